@@ -1,0 +1,79 @@
+// The library's one definition of the squared distance, and float helpers
+// that must give the same bits on the CPU and the GPU.
+//
+// The contract fixes the squared distance as ((d0*d0 + d1*d1) + d2*d2) + ...
+// with every operation rounded to float32 and no fused multiply-add. On the
+// device the _rn intrinsics forbid contraction; host code is compiled with
+// -ffp-contract=off (see CMakeLists.txt), so plain operators are exact there.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "host_device.h"
+
+namespace knn {
+
+KNN_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+KNN_HD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+KNN_HD float sub_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+KNN_HD float square_of_difference(float q, float p) {
+  const float d = sub_rn(q, p);
+  return mul_rn(d, d);
+}
+
+// Squared distance between two points of `dim` coordinates, in the fixed order.
+KNN_HD float squared_distance(const float* q, const float* p, int dim) {
+  float sum = square_of_difference(q[0], p[0]);
+  for (int i = 1; i < dim; ++i) sum = add_rn(sum, square_of_difference(q[i], p[i]));
+  return sum;
+}
+
+KNN_HD float squared_distance3(float qx, float qy, float qz, float px, float py, float pz) {
+  return add_rn(add_rn(square_of_difference(qx, px), square_of_difference(qy, py)),
+                square_of_difference(qz, pz));
+}
+
+KNN_HD uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+// A key whose unsigned order is the float order: radix sorts on it sort by
+// value. -0.0 maps to the key of +0.0 because the two compare equal, and the
+// tree build must treat them as a tie (broken by index) on both backends.
+KNN_HD uint32_t ordered_float_key(float f) {
+  uint32_t u = float_bits(f);
+  if (u == 0x80000000u) u = 0;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+KNN_HD bool is_finite_float(float f) { return (float_bits(f) & 0x7f800000u) != 0x7f800000u; }
+
+}  // namespace knn

@@ -1,0 +1,58 @@
+// The CUDA engine's interface to the rest of the library. Plain C++ (no CUDA
+// types), so that src/ compiles with the host compiler; a build without CUDA
+// links src/no_cuda_engine.cpp instead, whose functions report no device.
+// All functions throw knn::Error on failure and use the calling thread's
+// current device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../common/kdtree_layout.h"
+#include "memory_model.h"
+
+namespace knn {
+namespace cuda {
+
+// Number of usable devices; 0 without a driver, a device, or CUDA support.
+int device_count();
+void set_device(int device);
+int current_device();  // -1 when there is none
+size_t free_device_bytes();  // 0 when there is no device
+
+// ---- Tree build (device bytes: memory_model.h) ----------------------------
+// Builds the tree of n host points into the host array `tree`.
+void build_kdtree(const Point* points, int64_t n, Node* tree);
+
+// ---- kNN queries against a tree resident on the device -----------------
+class DeviceTree {
+ public:
+  // Uploads a host Node array of n nodes (whose root splits on root_dim) and
+  // checks it on the device when `check` is set (throws INVALID_TREE).
+  DeviceTree(const Node* tree, int64_t n, int root_dim, bool check);
+  ~DeviceTree();
+  DeviceTree(const DeviceTree&) = delete;
+  DeviceTree& operator=(const DeviceTree&) = delete;
+
+  int64_t size() const;
+
+  // kNN of m host queries into host rows of k (indices, and sq_distances
+  // unless NULL), in chunks of at most `chunk` queries, double-buffered on two
+  // streams with pinned staging so that transfers overlap the search.
+  // `next_chunk` hands out work: it returns the first query of the next chunk
+  // to run and its size (0 when none is left), so that CPU threads can take
+  // chunks from the same pool at the same time.
+  struct ChunkSource {
+    virtual ~ChunkSource() = default;
+    virtual int64_t take(int64_t max_queries, int64_t* count) = 0;
+  };
+  void query(const Point* queries, int k, int32_t* indices, float* sq_distances, int64_t chunk,
+             ChunkSource& source) const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,73 @@
+// Device memory the CUDA engine allocates, as a function of the sizes alone.
+// Host-only and header-only: the memory helpers of the C ABI answer from it
+// without a device (and in builds without CUDA), and the engine allocates
+// exactly these buffers, so the helpers are upper bounds of the real peak.
+// A device test checks the peak against these figures.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace knn {
+namespace cuda {
+
+// Every cudaMalloc is rounded up to this, and each buffer may waste it once.
+constexpr size_t kAllocAlignment = 512;
+// CUB temporary storage of a radix sort or scan over up to 2^31 items is a
+// few histograms and look-back tiles; this bound covers it with room to spare.
+constexpr size_t kCubTempBase = size_t{8} << 20;
+
+inline size_t aligned(size_t bytes) {
+  return (bytes + kAllocAlignment - 1) / kAllocAlignment * kAllocAlignment;
+}
+
+inline size_t cub_temp_bytes(int64_t items) {
+  return aligned(kCubTempBase + static_cast<size_t>(items) / 8);
+}
+
+// Build of n points: the points, four arrays of (x, y, z, id) entries (three
+// sorted by one axis each, plus one to partition into), sort keys and ids
+// (double-buffered), one scan array, the tree itself and CUB's temporaries.
+inline size_t build_bytes(int64_t n) {
+  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
+  return aligned(un * 12) + 4 * aligned(un * 16) + 4 * aligned(un * 4) + aligned(un * 8) +
+         aligned(un * 24) + cub_temp_bytes(n) + aligned(64);
+}
+
+// A tree resident for queries: one float4 (x, y, z, id) per node, its bounding
+// box, and the id bitmap and status word of the on-device check.
+inline size_t tree_bytes(int64_t n) {
+  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
+  return aligned(un * 16) + aligned((un + 31) / 32 * 4) + aligned(64) + aligned(64);
+}
+
+// Search scratch for one chunk of m queries: Morton keys and query order
+// (double-buffered for the radix sort) and the sort's temporaries.
+inline size_t search_scratch_bytes(int64_t m) {
+  const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
+  return 4 * aligned(um * 4) + cub_temp_bytes(m);
+}
+
+// One pipeline slot for a chunk of m queries and k neighbours: the queries,
+// the result rows (indices and squared distances) and the search scratch.
+inline size_t chunk_bytes(int64_t m, int k) {
+  const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
+  const size_t uk = static_cast<size_t>(k < 0 ? 0 : k);
+  return aligned(um * 12) + 2 * aligned(um * uk * 4) + search_scratch_bytes(m);
+}
+
+// The queries of a call run in chunks of at most this many; two slots are in
+// flight so that transfers overlap the search.
+constexpr int64_t kMaxChunkQueries = int64_t{1} << 21;
+
+inline int pipeline_slots(int64_t m, int64_t chunk) { return m > chunk ? 2 : 1; }
+
+// Device bytes to answer m queries with chunks of `chunk` against n nodes.
+inline size_t query_bytes(int64_t m, int k, int64_t n, int64_t chunk) {
+  if (m <= 0) return tree_bytes(n);
+  const int64_t c = chunk < m ? chunk : m;
+  return tree_bytes(n) + static_cast<size_t>(pipeline_slots(m, c)) * chunk_bytes(c, k);
+}
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,317 @@
+/*
+ * knn_gpgpu.h - exact spatial search on NVIDIA GPUs and on the CPU (OpenMP).
+ *
+ * This header is the whole public interface of libknn_gpgpu.so / knn_gpgpu.dll
+ * and its manual. It compiles as C99 and as C++ and uses only <stddef.h> and
+ * <stdint.h> types.
+ *
+ * ---------------------------------------------------------------------------
+ * General rules (they hold for every function below unless it says otherwise)
+ * ---------------------------------------------------------------------------
+ * Status.   Every function that can fail returns an int status: KNN_OK (0) or
+ *           one of the KNN_ERR_* codes. knn_last_error() then says what went
+ *           wrong and where ("point 1234 has a NaN coordinate"). The library
+ *           never exits, aborts, prints, or lets a C++ exception escape.
+ * Outputs.  A call that fails validation (bad pointer, count, k, dimension,
+ *           non-finite coordinate, invalid tree) leaves every output buffer
+ *           untouched. A call that fails after computing has started (device
+ *           error, device out of memory where the call cannot recover) writes
+ *           every output slot with the "missing" value (index -1, squared
+ *           distance +infinity), so outputs are never half-written.
+ * Ownership. Input arrays are only read, during the call. The library never
+ *           keeps a pointer to a caller array after the call returns. Output
+ *           arrays are written only inside the sizes the call documents.
+ * Threads.  Every function may be called from any number of host threads at
+ *           once; in particular any number of threads may query the same tree
+ *           or index at once. knn_last_error() is per thread.
+ * Counts.   n = 0 is valid and does nothing. Negative counts, NULL arrays with
+ *           a positive count, and k < 1 are KNN_ERR_INVALID_ARGUMENT. Offsets
+ *           are computed in 64 bits (i * k for 10^8 queries and k = 100 works).
+ * Results.  Exact and deterministic: the k nearest reference points by squared
+ *           Euclidean distance, ascending, ties broken by the smaller original
+ *           index. The squared distance is the float32 value
+ *               ((d0*d0 + d1*d1) + d2*d2) + ...     d_i = q_i - p_i
+ *           with every operation rounded to float32 and no fused multiply-add,
+ *           so every backend and every structure returns bit-identical indices
+ *           and distances. When fewer than k reference points exist, the
+ *           missing slots hold index -1 and squared distance +infinity. A query
+ *           equal to reference points finds them at distance 0, ordered by
+ *           index like any other tie.
+ * Devices.  The CUDA backend uses the calling thread's current device (see
+ *           cuSetDevice). The library changes no process-wide CUDA state. A
+ *           library built without CUDA, or run where no GPU is usable, answers
+ *           CUDA-only calls with KNN_ERR_NO_DEVICE; automatic calls then run on
+ *           the CPU.
+ * Unloading. The library may be unloaded (dlclose, FreeLibrary) after use. On
+ *           Linux it is linked with -z nodelete so that OpenMP worker threads
+ *           that outlive the call never run unmapped code.
+ * Calling convention. KNN_CALL: the platform's default C convention (cdecl on
+ *           x86-64 Windows, the System V ABI elsewhere). Structures use natural
+ *           alignment and have the same size and layout on every platform.
+ */
+#ifndef KNN_GPGPU_H
+#define KNN_GPGPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Version ----------------------------------------------------------- */
+#define KNN_VERSION_MAJOR 1
+#define KNN_VERSION_MINOR 0
+#define KNN_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, the value knn_version() returns. */
+#define KNN_VERSION_NUMBER \
+  (KNN_VERSION_MAJOR * 10000 + KNN_VERSION_MINOR * 100 + KNN_VERSION_PATCH)
+
+/* ---- Export and calling convention --------------------------------------
+ * Building the DLL defines KNN_GPGPU_BUILDING; consumers of the DLL define
+ * nothing; a static library user defines KNN_GPGPU_STATIC. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#  if defined(KNN_GPGPU_STATIC)
+#    define KNN_API
+#  elif defined(KNN_GPGPU_BUILDING)
+#    define KNN_API __declspec(dllexport)
+#  else
+#    define KNN_API __declspec(dllimport)
+#  endif
+#  define KNN_CALL __cdecl
+#else
+#  if defined(KNN_GPGPU_BUILDING) && (defined(__GNUC__) || defined(__clang__))
+#    define KNN_API __attribute__((visibility("default")))
+#  else
+#    define KNN_API
+#  endif
+#  define KNN_CALL
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Status codes (values never change once released) ------------------ */
+enum knn_status {
+  KNN_OK = 0,
+  KNN_ERR_INVALID_ARGUMENT = 1,     /* a NULL pointer, a bad count, k, dim...  */
+  KNN_ERR_NONFINITE_INPUT = 2,      /* a NaN or infinite coordinate            */
+  KNN_ERR_HOST_OUT_OF_MEMORY = 3,   /* host allocation failed                  */
+  KNN_ERR_DEVICE_OUT_OF_MEMORY = 4, /* device allocation failed                */
+  KNN_ERR_NO_DEVICE = 5,            /* no usable GPU, or built without CUDA    */
+  KNN_ERR_DEVICE = 6,               /* a CUDA call or kernel failed            */
+  KNN_ERR_INVALID_TREE = 7,         /* a Node array that is not a valid tree   */
+  KNN_ERR_UNSUPPORTED = 8,          /* valid request this build cannot serve   */
+  KNN_ERR_CANCELLED = 9,            /* the caller cancelled a long call        */
+  KNN_ERR_INTERNAL = 10             /* a bug: please report the message        */
+};
+
+/* Static, never NULL text for a status; "unknown status" for unknown codes. */
+KNN_API const char* KNN_CALL knn_status_string(int status);
+/* Text of the last failure on the calling thread ("" when the last call on
+ * this thread succeeded). Valid until this thread's next call into the
+ * library; copy it to keep it. Never NULL. */
+KNN_API const char* KNN_CALL knn_last_error(void);
+/* KNN_VERSION_NUMBER of the loaded library (compare with the header's). */
+KNN_API int KNN_CALL knn_version(void);
+
+/* =========================================================================
+ * 2. The classic 3-D API
+ * ========================================================================= */
+
+struct Point {
+  float p[3];
+};
+
+/* One kd-tree node, 24 bytes. */
+struct Node {
+  float p[3]; /* the point, bit-equal to points[id].p                         */
+  int left;   /* index of the left child in the Node array, or -1             */
+  int right;  /* index of the right child, or -1                              */
+  int id;     /* index of the point in the array the tree was built from      */
+};
+
+/* Tree layout (what buildKdTree writes, what queries accept).
+ *   - tree[0] is the root; the tree is balanced and stored breadth first
+ *     ("heap order"): node i has children 2i+1 and 2i+2 where those are < n,
+ *     and -1 otherwise; the height is ceil(log2(n+1)) and the last level is
+ *     filled from the left.
+ *   - the split dimension of a node is its depth mod 3 (x at the root);
+ *     every node of its left subtree has coordinate <= the node's on that
+ *     dimension, every node of its right subtree >=.
+ *   - the node's point is the median of its subtree's points in the order
+ *     (coordinate, original index), at the rank that the heap shape gives the
+ *     left subtree. The tree is therefore a function of the input alone: both
+ *     backends, any thread count, give the byte-identical array.
+ *   - id is a permutation of 0..n-1; p equals points[id].p.
+ * Queries check this layout (links, ids, kd order) and refuse anything else
+ * with KNN_ERR_INVALID_TREE, naming the first bad node. The array is caller
+ * owned (getTreeSize(n) bytes) and can be saved and loaded by the host. */
+
+/* Build the tree of n points into `tree` (getTreeSize(n) bytes).
+ * buildKdTree runs on the GPU when one is usable and the build fits in its
+ * free memory, otherwise on the CPU; the result is identical. cuBuildKdTree
+ * runs on the GPU only (KNN_ERR_NO_DEVICE without one), mpBuildKdTree on the
+ * CPU only (all cores). Errors: NULL points/tree with n > 0, n < 0
+ * (INVALID_ARGUMENT); a NaN/Inf coordinate (NONFINITE_INPUT, naming the
+ * point); device failures (DEVICE_OUT_OF_MEMORY, DEVICE). */
+KNN_API int KNN_CALL buildKdTree(const struct Point* points, int n, struct Node* tree);
+KNN_API int KNN_CALL cuBuildKdTree(const struct Point* points, int n, struct Node* tree);
+KNN_API int KNN_CALL mpBuildKdTree(const struct Point* points, int n, struct Node* tree);
+
+/* All k nearest neighbours of n_qp query points in a tree of n_tree nodes.
+ * result[i*k + j] (n_qp * k ints, 64-bit offsets) receives the original index
+ * (Node.id) of query i's j-th nearest point; -1 where n_tree < k.
+ * queryAll plans from the device's free memory (or the environment variable
+ * KNN_DEVICE_MEMORY_LIMIT, in bytes, when set): it runs the queries in chunks
+ * that fit, overlaps transfers with compute, splits the tree when the tree
+ * itself does not fit and merges the partial lists exactly, runs a share of
+ * the queries on the CPU at the same time, and runs on the CPU alone when no
+ * device is usable. It never fails for lack of device memory. cuQueryAll runs
+ * on the GPU only and fails with DEVICE_OUT_OF_MEMORY when the whole call does
+ * not fit (see getNeededBytesForQueryAll); mpQueryAll runs on the CPU only.
+ * Every path returns the identical result. Errors: INVALID_ARGUMENT (NULL
+ * arrays with positive counts, negative counts, k < 1), NONFINITE_INPUT (a
+ * query coordinate), INVALID_TREE, DEVICE_OUT_OF_MEMORY / DEVICE (CUDA only). */
+KNN_API int KNN_CALL queryAll(const struct Point* query_points, const struct Node* tree,
+                              int n_qp, int n_tree, int k, int* result);
+KNN_API int KNN_CALL cuQueryAll(const struct Point* query_points, const struct Node* tree,
+                                int n_qp, int n_tree, int k, int* result);
+KNN_API int KNN_CALL mpQueryAll(const struct Point* query_points, const struct Node* tree,
+                                int n_qp, int n_tree, int k, int* result);
+
+/* Memory helpers. They compute in 64 bits, need no device, and return 0 for
+ * negative arguments. They are honest: a GPU call whose need is at most the
+ * device's free memory does not fail for lack of it, and its peak device use
+ * stays within the figure. */
+/* Bytes of the Node array of an n-node tree. */
+KNN_API size_t KNN_CALL getTreeSize(int n_tree);
+/* Device bytes cuBuildKdTree needs for n points. */
+KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree);
+/* Device bytes cuQueryAll needs to run the whole call at once. */
+KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree);
+/* Device bytes of the search kernels' own working storage for n_qp queries,
+ * run as block_num blocks of thread_num threads (0 for either: the library's
+ * choice); excludes the tree, queries and results. */
+KNN_API size_t KNN_CALL getNeededBytesInSearch(int n_qp, int k, int n_tree, int thread_num,
+                                               int block_num);
+/* Free bytes on the calling thread's current device; 0 when there is none. */
+KNN_API size_t KNN_CALL getFreeBytesOnGpu(void);
+
+/* Device selection for the calling thread (wraps cudaSetDevice/GetDevice).
+ * cuSetDevice: INVALID_ARGUMENT for a device number out of range, NO_DEVICE
+ * without devices. cuGetDevice: the current device, -1 when there is none.
+ * cuGetDeviceCount: the number of usable devices, 0 when none (not an error). */
+KNN_API int KNN_CALL cuSetDevice(int device);
+KNN_API int KNN_CALL cuGetDevice(void);
+KNN_API int KNN_CALL cuGetDeviceCount(void);
+
+/* Exact brute-force kNN in any dimension (CPU). ref holds n_ref rows of dim
+ * floats, query n_query rows. sq_dist and ind receive n_query * k values,
+ * row i at offset i*k; either may be NULL when not wanted. dim >= 1. */
+KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* query,
+                                     int n_query, int dim, int k, float* sq_dist, int* ind);
+
+/* =========================================================================
+ * 3. The index API (any dimension, resident on the device)
+ * ========================================================================= */
+
+typedef struct knn_index knn_index; /* opaque */
+
+enum knn_backend { KNN_BACKEND_AUTO = 0, KNN_BACKEND_CUDA = 1, KNN_BACKEND_OPENMP = 2 };
+enum knn_structure {
+  KNN_STRUCTURE_AUTO = 0,
+  KNN_STRUCTURE_KDTREE = 1,
+  KNN_STRUCTURE_GRID = 2,
+  KNN_STRUCTURE_BRUTE_FORCE = 3
+};
+
+/* Options. Always initialise with knn_options_init, then set fields; the
+ * library reads only the first struct_size bytes, so callers built against an
+ * older, shorter struct keep working. NULL everywhere means the defaults. */
+typedef struct knn_options {
+  size_t struct_size;         /* = sizeof(knn_options)                        */
+  int backend;                /* enum knn_backend, default AUTO               */
+  int device;                 /* CUDA device number, default -1 = current     */
+  int structure;              /* enum knn_structure, default AUTO             */
+  int leaf_size;              /* points per leaf/bucket, 0 = library default  */
+  int threads;                /* CPU threads, 0 = all cores                   */
+  size_t device_memory_limit; /* 0 = what the device has free; set it to make
+                                 the library plan as if only this many bytes
+                                 were free (tests use it to force splitting) */
+} knn_options;
+
+/* Fill *opt with the defaults (struct_size included). NULL is ignored. */
+KNN_API void KNN_CALL knn_options_init(knn_options* opt);
+
+/* Build an index over n points of dim floats each (row-major). The index owns
+ * a copy of the points (on the device for the CUDA backend). *out receives the
+ * handle, NULL on failure. Free it with knn_index_free. */
+KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
+                                     const knn_options* opt, knn_index** out);
+/* Free an index; NULL is fine. */
+KNN_API int KNN_CALL knn_index_free(knn_index* index);
+/* Size, dimension, backend and structure that actually serve the index; any
+ * output pointer may be NULL. */
+KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim, int* backend,
+                                    int* structure);
+/* k nearest neighbours of m queries (m rows of dim floats): indices[i*k + j]
+ * and sq_distances[i*k + j] (may be NULL). */
+KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m,
+                                     int k, int32_t* indices, float* sq_distances,
+                                     const knn_options* opt);
+/* All-kNN of the indexed points themselves, in input order. exclude_self != 0
+ * drops only each point's own index (not other points at distance 0). */
+KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exclude_self,
+                                          int32_t* indices, float* sq_distances);
+/* Points within `radius` of each query (squared distance <= radius*radius in
+ * float32), ordered by (distance, index), max_neighbors per row; unused slots
+ * hold -1 / +infinity; counts[i] is the true number within the radius. */
+KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queries, int64_t m,
+                                      float radius, int max_neighbors, int32_t* indices,
+                                      float* sq_distances, int32_t* counts,
+                                      const knn_options* opt);
+
+/* Device bytes an index build / a query would need; no device needed. */
+KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options* opt);
+KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
+                                                 const knn_options* opt);
+
+/* =========================================================================
+ * 4. Point in polygon over a quadtree (2-D)
+ * ========================================================================= */
+
+typedef struct knn_quadtree knn_quadtree; /* opaque */
+
+/* Build a quadtree over n points (n rows of x, y). Free with knn_quadtree_free. */
+KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
+                                        knn_quadtree** out);
+KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
+
+/* Polygons: vertices_xy holds all ring vertices as (x, y) pairs; ring r spans
+ * vertices [ring_offsets[r], ring_offsets[r+1]) (n_rings + 1 offsets);
+ * polygon p spans rings [polygon_offsets[p], polygon_offsets[p+1])
+ * (n_polygons + 1 offsets). The first ring of a polygon is its outer
+ * boundary, the others are holes. Rings may be open or closed, in any
+ * orientation, concave. Offsets count vertices, not floats.
+ * Inside rule: even-odd crossings of a ray towards +x, with the half-open edge
+ * rule (an edge counts when exactly one endpoint has y > the point's y; points
+ * exactly on an edge are decided by the same rule), so a point on an edge
+ * shared by two adjacent polygons belongs to exactly one of them.
+ * knn_points_in_polygons_count writes counts[p], the number of points inside
+ * polygon p; knn_points_in_polygons then fills point_indices with those
+ * points, polygon p at [out_offsets[p], out_offsets[p+1]), ascending. */
+KNN_API int KNN_CALL knn_points_in_polygons_count(const knn_quadtree* tree,
+                                                  const float* vertices_xy,
+                                                  const int64_t* ring_offsets, int64_t n_rings,
+                                                  const int64_t* polygon_offsets,
+                                                  int64_t n_polygons, int64_t* counts,
+                                                  const knn_options* opt);
+KNN_API int KNN_CALL knn_points_in_polygons(const knn_quadtree* tree, const float* vertices_xy,
+                                            const int64_t* ring_offsets, int64_t n_rings,
+                                            const int64_t* polygon_offsets, int64_t n_polygons,
+                                            const int64_t* out_offsets, int64_t* point_indices,
+                                            const knn_options* opt);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KNN_GPGPU_H */

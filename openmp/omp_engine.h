@@ -1,0 +1,32 @@
+// The OpenMP engine: the CPU backend and the reference every GPU kernel is
+// checked against. It knows the tree layout (common/kdtree_layout.h) and
+// nothing of the C ABI; failures are thrown as knn::Error.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/kdtree_layout.h"
+
+namespace knn {
+namespace omp {
+
+// Builds the tree of n points (layout: common/kdtree_layout.h) on all cores.
+void build_kdtree(const Point* points, int64_t n, Node* tree);
+
+// Throws KNN_ERR_INVALID_TREE naming the first node that is not where the
+// layout puts it; ids must be a permutation of 0..n-1.
+void check_tree(const Node* tree, int64_t n);
+
+// k nearest tree nodes of each of m queries. Row i of `indices` (and of
+// `sq_distances` unless NULL) is at offset i*k; slots past the tree's size get
+// -1 / +infinity. root_dim is the split dimension of tree[0] (non-zero for a
+// subtree cut from a larger tree). The tree is trusted: check it first.
+void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* queries, int64_t m,
+                  int k, int32_t* indices, float* sq_distances);
+
+// Exact k nearest rows of `ref` (n rows of dim floats) for m query rows.
+void brute_force(const float* ref, int64_t n, const float* queries, int64_t m, int dim, int k,
+                 int32_t* indices, float* sq_distances);
+
+}  // namespace omp
+}  // namespace knn

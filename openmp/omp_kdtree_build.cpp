@@ -1,0 +1,60 @@
+// CPU kd-tree build: recursive median selection in (coordinate, index) order,
+// one OpenMP task per large subtree. The order is total, so the set of points
+// on each side of every median is unique and the tree does not depend on the
+// thread count.
+#include <algorithm>
+#include <vector>
+
+#include "omp_engine.h"
+
+namespace knn {
+namespace omp {
+namespace {
+
+struct Item {
+  float p[3];
+  int32_t id;
+};
+
+// Subtrees smaller than this are built by the task that reaches them.
+constexpr int64_t kTaskCutoff = 16384;
+
+void build_subtree(Item* items, int64_t count, int level, int64_t q, const TreeShape& shape,
+                   Node* tree) {
+  if (count == 0) return;
+  const int dim = split_dim(level, 0);
+  const int64_t rank = shape.median_rank(level, q);
+  std::nth_element(items, items + rank, items + count, [dim](const Item& a, const Item& b) {
+    return a.p[dim] < b.p[dim] || (a.p[dim] == b.p[dim] && a.id < b.id);
+  });
+  const int64_t node = (int64_t{1} << level) - 1 + q;
+  const Item& median = items[rank];
+  tree[node] = Node{{median.p[0], median.p[1], median.p[2]},
+                    static_cast<int>(shape.child_or_none(2 * node + 1)),
+                    static_cast<int>(shape.child_or_none(2 * node + 2)),
+                    median.id};
+  Item* right = items + rank + 1;
+  const int64_t right_count = count - rank - 1;
+#pragma omp task if (rank > kTaskCutoff) default(none) \
+    firstprivate(items, rank, level, q) shared(shape, tree)
+  build_subtree(items, rank, level + 1, 2 * q, shape, tree);
+  build_subtree(right, right_count, level + 1, 2 * q + 1, shape, tree);
+#pragma omp taskwait
+}
+
+}  // namespace
+
+void build_kdtree(const Point* points, int64_t n, Node* tree) {
+  if (n == 0) return;
+  std::vector<Item> items(static_cast<size_t>(n));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    items[i] = Item{{points[i].p[0], points[i].p[1], points[i].p[2]}, static_cast<int32_t>(i)};
+  const TreeShape shape(n);
+#pragma omp parallel
+#pragma omp single
+  build_subtree(items.data(), n, 0, 0, shape, tree);
+}
+
+}  // namespace omp
+}  // namespace knn

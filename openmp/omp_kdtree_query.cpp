@@ -1,0 +1,53 @@
+// CPU kNN search of the heap-ordered kd-tree: visit a node, descend the near
+// side first, and enter the far side only when the splitting plane is not
+// farther than the current k-th candidate. The plane bound is computed in the
+// same float arithmetic as the distances, so it never exceeds the distance of
+// any point behind the plane and the pruning is exact (ties included: only a
+// bound strictly greater than the k-th distance prunes).
+#include <vector>
+
+#include "knn_list.h"
+#include "omp_engine.h"
+
+namespace knn {
+namespace omp {
+namespace {
+
+struct Search {
+  const Node* tree;
+  TreeShape shape;
+  int root_dim;
+
+  void visit(const float* q, int64_t node, int level, KnnList& list) const {
+    if (node >= shape.n) return;
+    const Node& here = tree[node];
+    list.offer(squared_distance3(q[0], q[1], q[2], here.p[0], here.p[1], here.p[2]), here.id);
+    const int dim = split_dim(level, root_dim);
+    const float diff = sub_rn(q[dim], here.p[dim]);
+    const int64_t near_child = 2 * node + (diff <= 0.0f ? 1 : 2);
+    const int64_t far_child = (4 * node + 3) - near_child;
+    visit(q, near_child, level + 1, list);
+    if (mul_rn(diff, diff) <= list.worst()) visit(q, far_child, level + 1, list);
+  }
+};
+
+}  // namespace
+
+void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* queries, int64_t m,
+                  int k, int32_t* indices, float* sq_distances) {
+  const Search search{tree, TreeShape(n), root_dim};
+#pragma omp parallel
+  {
+    std::vector<Neighbor> storage(static_cast<size_t>(k));
+#pragma omp for schedule(dynamic, 256)
+    for (int64_t i = 0; i < m; ++i) {
+      KnnList list(storage.data(), k);
+      search.visit(queries[i].p, 0, 0, list);
+      const int64_t row = i * k;
+      list.write(indices ? indices + row : nullptr, sq_distances ? sq_distances + row : nullptr);
+    }
+  }
+}
+
+}  // namespace omp
+}  // namespace knn

@@ -1,0 +1,43 @@
+// Validation of a caller's Node array before any query reads it, so that a
+// tree that is not a tree gives KNN_ERR_INVALID_TREE instead of wrong answers
+// or reads out of bounds.
+#include <atomic>
+#include <limits>
+#include <vector>
+
+#include "../common/error.h"
+#include "omp_engine.h"
+
+namespace knn {
+namespace omp {
+
+void check_tree(const Node* tree, int64_t n) {
+  int64_t first_bad = std::numeric_limits<int64_t>::max();
+#pragma omp parallel for schedule(static) reduction(min : first_bad)
+  for (int64_t i = 0; i < n; ++i)
+    if (check_tree_node(tree, n, i, 0) != kTreeOk && i < first_bad) first_bad = i;
+  if (first_bad != std::numeric_limits<int64_t>::max())
+    fail(KNN_ERR_INVALID_TREE,
+         format("node %lld %s", static_cast<long long>(first_bad),
+                tree_defect_text(check_tree_node(tree, n, first_bad, 0))));
+
+  // Every id is in range; they form a permutation unless one repeats.
+  std::vector<std::atomic<uint32_t>> seen(static_cast<size_t>((n + 31) / 32));
+  bool repeated = false;
+#pragma omp parallel for schedule(static) reduction(|| : repeated)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bit = 1u << (tree[i].id % 32);
+    if (seen[tree[i].id / 32].fetch_or(bit, std::memory_order_relaxed) & bit) repeated = true;
+  }
+  if (!repeated) return;
+  std::vector<bool> first_seen(static_cast<size_t>(n), false);
+  for (int64_t i = 0; i < n; ++i) {
+    if (first_seen[tree[i].id])
+      fail(KNN_ERR_INVALID_TREE, format("node %lld %s (id %d)", static_cast<long long>(i),
+                                        tree_defect_text(kTreeDuplicateId), tree[i].id));
+    first_seen[tree[i].id] = true;
+  }
+}
+
+}  // namespace omp
+}  // namespace knn

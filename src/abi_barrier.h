@@ -1,0 +1,37 @@
+// The exception barrier every exported function goes through: it runs the
+// body, turns any exception into a status code, and records the message that
+// knn_last_error() returns on this thread.
+#pragma once
+
+#include <new>
+#include <string>
+
+#include "../common/error.h"
+
+namespace knn {
+
+void set_last_error(const char* function, const char* message);
+void clear_last_error();
+
+template <class Body>
+int guarded(const char* function, Body&& body) noexcept {
+  try {
+    clear_last_error();
+    body();
+    return KNN_OK;
+  } catch (const Error& e) {
+    set_last_error(function, e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    set_last_error(function, "host memory allocation failed");
+    return KNN_ERR_HOST_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    set_last_error(function, e.what());
+    return KNN_ERR_INTERNAL;
+  } catch (...) {
+    set_last_error(function, "unknown internal exception");
+    return KNN_ERR_INTERNAL;
+  }
+}
+
+}  // namespace knn

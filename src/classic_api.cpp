@@ -1,0 +1,131 @@
+// Entry points of the classic 3-D API (contract section 2): validation, then
+// the planner. Every function runs inside the exception barrier.
+#include <omp.h>
+
+#include "../cuda/cuda_engine.h"
+#include "../openmp/omp_engine.h"
+#include "abi_barrier.h"
+#include "query_planner.h"
+#include "validate.h"
+
+namespace knn {
+namespace {
+
+void check_build_args(const Point* points, int n, const Node* tree) {
+  check_array(points, n, "points", "n");
+  check_array(tree, n, "tree", "n");
+  check_finite(&points[0].p[0], n, 3, "point");
+}
+
+int build(const char* function, const Point* points, int n, Node* tree, Engine engine) {
+  return guarded(function, [&] {
+    check_build_args(points, n, tree);
+    build_tree(points, n, tree, engine);
+  });
+}
+
+int query(const char* function, const Point* queries, const Node* tree, int n_qp, int n_tree,
+          int k, int* result, Engine engine) {
+  return guarded(function, [&] {
+    check_array(queries, n_qp, "query_points", "n_qp");
+    check_array(tree, n_tree, "tree", "n_tree");
+    check_k(k);
+    check_array(result, n_qp, "result", "n_qp");
+    check_finite(&queries[0].p[0], n_qp, 3, "query point");
+    omp::check_tree(tree, n_tree);
+    query_tree(queries, n_qp, tree, n_tree, k, reinterpret_cast<int32_t*>(result), engine);
+  });
+}
+
+size_t nonnegative(int v) { return v < 0 ? 0 : static_cast<size_t>(v); }
+
+}  // namespace
+}  // namespace knn
+
+using knn::Engine;
+
+extern "C" {
+
+KNN_API int KNN_CALL buildKdTree(const Point* points, int n, Node* tree) {
+  return knn::build("buildKdTree", points, n, tree, Engine::Auto);
+}
+KNN_API int KNN_CALL cuBuildKdTree(const Point* points, int n, Node* tree) {
+  return knn::build("cuBuildKdTree", points, n, tree, Engine::Cuda);
+}
+KNN_API int KNN_CALL mpBuildKdTree(const Point* points, int n, Node* tree) {
+  return knn::build("mpBuildKdTree", points, n, tree, Engine::OpenMP);
+}
+
+KNN_API int KNN_CALL queryAll(const Point* query_points, const Node* tree, int n_qp, int n_tree,
+                              int k, int* result) {
+  return knn::query("queryAll", query_points, tree, n_qp, n_tree, k, result, Engine::Auto);
+}
+KNN_API int KNN_CALL cuQueryAll(const Point* query_points, const Node* tree, int n_qp,
+                                int n_tree, int k, int* result) {
+  return knn::query("cuQueryAll", query_points, tree, n_qp, n_tree, k, result, Engine::Cuda);
+}
+KNN_API int KNN_CALL mpQueryAll(const Point* query_points, const Node* tree, int n_qp,
+                                int n_tree, int k, int* result) {
+  return knn::query("mpQueryAll", query_points, tree, n_qp, n_tree, k, result, Engine::OpenMP);
+}
+
+KNN_API size_t KNN_CALL getTreeSize(int n_tree) { return knn::nonnegative(n_tree) * sizeof(Node); }
+
+KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree) {
+  return n_tree < 0 ? 0 : knn::cuda::build_bytes(n_tree);
+}
+
+KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree) {
+  if (n_qp < 0 || k < 0 || n_tree < 0) return 0;
+  return knn::cuda::query_bytes(n_qp, k, n_tree, knn::cuda::kMaxChunkQueries);
+}
+
+KNN_API size_t KNN_CALL getNeededBytesInSearch(int n_qp, int k, int n_tree, int thread_num,
+                                               int block_num) {
+  // The engine picks its own launch shape from the device; the search's own
+  // storage depends on the queries only (results are counted by the caller).
+  (void)k;
+  (void)thread_num;
+  (void)block_num;
+  if (n_qp < 0 || n_tree < 0) return 0;
+  return knn::cuda::search_scratch_bytes(n_qp);
+}
+
+KNN_API size_t KNN_CALL getFreeBytesOnGpu(void) {
+  size_t bytes = 0;
+  knn::guarded("getFreeBytesOnGpu", [&] { bytes = knn::cuda::free_device_bytes(); });
+  return bytes;
+}
+
+KNN_API int KNN_CALL cuSetDevice(int device) {
+  return knn::guarded("cuSetDevice", [&] { knn::cuda::set_device(device); });
+}
+
+KNN_API int KNN_CALL cuGetDevice(void) {
+  int device = -1;
+  knn::guarded("cuGetDevice", [&] { device = knn::cuda::current_device(); });
+  return device;
+}
+
+KNN_API int KNN_CALL cuGetDeviceCount(void) {
+  int count = 0;
+  knn::guarded("cuGetDeviceCount", [&] { count = knn::cuda::device_count(); });
+  return count;
+}
+
+KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* query,
+                                     int n_query, int dim, int k, float* sq_dist, int* ind) {
+  return knn::guarded("knn_brute_force", [&] {
+    knn::check_array(ref, n_ref, "ref", "n_ref");
+    knn::check_array(query, n_query, "query", "n_query");
+    if (dim < 1)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("dim is %d; it must be at least 1", dim));
+    knn::check_k(k);
+    knn::check_finite(ref, n_ref, dim, "reference point");
+    knn::check_finite(query, n_query, dim, "query point");
+    knn::omp::brute_force(ref, n_ref, query, n_query, dim, k, reinterpret_cast<int32_t*>(ind),
+                          sq_dist);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,29 @@
+// The CUDA engine of a build without CUDA: no devices, and every device
+// operation reports KNN_ERR_NO_DEVICE.
+#include "../common/error.h"
+#include "../cuda/cuda_engine.h"
+
+namespace knn {
+namespace cuda {
+namespace {
+[[noreturn]] void no_cuda() {
+  fail(KNN_ERR_NO_DEVICE, "this knn_gpgpu was built without CUDA (KNN_WITH_CUDA=OFF)");
+}
+}  // namespace
+
+int device_count() { return 0; }
+void set_device(int) { no_cuda(); }
+int current_device() { return -1; }
+size_t free_device_bytes() { return 0; }
+void build_kdtree(const Point*, int64_t, Node*) { no_cuda(); }
+
+struct DeviceTree::Impl {};
+DeviceTree::DeviceTree(const Node*, int64_t, int, bool) : impl_(nullptr) { no_cuda(); }
+DeviceTree::~DeviceTree() = default;
+int64_t DeviceTree::size() const { return 0; }
+void DeviceTree::query(const Point*, int, int32_t*, float*, int64_t, ChunkSource&) const {
+  no_cuda();
+}
+
+}  // namespace cuda
+}  // namespace knn

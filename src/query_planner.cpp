@@ -1,0 +1,273 @@
+#include "query_planner.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "../common/error.h"
+#include "../common/neighbor.h"
+#include "../cuda/cuda_engine.h"
+#include "../openmp/omp_engine.h"
+
+namespace knn {
+namespace {
+
+// Below these sizes the CPU answers before a GPU round trip would.
+constexpr int64_t kMinGpuBuildPoints = int64_t{1} << 15;
+// Chunks smaller than this do not amortise a kernel launch and a transfer.
+constexpr int64_t kMinChunkQueries = int64_t{1} << 12;
+// Queries a CPU thread takes from the shared pool at a time: small, so that
+// the last CPU chunk never holds the call up for long.
+constexpr int64_t kCpuChunkQueries = 1024;
+// Host memory for the partial results of one tree part in the split path.
+constexpr size_t kSplitBlockBytes = size_t{1} << 31;
+
+bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  return !(v[0] == '0' || v[0] == 'n' || v[0] == 'N' || v[0] == 'f' || v[0] == 'F');
+}
+
+bool device_usable() { return cuda::device_count() > 0; }
+
+// Queries handed out from both ends: the GPU takes large chunks from the
+// front, CPU threads small ones from the back, until they meet.
+class QueryPool : public cuda::DeviceTree::ChunkSource {
+ public:
+  explicit QueryPool(int64_t m) : back_(m) {}
+  int64_t take(int64_t max_queries, int64_t* count) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    *count = std::min(max_queries, back_ - front_);
+    const int64_t first = front_;
+    front_ += *count;
+    return first;
+  }
+  int64_t take_back(int64_t max_queries, int64_t* count) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    *count = std::min(max_queries, back_ - front_);
+    back_ -= *count;
+    return back_;
+  }
+
+ private:
+  std::mutex mutex_;
+  int64_t front_ = 0;
+  int64_t back_;
+};
+
+// The largest chunk (a multiple of kMinChunkQueries, at most m and the
+// engine's maximum) whose pipeline fits next to the tree; 0 if none does.
+int64_t fitting_chunk(int64_t m, int k, int64_t n, size_t budget) {
+  int64_t chunk = std::min<int64_t>(cuda::kMaxChunkQueries, m);
+  while (chunk > 0 && cuda::query_bytes(m, k, n, chunk) > budget) {
+    if (chunk <= kMinChunkQueries) return 0;
+    chunk = std::max<int64_t>(kMinChunkQueries, chunk / 2);
+  }
+  return chunk;
+}
+
+// GPU search of all m queries against one resident tree; CPU threads join
+// in when `cpu_share` is set.
+void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int root_dim,
+                     const Point* queries, int64_t m, int k, int32_t* indices,
+                     float* sq_distances, int64_t chunk, bool cpu_share) {
+  QueryPool pool(m);
+  if (!cpu_share) {
+    device_tree.query(queries, k, indices, sq_distances, chunk, pool);
+    return;
+  }
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+#pragma omp parallel
+  {
+    try {
+      if (omp_get_thread_num() == 0) {
+        device_tree.query(queries, k, indices, sq_distances, chunk, pool);
+      } else {
+        int64_t count = 0;
+        for (int64_t first = pool.take_back(kCpuChunkQueries, &count); count > 0;
+             first = pool.take_back(kCpuChunkQueries, &count)) {
+          const int64_t row = first * k;
+          omp::query_kdtree(tree, device_tree.size(), root_dim, queries + first, count, k,
+                            indices + row, sq_distances ? sq_distances + row : nullptr);
+        }
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+bool want_cpu_share(int64_t m) {
+  const bool worth_it = m >= (int64_t{1} << 16) && omp_get_max_threads() >= 4;
+  return env_flag("KNN_CPU_SHARE", worth_it) && omp_get_max_threads() >= 2;
+}
+
+// Merges a sorted k-list (b) into another (a), keeping the k closest.
+void merge_rows(int32_t* a_idx, float* a_dist, const int32_t* b_idx, const float* b_dist, int k,
+                Neighbor* scratch) {
+  int i = 0, j = 0;
+  for (int out = 0; out < k; ++out) {
+    // Missing slots (-1, +inf) sort last: a real point at +inf has index >= 0.
+    const bool a_has = i < k && a_idx[i] >= 0;
+    const bool b_has = j < k && b_idx[j] >= 0;
+    if (a_has && (!b_has || closer(a_dist[i], a_idx[i], b_dist[j], b_idx[j])))
+      scratch[out] = Neighbor{a_dist[i], a_idx[i]}, ++i;
+    else if (b_has)
+      scratch[out] = Neighbor{b_dist[j], b_idx[j]}, ++j;
+    else
+      scratch[out] = Neighbor{std::numeric_limits<float>::infinity(), -1};
+  }
+  for (int out = 0; out < k; ++out) a_idx[out] = scratch[out].index, a_dist[out] = scratch[out].sq_distance;
+}
+
+// A part of a split tree: its nodes in heap layout and the split dimension of
+// its root.
+struct TreePart {
+  std::vector<Node> nodes;
+  int root_dim;
+};
+
+// Cuts the tree into its top `levels` levels (a complete tree itself) and the
+// 2^levels subtrees below them, each re-laid out in heap order.
+std::vector<TreePart> split_tree(const Node* tree, int64_t n, int levels) {
+  std::vector<TreePart> parts;
+  const int64_t top = (int64_t{1} << levels) - 1;
+  const TreeShape top_shape(top);
+  TreePart head{std::vector<Node>(tree, tree + top), 0};
+  for (int64_t i = 0; i < top; ++i) {
+    head.nodes[i].left = static_cast<int>(top_shape.child_or_none(2 * i + 1));
+    head.nodes[i].right = static_cast<int>(top_shape.child_or_none(2 * i + 2));
+  }
+  parts.push_back(std::move(head));
+  for (int64_t q = 0; q < (int64_t{1} << levels); ++q) {
+    TreePart part{{}, levels % 3};
+    for (int64_t width = 1, first = top + q; first < n; width *= 2, first = 2 * first + 1)
+      for (int64_t g = first; g < std::min(n, first + width); ++g) part.nodes.push_back(tree[g]);
+    const TreeShape shape(static_cast<int64_t>(part.nodes.size()));
+    for (int64_t i = 0; i < shape.n; ++i) {
+      part.nodes[i].left = static_cast<int>(shape.child_or_none(2 * i + 1));
+      part.nodes[i].right = static_cast<int>(shape.child_or_none(2 * i + 2));
+    }
+    if (!part.nodes.empty()) parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+// The tree does not fit: query each part in turn on the device, in blocks of
+// queries whose partial lists fit in host memory, and merge exactly.
+void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
+                      int32_t* result, size_t budget) {
+  int levels = 1;
+  const int max_levels = tree_levels(n) - 1;
+  for (; levels < max_levels; ++levels) {
+    const int64_t largest = TreeShape(n).subtree_size(levels, 0);
+    if (fitting_chunk(std::min<int64_t>(m, kMinChunkQueries), k, largest, budget) > 0) break;
+  }
+  const int64_t largest = TreeShape(n).subtree_size(levels, 0);
+  if (fitting_chunk(std::min<int64_t>(m, kMinChunkQueries), k, largest, budget) == 0)
+    fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "the device cannot hold even a small part of the tree");
+  const std::vector<TreePart> parts = split_tree(tree, n, levels);
+
+  const int64_t block = std::max<int64_t>(1, static_cast<int64_t>(kSplitBlockBytes / (size_t(k) * 8)));
+  std::vector<float> best_dist(static_cast<size_t>(std::min(block, m)) * k);
+  std::vector<int32_t> part_idx(best_dist.size());
+  std::vector<float> part_dist(best_dist.size());
+  for (int64_t first = 0; first < m; first += block) {
+    const int64_t count = std::min(block, m - first);
+    int32_t* out = result + first * k;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const TreePart& part = parts[p];
+      const int64_t size = static_cast<int64_t>(part.nodes.size());
+      const cuda::DeviceTree device_tree(part.nodes.data(), size, part.root_dim, false);
+      const int64_t chunk = fitting_chunk(count, k, size, budget);
+      if (chunk == 0) fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "a tree part does not fit on the device");
+      const bool first_part = (p == 0);
+      query_on_device(device_tree, part.nodes.data(), part.root_dim, queries + first, count, k,
+                      first_part ? out : part_idx.data(),
+                      first_part ? best_dist.data() : part_dist.data(), chunk, false);
+      if (first_part) continue;
+#pragma omp parallel
+      {
+        std::vector<Neighbor> scratch(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < count; ++i)
+          merge_rows(out + i * k, best_dist.data() + i * k, part_idx.data() + i * k,
+                     part_dist.data() + i * k, k, scratch.data());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+size_t device_budget() {
+  if (const char* limit = std::getenv("KNN_DEVICE_MEMORY_LIMIT")) {
+    char* end = nullptr;
+    const unsigned long long bytes = std::strtoull(limit, &end, 10);
+    if (end != limit) return static_cast<size_t>(bytes);
+  }
+  const size_t free_bytes = cuda::free_device_bytes();
+  // Leave room for the CUDA context's own growth and other users.
+  const size_t margin = std::max<size_t>(size_t{256} << 20, free_bytes / 32);
+  return free_bytes > margin ? free_bytes - margin : 0;
+}
+
+void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
+  if (n == 0) return;
+  if (engine == Engine::OpenMP) return omp::build_kdtree(points, n, tree);
+  const bool gpu_ok = device_usable();
+  if (engine == Engine::Cuda) {
+    if (!gpu_ok) fail(KNN_ERR_NO_DEVICE, "no usable CUDA device");
+    return cuda::build_kdtree(points, n, tree);
+  }
+  if (gpu_ok && n >= kMinGpuBuildPoints && cuda::build_bytes(n) <= device_budget()) {
+    try {
+      return cuda::build_kdtree(points, n, tree);
+    } catch (const Error& e) {
+      if (e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;  // else: the CPU builds it
+    }
+  }
+  omp::build_kdtree(points, n, tree);
+}
+
+void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
+                int32_t* result, Engine engine) {
+  if (m == 0) return;
+  if (engine == Engine::OpenMP) return omp::query_kdtree(tree, n, 0, queries, m, k, result, nullptr);
+  const bool gpu_ok = device_usable();
+  if (!gpu_ok) {
+    if (engine == Engine::Cuda) fail(KNN_ERR_NO_DEVICE, "no usable CUDA device");
+    return omp::query_kdtree(tree, n, 0, queries, m, k, result, nullptr);
+  }
+  const size_t budget = device_budget();
+  const int64_t chunk = fitting_chunk(m, k, n, budget);
+  try {
+    if (chunk > 0) {
+      const cuda::DeviceTree device_tree(tree, n, 0, false);
+      const bool cpu_share = engine == Engine::Auto && want_cpu_share(m);
+      return query_on_device(device_tree, tree, 0, queries, m, k, result, nullptr, chunk,
+                             cpu_share);
+    }
+    if (engine == Engine::Cuda)
+      fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
+           format("the tree (%lld nodes) and one chunk of queries need %zu device bytes; %zu are "
+                  "available (queryAll splits the tree instead)",
+                  static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries),
+                  budget));
+    return query_split_tree(queries, m, tree, n, k, result, budget);
+  } catch (const Error& e) {
+    // queryAll never fails for lack of device memory: the CPU answers instead.
+    if (engine == Engine::Cuda || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+  }
+  omp::query_kdtree(tree, n, 0, queries, m, k, result, nullptr);
+}
+
+}  // namespace knn

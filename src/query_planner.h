@@ -1,0 +1,26 @@
+// The planner behind queryAll/cuQueryAll/mpQueryAll and buildKdTree: it
+// decides which engine runs what, from the device's free memory (or the limit
+// the caller forces), and composes the engines (chunked GPU queries, a CPU
+// share at the same time, a tree split with an exact merge, CPU fallback).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../include/knn_gpgpu.h"
+
+namespace knn {
+
+enum class Engine { Auto, Cuda, OpenMP };
+
+// Device bytes the planner may use: KNN_DEVICE_MEMORY_LIMIT when set (bytes),
+// else the current device's free memory less a safety margin.
+size_t device_budget();
+
+void build_tree(const Point* points, int64_t n, Node* tree, Engine engine);
+
+// The tree must have been checked. result gets m rows of k indices.
+void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
+                int32_t* result, Engine engine);
+
+}  // namespace knn

@@ -1,0 +1,40 @@
+#include "validate.h"
+
+#include <limits>
+
+#include "../common/error.h"
+#include "../common/float_math.h"
+
+namespace knn {
+
+void check_array(const void* array, int64_t count, const char* array_name,
+                 const char* count_name) {
+  if (count < 0)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("%s is %lld; it must not be negative", count_name, static_cast<long long>(count)));
+  if (count > 0 && array == nullptr)
+    fail(KNN_ERR_INVALID_ARGUMENT, format("%s is NULL while %s is %lld", array_name, count_name,
+                                          static_cast<long long>(count)));
+}
+
+void check_k(int k) {
+  if (k < 1) fail(KNN_ERR_INVALID_ARGUMENT, format("k is %d; it must be at least 1", k));
+}
+
+void check_finite(const float* rows, int64_t n, int dim, const char* what) {
+  int64_t first_bad = std::numeric_limits<int64_t>::max();
+#pragma omp parallel for schedule(static) reduction(min : first_bad)
+  for (int64_t i = 0; i < n; ++i)
+    for (int d = 0; d < dim; ++d)
+      if (!is_finite_float(rows[i * dim + d]) && i < first_bad) first_bad = i;
+  if (first_bad == std::numeric_limits<int64_t>::max()) return;
+  for (int d = 0; d < dim; ++d) {
+    const float v = rows[first_bad * dim + d];
+    if (!is_finite_float(v))
+      fail(KNN_ERR_NONFINITE_INPUT,
+           format("%s %lld has a%s coordinate (dimension %d)", what,
+                  static_cast<long long>(first_bad), v != v ? " NaN" : "n infinite", d));
+  }
+}
+
+}  // namespace knn
