@@ -20,7 +20,11 @@ class Error : public std::runtime_error {
   int status_;
 };
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__)
+// libstdc++ on MinGW routes vsnprintf to MinGW's C99 printf (%zu, %lld work);
+// plain `printf` would make GCC check against msvcrt's older formats.
+__attribute__((format(gnu_printf, 1, 2)))
+#elif defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
 inline std::string format(const char* fmt, ...) {

@@ -9,7 +9,10 @@
 
 #include <cstdint>
 
+#include <string>
+
 #include "../include/knn_gpgpu.h"
+#include "error.h"
 #include "float_math.h"
 #include "host_device.h"
 
@@ -69,6 +72,21 @@ struct TreeShape {
   // among the points of its subtree: the size of its left subtree.
   KNN_HD int64_t median_rank(int l, int64_t q) const { return subtree_size(l + 1, 2 * q); }
 
+  // Inverse of segment_start: the level-l node whose points hold position j
+  // of the level's node-ordered array. Nodes left of q0 have full last-level
+  // slots (2*span - 1 points each), node q0 is partial, the rest have span - 1.
+  KNN_HD int64_t segment_of(int l, int64_t j) const {
+    const int below = levels - 1 - l;
+    const int64_t span = int64_t{1} << below;
+    const int64_t full = 2 * span - 1;
+    const int64_t q0 = last_count / span;
+    const int64_t full_end = q0 * full;
+    if (j < full_end) return j / full;
+    const int64_t partial_end = full_end + (span - 1) + (last_count - q0 * span);
+    if (j < partial_end) return q0;
+    return q0 + 1 + (j - partial_end) / (span - 1);
+  }
+
   KNN_HD int64_t child_or_none(int64_t child) const { return child < n ? child : -1; }
 };
 
@@ -76,9 +94,8 @@ struct TreeShape {
 // `root_dim` (0 for whole trees; subtrees cut from a tree keep their dims).
 KNN_HD int split_dim(int level, int root_dim) { return (level + root_dim) % 3; }
 
-// What is wrong with node i of a tree, checked locally: links, id range,
-// finite coordinates, and the kd order against every ancestor. Returns a
-// TreeDefect code (0 = fine); duplicate ids need a global pass on top.
+// Checks of a caller's tree, shared by both engines so that they accept the
+// same arrays and name the same first defect. A TreeDefect code; 0 = fine.
 enum TreeDefect : int {
   kTreeOk = 0,
   kTreeBadLink = 1,
@@ -88,20 +105,26 @@ enum TreeDefect : int {
   kTreeDuplicateId = 5,
 };
 
-KNN_HD int check_tree_node(const Node* tree, int64_t n, int64_t i, int root_dim) {
-  const Node& node = tree[i];
-  const TreeShape shape(n);
+// What node i says about itself: links, id range, finite coordinates.
+KNN_HD int check_node_fields(const Node& node, const TreeShape& shape, int64_t i) {
   if (node.left != shape.child_or_none(2 * i + 1) || node.right != shape.child_or_none(2 * i + 2))
     return kTreeBadLink;
-  if (node.id < 0 || node.id >= n) return kTreeBadId;
+  if (node.id < 0 || node.id >= shape.n) return kTreeBadId;
   for (int d = 0; d < 3; ++d)
     if (!is_finite_float(node.p[d])) return kTreeNonFinite;
+  return kTreeOk;
+}
+
+// Node i against the split of every ancestor; coord(j, d) reads coordinate d
+// of node j (each engine reads its own copy of the tree).
+template <class CoordOf>
+KNN_HD int check_node_order(const CoordOf& coord, int64_t i, int root_dim) {
   for (int64_t child = i; child > 0;) {
     const int64_t parent = (child - 1) / 2;
     const int dim = split_dim(node_level(parent), root_dim);
-    const float split = tree[parent].p[dim];
+    const float split = coord(parent, dim), c = coord(i, dim);
     const bool in_left = (child == 2 * parent + 1);
-    if (in_left ? !(node.p[dim] <= split) : !(node.p[dim] >= split)) return kTreeOutOfOrder;
+    if (in_left ? !(c <= split) : !(c >= split)) return kTreeOutOfOrder;
     child = parent;
   }
   return kTreeOk;
@@ -116,6 +139,13 @@ KNN_HD const char* tree_defect_text(int defect) {
     case kTreeDuplicateId: return "repeats an id of an earlier node";
     default: return "is valid";
   }
+}
+
+// The knn_last_error() text of a rejected tree; both engines use it.
+inline std::string tree_defect_message(int64_t node, int defect, int id) {
+  std::string text = format("node %lld %s", static_cast<long long>(node), tree_defect_text(defect));
+  if (defect == kTreeDuplicateId || defect == kTreeBadId) text += format(" (id %d)", id);
+  return text;
 }
 
 }  // namespace knn

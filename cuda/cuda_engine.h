@@ -25,10 +25,14 @@ size_t free_device_bytes();  // 0 when there is no device
 void build_kdtree(const Point* points, int64_t n, Node* tree);
 
 // ---- kNN queries against a tree resident on the device -----------------
+// Host threads that copy between the caller's arrays and pinned staging.
+constexpr int kHostCopyThreads = 8;
+
 class DeviceTree {
  public:
-  // Uploads a host Node array of n nodes (whose root splits on root_dim) and
-  // checks it on the device when `check` is set (throws INVALID_TREE).
+  // Uploads a host Node array of n nodes whose root splits on root_dim; with
+  // `check`, validates it on the device as omp::check_tree does on the CPU
+  // (same first defect, same message; throws KNN_ERR_INVALID_TREE).
   DeviceTree(const Node* tree, int64_t n, int root_dim, bool check);
   ~DeviceTree();
   DeviceTree(const DeviceTree&) = delete;
@@ -36,9 +40,10 @@ class DeviceTree {
 
   int64_t size() const;
 
-  // kNN of m host queries into host rows of k (indices, and sq_distances
-  // unless NULL), in chunks of at most `chunk` queries, double-buffered on two
-  // streams with pinned staging so that transfers overlap the search.
+  // kNN of host queries into host rows of k (indices, and sq_distances
+  // unless NULL), in chunks of at most `chunk` queries, on `slots` pipeline
+  // slots (2: double-buffered on two streams with pinned staging, so that
+  // transfers overlap the search).
   // `next_chunk` hands out work: it returns the first query of the next chunk
   // to run and its size (0 when none is left), so that CPU threads can take
   // chunks from the same pool at the same time.
@@ -47,7 +52,7 @@ class DeviceTree {
     virtual int64_t take(int64_t max_queries, int64_t* count) = 0;
   };
   void query(const Point* queries, int k, int32_t* indices, float* sq_distances, int64_t chunk,
-             ChunkSource& source) const;
+             int slots, ChunkSource& source) const;
 
  private:
   struct Impl;

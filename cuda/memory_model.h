@@ -34,18 +34,42 @@ inline size_t build_bytes(int64_t n) {
          aligned(un * 24) + cub_temp_bytes(n) + aligned(64);
 }
 
-// A tree resident for queries: one float4 (x, y, z, id) per node, its bounding
-// box, and the id bitmap and status word of the on-device check.
-inline size_t tree_bytes(int64_t n) {
-  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
-  return aligned(un * 16) + aligned((un + 31) / 32 * 4) + aligned(64) + aligned(64);
+// Nodes are uploaded through a device staging buffer of at most this many.
+constexpr int64_t kUploadNodes = int64_t{1} << 20;
+
+// The warp search reads the subtrees below this many levels from the bottom
+// as buckets of at most 2^kBucketLevels - 1 points.
+constexpr int kBucketLevels = 6;
+
+inline int bucket_level_for(int64_t n) {
+  int levels = 0;
+  while ((int64_t{1} << levels) - 1 < n) ++levels;
+  return levels > kBucketLevels ? levels - kBucketLevels : 0;
 }
 
+// A tree resident for queries: one float4 (x, y, z, id) per node, the same
+// points again grouped by bucket, a box per bucket, the tree's bounding box,
+// and while it is uploaded the staging buffer and the check's words (the
+// first node of every id, two defect words).
+inline size_t tree_bytes(int64_t n) {
+  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
+  const size_t staging = static_cast<size_t>(n < kUploadNodes ? n : kUploadNodes) * 24;
+  const size_t boxes = (size_t{1} << bucket_level_for(n)) * 32;
+  return 2 * aligned(un * 16) + aligned(boxes) + aligned(64) + aligned(staging) +
+         aligned(un * 4) + aligned(16);
+}
+
+// The search keeps k-lists of up to this many entries in shared memory (one
+// list per warp) and larger ones as heaps in device scratch.
+constexpr int kMaxWarpK = 2048;
+
 // Search scratch for one chunk of m queries: Morton keys and query order
-// (double-buffered for the radix sort) and the sort's temporaries.
-inline size_t search_scratch_bytes(int64_t m) {
+// (double-buffered for the radix sort), the sort's temporaries, and for
+// k > kMaxWarpK the heaps.
+inline size_t search_scratch_bytes(int64_t m, int k) {
   const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
-  return 4 * aligned(um * 4) + cub_temp_bytes(m);
+  const size_t heaps = k > kMaxWarpK ? 2 * aligned(um * static_cast<size_t>(k) * 4) : 0;
+  return 4 * aligned(um * 4) + cub_temp_bytes(m) + heaps;
 }
 
 // One pipeline slot for a chunk of m queries and k neighbours: the queries,
@@ -53,12 +77,12 @@ inline size_t search_scratch_bytes(int64_t m) {
 inline size_t chunk_bytes(int64_t m, int k) {
   const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
   const size_t uk = static_cast<size_t>(k < 0 ? 0 : k);
-  return aligned(um * 12) + 2 * aligned(um * uk * 4) + search_scratch_bytes(m);
+  return aligned(um * 12) + 2 * aligned(um * uk * 4) + search_scratch_bytes(m, k);
 }
 
 // The queries of a call run in chunks of at most this many; two slots are in
 // flight so that transfers overlap the search.
-constexpr int64_t kMaxChunkQueries = int64_t{1} << 21;
+constexpr int64_t kMaxChunkQueries = int64_t{1} << 19;
 
 inline int pipeline_slots(int64_t m, int64_t chunk) { return m > chunk ? 2 : 1; }
 

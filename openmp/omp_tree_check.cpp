@@ -11,15 +11,29 @@
 namespace knn {
 namespace omp {
 
+namespace {
+
+struct NodeCoord {
+  const Node* tree;
+  float operator()(int64_t j, int d) const { return tree[j].p[d]; }
+};
+
+int check_node(const Node* tree, const TreeShape& shape, int64_t i) {
+  const int defect = check_node_fields(tree[i], shape, i);
+  return defect != kTreeOk ? defect : check_node_order(NodeCoord{tree}, i, 0);
+}
+
+}  // namespace
+
 void check_tree(const Node* tree, int64_t n) {
+  const TreeShape shape(n);
   int64_t first_bad = std::numeric_limits<int64_t>::max();
 #pragma omp parallel for schedule(static) reduction(min : first_bad)
   for (int64_t i = 0; i < n; ++i)
-    if (check_tree_node(tree, n, i, 0) != kTreeOk && i < first_bad) first_bad = i;
+    if (check_node(tree, shape, i) != kTreeOk && i < first_bad) first_bad = i;
   if (first_bad != std::numeric_limits<int64_t>::max())
-    fail(KNN_ERR_INVALID_TREE,
-         format("node %lld %s", static_cast<long long>(first_bad),
-                tree_defect_text(check_tree_node(tree, n, first_bad, 0))));
+    fail(KNN_ERR_INVALID_TREE, tree_defect_message(first_bad, check_node(tree, shape, first_bad),
+                                                   tree[first_bad].id));
 
   // Every id is in range; they form a permutation unless one repeats.
   std::vector<std::atomic<uint32_t>> seen(static_cast<size_t>((n + 31) / 32));
@@ -33,8 +47,7 @@ void check_tree(const Node* tree, int64_t n) {
   std::vector<bool> first_seen(static_cast<size_t>(n), false);
   for (int64_t i = 0; i < n; ++i) {
     if (first_seen[tree[i].id])
-      fail(KNN_ERR_INVALID_TREE, format("node %lld %s (id %d)", static_cast<long long>(i),
-                                        tree_defect_text(kTreeDuplicateId), tree[i].id));
+      fail(KNN_ERR_INVALID_TREE, tree_defect_message(i, kTreeDuplicateId, tree[i].id));
     first_seen[tree[i].id] = true;
   }
 }

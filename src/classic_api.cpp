@@ -1,7 +1,5 @@
 // Entry points of the classic 3-D API (contract section 2): validation, then
 // the planner. Every function runs inside the exception barrier.
-#include <omp.h>
-
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
 #include "abi_barrier.h"
@@ -32,7 +30,6 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_k(k);
     check_array(result, n_qp, "result", "n_qp");
     check_finite(&queries[0].p[0], n_qp, 3, "query point");
-    omp::check_tree(tree, n_tree);
     query_tree(queries, n_qp, tree, n_tree, k, reinterpret_cast<int32_t*>(result), engine);
   });
 }
@@ -83,12 +80,11 @@ KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree) {
 KNN_API size_t KNN_CALL getNeededBytesInSearch(int n_qp, int k, int n_tree, int thread_num,
                                                int block_num) {
   // The engine picks its own launch shape from the device; the search's own
-  // storage depends on the queries only (results are counted by the caller).
-  (void)k;
+  // storage depends on the queries and k (results are counted by the caller).
   (void)thread_num;
   (void)block_num;
-  if (n_qp < 0 || n_tree < 0) return 0;
-  return knn::cuda::search_scratch_bytes(n_qp);
+  if (n_qp < 0 || k < 0 || n_tree < 0) return 0;
+  return knn::cuda::search_scratch_bytes(n_qp, k);
 }
 
 KNN_API size_t KNN_CALL getFreeBytesOnGpu(void) {

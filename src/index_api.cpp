@@ -75,7 +75,7 @@ KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, in
   const size_t rows = knn::cuda::aligned(static_cast<size_t>(m) * k * 8);
   const size_t queries = knn::cuda::aligned(static_cast<size_t>(m) * dim * 4);
   return knn_estimate_build_bytes(n, dim, opt) + rows + queries +
-         knn::cuda::search_scratch_bytes(m);
+         knn::cuda::search_scratch_bytes(m, k);
 }
 
 }  // extern "C"

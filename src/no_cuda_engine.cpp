@@ -21,7 +21,7 @@ struct DeviceTree::Impl {};
 DeviceTree::DeviceTree(const Node*, int64_t, int, bool) : impl_(nullptr) { no_cuda(); }
 DeviceTree::~DeviceTree() = default;
 int64_t DeviceTree::size() const { return 0; }
-void DeviceTree::query(const Point*, int, int32_t*, float*, int64_t, ChunkSource&) const {
+void DeviceTree::query(const Point*, int, int32_t*, float*, int64_t, int, ChunkSource&) const {
   no_cuda();
 }
 

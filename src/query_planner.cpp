@@ -3,10 +3,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "../common/error.h"
@@ -21,9 +24,10 @@ namespace {
 constexpr int64_t kMinGpuBuildPoints = int64_t{1} << 15;
 // Chunks smaller than this do not amortise a kernel launch and a transfer.
 constexpr int64_t kMinChunkQueries = int64_t{1} << 12;
-// Queries a CPU thread takes from the shared pool at a time: small, so that
-// the last CPU chunk never holds the call up for long.
+// Queries a CPU thread takes from the shared pool at most at a time, and
+// first, to measure its rate.
 constexpr int64_t kCpuChunkQueries = 1024;
+constexpr int64_t kCpuProbeQueries = 32;
 // Host memory for the partial results of one tree part in the split path.
 constexpr size_t kSplitBlockBytes = size_t{1} << 31;
 
@@ -35,29 +39,63 @@ bool env_flag(const char* name, bool fallback) {
 
 bool device_usable() { return cuda::device_count() > 0; }
 
-// Queries handed out from both ends: the GPU takes large chunks from the
-// front, CPU threads small ones from the back, until they meet.
+// Queries handed out from both ends: the GPU takes its chunks from the
+// front, CPU threads small ones from the back, until they meet. A CPU thread
+// takes only as much as it can finish, at its own measured rate, well before
+// the GPU would run out of work, so the CPU share never delays the call.
 class QueryPool : public cuda::DeviceTree::ChunkSource {
  public:
-  explicit QueryPool(int64_t m) : back_(m) {}
+  QueryPool(int64_t m, int64_t gpu_chunk)
+      : back_(m), gpu_chunk_(gpu_chunk), start_(std::chrono::steady_clock::now()) {}
+
   int64_t take(int64_t max_queries, int64_t* count) override {
     std::lock_guard<std::mutex> lock(mutex_);
     *count = std::min(max_queries, back_ - front_);
     const int64_t first = front_;
     front_ += *count;
+    paced_.notify_all();
     return first;
   }
-  int64_t take_back(int64_t max_queries, int64_t* count) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    *count = std::min(max_queries, back_ - front_);
+
+  // Work for a CPU thread that answers `rate` queries per second (0: not
+  // measured yet, so it gets a small probe). Waits until the GPU has
+  // finished a chunk, so that its pace is known; 0 queries mean stop.
+  int64_t take_for_cpu(double rate, int64_t* count) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // Queries the GPU has surely finished: all but the two chunks in flight.
+    paced_.wait(lock, [this] { return closed_ || front_ - 2 * gpu_chunk_ > 0 || back_ == front_; });
+    const int64_t remaining = back_ - front_;
+    const int64_t gpu_done = front_ - 2 * gpu_chunk_;
+    *count = 0;
+    if (closed_ || remaining < 2 * gpu_chunk_ || gpu_done <= 0) return back_;
+    int64_t want = kCpuProbeQueries;
+    if (rate > 0) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      const double gpu_seconds_left = remaining / (gpu_done / elapsed);
+      want = std::min<int64_t>(kCpuChunkQueries,
+                               static_cast<int64_t>(0.5 * rate * gpu_seconds_left));
+    }
+    *count = want < 1 ? 0 : std::min(want, remaining);
     back_ -= *count;
     return back_;
+  }
+
+  // No more work for the CPU (the GPU side failed).
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    paced_.notify_all();
   }
 
  private:
   std::mutex mutex_;
   int64_t front_ = 0;
   int64_t back_;
+  const int64_t gpu_chunk_;
+  const std::chrono::steady_clock::time_point start_;
+  std::condition_variable paced_;
+  bool closed_ = false;
 };
 
 // The largest chunk (a multiple of kMinChunkQueries, at most m and the
@@ -71,37 +109,52 @@ int64_t fitting_chunk(int64_t m, int k, int64_t n, size_t budget) {
   return chunk;
 }
 
-// GPU search of all m queries against one resident tree; CPU threads join
-// in when `cpu_share` is set.
+// GPU search of all m queries against one resident tree. With `cpu_share`,
+// a team of CPU threads (leaving cores for the driver thread's host copies)
+// takes queries from the back of the same pool once the GPU has shown its
+// pace; they stop when they could not finish before it.
 void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int root_dim,
                      const Point* queries, int64_t m, int k, int32_t* indices,
                      float* sq_distances, int64_t chunk, bool cpu_share) {
-  QueryPool pool(m);
-  if (!cpu_share) {
-    device_tree.query(queries, k, indices, sq_distances, chunk, pool);
+  QueryPool pool(m, chunk);
+  const int slots = cuda::pipeline_slots(m, chunk);
+  const int helpers = omp_get_max_threads() - cuda::kHostCopyThreads - 1;
+  if (!cpu_share || helpers < 1) {
+    device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
     return;
   }
   std::exception_ptr failure;
   std::mutex failure_mutex;
-#pragma omp parallel
-  {
+  auto record = [&] {
+    std::lock_guard<std::mutex> lock(failure_mutex);
+    if (!failure) failure = std::current_exception();
+  };
+  std::thread cpu_team([&] {
+#pragma omp parallel num_threads(helpers)
     try {
-      if (omp_get_thread_num() == 0) {
-        device_tree.query(queries, k, indices, sq_distances, chunk, pool);
-      } else {
-        int64_t count = 0;
-        for (int64_t first = pool.take_back(kCpuChunkQueries, &count); count > 0;
-             first = pool.take_back(kCpuChunkQueries, &count)) {
-          const int64_t row = first * k;
-          omp::query_kdtree(tree, device_tree.size(), root_dim, queries + first, count, k,
-                            indices + row, sq_distances ? sq_distances + row : nullptr);
-        }
+      double rate = 0;
+      int64_t count = 0;
+      for (int64_t first = pool.take_for_cpu(rate, &count); count > 0;
+           first = pool.take_for_cpu(rate, &count)) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const int64_t row = first * k;
+        omp::query_kdtree(tree, device_tree.size(), root_dim, queries + first, count, k,
+                          indices + row, sq_distances ? sq_distances + row : nullptr);
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        rate = count / std::max(seconds, 1e-9);
       }
     } catch (...) {
-      std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
+      record();
     }
+  });
+  try {
+    device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
+  } catch (...) {
+    record();
+    pool.close();
   }
+  cpu_team.join();
   if (failure) std::rethrow_exception(failure);
 }
 
@@ -241,17 +294,21 @@ void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
 void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
                 int32_t* result, Engine engine) {
   if (m == 0) return;
-  if (engine == Engine::OpenMP) return omp::query_kdtree(tree, n, 0, queries, m, k, result, nullptr);
+  auto on_cpu = [&] {
+    omp::check_tree(tree, n);
+    omp::query_kdtree(tree, n, 0, queries, m, k, result, nullptr);
+  };
+  if (engine == Engine::OpenMP) return on_cpu();
   const bool gpu_ok = device_usable();
   if (!gpu_ok) {
     if (engine == Engine::Cuda) fail(KNN_ERR_NO_DEVICE, "no usable CUDA device");
-    return omp::query_kdtree(tree, n, 0, queries, m, k, result, nullptr);
+    return on_cpu();
   }
   const size_t budget = device_budget();
   const int64_t chunk = fitting_chunk(m, k, n, budget);
   try {
     if (chunk > 0) {
-      const cuda::DeviceTree device_tree(tree, n, 0, false);
+      const cuda::DeviceTree device_tree(tree, n, 0, true);
       const bool cpu_share = engine == Engine::Auto && want_cpu_share(m);
       return query_on_device(device_tree, tree, 0, queries, m, k, result, nullptr, chunk,
                              cpu_share);
@@ -262,12 +319,13 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
                   "available (queryAll splits the tree instead)",
                   static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries),
                   budget));
+    omp::check_tree(tree, n);
     return query_split_tree(queries, m, tree, n, k, result, budget);
   } catch (const Error& e) {
     // queryAll never fails for lack of device memory: the CPU answers instead.
     if (engine == Engine::Cuda || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
   }
-  omp::query_kdtree(tree, n, 0, queries, m, k, result, nullptr);
+  on_cpu();
 }
 
 }  // namespace knn

@@ -19,7 +19,8 @@ size_t device_budget();
 
 void build_tree(const Point* points, int64_t n, Node* tree, Engine engine);
 
-// The tree must have been checked. result gets m rows of k indices.
+// Checks the tree (KNN_ERR_INVALID_TREE) on the engine that runs, then
+// answers; result gets m rows of k indices.
 void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
                 int32_t* result, Engine engine);
 

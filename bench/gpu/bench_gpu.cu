@@ -1,0 +1,276 @@
+// GPU benchmark of the kd-tree engine.
+//   kernel-only: the engine's device functions with points/queries already on
+//                the device, timed with CUDA events (median after a warm-up);
+//   end to end:  the C ABI (buildKdTree, cuQueryAll, queryAll) from pageable
+//                host arrays, timed with the host clock.
+// Every timed query configuration is checked against the CPU engine on a
+// sample of queries. Usage: bench_gpu [--quick] [--json FILE]
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../../cuda/cuda_kdtree_build.h"
+#include "../../cuda/cuda_kdtree_search.h"
+#include "datasets.h"
+#include "knn_gpgpu.h"
+
+using namespace knn_bench;
+
+namespace {
+
+constexpr int kRepeats = 3;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median of kRepeats after one warm-up, timed with CUDA events on `stream`.
+double time_device(cudaStream_t stream, const std::function<void()>& work) {
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  work();
+  cudaStreamSynchronize(stream);
+  std::vector<double> ms;
+  for (int r = 0; r < kRepeats; ++r) {
+    cudaEventRecord(start, stream);
+    work();
+    cudaEventRecord(stop, stream);
+    cudaEventSynchronize(stop);
+    float t = 0;
+    cudaEventElapsedTime(&t, start, stop);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return median(ms);
+}
+
+// Median of kRepeats after one warm-up, host clock (for calls through the ABI).
+double time_host(const std::function<void()>& work, int repeats = kRepeats) {
+  work();
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(ms);
+}
+
+void must(int status, const char* what) {
+  if (status != KNN_OK) {
+    std::fprintf(stderr, "%s failed: %s\n", what, knn_last_error());
+    std::exit(1);
+  }
+}
+
+template <class T>
+T* device_copy(const std::vector<T>& host) {
+  T* d = nullptr;
+  knn::cuda::check(cudaMalloc(&d, sizeof(T) * std::max<size_t>(host.size(), 1)), "cudaMalloc");
+  knn::cuda::check(cudaMemcpy(d, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice), "copy");
+  return d;
+}
+
+std::vector<Point> make_points(const std::string& dist, int64_t n, uint64_t seed) {
+  return dist == "clustered" ? clustered_points(n, seed) : uniform_points(n, seed);
+}
+
+// Compares GPU rows with mpQueryAll on the first `sample` queries.
+bool agrees(const std::vector<Point>& queries, const std::vector<Node>& tree, int k,
+            const std::vector<int32_t>& gpu_rows, int64_t sample) {
+  sample = std::min<int64_t>(sample, static_cast<int64_t>(queries.size()));
+  std::vector<int> cpu(static_cast<size_t>(sample) * k);
+  must(mpQueryAll(queries.data(), tree.data(), static_cast<int>(sample),
+                  static_cast<int>(tree.size()), k, cpu.data()),
+       "mpQueryAll");
+  return std::memcmp(cpu.data(), gpu_rows.data(), cpu.size() * sizeof(int)) == 0;
+}
+
+struct Row {
+  std::string what;
+  double ms;
+  std::string note;
+};
+std::vector<Row> rows;
+
+void report(const std::string& what, double ms, const std::string& note = "") {
+  rows.push_back({what, ms, note});
+  std::printf("%-58s %10.2f ms  %s\n", what.c_str(), ms, note.c_str());
+  std::fflush(stdout);
+}
+
+void bench_build(const std::string& dist, int64_t n) {
+  const std::vector<Point> points = make_points(dist, n, kReferenceSeed);
+  Point* d_points = device_copy(points);
+  Node* d_tree = nullptr;
+  knn::cuda::check(cudaMalloc(&d_tree, sizeof(Node) * n), "cudaMalloc");
+  cudaStream_t stream;
+  cudaStreamCreate(&stream);
+  knn::cuda::BuildWorkspace ws(n);
+  const double ms = time_device(stream, [&] {
+    knn::cuda::build_kdtree_on_device(d_points, n, d_tree, ws, stream);
+  });
+  // Byte-identical to the CPU build?
+  std::vector<Node> gpu(n), cpu(n);
+  cudaMemcpy(gpu.data(), d_tree, sizeof(Node) * n, cudaMemcpyDeviceToHost);
+  must(mpBuildKdTree(points.data(), static_cast<int>(n), cpu.data()), "mpBuildKdTree");
+  const bool same = std::memcmp(gpu.data(), cpu.data(), sizeof(Node) * n) == 0;
+  report("build kernel-only " + dist + " n=" + std::to_string(n), ms, same ? "== CPU tree" : "MISMATCH vs CPU");
+  const double e2e = time_host([&] { must(cuBuildKdTree(points.data(), static_cast<int>(n), cpu.data()), "cuBuildKdTree"); });
+  report("build end-to-end (cuBuildKdTree, host arrays) " + dist, e2e);
+  cudaStreamDestroy(stream);
+  cudaFree(d_points);
+  cudaFree(d_tree);
+}
+
+void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self) {
+  const std::vector<Point> points = make_points(dist, n, kReferenceSeed);
+  const std::vector<Point> queries = self ? points : make_points(dist, m, kQuerySeed);
+  std::vector<Node> tree(n);
+  must(buildKdTree(points.data(), static_cast<int>(n), tree.data()), "buildKdTree");
+
+  cudaStream_t stream;
+  cudaStreamCreate(&stream);
+  const std::string tag = dist + " n=" + std::to_string(n) + " m=" + std::to_string(m) +
+                          " k=" + std::to_string(k);
+  {
+    // Kernel-only: build + search with everything on the device.
+    Point* d_points = device_copy(points);
+    Point* d_queries = device_copy(queries);
+    Node* d_tree = nullptr;
+    float4* d_nodes = nullptr;
+    uint32_t* d_box = nullptr;
+    int32_t* d_idx = nullptr;
+    float* d_dist = nullptr;
+    knn::cuda::check(cudaMalloc(&d_tree, sizeof(Node) * n), "malloc");
+    knn::cuda::check(cudaMalloc(&d_nodes, sizeof(float4) * n), "malloc");
+    knn::cuda::check(cudaMalloc(&d_box, 6 * sizeof(uint32_t)), "malloc");
+    knn::cuda::check(cudaMalloc(&d_idx, sizeof(int32_t) * m * k), "malloc");
+    knn::cuda::check(cudaMalloc(&d_dist, sizeof(float) * m * k), "malloc");
+    knn::cuda::BuildWorkspace ws(n);
+    knn::cuda::SearchScratch scratch(m, k);
+    const int bucket_level = knn::cuda::bucket_level_for(n);
+    float4* d_buckets = nullptr;
+    float4* d_boxes = nullptr;
+    knn::cuda::check(cudaMalloc(&d_buckets, sizeof(float4) * n), "malloc");
+    knn::cuda::check(cudaMalloc(&d_boxes, sizeof(float4) * 2 << bucket_level), "malloc");
+    const knn::cuda::TreeView view{d_nodes, n, 0, d_box, bucket_level, d_buckets, d_boxes};
+    auto build = [&] {
+      knn::cuda::build_kdtree_on_device(d_points, n, d_tree, ws, stream);
+      knn::cuda::reset_box(d_box, stream);
+      knn::cuda::convert_nodes(d_tree, n, d_nodes, d_box, stream, knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
+      knn::cuda::layout_buckets(view, d_buckets, d_boxes, stream);
+    };
+    auto search = [&] { knn::cuda::search_on_device(view, d_queries, m, k, d_idx, d_dist, scratch, stream); };
+    const double build_ms = time_device(stream, build);
+    const double search_ms = time_device(stream, search);
+    std::vector<int32_t> gpu(static_cast<size_t>(m) * k);
+    cudaMemcpy(gpu.data(), d_idx, gpu.size() * sizeof(int32_t), cudaMemcpyDeviceToHost);
+    const bool ok = agrees(queries, tree, k, gpu, 20000);
+    report("query kernel-only " + tag, search_ms, ok ? "== CPU (20000 sampled)" : "MISMATCH vs CPU");
+    report("build+query kernel-only " + tag, build_ms + search_ms);
+    cudaFree(d_points), cudaFree(d_queries), cudaFree(d_tree), cudaFree(d_nodes), cudaFree(d_box);
+    cudaFree(d_idx), cudaFree(d_dist), cudaFree(d_buckets), cudaFree(d_boxes);
+  }
+  {
+    std::vector<int> result(static_cast<size_t>(m) * k);
+    const double upload = time_host([&] {
+      must(cuQueryAll(queries.data(), tree.data(), 1, static_cast<int>(n), k, result.data()), "cuQueryAll");
+    });
+    report("  of which upload+check (cuQueryAll, 1 query) " + tag, upload);
+    const double cu = time_host([&] {
+      must(cuQueryAll(queries.data(), tree.data(), static_cast<int>(m), static_cast<int>(n), k, result.data()), "cuQueryAll");
+    });
+    report("cuQueryAll end-to-end (host arrays) " + tag, cu);
+    const double q = time_host([&] {
+      must(queryAll(queries.data(), tree.data(), static_cast<int>(m), static_cast<int>(n), k, result.data()), "queryAll");
+    });
+    const bool ok = agrees(queries, tree, k, std::vector<int32_t>(result.begin(), result.end()), 20000);
+    report("queryAll end-to-end (host arrays) " + tag, q, ok ? "== CPU" : "MISMATCH vs CPU");
+    const double b = time_host([&] { must(buildKdTree(points.data(), static_cast<int>(n), tree.data()), "buildKdTree"); });
+    report("buildKdTree+queryAll end-to-end " + tag, b + q);
+  }
+  cudaStreamDestroy(stream);
+}
+
+// Quick agreement sweep over awkward sizes before anything is timed.
+bool sweep() {
+  int failures = 0, cases = 0;
+  for (int64_t n : {0, 1, 2, 3, 7, 100, 1000, 4097, 100003}) {
+    for (const std::string dist : {"uniform", "clustered", "duplicates", "equal", "negative"}) {
+      std::vector<Point> points = make_points(dist == "clustered" ? dist : "uniform", n, 7 + n);
+      for (int64_t i = 0; i < n; ++i)
+        for (int d = 0; d < 3; ++d) {
+          float& c = points[i].p[d];
+          if (dist == "duplicates") c = std::floor(c * 4) / 4;
+          if (dist == "equal") c = 0.5f;
+          if (dist == "negative") c = (c - 0.5f) * 2e6f;
+        }
+      std::vector<Node> gpu(n), cpu(n);
+      must(cuBuildKdTree(points.data(), static_cast<int>(n), gpu.data()), "cuBuildKdTree");
+      must(mpBuildKdTree(points.data(), static_cast<int>(n), cpu.data()), "mpBuildKdTree");
+      ++cases;
+      if (n && std::memcmp(gpu.data(), cpu.data(), sizeof(Node) * n) != 0) {
+        ++failures;
+        std::printf("  build mismatch: %s n=%lld\n", dist.c_str(), (long long)n);
+      }
+      const std::vector<Point> queries = make_points("uniform", 3001, 99);
+      for (int k : {1, 3, 8, 33, 100, 129, 1024}) {
+        std::vector<int> a(3001 * static_cast<size_t>(k)), b(a.size());
+        must(cuQueryAll(queries.data(), cpu.data(), 3001, static_cast<int>(n), k, a.data()), "cuQueryAll");
+        must(mpQueryAll(queries.data(), cpu.data(), 3001, static_cast<int>(n), k, b.data()), "mpQueryAll");
+        ++cases;
+        if (a != b) {
+          ++failures;
+          std::printf("  query mismatch: %s n=%lld k=%d\n", dist.c_str(), (long long)n, k);
+        }
+      }
+    }
+  }
+  std::printf("agreement sweep: %d cases, %d failures\n", cases, failures);
+  return failures == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+  if (cuGetDeviceCount() == 0) {
+    std::printf("bench_gpu: no CUDA device; nothing to measure\n");
+    return 0;
+  }
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("device: %s, %d SMs; host threads %d\n", prop.name, prop.multiProcessorCount, omp_get_max_threads());
+  const int64_t M = 1000000, TEN_M = 10000000;
+  if (!sweep()) return 1;
+  if (quick) {
+    bench_build("uniform", M);
+    bench_query("uniform", M, M, 8, false);
+    bench_query("uniform", M, M, 12, false);
+    bench_query("uniform", M, M, 16, false);
+    bench_query("uniform", M, M, 32, false);
+    bench_query("uniform", M, M, 100, false);
+    return 0;
+  }
+  bench_build("uniform", TEN_M);
+  bench_build("clustered", TEN_M);
+  bench_build("uniform", int64_t{1} << 24);
+  bench_query("uniform", TEN_M, TEN_M, 8, false);
+  bench_query("clustered", TEN_M, TEN_M, 8, false);
+  bench_query("uniform", M, M, 100, false);
+  bench_query("uniform", TEN_M, TEN_M, 1, false);
+  bench_query("uniform", TEN_M, TEN_M, 100, true);
+  return 0;
+}

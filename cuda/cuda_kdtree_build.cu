@@ -1,0 +1,202 @@
+// GPU kd-tree build, byte-identical to the OpenMP build.
+//
+// Each axis is sorted once by (coordinate, index) with a stable CUB radix
+// sort of order-preserving keys over ids in index order. Then, level by level,
+// every array is kept in node order (the points of each node of the level are
+// one contiguous segment, sorted by that array's axis):
+//   - in the array of the level's split axis the median of each segment sits
+//     at a known rank (TreeShape::median_rank): it becomes the node, the
+//     points before it move to the left child's segment, those after it to
+//     the right child's, with no search at all;
+//   - the two other arrays are partitioned stably around the same medians;
+//     one scan of packed (left, right) counts gives every point its new slot.
+// Entries carry their point, so no pass gathers from random addresses.
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "cuda_engine.h"
+#include "cuda_kdtree_build.h"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+__device__ __forceinline__ float axis_of(const float4& e, int dim) {
+  return dim == 0 ? e.x : (dim == 1 ? e.y : e.z);
+}
+
+__device__ __forceinline__ int32_t id_of(const float4& e) { return __float_as_int(e.w); }
+
+__global__ void make_axis_keys(const Point* points, int64_t n, int dim, uint32_t* keys,
+                               int32_t* ids) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= n) return;
+  keys[i] = ordered_float_key(points[i].p[dim]);
+  ids[i] = static_cast<int32_t>(i);
+}
+
+__global__ void gather_entries(const Point* points, const int32_t* order, int64_t n,
+                               float4* entries) {
+  const int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (j >= n) return;
+  const int32_t id = order[j];
+  const Point p = points[id];
+  entries[j] = make_float4(p.p[0], p.p[1], p.p[2], __int_as_float(id));
+}
+
+// Split-axis array of level `level`: medians become nodes, the rest move to
+// their child's segment at their rank.
+__global__ void place_on_split_axis(const float4* in, int64_t m, int level, TreeShape shape,
+                                    float4* out, Node* tree) {
+  const int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (j >= m) return;
+  const int64_t q = shape.segment_of(level, j);
+  const int64_t rank = j - shape.segment_start(level, q);
+  const int64_t median = shape.median_rank(level, q);
+  const float4 e = in[j];
+  if (rank == median) {
+    const int64_t node = (int64_t{1} << level) - 1 + q;
+    tree[node] = Node{{e.x, e.y, e.z},
+                      static_cast<int>(shape.child_or_none(2 * node + 1)),
+                      static_cast<int>(shape.child_or_none(2 * node + 2)),
+                      id_of(e)};
+  } else if (rank < median) {
+    out[shape.segment_start(level + 1, 2 * q) + rank] = e;
+  } else {
+    out[shape.segment_start(level + 1, 2 * q + 1) + rank - median - 1] = e;
+  }
+}
+
+// Which side of its node's median an entry of another axis array falls on,
+// as packed counts: 1 for left, 1 << 32 for right, 0 for the median itself.
+struct SideCount {
+  const float4* entries;
+  const Node* tree;
+  TreeShape shape;
+  int level;
+  int dim;
+
+  __device__ unsigned long long operator()(int64_t j) const {
+    const int64_t q = shape.segment_of(level, j);
+    const Node& node = tree[(int64_t{1} << level) - 1 + q];
+    const float4 e = entries[j];
+    const float c = axis_of(e, dim), split = node.p[dim];
+    const int32_t id = id_of(e);
+    if (id == node.id) return 0;
+    const bool left = c < split || (c == split && id < node.id);
+    return left ? 1ull : (1ull << 32);
+  }
+};
+
+__global__ void place_on_other_axis(SideCount side, int64_t m,
+                                    const unsigned long long* before, float4* out) {
+  const int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (j >= m) return;
+  const unsigned long long s = side(j);
+  if (s == 0) return;
+  const int64_t q = side.shape.segment_of(side.level, j);
+  const unsigned long long at_start = before[side.shape.segment_start(side.level, q)];
+  const unsigned long long here = before[j];
+  const bool left = (s == 1ull);
+  const int64_t child = 2 * q + (left ? 0 : 1);
+  const int64_t offset = left ? static_cast<int64_t>((here & 0xffffffffull) - (at_start & 0xffffffffull))
+                              : static_cast<int64_t>((here >> 32) - (at_start >> 32));
+  out[side.shape.segment_start(side.level + 1, child) + offset] = side.entries[j];
+}
+
+size_t sort_temp_bytes(int64_t n) {
+  size_t bytes = 0;
+  cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
+  cub::DoubleBuffer<int32_t> ids(nullptr, nullptr);
+  check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, ids, n), "cub radix sort size");
+  return bytes;
+}
+
+size_t scan_temp_bytes(int64_t n) {
+  size_t bytes = 0;
+  auto in = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
+                                            SideCount{nullptr, nullptr, TreeShape(n), 0, 0});
+  check(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in,
+                                      static_cast<unsigned long long*>(nullptr), n),
+        "cub scan size");
+  return bytes;
+}
+
+}  // namespace
+
+BuildWorkspace::BuildWorkspace(int64_t n) : n_(n) {
+  if (n == 0) return;
+  for (auto& a : axis_) a.allocate(static_cast<size_t>(n));
+  for (auto& k : keys_) k.allocate(static_cast<size_t>(n));
+  for (auto& i : ids_) i.allocate(static_cast<size_t>(n));
+  scan_.allocate(static_cast<size_t>(n));
+  cub_temp_.allocate(std::max(sort_temp_bytes(n), scan_temp_bytes(n)));
+}
+
+void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWorkspace& ws,
+                            cudaStream_t stream) {
+  if (n == 0) return;
+  if (n > ws.capacity()) fail(KNN_ERR_INTERNAL, "build workspace too small");
+  const unsigned grid = grid_for(n, kBlock);
+  size_t temp_bytes = ws.cub_temp_.size();
+
+  // One array per axis, sorted by (coordinate, index).
+  for (int dim = 0; dim < 3; ++dim) {
+    make_axis_keys<<<grid, kBlock, 0, stream>>>(points, n, dim, ws.keys_[0].get(), ws.ids_[0].get());
+    check_launch("make_axis_keys");
+    cub::DoubleBuffer<uint32_t> keys(ws.keys_[0].get(), ws.keys_[1].get());
+    cub::DoubleBuffer<int32_t> ids(ws.ids_[0].get(), ws.ids_[1].get());
+    check(cub::DeviceRadixSort::SortPairs(ws.cub_temp_.get(), temp_bytes, keys, ids, n, 0, 32,
+                                          stream),
+          "cub::DeviceRadixSort::SortPairs");
+    gather_entries<<<grid, kBlock, 0, stream>>>(points, ids.Current(), n, ws.axis_[dim].get());
+    check_launch("gather_entries");
+  }
+
+  float4* axis[3] = {ws.axis_[0].get(), ws.axis_[1].get(), ws.axis_[2].get()};
+  float4* spare = ws.axis_[3].get();
+  const TreeShape shape(n);
+  for (int level = 0; level < shape.levels; ++level) {
+    const int64_t m = n - ((int64_t{1} << level) - 1);  // points not yet placed
+    const unsigned level_grid = grid_for(m, kBlock);
+    const int dim = split_dim(level, 0);
+    place_on_split_axis<<<level_grid, kBlock, 0, stream>>>(axis[dim], m, level, shape, spare, tree);
+    check_launch("place_on_split_axis");
+    std::swap(axis[dim], spare);
+    if (level + 1 == shape.levels) break;
+    for (int other = 1; other <= 2; ++other) {
+      const int a = (dim + other) % 3;
+      const SideCount side{axis[a], tree, shape, level, dim};
+      auto counts = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), side);
+      check(cub::DeviceScan::ExclusiveSum(ws.cub_temp_.get(), temp_bytes, counts, ws.scan_.get(),
+                                          m, stream),
+            "cub::DeviceScan::ExclusiveSum");
+      place_on_other_axis<<<level_grid, kBlock, 0, stream>>>(side, m, ws.scan_.get(), spare);
+      check_launch("place_on_other_axis");
+      std::swap(axis[a], spare);
+    }
+  }
+}
+
+void build_kdtree(const Point* points, int64_t n, Node* tree) {
+  if (n == 0) return;
+  Stream stream;
+  DeviceBuffer<Point> d_points(static_cast<size_t>(n));
+  DeviceBuffer<Node> d_tree(static_cast<size_t>(n));
+  BuildWorkspace ws(n);
+  check(cudaMemcpyAsync(d_points.get(), points, sizeof(Point) * n, cudaMemcpyHostToDevice,
+                        stream.get()),
+        "cudaMemcpyAsync points");
+  build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
+  check(cudaMemcpyAsync(tree, d_tree.get(), sizeof(Node) * n, cudaMemcpyDeviceToHost,
+                        stream.get()),
+        "cudaMemcpyAsync tree");
+  stream.synchronize();
+}
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,85 @@
+// CUDA plumbing shared by the engine's translation units: turning CUDA
+// errors into knn::Error, and RAII owners for device memory, pinned host
+// memory and streams, so that no error path leaks.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "../common/error.h"
+
+namespace knn {
+namespace cuda {
+
+// Throws the knn::Error that matches a failed CUDA call; `what` says where.
+void throw_cuda_error(cudaError_t err, const char* what);
+
+inline void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) throw_cuda_error(err, what);
+}
+
+// Checks the launch that was just made (configuration errors only; faults
+// inside the kernel surface at the next synchronisation).
+inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t count) { allocate(count); }
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(o.count_) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    release();
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    count_ = o.count_;
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void allocate(size_t count) {
+    release();
+    if (count == 0) return;
+    void* p = nullptr;
+    check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc");
+    ptr_ = static_cast<T*>(p);
+    count_ = count;
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return count_; }
+
+ private:
+  void release() {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = nullptr;
+    count_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t count_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  ~Stream() {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+  void synchronize() const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// Blocks for a one-dimensional launch over `items` threads of `block` each.
+inline unsigned grid_for(long long items, int block) {
+  return static_cast<unsigned>((items + block - 1) / block);
+}
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,87 @@
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "cuda_support.h"
+#include "pinned_pool.h"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+// Pinned bytes kept idle between calls at most.
+constexpr size_t kPoolCap = size_t{1} << 30;
+// Blocks are rounded up to this so that similar calls reuse each other's.
+constexpr size_t kGranule = size_t{4} << 20;
+
+struct Block {
+  void* ptr;
+  size_t bytes;
+};
+
+class PinnedPool {
+ public:
+  Block take(size_t bytes) {
+    bytes = (bytes + kGranule - 1) / kGranule * kGranule;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it)
+        if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
+      if (best != free_.end()) {
+        const Block b = *best;
+        free_.erase(best);
+        idle_ -= b.bytes;
+        return b;
+      }
+    }
+    void* p = nullptr;
+    const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      fail(KNN_ERR_HOST_OUT_OF_MEMORY, "cudaHostAlloc: pinned host memory exhausted");
+    }
+    check(err, "cudaHostAlloc");
+    return Block{p, bytes};
+  }
+
+  void give_back(Block b) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (idle_ + b.bytes <= kPoolCap) {
+        free_.push_back(b);
+        idle_ += b.bytes;
+        return;
+      }
+    }
+    cudaFreeHost(b.ptr);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Block> free_;
+  size_t idle_ = 0;
+};
+
+// Never destroyed: at process exit the driver releases pinned memory itself,
+// and a destructor running after the CUDA runtime has shut down would fail.
+PinnedPool& pool() {
+  static PinnedPool* instance = new PinnedPool;
+  return *instance;
+}
+
+}  // namespace
+
+PinnedLease::PinnedLease(size_t bytes) {
+  if (bytes == 0) return;
+  const Block b = pool().take(bytes);
+  ptr_ = b.ptr;
+  bytes_ = b.bytes;
+}
+
+PinnedLease::~PinnedLease() {
+  if (ptr_) pool().give_back(Block{ptr_, bytes_});
+}
+
+}  // namespace cuda
+}  // namespace knn

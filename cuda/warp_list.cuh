@@ -1,0 +1,107 @@
+// A k-list shared by the 32 lanes of a warp that search for one query
+// together (any k up to the shared memory the block has). The list lives in
+// shared memory, sorted by (squared distance, index); candidates arrive in
+// batches of up to 32, one per lane, and are merged in one step:
+//   1. lanes whose candidate is not closer than the k-th drop it;
+//   2. the batch is sorted across the warp (bitonic, by shuffles);
+//   3. every list entry and every batch entry computes its rank in the
+//      merged order by a binary search in the other sequence, and entries of
+//      rank < k are written to the second buffer, which becomes the list.
+// Ranks are unique because (distance, index) pairs are, so no two lanes
+// write the same slot. Empty slots hold (+inf, INT32_MAX).
+#pragma once
+
+#include "knn_lists.cuh"
+
+namespace knn {
+namespace cuda {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+struct WarpList {
+  Neighbor* list;   // k entries (the current list)
+  Neighbor* spare;  // k entries (the next list)
+  Neighbor* batch;  // 32 entries
+  int k;
+  int lane;
+  Neighbor worst;   // list[k - 1], the same in every lane
+
+  // Shared memory one warp needs for a list of k.
+  static __host__ __device__ size_t bytes(int k) { return sizeof(Neighbor) * (2 * size_t(k) + 32); }
+
+  __device__ WarpList(Neighbor* storage, int k_, int lane_)
+      : list(storage), spare(storage + k_), batch(storage + 2 * k_), k(k_), lane(lane_) {
+    for (int j = lane; j < k; j += 32) list[j] = Neighbor{kInfinity, kNoIndex};
+    worst = Neighbor{kInfinity, kNoIndex};
+    __syncwarp();
+  }
+
+  __device__ float bound() const { return worst.sq_distance; }
+
+  __device__ bool wants(const Neighbor& c) const { return closer(c, worst); }
+
+  // Merges one candidate per lane (lanes without one pass (+inf, INT32_MAX)).
+  __device__ void merge(Neighbor c) {
+    if (!wants(c)) c = Neighbor{kInfinity, kNoIndex};
+    const unsigned keep = __ballot_sync(kFullMask, c.index != kNoIndex);
+    if (keep == 0) return;
+    sort_across_warp(c);
+    const int count = __popc(keep);
+    batch[lane] = c;
+    __syncwarp();
+    // Ranks of the batch entries: their own position plus the list entries
+    // closer than them.
+    int batch_rank = k;
+    if (lane < count) batch_rank = lane + lower_bound(list, k, c);
+    // Ranks of the list entries: their position plus the batch entries
+    // closer than them.
+    for (int j = lane; j < k; j += 32) {
+      const Neighbor e = list[j];
+      const int rank = j + lower_bound(batch, count, e);
+      if (rank < k) spare[rank] = e;
+    }
+    if (batch_rank < k) spare[batch_rank] = c;
+    __syncwarp();
+    Neighbor* t = list;
+    list = spare;
+    spare = t;
+    worst = list[k - 1];
+    __syncwarp();
+  }
+
+  __device__ void write(int32_t* out_index, float* out_dist) const {
+    for (int j = lane; j < k; j += 32) {
+      const Neighbor e = list[j];
+      out_index[j] = e.index == kNoIndex ? -1 : e.index;
+      if (out_dist) out_dist[j] = e.sq_distance;
+    }
+  }
+
+ private:
+  // Entries of sorted[0, count) closer than e.
+  static __device__ int lower_bound(const Neighbor* sorted, int count, const Neighbor& e) {
+    int lo = 0, hi = count;
+    while (lo < hi) {
+      const int mid = (lo + hi) >> 1;
+      if (closer(sorted[mid], e)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  __device__ void sort_across_warp(Neighbor& c) const {
+    for (int size = 2; size <= 32; size <<= 1) {
+      for (int stride = size >> 1; stride > 0; stride >>= 1) {
+        const Neighbor o{__shfl_xor_sync(kFullMask, c.sq_distance, stride),
+                         __shfl_xor_sync(kFullMask, c.index, stride)};
+        const bool ascending = (lane & size) == 0 || size == 32;
+        const bool lower = (lane & stride) == 0;
+        const bool keep_smaller = (lower == ascending);
+        if (keep_smaller ? closer(o, c) : closer(c, o)) c = o;
+      }
+    }
+  }
+};
+
+}  // namespace cuda
+}  // namespace knn
