@@ -1,0 +1,61 @@
+/*
+ * abi_layout.c - prints the C layout of knn_gpgpu.h as "name value" lines.
+ *
+ * The binding tests (Python, Common Lisp, C#) compare their own structure
+ * sizes, field offsets and constants with what the C compiler says here:
+ *
+ *   cc -std=c99 -I<prefix>/include bindings/abi_layout.c -o abi_layout
+ *   ./abi_layout > abi_layout.txt     # KNN_ABI_LAYOUT=abi_layout.txt for the tests
+ *
+ * It needs only the header (no library).
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include <knn_gpgpu.h>
+
+#define SIZE(type, name) printf("sizeof.%s %lu\n", name, (unsigned long)sizeof(type))
+#define OFFSET(type, name, field) \
+  printf("offsetof.%s.%s %lu\n", name, #field, (unsigned long)offsetof(type, field))
+#define CONST(c) printf("const.%s %ld\n", #c, (long)(c))
+
+int main(void) {
+  SIZE(struct Point, "Point");
+  OFFSET(struct Point, "Point", p);
+  SIZE(struct Node, "Node");
+  OFFSET(struct Node, "Node", p);
+  OFFSET(struct Node, "Node", left);
+  OFFSET(struct Node, "Node", right);
+  OFFSET(struct Node, "Node", id);
+  SIZE(knn_options, "knn_options");
+  OFFSET(knn_options, "knn_options", struct_size);
+  OFFSET(knn_options, "knn_options", backend);
+  OFFSET(knn_options, "knn_options", device);
+  OFFSET(knn_options, "knn_options", structure);
+  OFFSET(knn_options, "knn_options", leaf_size);
+  OFFSET(knn_options, "knn_options", threads);
+  OFFSET(knn_options, "knn_options", device_memory_limit);
+  SIZE(size_t, "size_t");
+  SIZE(int, "int");
+
+  CONST(KNN_OK);
+  CONST(KNN_ERR_INVALID_ARGUMENT);
+  CONST(KNN_ERR_NONFINITE_INPUT);
+  CONST(KNN_ERR_HOST_OUT_OF_MEMORY);
+  CONST(KNN_ERR_DEVICE_OUT_OF_MEMORY);
+  CONST(KNN_ERR_NO_DEVICE);
+  CONST(KNN_ERR_DEVICE);
+  CONST(KNN_ERR_INVALID_TREE);
+  CONST(KNN_ERR_UNSUPPORTED);
+  CONST(KNN_ERR_CANCELLED);
+  CONST(KNN_ERR_INTERNAL);
+  CONST(KNN_BACKEND_AUTO);
+  CONST(KNN_BACKEND_CUDA);
+  CONST(KNN_BACKEND_OPENMP);
+  CONST(KNN_STRUCTURE_AUTO);
+  CONST(KNN_STRUCTURE_KDTREE);
+  CONST(KNN_STRUCTURE_GRID);
+  CONST(KNN_STRUCTURE_BRUTE_FORCE);
+  CONST(KNN_VERSION_NUMBER);
+  return 0;
+}

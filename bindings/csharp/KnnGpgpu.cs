@@ -1,0 +1,911 @@
+// KnnGpgpu.cs - C# (P/Invoke) binding of libknn_gpgpu: exact kNN, radius
+// search and point in polygon on NVIDIA GPUs and OpenMP.
+//
+// One file, no unsafe code; builds with mcs (Mono) and csc (.NET):
+//     mcs -target:library -out:KnnGpgpu.dll KnnGpgpu.cs
+//
+// Finding the native library ("knn_gpgpu" in every DllImport):
+//   Linux (Mono)  KnnGpgpu.dll.config maps it to libknn_gpgpu.so.1, which the
+//                 loader finds through LD_LIBRARY_PATH or the ldconfig cache.
+//   Windows       knn_gpgpu.dll next to the executable or on PATH.
+//   any OS        KNN_GPGPU_LIBRARY = full path of the library: loaded before
+//                 the first call (dlopen / LoadLibrary), so the DllImport
+//                 resolves to it (on Linux together with the dllmap above).
+//
+// Arrays of blittable types (float[], int[], long[], Point[], Node[]) are
+// pinned by the marshaller and passed without copies. Failures throw
+// KnnException subclasses carrying the status and knn_last_error().
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using System.Text;
+using Microsoft.Win32.SafeHandles;
+
+namespace KnnGpgpu
+{
+    /// <summary>Status codes of knn_gpgpu.h (enum knn_status); values never change.</summary>
+    public enum KnnStatus
+    {
+        Ok = 0,
+        InvalidArgument = 1,
+        NonfiniteInput = 2,
+        HostOutOfMemory = 3,
+        DeviceOutOfMemory = 4,
+        NoDevice = 5,
+        Device = 6,
+        InvalidTree = 7,
+        Unsupported = 8,
+        Cancelled = 9,
+        Internal = 10,
+    }
+
+    /// <summary>enum knn_backend.</summary>
+    public enum KnnBackend { Auto = 0, Cuda = 1, OpenMP = 2 }
+
+    /// <summary>enum knn_structure.</summary>
+    public enum KnnStructure { Auto = 0, KdTree = 1, Grid = 2, BruteForce = 3 }
+
+    /// <summary>struct Point { float p[3]; } (12 bytes).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct Point
+    {
+        public float X, Y, Z;
+        public Point(float x, float y, float z) { X = x; Y = y; Z = z; }
+        public override string ToString() { return string.Format("({0}, {1}, {2})", X, Y, Z); }
+    }
+
+    /// <summary>struct Node { float p[3]; int left, right, id; } (24 bytes). A kd-tree is
+    /// a Node[] the host may save and load; queries check its layout.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct Node
+    {
+        public float X, Y, Z;
+        /// <summary>Index of the left child in the Node array, or -1.</summary>
+        public int Left;
+        /// <summary>Index of the right child, or -1.</summary>
+        public int Right;
+        /// <summary>Index of the point in the array the tree was built from.</summary>
+        public int Id;
+    }
+
+    /// <summary>knn_options. Create with <see cref="CreateDefault"/> (knn_options_init), then
+    /// set fields. StructSize is never larger than this binding's struct, so a newer
+    /// library reads only the fields the binding knows.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct KnnOptions
+    {
+        public UIntPtr StructSize;
+        public int Backend;
+        public int Device;
+        public int Structure;
+        public int LeafSize;
+        public int Threads;
+        public UIntPtr DeviceMemoryLimit;
+
+        /// <summary>The library's defaults (struct_size set by knn_options_init).</summary>
+        public static KnnOptions CreateDefault()
+        {
+            using (var block = new OptionsBlock(null))
+                return block.Read();
+        }
+
+        public KnnBackend BackendKind
+        {
+            get { return (KnnBackend)Backend; }
+            set { Backend = (int)value; }
+        }
+
+        public KnnStructure StructureKind
+        {
+            get { return (KnnStructure)Structure; }
+            set { Structure = (int)value; }
+        }
+    }
+
+    /// <summary>Unmanaged knn_options for one call: a scratch block that knn_options_init
+    /// fills (a newer library may write a larger struct), then the caller's fields.</summary>
+    internal sealed class OptionsBlock : IDisposable
+    {
+        const int ScratchBytes = 1024;
+        public IntPtr Pointer { get; private set; }
+
+        public OptionsBlock(KnnOptions? options)
+        {
+            Loader.Ensure();
+            Pointer = Marshal.AllocHGlobal(ScratchBytes);
+            for (int i = 0; i < ScratchBytes; i += 8) Marshal.WriteInt64(Pointer, i, 0);
+            Native.knn_options_init(Pointer);
+            ulong ours = (ulong)Marshal.SizeOf(typeof(KnnOptions));
+            if (options.HasValue)
+            {
+                KnnOptions o = options.Value;
+                if (o.StructSize == UIntPtr.Zero)
+                {
+                    Dispose();
+                    throw new ArgumentException(
+                        "KnnOptions not initialised: start from KnnOptions.CreateDefault()", "options");
+                }
+                Marshal.StructureToPtr(o, Pointer, false);
+            }
+            ulong size = (ulong)Marshal.ReadIntPtr(Pointer, 0).ToInt64();
+            if (size == 0 || size > ours) size = ours;
+            Marshal.WriteIntPtr(Pointer, 0, new IntPtr((long)size));
+        }
+
+        public KnnOptions Read() { return (KnnOptions)Marshal.PtrToStructure(Pointer, typeof(KnnOptions)); }
+
+        public void Dispose()
+        {
+            if (Pointer != IntPtr.Zero) { Marshal.FreeHGlobal(Pointer); Pointer = IntPtr.Zero; }
+        }
+
+        public static OptionsBlock For(KnnOptions? options)
+        {
+            return options.HasValue ? new OptionsBlock(options) : null;
+        }
+
+        public static IntPtr PointerOf(OptionsBlock block)
+        {
+            return block == null ? IntPtr.Zero : block.Pointer;
+        }
+    }
+
+    // ---- exceptions ------------------------------------------------------------------
+
+    /// <summary>A libknn_gpgpu call returned an error status.</summary>
+    public class KnnException : Exception
+    {
+        /// <summary>The status (may be a value this binding does not name).</summary>
+        public KnnStatus Status { get; private set; }
+        /// <summary>"NONFINITE_INPUT", "NO_DEVICE"... (the C name without KNN_ERR_).</summary>
+        public string StatusName { get; private set; }
+        /// <summary>knn_last_error() of the failed call.</summary>
+        public string NativeMessage { get; private set; }
+        /// <summary>The C function that failed.</summary>
+        public string Function { get; private set; }
+
+        public KnnException(KnnStatus status, string nativeMessage, string function)
+            : base(string.Format("KNN_ERR_{0}: {1}", NameOf(status),
+                                 string.IsNullOrEmpty(nativeMessage) ? function : nativeMessage))
+        {
+            Status = status;
+            StatusName = NameOf(status);
+            NativeMessage = nativeMessage;
+            Function = function;
+        }
+
+        static readonly string[] Names = {
+            "OK", "INVALID_ARGUMENT", "NONFINITE_INPUT", "HOST_OUT_OF_MEMORY",
+            "DEVICE_OUT_OF_MEMORY", "NO_DEVICE", "DEVICE", "INVALID_TREE", "UNSUPPORTED",
+            "CANCELLED", "INTERNAL" };
+
+        public static string NameOf(KnnStatus status)
+        {
+            int s = (int)status;
+            return s >= 0 && s < Names.Length ? Names[s] : "UNKNOWN(" + s + ")";
+        }
+
+        /// <summary>The exception for a failed call (the subclass that fits the status).</summary>
+        public static KnnException From(int status, string message, string function)
+        {
+            var s = (KnnStatus)status;
+            switch (s)
+            {
+                case KnnStatus.InvalidArgument: return new KnnInvalidArgumentException(message, function);
+                case KnnStatus.NonfiniteInput: return new KnnNonfiniteInputException(message, function);
+                case KnnStatus.HostOutOfMemory:
+                case KnnStatus.DeviceOutOfMemory: return new KnnOutOfMemoryException(s, message, function);
+                case KnnStatus.NoDevice: return new KnnNoDeviceException(message, function);
+                case KnnStatus.InvalidTree: return new KnnInvalidTreeException(message, function);
+                case KnnStatus.Unsupported: return new KnnUnsupportedException(message, function);
+                default: return new KnnException(s, message, function);
+            }
+        }
+    }
+
+    public class KnnInvalidArgumentException : KnnException
+    {
+        public KnnInvalidArgumentException(string m, string f) : base(KnnStatus.InvalidArgument, m, f) { }
+    }
+    public class KnnNonfiniteInputException : KnnException
+    {
+        public KnnNonfiniteInputException(string m, string f) : base(KnnStatus.NonfiniteInput, m, f) { }
+    }
+    public class KnnOutOfMemoryException : KnnException
+    {
+        public KnnOutOfMemoryException(KnnStatus s, string m, string f) : base(s, m, f) { }
+    }
+    public class KnnNoDeviceException : KnnException
+    {
+        public KnnNoDeviceException(string m, string f) : base(KnnStatus.NoDevice, m, f) { }
+    }
+    public class KnnInvalidTreeException : KnnException
+    {
+        public KnnInvalidTreeException(string m, string f) : base(KnnStatus.InvalidTree, m, f) { }
+    }
+    public class KnnUnsupportedException : KnnException
+    {
+        public KnnUnsupportedException(string m, string f) : base(KnnStatus.Unsupported, m, f) { }
+    }
+
+    // ---- loading -----------------------------------------------------------------------
+
+    /// <summary>Loads $KNN_GPGPU_LIBRARY (when set) before the first call and checks the
+    /// library's major version.</summary>
+    public static class Loader
+    {
+        public const string EnvironmentVariable = "KNN_GPGPU_LIBRARY";
+        public const int AbiMajor = 1;
+        static readonly object Gate = new object();
+        static bool loaded;
+
+        [DllImport("libdl.so.2", EntryPoint = "dlopen")]
+        static extern IntPtr dlopen_libdl(string path, int flags);
+        [DllImport("libc.so.6", EntryPoint = "dlopen")]
+        static extern IntPtr dlopen_libc(string path, int flags);
+        [DllImport("libdl.so.2", EntryPoint = "dlerror")]
+        static extern IntPtr dlerror_libdl();
+        [DllImport("kernel32", CharSet = CharSet.Unicode, SetLastError = true)]
+        static extern IntPtr LoadLibraryW(string path);
+
+        /// <summary>Path given by the environment, or null (loader search).</summary>
+        public static string ExplicitPath
+        {
+            get
+            {
+                string p = Environment.GetEnvironmentVariable(EnvironmentVariable);
+                return string.IsNullOrEmpty(p) ? null : p;
+            }
+        }
+
+        public static void Ensure()
+        {
+            if (loaded) return;
+            lock (Gate)
+            {
+                if (loaded) return;
+                // Separate, non-inlined methods: Mono binds every P/Invoke of a method
+                // when it compiles the method, so the version call must be compiled only
+                // after the preload has run.
+                string path = ExplicitPath;
+                if (path != null) Preload(path);
+                int version;
+                try { version = LoadedVersion(); }
+                catch (DllNotFoundException e)
+                {
+                    throw new DllNotFoundException(
+                        "libknn_gpgpu not found: set " + EnvironmentVariable + " to its full path, " +
+                        "or put it on LD_LIBRARY_PATH (Linux, with KnnGpgpu.dll.config) / PATH (Windows). " +
+                        e.Message, e);
+                }
+                if (version / 10000 != AbiMajor)
+                    throw new DllNotFoundException(string.Format(
+                        "libknn_gpgpu version {0} does not match this binding (major {1})", version, AbiMajor));
+                loaded = true;
+            }
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int LoadedVersion() { return NativeMethods.knn_version(); }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Preload(string path)
+        {
+            if (!File.Exists(path))
+                throw new DllNotFoundException(EnvironmentVariable + "=" + path + ": no such file");
+            if (Environment.OSVersion.Platform == PlatformID.Win32NT)
+            {
+                if (LoadLibraryW(path) == IntPtr.Zero)
+                    throw new DllNotFoundException("LoadLibrary(" + path + ") failed, error " +
+                                                   Marshal.GetLastWin32Error());
+                return;
+            }
+            const int RTLD_NOW = 2, RTLD_GLOBAL = 0x100;
+            IntPtr handle;
+            try { handle = dlopen_libdl(path, RTLD_NOW | RTLD_GLOBAL); }
+            catch (DllNotFoundException) { handle = dlopen_libc(path, RTLD_NOW | RTLD_GLOBAL); }
+            if (handle == IntPtr.Zero)
+            {
+                string why = "";
+                try { why = Knn.Utf8(dlerror_libdl()); } catch (DllNotFoundException) { }
+                throw new DllNotFoundException("dlopen(" + path + ") failed: " + why);
+            }
+        }
+    }
+
+    // ---- raw entry points --------------------------------------------------------------
+
+    /// <summary>Every function of knn_gpgpu.h, unchanged (status codes, raw pointers).</summary>
+    internal static class NativeMethods
+    {
+        const string Lib = "knn_gpgpu";
+        const CallingConvention Cdecl = CallingConvention.Cdecl;
+
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern IntPtr knn_status_string(int status);
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern IntPtr knn_last_error();
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int knn_version();
+
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int buildKdTree([In] Point[] points, int n, [Out] Node[] tree);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int cuBuildKdTree([In] Point[] points, int n, [Out] Node[] tree);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int mpBuildKdTree([In] Point[] points, int n, [Out] Node[] tree);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int queryAll([In] Point[] queryPoints, [In] Node[] tree, int nQp, int nTree,
+                                            int k, [Out] int[] result);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int cuQueryAll([In] Point[] queryPoints, [In] Node[] tree, int nQp, int nTree,
+                                              int k, [Out] int[] result);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int mpQueryAll([In] Point[] queryPoints, [In] Node[] tree, int nQp, int nTree,
+                                              int k, [Out] int[] result);
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern UIntPtr getTreeSize(int nTree);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern UIntPtr getNeededBytesForBuildingKdTree(int nTree);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern UIntPtr getNeededBytesForQueryAll(int nQp, int k, int nTree);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern UIntPtr getNeededBytesInSearch(int nQp, int k, int nTree, int threadNum,
+                                                              int blockNum);
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern UIntPtr getFreeBytesOnGpu();
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int cuSetDevice(int device);
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int cuGetDevice();
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int cuGetDeviceCount();
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_brute_force([In] float[] reference, int nRef, [In] float[] query,
+                                                   int nQuery, int dim, int k, [Out] float[] sqDist,
+                                                   [Out] int[] ind);
+
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern void knn_options_init(IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_build(IntPtr points, long n, int dim, IntPtr opt,
+                                                   out IndexHandle index);
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int knn_index_free(IntPtr index);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_info(IndexHandle index, out long n, out int dim, out int backend,
+                                                  out int structure);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_query(IndexHandle index, IntPtr queries, long m, int k,
+                                                   IntPtr indices, IntPtr sqDistances, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_query_self(IndexHandle index, int k, int excludeSelf,
+                                                        IntPtr indices, IntPtr sqDistances);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_radius(IndexHandle index, IntPtr queries, long m, float radius,
+                                                    int maxNeighbors, IntPtr indices, IntPtr sqDistances,
+                                                    IntPtr counts, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern UIntPtr knn_estimate_build_bytes(long n, int dim, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern UIntPtr knn_estimate_query_bytes(long m, int k, long n, int dim, IntPtr opt);
+
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_quadtree_build([In] float[] xy, long n, IntPtr opt,
+                                                      out QuadtreeHandle tree);
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int knn_quadtree_free(IntPtr tree);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_points_in_polygons_count(QuadtreeHandle tree, [In] float[] verticesXy,
+            [In] long[] ringOffsets, long nRings, [In] long[] polygonOffsets, long nPolygons,
+            [Out] long[] counts, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_points_in_polygons(QuadtreeHandle tree, [In] float[] verticesXy,
+            [In] long[] ringOffsets, long nRings, [In] long[] polygonOffsets, long nPolygons,
+            [In] long[] outOffsets, [Out] long[] pointIndices, IntPtr opt);
+
+        // The same entry points with raw pointers, for tests and hosts that pass NULL.
+        [DllImport(Lib, CallingConvention = Cdecl, EntryPoint = "buildKdTree")]
+        internal static extern int buildKdTreeRaw(IntPtr points, int n, IntPtr tree);
+        [DllImport(Lib, CallingConvention = Cdecl, EntryPoint = "knn_index_info")]
+        internal static extern int knn_index_info_raw(IntPtr index, IntPtr n, IntPtr dim, IntPtr backend,
+                                                      IntPtr structure);
+        [DllImport(Lib, CallingConvention = Cdecl, EntryPoint = "knn_points_in_polygons_count")]
+        internal static extern int knn_points_in_polygons_count_raw(IntPtr tree, IntPtr verticesXy,
+            IntPtr ringOffsets, long nRings, IntPtr polygonOffsets, long nPolygons, IntPtr counts, IntPtr opt);
+    }
+
+
+    /// <summary>Managed thunks over <see cref="NativeMethods"/>, never inlined. Mono binds a
+    /// P/Invoke when it compiles the method that calls it, so the public methods (which
+    /// first run Loader.Ensure to preload $KNN_GPGPU_LIBRARY) call these instead; each
+    /// is compiled, and its import bound, only at its first call, after the preload.</summary>
+    internal static class Native
+    {
+        const MethodImplOptions Late = MethodImplOptions.NoInlining;
+        [MethodImpl(Late)] internal static IntPtr knn_status_string(int s) { return NativeMethods.knn_status_string(s); }
+        [MethodImpl(Late)] internal static IntPtr knn_last_error() { return NativeMethods.knn_last_error(); }
+        [MethodImpl(Late)] internal static int knn_version() { return NativeMethods.knn_version(); }
+        [MethodImpl(Late)] internal static int buildKdTree(Point[] p, int n, Node[] t) { return NativeMethods.buildKdTree(p, n, t); }
+        [MethodImpl(Late)] internal static int cuBuildKdTree(Point[] p, int n, Node[] t) { return NativeMethods.cuBuildKdTree(p, n, t); }
+        [MethodImpl(Late)] internal static int mpBuildKdTree(Point[] p, int n, Node[] t) { return NativeMethods.mpBuildKdTree(p, n, t); }
+        [MethodImpl(Late)]
+        internal static int queryAll(Point[] q, Node[] t, int nq, int nt, int k, int[] r) { return NativeMethods.queryAll(q, t, nq, nt, k, r); }
+        [MethodImpl(Late)]
+        internal static int cuQueryAll(Point[] q, Node[] t, int nq, int nt, int k, int[] r) { return NativeMethods.cuQueryAll(q, t, nq, nt, k, r); }
+        [MethodImpl(Late)]
+        internal static int mpQueryAll(Point[] q, Node[] t, int nq, int nt, int k, int[] r) { return NativeMethods.mpQueryAll(q, t, nq, nt, k, r); }
+        [MethodImpl(Late)] internal static UIntPtr getTreeSize(int n) { return NativeMethods.getTreeSize(n); }
+        [MethodImpl(Late)]
+        internal static UIntPtr getNeededBytesForBuildingKdTree(int n) { return NativeMethods.getNeededBytesForBuildingKdTree(n); }
+        [MethodImpl(Late)]
+        internal static UIntPtr getNeededBytesForQueryAll(int nq, int k, int nt) { return NativeMethods.getNeededBytesForQueryAll(nq, k, nt); }
+        [MethodImpl(Late)]
+        internal static UIntPtr getNeededBytesInSearch(int nq, int k, int nt, int tn, int bn)
+        { return NativeMethods.getNeededBytesInSearch(nq, k, nt, tn, bn); }
+        [MethodImpl(Late)] internal static UIntPtr getFreeBytesOnGpu() { return NativeMethods.getFreeBytesOnGpu(); }
+        [MethodImpl(Late)] internal static int cuSetDevice(int d) { return NativeMethods.cuSetDevice(d); }
+        [MethodImpl(Late)] internal static int cuGetDevice() { return NativeMethods.cuGetDevice(); }
+        [MethodImpl(Late)] internal static int cuGetDeviceCount() { return NativeMethods.cuGetDeviceCount(); }
+        [MethodImpl(Late)]
+        internal static int knn_brute_force(float[] r, int nr, float[] q, int nq, int dim, int k, float[] d, int[] i)
+        { return NativeMethods.knn_brute_force(r, nr, q, nq, dim, k, d, i); }
+        [MethodImpl(Late)] internal static void knn_options_init(IntPtr o) { NativeMethods.knn_options_init(o); }
+        [MethodImpl(Late)]
+        internal static int knn_index_build(IntPtr p, long n, int dim, IntPtr o, out IndexHandle h)
+        { return NativeMethods.knn_index_build(p, n, dim, o, out h); }
+        [MethodImpl(Late)]
+        internal static int knn_index_info(IndexHandle h, out long n, out int dim, out int b, out int s)
+        { return NativeMethods.knn_index_info(h, out n, out dim, out b, out s); }
+        [MethodImpl(Late)]
+        internal static int knn_index_query(IndexHandle h, IntPtr q, long m, int k, IntPtr i, IntPtr d, IntPtr o)
+        { return NativeMethods.knn_index_query(h, q, m, k, i, d, o); }
+        [MethodImpl(Late)]
+        internal static int knn_index_query_self(IndexHandle h, int k, int ex, IntPtr i, IntPtr d)
+        { return NativeMethods.knn_index_query_self(h, k, ex, i, d); }
+        [MethodImpl(Late)]
+        internal static int knn_index_radius(IndexHandle h, IntPtr q, long m, float r, int mx, IntPtr i, IntPtr d, IntPtr c, IntPtr o)
+        { return NativeMethods.knn_index_radius(h, q, m, r, mx, i, d, c, o); }
+        [MethodImpl(Late)]
+        internal static UIntPtr knn_estimate_build_bytes(long n, int dim, IntPtr o) { return NativeMethods.knn_estimate_build_bytes(n, dim, o); }
+        [MethodImpl(Late)]
+        internal static UIntPtr knn_estimate_query_bytes(long m, int k, long n, int dim, IntPtr o)
+        { return NativeMethods.knn_estimate_query_bytes(m, k, n, dim, o); }
+        [MethodImpl(Late)]
+        internal static int knn_quadtree_build(float[] xy, long n, IntPtr o, out QuadtreeHandle h)
+        { return NativeMethods.knn_quadtree_build(xy, n, o, out h); }
+        [MethodImpl(Late)]
+        internal static int knn_points_in_polygons_count(QuadtreeHandle t, float[] v, long[] r, long nr, long[] p, long np, long[] c, IntPtr o)
+        { return NativeMethods.knn_points_in_polygons_count(t, v, r, nr, p, np, c, o); }
+        [MethodImpl(Late)]
+        internal static int knn_points_in_polygons(QuadtreeHandle t, float[] v, long[] r, long nr, long[] p, long np, long[] oo, long[] pi, IntPtr o)
+        { return NativeMethods.knn_points_in_polygons(t, v, r, nr, p, np, oo, pi, o); }
+    }
+
+    // ---- handles -------------------------------------------------------------------------
+
+    /// <summary>Owns a knn_index*; knn_index_free runs exactly once, even when the owner
+    /// forgets Dispose (critical finalization).</summary>
+    public sealed class IndexHandle : SafeHandleZeroOrMinusOneIsInvalid
+    {
+        public IndexHandle() : base(true) { }
+        protected override bool ReleaseHandle() { return NativeMethods.knn_index_free(handle) == 0; }
+    }
+
+    /// <summary>Owns a knn_quadtree*.</summary>
+    public sealed class QuadtreeHandle : SafeHandleZeroOrMinusOneIsInvalid
+    {
+        public QuadtreeHandle() : base(true) { }
+        protected override bool ReleaseHandle() { return NativeMethods.knn_quadtree_free(handle) == 0; }
+    }
+
+    // ---- the classic API -----------------------------------------------------------------
+
+    /// <summary>The classic 3-D API, brute force, devices, versions.</summary>
+    public static class Knn
+    {
+        internal static string Utf8(IntPtr p)
+        {
+            if (p == IntPtr.Zero) return "";
+            int n = 0;
+            while (Marshal.ReadByte(p, n) != 0) n++;
+            var bytes = new byte[n];
+            Marshal.Copy(p, bytes, 0, n);
+            return Encoding.UTF8.GetString(bytes);
+        }
+
+        /// <summary>knn_last_error() of the calling thread.</summary>
+        public static string LastError() { Loader.Ensure(); return Utf8(Native.knn_last_error()); }
+
+        /// <summary>knn_status_string(status).</summary>
+        public static string StatusString(int status)
+        {
+            Loader.Ensure();
+            return Utf8(Native.knn_status_string(status));
+        }
+
+        /// <summary>knn_version(): MAJOR*10000 + MINOR*100 + PATCH.</summary>
+        public static int Version() { Loader.Ensure(); return Native.knn_version(); }
+
+        /// <summary>Throw the KnnException for a non-zero status (call right after the C call,
+        /// on the same thread: the message is thread-local).</summary>
+        public static void Check(int status, string function)
+        {
+            if (status != 0) throw KnnException.From(status, Utf8(Native.knn_last_error()), function);
+        }
+
+        static Point[] NotNull(Point[] a, string name)
+        {
+            if (a == null) throw new ArgumentNullException(name);
+            return a;
+        }
+
+        /// <summary>Build the kd-tree of points (buildKdTree / cuBuildKdTree / mpBuildKdTree).
+        /// Every backend gives the identical tree. Throws KnnNonfiniteInputException naming
+        /// the point, KnnNoDeviceException for Cuda without a GPU.</summary>
+        public static Node[] BuildKdTree(Point[] points, KnnBackend backend = KnnBackend.Auto)
+        {
+            Loader.Ensure();
+            NotNull(points, "points");
+            var tree = new Node[points.Length];
+            switch (backend)
+            {
+                case KnnBackend.Cuda:
+                    Check(Native.cuBuildKdTree(points, points.Length, tree), "cuBuildKdTree"); break;
+                case KnnBackend.OpenMP:
+                    Check(Native.mpBuildKdTree(points, points.Length, tree), "mpBuildKdTree"); break;
+                default:
+                    Check(Native.buildKdTree(points, points.Length, tree), "buildKdTree"); break;
+            }
+            return tree;
+        }
+
+        /// <summary>The k nearest tree points of every query (queryAll / cuQueryAll /
+        /// mpQueryAll): result[i*k + j] is query i's j-th neighbour's original index, ties by
+        /// index, -1 where the tree has fewer than k points.</summary>
+        public static int[] QueryAll(Point[] queries, Node[] tree, int k,
+                                     KnnBackend backend = KnnBackend.Auto, int[] result = null)
+        {
+            Loader.Ensure();
+            NotNull(queries, "queries");
+            if (tree == null) throw new ArgumentNullException("tree");
+            long size = (long)queries.Length * Math.Max(k, 0);
+            if (result == null) result = new int[size];
+            else if (result.LongLength != size)
+                throw new ArgumentException("result must hold queries.Length * k = " + size + " ints", "result");
+            switch (backend)
+            {
+                case KnnBackend.Cuda:
+                    Check(Native.cuQueryAll(queries, tree, queries.Length, tree.Length, k, result),
+                          "cuQueryAll"); break;
+                case KnnBackend.OpenMP:
+                    Check(Native.mpQueryAll(queries, tree, queries.Length, tree.Length, k, result),
+                          "mpQueryAll"); break;
+                default:
+                    Check(Native.queryAll(queries, tree, queries.Length, tree.Length, k, result),
+                          "queryAll"); break;
+            }
+            return result;
+        }
+
+        /// <summary>Exact brute-force kNN in any dimension on the CPU (knn_brute_force).
+        /// reference and query hold rows of dim floats; returns n_query*k indices and squared
+        /// distances (pass wantDistances=false for NULL).</summary>
+        public static int[] BruteForce(float[] reference, float[] query, int dim, int k,
+                                       out float[] sqDistances, bool wantDistances = true)
+        {
+            Loader.Ensure();
+            if (reference == null) throw new ArgumentNullException("reference");
+            if (query == null) throw new ArgumentNullException("query");
+            int nRef = 0, nQuery = 0;
+            if (dim > 0)
+            {
+                if (reference.Length % dim != 0 || query.Length % dim != 0)
+                    throw new ArgumentException("array lengths must be multiples of dim = " + dim);
+                nRef = reference.Length / dim;
+                nQuery = query.Length / dim;
+            }
+            long size = (long)nQuery * Math.Max(k, 0);
+            var ind = new int[size];
+            sqDistances = wantDistances ? new float[size] : null;
+            Check(Native.knn_brute_force(reference, nRef, query, nQuery, dim, k, sqDistances, ind),
+                  "knn_brute_force");
+            return ind;
+        }
+
+        /// <summary>getTreeSize: bytes of an n-node tree (0 when negative).</summary>
+        public static ulong TreeSize(int nTree) { Loader.Ensure(); return Native.getTreeSize(nTree).ToUInt64(); }
+        public static ulong NeededBytesForBuildingKdTree(int nTree)
+        {
+            Loader.Ensure();
+            return Native.getNeededBytesForBuildingKdTree(nTree).ToUInt64();
+        }
+        public static ulong NeededBytesForQueryAll(int nQp, int k, int nTree)
+        {
+            Loader.Ensure();
+            return Native.getNeededBytesForQueryAll(nQp, k, nTree).ToUInt64();
+        }
+        public static ulong NeededBytesInSearch(int nQp, int k, int nTree, int threadNum = 0, int blockNum = 0)
+        {
+            Loader.Ensure();
+            return Native.getNeededBytesInSearch(nQp, k, nTree, threadNum, blockNum).ToUInt64();
+        }
+        /// <summary>Free bytes on the current device; 0 without one.</summary>
+        public static ulong FreeBytesOnGpu() { Loader.Ensure(); return Native.getFreeBytesOnGpu().ToUInt64(); }
+        /// <summary>cuSetDevice: KnnNoDeviceException without devices.</summary>
+        public static void SetDevice(int device) { Loader.Ensure(); Check(Native.cuSetDevice(device), "cuSetDevice"); }
+        /// <summary>cuGetDevice: -1 when there is none.</summary>
+        public static int GetDevice() { Loader.Ensure(); return Native.cuGetDevice(); }
+        /// <summary>cuGetDeviceCount: 0 when none (not an error).</summary>
+        public static int GetDeviceCount() { Loader.Ensure(); return Native.cuGetDeviceCount(); }
+    }
+
+    // ---- the index API ------------------------------------------------------------------
+
+    /// <summary>knn_index_info.</summary>
+    public struct KnnIndexInfo
+    {
+        public long N;
+        public int Dim;
+        public KnnBackend Backend;
+        public KnnStructure Structure;
+    }
+
+    /// <summary>A resident index of points in any dimension (knn_index). Dispose it (or use
+    /// `using`); queries may run from many threads at once. Pointer overloads accept host
+    /// or device (CUDA) memory: the library tells which and uses device arrays in place.</summary>
+    public sealed class KnnIndex : IDisposable
+    {
+        readonly IndexHandle handle;
+        public long N { get; private set; }
+        public int Dim { get; private set; }
+        public IndexHandle Handle { get { return handle; } }
+
+        /// <summary>Build over points: rows of dim floats.</summary>
+        public KnnIndex(float[] points, int dim, KnnOptions? options = null)
+        {
+            if (points == null) throw new ArgumentNullException("points");
+            if (dim < 1 || points.Length % dim != 0)
+                throw new ArgumentException("points.Length must be a multiple of dim (>= 1)");
+            var pin = GCHandle.Alloc(points, GCHandleType.Pinned);
+            try { handle = Build(pin.AddrOfPinnedObject(), points.Length / dim, dim, options); }
+            finally { pin.Free(); }
+            N = points.Length / dim;
+            Dim = dim;
+        }
+
+        /// <summary>Build over n rows of dim floats at a host or device pointer.</summary>
+        public KnnIndex(IntPtr points, long n, int dim, KnnOptions? options = null)
+        {
+            handle = Build(points, n, dim, options);
+            N = n;
+            Dim = dim;
+        }
+
+        static IndexHandle Build(IntPtr points, long n, int dim, KnnOptions? options)
+        {
+            Loader.Ensure();
+            IndexHandle h;
+            using (var opt = OptionsBlock.For(options))
+            {
+                int status = Native.knn_index_build(points, n, dim, OptionsBlock.PointerOf(opt), out h);
+                if (status != 0)
+                {
+                    if (h != null) h.SetHandleAsInvalid();
+                    Knn.Check(status, "knn_index_build");
+                }
+            }
+            return h;
+        }
+
+        IndexHandle Live()
+        {
+            if (handle.IsClosed) throw new ObjectDisposedException("KnnIndex");
+            return handle;
+        }
+
+        public void Dispose() { handle.Dispose(); }
+
+        public KnnIndexInfo Info()
+        {
+            long n; int dim, backend, structure;
+            Knn.Check(Native.knn_index_info(Live(), out n, out dim, out backend, out structure),
+                      "knn_index_info");
+            return new KnnIndexInfo { N = n, Dim = dim, Backend = (KnnBackend)backend,
+                                      Structure = (KnnStructure)structure };
+        }
+
+        /// <summary>k nearest of each query (rows of Dim floats): indices[i*k + j], and
+        /// squared distances when sqDistances is requested.</summary>
+        public int[] Query(float[] queries, int k, out float[] sqDistances, KnnOptions? options = null,
+                           bool wantDistances = true)
+        {
+            if (queries == null) throw new ArgumentNullException("queries");
+            if (queries.Length % Dim != 0) throw new ArgumentException("queries.Length must be a multiple of Dim");
+            long m = queries.Length / Dim;
+            var ind = new int[m * Math.Max(k, 0)];
+            float[] dist = wantDistances ? new float[ind.LongLength] : null;
+            using (var pins = new Pins(queries, ind, dist))
+                Query(pins[0], m, k, pins[1], pins[2], options);
+            sqDistances = dist;
+            return ind;
+        }
+
+        /// <summary>Raw form: host or device pointers (sqDistances may be IntPtr.Zero).</summary>
+        public void Query(IntPtr queries, long m, int k, IntPtr indices, IntPtr sqDistances,
+                          KnnOptions? options = null)
+        {
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(Native.knn_index_query(Live(), queries, m, k, indices, sqDistances,
+                                                        OptionsBlock.PointerOf(opt)), "knn_index_query");
+        }
+
+        /// <summary>All-kNN of the indexed points in input order; excludeSelf drops only each
+        /// point's own index.</summary>
+        public int[] QuerySelf(int k, bool excludeSelf, out float[] sqDistances, bool wantDistances = true)
+        {
+            var ind = new int[N * Math.Max(k, 0)];
+            float[] dist = wantDistances ? new float[ind.LongLength] : null;
+            using (var pins = new Pins(ind, dist))
+                Knn.Check(Native.knn_index_query_self(Live(), k, excludeSelf ? 1 : 0, pins[0], pins[1]),
+                          "knn_index_query_self");
+            sqDistances = dist;
+            return ind;
+        }
+
+        /// <summary>Points within radius of each query: rows of maxNeighbors ordered by
+        /// (distance, index), -1/+inf in unused slots; counts[i] is the true number.
+        /// maxNeighbors = 0 is a counting call (indices null).</summary>
+        public int[] Radius(float[] queries, float radius, int maxNeighbors, out float[] sqDistances,
+                            out int[] counts, KnnOptions? options = null)
+        {
+            if (queries == null) throw new ArgumentNullException("queries");
+            if (queries.Length % Dim != 0) throw new ArgumentException("queries.Length must be a multiple of Dim");
+            long m = queries.Length / Dim;
+            long size = m * Math.Max(maxNeighbors, 0);
+            int[] ind = maxNeighbors != 0 ? new int[size] : null;
+            float[] dist = maxNeighbors != 0 ? new float[size] : null;
+            counts = new int[m];
+            using (var pins = new Pins(queries, ind, dist, counts))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(Native.knn_index_radius(Live(), pins[0], m, radius, maxNeighbors, pins[1],
+                                                         pins[2], pins[3], OptionsBlock.PointerOf(opt)),
+                          "knn_index_radius");
+            sqDistances = dist;
+            return ind;
+        }
+
+        public static ulong EstimateBuildBytes(long n, int dim, KnnOptions? options = null)
+        {
+            using (var opt = new OptionsBlock(options))
+                return Native.knn_estimate_build_bytes(n, dim, options.HasValue ? opt.Pointer : IntPtr.Zero)
+                    .ToUInt64();
+        }
+
+        public static ulong EstimateQueryBytes(long m, int k, long n, int dim, KnnOptions? options = null)
+        {
+            using (var opt = new OptionsBlock(options))
+                return Native.knn_estimate_query_bytes(m, k, n, dim,
+                                                              options.HasValue ? opt.Pointer : IntPtr.Zero)
+                    .ToUInt64();
+        }
+    }
+
+    /// <summary>Pins managed arrays for one call (null arrays give IntPtr.Zero).</summary>
+    internal sealed class Pins : IDisposable
+    {
+        readonly List<GCHandle> handles = new List<GCHandle>();
+        readonly IntPtr[] pointers;
+
+        public Pins(params Array[] arrays)
+        {
+            pointers = new IntPtr[arrays.Length];
+            for (int i = 0; i < arrays.Length; i++)
+            {
+                if (arrays[i] == null) continue;
+                var h = GCHandle.Alloc(arrays[i], GCHandleType.Pinned);
+                handles.Add(h);
+                pointers[i] = h.AddrOfPinnedObject();
+            }
+        }
+
+        public IntPtr this[int i] { get { return pointers[i]; } }
+
+        public void Dispose()
+        {
+            foreach (var h in handles) h.Free();
+            handles.Clear();
+        }
+    }
+
+    // ---- point in polygon ----------------------------------------------------------------
+
+    /// <summary>A quadtree over 2-D points for point-in-polygon queries (knn_quadtree).
+    /// Polygons: verticesXy (x, y pairs), ringOffsets (nRings + 1, counting vertices),
+    /// polygonOffsets (nPolygons + 1, counting rings); first ring outer, others holes.</summary>
+    public sealed class KnnQuadtree : IDisposable
+    {
+        readonly QuadtreeHandle handle;
+        public long N { get; private set; }
+
+        public KnnQuadtree(float[] xy, KnnOptions? options = null)
+        {
+            Loader.Ensure();
+            if (xy == null) throw new ArgumentNullException("xy");
+            if (xy.Length % 2 != 0) throw new ArgumentException("xy must hold (x, y) pairs");
+            using (var opt = OptionsBlock.For(options))
+            {
+                int status = Native.knn_quadtree_build(xy, xy.Length / 2, OptionsBlock.PointerOf(opt),
+                                                              out handle);
+                if (status != 0)
+                {
+                    if (handle != null) handle.SetHandleAsInvalid();
+                    Knn.Check(status, "knn_quadtree_build");
+                }
+            }
+            N = xy.Length / 2;
+        }
+
+        public void Dispose() { handle.Dispose(); }
+
+        QuadtreeHandle Live()
+        {
+            if (handle.IsClosed) throw new ObjectDisposedException("KnnQuadtree");
+            return handle;
+        }
+
+        /// <summary>Checks what the C functions cannot: they get no vertex count, so every
+        /// offset must stay inside the arrays passed.</summary>
+        public static void ValidatePolygons(float[] verticesXy, long[] ringOffsets, long[] polygonOffsets)
+        {
+            if (verticesXy == null || ringOffsets == null || polygonOffsets == null)
+                throw new ArgumentNullException("polygon arrays must not be null");
+            if (verticesXy.Length % 2 != 0) throw new ArgumentException("verticesXy must hold (x, y) pairs");
+            if (ringOffsets.Length < 1 || polygonOffsets.Length < 1)
+                throw new ArgumentException("offset arrays need at least one entry");
+            long nVertices = verticesXy.Length / 2, nRings = ringOffsets.Length - 1;
+            foreach (long o in ringOffsets)
+                if (o < 0 || o > nVertices)
+                    throw new ArgumentOutOfRangeException("ringOffsets", "offsets must lie in [0, " + nVertices + "]");
+            foreach (long o in polygonOffsets)
+                if (o < 0 || o > nRings)
+                    throw new ArgumentOutOfRangeException("polygonOffsets", "offsets must lie in [0, " + nRings + "]");
+        }
+
+        public long[] PointsInPolygonsCount(float[] verticesXy, long[] ringOffsets, long[] polygonOffsets,
+                                            KnnOptions? options = null)
+        {
+            ValidatePolygons(verticesXy, ringOffsets, polygonOffsets);
+            var counts = new long[polygonOffsets.Length - 1];
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(Native.knn_points_in_polygons_count(Live(), verticesXy, ringOffsets,
+                              ringOffsets.Length - 1, polygonOffsets, polygonOffsets.Length - 1, counts,
+                              OptionsBlock.PointerOf(opt)), "knn_points_in_polygons_count");
+            return counts;
+        }
+
+        /// <summary>Points inside each polygon: polygon p's at indices[offsets[p]..offsets[p+1]),
+        /// ascending. outOffsets (nPolygons + 1) are computed from the counts when null.</summary>
+        public long[] PointsInPolygons(float[] verticesXy, long[] ringOffsets, long[] polygonOffsets,
+                                       out long[] offsets, long[] outOffsets = null, KnnOptions? options = null)
+        {
+            ValidatePolygons(verticesXy, ringOffsets, polygonOffsets);
+            long nPolygons = polygonOffsets.Length - 1;
+            if (outOffsets == null)
+            {
+                var counts = PointsInPolygonsCount(verticesXy, ringOffsets, polygonOffsets, options);
+                outOffsets = new long[nPolygons + 1];
+                for (long p = 0; p < nPolygons; p++) outOffsets[p + 1] = outOffsets[p] + counts[p];
+            }
+            if (outOffsets.LongLength != nPolygons + 1)
+                throw new ArgumentException("outOffsets needs nPolygons + 1 entries", "outOffsets");
+            long max = 0;
+            foreach (long o in outOffsets)
+            {
+                if (o < 0) throw new ArgumentOutOfRangeException("outOffsets", "offsets must not be negative");
+                max = Math.Max(max, o);
+            }
+            var indices = new long[max];
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(Native.knn_points_in_polygons(Live(), verticesXy, ringOffsets,
+                              ringOffsets.Length - 1, polygonOffsets, nPolygons, outOffsets, indices,
+                              OptionsBlock.PointerOf(opt)), "knn_points_in_polygons");
+            offsets = outOffsets;
+            if (indices.LongLength == outOffsets[nPolygons]) return indices;
+            var trimmed = new long[outOffsets[nPolygons]];
+            Array.Copy(indices, trimmed, trimmed.LongLength);
+            return trimmed;
+        }
+    }
+}

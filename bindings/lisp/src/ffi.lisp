@@ -1,0 +1,114 @@
+;;;; ffi.lisp - the foreign types and every function of knn_gpgpu.h, unchanged.
+;;;;
+;;;; The %-prefixed functions are the raw C entry points (status codes, raw
+;;;; pointers). The rest of the system wraps them; hosts that need the raw
+;;;; calls may use them as knn-gpgpu::%name.
+
+(in-package #:knn-gpgpu)
+
+;;; struct Point { float p[3]; }                                  12 bytes
+(cffi:defcstruct point
+  (p :float :count 3))
+
+;;; struct Node { float p[3]; int left, right, id; }              24 bytes
+(cffi:defcstruct node
+  (p :float :count 3)
+  (left :int)
+  (right :int)
+  (id :int))
+
+;;; knn_options (40 bytes on 64-bit platforms)
+(cffi:defcstruct knn-options
+  (struct-size :size)
+  (backend :int)
+  (device :int)
+  (structure :int)
+  (leaf-size :int)
+  (threads :int)
+  (device-memory-limit :size))
+
+;;; Status, errors, version
+(cffi:defcfun ("knn_status_string" %status-string) :pointer (status :int))
+(cffi:defcfun ("knn_last_error" %last-error) :pointer)
+(cffi:defcfun ("knn_version" %version) :int)
+
+;;; Classic 3-D API
+(cffi:defcfun ("buildKdTree" %build-kd-tree) :int
+  (points :pointer) (n :int) (tree :pointer))
+(cffi:defcfun ("cuBuildKdTree" %cu-build-kd-tree) :int
+  (points :pointer) (n :int) (tree :pointer))
+(cffi:defcfun ("mpBuildKdTree" %mp-build-kd-tree) :int
+  (points :pointer) (n :int) (tree :pointer))
+(cffi:defcfun ("queryAll" %query-all) :int
+  (query-points :pointer) (tree :pointer) (n-qp :int) (n-tree :int) (k :int) (result :pointer))
+(cffi:defcfun ("cuQueryAll" %cu-query-all) :int
+  (query-points :pointer) (tree :pointer) (n-qp :int) (n-tree :int) (k :int) (result :pointer))
+(cffi:defcfun ("mpQueryAll" %mp-query-all) :int
+  (query-points :pointer) (tree :pointer) (n-qp :int) (n-tree :int) (k :int) (result :pointer))
+(cffi:defcfun ("getTreeSize" %get-tree-size) :size (n-tree :int))
+(cffi:defcfun ("getNeededBytesForBuildingKdTree" %get-needed-bytes-for-building-kd-tree) :size
+  (n-tree :int))
+(cffi:defcfun ("getNeededBytesForQueryAll" %get-needed-bytes-for-query-all) :size
+  (n-qp :int) (k :int) (n-tree :int))
+(cffi:defcfun ("getNeededBytesInSearch" %get-needed-bytes-in-search) :size
+  (n-qp :int) (k :int) (n-tree :int) (thread-num :int) (block-num :int))
+(cffi:defcfun ("getFreeBytesOnGpu" %get-free-bytes-on-gpu) :size)
+(cffi:defcfun ("cuSetDevice" %cu-set-device) :int (device :int))
+(cffi:defcfun ("cuGetDevice" %cu-get-device) :int)
+(cffi:defcfun ("cuGetDeviceCount" %cu-get-device-count) :int)
+(cffi:defcfun ("knn_brute_force" %brute-force) :int
+  (ref :pointer) (n-ref :int) (query :pointer) (n-query :int) (dim :int) (k :int)
+  (sq-dist :pointer) (ind :pointer))
+
+;;; Index API
+(cffi:defcfun ("knn_options_init" %options-init) :void (opt :pointer))
+(cffi:defcfun ("knn_index_build" %index-build) :int
+  (points :pointer) (n :int64) (dim :int) (opt :pointer) (out :pointer))
+(cffi:defcfun ("knn_index_free" %index-free) :int (index :pointer))
+(cffi:defcfun ("knn_index_info" %index-info) :int
+  (index :pointer) (n :pointer) (dim :pointer) (backend :pointer) (structure :pointer))
+(cffi:defcfun ("knn_index_query" %index-query) :int
+  (index :pointer) (queries :pointer) (m :int64) (k :int) (indices :pointer)
+  (sq-distances :pointer) (opt :pointer))
+(cffi:defcfun ("knn_index_query_self" %index-query-self) :int
+  (index :pointer) (k :int) (exclude-self :int) (indices :pointer) (sq-distances :pointer))
+(cffi:defcfun ("knn_index_radius" %index-radius) :int
+  (index :pointer) (queries :pointer) (m :int64) (radius :float) (max-neighbors :int)
+  (indices :pointer) (sq-distances :pointer) (counts :pointer) (opt :pointer))
+(cffi:defcfun ("knn_estimate_build_bytes" %estimate-build-bytes) :size
+  (n :int64) (dim :int) (opt :pointer))
+(cffi:defcfun ("knn_estimate_query_bytes" %estimate-query-bytes) :size
+  (m :int64) (k :int) (n :int64) (dim :int) (opt :pointer))
+
+;;; Point in polygon over a quadtree
+(cffi:defcfun ("knn_quadtree_build" %quadtree-build) :int
+  (xy :pointer) (n :int64) (opt :pointer) (out :pointer))
+(cffi:defcfun ("knn_quadtree_free" %quadtree-free) :int (tree :pointer))
+(cffi:defcfun ("knn_points_in_polygons_count" %points-in-polygons-count) :int
+  (tree :pointer) (vertices-xy :pointer) (ring-offsets :pointer) (n-rings :int64)
+  (polygon-offsets :pointer) (n-polygons :int64) (counts :pointer) (opt :pointer))
+(cffi:defcfun ("knn_points_in_polygons" %points-in-polygons) :int
+  (tree :pointer) (vertices-xy :pointer) (ring-offsets :pointer) (n-rings :int64)
+  (polygon-offsets :pointer) (n-polygons :int64) (out-offsets :pointer)
+  (point-indices :pointer) (opt :pointer))
+
+(defparameter *c-functions*
+  '("knn_status_string" "knn_last_error" "knn_version"
+    "buildKdTree" "cuBuildKdTree" "mpBuildKdTree" "queryAll" "cuQueryAll" "mpQueryAll"
+    "getTreeSize" "getNeededBytesForBuildingKdTree" "getNeededBytesForQueryAll"
+    "getNeededBytesInSearch" "getFreeBytesOnGpu" "cuSetDevice" "cuGetDevice"
+    "cuGetDeviceCount" "knn_brute_force"
+    "knn_options_init" "knn_index_build" "knn_index_free" "knn_index_info" "knn_index_query"
+    "knn_index_query_self" "knn_index_radius" "knn_estimate_build_bytes"
+    "knn_estimate_query_bytes"
+    "knn_quadtree_build" "knn_quadtree_free" "knn_points_in_polygons_count"
+    "knn_points_in_polygons")
+  "Every C function this file binds (the tests compare it with the header).")
+
+;;; Foreign code runs with the floating-point traps masked: SBCL enables traps
+;;; that C code (and OpenMP threads it starts) does not expect.
+(defmacro with-c-float-environment (&body body)
+  #+sbcl `(sb-int:with-float-traps-masked (:invalid :divide-by-zero :overflow :inexact
+                                            :underflow)
+            ,@body)
+  #-sbcl `(progn ,@body))

@@ -1,0 +1,136 @@
+;;;; index.lisp - the index API: a resident index of points in any dimension.
+;;;;
+;;;; Points and queries are flat single-float vectors (rows of DIM floats), 2-D
+;;;; arrays, or CFFI foreign pointers (host or device memory: the library tells
+;;;; which, cudaPointerGetAttributes, and uses device arrays in place; give the
+;;;; row count with :count). Outputs are fresh Lisp vectors unless supplied.
+
+(in-package #:knn-gpgpu)
+
+(defstruct (index (:constructor %make-index (pointer n dim)))
+  "A knn_index handle. Free it with FREE-INDEX or use WITH-INDEX."
+  (pointer nil)
+  (n 0 :type integer :read-only t)
+  (dim 0 :type integer :read-only t))
+
+(defun index-closed-p (index) (null (index-pointer index)))
+
+(defun live-index (index)
+  (check-type index index)
+  (or (index-pointer index) (usage-error "the index is closed")))
+
+(defun input-rows (data dim count name)
+  "(values pointer-or-vector rows) for index inputs."
+  (if (cffi:pointerp data)
+      (progn
+        (unless (and (integerp count) (>= count 0))
+          (usage-error "~A is a foreign pointer: give its row count with :count" name))
+        (values data count))
+      (rows-of data dim name)))
+
+(defun build-index (points dim &key options count backend device structure leaf-size threads
+                                 device-memory-limit)
+  "Build an index over POINTS (rows of DIM floats; a foreign pointer needs
+:COUNT). OPTIONS is an OPTIONS structure; the keyword fields override it.
+Returns an INDEX; signals KNN-ERROR subclasses (KNN-UNSUPPORTED where the
+build lacks the engine)."
+  (c-int dim "dim")
+  (multiple-value-bind (data n) (input-rows points dim count "points")
+    (let ((opts (merge-options options (list :backend backend :device device
+                                             :structure structure :leaf-size leaf-size
+                                             :threads threads
+                                             :device-memory-limit device-memory-limit))))
+      (cffi:with-foreign-object (out :pointer)
+        (setf (cffi:mem-ref out :pointer) (cffi:null-pointer))
+        (with-foreign-options (opt opts)
+          (with-pointers ((p data))
+            (check-status "knn_index_build" (%index-build p n dim opt out))))
+        (let ((index (%make-index (cffi:mem-ref out :pointer) n dim)))
+          #+sbcl (let ((pointer (index-pointer index)))
+                   (sb-ext:finalize index (lambda () (%index-free pointer)) :dont-save t))
+          index)))))
+
+(defun free-index (index)
+  "Free INDEX (knn_index_free); freeing twice does nothing."
+  (check-type index index)
+  (let ((pointer (index-pointer index)))
+    (when pointer
+      (setf (index-pointer index) nil)
+      #+sbcl (sb-ext:cancel-finalization index)
+      (check-status "knn_index_free" (%index-free pointer))))
+  (values))
+
+(defmacro with-index ((var points dim &rest keys) &body body)
+  "Bind VAR to (BUILD-INDEX POINTS DIM . KEYS) for BODY; always freed."
+  `(let ((,var (build-index ,points ,dim ,@keys)))
+     (unwind-protect (progn ,@body)
+       (free-index ,var))))
+
+(defun index-info (index)
+  "knn_index_info: (values n dim backend structure) that actually serve INDEX."
+  (cffi:with-foreign-objects ((n :int64) (dim :int) (backend :int) (structure :int))
+    (check-status "knn_index_info" (%index-info (live-index index) n dim backend structure))
+    (values (cffi:mem-ref n :int64) (cffi:mem-ref dim :int)
+            (let ((b (cffi:mem-ref backend :int))) (if (< -1 b 3) (aref #(:auto :cuda :openmp) b) b))
+            (let ((s (cffi:mem-ref structure :int)))
+              (if (< -1 s 4) (aref #(:auto :kdtree :grid :brute-force) s) s)))))
+
+(defun index-query (index queries k &key (distances t) options count out-indices
+                                      out-distances)
+  "The K nearest indexed points of each query (knn_index_query). Returns
+(values indices sq-distances): m*k (signed-byte 32) and single-float vectors
+(sq-distances NIL unless DISTANCES), nearest first, ties by index, -1 /
++infinity in missing slots."
+  (let ((handle (live-index index)))
+    (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries")
+      (c-int k "k")
+      (let* ((size (* m (max k 0)))
+             (ind (output-vector out-indices size '(signed-byte 32) "out-indices"))
+             (dist (and (or distances out-distances)
+                        (output-vector out-distances size 'single-float "out-distances"))))
+        (with-foreign-options (opt options)
+          (with-pointers ((qp q) (ip ind) (dp dist))
+            (check-status "knn_index_query" (%index-query handle qp m k ip dp opt))))
+        (values ind dist)))))
+
+(defun index-query-self (index k &key exclude-self (distances t))
+  "All-kNN of the indexed points in input order (knn_index_query_self).
+EXCLUDE-SELF drops only each point's own index. Returns (values indices sq-distances)."
+  (let* ((handle (live-index index))
+         (size (* (index-n index) (max (c-int k "k") 0)))
+         (ind (make-array size :element-type '(signed-byte 32)))
+         (dist (and distances (make-array size :element-type 'single-float))))
+    (with-pointers ((ip ind) (dp dist))
+      (check-status "knn_index_query_self"
+                    (%index-query-self handle k (if exclude-self 1 0) ip dp)))
+    (values ind dist)))
+
+(defun index-radius (index queries radius max-neighbors &key (distances t) options count)
+  "Points within RADIUS of each query (knn_index_radius), rows of
+MAX-NEIGHBORS ordered by (distance, index), -1 / +infinity in unused slots.
+Returns (values indices sq-distances counts); counts are the true numbers
+within the radius. MAX-NEIGHBORS 0 is a counting call (indices and distances NIL)."
+  (let ((handle (live-index index)))
+    (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries")
+      (c-int max-neighbors "max_neighbors")
+      (let* ((size (* m (max max-neighbors 0)))
+             (rows (/= max-neighbors 0))
+             (ind (and rows (make-array size :element-type '(signed-byte 32))))
+             (dist (and rows distances (make-array size :element-type 'single-float)))
+             (counts (make-array m :element-type '(signed-byte 32))))
+        (with-foreign-options (opt options)
+          (with-pointers ((qp q) (ip ind) (dp dist) (cp counts))
+            (check-status "knn_index_radius"
+                          (%index-radius handle qp m (coerce radius 'single-float)
+                                         max-neighbors ip dp cp opt))))
+        (values ind dist counts)))))
+
+(defun estimate-build-bytes (n dim &optional options)
+  "knn_estimate_build_bytes: device bytes an index build would need."
+  (with-foreign-options (opt options)
+    (%estimate-build-bytes n (c-int dim "dim") opt)))
+
+(defun estimate-query-bytes (m k n dim &optional options)
+  "knn_estimate_query_bytes: device bytes a query would need."
+  (with-foreign-options (opt options)
+    (%estimate-query-bytes m (c-int k "k") n (c-int dim "dim") opt)))

@@ -1,0 +1,36 @@
+;;;; package.lisp
+
+(defpackage #:knn-gpgpu
+  (:use #:cl)
+  (:nicknames #:knn)
+  (:export
+   ;; library
+   #:load-library #:library-path #:+library-env-var+
+   #:knn-version #:version-list #:status-string #:last-error
+   ;; conditions
+   #:knn-error #:knn-error-status #:knn-error-code #:knn-error-message #:knn-error-function
+   #:knn-invalid-argument #:knn-nonfinite-input #:knn-host-out-of-memory
+   #:knn-device-out-of-memory #:knn-no-device #:knn-device-error #:knn-invalid-tree
+   #:knn-unsupported #:knn-cancelled #:knn-internal-error
+   #:knn-usage-error #:status-keyword #:status-code
+   ;; foreign types
+   #:point #:node #:knn-options
+   ;; classic API
+   #:kd-tree #:kd-tree-p #:kd-tree-size #:kd-tree-octets #:kd-tree-from-octets
+   #:kd-tree-node #:build-kd-tree #:query-all
+   #:tree-size #:needed-bytes-for-building-kd-tree #:needed-bytes-for-query-all
+   #:needed-bytes-in-search #:free-bytes-on-gpu
+   #:set-device #:get-device #:get-device-count #:brute-force
+   ;; options
+   #:options #:make-options #:options-backend #:options-device #:options-structure
+   #:options-leaf-size #:options-threads #:options-device-memory-limit
+   #:with-foreign-options #:default-options-plist
+   ;; index API
+   #:index #:index-p #:index-n #:index-dim #:index-pointer #:index-closed-p
+   #:build-index #:free-index #:with-index #:index-info
+   #:index-query #:index-query-self #:index-radius
+   #:estimate-build-bytes #:estimate-query-bytes
+   ;; quadtree
+   #:quadtree #:quadtree-p #:quadtree-n #:quadtree-closed-p
+   #:build-quadtree #:free-quadtree #:with-quadtree
+   #:points-in-polygons-count #:points-in-polygons #:pack-polygons))

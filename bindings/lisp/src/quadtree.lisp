@@ -1,0 +1,124 @@
+;;;; quadtree.lisp - point in polygon over a quadtree (2-D).
+;;;;
+;;;; Polygons in the library's flat form: VERTICES (x y pairs), RING-OFFSETS
+;;;; (n-rings + 1, counting vertices), POLYGON-OFFSETS (n-polygons + 1, counting
+;;;; rings); the first ring of a polygon is its outer boundary, the others
+;;;; holes. PACK-POLYGONS builds them from nested lists. The C functions get no
+;;;; vertex count, so the binding checks that every offset stays inside the
+;;;; arrays it passes; the library checks the rest.
+
+(in-package #:knn-gpgpu)
+
+(defstruct (quadtree (:constructor %make-quadtree (pointer n)))
+  "A knn_quadtree handle. Free it with FREE-QUADTREE or use WITH-QUADTREE."
+  (pointer nil)
+  (n 0 :type integer :read-only t))
+
+(defun quadtree-closed-p (tree) (null (quadtree-pointer tree)))
+
+(defun live-quadtree (tree)
+  (check-type tree quadtree)
+  (or (quadtree-pointer tree) (usage-error "the quadtree is closed")))
+
+(defun build-quadtree (xy &key options backend threads)
+  "Build a quadtree over XY (flat x y pairs or an (n 2) array)."
+  (multiple-value-bind (v n) (rows-of xy 2 "xy")
+    (let ((opts (merge-options options (list :backend backend :threads threads))))
+      (cffi:with-foreign-object (out :pointer)
+        (setf (cffi:mem-ref out :pointer) (cffi:null-pointer))
+        (with-foreign-options (opt opts)
+          (with-pointers ((p v))
+            (check-status "knn_quadtree_build" (%quadtree-build p n opt out))))
+        (let ((tree (%make-quadtree (cffi:mem-ref out :pointer) n)))
+          #+sbcl (let ((pointer (quadtree-pointer tree)))
+                   (sb-ext:finalize tree (lambda () (%quadtree-free pointer)) :dont-save t))
+          tree)))))
+
+(defun free-quadtree (tree)
+  "Free TREE (knn_quadtree_free); freeing twice does nothing."
+  (check-type tree quadtree)
+  (let ((pointer (quadtree-pointer tree)))
+    (when pointer
+      (setf (quadtree-pointer tree) nil)
+      #+sbcl (sb-ext:cancel-finalization tree)
+      (check-status "knn_quadtree_free" (%quadtree-free pointer))))
+  (values))
+
+(defmacro with-quadtree ((var xy &rest keys) &body body)
+  `(let ((,var (build-quadtree ,xy ,@keys)))
+     (unwind-protect (progn ,@body)
+       (free-quadtree ,var))))
+
+(defun pack-polygons (polygons)
+  "POLYGONS: a list of polygons, each a list of rings, each a list of (x y).
+Returns (values vertices ring-offsets polygon-offsets)."
+  (let ((xs '()) (rings (list 0)) (polys (list 0)) (nv 0) (nr 0))
+    (dolist (polygon polygons)
+      (dolist (ring polygon)
+        (dolist (vertex ring)
+          (push (float (first vertex) 1.0f0) xs)
+          (push (float (second vertex) 1.0f0) xs)
+          (incf nv))
+        (push nv rings)
+        (incf nr))
+      (push nr polys))
+    (values (make-array (length xs) :element-type 'single-float
+                                     :initial-contents (nreverse xs))
+            (make-array (length rings) :element-type '(signed-byte 64)
+                                       :initial-contents (nreverse rings))
+            (make-array (length polys) :element-type '(signed-byte 64)
+                                       :initial-contents (nreverse polys)))))
+
+(defun polygon-arrays (vertices ring-offsets polygon-offsets)
+  (multiple-value-bind (v n-vertices) (rows-of vertices 2 "vertices")
+    (let* ((rings (integer-vector ring-offsets '(signed-byte 64) "ring-offsets"))
+           (polys (integer-vector polygon-offsets '(signed-byte 64) "polygon-offsets"))
+           (n-rings (1- (length rings)))
+           (n-polygons (1- (length polys))))
+      (when (or (minusp n-rings) (minusp n-polygons))
+        (usage-error "ring-offsets and polygon-offsets need at least one entry"))
+      (unless (every (lambda (o) (<= 0 o n-vertices)) rings)
+        (usage-error "ring-offsets must lie in [0, ~D] (the number of vertices)" n-vertices))
+      (unless (every (lambda (o) (<= 0 o n-rings)) polys)
+        (usage-error "polygon-offsets must lie in [0, ~D] (the number of rings)" n-rings))
+      (values v rings n-rings polys n-polygons))))
+
+(defun points-in-polygons-count (tree vertices ring-offsets polygon-offsets &key options)
+  "knn_points_in_polygons_count: a (signed-byte 64) vector of the number of
+TREE points inside each polygon."
+  (let ((handle (live-quadtree tree)))
+    (multiple-value-bind (v rings n-rings polys n-polygons)
+        (polygon-arrays vertices ring-offsets polygon-offsets)
+      (let ((counts (make-array n-polygons :element-type '(signed-byte 64))))
+        (with-foreign-options (opt options)
+          (with-pointers ((vp v) (rp rings) (pp polys) (cp counts))
+            (check-status "knn_points_in_polygons_count"
+                          (%points-in-polygons-count handle vp rp n-rings pp n-polygons cp
+                                                     opt))))
+        counts))))
+
+(defun points-in-polygons (tree vertices ring-offsets polygon-offsets &key out-offsets options)
+  "knn_points_in_polygons: (values offsets indices); polygon p's points are
+indices[offsets[p], offsets[p+1]), ascending. OUT-OFFSETS (n-polygons + 1)
+are computed from the counts when not given."
+  (let ((handle (live-quadtree tree)))
+    (multiple-value-bind (v rings n-rings polys n-polygons)
+        (polygon-arrays vertices ring-offsets polygon-offsets)
+      (let ((offsets
+              (if out-offsets
+                  (integer-vector out-offsets '(signed-byte 64) "out-offsets")
+                  (let* ((counts (points-in-polygons-count tree v rings polys :options options))
+                         (o (make-array (1+ n-polygons) :element-type '(signed-byte 64)
+                                                        :initial-element 0)))
+                    (dotimes (p n-polygons o)
+                      (setf (aref o (1+ p)) (+ (aref o p) (aref counts p))))))))
+        (unless (= (length offsets) (1+ n-polygons))
+          (usage-error "out-offsets needs ~D entries, got ~D" (1+ n-polygons) (length offsets)))
+        (when (some #'minusp offsets)
+          (usage-error "out-offsets must not be negative"))
+        (let ((indices (make-array (reduce #'max offsets) :element-type '(signed-byte 64))))
+          (with-foreign-options (opt options)
+            (with-pointers ((vp v) (rp rings) (pp polys) (op offsets) (ip indices))
+              (check-status "knn_points_in_polygons"
+                            (%points-in-polygons handle vp rp n-rings pp n-polygons op ip opt))))
+          (values offsets (subseq indices 0 (aref offsets n-polygons))))))))

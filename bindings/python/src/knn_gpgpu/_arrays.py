@@ -1,0 +1,173 @@
+"""Turning Python arrays into the pointers the C functions take.
+
+Host arrays: a C-contiguous, aligned numpy array of the right dtype is passed
+as is (zero copy); anything else goes through ``np.ascontiguousarray`` (one
+copy). Outputs the caller passes (``out=``) must already have the exact dtype,
+shape and C order, because the library writes into them.
+
+Device arrays: objects that expose ``__cuda_array_interface__`` (CuPy, Numba,
+PyTorch CUDA tensors...) are passed as their device pointer, for the functions
+whose contract accepts device memory (the index API). The binding checks dtype,
+shape and C order from the interface, and does not synchronise streams: the
+data must be ready when the call starts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import operator
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ._types import INT64_MAX, INT_MAX, INT_MIN, POINT_DTYPE
+
+CAI = "__cuda_array_interface__"
+
+
+class DeviceArray:
+    """A device buffer described by ``__cuda_array_interface__`` (kept alive by ``owner``)."""
+
+    __slots__ = ("owner", "ptr", "shape", "dtype")
+
+    def __init__(self, owner: Any, ptr: int, shape: Tuple[int, ...], dtype: np.dtype) -> None:
+        self.owner = owner
+        self.ptr = ptr
+        self.shape = shape
+        self.dtype = dtype
+
+    def as_pointer(self, ctype: Any) -> Any:
+        return ctypes.cast(ctypes.c_void_p(self.ptr), ctypes.POINTER(ctype))
+
+
+Array = Union[np.ndarray, DeviceArray]
+
+
+def is_device_array(obj: Any) -> bool:
+    """True for objects that expose ``__cuda_array_interface__``."""
+    return hasattr(obj, CAI) and not isinstance(obj, np.ndarray)
+
+
+def device_array(obj: Any, dtype: Any, name: str, writable: bool = False) -> DeviceArray:
+    """Describe a ``__cuda_array_interface__`` object, checking dtype and C order."""
+    cai = getattr(obj, CAI)
+    if not isinstance(cai, dict) or "shape" not in cai or "typestr" not in cai:
+        raise TypeError("%s: malformed __cuda_array_interface__" % name)
+    shape = tuple(int(s) for s in cai["shape"])
+    got = np.dtype(cai["typestr"])
+    want = np.dtype(dtype)
+    if got != want:
+        raise ValueError("%s: device array of dtype %s; it must be %s (device arrays are "
+                         "passed in place, never converted)" % (name, got, want))
+    if cai.get("mask") is not None:
+        raise ValueError("%s: masked device arrays are not supported" % name)
+    strides = cai.get("strides")
+    if strides is not None:
+        expected = []
+        step = want.itemsize
+        for extent in reversed(shape):
+            expected.append(step)
+            step *= extent
+        if tuple(int(s) for s in strides) != tuple(reversed(expected)) and int(np.prod(shape)) > 1:
+            raise ValueError("%s: device array must be C-contiguous" % name)
+    data = cai.get("data")
+    if not data:
+        raise TypeError("%s: __cuda_array_interface__ has no data pointer" % name)
+    ptr, readonly = int(data[0]), bool(data[1])
+    if writable and readonly:
+        raise ValueError("%s: device array is read-only" % name)
+    return DeviceArray(obj, ptr, shape, want)
+
+
+def host_rows(obj: Any, name: str, dim: Optional[int] = None) -> np.ndarray:
+    """A 2-D float32 C-contiguous view of rows of coordinates (zero copy when possible).
+
+    Accepts array-likes of shape (n, dim), and for dim 3 also 1-D arrays of
+    :data:`~knn_gpgpu.POINT_DTYPE`.
+    """
+    if isinstance(obj, np.ndarray) and obj.dtype == POINT_DTYPE:
+        obj = np.ascontiguousarray(obj).view(np.float32).reshape(-1, 3)
+    arr = np.asarray(obj)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError("%s: coordinates must be real numbers, not dtype %s" % (name, arr.dtype))
+    if arr.ndim != 2:
+        raise ValueError("%s: expected a 2-D array of shape (n, %s), got shape %s"
+                         % (name, dim if dim is not None else "dim", arr.shape))
+    if dim is not None and arr.shape[1] != dim:
+        raise ValueError("%s: expected shape (n, %d), got %s" % (name, dim, arr.shape))
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def rows(obj: Any, name: str, dim: Optional[int] = None) -> Array:
+    """Host rows (see :func:`host_rows`) or a checked device array of shape (n, dim)."""
+    if is_device_array(obj):
+        dev = device_array(obj, np.float32, name)
+        if len(dev.shape) != 2:
+            raise ValueError("%s: expected a 2-D device array, got shape %s" % (name, dev.shape))
+        if dim is not None and dev.shape[1] != dim:
+            raise ValueError("%s: expected shape (n, %d), got %s" % (name, dim, dev.shape))
+        return dev
+    return host_rows(obj, name, dim)
+
+
+def output(out: Any, shape: Tuple[int, ...], dtype: Any, name: str,
+           allow_device: bool = False) -> Array:
+    """Allocate an output array, or check the caller's ``out`` (exact dtype, shape, C order)."""
+    if out is None:
+        return np.empty(shape, dtype=dtype)
+    if allow_device and is_device_array(out):
+        dev = device_array(out, dtype, name, writable=True)
+        if dev.shape != tuple(shape):
+            raise ValueError("%s: expected shape %s, got %s" % (name, tuple(shape), dev.shape))
+        return dev
+    if not isinstance(out, np.ndarray):
+        raise TypeError("%s: must be a numpy array%s" % (
+            name, " or a __cuda_array_interface__ object" if allow_device else ""))
+    if out.dtype != np.dtype(dtype):
+        raise ValueError("%s: dtype must be %s, got %s" % (name, np.dtype(dtype), out.dtype))
+    if out.shape != tuple(shape):
+        raise ValueError("%s: expected shape %s, got %s" % (name, tuple(shape), out.shape))
+    if not (out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
+        raise ValueError("%s: must be C-contiguous, aligned and writeable" % name)
+    return out
+
+
+def offsets(obj: Any, name: str) -> np.ndarray:
+    """A 1-D int64 C-contiguous array of offsets with at least one entry."""
+    arr = np.asarray(obj)
+    if arr.dtype.kind not in "iu":
+        raise TypeError("%s: offsets must be integers, not dtype %s" % (name, arr.dtype))
+    if arr.ndim != 1 or arr.shape[0] < 1:
+        raise ValueError("%s: expected a 1-D array of at least one offset, got shape %s"
+                         % (name, arr.shape))
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def pointer(arr: Optional[Array], ctype: Any) -> Any:
+    """A ``POINTER(ctype)`` to the array's first element (NULL for ``None``)."""
+    if arr is None:
+        return None
+    if isinstance(arr, DeviceArray):
+        return arr.as_pointer(ctype)
+    return arr.ctypes.data_as(ctypes.POINTER(ctype))
+
+
+def c_int(value: Any, name: str) -> int:
+    """An integer that fits a C ``int`` (the classic API's counts), else ``OverflowError``."""
+    v = operator.index(value)
+    if not INT_MIN <= v <= INT_MAX:
+        raise OverflowError("%s = %d does not fit a C int (the classic API counts in int; "
+                            "use the index API for larger inputs)" % (name, v))
+    return v
+
+
+def c_int64(value: Any, name: str) -> int:
+    v = operator.index(value)
+    if not -INT64_MAX - 1 <= v <= INT64_MAX:
+        raise OverflowError("%s = %d does not fit int64" % (name, v))
+    return v
+
+
+def nonneg_shape(*dims: int) -> Sequence[int]:
+    """Shape for an output allocation; negative sizes (which the library refuses) become 0."""
+    return tuple(max(0, d) for d in dims)

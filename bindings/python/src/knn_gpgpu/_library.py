@@ -1,0 +1,220 @@
+"""Finding and loading libknn_gpgpu, and the ctypes prototype of every function.
+
+Search order (the first that exists wins):
+
+1. the environment variable ``KNN_GPGPU_LIBRARY``: the full path of the shared
+   library (when set, nothing else is tried, so a wrong path is an error, not a
+   silent fallback);
+2. a library placed next to this package (``knn_gpgpu/libknn_gpgpu.so*``,
+   ``knn_gpgpu.dll``), for wheels that bundle it;
+3. ``ctypes.util.find_library("knn_gpgpu")`` (ldconfig cache, and on Linux
+   ``LD_LIBRARY_PATH``);
+4. the plain file names (``libknn_gpgpu.so.1``...), which the dynamic loader
+   resolves with its own search path (``LD_LIBRARY_PATH``, ``DYLD_LIBRARY_PATH``,
+   ``PATH`` and ``os.add_dll_directory`` on Windows).
+
+The library is loaded on first use (importing the package never fails for a
+missing library) or explicitly with :func:`load_library`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+import threading
+from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ._types import IndexHandle, Node, OptionsStruct, Point, QuadtreeHandle
+from .errors import LibraryNotFoundError, make_error
+
+#: Major version of the C ABI this binding is written for.
+ABI_MAJOR = 1
+
+ENV_VAR = "KNN_GPGPU_LIBRARY"
+
+_P_FLOAT = POINTER(c_float)
+_P_INT = POINTER(c_int)
+_P_INT32 = POINTER(c_int32)
+_P_INT64 = POINTER(c_int64)
+_P_POINT = POINTER(Point)
+_P_NODE = POINTER(Node)
+_P_OPT = POINTER(OptionsStruct)
+_P_INDEX = POINTER(IndexHandle)
+_P_QUAD = POINTER(QuadtreeHandle)
+
+# name -> (restype, argtypes). Every function of include/knn_gpgpu.h.
+PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
+    # status, errors, version
+    "knn_status_string": (c_char_p, [c_int]),
+    "knn_last_error": (c_char_p, []),
+    "knn_version": (c_int, []),
+    # classic 3-D API
+    "buildKdTree": (c_int, [_P_POINT, c_int, _P_NODE]),
+    "cuBuildKdTree": (c_int, [_P_POINT, c_int, _P_NODE]),
+    "mpBuildKdTree": (c_int, [_P_POINT, c_int, _P_NODE]),
+    "queryAll": (c_int, [_P_POINT, _P_NODE, c_int, c_int, c_int, _P_INT]),
+    "cuQueryAll": (c_int, [_P_POINT, _P_NODE, c_int, c_int, c_int, _P_INT]),
+    "mpQueryAll": (c_int, [_P_POINT, _P_NODE, c_int, c_int, c_int, _P_INT]),
+    "getTreeSize": (c_size_t, [c_int]),
+    "getNeededBytesForBuildingKdTree": (c_size_t, [c_int]),
+    "getNeededBytesForQueryAll": (c_size_t, [c_int, c_int, c_int]),
+    "getNeededBytesInSearch": (c_size_t, [c_int, c_int, c_int, c_int, c_int]),
+    "getFreeBytesOnGpu": (c_size_t, []),
+    "cuSetDevice": (c_int, [c_int]),
+    "cuGetDevice": (c_int, []),
+    "cuGetDeviceCount": (c_int, []),
+    "knn_brute_force": (c_int, [_P_FLOAT, c_int, _P_FLOAT, c_int, c_int, c_int, _P_FLOAT,
+                                _P_INT]),
+    # index API
+    "knn_options_init": (None, [_P_OPT]),
+    "knn_index_build": (c_int, [_P_FLOAT, c_int64, c_int, _P_OPT, POINTER(_P_INDEX)]),
+    "knn_index_free": (c_int, [_P_INDEX]),
+    "knn_index_info": (c_int, [_P_INDEX, _P_INT64, _P_INT, _P_INT, _P_INT]),
+    "knn_index_query": (c_int, [_P_INDEX, _P_FLOAT, c_int64, c_int, _P_INT32, _P_FLOAT,
+                                _P_OPT]),
+    "knn_index_query_self": (c_int, [_P_INDEX, c_int, c_int, _P_INT32, _P_FLOAT]),
+    "knn_index_radius": (c_int, [_P_INDEX, _P_FLOAT, c_int64, c_float, c_int, _P_INT32,
+                                 _P_FLOAT, _P_INT32, _P_OPT]),
+    "knn_estimate_build_bytes": (c_size_t, [c_int64, c_int, _P_OPT]),
+    "knn_estimate_query_bytes": (c_size_t, [c_int64, c_int, c_int64, c_int, _P_OPT]),
+    # quadtree / point in polygon
+    "knn_quadtree_build": (c_int, [_P_FLOAT, c_int64, _P_OPT, POINTER(_P_QUAD)]),
+    "knn_quadtree_free": (c_int, [_P_QUAD]),
+    "knn_points_in_polygons_count": (c_int, [_P_QUAD, _P_FLOAT, _P_INT64, c_int64, _P_INT64,
+                                             c_int64, _P_INT64, _P_OPT]),
+    "knn_points_in_polygons": (c_int, [_P_QUAD, _P_FLOAT, _P_INT64, c_int64, _P_INT64, c_int64,
+                                       _P_INT64, _P_INT64, _P_OPT]),
+}
+
+
+def _file_names() -> List[str]:
+    if sys.platform.startswith("win") or sys.platform == "cygwin":
+        return ["knn_gpgpu.dll", "libknn_gpgpu.dll"]
+    if sys.platform == "darwin":
+        return ["libknn_gpgpu.%d.dylib" % ABI_MAJOR, "libknn_gpgpu.dylib"]
+    return ["libknn_gpgpu.so.%d" % ABI_MAJOR, "libknn_gpgpu.so"]
+
+
+def candidates() -> List[str]:
+    """The paths or names :func:`load_library` tries, in order."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return [env]
+    found: List[str] = []
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in _file_names():
+        path = os.path.join(here, name)
+        if os.path.isfile(path):
+            found.append(path)
+    located = ctypes.util.find_library("knn_gpgpu")
+    if located:
+        found.append(located)
+    found.extend(_file_names())
+    seen = set()
+    return [c for c in found if not (c in seen or seen.add(c))]
+
+
+class Native:
+    """The loaded library: one attribute per C function, with its prototype set."""
+
+    def __init__(self, cdll: ctypes.CDLL, path: str) -> None:
+        self.cdll = cdll
+        self.path = path
+        missing = [name for name in PROTOTYPES if not hasattr(cdll, name)]
+        if missing:
+            raise LibraryNotFoundError(
+                "%s lacks the knn_gpgpu functions %s; it is not a compatible libknn_gpgpu"
+                % (path, ", ".join(missing)))
+        for name, (restype, argtypes) in PROTOTYPES.items():
+            fn = getattr(cdll, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+            setattr(self, name, fn)
+        version = self.knn_version()
+        if version // 10000 != ABI_MAJOR:
+            raise LibraryNotFoundError(
+                "%s is knn_gpgpu version %d.%d.%d; this binding needs major version %d"
+                % (path, version // 10000, version // 100 % 100, version % 100, ABI_MAJOR))
+
+    def __getattr__(self, name: str) -> Any:  # only reached for unknown names
+        raise AttributeError("knn_gpgpu has no function %r" % name)
+
+
+_lock = threading.Lock()
+_native: Optional[Native] = None
+
+
+def load_library(path: Optional[str] = None) -> Native:
+    """Load the library (once) and return it.
+
+    Args:
+        path: an explicit path; ``None`` uses ``KNN_GPGPU_LIBRARY`` or the search
+            described in the module documentation. Loading a second, different
+            path after the first load replaces the binding's handle.
+
+    Raises:
+        LibraryNotFoundError: nothing loadable was found, a symbol is missing,
+            or the library's major version differs from the binding's.
+    """
+    global _native
+    with _lock:
+        if _native is not None and (path is None or path == _native.path):
+            return _native
+        tried: List[str] = []
+        for candidate in ([path] if path else candidates()):
+            try:
+                cdll = ctypes.CDLL(candidate)
+            except OSError as exc:
+                tried.append("%s (%s)" % (candidate, exc))
+                continue
+            _native = Native(cdll, candidate)
+            return _native
+        raise LibraryNotFoundError(
+            "cannot load libknn_gpgpu; set %s to the library's full path or add its "
+            "directory to the loader's search path. Tried: %s" % (ENV_VAR, "; ".join(tried)))
+
+
+def native() -> Native:
+    """The loaded library, loading it on first use."""
+    lib = _native
+    return lib if lib is not None else load_library()
+
+
+def library_path() -> str:
+    """Path or name the library was loaded from."""
+    return native().path
+
+
+def last_error() -> str:
+    """``knn_last_error()`` of the calling thread, decoded."""
+    raw = native().knn_last_error()
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def status_string(status: int) -> str:
+    """``knn_status_string(status)``: the library's static text for a status."""
+    raw = native().knn_status_string(int(status))
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def check(status: int, function: str) -> None:
+    """Raise the :class:`~knn_gpgpu.errors.KnnError` subclass for a non-zero status.
+
+    Must run on the thread that made the call, right after it (the message is
+    thread-local and valid until the thread's next call into the library).
+    """
+    if status != 0:
+        raise make_error(status, last_error(), function)
+
+
+def call(function: str, *args: Any) -> None:
+    """Call a status-returning function by name and raise on failure."""
+    check(getattr(native(), function)(*args), function)
+
+
+def names() -> Sequence[str]:
+    """Names of every bound C function."""
+    return tuple(PROTOTYPES)

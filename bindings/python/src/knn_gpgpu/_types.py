@@ -1,0 +1,98 @@
+"""C types of knn_gpgpu.h as ctypes structures and numpy dtypes.
+
+The layouts match the header exactly (natural alignment):
+
+========================  ======  ==========================================
+type                      bytes   fields (offset)
+========================  ======  ==========================================
+``struct Point``          12      p[3] (0)
+``struct Node``           24      p[3] (0), left (12), right (16), id (20)
+``knn_options`` (64-bit)  40      struct_size (0), backend (8), device (12),
+                                  structure (16), leaf_size (20), threads
+                                  (24), device_memory_limit (32)
+========================  ======  ==========================================
+
+The test suite compiles a C program against the header and compares every
+size and offset with these definitions.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+
+import numpy as np
+
+#: numpy dtype of ``struct Point`` (12 bytes): one field ``p`` of 3 float32.
+POINT_DTYPE = np.dtype({"names": ["p"], "formats": [(np.float32, (3,))],
+                        "offsets": [0], "itemsize": 12})
+
+#: numpy dtype of ``struct Node`` (24 bytes): ``p`` (3 float32), ``left``,
+#: ``right``, ``id`` (int32). A tree is a 1-D array of this dtype.
+NODE_DTYPE = np.dtype({"names": ["p", "left", "right", "id"],
+                       "formats": [(np.float32, (3,)), np.int32, np.int32, np.int32],
+                       "offsets": [0, 12, 16, 20], "itemsize": 24})
+
+
+class Point(ctypes.Structure):
+    """``struct Point { float p[3]; }``"""
+
+    _fields_ = [("p", ctypes.c_float * 3)]
+
+
+class Node(ctypes.Structure):
+    """``struct Node { float p[3]; int left; int right; int id; }``"""
+
+    _fields_ = [("p", ctypes.c_float * 3),
+                ("left", ctypes.c_int),
+                ("right", ctypes.c_int),
+                ("id", ctypes.c_int)]
+
+
+class Backend(enum.IntEnum):
+    """``enum knn_backend``."""
+
+    AUTO = 0
+    CUDA = 1
+    OPENMP = 2
+
+
+class IndexStructure(enum.IntEnum):
+    """``enum knn_structure`` (named so to stay apart from ``ctypes.Structure``)."""
+
+    AUTO = 0
+    KDTREE = 1
+    GRID = 2
+    BRUTE_FORCE = 3
+
+
+class _Opaque(ctypes.Structure):
+    """Base of the opaque handle types; never instantiated."""
+
+    _fields_: list = []
+
+
+class IndexHandle(_Opaque):
+    """``struct knn_index`` (opaque); the binding passes ``POINTER(IndexHandle)``."""
+
+
+class QuadtreeHandle(_Opaque):
+    """``struct knn_quadtree`` (opaque); the binding passes ``POINTER(QuadtreeHandle)``."""
+
+
+class OptionsStruct(ctypes.Structure):
+    """Raw ``knn_options`` layout. Use :class:`knn_gpgpu.Options`, which fills the
+    defaults through ``knn_options_init``."""
+
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("backend", ctypes.c_int),
+                ("device", ctypes.c_int),
+                ("structure", ctypes.c_int),
+                ("leaf_size", ctypes.c_int),
+                ("threads", ctypes.c_int),
+                ("device_memory_limit", ctypes.c_size_t)]
+
+
+INT_MIN = -(2 ** 31)
+INT_MAX = 2 ** 31 - 1
+INT64_MAX = 2 ** 63 - 1

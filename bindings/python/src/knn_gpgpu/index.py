@@ -1,0 +1,305 @@
+"""The index API: a resident index of points in any dimension.
+
+::
+
+    with knn_gpgpu.Index(points, backend="auto") as index:   # (n, dim) floats
+        ind, d2 = index.query(queries, k=8)                   # (m, 8) each
+        ind, d2, counts = index.radius(queries, 0.5, max_neighbors=32)
+
+Device arrays: ``points``, ``queries`` and the ``out_*`` arrays may be objects
+with ``__cuda_array_interface__`` (CuPy, Numba, PyTorch CUDA tensors). Their
+device pointer is passed to the library, which detects device memory and uses
+it in place; they must be C-contiguous float32 (int32 for indices and counts),
+and ready (the binding does not synchronise the producer's stream). A library
+that sees no CUDA device cannot read device memory: the binding then raises
+:class:`NoDeviceError` without calling it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, NamedTuple, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _arrays
+from ._library import check, native
+from ._types import Backend, IndexHandle, IndexStructure
+from .errors import NoDeviceError, Status
+from .options import Options, byref, resolve
+
+__all__ = ["Index", "IndexInfo", "RadiusResult", "estimate_build_bytes", "estimate_query_bytes"]
+
+OptionValue = Union[int, str, None]
+
+
+class IndexInfo(NamedTuple):
+    """What ``knn_index_info`` reports: what actually serves the index."""
+
+    n: int
+    dim: int
+    backend: Union[Backend, int]
+    structure: Union[IndexStructure, int]
+
+
+class RadiusResult(NamedTuple):
+    """Result of :meth:`Index.radius`: rows of ``max_neighbors`` per query."""
+
+    indices: Optional[Any]
+    sq_distances: Optional[Any]
+    counts: Any
+
+
+def _require_device_support(*arrays: Any) -> None:
+    if any(isinstance(a, _arrays.DeviceArray) for a in arrays):
+        if native().cuGetDeviceCount() <= 0:
+            raise NoDeviceError(
+                Status.NO_DEVICE,
+                "a __cuda_array_interface__ array was given, but the loaded libknn_gpgpu sees "
+                "no CUDA device (built without CUDA, or no usable GPU); it cannot read device "
+                "memory", "knn_gpgpu (binding)")
+
+
+def _enum_or_int(kind: Any, value: int) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        return value
+
+
+class Index:
+    """An index over ``n`` points of ``dim`` floats (``knn_index``).
+
+    The index owns a copy of the points (on the device for the CUDA backend);
+    the input array may be changed or freed after construction. Queries may run
+    from any number of threads at once. Free it with :meth:`close` or a
+    ``with`` block; a forgotten index is freed when garbage-collected.
+
+    Args:
+        points: ``(n, dim)`` host array-like or ``__cuda_array_interface__`` object.
+        options: an :class:`Options`; the keyword arguments override its fields.
+        backend, device, structure, leaf_size, threads, device_memory_limit:
+            option fields (see :class:`Options`).
+
+    Raises:
+        KnnError subclasses from ``knn_index_build`` (``UnsupportedError`` where the
+        build lacks the engine), ``ValueError`` for shapes (before the call).
+    """
+
+    def __init__(self, points: Any, *, options: Optional[Options] = None,
+                 backend: OptionValue = None, device: Optional[int] = None,
+                 structure: OptionValue = None, leaf_size: Optional[int] = None,
+                 threads: Optional[int] = None,
+                 device_memory_limit: Optional[int] = None) -> None:
+        self._handle: Optional[Any] = None
+        self._lock = threading.Lock()
+        pts = _arrays.rows(points, "points")
+        n, dim = (int(s) for s in pts.shape)
+        _require_device_support(pts)
+        opt = resolve(options, backend=backend, device=device, structure=structure,
+                      leaf_size=leaf_size, threads=threads,
+                      device_memory_limit=device_memory_limit)
+        handle = ctypes.POINTER(IndexHandle)()
+        status = native().knn_index_build(_arrays.pointer(pts, ctypes.c_float),
+                                          _arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim"),
+                                          byref(opt), ctypes.byref(handle))
+        check(status, "knn_index_build")
+        self._handle = handle
+        self._n = n
+        self._dim = dim
+
+    @classmethod
+    def _from_handle(cls, handle: Any, n: int, dim: int) -> "Index":
+        """Wrap an existing ``knn_index*`` (taking ownership). For advanced hosts and tests."""
+        self = cls.__new__(cls)
+        self._handle = handle
+        self._lock = threading.Lock()
+        self._n = int(n)
+        self._dim = int(dim)
+        return self
+
+    # ---- lifetime ----------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._handle is None
+
+    def close(self) -> None:
+        """Free the index (``knn_index_free``); calling it again does nothing.
+        Do not close an index while other threads still query it."""
+        with self._lock:
+            handle, self._handle = self._handle, None
+        if handle:
+            check(native().knn_index_free(handle), "knn_index_free")
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "n=%d, dim=%d" % (self._n, self._dim)
+        return "<knn_gpgpu.Index %s>" % state
+
+    def _live(self) -> Any:
+        handle = self._handle
+        if not handle:
+            raise ValueError("the index is closed")
+        return handle
+
+    # ---- properties ----------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of indexed points."""
+        return self._n
+
+    @property
+    def dim(self) -> int:
+        """Dimension of the points."""
+        return self._dim
+
+    def info(self) -> IndexInfo:
+        """Size, dimension, backend and structure that actually serve the index."""
+        n = ctypes.c_int64()
+        dim = ctypes.c_int()
+        backend = ctypes.c_int()
+        structure = ctypes.c_int()
+        check(native().knn_index_info(self._live(), ctypes.byref(n), ctypes.byref(dim),
+                                      ctypes.byref(backend), ctypes.byref(structure)),
+              "knn_index_info")
+        return IndexInfo(n.value, dim.value, _enum_or_int(Backend, backend.value),
+                         _enum_or_int(IndexStructure, structure.value))
+
+    # ---- queries -------------------------------------------------------------
+    def query(self, queries: Any, k: int, *, distances: bool = True,
+              options: Optional[Options] = None, out_indices: Any = None,
+              out_distances: Any = None) -> Tuple[Any, Optional[Any]]:
+        """The ``k`` nearest indexed points of each query (``knn_index_query``).
+
+        Args:
+            queries: ``(m, dim)`` host array-like or device array.
+            k: neighbours per query (>= 1).
+            distances: also return squared distances (else NULL is passed).
+            options: per-call options (``NULL`` when ``None``).
+            out_indices, out_distances: optional ``(m, k)`` int32 / float32
+                outputs, host numpy arrays or device arrays.
+
+        Returns:
+            ``(indices, sq_distances)``: ``(m, k)`` int32 and float32 (``None``
+            when ``distances`` is false), nearest first, ties by index, -1/+inf
+            in missing slots.
+        """
+        handle = self._live()
+        q = _arrays.rows(queries, "queries", self._dim)
+        m = int(q.shape[0])
+        k = _arrays.c_int(k, "k")
+        shape = _arrays.nonneg_shape(m, k)
+        ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
+        dist = (_arrays.output(out_distances, shape, np.float32, "out_distances",
+                               allow_device=True)
+                if distances or out_distances is not None else None)
+        _require_device_support(q, ind, dist)
+        status = native().knn_index_query(handle, _arrays.pointer(q, ctypes.c_float),
+                                          _arrays.c_int64(m, "m"), k,
+                                          _arrays.pointer(ind, ctypes.c_int32),
+                                          _arrays.pointer(dist, ctypes.c_float), byref(options))
+        check(status, "knn_index_query")
+        return _unwrap(ind), _unwrap(dist)
+
+    def query_self(self, k: int, *, exclude_self: bool = False, distances: bool = True,
+                   out_indices: Any = None, out_distances: Any = None
+                   ) -> Tuple[Any, Optional[Any]]:
+        """All-kNN of the indexed points, in input order (``knn_index_query_self``).
+
+        ``exclude_self`` drops only each point's own index, not other points at
+        distance 0. Returns ``(indices, sq_distances)`` of shape ``(n, k)``.
+        """
+        handle = self._live()
+        k = _arrays.c_int(k, "k")
+        shape = _arrays.nonneg_shape(self._n, k)
+        ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
+        dist = (_arrays.output(out_distances, shape, np.float32, "out_distances",
+                               allow_device=True)
+                if distances or out_distances is not None else None)
+        _require_device_support(ind, dist)
+        status = native().knn_index_query_self(handle, k, 1 if exclude_self else 0,
+                                               _arrays.pointer(ind, ctypes.c_int32),
+                                               _arrays.pointer(dist, ctypes.c_float))
+        check(status, "knn_index_query_self")
+        return _unwrap(ind), _unwrap(dist)
+
+    def radius(self, queries: Any, radius: float, max_neighbors: int, *,
+               distances: bool = True, options: Optional[Options] = None,
+               out_indices: Any = None, out_distances: Any = None,
+               out_counts: Any = None) -> RadiusResult:
+        """Points within ``radius`` of each query (``knn_index_radius``).
+
+        Rows of ``max_neighbors`` per query ordered by (distance, index); unused
+        slots hold -1 / +inf; ``counts[i]`` is the true number within the radius
+        (it may exceed ``max_neighbors``). ``max_neighbors=0`` is a counting call:
+        ``indices`` and ``sq_distances`` are then ``None``.
+
+        Returns:
+            :class:`RadiusResult` ``(indices, sq_distances, counts)``: ``(m,
+            max_neighbors)`` int32 / float32 and ``(m,)`` int32.
+        """
+        handle = self._live()
+        q = _arrays.rows(queries, "queries", self._dim)
+        m = int(q.shape[0])
+        max_neighbors = _arrays.c_int(max_neighbors, "max_neighbors")
+        shape = _arrays.nonneg_shape(m, max_neighbors)
+        want_rows = max_neighbors != 0
+        ind = (_arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
+               if want_rows or out_indices is not None else None)
+        dist = (_arrays.output(out_distances, shape, np.float32, "out_distances",
+                               allow_device=True)
+                if (want_rows and distances) or out_distances is not None else None)
+        counts = _arrays.output(out_counts, (m,), np.int32, "out_counts", allow_device=True)
+        _require_device_support(q, ind, dist, counts)
+        status = native().knn_index_radius(handle, _arrays.pointer(q, ctypes.c_float),
+                                           _arrays.c_int64(m, "m"), float(radius),
+                                           max_neighbors, _arrays.pointer(ind, ctypes.c_int32),
+                                           _arrays.pointer(dist, ctypes.c_float),
+                                           _arrays.pointer(counts, ctypes.c_int32),
+                                           byref(options))
+        check(status, "knn_index_radius")
+        return RadiusResult(_unwrap(ind), _unwrap(dist), _unwrap(counts))
+
+    # ---- estimates -------------------------------------------------------------
+    @staticmethod
+    def estimate_build_bytes(n: int, dim: int, options: Optional[Options] = None) -> int:
+        """See :func:`estimate_build_bytes`."""
+        return estimate_build_bytes(n, dim, options)
+
+    @staticmethod
+    def estimate_query_bytes(m: int, k: int, n: int, dim: int,
+                             options: Optional[Options] = None) -> int:
+        """See :func:`estimate_query_bytes`."""
+        return estimate_query_bytes(m, k, n, dim, options)
+
+
+def _unwrap(arr: Any) -> Any:
+    """Return the caller's own object for device outputs, the numpy array otherwise."""
+    return arr.owner if isinstance(arr, _arrays.DeviceArray) else arr
+
+
+def estimate_build_bytes(n: int, dim: int, options: Optional[Options] = None) -> int:
+    """Device bytes an index build of ``n`` points of ``dim`` would need (no device needed)."""
+    return int(native().knn_estimate_build_bytes(_arrays.c_int64(n, "n"),
+                                                 _arrays.c_int(dim, "dim"), byref(options)))
+
+
+def estimate_query_bytes(m: int, k: int, n: int, dim: int,
+                         options: Optional[Options] = None) -> int:
+    """Device bytes a query of ``m`` queries, ``k`` neighbours over ``n`` points would need."""
+    return int(native().knn_estimate_query_bytes(_arrays.c_int64(m, "m"), _arrays.c_int(k, "k"),
+                                                 _arrays.c_int64(n, "n"),
+                                                 _arrays.c_int(dim, "dim"), byref(options)))

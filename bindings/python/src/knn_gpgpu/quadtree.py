@@ -1,0 +1,207 @@
+"""Point in polygon over a quadtree (2-D).
+
+Polygons are passed in the library's flat form (numpy offsets):
+
+* ``vertices_xy``: ``(v, 2)`` float vertices of every ring,
+* ``ring_offsets``: ``n_rings + 1`` int64; ring ``r`` is vertices
+  ``[ring_offsets[r], ring_offsets[r+1])``,
+* ``polygon_offsets``: ``n_polygons + 1`` int64; polygon ``p`` is rings
+  ``[polygon_offsets[p], polygon_offsets[p+1])``, the first its outer boundary,
+  the others holes.
+
+:func:`pack_polygons` builds these arrays from nested lists. Inside rule: even-odd
+crossings with the half-open edge convention, so a point on an edge shared by
+two polygons belongs to exactly one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _arrays
+from ._library import check, native
+from ._types import QuadtreeHandle
+from .options import Options, byref, resolve
+
+__all__ = ["Quadtree", "pack_polygons", "points_in_polygons_count", "points_in_polygons"]
+
+
+def pack_polygons(polygons: Sequence[Sequence[Any]]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flatten ``[[outer_ring, hole, ...], ...]`` (each ring ``(v, 2)``) into
+    ``(vertices_xy, ring_offsets, polygon_offsets)``."""
+    vertices = []
+    ring_offsets = [0]
+    polygon_offsets = [0]
+    for polygon in polygons:
+        for ring in polygon:
+            r = np.asarray(ring, dtype=np.float32).reshape(-1, 2)
+            vertices.append(r)
+            ring_offsets.append(ring_offsets[-1] + r.shape[0])
+        polygon_offsets.append(len(ring_offsets) - 1)
+    xy = (np.concatenate(vertices) if vertices else np.empty((0, 2), np.float32))
+    return (np.ascontiguousarray(xy, dtype=np.float32), np.asarray(ring_offsets, np.int64),
+            np.asarray(polygon_offsets, np.int64))
+
+
+def _polygons(vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any
+              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """Convert and bounds-check the polygon arrays.
+
+    The C functions receive no vertex count, so the binding checks that every
+    offset stays inside the arrays it passes (memory safety); the library checks
+    the rest (decreasing offsets, short rings, NaN vertices).
+    """
+    xy = _arrays.host_rows(vertices_xy, "vertices_xy", 2)
+    rings = _arrays.offsets(ring_offsets, "ring_offsets")
+    polys = _arrays.offsets(polygon_offsets, "polygon_offsets")
+    n_rings = rings.shape[0] - 1
+    n_polygons = polys.shape[0] - 1
+    if rings.min() < 0 or rings.max() > xy.shape[0]:
+        raise ValueError("ring_offsets must lie in [0, %d] (the number of vertices)" % xy.shape[0])
+    if polys.min() < 0 or polys.max() > n_rings:
+        raise ValueError("polygon_offsets must lie in [0, %d] (the number of rings)" % n_rings)
+    return xy, rings, polys, n_rings, n_polygons
+
+
+class Quadtree:
+    """A quadtree over ``n`` 2-D points (``knn_quadtree``), for point-in-polygon queries.
+
+    Args:
+        xy: ``(n, 2)`` points.
+        options: an :class:`Options`; keyword ``backend``/``threads``/... override it.
+
+    Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, xy: Any, *, options: Optional[Options] = None, **option_fields: Any) -> None:
+        self._handle: Optional[Any] = None
+        self._lock = threading.Lock()
+        pts = _arrays.host_rows(xy, "xy", 2)
+        opt = resolve(options, **option_fields)
+        handle = ctypes.POINTER(QuadtreeHandle)()
+        status = native().knn_quadtree_build(_arrays.pointer(pts, ctypes.c_float),
+                                             _arrays.c_int64(pts.shape[0], "n"), byref(opt),
+                                             ctypes.byref(handle))
+        check(status, "knn_quadtree_build")
+        self._handle = handle
+        self._n = int(pts.shape[0])
+
+    @classmethod
+    def _from_handle(cls, handle: Any, n: int) -> "Quadtree":
+        """Wrap an existing ``knn_quadtree*`` (taking ownership). For advanced hosts and tests."""
+        self = cls.__new__(cls)
+        self._handle = handle
+        self._lock = threading.Lock()
+        self._n = int(n)
+        return self
+
+    @property
+    def n(self) -> int:
+        """Number of points in the tree."""
+        return self._n
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def close(self) -> None:
+        """Free the quadtree (``knn_quadtree_free``); calling it again does nothing."""
+        with self._lock:
+            handle, self._handle = self._handle, None
+        if handle:
+            check(native().knn_quadtree_free(handle), "knn_quadtree_free")
+
+    def __enter__(self) -> "Quadtree":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _live(self) -> Any:
+        handle = self._handle
+        if not handle:
+            raise ValueError("the quadtree is closed")
+        return handle
+
+    def points_in_polygons_count(self, vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any,
+                                 *, options: Optional[Options] = None) -> np.ndarray:
+        """Number of tree points inside each polygon (``knn_points_in_polygons_count``).
+
+        Returns:
+            ``(n_polygons,)`` int64 counts.
+        """
+        handle = self._live()
+        xy, rings, polys, n_rings, n_polygons = _polygons(vertices_xy, ring_offsets,
+                                                          polygon_offsets)
+        counts = np.empty(n_polygons, dtype=np.int64)
+        status = native().knn_points_in_polygons_count(
+            handle, _arrays.pointer(xy, ctypes.c_float), _arrays.pointer(rings, ctypes.c_int64),
+            n_rings, _arrays.pointer(polys, ctypes.c_int64), n_polygons,
+            _arrays.pointer(counts, ctypes.c_int64), byref(options))
+        check(status, "knn_points_in_polygons_count")
+        return counts
+
+    def points_in_polygons(self, vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any, *,
+                           out_offsets: Any = None, options: Optional[Options] = None
+                           ) -> Tuple[np.ndarray, np.ndarray]:
+        """The tree points inside each polygon (``knn_points_in_polygons``).
+
+        Args:
+            out_offsets: ``n_polygons + 1`` int64 offsets from the counts (the
+                exclusive prefix sum); computed with :meth:`points_in_polygons_count`
+                when ``None``.
+
+        Returns:
+            ``(out_offsets, point_indices)``: polygon ``p``'s points are
+            ``point_indices[out_offsets[p]:out_offsets[p+1]]``, ascending.
+        """
+        handle = self._live()
+        xy, rings, polys, n_rings, n_polygons = _polygons(vertices_xy, ring_offsets,
+                                                          polygon_offsets)
+        if out_offsets is None:
+            counts = self.points_in_polygons_count(xy, rings, polys, options=options)
+            offs = np.zeros(n_polygons + 1, dtype=np.int64)
+            np.cumsum(counts, out=offs[1:])
+        else:
+            offs = _arrays.offsets(out_offsets, "out_offsets")
+            if offs.shape[0] != n_polygons + 1:
+                raise ValueError("out_offsets must have n_polygons + 1 = %d entries, got %d"
+                                 % (n_polygons + 1, offs.shape[0]))
+            if offs.min() < 0:
+                raise ValueError("out_offsets must not be negative")
+        # Sized to the largest offset so that no offset the library accepts can
+        # point outside it; the library checks that the offsets match the counts.
+        indices = np.empty(int(offs.max()), dtype=np.int64)
+        status = native().knn_points_in_polygons(
+            handle, _arrays.pointer(xy, ctypes.c_float), _arrays.pointer(rings, ctypes.c_int64),
+            n_rings, _arrays.pointer(polys, ctypes.c_int64), n_polygons,
+            _arrays.pointer(offs, ctypes.c_int64), _arrays.pointer(indices, ctypes.c_int64),
+            byref(options))
+        check(status, "knn_points_in_polygons")
+        return offs, indices[: int(offs[-1])]
+
+
+def points_in_polygons_count(tree: Quadtree, vertices_xy: Any, ring_offsets: Any,
+                             polygon_offsets: Any, *, options: Optional[Options] = None
+                             ) -> np.ndarray:
+    """Function form of :meth:`Quadtree.points_in_polygons_count`."""
+    return tree.points_in_polygons_count(vertices_xy, ring_offsets, polygon_offsets,
+                                         options=options)
+
+
+def points_in_polygons(tree: Quadtree, vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any,
+                       *, out_offsets: Any = None, options: Optional[Options] = None
+                       ) -> Tuple[np.ndarray, np.ndarray]:
+    """Function form of :meth:`Quadtree.points_in_polygons`."""
+    return tree.points_in_polygons(vertices_xy, ring_offsets, polygon_offsets,
+                                   out_offsets=out_offsets, options=options)
