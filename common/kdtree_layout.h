@@ -11,6 +11,10 @@
 
 #include <string>
 
+#if defined(_MSC_VER) && !defined(__CUDA_ARCH__)
+#include <intrin.h>
+#endif
+
 #include "../include/knn_gpgpu.h"
 #include "error.h"
 #include "float_math.h"
@@ -32,6 +36,10 @@ KNN_HD int tree_levels(int64_t n) {
 KNN_HD int node_level(int64_t i) {
 #if defined(__CUDA_ARCH__)
   return 63 - __clzll(static_cast<long long>(i + 1));
+#elif defined(_MSC_VER)
+  unsigned long top = 0;
+  _BitScanReverse64(&top, static_cast<unsigned long long>(i + 1));
+  return static_cast<int>(top);
 #else
   return 63 - __builtin_clzll(static_cast<unsigned long long>(i + 1));
 #endif

@@ -10,7 +10,9 @@
 //     the right child's, with no search at all;
 //   - the two other arrays are partitioned stably around the same medians;
 //     one scan of packed (left, right) counts gives every point its new slot.
-// Entries carry their point, so no pass gathers from random addresses.
+// Entries carry their point, so no pass gathers from random addresses. The
+// last levels, where every subtree fits in a warp, are finished in shared
+// memory by one kernel.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -18,6 +20,7 @@
 
 #include "cuda_engine.h"
 #include "cuda_kdtree_build.h"
+#include "memory_model.h"
 
 namespace knn {
 namespace cuda {
@@ -108,6 +111,104 @@ __global__ void place_on_other_axis(SideCount side, int64_t m,
   out[side.shape.segment_start(side.level + 1, child) + offset] = side.entries[j];
 }
 
+// The last levels, once every node's points fit in one warp's shared memory:
+// one warp per subtree finishes it with the same rules as the global passes
+// (the subtree of a left-filled tree is left-filled, so its own TreeShape
+// gives the same segments and ranks), without a kernel launch per level.
+constexpr int kWarpSubtreeLevels = 6;
+constexpr int kWarpSubtreeMax = (1 << kWarpSubtreeLevels) - 1;  // 63 points
+constexpr int kFinishWarps = 8;
+
+struct FinishShared {
+  float4 axis[4][kWarpSubtreeMax + 1];  // three axis arrays and a spare
+  int before_left[kWarpSubtreeMax + 1];   // same-side entries before j
+  int before_right[kWarpSubtreeMax + 1];
+};
+
+__global__ void __launch_bounds__(32 * kFinishWarps)
+    finish_subtrees(float4* const* axes, int level0, TreeShape shape, Node* tree) {
+  __shared__ FinishShared shared[kFinishWarps];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t q = blockIdx.x * int64_t{kFinishWarps} + warp;
+  if (q >= (int64_t{1} << level0)) return;
+  const int64_t count = shape.subtree_size(level0, q);
+  if (count == 0) return;
+  FinishShared& sh = shared[warp];
+  const int64_t start = shape.segment_start(level0, q);
+  for (int a = 0; a < 3; ++a)
+    for (int j = lane; j < count; j += 32) sh.axis[a][j] = axes[a][start + j];
+  __syncwarp();
+  int slot[3] = {0, 1, 2};  // which shared array holds each axis
+  int spare = 3;
+  const TreeShape local(count);
+  for (int t = 0; t < local.levels; ++t) {
+    const int level = level0 + t;
+    const int dim = split_dim(level, 0);
+    const int m = static_cast<int>(count - ((int64_t{1} << t) - 1));
+    // Split axis: medians become nodes, the rest move by rank.
+    for (int j = lane; j < m; j += 32) {
+      const int ql = static_cast<int>(local.segment_of(t, j));
+      const int rank = j - static_cast<int>(local.segment_start(t, ql));
+      const int median = static_cast<int>(local.median_rank(t, ql));
+      const float4 e = sh.axis[slot[dim]][j];
+      if (rank == median) {
+        const int64_t node = (int64_t{1} << level) - 1 + (q << t) + ql;
+        tree[node] = Node{{e.x, e.y, e.z},
+                          static_cast<int>(shape.child_or_none(2 * node + 1)),
+                          static_cast<int>(shape.child_or_none(2 * node + 2)),
+                          id_of(e)};
+      } else if (rank < median) {
+        sh.axis[spare][local.segment_start(t + 1, 2 * ql) + rank] = e;
+      } else {
+        sh.axis[spare][local.segment_start(t + 1, 2 * ql + 1) + rank - median - 1] = e;
+      }
+    }
+    __syncwarp();
+    { const int old = slot[dim]; slot[dim] = spare; spare = old; }
+    if (t + 1 == local.levels) break;
+    // Other axes: a stable partition around the same medians, whose
+    // (coordinate, id) the warp reads back from the nodes it just wrote.
+    for (int other = 1; other <= 2; ++other) {
+      const int a = (dim + other) % 3;
+      int side[2];  // per chunk of 32: 0 left, 1 right, 2 the median
+      int left_total = 0, right_total = 0;
+      for (int c = 0; c < 2; ++c) {
+        const int j = lane + 32 * c;
+        side[c] = 2;
+        if (j < m) {
+          const int ql = static_cast<int>(local.segment_of(t, j));
+          const Node& node = tree[(int64_t{1} << level) - 1 + (q << t) + ql];
+          const float4 e = sh.axis[slot[a]][j];
+          const float coord = axis_of(e, dim), split = node.p[dim];
+          if (id_of(e) != node.id)
+            side[c] = (coord < split || (coord == split && id_of(e) < node.id)) ? 0 : 1;
+        }
+        const unsigned lt = (1u << lane) - 1;
+        const unsigned left = __ballot_sync(0xffffffffu, side[c] == 0);
+        const unsigned right = __ballot_sync(0xffffffffu, side[c] == 1);
+        if (j <= kWarpSubtreeMax) {
+          sh.before_left[j] = left_total + __popc(left & lt);
+          sh.before_right[j] = right_total + __popc(right & lt);
+        }
+        left_total += __popc(left);
+        right_total += __popc(right);
+      }
+      __syncwarp();
+      for (int c = 0; c < 2; ++c) {
+        const int j = lane + 32 * c;
+        if (side[c] == 2) continue;
+        const int ql = static_cast<int>(local.segment_of(t, j));
+        const int seg = static_cast<int>(local.segment_start(t, ql));
+        const int offset = side[c] == 0 ? sh.before_left[j] - sh.before_left[seg]
+                                        : sh.before_right[j] - sh.before_right[seg];
+        sh.axis[spare][local.segment_start(t + 1, 2 * ql + side[c]) + offset] = sh.axis[slot[a]][j];
+      }
+      __syncwarp();
+      { const int old = slot[a]; slot[a] = spare; spare = old; }
+    }
+  }
+}
+
 size_t sort_temp_bytes(int64_t n) {
   size_t bytes = 0;
   cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
@@ -130,11 +231,13 @@ size_t scan_temp_bytes(int64_t n) {
 
 BuildWorkspace::BuildWorkspace(int64_t n) : n_(n) {
   if (n == 0) return;
+  axis_pointers_.allocate(3);
   for (auto& a : axis_) a.allocate(static_cast<size_t>(n));
   for (auto& k : keys_) k.allocate(static_cast<size_t>(n));
   for (auto& i : ids_) i.allocate(static_cast<size_t>(n));
   scan_.allocate(static_cast<size_t>(n));
-  cub_temp_.allocate(std::max(sort_temp_bytes(n), scan_temp_bytes(n)));
+  cub_temp_.allocate(
+      checked_cub_temp(std::max(sort_temp_bytes(n), scan_temp_bytes(n)), cub_temp_bytes(n)));
 }
 
 void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWorkspace& ws,
@@ -160,14 +263,14 @@ void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWor
   float4* axis[3] = {ws.axis_[0].get(), ws.axis_[1].get(), ws.axis_[2].get()};
   float4* spare = ws.axis_[3].get();
   const TreeShape shape(n);
-  for (int level = 0; level < shape.levels; ++level) {
+  const int finish_level = std::max(0, shape.levels - kWarpSubtreeLevels);
+  for (int level = 0; level < finish_level; ++level) {
     const int64_t m = n - ((int64_t{1} << level) - 1);  // points not yet placed
     const unsigned level_grid = grid_for(m, kBlock);
     const int dim = split_dim(level, 0);
     place_on_split_axis<<<level_grid, kBlock, 0, stream>>>(axis[dim], m, level, shape, spare, tree);
     check_launch("place_on_split_axis");
     std::swap(axis[dim], spare);
-    if (level + 1 == shape.levels) break;
     for (int other = 1; other <= 2; ++other) {
       const int a = (dim + other) % 3;
       const SideCount side{axis[a], tree, shape, level, dim};
@@ -180,6 +283,12 @@ void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWor
       std::swap(axis[a], spare);
     }
   }
+  check(cudaMemcpyAsync(ws.axis_pointers_.get(), axis, sizeof axis, cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync");
+  const int64_t subtrees = int64_t{1} << finish_level;
+  finish_subtrees<<<grid_for(subtrees, kFinishWarps), 32 * kFinishWarps, 0, stream>>>(
+      ws.axis_pointers_.get(), finish_level, shape, tree);
+  check_launch("finish_subtrees");
 }
 
 void build_kdtree(const Point* points, int64_t n, Node* tree) {

@@ -23,6 +23,7 @@ class BuildWorkspace {
   DeviceBuffer<uint32_t> keys_[2];   // radix sort keys, double-buffered
   DeviceBuffer<int32_t> ids_[2];     // radix sort payload, double-buffered
   DeviceBuffer<unsigned long long> scan_;
+  DeviceBuffer<float4*> axis_pointers_;  // the three axis arrays, for the last levels
   DeviceBuffer<unsigned char> cub_temp_;
 };
 

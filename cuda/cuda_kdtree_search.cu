@@ -1,13 +1,6 @@
-// GPU kNN search of the heap-ordered kd-tree.
-//
-// One thread per query walks the tree without a stack: in heap order the
-// parent of node b (1-based) is b/2, so the walk only needs the node it came
-// from to know whether it arrives from above (visit the node, go to the near
-// child), from the near child (go to the far child if the splitting plane is
-// not farther than the k-th candidate, else up) or from the far child (up).
-// The plane bound is computed in the same float arithmetic as the distances,
-// and only a bound strictly greater than the k-th distance prunes, so the
-// answer is exact and equal to the CPU engine's bit for bit.
+// GPU kNN search of the heap-ordered kd-tree: queries sorted by Morton code
+// for locality; small k in registers, one thread per query; larger k one warp
+// per query with a shared-memory list; beyond that a heap in device memory.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
@@ -81,48 +74,11 @@ __global__ void morton_keys(const Point* queries, int64_t m, const uint32_t* box
   order[i] = static_cast<int32_t>(i);
 }
 
-template <class List>
-__device__ void walk_tree(const float4* __restrict__ nodes, uint32_t n, int root_dim,
-                          const float4& q, List& list) {
-  uint32_t b = 1, from = 0;  // 1-based heap numbers; 0 = above the root
-  while (b != 0) {
-    if (b > n) {  // a missing child: straight back up
-      from = b, b >>= 1;
-      continue;
-    }
-    const float4 node = __ldg(&nodes[b - 1]);
-    const bool arriving = from < b;
-    if (arriving)
-      list.offer(squared_distance3(q.x, q.y, q.z, node.x, node.y, node.z), __float_as_int(node.w));
-    const int dim = (31 - __clz(b) + root_dim) % 3;
-    const float diff = sub_rn(coord(q, dim), coord(node, dim));
-    const uint32_t near_child = 2 * b + (diff <= 0.0f ? 0u : 1u);
-    uint32_t next = b >> 1;
-    if (arriving)
-      next = near_child;
-    else if (from == near_child && mul_rn(diff, diff) <= list.bound())
-      next = near_child ^ 1u;
-    from = b, b = next;
-  }
-}
-
 __device__ __forceinline__ float4 load_query(const Point* queries, int32_t i) {
   const Point p = queries[i];
   return make_float4(p.p[0], p.p[1], p.p[2], 0.0f);
 }
 
-template <int K>
-__global__ void __launch_bounds__(128) search_register_lists(
-    const float4* __restrict__ nodes, uint32_t n, int root_dim, const Point* __restrict__ queries,
-    const int32_t* __restrict__ order, int64_t m, int k, int32_t* indices, float* sq_distances) {
-  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (t >= m) return;
-  const int32_t qi = order[t];
-  RegisterList<K> list(k);
-  walk_tree(nodes, n, root_dim, load_query(queries, qi), list);
-  const int64_t row = int64_t{qi} * k;
-  list.write(indices + row, sq_distances ? sq_distances + row : nullptr);
-}
 
 __global__ void gather_buckets(const float4* nodes, int64_t n, int bucket_level, TreeShape shape,
                                float4* buckets) {
@@ -166,6 +122,114 @@ __device__ __forceinline__ float box_bound(const float4& q, const float4& lo, co
   return sum;
 }
 
+// The walk of one query over the tree. In heap order the parent of node b
+// (1-based) is b/2, so the walk needs no stack: the node it came from tells
+// whether it arrives from above (visit the node, go to the near child), from
+// the near child (go to the far child unless the splitting plane is farther
+// than the k-th candidate, else up) or from the far child (up). At the bucket
+// level the visitor decides whether to enter the subtree (it may scan the
+// bucket itself and decline). The plane bound is computed in the distance's
+// own float arithmetic and only a bound strictly greater than the k-th
+// distance prunes, so the answer is exact and equal to the CPU engine's.
+template <class Visitor>
+__device__ void walk_tree(const TreeView& tree, const float4& q, Visitor& visitor) {
+  const uint32_t n = static_cast<uint32_t>(tree.n);
+  const uint32_t first_bucket = 1u << tree.bucket_level;  // 1-based heap number
+  const uint32_t last_bucket = 2 * first_bucket - 1;
+  uint32_t b = 1, from = 0;  // 0 = above the root
+  while (b != 0) {
+    const bool arriving = from < b;
+    if (b > n || (arriving && b >= first_bucket && b <= last_bucket &&
+                  !visitor.enter_bucket(b - first_bucket))) {
+      from = b, b >>= 1;  // a missing child or a bucket not entered: back up
+      continue;
+    }
+    const float4 node = __ldg(&tree.nodes[b - 1]);
+    if (arriving) visitor.node(node);
+    const int dim = (31 - __clz(b) + tree.root_dim) % 3;
+    const float diff = sub_rn(coord(q, dim), coord(node, dim));
+    const uint32_t near_child = 2 * b + (diff <= 0.0f ? 0u : 1u);
+    uint32_t next = b >> 1;
+    if (arriving)
+      next = near_child;
+    else if (from == near_child && mul_rn(diff, diff) <= visitor.bound())
+      next = near_child ^ 1u;
+    from = b, b = next;
+  }
+}
+
+// One thread per query: the list is the thread's own; a bucket's subtree is
+// entered only when its box is not farther than the k-th candidate.
+template <class List>
+struct ThreadVisitor {
+  const TreeView& tree;
+  const float4& q;
+  List& list;
+
+  __device__ void node(const float4& p) {
+    list.offer(squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), __float_as_int(p.w));
+  }
+  __device__ float bound() const { return list.bound(); }
+  __device__ bool enter_bucket(int64_t bucket) const {
+    return box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]) <= list.bound();
+  }
+};
+
+// One warp per query: top nodes are gathered into a batch of 32 pending
+// candidates; a bucket whose box is near enough is scanned 32 points at a
+// time, one per lane, and never descended.
+struct WarpVisitor {
+  const TreeView& tree;
+  const float4& q;
+  WarpList& list;
+  TreeShape shape;
+  Neighbor pending{kInfinity, kNoIndex};
+  int pending_count = 0;
+
+  __device__ void node(const float4& p) {
+    const Neighbor c{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), __float_as_int(p.w)};
+    if (!list.wants(c)) return;
+    if (list.lane == pending_count) pending = c;
+    if (++pending_count == 32) flush();
+  }
+  __device__ void flush() {
+    list.merge(pending);
+    pending = Neighbor{kInfinity, kNoIndex};
+    pending_count = 0;
+  }
+  __device__ float bound() const { return list.bound(); }
+  __device__ bool enter_bucket(int64_t bucket) {
+    if (box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]) > list.bound())
+      return false;
+    const int64_t start = shape.segment_start(tree.bucket_level, bucket);
+    const int64_t size = shape.subtree_size(tree.bucket_level, bucket);
+    for (int64_t base = 0; base < size; base += 32) {
+      Neighbor c{kInfinity, kNoIndex};
+      if (base + list.lane < size) {
+        const float4 p = __ldg(&tree.buckets[start + base + list.lane]);
+        c = Neighbor{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), __float_as_int(p.w)};
+      }
+      list.merge(c);
+    }
+    return false;
+  }
+};
+
+template <int K>
+__global__ void __launch_bounds__(128) search_register_lists(
+    TreeView tree, const Point* __restrict__ queries, const int32_t* __restrict__ order, int64_t m,
+    int k, int32_t* indices, float* sq_distances) {
+  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (t >= m) return;
+  const int32_t qi = order[t];
+  const float4 q = load_query(queries, qi);
+  RegisterList<K> list(k);
+  ThreadVisitor<RegisterList<K>> visitor{tree, q, list};
+  walk_tree(tree, q, visitor);
+  const int64_t row = int64_t{qi} * k;
+  list.write(indices + row, sq_distances ? sq_distances + row : nullptr);
+}
+
 // One warp per query, for k beyond the register lists: the warp walks the
 // top of the tree together (every lane takes the same decisions), gathers
 // the top nodes it visits as a pending batch, and scans each bucket it
@@ -180,70 +244,23 @@ __global__ void search_warp_lists(TreeView tree, const Point* __restrict__ queri
   WarpList list(warp_storage + warp * (WarpList::bytes(k) / sizeof(Neighbor)), k, lane);
   const int32_t qi = order[t];
   const float4 q = load_query(queries, qi);
-  const TreeShape shape(tree.n);
-  const uint32_t n = static_cast<uint32_t>(tree.n);
-  const uint32_t top = (1u << tree.bucket_level) - 1;
-  const Neighbor none{kInfinity, kNoIndex};
-  Neighbor pending = none;
-  int pending_count = 0;
-
-  uint32_t b = 1, from = 0;
-  while (b != 0) {
-    if (b > n) {
-      from = b, b >>= 1;
-      continue;
-    }
-    if (b > top) {  // a bucket: scan it unless its box is farther than the k-th
-      const int64_t bucket = b - 1 - top;
-      if (box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]) <= list.bound()) {
-        const int64_t start = shape.segment_start(tree.bucket_level, bucket);
-        const int64_t size = shape.subtree_size(tree.bucket_level, bucket);
-        for (int64_t base = 0; base < size; base += 32) {
-          Neighbor c = none;
-          if (base + lane < size) {
-            const float4 p = __ldg(&tree.buckets[start + base + lane]);
-            c = Neighbor{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), __float_as_int(p.w)};
-          }
-          list.merge(c);
-        }
-      }
-      from = b, b >>= 1;
-      continue;
-    }
-    const float4 node = __ldg(&tree.nodes[b - 1]);
-    const bool arriving = from < b;
-    if (arriving) {
-      const Neighbor c{squared_distance3(q.x, q.y, q.z, node.x, node.y, node.z),
-                       __float_as_int(node.w)};
-      if (list.wants(c)) {
-        if (lane == pending_count) pending = c;
-        if (++pending_count == 32) list.merge(pending), pending = none, pending_count = 0;
-      }
-    }
-    const int dim = (31 - __clz(b) + tree.root_dim) % 3;
-    const float diff = sub_rn(coord(q, dim), coord(node, dim));
-    const uint32_t near_child = 2 * b + (diff <= 0.0f ? 0u : 1u);
-    uint32_t next = b >> 1;
-    if (arriving)
-      next = near_child;
-    else if (from == near_child && mul_rn(diff, diff) <= list.bound())
-      next = near_child ^ 1u;
-    from = b, b = next;
-  }
-  list.merge(pending);
+  WarpVisitor visitor{tree, q, list, TreeShape(tree.n)};
+  walk_tree(tree, q, visitor);
+  visitor.flush();
   const int64_t row = int64_t{qi} * k;
   list.write(indices + row, sq_distances ? sq_distances + row : nullptr);
 }
 
 __global__ void __launch_bounds__(128) search_heap_lists(
-    const float4* __restrict__ nodes, uint32_t n, int root_dim, const Point* __restrict__ queries,
-    const int32_t* __restrict__ order, int64_t m, int k, int32_t* heap_index, float* heap_dist,
-    int32_t* indices, float* sq_distances) {
+    TreeView tree, const Point* __restrict__ queries, const int32_t* __restrict__ order, int64_t m,
+    int k, int32_t* heap_index, float* heap_dist, int32_t* indices, float* sq_distances) {
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (t >= m) return;
   const int32_t qi = order[t];
+  const float4 q = load_query(queries, qi);
   HeapList list(heap_index + t, heap_dist + t, m, k);
-  walk_tree(nodes, n, root_dim, load_query(queries, qi), list);
+  ThreadVisitor<HeapList> visitor{tree, q, list};
+  walk_tree(tree, q, visitor);
   const int64_t row = int64_t{qi} * k;
   list.write(indices + row, sq_distances ? sq_distances + row : nullptr);
 }
@@ -256,8 +273,7 @@ void launch_register_search(const TreeView& tree, const Point* queries, const in
                             int64_t m, int k, int32_t* indices, float* sq_distances,
                             cudaStream_t stream) {
   search_register_lists<K><<<grid_for(m, kSearchBlock), kSearchBlock, 0, stream>>>(
-      tree.nodes, static_cast<uint32_t>(tree.n), tree.root_dim, queries, order, m, k, indices,
-      sq_distances);
+      tree, queries, order, m, k, indices, sq_distances);
   check_launch("search_register_lists");
 }
 
@@ -275,7 +291,7 @@ SearchScratch::SearchScratch(int64_t capacity, int k) : capacity_(capacity), k_(
   if (capacity == 0) return;
   for (auto& keys : keys_) keys.allocate(static_cast<size_t>(capacity));
   for (auto& o : order_) o.allocate(static_cast<size_t>(capacity));
-  cub_temp_.allocate(sort_temp_bytes(capacity));
+  cub_temp_.allocate(checked_cub_temp(sort_temp_bytes(capacity), cub_temp_bytes(capacity)));
   if (k > kMaxWarpK) {
     heap_index_.allocate(static_cast<size_t>(capacity) * k);
     heap_dist_.allocate(static_cast<size_t>(capacity) * k);
@@ -367,8 +383,8 @@ void search_on_device(const TreeView& tree, const Point* queries, int64_t m, int
     fail(KNN_ERR_UNSUPPORTED, format("this GPU's shared memory cannot hold a k-list of %d", k));
   }
   search_heap_lists<<<grid_for(m, kSearchBlock), kSearchBlock, 0, stream>>>(
-      tree.nodes, static_cast<uint32_t>(tree.n), tree.root_dim, queries, sorted, m, k,
-      scratch.heap_index_.get(), scratch.heap_dist_.get(), indices, sq_distances);
+      tree, queries, sorted, m, k, scratch.heap_index_.get(), scratch.heap_dist_.get(), indices,
+      sq_distances);
   check_launch("search_heap_lists");
 }
 

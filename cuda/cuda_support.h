@@ -76,6 +76,16 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+// The memory helpers promise an upper bound of CUB's temporary storage
+// (memory_model.h); a larger request is a bug in that bound, reported as such.
+inline size_t checked_cub_temp(size_t requested, size_t bound) {
+  if (requested > bound)
+    fail(KNN_ERR_INTERNAL, format("CUB asks for %zu bytes of temporary storage, more than the %zu "
+                                  "the memory model allows",
+                                  requested, bound));
+  return requested;
+}
+
 // Blocks for a one-dimensional launch over `items` threads of `block` each.
 inline unsigned grid_for(long long items, int block) {
   return static_cast<unsigned>((items + block - 1) / block);

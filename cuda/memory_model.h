@@ -11,18 +11,20 @@
 namespace knn {
 namespace cuda {
 
-// Every cudaMalloc is rounded up to this, and each buffer may waste it once.
-constexpr size_t kAllocAlignment = 512;
-// CUB temporary storage of a radix sort or scan over up to 2^31 items is a
-// few histograms and look-back tiles; this bound covers it with room to spare.
-constexpr size_t kCubTempBase = size_t{8} << 20;
+// The device allocator hands out memory in pages of this size: a buffer may
+// occupy a whole page of its own, so every buffer is counted in whole pages.
+constexpr size_t kAllocAlignment = size_t{2} << 20;
+// CUB temporary storage of a radix sort or scan is a few histograms plus
+// look-back state per tile of a few thousand items; this bound covers it
+// with room to spare (a device test compares it with what CUB asks for).
+constexpr size_t kCubTempBase = size_t{1} << 20;
 
 inline size_t aligned(size_t bytes) {
   return (bytes + kAllocAlignment - 1) / kAllocAlignment * kAllocAlignment;
 }
 
 inline size_t cub_temp_bytes(int64_t items) {
-  return aligned(kCubTempBase + static_cast<size_t>(items) / 8);
+  return aligned(kCubTempBase + static_cast<size_t>(items < 0 ? 0 : items));
 }
 
 // Build of n points: the points, four arrays of (x, y, z, id) entries (three
@@ -31,11 +33,11 @@ inline size_t cub_temp_bytes(int64_t items) {
 inline size_t build_bytes(int64_t n) {
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   return aligned(un * 12) + 4 * aligned(un * 16) + 4 * aligned(un * 4) + aligned(un * 8) +
-         aligned(un * 24) + cub_temp_bytes(n) + aligned(64);
+         aligned(un * 24) + cub_temp_bytes(n) + aligned(64) + aligned(24);
 }
 
 // Nodes are uploaded through a device staging buffer of at most this many.
-constexpr int64_t kUploadNodes = int64_t{1} << 20;
+constexpr int64_t kUploadNodes = int64_t{1} << 18;
 
 // The warp search reads the subtrees below this many levels from the bottom
 // as buckets of at most 2^kBucketLevels - 1 points.

@@ -45,6 +45,13 @@ class PinnedPool {
     return Block{p, bytes};
   }
 
+  void release_idle() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Block& b : free_) cudaFreeHost(b.ptr);
+    free_.clear();
+    idle_ = 0;
+  }
+
   void give_back(Block b) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -78,6 +85,8 @@ PinnedLease::PinnedLease(size_t bytes) {
   ptr_ = b.ptr;
   bytes_ = b.bytes;
 }
+
+void release_pinned_pool() { pool().release_idle(); }
 
 PinnedLease::~PinnedLease() {
   if (ptr_) pool().give_back(Block{ptr_, bytes_});

@@ -25,5 +25,9 @@ class PinnedLease {
   size_t bytes_ = 0;
 };
 
+// Frees the pinned buffers the pool keeps idle (for tools that check for
+// leaks at exit; the library itself keeps them until the process ends).
+void release_pinned_pool();
+
 }  // namespace cuda
 }  // namespace knn

@@ -42,12 +42,24 @@
  *           library built without CUDA, or run where no GPU is usable, answers
  *           CUDA-only calls with KNN_ERR_NO_DEVICE; automatic calls then run on
  *           the CPU.
- * Unloading. The library may be unloaded (dlclose, FreeLibrary) after use. On
- *           Linux it is linked with -z nodelete so that OpenMP worker threads
- *           that outlive the call never run unmapped code.
+ * Unloading. The library may be unloaded (dlclose, FreeLibrary) after use:
+ *           it keeps its code mapped until the process exits (-z nodelete on
+ *           Linux, a pinned module on Windows) so that OpenMP worker threads
+ *           that outlive a call never run unmapped code.
  * Calling convention. KNN_CALL: the platform's default C convention (cdecl on
  *           x86-64 Windows, the System V ABI elsewhere). Structures use natural
- *           alignment and have the same size and layout on every platform.
+ *           alignment; Point and Node have the same layout everywhere, and
+ *           knn_options the same on every 64-bit platform (40 bytes).
+ * Threads of the CPU engine. OpenMP, all cores by default (OMP_NUM_THREADS
+ *           and, for the index API, knn_options.threads limit it). Hosts that
+ *           call from several threads at once may prefer OMP_WAIT_POLICY=passive.
+ * Environment. KNN_DEVICE_MEMORY_LIMIT (bytes) makes the planner act as if
+ *           only that much device memory were free; KNN_CPU_SHARE=1/0 forces
+ *           the CPU share of queryAll on or off (default: on where it helps).
+ * This release. The classic 3-D API (section 2) runs on both engines. The
+ *           index API (section 3) and point-in-polygon (section 4) are
+ *           declared with their final contract, but their engines are not in
+ *           this release: those calls return KNN_ERR_UNSUPPORTED and say so.
  */
 #ifndef KNN_GPGPU_H
 #define KNN_GPGPU_H
@@ -165,8 +177,8 @@ KNN_API int KNN_CALL mpBuildKdTree(const struct Point* points, int n, struct Nod
  * itself does not fit and merges the partial lists exactly, runs a share of
  * the queries on the CPU at the same time, and runs on the CPU alone when no
  * device is usable. It never fails for lack of device memory. cuQueryAll runs
- * on the GPU only and fails with DEVICE_OUT_OF_MEMORY when the whole call does
- * not fit (see getNeededBytesForQueryAll); mpQueryAll runs on the CPU only.
+ * on the GPU only, also in chunks, and fails with DEVICE_OUT_OF_MEMORY when
+ * the tree and one small chunk do not fit; mpQueryAll runs on the CPU only.
  * Every path returns the identical result. Errors: INVALID_ARGUMENT (NULL
  * arrays with positive counts, negative counts, k < 1), NONFINITE_INPUT (a
  * query coordinate), INVALID_TREE, DEVICE_OUT_OF_MEMORY / DEVICE (CUDA only). */
@@ -180,12 +192,16 @@ KNN_API int KNN_CALL mpQueryAll(const struct Point* query_points, const struct N
 /* Memory helpers. They compute in 64 bits, need no device, and return 0 for
  * negative arguments. They are honest: a GPU call whose need is at most the
  * device's free memory does not fail for lack of it, and its peak device use
- * stays within the figure. */
+ * stays within the figure (every buffer is counted in whole 2 MiB pages of
+ * the device allocator; a device test measures the real peak). */
 /* Bytes of the Node array of an n-node tree. */
 KNN_API size_t KNN_CALL getTreeSize(int n_tree);
 /* Device bytes cuBuildKdTree needs for n points. */
 KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree);
-/* Device bytes cuQueryAll needs to run the whole call at once. */
+/* Device bytes to run the whole call at once: the tree and every query's
+ * result rows on the device together. cuQueryAll streams the queries in
+ * chunks (at most 2^19 queries each), so its real peak is usually far lower;
+ * queryAll plans its chunks from the free memory when less than this is free. */
 KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree);
 /* Device bytes of the search kernels' own working storage for n_qp queries,
  * run as block_num blocks of thread_num threads (0 for either: the library's
@@ -225,7 +241,11 @@ enum knn_structure {
 
 /* Options. Always initialise with knn_options_init, then set fields; the
  * library reads only the first struct_size bytes, so callers built against an
- * older, shorter struct keep working. NULL everywhere means the defaults. */
+ * older, shorter struct keep working. NULL everywhere means the defaults.
+ * knn_options_init writes exactly the fields of this version-1 struct (40
+ * bytes on 64-bit platforms), in every later release too: fields added later
+ * get their defaults when struct_size says they are absent, and a versioned
+ * initialiser of their own. */
 typedef struct knn_options {
   size_t struct_size;         /* = sizeof(knn_options)                        */
   int backend;                /* enum knn_backend, default AUTO               */
@@ -243,7 +263,9 @@ KNN_API void KNN_CALL knn_options_init(knn_options* opt);
 
 /* Build an index over n points of dim floats each (row-major). The index owns
  * a copy of the points (on the device for the CUDA backend). *out receives the
- * handle, NULL on failure. Free it with knn_index_free. */
+ * handle, NULL on failure. Free it with knn_index_free. Arrays of this section
+ * may be device memory in a build with CUDA (the library asks the driver);
+ * a build without CUDA treats every pointer as host memory. */
 KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
                                      const knn_options* opt, knn_index** out);
 /* Free an index; NULL is fine. */

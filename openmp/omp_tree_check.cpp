@@ -2,10 +2,10 @@
 // tree that is not a tree gives KNN_ERR_INVALID_TREE instead of wrong answers
 // or reads out of bounds.
 #include <atomic>
-#include <limits>
 #include <vector>
 
 #include "../common/error.h"
+#include "../common/first_index.h"
 #include "omp_engine.h"
 
 namespace knn {
@@ -27,18 +27,16 @@ int check_node(const Node* tree, const TreeShape& shape, int64_t i) {
 
 void check_tree(const Node* tree, int64_t n) {
   const TreeShape shape(n);
-  int64_t first_bad = std::numeric_limits<int64_t>::max();
-#pragma omp parallel for schedule(static) reduction(min : first_bad)
-  for (int64_t i = 0; i < n; ++i)
-    if (check_node(tree, shape, i) != kTreeOk && i < first_bad) first_bad = i;
-  if (first_bad != std::numeric_limits<int64_t>::max())
+  const int64_t first_bad =
+      first_index_where(n, [&](int64_t i) { return check_node(tree, shape, i) != kTreeOk; });
+  if (first_bad < n)
     fail(KNN_ERR_INVALID_TREE, tree_defect_message(first_bad, check_node(tree, shape, first_bad),
                                                    tree[first_bad].id));
 
   // Every id is in range; they form a permutation unless one repeats.
   std::vector<std::atomic<uint32_t>> seen(static_cast<size_t>((n + 31) / 32));
-  bool repeated = false;
-#pragma omp parallel for schedule(static) reduction(|| : repeated)
+  std::atomic<bool> repeated{false};
+#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t bit = 1u << (tree[i].id % 32);
     if (seen[tree[i].id / 32].fetch_or(bit, std::memory_order_relaxed) & bit) repeated = true;

@@ -12,7 +12,7 @@ namespace {
 void check_build_args(const Point* points, int n, const Node* tree) {
   check_array(points, n, "points", "n");
   check_array(tree, n, "tree", "n");
-  check_finite(&points[0].p[0], n, 3, "point");
+  check_finite(reinterpret_cast<const float*>(points), n, 3, "point");
 }
 
 int build(const char* function, const Point* points, int n, Node* tree, Engine engine) {
@@ -29,7 +29,7 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_array(tree, n_tree, "tree", "n_tree");
     check_k(k);
     check_array(result, n_qp, "result", "n_qp");
-    check_finite(&queries[0].p[0], n_qp, 3, "query point");
+    check_finite(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
     query_tree(queries, n_qp, tree, n_tree, k, reinterpret_cast<int32_t*>(result), engine);
   });
 }
@@ -73,17 +73,17 @@ KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree) {
 }
 
 KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree) {
+  // The whole call at once: the tree and every query's result rows on the
+  // device together (cuQueryAll streams smaller chunks, so it needs less).
   if (n_qp < 0 || k < 0 || n_tree < 0) return 0;
-  return knn::cuda::query_bytes(n_qp, k, n_tree, knn::cuda::kMaxChunkQueries);
+  return knn::cuda::query_bytes(n_qp, k, n_tree, n_qp);
 }
 
 KNN_API size_t KNN_CALL getNeededBytesInSearch(int n_qp, int k, int n_tree, int thread_num,
                                                int block_num) {
   // The engine picks its own launch shape from the device; the search's own
   // storage depends on the queries and k (results are counted by the caller).
-  (void)thread_num;
-  (void)block_num;
-  if (n_qp < 0 || k < 0 || n_tree < 0) return 0;
+  if (n_qp < 0 || k < 0 || n_tree < 0 || thread_num < 0 || block_num < 0) return 0;
   return knn::cuda::search_scratch_bytes(n_qp, k);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../common/error.h"
+#include "../common/float_math.h"
 #include "../common/neighbor.h"
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
@@ -30,6 +31,9 @@ constexpr int64_t kCpuChunkQueries = 1024;
 constexpr int64_t kCpuProbeQueries = 32;
 // Host memory for the partial results of one tree part in the split path.
 constexpr size_t kSplitBlockBytes = size_t{1} << 31;
+// The split path cuts the tree finely enough for chunks of this many queries
+// (a full GPU) where the device memory allows.
+constexpr int64_t kSplitChunkQueries = int64_t{1} << 17;
 
 bool env_flag(const char* name, bool fallback) {
   const char* v = std::getenv(name);
@@ -158,9 +162,14 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
   if (failure) std::rethrow_exception(failure);
 }
 
-bool want_cpu_share(int64_t m) {
-  const bool worth_it = m >= (int64_t{1} << 16) && omp_get_max_threads() >= 4;
-  return env_flag("KNN_CPU_SHARE", worth_it) && omp_get_max_threads() >= 2;
+// CPU threads help only where the GPU search, not the host copies, bounds
+// the call: with many queries and k large enough for the compute-heavy warp
+// search. Where copies bound it, CPU threads would slow them down (measured:
+// bench/RESULTS.md). KNN_CPU_SHARE=1/0 forces the choice.
+bool want_cpu_share(int64_t m, int k) {
+  const bool worth_it = m >= (int64_t{1} << 16) && k > 16 &&
+                        omp_get_max_threads() > cuda::kHostCopyThreads + 2;
+  return env_flag("KNN_CPU_SHARE", worth_it);
 }
 
 // Merges a sorted k-list (b) into another (a), keeping the k closest.
@@ -181,79 +190,162 @@ void merge_rows(int32_t* a_idx, float* a_dist, const int32_t* b_idx, const float
   for (int out = 0; out < k; ++out) a_idx[out] = scratch[out].index, a_dist[out] = scratch[out].sq_distance;
 }
 
-// A part of a split tree: its nodes in heap layout and the split dimension of
-// its root.
+// A part of a split tree: its nodes in heap layout, the split dimension of
+// its root, and the box of its points.
 struct TreePart {
   std::vector<Node> nodes;
   int root_dim;
+  int64_t subtree;  // position of its root on the cut level; -1 for the top
+  float lo[3], hi[3];
 };
+
+void relink_and_box(TreePart& part) {
+  const TreeShape shape(static_cast<int64_t>(part.nodes.size()));
+  for (int d = 0; d < 3; ++d)
+    part.lo[d] = std::numeric_limits<float>::infinity(), part.hi[d] = -part.lo[d];
+  for (int64_t i = 0; i < shape.n; ++i) {
+    Node& node = part.nodes[i];
+    node.left = static_cast<int>(shape.child_or_none(2 * i + 1));
+    node.right = static_cast<int>(shape.child_or_none(2 * i + 2));
+    for (int d = 0; d < 3; ++d)
+      part.lo[d] = std::min(part.lo[d], node.p[d]), part.hi[d] = std::max(part.hi[d], node.p[d]);
+  }
+}
 
 // Cuts the tree into its top `levels` levels (a complete tree itself) and the
 // 2^levels subtrees below them, each re-laid out in heap order.
 std::vector<TreePart> split_tree(const Node* tree, int64_t n, int levels) {
   std::vector<TreePart> parts;
   const int64_t top = (int64_t{1} << levels) - 1;
-  const TreeShape top_shape(top);
-  TreePart head{std::vector<Node>(tree, tree + top), 0};
-  for (int64_t i = 0; i < top; ++i) {
-    head.nodes[i].left = static_cast<int>(top_shape.child_or_none(2 * i + 1));
-    head.nodes[i].right = static_cast<int>(top_shape.child_or_none(2 * i + 2));
-  }
-  parts.push_back(std::move(head));
+  parts.push_back(TreePart{std::vector<Node>(tree, tree + top), 0, -1, {}, {}});
   for (int64_t q = 0; q < (int64_t{1} << levels); ++q) {
-    TreePart part{{}, levels % 3};
+    TreePart part{{}, levels % 3, q, {}, {}};
     for (int64_t width = 1, first = top + q; first < n; width *= 2, first = 2 * first + 1)
       for (int64_t g = first; g < std::min(n, first + width); ++g) part.nodes.push_back(tree[g]);
-    const TreeShape shape(static_cast<int64_t>(part.nodes.size()));
-    for (int64_t i = 0; i < shape.n; ++i) {
-      part.nodes[i].left = static_cast<int>(shape.child_or_none(2 * i + 1));
-      part.nodes[i].right = static_cast<int>(shape.child_or_none(2 * i + 2));
-    }
     if (!part.nodes.empty()) parts.push_back(std::move(part));
   }
+  for (TreePart& part : parts) relink_and_box(part);
   return parts;
 }
 
-// The tree does not fit: query each part in turn on the device, in blocks of
-// queries whose partial lists fit in host memory, and merge exactly.
+// The positions whose flag is set, ascending, gathered by all cores.
+void compact_flagged(const unsigned char* flags, int64_t count, std::vector<int64_t>& positions) {
+  const int pieces = omp_get_max_threads();
+  std::vector<int64_t> found(static_cast<size_t>(pieces) + 1, 0);
+  auto piece_begin = [&](int p) { return count * p / pieces; };
+#pragma omp parallel for schedule(static)
+  for (int p = 0; p < pieces; ++p)
+    for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i) found[p + 1] += flags[i];
+  for (int p = 0; p < pieces; ++p) found[p + 1] += found[p];
+  positions.resize(static_cast<size_t>(found[pieces]));
+#pragma omp parallel for schedule(static)
+  for (int p = 0; p < pieces; ++p) {
+    int64_t at = found[p];
+    for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i)
+      if (flags[i]) positions[at++] = i;
+  }
+}
+
+// Squared distance from q to the box, in the distance's float arithmetic: a
+// lower bound of the distance to every point in it (as on the device).
+float box_bound(const Point& q, const TreePart& part) {
+  float sum = 0.0f;
+  for (int d = 0; d < 3; ++d) {
+    const float c = q.p[d];
+    const float gap = c < part.lo[d] ? sub_rn(part.lo[d], c) : (c > part.hi[d] ? sub_rn(c, part.hi[d]) : 0.0f);
+    sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
+  }
+  return sum;
+}
+
+// The tree does not fit: the parts take turns on the device, first each with
+// the queries whose descent leads into it, then each with the other queries
+// whose current k-th neighbour is not nearer than the part's box; their lists
+// are merged exactly into the answer.
 void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
                       int32_t* result, size_t budget) {
+  const TreeShape shape(n);
+  auto part_fits = [&](int levels, int64_t chunk) {
+    return fitting_chunk(std::min<int64_t>(m, chunk), k, shape.subtree_size(levels, 0), budget) > 0;
+  };
+  // Few parts, but each with chunks large enough to fill the GPU if possible.
   int levels = 1;
-  const int max_levels = tree_levels(n) - 1;
-  for (; levels < max_levels; ++levels) {
-    const int64_t largest = TreeShape(n).subtree_size(levels, 0);
-    if (fitting_chunk(std::min<int64_t>(m, kMinChunkQueries), k, largest, budget) > 0) break;
+  while (levels < shape.levels - 1 && !part_fits(levels, kSplitChunkQueries)) ++levels;
+  if (!part_fits(levels, kSplitChunkQueries)) {
+    levels = 1;
+    while (levels < shape.levels - 1 && !part_fits(levels, kMinChunkQueries)) ++levels;
+    if (!part_fits(levels, kMinChunkQueries))
+      fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "the device cannot hold even a small part of the tree");
   }
-  const int64_t largest = TreeShape(n).subtree_size(levels, 0);
-  if (fitting_chunk(std::min<int64_t>(m, kMinChunkQueries), k, largest, budget) == 0)
-    fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "the device cannot hold even a small part of the tree");
   const std::vector<TreePart> parts = split_tree(tree, n, levels);
 
+  // Each query's home part: the subtree its descent through the top levels
+  // reaches. Serving every query by its home part first gives it a close
+  // k-th neighbour, so that the other parts serve only queries near them.
+  std::vector<int> part_of_subtree(size_t{1} << levels, -1);
+  for (size_t p = 1; p < parts.size(); ++p) part_of_subtree[parts[p].subtree] = static_cast<int>(p);
+  auto home_part = [&](const Point& q) {
+    int64_t b = 0;
+    for (int level = 0; level < levels; ++level)
+      b = 2 * b + (q.p[split_dim(level, 0)] <= tree[b].p[split_dim(level, 0)] ? 1 : 2);
+    return part_of_subtree[b - ((int64_t{1} << levels) - 1)];
+  };
+
   const int64_t block = std::max<int64_t>(1, static_cast<int64_t>(kSplitBlockBytes / (size_t(k) * 8)));
-  std::vector<float> best_dist(static_cast<size_t>(std::min(block, m)) * k);
-  std::vector<int32_t> part_idx(best_dist.size());
-  std::vector<float> part_dist(best_dist.size());
+  const size_t rows = static_cast<size_t>(std::min(block, m)) * k;
+  std::vector<float> best_dist(rows);
+  std::vector<int32_t> part_idx(rows);
+  std::vector<float> part_dist(rows);
+  std::vector<int> home(static_cast<size_t>(std::min(block, m)));
+  std::vector<unsigned char> wanted(home.size());
+  std::vector<int64_t> selected;
+  std::vector<Point> selected_queries;
+  // Runs part p for the queries of the block whose `wanted` flag is set.
+  auto serve = [&](const TreePart& part, const Point* block_queries, int64_t count, int32_t* out) {
+    compact_flagged(wanted.data(), count, selected);
+    const int64_t chosen = static_cast<int64_t>(selected.size());
+    selected_queries.resize(selected.size());
+#pragma omp parallel for schedule(static)
+    for (int64_t s = 0; s < chosen; ++s) selected_queries[s] = block_queries[selected[s]];
+    if (chosen == 0) return;
+    const int64_t size = static_cast<int64_t>(part.nodes.size());
+    const cuda::DeviceTree device_tree(part.nodes.data(), size, part.root_dim, false);
+    const int64_t chunk = fitting_chunk(chosen, k, size, budget);
+    if (chunk == 0) fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "a tree part does not fit on the device");
+    query_on_device(device_tree, part.nodes.data(), part.root_dim, selected_queries.data(), chosen,
+                    k, part_idx.data(), part_dist.data(), chunk, false);
+#pragma omp parallel
+    {
+      std::vector<Neighbor> scratch(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+      for (int64_t s = 0; s < chosen; ++s) {
+        const int64_t i = selected[s];
+        merge_rows(out + i * k, best_dist.data() + i * k, part_idx.data() + s * k,
+                   part_dist.data() + s * k, k, scratch.data());
+      }
+    }
+  };
   for (int64_t first = 0; first < m; first += block) {
     const int64_t count = std::min(block, m - first);
+    const Point* block_queries = queries + first;
     int32_t* out = result + first * k;
-    for (size_t p = 0; p < parts.size(); ++p) {
-      const TreePart& part = parts[p];
-      const int64_t size = static_cast<int64_t>(part.nodes.size());
-      const cuda::DeviceTree device_tree(part.nodes.data(), size, part.root_dim, false);
-      const int64_t chunk = fitting_chunk(count, k, size, budget);
-      if (chunk == 0) fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "a tree part does not fit on the device");
-      const bool first_part = (p == 0);
-      query_on_device(device_tree, part.nodes.data(), part.root_dim, queries + first, count, k,
-                      first_part ? out : part_idx.data(),
-                      first_part ? best_dist.data() : part_dist.data(), chunk, false);
-      if (first_part) continue;
-#pragma omp parallel
-      {
-        std::vector<Neighbor> scratch(static_cast<size_t>(k));
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < count; ++i)
-          merge_rows(out + i * k, best_dist.data() + i * k, part_idx.data() + i * k,
-                     part_dist.data() + i * k, k, scratch.data());
+    std::fill(out, out + count * k, -1);
+    std::fill(best_dist.begin(), best_dist.end(), std::numeric_limits<float>::infinity());
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) home[i] = home_part(block_queries[i]);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t p = 0; p < parts.size(); ++p) {
+        const TreePart& part = parts[p];
+        const int here = static_cast<int>(p);
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < count; ++i) {
+          const bool is_home = home[i] == here;
+          const bool full = out[i * k + k - 1] >= 0;
+          wanted[i] = pass == 0 ? is_home
+                                : !is_home && (!full || box_bound(block_queries[i], part) <=
+                                                            best_dist[i * k + k - 1]);
+        }
+        serve(part, block_queries, count, out);
       }
     }
   }
@@ -309,16 +401,18 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
   try {
     if (chunk > 0) {
       const cuda::DeviceTree device_tree(tree, n, 0, true);
-      const bool cpu_share = engine == Engine::Auto && want_cpu_share(m);
+      const bool cpu_share = engine == Engine::Auto && want_cpu_share(m, k);
       return query_on_device(device_tree, tree, 0, queries, m, k, result, nullptr, chunk,
                              cpu_share);
     }
-    if (engine == Engine::Cuda)
+    if (engine == Engine::Cuda) {
+      omp::check_tree(tree, n);  // a tree that is not a tree says so first
       fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
            format("the tree (%lld nodes) and one chunk of queries need %zu device bytes; %zu are "
                   "available (queryAll splits the tree instead)",
                   static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries),
                   budget));
+    }
     omp::check_tree(tree, n);
     return query_split_tree(queries, m, tree, n, k, result, budget);
   } catch (const Error& e) {

@@ -1,8 +1,7 @@
 #include "validate.h"
 
-#include <limits>
-
 #include "../common/error.h"
+#include "../common/first_index.h"
 #include "../common/float_math.h"
 
 namespace knn {
@@ -22,12 +21,12 @@ void check_k(int k) {
 }
 
 void check_finite(const float* rows, int64_t n, int dim, const char* what) {
-  int64_t first_bad = std::numeric_limits<int64_t>::max();
-#pragma omp parallel for schedule(static) reduction(min : first_bad)
-  for (int64_t i = 0; i < n; ++i)
+  const int64_t first_bad = first_index_where(n, [rows, dim](int64_t i) {
     for (int d = 0; d < dim; ++d)
-      if (!is_finite_float(rows[i * dim + d]) && i < first_bad) first_bad = i;
-  if (first_bad == std::numeric_limits<int64_t>::max()) return;
+      if (!is_finite_float(rows[i * dim + d])) return true;
+    return false;
+  });
+  if (first_bad == n) return;
   for (int d = 0; d < dim; ++d) {
     const float v = rows[first_bad * dim + d];
     if (!is_finite_float(v))

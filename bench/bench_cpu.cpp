@@ -1,0 +1,543 @@
+// bench_cpu: the CPU engine against nanoflann, on the same data in the same run.
+//
+//   ours       mpBuildKdTree + mpQueryAll through the public C API (so the
+//              figures include what a host pays: argument checks, the
+//              finite-coordinate scan and the tree validation of each query
+//              call), all OpenMP threads.
+//   nanoflann  KDTreeSingleIndexAdaptor, L2_Simple, 3-D, for each leaf size
+//              asked for; its build is single-threaded (nanoflann has no
+//              parallel build), its queries run knnSearch over the queries
+//              in an OpenMP loop on all threads.
+//
+// Each build is timed once per distribution (it does not depend on k) and
+// its median is the build figure of every k. Times are the median of
+// --repeats runs after a warm-up, the contenders taking turns (ours,
+// nanoflann leaf a, leaf b, ours, ...) so that a drift in machine speed hits
+// all alike. ratio = nanoflann total / ours total (> 1: ours is faster);
+// qratio = the median over the rounds of nanoflann query / ours query.
+// The answers are checked on --check queries: the k-th squared distance
+// recomputed in double must agree (tie order may differ between the
+// libraries, so distances are compared, not indices), and the float32
+// distances must be identical rank by rank.
+//
+// Usage: bench_cpu [--n N] [--m M] [--k 8,100] [--dist uniform|clustered|both]
+//                  [--leaf 10,20] [--repeats 5] [--check 1000] [--json FILE]
+#include <omp.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <nanoflann.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench_timer.h"
+#include "datasets.h"
+#include "knn_gpgpu.h"
+
+namespace {
+
+using knn_bench::Distribution;
+using knn_bench::Timing;
+
+// nanoflann's best leaf size on the reference machines (see bench/RESULTS.md),
+// timed next to its default of 10.
+constexpr int kBestNanoflannLeaf = 20;
+
+// ---- Options -----------------------------------------------------------
+
+struct Options {
+  int64_t n = 1000000;
+  int64_t m = 1000000;
+  std::vector<int> ks{8, 100};
+  std::vector<Distribution> dists{Distribution::Uniform, Distribution::Clustered};
+  std::vector<int> leaves{10, kBestNanoflannLeaf};
+  int repeats = knn_bench::kDefaultRepeats;
+  int check = 1000;
+  std::string json;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr,
+               "bench_cpu: %s\n"
+               "usage: bench_cpu [--n N] [--m M] [--k LIST] [--dist uniform|clustered|both]\n"
+               "                 [--leaf LIST] [--repeats R] [--check Q] [--json FILE]\n"
+               "  N, M: reference points and queries (1e6 notation accepted), default 1e6\n"
+               "  LIST: comma-separated, e.g. 8,100 (k) or 10,20 (nanoflann leaf sizes)\n",
+               message.c_str());
+  std::exit(2);
+}
+
+int64_t parse_count(const std::string& text, const char* what, int64_t min, int64_t max) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || v != std::floor(v) || v < static_cast<double>(min) ||
+      v > static_cast<double>(max))
+    usage_error(std::string("bad ") + what + " '" + text + "'");
+  return static_cast<int64_t>(v);
+}
+
+std::vector<int> parse_list(const std::string& text, const char* what, int min) {
+  std::vector<int> values;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');)
+    values.push_back(static_cast<int>(parse_count(item, what, min, INT_MAX)));
+  if (values.empty()) usage_error(std::string("empty ") + what + " list");
+  return values;
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") usage_error("help");
+    if (i + 1 >= argc) usage_error("missing value after " + arg);
+    const std::string value = argv[++i];
+    if (arg == "--n") {
+      o.n = parse_count(value, "--n", 1, INT_MAX);
+    } else if (arg == "--m") {
+      o.m = parse_count(value, "--m", 1, INT_MAX);
+    } else if (arg == "--k") {
+      o.ks = parse_list(value, "--k", 1);
+    } else if (arg == "--leaf") {
+      o.leaves = parse_list(value, "--leaf", 1);
+    } else if (arg == "--repeats") {
+      o.repeats = static_cast<int>(parse_count(value, "--repeats", 1, 1000));
+    } else if (arg == "--check") {
+      o.check = static_cast<int>(parse_count(value, "--check", 0, INT_MAX));
+    } else if (arg == "--json") {
+      o.json = value;
+    } else if (arg == "--dist") {
+      Distribution d;
+      if (value == "both")
+        o.dists = {Distribution::Uniform, Distribution::Clustered};
+      else if (knn_bench::parse_distribution(value, &d))
+        o.dists = {d};
+      else
+        usage_error("bad --dist '" + value + "'");
+    } else {
+      usage_error("unknown option " + arg);
+    }
+  }
+  for (int k : o.ks)
+    if (k > o.n) usage_error("k = " + std::to_string(k) + " exceeds n");
+  o.check = static_cast<int>(std::min<int64_t>(o.check, o.m));
+  return o;
+}
+
+// ---- Machine description ---------------------------------------------
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  return "unknown";
+}
+
+std::string compiler() {
+#if defined(__clang__)
+  return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  return std::string("g++ ") + __VERSION__;
+#else
+  return "unknown";
+#endif
+}
+
+std::string today_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d", &utc);
+  return text;
+}
+
+std::string nanoflann_version() {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%x", NANOFLANN_VERSION);
+  return text;
+}
+
+// ---- The two contenders ------------------------------------------------
+
+void check_status(int status, const char* call) {
+  if (status != KNN_OK)
+    throw std::runtime_error(std::string(call) + " failed: " + knn_status_string(status) + ": " +
+                             knn_last_error());
+}
+
+// nanoflann's view of a Point array.
+struct Cloud {
+  const Point* points;
+  size_t count;
+  size_t kdtree_get_point_count() const { return count; }
+  float kdtree_get_pt(uint32_t i, size_t dim) const { return points[i].p[dim]; }
+  template <class BoundingBox>
+  bool kdtree_get_bbox(BoundingBox&) const {
+    return false;  // nanoflann computes it
+  }
+};
+
+using NanoTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<float, Cloud>,
+                                                     Cloud, 3, uint32_t>;
+
+void nanoflann_query_all(const NanoTree& tree, const Point* queries, int64_t m, int k,
+                         uint32_t* indices, float* sq_distances) {
+#pragma omp parallel for schedule(dynamic, 256)
+  for (int64_t i = 0; i < m; ++i)
+    tree.knnSearch(queries[i].p, static_cast<size_t>(k), indices + i * k, sq_distances + i * k);
+}
+
+// ---- Agreement check ------------------------------------------------------
+
+// The contract's float32 squared distance (bench targets build with
+// -ffp-contract=off, like the library).
+float sq_distance_f(const Point& a, const Point& b) {
+  const float d0 = a.p[0] - b.p[0], d1 = a.p[1] - b.p[1], d2 = a.p[2] - b.p[2];
+  return (d0 * d0 + d1 * d1) + d2 * d2;
+}
+
+double sq_distance_d(const Point& a, const Point& b) {
+  const double d0 = double(a.p[0]) - b.p[0], d1 = double(a.p[1]) - b.p[1],
+               d2 = double(a.p[2]) - b.p[2];
+  return d0 * d0 + d1 * d1 + d2 * d2;
+}
+
+struct Agreement {
+  int queries = 0;
+  int kth_mismatches = 0;    // k-th distance (double) differs by more than kKthTolerance
+  int rank_mismatches = 0;   // rows whose float distances differ at some rank
+  int order_violations = 0;  // our rows not ascending by (distance, index)
+  int bad_indices = 0;       // rows holding an index outside [0, n)
+  int identical_rows = 0;    // rows whose index lists are equal (informational)
+  double max_kth_rel_diff = 0;
+  bool ok() const {
+    return kth_mismatches == 0 && rank_mismatches == 0 && order_violations == 0 && bad_indices == 0;
+  }
+};
+
+// Relative: float32 rounding of two equal float distances can leave their
+// double values a few float ulps (~1e-7 relative) apart.
+constexpr double kKthTolerance = 1e-6;
+
+Agreement compare(const std::vector<Point>& points, const std::vector<Point>& queries,
+                  const std::vector<int>& ours, const std::vector<uint32_t>& theirs, int k,
+                  int samples) {
+  Agreement a;
+  const int64_t n = static_cast<int64_t>(points.size());
+  const int64_t m = static_cast<int64_t>(queries.size());
+  for (int s = 0; s < samples; ++s) {
+    const int64_t i = static_cast<int64_t>(s) * m / samples;
+    const Point& q = queries[i];
+    const int* row = ours.data() + i * k;
+    const uint32_t* other = theirs.data() + i * k;
+    ++a.queries;
+    bool valid = true;
+    for (int j = 0; j < k; ++j)
+      valid = valid && row[j] >= 0 && row[j] < n && other[j] < static_cast<uint64_t>(n);
+    if (!valid) {
+      ++a.bad_indices;
+      continue;
+    }
+    bool ranks_equal = true, ordered = true, identical = true;
+    for (int j = 0; j < k; ++j) {
+      const float mine = sq_distance_f(q, points[row[j]]);
+      ranks_equal = ranks_equal && mine == sq_distance_f(q, points[other[j]]);
+      identical = identical && static_cast<uint32_t>(row[j]) == other[j];
+      if (j > 0) {
+        const float before = sq_distance_f(q, points[row[j - 1]]);
+        ordered = ordered && (before < mine || (before == mine && row[j - 1] < row[j]));
+      }
+    }
+    const double mine = sq_distance_d(q, points[row[k - 1]]);
+    const double theirs_d = sq_distance_d(q, points[other[k - 1]]);
+    const double rel = std::fabs(mine - theirs_d) / std::max({mine, theirs_d, 1e-300});
+    a.max_kth_rel_diff = std::max(a.max_kth_rel_diff, rel);
+    a.kth_mismatches += rel > kKthTolerance;
+    a.rank_mismatches += !ranks_equal;
+    a.order_violations += !ordered;
+    a.identical_rows += identical;
+  }
+  return a;
+}
+
+// ---- Results --------------------------------------------------------------
+
+struct NanoResult {
+  int leaf = 0;
+  Timing build, query;
+  Agreement agreement;
+  double total() const { return build.median_ms + query.median_ms; }
+};
+
+// Median over the rounds of (their query time / ours) in the same round: the
+// ratio least affected by a machine whose speed drifts.
+double paired_ratio(const Timing& theirs, const Timing& ours) {
+  std::vector<double> ratios;
+  for (size_t r = 0; r < theirs.samples_ms.size() && r < ours.samples_ms.size(); ++r)
+    ratios.push_back(theirs.samples_ms[r] / ours.samples_ms[r]);
+  return knn_bench::median_of(ratios);
+}
+
+struct ConfigResult {
+  Distribution dist = Distribution::Uniform;
+  int64_t n = 0, m = 0;
+  int k = 0;
+  Timing build, query;  // ours
+  std::vector<NanoResult> nano;
+  double total() const { return build.median_ms + query.median_ms; }
+};
+
+std::string config_name(const ConfigResult& r) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%s n=%" PRId64 " m=%" PRId64 " k=%d",
+                knn_bench::distribution_name(r.dist), r.n, r.m, r.k);
+  return text;
+}
+
+std::string check_text(const Agreement& a) {
+  char text[96];
+  if (a.ok())
+    std::snprintf(text, sizeof text, "ok %d/%d", a.queries, a.queries);
+  else
+    std::snprintf(text, sizeof text, "FAIL kth %d rank %d order %d bad %d", a.kth_mismatches,
+                  a.rank_mismatches, a.order_violations, a.bad_indices);
+  return text;
+}
+
+void print_row(const ConfigResult& r, const NanoResult& nano, bool first) {
+  const std::string name = first ? config_name(r) : "";
+  if (first)
+    std::printf("%-34s %9.1f %9.1f %9.1f |", name.c_str(), r.build.median_ms, r.query.median_ms,
+                r.total());
+  else
+    std::printf("%-34s %9s %9s %9s |", "", "", "", "");
+  std::printf(" %4d %9.1f %9.1f %9.1f | %6.2f %6.2f | %s\n", nano.leaf, nano.build.median_ms,
+              nano.query.median_ms, nano.total(), nano.total() / r.total(),
+              paired_ratio(nano.query, r.query), check_text(nano.agreement).c_str());
+  std::fflush(stdout);
+}
+
+void print_header() {
+  std::printf("\n%-34s %9s %9s %9s | %4s %9s %9s %9s | %6s %6s | %s\n", "config (times in ms)",
+              "ours bld", "ours qry", "ours tot", "leaf", "nf bld", "nf qry", "nf tot", "ratio",
+              "qratio", "check");
+}
+
+void print_markdown(const std::vector<ConfigResult>& results) {
+  std::printf("\nMarkdown (ratio = nanoflann total / ours total; > 1: ours is faster):\n\n");
+  std::printf(
+      "| config | ours build | ours query | ours total | nanoflann leaf | nanoflann build "
+      "| nanoflann query | nanoflann total | ratio |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const ConfigResult& r : results)
+    for (const NanoResult& nano : r.nano)
+      std::printf("| %s | %.0f | %.0f | %.0f | %d | %.0f | %.0f | %.0f | %.2f |\n",
+                  config_name(r).c_str(), r.build.median_ms, r.query.median_ms, r.total(),
+                  nano.leaf, nano.build.median_ms, nano.query.median_ms, nano.total(),
+                  nano.total() / r.total());
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_timing(const Timing& t) {
+  std::ostringstream out;
+  out.precision(6);
+  out << "{\"median_ms\": " << t.median_ms << ", \"min_ms\": " << t.min_ms
+      << ", \"max_ms\": " << t.max_ms << ", \"samples_ms\": [";
+  for (size_t i = 0; i < t.samples_ms.size(); ++i) out << (i ? ", " : "") << t.samples_ms[i];
+  out << "]}";
+  return out.str();
+}
+
+void write_json(const std::string& path, const Options& o, const std::string& command,
+                const std::vector<ConfigResult>& results) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out.precision(6);
+  out << "{\n  \"benchmark\": \"bench_cpu\",\n  \"command\": " << json_string(command) << ",\n"
+      << "  \"machine\": {\"cores\": " << omp_get_num_procs()
+      << ", \"threads\": " << omp_get_max_threads() << ", \"cpu\": " << json_string(cpu_model())
+      << ", \"date\": " << json_string(today_utc()) << ", \"compiler\": " << json_string(compiler())
+      << ", \"knn_gpgpu_version\": " << knn_version()
+      << ", \"nanoflann_version\": " << json_string(nanoflann_version()) << "},\n"
+      << "  \"repeats\": " << o.repeats << ",\n  \"results\": [";
+  for (size_t c = 0; c < results.size(); ++c) {
+    const ConfigResult& r = results[c];
+    out << (c ? "," : "") << "\n    {\"config\": " << json_string(config_name(r))
+        << ", \"distribution\": " << json_string(knn_bench::distribution_name(r.dist))
+        << ", \"n\": " << r.n << ", \"m\": " << r.m << ", \"k\": " << r.k
+        << ", \"threads\": " << omp_get_max_threads()
+        << ",\n     \"ours\": {\"build_ms\": " << r.build.median_ms
+        << ", \"query_ms\": " << r.query.median_ms << ", \"total_ms\": " << r.total()
+        << ", \"build\": " << json_timing(r.build) << ", \"query\": " << json_timing(r.query)
+        << "},\n     \"nanoflann\": [";
+    for (size_t i = 0; i < r.nano.size(); ++i) {
+      const NanoResult& nano = r.nano[i];
+      const Agreement& a = nano.agreement;
+      out << (i ? "," : "") << "\n       {\"leaf_size\": " << nano.leaf
+          << ", \"build_ms\": " << nano.build.median_ms
+          << ", \"query_ms\": " << nano.query.median_ms << ", \"total_ms\": " << nano.total()
+          << ", \"ratio_total\": " << nano.total() / r.total()
+          << ", \"ratio_query\": " << nano.query.median_ms / r.query.median_ms
+          << ", \"ratio_query_paired\": " << paired_ratio(nano.query, r.query)
+          << ", \"build\": " << json_timing(nano.build)
+          << ", \"query\": " << json_timing(nano.query)
+          << ",\n        \"check\": {\"ok\": " << (a.ok() ? "true" : "false")
+          << ", \"queries\": " << a.queries << ", \"kth_mismatches\": " << a.kth_mismatches
+          << ", \"rank_mismatches\": " << a.rank_mismatches
+          << ", \"order_violations\": " << a.order_violations
+          << ", \"bad_indices\": " << a.bad_indices << ", \"identical_rows\": " << a.identical_rows
+          << ", \"max_kth_rel_diff\": " << a.max_kth_rel_diff << "}}";
+    }
+    out << "]}";
+  }
+  out << "\n  ]\n}\n";
+  if (!out) throw std::runtime_error("error writing " + path);
+}
+
+// ---- The run ------------------------------------------------------------
+
+// Benchmarks one distribution: the builds once, then the queries for each k.
+// Contenders are timed round-robin (ours, nanoflann leaf a, leaf b, ours,
+// ...), so that drifts in machine speed affect all of them alike.
+void run_distribution(const Options& o, Distribution dist, std::vector<ConfigResult>& results) {
+  const knn_bench::Clock::time_point start = knn_bench::Clock::now();
+  const std::vector<Point> points = knn_bench::reference_points(dist, o.n);
+  const std::vector<Point> queries = knn_bench::query_points(dist, o.m);
+  std::printf("\n== %s: %" PRId64 " points, %" PRId64 " queries (generated in %.0f ms)\n",
+              knn_bench::distribution_name(dist), o.n, o.m, knn_bench::ms_since(start));
+  const int n = static_cast<int>(o.n), m = static_cast<int>(o.m);
+  const size_t leaves = o.leaves.size();
+
+  // ---- Builds ----
+  std::vector<Node> tree(static_cast<size_t>(n));
+  const Cloud cloud{points.data(), points.size()};
+  std::vector<std::unique_ptr<NanoTree>> nano_trees(leaves);
+  std::vector<knn_bench::Contender> builds;
+  builds.push_back(
+      {[&] { check_status(mpBuildKdTree(points.data(), n, tree.data()), "mpBuildKdTree"); },
+       nullptr});
+  for (size_t l = 0; l < leaves; ++l)
+    builds.push_back({[&, l] {
+                        nano_trees[l].reset(new NanoTree(
+                            3, cloud, nanoflann::KDTreeSingleIndexAdaptorParams(o.leaves[l])));
+                      },
+                      [&, l] { nano_trees[l].reset(); }});
+  const std::vector<Timing> build_times = knn_bench::measure_interleaved(builds, o.repeats);
+  std::printf("builds (ms): ours %.1f", build_times[0].median_ms);
+  for (size_t l = 0; l < leaves; ++l)
+    std::printf(", nanoflann leaf %d %.1f", o.leaves[l], build_times[l + 1].median_ms);
+  std::printf("\n");
+
+  // ---- Queries ----
+  print_header();
+  for (int k : o.ks) {
+    const size_t slots = static_cast<size_t>(m) * static_cast<size_t>(k);
+    std::vector<int> ours(slots);
+    std::vector<std::vector<uint32_t>> theirs(leaves, std::vector<uint32_t>(slots));
+    std::vector<float> their_distances(slots);  // nanoflann needs one; not compared
+    std::vector<knn_bench::Contender> runs;
+    runs.push_back({[&] {
+                      check_status(mpQueryAll(queries.data(), tree.data(), m, n, k, ours.data()),
+                                   "mpQueryAll");
+                    },
+                    nullptr});
+    for (size_t l = 0; l < leaves; ++l)
+      runs.push_back({[&, l] {
+                        nanoflann_query_all(*nano_trees[l], queries.data(), m, k, theirs[l].data(),
+                                            their_distances.data());
+                      },
+                      nullptr});
+    const std::vector<Timing> query_times = knn_bench::measure_interleaved(runs, o.repeats);
+
+    ConfigResult r;
+    r.dist = dist;
+    r.n = o.n;
+    r.m = o.m;
+    r.k = k;
+    r.build = build_times[0];
+    r.query = query_times[0];
+    for (size_t l = 0; l < leaves; ++l) {
+      NanoResult nano;
+      nano.leaf = o.leaves[l];
+      nano.build = build_times[l + 1];
+      nano.query = query_times[l + 1];
+      nano.agreement = compare(points, queries, ours, theirs[l], k, o.check);
+      r.nano.push_back(nano);
+      print_row(r, nano, l == 0);
+    }
+    results.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
+  std::string command = argv[0];
+  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+
+  std::printf(
+      "bench_cpu: OpenMP engine (mpBuildKdTree + mpQueryAll, public API) vs nanoflann "
+      "(NANOFLANN_VERSION 0x%x)\n",
+      NANOFLANN_VERSION);
+  std::printf("machine: %d threads (omp_get_max_threads), %d cores, %s; %s; %s\n",
+              omp_get_max_threads(), omp_get_num_procs(), cpu_model().c_str(), compiler().c_str(),
+              today_utc().c_str());
+  std::printf(
+      "timing: warm-up + median of %d, contenders interleaved; builds timed once per "
+      "distribution; nanoflann build single-threaded, its queries over %d OpenMP "
+      "threads\n",
+      o.repeats, omp_get_max_threads());
+
+  std::vector<ConfigResult> results;
+  try {
+    for (Distribution dist : o.dists) run_distribution(o, dist, results);
+    print_markdown(results);
+    if (!o.json.empty()) {
+      write_json(o.json, o, command, results);
+      std::printf("\nwrote %s\n", o.json.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cpu: %s\n", e.what());
+    return 1;
+  }
+
+  bool all_ok = true;
+  for (const ConfigResult& r : results)
+    for (const NanoResult& nano : r.nano) all_ok = all_ok && nano.agreement.ok();
+  if (!all_ok) {
+    std::fprintf(stderr, "bench_cpu: the answers disagree with nanoflann (see the check column)\n");
+    return 1;
+  }
+  std::printf("\nall answers agree with nanoflann (%d sampled queries per config)\n", o.check);
+  return 0;
+}

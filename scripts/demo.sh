@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The main job: install what the build needs, build knn_gpgpu (Release), and
+# run the demo: a 10^6-point kd-tree build and k = 8 queries with the
+# automatic backend, timings, the backends used, and a correctness check
+# against brute force.
+#
+#   scripts/demo.sh [demo options...]      e.g. scripts/demo.sh --n 1e7 --k 16
+#
+# Environment:
+#   KNN_BUILD_DIR   build directory (default: <repo>/build)
+#   KNN_WITH_CUDA   AUTO (default: the CUDA engine when nvcc is found), ON, OFF
+#   KNN_JOBS        parallel build jobs (default: all cores)
+# Exits non-zero when a step fails or the demo's checks fail.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${KNN_BUILD_DIR:-$root/build}
+with_cuda=${KNN_WITH_CUDA:-AUTO}
+jobs=${KNN_JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+say() { printf '==> %s\n' "$*"; }
+die() { printf 'demo.sh: %s\n' "$*" >&2; exit 1; }
+
+# ---- Debian packages the build needs ------------------------------------
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v make >/dev/null 2>&1 || missing+=(make)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+# libgomp: the OpenMP runtime (g++ normally brings it along).
+if command -v dpkg-query >/dev/null 2>&1; then
+  dpkg-query -W -f='${Status}' libgomp1 2>/dev/null | grep -q 'install ok installed' ||
+    missing+=(libgomp1)
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing missing packages: ${missing[*]}"
+  command -v apt-get >/dev/null 2>&1 ||
+    die "missing ${missing[*]} and no apt-get here: install them and run again"
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || die "missing ${missing[*]}: run as root or install them"
+    sudo=(sudo)
+  fi
+  # Refresh the package lists only when one of the packages is unknown to them.
+  for pkg in "${missing[@]}"; do
+    if ! apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+      say "apt-get update (no install candidate for $pkg)"
+      ${sudo[@]+"${sudo[@]}"} apt-get update
+      break
+    fi
+  done
+  ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# ---- Configure and build --------------------------------------------------
+# CUDA toolkits install nvcc outside PATH; let AUTO find the usual one.
+if [ "$with_cuda" != OFF ] && ! command -v nvcc >/dev/null 2>&1 &&
+  [ -z "${CUDACXX:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export CUDACXX=/usr/local/cuda/bin/nvcc
+fi
+say "configuring $build_dir (Release, KNN_WITH_CUDA=$with_cuda)"
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DKNN_WITH_CUDA="$with_cuda" \
+  -DKNN_BUILD_BENCH=ON
+say "building the library and the demo ($jobs jobs)"
+cmake --build "$build_dir" --target demo --parallel "$jobs"
+
+# ---- Run ---------------------------------------------------------------------
+demo="$build_dir/bench/demo"
+[ -x "$demo" ] || die "the build produced no $demo"
+say "running $demo $*"
+"$demo" "$@"
