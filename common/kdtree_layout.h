@@ -98,6 +98,12 @@ struct TreeShape {
   KNN_HD int64_t child_or_none(int64_t child) const { return child < n ? child : -1; }
 };
 
+// The order in which a node's median is chosen: by coordinate on the split
+// axis, ties by the smaller original index (-0.0 and +0.0 tie, as floats do).
+KNN_HD bool before_on_axis(float coord_a, int32_t id_a, float coord_b, int32_t id_b) {
+  return coord_a < coord_b || (coord_a == coord_b && id_a < id_b);
+}
+
 // Split dimension of a node at `level` in a tree whose root splits on
 // `root_dim` (0 for whole trees; subtrees cut from a tree keep their dims).
 KNN_HD int split_dim(int level, int root_dim) { return (level + root_dim) % 3; }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cuda_kdtree_search.h"
+#include "float4_point.cuh"
 #include "knn_lists.cuh"
 #include "warp_list.cuh"
 
@@ -14,10 +15,6 @@ namespace cuda {
 namespace {
 
 constexpr int kMortonBitsPerAxis = 10;
-
-__device__ __forceinline__ float coord(const float4& v, int dim) {
-  return dim == 0 ? v.x : (dim == 1 ? v.y : v.z);
-}
 
 __device__ __forceinline__ float key_to_float(uint32_t key) {
   const uint32_t u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
@@ -167,7 +164,7 @@ struct ThreadVisitor {
   List& list;
 
   __device__ void node(const float4& p) {
-    list.offer(squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), __float_as_int(p.w));
+    list.offer(squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p));
   }
   __device__ float bound() const { return list.bound(); }
   __device__ bool enter_bucket(int64_t bucket) const {
@@ -187,7 +184,7 @@ struct WarpVisitor {
   int pending_count = 0;
 
   __device__ void node(const float4& p) {
-    const Neighbor c{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), __float_as_int(p.w)};
+    const Neighbor c{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p)};
     if (!list.wants(c)) return;
     if (list.lane == pending_count) pending = c;
     if (++pending_count == 32) flush();
@@ -207,7 +204,7 @@ struct WarpVisitor {
       Neighbor c{kInfinity, kNoIndex};
       if (base + list.lane < size) {
         const float4 p = __ldg(&tree.buckets[start + base + list.lane]);
-        c = Neighbor{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), __float_as_int(p.w)};
+        c = Neighbor{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p)};
       }
       list.merge(c);
     }
@@ -315,7 +312,7 @@ __global__ void check_order_and_ids(const float4* nodes, int64_t n, int root_dim
   if (i >= n) return;
   if (check_node_order(Float4Coord{nodes}, i, root_dim) != kTreeOk)
     atomicMin(check.first_bad, static_cast<unsigned long long>(i));
-  const int id = __float_as_int(nodes[i].w);
+  const int id = id_of(nodes[i]);
   if (id >= 0 && id < n && check.first_node[id] < i)
     atomicMin(check.first_repeat, static_cast<unsigned long long>(i));
 }

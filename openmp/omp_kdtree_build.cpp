@@ -25,7 +25,7 @@ void build_subtree(Item* items, int64_t count, int level, int64_t q, const TreeS
   const int dim = split_dim(level, 0);
   const int64_t rank = shape.median_rank(level, q);
   std::nth_element(items, items + rank, items + count, [dim](const Item& a, const Item& b) {
-    return a.p[dim] < b.p[dim] || (a.p[dim] == b.p[dim] && a.id < b.id);
+    return before_on_axis(a.p[dim], a.id, b.p[dim], b.id);
   });
   const int64_t node = (int64_t{1} << level) - 1 + q;
   const Item& median = items[rank];

@@ -60,22 +60,29 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index*, const float*, int64_t, f
   return knn::guarded("knn_index_radius", [] { knn::index_engine_missing(); });
 }
 
-// Estimates for the planned device index: the points, one bounding box per
-// node of a bucket tree, and the per-query result rows.
+// Estimates for the planned device index: the points (twice: input order and
+// bucket order), one box per bucket, sort scratch, and per query the query,
+// its result rows and its sort keys; exact byte counts (so they grow with
+// every size) plus the allocator pages the buffers may round up to.
+namespace {
+constexpr size_t kIndexBuffers = 8;
+size_t index_bytes(int64_t n, int dim) {
+  const size_t un = static_cast<size_t>(n), ud = static_cast<size_t>(dim);
+  return 2 * un * ud * 4 + un * 8 * 4 + un * 16 + knn::cuda::kCubTempBase;
+}
+}  // namespace
+
 KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options*) {
   if (n < 0 || dim < 1) return 0;
-  const size_t points = knn::cuda::aligned(static_cast<size_t>(n) * dim * 4);
-  return 2 * points + knn::cuda::aligned(static_cast<size_t>(n) * 4 * 4) +
-         knn::cuda::cub_temp_bytes(n);
+  return index_bytes(n, dim) + kIndexBuffers * knn::cuda::kAllocAlignment;
 }
 
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
-                                                 const knn_options* opt) {
+                                                 const knn_options*) {
   if (m < 0 || k < 1 || n < 0 || dim < 1) return 0;
-  const size_t rows = knn::cuda::aligned(static_cast<size_t>(m) * k * 8);
-  const size_t queries = knn::cuda::aligned(static_cast<size_t>(m) * dim * 4);
-  return knn_estimate_build_bytes(n, dim, opt) + rows + queries +
-         knn::cuda::search_scratch_bytes(m, k);
+  const size_t um = static_cast<size_t>(m);
+  const size_t per_query = static_cast<size_t>(dim) * 4 + static_cast<size_t>(k) * 8 + 16;
+  return index_bytes(n, dim) + um * per_query + 2 * kIndexBuffers * knn::cuda::kAllocAlignment;
 }
 
 }  // extern "C"

@@ -4,7 +4,8 @@
 //   end to end:  the C ABI (buildKdTree, cuQueryAll, queryAll) from pageable
 //                host arrays, timed with the host clock.
 // Every timed query configuration is checked against the CPU engine on a
-// sample of queries. Usage: bench_gpu [--quick | --scale | --sweep]
+// sample of queries. Usage: bench_gpu [--quick | --scale | --split | --sweep]
+//   --scale: the tree-split case and all-kNN of 10^8 points; --split: the former;
 //   --sweep: only the agreement sweep (what compute-sanitizer runs);
 //   --small: the sweep without its 10^5-point cases (for racecheck).
 #include <omp.h>
@@ -298,12 +299,13 @@ void bench_split(int64_t n, int k, size_t limit) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, scale = false, sweep_only = false, small = false;
+  bool quick = false, scale = false, sweep_only = false, small = false, split_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--scale") == 0) scale = true;
     if (std::strcmp(argv[i], "--sweep") == 0) sweep_only = true;
     if (std::strcmp(argv[i], "--small") == 0) small = true;
+    if (std::strcmp(argv[i], "--split") == 0) split_only = true;
   }
   if (cuGetDeviceCount() == 0) {
     std::printf("bench_gpu: no CUDA device; nothing to measure\n");
@@ -313,9 +315,9 @@ int main(int argc, char** argv) {
   cudaGetDeviceProperties(&prop, 0);
   std::printf("device: %s, %d SMs; host threads %d\n", prop.name, prop.multiProcessorCount, omp_get_max_threads());
   const int64_t M = 1000000, TEN_M = 10000000;
-  if (scale) {
+  if (scale || split_only) {
     bench_split(TEN_M, 8, size_t{96} << 20);
-    bench_scale(100000000, 100);
+    if (scale) bench_scale(100000000, 100);
     return 0;
   }
   if (!sweep(small)) return 1;
