@@ -65,14 +65,14 @@ struct Options {
   std::string json;
 };
 
+const char kUsage[] =
+    "usage: bench_cpu [--n N] [--m M] [--k LIST] [--dist uniform|clustered|both]\n"
+    "                 [--leaf LIST] [--repeats R] [--check Q] [--json FILE]\n"
+    "  N, M: reference points and queries (1e6 notation accepted), default 1e6\n"
+    "  LIST: comma-separated, e.g. 8,100 (k) or 10,20 (nanoflann leaf sizes)\n";
+
 [[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr,
-               "bench_cpu: %s\n"
-               "usage: bench_cpu [--n N] [--m M] [--k LIST] [--dist uniform|clustered|both]\n"
-               "                 [--leaf LIST] [--repeats R] [--check Q] [--json FILE]\n"
-               "  N, M: reference points and queries (1e6 notation accepted), default 1e6\n"
-               "  LIST: comma-separated, e.g. 8,100 (k) or 10,20 (nanoflann leaf sizes)\n",
-               message.c_str());
+  std::fprintf(stderr, "bench_cpu: %s\n%s", message.c_str(), kUsage);
   std::exit(2);
 }
 
@@ -98,7 +98,10 @@ Options parse_options(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") usage_error("help");
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    }
     if (i + 1 >= argc) usage_error("missing value after " + arg);
     const std::string value = argv[++i];
     if (arg == "--n") {

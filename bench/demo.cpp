@@ -1,7 +1,8 @@
 // demo: the README's "main job" (scripts/demo.sh builds and runs it).
 //
 // Builds the kd-tree of a uniform cloud of 10^6 points and finds the k = 8
-// nearest neighbours of 10^6 uniform queries with the automatic backend
+// nearest neighbours of every point of the cloud (all-kNN; --m M queries a
+// separate uniform draw of M points instead) with the automatic backend
 // (buildKdTree + queryAll), prints the timings, whether a CUDA device was
 // found and which backends therefore ran, and checks 100 queries against
 // knn_brute_force. With a device it also times the GPU-only and CPU-only
@@ -29,15 +30,20 @@ namespace {
 
 struct Options {
   int n = 1000000;
-  int m = 1000000;
+  int m = 0;               // queries (= n when self_query)
+  bool self_query = true;  // the cloud queries itself (all-kNN) unless --m is given
   int k = 8;
   int repeats = 3;
   int check = 100;
 };
 
+const char kUsage[] =
+    "usage: demo [--n N] [--m M] [--k K] [--repeats R] [--check Q]\n"
+    "  default: all-kNN of N = 1e6 uniform points, k = 8, median of R = 3, Q = 100 checked\n"
+    "  --m M: query M separate uniform points instead of the cloud itself\n";
+
 [[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "demo: %s\nusage: demo [--n N] [--m M] [--k K] [--repeats R] [--check Q]\n",
-               message.c_str());
+  std::fprintf(stderr, "demo: %s\n%s", message.c_str(), kUsage);
   std::exit(2);
 }
 
@@ -53,13 +59,16 @@ Options parse_options(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") usage_error("help");
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    }
     if (i + 1 >= argc) usage_error("missing value after " + arg);
     const char* value = argv[++i];
     if (arg == "--n")
       o.n = parse_int(value, "--n", 1);
     else if (arg == "--m")
-      o.m = parse_int(value, "--m", 1);
+      o.m = parse_int(value, "--m", 1), o.self_query = false;
     else if (arg == "--k")
       o.k = parse_int(value, "--k", 1);
     else if (arg == "--repeats")
@@ -69,6 +78,7 @@ Options parse_options(int argc, char** argv) {
     else
       usage_error("unknown option " + arg);
   }
+  if (o.self_query) o.m = o.n;
   o.check = std::min(o.check, o.m);
   return o;
 }
@@ -150,11 +160,18 @@ int run(const Options& o) {
   const knn_bench::Clock::time_point start = knn_bench::Clock::now();
   const std::vector<Point> points =
       knn_bench::reference_points(knn_bench::Distribution::Uniform, o.n);
-  const std::vector<Point> queries = knn_bench::query_points(knn_bench::Distribution::Uniform, o.m);
-  std::printf(
-      "data: %d uniform points in the unit cube, %d uniform queries, k = %d "
-      "(generated in %.0f ms)\n",
-      o.n, o.m, o.k, knn_bench::ms_since(start));
+  const std::vector<Point> queries =
+      o.self_query ? points : knn_bench::query_points(knn_bench::Distribution::Uniform, o.m);
+  if (o.self_query)
+    std::printf(
+        "data: %d uniform points in the unit cube, all-kNN (the points query themselves), "
+        "k = %d (generated in %.0f ms)\n",
+        o.n, o.k, knn_bench::ms_since(start));
+  else
+    std::printf(
+        "data: %d uniform points in the unit cube, %d separate uniform queries, k = %d "
+        "(generated in %.0f ms)\n",
+        o.n, o.m, o.k, knn_bench::ms_since(start));
 
   const size_t slots = static_cast<size_t>(o.m) * static_cast<size_t>(o.k);
   std::vector<Node> tree(getTreeSize(o.n) / sizeof(Node));

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job: install what the build needs, build knn_gpgpu (Release), and
-# run the demo: a 10^6-point kd-tree build and k = 8 queries with the
-# automatic backend, timings, the backends used, and a correctness check
-# against brute force.
+# run the demo: the kd-tree of a 10^6-point uniform cloud and the k = 8
+# nearest neighbours of all its points (buildKdTree + queryAll, automatic
+# backend), the timings, whether a CUDA device was found and which backends
+# ran, and a correctness check of 100 queries against knn_brute_force.
 #
 #   scripts/demo.sh [demo options...]      e.g. scripts/demo.sh --n 1e7 --k 16
 #
