@@ -18,7 +18,6 @@ that sees no CUDA device cannot read device memory: the binding then raises
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
@@ -27,6 +26,7 @@ from . import _arrays
 from ._library import check, native
 from ._types import Backend, IndexHandle, IndexStructure
 from .errors import NoDeviceError, Status
+from ._handle import NativeHandle
 from .options import Options, byref, resolve
 
 __all__ = ["Index", "IndexInfo", "RadiusResult", "estimate_build_bytes", "estimate_query_bytes"]
@@ -68,7 +68,7 @@ def _enum_or_int(kind: Any, value: int) -> Any:
         return value
 
 
-class Index:
+class Index(NativeHandle):
     """An index over ``n`` points of ``dim`` floats (``knn_index``).
 
     The index owns a copy of the points (on the device for the CUDA backend);
@@ -92,8 +92,7 @@ class Index:
                  structure: OptionValue = None, leaf_size: Optional[int] = None,
                  threads: Optional[int] = None,
                  device_memory_limit: Optional[int] = None) -> None:
-        self._handle: Optional[Any] = None
-        self._lock = threading.Lock()
+        self._own(None)
         pts = _arrays.rows(points, "points")
         n, dim = (int(s) for s in pts.shape)
         _require_device_support(pts)
@@ -105,7 +104,7 @@ class Index:
                                           _arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim"),
                                           byref(opt), ctypes.byref(handle))
         check(status, "knn_index_build")
-        self._handle = handle
+        self._own(handle)
         self._n = n
         self._dim = dim
 
@@ -113,47 +112,17 @@ class Index:
     def _from_handle(cls, handle: Any, n: int, dim: int) -> "Index":
         """Wrap an existing ``knn_index*`` (taking ownership). For advanced hosts and tests."""
         self = cls.__new__(cls)
-        self._handle = handle
-        self._lock = threading.Lock()
+        self._own(handle)
         self._n = int(n)
         self._dim = int(dim)
         return self
 
-    # ---- lifetime ----------------------------------------------------------
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` ran."""
-        return self._handle is None
-
-    def close(self) -> None:
-        """Free the index (``knn_index_free``); calling it again does nothing.
-        Do not close an index while other threads still query it."""
-        with self._lock:
-            handle, self._handle = self._handle, None
-        if handle:
-            check(native().knn_index_free(handle), "knn_index_free")
-
-    def __enter__(self) -> "Index":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+    _free_function = "knn_index_free"
+    _what = "index"
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "n=%d, dim=%d" % (self._n, self._dim)
         return "<knn_gpgpu.Index %s>" % state
-
-    def _live(self) -> Any:
-        handle = self._handle
-        if not handle:
-            raise ValueError("the index is closed")
-        return handle
 
     # ---- properties ----------------------------------------------------------
     @property

@@ -17,7 +17,6 @@ two polygons belongs to exactly one.
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
@@ -25,6 +24,7 @@ import numpy as np
 from . import _arrays
 from ._library import check, native
 from ._types import QuadtreeHandle
+from ._handle import NativeHandle
 from .options import Options, byref, resolve
 
 __all__ = ["Quadtree", "pack_polygons", "points_in_polygons_count", "points_in_polygons"]
@@ -67,7 +67,7 @@ def _polygons(vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any
     return xy, rings, polys, n_rings, n_polygons
 
 
-class Quadtree:
+class Quadtree(NativeHandle):
     """A quadtree over ``n`` 2-D points (``knn_quadtree``), for point-in-polygon queries.
 
     Args:
@@ -78,8 +78,7 @@ class Quadtree:
     """
 
     def __init__(self, xy: Any, *, options: Optional[Options] = None, **option_fields: Any) -> None:
-        self._handle: Optional[Any] = None
-        self._lock = threading.Lock()
+        self._own(None)
         pts = _arrays.host_rows(xy, "xy", 2)
         opt = resolve(options, **option_fields)
         handle = ctypes.POINTER(QuadtreeHandle)()
@@ -87,51 +86,24 @@ class Quadtree:
                                              _arrays.c_int64(pts.shape[0], "n"), byref(opt),
                                              ctypes.byref(handle))
         check(status, "knn_quadtree_build")
-        self._handle = handle
+        self._own(handle)
         self._n = int(pts.shape[0])
 
     @classmethod
     def _from_handle(cls, handle: Any, n: int) -> "Quadtree":
         """Wrap an existing ``knn_quadtree*`` (taking ownership). For advanced hosts and tests."""
         self = cls.__new__(cls)
-        self._handle = handle
-        self._lock = threading.Lock()
+        self._own(handle)
         self._n = int(n)
         return self
+
+    _free_function = "knn_quadtree_free"
+    _what = "quadtree"
 
     @property
     def n(self) -> int:
         """Number of points in the tree."""
         return self._n
-
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
-
-    def close(self) -> None:
-        """Free the quadtree (``knn_quadtree_free``); calling it again does nothing."""
-        with self._lock:
-            handle, self._handle = self._handle, None
-        if handle:
-            check(native().knn_quadtree_free(handle), "knn_quadtree_free")
-
-    def __enter__(self) -> "Quadtree":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def _live(self) -> Any:
-        handle = self._handle
-        if not handle:
-            raise ValueError("the quadtree is closed")
-        return handle
 
     def points_in_polygons_count(self, vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any,
                                  *, options: Optional[Options] = None) -> np.ndarray:
