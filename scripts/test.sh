@@ -26,7 +26,7 @@ step() { printf '\n==== %s\n' "$*"; }
 die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
 
 # ---- Packages ------------------------------------------------------------------
-packages=(cmake g++ libgtest-dev libnanoflann-dev pkg-config)
+packages=(cmake g++ libgtest-dev libnanoflann-dev pkg-config libcli11-dev nlohmann-json3-dev)
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for pkg in "${packages[@]}"; do

@@ -1,0 +1,538 @@
+// point_io.cpp - see point_io.h.
+#include "point_io.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace knn_cli {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error(path + ": " + what);
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail(path, "read error");
+  return ss.str();
+}
+
+bool host_is_little_endian() {
+  const uint16_t one = 1;
+  unsigned char b;
+  std::memcpy(&b, &one, 1);
+  return b == 1;
+}
+
+// Splits on whitespace and commas; empty fields between two commas count.
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_field = false;
+  bool after_comma = false;
+  for (char c : line) {
+    if (c == ',') {
+      if (in_field || after_comma) out.push_back(cur);
+      cur.clear();
+      in_field = false;
+      after_comma = true;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_field) {
+        out.push_back(cur);
+        cur.clear();
+        in_field = false;
+        after_comma = false;
+      }
+    } else {
+      cur.push_back(c);
+      in_field = true;
+    }
+  }
+  if (in_field || after_comma) out.push_back(cur);
+  return out;
+}
+
+bool parse_double(const std::string& s, double* v) {
+  if (s.empty()) return false;
+  const char* b = s.c_str();
+  char* e = nullptr;
+  *v = std::strtod(b, &e);
+  return e != b && *e == '\0';
+}
+
+std::string trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// ---- PLY ----------------------------------------------------------------------------
+enum class PlyType { I8, U8, I16, U16, I32, U32, F32, F64 };
+
+bool ply_type_of(const std::string& name, PlyType* t) {
+  static const struct {
+    const char* name;
+    PlyType type;
+  } table[] = {{"char", PlyType::I8},     {"int8", PlyType::I8},     {"uchar", PlyType::U8},
+               {"uint8", PlyType::U8},    {"short", PlyType::I16},   {"int16", PlyType::I16},
+               {"ushort", PlyType::U16},  {"uint16", PlyType::U16},  {"int", PlyType::I32},
+               {"int32", PlyType::I32},   {"uint", PlyType::U32},    {"uint32", PlyType::U32},
+               {"float", PlyType::F32},   {"float32", PlyType::F32}, {"double", PlyType::F64},
+               {"float64", PlyType::F64}};
+  for (const auto& e : table) {
+    if (name == e.name) {
+      *t = e.type;
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t ply_size(PlyType t) {
+  switch (t) {
+    case PlyType::I8: case PlyType::U8: return 1;
+    case PlyType::I16: case PlyType::U16: return 2;
+    case PlyType::I32: case PlyType::U32: case PlyType::F32: return 4;
+    case PlyType::F64: return 8;
+  }
+  return 0;
+}
+
+// Little-endian value at p as double.
+double ply_load(PlyType t, const unsigned char* p) {
+  unsigned char b[8];
+  const size_t n = ply_size(t);
+  std::memcpy(b, p, n);
+  if (!host_is_little_endian()) std::reverse(b, b + n);
+  switch (t) {
+    case PlyType::I8: { int8_t v; std::memcpy(&v, b, 1); return v; }
+    case PlyType::U8: { uint8_t v; std::memcpy(&v, b, 1); return v; }
+    case PlyType::I16: { int16_t v; std::memcpy(&v, b, 2); return v; }
+    case PlyType::U16: { uint16_t v; std::memcpy(&v, b, 2); return v; }
+    case PlyType::I32: { int32_t v; std::memcpy(&v, b, 4); return v; }
+    case PlyType::U32: { uint32_t v; std::memcpy(&v, b, 4); return v; }
+    case PlyType::F32: { float v; std::memcpy(&v, b, 4); return v; }
+    case PlyType::F64: { double v; std::memcpy(&v, b, 8); return v; }
+  }
+  return 0;
+}
+
+struct PlyProperty {
+  std::string name;
+  bool is_list = false;
+  PlyType count_type = PlyType::U8;
+  PlyType type = PlyType::F32;
+};
+
+struct PlyElement {
+  std::string name;
+  int64_t count = 0;
+  std::vector<PlyProperty> props;
+};
+
+}  // namespace
+
+std::string extension_of(const std::string& path) {
+  const size_t slash = path.find_last_of("/\\");
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string ext = path.substr(dot);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+std::vector<float> read_points(const std::string& path) {
+  const std::string ext = extension_of(path);
+  if (ext == ".xyz" || ext == ".txt" || ext == ".csv") return read_text_points(path);
+  if (ext == ".ply") return read_ply_points(path);
+  if (ext == ".npy") return read_npy_points(path);
+  if (ext == ".bin" || ext == ".f32") return read_raw_points(path);
+  fail(path, "unknown point file type '" + ext +
+                 "' (expected .xyz .txt .csv .ply .npy .bin .f32)");
+}
+
+std::vector<float> read_text_points(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+  std::vector<float> xyz;
+  std::string line;
+  int64_t line_no = 0;
+  bool seen_content = false;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    const std::vector<std::string> f = split_fields(t);
+    double v[3];
+    const bool numeric = f.size() == 3 && parse_double(f[0], &v[0]) &&
+                         parse_double(f[1], &v[1]) && parse_double(f[2], &v[2]);
+    if (!numeric) {
+      bool any_number = false;
+      for (const auto& s : f) {
+        double d;
+        any_number = any_number || parse_double(s, &d);
+      }
+      // A first line with no number at all is a header.
+      if (!seen_content && !any_number) {
+        seen_content = true;
+        continue;
+      }
+      if (f.size() != 3) {
+        fail(path, "line " + std::to_string(line_no) + ": expected 3 columns (x y z), found " +
+                       std::to_string(f.size()));
+      }
+      fail(path, "line " + std::to_string(line_no) + ": not a number in '" + t + "'");
+    }
+    seen_content = true;
+    for (double d : v) xyz.push_back(static_cast<float>(d));
+  }
+  if (in.bad()) fail(path, "read error");
+  return xyz;
+}
+
+std::vector<float> read_ply_points(const std::string& path) {
+  const std::string data = read_whole_file(path);
+  size_t pos = 0;
+  int64_t line_no = 0;
+  auto next_line = [&](std::string* line) {
+    if (pos >= data.size()) return false;
+    size_t nl = data.find('\n', pos);
+    if (nl == std::string::npos) nl = data.size();
+    *line = data.substr(pos, nl - pos);
+    if (!line->empty() && line->back() == '\r') line->pop_back();
+    pos = nl + 1;
+    ++line_no;
+    return true;
+  };
+  std::string line;
+  if (!next_line(&line) || trim(line) != "ply") fail(path, "not a PLY file (no 'ply' magic)");
+  bool ascii = false, format_seen = false, end_seen = false;
+  std::vector<PlyElement> elements;
+  while (next_line(&line)) {
+    std::istringstream ls(line);
+    std::string kw;
+    ls >> kw;
+    if (kw.empty() || kw == "comment" || kw == "obj_info") continue;
+    const std::string where = "PLY header line " + std::to_string(line_no) + ": ";
+    if (kw == "format") {
+      std::string fmt, ver;
+      ls >> fmt >> ver;
+      if (fmt == "ascii") {
+        ascii = true;
+      } else if (fmt == "binary_little_endian") {
+        ascii = false;
+      } else if (fmt == "binary_big_endian") {
+        fail(path, where + "binary_big_endian is not supported (convert to little endian or ascii)");
+      } else {
+        fail(path, where + "unknown format '" + fmt + "'");
+      }
+      format_seen = true;
+    } else if (kw == "element") {
+      PlyElement e;
+      std::string count;
+      ls >> e.name >> count;
+      char* end = nullptr;
+      errno = 0;
+      const long long c = std::strtoll(count.c_str(), &end, 10);
+      if (e.name.empty() || count.empty() || *end != '\0' || c < 0 || errno != 0)
+        fail(path, where + "bad element line '" + line + "'");
+      e.count = c;
+      elements.push_back(e);
+    } else if (kw == "property") {
+      if (elements.empty()) fail(path, where + "property before any element");
+      PlyProperty p;
+      std::string t1;
+      ls >> t1;
+      if (t1 == "list") {
+        std::string ct, it;
+        ls >> ct >> it >> p.name;
+        p.is_list = true;
+        if (!ply_type_of(ct, &p.count_type) || !ply_type_of(it, &p.type) || p.name.empty())
+          fail(path, where + "bad list property '" + line + "'");
+      } else {
+        ls >> p.name;
+        if (!ply_type_of(t1, &p.type) || p.name.empty())
+          fail(path, where + "bad property '" + line + "'");
+      }
+      elements.back().props.push_back(p);
+    } else if (kw == "end_header") {
+      end_seen = true;
+      break;
+    } else {
+      fail(path, where + "unknown keyword '" + kw + "'");
+    }
+  }
+  if (!format_seen) fail(path, "PLY header has no format line");
+  if (!end_seen) fail(path, "truncated PLY header (no end_header)");
+
+  size_t vi = elements.size();
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (elements[i].name == "vertex") {
+      vi = i;
+      break;
+    }
+  }
+  if (vi == elements.size()) fail(path, "PLY file has no vertex element");
+  int col[3] = {-1, -1, -1};
+  const char* names[3] = {"x", "y", "z"};
+  const PlyElement& ve = elements[vi];
+  for (size_t p = 0; p < ve.props.size(); ++p) {
+    for (int d = 0; d < 3; ++d) {
+      if (ve.props[p].name == names[d]) {
+        if (ve.props[p].is_list) fail(path, std::string("PLY vertex property ") + names[d] + " is a list");
+        col[d] = static_cast<int>(p);
+      }
+    }
+  }
+  for (int d = 0; d < 3; ++d)
+    if (col[d] < 0) fail(path, std::string("PLY vertex element has no '") + names[d] + "' property");
+
+  std::vector<float> xyz;
+  // A vertex takes at least 3 bytes, so the file size bounds the reservation
+  // (a corrupt count does not allocate gigabytes up front).
+  xyz.reserve(static_cast<size_t>(std::min<int64_t>(ve.count, static_cast<int64_t>(data.size() / 3))) * 3);
+  if (ascii) {
+    for (size_t e = 0; e <= vi; ++e) {
+      const PlyElement& el = elements[e];
+      for (int64_t r = 0; r < el.count; ++r) {
+        std::string l;
+        do {
+          if (!next_line(&l))
+            fail(path, "truncated PLY: element '" + el.name + "' ends at " + std::to_string(r) +
+                           " of " + std::to_string(el.count));
+        } while (trim(l).empty());
+        const std::vector<std::string> tok = split_fields(l);
+        size_t t = 0;
+        double v[3] = {0, 0, 0};
+        for (size_t p = 0; p < el.props.size(); ++p) {
+          const std::string where = "PLY line " + std::to_string(line_no) + ": ";
+          if (el.props[p].is_list) {
+            double cnt;
+            if (t >= tok.size() || !parse_double(tok[t], &cnt) || !(cnt >= 0) ||
+                cnt > static_cast<double>(tok.size()))
+              fail(path, where + "bad list count");
+            t += 1 + static_cast<size_t>(cnt);
+            if (t > tok.size()) fail(path, where + "list shorter than its count");
+          } else {
+            double d;
+            if (t >= tok.size()) fail(path, where + "too few values");
+            if (!parse_double(tok[t], &d)) fail(path, where + "not a number '" + tok[t] + "'");
+            for (int k = 0; k < 3; ++k)
+              if (static_cast<int>(p) == col[k]) v[k] = d;
+            ++t;
+          }
+        }
+        if (e == vi)
+          for (double d : v) xyz.push_back(static_cast<float>(d));
+      }
+    }
+  } else {
+    const unsigned char* base = reinterpret_cast<const unsigned char*>(data.data());
+    const size_t size = data.size();
+    for (size_t e = 0; e <= vi; ++e) {
+      const PlyElement& el = elements[e];
+      if (el.props.empty()) continue;  // takes no bytes, however many rows
+      for (int64_t r = 0; r < el.count; ++r) {
+        double v[3] = {0, 0, 0};
+        for (size_t p = 0; p < el.props.size(); ++p) {
+          const PlyProperty& pr = el.props[p];
+          auto need = [&](size_t bytes) {
+            if (pos > size || size - pos < bytes)
+              fail(path, "truncated PLY: element '" + el.name + "' ends at " + std::to_string(r) +
+                             " of " + std::to_string(el.count));
+          };
+          if (pr.is_list) {
+            need(ply_size(pr.count_type));
+            const double cnt = ply_load(pr.count_type, base + pos);
+            pos += ply_size(pr.count_type);
+            if (!(cnt >= 0)) fail(path, "PLY: negative list count in element '" + el.name + "'");
+            const double bytes = cnt * static_cast<double>(ply_size(pr.type));
+            if (bytes > static_cast<double>(size)) need(size + 1);
+            need(static_cast<size_t>(bytes));
+            pos += static_cast<size_t>(bytes);
+          } else {
+            need(ply_size(pr.type));
+            const double d = ply_load(pr.type, base + pos);
+            pos += ply_size(pr.type);
+            for (int k = 0; k < 3; ++k)
+              if (static_cast<int>(p) == col[k]) v[k] = d;
+          }
+        }
+        if (e == vi)
+          for (double d : v) xyz.push_back(static_cast<float>(d));
+      }
+    }
+  }
+  return xyz;
+}
+
+std::vector<float> read_npy_points(const std::string& path) {
+  const std::string data = read_whole_file(path);
+  if (data.size() < 10 || std::memcmp(data.data(), "\x93NUMPY", 6) != 0)
+    fail(path, "not a .npy file (no \\x93NUMPY magic)");
+  const unsigned char major = static_cast<unsigned char>(data[6]);
+  size_t header_len = 0, header_start = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(data[8]) | (static_cast<unsigned char>(data[9]) << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (data.size() < 12) fail(path, "truncated .npy header");
+    for (int i = 3; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(data[8 + i]);
+    header_start = 12;
+  } else {
+    fail(path, "unsupported .npy version " + std::to_string(major));
+  }
+  if (data.size() - header_start < header_len) fail(path, "truncated .npy header");
+  const std::string header = data.substr(header_start, header_len);
+  auto value_of = [&](const std::string& key) {
+    const size_t k = header.find("'" + key + "'");
+    if (k == std::string::npos) fail(path, ".npy header has no '" + key + "'");
+    const size_t colon = header.find(':', k);
+    if (colon == std::string::npos) fail(path, "bad .npy header");
+    return header.substr(colon + 1);
+  };
+  std::string descr = trim(value_of("descr"));
+  size_t item = 0;
+  bool f64 = false;
+  if (descr.rfind("'<f4'", 0) == 0 || descr.rfind("'=f4'", 0) == 0) {
+    item = 4;
+  } else if (descr.rfind("'<f8'", 0) == 0 || descr.rfind("'=f8'", 0) == 0) {
+    item = 8;
+    f64 = true;
+  } else {
+    fail(path, ".npy dtype " + descr.substr(0, descr.find_first_of(",}")) +
+                   " is not supported (float32 or float64, little endian)");
+  }
+  if (!host_is_little_endian()) fail(path, ".npy reading needs a little-endian host");
+  const std::string fortran = trim(value_of("fortran_order"));
+  if (fortran.rfind("False", 0) != 0) fail(path, ".npy array is in Fortran order (need C order)");
+  std::string shape = trim(value_of("shape"));
+  if (shape.empty() || shape[0] != '(') fail(path, "bad .npy shape");
+  shape = shape.substr(1, shape.find(')') == std::string::npos ? 0 : shape.find(')') - 1);
+  std::vector<long long> dims;
+  for (const std::string& s : split_fields(shape)) {
+    char* end = nullptr;
+    const long long d = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0' || d < 0) fail(path, "bad .npy shape (" + shape + ")");
+    dims.push_back(d);
+  }
+  if (dims.size() != 2 || dims[1] != 3)
+    fail(path, ".npy shape (" + shape + ") is not (n, 3)");
+  const long long n = dims[0];
+  const size_t body = header_start + header_len;
+  if (static_cast<unsigned long long>(n) > (data.size() - body) / (3 * item))
+    fail(path, "truncated .npy data: shape says " + std::to_string(n) + " points, file holds " +
+                   std::to_string((data.size() - body) / (3 * item)));
+  std::vector<float> xyz(static_cast<size_t>(n) * 3);
+  const char* p = data.data() + body;
+  if (f64) {
+    for (size_t i = 0; i < xyz.size(); ++i) {
+      double d;
+      std::memcpy(&d, p + i * 8, 8);
+      xyz[i] = static_cast<float>(d);
+    }
+  } else if (!xyz.empty()) {
+    std::memcpy(xyz.data(), p, xyz.size() * 4);
+  }
+  return xyz;
+}
+
+std::vector<float> read_raw_points(const std::string& path) {
+  const std::string data = read_whole_file(path);
+  if (data.size() % 12 != 0)
+    fail(path, "raw float32 file size " + std::to_string(data.size()) +
+                   " is not a multiple of 12 bytes (3 floats per point)");
+  if (!host_is_little_endian()) fail(path, "raw float32 reading needs a little-endian host");
+  std::vector<float> xyz(data.size() / 4);
+  if (!xyz.empty()) std::memcpy(xyz.data(), data.data(), data.size());
+  return xyz;
+}
+
+// ---- Writers ------------------------------------------------------------------------
+namespace {
+
+void write_npy(const std::string& path, const char* descr, const void* data, size_t item,
+               int64_t rows, int64_t cols) {
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
+                       std::to_string(rows) + ", " + std::to_string(cols) + "), }";
+  // Magic (6) + version (2) + length (2) + header + '\n', padded to 64 bytes.
+  const size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) fail(path, std::string("cannot create (") + std::strerror(errno) + ")");
+  const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                 static_cast<unsigned char>(header.size() & 0xff),
+                                 static_cast<unsigned char>(header.size() >> 8)};
+  const size_t bytes = static_cast<size_t>(rows) * static_cast<size_t>(cols) * item;
+  bool ok = std::fwrite(pre, 1, 10, f) == 10 &&
+            std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
+            (bytes == 0 || std::fwrite(data, 1, bytes, f) == bytes);
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) fail(path, "write error");
+}
+
+}  // namespace
+
+void write_npy_int32(const std::string& path, const int32_t* data, int64_t rows, int64_t cols) {
+  write_npy(path, "<i4", data, 4, rows, cols);
+}
+
+void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols) {
+  write_npy(path, "<f4", data, 4, rows, cols);
+}
+
+void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist,
+               int64_t rows, int64_t k) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) fail(path, std::string("cannot create (") + std::strerror(errno) + ")");
+  std::string line;
+  for (int64_t j = 0; j < k; ++j) line += (j ? ",i" : "i") + std::to_string(j);
+  if (sq_dist)
+    for (int64_t j = 0; j < k; ++j) line += ",d" + std::to_string(j);
+  line += '\n';
+  bool ok = std::fputs(line.c_str(), f) >= 0;
+  char buf[64];
+  for (int64_t i = 0; i < rows && ok; ++i) {
+    line.clear();
+    const size_t row = static_cast<size_t>(i) * static_cast<size_t>(k);
+    for (int64_t j = 0; j < k; ++j) {
+      if (j) line += ',';
+      line += std::to_string(indices[row + j]);
+    }
+    if (sq_dist) {
+      for (int64_t j = 0; j < k; ++j) {
+        const float d = sq_dist[row + j];
+        if (std::isinf(d)) {
+          line += ",inf";
+        } else {
+          std::snprintf(buf, sizeof buf, ",%.9g", static_cast<double>(d));
+          line += buf;
+        }
+      }
+    }
+    line += '\n';
+    ok = std::fputs(line.c_str(), f) >= 0;
+  }
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) fail(path, "write error");
+}
+
+std::string distance_path_for(const std::string& npy_path) {
+  const std::string ext = extension_of(npy_path);
+  return npy_path.substr(0, npy_path.size() - ext.size()) + "_dist" + (ext.empty() ? ".npy" : ext);
+}
+
+}  // namespace knn_cli
