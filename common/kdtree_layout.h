@@ -108,6 +108,18 @@ KNN_HD bool before_on_axis(float coord_a, int32_t id_a, float coord_b, int32_t i
 // `root_dim` (0 for whole trees; subtrees cut from a tree keep their dims).
 KNN_HD int split_dim(int level, int root_dim) { return (level + root_dim) % 3; }
 
+// Where a point's descent through the first `levels` levels of a tree leads
+// (equal coordinates go left): the position of the level-`levels` node it
+// reaches. `levels` must be below the tree's own number of levels.
+inline int64_t descend(const Node* tree, const float* q, int levels, int root_dim) {
+  int64_t b = 0;
+  for (int level = 0; level < levels; ++level) {
+    const int dim = split_dim(level, root_dim);
+    b = 2 * b + (q[dim] <= tree[b].p[dim] ? 1 : 2);
+  }
+  return b - ((int64_t{1} << levels) - 1);
+}
+
 // Checks of a caller's tree, shared by both engines so that they accept the
 // same arrays and name the same first defect. A TreeDefect code; 0 = fine.
 enum TreeDefect : int {

@@ -44,14 +44,7 @@ std::vector<int64_t> locality_order(const Node* tree, const TreeShape& shape, in
   std::vector<int64_t> order(static_cast<size_t>(m));
   std::vector<int64_t> group(static_cast<size_t>(m));
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < m; ++i) {
-    int64_t b = 0;
-    for (int level = 0; level < levels; ++level) {
-      const int dim = split_dim(level, root_dim);
-      b = 2 * b + (queries[i].p[dim] <= tree[b].p[dim] ? 1 : 2);
-    }
-    group[i] = b - ((int64_t{1} << levels) - 1);
-  }
+  for (int64_t i = 0; i < m; ++i) group[i] = descend(tree, queries[i].p, levels, root_dim);
   std::vector<int64_t> start((size_t{1} << levels) + 1, 0);
   for (int64_t i = 0; i < m; ++i) ++start[group[i] + 1];
   for (size_t g = 1; g < start.size(); ++g) start[g] += start[g - 1];

@@ -284,12 +284,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
   // k-th neighbour, so that the other parts serve only queries near them.
   std::vector<int> part_of_subtree(size_t{1} << levels, -1);
   for (size_t p = 1; p < parts.size(); ++p) part_of_subtree[parts[p].subtree] = static_cast<int>(p);
-  auto home_part = [&](const Point& q) {
-    int64_t b = 0;
-    for (int level = 0; level < levels; ++level)
-      b = 2 * b + (q.p[split_dim(level, 0)] <= tree[b].p[split_dim(level, 0)] ? 1 : 2);
-    return part_of_subtree[b - ((int64_t{1} << levels) - 1)];
-  };
+  auto home_part = [&](const Point& q) { return part_of_subtree[descend(tree, q.p, levels, 0)]; };
 
   const int64_t block = std::max<int64_t>(1, static_cast<int64_t>(kSplitBlockBytes / (size_t(k) * 8)));
   const size_t rows = static_cast<size_t>(std::min(block, m)) * k;
