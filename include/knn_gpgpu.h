@@ -123,6 +123,15 @@ KNN_API const char* KNN_CALL knn_status_string(int status);
 KNN_API const char* KNN_CALL knn_last_error(void);
 /* KNN_VERSION_NUMBER of the loaded library (compare with the header's). */
 KNN_API int KNN_CALL knn_version(void);
+/* Cancellation. Registers a flag for the calling thread (NULL unregisters).
+ * While it is registered, every long call this thread makes (tree builds,
+ * queries, index and point-in-polygon calls) checks *flag between chunks of
+ * work; once any thread has set it to non-zero, the call stops with
+ * KNN_ERR_CANCELLED and its outputs hold the "missing" values (index -1,
+ * squared distance +infinity; counts 0), as after any failure once computing
+ * has started. The flag must stay valid while registered; reset it to 0
+ * before the next call. */
+KNN_API int KNN_CALL knn_set_cancel_flag(const volatile int* flag);
 
 /* =========================================================================
  * 2. The classic 3-D API

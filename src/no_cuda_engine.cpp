@@ -2,6 +2,8 @@
 // operation reports KNN_ERR_NO_DEVICE.
 #include "../common/error.h"
 #include "../cuda/cuda_engine.h"
+#include "../cuda/cuda_index.h"
+#include "../src/quadtree_engine.h"
 
 namespace knn {
 namespace cuda {
@@ -22,6 +24,25 @@ DeviceTree::DeviceTree(const Node*, int64_t, int, bool) : impl_(nullptr) { no_cu
 DeviceTree::~DeviceTree() = default;
 int64_t DeviceTree::size() const { return 0; }
 void DeviceTree::query(const Point*, int, int32_t*, float*, int64_t, int, ChunkSource&) const {
+  no_cuda();
+}
+
+bool is_device_pointer(const void*) { return false; }
+void copy_to_host(void*, const void*, size_t) { no_cuda(); }
+void copy_to_device(void*, const void*, size_t) { no_cuda(); }
+void fill_missing_on_device(int32_t*, float*, int64_t) { no_cuda(); }
+int64_t first_nonfinite_on_device(const float*, int64_t) { no_cuda(); }
+std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, int, const IndexParams&) {
+  no_cuda();
+}
+std::unique_ptr<IndexEngine> build_brute_force_index(const float*, int64_t, int,
+                                                     const IndexParams&) {
+  no_cuda();
+}
+std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&) {
+  no_cuda();
+}
+std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t, const QuadtreeParams&) {
   no_cuda();
 }
 

@@ -1,0 +1,71 @@
+// The engines behind a knn_index (contract section 3). One engine per
+// (backend, structure); src/index_api.cpp validates the caller's arguments,
+// resolves the options, picks the engine and moves arrays between host and
+// device where an engine needs them elsewhere. Engines throw knn::Error.
+//
+// Every engine returns the same answer for the same call: the k nearest by
+// the float32 squared distance of common/float_math.h (squared_distance),
+// ascending, ties by the smaller index (common/neighbor.h: closer), missing
+// slots -1 / +infinity. Radius search keeps the points with squared distance
+// <= radius*radius (the product rounded to float32), in the same order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace knn {
+
+// Options of a build, resolved (no zeros meaning "default" left).
+struct IndexParams {
+  int leaf_size = 0;               // kd-tree bucket size / grid target points per cell
+  int threads = 0;                 // CPU threads; 0 = all cores
+  size_t device_memory_limit = 0;  // 0 = what the device has free
+  bool points_on_device = false;   // CUDA engines: `points` is a device pointer
+};
+
+// Per-call settings. The OpenMP engines are only ever handed host arrays;
+// the CUDA engines take each array where the flags say it lives.
+struct CallParams {
+  int threads = 0;
+  size_t device_memory_limit = 0;
+  bool queries_on_device = false;
+  bool outputs_on_device = false;
+};
+
+class IndexEngine {
+ public:
+  virtual ~IndexEngine() = default;
+  virtual int backend() const = 0;    // KNN_BACKEND_CUDA or KNN_BACKEND_OPENMP
+  virtual int structure() const = 0;  // KNN_STRUCTURE_KDTREE, _GRID or _BRUTE_FORCE
+  virtual int64_t size() const = 0;
+  virtual int dim() const = 0;
+
+  // Rows of k (64-bit offsets i*k) for m queries of dim floats each;
+  // sq_distances may be NULL. Queries are already checked finite.
+  virtual void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+                   const CallParams& call) const = 0;
+  // All-kNN of the indexed points, in input order; exclude_self drops only
+  // row i's own index i (take k+1, drop i where it appears, else the k+1-th).
+  virtual void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+                        const CallParams& call) const = 0;
+  // Rows of max_neighbors (may be 0: counting only); counts[i] the true
+  // number within the radius; indices/sq_distances may be NULL when
+  // max_neighbors is 0, sq_distances and counts may be NULL otherwise.
+  virtual void radius(const float* queries, int64_t m, float radius, int max_neighbors,
+                      int32_t* indices, float* sq_distances, int32_t* counts,
+                      const CallParams& call) const = 0;
+};
+
+namespace omp {
+std::unique_ptr<IndexEngine> build_kdtree_index(const float* points, int64_t n, int dim,
+                                                const IndexParams& params);
+std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_t n, int dim,
+                                                     const IndexParams& params);
+// dim == 3 only. Returns nullptr when the data would make a poor grid
+// (clustered: the caller falls back to the kd-tree and reports that).
+std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
+                                              const IndexParams& params);
+}  // namespace omp
+
+}  // namespace knn
