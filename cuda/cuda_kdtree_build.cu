@@ -8,15 +8,14 @@
 //     at a known rank (TreeShape::median_rank): it becomes the node, the
 //     points before it move to the left child's segment, those after it to
 //     the right child's, with no search at all;
-//   - the two other arrays are partitioned stably around the same medians;
-//     one scan of packed (left, right) counts gives every point its new slot.
+//   - the two other arrays are partitioned stably around the same medians,
+//     tile by tile: segmented (left, right) counts give every point its slot.
 // Entries carry their point, so no pass gathers from random addresses. The
 // last levels, where every subtree fits in a warp, are finished in shared
 // memory by one kernel.
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
 
 #include "cuda_engine.h"
 #include "cuda_kdtree_build.h"
@@ -70,41 +69,93 @@ __global__ void place_on_split_axis(const float4* in, int64_t m, int level, Tree
   }
 }
 
-// Which side of its node's median an entry of another axis array falls on,
-// as packed counts: 1 for left, 1 << 32 for right, 0 for the median itself.
-struct SideCount {
-  const float4* entries;
-  const Node* tree;
-  TreeShape shape;
-  int level;
-  int dim;
-
-  __device__ unsigned long long operator()(int64_t j) const {
-    const int64_t q = shape.segment_of(level, j);
-    const Node& node = tree[(int64_t{1} << level) - 1 + q];
-    const float4 e = entries[j];
-    const float c = coord(e, dim), split = node.p[dim];
-    const int32_t id = id_of(e);
-    if (id == node.id) return 0;
-    const bool left = before_on_axis(c, id, split, node.id);
-    return left ? 1ull : (1ull << 32);
+// The other axes' arrays are partitioned stably around the same medians in
+// tiles of kPartitionTile entries: one pass totals each tile's left and right
+// entries, a small scan chains the tiles, a second pass places every entry.
+// The counts are segmented - they restart at each node's first entry - so the
+// scan hands each entry its offset inside its child's segment directly, and
+// each pass reads the entries once (no per-entry scan array in memory).
+struct SegmentedSum {
+  __host__ __device__ SegmentCounts operator()(const SegmentCounts& a,
+                                               const SegmentCounts& b) const {
+    if (b.head) return b;
+    return SegmentCounts{a.head, a.left + b.left, a.right + b.right};
   }
 };
 
-__global__ void place_on_other_axis(SideCount side, int64_t m,
-                                    const unsigned long long* before, float4* out) {
-  const int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (j >= m) return;
-  const unsigned long long s = side(j);
-  if (s == 0) return;
-  const int64_t q = side.shape.segment_of(side.level, j);
-  const unsigned long long at_start = before[side.shape.segment_start(side.level, q)];
-  const unsigned long long here = before[j];
-  const bool left = (s == 1ull);
-  const int64_t child = 2 * q + (left ? 0 : 1);
-  const int64_t offset = left ? static_cast<int64_t>((here & 0xffffffffull) - (at_start & 0xffffffffull))
-                              : static_cast<int64_t>((here >> 32) - (at_start >> 32));
-  out[side.shape.segment_start(side.level + 1, child) + offset] = side.entries[j];
+constexpr int kTileThreads = 256;
+constexpr int kTileItems = static_cast<int>(kPartitionTile / kTileThreads);
+static_assert(kTileItems * kTileThreads == kPartitionTile, "tile = threads x items");
+
+enum Side { kLeft = 0, kRight = 1, kMedian = 2 };
+
+// Entries [first, first + kTileItems) of one thread, with the side of its
+// node's median each falls on and its segmented count.
+struct ThreadEntries {
+  float4 entry[kTileItems];
+  int side[kTileItems];
+  int64_t segment[kTileItems];
+  SegmentCounts count[kTileItems];
+};
+
+__device__ void load_entries(const float4* entries, const Node* tree, const TreeShape& shape,
+                             int level, int dim, int64_t m, ThreadEntries& t) {
+  const int64_t first = blockIdx.x * kPartitionTile + int64_t{threadIdx.x} * kTileItems;
+#pragma unroll
+  for (int i = 0; i < kTileItems; ++i) {
+    const int64_t j = first + i;
+    t.side[i] = kMedian;
+    t.count[i] = SegmentCounts{0, 0, 0};
+    if (j >= m) continue;
+    const int64_t q = shape.segment_of(level, j);
+    const Node& node = tree[(int64_t{1} << level) - 1 + q];
+    const float4 e = entries[j];
+    t.entry[i] = e;
+    t.segment[i] = q;
+    if (id_of(e) != node.id)
+      t.side[i] = before_on_axis(coord(e, dim), id_of(e), node.p[dim], node.id) ? kLeft : kRight;
+    t.count[i] = SegmentCounts{j == shape.segment_start(level, q) ? 1u : 0u,
+                               t.side[i] == kLeft ? 1u : 0u, t.side[i] == kRight ? 1u : 0u};
+  }
+}
+
+using TileScan = cub::BlockScan<SegmentCounts, kTileThreads>;
+
+__global__ void __launch_bounds__(kTileThreads)
+    total_tile_sides(const float4* entries, const Node* tree, TreeShape shape, int level, int dim,
+                     int64_t m, SegmentCounts* tile_totals) {
+  __shared__ typename TileScan::TempStorage scan;
+  ThreadEntries t;
+  load_entries(entries, tree, shape, level, dim, m, t);
+  SegmentCounts inclusive[kTileItems], total;
+  TileScan(scan).InclusiveScan(t.count, inclusive, SegmentedSum(), total);
+  if (threadIdx.x == 0) tile_totals[blockIdx.x] = total;
+}
+
+// Hands the block the tiles before it, combined (read by the first warp).
+struct TilePrefix {
+  SegmentCounts before;
+  __device__ SegmentCounts operator()(const SegmentCounts&) const { return before; }
+};
+
+__global__ void __launch_bounds__(kTileThreads)
+    place_tile_entries(const float4* entries, const Node* tree, TreeShape shape, int level,
+                       int dim, int64_t m, const SegmentCounts* tile_prefixes, float4* out) {
+  __shared__ typename TileScan::TempStorage scan;
+  ThreadEntries t;
+  load_entries(entries, tree, shape, level, dim, m, t);
+  SegmentCounts before[kTileItems];
+  TilePrefix prefix{tile_prefixes[blockIdx.x]};
+  TileScan(scan).ExclusiveScan(t.count, before, SegmentedSum(), prefix);
+#pragma unroll
+  for (int i = 0; i < kTileItems; ++i) {
+    if (t.side[i] == kMedian) continue;
+    // Counts before an entry run back to its segment's first entry, unless
+    // it is that first entry itself.
+    const bool left = t.side[i] == kLeft;
+    const unsigned offset = t.count[i].head ? 0u : (left ? before[i].left : before[i].right);
+    out[shape.segment_start(level + 1, 2 * t.segment[i] + t.side[i]) + offset] = t.entry[i];
+  }
 }
 
 // The last levels, once every node's points fit in one warp's shared memory:
@@ -217,12 +268,11 @@ size_t sort_temp_bytes(int64_t n) {
   return bytes;
 }
 
-size_t scan_temp_bytes(int64_t n) {
+size_t scan_temp_bytes(int64_t tiles) {
   size_t bytes = 0;
-  auto in = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
-                                            SideCount{nullptr, nullptr, TreeShape(n), 0, 0});
-  check(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in,
-                                      static_cast<unsigned long long*>(nullptr), n),
+  check(cub::DeviceScan::ExclusiveScan(nullptr, bytes, static_cast<const SegmentCounts*>(nullptr),
+                                       static_cast<SegmentCounts*>(nullptr), SegmentedSum(),
+                                       SegmentCounts{0, 0, 0}, tiles),
         "cub scan size");
   return bytes;
 }
@@ -235,9 +285,11 @@ BuildWorkspace::BuildWorkspace(int64_t n) : n_(n) {
   for (auto& a : axis_) a.allocate(static_cast<size_t>(n));
   for (auto& k : keys_) k.allocate(static_cast<size_t>(n));
   for (auto& i : ids_) i.allocate(static_cast<size_t>(n));
-  scan_.allocate(static_cast<size_t>(n));
+  const int64_t tiles = partition_tiles(n);
+  tile_totals_.allocate(static_cast<size_t>(tiles));
+  tile_prefixes_.allocate(static_cast<size_t>(tiles));
   cub_temp_.allocate(
-      checked_cub_temp(std::max(sort_temp_bytes(n), scan_temp_bytes(n)), cub_temp_bytes(n)));
+      checked_cub_temp(std::max(sort_temp_bytes(n), scan_temp_bytes(tiles)), cub_temp_bytes(n)));
 }
 
 void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWorkspace& ws,
@@ -271,15 +323,19 @@ void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWor
     place_on_split_axis<<<level_grid, kBlock, 0, stream>>>(axis[dim], m, level, shape, spare, tree);
     check_launch("place_on_split_axis");
     std::swap(axis[dim], spare);
+    const int64_t tiles = partition_tiles(m);
     for (int other = 1; other <= 2; ++other) {
       const int a = (dim + other) % 3;
-      const SideCount side{axis[a], tree, shape, level, dim};
-      auto counts = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), side);
-      check(cub::DeviceScan::ExclusiveSum(ws.cub_temp_.get(), temp_bytes, counts, ws.scan_.get(),
-                                          m, stream),
-            "cub::DeviceScan::ExclusiveSum");
-      place_on_other_axis<<<level_grid, kBlock, 0, stream>>>(side, m, ws.scan_.get(), spare);
-      check_launch("place_on_other_axis");
+      total_tile_sides<<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(
+          axis[a], tree, shape, level, dim, m, ws.tile_totals_.get());
+      check_launch("total_tile_sides");
+      check(cub::DeviceScan::ExclusiveScan(ws.cub_temp_.get(), temp_bytes, ws.tile_totals_.get(),
+                                           ws.tile_prefixes_.get(), SegmentedSum(),
+                                           SegmentCounts{0, 0, 0}, tiles, stream),
+            "cub::DeviceScan::ExclusiveScan");
+      place_tile_entries<<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(
+          axis[a], tree, shape, level, dim, m, ws.tile_prefixes_.get(), spare);
+      check_launch("place_tile_entries");
       std::swap(axis[a], spare);
     }
   }

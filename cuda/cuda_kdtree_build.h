@@ -10,6 +10,14 @@
 namespace knn {
 namespace cuda {
 
+// Entries to the left and right of their node's median in a range of an
+// axis array, counted since the range's last segment start (head: the range
+// holds one); the build's partition passes scan these.
+struct SegmentCounts {
+  unsigned head;
+  unsigned left, right;
+};
+
 // Device memory of one build of n points (sizes: memory_model.h).
 class BuildWorkspace {
  public:
@@ -22,7 +30,8 @@ class BuildWorkspace {
   DeviceBuffer<float4> axis_[4];     // (x, y, z, id) sorted by each axis, plus a spare
   DeviceBuffer<uint32_t> keys_[2];   // radix sort keys, double-buffered
   DeviceBuffer<int32_t> ids_[2];     // radix sort payload, double-buffered
-  DeviceBuffer<unsigned long long> scan_;
+  DeviceBuffer<SegmentCounts> tile_totals_;    // per partition tile
+  DeviceBuffer<SegmentCounts> tile_prefixes_;  // the tiles before each, combined
   DeviceBuffer<float4*> axis_pointers_;  // the three axis arrays, for the last levels
   DeviceBuffer<unsigned char> cub_temp_;
 };

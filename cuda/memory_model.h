@@ -27,12 +27,22 @@ inline size_t cub_temp_bytes(int64_t items) {
   return aligned(kCubTempBase + static_cast<size_t>(items < 0 ? 0 : items));
 }
 
+// The build partitions its arrays in tiles of this many entries; each tile
+// keeps two 12-byte counts (its total and the tiles before it).
+constexpr int64_t kPartitionTile = 1024;
+
+inline int64_t partition_tiles(int64_t n) {
+  return n <= 0 ? 0 : (n + kPartitionTile - 1) / kPartitionTile;
+}
+
 // Build of n points: the points, four arrays of (x, y, z, id) entries (three
 // sorted by one axis each, plus one to partition into), sort keys and ids
-// (double-buffered), one scan array, the tree itself and CUB's temporaries.
+// (double-buffered), the partition tiles' counts, the tree itself and CUB's
+// temporaries.
 inline size_t build_bytes(int64_t n) {
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
-  return aligned(un * 12) + 4 * aligned(un * 16) + 4 * aligned(un * 4) + aligned(un * 8) +
+  const size_t tiles = static_cast<size_t>(partition_tiles(n));
+  return aligned(un * 12) + 4 * aligned(un * 16) + 4 * aligned(un * 4) + 2 * aligned(tiles * 12) +
          aligned(un * 24) + cub_temp_bytes(n) + aligned(64) + aligned(24);
 }
 

@@ -1,12 +1,16 @@
 // A k-list shared by the 32 lanes of a warp that search for one query
 // together (any k up to the shared memory the block has). The list lives in
 // shared memory, sorted by (squared distance, index); candidates arrive in
-// batches of up to 32, one per lane, and are merged in one step:
+// batches of up to 32, one per lane, and are merged in place in one step:
 //   1. lanes whose candidate is not closer than the k-th drop it;
 //   2. the batch is sorted across the warp (bitonic, by shuffles);
-//   3. every list entry and every batch entry computes its rank in the
-//      merged order by a binary search in the other sequence, and entries of
-//      rank < k are written to the second buffer, which becomes the list.
+//   3. every batch entry finds its rank in the merged order by a binary
+//      search in the list; then every list entry from the batch's first rank
+//      on finds its own by a binary search in the batch and moves up to it.
+// List entries only move up, so the list is rewritten from the top in
+// windows of 32, each read whole before it is written: no entry is
+// overwritten before it has been read, and the entries before the batch's
+// first rank (most of the list late in a search) are not touched at all.
 // Ranks are unique because (distance, index) pairs are, so no two lanes
 // write the same slot. Empty slots hold (+inf, INT32_MAX).
 #pragma once
@@ -19,18 +23,17 @@ namespace cuda {
 constexpr unsigned kFullMask = 0xffffffffu;
 
 struct WarpList {
-  Neighbor* list;   // k entries (the current list)
-  Neighbor* spare;  // k entries (the next list)
+  Neighbor* list;   // k entries
   Neighbor* batch;  // 32 entries
   int k;
   int lane;
   Neighbor worst;   // list[k - 1], the same in every lane
 
   // Shared memory one warp needs for a list of k.
-  static __host__ __device__ size_t bytes(int k) { return sizeof(Neighbor) * (2 * size_t(k) + 32); }
+  static __host__ __device__ size_t bytes(int k) { return sizeof(Neighbor) * (size_t(k) + 32); }
 
   __device__ WarpList(Neighbor* storage, int k_, int lane_)
-      : list(storage), spare(storage + k_), batch(storage + 2 * k_), k(k_), lane(lane_) {
+      : list(storage), batch(storage + k_), k(k_), lane(lane_) {
     for (int j = lane; j < k; j += 32) list[j] = Neighbor{kInfinity, kNoIndex};
     worst = Neighbor{kInfinity, kNoIndex};
     __syncwarp();
@@ -48,23 +51,26 @@ struct WarpList {
     sort_across_warp(c);
     const int count = __popc(keep);
     batch[lane] = c;
-    __syncwarp();
     // Ranks of the batch entries: their own position plus the list entries
-    // closer than them.
+    // closer than them, read before the list changes.
     int batch_rank = k;
     if (lane < count) batch_rank = lane + lower_bound(list, k, c);
-    // Ranks of the list entries: their position plus the batch entries
-    // closer than them.
-    for (int j = lane; j < k; j += 32) {
-      const Neighbor e = list[j];
-      const int rank = j + lower_bound(batch, count, e);
-      if (rank < k) spare[rank] = e;
-    }
-    if (batch_rank < k) spare[batch_rank] = c;
+    const int first = __shfl_sync(kFullMask, batch_rank, 0);
     __syncwarp();
-    Neighbor* t = list;
-    list = spare;
-    spare = t;
+    for (int top = k; top > first; top -= 32) {
+      const int j = top - 32 + lane;
+      Neighbor e{kInfinity, kNoIndex};
+      int rank = k;
+      if (j >= first) {
+        e = list[j];
+        rank = j + lower_bound(batch, count, e);
+      }
+      __syncwarp();
+      if (rank < k) list[rank] = e;
+      __syncwarp();
+    }
+    if (batch_rank < k) list[batch_rank] = c;
+    __syncwarp();
     worst = list[k - 1];
     __syncwarp();
   }
