@@ -56,9 +56,9 @@
  * Environment. KNN_DEVICE_MEMORY_LIMIT (bytes) makes the planner act as if
  *           only that much device memory were free; KNN_CPU_SHARE=1/0 forces
  *           the CPU share of queryAll on or off (default: on where it helps).
- * This release. The classic 3-D API (section 2) runs on both engines. The
- *           index API (section 3) and point-in-polygon (section 4) are
- *           declared with their final contract, but their engines are not in
+ * This release. The classic 3-D API (section 2) and point-in-polygon
+ *           (section 4) run on both engines. The index API (section 3) is
+ *           declared with its final contract, but its engines are not in
  *           this release: those calls return KNN_ERR_UNSUPPORTED and say so.
  */
 #ifndef KNN_GPGPU_H
@@ -311,7 +311,18 @@ KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, in
 
 typedef struct knn_quadtree knn_quadtree; /* opaque */
 
-/* Build a quadtree over n points (n rows of x, y). Free with knn_quadtree_free. */
+/* Build a quadtree over n points (n rows of x, y; host memory), 0 <= n <=
+ * 2^31 - 1; the tree keeps its own copy. Free with knn_quadtree_free (NULL is
+ * fine). Options: backend AUTO (default) builds on the CUDA engine when a
+ * usable device is present, else on OpenMP; KNN_BACKEND_CUDA without a device
+ * is KNN_ERR_NO_DEVICE; device -1 (default) or the calling thread's current
+ * device (select another with cuSetDevice first). leaf_size is the leaf
+ * capacity: a node is split while it holds more points than that (0 = the
+ * engine's default, 64 on OpenMP), down to a 2^16 x 2^16 grid cell over the
+ * points' bounding box, so equal points share one leaf whatever their number.
+ * threads limits the OpenMP engine (0 = all cores); the queries take their
+ * own options (NULL = defaults) and run on the tree's engine. NaN/Inf points
+ * are KNN_ERR_NONFINITE_INPUT naming the first. */
 KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
                                         knn_quadtree** out);
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
@@ -321,14 +332,38 @@ KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
  * polygon p spans rings [polygon_offsets[p], polygon_offsets[p+1])
  * (n_polygons + 1 offsets). The first ring of a polygon is its outer
  * boundary, the others are holes. Rings may be open or closed, in any
- * orientation, concave. Offsets count vertices, not floats.
- * Inside rule: even-odd crossings of a ray towards +x, with the half-open edge
- * rule (an edge counts when exactly one endpoint has y > the point's y; points
- * exactly on an edge are decided by the same rule), so a point on an edge
- * shared by two adjacent polygons belongs to exactly one of them.
+ * orientation, concave. Offsets count vertices, not floats. All arrays are
+ * host memory.
+ * Checks (KNN_ERR_INVALID_ARGUMENT, the message names the element):
+ * ring_offsets[0] == 0 and non-decreasing, ring_offsets[n_rings] being the
+ * number of vertices; polygon_offsets[0] == 0, strictly increasing (every
+ * polygon has an outer ring) and polygon_offsets[n_polygons] == n_rings; every
+ * ring keeps at least 3 vertices once consecutive repeats (the closing repeat
+ * of a closed ring included) are dropped, so a closed triangle of 4 vertices
+ * is fine and a back-and-forth segment is not; arrays non-NULL where they
+ * have entries (n_rings = n_polygons = 0 takes NULLs). A NaN/Inf vertex is
+ * KNN_ERR_NONFINITE_INPUT naming the vertex.
+ * Inside rule: even-odd crossings of a ray from the point towards +x over all
+ * rings of the polygon (holes included). An edge (a, b) counts when exactly
+ * one endpoint has y > the point's y (half-open: horizontal edges never
+ * count, a vertex on the ray counts once) and it crosses the ray strictly
+ * right of the point. The decision is exact for the float inputs (no
+ * rounding can flip it) and identical on both backends.
+ * Boundary rule: the answer for a point p is the plain even-odd answer for p
+ * nudged infinitesimally right, then (far less) up. So a point exactly on an
+ * edge belongs to the polygon lying to its right (above it, on a horizontal
+ * edge); a point on an edge or a vertex shared by adjacent polygons that
+ * tile a region belongs to exactly one of them; the unit square [0,1]^2
+ * holds (0,0), (0,0.5) and (0.5,0) but not (1,0.5), (0.5,1) or (1,1).
  * knn_points_in_polygons_count writes counts[p], the number of points inside
  * polygon p; knn_points_in_polygons then fills point_indices with those
- * points, polygon p at [out_offsets[p], out_offsets[p+1]), ascending. */
+ * points, polygon p at [out_offsets[p], out_offsets[p+1]), ascending.
+ * out_offsets must be the running sum of the counts (out_offsets[0] == 0,
+ * out_offsets[p+1] - out_offsets[p] == counts[p]); the call recounts and
+ * refuses disagreeing offsets before writing anything. On a failure after
+ * computing started (cancellation, device error) counts are all 0; a
+ * failure while filling (after the offsets passed) leaves
+ * point_indices[0 .. out_offsets[n_polygons]) all -1, one before untouched. */
 KNN_API int KNN_CALL knn_points_in_polygons_count(const knn_quadtree* tree,
                                                   const float* vertices_xy,
                                                   const int64_t* ring_offsets, int64_t n_rings,

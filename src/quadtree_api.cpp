@@ -1,43 +1,174 @@
-// Entry points of point-in-polygon over a quadtree (contract section 4). The
-// quadtree engines are not part of this release yet: the calls answer
-// KNN_ERR_UNSUPPORTED, never a silent success.
+// Entry points of point-in-polygon over a quadtree (contract section 4): the
+// handle, the checks of points, polygons and options, the choice of backend,
+// and the "outputs untouched or fully written" rule around the engines.
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "../cuda/cuda_engine.h"
 #include "abi_barrier.h"
+#include "polygon_validate.h"
+#include "quadtree_engine.h"
+#include "validate.h"
+
+// The handle owns its engine. `magic` tells a live quadtree from a stray or
+// freed pointer (best effort: it is cleared on free).
+struct knn_quadtree {
+  static constexpr uint64_t kMagic = 0x6b6e6e5f71747265ull;  // "knn_qtre"
+  uint64_t magic = kMagic;
+  std::unique_ptr<knn::QuadtreeEngine> engine;
+};
 
 namespace knn {
 namespace {
-[[noreturn]] void quadtree_engine_missing() {
-  fail(KNN_ERR_UNSUPPORTED, "the point-in-polygon quadtree engine is not in this release");
+
+// Points are numbered in 31 bits inside the engines (sort keys pack
+// (cell key, index) into 64 bits); outputs are 64-bit all the same.
+constexpr int64_t kMaxPoints = INT32_MAX;
+
+// The caller's options, read only as far as its struct_size says, over the
+// defaults.
+knn_options read_options(const knn_options* opt) {
+  knn_options o;
+  knn_options_init(&o);
+  if (opt == nullptr) return o;
+  constexpr size_t kFirstField = offsetof(knn_options, backend) + sizeof(int);
+  if (opt->struct_size < kFirstField)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->struct_size is %zu; initialise the options with knn_options_init",
+                opt->struct_size));
+  std::memcpy(&o, opt, std::min(opt->struct_size, sizeof o));
+  o.struct_size = sizeof o;
+  if (o.backend != KNN_BACKEND_AUTO && o.backend != KNN_BACKEND_CUDA &&
+      o.backend != KNN_BACKEND_OPENMP)
+    fail(KNN_ERR_INVALID_ARGUMENT, format("opt->backend is %d; it must be one of "
+                                          "KNN_BACKEND_AUTO, KNN_BACKEND_CUDA, KNN_BACKEND_OPENMP",
+                                          o.backend));
+  if (o.leaf_size < 0)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->leaf_size is %d; it must be 0 (default) or positive", o.leaf_size));
+  if (o.threads < 0)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->threads is %d; it must be 0 (all cores) or positive", o.threads));
+  return o;
 }
+
+QuadtreeParams params_of(const knn_options& o) {
+  QuadtreeParams params;
+  params.leaf_capacity = o.leaf_size;
+  params.threads = o.threads;
+  params.device_memory_limit = o.device_memory_limit;
+  return params;
+}
+
+int choose_backend(const knn_options& o) {
+  if (o.backend == KNN_BACKEND_OPENMP) return KNN_BACKEND_OPENMP;
+  const bool device = cuda::device_count() > 0;
+  if (o.backend == KNN_BACKEND_CUDA && !device)
+    fail(KNN_ERR_NO_DEVICE, "opt->backend is KNN_BACKEND_CUDA but no usable CUDA device is present");
+  if (device && o.device >= 0 && o.device != cuda::current_device())
+    fail(KNN_ERR_UNSUPPORTED,
+         format("opt->device is %d but the calling thread's current device is %d; select the "
+                "device with cuSetDevice before building the quadtree",
+                o.device, cuda::current_device()));
+  return device ? KNN_BACKEND_CUDA : KNN_BACKEND_OPENMP;
+}
+
+const QuadtreeEngine& engine_of(const knn_quadtree* tree) {
+  if (tree == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "tree is NULL");
+  if (tree->magic != knn_quadtree::kMagic || !tree->engine)
+    fail(KNN_ERR_INVALID_ARGUMENT, "tree is not a live quadtree made by knn_quadtree_build");
+  return *tree->engine;
+}
+
 }  // namespace
 }  // namespace knn
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_quadtree_build(const float*, int64_t, const knn_options*,
+KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
                                         knn_quadtree** out) {
   return knn::guarded("knn_quadtree_build", [&] {
-    if (out != nullptr) *out = nullptr;
-    knn::quadtree_engine_missing();
+    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    knn::check_array(xy, n, "xy", "n");
+    if (n > knn::kMaxPoints)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("n is %lld; a quadtree holds at most %lld points",
+                            static_cast<long long>(n), static_cast<long long>(knn::kMaxPoints)));
+    const knn_options o = knn::read_options(opt);
+    knn::check_finite(xy, n, 2, "point");
+    const knn::QuadtreeParams params = knn::params_of(o);
+    std::unique_ptr<knn_quadtree> tree(new knn_quadtree);
+    tree->engine = knn::choose_backend(o) == KNN_BACKEND_CUDA
+                       ? knn::cuda::build_quadtree(xy, n, params)
+                       : knn::omp::build_quadtree(xy, n, params);
+    *out = tree.release();
   });
 }
 
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree) {
   return knn::guarded("knn_quadtree_free", [&] {
-    if (tree != nullptr)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT, "not a quadtree made by knn_quadtree_build");
+    if (tree == nullptr) return;
+    knn::engine_of(tree);
+    tree->magic = 0;
+    delete tree;
   });
 }
 
-KNN_API int KNN_CALL knn_points_in_polygons_count(const knn_quadtree*, const float*,
-                                                  const int64_t*, int64_t, const int64_t*,
-                                                  int64_t, int64_t*, const knn_options*) {
-  return knn::guarded("knn_points_in_polygons_count", [] { knn::quadtree_engine_missing(); });
+KNN_API int KNN_CALL knn_points_in_polygons_count(const knn_quadtree* tree,
+                                                  const float* vertices_xy,
+                                                  const int64_t* ring_offsets, int64_t n_rings,
+                                                  const int64_t* polygon_offsets,
+                                                  int64_t n_polygons, int64_t* counts,
+                                                  const knn_options* opt) {
+  return knn::guarded("knn_points_in_polygons_count", [&] {
+    const knn::QuadtreeEngine& engine = knn::engine_of(tree);
+    knn::check_array(counts, n_polygons, "counts", "n_polygons");
+    const knn::QuadtreeParams params = knn::params_of(knn::read_options(opt));
+    const knn::PolygonSet polygons =
+        knn::validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
+    try {
+      engine.count(polygons, counts, params);
+    } catch (...) {
+      std::fill(counts, counts + n_polygons, int64_t{0});
+      throw;
+    }
+  });
 }
 
-KNN_API int KNN_CALL knn_points_in_polygons(const knn_quadtree*, const float*, const int64_t*,
-                                            int64_t, const int64_t*, int64_t, const int64_t*,
-                                            int64_t*, const knn_options*) {
-  return knn::guarded("knn_points_in_polygons", [] { knn::quadtree_engine_missing(); });
+KNN_API int KNN_CALL knn_points_in_polygons(const knn_quadtree* tree, const float* vertices_xy,
+                                            const int64_t* ring_offsets, int64_t n_rings,
+                                            const int64_t* polygon_offsets, int64_t n_polygons,
+                                            const int64_t* out_offsets, int64_t* point_indices,
+                                            const knn_options* opt) {
+  return knn::guarded("knn_points_in_polygons", [&] {
+    const knn::QuadtreeEngine& engine = knn::engine_of(tree);
+    const knn::QuadtreeParams params = knn::params_of(knn::read_options(opt));
+    const knn::PolygonSet polygons =
+        knn::validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
+    if (n_polygons == 0) return;
+    if (out_offsets == nullptr)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("out_offsets is NULL while n_polygons is %lld",
+                            static_cast<long long>(n_polygons)));
+    std::vector<int64_t> counts(static_cast<size_t>(n_polygons));
+    engine.count(polygons, counts.data(), params);
+    knn::check_out_offsets(out_offsets, counts.data(), n_polygons);
+    const int64_t total = out_offsets[n_polygons];
+    if (total > 0 && point_indices == nullptr)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("point_indices is NULL while out_offsets[n_polygons] = %lld",
+                            static_cast<long long>(total)));
+    try {
+      engine.fill(polygons, out_offsets, point_indices, params);
+    } catch (...) {
+      std::fill(point_indices, point_indices + total, int64_t{-1});
+      throw;
+    }
+  });
 }
 
 }  // extern "C"

@@ -257,28 +257,6 @@ TEST(IndexApi, EstimatesArePositiveAndGrow) {
       << "1e8 queries x 100 neighbours are 4e10 bytes of indices alone";
 }
 
-TEST(QuadtreeApi, IsUnsupportedInThisRelease) {
-  const std::vector<float> xy = make_rows(Dist::Uniform, 50, 2, 3);
-  knn_quadtree* tree = reinterpret_cast<knn_quadtree*>(&tree);
-  EXPECT_EQ(knn_quadtree_build(xy.data(), 50, nullptr, &tree), KNN_ERR_UNSUPPORTED);
-  EXPECT_EQ(tree, nullptr) << "*out must be NULL on failure";
-  EXPECT_STRNE(knn_last_error(), "");
-  const float square[] = {0, 0, 1, 0, 1, 1, 0, 1};
-  const int64_t rings[] = {0, 4};
-  const int64_t polygons[] = {0, 1};
-  int64_t counts[1] = {-5};
-  expect_unsupported_or_invalid(
-      knn_points_in_polygons_count(nullptr, square, rings, 1, polygons, 1, counts, nullptr),
-      "knn_points_in_polygons_count");
-  EXPECT_EQ(counts[0], -5);
-  const int64_t out_offsets[] = {0, 0};
-  int64_t indices[1] = {-5};
-  expect_unsupported_or_invalid(knn_points_in_polygons(nullptr, square, rings, 1, polygons, 1,
-                                                       out_offsets, indices, nullptr),
-                                "knn_points_in_polygons");
-  EXPECT_EQ(indices[0], -5);
-}
-
 // ---- CUDA entry points on a machine without a device --------------------------------------
 
 class NoDevice : public ::testing::Test {

@@ -1,0 +1,505 @@
+// Point-in-polygon queries against the GPU quadtree (layout: quadtree.cuh).
+//
+// Work items are (polygon, node) pairs, one warp each. A pair starts at the
+// root for every polygon whose box meets the tree's box; a warp then decides:
+//   - no polygon edge touches the node's closed box (exact separating-axis
+//     test with the exact orientation predicate): the node lies in one face
+//     of the polygon, so its first point's answer is every point's answer:
+//     the whole range is emitted or dropped without further tests;
+//   - an edge touches and the node is a leaf: every point is tested with the
+//     shared predicate (common/pip_predicate.h);
+//   - an edge touches an internal node: its children that meet the polygon's
+//     box become pairs of the next level.
+// The edges of a polygon are spread over the warp's lanes (crossing parity is
+// a XOR over edges), so polygons of 10^5 vertices run as fast as the warp
+// allows; small polygons test 32 points at once, one per lane.
+//
+// Memory stays bounded: pairs are visited in slices of kSlicePairs, and the
+// children of one slice are visited (recursively, depth first over slices)
+// before the next slice, so each level holds at most 4 * kSlicePairs pairs.
+// Results do not depend on the visiting order: counts are integer sums, and
+// fill sorts each polygon's indices afterwards (CUB segmented sort), so the
+// answer is the OpenMP engine's, bit for bit.
+#include <cub/device/device_segmented_sort.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "../common/pip_predicate.h"
+#include "../common/quadtree_layout.h"
+#include "quadtree.cuh"
+#include "quadtree_geometry.h"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarp = 32;
+constexpr int kBlock = 256;
+constexpr int kWarpsPerBlock = kBlock / kWarp;
+// Pairs visited per launch; also the most polygons started at once.
+constexpr int64_t kSlicePairs = int64_t{1} << 18;
+// Polygons with at most this many edges test a leaf's points one per lane;
+// larger ones test each point with the whole warp over the edges.
+constexpr int64_t kLanePerPointMaxEdges = 64;
+// Emitted indices of one fill chunk: int32 out and sorted, int64 widened.
+constexpr size_t kFillBytesPerItem = 4 + 4 + 8;
+constexpr int64_t kMinFillChunkItems = int64_t{1} << 20;
+
+struct Pair {
+  int32_t polygon;
+  int32_t node;
+};
+
+struct PolygonsView {
+  const float* xy;
+  const int64_t* ring_offsets;
+  const int64_t* polygon_offsets;
+  const float4* boxes;  // of each polygon's outer ring; empty without rings
+};
+
+__device__ bool boxes_meet(const float4& a, const float4& b) {
+  return a.x <= b.z && b.x <= a.z && a.y <= b.w && b.y <= a.w;
+}
+
+// Calls visit(ax, ay, bx, by) for the edges of rings [r0, r1), each edge on
+// one lane, in warp-uniform steps; stops early when visit's results, OR-ed
+// over the warp, say so (kStopOnAny). Returns the lane's XOR of the results.
+template <bool kStopOnAny, class Visit>
+__device__ bool for_warp_edges(const PolygonsView& polys, int64_t r0, int64_t r1, int lane,
+                               Visit visit) {
+  bool acc = false;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = polys.ring_offsets[r];
+    const int64_t e = polys.ring_offsets[r + 1];
+    if (e - b < 2) continue;  // as pip::ring_crossing_parity
+    for (int64_t base = b; base < e; base += kWarp) {
+      const int64_t v = base + lane;
+      if (v < e) {
+        const int64_t u = v == b ? e - 1 : v - 1;
+        const bool hit = visit(polys.xy[2 * u], polys.xy[2 * u + 1], polys.xy[2 * v],
+                               polys.xy[2 * v + 1]);
+        acc = kStopOnAny ? (acc || hit) : (acc != hit);
+      }
+      if (kStopOnAny && __any_sync(kFullMask, acc)) return true;
+    }
+  }
+  return acc;
+}
+
+// pip::inside_polygon, with the edges spread over the warp.
+__device__ bool warp_inside(float px, float py, const PolygonsView& polys, int64_t r0, int64_t r1,
+                            int lane) {
+  const bool parity = for_warp_edges<false>(polys, r0, r1, lane,
+                                            [&](float ax, float ay, float bx, float by) {
+                                              return pip::edge_crosses_ray(ax, ay, bx, by, px, py);
+                                            });
+  return (__popc(__ballot_sync(kFullMask, parity)) & 1) != 0;
+}
+
+// Counting: sums per polygon.
+struct CountSink {
+  unsigned long long* counts;
+
+  __device__ void whole_range(int32_t polygon, int64_t begin, int64_t end, const int32_t*,
+                              int lane) const {
+    if (lane == 0) atomicAdd(counts + polygon, static_cast<unsigned long long>(end - begin));
+  }
+  // `inside`: ballot of the lanes whose point (sorted position j) is inside.
+  __device__ void points(int32_t polygon, unsigned inside, int64_t, const int32_t*,
+                         int lane) const {
+    if (lane == 0 && inside != 0)
+      atomicAdd(counts + polygon, static_cast<unsigned long long>(__popc(inside)));
+  }
+};
+
+// Filling: each polygon of the chunk appends at its cursor, inside its own
+// segment [cursor start, segment_end); a polygon that would run past its end
+// (offsets that disagree with the points) raises `overflow` instead of
+// writing.
+struct FillSink {
+  int32_t first_polygon;
+  unsigned long long* cursors;      // per polygon of the chunk
+  const int64_t* out_offsets;       // all polygons, n_polygons + 1
+  int64_t chunk_base;               // out_offsets[first_polygon]
+  int32_t* out;
+  int* overflow;
+
+  __device__ int64_t reserve(int32_t polygon, int64_t items, int lane) const {
+    int64_t at = 0;
+    if (lane == 0) {
+      at = static_cast<int64_t>(
+          atomicAdd(cursors + (polygon - first_polygon), static_cast<unsigned long long>(items)));
+      if (at + items > out_offsets[polygon + 1] - chunk_base) {
+        atomicExch(overflow, 1);
+        at = -1;
+      }
+    }
+    return __shfl_sync(kFullMask, at, 0);
+  }
+  __device__ void whole_range(int32_t polygon, int64_t begin, int64_t end, const int32_t* ids,
+                              int lane) const {
+    const int64_t at = reserve(polygon, end - begin, lane);
+    if (at < 0) return;
+    for (int64_t j = begin + lane; j < end; j += kWarp) out[at + (j - begin)] = ids[j];
+  }
+  __device__ void points(int32_t polygon, unsigned inside, int64_t j, const int32_t* ids,
+                         int lane) const {
+    if (inside == 0) return;
+    const int64_t at = reserve(polygon, __popc(inside), lane);
+    if (at < 0 || !(inside >> lane & 1u)) return;
+    out[at + __popc(inside & ((1u << lane) - 1u))] = ids[j];
+  }
+};
+
+template <class Sink>
+__device__ void test_leaf_points(const QuadtreeView& tree, const PolygonsView& polys,
+                                 int32_t polygon, int64_t r0, int64_t r1, const QuadNode& node,
+                                 int lane, const Sink& sink) {
+  const int64_t edges = polys.ring_offsets[r1] - polys.ring_offsets[r0];
+  for (int64_t base = node.begin; base < node.end; base += kWarp) {
+    const int64_t j = base + lane;
+    bool inside = false;
+    if (edges <= kLanePerPointMaxEdges) {
+      if (j < node.end) {
+        const float2 p = tree.xy[j];
+        inside = pip::inside_polygon(p.x, p.y, polys.xy, polys.ring_offsets, r0, r1);
+      }
+    } else {
+      const int64_t points = min(node.end - base, int64_t{kWarp});
+      for (int t = 0; t < points; ++t) {
+        const float2 p = tree.xy[base + t];
+        const bool in = warp_inside(p.x, p.y, polys, r0, r1, lane);
+        if (lane == t) inside = in;
+      }
+    }
+    sink.points(polygon, __ballot_sync(kFullMask, inside), j, tree.ids, lane);
+  }
+}
+
+template <class Sink>
+__global__ void __launch_bounds__(kBlock) visit_pairs(QuadtreeView tree, PolygonsView polys,
+                                                      const Pair* pairs, int64_t count,
+                                                      Pair* next, unsigned long long* next_count,
+                                                      Sink sink) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = int64_t{gridDim.x} * kWarpsPerBlock;
+  for (int64_t w = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / kWarp; w < count;
+       w += warps) {
+    const Pair pair = pairs[w];
+    const QuadNode node = tree.nodes[pair.node];
+    const int64_t r0 = polys.polygon_offsets[pair.polygon];
+    const int64_t r1 = polys.polygon_offsets[pair.polygon + 1];
+    const bool touched = for_warp_edges<true>(
+        polys, r0, r1, lane,
+        [&](float ax, float ay, float bx, float by) {
+          return quadtree::segment_meets_box(ax, ay, bx, by, node.box.x, node.box.y, node.box.z,
+                                             node.box.w);
+        });
+    if (!touched) {
+      const float2 p = tree.xy[node.begin];
+      if (warp_inside(p.x, p.y, polys, r0, r1, lane))
+        sink.whole_range(pair.polygon, node.begin, node.end, tree.ids, lane);
+    } else if (node.first_child < 0) {
+      test_leaf_points(tree, polys, pair.polygon, r0, r1, node, lane, sink);
+    } else {
+      const float4 polygon_box = polys.boxes[pair.polygon];
+      const bool keep =
+          lane < node.child_count && boxes_meet(tree.nodes[node.first_child + lane].box, polygon_box);
+      const unsigned kept = __ballot_sync(kFullMask, keep);
+      unsigned long long at = 0;
+      if (lane == 0 && kept != 0) at = atomicAdd(next_count, __popc(kept));
+      at = __shfl_sync(kFullMask, at, 0);
+      if (keep) next[at + __popc(kept & ((1u << lane) - 1u))] = Pair{pair.polygon, node.first_child + lane};
+    }
+  }
+}
+
+// Box of each polygon's outer ring, a warp per polygon.
+__global__ void polygon_boxes(PolygonsView polys, int64_t n_polygons, float4* boxes) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t p = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / kWarp;
+  if (p >= n_polygons) return;
+  const float inf = __int_as_float(0x7f800000);
+  float4 box = make_float4(inf, inf, -inf, -inf);
+  const int64_t r0 = polys.polygon_offsets[p];
+  if (r0 < polys.polygon_offsets[p + 1]) {
+    for (int64_t v = polys.ring_offsets[r0] + lane; v < polys.ring_offsets[r0 + 1]; v += kWarp) {
+      const float x = polys.xy[2 * v], y = polys.xy[2 * v + 1];
+      box = make_float4(fminf(box.x, x), fminf(box.y, y), fmaxf(box.z, x), fmaxf(box.w, y));
+    }
+  }
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    box.x = fminf(box.x, __shfl_xor_sync(kFullMask, box.x, offset));
+    box.y = fminf(box.y, __shfl_xor_sync(kFullMask, box.y, offset));
+    box.z = fmaxf(box.z, __shfl_xor_sync(kFullMask, box.z, offset));
+    box.w = fmaxf(box.w, __shfl_xor_sync(kFullMask, box.w, offset));
+  }
+  if (lane == 0) boxes[p] = box;
+}
+
+// Root pairs of polygons [first, last) whose box meets the tree's.
+__global__ void root_pairs(const QuadNode* nodes, const float4* boxes, int32_t first, int32_t last,
+                           Pair* pairs, unsigned long long* count) {
+  const int64_t p = first + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (p >= last) return;
+  if (boxes_meet(nodes[0].box, boxes[p]))
+    pairs[atomicAdd(count, 1ull)] = Pair{static_cast<int32_t>(p), 0};
+}
+
+__global__ void start_cursors(const int64_t* out_offsets, int32_t first, int32_t last,
+                              unsigned long long* cursors) {
+  const int64_t p = first + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (p >= last) return;
+  cursors[p - first] = static_cast<unsigned long long>(out_offsets[p] - out_offsets[first]);
+}
+
+// The first polygon of the chunk whose cursor did not reach its segment's end
+// (fewer points than out_offsets promise), into *first_short.
+__global__ void find_short_polygon(const int64_t* out_offsets, int32_t first, int32_t last,
+                                   const unsigned long long* cursors, int* first_short) {
+  const int64_t p = first + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (p >= last) return;
+  if (static_cast<int64_t>(cursors[p - first]) != out_offsets[p + 1] - out_offsets[first])
+    atomicMin(first_short, static_cast<int>(p));
+}
+
+__global__ void widen(const int32_t* in, int64_t count, int64_t* out) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i < count) out[i] = in[i];
+}
+
+struct SegmentOffset {
+  const int64_t* out_offsets;
+  int64_t base;
+  __host__ __device__ int64_t operator()(int64_t p) const { return out_offsets[p] - base; }
+};
+
+template <class T>
+T read_back(const T* device_value, cudaStream_t stream) {
+  T value{};
+  check(cudaMemcpyAsync(&value, device_value, sizeof(T), cudaMemcpyDeviceToHost, stream),
+        "point in polygon: cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream), "point in polygon: cudaStreamSynchronize");
+  return value;
+}
+
+// Makes the tree's device current for one call, then restores the caller's.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (device != previous_) check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceScope() { cudaSetDevice(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+// Polygon ids are 32-bit in the work items.
+void require_polygon_count(int64_t n_polygons) {
+  if (n_polygons > int64_t{0x7ffffffe})
+    fail(KNN_ERR_UNSUPPORTED, format("the CUDA quadtree takes fewer than 2^31 polygons per call, "
+                                     "not %lld", static_cast<long long>(n_polygons)));
+}
+
+// The polygons of one call on the device, with their boxes.
+class DevicePolygons {
+ public:
+  DevicePolygons(const PolygonSet& set, cudaStream_t stream)
+      : xy_(static_cast<size_t>(2 * set.n_vertices)),
+        ring_offsets_(static_cast<size_t>(set.n_rings + 1)),
+        polygon_offsets_(static_cast<size_t>(set.n_polygons + 1)),
+        boxes_(static_cast<size_t>(set.n_polygons)) {
+    copy(xy_.get(), set.xy, xy_.size() * sizeof(float), stream);
+    copy(ring_offsets_.get(), set.ring_offsets, ring_offsets_.size() * sizeof(int64_t), stream);
+    copy(polygon_offsets_.get(), set.polygon_offsets, polygon_offsets_.size() * sizeof(int64_t),
+         stream);
+    const PolygonsView v = view();
+    if (set.n_polygons > 0) {
+      polygon_boxes<<<grid_for(set.n_polygons, kWarpsPerBlock), kBlock, 0, stream>>>(
+          v, set.n_polygons, boxes_.get());
+      check_launch("point in polygon: polygon_boxes");
+    }
+  }
+  PolygonsView view() const {
+    return {xy_.get(), ring_offsets_.get(), polygon_offsets_.get(), boxes_.get()};
+  }
+
+ private:
+  static void copy(void* to, const void* from, size_t bytes, cudaStream_t stream) {
+    if (bytes > 0)
+      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream),
+            "point in polygon: copying the polygons to the device");
+  }
+  DeviceBuffer<float> xy_;
+  DeviceBuffer<int64_t> ring_offsets_;
+  DeviceBuffer<int64_t> polygon_offsets_;
+  DeviceBuffer<float4> boxes_;
+};
+
+// Visits all pairs of one chunk of polygons, slice by slice, depth first.
+template <class Sink>
+class PairWalk {
+ public:
+  PairWalk(QuadtreeView tree, PolygonsView polys, cudaStream_t stream)
+      : tree_(tree), polys_(polys), stream_(stream), counters_(quadtree::kMaxDepth + 2) {}
+
+  void run(int32_t first, int32_t last, const Sink& sink) {
+    Pair* roots = level(0, kSlicePairs);
+    check(cudaMemsetAsync(counters_.get(), 0, sizeof(unsigned long long), stream_),
+          "point in polygon: cudaMemsetAsync");
+    root_pairs<<<grid_for(last - first, kBlock), kBlock, 0, stream_>>>(
+        tree_.nodes, polys_.boxes, first, last, roots, counters_.get());
+    check_launch("point in polygon: root_pairs");
+    visit(0, roots, static_cast<int64_t>(read_back(counters_.get(), stream_)), sink);
+  }
+
+ private:
+  Pair* level(size_t depth, int64_t capacity) {
+    if (levels_.size() <= depth) levels_.resize(depth + 1);
+    if (levels_[depth].size() < static_cast<size_t>(capacity))
+      levels_[depth].allocate(static_cast<size_t>(capacity));
+    return levels_[depth].get();
+  }
+
+  void visit(int depth, const Pair* pairs, int64_t count, const Sink& sink) {
+    for (int64_t start = 0; start < count; start += kSlicePairs) {
+      const int64_t slice = std::min(kSlicePairs, count - start);
+      Pair* next = level(static_cast<size_t>(depth) + 1, 4 * kSlicePairs);
+      unsigned long long* next_count = counters_.get() + depth + 1;
+      check(cudaMemsetAsync(next_count, 0, sizeof *next_count, stream_),
+            "point in polygon: cudaMemsetAsync");
+      const unsigned blocks = grid_for(slice, kWarpsPerBlock);
+      visit_pairs<<<blocks, kBlock, 0, stream_>>>(tree_, polys_, pairs + start, slice, next,
+                                                  next_count, sink);
+      check_launch("point in polygon: visit_pairs");
+      const int64_t children = static_cast<int64_t>(read_back(next_count, stream_));
+      if (children > 0) visit(depth + 1, next, children, sink);
+    }
+  }
+
+  QuadtreeView tree_;
+  PolygonsView polys_;
+  cudaStream_t stream_;
+  DeviceBuffer<unsigned long long> counters_;  // pairs found per depth
+  std::vector<DeviceBuffer<Pair>> levels_;
+};
+
+}  // namespace
+
+void CudaQuadtree::count(const PolygonSet& polygons, int64_t* counts,
+                         const QuadtreeParams&) const {
+  if (polygons.n_polygons == 0) return;
+  require_polygon_count(polygons.n_polygons);
+  DeviceScope scope(device_);
+  Stream stream;
+  const cudaStream_t s = stream.get();
+  const DevicePolygons polys(polygons, s);
+  DeviceBuffer<unsigned long long> sums(static_cast<size_t>(polygons.n_polygons));
+  check(cudaMemsetAsync(sums.get(), 0, sums.size() * sizeof(unsigned long long), s),
+        "point in polygon: cudaMemsetAsync");
+  if (n_ > 0) {
+    PairWalk<CountSink> walk(view(), polys.view(), s);
+    for (int64_t first = 0; first < polygons.n_polygons; first += kSlicePairs) {
+      const int64_t last = std::min(first + kSlicePairs, polygons.n_polygons);
+      walk.run(static_cast<int32_t>(first), static_cast<int32_t>(last), CountSink{sums.get()});
+    }
+  }
+  static_assert(sizeof(unsigned long long) == sizeof(int64_t), "counts are copied as they are");
+  check(cudaMemcpyAsync(counts, sums.get(), sums.size() * sizeof(int64_t), cudaMemcpyDefault, s),
+        "point in polygon: copying the counts");
+  stream.synchronize();
+}
+
+void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
+                        int64_t* point_indices, const QuadtreeParams& call) const {
+  const int64_t n_polygons = polygons.n_polygons;
+  if (n_polygons == 0 || out_offsets[n_polygons] == out_offsets[0]) return;
+  require_polygon_count(n_polygons);
+  DeviceScope scope(device_);
+  Stream stream;
+  const cudaStream_t s = stream.get();
+  const DevicePolygons polys(polygons, s);
+  DeviceBuffer<int64_t> offsets(static_cast<size_t>(n_polygons + 1));
+  check(cudaMemcpyAsync(offsets.get(), out_offsets, offsets.size() * sizeof(int64_t),
+                        cudaMemcpyDefault, s),
+        "point in polygon: copying out_offsets");
+
+  // Chunks of whole polygons whose output fits in half the device memory.
+  size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  const size_t budget = call.device_memory_limit > 0 ? std::min(call.device_memory_limit, free_bytes)
+                                                     : free_bytes;
+  const int64_t chunk_items =
+      std::max(kMinFillChunkItems, static_cast<int64_t>(budget / 2 / kFillBytesPerItem));
+
+  DeviceBuffer<int32_t> out, sorted;
+  DeviceBuffer<int64_t> wide;
+  DeviceBuffer<unsigned long long> cursors(static_cast<size_t>(std::min(kSlicePairs, n_polygons)));
+  DeviceBuffer<int> flags(2);  // overflow, first short polygon
+  CubScratch scratch(s);
+  PairWalk<FillSink> walk(view(), polys.view(), s);
+  for (int64_t first = 0; first < n_polygons;) {
+    int64_t last = first + 1;
+    while (last < n_polygons && last - first < kSlicePairs &&
+           out_offsets[last + 1] - out_offsets[first] <= chunk_items)
+      ++last;
+    const int64_t base = out_offsets[first];
+    const int64_t items = out_offsets[last] - base;
+    if (items > 0) {
+      if (out.size() < static_cast<size_t>(items)) {
+        stream.synchronize();
+        out.allocate(static_cast<size_t>(items));
+        sorted.allocate(static_cast<size_t>(items));
+        wide.allocate(static_cast<size_t>(items));
+      }
+      const int32_t f = static_cast<int32_t>(first), l = static_cast<int32_t>(last);
+      const unsigned grid = grid_for(last - first, kBlock);
+      start_cursors<<<grid, kBlock, 0, s>>>(offsets.get(), f, l, cursors.get());
+      check_launch("point in polygon: start_cursors");
+      const int no_short[2] = {0, 0x7fffffff};
+      check(cudaMemcpyAsync(flags.get(), no_short, sizeof no_short, cudaMemcpyHostToDevice, s),
+            "point in polygon: cudaMemcpyAsync");
+      if (n_ > 0)
+        walk.run(f, l, FillSink{f, cursors.get(), offsets.get(), base, out.get(), flags.get()});
+      find_short_polygon<<<grid, kBlock, 0, s>>>(offsets.get(), f, l, cursors.get(),
+                                                 flags.get() + 1);
+      check_launch("point in polygon: find_short_polygon");
+      int found[2];
+      check(cudaMemcpyAsync(found, flags.get(), sizeof found, cudaMemcpyDeviceToHost, s),
+            "point in polygon: cudaMemcpyAsync");
+      stream.synchronize();
+      if (found[0] != 0 || found[1] != 0x7fffffff)
+        fail(KNN_ERR_INVALID_ARGUMENT,
+             format("out_offsets disagree with the number of points inside polygons %lld..%lld "
+                    "(first short: %lld); take them from knn_points_in_polygons_count",
+                    static_cast<long long>(first), static_cast<long long>(last - 1),
+                    found[1] != 0x7fffffff ? static_cast<long long>(found[1]) : -1LL));
+      const auto begins = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(first),
+                                                          SegmentOffset{offsets.get(), base});
+      const auto ends = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(first + 1),
+                                                        SegmentOffset{offsets.get(), base});
+      scratch.run([&](void* t, size_t& b) {
+        return cub::DeviceSegmentedSort::SortKeys(t, b, out.get(), sorted.get(), items,
+                                                  last - first, begins, ends, s);
+      }, "point in polygon: sorting each polygon's indices");
+      widen<<<grid_for(items, kBlock), kBlock, 0, s>>>(sorted.get(), items, wide.get());
+      check_launch("point in polygon: widen");
+      check(cudaMemcpyAsync(point_indices + base, wide.get(), static_cast<size_t>(items) * sizeof(int64_t),
+                            cudaMemcpyDefault, s),
+            "point in polygon: copying the indices");
+      stream.synchronize();
+    }
+    first = last;
+  }
+}
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,418 @@
+// The OpenMP point-in-polygon engine: an adaptive quadtree over Morton-sorted
+// points (common/quadtree_layout.h), queried polygon by polygon with the
+// exact predicate (common/pip_predicate.h).
+//
+// Query: a polygon walks the tree from the root, carrying the edges that may
+// cross a ray towards +x from a point of the current node: those meeting the
+// band right of the node's box (x >= box.min_x, box.min_y <= y <= box.max_y).
+// A point's crossing parity over that superset of its crossing edges is its
+// parity over the whole polygon, so leaves test their points against a few
+// edges only. A node whose closed box meets no edge lies entirely inside or
+// entirely outside the polygon (the box is connected and meets no edge, so
+// every point in it gets the same answer, see the boundary rule in
+// pip_predicate.h); one of its points decides for all. Results are sorted
+// per polygon.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <vector>
+
+#include "../common/error.h"
+#include "../common/pip_predicate.h"
+#include "../common/quadtree_layout.h"
+#include "../include/knn_gpgpu.h"
+#include "../src/cancel.h"
+#include "../src/quadtree_engine.h"
+
+namespace knn {
+namespace omp {
+namespace {
+
+// Measured with bench_pip_cpu (uniform points, rectangles and 100-gons).
+constexpr int kDefaultLeafCapacity = 64;
+
+struct Box {
+  float min_x, min_y, max_x, max_y;
+};
+
+struct Node {
+  int64_t begin, end;  // range of the sorted order
+  int64_t first_child;  // children are contiguous; -1 for a leaf
+  int child_count;
+  Box box;  // tight bounding box of the node's points
+};
+
+struct Edge {
+  float ax, ay, bx, by;
+};
+
+// Whether the edge may cross a ray towards +x from a point of the box: it
+// reaches x >= box.min_x and its y-range meets the box's. Conservative (a
+// superset of the crossing edges is all the parity needs).
+bool edge_meets_band(const Edge& e, const Box& box) {
+  return std::max(e.ax, e.bx) >= box.min_x && std::max(e.ay, e.by) >= box.min_y &&
+         std::min(e.ay, e.by) <= box.max_y;
+}
+
+// Crossing parity of the ray from (x, y) over `edges`; exact over the whole
+// polygon when `edges` holds every edge that may cross that ray.
+bool odd_crossings(const std::vector<Edge>& edges, float x, float y) {
+  bool odd = false;
+  for (const Edge& e : edges) odd ^= pip::edge_crosses_ray(e.ax, e.ay, e.bx, e.by, x, y);
+  return odd;
+}
+
+// Sorts point indices (0 <= value < bound) ascending: an LSD radix sort, 8
+// bits a pass and only the passes `bound` needs, for long runs (a polygon's
+// indices arrive in Morton order, so a comparison sort would pay log k per
+// index); std::sort for short ones.
+void sort_indices(int64_t* first, int64_t* last, int64_t bound) {
+  const size_t count = static_cast<size_t>(last - first);
+  if (count < 1024) {
+    std::sort(first, last);
+    return;
+  }
+  std::vector<int64_t> buffer(count);
+  int64_t* from = first;
+  int64_t* to = buffer.data();
+  for (int shift = 0; ((bound - 1) >> shift) > 0; shift += 8) {
+    size_t start[257] = {0};
+    for (size_t i = 0; i < count; ++i) ++start[((from[i] >> shift) & 255) + 1];
+    for (int digit = 0; digit < 256; ++digit) start[digit + 1] += start[digit];
+    for (size_t i = 0; i < count; ++i) to[start[(from[i] >> shift) & 255]++] = from[i];
+    std::swap(from, to);
+  }
+  if (from != first) std::copy(from, from + count, first);
+}
+
+bool boxes_overlap(const Box& a, const Box& b) {
+  return a.min_x <= b.max_x && b.min_x <= a.max_x && a.min_y <= b.max_y && b.min_y <= a.max_y;
+}
+
+bool point_in_box(float x, float y, const Box& b) {
+  return x >= b.min_x && x <= b.max_x && y >= b.min_y && y <= b.max_y;
+}
+
+// Whether the segment meets the closed box. Separating axes: x, y (the
+// bounding boxes) and the segment's normal (all four corners strictly on one
+// side, decided exactly). Exact, so "false" is certain.
+bool edge_touches_box(const Edge& e, const Box& b) {
+  const Box edge_box{std::min(e.ax, e.bx), std::min(e.ay, e.by), std::max(e.ax, e.bx),
+                     std::max(e.ay, e.by)};
+  if (!boxes_overlap(edge_box, b)) return false;
+  if (point_in_box(e.ax, e.ay, b) || point_in_box(e.bx, e.by, b)) return true;
+  const int s = pip::orientation_sign(e.ax, e.ay, e.bx, e.by, b.min_x, b.min_y);
+  if (s == 0) return true;
+  return pip::orientation_sign(e.ax, e.ay, e.bx, e.by, b.max_x, b.min_y) != s ||
+         pip::orientation_sign(e.ax, e.ay, e.bx, e.by, b.min_x, b.max_y) != s ||
+         pip::orientation_sign(e.ax, e.ay, e.bx, e.by, b.max_x, b.max_y) != s;
+}
+
+class OmpQuadtree final : public QuadtreeEngine {
+ public:
+  OmpQuadtree(const float* xy, int64_t n, const QuadtreeParams& params);
+  int backend() const override { return KNN_BACKEND_OPENMP; }
+  int64_t size() const override { return n_; }
+  void count(const PolygonSet& polygons, int64_t* counts,
+             const QuadtreeParams& call) const override;
+  void fill(const PolygonSet& polygons, const int64_t* out_offsets, int64_t* point_indices,
+            const QuadtreeParams& call) const override;
+
+ private:
+  // One unit of parallel work: polygon `polygon` restricted to the subtree of
+  // `node`.
+  struct Task {
+    int64_t polygon;
+    int64_t node;
+  };
+
+  // What a traversal does with the points it finds inside: count them, or
+  // also write their indices at `out` (advanced).
+  struct Sink {
+    int64_t found = 0;
+    int64_t* out = nullptr;
+  };
+
+  void build_node(int64_t node, int depth, uint32_t first_key);
+  std::vector<Task> make_tasks(int64_t n_polygons, int threads) const;
+  void run_task(const PolygonSet& polygons, const Task& task, std::vector<Edge>* scratch,
+                Sink& sink) const;
+  void visit(const Box& polygon_box, int64_t node, int depth, std::vector<Edge>* scratch,
+             Sink& sink) const;
+  void emit_range(int64_t begin, int64_t end, Sink& sink) const;
+  // Runs body(task_index) over the tasks on `threads` threads, polling the
+  // caller's cancellation flag between tasks.
+  template <class Body>
+  void for_each_task(int64_t n_tasks, int threads, const Body& body) const;
+
+  int64_t n_;
+  int leaf_capacity_;
+  std::vector<uint32_t> keys_;  // sorted
+  std::vector<float> x_, y_;    // in sorted order
+  std::vector<int64_t> index_;  // original index of each sorted point
+  std::vector<Node> nodes_;     // nodes_[0] is the root
+};
+
+OmpQuadtree::OmpQuadtree(const float* xy, int64_t n, const QuadtreeParams& params)
+    : n_(n), leaf_capacity_(params.leaf_capacity > 0 ? params.leaf_capacity : kDefaultLeafCapacity) {
+  if (n == 0) return;
+  const int threads = params.threads > 0 ? params.threads : omp_get_max_threads();
+  float min_x = xy[0], min_y = xy[1], max_x = xy[0], max_y = xy[1];
+#pragma omp parallel for num_threads(threads) reduction(min : min_x, min_y) \
+    reduction(max : max_x, max_y)
+  for (int64_t i = 0; i < n; ++i) {
+    min_x = std::min(min_x, xy[2 * i]);
+    max_x = std::max(max_x, xy[2 * i]);
+    min_y = std::min(min_y, xy[2 * i + 1]);
+    max_y = std::max(max_y, xy[2 * i + 1]);
+  }
+  const quadtree::Quantiser quantiser = quadtree::make_quantiser(min_x, min_y, max_x, max_y);
+  // (key, index) packed into one word: n < 2^31 (checked by the API), so the
+  // order of the words is the order by key, then index.
+  std::vector<uint64_t> order(static_cast<size_t>(n));
+#pragma omp parallel for num_threads(threads)
+  for (int64_t i = 0; i < n; ++i)
+    order[i] = (static_cast<uint64_t>(quadtree::point_key(quantiser, xy[2 * i], xy[2 * i + 1]))
+                << 32) |
+               static_cast<uint64_t>(i);
+  std::sort(order.begin(), order.end());
+  keys_.resize(static_cast<size_t>(n));
+  x_.resize(static_cast<size_t>(n));
+  y_.resize(static_cast<size_t>(n));
+  index_.resize(static_cast<size_t>(n));
+#pragma omp parallel for num_threads(threads)
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t i = static_cast<int64_t>(order[s] & 0xffffffffu);
+    keys_[s] = static_cast<uint32_t>(order[s] >> 32);
+    x_[s] = xy[2 * i];
+    y_[s] = xy[2 * i + 1];
+    index_[s] = i;
+  }
+  nodes_.push_back(Node{0, n, -1, 0, Box{}});
+  build_node(0, 0, 0);
+}
+
+// Splits node `node` (its range set) while it holds more than the leaf
+// capacity and is coarser than one cell; sets its children and box.
+void OmpQuadtree::build_node(int64_t node, int depth, uint32_t first_key) {
+  const int64_t begin = nodes_[node].begin;
+  const int64_t end = nodes_[node].end;
+  if (end - begin <= leaf_capacity_ || depth == quadtree::kMaxDepth) {
+    Box box{x_[begin], y_[begin], x_[begin], y_[begin]};
+    for (int64_t s = begin + 1; s < end; ++s) {
+      box.min_x = std::min(box.min_x, x_[s]);
+      box.max_x = std::max(box.max_x, x_[s]);
+      box.min_y = std::min(box.min_y, y_[s]);
+      box.max_y = std::max(box.max_y, y_[s]);
+    }
+    nodes_[node].box = box;
+    return;
+  }
+  // Quadrant q holds keys [bound[q], bound[q+1]).
+  int64_t bound[5];
+  bound[0] = begin;
+  bound[4] = end;
+  for (uint32_t q = 1; q < 4; ++q)
+    bound[q] = std::lower_bound(keys_.begin() + begin, keys_.begin() + end,
+                                quadtree::child_first_key(first_key, depth, q)) -
+               keys_.begin();
+  const int64_t first_child = static_cast<int64_t>(nodes_.size());
+  int child_count = 0;
+  for (int q = 0; q < 4; ++q)
+    if (bound[q + 1] > bound[q]) {
+      nodes_.push_back(Node{bound[q], bound[q + 1], -1, 0, Box{}});
+      ++child_count;
+    }
+  nodes_[node].first_child = first_child;
+  nodes_[node].child_count = child_count;
+  int64_t child = first_child;
+  for (uint32_t q = 0; q < 4; ++q)
+    if (bound[q + 1] > bound[q])
+      build_node(child++, depth + 1, quadtree::child_first_key(first_key, depth, q));
+  Box box = nodes_[first_child].box;
+  for (int64_t c = first_child + 1; c < first_child + child_count; ++c) {
+    const Box& b = nodes_[c].box;
+    box = Box{std::min(box.min_x, b.min_x), std::min(box.min_y, b.min_y),
+              std::max(box.max_x, b.max_x), std::max(box.max_y, b.max_y)};
+  }
+  nodes_[node].box = box;
+}
+
+// Many polygons: one task per polygon. Few polygons (fewer than a handful per
+// thread): each polygon is cut into the subtrees of a frontier of nodes, so
+// that the threads share the work of one large polygon.
+std::vector<OmpQuadtree::Task> OmpQuadtree::make_tasks(int64_t n_polygons, int threads) const {
+  std::vector<int64_t> frontier{0};
+  const bool split_polygons = n_polygons < 8 * static_cast<int64_t>(threads);
+  for (int depth = 0; split_polygons && depth < 6 &&
+                      static_cast<int64_t>(frontier.size()) < 16 * static_cast<int64_t>(threads);
+       ++depth) {
+    std::vector<int64_t> next;
+    for (const int64_t node : frontier) {
+      if (nodes_[node].first_child < 0) {
+        next.push_back(node);
+        continue;
+      }
+      for (int c = 0; c < nodes_[node].child_count; ++c) next.push_back(nodes_[node].first_child + c);
+    }
+    frontier.swap(next);
+  }
+  std::vector<Task> tasks;
+  tasks.reserve(static_cast<size_t>(n_polygons) * frontier.size());
+  for (int64_t p = 0; p < n_polygons; ++p)
+    for (const int64_t node : frontier) tasks.push_back(Task{p, node});
+  return tasks;
+}
+
+void OmpQuadtree::emit_range(int64_t begin, int64_t end, Sink& sink) const {
+  sink.found += end - begin;
+  if (sink.out == nullptr) return;
+  sink.out = std::copy(index_.begin() + begin, index_.begin() + end, sink.out);
+}
+
+void OmpQuadtree::run_task(const PolygonSet& polygons, const Task& task,
+                           std::vector<Edge>* scratch, Sink& sink) const {
+  const int64_t first_ring = polygons.polygon_offsets[task.polygon];
+  const int64_t end_ring = polygons.polygon_offsets[task.polygon + 1];
+  std::vector<Edge>& edges = scratch[0];
+  edges.clear();
+  const float* xy = polygons.xy;
+  Box box{xy[2 * polygons.ring_offsets[first_ring]], xy[2 * polygons.ring_offsets[first_ring] + 1],
+          xy[2 * polygons.ring_offsets[first_ring]], xy[2 * polygons.ring_offsets[first_ring] + 1]};
+  for (int64_t r = first_ring; r < end_ring; ++r) {
+    const int64_t begin = polygons.ring_offsets[r];
+    const int64_t end = polygons.ring_offsets[r + 1];
+    for (int64_t v = begin; v < end; ++v) {
+      const int64_t w = v + 1 < end ? v + 1 : begin;
+      edges.push_back(Edge{xy[2 * v], xy[2 * v + 1], xy[2 * w], xy[2 * w + 1]});
+      box = Box{std::min(box.min_x, xy[2 * v]), std::min(box.min_y, xy[2 * v + 1]),
+                std::max(box.max_x, xy[2 * v]), std::max(box.max_y, xy[2 * v + 1])};
+    }
+  }
+  visit(box, task.node, 1, scratch, sink);
+}
+
+// scratch[depth - 1] holds the edges that meet the parent's band;
+// scratch[depth] receives those that meet this node's.
+void OmpQuadtree::visit(const Box& polygon_box, int64_t node_id, int depth,
+                        std::vector<Edge>* scratch, Sink& sink) const {
+  const Node& node = nodes_[node_id];
+  if (!boxes_overlap(node.box, polygon_box)) return;
+  std::vector<Edge>& edges = scratch[depth];
+  edges.clear();
+  bool box_touched = false;
+  for (const Edge& e : scratch[depth - 1])
+    if (edge_meets_band(e, node.box)) {
+      edges.push_back(e);
+      box_touched = box_touched || edge_touches_box(e, node.box);
+    }
+  if (!box_touched) {
+    if (odd_crossings(edges, x_[node.begin], y_[node.begin])) emit_range(node.begin, node.end, sink);
+    return;
+  }
+  if (node.first_child < 0) {
+    for (int64_t s = node.begin; s < node.end; ++s)
+      if (odd_crossings(edges, x_[s], y_[s])) emit_range(s, s + 1, sink);
+    return;
+  }
+  for (int c = 0; c < node.child_count; ++c)
+    visit(polygon_box, node.first_child + c, depth + 1, scratch, sink);
+}
+
+template <class Body>
+void OmpQuadtree::for_each_task(int64_t n_tasks, int threads, const Body& body) const {
+  const volatile int* flag = cancel_flag();
+  // An exception must not leave an OpenMP region: the first one is kept and
+  // rethrown after it, and the other tasks are skipped.
+  std::atomic<bool> stop{false};
+  std::exception_ptr failure;
+#pragma omp parallel num_threads(threads)
+  {
+    // Edge lists per depth: the polygon's edges, then one list per level.
+    std::vector<Edge> scratch[quadtree::kMaxDepth + 2];
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t t = 0; t < n_tasks; ++t) {
+      if (stop.load(std::memory_order_relaxed)) continue;
+      if (flag != nullptr && *flag != 0) {
+        stop.store(true, std::memory_order_relaxed);
+        continue;
+      }
+      try {
+        body(t, scratch);
+      } catch (...) {
+#pragma omp critical(knn_omp_quadtree_failure)
+        if (!failure) failure = std::current_exception();
+        stop.store(true, std::memory_order_relaxed);
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  // Stopped by the flag (which may have been reset since): the results are
+  // incomplete either way.
+  if (stop.load()) fail(KNN_ERR_CANCELLED, "cancelled by the caller's flag");
+}
+
+void OmpQuadtree::count(const PolygonSet& polygons, int64_t* counts,
+                        const QuadtreeParams& call) const {
+  std::fill(counts, counts + polygons.n_polygons, int64_t{0});
+  if (n_ == 0 || polygons.n_polygons == 0) return;
+  const int threads = call.threads > 0 ? call.threads : omp_get_max_threads();
+  const std::vector<Task> tasks = make_tasks(polygons.n_polygons, threads);
+  std::vector<int64_t> found(tasks.size());
+  for_each_task(static_cast<int64_t>(tasks.size()), threads,
+                [&](int64_t t, std::vector<Edge>* scratch) {
+                  Sink sink;
+                  run_task(polygons, tasks[t], scratch, sink);
+                  found[t] = sink.found;
+                });
+  for (size_t t = 0; t < tasks.size(); ++t) counts[tasks[t].polygon] += found[t];
+}
+
+void OmpQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
+                       int64_t* point_indices, const QuadtreeParams& call) const {
+  if (n_ == 0 || polygons.n_polygons == 0) return;
+  const int threads = call.threads > 0 ? call.threads : omp_get_max_threads();
+  const std::vector<Task> tasks = make_tasks(polygons.n_polygons, threads);
+  const int64_t n_tasks = static_cast<int64_t>(tasks.size());
+  // Where each task writes: its polygon's slice, after the tasks of the same
+  // polygon before it. With one task per polygon that is the slice's start;
+  // otherwise a counting pass finds the tasks' sizes first.
+  std::vector<int64_t> start(tasks.size());
+  if (n_tasks == polygons.n_polygons) {
+    for (int64_t t = 0; t < n_tasks; ++t) start[t] = out_offsets[tasks[t].polygon];
+  } else {
+    std::vector<int64_t> found(tasks.size());
+    for_each_task(n_tasks, threads, [&](int64_t t, std::vector<Edge>* scratch) {
+      Sink sink;
+      run_task(polygons, tasks[t], scratch, sink);
+      found[t] = sink.found;
+    });
+    int64_t cursor = 0;
+    for (int64_t t = 0; t < n_tasks; ++t) {
+      if (t == 0 || tasks[t].polygon != tasks[t - 1].polygon) cursor = out_offsets[tasks[t].polygon];
+      start[t] = cursor;
+      cursor += found[t];
+    }
+  }
+  for_each_task(n_tasks, threads, [&](int64_t t, std::vector<Edge>* scratch) {
+    Sink sink;
+    sink.out = point_indices + start[t];
+    run_task(polygons, tasks[t], scratch, sink);
+  });
+  // Ascending within each polygon: subtrees emit in Morton order.
+  for_each_task(polygons.n_polygons, threads, [&](int64_t p, std::vector<Edge>*) {
+    sort_indices(point_indices + out_offsets[p], point_indices + out_offsets[p + 1], n_);
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
+                                               const QuadtreeParams& params) {
+  return std::unique_ptr<QuadtreeEngine>(new OmpQuadtree(xy, n, params));
+}
+
+}  // namespace omp
+}  // namespace knn

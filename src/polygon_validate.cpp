@@ -1,0 +1,104 @@
+#include "polygon_validate.h"
+
+#include "../common/error.h"
+#include "../common/first_index.h"
+#include "../common/float_math.h"
+#include "validate.h"
+
+namespace knn {
+namespace {
+
+long long ll(int64_t v) { return static_cast<long long>(v); }
+
+// offsets[0] == 0, offsets[i] <= offsets[i+1] (or < when strictly), and
+// offsets[count] == last when last >= 0.
+void check_offsets(const int64_t* offsets, int64_t count, const char* name, bool strictly,
+                   const char* element) {
+  if (offsets[0] != 0)
+    fail(KNN_ERR_INVALID_ARGUMENT, format("%s[0] is %lld; it must be 0", name, ll(offsets[0])));
+  const int64_t bad = first_index_where(count, [offsets, strictly](int64_t i) {
+    return strictly ? offsets[i + 1] <= offsets[i] : offsets[i + 1] < offsets[i];
+  });
+  if (bad == count) return;
+  if (strictly && offsets[bad + 1] == offsets[bad])
+    fail(KNN_ERR_INVALID_ARGUMENT, format("%s %lld has no ring (%s[%lld] == %s[%lld] == %lld)",
+                                          element, ll(bad), name, ll(bad), name, ll(bad + 1),
+                                          ll(offsets[bad])));
+  fail(KNN_ERR_INVALID_ARGUMENT,
+       format("%s decreases at %s %lld: %s[%lld] = %lld > %s[%lld] = %lld", name, element, ll(bad),
+              name, ll(bad), ll(offsets[bad]), name, ll(bad + 1), ll(offsets[bad + 1])));
+}
+
+bool same_vertex(const float* xy, int64_t a, int64_t b) {
+  return xy[2 * a] == xy[2 * b] && xy[2 * a + 1] == xy[2 * b + 1];
+}
+
+// Vertices of ring [begin, end) once consecutive repeats, the closing one
+// included, are dropped; stops counting at 3 (all the check needs).
+int64_t distinct_run_count(const float* xy, int64_t begin, int64_t end) {
+  int64_t count = 0;
+  for (int64_t v = begin; v < end && count < 3; ++v) {
+    const int64_t previous = v == begin ? end - 1 : v - 1;
+    if (!same_vertex(xy, v, previous)) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offsets,
+                             int64_t n_rings, const int64_t* polygon_offsets,
+                             int64_t n_polygons) {
+  check_array(polygon_offsets, n_polygons, "polygon_offsets", "n_polygons");
+  check_array(ring_offsets, n_rings, "ring_offsets", "n_rings");
+  PolygonSet set;
+  set.n_polygons = n_polygons;
+  set.n_rings = n_rings;
+  set.polygon_offsets = polygon_offsets;
+  set.ring_offsets = ring_offsets;
+  set.xy = vertices_xy;
+  if (n_polygons > 0) {
+    check_offsets(polygon_offsets, n_polygons, "polygon_offsets", true, "polygon");
+    if (polygon_offsets[n_polygons] != n_rings)
+      fail(KNN_ERR_INVALID_ARGUMENT,
+           format("polygon_offsets[n_polygons = %lld] is %lld; it must equal n_rings = %lld",
+                  ll(n_polygons), ll(polygon_offsets[n_polygons]), ll(n_rings)));
+  } else if (n_rings > 0) {
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("n_rings is %lld but n_polygons is 0: every ring must belong to a polygon",
+                ll(n_rings)));
+  }
+  if (n_rings == 0) return set;
+  check_offsets(ring_offsets, n_rings, "ring_offsets", false, "ring");
+  set.n_vertices = ring_offsets[n_rings];
+  if (vertices_xy == nullptr)
+    fail(KNN_ERR_INVALID_ARGUMENT, format("vertices_xy is NULL while ring_offsets[n_rings] = %lld",
+                                          ll(set.n_vertices)));
+  check_finite(vertices_xy, set.n_vertices, 2, "vertex");
+  const int64_t short_ring = first_index_where(n_rings, [&](int64_t r) {
+    return distinct_run_count(vertices_xy, ring_offsets[r], ring_offsets[r + 1]) < 3;
+  });
+  if (short_ring < n_rings)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("ring %lld (vertices %lld..%lld) has fewer than 3 vertices once repeated "
+                "consecutive vertices are dropped",
+                ll(short_ring), ll(ring_offsets[short_ring]), ll(ring_offsets[short_ring + 1])));
+  return set;
+}
+
+void check_out_offsets(const int64_t* out_offsets, const int64_t* counts, int64_t n_polygons) {
+  // Compared with the running sum of the counts rather than by differences of
+  // the caller's offsets, which could overflow.
+  int64_t expected = 0;
+  for (int64_t p = 0; p <= n_polygons; ++p) {
+    if (out_offsets[p] != expected)
+      fail(KNN_ERR_INVALID_ARGUMENT,
+           format("out_offsets[%lld] is %lld but the counts give %lld (%s)", ll(p),
+                  ll(out_offsets[p]), ll(expected),
+                  p == 0 ? "it must be 0"
+                         : "out_offsets[p+1] - out_offsets[p] must be polygon p's count"));
+    if (p < n_polygons) expected += counts[p];
+  }
+}
+
+}  // namespace knn

@@ -1,0 +1,30 @@
+// Checks of a polygon set handed to the point-in-polygon calls (contract
+// section 4). Each check throws knn::Error with a message naming the array
+// and the element at fault; nothing is written to any output before they
+// pass.
+#pragma once
+
+#include <cstdint>
+
+#include "quadtree_engine.h"
+
+namespace knn {
+
+// Validates the offsets and the vertices and returns the set the engines
+// take. Rules (documented in include/knn_gpgpu.h, section 4):
+//  - n_rings, n_polygons >= 0; arrays non-NULL where they have entries;
+//  - polygon_offsets[0] == 0, each polygon has at least one ring (offsets
+//    strictly increasing), polygon_offsets[n_polygons] == n_rings;
+//  - ring_offsets[0] == 0, non-decreasing; ring_offsets[n_rings] is the
+//    number of vertices;
+//  - each ring keeps at least 3 vertices once consecutive repeats (the
+//    closing repeat of a closed ring included) are dropped;
+//  - every vertex coordinate is finite.
+PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offsets,
+                             int64_t n_rings, const int64_t* polygon_offsets,
+                             int64_t n_polygons);
+
+// out_offsets[0] == 0 and out_offsets[p+1] - out_offsets[p] == counts[p].
+void check_out_offsets(const int64_t* out_offsets, const int64_t* counts, int64_t n_polygons);
+
+}  // namespace knn
