@@ -173,6 +173,12 @@ void DeviceTree::query(const Point* queries, int k, int32_t* indices, float* sq_
     for (Slot* s : slots)
       if (s->count > 0) drain(*s);
   } catch (...) {
+    // The chunk source stops the loop between chunks (a cancel) as any error
+    // does: chunks still in flight finish before their buffers are released,
+    // so no transfer lands in a pinned buffer that another call reuses. The
+    // call fails with the first error; a second one here adds nothing.
+    for (Slot* s : slots) cudaStreamSynchronize(s->stream.get());
+    cudaGetLastError();  // leave no non-sticky error behind for the next call
     for (Slot* s : slots) delete s;
     throw;
   }

@@ -24,6 +24,14 @@ inline void check(cudaError_t err, const char* what) {
 // inside the kernel surface at the next synchronisation).
 inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
 
+// Test hook (tests/test_fault_injection.cpp; not part of the API): with the
+// environment variable KNN_FAULT_DEVICE_ALLOC=N, the N-th device allocation
+// counted since the variable took that value fails as if the device were
+// full; the others succeed. Unset or empty: no fault, at the cost of one
+// getenv per allocation. Throws KNN_ERR_DEVICE_OUT_OF_MEMORY for the chosen
+// one.
+void inject_device_alloc_fault(size_t bytes);
+
 template <class T>
 class DeviceBuffer {
  public:
@@ -43,6 +51,7 @@ class DeviceBuffer {
   void allocate(size_t count) {
     release();
     if (count == 0) return;
+    inject_device_alloc_fault(count * sizeof(T));
     void* p = nullptr;
     check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc");
     ptr_ = static_cast<T*>(p);

@@ -3,8 +3,10 @@
 // on each side of every median is unique and the tree does not depend on the
 // thread count.
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
+#include "../src/cancel.h"
 #include "omp_engine.h"
 
 namespace knn {
@@ -19,9 +21,22 @@ struct Item {
 // Subtrees smaller than this are built by the task that reaches them.
 constexpr int64_t kTaskCutoff = 16384;
 
+// The caller's cancel flag, polled by every task before a large subtree (a
+// cancelled build skips the rest: exceptions cannot leave a task).
+struct Cancellation {
+  const volatile int* flag;
+  std::atomic<bool> stopped{false};
+
+  bool stop_before(int64_t count) {
+    if (count <= kTaskCutoff) return false;
+    if (flag != nullptr && *flag != 0) stopped.store(true, std::memory_order_relaxed);
+    return stopped.load(std::memory_order_relaxed);
+  }
+};
+
 void build_subtree(Item* items, int64_t count, int level, int64_t q, const TreeShape& shape,
-                   Node* tree) {
-  if (count == 0) return;
+                   Node* tree, Cancellation& cancel) {
+  if (count == 0 || cancel.stop_before(count)) return;
   const int dim = split_dim(level, 0);
   const int64_t rank = shape.median_rank(level, q);
   std::nth_element(items, items + rank, items + count, [dim](const Item& a, const Item& b) {
@@ -36,9 +51,9 @@ void build_subtree(Item* items, int64_t count, int level, int64_t q, const TreeS
   Item* right = items + rank + 1;
   const int64_t right_count = count - rank - 1;
 #pragma omp task if (rank > kTaskCutoff) default(none) \
-    firstprivate(items, rank, level, q) shared(shape, tree)
-  build_subtree(items, rank, level + 1, 2 * q, shape, tree);
-  build_subtree(right, right_count, level + 1, 2 * q + 1, shape, tree);
+    firstprivate(items, rank, level, q) shared(shape, tree, cancel)
+  build_subtree(items, rank, level + 1, 2 * q, shape, tree, cancel);
+  build_subtree(right, right_count, level + 1, 2 * q + 1, shape, tree, cancel);
 #pragma omp taskwait
 }
 
@@ -51,9 +66,11 @@ void build_kdtree(const Point* points, int64_t n, Node* tree) {
   for (int64_t i = 0; i < n; ++i)
     items[i] = Item{{points[i].p[0], points[i].p[1], points[i].p[2]}, static_cast<int32_t>(i)};
   const TreeShape shape(n);
+  Cancellation cancel{cancel_flag()};
 #pragma omp parallel
 #pragma omp single
-  build_subtree(items.data(), n, 0, 0, shape, tree);
+  build_subtree(items.data(), n, 0, 0, shape, tree, cancel);
+  if (cancel.stopped.load()) throw_cancelled();
 }
 
 }  // namespace omp

@@ -4,8 +4,10 @@
 // same float arithmetic as the distances, so it never exceeds the distance of
 // any point behind the plane and the pruning is exact (ties included: only a
 // bound strictly greater than the k-th distance prunes).
+#include <atomic>
 #include <vector>
 
+#include "../src/cancel.h"
 #include "knn_list.h"
 #include "omp_engine.h"
 
@@ -58,11 +60,21 @@ void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* querie
                   int k, int32_t* indices, float* sq_distances) {
   const Search search{tree, TreeShape(n), root_dim};
   const std::vector<int64_t> order = locality_order(tree, search.shape, root_dim, queries, m);
+  // The flag is registered per host thread: take it here, on the caller's
+  // thread, and let every worker poll it. Exceptions cannot leave a parallel
+  // loop, so a cancelled loop skips its remaining queries and throws after.
+  const volatile int* const cancel = cancel_flag();
+  std::atomic<bool> stopped{false};
 #pragma omp parallel
   {
     std::vector<Neighbor> storage(static_cast<size_t>(k));
 #pragma omp for schedule(dynamic, 256)
     for (int64_t at = 0; at < m; ++at) {
+      if (stopped.load(std::memory_order_relaxed)) continue;
+      if (cancel != nullptr && *cancel != 0) {
+        stopped.store(true, std::memory_order_relaxed);
+        continue;
+      }
       const int64_t i = order[at];
       KnnList list(storage.data(), k);
       search.visit(queries[i].p, 0, 0, list);
@@ -70,6 +82,7 @@ void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* querie
       list.write(indices ? indices + row : nullptr, sq_distances ? sq_distances + row : nullptr);
     }
   }
+  if (stopped.load()) throw_cancelled();
 }
 
 }  // namespace omp

@@ -3,12 +3,14 @@
 # lends): Release build for sm_90, every test including the GPU ones,
 # compute-sanitizer over every kernel, then the GPU benchmark. Prints a short
 # table last.
-#   scripts/gpu-check.sh [full|quick|sanitize|scale]
+#   scripts/gpu-check.sh [full|quick|sanitize|bench|scale|faults]
 #   full (default)  build, ctest, memcheck + racecheck, benchmark
 #   quick           build, ctest, benchmark --quick (10^6 points)
 #   sanitize        build, memcheck + racecheck
 #   bench           build, benchmark (10^7 points)
 #   scale           build, 10^8-point all-kNN and the tree-split benchmark
+#   faults          build, device allocation fault injection, memory-limit
+#                   and soak tests (test_fault_injection), cancellation
 # KNN_CMAKE_ARGS adds configure options; results and logs go to $OUT if set.
 set -uo pipefail
 mode=${1:-full}
@@ -45,6 +47,20 @@ if wants ctest "full quick" && [ -d "$build/tests" ]; then
   # The measured peaks against the helpers, for bench/RESULTS.md.
   [ -x "$build/tests/test_gpu_memory_peak" ] &&
     "$build/tests/test_gpu_memory_peak" 2>&1 | grep -E "build peak" | sed 's/^/  /' >"$out/memory_peak.txt"
+fi
+
+if wants faults "faults"; then
+  # Every device allocation made to fail in turn (KNN_FAULT_DEVICE_ALLOC):
+  # clean errors or the CPU path, no device memory leaked.
+  for t in test_fault_injection test_cancel; do
+    if "$build/tests/$t" >"$out/$t.log" 2>&1; then
+      note "$t" "$(grep -E '^\[  PASSED  \]|SKIPPED' "$out/$t.log" | head -1)"
+    else
+      status=1
+      tail -30 "$out/$t.log"
+      note "$t" "FAILED"
+    fi
+  done
 fi
 
 if wants sanitizer "full sanitize" && command -v compute-sanitizer >/dev/null; then

@@ -12,8 +12,10 @@ thread_local const volatile int* registered_flag = nullptr;
 const volatile int* cancel_flag() { return registered_flag; }
 void set_cancel_flag(const volatile int* flag) { registered_flag = flag; }
 
+void throw_cancelled() { fail(KNN_ERR_CANCELLED, "cancelled by the caller's flag"); }
+
 void throw_if_cancelled(const volatile int* flag) {
-  if (flag != nullptr && *flag != 0) fail(KNN_ERR_CANCELLED, "cancelled by the caller's flag");
+  if (flag != nullptr && *flag != 0) throw_cancelled();
 }
 
 }  // namespace knn

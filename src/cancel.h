@@ -13,5 +13,8 @@ void set_cancel_flag(const volatile int* flag);
 
 // Throws Error(KNN_ERR_CANCELLED) when flag is set; NULL never cancels.
 void throw_if_cancelled(const volatile int* flag);
+// Throws Error(KNN_ERR_CANCELLED): for work that saw the flag set and
+// stopped, whatever the flag holds by the time it can throw.
+[[noreturn]] void throw_cancelled();
 
 }  // namespace knn

@@ -1,5 +1,8 @@
 // Entry points of the classic 3-D API (contract section 2): validation, then
 // the planner. Every function runs inside the exception barrier.
+#include <algorithm>
+#include <limits>
+
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
 #include "abi_barrier.h"
@@ -8,6 +11,30 @@
 
 namespace knn {
 namespace {
+
+// Refusals the planner gives before any output is written: the tree is not
+// a tree, or no engine of this build can serve the call.
+bool refused_before_computing(int status) {
+  return status == KNN_ERR_INVALID_TREE || status == KNN_ERR_NO_DEVICE ||
+         status == KNN_ERR_UNSUPPORTED;
+}
+
+// Runs `compute` once the arguments are valid. A failure once computing has
+// started (a cancel, a device error) leaves the outputs fully written with
+// the missing value, never half-written, as the header promises; a refusal
+// leaves them untouched, as a failed validation does.
+template <class Compute, class FillMissing>
+void run_or_fill(Compute&& compute, FillMissing&& fill_missing) {
+  try {
+    compute();
+  } catch (const Error& e) {
+    if (!refused_before_computing(e.status())) fill_missing();
+    throw;
+  } catch (...) {
+    fill_missing();
+    throw;
+  }
+}
 
 void check_build_args(const Point* points, int n, const Node* tree) {
   check_array(points, n, "points", "n");
@@ -18,7 +45,11 @@ void check_build_args(const Point* points, int n, const Node* tree) {
 int build(const char* function, const Point* points, int n, Node* tree, Engine engine) {
   return guarded(function, [&] {
     check_build_args(points, n, tree);
-    build_tree(points, n, tree, engine);
+    run_or_fill([&] { build_tree(points, n, tree, engine); },
+                [&] {
+                  const float inf = std::numeric_limits<float>::infinity();
+                  std::fill(tree, tree + n, Node{{inf, inf, inf}, -1, -1, -1});
+                });
   });
 }
 
@@ -30,7 +61,11 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_k(k);
     check_array(result, n_qp, "result", "n_qp");
     check_finite(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
-    query_tree(queries, n_qp, tree, n_tree, k, reinterpret_cast<int32_t*>(result), engine);
+    run_or_fill(
+        [&] {
+          query_tree(queries, n_qp, tree, n_tree, k, reinterpret_cast<int32_t*>(result), engine);
+        },
+        [&] { std::fill(result, result + static_cast<int64_t>(n_qp) * k, -1); });
   });
 }
 

@@ -17,6 +17,7 @@
 #include "../common/neighbor.h"
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
+#include "cancel.h"
 
 namespace knn {
 namespace {
@@ -47,12 +48,18 @@ bool device_usable() { return cuda::device_count() > 0; }
 // front, CPU threads small ones from the back, until they meet. A CPU thread
 // takes only as much as it can finish, at its own measured rate, well before
 // the GPU would run out of work, so the CPU share never delays the call.
+// Every hand-out is a point between chunks where the caller's cancel flag,
+// taken on the calling thread when the pool is made, stops the call.
 class QueryPool : public cuda::DeviceTree::ChunkSource {
  public:
   QueryPool(int64_t m, int64_t gpu_chunk)
-      : back_(m), gpu_chunk_(gpu_chunk), start_(std::chrono::steady_clock::now()) {}
+      : back_(m),
+        gpu_chunk_(gpu_chunk),
+        start_(std::chrono::steady_clock::now()),
+        cancel_(cancel_flag()) {}
 
   int64_t take(int64_t max_queries, int64_t* count) override {
+    throw_if_cancelled(cancel_);
     std::lock_guard<std::mutex> lock(mutex_);
     *count = std::min(max_queries, back_ - front_);
     const int64_t first = front_;
@@ -65,6 +72,7 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
   // measured yet, so it gets a small probe). Waits until the GPU has
   // finished a chunk, so that its pace is known; 0 queries mean stop.
   int64_t take_for_cpu(double rate, int64_t* count) {
+    throw_if_cancelled(cancel_);
     std::unique_lock<std::mutex> lock(mutex_);
     // Queries the GPU has surely finished: all but the two chunks in flight.
     paced_.wait(lock, [this] { return closed_ || front_ - 2 * gpu_chunk_ > 0 || back_ == front_; });
@@ -100,6 +108,7 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
   const std::chrono::steady_clock::time_point start_;
   std::condition_variable paced_;
   bool closed_ = false;
+  const volatile int* const cancel_;
 };
 
 // The largest chunk (a multiple of kMinChunkQueries, at most m and the
@@ -278,6 +287,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
       fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "the device cannot hold even a small part of the tree");
   }
   const std::vector<TreePart> parts = split_tree(tree, n, levels);
+  const volatile int* const cancel = cancel_flag();
 
   // Each query's home part: the subtree its descent through the top levels
   // reaches. Serving every query by its home part first gives it a close
@@ -330,6 +340,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
     for (int64_t i = 0; i < count; ++i) home[i] = home_part(block_queries[i]);
     for (int pass = 0; pass < 2; ++pass) {
       for (size_t p = 0; p < parts.size(); ++p) {
+        throw_if_cancelled(cancel);
         const TreePart& part = parts[p];
         const int here = static_cast<int>(p);
 #pragma omp parallel for schedule(static)
@@ -362,6 +373,7 @@ size_t device_budget() {
 
 void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
   if (n == 0) return;
+  throw_if_cancelled(cancel_flag());
   if (engine == Engine::OpenMP) return omp::build_kdtree(points, n, tree);
   const bool gpu_ok = device_usable();
   if (engine == Engine::Cuda) {
@@ -381,6 +393,7 @@ void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
 void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
                 int32_t* result, Engine engine) {
   if (m == 0) return;
+  throw_if_cancelled(cancel_flag());
   auto on_cpu = [&] {
     omp::check_tree(tree, n);
     omp::query_kdtree(tree, n, 0, queries, m, k, result, nullptr);

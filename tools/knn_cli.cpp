@@ -25,6 +25,8 @@
 
 #if KNN_CLI_HAVE_JSON
 #include <nlohmann/json.hpp>
+
+#include "bench.h"
 #endif
 
 #include "knn_gpgpu.h"
@@ -289,6 +291,21 @@ int main(int argc, char** argv) {
   CLI::App* pip = app.add_subcommand("pip", "points in polygons (not in this release)");
   pip->add_option("--points", pip_points, "points (x, y used)");
 
+#if KNN_CLI_HAVE_JSON
+  knn_cli::BenchArgs ba;
+  CLI::App* bench = app.add_subcommand("bench", "time the library's API; results as JSON");
+  bench->add_option("suite", ba.suite, "classic, index or pip")
+      ->required()
+      ->check(CLI::IsMember({"classic", "index", "pip"}));
+  bench->add_option("--sizes", ba.sizes, "point counts n (default 1e4 1e5 1e6, and 1e7 on a GPU)")
+      ->delimiter(',');
+  bench->add_option("--k", ba.k, "neighbours per query")->check(CLI::PositiveNumber);
+  bench->add_option("--repeats", ba.repeats, "timed runs per measurement (median reported)")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--warmup", ba.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  bench->add_option("--out", ba.out, "JSON file, '-' for stdout");
+#endif
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -300,6 +317,9 @@ int main(int argc, char** argv) {
     if (info->parsed()) return run_info(info_json);
     if (radius->parsed()) return run_radius(ra);
     if (pip->parsed()) return run_pip(pip_points);
+#if KNN_CLI_HAVE_JSON
+    if (bench->parsed()) return knn_cli::run_bench(ba);
+#endif
   } catch (const LibraryError& e) {
     std::fprintf(stderr, "knn-gpgpu: %s\n", e.what());
     return e.status == KNN_ERR_UNSUPPORTED ? 2 : 1;

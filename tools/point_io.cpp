@@ -164,8 +164,11 @@ std::vector<float> read_points(const std::string& path) {
 }
 
 std::vector<float> read_text_points(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+  return parse_text_points(path, read_whole_file(path));
+}
+
+std::vector<float> parse_text_points(const std::string& path, const std::string& data) {
+  std::istringstream in(data);
   std::vector<float> xyz;
   std::string line;
   int64_t line_no = 0;
@@ -198,12 +201,14 @@ std::vector<float> read_text_points(const std::string& path) {
     seen_content = true;
     for (double d : v) xyz.push_back(static_cast<float>(d));
   }
-  if (in.bad()) fail(path, "read error");
   return xyz;
 }
 
 std::vector<float> read_ply_points(const std::string& path) {
-  const std::string data = read_whole_file(path);
+  return parse_ply_points(path, read_whole_file(path));
+}
+
+std::vector<float> parse_ply_points(const std::string& path, const std::string& data) {
   size_t pos = 0;
   int64_t line_no = 0;
   auto next_line = [&](std::string* line) {
@@ -379,7 +384,10 @@ std::vector<float> read_ply_points(const std::string& path) {
 }
 
 std::vector<float> read_npy_points(const std::string& path) {
-  const std::string data = read_whole_file(path);
+  return parse_npy_points(path, read_whole_file(path));
+}
+
+std::vector<float> parse_npy_points(const std::string& path, const std::string& data) {
   if (data.size() < 10 || std::memcmp(data.data(), "\x93NUMPY", 6) != 0)
     fail(path, "not a .npy file (no \\x93NUMPY magic)");
   const unsigned char major = static_cast<unsigned char>(data[6]);
@@ -450,7 +458,10 @@ std::vector<float> read_npy_points(const std::string& path) {
 }
 
 std::vector<float> read_raw_points(const std::string& path) {
-  const std::string data = read_whole_file(path);
+  return parse_raw_points(path, read_whole_file(path));
+}
+
+std::vector<float> parse_raw_points(const std::string& path, const std::string& data) {
   if (data.size() % 12 != 0)
     fail(path, "raw float32 file size " + std::to_string(data.size()) +
                    " is not a multiple of 12 bytes (3 floats per point)");

@@ -29,6 +29,14 @@ std::vector<float> read_ply_points(const std::string& path);
 std::vector<float> read_npy_points(const std::string& path);
 std::vector<float> read_raw_points(const std::string& path);
 
+// The same parsers on a file's bytes already in memory (the readers above
+// load the file and call these; the fuzzers in fuzz/ call them directly).
+// `name` only labels the messages.
+std::vector<float> parse_text_points(const std::string& name, const std::string& bytes);
+std::vector<float> parse_ply_points(const std::string& name, const std::string& bytes);
+std::vector<float> parse_npy_points(const std::string& name, const std::string& bytes);
+std::vector<float> parse_raw_points(const std::string& name, const std::string& bytes);
+
 // Lower-case extension with the dot (".ply"), "" when none.
 std::string extension_of(const std::string& path);
 

@@ -5,9 +5,10 @@
 #      -fsanitize=address,undefined -fno-sanitize-recover=undefined, then
 #      ctest -LE large (labels cpu, abi, gpu, which skips, and example_c),
 #      leak detection on; any report fails.
-#   2. TSan: test_concurrency and test_api_misc in build-tsan/ with
-#      -fsanitize=thread; the concurrency tests and the per-thread last-error
-#      tests run with OMP_NUM_THREADS=1 (libgomp is not instrumented: see
+#   2. TSan: test_concurrency, test_api_misc and test_stress in build-tsan/
+#      with -fsanitize=thread; the concurrency tests, the per-thread
+#      last-error tests and the 16-thread stress test (KNN_STRESS_SECONDS=3)
+#      run with OMP_NUM_THREADS=1 (libgomp is not instrumented: see
 #      docs/sanitizers.md); any report fails.
 # Each build first proves that its sanitizer is live: a small canary program
 # with a known bug, built with the same compiler and flags, must be reported.
@@ -150,10 +151,10 @@ fi
 # ---- 2. TSan ----------------------------------------------------------------------------
 if want tsan; then
   t0=$SECONDS
-  say "TSan build in $TSAN_DIR ($JOBS jobs): test_concurrency test_api_misc"
+  say "TSan build in $TSAN_DIR ($JOBS jobs): test_concurrency test_api_misc test_stress"
   mkdir -p "$TSAN_DIR"
   flags="-fsanitize=thread -fno-omit-frame-pointer"
-  if configure_build "$TSAN_DIR" "$flags" test_concurrency test_api_misc &&
+  if configure_build "$TSAN_DIR" "$flags" test_concurrency test_api_misc test_stress &&
     canary "$TSAN_DIR" "$flags" 'WARNING: ThreadSanitizer: data race' \
       '#include <thread>
 int counter;
@@ -166,6 +167,7 @@ int main() { std::thread t([] { ++counter; }); ++counter; t.join(); return 0; }'
     # only the host threads race: exactly what these tests are about.
     export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:history_size=4
+    export KNN_STRESS_SECONDS=${KNN_STRESS_SECONDS:-3}
     log=$TSAN_DIR/sanitizers-tsan.log
     : >"$log"
     t1=$SECONDS
@@ -173,7 +175,7 @@ int main() { std::thread t([] { ++counter; }); ++counter; t.join(); return 0; }'
     ntests=0
     limit=()
     command -v timeout >/dev/null 2>&1 && limit=(timeout 600)
-    for run in "test_concurrency:*" "test_api_misc:LastError.*"; do
+    for run in "test_concurrency:*" "test_api_misc:LastError.*" "test_stress:*"; do
       exe=${run%%:*} filter=${run#*:}
       say "${norandom[*]:+${norandom[*]} }$exe --gtest_filter=$filter (OMP_NUM_THREADS=1, TSAN_OPTIONS=$TSAN_OPTIONS)"
       # ctest is not in the way here: a time limit of our own, so that a
@@ -197,7 +199,7 @@ int main() { std::thread t([] { ++counter; }); ++counter; t.join(); return 0; }'
     else
       record tsan ok $((SECONDS - t0)) "$ntests tests, 0 reports (build ${build_s}s, tests $((SECONDS - t1))s)"
     fi
-    unset OMP_NUM_THREADS OMP_WAIT_POLICY TSAN_OPTIONS
+    unset OMP_NUM_THREADS OMP_WAIT_POLICY TSAN_OPTIONS KNN_STRESS_SECONDS
   else
     record tsan FAILED $((SECONDS - t0)) "configure/build/canary failed"
   fi

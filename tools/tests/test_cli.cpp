@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +19,10 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#if KNN_CLI_HAVE_JSON
+#include <nlohmann/json.hpp>
+#endif
 
 #include "knn_gpgpu.h"
 
@@ -520,3 +525,68 @@ TEST(Cli, RadiusAndPipReportUnsupported) {
     EXPECT_NE(r.err.find("not in this release"), std::string::npos) << r.err;
   }
 }
+
+// ---- bench ---------------------------------------------------------------------------
+#if KNN_CLI_HAVE_JSON
+// The classic suite at two tiny sizes: a valid JSON document with one timed
+// build and one timed query per backend this machine has, medians within
+// the runs, and item rates that follow from them.
+TEST(CliBench, ClassicSuiteWritesValidJson) {
+  const std::string out = path_of("bench_classic.json");
+  const RunResult r = run_cli("bench classic --sizes 300,1001 --repeats 3 --warmup 1 --k 5 --out '" + out + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(slurp(out));  // throws (fails) if invalid
+  EXPECT_EQ(doc.at("schema"), "knn-gpgpu-bench/1");
+  EXPECT_EQ(doc.at("suite"), "classic");
+  EXPECT_EQ(doc.at("repeats"), 3);
+  EXPECT_EQ(doc.at("cuda_devices"), cuGetDeviceCount());
+  const nlohmann::json& results = doc.at("results");
+  const size_t backends = cuGetDeviceCount() > 0 ? 3 : 2;  // openmp, [cuda,] auto
+  ASSERT_EQ(results.size(), 2 * 2 * backends) << results.dump(1);
+  for (const nlohmann::json& rec : results) {
+    SCOPED_TRACE(rec.dump());
+    EXPECT_EQ(rec.at("status"), "KNN_OK");
+    EXPECT_EQ(rec.at("structure"), "kdtree");
+    const int64_t n = rec.at("n");
+    EXPECT_TRUE(n == 300 || n == 1001);
+    EXPECT_EQ(rec.at("m"), rec.at("operation") == "query" ? n : 0);
+    const std::vector<double> s = rec.at("seconds");
+    ASSERT_EQ(s.size(), 3u);
+    const double median = rec.at("median_s");
+    EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));
+    EXPECT_EQ(median, s[1]);
+    EXPECT_EQ(rec.at("min_s").get<double>(), s.front());
+    EXPECT_GT(median, 0.0);
+    EXPECT_NEAR(rec.at("items_per_second").get<double>(), n / median, 1e-6 * n / median);
+  }
+}
+
+// Suites whose engines are not in this release still write a document,
+// with each refused measurement's status and message.
+TEST(CliBench, UnsupportedSuitesRecordTheStatus) {
+  for (const char* suite : {"index", "pip"}) {
+    SCOPED_TRACE(suite);
+    const RunResult r = run_cli(std::string("bench ") + suite + " --sizes 500 --repeats 1");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const nlohmann::json doc = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(doc.at("results").empty());
+    for (const nlohmann::json& rec : doc.at("results")) {
+      const std::string status = rec.at("status");
+      if (status == "KNN_OK") {
+        EXPECT_GT(rec.at("median_s").get<double>(), 0.0) << rec.dump();
+      } else {
+        EXPECT_TRUE(status == "KNN_ERR_UNSUPPORTED" || status == "KNN_ERR_NO_DEVICE") << rec.dump();
+        EXPECT_FALSE(rec.at("error").get<std::string>().empty()) << rec.dump();
+      }
+    }
+  }
+}
+
+TEST(CliBench, BadArgumentsAreRefused) {
+  EXPECT_NE(run_cli("bench nosuch").rc, 0);
+  EXPECT_NE(run_cli("bench classic --repeats 0").rc, 0);
+  const RunResult r = run_cli("bench classic --sizes 0");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("--sizes"), std::string::npos) << r.err;
+}
+#endif
