@@ -1,7 +1,8 @@
 // The device allocation fault hook (cuda_support.h). The count is process
 // wide, so a test sees every allocation site of a call in order, and it
 // restarts whenever the variable changes value, so that a test can walk
-// N = 1, 2, 3, ... in one process.
+// N = 1, 2, 3, ... in one process; text after the number is ignored, so a
+// test re-arms the same N with a new suffix ("3#17").
 #include <cstdlib>
 #include <mutex>
 #include <string>

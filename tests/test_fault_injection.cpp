@@ -70,11 +70,20 @@ bool all_missing(const std::vector<Node>& tree) {
 
 // Runs `call` with allocation N failing; returns its status, and checks that
 // the device's free memory is the same after the call as before.
+// The call's knn_last_error() text: read before getFreeBytesOnGpu() below,
+// which, like every call, clears it.
+std::string fault_message;
+
 template <class Call>
 int with_fault(int n, Call call) {
+  // A fresh suffix re-arms the hook even for the N of the previous call
+  // (the hook restarts its count whenever the variable's text changes).
+  static int generation = 0;
   const size_t before = getFreeBytesOnGpu();
-  setenv("KNN_FAULT_DEVICE_ALLOC", std::to_string(n).c_str(), 1);
+  const std::string setting = std::to_string(n) + "#" + std::to_string(++generation);
+  setenv("KNN_FAULT_DEVICE_ALLOC", setting.c_str(), 1);
   const int status = call();
+  fault_message = knn_last_error();
   unsetenv("KNN_FAULT_DEVICE_ALLOC");
   const size_t after = getFreeBytesOnGpu();
   EXPECT_EQ(after, before) << "allocation " << n << " failing: " << status_text(status)
@@ -92,8 +101,8 @@ int walk_cuda_call(const char* name, Call call, Missing outputs_missing) {
     if (status == KNN_OK) return n;
     EXPECT_EQ(status, KNN_ERR_DEVICE_OUT_OF_MEMORY)
         << name << " allocation " << n << ": " << status_text(status);
-    EXPECT_NE(std::string(knn_last_error()).find("fault injection"), std::string::npos)
-        << name << ": " << knn_last_error();
+    EXPECT_NE(fault_message.find("fault injection"), std::string::npos)
+        << name << ": " << fault_message;
     EXPECT_TRUE(outputs_missing()) << name << " allocation " << n << ": outputs half-written";
     if (::testing::Test::HasFailure()) return n;
   }
