@@ -11,8 +11,9 @@
 // A node is a leaf when it holds at most leaf_capacity points or sits at the
 // depth guard (duplicates and near-duplicates that no split separates).
 //
-// Queries (quadtree_query.cu) walk (polygon, node) pairs breadth first over
-// slices of bounded size; the answers depend only on the shared predicate
+// Queries (quadtree_query.cu) walk the tree a thread per polygon for many
+// small polygons, else as (polygon, node) pairs breadth first over slices of
+// bounded size; the answers depend only on the shared predicate
 // common/pip_predicate.h, never on the tree's shape, so they equal the
 // OpenMP engine's bit for bit.
 #pragma once

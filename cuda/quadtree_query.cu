@@ -1,25 +1,23 @@
 // Point-in-polygon queries against the GPU quadtree (layout: quadtree.cuh).
 //
-// Work items are (polygon, node) pairs, one warp each. A pair starts at the
-// root for every polygon whose box meets the tree's box; a warp then decides:
-//   - no polygon edge touches the node's closed box (exact separating-axis
-//     test with the exact orientation predicate): the node lies in one face
-//     of the polygon, so its first point's answer is every point's answer:
-//     the whole range is emitted or dropped without further tests;
-//   - an edge touches and the node is a leaf: every point is tested with the
-//     shared predicate (common/pip_predicate.h);
-//   - an edge touches an internal node: its children that meet the polygon's
-//     box become pairs of the next level.
-// The edges of a polygon are spread over the warp's lanes (crossing parity is
-// a XOR over edges), so polygons of 10^5 vertices run as fast as the warp
-// allows; small polygons test 32 points at once, one per lane.
+// Each (polygon, node) visit takes one of the decisions of classify_node
+// (quadtree_node_class.cuh): the node whole (in or out), its points one by
+// one, or its children that meet the polygon's box. Two paths make those
+// visits:
+//   - many polygons of few edges: a thread per polygon walks the tree depth
+//     first (quadtree_thread_walk.cuh);
+//   - the others: work items are (polygon, node) pairs, one warp each, with
+//     the polygon's edges spread over the lanes (crossing parity is a XOR
+//     over edges), so polygons of 10^5 vertices run as fast as the warp
+//     allows. A pair starts at the root for every polygon whose box meets the
+//     tree's box; the children kept become pairs of the next level.
 //
 // Memory stays bounded: pairs are visited in slices of kSlicePairs, and the
 // children of one slice are visited (recursively, depth first over slices)
 // before the next slice, so each level holds at most 4 * kSlicePairs pairs.
-// Results do not depend on the visiting order: counts are integer sums, and
-// fill sorts each polygon's indices afterwards (CUB segmented sort), so the
-// answer is the OpenMP engine's, bit for bit.
+// Results do not depend on the path or the visiting order: counts are
+// integer sums, and fill sorts each polygon's indices afterwards (CUB
+// segmented sort), so the answer is the OpenMP engine's, bit for bit.
 #include <cub/device/device_segmented_sort.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -30,14 +28,15 @@
 #include "../common/pip_predicate.h"
 #include "../common/quadtree_layout.h"
 #include "quadtree.cuh"
-#include "quadtree_geometry.h"
+#include "quadtree_node_class.cuh"
+#include "quadtree_thread_walk.cuh"
 
 namespace knn {
 namespace cuda {
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-constexpr int kWarp = 32;
+using namespace pip_query;
+
 constexpr int kBlock = 256;
 constexpr int kWarpsPerBlock = kBlock / kWarp;
 // Pairs visited per launch; also the most polygons started at once.
@@ -45,60 +44,16 @@ constexpr int64_t kSlicePairs = int64_t{1} << 18;
 // Polygons with at most this many edges test a leaf's points one per lane;
 // larger ones test each point with the whole warp over the edges.
 constexpr int64_t kLanePerPointMaxEdges = 64;
-// Emitted indices of one fill chunk: int32 out and sorted, int64 widened.
-constexpr size_t kFillBytesPerItem = 4 + 4 + 8;
+// Emitted indices of one fill chunk: int32 out and sorted, int64 widened,
+// and (less than) a byte for the thread path's deferred ranges.
+constexpr size_t kFillBytesPerItem = 4 + 4 + 8 + 1;
+static_assert(sizeof(DeferredRange) <= kDeferredRangeMin, "a deferred range costs under a byte per item");
 constexpr int64_t kMinFillChunkItems = int64_t{1} << 20;
 
 struct Pair {
   int32_t polygon;
   int32_t node;
 };
-
-struct PolygonsView {
-  const float* xy;
-  const int64_t* ring_offsets;
-  const int64_t* polygon_offsets;
-  const float4* boxes;  // of each polygon's outer ring; empty without rings
-};
-
-__device__ bool boxes_meet(const float4& a, const float4& b) {
-  return a.x <= b.z && b.x <= a.z && a.y <= b.w && b.y <= a.w;
-}
-
-// Calls visit(ax, ay, bx, by) for the edges of rings [r0, r1), each edge on
-// one lane, in warp-uniform steps; stops early when visit's results, OR-ed
-// over the warp, say so (kStopOnAny). Returns the lane's XOR of the results.
-template <bool kStopOnAny, class Visit>
-__device__ bool for_warp_edges(const PolygonsView& polys, int64_t r0, int64_t r1, int lane,
-                               Visit visit) {
-  bool acc = false;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t b = polys.ring_offsets[r];
-    const int64_t e = polys.ring_offsets[r + 1];
-    if (e - b < 2) continue;  // as pip::ring_crossing_parity
-    for (int64_t base = b; base < e; base += kWarp) {
-      const int64_t v = base + lane;
-      if (v < e) {
-        const int64_t u = v == b ? e - 1 : v - 1;
-        const bool hit = visit(polys.xy[2 * u], polys.xy[2 * u + 1], polys.xy[2 * v],
-                               polys.xy[2 * v + 1]);
-        acc = kStopOnAny ? (acc || hit) : (acc != hit);
-      }
-      if (kStopOnAny && __any_sync(kFullMask, acc)) return true;
-    }
-  }
-  return acc;
-}
-
-// pip::inside_polygon, with the edges spread over the warp.
-__device__ bool warp_inside(float px, float py, const PolygonsView& polys, int64_t r0, int64_t r1,
-                            int lane) {
-  const bool parity = for_warp_edges<false>(polys, r0, r1, lane,
-                                            [&](float ax, float ay, float bx, float by) {
-                                              return pip::edge_crosses_ray(ax, ay, bx, by, px, py);
-                                            });
-  return (__popc(__ballot_sync(kFullMask, parity)) & 1) != 0;
-}
 
 // Counting: sums per polygon.
 struct CountSink {
@@ -156,23 +111,23 @@ struct FillSink {
 };
 
 template <class Sink>
-__device__ void test_leaf_points(const QuadtreeView& tree, const PolygonsView& polys,
-                                 int32_t polygon, int64_t r0, int64_t r1, const QuadNode& node,
-                                 int lane, const Sink& sink) {
-  const int64_t edges = polys.ring_offsets[r1] - polys.ring_offsets[r0];
+__device__ void test_leaf_points(const QuadtreeView& tree, const WarpEdges& edges,
+                                 int32_t polygon, const QuadNode& node, const Sink& sink) {
+  const int lane = edges.lane;
+  const bool lane_per_point = polygon_edges(edges.polys, polygon) <= kLanePerPointMaxEdges;
   for (int64_t base = node.begin; base < node.end; base += kWarp) {
     const int64_t j = base + lane;
     bool inside = false;
-    if (edges <= kLanePerPointMaxEdges) {
+    if (lane_per_point) {
       if (j < node.end) {
         const float2 p = tree.xy[j];
-        inside = pip::inside_polygon(p.x, p.y, polys.xy, polys.ring_offsets, r0, r1);
+        inside = ThreadEdges{edges.polys, edges.r0, edges.r1}.inside(p.x, p.y);
       }
     } else {
       const int64_t points = min(node.end - base, int64_t{kWarp});
       for (int t = 0; t < points; ++t) {
         const float2 p = tree.xy[base + t];
-        const bool in = warp_inside(p.x, p.y, polys, r0, r1, lane);
+        const bool in = edges.inside(p.x, p.y);
         if (lane == t) inside = in;
       }
     }
@@ -193,19 +148,13 @@ __global__ void __launch_bounds__(kBlock) visit_pairs(QuadtreeView tree, Polygon
     const QuadNode node = tree.nodes[pair.node];
     const int64_t r0 = polys.polygon_offsets[pair.polygon];
     const int64_t r1 = polys.polygon_offsets[pair.polygon + 1];
-    const bool touched = for_warp_edges<true>(
-        polys, r0, r1, lane,
-        [&](float ax, float ay, float bx, float by) {
-          return quadtree::segment_meets_box(ax, ay, bx, by, node.box.x, node.box.y, node.box.z,
-                                             node.box.w);
-        });
-    if (!touched) {
-      const float2 p = tree.xy[node.begin];
-      if (warp_inside(p.x, p.y, polys, r0, r1, lane))
-        sink.whole_range(pair.polygon, node.begin, node.end, tree.ids, lane);
-    } else if (node.first_child < 0) {
-      test_leaf_points(tree, polys, pair.polygon, r0, r1, node, lane, sink);
-    } else {
+    const WarpEdges edges{polys, r0, r1, lane};
+    const NodeClass kind = classify_node(edges, tree, node);
+    if (kind == NodeClass::kInside) {
+      sink.whole_range(pair.polygon, node.begin, node.end, tree.ids, lane);
+    } else if (kind == NodeClass::kLeaf) {
+      test_leaf_points(tree, edges, pair.polygon, node, sink);
+    } else if (kind == NodeClass::kDescend) {
       const float4 polygon_box = polys.boxes[pair.polygon];
       const bool keep =
           lane < node.child_count && boxes_meet(tree.nodes[node.first_child + lane].box, polygon_box);
@@ -241,12 +190,13 @@ __global__ void polygon_boxes(PolygonsView polys, int64_t n_polygons, float4* bo
   if (lane == 0) boxes[p] = box;
 }
 
-// Root pairs of polygons [first, last) whose box meets the tree's.
-__global__ void root_pairs(const QuadNode* nodes, const float4* boxes, int32_t first, int32_t last,
-                           Pair* pairs, unsigned long long* count) {
+// Root pairs of polygons [first, last) whose box meets the tree's, but for
+// those of at most thread_max_edges edges (the thread path's).
+__global__ void root_pairs(const QuadNode* nodes, PolygonsView polys, int32_t first, int32_t last,
+                           int64_t thread_max_edges, Pair* pairs, unsigned long long* count) {
   const int64_t p = first + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (p >= last) return;
-  if (boxes_meet(nodes[0].box, boxes[p]))
+  if (p >= last || polygon_edges(polys, p) <= thread_max_edges) return;
+  if (boxes_meet(nodes[0].box, polys.boxes[p]))
     pairs[atomicAdd(count, 1ull)] = Pair{static_cast<int32_t>(p), 0};
 }
 
@@ -344,19 +294,41 @@ class DevicePolygons {
   DeviceBuffer<float4> boxes_;
 };
 
-// Visits all pairs of one chunk of polygons, slice by slice, depth first.
-template <class Sink>
-class PairWalk {
- public:
-  PairWalk(QuadtreeView tree, PolygonsView polys, cudaStream_t stream)
-      : tree_(tree), polys_(polys), stream_(stream), counters_(quadtree::kMaxDepth + 2) {}
+// The thread path's edge limit for one call (quadtree_thread_walk.cuh); 0
+// sends every polygon down the warp path.
+int64_t thread_path_max_edges(const PolygonSet& set) {
+  int64_t small = 0;
+  for (int64_t p = 0; p < set.n_polygons; ++p)
+    if (set.ring_offsets[set.polygon_offsets[p + 1]] - set.ring_offsets[set.polygon_offsets[p]] <=
+        kThreadPathMaxEdges)
+      ++small;
+  return small >= kThreadPathMinPolygons ? kThreadPathMaxEdges : 0;
+}
 
-  void run(int32_t first, int32_t last, const Sink& sink) {
+// Visits one chunk of polygons: those of at most thread_max_edges edges a
+// thread each (walk_small_polygons, with `Tally`), the others as (polygon,
+// node) pairs slice by slice, depth first (visit_pairs, with `Sink`).
+template <class Sink, class Tally>
+class PolygonWalk {
+ public:
+  PolygonWalk(QuadtreeView tree, PolygonsView polys, int64_t thread_max_edges, cudaStream_t stream)
+      : tree_(tree),
+        polys_(polys),
+        thread_max_edges_(thread_max_edges),
+        stream_(stream),
+        counters_(quadtree::kMaxDepth + 2) {}
+
+  void run(int32_t first, int32_t last, const Sink& sink, const Tally& tally) {
+    if (thread_max_edges_ > 0) {
+      walk_small_polygons<<<grid_for(last - first, kBlock), kBlock, 0, stream_>>>(
+          tree_, polys_, first, last, thread_max_edges_, tally);
+      check_launch("point in polygon: walk_small_polygons");
+    }
     Pair* roots = level(0, kSlicePairs);
     check(cudaMemsetAsync(counters_.get(), 0, sizeof(unsigned long long), stream_),
           "point in polygon: cudaMemsetAsync");
     root_pairs<<<grid_for(last - first, kBlock), kBlock, 0, stream_>>>(
-        tree_.nodes, polys_.boxes, first, last, roots, counters_.get());
+        tree_.nodes, polys_, first, last, thread_max_edges_, roots, counters_.get());
     check_launch("point in polygon: root_pairs");
     visit(0, roots, static_cast<int64_t>(read_back(counters_.get(), stream_)), sink);
   }
@@ -387,6 +359,7 @@ class PairWalk {
 
   QuadtreeView tree_;
   PolygonsView polys_;
+  int64_t thread_max_edges_;
   cudaStream_t stream_;
   DeviceBuffer<unsigned long long> counters_;  // pairs found per depth
   std::vector<DeviceBuffer<Pair>> levels_;
@@ -406,10 +379,12 @@ void CudaQuadtree::count(const PolygonSet& polygons, int64_t* counts,
   check(cudaMemsetAsync(sums.get(), 0, sums.size() * sizeof(unsigned long long), s),
         "point in polygon: cudaMemsetAsync");
   if (n_ > 0) {
-    PairWalk<CountSink> walk(view(), polys.view(), s);
+    PolygonWalk<CountSink, ThreadCount> walk(view(), polys.view(),
+                                             thread_path_max_edges(polygons), s);
     for (int64_t first = 0; first < polygons.n_polygons; first += kSlicePairs) {
       const int64_t last = std::min(first + kSlicePairs, polygons.n_polygons);
-      walk.run(static_cast<int32_t>(first), static_cast<int32_t>(last), CountSink{sums.get()});
+      walk.run(static_cast<int32_t>(first), static_cast<int32_t>(last), CountSink{sums.get()},
+               ThreadCount{sums.get()});
     }
   }
   static_assert(sizeof(unsigned long long) == sizeof(int64_t), "counts are copied as they are");
@@ -445,7 +420,9 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
   DeviceBuffer<unsigned long long> cursors(static_cast<size_t>(std::min(kSlicePairs, n_polygons)));
   DeviceBuffer<int> flags(2);  // overflow, first short polygon
   CubScratch scratch(s);
-  PairWalk<FillSink> walk(view(), polys.view(), s);
+  DeviceBuffer<DeferredRange> deferred;
+  DeviceBuffer<unsigned long long> deferred_count(1);
+  PolygonWalk<FillSink, ThreadFill> walk(view(), polys.view(), thread_path_max_edges(polygons), s);
   for (int64_t first = 0; first < n_polygons;) {
     int64_t last = first + 1;
     while (last < n_polygons && last - first < kSlicePairs &&
@@ -459,6 +436,7 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
         out.allocate(static_cast<size_t>(items));
         sorted.allocate(static_cast<size_t>(items));
         wide.allocate(static_cast<size_t>(items));
+        deferred.allocate(static_cast<size_t>(items / kDeferredRangeMin + 1));
       }
       const int32_t f = static_cast<int32_t>(first), l = static_cast<int32_t>(last);
       const unsigned grid = grid_for(last - first, kBlock);
@@ -467,8 +445,19 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
       const int no_short[2] = {0, 0x7fffffff};
       check(cudaMemcpyAsync(flags.get(), no_short, sizeof no_short, cudaMemcpyHostToDevice, s),
             "point in polygon: cudaMemcpyAsync");
-      if (n_ > 0)
-        walk.run(f, l, FillSink{f, cursors.get(), offsets.get(), base, out.get(), flags.get()});
+      if (n_ > 0) {
+        check(cudaMemsetAsync(deferred_count.get(), 0, sizeof(unsigned long long), s),
+              "point in polygon: cudaMemsetAsync");
+        walk.run(f, l, FillSink{f, cursors.get(), offsets.get(), base, out.get(), flags.get()},
+                 ThreadFill{f, cursors.get(), offsets.get(), base, out.get(), flags.get(),
+                            deferred.get(), deferred_count.get()});
+        const int64_t ranges = static_cast<int64_t>(read_back(deferred_count.get(), s));
+        if (ranges > 0) {
+          copy_deferred_ranges<<<grid_for(ranges, kWarpsPerBlock), kBlock, 0, s>>>(
+              deferred.get(), ranges, ids_.get(), out.get());
+          check_launch("point in polygon: copy_deferred_ranges");
+        }
+      }
       find_short_polygon<<<grid, kBlock, 0, s>>>(offsets.get(), f, l, cursors.get(),
                                                  flags.get() + 1);
       check_launch("point in polygon: find_short_polygon");

@@ -287,6 +287,62 @@ TEST(PipGpu, ManySmallPolygonsMatchOpenMp) {
   expect_cuda_matches_openmp(xy, set, "10^4 small polygons, leaf 1", options(KNN_BACKEND_CUDA, 1));
 }
 
+// Enough polygons of at most 32 edges for the thread-per-polygon path
+// (cuda/quadtree_thread_walk.cuh), mixed with warp-path polygons: a tiling of
+// triangles with shared edges and vertices, grid points on those edges, small
+// rectangles (closed rings too) with holes, stars, and one large rectangle
+// whose inner nodes are emitted whole.
+TEST(PipGpu, ManyFewEdgePolygonsTakeTheThreadPathAndMatchOracle) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr int kTiles = 48;  // 2 * 48^2 = 4608 triangles
+  std::mt19937_64 rng(68);
+  PolygonArrays set;
+  for (int j = 0; j < kTiles; ++j)
+    for (int i = 0; i < kTiles; ++i) {
+      const float x0 = i, y0 = j, x1 = i + 1, y1 = j + 1;
+      if ((i + j) % 2 == 0) {
+        set.add_polygon({{x0, y0}, {x1, y0}, {x1, y1}});
+        set.add_polygon({{x0, y0}, {x1, y1}, {x0, y1}, {x0, y0}});  // closed ring
+      } else {
+        set.add_polygon({{x1, y0}, {x1, y1}, {x0, y1}});
+        set.add_polygon({{x0, y0}, {x1, y0}, {x0, y1}});
+      }
+    }
+  const int64_t triangles = set.n_polygons();
+  std::uniform_real_distribution<float> u(0, kTiles);
+  for (int i = 0; i < 300; ++i) {
+    const float cx = std::floor(u(rng)), cy = std::floor(u(rng));
+    set.add_polygon(rectangle(cx, cy, cx + 1 + i % 5, cy + 1 + i % 3));
+    if (i % 3 == 0) set.add_hole({{cx + 0.25f, cy + 0.25f}, {cx + 0.75f, cy + 0.25f}, {cx + 0.5f, cy + 0.75f}});
+    set.add_polygon(star(rng, cx, cy, 0.5f, 4, 3 + i % 30, i % 2 == 0));
+  }
+  set.add_polygon(rectangle(1, 1, kTiles - 1, kTiles - 1));
+  set.add_polygon(star(rng, kTiles / 2, kTiles / 2, 5, 20, 200, false));  // warp path
+
+  std::vector<float> grid;  // quarters: on edges, diagonals and vertices
+  for (int i = -4; i <= 4 * kTiles + 4; ++i)
+    for (int j = -4; j <= 4 * kTiles + 4; ++j) {
+      grid.push_back(i * 0.25f);
+      grid.push_back(j * 0.25f);
+    }
+  expect_cuda_matches_oracle(grid, set, "thread path, grid points");
+  const Answer got = points_in_polygons(grid, set, options(KNN_BACKEND_CUDA));
+  std::vector<int> hits(grid.size() / 2, 0);
+  for (int64_t p = 0; p < triangles; ++p)
+    for (const int64_t i : got[p]) ++hits[i];
+  for (size_t i = 0; i < hits.size(); ++i) {
+    const float x = grid[2 * i], y = grid[2 * i + 1];
+    ASSERT_EQ(hits[i], x >= 0 && x < kTiles && y >= 0 && y < kTiles ? 1 : 0)
+        << "(" << x << ", " << y << ")";
+  }
+  const std::vector<float> xy = with_boundary_points(uniform_points(rng, 400009, 0, kTiles), set);
+  expect_cuda_matches_openmp(xy, set, "thread path", options(KNN_BACKEND_CUDA));
+  expect_cuda_matches_openmp(xy, set, "thread path, leaf 1000", options(KNN_BACKEND_CUDA, 1000));
+  knn_options chunked = options(KNN_BACKEND_CUDA);
+  chunked.device_memory_limit = size_t{16} << 20;
+  expect_cuda_matches_openmp(xy, set, "thread path, chunked fill", chunked);
+}
+
 TEST(PipGpu, PolygonsOfHundredThousandVerticesMatchOpenMp) {
   SKIP_WITHOUT_DEVICE();
   std::mt19937_64 rng(66);
