@@ -56,10 +56,10 @@
  * Environment. KNN_DEVICE_MEMORY_LIMIT (bytes) makes the planner act as if
  *           only that much device memory were free; KNN_CPU_SHARE=1/0 forces
  *           the CPU share of queryAll on or off (default: on where it helps).
- * This release. The classic 3-D API (section 2) and point-in-polygon
- *           (section 4) run on both engines. The index API (section 3) is
- *           declared with its final contract, but its engines are not in
- *           this release: those calls return KNN_ERR_UNSUPPORTED and say so.
+ * This release. Every section runs on both engines: the classic 3-D API
+ *           (section 2); the index API (section 3): kd-tree and brute force
+ *           in any dimension and the uniform grid in 3-D; point-in-polygon
+ *           over a quadtree (section 4).
  */
 #ifndef KNN_GPGPU_H
 #define KNN_GPGPU_H
@@ -238,6 +238,52 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  * 3. The index API (any dimension, resident on the device)
  * ========================================================================= */
 
+/* An index owns a copy of n points of dim floats (dim 1..KNN_INDEX_MAX_DIM)
+ * and answers kNN, all-kNN and radius queries on them, exactly and with the
+ * results of section "Results" above, whichever backend and structure serve
+ * it (they return bit-identical answers).
+ *
+ * Backends. KNN_BACKEND_CUDA: the GPU (KNN_ERR_NO_DEVICE without one); the
+ *   index lives in device memory between calls. KNN_BACKEND_OPENMP: the CPU.
+ *   KNN_BACKEND_AUTO: the GPU when a device is usable and the build's device
+ *   estimate (knn_estimate_build_bytes) fits its free memory (or
+ *   device_memory_limit, or KNN_DEVICE_MEMORY_LIMIT), else the CPU; an
+ *   automatic GPU build that runs out of device memory anyway, or that the
+ *   GPU engine cannot serve, is built on the CPU instead.
+ * Structures. KNN_STRUCTURE_KDTREE: a bucket kd-tree (leaf_size points per
+ *   bucket, default 32 on the CPU), any dimension. KNN_STRUCTURE_GRID: a
+ *   uniform grid, dim 3 only (other dims: KNN_ERR_UNSUPPORTED); on data that
+ *   would make a poor grid (strongly clustered) the kd-tree serves instead,
+ *   and knn_index_info reports KNN_STRUCTURE_KDTREE. KNN_STRUCTURE_BRUTE_FORCE:
+ *   every query against every point, any dimension. KNN_STRUCTURE_AUTO:
+ *   brute force for up to 2048 points on the CPU (16384 on the GPU) or for
+ *   dim > 16 (a kd-tree prunes little there), the grid for dim 3, the kd-tree
+ *   otherwise. These thresholds are tuning, not contract: a later release may
+ *   move them (the answers never change).
+ * Devices. The CUDA backend builds on opt->device when it is >= 0, else on
+ *   the calling thread's current device; the index remembers its device and
+ *   every later call on it runs there. The caller's current device is
+ *   restored before each call returns. A device number beyond the devices
+ *   present is KNN_ERR_INVALID_ARGUMENT; KNN_BACKEND_OPENMP ignores the
+ *   device, and so does AUTO where there is no device at all (it then runs
+ *   on the CPU).
+ * Host and device arrays. In a build with CUDA, points, queries and outputs
+ *   may each be host or device memory (the library asks the driver). The GPU
+ *   engines use device arrays in place; the CPU engines copy device inputs to
+ *   the host and write device outputs through host buffers. The outputs of one
+ *   call must be all host or all device memory (else INVALID_ARGUMENT).
+ * Errors. Validation failures (NULL pointers with positive counts, negative
+ *   counts, n > 2147483647 (indices are int32), dim out of range, k < 1, a
+ *   negative or NaN radius, max_neighbors < 0, bad options, a handle that is
+ *   not a live index, NaN/Inf coordinates naming the first bad point or query
+ *   and dimension) leave every output untouched. Failures after computing has
+ *   started (device out of memory, a device error, cancellation) write the
+ *   missing value into every output slot: index -1, squared distance
+ *   +infinity, count 0.
+ * Threads. Any number of host threads may query one index at once. Building
+ *   and freeing an index must not overlap other calls on the same index. */
+#define KNN_INDEX_MAX_DIM 4096
+
 typedef struct knn_index knn_index; /* opaque */
 
 enum knn_backend { KNN_BACKEND_AUTO = 0, KNN_BACKEND_CUDA = 1, KNN_BACKEND_OPENMP = 2 };
@@ -249,12 +295,18 @@ enum knn_structure {
 };
 
 /* Options. Always initialise with knn_options_init, then set fields; the
- * library reads only the first struct_size bytes, so callers built against an
- * older, shorter struct keep working. NULL everywhere means the defaults.
+ * library reads only the fields that lie wholly within the first struct_size
+ * bytes (the rest get their defaults), so callers built against an older,
+ * shorter struct keep working; struct_size must cover at least `backend`
+ * (else INVALID_ARGUMENT). NULL everywhere means the defaults.
  * knn_options_init writes exactly the fields of this version-1 struct (40
  * bytes on 64-bit platforms), in every later release too: fields added later
  * get their defaults when struct_size says they are absent, and a versioned
- * initialiser of their own. */
+ * initialiser of their own.
+ * Every field is checked where an opt is passed (unknown backend or
+ * structure, device < -1, leaf_size < 0, threads < 0: INVALID_ARGUMENT). A
+ * build uses all fields; a query or radius call uses only threads and
+ * device_memory_limit (0: the build's values) and ignores the others. */
 typedef struct knn_options {
   size_t struct_size;         /* = sizeof(knn_options)                        */
   int backend;                /* enum knn_backend, default AUTO               */
@@ -270,37 +322,54 @@ typedef struct knn_options {
 /* Fill *opt with the defaults (struct_size included). NULL is ignored. */
 KNN_API void KNN_CALL knn_options_init(knn_options* opt);
 
-/* Build an index over n points of dim floats each (row-major). The index owns
- * a copy of the points (on the device for the CUDA backend). *out receives the
- * handle, NULL on failure. Free it with knn_index_free. Arrays of this section
- * may be device memory in a build with CUDA (the library asks the driver);
- * a build without CUDA treats every pointer as host memory. */
+/* Build an index over n points of dim floats each (row-major, n rows). The
+ * index owns a copy of the points (on the device for the CUDA backend); the
+ * caller's array may change or go once the call returns. *out receives the
+ * handle, NULL on failure (out itself must not be NULL). n = 0 builds an
+ * empty index whose queries return only missing slots. Free the index with
+ * knn_index_free. Errors: INVALID_ARGUMENT, NONFINITE_INPUT ("point 12 has a
+ * NaN coordinate (dimension 2)"), UNSUPPORTED (GRID with dim != 3),
+ * NO_DEVICE (CUDA without a device), HOST_OUT_OF_MEMORY,
+ * DEVICE_OUT_OF_MEMORY, DEVICE, CANCELLED. */
 KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
                                      const knn_options* opt, knn_index** out);
-/* Free an index; NULL is fine. */
+/* Free an index and everything it holds; NULL is fine. A pointer that is not
+ * a live index is refused with INVALID_ARGUMENT where the library can tell
+ * (it checks a marker that freeing clears). */
 KNN_API int KNN_CALL knn_index_free(knn_index* index);
-/* Size, dimension, backend and structure that actually serve the index; any
- * output pointer may be NULL. */
+/* Size, dimension, backend and structure that actually serve the index (never
+ * AUTO); any output pointer may be NULL. */
 KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim, int* backend,
                                     int* structure);
 /* k nearest neighbours of m queries (m rows of dim floats): indices[i*k + j]
- * and sq_distances[i*k + j] (may be NULL). */
+ * and sq_distances[i*k + j] (may be NULL), nearest first, ties by the smaller
+ * index; slots beyond the index's size hold -1 / +infinity. Any k >= 1. */
 KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m,
                                      int k, int32_t* indices, float* sq_distances,
                                      const knn_options* opt);
-/* All-kNN of the indexed points themselves, in input order. exclude_self != 0
- * drops only each point's own index (not other points at distance 0). */
+/* All-kNN of the indexed points themselves, in input order: row i (n rows of
+ * k) holds the k nearest of point i. exclude_self != 0 drops only point i's
+ * own index; other points equal to it stay (at distance 0, by index). With
+ * exclude_self, rows of an index of n <= k points end in -1 / +infinity. */
 KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exclude_self,
                                           int32_t* indices, float* sq_distances);
-/* Points within `radius` of each query (squared distance <= radius*radius in
- * float32), ordered by (distance, index), max_neighbors per row; unused slots
- * hold -1 / +infinity; counts[i] is the true number within the radius. */
+/* Points within `radius` of each query: squared distance <= radius*radius
+ * (the product rounded to float32; radius may be +infinity, not negative or
+ * NaN), ordered by (distance, index), in rows of max_neighbors per query:
+ * indices[i*max_neighbors + j] and sq_distances (may be NULL); unused slots
+ * hold -1 / +infinity. counts[i] (may be NULL when max_neighbors > 0) is the
+ * true number within the radius, which may exceed max_neighbors.
+ * max_neighbors = 0 is a counting call: counts is required, indices and
+ * sq_distances are not read. */
 KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queries, int64_t m,
                                       float radius, int max_neighbors, int32_t* indices,
                                       float* sq_distances, int32_t* counts,
                                       const knn_options* opt);
 
-/* Device bytes an index build / a query would need; no device needed. */
+/* Device bytes a CUDA index build / a kNN call on it would need at most, for
+ * the structure opt asks for (AUTO or NULL: the largest of the structures the
+ * planner may pick). No device needed; they compute in 64 bits, grow with
+ * every argument and return 0 for negative sizes, dim < 1 or k < 1. */
 KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options* opt);
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
                                                  const knn_options* opt);

@@ -1,18 +1,290 @@
-// Entry points of the index API (contract section 3). The resident index
-// engines are not part of this release yet: the calls validate what they can
-// and answer KNN_ERR_UNSUPPORTED, never a silent success.
+// Entry points of the index API (contract section 3): argument checks with
+// precise messages, options, the index handle, and the moves of arrays between
+// host and device that an engine on the other side needs. Which backend and
+// structure serve an index is the planner's (src/index_planner.*).
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <memory>
+#include <vector>
 
-#include "../cuda/memory_model.h"
+#include "../cuda/cuda_engine.h"
+#include "../cuda/cuda_index.h"
+#include "../cuda/index_memory_model.h"
 #include "abi_barrier.h"
+#include "index_planner.h"
+#include "validate.h"
+
+// The handle behind knn_index*. `magic` tells a live index from a NULL, a
+// foreign pointer or (as far as the memory still holds it) a freed index.
+struct knn_index {
+  static constexpr uint64_t kLive = 0x6b6e6e5f696e6478ull;  // "knn_indx"
+  uint64_t magic = kLive;
+  std::unique_ptr<knn::IndexEngine> engine;
+  int device = -1;  // the CUDA device of a CUDA engine; -1 for the CPU
+  int threads = 0;  // the build's options, defaults of every call
+  size_t device_memory_limit = 0;
+};
 
 namespace knn {
 namespace {
-[[noreturn]] void index_engine_missing() {
-  fail(KNN_ERR_UNSUPPORTED,
-       "the resident index engine (kd-tree, grid, brute force in any dimension) is not in this "
-       "release; use the classic 3-D API (buildKdTree/queryAll) or knn_brute_force");
+
+// ---- Options ------------------------------------------------------------
+
+// The caller's options over the defaults, reading only the fields that lie
+// wholly inside opt->struct_size (an older, shorter struct keeps working).
+knn_options read_options(const knn_options* opt) {
+  knn_options o;
+  knn_options_init(&o);
+  if (opt == nullptr) return o;
+  constexpr size_t kMinSize = offsetof(knn_options, backend) + sizeof(int);
+  if (opt->struct_size < kMinSize)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->struct_size is %zu; it must be at least %zu (initialise options with "
+                "knn_options_init)",
+                opt->struct_size, kMinSize));
+  auto has = [opt](size_t offset, size_t size) { return opt->struct_size >= offset + size; };
+#define KNN_READ_FIELD(f) \
+  if (has(offsetof(knn_options, f), sizeof opt->f)) o.f = opt->f
+  KNN_READ_FIELD(backend);
+  KNN_READ_FIELD(device);
+  KNN_READ_FIELD(structure);
+  KNN_READ_FIELD(leaf_size);
+  KNN_READ_FIELD(threads);
+  KNN_READ_FIELD(device_memory_limit);
+#undef KNN_READ_FIELD
+  if (o.backend < KNN_BACKEND_AUTO || o.backend > KNN_BACKEND_OPENMP)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->backend is %d; it must be KNN_BACKEND_AUTO (0), KNN_BACKEND_CUDA (1) or "
+                "KNN_BACKEND_OPENMP (2)",
+                o.backend));
+  if (o.structure < KNN_STRUCTURE_AUTO || o.structure > KNN_STRUCTURE_BRUTE_FORCE)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->structure is %d; it must be KNN_STRUCTURE_AUTO (0), _KDTREE (1), _GRID (2) "
+                "or _BRUTE_FORCE (3)",
+                o.structure));
+  if (o.leaf_size < 0)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->leaf_size is %d; it must be 0 (default) or positive", o.leaf_size));
+  if (o.threads < 0)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->threads is %d; it must be 0 (all cores) or positive", o.threads));
+  if (o.device < -1)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->device is %d; it must be -1 (current device) or a device number", o.device));
+  return o;
 }
+
+// A device number the caller names must exist. Without any device it only
+// matters to a CUDA build (NO_DEVICE, from the planner); AUTO runs on the CPU.
+void check_device_number(int device, int devices) {
+  if (device >= 0 && devices > 0 && device >= devices)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->device is %d; this machine has %d CUDA device%s (0..%d)", device, devices,
+                devices == 1 ? "" : "s", devices - 1));
+}
+
+// Makes `device` current for the scope (nothing when -1 or already current)
+// and restores the caller's current device afterwards.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (device < 0) return;
+    const int current = cuda::current_device();
+    if (current == device) return;
+    cuda::set_device(device);
+    previous_ = current;
+  }
+  ~DeviceScope() {
+    if (previous_ < 0) return;
+    try {
+      cuda::set_device(previous_);
+    } catch (...) {
+      // The call's own status already says what failed on the device.
+    }
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+// ---- Arrays on the host or the device --------------------------------------
+
+bool on_device(const void* p) { return p != nullptr && cuda::is_device_pointer(p); }
+
+void check_dim(int dim) {
+  if (dim < 1 || dim > kIndexMaxDim)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("dim is %d; it must be from 1 to %d", dim, kIndexMaxDim));
+}
+
+// Every coordinate finite, wherever the rows live; names the first bad row.
+void check_finite_rows(const float* rows, int64_t n, int dim, bool rows_on_device,
+                       const char* what) {
+  if (!rows_on_device) return check_finite(rows, n, dim, what);
+  const int64_t bad = cuda::first_nonfinite_on_device(rows, n * dim);
+  if (bad < 0) return;
+  float value = 0;
+  cuda::copy_to_host(&value, rows + bad, sizeof value);
+  fail(KNN_ERR_NONFINITE_INPUT,
+       format("%s %lld has a%s coordinate (dimension %d)", what, static_cast<long long>(bad / dim),
+              std::isnan(value) ? " NaN" : "n infinite", static_cast<int>(bad % dim)));
+}
+
+std::vector<float> copy_rows_to_host(const float* device_rows, int64_t n, int dim) {
+  std::vector<float> host(static_cast<size_t>(n) * static_cast<size_t>(dim));
+  if (!host.empty()) cuda::copy_to_host(host.data(), device_rows, host.size() * sizeof(float));
+  return host;
+}
+
+// The output arrays of one call: `slots` entries of indices / sq_distances
+// and `rows` counts. Any pointer may be NULL; those given must all be host
+// memory or all device memory.
+struct Outputs {
+  int32_t* indices = nullptr;
+  float* sq_distances = nullptr;
+  int32_t* counts = nullptr;
+  int64_t slots = 0;
+  int64_t rows = 0;
+  bool on_device = false;
+
+  Outputs(int32_t* i, float* d, int32_t* c, int64_t s, int64_t r)
+      : indices(i), sq_distances(d), counts(c), slots(s), rows(r) {
+    const bool i_dev = on_device_or(i), d_dev = on_device_or(d), c_dev = on_device_or(c);
+    on_device = i_dev || d_dev || c_dev;
+    if ((i && i_dev != on_device) || (d && d_dev != on_device) || (c && c_dev != on_device))
+      fail(KNN_ERR_INVALID_ARGUMENT,
+           "the output arrays mix host and device memory; pass all of them in one kind");
+  }
+  static bool on_device_or(const void* p) { return knn::on_device(p); }
+
+  // The "missing" value in every slot, after a failure once computing began.
+  // Best effort: the call's status already reports the first failure.
+  void fill_missing() const noexcept {
+    try {
+      if (!on_device) {
+        if (indices) std::fill(indices, indices + slots, -1);
+        if (sq_distances)
+          std::fill(sq_distances, sq_distances + slots, std::numeric_limits<float>::infinity());
+        if (counts) std::fill(counts, counts + rows, 0);
+        return;
+      }
+      cuda::fill_missing_on_device(indices, sq_distances, slots);
+      if (counts) {
+        const std::vector<int32_t> zeros(static_cast<size_t>(std::min<int64_t>(rows, 1 << 20)), 0);
+        for (int64_t done = 0; done < rows;) {
+          const int64_t part = std::min<int64_t>(rows - done, static_cast<int64_t>(zeros.size()));
+          cuda::copy_to_device(counts + done, zeros.data(), static_cast<size_t>(part) * 4);
+          done += part;
+        }
+      }
+    } catch (...) {
+    }
+  }
+};
+
+// Runs one call of an engine on the caller's arrays. The CUDA engines take
+// every array where it lives; the OpenMP engines get host copies of device
+// queries and write device outputs through host buffers. On a failure after
+// the engine started, every output slot gets the missing value.
+template <class Call>
+void run_on_engine(const knn_index& index, const float* queries, int64_t m, const Outputs& out,
+                   const knn_options& call_opt, Call call) {
+  CallParams params;
+  params.threads = call_opt.threads > 0 ? call_opt.threads : index.threads;
+  params.device_memory_limit =
+      call_opt.device_memory_limit > 0 ? call_opt.device_memory_limit : index.device_memory_limit;
+  const bool queries_dev = on_device(queries);
+  try {
+    if (index.engine->backend() == KNN_BACKEND_CUDA) {
+      params.queries_on_device = queries_dev;
+      params.outputs_on_device = out.on_device;
+      return call(queries, out.indices, out.sq_distances, out.counts, params);
+    }
+    std::vector<float> host_queries;
+    if (queries_dev) host_queries = copy_rows_to_host(queries, m, index.engine->dim());
+    const float* q = queries_dev ? host_queries.data() : queries;
+    if (!out.on_device) return call(q, out.indices, out.sq_distances, out.counts, params);
+    std::vector<int32_t> indices(out.indices ? static_cast<size_t>(out.slots) : 0);
+    std::vector<float> sq(out.sq_distances ? static_cast<size_t>(out.slots) : 0);
+    std::vector<int32_t> counts(out.counts ? static_cast<size_t>(out.rows) : 0);
+    call(q, out.indices ? indices.data() : nullptr, out.sq_distances ? sq.data() : nullptr,
+         out.counts ? counts.data() : nullptr, params);
+    if (out.indices) cuda::copy_to_device(out.indices, indices.data(), indices.size() * 4);
+    if (out.sq_distances) cuda::copy_to_device(out.sq_distances, sq.data(), sq.size() * 4);
+    if (out.counts) cuda::copy_to_device(out.counts, counts.data(), counts.size() * 4);
+  } catch (...) {
+    out.fill_missing();
+    throw;
+  }
+}
+
+const knn_index& checked_index(const knn_index* index) {
+  if (index == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "index is NULL");
+  if (index->magic != knn_index::kLive || !index->engine)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         "index is not a live index (already freed, or not made by knn_index_build)");
+  return *index;
+}
+
+// ---- Build ------------------------------------------------------------------
+
+knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt) {
+  const knn_options o = read_options(opt);
+  check_array(points, n, "points", "n");
+  if (n > INT32_MAX)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("n is %lld; an index holds at most 2147483647 points (indices are int32)",
+                static_cast<long long>(n)));
+  check_dim(dim);
+  if (o.structure == KNN_STRUCTURE_GRID && dim != 3)
+    fail(KNN_ERR_UNSUPPORTED,
+         format("structure KNN_STRUCTURE_GRID needs dim 3, dim is %d; use KNN_STRUCTURE_KDTREE "
+                "or KNN_STRUCTURE_AUTO",
+                dim));
+  const int devices = o.backend == KNN_BACKEND_OPENMP ? 0 : cuda::device_count();
+  check_device_number(o.device, devices);
+  DeviceScope scope(devices > 0 ? o.device : -1);
+  const bool points_dev = on_device(points);
+  check_finite_rows(points, n, dim, points_dev, "point");
+
+  IndexParams params;
+  params.leaf_size = o.leaf_size;
+  params.threads = o.threads;
+  params.device_memory_limit = o.device_memory_limit;
+  std::unique_ptr<IndexEngine> engine;
+  const int backend = resolve_backend(o.backend, n, dim, o.structure, o.device_memory_limit);
+  if (backend == KNN_BACKEND_CUDA) {
+    params.points_on_device = points_dev;
+    try {
+      engine = build_index_engine(KNN_BACKEND_CUDA, o.structure, points, n, dim, params);
+    } catch (const Error& e) {
+      // An automatic choice that the device cannot serve after all goes to the CPU.
+      const bool recoverable = e.status() == KNN_ERR_DEVICE_OUT_OF_MEMORY ||
+                               e.status() == KNN_ERR_UNSUPPORTED;
+      if (o.backend != KNN_BACKEND_AUTO || !recoverable) throw;
+    }
+  }
+  if (!engine) {
+    params.points_on_device = false;
+    std::vector<float> host_points;
+    if (points_dev) host_points = copy_rows_to_host(points, n, dim);
+    engine = build_index_engine(KNN_BACKEND_OPENMP, o.structure,
+                                points_dev ? host_points.data() : points, n, dim, params);
+  }
+  auto index = std::make_unique<knn_index>();
+  index->device = engine->backend() == KNN_BACKEND_CUDA ? cuda::current_device() : -1;
+  index->engine = std::move(engine);
+  index->threads = o.threads;
+  index->device_memory_limit = o.device_memory_limit;
+  return index.release();
+}
+
 }  // namespace
 }  // namespace knn
 
@@ -20,69 +292,143 @@ extern "C" {
 
 KNN_API void KNN_CALL knn_options_init(knn_options* opt) {
   if (opt == nullptr) return;
-  std::memset(opt, 0, sizeof *opt);
-  opt->struct_size = sizeof *opt;
+  // Exactly the version-1 fields: a caller's struct may be that short.
+  std::memset(opt, 0, sizeof(knn_options));
+  opt->struct_size = sizeof(knn_options);
   opt->backend = KNN_BACKEND_AUTO;
   opt->device = -1;
   opt->structure = KNN_STRUCTURE_AUTO;
 }
 
-KNN_API int KNN_CALL knn_index_build(const float*, int64_t, int, const knn_options*,
-                                     knn_index** out) {
+KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
+                                     const knn_options* opt, knn_index** out) {
   return knn::guarded("knn_index_build", [&] {
-    if (out != nullptr) *out = nullptr;
-    knn::index_engine_missing();
+    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    *out = knn::build(points, n, dim, opt);
   });
 }
 
 KNN_API int KNN_CALL knn_index_free(knn_index* index) {
   return knn::guarded("knn_index_free", [&] {
-    if (index != nullptr)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT, "not an index made by knn_index_build");
+    if (index == nullptr) return;
+    knn::checked_index(index);
+    std::unique_ptr<knn_index> owned(index);
+    owned->magic = 0;
+    knn::DeviceScope scope(owned->device);  // the engine frees its memory on its device
+    owned.reset();
   });
 }
 
-KNN_API int KNN_CALL knn_index_info(const knn_index*, int64_t*, int*, int*, int*) {
-  return knn::guarded("knn_index_info", [] { knn::index_engine_missing(); });
+KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim, int* backend,
+                                    int* structure) {
+  return knn::guarded("knn_index_info", [&] {
+    const knn::IndexEngine& engine = *knn::checked_index(index).engine;
+    if (n) *n = engine.size();
+    if (dim) *dim = engine.dim();
+    if (backend) *backend = engine.backend();
+    if (structure) *structure = engine.structure();
+  });
 }
 
-KNN_API int KNN_CALL knn_index_query(const knn_index*, const float*, int64_t, int, int32_t*,
-                                     float*, const knn_options*) {
-  return knn::guarded("knn_index_query", [] { knn::index_engine_missing(); });
+KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m,
+                                     int k, int32_t* indices, float* sq_distances,
+                                     const knn_options* opt) {
+  return knn::guarded("knn_index_query", [&] {
+    const knn_index& ix = knn::checked_index(index);
+    const knn_options o = knn::read_options(opt);
+    knn::check_array(queries, m, "queries", "m");
+    knn::check_k(k);
+    knn::check_array(indices, m, "indices", "m");
+    if (m == 0) return;
+    knn::DeviceScope scope(ix.device);
+    const knn::Outputs out(indices, sq_distances, nullptr, m * k, m);
+    const int dim = ix.engine->dim();
+    knn::check_finite_rows(queries, m, dim, knn::on_device(queries), "query");
+    knn::run_on_engine(ix, queries, m, out, o,
+                       [&](const float* q, int32_t* i, float* d, int32_t*,
+                           const knn::CallParams& call) { ix.engine->knn(q, m, k, i, d, call); });
+  });
 }
 
-KNN_API int KNN_CALL knn_index_query_self(const knn_index*, int, int, int32_t*, float*) {
-  return knn::guarded("knn_index_query_self", [] { knn::index_engine_missing(); });
+KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exclude_self,
+                                          int32_t* indices, float* sq_distances) {
+  return knn::guarded("knn_index_query_self", [&] {
+    const knn_index& ix = knn::checked_index(index);
+    knn::check_k(k);
+    const int64_t n = ix.engine->size();
+    knn::check_array(indices, n, "indices", "the index's point count");
+    if (n == 0) return;
+    knn::DeviceScope scope(ix.device);
+    const knn::Outputs out(indices, sq_distances, nullptr, n * k, n);
+    knn_options defaults;
+    knn_options_init(&defaults);
+    knn::run_on_engine(ix, nullptr, 0, out, defaults,
+                       [&](const float*, int32_t* i, float* d, int32_t*,
+                           const knn::CallParams& call) {
+                         ix.engine->knn_self(k, exclude_self != 0, i, d, call);
+                       });
+  });
 }
 
-KNN_API int KNN_CALL knn_index_radius(const knn_index*, const float*, int64_t, float, int,
-                                      int32_t*, float*, int32_t*, const knn_options*) {
-  return knn::guarded("knn_index_radius", [] { knn::index_engine_missing(); });
+KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queries, int64_t m,
+                                      float radius, int max_neighbors, int32_t* indices,
+                                      float* sq_distances, int32_t* counts,
+                                      const knn_options* opt) {
+  return knn::guarded("knn_index_radius", [&] {
+    const knn_index& ix = knn::checked_index(index);
+    const knn_options o = knn::read_options(opt);
+    knn::check_array(queries, m, "queries", "m");
+    if (std::isnan(radius) || radius < 0)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("radius is %g; it must be a non-negative number",
+                            static_cast<double>(radius)));
+    if (max_neighbors < 0)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("max_neighbors is %d; it must not be negative", max_neighbors));
+    if (max_neighbors == 0) {
+      if (m > 0 && counts == nullptr)
+        knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                  "counts is NULL while max_neighbors is 0 (a counting call writes only counts)");
+    } else {
+      knn::check_array(indices, m, "indices", "m");
+    }
+    if (m == 0) return;
+    knn::DeviceScope scope(ix.device);
+    int32_t* const rows = max_neighbors > 0 ? indices : nullptr;
+    float* const dists = max_neighbors > 0 ? sq_distances : nullptr;
+    const knn::Outputs out(rows, dists, counts, m * max_neighbors, m);
+    const int dim = ix.engine->dim();
+    knn::check_finite_rows(queries, m, dim, knn::on_device(queries), "query");
+    knn::run_on_engine(ix, queries, m, out, o,
+                       [&](const float* q, int32_t* i, float* d, int32_t* c,
+                           const knn::CallParams& call) {
+                         ix.engine->radius(q, m, radius, max_neighbors, i, d, c, call);
+                       });
+  });
 }
 
-// Estimates for the planned device index: the points (twice: input order and
-// bucket order), one box per bucket, sort scratch, and per query the query,
-// its result rows and its sort keys; exact byte counts (so they grow with
-// every size) plus the allocator pages the buffers may round up to.
+// Estimates: the device model of the structure asked for (AUTO: the largest
+// the planner may pick). An estimate has no status to report bad options
+// with, so a structure field that is absent or out of range counts as AUTO.
 namespace {
-constexpr size_t kIndexBuffers = 8;
-size_t index_bytes(int64_t n, int dim) {
-  const size_t un = static_cast<size_t>(n), ud = static_cast<size_t>(dim);
-  return 2 * un * ud * 4 + un * 8 * 4 + un * 16 + knn::cuda::kCubTempBase;
+int estimate_structure(const knn_options* opt) {
+  if (opt == nullptr || opt->struct_size < offsetof(knn_options, structure) + sizeof(int))
+    return KNN_STRUCTURE_AUTO;
+  const int s = opt->structure;
+  return s >= KNN_STRUCTURE_AUTO && s <= KNN_STRUCTURE_BRUTE_FORCE ? s : KNN_STRUCTURE_AUTO;
 }
 }  // namespace
 
-KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options*) {
+KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options* opt) {
   if (n < 0 || dim < 1) return 0;
-  return index_bytes(n, dim) + kIndexBuffers * knn::cuda::kAllocAlignment;
+  return knn::cuda::index_memory::build_bytes(estimate_structure(opt), n, dim);
 }
 
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
-                                                 const knn_options*) {
+                                                 const knn_options* opt) {
   if (m < 0 || k < 1 || n < 0 || dim < 1) return 0;
-  const size_t um = static_cast<size_t>(m);
-  const size_t per_query = static_cast<size_t>(dim) * 4 + static_cast<size_t>(k) * 8 + 16;
-  return index_bytes(n, dim) + um * per_query + 2 * kIndexBuffers * knn::cuda::kAllocAlignment;
+  return knn::cuda::index_memory::query_bytes(estimate_structure(opt), m, k, n, dim);
 }
 
 }  // extern "C"

@@ -163,19 +163,6 @@ void expect_unsupported_or_invalid(int status, const char* call) {
   EXPECT_STRNE(knn_last_error(), "") << call;
 }
 
-TEST(IndexApi, BuildIsUnsupportedInThisRelease) {
-  const std::vector<float> points = make_rows(Dist::Uniform, 100, 3, 1);
-  knn_index* index = reinterpret_cast<knn_index*>(&index);  // must be overwritten
-  EXPECT_EQ(knn_index_build(points.data(), 100, 3, nullptr, &index), KNN_ERR_UNSUPPORTED);
-  EXPECT_EQ(index, nullptr) << "*out must be NULL on failure";
-  EXPECT_STRNE(knn_last_error(), "");
-  knn_options opt;
-  knn_options_init(&opt);
-  index = reinterpret_cast<knn_index*>(&index);
-  EXPECT_EQ(knn_index_build(points.data(), 100, 3, &opt, &index), KNN_ERR_UNSUPPORTED);
-  EXPECT_EQ(index, nullptr);
-}
-
 TEST(IndexApi, HandleCallsFailCleanlyWithoutAnIndex) {
   const std::vector<float> queries = make_rows(Dist::Uniform, 10, 3, 2);
   std::vector<int32_t> ind(10 * 4, kSentinelInt);

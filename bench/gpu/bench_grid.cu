@@ -1,0 +1,257 @@
+// GPU benchmark of the uniform grid (3-D) against our kd-trees.
+//   grid kernel-only:  build_device_grid and grid_knn with points, queries
+//                      and rows on the device, CUDA events (the query sort is
+//                      part of the search);
+//   grid engine call:  the index engine's knn with device arrays (chunk
+//                      pipeline included), host clock;
+//   kd-tree index:     cuda::build_kdtree_index's engine, same call, host clock;
+//   classic kd-tree:   build_kdtree_on_device + search_on_device, CUDA events.
+// Medians of 5 after a warm-up. Every grid answer is checked against the
+// OpenMP grid on a sample of queries. The engines are timed directly (not
+// through the C ABI), as the table says.
+// Usage: bench_grid [--quick | --sweep-target]
+//   --quick: 2^20 points only; --sweep-target: query time against the target
+//   points per cell (uniform 10^7).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../../common/grid_layout.h"
+#include "../../cuda/cuda_index.h"
+#include "../../cuda/cuda_kdtree_build.h"
+#include "../../cuda/cuda_kdtree_search.h"
+#include "../../cuda/grid_build.cuh"
+#include "../../cuda/memory_model.h"
+#include "datasets.h"
+
+using namespace knn_bench;
+
+namespace {
+
+constexpr int kRepeats = 5;
+constexpr int64_t kCheckedQueries = 20000;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double time_device(cudaStream_t stream, const std::function<void()>& work) {
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  work();
+  cudaStreamSynchronize(stream);
+  std::vector<double> ms;
+  for (int r = 0; r < kRepeats; ++r) {
+    cudaEventRecord(start, stream);
+    work();
+    cudaEventRecord(stop, stream);
+    cudaEventSynchronize(stop);
+    float t = 0;
+    cudaEventElapsedTime(&t, start, stop);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return median(ms);
+}
+
+double time_host(const std::function<void()>& work) {
+  work();
+  std::vector<double> ms;
+  for (int r = 0; r < kRepeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(ms);
+}
+
+template <class T>
+knn::cuda::DeviceBuffer<T> device_copy(const std::vector<T>& host) {
+  knn::cuda::DeviceBuffer<T> d(host.size());
+  knn::cuda::check(cudaMemcpy(d.get(), host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice),
+                   "copy");
+  return d;
+}
+
+void print_row(const std::string& config, const char* what, double ms, const std::string& note) {
+  std::printf("| %-34s | %-30s | %10.2f | %s\n", config.c_str(), what, ms, note.c_str());
+  std::fflush(stdout);
+}
+
+// Grid rows (first kCheckedQueries queries) against the OpenMP grid.
+std::string check_against_cpu(const std::vector<Point>& points, const std::vector<Point>& queries,
+                              int k, const knn::cuda::DeviceBuffer<int32_t>& d_idx) {
+  const int64_t sample = std::min<int64_t>(kCheckedQueries, static_cast<int64_t>(queries.size()));
+  auto cpu_grid = knn::omp::build_grid_index(&points[0].p[0], static_cast<int64_t>(points.size()),
+                                             knn::IndexParams{});
+  if (!cpu_grid) return "CPU grid refused the data";
+  std::vector<int32_t> cpu(static_cast<size_t>(sample) * k), gpu(cpu.size());
+  cpu_grid->knn(&queries[0].p[0], sample, k, cpu.data(), nullptr, knn::CallParams{});
+  cudaMemcpy(gpu.data(), d_idx.get(), gpu.size() * sizeof(int32_t), cudaMemcpyDeviceToHost);
+  return cpu == gpu ? "== OpenMP grid (" + std::to_string(sample) + " sampled)" : "MISMATCH vs OpenMP grid";
+}
+
+void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) {
+  const std::vector<Point> points = reference_points(dist, n);
+  const std::vector<Point> queries = query_points(dist, m);
+  knn::cuda::DeviceBuffer<Point> d_points = device_copy(points);
+  knn::cuda::DeviceBuffer<Point> d_queries = device_copy(queries);
+  const int kmax = *std::max_element(ks.begin(), ks.end());
+  knn::cuda::DeviceBuffer<int32_t> d_idx(static_cast<size_t>(m) * kmax);
+  knn::cuda::DeviceBuffer<float> d_dist(static_cast<size_t>(m) * kmax);
+  knn::cuda::Stream stream;
+  const float* p = &d_points.get()->p[0];
+  const float* q = &d_queries.get()->p[0];
+  const std::string base = std::string(distribution_name(dist)) + " n=" + std::to_string(n) +
+                           " m=" + std::to_string(m);
+
+  // The grid, kernel-only.
+  std::unique_ptr<knn::cuda::DeviceGrid> grid;
+  const double grid_build =
+      time_device(stream.get(), [&] {
+        grid = knn::cuda::build_device_grid(p, n, true, knn::kGridDefaultPointsPerCell, stream.get());
+      });
+  if (grid) {
+    const knn::GridLayout& g = grid->layout;
+    print_row(base, "grid build kernel-only", grid_build,
+              std::to_string(g.cells[0]) + "x" + std::to_string(g.cells[1]) + "x" +
+                  std::to_string(g.cells[2]) + " cells");
+  } else {
+    print_row(base, "grid build kernel-only", grid_build, "refused (poor occupancy): API uses the kd-tree");
+  }
+  // The search runs in the engine's chunks (the memory model bounds CUB's
+  // scratch for chunks of at most kMaxChunkQueries), back to back on one stream.
+  const int64_t chunk = std::min(m, knn::cuda::kMaxChunkQueries);
+  knn::cuda::GridSearchScratch scratch;
+  if (grid) scratch = knn::cuda::GridSearchScratch(chunk, grid->key_bits());
+
+  knn::CallParams on_device;
+  on_device.queries_on_device = on_device.outputs_on_device = true;
+  knn::IndexParams params;
+  params.points_on_device = true;
+  auto grid_engine = knn::cuda::build_grid_index(p, n, params);
+  std::unique_ptr<knn::IndexEngine> kd_engine;
+  double kd_build = 0;
+  try {
+    kd_build = time_host([&] { kd_engine = knn::cuda::build_kdtree_index(p, n, 3, params); });
+  } catch (const knn::Error& e) {
+    print_row(base, "kd-tree index engine build", 0, std::string("failed: ") + e.what());
+  }
+
+  // The classic kd-tree, kernel-only (as bench_gpu.cu times it).
+  knn::cuda::DeviceBuffer<Node> d_tree(static_cast<size_t>(n));
+  knn::cuda::DeviceBuffer<float4> d_nodes(static_cast<size_t>(n)), d_buckets(static_cast<size_t>(n));
+  knn::cuda::DeviceBuffer<uint32_t> d_box(6);
+  const int bucket_level = knn::cuda::bucket_level_for(n);
+  knn::cuda::DeviceBuffer<float4> d_boxes(size_t{2} << bucket_level);
+  knn::cuda::BuildWorkspace ws(n);
+  const knn::cuda::TreeView view{d_nodes.get(), n, 0, d_box.get(), bucket_level, d_buckets.get(),
+                                 d_boxes.get()};
+  const double classic_build = time_device(stream.get(), [&] {
+    knn::cuda::build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
+    knn::cuda::reset_box(d_box.get(), stream.get());
+    knn::cuda::convert_nodes(d_tree.get(), n, d_nodes.get(), d_box.get(), stream.get(),
+                             knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
+    knn::cuda::layout_buckets(view, d_buckets.get(), d_boxes.get(), stream.get());
+  });
+
+  for (const int k : ks) {
+    const std::string config = base + " k=" + std::to_string(k);
+    if (grid) {
+      const double ms = time_device(stream.get(), [&] {
+        for (int64_t first = 0; first < m; first += chunk)
+          knn::cuda::grid_knn(grid->view(), q + 3 * first, std::min(chunk, m - first), k, -1,
+                              d_idx.get() + first * k, d_dist.get() + first * k, scratch,
+                              stream.get());
+      });
+      print_row(config, "grid query kernel-only", ms, check_against_cpu(points, queries, k, d_idx));
+      print_row(config, "grid build+query kernel-only", grid_build + ms, "");
+      const double call = time_host([&] {
+        grid_engine->knn(q, m, k, d_idx.get(), d_dist.get(), on_device);
+      });
+      print_row(config, "grid engine call (host clock)", call, "");
+    }
+    if (kd_engine) {
+      try {
+        const double call =
+            time_host([&] { kd_engine->knn(q, m, k, d_idx.get(), d_dist.get(), on_device); });
+        print_row(config, "kd-tree index engine call", call, "build " + std::to_string(kd_build) + " ms");
+      } catch (const knn::Error& e) {
+        print_row(config, "kd-tree index engine call", 0, std::string("failed: ") + e.what());
+      }
+    }
+    knn::cuda::SearchScratch classic_scratch(m, k);
+    const double classic = time_device(stream.get(), [&] {
+      knn::cuda::search_on_device(view, d_queries.get(), m, k, d_idx.get(), d_dist.get(),
+                                  classic_scratch, stream.get());
+    });
+    print_row(config, "classic kd-tree query kernel-only", classic,
+              "build " + std::to_string(classic_build) + " ms");
+  }
+}
+
+}  // namespace
+
+// Grid query time against the target points per cell (IndexParams.leaf_size),
+// uniform 10^7 x 10^7: the measurements behind kGridDefaultPointsPerCell and
+// kGridRegisterK (k = 16 is the last register list, k = 17 the first warp).
+void sweep_target() {
+  const int64_t n = 10000000;
+  const std::vector<Point> points = reference_points(Distribution::Uniform, n);
+  const std::vector<Point> queries = query_points(Distribution::Uniform, n);
+  knn::cuda::DeviceBuffer<Point> d_points = device_copy(points);
+  knn::cuda::DeviceBuffer<Point> d_queries = device_copy(queries);
+  knn::cuda::DeviceBuffer<int32_t> d_idx(static_cast<size_t>(n) * 32);
+  knn::cuda::DeviceBuffer<float> d_dist(static_cast<size_t>(n) * 32);
+  knn::cuda::Stream stream;
+  const int64_t chunk = knn::cuda::kMaxChunkQueries;
+  for (const int target : {1, 2, 3, 4, 6, 8}) {
+    auto grid = knn::cuda::build_device_grid(&d_points.get()->p[0], n, true, target, stream.get());
+    knn::cuda::GridSearchScratch scratch(chunk, grid->key_bits());
+    for (const int k : {1, 8, 16, 17, 32}) {
+      const double ms = time_device(stream.get(), [&] {
+        for (int64_t first = 0; first < n; first += chunk)
+          knn::cuda::grid_knn(grid->view(), &d_queries.get()->p[0] + 3 * first,
+                              std::min(chunk, n - first), k, -1, d_idx.get() + first * k,
+                              d_dist.get() + first * k, scratch, stream.get());
+      });
+      print_row("uniform 10^7 target=" + std::to_string(target) + " k=" + std::to_string(k),
+                "grid query kernel-only", ms, "");
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device\n");
+    return 0;
+  }
+  std::printf("| %-34s | %-30s | %10s | %s\n", "configuration", "what", "ms", "note");
+  try {
+    if (argc > 1 && std::strcmp(argv[1], "--sweep-target") == 0) {
+      sweep_target();
+      return 0;
+    }
+    for (int log_n = 20; log_n <= (quick ? 20 : 24); log_n += 2)
+      bench(Distribution::Uniform, int64_t{1} << log_n, int64_t{1} << log_n, {1, 8});
+    if (!quick) {
+      bench(Distribution::Uniform, 10000000, 10000000, {1, 8});
+      bench(Distribution::Clustered, 10000000, 10000000, {1, 8});
+    }
+  } catch (const knn::Error& e) {
+    std::fprintf(stderr, "failed: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

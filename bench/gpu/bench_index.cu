@@ -1,0 +1,289 @@
+// GPU benchmark of the index engines (issue #4): the CUDA bucket kd-tree and
+// the CUDA brute force.
+//   device:     the engines directly (cuda/cuda_index.h), points, queries and
+//               outputs already on the device; every engine call is
+//               synchronous, so each is timed by CUDA events on the legacy
+//               stream around the call (the engines' streams finish inside it);
+//   end to end: the C ABI from pageable host arrays (host clock).
+// Median of 5 after a warm-up; a configuration whose warm-up takes longer
+// than kSlowMs is timed once. Suites:
+//   futhark  uniform, n = m = 2^17..2^21, d in {5,7,9,12,16}, k = 5, and
+//            k = 1, 3, 11 at d = 5; build included; kd-tree and brute force
+//            side by side (tunes the AUTO crossover), rows checked equal;
+//   allknn   3-D all-kNN of n = 10^7 uniform points, k = 30, build + query
+//            (target < 60 ms on an H100), device and end to end;
+//   radius   10^7 uniform points, radius for ~32 neighbours, 10^7 queries:
+//            rows of 32 with counts, and counting only; queries/s.
+// Usage: bench_index [--quick] [--suite futhark|allknn|radius|all] [--leaf N]
+//   --leaf N: the kd-tree's leaf size (default: the engine's).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../../cuda/cuda_index.h"
+#include "../../cuda/cuda_support.h"
+#include "datasets.h"
+#include "knn_gpgpu.h"
+
+using namespace knn_bench;
+using knn::cuda::DeviceBuffer;
+
+namespace {
+
+constexpr int kRepeats = 5;
+constexpr double kSlowMs = 5000.0;
+
+int leaf_size = 0;  // --leaf; 0 = the engine's default
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double event_ms(const std::function<void()>& work) {
+  cudaEvent_t start, stop;
+  knn::cuda::check(cudaEventCreate(&start), "cudaEventCreate");
+  knn::cuda::check(cudaEventCreate(&stop), "cudaEventCreate");
+  knn::cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  cudaEventRecord(start, 0);
+  work();
+  cudaEventRecord(stop, 0);
+  knn::cuda::check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms;
+}
+
+double host_ms(const std::function<void()>& work) {
+  const auto t0 = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Median of kRepeats after a warm-up (just the warm-up when that is slow).
+double timed(const std::function<double(const std::function<void()>&)>& clock,
+             const std::function<void()>& work) {
+  const double warm = clock(work);
+  if (warm > kSlowMs) return warm;
+  std::vector<double> ms;
+  for (int r = 0; r < kRepeats; ++r) ms.push_back(clock(work));
+  return median(ms);
+}
+
+void must(int status, const char* what) {
+  if (status != KNN_OK) {
+    std::fprintf(stderr, "%s failed: %s\n", what, knn_last_error());
+    std::exit(1);
+  }
+}
+
+std::vector<float> uniform_rows(int64_t n, int dim, uint64_t seed) {
+  std::vector<float> rows(static_cast<size_t>(n) * dim);
+  fill_uniform_rows(rows.data(), n, dim, seed);
+  return rows;
+}
+
+DeviceBuffer<float> on_device(const std::vector<float>& host) {
+  DeviceBuffer<float> d(host.size());
+  knn::cuda::copy_to_device(d.get(), host.data(), host.size() * sizeof(float));
+  return d;
+}
+
+using Builder = std::unique_ptr<knn::IndexEngine> (*)(const float*, int64_t, int,
+                                                       const knn::IndexParams&);
+
+void header() {
+  std::printf("%-8s %-11s %9s %9s %3s %4s %11s %11s %11s  %s\n", "suite", "structure", "n", "m",
+              "d", "k", "build ms", "query ms", "total ms", "note");
+}
+
+void row(const char* suite, const char* structure, int64_t n, int64_t m, int dim, int k,
+         double build, double query, double total, const std::string& note) {
+  std::printf("%-8s %-11s %9lld %9lld %3d %4d %11.2f %11.2f %11.2f  %s\n", suite, structure,
+              static_cast<long long>(n), static_cast<long long>(m), dim, k, build, query, total,
+              note.c_str());
+  std::fflush(stdout);
+}
+
+// Build + kNN of m device queries into device rows; returns the first rows.
+struct DeviceRun {
+  double build_ms, query_ms, total_ms;
+  std::vector<int32_t> first_rows;
+};
+
+DeviceRun run_on_device(Builder build, const DeviceBuffer<float>& points, int64_t n,
+                        const DeviceBuffer<float>& queries, int64_t m, int dim, int k) {
+  knn::IndexParams params;
+  params.points_on_device = true;
+  params.leaf_size = leaf_size;
+  knn::CallParams call;
+  call.queries_on_device = call.outputs_on_device = true;
+  DeviceBuffer<int32_t> indices(static_cast<size_t>(m) * k);
+  DeviceBuffer<float> sq_distances(static_cast<size_t>(m) * k);
+  std::unique_ptr<knn::IndexEngine> index;
+  DeviceRun r{};
+  r.total_ms = timed(event_ms, [&] {
+    index = build(points.get(), n, dim, params);
+    index->knn(queries.get(), m, k, indices.get(), sq_distances.get(), call);
+  });
+  r.build_ms = timed(event_ms, [&] { index = build(points.get(), n, dim, params); });
+  r.query_ms = timed(event_ms, [&] {
+    index->knn(queries.get(), m, k, indices.get(), sq_distances.get(), call);
+  });
+  r.first_rows.resize(static_cast<size_t>(std::min<int64_t>(m, 4096)) * k);
+  knn::cuda::copy_to_host(r.first_rows.data(), indices.get(), r.first_rows.size() * 4);
+  return r;
+}
+
+void futhark_suite(bool quick) {
+  struct Case {
+    int dim, k;
+  };
+  std::vector<Case> cases;
+  for (const int dim : {5, 7, 9, 12, 16}) cases.push_back({dim, 5});
+  for (const int k : {1, 3, 11}) cases.push_back({5, k});
+  const int largest = quick ? 18 : 21;
+  for (const Case& c : cases)
+    for (int log_n = 17; log_n <= largest; ++log_n) {
+      const int64_t n = int64_t{1} << log_n;
+      const DeviceBuffer<float> points = on_device(uniform_rows(n, c.dim, kReferenceSeed));
+      const DeviceBuffer<float> queries = on_device(uniform_rows(n, c.dim, kQuerySeed));
+      const DeviceRun tree =
+          run_on_device(knn::cuda::build_kdtree_index, points, n, queries, n, c.dim, c.k);
+      row("futhark", "kdtree", n, n, c.dim, c.k, tree.build_ms, tree.query_ms, tree.total_ms, "");
+      const DeviceRun brute =
+          run_on_device(knn::cuda::build_brute_force_index, points, n, queries, n, c.dim, c.k);
+      row("futhark", "brute", n, n, c.dim, c.k, brute.build_ms, brute.query_ms, brute.total_ms,
+          tree.first_rows == brute.first_rows ? "rows agree" : "ROWS DIFFER");
+    }
+}
+
+void allknn_suite(bool quick) {
+  const int dim = 3, k = 30;
+  const int64_t n = quick ? 1000000 : 10000000;
+  const std::vector<float> host_points = uniform_rows(n, dim, kReferenceSeed);
+  {
+    const DeviceBuffer<float> points = on_device(host_points);
+    DeviceBuffer<int32_t> indices(static_cast<size_t>(n) * k);
+    DeviceBuffer<float> sq_distances(static_cast<size_t>(n) * k);
+    knn::IndexParams params;
+    params.points_on_device = true;
+    params.leaf_size = leaf_size;
+    knn::CallParams call;
+    call.outputs_on_device = true;
+    std::unique_ptr<knn::IndexEngine> index;
+    const double total = timed(event_ms, [&] {
+      index = knn::cuda::build_kdtree_index(points.get(), n, dim, params);
+      index->knn_self(k, false, indices.get(), sq_distances.get(), call);
+    });
+    const double build =
+        timed(event_ms, [&] { index = knn::cuda::build_kdtree_index(points.get(), n, dim, params); });
+    const double query = timed(event_ms, [&] {
+      index->knn_self(k, false, indices.get(), sq_distances.get(), call);
+    });
+    row("allknn", "kdtree", n, n, dim, k, build, query, total, "device, target < 60 ms total");
+  }
+  // End to end through the C ABI: pageable host points in, host rows out.
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_CUDA;
+  opt.structure = KNN_STRUCTURE_KDTREE;
+  opt.leaf_size = leaf_size;
+  std::vector<int32_t> indices(static_cast<size_t>(n) * k);
+  std::vector<float> sq_distances(static_cast<size_t>(n) * k);
+  knn_index* index = nullptr;
+  const double total = timed(host_ms, [&] {
+    knn_index_free(index);
+    must(knn_index_build(host_points.data(), n, dim, &opt, &index), "knn_index_build");
+    must(knn_index_query_self(index, k, 0, indices.data(), sq_distances.data()),
+         "knn_index_query_self");
+  });
+  const double query = timed(host_ms, [&] {
+    must(knn_index_query_self(index, k, 0, indices.data(), sq_distances.data()),
+         "knn_index_query_self");
+  });
+  knn_index_free(index);
+  row("allknn", "kdtree", n, n, dim, k, total - query, query, total, "C ABI, host arrays");
+}
+
+void radius_suite(bool quick) {
+  const int dim = 3, max_neighbors = 32;
+  const int64_t n = quick ? 1000000 : 10000000, m = n;
+  // Expected neighbours n * (4/3) pi r^3 = 32 in the unit cube (fewer at the faces).
+  const float radius = static_cast<float>(std::cbrt(32.0 * 3.0 / (4.0 * M_PI * n)));
+  const DeviceBuffer<float> points = on_device(uniform_rows(n, dim, kReferenceSeed));
+  const DeviceBuffer<float> queries = on_device(uniform_rows(m, dim, kQuerySeed));
+  knn::IndexParams params;
+  params.points_on_device = true;
+  params.leaf_size = leaf_size;
+  auto index = knn::cuda::build_kdtree_index(points.get(), n, dim, params);
+  knn::CallParams call;
+  call.queries_on_device = call.outputs_on_device = true;
+  DeviceBuffer<int32_t> indices(static_cast<size_t>(m) * max_neighbors);
+  DeviceBuffer<float> sq_distances(static_cast<size_t>(m) * max_neighbors);
+  DeviceBuffer<int32_t> counts(static_cast<size_t>(m));
+  const double rows_ms = timed(event_ms, [&] {
+    index->radius(queries.get(), m, radius, max_neighbors, indices.get(), sq_distances.get(),
+                  counts.get(), call);
+  });
+  std::vector<int32_t> host_counts(static_cast<size_t>(m));
+  knn::cuda::copy_to_host(host_counts.data(), counts.get(), host_counts.size() * 4);
+  double mean = 0;
+  for (const int32_t c : host_counts) mean += c;
+  mean /= static_cast<double>(m);
+  char note[128];
+  std::snprintf(note, sizeof note, "rows of 32, %.3g queries/s, mean count %.1f",
+                m / (rows_ms / 1000.0), mean);
+  row("radius", "kdtree", n, m, dim, max_neighbors, 0, rows_ms, rows_ms, note);
+  const double count_ms = timed(event_ms, [&] {
+    index->radius(queries.get(), m, radius, 0, nullptr, nullptr, counts.get(), call);
+  });
+  std::snprintf(note, sizeof note, "counting only, %.3g queries/s", m / (count_ms / 1000.0));
+  row("radius", "kdtree", n, m, dim, 0, 0, count_ms, count_ms, note);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string suite = "all";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else if (a == "--suite" && i + 1 < argc) {
+      suite = argv[++i];
+    } else if (a == "--leaf" && i + 1 < argc) {
+      leaf_size = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--suite futhark|allknn|radius|all] [--leaf N]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (cuGetDeviceCount() == 0) {
+    std::fprintf(stderr, "bench_index: no CUDA device\n");
+    return 1;
+  }
+  try {
+    header();
+    if (suite == "futhark" || suite == "all") futhark_suite(quick);
+    if (suite == "allknn" || suite == "all") allknn_suite(quick);
+    if (suite == "radius" || suite == "all") radius_suite(quick);
+  } catch (const knn::Error& e) {
+    std::fprintf(stderr, "bench_index: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,321 @@
+// The uniform grid of the 3-D grid index, shared by the OpenMP and the CUDA
+// engine: the choice of resolution, the cell of a coordinate, and the lower
+// bounds that let a search stop growing its shells exactly.
+//
+// Points are binned by cell; a cell key orders cells x fastest, so a row of
+// cells along x is one contiguous run of the points sorted by key. The
+// resolution aims at `target` points per cell over the bounding box; an axis
+// whose extent is small against the cell size (all z equal: a plane) gets
+// one cell. The cell count stays below n (and 2^31), so cell keys fit in
+// 32 bits and the cell-start array is no larger than the points.
+//
+// Exactness. Cells are found in double arithmetic (the same IEEE operations
+// on both backends, so both bin every point alike). A search visits cells and
+// stops when a lower bound of the float32 squared distance to every point it
+// has not seen exceeds its current k-th distance. The bounds below are lower
+// bounds of the contract's float32 distance, not of the real one:
+//   - per axis, a float g with g <= |fl(p_a - q_a)| for every point p of the
+//     cells concerned. The cell boundary is computed in double and moved out
+//     by a margin far above the double rounding of the binning, the gap to
+//     the query is shrunk by a relative margin above the rounding of the
+//     subtraction, and the result is rounded down to float. Then the real
+//     |p_a - q_a| >= g, and because rounding is monotone and g is a float,
+//     |fl(p_a - q_a)| >= g too;
+//   - fl(g*g) <= fl(d*d) for |d| >= g, and float addition is monotone in each
+//     argument, so combining the axes' squared gaps in the contract's order
+//     ((x + y) + z) gives a lower bound of the point's float32 distance.
+// A search that stops only when this bound is strictly greater than its k-th
+// distance can miss no point that ties with or beats the k-th.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "float_math.h"
+#include "host_device.h"
+
+namespace knn {
+
+// Resolution defaults and limits (IndexParams.leaf_size overrides the target).
+// 3 points per cell: on an H100, uniform 10^7 x 10^7, targets 2 to 4 are the
+// fastest for k = 1 to 16 (bench/gpu/bench_grid.cu --sweep-target); larger
+// cells cost more distances, smaller ones more cells per shell.
+constexpr int kGridDefaultPointsPerCell = 3;
+// Cells never outnumber the points by more than this (memory: one 32-bit
+// start per cell), nor 2^30 in all.
+constexpr double kGridMaxCellsPerPoint = 1.0;
+constexpr int64_t kGridMaxCells = int64_t{1} << 30;
+// A grid is poor when a point's own cell holds on average more than this many
+// times the points a uniform grid would give it (target + 1: a Poisson cell
+// seen from one of its points). Judged only from this many points on: below
+// it any grid is as fast as brute force and the engine keeps it.
+constexpr double kGridPoorOccupancyFactor = 8.0;
+constexpr int64_t kGridMinPointsToJudge = 1024;
+
+// HUGE_VALF, not numeric_limits: callable from device code without
+// --expt-relaxed-constexpr (hosts such as the benchmarks compile this header).
+KNN_HD float grid_infinity() { return HUGE_VALF; }
+
+// The largest float <= x (x >= 0; values beyond float's range give FLT_MAX).
+KNN_HD float float_at_most(double x) {
+#if defined(__CUDA_ARCH__)
+  return __double2float_rd(x);
+#else
+  float f = static_cast<float>(x);
+  if (static_cast<double>(f) > x) f = std::nextafter(f, -grid_infinity());
+  return f;
+#endif
+}
+
+struct GridLayout {
+  float box_lo[3], box_hi[3];  // bounding box of the indexed points
+  double width[3];             // cell width per axis (0: one cell)
+  double inv_width[3];         // cells per unit of length (0: one cell)
+  double margin[3];            // slack on cell boundaries, far above double rounding
+  int32_t cells[3];
+
+  KNN_HD int64_t cell_count() const { return int64_t{cells[0]} * cells[1] * cells[2]; }
+
+  // The cell of coordinate x on axis a, clamped into the grid (queries outside
+  // the box belong to the nearest cell).
+  KNN_HD int32_t cell_on_axis(float x, int a) const {
+    const double t = (static_cast<double>(x) - static_cast<double>(box_lo[a])) * inv_width[a];
+    if (!(t > 0.0)) return 0;
+    if (t >= static_cast<double>(cells[a] - 1)) return cells[a] - 1;
+    return static_cast<int32_t>(t);
+  }
+
+  KNN_HD uint32_t key(int32_t cx, int32_t cy, int32_t cz) const {
+    return (static_cast<uint32_t>(cz) * static_cast<uint32_t>(cells[1]) + static_cast<uint32_t>(cy)) *
+               static_cast<uint32_t>(cells[0]) +
+           static_cast<uint32_t>(cx);
+  }
+
+  KNN_HD uint32_t key_of(float x, float y, float z) const {
+    return key(cell_on_axis(x, 0), cell_on_axis(y, 1), cell_on_axis(z, 2));
+  }
+
+  // Float lower bound of |fl(p_a - q)| over all indexed points (0 inside the
+  // box). Exact without margins: p_a >= box_lo[a], and rounding is monotone.
+  KNN_HD float box_gap(float q, int a) const {
+    if (q < box_lo[a]) return sub_rn(box_lo[a], q);
+    if (q > box_hi[a]) return sub_rn(q, box_hi[a]);
+    return 0.0f;
+  }
+
+  // Float lower bound of |fl(p_a - q)| over the points of cell c on axis a,
+  // seen from a query in cell qc (see the header comment); +infinity for a
+  // cell outside the grid, which holds no points.
+  KNN_HD float axis_gap(float q, int a, int32_t qc, int32_t c) const {
+    if (c < 0 || c >= cells[a]) return grid_infinity();
+    const float outside = box_gap(q, a);
+    if (c == qc) return outside;
+    // Relative shrink > 2^-52: covers the rounding of the subtraction below.
+    constexpr double kShrink = 1.0 - 1e-14;
+    double gap;
+    if (c > qc) {  // points at or above the cell's lower boundary
+      const double boundary = static_cast<double>(box_lo[a]) + static_cast<double>(c) * width[a] - margin[a];
+      gap = boundary - static_cast<double>(q);
+    } else {  // points at or below the cell's upper boundary
+      const double boundary =
+          static_cast<double>(box_lo[a]) + static_cast<double>(c + 1) * width[a] + margin[a];
+      gap = static_cast<double>(q) - boundary;
+    }
+    if (!(gap > 0.0)) return outside;
+    const float g = float_at_most(gap * kShrink);
+    return g > outside ? g : outside;
+  }
+
+  // Lower bound of the float32 squared distance from q to any point of cell
+  // (cx, cy, cz), combining the axes in the contract's order.
+  KNN_HD float cell_bound(const float q[3], const int32_t qc[3], int32_t cx, int32_t cy,
+                          int32_t cz) const {
+    const float gx = axis_gap(q[0], 0, qc[0], cx);
+    const float gy = axis_gap(q[1], 1, qc[1], cy);
+    const float gz = axis_gap(q[2], 2, qc[2], cz);
+    return add_rn(add_rn(mul_rn(gx, gx), mul_rn(gy, gy)), mul_rn(gz, gz));
+  }
+
+  // Lower bound of the float32 squared distance from q to any point outside
+  // the cube of cells within Chebyshev distance r of qc: such a point lies, on
+  // some axis, at least r + 1 cells away, and on every axis outside the box
+  // if q is. +infinity when the cube already covers the grid.
+  KNN_HD float beyond_shell_bound(const float q[3], const int32_t qc[3], int32_t r) const {
+    float outside_sq[3];
+    for (int a = 0; a < 3; ++a) {
+      const float g = box_gap(q[a], a);
+      outside_sq[a] = mul_rn(g, g);
+    }
+    float best = grid_infinity();
+    for (int a = 0; a < 3; ++a) {
+      for (int side = -1; side <= 1; side += 2) {
+        const float g = axis_gap(q[a], a, qc[a], qc[a] + side * (r + 1));
+        if (g == grid_infinity()) continue;  // no cells on that side
+        float sq[3] = {outside_sq[0], outside_sq[1], outside_sq[2]};
+        sq[a] = mul_rn(g, g);
+        const float bound = add_rn(add_rn(sq[0], sq[1]), sq[2]);
+        if (bound < best) best = bound;
+      }
+    }
+    return best;
+  }
+
+  // -1 when q lies in the lower half of its cell on axis a, else +1: the side
+  // whose neighbours are likelier to hold the nearest points.
+  KNN_HD int32_t nearer_side(float q, int a, int32_t qc) const {
+    const double t = (static_cast<double>(q) - static_cast<double>(box_lo[a])) * inv_width[a];
+    return t - static_cast<double>(qc) < 0.5 ? -1 : 1;
+  }
+
+  KNN_HD bool shell_covers_grid(const int32_t qc[3], int32_t r) const {
+    for (int a = 0; a < 3; ++a)
+      if (qc[a] - r > 0 || qc[a] + r < cells[a] - 1) return false;
+    return true;
+  }
+};
+
+// The k-nearest walk: shells of cells around the query's cell (Chebyshev
+// distance r = 0, 1, ...), ended when the bound of everything beyond the
+// shell exceeds the current k-th distance (kth() is read afresh: it shrinks
+// as visit_range offers points).
+//
+// A shell is walked as runs of cells along x, which are contiguous in cell
+// order: visit_range(first_key, last_key) scans the points of cells
+// first_key..last_key at once. The rows on the shell's z and y faces are
+// whole runs [qx - r, qx + r]; the others hold only the two cells x = qx +- r.
+// A plane or row is skipped when its bound (the x gap taken as the query's
+// own, the smallest on the run) exceeds kth(): float addition is monotone,
+// so ((0 + y^2) + z^2) bounds every cell of the run from below. Planes and
+// rows go from the query's own outwards, the nearer side first, so that the
+// k-th distance shrinks early and prunes the rest.
+template <class Kth, class VisitRange>
+KNN_HD void walk_shells(const GridLayout& g, const float q[3], Kth&& kth, VisitRange&& visit_range) {
+  const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
+  const int32_t side_y = g.nearer_side(q[1], 1, qc[1]), side_z = g.nearer_side(q[2], 2, qc[2]);
+  const float own_x = g.box_gap(q[0], 0);
+  const float own_x_sq = mul_rn(own_x, own_x);
+  // Offset i of 0, +-1, +-1, +-2, ... (the nearer side first) from the query's cell.
+  const auto outward = [](int32_t i, int32_t side) { return (i + 1) / 2 * (i % 2 ? side : -side); };
+  for (int32_t r = 0;; ++r) {
+    const int32_t x0 = qc[0] - r > 0 ? qc[0] - r : 0;
+    const int32_t x1 = qc[0] + r < g.cells[0] - 1 ? qc[0] + r : g.cells[0] - 1;
+    for (int32_t iz = 0; iz <= 2 * r; ++iz) {
+      const int32_t cz = qc[2] + outward(iz, side_z);
+      if (cz < 0 || cz >= g.cells[2]) continue;
+      const float gz = g.axis_gap(q[2], 2, qc[2], cz);
+      const float z_sq = mul_rn(gz, gz);
+      if (z_sq > kth()) continue;
+      const bool z_face = cz == qc[2] - r || cz == qc[2] + r;
+      for (int32_t iy = 0; iy <= 2 * r; ++iy) {
+        const int32_t cy = qc[1] + outward(iy, side_y);
+        if (cy < 0 || cy >= g.cells[1]) continue;
+        const float gy = g.axis_gap(q[1], 1, qc[1], cy);
+        const float y_sq = mul_rn(gy, gy);
+        if (add_rn(add_rn(own_x_sq, y_sq), z_sq) > kth()) continue;
+        if (z_face || cy == qc[1] - r || cy == qc[1] + r) {
+          visit_range(g.key(x0, cy, cz), g.key(x1, cy, cz));
+          continue;
+        }
+        // The two x faces (r > 0 here: at r = 0 every row is a face row).
+        for (int32_t cx = qc[0] - r; cx <= qc[0] + r; cx += 2 * r) {
+          if (cx < 0 || cx >= g.cells[0]) continue;
+          const float gx = g.axis_gap(q[0], 0, qc[0], cx);
+          if (!(add_rn(add_rn(mul_rn(gx, gx), y_sq), z_sq) > kth()))
+            visit_range(g.key(cx, cy, cz), g.key(cx, cy, cz));
+        }
+      }
+    }
+    if (g.shell_covers_grid(qc, r) || g.beyond_shell_bound(q, qc, r) > kth()) return;
+  }
+}
+
+// The radius walk: every cell whose bound is within r2 (the float32 square
+// of the radius), and no other. The per-axis ranges are grown from the
+// query's cell while their one-axis bound stays within r2.
+// visit_cell(key, key) has the form of walk_shells' visit_range.
+template <class VisitCell>
+KNN_HD void walk_ball(const GridLayout& g, const float q[3], float r2, VisitCell&& visit_cell) {
+  const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
+  int32_t lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) {
+    lo[a] = hi[a] = qc[a];
+    while (hi[a] + 1 < g.cells[a]) {
+      const float gap = g.axis_gap(q[a], a, qc[a], hi[a] + 1);
+      if (!(mul_rn(gap, gap) <= r2)) break;
+      ++hi[a];
+    }
+    while (lo[a] > 0) {
+      const float gap = g.axis_gap(q[a], a, qc[a], lo[a] - 1);
+      if (!(mul_rn(gap, gap) <= r2)) break;
+      --lo[a];
+    }
+  }
+  for (int32_t cz = lo[2]; cz <= hi[2]; ++cz)
+    for (int32_t cy = lo[1]; cy <= hi[1]; ++cy)
+      for (int32_t cx = lo[0]; cx <= hi[0]; ++cx)
+        if (g.cell_bound(q, qc, cx, cy, cz) <= r2) visit_cell(g.key(cx, cy, cz), g.key(cx, cy, cz));
+}
+
+// The grid for points in [box_lo, box_hi] aiming at `target` points per cell.
+inline GridLayout make_grid_layout(const float box_lo[3], const float box_hi[3], int64_t n,
+                                   int target) {
+  GridLayout g{};
+  double extent[3];
+  for (int a = 0; a < 3; ++a) {
+    g.box_lo[a] = box_lo[a];
+    g.box_hi[a] = box_hi[a];
+    extent[a] = static_cast<double>(box_hi[a]) - static_cast<double>(box_lo[a]);
+    g.cells[a] = 1;
+  }
+  double wanted = static_cast<double>(n) / (target > 0 ? target : kGridDefaultPointsPerCell);
+  const double cap = std::fmin(static_cast<double>(kGridMaxCells),
+                               std::fmax(1.0, kGridMaxCellsPerPoint * static_cast<double>(n)));
+  wanted = std::fmin(std::fmax(wanted, 1.0), cap);
+  // Cubic cells over the axes that have an extent; an axis shorter than one
+  // cell gets one cell and the others share the count (repeat: dropping an
+  // axis makes the cells of the others larger).
+  bool active[3] = {extent[0] > 0.0, extent[1] > 0.0, extent[2] > 0.0};
+  for (int pass = 0; pass < 3; ++pass) {
+    int d = 0;
+    double volume = 1.0;
+    for (int a = 0; a < 3; ++a)
+      if (active[a]) ++d, volume *= extent[a];
+    if (d == 0) break;
+    const double side = std::pow(volume / wanted, 1.0 / d);
+    bool dropped = false;
+    for (int a = 0; a < 3; ++a)
+      if (active[a] && extent[a] < side) active[a] = false, dropped = true;
+    if (dropped) continue;
+    for (int a = 0; a < 3; ++a)
+      if (active[a]) g.cells[a] = static_cast<int32_t>(std::fmin(std::fmax(std::floor(extent[a] / side), 1.0), cap));
+    break;
+  }
+  // Rounding of pow may overshoot the cap by a little: trim the largest axis.
+  while (static_cast<double>(g.cells[0]) * g.cells[1] * g.cells[2] > cap) {
+    int a = 0;
+    for (int b = 1; b < 3; ++b)
+      if (g.cells[b] > g.cells[a]) a = b;
+    --g.cells[a];
+  }
+  for (int a = 0; a < 3; ++a) {
+    const bool split = g.cells[a] > 1;
+    g.width[a] = split ? extent[a] / g.cells[a] : 0.0;
+    g.inv_width[a] = split ? g.cells[a] / extent[a] : 0.0;
+    // Binning and boundaries round at 2^-53 relative to these magnitudes.
+    g.margin[a] = 1e-12 * (std::fabs(static_cast<double>(box_lo[a])) + extent[a]);
+  }
+  return g;
+}
+
+// Occupancy seen from the points: sum over cells of count^2, divided by n,
+// is the mean number of points in a point's own cell. True when that is far
+// above a uniform grid's (target + 1).
+// The sum is exact (64-bit integers) on both engines, so both decide alike.
+inline bool grid_is_poor(uint64_t sum_of_squared_counts, int64_t n, int target) {
+  if (n < kGridMinPointsToJudge) return false;
+  const double mean_own_cell =
+      static_cast<double>(sum_of_squared_counts) / static_cast<double>(n);
+  return mean_own_cell > kGridPoorOccupancyFactor * (target + 1);
+}
+
+}  // namespace knn

@@ -1,0 +1,358 @@
+// GPU search of the bucket kd-tree (index_kdtree.cuh): kNN and radius.
+//
+// Queries of a chunk run in leaf order (each query's key is the leaf it
+// descends to), so that neighbouring threads walk the same nodes and read the
+// same bucket points. A walk is depth-first with an explicit stack, nearer
+// child first; a node is skipped only when its box distance (a lower bound of
+// every point's distance in it, bucket_tree_shape.h) is strictly greater than
+// the bound (the k-th distance for kNN, the squared radius for radius calls),
+// so the answer is exact and equals the CPU engine's bit for bit.
+//
+// k-lists: k <= 16 in registers, one thread per query; up to kMaxWarpK one
+// warp per query with a shared-memory list (a leaf is scanned 32 points at a
+// time); beyond that a heap in device scratch. The distance loop is unrolled
+// for dim 1..kMaxStaticDim with the query in registers, with a runtime-dim
+// fallback for higher dims.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "index_kdtree.cuh"
+#include "knn_lists.cuh"
+#include "warp_list.cuh"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+constexpr int kMaxStaticDim = 16;
+constexpr int kBlock = 256;
+constexpr int kSearchBlock = 128;
+constexpr int kWarpsPerBlock = 4;
+
+// A query's coordinates: in registers when DIM is known at compile time,
+// else read through the cache from the query array.
+template <int DIM>
+struct QueryPoint {
+  float c[DIM];
+  __device__ QueryPoint(const float* q, int) {
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) c[d] = q[d];
+  }
+  __device__ int dim() const { return DIM; }
+  __device__ const float* coords() const { return c; }
+};
+
+template <>
+struct QueryPoint<0> {
+  const float* c;
+  int d;
+  __device__ QueryPoint(const float* q, int dim_) : c(q), d(dim_) {}
+  __device__ int dim() const { return d; }
+  __device__ const float* coords() const { return c; }
+};
+
+template <class Query>
+__device__ __forceinline__ float point_distance(const Query& q, const float* p) {
+  return squared_distance(q.coords(), p, q.dim());
+}
+
+template <class Query>
+__device__ __forceinline__ float node_distance(const Query& q, const BucketTreeView& t,
+                                               uint32_t node) {
+  const float* lo = t.boxes + int64_t{node} * 2 * q.dim();
+  return box_distance(q.coords(), lo, lo + q.dim(), q.dim());
+}
+
+// Depth-first walk, nearer child first; the visitor scans the leaves that
+// survive its bound.
+template <class Query, class Visitor>
+__device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visitor& visitor) {
+  uint32_t stack_node[kMaxTreeLevels];
+  float stack_dist[kMaxTreeLevels];
+  int top = 0;
+  const uint32_t first_leaf = first_node_of_level(t.levels);
+  uint32_t node = 0;
+  float dist = node_distance(q, t, 0);
+  for (;;) {
+    if (dist <= visitor.bound()) {
+      if (node >= first_leaf) {
+        const int64_t leaf = node - first_leaf;
+        visitor.scan(segment_start(t.n, t.levels, leaf), segment_start(t.n, t.levels, leaf + 1));
+      } else {
+        const uint32_t left = 2 * node + 1;
+        const float dl = node_distance(q, t, left);
+        const float dr = node_distance(q, t, left + 1);
+        const bool left_first = dl <= dr;
+        stack_node[top] = left_first ? left + 1 : left;
+        stack_dist[top] = left_first ? dr : dl;
+        ++top;
+        node = left_first ? left : left + 1;
+        dist = left_first ? dl : dr;
+        continue;
+      }
+    }
+    if (top == 0) return;
+    --top;
+    node = stack_node[top];
+    dist = stack_dist[top];
+  }
+}
+
+// What every search kernel gets.
+struct KernelArgs {
+  BucketTreeView tree;
+  const float* queries;
+  const int32_t* order;  // chunk positions in leaf order
+  int64_t m;
+  int k;
+  float radius_sq;  // < 0: kNN
+  int32_t* indices;
+  float* sq_distances;
+  int32_t* counts;
+  int row_width;
+  int32_t* heap_index;
+  float* heap_dist;
+};
+
+// One thread per query, with its own list.
+template <class Query, class List>
+struct ThreadVisitor {
+  const BucketTreeView& t;
+  const Query& q;
+  List& list;
+  float radius_sq;
+  int k;
+  int32_t count = 0;
+
+  __device__ float bound() const { return radius_sq >= 0.0f ? radius_sq : list.bound(); }
+
+  __device__ void scan(int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) {
+      const float d = point_distance(q, t.points + j * q.dim());
+      if (radius_sq < 0.0f) {
+        list.offer(d, t.ids[j]);
+      } else if (d <= radius_sq) {
+        ++count;
+        if (k > 0) list.offer(d, t.ids[j]);
+      }
+    }
+  }
+};
+
+template <int DIM, class List>
+__device__ void thread_query(const KernelArgs& a, int32_t qi, List& list) {
+  const QueryPoint<DIM> q(a.queries + int64_t{qi} * a.tree.dim, a.tree.dim);
+  ThreadVisitor<QueryPoint<DIM>, List> visitor{a.tree, q, list, a.radius_sq, a.k};
+  walk_bucket_tree(a.tree, q, visitor);
+  if (a.counts) a.counts[qi] = visitor.count;
+  if (a.k > 0) {
+    const int64_t row = int64_t{qi} * a.row_width;
+    list.write(a.indices + row, a.sq_distances ? a.sq_distances + row : nullptr);
+  }
+}
+
+// K > 0: a register list of up to K; K == 0: a heap in device scratch.
+template <int DIM, int K>
+__global__ void __launch_bounds__(kSearchBlock) search_thread_lists(KernelArgs a) {
+  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (t >= a.m) return;
+  const int32_t qi = a.order[t];
+  if constexpr (K > 0) {
+    RegisterList<K> list(a.k);
+    thread_query<DIM>(a, qi, list);
+  } else {
+    HeapList list(a.heap_index + t, a.heap_dist + t, a.m, a.k);
+    thread_query<DIM>(a, qi, list);
+  }
+}
+
+// One warp per query: every lane walks the same path (the bound is the same
+// in every lane) and a leaf is scanned 32 points at a time, one per lane.
+template <class Query>
+struct WarpVisitor {
+  const BucketTreeView& t;
+  const Query& q;
+  WarpList& list;
+  float radius_sq;
+  int k;
+  int32_t count = 0;
+
+  __device__ float bound() const { return radius_sq >= 0.0f ? radius_sq : list.bound(); }
+
+  __device__ void scan(int64_t begin, int64_t end) {
+    for (int64_t base = begin; base < end; base += 32) {
+      const int64_t j = base + list.lane;
+      Neighbor c{kInfinity, kNoIndex};
+      if (j < end) {
+        const float d = point_distance(q, t.points + j * q.dim());
+        if (radius_sq < 0.0f || d <= radius_sq) c = Neighbor{d, t.ids[j]};
+      }
+      if (radius_sq >= 0.0f) count += __popc(__ballot_sync(kFullMask, c.index != kNoIndex));
+      if (k > 0) list.merge(c);
+    }
+  }
+};
+
+template <int DIM>
+__global__ void search_warp_lists(KernelArgs a) {
+  extern __shared__ Neighbor warp_storage[];
+  const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t t = blockIdx.x * int64_t{warps} + warp;
+  if (t >= a.m) return;
+  WarpList list(warp_storage + warp * (WarpList::bytes(a.k) / sizeof(Neighbor)), a.k, lane);
+  const int32_t qi = a.order[t];
+  const QueryPoint<DIM> q(a.queries + int64_t{qi} * a.tree.dim, a.tree.dim);
+  WarpVisitor<QueryPoint<DIM>> visitor{a.tree, q, list, a.radius_sq, a.k};
+  walk_bucket_tree(a.tree, q, visitor);
+  if (a.counts && lane == 0) a.counts[qi] = visitor.count;
+  const int64_t row = int64_t{qi} * a.row_width;
+  list.write(a.indices + row, a.sq_distances ? a.sq_distances + row : nullptr);
+}
+
+// Each query's key is the leaf it reaches by descending to the nearer child
+// (by box distance, ties left): close queries get close keys.
+__global__ void leaf_keys(BucketTreeView t, const float* queries, int64_t m, uint32_t* keys,
+                          int32_t* order) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= m) return;
+  const QueryPoint<0> q(queries + i * t.dim, t.dim);
+  uint32_t node = 0;
+  for (int level = 0; level < t.levels; ++level) {
+    const uint32_t left = 2 * node + 1;
+    node = node_distance(q, t, left) <= node_distance(q, t, left + 1) ? left : left + 1;
+  }
+  keys[i] = node - first_node_of_level(t.levels);
+  order[i] = static_cast<int32_t>(i);
+}
+
+// Rows of k + 1 to rows of k without the query's own index (call index
+// first + i), or without the last entry where it is absent.
+__global__ void drop_self_kernel(const int32_t* wide_index, const float* wide_dist, int64_t count,
+                                 int64_t first, int k, int32_t* indices, float* sq_distances) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= count) return;
+  const int32_t self = static_cast<int32_t>(first + i);
+  const int32_t* in = wide_index + i * (k + 1);
+  int skip = k;
+  for (int j = 0; j < k; ++j)
+    if (in[j] == self) {
+      skip = j;
+      break;
+    }
+  for (int j = 0, out = 0; j <= k; ++j) {
+    if (j == skip) continue;
+    indices[i * k + out] = in[j];
+    if (sq_distances) sq_distances[i * k + out] = wide_dist[i * (k + 1) + j];
+    ++out;
+  }
+}
+
+// Calls f(std::integral_constant<int, D>) with D = dim for dim 1..kMaxStaticDim,
+// else D = 0 (runtime dim).
+template <int D = 1, class F>
+void with_static_dim(int dim, F&& f) {
+  if constexpr (D > kMaxStaticDim) {
+    f(std::integral_constant<int, 0>{});
+  } else {
+    if (dim == D) return f(std::integral_constant<int, D>{});
+    with_static_dim<D + 1>(dim, f);
+  }
+}
+
+template <int DIM, int K>
+void launch_thread_search(const KernelArgs& a, cudaStream_t stream) {
+  search_thread_lists<DIM, K><<<grid_for(a.m, kSearchBlock), kSearchBlock, 0, stream>>>(a);
+  check_launch("search_thread_lists");
+}
+
+template <int DIM>
+void launch_warp_search(const KernelArgs& a, cudaStream_t stream) {
+  int device = 0, shared_limit = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        "cudaDeviceGetAttribute");
+  const size_t per_warp = WarpList::bytes(a.k);
+  const int warps = static_cast<int>(std::min<size_t>(kWarpsPerBlock, shared_limit / per_warp));
+  if (warps == 0)
+    fail(KNN_ERR_UNSUPPORTED, format("this GPU's shared memory cannot hold a k-list of %d", a.k));
+  const size_t shared = per_warp * warps;
+  // Above 48 KB a kernel's dynamic shared memory must be raised per device.
+  check(cudaFuncSetAttribute(search_warp_lists<DIM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(shared)),
+        "cudaFuncSetAttribute");
+  search_warp_lists<DIM><<<grid_for(a.m, warps), 32 * warps, shared, stream>>>(a);
+  check_launch("search_warp_lists");
+}
+
+template <class T>
+void ensure_capacity(DeviceBuffer<T>& buffer, size_t count) {
+  if (buffer.size() < count) buffer.allocate(count);
+}
+
+size_t sort_temp_bytes(int64_t m) {
+  size_t bytes = 0;
+  cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
+  cub::DoubleBuffer<int32_t> ids(nullptr, nullptr);
+  check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, ids, m), "cub radix sort size");
+  return bytes;
+}
+
+}  // namespace
+
+void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r,
+                        SearchScratch& scratch, cudaStream_t stream) {
+  if (r.m == 0) return;
+  const size_t m = static_cast<size_t>(r.m);
+  for (auto& keys : scratch.keys) ensure_capacity(keys, m);
+  for (auto& order : scratch.order) ensure_capacity(order, m);
+  const size_t temp_bytes = sort_temp_bytes(r.m);
+  ensure_capacity(scratch.cub_temp, checked_cub_temp(temp_bytes, cub_temp_bytes(r.m)));
+
+  leaf_keys<<<grid_for(r.m, kBlock), kBlock, 0, stream>>>(tree, r.queries, r.m,
+                                                          scratch.keys[0].get(),
+                                                          scratch.order[0].get());
+  check_launch("leaf_keys");
+  const int32_t* order = scratch.order[0].get();
+  if (tree.levels > 0) {
+    cub::DoubleBuffer<uint32_t> keys(scratch.keys[0].get(), scratch.keys[1].get());
+    cub::DoubleBuffer<int32_t> ids(scratch.order[0].get(), scratch.order[1].get());
+    size_t bytes = scratch.cub_temp.size();
+    check(cub::DeviceRadixSort::SortPairs(scratch.cub_temp.get(), bytes, keys, ids, r.m, 0,
+                                          tree.levels, stream),
+          "cub::DeviceRadixSort::SortPairs (queries by leaf)");
+    order = ids.Current();
+  }
+
+  KernelArgs a{tree,    r.queries,      order,    r.m,       r.k,          r.radius_sq,
+               r.indices, r.sq_distances, r.counts, r.row_width, nullptr, nullptr};
+  const ListKind kind = list_kind_for(r.k);
+  if (kind == ListKind::kHeap) {
+    ensure_capacity(scratch.heap_index, m * r.k);
+    ensure_capacity(scratch.heap_dist, m * r.k);
+    a.heap_index = scratch.heap_index.get();
+    a.heap_dist = scratch.heap_dist.get();
+  }
+  with_static_dim(tree.dim, [&](auto static_dim) {
+    constexpr int D = decltype(static_dim)::value;
+    switch (kind) {
+      case ListKind::kRegister1: return launch_thread_search<D, 1>(a, stream);
+      case ListKind::kRegister8: return launch_thread_search<D, 8>(a, stream);
+      case ListKind::kRegister16: return launch_thread_search<D, 16>(a, stream);
+      case ListKind::kWarp: return launch_warp_search<D>(a, stream);
+      case ListKind::kHeap: return launch_thread_search<D, 0>(a, stream);
+    }
+  });
+}
+
+void drop_self(const int32_t* wide_index, const float* wide_dist, int64_t count, int64_t first,
+               int k, int32_t* indices, float* sq_distances, cudaStream_t stream) {
+  if (count == 0) return;
+  drop_self_kernel<<<grid_for(count, kBlock), kBlock, 0, stream>>>(wide_index, wide_dist, count,
+                                                                  first, k, indices, sq_distances);
+  check_launch("drop_self_kernel");
+}
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,167 @@
+// Device memory of the CUDA index engines, as functions of the sizes alone:
+// what knn_estimate_build_bytes / knn_estimate_query_bytes answer and what the
+// planner compares with the free memory. Header-only, plain C++ (no device
+// needed, builds without CUDA too). Every buffer is counted in whole pages of
+// the device allocator (memory_model.h: aligned), so the figures are upper
+// bounds of the engines' real peaks; the engines' owners refine the buffer
+// lists here when their engines change (a device test compares with the peak).
+//
+// Every function grows with every size (n, m, k, dim), so an estimate never
+// shrinks when a caller asks for more.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "../include/knn_gpgpu.h"
+#include "index_kdtree_memory.h"
+#include "memory_model.h"
+
+namespace knn {
+namespace cuda {
+namespace index_memory {
+
+inline size_t count(int64_t v) { return static_cast<size_t>(v < 0 ? 0 : v); }
+
+// The resident copy of n points of dim floats and their original indices.
+inline size_t points_bytes(int64_t n, int dim) {
+  return aligned(count(n) * count(dim) * 4) + aligned(count(n) * 4);
+}
+
+// kd-tree: the points twice (input order while building, bucket order kept),
+// a box (2 * dim floats) and a 16-byte node per node (at most 2n nodes),
+// (key, index) pairs double-buffered for the radix sorts, CUB temporaries.
+inline size_t kdtree_build_bytes(int64_t n, int dim) {
+  const size_t un = count(n), ud = count(dim);
+  const size_t rough = 2 * points_bytes(n, dim) + aligned(2 * un * (2 * ud * 4 + 16)) +
+                       4 * aligned(un * 8) + cub_temp_bytes(n);
+  // The engine's own buffer list (index_kdtree_memory.h), default leaf size.
+  return std::max(rough, cuda::kdtree_build_bytes(n, dim, kKdTreeDefaultLeafSize));
+}
+
+// Uniform grid (3-D): the points in cell order and their ids, a cell key and
+// index per point double-buffered for the sort, cell offsets (at most one cell
+// per point plus one), CUB temporaries.
+inline size_t grid_build_bytes(int64_t n) {
+  const size_t un = count(n);
+  return 2 * points_bytes(n, 3) + 4 * aligned(un * 8) + aligned((un + 1) * 8) + cub_temp_bytes(n);
+}
+
+// Brute force: the points, plus the upload staging of the same size, and a
+// small block of launch parameters.
+inline size_t brute_force_build_bytes(int64_t n, int dim) {
+  return 2 * points_bytes(n, dim) + aligned(64);
+}
+
+// Device bytes to build an index of `structure` (KNN_STRUCTURE_*). AUTO: the
+// largest of all, since the planner may pick any; GRID: the grid or the
+// kd-tree it falls back to.
+inline size_t build_bytes(int structure, int64_t n, int dim) {
+  const size_t kd = kdtree_build_bytes(n, dim);
+  const size_t grid = dim == 3 ? grid_build_bytes(n) : 0;
+  const size_t bf = brute_force_build_bytes(n, dim);
+  switch (structure) {
+    case KNN_STRUCTURE_KDTREE: return kd;
+    case KNN_STRUCTURE_BRUTE_FORCE: return bf;
+    case KNN_STRUCTURE_GRID: return std::max(kd, grid);
+    default: return std::max({kd, grid, bf});
+  }
+}
+
+// One call of m queries with k neighbours, all at once: the queries, the
+// result rows (indices and squared distances), sort keys and order of the
+// queries double-buffered, CUB temporaries, and for k beyond the warp lists
+// the per-query heaps.
+inline size_t call_bytes(int64_t m, int k, int dim) {
+  const size_t um = count(m), uk = count(k), ud = count(dim);
+  const size_t heaps = k > kMaxWarpK ? 2 * aligned(um * uk * 4) : 0;
+  return aligned(um * ud * 4) + 2 * aligned(um * uk * 4) + 4 * aligned(um * 8) +
+         cub_temp_bytes(m) + heaps;
+}
+
+// The index resident plus one call (the build's scratch is gone by then, so
+// the resident index is counted as its build: an upper bound).
+inline size_t query_bytes(int structure, int64_t m, int k, int64_t n, int dim) {
+  const size_t rough = build_bytes(structure, n, dim) + call_bytes(m, k, dim);
+  // Every structure but brute force may be served by the kd-tree (the grid
+  // falls back to it): its exact bound, two pipeline slots and exclude_self
+  // included (index_kdtree_memory.h).
+  if (structure == KNN_STRUCTURE_BRUTE_FORCE) return rough;
+  return std::max(rough, cuda::kdtree_query_bytes(m, k, n, dim, kKdTreeDefaultLeafSize));
+}
+
+// ---- Brute force: the search plan and its scratch (cuda/index_brute_force.cu) ----
+// Lists of up to this many neighbours are kept in registers, one thread per
+// query; longer ones (up to kMaxWarpK) one warp per query in shared memory.
+constexpr int kBruteRegisterK = 16;
+// Threads the search wants busy before it stops splitting the points: an
+// H100 holds 132 SMs x 2048 threads; half that hides the latencies.
+constexpr int64_t kBruteBusyThreads = int64_t{1} << 17;
+// A part of the points worth a block of its own.
+constexpr int64_t kBruteMinSplitPoints = 1024;
+// Parts at most: merging costs log2(parts) rounds over parts x list entries.
+constexpr int64_t kBruteMaxThreadSplits = 1024;
+constexpr int64_t kBruteMaxWarpSplits = 64;
+
+// Neighbours each query's list keeps: the row, one more when the query's own
+// point is dropped afterwards, never more than there are points.
+inline int brute_force_list_k(int row_width, bool exclude_self, int64_t n) {
+  const int64_t want = int64_t{row_width < 0 ? 0 : row_width} + (exclude_self ? 1 : 0);
+  return static_cast<int>(std::min<int64_t>(want, n < 0 ? 0 : n));
+}
+
+// Parts the points are split into for a chunk of m queries: enough that
+// m x parts x (threads per query) keeps kBruteBusyThreads busy.
+inline int64_t brute_force_splits(int64_t m, int64_t n, int list_k) {
+  if (m <= 0 || n <= 0) return 1;
+  const bool warp = list_k > kBruteRegisterK;
+  const int64_t threads_per_query = warp ? 32 : 1;
+  const int64_t wanted = (kBruteBusyThreads + m * threads_per_query - 1) / (m * threads_per_query);
+  const int64_t by_points = (n + kBruteMinSplitPoints - 1) / kBruteMinSplitPoints;
+  const int64_t cap = warp ? kBruteMaxWarpSplits : kBruteMaxThreadSplits;
+  return std::max<int64_t>(1, std::min({wanted, by_points, cap}));
+}
+
+// Scratch of a split search, per query and fixed (whole-page slack of its
+// three buffers): every part's list and count, and the first merge round's
+// output (later rounds reuse the two list buffers).
+inline size_t brute_force_scratch_per_query(int64_t splits, int list_k) {
+  if (splits <= 1) return 0;
+  const size_t us = count(splits), uk = count(list_k);
+  return us * uk * 8 + (us + 1) / 2 * uk * 8 + us * 4;
+}
+inline size_t brute_force_scratch_fixed(int64_t splits) {
+  return splits <= 1 ? 0 : 3 * kAllocAlignment;
+}
+
+// Upper bound of a split search's scratch for chunks of up to m queries,
+// growing with m and list_k: splitting happens only while m x parts x
+// (threads per query) < 2 kBruteBusyThreads, and no list is longer than a
+// row of register lists (kBruteRegisterK) or of warp lists (list_k).
+inline size_t brute_force_scratch_bound(int64_t m, int list_k) {
+  auto bound = [m](int64_t threads_per_query, int64_t max_splits, int len) {
+    const int64_t lists = std::min(2 * kBruteBusyThreads / threads_per_query, m * max_splits);
+    return count(lists) * (count(len) * 12 + 4) + count(m) * count(len) * 8 +
+           brute_force_scratch_fixed(2);
+  };
+  const size_t in_registers = bound(1, kBruteMaxThreadSplits, std::min(list_k, kBruteRegisterK));
+  return list_k > kBruteRegisterK ? std::max(in_registers, bound(32, kBruteMaxWarpSplits, list_k))
+                                  : in_registers;
+}
+
+// One brute-force call of m queries (rows of row_width, counts for radius),
+// queries and outputs staged on the device, in the pipeline's chunks of at
+// most kMaxChunkQueries on up to two slots, each with its split scratch.
+inline size_t brute_force_call_bytes(int64_t m, int row_width, bool exclude_self, int dim) {
+  const int64_t chunk = std::min<int64_t>(m < 1 ? 1 : m, kMaxChunkQueries);
+  const size_t uc = count(chunk), uw = count(row_width);
+  const int list_k = row_width + (exclude_self ? 1 : 0);
+  const size_t slot = aligned(uc * count(dim) * 4) + 2 * aligned(uc * uw * 4) + aligned(uc * 4) +
+                      brute_force_scratch_bound(chunk, list_k);
+  return static_cast<size_t>(pipeline_slots(m, chunk)) * slot;
+}
+
+}  // namespace index_memory
+}  // namespace cuda
+}  // namespace knn

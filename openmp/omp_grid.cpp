@@ -1,0 +1,193 @@
+// The OpenMP uniform grid of the index API (3-D only).
+//
+// Build. The grid's resolution comes from the bounding box and n
+// (common/grid_layout.h); every point gets its cell key, a counting sort by
+// key (stable: a cell's points keep ascending index) gives the points in cell
+// order and the start of every cell. When the occupancy shows clustered data
+// (grid_is_poor) the build returns nullptr and the API uses the kd-tree.
+//
+// Search. k nearest: shells of cells around the query's cell, stopped by the
+// exact float32 bounds of grid_layout.h. Radius: exactly the cells whose
+// bound is within the radius. Queries run in cell order, so the queries of
+// one block read the same cells.
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "../common/error.h"
+#include "../common/float_math.h"
+#include "../common/grid_layout.h"
+#include "../src/index_engine.h"
+#include "omp_index_support.h"
+
+namespace knn {
+namespace omp {
+namespace {
+
+constexpr int64_t kQueriesPerBlock = 256;
+
+// Positions 0..count-1 ordered by key (stable), and with starts != nullptr
+// the first position of every key (cells + 1 entries).
+std::vector<int64_t> order_by_key(const std::vector<uint32_t>& keys, int64_t cells,
+                                  std::vector<int64_t>* starts) {
+  std::vector<int64_t> first(static_cast<size_t>(cells) + 1, 0);
+  for (const uint32_t key : keys) ++first[key + size_t{1}];
+  for (int64_t c = 0; c < cells; ++c) first[c + 1] += first[c];
+  std::vector<int64_t> order(keys.size());
+  std::vector<int64_t> next(first.begin(), first.end() - 1);
+  for (size_t i = 0; i < keys.size(); ++i) order[static_cast<size_t>(next[keys[i]]++)] = static_cast<int64_t>(i);
+  if (starts) *starts = std::move(first);
+  return order;
+}
+
+std::vector<uint32_t> cell_keys(const GridLayout& grid, const float* xyz, int64_t count, int threads) {
+  std::vector<uint32_t> keys(static_cast<size_t>(count));
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < count; ++i)
+    keys[static_cast<size_t>(i)] = grid.key_of(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
+  return keys;
+}
+
+class GridIndex final : public IndexEngine {
+ public:
+  GridIndex(const GridLayout& grid, const float* points, int64_t n, const std::vector<int64_t>& order,
+            std::vector<int64_t> starts)
+      : grid_(grid), n_(n), starts_(std::move(starts)), coords_(static_cast<size_t>(3 * n)),
+        ids_(static_cast<size_t>(n)) {
+    for (int64_t p = 0; p < n; ++p) {
+      const int64_t id = order[static_cast<size_t>(p)];
+      std::copy(points + 3 * id, points + 3 * id + 3, &coords_[static_cast<size_t>(3 * p)]);
+      ids_[static_cast<size_t>(p)] = static_cast<int32_t>(id);
+    }
+  }
+
+  int backend() const override { return KNN_BACKEND_OPENMP; }
+  int structure() const override { return KNN_STRUCTURE_GRID; }
+  int64_t size() const override { return n_; }
+  int dim() const override { return 3; }
+
+  void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+           const CallParams& call) const override {
+    const int threads = thread_count(call.threads);
+    const std::vector<int64_t> order =
+        order_by_key(cell_keys(grid_, queries, m, threads), grid_.cell_count(), nullptr);
+    for_each_block(
+        blocks(m), threads, cancel_flag(), [&] { return NeighborList(k, n_); },
+        [&](NeighborList& list, int64_t b) {
+          for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
+            const int64_t q = order[static_cast<size_t>(i)];
+            nearest(queries + 3 * q, list);
+            list.write(k, -1, indices + q * k, sq_distances ? sq_distances + q * k : nullptr);
+          }
+        });
+  }
+
+  // The stored points are in cell order already: the locality of the query sort.
+  void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+                const CallParams& call) const override {
+    const int take = exclude_self ? k + 1 : k;
+    for_each_block(
+        blocks(n_), thread_count(call.threads), cancel_flag(), [&] { return NeighborList(take, n_); },
+        [&](NeighborList& list, int64_t b) {
+          for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock); ++p) {
+            const int64_t self = ids_[static_cast<size_t>(p)];
+            nearest(&coords_[static_cast<size_t>(3 * p)], list);
+            list.write(k, exclude_self ? static_cast<int32_t>(self) : -1, indices + self * k,
+                       sq_distances ? sq_distances + self * k : nullptr);
+          }
+        });
+  }
+
+  void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
+              float* sq_distances, int32_t* counts, const CallParams& call) const override {
+    const float r2 = mul_rn(radius, radius);
+    const int threads = thread_count(call.threads);
+    const std::vector<int64_t> order =
+        order_by_key(cell_keys(grid_, queries, m, threads), grid_.cell_count(), nullptr);
+    const int64_t row = max_neighbors;
+    for_each_block(
+        blocks(m), threads, cancel_flag(), [] { return std::vector<Neighbor>(); },
+        [&](std::vector<Neighbor>& found, int64_t b) {
+          for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
+            const int64_t q = order[static_cast<size_t>(i)];
+            found.clear();
+            within(queries + 3 * q, r2, found);
+            write_radius_row(found, max_neighbors, indices ? indices + q * row : nullptr,
+                             sq_distances ? sq_distances + q * row : nullptr,
+                             counts ? counts + q : nullptr);
+          }
+        });
+  }
+
+ private:
+  static int64_t blocks(int64_t m) { return (m + kQueriesPerBlock - 1) / kQueriesPerBlock; }
+
+  // The points of cells first_key..last_key (contiguous in cell order).
+  template <class Offer>
+  void scan_cells(const float* q, uint32_t first_key, uint32_t last_key, Offer&& offer) const {
+    for (int64_t p = starts_[first_key]; p < starts_[last_key + size_t{1}]; ++p) {
+      const float* c = &coords_[static_cast<size_t>(3 * p)];
+      offer(squared_distance3(q[0], q[1], q[2], c[0], c[1], c[2]), ids_[static_cast<size_t>(p)]);
+    }
+  }
+
+  void nearest(const float* q, NeighborList& list) const {
+    list.reset();
+    if (n_ == 0) return;
+    const auto kth = [&] {
+      return list.full() ? list.worst().sq_distance : std::numeric_limits<float>::infinity();
+    };
+    walk_shells(grid_, q, kth, [&](uint32_t first_key, uint32_t last_key) {
+      scan_cells(q, first_key, last_key, [&](float d, int32_t id) { list.offer(d, id); });
+    });
+  }
+
+  void within(const float* q, float r2, std::vector<Neighbor>& found) const {
+    if (n_ == 0) return;
+    walk_ball(grid_, q, r2, [&](uint32_t first_key, uint32_t last_key) {
+      scan_cells(q, first_key, last_key, [&](float d, int32_t id) {
+        if (d <= r2) found.push_back(Neighbor{d, id});
+      });
+    });
+  }
+
+  GridLayout grid_;
+  int64_t n_;
+  std::vector<int64_t> starts_;  // cell_count + 1 positions into coords_/ids_
+  std::vector<float> coords_;    // x, y, z of the points in cell order
+  std::vector<int32_t> ids_;     // their original indices
+};
+
+}  // namespace
+
+std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
+                                              const IndexParams& params) {
+  const int threads = thread_count(params.threads);
+  const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
+  float lo[3] = {0.0f, 0.0f, 0.0f}, hi[3] = {0.0f, 0.0f, 0.0f};
+  if (n > 0) {
+    for (int a = 0; a < 3; ++a) {
+      float l = points[a], h = points[a];
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : l) reduction(max : h)
+      for (int64_t i = 0; i < n; ++i) {
+        l = std::min(l, points[3 * i + a]);
+        h = std::max(h, points[3 * i + a]);
+      }
+      lo[a] = l, hi[a] = h;
+    }
+  }
+  const GridLayout grid = make_grid_layout(lo, hi, n, target);
+  std::vector<int64_t> starts;
+  const std::vector<int64_t> order =
+      order_by_key(cell_keys(grid, points, n, threads), grid.cell_count(), &starts);
+  uint64_t sum_sq = 0;
+  for (int64_t c = 0; c < grid.cell_count(); ++c) {
+    const uint64_t count = static_cast<uint64_t>(starts[c + 1] - starts[c]);
+    sum_sq += count * count;
+  }
+  if (grid_is_poor(sum_sq, n, target)) return nullptr;
+  return std::make_unique<GridIndex>(grid, points, n, order, std::move(starts));
+}
+
+}  // namespace omp
+}  // namespace knn

@@ -1,0 +1,57 @@
+#include "index_planner.h"
+
+#include "../common/error.h"
+#include "../cuda/cuda_engine.h"
+#include "../cuda/cuda_index.h"
+#include "../cuda/index_memory_model.h"
+#include "query_planner.h"
+
+namespace knn {
+
+int auto_structure(int backend, int64_t n, int dim) {
+  const int64_t brute_force_max =
+      backend == KNN_BACKEND_CUDA ? kGpuBruteForceMaxPoints : kCpuBruteForceMaxPoints;
+  if (n <= brute_force_max || dim > kKdTreeMaxUsefulDim) return KNN_STRUCTURE_BRUTE_FORCE;
+  return dim == 3 ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE;
+}
+
+int resolve_backend(int requested, int64_t n, int dim, int structure,
+                    size_t device_memory_limit) {
+  if (requested == KNN_BACKEND_OPENMP) return KNN_BACKEND_OPENMP;
+  const bool have_device = cuda::device_count() > 0;
+  if (requested == KNN_BACKEND_CUDA) {
+    if (!have_device)
+      fail(KNN_ERR_NO_DEVICE, "backend is KNN_BACKEND_CUDA but no usable CUDA device was found");
+    return KNN_BACKEND_CUDA;
+  }
+  if (!have_device) return KNN_BACKEND_OPENMP;
+  const int planned = structure == KNN_STRUCTURE_AUTO ? auto_structure(KNN_BACKEND_CUDA, n, dim)
+                                                      : structure;
+  const size_t budget = device_memory_limit > 0 ? device_memory_limit : device_budget();
+  return cuda::index_memory::build_bytes(planned, n, dim) <= budget ? KNN_BACKEND_CUDA
+                                                                    : KNN_BACKEND_OPENMP;
+}
+
+std::unique_ptr<IndexEngine> build_index_engine(int backend, int structure, const float* points,
+                                                int64_t n, int dim, const IndexParams& params) {
+  const bool on_device = backend == KNN_BACKEND_CUDA;
+  if (structure == KNN_STRUCTURE_AUTO) structure = auto_structure(backend, n, dim);
+  if (structure == KNN_STRUCTURE_GRID) {
+    if (dim != 3)
+      fail(KNN_ERR_UNSUPPORTED,
+           format("structure KNN_STRUCTURE_GRID needs dim 3, dim is %d; use KNN_STRUCTURE_KDTREE "
+                  "or KNN_STRUCTURE_AUTO",
+                  dim));
+    std::unique_ptr<IndexEngine> grid = on_device ? cuda::build_grid_index(points, n, params)
+                                                  : omp::build_grid_index(points, n, params);
+    if (grid) return grid;
+    structure = KNN_STRUCTURE_KDTREE;  // the data would make a poor grid
+  }
+  if (structure == KNN_STRUCTURE_BRUTE_FORCE)
+    return on_device ? cuda::build_brute_force_index(points, n, dim, params)
+                     : omp::build_brute_force_index(points, n, dim, params);
+  return on_device ? cuda::build_kdtree_index(points, n, dim, params)
+                   : omp::build_kdtree_index(points, n, dim, params);
+}
+
+}  // namespace knn

@@ -1,0 +1,173 @@
+// Helpers of the index API tests, shared by the CPU tests and the GPU tests:
+// build an index on a given backend and structure, run each call, and compare
+// with the oracles (tests/oracle.h, tests/index_oracle.h) bit for bit.
+//
+// A test suite parameterised by IndexConfig runs the same cases on every
+// backend: instantiate it with the configs of yours (see test_index_cpu.cpp).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "index_oracle.h"
+#include "knn_gpgpu.h"
+#include "oracle.h"
+#include "test_data.h"
+
+namespace knn_test {
+
+struct IndexConfig {
+  int backend = KNN_BACKEND_OPENMP;
+  int structure = KNN_STRUCTURE_KDTREE;
+};
+
+inline const char* backend_name(int backend) {
+  switch (backend) {
+    case KNN_BACKEND_AUTO: return "Auto";
+    case KNN_BACKEND_CUDA: return "Cuda";
+    case KNN_BACKEND_OPENMP: return "OpenMP";
+  }
+  return "UnknownBackend";
+}
+
+inline const char* structure_name(int structure) {
+  switch (structure) {
+    case KNN_STRUCTURE_AUTO: return "Auto";
+    case KNN_STRUCTURE_KDTREE: return "KdTree";
+    case KNN_STRUCTURE_GRID: return "Grid";
+    case KNN_STRUCTURE_BRUTE_FORCE: return "BruteForce";
+  }
+  return "UnknownStructure";
+}
+
+inline void PrintTo(const IndexConfig& c, std::ostream* os) {
+  *os << backend_name(c.backend) << structure_name(c.structure);
+}
+
+struct IndexConfigName {
+  template <class ParamInfo>
+  std::string operator()(const ParamInfo& info) const {
+    return std::string(backend_name(info.param.backend)) + structure_name(info.param.structure);
+  }
+};
+
+// Skips the running test when the config needs a device this machine lacks.
+#define KNN_SKIP_WITHOUT_BACKEND(config)                                  \
+  do {                                                                    \
+    if ((config).backend == KNN_BACKEND_CUDA && cuGetDeviceCount() == 0) \
+      GTEST_SKIP() << "no CUDA device";                                   \
+  } while (0)
+
+struct IndexDeleter {
+  void operator()(knn_index* index) const { EXPECT_EQ(knn_index_free(index), KNN_OK); }
+};
+using IndexHandle = std::unique_ptr<knn_index, IndexDeleter>;
+
+inline knn_options options_for(const IndexConfig& c, int threads = 0, int leaf_size = 0) {
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = c.backend;
+  opt.structure = c.structure;
+  opt.threads = threads;
+  opt.leaf_size = leaf_size;
+  return opt;
+}
+
+// Builds the index or fails the test (check with ASSERT_TRUE(index)).
+inline IndexHandle build_index(const std::vector<float>& points, int dim, const knn_options& opt) {
+  knn_index* index = nullptr;
+  const int64_t n = static_cast<int64_t>(points.size()) / dim;
+  const int status = knn_index_build(points.empty() ? nullptr : points.data(), n, dim, &opt, &index);
+  EXPECT_EQ(status, KNN_OK) << knn_last_error();
+  return IndexHandle(status == KNN_OK ? index : nullptr);
+}
+
+inline IndexHandle build_index(const std::vector<float>& points, int dim, const IndexConfig& c) {
+  return build_index(points, dim, options_for(c));
+}
+
+inline KnnResult query_index(const knn_index* index, const std::vector<float>& queries, int dim,
+                             int k, const knn_options* opt = nullptr) {
+  KnnResult r;
+  r.m = static_cast<int64_t>(queries.size()) / dim;
+  r.k = k;
+  r.idx.assign(static_cast<size_t>(r.m) * k, -7);
+  r.dist.assign(static_cast<size_t>(r.m) * k, -7.0f);
+  const int status =
+      knn_index_query(index, queries.empty() ? nullptr : queries.data(), r.m, k,
+                      reinterpret_cast<int32_t*>(r.idx.data()), r.dist.data(), opt);
+  EXPECT_EQ(status, KNN_OK) << knn_last_error();
+  return r;
+}
+
+inline KnnResult query_self(const knn_index* index, int64_t n, int k, bool exclude_self) {
+  KnnResult r;
+  r.m = n;
+  r.k = k;
+  r.idx.assign(static_cast<size_t>(n) * k, -7);
+  r.dist.assign(static_cast<size_t>(n) * k, -7.0f);
+  const int status = knn_index_query_self(index, k, exclude_self ? 1 : 0,
+                                          reinterpret_cast<int32_t*>(r.idx.data()), r.dist.data());
+  EXPECT_EQ(status, KNN_OK) << knn_last_error();
+  return r;
+}
+
+inline RadiusResult radius_index(const knn_index* index, const std::vector<float>& queries,
+                                 int dim, float radius, int max_neighbors,
+                                 const knn_options* opt = nullptr) {
+  RadiusResult r;
+  r.m = static_cast<int64_t>(queries.size()) / dim;
+  r.max_neighbors = max_neighbors;
+  r.idx.assign(static_cast<size_t>(r.m) * max_neighbors, -7);
+  r.dist.assign(static_cast<size_t>(r.m) * max_neighbors, -7.0f);
+  r.counts.assign(static_cast<size_t>(r.m), -7);
+  const int status = knn_index_radius(
+      index, queries.empty() ? nullptr : queries.data(), r.m, radius, max_neighbors,
+      max_neighbors > 0 ? reinterpret_cast<int32_t*>(r.idx.data()) : nullptr,
+      max_neighbors > 0 ? r.dist.data() : nullptr, reinterpret_cast<int32_t*>(r.counts.data()),
+      opt);
+  EXPECT_EQ(status, KNN_OK) << knn_last_error();
+  return r;
+}
+
+// Indices equal and distances bit-equal.
+inline ::testing::AssertionResult same_knn(const KnnResult& want, const KnnResult& got) {
+  if (want.m != got.m || want.k != got.k)
+    return ::testing::AssertionFailure() << "shapes differ";
+  ::testing::AssertionResult rows = same_rows(want.idx, got.idx, want.m, want.k);
+  if (!rows) return rows;
+  return same_bits(want.dist, got.dist);
+}
+
+inline ::testing::AssertionResult same_radius(const RadiusResult& want, const RadiusResult& got) {
+  if (want.counts != got.counts) {
+    for (size_t i = 0; i < want.counts.size(); ++i)
+      if (want.counts[i] != got.counts[i])
+        return ::testing::AssertionFailure() << "query " << i << ": count " << got.counts[i]
+                                             << ", the oracle's " << want.counts[i];
+  }
+  ::testing::AssertionResult rows = same_rows(want.idx, got.idx, want.m, want.max_neighbors);
+  if (!rows) return rows;
+  return same_bits(want.dist, got.dist);
+}
+
+// One kNN case: an index over n points of `dist`, m queries, against the
+// float32 oracle and the double check.
+inline void expect_knn_like_oracle(const knn_options& opt, Dist dist, int64_t n, int64_t m,
+                                   int dim, int k, uint64_t seed) {
+  SCOPED_TRACE(describe(dist, n, m, k, seed, ("dim=" + std::to_string(dim)).c_str()));
+  const std::vector<float> points = make_rows(dist, n, dim, seed);
+  const std::vector<float> queries = make_query_rows(dist, m, dim, seed + 1);
+  IndexHandle index = build_index(points, dim, opt);
+  ASSERT_TRUE(index);
+  const KnnResult got = query_index(index.get(), queries, dim, k);
+  const KnnResult want = oracle_knn(points.data(), n, queries.data(), m, dim, k);
+  EXPECT_TRUE(same_knn(want, got));
+  EXPECT_TRUE(kth_matches_double(points.data(), n, queries.data(), m, dim, k, got.idx.data()));
+}
+
+}  // namespace knn_test

@@ -1,0 +1,264 @@
+// The OpenMP uniform grid (omp::build_grid_index) against the brute-force
+// oracle: every distribution of test_data.h, awkward sizes, k from 1 to
+// beyond n, queries far outside the box, radius rows and counts, all-kNN
+// with and without self, the clustered fallback, and the exactness of the
+// shell bounds of common/grid_layout.h on their own.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "../common/float_math.h"
+#include "../common/grid_layout.h"
+#include "grid_test_support.h"
+#include "test_data.h"
+
+namespace knn_test {
+namespace {
+
+std::unique_ptr<knn::IndexEngine> build_grid(const std::vector<float>& points, int leaf_size = 0) {
+  knn::IndexParams params;
+  params.leaf_size = leaf_size;
+  return knn::omp::build_grid_index(points.data(), static_cast<int64_t>(points.size() / 3), params);
+}
+
+class GridCpu : public ::testing::TestWithParam<Dist> {};
+
+// Below kGridMinPointsToJudge every distribution keeps its grid, however
+// poor: the search itself is checked on all of them.
+TEST_P(GridCpu, KnnMatchesOracle) {
+  for (const int64_t n : {1, 2, 37, 1000}) {
+    const uint64_t seed = 11 + static_cast<uint64_t>(n);
+    const std::vector<float> points = make_rows(GetParam(), n, 3, seed);
+    const std::vector<float> queries = queries_with_outliers(GetParam(), 301, seed + 1);
+    auto grid = build_grid(points);
+    ASSERT_NE(grid, nullptr);
+    EXPECT_EQ(grid->structure(), KNN_STRUCTURE_GRID);
+    EXPECT_EQ(grid->size(), n);
+    for (const int k : {1, 8, 100}) {
+      SCOPED_TRACE(describe(GetParam(), n, static_cast<int64_t>(queries.size() / 3), k, seed));
+      const KnnResult expected = oracle_knn(points.data(), n, queries.data(),
+                                            static_cast<int64_t>(queries.size() / 3), 3, k);
+      const KnnResult actual = engine_knn(*grid, queries, k);
+      EXPECT_TRUE(same_knn(expected, actual));
+      EXPECT_TRUE(kth_matches_double(points.data(), n, queries.data(),
+                                     static_cast<int64_t>(queries.size() / 3), 3, k,
+                                     actual.idx.data()));
+    }
+  }
+}
+
+TEST_P(GridCpu, SelfMatchesOracle) {
+  const int64_t n = 777;
+  const std::vector<float> points = make_rows(GetParam(), n, 3, 5);
+  auto grid = build_grid(points);
+  ASSERT_NE(grid, nullptr);
+  for (const int k : {1, 8}) {
+    for (const bool exclude : {false, true}) {
+      SCOPED_TRACE(describe(GetParam(), n, n, k, 5, exclude ? "exclude_self" : "with self"));
+      EXPECT_TRUE(same_knn(oracle_self(points.data(), n, 3, k, exclude), engine_self(*grid, k, exclude)));
+    }
+  }
+}
+
+TEST_P(GridCpu, RadiusMatchesOracle) {
+  const int64_t n = 900;
+  const std::vector<float> points = make_rows(GetParam(), n, 3, 9);
+  const std::vector<float> queries = queries_with_outliers(GetParam(), 200, 10);
+  const int64_t m = static_cast<int64_t>(queries.size() / 3);
+  auto grid = build_grid(points);
+  ASSERT_NE(grid, nullptr);
+  // Radii from "nothing" to "everything" at the scale of each distribution.
+  const float scale = GetParam() == Dist::Clustered     ? 100.0f
+                      : GetParam() == Dist::LargeOffset ? 1000.0f
+                      : GetParam() == Dist::Tiny        ? 1e-19f
+                      : GetParam() == Dist::Huge        ? 1e37f
+                      : GetParam() == Dist::Line        ? 100.0f
+                                                        : 1.0f;
+  for (const float fraction : {0.0f, 0.05f, 0.3f, 4.0f}) {
+    for (const int cap : {0, 5, 64}) {
+      const float radius = scale * fraction;
+      SCOPED_TRACE(describe(GetParam(), n, 200, cap, 9, "radius"));
+      SCOPED_TRACE(radius);
+      EXPECT_TRUE(same_radius(oracle_radius(points.data(), n, queries.data(), m, 3, radius, cap),
+                              engine_radius(*grid, queries, radius, cap)));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDistributions, GridCpu, ::testing::ValuesIn(all_dists()), DistName());
+
+TEST(GridCpuSizes, EmptyIndexAnswersMissing) {
+  auto grid = build_grid({});
+  ASSERT_NE(grid, nullptr);
+  const std::vector<float> queries = {0.0f, 1.0f, 2.0f, -5.0f, 3.0f, 1e30f};
+  const KnnResult r = engine_knn(*grid, queries, 3);
+  for (size_t i = 0; i < r.idx.size(); ++i) {
+    EXPECT_EQ(r.idx[i], -1);
+    EXPECT_TRUE(std::isinf(r.dist[i]));
+  }
+  EXPECT_EQ(engine_radius(*grid, queries, 1e30f, 0).counts, std::vector<int>({0, 0}));
+}
+
+TEST(GridCpuSizes, UniformNonPowersOfTwo) {
+  for (const int64_t n : {4099, 20011}) {
+    const std::vector<float> points = make_rows(Dist::Uniform, n, 3, 3);
+    const std::vector<float> queries = queries_with_outliers(Dist::Uniform, 1501, 4);
+    auto grid = build_grid(points);
+    ASSERT_NE(grid, nullptr) << "uniform data must make a good grid";
+    for (const int k : {1, 8, 100}) {
+      SCOPED_TRACE(describe(Dist::Uniform, n, 1506, k, 3));
+      EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), 1506, 3, k),
+                           engine_knn(*grid, queries, k)));
+    }
+  }
+}
+
+TEST(GridCpuSizes, KLargerThanN) {
+  const std::vector<float> points = make_rows(Dist::Uniform, 5, 3, 8);
+  const std::vector<float> queries = queries_with_outliers(Dist::Uniform, 7, 8);
+  auto grid = build_grid(points);
+  ASSERT_NE(grid, nullptr);
+  const KnnResult r = engine_knn(*grid, queries, 8);
+  EXPECT_TRUE(same_knn(oracle_knn(points.data(), 5, queries.data(), 12, 3, 8), r));
+  EXPECT_EQ(r.idx[5], -1);  // slots 5..7 of every row are missing
+}
+
+// Points on a plane and on a line get one cell on their flat axes, and the
+// answers stay exact at sizes where the grid is judged.
+TEST(GridCpuSizes, FlatDataGetsOneCellOnFlatAxes) {
+  const std::vector<float> plane = make_rows(Dist::Plane, 20000, 3, 21);
+  float lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) {
+    lo[a] = hi[a] = plane[a];
+    for (size_t i = a; i < plane.size(); i += 3) lo[a] = std::min(lo[a], plane[i]), hi[a] = std::max(hi[a], plane[i]);
+  }
+  const knn::GridLayout layout = knn::make_grid_layout(lo, hi, 20000, knn::kGridDefaultPointsPerCell);
+  EXPECT_EQ(layout.cells[2], 1);
+  EXPECT_GT(layout.cells[0], 50);
+  EXPECT_GT(layout.cells[1], 50);
+  auto grid = build_grid(plane);
+  ASSERT_NE(grid, nullptr);
+  const std::vector<float> queries = queries_with_outliers(Dist::Plane, 501, 22);
+  EXPECT_TRUE(same_knn(oracle_knn(plane.data(), 20000, queries.data(), 506, 3, 8),
+                       engine_knn(*grid, queries, 8)));
+}
+
+// Clustered data and heavy duplicates make a poor grid: the build says so
+// (nullptr) and the API falls back to the kd-tree; uniform data does not.
+TEST(GridCpuOccupancy, PoorGridsAreRefused) {
+  for (const Dist dist : {Dist::Clustered, Dist::Identical, Dist::Duplicates}) {
+    SCOPED_TRACE(dist_name(dist));
+    EXPECT_EQ(build_grid(make_rows(dist, 20000, 3, 31)), nullptr);
+  }
+  EXPECT_NE(build_grid(make_rows(Dist::Uniform, 20000, 3, 31)), nullptr);
+  EXPECT_NE(build_grid(make_rows(Dist::LargeOffset, 20000, 3, 31)), nullptr);
+}
+
+// The target points per cell (IndexParams.leaf_size) changes the grid, never
+// the answer.
+TEST(GridCpuOccupancy, LeafSizeChangesNothingButSpeed) {
+  const std::vector<float> points = make_rows(Dist::Uniform, 3000, 3, 41);
+  const std::vector<float> queries = queries_with_outliers(Dist::Uniform, 400, 42);
+  const KnnResult reference = engine_knn(*build_grid(points, 3), queries, 16);
+  for (const int leaf : {1, 2, 17, 500, 100000}) {
+    SCOPED_TRACE(leaf);
+    auto grid = build_grid(points, leaf);
+    ASSERT_NE(grid, nullptr);
+    EXPECT_TRUE(same_knn(reference, engine_knn(*grid, queries, 16)));
+  }
+}
+
+// ---- Through the index API ------------------------------------------------------
+
+// KNN_STRUCTURE_GRID on the OpenMP backend: a grid for uniform data, the
+// kd-tree (reported by knn_index_info) for clustered data, exact either way.
+TEST(GridCpuApi, GridOrReportedFallback) {
+  for (const Dist dist : {Dist::Uniform, Dist::Clustered}) {
+    SCOPED_TRACE(dist_name(dist));
+    const std::vector<float> points = make_rows(dist, 20000, 3, 91);
+    const std::vector<float> queries = queries_with_outliers(dist, 700, 92);
+    const int64_t m = static_cast<int64_t>(queries.size() / 3);
+    IndexHandle index = build_index(points, 3, IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_GRID});
+    ASSERT_TRUE(index);
+    int64_t n = 0;
+    int dim = 0, backend = -1, structure = -1;
+    ASSERT_EQ(knn_index_info(index.get(), &n, &dim, &backend, &structure), KNN_OK);
+    EXPECT_EQ(backend, KNN_BACKEND_OPENMP);
+    EXPECT_EQ(structure, dist == Dist::Uniform ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE);
+    EXPECT_TRUE(same_knn(oracle_knn(points.data(), 20000, queries.data(), m, 3, 8),
+                         query_index(index.get(), queries, 3, 8)));
+    EXPECT_TRUE(same_knn(oracle_self(points.data(), 20000, 3, 4, true),
+                         query_self(index.get(), 20000, 4, true)));
+    EXPECT_TRUE(same_radius(oracle_radius(points.data(), 20000, queries.data(), m, 3, 0.1f, 16),
+                            radius_index(index.get(), queries, 3, 0.1f, 16)));
+  }
+}
+
+// ---- The bounds alone -------------------------------------------------------------
+
+struct BoundCase {
+  std::vector<float> points, queries;
+  knn::GridLayout layout;
+};
+
+BoundCase bound_case(Dist dist, int64_t n, int target, uint64_t seed) {
+  BoundCase c{make_rows(dist, n, 3, seed), queries_with_outliers(dist, 200, seed + 1), {}};
+  float lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) {
+    lo[a] = hi[a] = c.points[a];
+    for (size_t i = a; i < c.points.size(); i += 3)
+      lo[a] = std::min(lo[a], c.points[i]), hi[a] = std::max(hi[a], c.points[i]);
+  }
+  c.layout = knn::make_grid_layout(lo, hi, n, target);
+  return c;
+}
+
+// For every query and point: the cell bound of the point's cell and the
+// bound beyond every shell that excludes the point never exceed the point's
+// float32 distance. With target 1 the cells are as small as they get, so
+// many points sit on or near cell boundaries.
+TEST(GridBounds, NeverExceedTheFloatDistance) {
+  for (const Dist dist : all_dists()) {
+    SCOPED_TRACE(dist_name(dist));
+    const BoundCase c = bound_case(dist, 2000, 1, 51);
+    const knn::GridLayout& g = c.layout;
+    int64_t violations = 0;
+    for (size_t qi = 0; qi < c.queries.size(); qi += 3) {
+      const float* q = &c.queries[qi];
+      const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
+      for (size_t pi = 0; pi < c.points.size(); pi += 3) {
+        const float* p = &c.points[pi];
+        const int32_t pc[3] = {g.cell_on_axis(p[0], 0), g.cell_on_axis(p[1], 1), g.cell_on_axis(p[2], 2)};
+        const float d = contract_sq_distance(q, p, 3);
+        if (g.cell_bound(q, qc, pc[0], pc[1], pc[2]) > d) ++violations;
+        int32_t ring = 0;
+        for (int a = 0; a < 3; ++a) ring = std::max(ring, std::abs(pc[a] - qc[a]));
+        if (ring > 0 && g.beyond_shell_bound(q, qc, ring - 1) > d) ++violations;
+      }
+    }
+    EXPECT_EQ(violations, 0);
+  }
+}
+
+// The bounds are not vacuous: far cells give a positive bound, so the walk
+// does stop early (a bound of 0 everywhere would pass the test above).
+TEST(GridBounds, PruneFarCells) {
+  const BoundCase c = bound_case(Dist::Uniform, 8000, 3, 61);
+  const knn::GridLayout& g = c.layout;
+  const float q[3] = {0.0f, 0.0f, 0.0f};
+  const int32_t qc[3] = {g.cell_on_axis(0.0f, 0), g.cell_on_axis(0.0f, 1), g.cell_on_axis(0.0f, 2)};
+  EXPECT_EQ(g.cell_bound(q, qc, qc[0], qc[1], qc[2]), 0.0f);
+  EXPECT_GT(g.cell_bound(q, qc, qc[0] + 2, qc[1], qc[2]), 0.0f);
+  EXPECT_GT(g.beyond_shell_bound(q, qc, 1), 0.0f);
+  const float width = static_cast<float>(g.width[0]);
+  // Beyond shell 1, a point is at least one full cell away on some axis.
+  EXPECT_GE(g.beyond_shell_bound(q, qc, 1), 0.99f * width * width);
+  EXPECT_FALSE(g.shell_covers_grid(qc, 1));
+  EXPECT_TRUE(g.shell_covers_grid(qc, g.cells[0] + g.cells[1] + g.cells[2]));
+}
+
+}  // namespace
+}  // namespace knn_test

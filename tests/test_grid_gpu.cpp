@@ -1,0 +1,205 @@
+// The CUDA uniform grid (cuda::build_grid_index) against the OpenMP grid and
+// the brute-force oracle: the same bits for every distribution, k across the
+// register and warp paths, all-kNN with and without self, radius rows with
+// and without a distance row, counting calls, the clustered fallback, and
+// calls split into several chunks by a small device budget.
+//
+// Every test skips with "no CUDA device" where cuGetDeviceCount() is 0.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "../cuda/cuda_index.h"
+#include "grid_test_support.h"
+#include "test_data.h"
+
+namespace knn_test {
+namespace {
+
+#define SKIP_WITHOUT_DEVICE()                                      \
+  do {                                                             \
+    if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"; \
+  } while (0)
+
+struct Pair {
+  std::unique_ptr<knn::IndexEngine> gpu, cpu;
+};
+
+Pair build_both(const std::vector<float>& points, int leaf_size = 0) {
+  knn::IndexParams params;
+  params.leaf_size = leaf_size;
+  const int64_t n = static_cast<int64_t>(points.size() / 3);
+  return Pair{knn::cuda::build_grid_index(points.data(), n, params),
+              knn::omp::build_grid_index(points.data(), n, params)};
+}
+
+class GridGpu : public ::testing::TestWithParam<Dist> {};
+
+TEST_P(GridGpu, KnnMatchesOpenMpAndOracle) {
+  SKIP_WITHOUT_DEVICE();
+  for (const int64_t n : {1, 2, 37, 1000}) {
+    const uint64_t seed = 101 + static_cast<uint64_t>(n);
+    const std::vector<float> points = make_rows(GetParam(), n, 3, seed);
+    const std::vector<float> queries = queries_with_outliers(GetParam(), 301, seed + 1);
+    const int64_t m = static_cast<int64_t>(queries.size() / 3);
+    Pair grids = build_both(points);
+    ASSERT_NE(grids.gpu, nullptr);
+    ASSERT_NE(grids.cpu, nullptr);
+    EXPECT_EQ(grids.gpu->backend(), KNN_BACKEND_CUDA);
+    EXPECT_EQ(grids.gpu->structure(), KNN_STRUCTURE_GRID);
+    // 1..16: one thread per query (each register size); 17 and up: a warp.
+    for (const int k : {1, 3, 8, 16, 17, 33, 100, 1024}) {
+      SCOPED_TRACE(describe(GetParam(), n, m, k, seed));
+      const KnnResult gpu = engine_knn(*grids.gpu, queries, k);
+      EXPECT_TRUE(same_knn(engine_knn(*grids.cpu, queries, k), gpu));
+      EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, 3, k), gpu));
+    }
+  }
+}
+
+TEST_P(GridGpu, SelfMatchesOracle) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 777;
+  const std::vector<float> points = make_rows(GetParam(), n, 3, 5);
+  Pair grids = build_both(points);
+  ASSERT_NE(grids.gpu, nullptr);
+  // k = 15 with exclude_self keeps 16 (registers), k = 16 keeps 17 (a warp).
+  for (const int k : {1, 8, 15, 16, 100}) {
+    for (const bool exclude : {false, true}) {
+      SCOPED_TRACE(describe(GetParam(), n, n, k, 5, exclude ? "exclude_self" : "with self"));
+      EXPECT_TRUE(same_knn(oracle_self(points.data(), n, 3, k, exclude),
+                           engine_self(*grids.gpu, k, exclude)));
+    }
+  }
+}
+
+TEST_P(GridGpu, RadiusMatchesOpenMp) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 900;
+  const std::vector<float> points = make_rows(GetParam(), n, 3, 9);
+  const std::vector<float> queries = queries_with_outliers(GetParam(), 200, 10);
+  const int64_t m = static_cast<int64_t>(queries.size() / 3);
+  Pair grids = build_both(points);
+  ASSERT_NE(grids.gpu, nullptr);
+  const float scale = GetParam() == Dist::Clustered     ? 100.0f
+                      : GetParam() == Dist::LargeOffset ? 1000.0f
+                      : GetParam() == Dist::Tiny        ? 1e-19f
+                      : GetParam() == Dist::Huge        ? 1e37f
+                      : GetParam() == Dist::Line        ? 100.0f
+                                                        : 1.0f;
+  for (const float fraction : {0.0f, 0.05f, 0.3f, 4.0f}) {
+    for (const int cap : {0, 5, 64}) {
+      const float radius = scale * fraction;
+      SCOPED_TRACE(describe(GetParam(), n, m, cap, 9, "radius"));
+      SCOPED_TRACE(radius);
+      const RadiusResult expected =
+          oracle_radius(points.data(), n, queries.data(), m, 3, radius, cap);
+      EXPECT_TRUE(same_radius(expected, engine_radius(*grids.gpu, queries, radius, cap)));
+      EXPECT_TRUE(same_radius(engine_radius(*grids.cpu, queries, radius, cap),
+                              engine_radius(*grids.gpu, queries, radius, cap)));
+      if (cap == 0) continue;
+      // Without a distance row the kernel recomputes the row's distances.
+      const RadiusResult no_sq = engine_radius(*grids.gpu, queries, radius, cap, false);
+      EXPECT_EQ(no_sq.idx, expected.idx);
+      EXPECT_EQ(no_sq.counts, expected.counts);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDistributions, GridGpu, ::testing::ValuesIn(all_dists()), DistName());
+
+TEST(GridGpuSizes, EmptyIndexAnswersMissing) {
+  SKIP_WITHOUT_DEVICE();
+  auto grid = knn::cuda::build_grid_index(nullptr, 0, knn::IndexParams{});
+  ASSERT_NE(grid, nullptr);
+  const std::vector<float> queries = {0.0f, 1.0f, 2.0f, -5.0f, 3.0f, 1e30f};
+  for (const int k : {1, 40}) {
+    const KnnResult r = engine_knn(*grid, queries, k);
+    for (size_t i = 0; i < r.idx.size(); ++i) {
+      EXPECT_EQ(r.idx[i], -1);
+      EXPECT_TRUE(std::isinf(r.dist[i]));
+    }
+  }
+  EXPECT_EQ(engine_radius(*grid, queries, 1e30f, 0).counts, std::vector<int>({0, 0}));
+}
+
+TEST(GridGpuOccupancy, SameDecisionAsOpenMp) {
+  SKIP_WITHOUT_DEVICE();
+  for (const Dist dist : all_dists()) {
+    SCOPED_TRACE(dist_name(dist));
+    const Pair grids = build_both(make_rows(dist, 20000, 3, 31));
+    EXPECT_EQ(grids.gpu == nullptr, grids.cpu == nullptr);
+  }
+  EXPECT_EQ(build_both(make_rows(Dist::Clustered, 20000, 3, 31)).gpu, nullptr);
+}
+
+// Larger uniform and flat data, queries without distances, and a device
+// budget small enough that the pipeline runs several chunks.
+TEST(GridGpuSizes, LargeCallsAgreeWithOpenMp) {
+  SKIP_WITHOUT_DEVICE();
+  for (const Dist dist : {Dist::Uniform, Dist::Plane, Dist::LargeOffset}) {
+    const std::vector<float> points = make_rows(dist, 200003, 3, 71);
+    const std::vector<float> queries = make_query_rows(dist, 300007, 3, 72);
+    const int64_t m = 300007;
+    Pair grids = build_both(points);
+    ASSERT_NE(grids.gpu, nullptr) << dist_name(dist);
+    for (const int k : {1, 8, 50}) {
+      SCOPED_TRACE(describe(dist, 200003, m, k, 71));
+      const KnnResult cpu = engine_knn(*grids.cpu, queries, k);
+      EXPECT_TRUE(same_knn(cpu, engine_knn(*grids.gpu, queries, k)));
+      knn::CallParams small;
+      small.device_memory_limit = size_t{96} << 20;
+      std::vector<int> chunked(static_cast<size_t>(m) * k, -7);
+      grids.gpu->knn(queries.data(), m, k, chunked.data(), nullptr, small);
+      EXPECT_EQ(chunked, cpu.idx);
+    }
+    EXPECT_TRUE(same_knn(engine_self(*grids.cpu, 8, true), engine_self(*grids.gpu, 8, true)));
+  }
+}
+
+// Target points per cell changes the grid, not the answer.
+TEST(GridGpuSizes, LeafSizeChangesNothingButSpeed) {
+  SKIP_WITHOUT_DEVICE();
+  const std::vector<float> points = make_rows(Dist::Uniform, 30011, 3, 81);
+  const std::vector<float> queries = queries_with_outliers(Dist::Uniform, 4000, 82);
+  const KnnResult reference = engine_knn(*build_both(points).cpu, queries, 16);
+  for (const int leaf : {1, 8, 64}) {
+    SCOPED_TRACE(leaf);
+    auto grid = knn::cuda::build_grid_index(points.data(), 30011, [&] {
+      knn::IndexParams p;
+      p.leaf_size = leaf;
+      return p;
+    }());
+    ASSERT_NE(grid, nullptr);
+    EXPECT_TRUE(same_knn(reference, engine_knn(*grid, queries, 16)));
+  }
+}
+
+// KNN_STRUCTURE_GRID on the CUDA backend through the API: a grid for uniform
+// data, the kd-tree (reported) for clustered data, the same bits as the oracle.
+TEST(GridGpuApi, GridOrReportedFallback) {
+  SKIP_WITHOUT_DEVICE();
+  for (const Dist dist : {Dist::Uniform, Dist::Clustered}) {
+    SCOPED_TRACE(dist_name(dist));
+    const std::vector<float> points = make_rows(dist, 20000, 3, 91);
+    const std::vector<float> queries = queries_with_outliers(dist, 700, 92);
+    const int64_t m = static_cast<int64_t>(queries.size() / 3);
+    IndexHandle index = build_index(points, 3, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID});
+    ASSERT_TRUE(index);
+    int64_t n = 0;
+    int dim = 0, backend = -1, structure = -1;
+    ASSERT_EQ(knn_index_info(index.get(), &n, &dim, &backend, &structure), KNN_OK);
+    EXPECT_EQ(backend, KNN_BACKEND_CUDA);
+    EXPECT_EQ(structure, dist == Dist::Uniform ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE);
+    EXPECT_TRUE(same_knn(oracle_knn(points.data(), 20000, queries.data(), m, 3, 8),
+                         query_index(index.get(), queries, 3, 8)));
+    EXPECT_TRUE(same_knn(oracle_self(points.data(), 20000, 3, 4, true),
+                         query_self(index.get(), 20000, 4, true)));
+    EXPECT_TRUE(same_radius(oracle_radius(points.data(), 20000, queries.data(), m, 3, 0.1f, 16),
+                            radius_index(index.get(), queries, 3, 0.1f, 16)));
+  }
+}
+
+}  // namespace
+}  // namespace knn_test

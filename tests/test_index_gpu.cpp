@@ -1,0 +1,474 @@
+// The CUDA bucket kd-tree (cuda/index_kdtree*.cu) and the CUDA helpers every
+// index engine shares (cuda/index_support.cu, cuda/query_chunks.cu), against
+// the oracles (tests/oracle.h, tests/index_oracle.h) and the OpenMP kd-tree,
+// bit for bit: dims 1..32 (compile-time and run-time distance loops), k from
+// 1 past the register, warp and heap list limits and beyond n, every data
+// shape of test_data.h, all-kNN with and without self, radius rows and
+// counts, leaf sizes, device-resident inputs and outputs, a forced small
+// device budget. The tree's shape arithmetic, its box bound and the memory
+// model are checked on the host; every device test skips without a device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common/error.h"
+#include "../cuda/bucket_tree_shape.h"
+#include "../cuda/cuda_index.h"
+#include "../cuda/index_kdtree_memory.h"
+#include "../cuda/index_memory_model.h"
+#include "index_oracle.h"
+#include "index_test_helpers.h"
+#include "knn_gpgpu.h"
+#include "oracle.h"
+#include "test_data.h"
+
+#if defined(KNN_TEST_WITH_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace knn_test {
+namespace {
+
+#define SKIP_WITHOUT_DEVICE() \
+  if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"
+
+int status_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const knn::Error& e) {
+    return e.status();
+  }
+  return KNN_OK;
+}
+
+using Engine = std::unique_ptr<knn::IndexEngine>;
+
+Engine gpu_tree(const std::vector<float>& points, int dim, int leaf_size = 0) {
+  knn::IndexParams params;
+  params.leaf_size = leaf_size;
+  return knn::cuda::build_kdtree_index(points.empty() ? nullptr : points.data(),
+                                       static_cast<int64_t>(points.size()) / dim, dim, params);
+}
+
+Engine cpu_tree(const std::vector<float>& points, int dim) {
+  knn::IndexParams params;
+  params.leaf_size = knn::cuda::kKdTreeDefaultLeafSize;
+  return knn::omp::build_kdtree_index(points.empty() ? nullptr : points.data(),
+                                      static_cast<int64_t>(points.size()) / dim, dim, params);
+}
+
+// Outputs start at a value no engine writes, so unwritten slots show.
+KnnResult engine_knn(const knn::IndexEngine& e, const std::vector<float>& queries, int k,
+                     const knn::CallParams& call = {}) {
+  KnnResult r;
+  r.m = static_cast<int64_t>(queries.size()) / e.dim();
+  r.k = k;
+  r.idx.assign(static_cast<size_t>(r.m) * k, -7);
+  r.dist.assign(static_cast<size_t>(r.m) * k, -7.0f);
+  e.knn(queries.empty() ? nullptr : queries.data(), r.m, k,
+        reinterpret_cast<int32_t*>(r.idx.data()), r.dist.data(), call);
+  return r;
+}
+
+KnnResult engine_self(const knn::IndexEngine& e, int k, bool exclude_self,
+                      const knn::CallParams& call = {}) {
+  KnnResult r;
+  r.m = e.size();
+  r.k = k;
+  r.idx.assign(static_cast<size_t>(r.m) * k, -7);
+  r.dist.assign(static_cast<size_t>(r.m) * k, -7.0f);
+  e.knn_self(k, exclude_self, reinterpret_cast<int32_t*>(r.idx.data()), r.dist.data(), call);
+  return r;
+}
+
+RadiusResult engine_radius(const knn::IndexEngine& e, const std::vector<float>& queries,
+                           float radius, int max_neighbors) {
+  RadiusResult r;
+  r.m = static_cast<int64_t>(queries.size()) / e.dim();
+  r.max_neighbors = max_neighbors;
+  r.idx.assign(static_cast<size_t>(r.m) * max_neighbors, -7);
+  r.dist.assign(static_cast<size_t>(r.m) * max_neighbors, -7.0f);
+  r.counts.assign(static_cast<size_t>(r.m), -7);
+  e.radius(queries.data(), r.m, radius, max_neighbors,
+           max_neighbors > 0 ? reinterpret_cast<int32_t*>(r.idx.data()) : nullptr,
+           max_neighbors > 0 ? r.dist.data() : nullptr,
+           reinterpret_cast<int32_t*>(r.counts.data()), {});
+  return r;
+}
+
+// ---- The tree's shape and bound, on the host ------------------------------------------
+
+TEST(KdTreeShape, LevelsAreTheFewestThatKeepLeavesWithinTheLeafSize) {
+  EXPECT_EQ(knn::cuda::bucket_tree_levels(0, 32), 0);
+  EXPECT_EQ(knn::cuda::bucket_tree_levels(32, 32), 0);
+  EXPECT_EQ(knn::cuda::bucket_tree_levels(33, 32), 1);
+  EXPECT_EQ(knn::cuda::bucket_tree_levels(10000000, 32), 19);  // 10^7 / 2^19 = 19.07
+  for (const int64_t n : {1, 2, 3, 31, 64, 65, 1000, 4097, 100003})
+    for (const int leaf : {1, 2, 5, 32}) {
+      const int levels = knn::cuda::bucket_tree_levels(n, leaf);
+      const int64_t largest = (n + (int64_t{1} << levels) - 1) >> levels;
+      EXPECT_LE(largest, leaf) << "n=" << n << " leaf=" << leaf;
+      if (levels > 0) {
+        const int64_t above = (n + (int64_t{1} << (levels - 1)) - 1) >> (levels - 1);
+        EXPECT_GT(above, leaf) << "n=" << n << " leaf=" << leaf << ": one level too many";
+      }
+    }
+}
+
+TEST(KdTreeShape, SegmentsTileThePointsAndChildrenSplitTheirParent) {
+  for (const int64_t n : {1, 2, 3, 7, 100, 4097, 100003})
+    for (const int leaf : {1, 2, 32}) {
+      const int levels = knn::cuda::bucket_tree_levels(n, leaf);
+      for (int level = 0; level <= levels; ++level) {
+        const int64_t nodes = int64_t{1} << level;
+        ASSERT_EQ(knn::cuda::segment_start(n, level, 0), 0);
+        ASSERT_EQ(knn::cuda::segment_start(n, level, nodes), n);
+        for (int64_t q = 0; q < nodes; ++q) {
+          const int64_t start = knn::cuda::segment_start(n, level, q);
+          const int64_t end = knn::cuda::segment_start(n, level, q + 1);
+          ASSERT_LE(start, end);
+          if (leaf >= 2) {
+            ASSERT_LT(start, end) << "empty node with leaf_size >= 2";
+          }
+          if (level < levels) {  // children: the parent's segment in halves
+            ASSERT_EQ(knn::cuda::segment_start(n, level + 1, 2 * q), start);
+            ASSERT_EQ(knn::cuda::segment_start(n, level + 1, 2 * q + 2), end);
+            const int64_t mid = knn::cuda::segment_start(n, level + 1, 2 * q + 1);
+            ASSERT_LE(std::abs((mid - start) - (end - mid)), 1) << "n=" << n << " q=" << q;
+          }
+          for (int64_t j = start; j < end; ++j)
+            ASSERT_EQ(knn::cuda::segment_of(n, level, j), q) << "n=" << n << " j=" << j;
+        }
+      }
+    }
+}
+
+// The box of a point set against every point of it, for queries inside and
+// outside, on data whose differences overflow, vanish or cancel.
+TEST(KdTreeShape, BoxDistanceNeverExceedsAPointDistance) {
+  for (const Dist dist : all_dists())
+    for (const int dim : {1, 3, 7}) {
+      SCOPED_TRACE(std::string(dist_name(dist)) + " dim=" + std::to_string(dim));
+      const int64_t n = 50, m = 200;
+      const std::vector<float> points = make_rows(dist, n, dim, 5);
+      const std::vector<float> queries = make_query_rows(dist, m, dim, 6);
+      std::vector<float> lo(points.begin(), points.begin() + dim), hi = lo;
+      for (int64_t j = 0; j < n; ++j)
+        for (int d = 0; d < dim; ++d) {
+          lo[d] = std::min(lo[d], points[j * dim + d]);
+          hi[d] = std::max(hi[d], points[j * dim + d]);
+        }
+      for (int64_t i = 0; i < m; ++i) {
+        const float* q = &queries[i * dim];
+        const float bound = knn::cuda::box_distance(q, lo.data(), hi.data(), dim);
+        for (int64_t j = 0; j < n; ++j)
+          ASSERT_LE(bound, contract_sq_distance(q, &points[j * dim], dim))
+              << "query " << i << " point " << j;
+      }
+      // A point of the set is inside the box.
+      EXPECT_EQ(knn::cuda::box_distance(&points[0], lo.data(), hi.data(), dim), 0.0f);
+    }
+  const float lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY}, q[2] = {0.0f, 1.0f};
+  EXPECT_EQ(knn::cuda::box_distance(q, lo, hi, 2), INFINITY) << "the empty box";
+}
+
+TEST(KdTreeMemory, EstimatesGrowAndCoverTheEnginesBufferList) {
+  namespace plan = knn::cuda::index_memory;
+  const int leaf = knn::cuda::kKdTreeDefaultLeafSize;
+  // Whole pages: equal for small sizes, never smaller for larger ones.
+  size_t last = 0;
+  for (const int64_t n : {0, 1, 1000, 100003, 10000000}) {
+    const size_t build = knn::cuda::kdtree_build_bytes(n, 3, leaf);
+    EXPECT_GE(build, last);
+    EXPECT_GE(build, knn::cuda::kdtree_resident_bytes(n, 3, leaf));
+    EXPECT_GE(plan::kdtree_build_bytes(n, 3), build);
+    last = build;
+  }
+  EXPECT_LT(knn::cuda::kdtree_build_bytes(100003, 3, leaf),
+            knn::cuda::kdtree_build_bytes(10000000, 3, leaf));
+  EXPECT_LT(knn::cuda::kdtree_build_bytes(10000000, 3, leaf),
+            knn::cuda::kdtree_build_bytes(10000000, 4, leaf));
+  EXPECT_LT(knn::cuda::kdtree_query_bytes(1000, 5, 100003, 3, leaf),
+            knn::cuda::kdtree_query_bytes(1000, 6, 100003, 3, leaf));
+  EXPECT_LT(knn::cuda::kdtree_query_bytes(1000, 5, 100003, 3, leaf),
+            knn::cuda::kdtree_query_bytes(1001, 5, 100003, 3, leaf));
+  // Beyond the warp lists (k + 1 for exclude_self) the heaps of both slots count.
+  const int warp_k = knn::cuda::kMaxWarpK;
+  EXPECT_GT(knn::cuda::kdtree_query_bytes(1000, warp_k, 100003, 3, leaf),
+            knn::cuda::kdtree_query_bytes(1000, warp_k - 1, 100003, 3, leaf) +
+                2 * 1000 * size_t{8} * warp_k);
+  for (const int structure : {KNN_STRUCTURE_AUTO, KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID})
+    EXPECT_GE(plan::query_bytes(structure, 1 << 20, 30, 10000000, 3),
+              knn::cuda::kdtree_query_bytes(1 << 20, 30, 10000000, 3, leaf));
+}
+
+// ---- The shared helpers ---------------------------------------------------------------
+
+TEST(IndexSupport, HostMemoryIsNotDeviceMemory) {
+  std::vector<float> host(16, 1.0f);
+  EXPECT_FALSE(knn::cuda::is_device_pointer(host.data()));
+  EXPECT_FALSE(knn::cuda::is_device_pointer(nullptr));
+  int on_stack = 0;
+  EXPECT_FALSE(knn::cuda::is_device_pointer(&on_stack));
+#if defined(KNN_TEST_WITH_CUDA)
+  // No error may be left behind for the next CUDA call to trip over.
+  if (cuGetDeviceCount() > 0) {
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  }
+#endif
+}
+
+// ---- kNN against the oracle and the OpenMP engine ----------------------------------------
+
+// Every dim, k through every k-list kind, sizes 0, 1, 2 and two awkward ones.
+class KdTreeGpuDims : public ::testing::TestWithParam<int> {};
+
+TEST_P(KdTreeGpuDims, KnnMatchesOracleAndOpenMP) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = GetParam();
+  for (const int64_t n : {0, 1, 2, 1000, 4097}) {
+    const std::vector<float> points = make_rows(Dist::Uniform, n, dim, 11 + n);
+    const std::vector<float> queries = make_query_rows(Dist::Uniform, 300, dim, 12 + n);
+    Engine gpu = gpu_tree(points, dim);
+    Engine cpu = cpu_tree(points, dim);
+    std::vector<int> ks = {1, 5, 12, 30, 100, static_cast<int>(n) + 3};
+    if (n == 4097) ks.push_back(1024);
+    for (const int k : ks) {
+      SCOPED_TRACE(describe(Dist::Uniform, n, 300, k, 11 + n, ("dim=" + std::to_string(dim)).c_str()));
+      const KnnResult got = engine_knn(*gpu, queries, k);
+      EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), 300, dim, k), got));
+      EXPECT_TRUE(same_knn(engine_knn(*cpu, queries, k), got));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dims, KdTreeGpuDims, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 32));
+
+// Every data shape, in 3-D and in 7-D, for kNN, all-kNN and radius.
+class KdTreeGpuDist : public ::testing::TestWithParam<Dist> {};
+
+TEST_P(KdTreeGpuDist, EveryCallMatchesTheOracles) {
+  SKIP_WITHOUT_DEVICE();
+  const Dist dist = GetParam();
+  for (const int dim : {3, 7}) {
+    const int64_t n = 4097, m = 400;
+    SCOPED_TRACE(describe(dist, n, m, 0, 21, ("dim=" + std::to_string(dim)).c_str()));
+    const std::vector<float> points = make_rows(dist, n, dim, 21);
+    const std::vector<float> queries = make_query_rows(dist, m, dim, 22);
+    Engine gpu = gpu_tree(points, dim);
+    for (const int k : {1, 8, 33})
+      EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, dim, k),
+                           engine_knn(*gpu, queries, k)))
+          << "k=" << k;
+    for (const bool exclude : {false, true})
+      EXPECT_TRUE(same_knn(oracle_self(points.data(), n, dim, 6, exclude), engine_self(*gpu, 6, exclude)))
+          << "exclude_self=" << exclude;
+    // A radius around the median distance of the 10th neighbour.
+    const KnnResult tenth = oracle_knn(points.data(), n, queries.data(), m, dim, 10);
+    std::vector<float> d10;
+    for (int64_t i = 0; i < m; ++i) d10.push_back(tenth.dist[i * 10 + 9]);
+    std::nth_element(d10.begin(), d10.begin() + m / 2, d10.end());
+    const float radius = std::isfinite(d10[m / 2]) ? std::sqrt(d10[m / 2]) : 1.0f;
+    for (const int cap : {0, 4, 40})
+      EXPECT_TRUE(same_radius(oracle_radius(points.data(), n, queries.data(), m, dim, radius, cap),
+                              engine_radius(*gpu, queries, radius, cap)))
+          << "max_neighbors=" << cap << " radius=" << radius;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Data, KdTreeGpuDist, ::testing::ValuesIn(all_dists()), DistName());
+
+TEST(KdTreeGpu, LargeIndexMatchesTheOracle) {
+  SKIP_WITHOUT_DEVICE();
+  for (const int dim : {3, 5}) {
+    const int64_t n = 100003, m = 1500;
+    const int k = dim == 3 ? 30 : 5;
+    SCOPED_TRACE(describe(Dist::Clustered, n, m, k, 31, ("dim=" + std::to_string(dim)).c_str()));
+    const std::vector<float> points = make_rows(Dist::Clustered, n, dim, 31);
+    const std::vector<float> queries = make_query_rows(Dist::Clustered, m, dim, 32);
+    Engine gpu = gpu_tree(points, dim);
+    const KnnResult got = engine_knn(*gpu, queries, k);
+    EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, dim, k), got));
+    EXPECT_TRUE(kth_matches_double(points.data(), n, queries.data(), m, dim, k, got.idx.data()));
+  }
+}
+
+// Two million points: the build's CUB temporaries and the query sort stay
+// within the memory model (a larger request throws KNN_ERR_INTERNAL).
+TEST(KdTreeGpu, MillionsOfPointsStayWithinTheMemoryModel) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 3, k = 8;
+  const int64_t n = int64_t{1} << 21, m = 700;
+  const std::vector<float> points = make_rows(Dist::Uniform, n, dim, 35);
+  const std::vector<float> queries = make_query_rows(Dist::Uniform, m, dim, 36);
+  Engine gpu = gpu_tree(points, dim);
+  EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, dim, k),
+                       engine_knn(*gpu, queries, k)));
+}
+
+// Beyond the warp lists: heaps in device scratch, and exclude_self taking k+1
+// across the warp/heap boundary.
+TEST(KdTreeGpu, HeapListsBeyondTheWarpLimit) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 3, k = knn::cuda::kMaxWarpK + 5;
+  const int64_t n = 3001, m = 64;
+  const std::vector<float> points = make_rows(Dist::Grid, n, dim, 41);
+  const std::vector<float> queries = make_query_rows(Dist::Grid, m, dim, 42);
+  Engine gpu = gpu_tree(points, dim);
+  EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, dim, k),
+                       engine_knn(*gpu, queries, k)));
+  const int boundary = knn::cuda::kMaxWarpK;  // k + 1 is a heap list
+  EXPECT_TRUE(same_knn(oracle_self(points.data(), n, dim, boundary, true),
+                       engine_self(*gpu, boundary, true)));
+}
+
+TEST(KdTreeGpu, EveryLeafSizeGivesTheSameAnswer) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 4, k = 12;
+  const int64_t n = 2999, m = 333;
+  const std::vector<float> points = make_rows(Dist::Duplicates, n, dim, 51);
+  const std::vector<float> queries = make_query_rows(Dist::Duplicates, m, dim, 52);
+  const KnnResult want = oracle_knn(points.data(), n, queries.data(), m, dim, k);
+  for (const int leaf : {1, 2, 7, 64, 5000})
+    EXPECT_TRUE(same_knn(want, engine_knn(*gpu_tree(points, dim, leaf), queries, k)))
+        << "leaf_size=" << leaf;
+}
+
+// Many chunks on both pipeline slots, then a budget too small for one query.
+TEST(KdTreeGpu, SmallDeviceBudgetGivesTheSameAnswer) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 3, k = 30;
+  const int64_t n = 100003;
+  const std::vector<float> points = make_rows(Dist::Uniform, n, dim, 61);
+  Engine gpu = gpu_tree(points, dim);
+  const KnnResult whole = engine_self(*gpu, k, true);
+  knn::CallParams call;
+  call.device_memory_limit = size_t{64} << 20;
+  knn::CallParams self_call = call;  // what knn_self runs: the index's own points as queries
+  self_call.queries_on_device = true;
+  const size_t per_query = knn::cuda::kdtree_call_bytes_per_query(dim, k + 1, k, true, true, true,
+                                                                   false, self_call);
+  ASSERT_LT(static_cast<int64_t>((call.device_memory_limit -
+                                  knn::cuda::kdtree_call_fixed_bytes(self_call)) / per_query),
+            n / 3)
+      << "the budget must force several chunks";
+  EXPECT_TRUE(same_knn(whole, engine_self(*gpu, k, true, call)));
+  EXPECT_TRUE(same_knn(oracle_self(points.data(), 4000, dim, k, true),
+                       engine_self(*gpu_tree(std::vector<float>(points.begin(), points.begin() + 4000 * dim), dim),
+                                   k, true, call)));
+  call.device_memory_limit = size_t{1} << 20;
+  EXPECT_EQ(status_of([&] { engine_self(*gpu, k, true, call); }), KNN_ERR_DEVICE_OUT_OF_MEMORY);
+}
+
+#if defined(KNN_TEST_WITH_CUDA)
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t count) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&ptr_), std::max<size_t>(count, 1) * sizeof(T)),
+              cudaSuccess);
+  }
+  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  ~DeviceArray() { cudaFree(ptr_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return ptr_; }
+  std::vector<T> to_host(size_t count) const {
+    std::vector<T> host(count);
+    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, count * sizeof(T), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return host;
+  }
+
+ private:
+  T* ptr_ = nullptr;
+};
+
+std::vector<int> as_ints(const std::vector<int32_t>& v) { return std::vector<int>(v.begin(), v.end()); }
+
+TEST(IndexSupport, DeviceHelpersOnDeviceArrays) {
+  SKIP_WITHOUT_DEVICE();
+  std::vector<float> values(100000, 1.0f);
+  values[77777] = NAN;
+  values[99999] = INFINITY;
+  DeviceArray<float> d_values(values);
+  EXPECT_TRUE(knn::cuda::is_device_pointer(d_values.get()));
+  EXPECT_EQ(knn::cuda::first_nonfinite_on_device(d_values.get(), 100000), 77777);
+  EXPECT_EQ(knn::cuda::first_nonfinite_on_device(d_values.get(), 77777), -1);
+  DeviceArray<int32_t> d_idx(1000);
+  DeviceArray<float> d_dist(1000);
+  knn::cuda::fill_missing_on_device(d_idx.get(), d_dist.get(), 1000);
+  for (const int32_t i : d_idx.to_host(1000)) ASSERT_EQ(i, -1);
+  for (const float d : d_dist.to_host(1000)) ASSERT_EQ(d, INFINITY);
+  std::vector<float> back(100);
+  knn::cuda::copy_to_host(back.data(), d_values.get(), 100 * sizeof(float));
+  EXPECT_EQ(back, std::vector<float>(values.begin(), values.begin() + 100));
+}
+
+// Device points, queries and outputs: the zero-copy path, also for all-kNN
+// and radius counts; the same answer as host arrays.
+TEST(KdTreeGpu, DeviceArraysAreUsedInPlace) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 6, k = 9;
+  const int64_t n = 3000, m = 257;
+  const std::vector<float> points = make_rows(Dist::Clustered, n, dim, 71);
+  const std::vector<float> queries = make_query_rows(Dist::Clustered, m, dim, 72);
+  DeviceArray<float> d_points(points), d_queries(queries);
+  knn::IndexParams params;
+  params.points_on_device = true;
+  Engine gpu = knn::cuda::build_kdtree_index(d_points.get(), n, dim, params);
+  knn::CallParams call;
+  call.queries_on_device = call.outputs_on_device = true;
+  DeviceArray<int32_t> d_idx(static_cast<size_t>(n) * k);
+  DeviceArray<float> d_dist(static_cast<size_t>(n) * k);
+  gpu->knn(d_queries.get(), m, k, d_idx.get(), d_dist.get(), call);
+  KnnResult got{m, k, as_ints(d_idx.to_host(static_cast<size_t>(m) * k)),
+                d_dist.to_host(static_cast<size_t>(m) * k)};
+  EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, dim, k), got));
+  gpu->knn_self(k, true, d_idx.get(), d_dist.get(), call);
+  KnnResult self{n, k, as_ints(d_idx.to_host(static_cast<size_t>(n) * k)),
+                 d_dist.to_host(static_cast<size_t>(n) * k)};
+  EXPECT_TRUE(same_knn(oracle_self(points.data(), n, dim, k, true), self));
+  DeviceArray<int32_t> d_counts(static_cast<size_t>(m));
+  gpu->radius(d_queries.get(), m, 2.5f, 0, nullptr, nullptr, d_counts.get(), call);
+  EXPECT_EQ(as_ints(d_counts.to_host(static_cast<size_t>(m))),
+            oracle_radius(points.data(), n, queries.data(), m, dim, 2.5f, 0).counts);
+}
+#endif
+
+// ---- Through the public API ------------------------------------------------------------
+
+TEST(KdTreeGpu, PublicApiServesTheCudaKdTreeLikeOpenMP) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 9;
+  const int64_t n = 5000, m = 321;
+  const std::vector<float> points = make_rows(Dist::LargeOffset, n, dim, 91);
+  const std::vector<float> queries = make_query_rows(Dist::LargeOffset, m, dim, 92);
+  IndexHandle gpu = build_index(points, dim, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_KDTREE});
+  IndexHandle cpu = build_index(points, dim, IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE});
+  ASSERT_TRUE(gpu);
+  ASSERT_TRUE(cpu);
+  int backend = 0, structure = 0;
+  ASSERT_EQ(knn_index_info(gpu.get(), nullptr, nullptr, &backend, &structure), KNN_OK);
+  EXPECT_EQ(backend, KNN_BACKEND_CUDA);
+  EXPECT_EQ(structure, KNN_STRUCTURE_KDTREE);
+  for (const int k : {1, 5, 64})
+    EXPECT_TRUE(same_knn(query_index(cpu.get(), queries, dim, k),
+                         query_index(gpu.get(), queries, dim, k)))
+        << "k=" << k;
+  EXPECT_TRUE(same_knn(query_self(cpu.get(), n, 7, true), query_self(gpu.get(), n, 7, true)));
+  EXPECT_TRUE(same_radius(radius_index(cpu.get(), queries, dim, 500.0f, 6),
+                          radius_index(gpu.get(), queries, dim, 500.0f, 6)));
+}
+
+}  // namespace
+}  // namespace knn_test
