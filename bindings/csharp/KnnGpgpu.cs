@@ -200,6 +200,7 @@ namespace KnnGpgpu
                 case KnnStatus.NoDevice: return new KnnNoDeviceException(message, function);
                 case KnnStatus.InvalidTree: return new KnnInvalidTreeException(message, function);
                 case KnnStatus.Unsupported: return new KnnUnsupportedException(message, function);
+                case KnnStatus.Cancelled: return new KnnCancelledException(message, function);
                 default: return new KnnException(s, message, function);
             }
         }
@@ -228,6 +229,10 @@ namespace KnnGpgpu
     public class KnnUnsupportedException : KnnException
     {
         public KnnUnsupportedException(string m, string f) : base(KnnStatus.Unsupported, m, f) { }
+    }
+    public class KnnCancelledException : KnnException
+    {
+        public KnnCancelledException(string m, string f) : base(KnnStatus.Cancelled, m, f) { }
     }
 
     // ---- loading -----------------------------------------------------------------------
@@ -326,6 +331,7 @@ namespace KnnGpgpu
         [DllImport(Lib, CallingConvention = Cdecl)] internal static extern IntPtr knn_status_string(int status);
         [DllImport(Lib, CallingConvention = Cdecl)] internal static extern IntPtr knn_last_error();
         [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int knn_version();
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int knn_set_cancel_flag(IntPtr flag);
 
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern int buildKdTree([In] Point[] points, int n, [Out] Node[] tree);
@@ -417,6 +423,7 @@ namespace KnnGpgpu
         [MethodImpl(Late)] internal static IntPtr knn_status_string(int s) { return NativeMethods.knn_status_string(s); }
         [MethodImpl(Late)] internal static IntPtr knn_last_error() { return NativeMethods.knn_last_error(); }
         [MethodImpl(Late)] internal static int knn_version() { return NativeMethods.knn_version(); }
+        [MethodImpl(Late)] internal static int knn_set_cancel_flag(IntPtr f) { return NativeMethods.knn_set_cancel_flag(f); }
         [MethodImpl(Late)] internal static int buildKdTree(Point[] p, int n, Node[] t) { return NativeMethods.buildKdTree(p, n, t); }
         [MethodImpl(Late)] internal static int cuBuildKdTree(Point[] p, int n, Node[] t) { return NativeMethods.cuBuildKdTree(p, n, t); }
         [MethodImpl(Late)] internal static int mpBuildKdTree(Point[] p, int n, Node[] t) { return NativeMethods.mpBuildKdTree(p, n, t); }
@@ -629,6 +636,13 @@ namespace KnnGpgpu
         public static int GetDevice() { Loader.Ensure(); return Native.cuGetDevice(); }
         /// <summary>cuGetDeviceCount: 0 when none (not an error).</summary>
         public static int GetDeviceCount() { Loader.Ensure(); return Native.cuGetDeviceCount(); }
+
+        /// <summary>knn_set_cancel_flag: registers flag for the calling thread (null unregisters).</summary>
+        public static void SetCancelFlag(KnnCancelFlag flag)
+        {
+            Loader.Ensure();
+            Check(Native.knn_set_cancel_flag(flag == null ? IntPtr.Zero : flag.Pointer), "knn_set_cancel_flag");
+        }
     }
 
     // ---- the index API ------------------------------------------------------------------
@@ -907,5 +921,77 @@ namespace KnnGpgpu
             Array.Copy(indices, trimmed, trimmed.LongLength);
             return trimmed;
         }
+
+        /// <summary>Points inside each polygon, one ascending array per polygon.</summary>
+        public long[][] PointsInEachPolygon(float[] verticesXy, long[] ringOffsets, long[] polygonOffsets,
+                                            KnnOptions? options = null)
+        {
+            long[] offsets;
+            var indices = PointsInPolygons(verticesXy, ringOffsets, polygonOffsets, out offsets, null, options);
+            var result = new long[offsets.Length - 1][];
+            for (int p = 0; p < result.Length; p++)
+            {
+                result[p] = new long[offsets[p + 1] - offsets[p]];
+                Array.Copy(indices, offsets[p], result[p], 0, result[p].LongLength);
+            }
+            return result;
+        }
+    }
+
+    // ---- cancellation ----------------------------------------------------------------------
+
+    /// <summary>A flag for knn_set_cancel_flag: a native int the library polls between chunks
+    /// of work of the calls made by the thread that registered it. Cancel() may be called from
+    /// any thread; the cancelled call throws KnnCancelledException. Reset() before reuse.
+    /// <code>using (var flag = new KnnCancelFlag()) using (flag.Register()) { ...long calls... }</code></summary>
+    public sealed class KnnCancelFlag : IDisposable
+    {
+        IntPtr cell;
+
+        public KnnCancelFlag()
+        {
+            cell = Marshal.AllocHGlobal(sizeof(int));
+            Marshal.WriteInt32(cell, 0);
+        }
+
+        IntPtr Live()
+        {
+            if (cell == IntPtr.Zero) throw new ObjectDisposedException("KnnCancelFlag");
+            return cell;
+        }
+
+        public void Cancel() { Marshal.WriteInt32(Live(), 1); }
+        public void Reset() { Marshal.WriteInt32(Live(), 0); }
+        public bool IsCancelled { get { return Marshal.ReadInt32(Live()) != 0; } }
+
+        /// <summary>Registers the flag for the calling thread; disposing the result unregisters it.</summary>
+        public IDisposable Register()
+        {
+            Knn.SetCancelFlag(this);
+            return new Registration();
+        }
+
+        internal IntPtr Pointer { get { return Live(); } }
+
+        sealed class Registration : IDisposable
+        {
+            bool done;
+            public void Dispose()
+            {
+                if (done) return;
+                done = true;
+                Knn.SetCancelFlag(null);
+            }
+        }
+
+        /// <summary>Frees the native int; the flag must not be registered on any thread.</summary>
+        public void Dispose()
+        {
+            if (cell != IntPtr.Zero) Marshal.FreeHGlobal(cell);
+            cell = IntPtr.Zero;
+            GC.SuppressFinalize(this);
+        }
+
+        ~KnnCancelFlag() { if (cell != IntPtr.Zero) Marshal.FreeHGlobal(cell); }
     }
 }

@@ -15,7 +15,8 @@
                (:file "classic")
                (:file "options")
                (:file "index")
-               (:file "quadtree"))
+               (:file "quadtree")
+               (:file "cancel"))
   :in-order-to ((test-op (test-op "knn-gpgpu/tests"))))
 
 (defsystem "knn-gpgpu/tests"

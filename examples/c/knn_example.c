@@ -8,7 +8,13 @@
  *
  *   knn_example [--check] POINTS_FILE [K [ROWS]]      (defaults: K = 3, ROWS = 10)
  *
- * --check compares every row with knn_brute_force and exits 1 on a mismatch.
+ * It then sorts the points' (x, y) into two rectangles that tile their bounding
+ * box and share the edge x = mid (a point's x near the middle), with the
+ * point-in-polygon API (a quadtree; a point on the shared edge belongs to the
+ * rectangle on its right, so every point lands in exactly one).
+ *
+ * --check compares every row with knn_brute_force, checks each point's
+ * rectangle against x < mid, and exits 1 on a mismatch.
  * Exit status 0 on success, 1 on any error (the message names the library's
  * status and knn_last_error()).
  *
@@ -97,6 +103,95 @@ static int parse_positive(const char* text, const char* what, int* out) {
   return 1;
 }
 
+/* Point in polygon (header section 4) over the points' x, y: two rectangles
+ * tiling the bounding box grown by 1, split at x = mid. Returns 0 on success
+ * (1 after printing why). */
+static int polygon_demo(const struct Point* points, int n, int check) {
+  float x0 = 0.0f, x1 = 0.0f, y0 = 0.0f, y1 = 0.0f, mid;
+  float* xy = (float*)malloc(2 * (size_t)n * sizeof(float) + 1);
+  int64_t* members = (int64_t*)malloc((size_t)n * sizeof(int64_t) + 1);
+  knn_quadtree* tree = NULL;
+  int64_t counts[2], out_offsets[3];
+  const int64_t ring_offsets[3] = {0, 4, 8}, polygon_offsets[3] = {0, 1, 2};
+  int status, result = 1;
+  if (xy == NULL || members == NULL) {
+    fprintf(stderr, "knn_example: out of memory\n");
+    goto done;
+  }
+  for (int i = 0; i < n; ++i) {
+    const float x = points[i].p[0], y = points[i].p[1];
+    xy[2 * i] = x;
+    xy[2 * i + 1] = y;
+    if (i == 0 || x < x0) x0 = x;
+    if (i == 0 || x > x1) x1 = x;
+    if (i == 0 || y < y0) y0 = y;
+    if (i == 0 || y > y1) y1 = y;
+  }
+  /* Split at the point x nearest the middle of the box: that point (and any
+     other with this x) lies on the shared edge; the boundary rule puts it on
+     the right. */
+  mid = x0;
+  for (int i = 0; i < n; ++i) {
+    const float centre = x0 + (x1 - x0) / 2.0f, x = points[i].p[0];
+    if ((x > centre ? x - centre : centre - x) < (mid > centre ? mid - centre : centre - mid))
+      mid = x;
+  }
+  x0 -= 1.0f, x1 += 1.0f, y0 -= 1.0f, y1 += 1.0f;
+  {
+    /* Two rings of 4 vertices (open; any orientation), one polygon each. */
+    const float vertices[16] = {x0, y0, mid, y0, mid, y1, x0, y1,
+                                mid, y0, x1, y0, x1, y1, mid, y1};
+    status = knn_quadtree_build(xy, n, NULL, &tree);
+    if (status != KNN_OK) {
+      report("knn_quadtree_build", status);
+      goto done;
+    }
+    status = knn_points_in_polygons_count(tree, vertices, ring_offsets, 2, polygon_offsets, 2,
+                                          counts, NULL);
+    if (status != KNN_OK) {
+      report("knn_points_in_polygons_count", status);
+      goto done;
+    }
+    out_offsets[0] = 0;
+    out_offsets[1] = counts[0];
+    out_offsets[2] = counts[0] + counts[1];
+    status = knn_points_in_polygons(tree, vertices, ring_offsets, 2, polygon_offsets, 2,
+                                    out_offsets, members, NULL);
+    if (status != KNN_OK) {
+      report("knn_points_in_polygons", status);
+      goto done;
+    }
+  }
+  printf("point in polygon: %lld points with x < %g, %lld with x >= %g\n", (long long)counts[0],
+         (double)mid, (long long)counts[1], (double)mid);
+  result = 0;
+  if (check) {
+    /* Each rectangle's list is ascending; together they hold every point once. */
+    int64_t at[2];
+    at[0] = out_offsets[0];
+    at[1] = out_offsets[1];
+    for (int i = 0; i < n; ++i) {
+      const int side = points[i].p[0] < mid ? 0 : 1;
+      if (at[side] >= out_offsets[side + 1] || members[at[side]] != i) {
+        fprintf(stderr, "knn_example: point %d is not in rectangle %d alone\n", i, side);
+        result = 1;
+        break;
+      }
+      ++at[side];
+    }
+    if (result == 0 && (at[0] != out_offsets[1] || at[1] != out_offsets[2])) {
+      fprintf(stderr, "knn_example: the rectangles hold extra points\n");
+      result = 1;
+    }
+    if (result == 0) printf("check: every point in exactly one rectangle, by x < mid\n");
+  }
+done:
+  knn_quadtree_free(tree);
+  free(xy);
+  free(members);
+  return result;
+}
+
 int main(int argc, char** argv) {
   int check = 0, k = 3, rows = 10, n = 0, status, first = 1, exit_code = 0;
   struct Point* points;
@@ -177,6 +272,7 @@ int main(int argc, char** argv) {
     }
     free(expected);
   }
+  if (exit_code == 0) exit_code = polygon_demo(points, n, check);
 
 done:
   free(points);

@@ -332,46 +332,267 @@ static class Tests
         Throws<KnnNoDeviceException>(() => Knn.QueryAll(pts, tree, 2, KnnBackend.Cuda), "cuQueryAll");
     }
 
-    static bool IndexEngineAvailable()
+    // ---- the index API against the oracle ----------------------------------------------------
+    static KnnBackend[] Backends()
     {
-        try { using (new KnnIndex(new float[12], 3)) return true; }
-        catch (KnnUnsupportedException) { return false; }
+        return HasDevice() ? new[] { KnnBackend.Auto, KnnBackend.OpenMP, KnnBackend.Cuda }
+                           : new[] { KnnBackend.Auto, KnnBackend.OpenMP };
     }
 
-    static void IndexApi()
+    static KnnStructure[] Structures(int dim)
     {
+        var s = new List<KnnStructure> { KnnStructure.Auto, KnnStructure.KdTree, KnnStructure.BruteForce };
+        if (dim == 3) s.Add(KnnStructure.Grid);
+        return s.ToArray();
+    }
+
+    static KnnOptions Opt(KnnBackend backend, KnnStructure structure)
+    {
+        var o = KnnOptions.CreateDefault();
+        o.BackendKind = backend;
+        o.StructureKind = structure;
+        return o;
+    }
+
+    static bool SameBits(float[] a, float[] b)
+    {
+        if (a == null || b == null || a.Length != b.Length) return false;
+        for (int i = 0; i < a.Length; i++)
+            if (BitConverter.ToInt32(BitConverter.GetBytes(a[i]), 0) != BitConverter.ToInt32(BitConverter.GetBytes(b[i]), 0))
+                return false;
+        return true;
+    }
+
+    static void CheckInfo(KnnIndex index, long n, int dim, KnnBackend backend, KnnStructure structure)
+    {
+        var info = index.Info();
+        Check(info.N == n && info.Dim == dim, "info n/dim " + info.N + " " + info.Dim);
+        if (backend == KnnBackend.OpenMP || (backend == KnnBackend.Auto && !HasDevice()))
+            Check(info.Backend == KnnBackend.OpenMP, "info backend " + info.Backend);
+        Check(info.Structure == KnnStructure.KdTree || info.Structure == KnnStructure.Grid ||
+              info.Structure == KnnStructure.BruteForce, "info structure " + info.Structure);
+        if (structure == KnnStructure.Grid)         // a poor grid is served by the kd-tree
+            Check(info.Structure == KnnStructure.Grid || info.Structure == KnnStructure.KdTree,
+                  "requested Grid, served by " + info.Structure);
+        else if (structure != KnnStructure.Auto)
+            Check(info.Structure == structure, "requested " + structure + ", served by " + info.Structure);
+    }
+
+    static void SelfOracle(float[] pts, int dim, int k, bool exclude, out int[] ind, out float[] dist)
+    {
+        int n = pts.Length / dim;
+        int[] all; float[] allD;
+        Oracle(pts, pts, dim, n, out all, out allD);
+        ind = Enumerable.Repeat(-1, n * k).ToArray();
+        dist = Enumerable.Repeat(float.PositiveInfinity, n * k).ToArray();
+        for (int row = 0; row < n; row++)
+            for (int c = 0, j = 0; c < n && j < k; c++)
+            {
+                if (exclude && all[row * n + c] == row) continue;
+                ind[row * k + j] = all[row * n + c];
+                dist[row * k + j] = allD[row * n + c];
+                j++;
+            }
+    }
+
+    static void RadiusOracle(float[] pts, float[] q, int dim, float radius, int maxNb,
+                             out int[] ind, out float[] dist, out int[] counts)
+    {
+        int n = pts.Length / dim, m = q.Length / dim;
+        float r2 = (float)(radius * radius);
+        int[] all; float[] allD;
+        Oracle(pts, q, dim, n, out all, out allD);
+        ind = Enumerable.Repeat(-1, m * maxNb).ToArray();
+        dist = Enumerable.Repeat(float.PositiveInfinity, m * maxNb).ToArray();
+        counts = new int[m];
+        for (int row = 0; row < m; row++)
+        {
+            for (int c = 0; c < n; c++) if (allD[row * n + c] <= r2) counts[row]++;
+            for (int j = 0; j < Math.Min(counts[row], maxNb); j++)
+            {
+                ind[row * maxNb + j] = all[row * n + j];
+                dist[row * maxNb + j] = allD[row * n + j];
+            }
+        }
+    }
+
+    static void IndexOraclesAgreeWithBruteForce()
+    {
+        // The helpers against the library's own CPU brute force (knn_brute_force).
+        var pts = Cloud(90, 60, 3, "lattice");
+        float[] d;
+        var i = Knn.BruteForce(pts, pts, 3, 60, out d);
+        int[] si; float[] sd;
+        SelfOracle(pts, 3, 60, false, out si, out sd);
+        Check(Same(si, i) && SameBits(sd, d), "self oracle");
+        int[] ri, rc; float[] rd;
+        RadiusOracle(pts, pts, 3, 1.5f, 60, out ri, out rd, out rc);
+        Check(Enumerable.Range(0, 60).All(row => rc[row] == Enumerable.Range(0, 60).Count(c => d[row * 60 + c] <= 2.25f)),
+              "radius oracle counts");
+        Check(Enumerable.Range(0, 3600).All(j => ri[j] == -1 || ri[j] == i[j]), "radius oracle rows");
+    }
+
+    static void IndexQueryMatchesOracle()
+    {
+        foreach (int dim in new[] { 2, 3, 5 })
+            foreach (var kind in new[] { "duplicates", "lattice" })
+            {
+                var pts = Cloud(dim + 40, 200, dim, kind);
+                var q = Cloud(dim + 41, 30, dim, kind).Concat(pts.Take(5 * dim)).ToArray();
+                foreach (var backend in Backends())
+                    foreach (var structure in Structures(dim))
+                        using (var index = new KnnIndex(pts, dim, Opt(backend, structure)))
+                        {
+                            CheckInfo(index, 200, dim, backend, structure);
+                            foreach (int k in new[] { 1, 4, 17 })
+                            {
+                                int[] want; float[] wantD;
+                                Oracle(pts, q, dim, k, out want, out wantD);
+                                float[] d;
+                                var got = index.Query(q, k, out d);
+                                string what = string.Format("dim {0} {1} {2} {3} k {4}", dim, kind, backend, structure, k);
+                                Check(Same(got, want), "indices " + what);
+                                Check(SameBits(d, wantD), "distances " + what);
+                            }
+                        }
+            }
+    }
+
+    static void IndexQueryForms()
+    {
+        var pts = Cloud(50, 5, 3);
+        var o = Opt(KnnBackend.OpenMP, KnnStructure.KdTree);
+        o.LeafSize = 1;
+        o.Threads = 2;
+        using (var index = new KnnIndex(pts, 3, o))
+        {
+            int[] want; float[] wantD;
+            Oracle(pts, pts, 3, 8, out want, out wantD);
+            float[] d;
+            var got = index.Query(pts, 8, out d, KnnOptions.CreateDefault());
+            Check(Same(got, want) && SameBits(d, wantD) && got[7] == -1 && float.IsPositiveInfinity(d[7]),
+                  "k > n pads with -1 / +inf");
+            got = index.Query(pts, 2, out d, null, false);
+            Check(d == null && Same(got, want.Where((x, j) => j % 8 < 2).ToArray()), "no distances");
+            // the raw pointer overload
+            var ind = new int[5 * 2];
+            var pin = GCHandle.Alloc(pts, GCHandleType.Pinned);
+            var pinI = GCHandle.Alloc(ind, GCHandleType.Pinned);
+            try { index.Query(pin.AddrOfPinnedObject(), 5, 2, pinI.AddrOfPinnedObject(), IntPtr.Zero); }
+            finally { pin.Free(); pinI.Free(); }
+            Check(Same(ind, want.Where((x, j) => j % 8 < 2).ToArray()), "IntPtr query");
+        }
+        using (var empty = new KnnIndex(IntPtr.Zero, 0, 3))
+        {
+            Check(empty.Info().N == 0, "empty index");
+            float[] d;
+            var got = empty.Query(pts, 2, out d);
+            Check(got.All(x => x == -1) && d.All(float.IsPositiveInfinity), "empty index answers -1 / +inf");
+        }
+    }
+
+    static void IndexQuerySelf()
+    {
+        foreach (int dim in new[] { 2, 3, 5 })
+        {
+            var pts = Cloud(dim + 60, 150, dim, "duplicates");
+            foreach (var structure in Structures(dim))
+                using (var index = new KnnIndex(pts, dim, Opt(KnnBackend.Auto, structure)))
+                    foreach (bool exclude in new[] { false, true })
+                        foreach (int k in new[] { 1, 6 })
+                        {
+                            int[] want; float[] wantD;
+                            SelfOracle(pts, dim, k, exclude, out want, out wantD);
+                            float[] d;
+                            var got = index.QuerySelf(k, exclude, out d);
+                            string what = string.Format("dim {0} {1} exclude {2} k {3}", dim, structure, exclude, k);
+                            Check(Same(got, want), "query self " + what);
+                            Check(SameBits(d, wantD), "query self distances " + what);
+                            if (exclude)
+                            {
+                                Check(Enumerable.Range(0, 150).All(r => got[r * k] != r), "own index dropped");
+                                Check(d.Count(x => x == 0f) > 100, "other copies at distance 0 stay");
+                            }
+                        }
+        }
+    }
+
+    static void IndexRadius()
+    {
+        foreach (int dim in new[] { 2, 3, 5 })
+        {
+            var pts = Cloud(dim + 70, 300, dim, "lattice");
+            var q = Cloud(dim + 71, 20, dim, "lattice").Concat(Cloud(dim + 72, 5, dim).Select(x => x / 40f)).ToArray();
+            foreach (var backend in Backends())
+                foreach (var structure in Structures(dim))
+                    using (var index = new KnnIndex(pts, dim, Opt(backend, structure)))
+                    {
+                        bool overflow = false, empty = false;
+                        foreach (var c in new[] { new[] { 1f, 8 }, new[] { 2f, 16 }, new[] { 0f, 4 }, new[] { 3.5f, 3 } })
+                        {
+                            float radius = c[0];
+                            int maxNb = (int)c[1];
+                            int[] wantI, wantC; float[] wantD;
+                            RadiusOracle(pts, q, dim, radius, maxNb, out wantI, out wantD, out wantC);
+                            overflow |= wantC.Any(x => x > maxNb);
+                            empty |= wantC.Any(x => x == 0);
+                            float[] d; int[] counts;
+                            var got = index.Radius(q, radius, maxNb, out d, out counts);
+                            string what = string.Format("radius dim {0} {1} {2} r {3}", dim, backend, structure, radius);
+                            Check(Same(counts, wantC), what + " counts");
+                            Check(Same(got, wantI), what + " indices");
+                            Check(SameBits(d, wantD), what + " distances");
+                        }
+                        Check(overflow && empty, "rows beyond maxNeighbors and empty rows were tested");
+                        float[] d0; int[] c0;
+                        var none = index.Radius(q, 2f, 0, out d0, out c0);
+                        int[] wi, wc; float[] wd;
+                        RadiusOracle(pts, q, dim, 2f, 0, out wi, out wd, out wc);
+                        Check(none == null && d0 == null && Same(c0, wc), "counting call");
+                    }
+        }
+    }
+
+    static void IndexErrors()
+    {
+        var pts = Cloud(80, 20, 4);
+        pts[4 * 6 + 3] = float.NaN;
+        var e = Throws<KnnNonfiniteInputException>(() => new KnnIndex(pts, 4), "NaN point");
+        if (e != null)
+            Check(e.Function == "knn_index_build" && e.NativeMessage.StartsWith("knn_index_build") &&
+                  e.NativeMessage.Contains("point 6"), "message names the point: " + e.NativeMessage);
+        pts[4 * 6 + 3] = 1f;
+        using (var index = new KnnIndex(pts, 4))
+        {
+            var q = Cloud(81, 20, 4);
+            q[4 * 13] = float.PositiveInfinity;
+            float[] d; int[] c;
+            var qe = Throws<KnnNonfiniteInputException>(() => index.Query(q, 3, out d), "Inf query");
+            if (qe != null) Check(qe.NativeMessage.Contains("13"), "query message: " + qe.NativeMessage);
+            foreach (int k in new[] { 0, -2 })
+            {
+                var ke = Throws<KnnInvalidArgumentException>(() => index.Query(pts, k, out d), "k = " + k);
+                if (ke != null) Check(ke.Function == "knn_index_query", "function");
+                Throws<KnnInvalidArgumentException>(() => index.QuerySelf(k, false, out d), "self k = " + k);
+            }
+            Throws<KnnInvalidArgumentException>(() => index.Radius(pts, 1f, -1, out d, out c), "maxNeighbors -1");
+            int[] want; float[] wantD;
+            Oracle(pts, pts, 4, 2, out want, out wantD);
+            Check(Same(index.Query(pts, 2, out d), want), "usable after refusals");
+        }
+        if (!HasDevice())
+            Throws<KnnNoDeviceException>(() => new KnnIndex(pts, 4, Opt(KnnBackend.Cuda, KnnStructure.Auto)), "cuda");
+        Throws<KnnUnsupportedException>(() => new KnnIndex(Cloud(82, 10, 2), 2, Opt(KnnBackend.Auto, KnnStructure.Grid)),
+                                        "grid in 2-D");
         var o = KnnOptions.CreateDefault();
         Check((long)o.StructSize.ToUInt64() == Marshal.SizeOf(typeof(KnnOptions)), "struct_size from the library");
         Check(o.Device == -1 && o.BackendKind == KnnBackend.Auto && o.Threads == 0, "defaults");
-        o.BackendKind = KnnBackend.OpenMP;
-        o.Threads = 2;
-        var pts = Cloud(10, 200, 4);
-        if (IndexEngineAvailable())
-        {
-            using (var index = new KnnIndex(pts, 4, o))
-            {
-                var info = index.Info();
-                Check(info.N == 200 && info.Dim == 4, "info");
-                var q = Cloud(11, 30, 4);
-                int[] want; float[] wantD;
-                Oracle(pts, q, 4, 6, out want, out wantD);
-                float[] d;
-                Check(Same(index.Query(q, 6, out d), want) && Same(d, wantD), "index query");
-                int[] counts;
-                index.Radius(q, 20f, 5, out d, out counts);
-                Check(counts.Length == 30, "radius counts");
-            }
-        }
-        else
-        {
-            var e = Throws<KnnUnsupportedException>(() => new KnnIndex(pts, 4, o), "knn_index_build");
-            if (e != null)
-                Check(e.Status == KnnStatus.Unsupported && e.Function == "knn_index_build" &&
-                      e.NativeMessage.StartsWith("knn_index_build"), "UNSUPPORTED carries its message");
-            Throws<KnnUnsupportedException>(() => new KnnIndex(IntPtr.Zero, 0, 3), "pointer overload");
-        }
         Throws<ArgumentException>(() => new KnnIndex(pts, 3), "rows of dim");
         Throws<ArgumentException>(() => new KnnIndex(pts, 4, new KnnOptions()), "uninitialised options");
+        var closed = new KnnIndex(pts, 4);
+        closed.Dispose();
+        float[] dd;
+        Throws<ObjectDisposedException>(() => closed.Query(pts, 1, out dd), "disposed index");
         Check(KnnIndex.EstimateBuildBytes(1000, 3) > 0 &&
               KnnIndex.EstimateBuildBytes(1000000, 3) > KnnIndex.EstimateBuildBytes(1000, 3), "estimate build");
         Check(KnnIndex.EstimateQueryBytes(100000, 8, 1000, 3, o) > KnnIndex.EstimateQueryBytes(10, 8, 1000, 3, o),
@@ -381,46 +602,294 @@ static class Tests
         Check(new IndexHandle().IsInvalid, "a fresh handle is invalid");
         var native = typeof(Knn).Assembly.GetType("KnnGpgpu.NativeMethods");
         var info_raw = native.GetMethod("knn_index_info_raw", BindingFlags.Static | BindingFlags.NonPublic);
-        Check((int)info_raw.Invoke(null, new object[] { IntPtr.Zero, IntPtr.Zero, IntPtr.Zero, IntPtr.Zero, IntPtr.Zero }) != 0,
-              "knn_index_info(NULL) fails");
+        Check((int)info_raw.Invoke(null, new object[] { IntPtr.Zero, IntPtr.Zero, IntPtr.Zero, IntPtr.Zero, IntPtr.Zero }) ==
+              (int)KnnStatus.InvalidArgument, "knn_index_info(NULL) is INVALID_ARGUMENT");
+        Check(Knn.LastError().StartsWith("knn_index_info"), "its message");
     }
 
-    static void QuadtreeApi()
+    // ---- point in polygon against an exact oracle -------------------------------------------
+    // Coordinates are multiples of 1/1024 below 2^13, so the crossing test of the header's rule
+    // is exact in 64-bit integers: an edge (a, b) counts when exactly one endpoint has y > py
+    // and it crosses strictly right of the point; inside = odd count over all rings.
+    static long Fixed(float v)
     {
-        float[] v = { 0, 0, 4, 0, 4, 4, 0, 4, 1, 1, 3, 1, 3, 3, 1, 3, 5, 0, 9, 0, 7, 3 };
-        long[] rings = { 0, 4, 8, 11 };
-        long[] polys = { 0, 2, 3 };
-        try
+        double s = (double)v * 1024.0;
+        if (s != Math.Floor(s) || Math.Abs(s) > (1L << 40)) throw new ArgumentException("not on the 1/1024 grid: " + v);
+        return (long)s;
+    }
+
+    static int Crossings(long px, long py, float[] v, long begin, long end)
+    {
+        int count = 0;
+        for (long i = begin; i < end; i++)
         {
-            using (var qt = new KnnQuadtree(Cloud(12, 50, 2)))
+            long j = i + 1 == end ? begin : i + 1;
+            long x1 = Fixed(v[2 * i]), y1 = Fixed(v[2 * i + 1]), x2 = Fixed(v[2 * j]), y2 = Fixed(v[2 * j + 1]);
+            if ((y1 > py) == (y2 > py)) continue;
+            long num = (x1 - px) * (y2 - y1) + (py - y1) * (x2 - x1);
+            if (num != 0 && (num > 0) == (y2 > y1)) count++;
+        }
+        return count;
+    }
+
+    static long[][] PipOracle(float[] xy, float[] v, long[] rings, long[] polys)
+    {
+        int n = xy.Length / 2;
+        var result = new long[polys.Length - 1][];
+        for (int p = 0; p + 1 < polys.Length; p++)
+        {
+            var members = new List<long>();
+            for (int i = 0; i < n; i++)
             {
-                var counts = qt.PointsInPolygonsCount(v, rings, polys);
-                Check(counts.Length == 2, "counts");
-                long[] offsets;
-                var ind = qt.PointsInPolygons(v, rings, polys, out offsets);
-                Check(offsets[2] == ind.Length, "offsets");
+                long px = Fixed(xy[2 * i]), py = Fixed(xy[2 * i + 1]);
+                int c = 0;
+                for (long r = polys[p]; r < polys[p + 1]; r++) c += Crossings(px, py, v, rings[r], rings[r + 1]);
+                if (c % 2 == 1) members.Add(i);
             }
+            result[p] = members.ToArray();
         }
-        catch (KnnUnsupportedException e)
+        return result;
+    }
+
+    // [[ring, hole...], ...] with rings as {x0, y0, x1, y1, ...} -> flat arrays
+    static void Pack(float[][][] polygons, out float[] v, out long[] rings, out long[] polys)
+    {
+        var verts = new List<float>();
+        var r = new List<long> { 0 };
+        var p = new List<long> { 0 };
+        foreach (var polygon in polygons)
         {
-            Check(e.Status == KnnStatus.Unsupported && e.Function == "knn_quadtree_build", "quadtree UNSUPPORTED");
+            foreach (var ring in polygon) { verts.AddRange(ring); r.Add(verts.Count / 2); }
+            p.Add(r.Count - 1);
         }
-        Throws<ArgumentOutOfRangeException>(() => KnnQuadtree.ValidatePolygons(v.Take(20).ToArray(), rings, polys),
-                                            "ring offsets past the vertices");
-        Throws<ArgumentOutOfRangeException>(() => KnnQuadtree.ValidatePolygons(v, rings, new long[] { 0, 2, 4 }),
-                                            "polygon offsets past the rings");
+        v = verts.ToArray();
+        rings = r.ToArray();
+        polys = p.ToArray();
+    }
+
+    static bool SameMembers(long[][] a, long[][] b)
+    {
+        return a.Length == b.Length && a.Zip(b, (x, y) => Same(x, y)).All(ok => ok);
+    }
+
+    static KnnOptions PipOpt(KnnBackend backend, int leaf = 0)
+    {
+        var o = KnnOptions.CreateDefault();
+        o.BackendKind = backend;
+        o.LeafSize = leaf;
+        return o;
+    }
+
+    static float[] PipCloud(int seed, int n)
+    {
+        var rng = new Random(seed);
+        var v = new float[2 * n];
+        for (int i = 0; i < n; i++)
+        {
+            int step = i < n / 2 ? 256 : 1;                      // half on a 0.25 lattice
+            v[2 * i] = rng.Next(-3 * 1024 / step, 21 * 1024 / step) * step / 1024f;
+            v[2 * i + 1] = rng.Next(-3 * 1024 / step, 13 * 1024 / step) * step / 1024f;
+        }
+        return v;
+    }
+
+    static readonly float[] Square = { 0, 0, 4, 0, 4, 4, 0, 4 };
+    static readonly float[] Hole = { 1, 1, 3, 1, 3, 3, 1, 3 };
+    static readonly float[] HoleCw = { 1.5f, 1.5f, 1.5f, 2.5f, 2.5f, 2.5f, 2.5f, 1.5f };
+    static readonly float[] Triangle = { 5, 0, 9, 0, 7, 3 };
+    static readonly float[] Comb = { 10, 0, 16, 0, 16, 5, 15, 5, 15, 1, 14, 1, 14, 5, 13, 5, 13, 1, 12, 1, 12, 5,
+                                     11, 5, 11, 1, 10, 1 };
+    static readonly float[][][] Polygons = {
+        new[] { Square, Hole },
+        new[] { Triangle },
+        new[] { new float[] { -2, -2, 20, -2, 20, 12, -2, 12, -2, -2 }, Square, Comb },
+        new[] { Comb },
+        new[] { new float[] { 0, 0, 8, 0, 8, 8, 0, 8 }, HoleCw, new float[] { 5, 5, 7, 5, 6, 7 } },
+        new[] { Hole } };
+
+    static void QuadtreeBoundaryRule()
+    {
+        // The header: [0,1]^2 holds (0,0), (0,0.5), (0.5,0) but not (1,0.5), (0.5,1), (1,1).
+        float[] xy = { 0, 0, 0, 0.5f, 0.5f, 0, 0.5f, 0.5f, 1, 0.5f, 0.5f, 1, 1, 1, 1, 0, 0, 1, 2, 2 };
+        var rings = new[] {
+            new float[] { 0, 0, 1, 0, 1, 1, 0, 1 }, new float[] { 0, 1, 1, 1, 1, 0, 0, 0 },
+            new float[] { 0, 0, 1, 0, 1, 1, 0, 1, 0, 0 }, new float[] { 1, 1, 0, 1, 0, 0, 1, 0 } };
+        var want = new[] { new long[] { 0, 1, 2, 3 } };
+        foreach (var ring in rings)
+        {
+            float[] v; long[] r, p;
+            Pack(new[] { new[] { ring } }, out v, out r, out p);
+            Check(SameMembers(PipOracle(xy, v, r, p), want), "the oracle follows the header");
+            foreach (var backend in Backends())
+                using (var qt = new KnnQuadtree(xy, PipOpt(backend)))
+                    Check(SameMembers(qt.PointsInEachPolygon(v, r, p), want), "unit square " + backend);
+        }
+        // shared edges: a point on an edge belongs to the polygon on its right / above
+        float[] sv; long[] sr, sp;
+        Pack(new[] { new[] { new float[] { 0, 0, 1, 0, 1, 1, 0, 1 } }, new[] { new float[] { 1, 0, 2, 0, 2, 1, 1, 1 } },
+                     new[] { new float[] { 1, -1, 2, -1, 2, 0, 1, 0 } } }, out sv, out sr, out sp);
+        using (var qt = new KnnQuadtree(new float[] { 1, 0.5f, 1.5f, 0, 1, 0, 0.5f, 0.5f, 1.5f, -0.5f }))
+            Check(SameMembers(qt.PointsInEachPolygon(sv, sr, sp),
+                              new[] { new long[] { 3 }, new long[] { 0, 1, 2 }, new long[] { 4 } }), "shared edges");
+    }
+
+    static void QuadtreeSquareTiling()
+    {
+        var tiles = new List<float[][]>();
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < 4; i++)
+            {
+                var ring = new float[] { i, j, i + 1, j, i + 1, j + 1, i, j + 1 };
+                if ((i + j) % 2 == 1) ring = new float[] { i, j + 1, i + 1, j + 1, i + 1, j, i, j };
+                tiles.Add(new[] { ring });
+            }
+        var xyl = new List<float>();
+        for (float y = -0.5f; y <= 4.5f; y += 0.25f)
+            for (float x = -0.5f; x <= 4.5f; x += 0.25f) { xyl.Add(x); xyl.Add(y); }
+        var xy = xyl.ToArray();
+        var want = Enumerable.Range(0, 16).Select(_ => new List<long>()).ToArray();
+        for (int idx = 0; idx < xy.Length / 2; idx++)
+        {
+            float x = xy[2 * idx], y = xy[2 * idx + 1];
+            if (x >= 0 && x < 4 && y >= 0 && y < 4) want[(int)Math.Floor(y) * 4 + (int)Math.Floor(x)].Add(idx);
+        }
+        var wantArr = want.Select(w => w.ToArray()).ToArray();
+        float[] v; long[] r, p;
+        Pack(tiles.ToArray(), out v, out r, out p);
+        Check(SameMembers(PipOracle(xy, v, r, p), wantArr), "the oracle agrees with floor(x), floor(y)");
+        foreach (var backend in Backends())
+            foreach (int leaf in new[] { 0, 1, 3 })
+                using (var qt = new KnnQuadtree(xy, PipOpt(backend, leaf)))
+                {
+                    Check(SameMembers(qt.PointsInEachPolygon(v, r, p), wantArr),
+                          "tiling " + backend + " leaf " + leaf + ": every point in exactly one square");
+                    Check(Same(qt.PointsInPolygonsCount(v, r, p), wantArr.Select(w => (long)w.Length).ToArray()),
+                          "tiling counts");
+                }
+    }
+
+    static void QuadtreeHolesMatchOracle()
+    {
+        var xy = PipCloud(7, 800);
+        float[] v; long[] r, p;
+        Pack(Polygons, out v, out r, out p);
+        var want = PipOracle(xy, v, r, p);
+        Check(want.All(w => w.Length > 3), "non-trivial memberships");
+        foreach (var backend in Backends())
+            foreach (int leaf in new[] { 0, 1, 16 })
+            {
+                var o = PipOpt(backend, leaf);
+                o.Threads = 2;
+                using (var qt = new KnnQuadtree(xy, o))
+                {
+                    Check(qt.N == 800, "N");
+                    var counts = qt.PointsInPolygonsCount(v, r, p);
+                    Check(Same(counts, want.Select(w => (long)w.Length).ToArray()), "counts " + backend + " leaf " + leaf);
+                    long[] offsets;
+                    var ind = qt.PointsInPolygons(v, r, p, out offsets);
+                    Check(offsets[Polygons.Length] == ind.Length, "offsets");
+                    var split = Enumerable.Range(0, Polygons.Length)
+                        .Select(q => ind.Skip((int)offsets[q]).Take((int)(offsets[q + 1] - offsets[q])).ToArray()).ToArray();
+                    Check(SameMembers(split, want), "members " + backend + " leaf " + leaf);
+                    long[] o2;
+                    Check(Same(qt.PointsInPolygons(v, r, p, out o2, offsets), ind), "explicit outOffsets");
+                }
+            }
+    }
+
+    static void QuadtreeErrors()
+    {
+        var xy = PipCloud(8, 40);
+        xy[15] = float.NaN;
+        var e = Throws<KnnNonfiniteInputException>(() => new KnnQuadtree(xy), "NaN point");
+        if (e != null)
+            Check(e.Function == "knn_quadtree_build" && e.NativeMessage.Contains("point 7"), "names the point: " + e.NativeMessage);
+        var good = PipCloud(9, 200);
+        float[] v; long[] r, p;
+        Pack(new[] { new[] { Square, Hole }, new[] { Triangle } }, out v, out r, out p);
+        using (var qt = new KnnQuadtree(good))
+        {
+            Action<string, Func<long[]>, string> refused = (what, call, fragment) =>
+            {
+                var ex = Throws<KnnException>(() => call(), what);
+                if (ex != null)
+                    Check(ex.Function == "knn_points_in_polygons_count" && ex.NativeMessage.Contains(fragment),
+                          what + ": " + ex.NativeMessage);
+            };
+            float[] v2; long[] r2, p2;
+            Pack(new[] { new[] { Square, new float[] { 0, 0, 1, 1 } } }, out v2, out r2, out p2);
+            refused("two-vertex ring", () => qt.PointsInPolygonsCount(v2, r2, p2), "ring 1");
+            Check(Throws<KnnInvalidArgumentException>(() => qt.PointsInPolygonsCount(v2, r2, p2), "status") != null, "");
+            refused("decreasing ring offsets", () => qt.PointsInPolygonsCount(v, new long[] { 0, 4, 3, 11 }, p),
+                    "ring_offsets decreases at ring 1");
+            refused("polygon without a ring", () => qt.PointsInPolygonsCount(v, r, new long[] { 0, 2, 2, 3 }),
+                    "polygon 1 has no ring");
+            var nanV = (float[])v.Clone();
+            nanV[10] = float.NaN;
+            var ne = Throws<KnnNonfiniteInputException>(() => qt.PointsInPolygonsCount(nanV, r, p), "NaN vertex");
+            if (ne != null) Check(ne.NativeMessage.Contains("vertex 5"), "names the vertex: " + ne.NativeMessage);
+            long[] offsets;
+            qt.PointsInPolygons(v, r, p, out offsets);
+            var wrong = offsets.Select(x => x > 0 ? x + 1 : x).ToArray();
+            long[] o2;
+            var oe = Throws<KnnInvalidArgumentException>(() => qt.PointsInPolygons(v, r, p, out o2, wrong), "wrong outOffsets");
+            if (oe != null)
+                Check(oe.Function == "knn_points_in_polygons" && oe.NativeMessage.Contains("out_offsets[1]"), oe.NativeMessage);
+            Check(Same(qt.PointsInPolygonsCount(v, r, p), PipOracle(good, v, r, p).Select(w => (long)w.Length).ToArray()),
+                  "usable after refusals");
+            // the binding's own checks (the C calls get no vertex count)
+            Throws<ArgumentOutOfRangeException>(() => qt.PointsInPolygonsCount(v.Take(20).ToArray(), r, p),
+                                                "ring offsets past the vertices");
+            Throws<ArgumentOutOfRangeException>(() => qt.PointsInPolygonsCount(v, r, new long[] { 0, 2, 4 }),
+                                                "polygon offsets past the rings");
+        }
+        if (!HasDevice())
+            Throws<KnnNoDeviceException>(() => new KnnQuadtree(good, PipOpt(KnnBackend.Cuda)), "cuda quadtree");
+        Throws<KnnInvalidArgumentException>(() => new KnnQuadtree(good, PipOpt(KnnBackend.Auto, -2)), "leaf size -2");
         Throws<ArgumentException>(() => new KnnQuadtree(new float[3]), "odd xy");
+        var disposed = new KnnQuadtree(good);
+        disposed.Dispose();
+        Throws<ObjectDisposedException>(() => disposed.PointsInPolygonsCount(v, r, p), "disposed quadtree");
+        using (var empty = new KnnQuadtree(new float[0]))
+            Check(Same(empty.PointsInPolygonsCount(v, r, p), new long[] { 0, 0 }), "empty tree");
         var native = typeof(Knn).Assembly.GetType("KnnGpgpu.NativeMethods");
         var count_raw = native.GetMethod("knn_points_in_polygons_count_raw", BindingFlags.Static | BindingFlags.NonPublic);
         Check((int)count_raw.Invoke(null, new object[] { IntPtr.Zero, IntPtr.Zero, IntPtr.Zero, 0L, IntPtr.Zero, 0L,
-                                                         IntPtr.Zero, IntPtr.Zero }) != 0, "count with a NULL tree fails");
+                                                         IntPtr.Zero, IntPtr.Zero }) == (int)KnnStatus.InvalidArgument,
+              "count with a NULL tree is INVALID_ARGUMENT");
+        Check(Knn.LastError() == "knn_points_in_polygons_count: tree is NULL", "its message: " + Knn.LastError());
+    }
+
+    static void QuadtreeCancelFlag()
+    {
+        float[] v; long[] r, p;
+        Pack(Polygons, out v, out r, out p);
+        using (var qt = new KnnQuadtree(PipCloud(10, 1000), PipOpt(KnnBackend.OpenMP)))
+        using (var flag = new KnnCancelFlag())
+        {
+            var want = qt.PointsInPolygonsCount(v, r, p);
+            using (flag.Register())
+            {
+                flag.Cancel();
+                Check(flag.IsCancelled, "IsCancelled");
+                var e = Throws<KnnCancelledException>(() => qt.PointsInPolygonsCount(v, r, p), "cancelled count");
+                if (e != null) Check(e.Status == KnnStatus.Cancelled && e.StatusName == "CANCELLED", "CANCELLED");
+                flag.Reset();
+                Check(Same(qt.PointsInPolygonsCount(v, r, p), want), "after reset");
+            }
+            flag.Cancel();                                            // unregistered: no effect
+            Check(Same(qt.PointsInPolygonsCount(v, r, p), want), "unregistered");
+        }
     }
 
     static int Main()
     {
         var tests = new Action[] { LayoutMatchesC, EveryHeaderFunctionIsBound, BuildAndQueryMatchTheOracle,
                                    BruteForceBitIdentical, MemoryHelpers, BadInputThrows, LastErrorIsPerThread,
-                                   DeviceFunctions, IndexApi, QuadtreeApi };
+                                   DeviceFunctions, IndexOraclesAgreeWithBruteForce, IndexQueryMatchesOracle,
+                                   IndexQueryForms, IndexQuerySelf, IndexRadius, IndexErrors,
+                                   QuadtreeBoundaryRule, QuadtreeSquareTiling, QuadtreeHolesMatchOracle,
+                                   QuadtreeErrors, QuadtreeCancelFlag };
         var start = DateTime.UtcNow;
         foreach (var test in tests)
         {

@@ -31,6 +31,7 @@
 (cffi:defcfun ("knn_status_string" %status-string) :pointer (status :int))
 (cffi:defcfun ("knn_last_error" %last-error) :pointer)
 (cffi:defcfun ("knn_version" %version) :int)
+(cffi:defcfun ("knn_set_cancel_flag" %set-cancel-flag) :int (flag :pointer))
 
 ;;; Classic 3-D API
 (cffi:defcfun ("buildKdTree" %build-kd-tree) :int
@@ -93,7 +94,7 @@
   (point-indices :pointer) (opt :pointer))
 
 (defparameter *c-functions*
-  '("knn_status_string" "knn_last_error" "knn_version"
+  '("knn_status_string" "knn_last_error" "knn_version" "knn_set_cancel_flag"
     "buildKdTree" "cuBuildKdTree" "mpBuildKdTree" "queryAll" "cuQueryAll" "mpQueryAll"
     "getTreeSize" "getNeededBytesForBuildingKdTree" "getNeededBytesForQueryAll"
     "getNeededBytesInSearch" "getFreeBytesOnGpu" "cuSetDevice" "cuGetDevice"

@@ -32,8 +32,8 @@
                                  device-memory-limit)
   "Build an index over POINTS (rows of DIM floats; a foreign pointer needs
 :COUNT). OPTIONS is an OPTIONS structure; the keyword fields override it.
-Returns an INDEX; signals KNN-ERROR subclasses (KNN-UNSUPPORTED where the
-build lacks the engine)."
+Returns an INDEX; signals KNN-ERROR subclasses (KNN-NONFINITE-INPUT naming the
+point, KNN-INVALID-ARGUMENT, KNN-NO-DEVICE for :backend :cuda without a GPU)."
   (c-int dim "dim")
   (multiple-value-bind (data n) (input-rows points dim count "points")
     (let ((opts (merge-options options (list :backend backend :device device

@@ -33,4 +33,7 @@
    ;; quadtree
    #:quadtree #:quadtree-p #:quadtree-n #:quadtree-closed-p
    #:build-quadtree #:free-quadtree #:with-quadtree
-   #:points-in-polygons-count #:points-in-polygons #:pack-polygons))
+   #:points-in-polygons-count #:points-in-polygons #:points-in-each-polygon #:pack-polygons
+   ;; cancellation
+   #:cancel-flag #:make-cancel-flag #:free-cancel-flag #:cancel #:reset-cancel-flag
+   #:cancelled-p #:set-cancel-flag #:with-cancel-flag))

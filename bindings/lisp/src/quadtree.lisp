@@ -5,7 +5,15 @@
 ;;;; rings); the first ring of a polygon is its outer boundary, the others
 ;;;; holes. PACK-POLYGONS builds them from nested lists. The C functions get no
 ;;;; vertex count, so the binding checks that every offset stays inside the
-;;;; arrays it passes; the library checks the rest.
+;;;; arrays it passes; the library checks the rest (KNN-INVALID-ARGUMENT for
+;;;; decreasing offsets, a polygon without a ring, a ring of fewer than 3
+;;;; distinct vertices, out-offsets that disagree with the counts;
+;;;; KNN-NONFINITE-INPUT for a NaN/Inf vertex; the message names the element).
+;;;;
+;;;; Inside rule (the header's): even-odd crossings over all rings of the
+;;;; polygon with half-open edges; a point exactly on an edge belongs to the
+;;;; polygon to its right (above it on a horizontal edge), so polygons that tile
+;;;; a region share their boundary points out exactly once.
 
 (in-package #:knn-gpgpu)
 
@@ -20,10 +28,15 @@
   (check-type tree quadtree)
   (or (quadtree-pointer tree) (usage-error "the quadtree is closed")))
 
-(defun build-quadtree (xy &key options backend threads)
-  "Build a quadtree over XY (flat x y pairs or an (n 2) array)."
+(defun build-quadtree (xy &key options backend device leaf-size threads)
+  "Build a quadtree over XY (flat x y pairs or an (n 2) array); the tree keeps
+its own copy. OPTIONS is an OPTIONS structure; the keyword fields override it
+(:backend :auto builds on the CUDA engine when a device is usable, else on
+OpenMP; :leaf-size is the leaf capacity, 0 = default). Signals
+KNN-NONFINITE-INPUT naming the first NaN/Inf point."
   (multiple-value-bind (v n) (rows-of xy 2 "xy")
-    (let ((opts (merge-options options (list :backend backend :threads threads))))
+    (let ((opts (merge-options options (list :backend backend :device device
+                                             :leaf-size leaf-size :threads threads))))
       (cffi:with-foreign-object (out :pointer)
         (setf (cffi:mem-ref out :pointer) (cffi:null-pointer))
         (with-foreign-options (opt opts)
@@ -122,3 +135,11 @@ are computed from the counts when not given."
               (check-status "knn_points_in_polygons"
                             (%points-in-polygons handle vp rp n-rings pp n-polygons op ip opt))))
           (values offsets (subseq indices 0 (aref offsets n-polygons))))))))
+
+(defun points-in-each-polygon (tree vertices ring-offsets polygon-offsets &key options)
+  "The TREE points inside each polygon: a list of one (signed-byte 64) vector
+per polygon, indices ascending."
+  (multiple-value-bind (offsets indices)
+      (points-in-polygons tree vertices ring-offsets polygon-offsets :options options)
+    (loop for p below (1- (length offsets))
+          collect (subseq indices (aref offsets p) (aref offsets (1+ p))))))

@@ -15,6 +15,10 @@ Quick start::
     with knn.Index(pts, backend="auto") as index:   # any dimension
         ind, d2 = index.query(pts[:100], k=8)
 
+    with knn.Quadtree(pts[:, :2]) as tree:          # point in polygon (2-D)
+        square = [[0, 0], [0.5, 0], [0.5, 0.5], [0, 0.5]]
+        members = tree.points_in_each_polygon(*knn.pack_polygons([[square]]))
+
 The library is found through ``KNN_GPGPU_LIBRARY`` (full path), next to this
 package, or the system search (see :func:`load_library`). Failures raise
 :class:`KnnError` subclasses carrying the status and ``knn_last_error()``.
@@ -28,6 +32,7 @@ from ._library import (ENV_VAR, Native, last_error, library_path, load_library, 
                        status_string)
 from ._types import (NODE_DTYPE, POINT_DTYPE, Backend, IndexStructure, Node, OptionsStruct,
                      Point)
+from .cancel import CancelFlag, set_cancel_flag
 from .classic import (brute_force, build_kdtree, cu_build_kdtree, cu_query_all, free_bytes_on_gpu,
                       get_device, get_device_count, mp_build_kdtree, mp_query_all,
                       needed_bytes_for_building_kdtree, needed_bytes_for_query_all,
@@ -38,7 +43,8 @@ from .errors import (CancelledError, DeviceError, DeviceOutOfMemoryError, HostOu
                      UnsupportedError)
 from .index import Index, IndexInfo, RadiusResult, estimate_build_bytes, estimate_query_bytes
 from .options import Options
-from .quadtree import Quadtree, pack_polygons, points_in_polygons, points_in_polygons_count
+from .quadtree import (Quadtree, pack_polygons, points_in_each_polygon, points_in_polygons,
+                       points_in_polygons_count)
 
 __version__ = "1.0.0"
 
@@ -67,5 +73,7 @@ __all__ = [
     "InternalError", "InvalidArgumentError", "InvalidTreeError", "KnnError",
     "LibraryNotFoundError", "NoDeviceError", "NonfiniteInputError", "Status", "UnsupportedError",
     "Index", "IndexInfo", "RadiusResult", "estimate_build_bytes", "estimate_query_bytes",
-    "Quadtree", "pack_polygons", "points_in_polygons", "points_in_polygons_count",
+    "Quadtree", "pack_polygons", "points_in_each_polygon", "points_in_polygons",
+    "points_in_polygons_count",
+    "CancelFlag", "set_cancel_flag",
 ]

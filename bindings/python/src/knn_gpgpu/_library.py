@@ -51,6 +51,7 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "knn_status_string": (c_char_p, [c_int]),
     "knn_last_error": (c_char_p, []),
     "knn_version": (c_int, []),
+    "knn_set_cancel_flag": (c_int, [POINTER(c_int)]),
     # classic 3-D API
     "buildKdTree": (c_int, [_P_POINT, c_int, _P_NODE]),
     "cuBuildKdTree": (c_int, [_P_POINT, c_int, _P_NODE]),

@@ -83,8 +83,9 @@ class Index(NativeHandle):
             option fields (see :class:`Options`).
 
     Raises:
-        KnnError subclasses from ``knn_index_build`` (``UnsupportedError`` where the
-        build lacks the engine), ``ValueError`` for shapes (before the call).
+        KnnError subclasses from ``knn_index_build`` (``NonfiniteInputError``
+        naming the point, ``InvalidArgumentError``, ``NoDeviceError`` for
+        ``backend="cuda"`` without a GPU), ``ValueError`` for shapes (before the call).
     """
 
     def __init__(self, points: Any, *, options: Optional[Options] = None,

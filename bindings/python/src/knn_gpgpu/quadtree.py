@@ -9,15 +9,23 @@ Polygons are passed in the library's flat form (numpy offsets):
   ``[polygon_offsets[p], polygon_offsets[p+1])``, the first its outer boundary,
   the others holes.
 
-:func:`pack_polygons` builds these arrays from nested lists. Inside rule: even-odd
-crossings with the half-open edge convention, so a point on an edge shared by
-two polygons belongs to exactly one.
+:func:`pack_polygons` builds these arrays from nested lists. Rings may be open
+or closed, in any orientation, concave. Inside rule (the header's): even-odd
+crossings of a ray towards +x over all rings of the polygon, half-open edges;
+a point exactly on an edge belongs to the polygon to its right (above it on a
+horizontal edge), so a point on an edge or vertex shared by polygons that tile
+a region belongs to exactly one of them: the unit square holds (0, 0),
+(0, 0.5) and (0.5, 0) but not (1, 0.5), (0.5, 1) or (1, 1).
+
+Results: :meth:`Quadtree.points_in_polygons_count` (counts),
+:meth:`Quadtree.points_in_polygons` (offsets and one flat index array) and
+:meth:`Quadtree.points_in_each_polygon` (one ascending index array per polygon).
 """
 
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -27,7 +35,8 @@ from ._types import QuadtreeHandle
 from ._handle import NativeHandle
 from .options import Options, byref, resolve
 
-__all__ = ["Quadtree", "pack_polygons", "points_in_polygons_count", "points_in_polygons"]
+__all__ = ["Quadtree", "pack_polygons", "points_in_polygons_count", "points_in_polygons",
+           "points_in_each_polygon"]
 
 
 def pack_polygons(polygons: Sequence[Sequence[Any]]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,8 +80,20 @@ class Quadtree(NativeHandle):
     """A quadtree over ``n`` 2-D points (``knn_quadtree``), for point-in-polygon queries.
 
     Args:
-        xy: ``(n, 2)`` points.
-        options: an :class:`Options`; keyword ``backend``/``threads``/... override it.
+        xy: ``(n, 2)`` points (the tree keeps its own copy).
+        options: an :class:`Options`; keyword ``backend``/``threads``/``leaf_size``/...
+            override it. ``backend="auto"`` builds on the CUDA engine when a device
+            is usable, else on OpenMP; the queries run on the tree's engine.
+
+    Raises:
+        NonfiniteInputError: a NaN/Inf point (the message names it);
+        InvalidArgumentError, NoDeviceError (``backend="cuda"`` without a GPU).
+        The queries raise InvalidArgumentError for polygon arrays the library
+        refuses (offsets that decrease, a polygon without a ring, a ring of
+        fewer than 3 distinct vertices, out_offsets that disagree with the
+        counts) and NonfiniteInputError for a NaN/Inf vertex, each with
+        ``knn_last_error()`` naming the element; ``ValueError``/``TypeError``
+        for shapes and offsets outside the arrays (before the call).
 
     Use as a context manager or call :meth:`close`.
     """
@@ -162,6 +183,18 @@ class Quadtree(NativeHandle):
         check(status, "knn_points_in_polygons")
         return offs, indices[: int(offs[-1])]
 
+    def points_in_each_polygon(self, vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any,
+                               *, options: Optional[Options] = None) -> List[np.ndarray]:
+        """The tree points inside each polygon, as one array per polygon.
+
+        Returns:
+            a list of ``n_polygons`` int64 arrays (views of one buffer), polygon
+            ``p``'s point indices ascending.
+        """
+        offs, indices = self.points_in_polygons(vertices_xy, ring_offsets, polygon_offsets,
+                                                options=options)
+        return [indices[int(offs[p]):int(offs[p + 1])] for p in range(offs.shape[0] - 1)]
+
 
 def points_in_polygons_count(tree: Quadtree, vertices_xy: Any, ring_offsets: Any,
                              polygon_offsets: Any, *, options: Optional[Options] = None
@@ -177,3 +210,11 @@ def points_in_polygons(tree: Quadtree, vertices_xy: Any, ring_offsets: Any, poly
     """Function form of :meth:`Quadtree.points_in_polygons`."""
     return tree.points_in_polygons(vertices_xy, ring_offsets, polygon_offsets,
                                    out_offsets=out_offsets, options=options)
+
+
+def points_in_each_polygon(tree: Quadtree, vertices_xy: Any, ring_offsets: Any,
+                           polygon_offsets: Any, *, options: Optional[Options] = None
+                           ) -> List[np.ndarray]:
+    """Function form of :meth:`Quadtree.points_in_each_polygon`."""
+    return tree.points_in_each_polygon(vertices_xy, ring_offsets, polygon_offsets,
+                                       options=options)
