@@ -114,7 +114,7 @@ __global__ void knn_warp_kernel(GridView grid, const float* queries, int64_t cou
   const int64_t i = order[t];
   float q[3];
   load_query(queries, i, q);
-  WarpList list(warp_storage + static_cast<size_t>(warp) * (2 * static_cast<size_t>(take) + 32),
+  WarpList list(warp_storage + static_cast<size_t>(warp) * (WarpList::bytes(take) / sizeof(Neighbor)),
                 take, lane);
   if (grid.n > 0)
     walk_shells(grid.layout, q, [&] { return list.bound(); }, [&](uint32_t first, uint32_t last) {
@@ -208,8 +208,10 @@ int shared_bytes_optin() {
 }  // namespace
 
 int grid_max_list_k() {
-  // WarpList::bytes(k) = 8 * (2k + 32) must fit one block's shared memory.
-  return (shared_bytes_optin() / static_cast<int>(sizeof(Neighbor)) - 32) / 2;
+  // The largest k whose WarpList::bytes(k) fits one block's shared memory.
+  int k = shared_bytes_optin() / static_cast<int>(sizeof(Neighbor));
+  while (k > 0 && WarpList::bytes(k) > static_cast<size_t>(shared_bytes_optin())) --k;
+  return k;
 }
 
 GridSearchScratch::GridSearchScratch(int64_t capacity, int key_bits_) : key_bits(key_bits_) {
