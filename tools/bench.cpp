@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -149,6 +150,7 @@ void index_suite(const BenchArgs& a, bool have_gpu, json& results) {
       const std::vector<float> queries = uniform_coords(m * dim, 2);
       std::vector<int32_t> idx(static_cast<size_t>(m) * static_cast<size_t>(a.k));
       std::vector<float> dist(idx.size());
+      std::vector<int32_t> counts(static_cast<size_t>(m));
       for (const auto& [backend_name, backend] : backends) {
         knn_options opt;
         knn_options_init(&opt);
@@ -169,6 +171,16 @@ void index_suite(const BenchArgs& a, bool have_gpu, json& results) {
                      return knn_index_query(index, queries.data(), m, a.k, idx.data(), dist.data(),
                                             nullptr);
                    })));
+        // The radius that holds k of n uniform points in the unit cube on
+        // average (4/3 pi r^3 n = k), so radius and kNN rows compare.
+        const double radius = std::cbrt(3.0 * a.k / (4.0 * 3.14159265358979323846 * n));
+        json rec = record("radius", backend_name, s.name, n, m, a.k, dim, m, time_call(a, [&] {
+                            return knn_index_radius(index, queries.data(), m,
+                                                    static_cast<float>(radius), a.k, idx.data(),
+                                                    dist.data(), counts.data(), nullptr);
+                          }));
+        rec["radius"] = radius;
+        results.push_back(rec);
         knn_index_free(index);
       }
     }

@@ -6,14 +6,14 @@
 //   classic  buildKdTree/queryAll on every backend this machine has
 //            (openmp, cuda, auto), for each size n: build of n uniform
 //            points, then kNN of n queries
-//   index    knn_index_build + knn_index_query for each structure
-//            (kdtree, grid, brute_force) and backend
+//   index    knn_index_build + knn_index_query + knn_index_radius for each
+//            structure (kdtree, grid, brute_force) and backend
 //   pip      knn_quadtree_build + knn_points_in_polygons_count over a grid
 //            of square polygons
 // Each measurement: warm-up runs, then `repeats` timed runs with a steady
 // clock; the median, minimum and maximum are reported. A call that fails
-// (KNN_ERR_UNSUPPORTED in this release for index and pip, NO_DEVICE for the
-// CUDA backend without a GPU) is recorded with its status, not timed.
+// (NO_DEVICE for the CUDA backend without a GPU, KNN_ERR_UNSUPPORTED from a
+// library without the index engines) is recorded with its status, not timed.
 #ifndef KNN_TOOLS_BENCH_H
 #define KNN_TOOLS_BENCH_H
 

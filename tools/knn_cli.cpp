@@ -1,9 +1,9 @@
 // knn_cli.cpp - the knn-gpgpu command-line tool (see docs/cli.md).
 //
 // A host of libknn_gpgpu like any other: it uses include/knn_gpgpu.h only.
-// Exit status: 0 success, 1 bad input / I/O / library error, 2 the engine a
-// subcommand needs is not in this release (KNN_ERR_UNSUPPORTED), and CLI11's
-// own non-zero codes for command-line errors.
+// Exit status: 0 success, 1 bad input / I/O / library error, 2 the library
+// lacks the engine a subcommand needs (KNN_ERR_UNSUPPORTED), and CLI11's own
+// non-zero codes for command-line errors.
 #include <CLI/CLI.hpp>
 
 #ifdef _WIN32
@@ -14,11 +14,14 @@
 #define KNN_CLI_STDERR_IS_TTY() (isatty(STDERR_FILENO) == 1)
 #endif
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <climits>
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench.h"
+#include "geojson.h"
 #endif
 
 #include "knn_gpgpu.h"
@@ -211,45 +215,299 @@ int run_info(bool json) {
   return 0;
 }
 
-// radius and pip: the library's index and quadtree engines. This release
-// answers KNN_ERR_UNSUPPORTED; the tool says so and exits with 2.
+int backend_value(const std::string& name) {
+  if (name == "cuda") return KNN_BACKEND_CUDA;
+  if (name == "openmp") return KNN_BACKEND_OPENMP;
+  return KNN_BACKEND_AUTO;
+}
+
+// Output files: .npy or .csv, checked before any work is done.
+std::string table_extension(const std::string& path, const char* option) {
+  const std::string ext = knn_cli::extension_of(path);
+  if (ext != ".npy" && ext != ".csv")
+    throw std::runtime_error(path + ": " + option + " must end in .npy or .csv");
+  return ext;
+}
+
+// ---- radius: knn_index_build + knn_index_radius ------------------------------------
 struct RadiusArgs {
-  std::string ref, query;
-  float radius = 0;
-  int max_neighbors = 16;
+  std::string ref, query, out, counts, distances, backend = "auto", structure = "auto";
+  bool self = false;
+  double radius = -1;
+  int max_neighbors = -1;
+};
+
+// Rows as wide as the index API takes (1..KNN_INDEX_MAX_DIM); past that the
+// reader names the line instead of the library refusing the whole array.
+#ifdef KNN_INDEX_MAX_DIM
+constexpr int kMaxReadDim = KNN_INDEX_MAX_DIM;
+#else
+constexpr int kMaxReadDim = 4096;
+#endif
+
+struct IndexDeleter {
+  void operator()(knn_index* p) const { knn_index_free(p); }
 };
 
 int run_radius(const RadiusArgs& a) {
-  std::vector<float> ref = a.ref.empty() ? std::vector<float>{0, 0, 0} : knn_cli::read_points(a.ref);
-  std::vector<float> query = a.query.empty() ? ref : knn_cli::read_points(a.query);
-  knn_index* index = nullptr;
-  check(knn_index_build(ref.data(), static_cast<int64_t>(ref.size() / 3), 3, nullptr, &index),
-        "knn_index_build");
-  const int64_t m = static_cast<int64_t>(query.size() / 3);
-  std::vector<int32_t> idx(static_cast<size_t>(m) * static_cast<size_t>(a.max_neighbors));
-  std::vector<float> d(idx.size());
+  const Progress progress;
+  if (a.query.empty() && !a.self) throw std::runtime_error("give --query FILE or --self");
+  // +infinity is the library's "every point" radius; a value past float32's
+  // range becomes it too, as the library's float argument would.
+  if (!(a.radius >= 0)) throw std::runtime_error("--radius must be a number >= 0 (or inf)");
+  if (a.max_neighbors < 0) throw std::runtime_error("--max-neighbors must be at least 0");
+  // max_neighbors 0 is the library's counting call: only counts come back.
+  if (a.max_neighbors == 0 && (!a.out.empty() || !a.distances.empty() || a.counts.empty()))
+    throw std::runtime_error("--max-neighbors 0 counts only: give --counts FILE, not --out or --distances");
+  if (a.max_neighbors > 0 && a.out.empty()) throw std::runtime_error("--out FILE is required");
+  const std::string out_ext = a.out.empty() ? "" : table_extension(a.out, "--out");
+  const std::string counts_ext = a.counts.empty() ? "" : table_extension(a.counts, "--counts");
+  const std::string dist_ext = a.distances.empty() ? "" : table_extension(a.distances, "--distances");
+
+  progress.step("reading " + a.ref);
+  knn_cli::PointTable ref = knn_cli::read_point_table(a.ref, 1, kMaxReadDim);
+  knn_cli::PointTable query_store;
+  if (!a.self) {
+    progress.step("reading " + a.query);
+    // Queries have the reference's dimension (any, when the reference file
+    // has no rows to tell it).
+    query_store = ref.dim > 0 ? knn_cli::read_point_table(a.query, ref.dim, ref.dim)
+                              : knn_cli::read_point_table(a.query, 1, kMaxReadDim);
+  }
+  const knn_cli::PointTable& query = a.self ? ref : query_store;
+  const int dim = ref.dim > 0 ? ref.dim : (query.dim > 0 ? query.dim : 3);
+  const int64_t n = ref.size(), m = query.size();
+  progress.step("read " + std::to_string(n) + " reference and " + std::to_string(m) +
+                " query points of dimension " + std::to_string(dim));
+
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = backend_value(a.backend);
+  opt.structure = a.structure == "kdtree"        ? KNN_STRUCTURE_KDTREE
+                  : a.structure == "grid"        ? KNN_STRUCTURE_GRID
+                  : a.structure == "brute_force" ? KNN_STRUCTURE_BRUTE_FORCE
+                                                 : KNN_STRUCTURE_AUTO;
+  progress.step("building the index (" + a.backend + ", " + a.structure + ")");
+  knn_index* raw = nullptr;
+  check(knn_index_build(ref.coords.data(), n, dim, &opt, &raw), "knn_index_build");
+  const std::unique_ptr<knn_index, IndexDeleter> index(raw);
+
+  const size_t M = static_cast<size_t>(a.max_neighbors);
+  std::vector<int32_t> idx(static_cast<size_t>(m) * M);
+  std::vector<float> dist(a.distances.empty() ? 0 : idx.size());
   std::vector<int32_t> counts(static_cast<size_t>(m));
-  const int st = knn_index_radius(index, query.data(), m, a.radius, a.max_neighbors, idx.data(),
-                                  d.data(), counts.data(), nullptr);
-  knn_index_free(index);
-  check(st, "knn_index_radius");
-  // Not reached in this release; output writing comes with the engine.
-  throw LibraryError("radius", KNN_ERR_UNSUPPORTED);
+  progress.step("radius search, r=" + std::to_string(a.radius) +
+                ", at most " + std::to_string(M) + " per query");
+  check(knn_index_radius(index.get(), query.coords.data(), m, static_cast<float>(a.radius),
+                         a.max_neighbors, M ? idx.data() : nullptr,
+                         dist.empty() ? nullptr : dist.data(), counts.data(), &opt),
+        "knn_index_radius");
+  int64_t truncated = 0;
+  for (int32_t c : counts) truncated += c > a.max_neighbors;
+  if (truncated > 0)
+    progress.step(std::to_string(truncated) + " queries have more than " + std::to_string(M) +
+                  " neighbours in the radius; their rows hold the nearest " + std::to_string(M));
+
+  if (!a.out.empty()) {
+    progress.step("writing " + a.out);
+    if (out_ext == ".npy") {
+      knn_cli::write_npy_int32(a.out, idx.data(), m, a.max_neighbors);
+    } else {
+      knn_cli::write_csv(a.out, idx.data(), nullptr, m, a.max_neighbors);
+    }
+  }
+  if (!a.distances.empty()) {
+    progress.step("writing " + a.distances);
+    if (dist_ext == ".npy") {
+      knn_cli::write_npy_float32(a.distances, dist.data(), m, a.max_neighbors);
+    } else {
+      knn_cli::write_csv_float32(a.distances, "d", dist.data(), m, a.max_neighbors);
+    }
+  }
+  if (!a.counts.empty()) {
+    progress.step("writing " + a.counts);
+    if (counts_ext == ".npy") {
+      knn_cli::write_npy_int32_vector(a.counts, counts.data(), m);
+    } else {
+      knn_cli::TextFile f(a.counts);
+      f.line("count");
+      for (int32_t c : counts) f.line(std::to_string(c));
+      f.close();
+    }
+  }
+  progress.step("done");
+  return 0;
 }
 
-int run_pip(const std::string& points) {
-  std::vector<float> xyz = points.empty() ? std::vector<float>{0, 0, 0} : knn_cli::read_points(points);
-  std::vector<float> xy;
-  for (size_t i = 0; i + 2 < xyz.size(); i += 3) {
-    xy.push_back(xyz[i]);
-    xy.push_back(xyz[i + 1]);
+// ---- pip: knn_quadtree_build + knn_points_in_polygons[_count] -----------------------
+struct PipArgs {
+  std::string points, polygons, out, pairs, backend = "auto", id_property;
+};
+
+#if KNN_CLI_HAVE_JSON
+struct QuadtreeDeleter {
+  void operator()(knn_quadtree* p) const { knn_quadtree_free(p); }
+};
+
+// Some of a layer's polygons as a polygon set of their own (the library's
+// flat arrays), for knn_points_in_polygons over just those.
+struct PolygonSubset {
+  std::vector<float> vertices;
+  std::vector<int64_t> rings{0}, polygons{0};
+  PolygonSubset(const knn_cli::PolygonLayer& L, const std::vector<int64_t>& which) {
+    for (const int64_t p : which) {
+      for (int64_t r = L.polygon_offsets[p]; r < L.polygon_offsets[p + 1]; ++r) {
+        const int64_t v0 = L.ring_offsets[r], v1 = L.ring_offsets[r + 1];
+        vertices.insert(vertices.end(), L.vertices.begin() + 2 * v0, L.vertices.begin() + 2 * v1);
+        rings.push_back(static_cast<int64_t>(vertices.size() / 2));
+      }
+      polygons.push_back(static_cast<int64_t>(rings.size()) - 1);
+    }
   }
-  knn_quadtree* tree = nullptr;
-  check(knn_quadtree_build(xy.data(), static_cast<int64_t>(xy.size() / 2), nullptr, &tree),
-        "knn_quadtree_build");
-  knn_quadtree_free(tree);
-  throw LibraryError("pip", KNN_ERR_UNSUPPORTED);
+};
+
+// Points of every polygon of `set`: offsets (n_polygons + 1) and indices,
+// ascending within each polygon, from the counts the library gave.
+void points_of(const knn_quadtree* tree, const float* vertices, const int64_t* rings,
+               int64_t n_rings, const int64_t* polygons, int64_t n_polygons,
+               const knn_options* opt, std::vector<int64_t>* offsets, std::vector<int64_t>* points) {
+  std::vector<int64_t> counts(static_cast<size_t>(n_polygons));
+  check(knn_points_in_polygons_count(tree, vertices, rings, n_rings, polygons, n_polygons,
+                                     counts.data(), opt),
+        "knn_points_in_polygons_count");
+  offsets->assign(1, 0);
+  for (const int64_t c : counts) offsets->push_back(offsets->back() + c);
+  points->assign(static_cast<size_t>(offsets->back()), 0);
+  check(knn_points_in_polygons(tree, vertices, rings, n_rings, polygons, n_polygons,
+                               offsets->data(), points->data(), opt),
+        "knn_points_in_polygons");
 }
+
+int run_pip(const PipArgs& a) {
+  const Progress progress;
+  if (knn_cli::extension_of(a.out) != ".csv")
+    throw std::runtime_error(a.out + ": --out must end in .csv");
+  const std::string pairs_ext = a.pairs.empty() ? "" : table_extension(a.pairs, "--pairs");
+
+  progress.step("reading " + a.polygons);
+  const knn_cli::PolygonLayer L = knn_cli::read_geojson(a.polygons, a.id_property);
+  progress.step("read " + std::to_string(L.features()) + " features, " +
+                std::to_string(L.polygons()) + " polygons, " + std::to_string(L.rings()) +
+                " rings");
+  progress.step("reading " + a.points);
+  const knn_cli::PointTable pts = knn_cli::read_point_table(a.points, 2, 3);
+  const int64_t n = pts.size();
+  std::vector<float> xy(static_cast<size_t>(n) * 2);
+  for (int64_t i = 0; i < n; ++i) {
+    xy[2 * i] = pts.coords[static_cast<size_t>(i) * pts.dim];
+    xy[2 * i + 1] = pts.coords[static_cast<size_t>(i) * pts.dim + 1];
+  }
+
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = backend_value(a.backend);
+  progress.step("building the quadtree of " + std::to_string(n) + " points (" + a.backend + ")");
+  knn_quadtree* raw = nullptr;
+  check(knn_quadtree_build(xy.data(), n, &opt, &raw), "knn_quadtree_build");
+  const std::unique_ptr<knn_quadtree, QuadtreeDeleter> tree(raw);
+
+  // Counts per polygon first: they are all that a feature of one polygon
+  // needs, and they show which multi-part features can count a point twice
+  // (those with two or more non-empty parts that overlap).
+  progress.step("counting points in " + std::to_string(L.polygons()) + " polygons");
+  const int64_t F = L.features(), P = L.polygons();
+  std::vector<int64_t> poly_counts(static_cast<size_t>(P));
+  check(knn_points_in_polygons_count(tree.get(), L.vertices.data(), L.ring_offsets.data(), L.rings(),
+                                     L.polygon_offsets.data(), P, poly_counts.data(), &opt),
+        "knn_points_in_polygons_count");
+  std::vector<int64_t> feature_counts(static_cast<size_t>(F), 0);
+  std::vector<char> needs_union(static_cast<size_t>(F), 0);
+  std::vector<int64_t> union_polygons;  // polygons of the features in needs_union
+  for (int64_t f = 0; f < F; ++f) {
+    int non_empty = 0;
+    for (int64_t p = L.feature_offsets[f]; p < L.feature_offsets[f + 1]; ++p) {
+      feature_counts[f] += poly_counts[p];
+      non_empty += poly_counts[p] > 0;
+    }
+    if (non_empty >= 2 || !a.pairs.empty()) {
+      needs_union[f] = 1;
+      for (int64_t p = L.feature_offsets[f]; p < L.feature_offsets[f + 1]; ++p)
+        union_polygons.push_back(p);
+    }
+  }
+
+  // Point lists of those features: the union of their parts' lists (sorted,
+  // duplicates removed), so a point in two overlapping parts counts once.
+  std::vector<int64_t> pair_points, pair_features;
+  if (!union_polygons.empty()) {
+    progress.step("listing the points of " + std::to_string(union_polygons.size()) + " polygons");
+    std::vector<int64_t> offsets, points;
+    if (static_cast<int64_t>(union_polygons.size()) == P) {
+      // Every polygon (--pairs, or every feature multi-part): no copy.
+      points_of(tree.get(), L.vertices.data(), L.ring_offsets.data(), L.rings(),
+                L.polygon_offsets.data(), P, &opt, &offsets, &points);
+    } else {
+      const PolygonSubset sub(L, union_polygons);
+      points_of(tree.get(), sub.vertices.data(), sub.rings.data(),
+                static_cast<int64_t>(sub.rings.size()) - 1, sub.polygons.data(),
+                static_cast<int64_t>(union_polygons.size()), &opt, &offsets, &points);
+    }
+    size_t q = 0;  // position in union_polygons / offsets
+    std::vector<int64_t> merged;
+    for (int64_t f = 0; f < F; ++f) {
+      if (!needs_union[f]) continue;
+      const int64_t parts = L.feature_offsets[f + 1] - L.feature_offsets[f];
+      merged.assign(points.begin() + offsets[q], points.begin() + offsets[q + parts]);
+      q += static_cast<size_t>(parts);
+      if (parts > 1) {
+        std::sort(merged.begin(), merged.end());
+        merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+      }
+      feature_counts[f] = static_cast<int64_t>(merged.size());
+      if (!a.pairs.empty()) {
+        pair_points.insert(pair_points.end(), merged.begin(), merged.end());
+        pair_features.insert(pair_features.end(), merged.size(), f);
+      }
+    }
+  }
+
+  progress.step("writing " + a.out);
+  {
+    knn_cli::TextFile f(a.out);
+    f.line("feature,id,count");
+    for (int64_t i = 0; i < F; ++i)
+      f.line(std::to_string(i) + "," + knn_cli::csv_field(L.ids[i]) + "," +
+             std::to_string(feature_counts[i]));
+    f.close();
+  }
+  if (!a.pairs.empty()) {
+    progress.step("writing " + a.pairs);
+    const size_t np = pair_points.size();
+    if (pairs_ext == ".npy") {
+      std::vector<int64_t> rows(np * 2);
+      for (size_t i = 0; i < np; ++i) {
+        rows[2 * i] = pair_points[i];
+        rows[2 * i + 1] = pair_features[i];
+      }
+      knn_cli::write_npy_int64(a.pairs, rows.data(), static_cast<int64_t>(np), 2);
+    } else {
+      knn_cli::TextFile f(a.pairs);
+      f.line("point,feature");
+      for (size_t i = 0; i < np; ++i)
+        f.line(std::to_string(pair_points[i]) + "," + std::to_string(pair_features[i]));
+      f.close();
+    }
+  }
+  progress.step("done");
+  return 0;
+}
+#else
+int run_pip(const PipArgs&) {
+  throw std::runtime_error(
+      "pip reads GeoJSON with nlohmann-json, and this knn-gpgpu was built without it "
+      "(Debian: nlohmann-json3-dev)");
+}
+#endif
 
 }  // namespace
 
@@ -281,15 +539,43 @@ int main(int argc, char** argv) {
 #endif
 
   RadiusArgs ra;
-  CLI::App* radius = app.add_subcommand("radius", "radius search (not in this release)");
-  radius->add_option("--ref", ra.ref, "reference points");
-  radius->add_option("--query", ra.query, "query points");
-  radius->add_option("--radius", ra.radius, "search radius");
-  radius->add_option("--max-neighbors", ra.max_neighbors, "neighbours kept per query");
+  CLI::App* radius =
+      app.add_subcommand("radius", "points within a radius (index API, any dimension)");
+  radius->add_option("--ref", ra.ref, "reference points (.xyz .txt .csv .ply .npy .bin .f32)")
+      ->required();
+  CLI::Option* rq_opt = radius->add_option("--query", ra.query, "query points (same dimension)");
+  CLI::Option* rself_opt =
+      radius->add_flag("--self", ra.self, "query the reference points themselves");
+  rq_opt->excludes(rself_opt);
+  radius->add_option("--radius", ra.radius, "search radius (squared distance <= radius^2)")
+      ->required();
+  radius->add_option("--max-neighbors", ra.max_neighbors,
+                     "neighbours kept per query, nearest first (0: counts only)")
+      ->required()
+      ->check(CLI::NonNegativeNumber);
+  radius->add_option("--out", ra.out, "indices: .npy (int32 (m, M)) or .csv; -1 = unused slot");
+  radius->add_option("--counts", ra.counts,
+                     "true number within the radius per query: .npy (int32 (m,)) or .csv");
+  radius->add_option("--distances", ra.distances,
+                     "squared distances: .npy (float32 (m, M)) or .csv; inf = unused slot");
+  radius->add_option("--backend", ra.backend, "auto, cuda or openmp")
+      ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
+  radius->add_option("--structure", ra.structure, "auto, kdtree, grid or brute_force")
+      ->check(CLI::IsMember({"auto", "kdtree", "grid", "brute_force"}));
 
-  std::string pip_points;
-  CLI::App* pip = app.add_subcommand("pip", "points in polygons (not in this release)");
-  pip->add_option("--points", pip_points, "points (x, y used)");
+  PipArgs pa;
+  CLI::App* pip = app.add_subcommand("pip", "count points in GeoJSON polygons (quadtree API)");
+  pip->add_option("--points", pa.points, "points, x and y used (.xyz .txt .csv .ply .npy .bin .f32)")
+      ->required();
+  pip->add_option("--polygons", pa.polygons, "GeoJSON FeatureCollection of Polygon/MultiPolygon")
+      ->required();
+  pip->add_option("--out", pa.out, "counts per feature, .csv (feature,id,count)")->required();
+  pip->add_option("--pairs", pa.pairs, "(point, feature) pairs: .csv or .npy (int64 (p, 2))");
+  pip->add_option("--id-property", pa.id_property,
+                  "property that names a feature (default: the feature's id, else the "
+                  "'id' or 'name' property)");
+  pip->add_option("--backend", pa.backend, "auto, cuda or openmp")
+      ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
 
 #if KNN_CLI_HAVE_JSON
   knn_cli::BenchArgs ba;
@@ -316,7 +602,7 @@ int main(int argc, char** argv) {
     if (knn->parsed()) return run_knn(ka);
     if (info->parsed()) return run_info(info_json);
     if (radius->parsed()) return run_radius(ra);
-    if (pip->parsed()) return run_pip(pip_points);
+    if (pip->parsed()) return run_pip(pa);
 #if KNN_CLI_HAVE_JSON
     if (bench->parsed()) return knn_cli::run_bench(ba);
 #endif

@@ -78,6 +78,15 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// "3 columns (x y z)", "2 or 3 columns (x y [z])", "1 to 16 columns".
+std::string column_range_text(int min_dim, int max_dim) {
+  if (min_dim == 3 && max_dim == 3) return "3 columns (x y z)";
+  if (min_dim == 2 && max_dim == 2) return "2 columns (x y)";
+  if (min_dim == max_dim) return std::to_string(min_dim) + " columns";
+  if (min_dim == 2 && max_dim == 3) return "2 or 3 columns (x y [z])";
+  return std::to_string(min_dim) + " to " + std::to_string(max_dim) + " columns";
+}
+
 // ---- PLY ----------------------------------------------------------------------------
 enum class PlyType { I8, U8, I16, U16, I32, U32, F32, F64 };
 
@@ -144,6 +153,8 @@ struct PlyElement {
 
 }  // namespace
 
+std::string read_file_bytes(const std::string& path) { return read_whole_file(path); }
+
 std::string extension_of(const std::string& path) {
   const size_t slash = path.find_last_of("/\\");
   const size_t dot = path.find_last_of('.');
@@ -163,24 +174,57 @@ std::vector<float> read_points(const std::string& path) {
                  "' (expected .xyz .txt .csv .ply .npy .bin .f32)");
 }
 
+PointTable read_point_table(const std::string& path, int min_dim, int max_dim) {
+  const std::string ext = extension_of(path);
+  if (ext == ".xyz" || ext == ".txt" || ext == ".csv")
+    return parse_text_table(path, read_whole_file(path), min_dim, max_dim);
+  if (ext == ".ply") return parse_ply_table(path, read_whole_file(path), min_dim, max_dim);
+  if (ext == ".npy") return parse_npy_table(path, read_whole_file(path), min_dim, max_dim);
+  if (ext == ".bin" || ext == ".f32") {
+    // Raw files carry no shape: always x y z.
+    if (min_dim > 3 || max_dim < 3)
+      fail(path, "raw float32 files hold 3 coordinates per point; this command needs " +
+                     column_range_text(min_dim, max_dim) + " (use a text or .npy file)");
+    PointTable t;
+    t.dim = 3;
+    t.coords = read_raw_points(path);
+    return t;
+  }
+  fail(path, "unknown point file type '" + ext +
+                 "' (expected .xyz .txt .csv .ply .npy .bin .f32)");
+}
+
 std::vector<float> read_text_points(const std::string& path) {
   return parse_text_points(path, read_whole_file(path));
 }
 
 std::vector<float> parse_text_points(const std::string& path, const std::string& data) {
+  return parse_text_table(path, data, 3, 3).coords;
+}
+
+PointTable parse_text_table(const std::string& path, const std::string& data, int min_dim,
+                            int max_dim) {
   std::istringstream in(data);
-  std::vector<float> xyz;
+  PointTable t;
   std::string line;
-  int64_t line_no = 0;
+  int64_t line_no = 0, first_data_line = 0;
   bool seen_content = false;
+  std::vector<double> v;
   while (std::getline(in, line)) {
     ++line_no;
-    const std::string t = trim(line);
-    if (t.empty() || t[0] == '#') continue;
-    const std::vector<std::string> f = split_fields(t);
-    double v[3];
-    const bool numeric = f.size() == 3 && parse_double(f[0], &v[0]) &&
-                         parse_double(f[1], &v[1]) && parse_double(f[2], &v[2]);
+    const std::string tl = trim(line);
+    if (tl.empty() || tl[0] == '#') continue;
+    const std::vector<std::string> f = split_fields(tl);
+    const int cols = static_cast<int>(std::min<size_t>(f.size(), INT32_MAX));
+    // The first data line fixes the dimension; every later one must match it.
+    const bool count_ok = t.dim > 0 ? cols == t.dim : (cols >= min_dim && cols <= max_dim);
+    bool numeric = count_ok;
+    v.clear();
+    for (size_t i = 0; numeric && i < f.size(); ++i) {
+      double d;
+      numeric = parse_double(f[i], &d);
+      v.push_back(d);
+    }
     if (!numeric) {
       bool any_number = false;
       for (const auto& s : f) {
@@ -192,16 +236,24 @@ std::vector<float> parse_text_points(const std::string& path, const std::string&
         seen_content = true;
         continue;
       }
-      if (f.size() != 3) {
-        fail(path, "line " + std::to_string(line_no) + ": expected 3 columns (x y z), found " +
+      if (!count_ok) {
+        const std::string want =
+            t.dim > 0 && min_dim != max_dim
+                ? std::to_string(t.dim) + " columns (as on line " + std::to_string(first_data_line) + ")"
+                : column_range_text(min_dim, max_dim);
+        fail(path, "line " + std::to_string(line_no) + ": expected " + want + ", found " +
                        std::to_string(f.size()));
       }
-      fail(path, "line " + std::to_string(line_no) + ": not a number in '" + t + "'");
+      fail(path, "line " + std::to_string(line_no) + ": not a number in '" + tl + "'");
+    }
+    if (t.dim == 0) {
+      t.dim = cols;
+      first_data_line = line_no;
     }
     seen_content = true;
-    for (double d : v) xyz.push_back(static_cast<float>(d));
+    for (double d : v) t.coords.push_back(static_cast<float>(d));
   }
-  return xyz;
+  return t;
 }
 
 std::vector<float> read_ply_points(const std::string& path) {
@@ -209,6 +261,11 @@ std::vector<float> read_ply_points(const std::string& path) {
 }
 
 std::vector<float> parse_ply_points(const std::string& path, const std::string& data) {
+  return parse_ply_table(path, data, 3, 3).coords;
+}
+
+PointTable parse_ply_table(const std::string& path, const std::string& data, int min_dim,
+                           int max_dim) {
   size_t pos = 0;
   int64_t line_no = 0;
   auto next_line = [&](std::string* line) {
@@ -301,13 +358,20 @@ std::vector<float> parse_ply_points(const std::string& path, const std::string& 
       }
     }
   }
-  for (int d = 0; d < 3; ++d)
+  // x and y always; z when the caller takes 3 columns, and only when it is
+  // there if the caller also takes 2 (pip reads x y files).
+  int dim = max_dim >= 3 ? 3 : 2;
+  if (dim == 3 && col[2] < 0 && min_dim <= 2) dim = 2;
+  if (min_dim > 3 || max_dim < 2) fail(path, "PLY files hold 2 or 3 coordinates (x y [z])");
+  for (int d = 0; d < dim; ++d)
     if (col[d] < 0) fail(path, std::string("PLY vertex element has no '") + names[d] + "' property");
 
-  std::vector<float> xyz;
+  PointTable table;
+  table.dim = dim;
+  std::vector<float>& xyz = table.coords;
   // A vertex takes at least 3 bytes, so the file size bounds the reservation
   // (a corrupt count does not allocate gigabytes up front).
-  xyz.reserve(static_cast<size_t>(std::min<int64_t>(ve.count, static_cast<int64_t>(data.size() / 3))) * 3);
+  xyz.reserve(static_cast<size_t>(std::min<int64_t>(ve.count, static_cast<int64_t>(data.size() / 3))) * dim);
   if (ascii) {
     for (size_t e = 0; e <= vi; ++e) {
       const PlyElement& el = elements[e];
@@ -340,7 +404,7 @@ std::vector<float> parse_ply_points(const std::string& path, const std::string& 
           }
         }
         if (e == vi)
-          for (double d : v) xyz.push_back(static_cast<float>(d));
+          for (int d = 0; d < dim; ++d) xyz.push_back(static_cast<float>(v[d]));
       }
     }
   } else {
@@ -376,11 +440,11 @@ std::vector<float> parse_ply_points(const std::string& path, const std::string& 
           }
         }
         if (e == vi)
-          for (double d : v) xyz.push_back(static_cast<float>(d));
+          for (int d = 0; d < dim; ++d) xyz.push_back(static_cast<float>(v[d]));
       }
     }
   }
-  return xyz;
+  return table;
 }
 
 std::vector<float> read_npy_points(const std::string& path) {
@@ -388,6 +452,11 @@ std::vector<float> read_npy_points(const std::string& path) {
 }
 
 std::vector<float> parse_npy_points(const std::string& path, const std::string& data) {
+  return parse_npy_table(path, data, 3, 3).coords;
+}
+
+PointTable parse_npy_table(const std::string& path, const std::string& data, int min_dim,
+                           int max_dim) {
   if (data.size() < 10 || std::memcmp(data.data(), "\x93NUMPY", 6) != 0)
     fail(path, "not a .npy file (no \\x93NUMPY magic)");
   const unsigned char major = static_cast<unsigned char>(data[6]);
@@ -436,14 +505,23 @@ std::vector<float> parse_npy_points(const std::string& path, const std::string& 
     if (s.empty() || *end != '\0' || d < 0) fail(path, "bad .npy shape (" + shape + ")");
     dims.push_back(d);
   }
-  if (dims.size() != 2 || dims[1] != 3)
-    fail(path, ".npy shape (" + shape + ") is not (n, 3)");
+  if (dims.size() != 2 || dims[1] < min_dim || dims[1] > max_dim) {
+    const std::string want =
+        min_dim == max_dim ? "(n, " + std::to_string(min_dim) + ")"
+                           : "(n, d) with d from " + std::to_string(min_dim) + " to " +
+                                 std::to_string(max_dim);
+    fail(path, ".npy shape (" + shape + ") is not " + want);
+  }
   const long long n = dims[0];
+  const int dim = static_cast<int>(dims[1]);
   const size_t body = header_start + header_len;
-  if (static_cast<unsigned long long>(n) > (data.size() - body) / (3 * item))
+  if (static_cast<unsigned long long>(n) > (data.size() - body) / (dim * item))
     fail(path, "truncated .npy data: shape says " + std::to_string(n) + " points, file holds " +
-                   std::to_string((data.size() - body) / (3 * item)));
-  std::vector<float> xyz(static_cast<size_t>(n) * 3);
+                   std::to_string((data.size() - body) / (dim * item)));
+  PointTable table;
+  table.dim = dim;
+  std::vector<float>& xyz = table.coords;
+  xyz.resize(static_cast<size_t>(n) * dim);
   const char* p = data.data() + body;
   if (f64) {
     for (size_t i = 0; i < xyz.size(); ++i) {
@@ -454,7 +532,7 @@ std::vector<float> parse_npy_points(const std::string& path, const std::string& 
   } else if (!xyz.empty()) {
     std::memcpy(xyz.data(), p, xyz.size() * 4);
   }
-  return xyz;
+  return table;
 }
 
 std::vector<float> read_raw_points(const std::string& path) {
@@ -474,10 +552,13 @@ std::vector<float> parse_raw_points(const std::string& path, const std::string& 
 // ---- Writers ------------------------------------------------------------------------
 namespace {
 
+// cols < 0: a one-dimensional array of `rows` values.
 void write_npy(const std::string& path, const char* descr, const void* data, size_t item,
                int64_t rows, int64_t cols) {
+  const std::string shape = cols < 0 ? std::to_string(rows) + ","
+                                     : std::to_string(rows) + ", " + std::to_string(cols);
   std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
-                       std::to_string(rows) + ", " + std::to_string(cols) + "), }";
+                       shape + "), }";
   // Magic (6) + version (2) + length (2) + header + '\n', padded to 64 bytes.
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -487,7 +568,7 @@ void write_npy(const std::string& path, const char* descr, const void* data, siz
   const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                                  static_cast<unsigned char>(header.size() & 0xff),
                                  static_cast<unsigned char>(header.size() >> 8)};
-  const size_t bytes = static_cast<size_t>(rows) * static_cast<size_t>(cols) * item;
+  const size_t bytes = static_cast<size_t>(rows) * static_cast<size_t>(cols < 0 ? 1 : cols) * item;
   bool ok = std::fwrite(pre, 1, 10, f) == 10 &&
             std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
             (bytes == 0 || std::fwrite(data, 1, bytes, f) == bytes);
@@ -503,6 +584,14 @@ void write_npy_int32(const std::string& path, const int32_t* data, int64_t rows,
 
 void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols) {
   write_npy(path, "<f4", data, 4, rows, cols);
+}
+
+void write_npy_int64(const std::string& path, const int64_t* data, int64_t rows, int64_t cols) {
+  write_npy(path, "<i8", data, 8, rows, cols);
+}
+
+void write_npy_int32_vector(const std::string& path, const int32_t* data, int64_t n) {
+  write_npy(path, "<i4", data, 4, n, -1);
 }
 
 void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist,
@@ -539,6 +628,62 @@ void write_csv(const std::string& path, const int32_t* indices, const float* sq_
   }
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) fail(path, "write error");
+}
+
+void write_csv_float32(const std::string& path, const char* prefix, const float* data,
+                       int64_t rows, int64_t cols) {
+  TextFile f(path);
+  std::string line;
+  for (int64_t j = 0; j < cols; ++j) line += (j ? "," : "") + std::string(prefix) + std::to_string(j);
+  f.line(line);
+  char buf[64];
+  for (int64_t i = 0; i < rows; ++i) {
+    line.clear();
+    for (int64_t j = 0; j < cols; ++j) {
+      const float d = data[static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(j)];
+      if (j) line += ',';
+      if (std::isinf(d)) {
+        line += d > 0 ? "inf" : "-inf";
+      } else {
+        std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(d));
+        line += buf;
+      }
+    }
+    f.line(line);
+  }
+  f.close();
+}
+
+TextFile::TextFile(const std::string& path) : path_(path) {
+  f_ = std::fopen(path.c_str(), "w");
+  if (!f_) fail(path, std::string("cannot create (") + std::strerror(errno) + ")");
+}
+
+TextFile::~TextFile() {
+  if (f_) std::fclose(f_);
+}
+
+void TextFile::line(const std::string& text) {
+  if (!f_) fail(path_, "write after close");
+  if (std::fwrite(text.data(), 1, text.size(), f_) != text.size() || std::fputc('\n', f_) == EOF)
+    fail(path_, "write error");
+}
+
+void TextFile::close() {
+  if (!f_) return;
+  std::FILE* f = f_;
+  f_ = nullptr;
+  if (std::fclose(f) != 0) fail(path_, "write error");
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
 }
 
 std::string distance_path_for(const std::string& npy_path) {

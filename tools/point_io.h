@@ -13,16 +13,38 @@
 //                   and elements skipped
 //   .npy            float32 or float64, shape (n, 3), C order
 //   .bin .f32       raw little-endian float32, n*3 values
+// read_points and the parse_*_points functions take exactly 3 columns (knn);
+// read_point_table takes a range of dimensions (radius: the file's; pip: 2
+// or 3).
 #ifndef KNN_TOOLS_POINT_IO_H
 #define KNN_TOOLS_POINT_IO_H
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 namespace knn_cli {
 
 std::vector<float> read_points(const std::string& path);
+
+// Points of any dimension from min_dim to max_dim: text files give the
+// column count of their first data line (every line must match), .npy files
+// their shape (n, d), PLY files x y z, or x y when there is no z and
+// min_dim <= 2; raw files are always 3-D. dim is 0 for a text file with no
+// data lines (no dimension to tell).
+struct PointTable {
+  std::vector<float> coords;  // n * dim values, row-major
+  int dim = 0;
+  int64_t size() const { return dim > 0 ? static_cast<int64_t>(coords.size()) / dim : 0; }
+};
+PointTable read_point_table(const std::string& path, int min_dim, int max_dim);
+PointTable parse_text_table(const std::string& name, const std::string& bytes, int min_dim,
+                            int max_dim);
+PointTable parse_ply_table(const std::string& name, const std::string& bytes, int min_dim,
+                           int max_dim);
+PointTable parse_npy_table(const std::string& name, const std::string& bytes, int min_dim,
+                           int max_dim);
 
 std::vector<float> read_text_points(const std::string& path);
 std::vector<float> read_ply_points(const std::string& path);
@@ -37,18 +59,50 @@ std::vector<float> parse_ply_points(const std::string& name, const std::string& 
 std::vector<float> parse_npy_points(const std::string& name, const std::string& bytes);
 std::vector<float> parse_raw_points(const std::string& name, const std::string& bytes);
 
+// The whole file; throws with "PATH: cannot open (reason)" when it cannot.
+std::string read_file_bytes(const std::string& path);
+
 // Lower-case extension with the dot (".ply"), "" when none.
 std::string extension_of(const std::string& path);
 
 // .npy writers (format 1.0, C order, little endian), shape (rows, cols).
 void write_npy_int32(const std::string& path, const int32_t* data, int64_t rows, int64_t cols);
 void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols);
+void write_npy_int64(const std::string& path, const int64_t* data, int64_t rows, int64_t cols);
+// Shape (n,).
+void write_npy_int32_vector(const std::string& path, const int32_t* data, int64_t n);
 
 // CSV: a header line "i0,...,i{k-1}" (then ",d0,...,d{k-1}" when distances
 // are given), one row per query; distances printed with 9 significant digits
 // (float32 round trip), "inf" for missing neighbours.
 void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist,
                int64_t rows, int64_t k);
+
+// CSV of a float32 matrix: header "p0,...,p{cols-1}" (p = prefix), 9
+// significant digits, "inf" for infinities.
+void write_csv_float32(const std::string& path, const char* prefix, const float* data,
+                       int64_t rows, int64_t cols);
+
+// A text file written line by line; every failure (open, write, close)
+// throws with the path. close() reports a failed flush; the destructor only
+// closes.
+class TextFile {
+ public:
+  explicit TextFile(const std::string& path);
+  ~TextFile();
+  TextFile(const TextFile&) = delete;
+  TextFile& operator=(const TextFile&) = delete;
+  void line(const std::string& text);  // appends '\n'
+  void close();
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+};
+
+// A CSV field: as it is, or in double quotes (quotes doubled) when it holds
+// a comma, a quote or a line break (RFC 4180).
+std::string csv_field(const std::string& s);
 
 // "out.npy" -> "out_dist.npy".
 std::string distance_path_for(const std::string& npy_path);

@@ -516,14 +516,636 @@ TEST(Cli, CudaBackendWithoutDeviceFailsCleanly) {
   EXPECT_NE(r.err.find("KNN_ERR_NO_DEVICE"), std::string::npos) << r.err;
 }
 
-TEST(Cli, RadiusAndPipReportUnsupported) {
-  for (const char* sub : {"radius", "pip"}) {
-    SCOPED_TRACE(sub);
-    const RunResult r = run_cli(sub);
-    EXPECT_EQ(r.rc, 2) << r.err;
-    EXPECT_NE(r.err.find("KNN_ERR_UNSUPPORTED"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("not in this release"), std::string::npos) << r.err;
+// ---- radius ---------------------------------------------------------------------------
+// Rows of any dimension, as text or .npy (the tool's readers give the
+// dimension of the file).
+void write_table(const std::string& path, const std::vector<float>& v, int dim, const char* sep) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  for (size_t i = 0; i < v.size(); i += dim)
+    for (int d = 0; d < dim; ++d) std::fprintf(f, "%.9g%s", v[i + d], d + 1 < dim ? sep : "\n");
+  std::fclose(f);
+}
+
+void write_npy_table(const std::string& path, const std::vector<float>& v, int dim) {
+  std::string body;
+  for (float x : v) append_le<float>(&body, x);
+  write_bytes(path, npy_bytes("<f4", "(" + std::to_string(v.size() / dim) + ", " +
+                                         std::to_string(dim) + ")", body));
+}
+
+std::vector<float> random_rows(int n, int dim, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<float> v(static_cast<size_t>(n) * dim);
+  for (auto& x : v) x = u(rng);
+  for (int i = 4; i < n; i += 9)  // exact duplicates: ties at equal distance
+    for (int d = 0; d < dim; ++d) v[i * dim + d] = v[(i - 4) * dim + d];
+  return v;
+}
+
+// Whether this library has the index engines (KNN_ERR_UNSUPPORTED before
+// they ship, when the tool must exit 2 and say so).
+bool index_engine_present() {
+  const float p[3] = {0, 0, 0};
+  knn_index* ix = nullptr;
+  const int st = knn_index_build(p, 1, 3, nullptr, &ix);
+  if (st == KNN_OK) knn_index_free(ix);
+  return st != KNN_ERR_UNSUPPORTED;
+}
+
+struct RadiusAnswer {
+  std::vector<int32_t> idx, counts;
+  std::vector<float> dist;
+};
+
+// The library's own answer, on the OpenMP engine.
+RadiusAnswer library_radius(const std::vector<float>& ref, const std::vector<float>& query, int dim,
+                            float radius, int max_neighbors) {
+  const int64_t n = static_cast<int64_t>(ref.size()) / dim, m = static_cast<int64_t>(query.size()) / dim;
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_OPENMP;
+  knn_index* ix = nullptr;
+  RadiusAnswer a;
+  EXPECT_EQ(knn_index_build(ref.data(), n, dim, &opt, &ix), KNN_OK) << knn_last_error();
+  a.idx.assign(static_cast<size_t>(m) * max_neighbors, -7);
+  a.dist.assign(a.idx.size(), -7.0f);
+  a.counts.assign(static_cast<size_t>(m), -7);
+  EXPECT_EQ(knn_index_radius(ix, query.data(), m, radius, max_neighbors,
+                             max_neighbors ? a.idx.data() : nullptr,
+                             max_neighbors ? a.dist.data() : nullptr, a.counts.data(), &opt),
+            KNN_OK)
+      << knn_last_error();
+  knn_index_free(ix);
+  return a;
+}
+
+// An answer of its own from knn_brute_force (every point, ascending by
+// (distance, index)): the rows the contract defines, to check the library
+// answer above against something that is not the index.
+RadiusAnswer brute_force_radius(const std::vector<float>& ref, const std::vector<float>& query,
+                                int dim, float radius, int max_neighbors) {
+  const int n = static_cast<int>(ref.size()) / dim, m = static_cast<int>(query.size()) / dim;
+  std::vector<float> d(static_cast<size_t>(m) * n);
+  std::vector<int> ind(d.size());
+  EXPECT_EQ(knn_brute_force(ref.data(), n, query.data(), m, dim, n, d.data(), ind.data()), KNN_OK);
+  const float r2 = radius * radius;
+  RadiusAnswer a;
+  a.idx.assign(static_cast<size_t>(m) * max_neighbors, -1);
+  a.dist.assign(a.idx.size(), std::numeric_limits<float>::infinity());
+  a.counts.assign(static_cast<size_t>(m), 0);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n && d[static_cast<size_t>(i) * n + j] <= r2; ++j) {
+      if (a.counts[i] < max_neighbors) {
+        a.idx[static_cast<size_t>(i) * max_neighbors + a.counts[i]] = ind[static_cast<size_t>(i) * n + j];
+        a.dist[static_cast<size_t>(i) * max_neighbors + a.counts[i]] = d[static_cast<size_t>(i) * n + j];
+      }
+      ++a.counts[i];
+    }
+  return a;
+}
+
+void expect_same_answer(const RadiusAnswer& got, const RadiusAnswer& want, bool with_dist) {
+  ASSERT_EQ(got.counts, want.counts);
+  ASSERT_EQ(got.idx, want.idx);
+  if (!with_dist) return;
+  ASSERT_EQ(got.dist.size(), want.dist.size());
+  for (size_t i = 0; i < got.dist.size(); ++i)
+    ASSERT_TRUE(same_bits(got.dist[i], want.dist[i])) << "slot " << i;
+}
+
+RadiusAnswer read_radius_npy(const std::string& stem, int64_t m, int max_neighbors) {
+  RadiusAnswer a;
+  a.idx = read_npy<int32_t>(path_of(stem + "_idx.npy"), "<i4", m, max_neighbors);
+  a.dist = read_npy<float>(path_of(stem + "_d.npy"), "<f4", m, max_neighbors);
+  // Counts are one-dimensional: shape (m,).
+  const std::string s = slurp(path_of(stem + "_n.npy"));
+  EXPECT_NE(s.find("'shape': (" + std::to_string(m) + ",)"), std::string::npos) << s.substr(0, 80);
+  const size_t hl = s.size() >= 10 ? (static_cast<unsigned char>(s[8]) | (static_cast<unsigned char>(s[9]) << 8)) : 0;
+  EXPECT_EQ(s.size(), 10 + hl + 4 * static_cast<size_t>(m));
+  a.counts.assign(static_cast<size_t>(m), 0);
+  if (s.size() == 10 + hl + 4 * static_cast<size_t>(m) && m)
+    std::memcpy(a.counts.data(), s.data() + 10 + hl, 4 * static_cast<size_t>(m));
+  return a;
+}
+
+std::string radius_npy_outputs(const std::string& stem) {
+  return " --out '" + path_of(stem + "_idx.npy") + "' --distances '" + path_of(stem + "_d.npy") +
+         "' --counts '" + path_of(stem + "_n.npy") + "'";
+}
+
+TEST(Cli, RadiusWithoutTheIndexEngineSaysSo) {
+  if (index_engine_present()) GTEST_SKIP() << "the index engines are in this library";
+  write_text(path_of("r_pre.xyz"), random_points(20, 8), " ", nullptr);
+  const RunResult r = run_cli("radius --ref '" + path_of("r_pre.xyz") +
+                              "' --self --radius 1 --max-neighbors 4 --out '" + path_of("r_pre.npy") + "'");
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("KNN_ERR_UNSUPPORTED"), std::string::npos) << r.err;
+}
+
+TEST(Cli, RadiusEveryInputFormatMatchesTheLibrary) {
+  if (!index_engine_present()) GTEST_SKIP() << "the index engines are not in this library";
+  const std::vector<float> ref = random_points(300, 11), query = random_points(57, 12);
+  const float radius = 4.0f;
+  const int M = 8;  // some queries have more in the radius: rows hold the nearest 8
+  const RadiusAnswer want = library_radius(ref, query, 3, radius, M);
+  expect_same_answer(want, brute_force_radius(ref, query, 3, radius, M), true);
+  ASSERT_TRUE(std::any_of(want.counts.begin(), want.counts.end(), [](int32_t c) { return c > M; }));
+  ASSERT_TRUE(std::any_of(want.counts.begin(), want.counts.end(), [](int32_t c) { return c < M; }));
+  for (const Format& f : kFormats) {
+    SCOPED_TRACE(f.name);
+    const std::string rp = path_of(std::string("rref_") + f.name);
+    const std::string qp = path_of(std::string("rquery_") + f.name);
+    f.write(rp, ref);
+    f.write(qp, query);
+    const RunResult r = run_cli("radius --ref '" + rp + "' --query '" + qp +
+                                "' --radius 4 --max-neighbors 8 --backend openmp" +
+                                radius_npy_outputs("rad"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out, "");
+    expect_same_answer(read_radius_npy("rad", 57, M), want, true);
   }
+  // auto backend and --self.
+  RunResult r = run_cli("radius --ref '" + path_of("rref_pts.xyz") + "' --self --radius 4 --max-neighbors 8" +
+                        radius_npy_outputs("rself"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  expect_same_answer(read_radius_npy("rself", 300, M), library_radius(ref, ref, 3, radius, M), true);
+}
+
+TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
+  if (!index_engine_present()) GTEST_SKIP() << "the index engines are not in this library";
+  const std::vector<float> ref = random_points(120, 13), query = random_points(15, 14);
+  const RadiusAnswer want = library_radius(ref, query, 3, 5.0f, 4);
+  write_text(path_of("rc_ref.xyz"), ref, " ", nullptr);
+  write_text(path_of("rc_q.xyz"), query, " ", nullptr);
+  RunResult r = run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
+                        "' --radius 5 --max-neighbors 4 --out '" + path_of("rc_i.csv") +
+                        "' --distances '" + path_of("rc_d.csv") + "' --counts '" + path_of("rc_n.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const Csv ci = read_csv(path_of("rc_i.csv")), cd = read_csv(path_of("rc_d.csv")),
+            cn = read_csv(path_of("rc_n.csv"));
+  EXPECT_EQ(ci.header, (std::vector<std::string>{"i0", "i1", "i2", "i3"}));
+  EXPECT_EQ(cd.header, (std::vector<std::string>{"d0", "d1", "d2", "d3"}));
+  EXPECT_EQ(cn.header, (std::vector<std::string>{"count"}));
+  ASSERT_EQ(ci.rows.size(), 15u);
+  ASSERT_EQ(cd.rows.size(), 15u);
+  ASSERT_EQ(cn.rows.size(), 15u);
+  for (size_t i = 0; i < 15; ++i) {
+    EXPECT_EQ(std::stoi(cn.rows[i].at(0)), want.counts[i]);
+    for (size_t j = 0; j < 4; ++j) {
+      EXPECT_EQ(std::stoi(ci.rows[i].at(j)), want.idx[i * 4 + j]);
+      EXPECT_TRUE(same_bits(std::strtof(cd.rows[i].at(j).c_str(), nullptr), want.dist[i * 4 + j]))
+          << cd.rows[i][j];
+    }
+  }
+  // --max-neighbors 0: the library's counting call, counts only.
+  r = run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
+              "' --radius 5 --max-neighbors 0 --counts '" + path_of("rc_n0.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const Csv cn0 = read_csv(path_of("rc_n0.csv"));
+  ASSERT_EQ(cn0.rows.size(), 15u);
+  for (size_t i = 0; i < 15; ++i) EXPECT_EQ(std::stoi(cn0.rows[i].at(0)), want.counts[i]);
+  // An infinite radius (the library's "every point"): counts are n.
+  r = run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
+              "' --radius inf --max-neighbors 0 --counts '" + path_of("rc_inf.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const Csv cinf = read_csv(path_of("rc_inf.csv"));
+  ASSERT_EQ(cinf.rows.size(), 15u);
+  for (size_t i = 0; i < 15; ++i) EXPECT_EQ(cinf.rows[i].at(0), "120");
+
+  // The file's dimension: 5 columns of text, a (n, 5) and a (n, 1) .npy.
+  for (const int dim : {5, 1}) {
+    SCOPED_TRACE(dim);
+    const std::vector<float> r5 = random_rows(200, dim, 15 + dim), q5 = random_rows(30, dim, 16 + dim);
+    const float radius = dim == 5 ? 2.5f : 0.05f;
+    const RadiusAnswer w5 = library_radius(r5, q5, dim, radius, 6);
+    expect_same_answer(w5, brute_force_radius(r5, q5, dim, radius, 6), true);
+    write_table(path_of("r5.csv"), r5, dim, ",");
+    write_npy_table(path_of("q5.npy"), q5, dim);
+    r = run_cli("radius --ref '" + path_of("r5.csv") + "' --query '" + path_of("q5.npy") +
+                "' --radius " + (dim == 5 ? "2.5" : "0.05") + " --max-neighbors 6" +
+                radius_npy_outputs("r5"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    expect_same_answer(read_radius_npy("r5", 30, 6), w5, true);
+  }
+}
+
+TEST(Cli, RadiusBadArgumentsFailCleanly) {
+  const std::vector<float> pts = random_points(20, 9);
+  write_text(path_of("rb.xyz"), pts, " ", nullptr);
+  write_bytes(path_of("rb2.xyz"), "1 2\n3 4\n");
+  const std::string ref = " --ref '" + path_of("rb.xyz") + "'";
+  const std::string out = " --out '" + path_of("rb_out.npy") + "'";
+  struct Case {
+    std::string args, expect;
+  };
+  const Case cases[] = {
+      {ref + " --radius 1 --max-neighbors 2" + out, "--query FILE or --self"},
+      {ref + " --self --radius 1 --max-neighbors 0" + out, "--counts"},
+      {ref + " --self --radius 1 --max-neighbors 2", "--out"},
+      {ref + " --self --radius 1 --max-neighbors 2 --out '" + path_of("rb.txt") + "'", ".npy or .csv"},
+      {ref + " --self --radius nan --max-neighbors 2" + out, "--radius"},
+      {ref + " --self --radius -1 --max-neighbors 2" + out, "--radius"},
+      {ref + " --query '" + path_of("rb2.xyz") + "' --radius 1 --max-neighbors 2" + out,
+       "line 1: expected 3 columns"},
+      {" --ref '" + path_of("nosuch.xyz") + "' --self --radius 1 --max-neighbors 2" + out, "nosuch.xyz"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const RunResult r = run_cli("radius" + c.args);
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  // Command-line errors (CLI11): a radius that is not a number, a missing --radius.
+  for (const std::string& args : {ref + " --self --radius abc --max-neighbors 2" + out,
+                                 ref + " --self --max-neighbors 2" + out}) {
+    const RunResult r = run_cli("radius" + args);
+    EXPECT_NE(r.rc, 0);
+    EXPECT_LT(r.rc, 1000);
+  }
+  if (!index_engine_present()) return;
+  write_bytes(path_of("rb_nan.xyz"), "1 2 3\n4 nan 6\n");
+  const RunResult r = run_cli("radius --ref '" + path_of("rb_nan.xyz") +
+                              "' --self --radius 1 --max-neighbors 2" + out);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("KNN_ERR_NONFINITE_INPUT"), std::string::npos) << r.err;
+}
+
+// ---- pip ------------------------------------------------------------------------------
+using Ring = std::vector<std::pair<float, float>>;
+using Poly = std::vector<Ring>;  // outer ring, then holes
+
+struct TestFeature {
+  std::string members;  // extra JSON members of the Feature ("id", "properties")
+  std::string type;     // Polygon, MultiPolygon or "" (null geometry)
+  std::vector<Poly> polys;
+  std::string csv_id;  // what the counts file must say
+  bool with_z = false; // positions with a third value, which the tool ignores
+};
+
+std::string ring_json(const Ring& r, bool with_z) {
+  std::string s = "[";
+  char buf[96];
+  for (size_t i = 0; i < r.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s[%.9g, %.9g%s]", i ? ", " : "", r[i].first, r[i].second,
+                  with_z ? ", 0.5" : "");
+    s += buf;
+  }
+  return s + "]";
+}
+
+std::string poly_json(const Poly& p, bool with_z) {
+  std::string s = "[";
+  for (size_t i = 0; i < p.size(); ++i) s += (i ? ", " : "") + ring_json(p[i], with_z);
+  return s + "]";
+}
+
+std::string geojson_of(const std::vector<TestFeature>& fs) {
+  std::string s = "{\"type\": \"FeatureCollection\", \"features\": [\n";
+  for (size_t i = 0; i < fs.size(); ++i) {
+    const TestFeature& f = fs[i];
+    std::string g = "null";
+    if (f.type == "Polygon") {
+      g = "{\"type\": \"Polygon\", \"coordinates\": " + poly_json(f.polys.at(0), f.with_z) + "}";
+    } else if (f.type == "MultiPolygon") {
+      g = "{\"type\": \"MultiPolygon\", \"coordinates\": [";
+      for (size_t p = 0; p < f.polys.size(); ++p) g += (p ? ", " : "") + poly_json(f.polys[p], f.with_z);
+      g += "]}";
+    }
+    s += std::string(i ? ",\n" : "") + "{\"type\": \"Feature\", " + f.members + (f.members.empty() ? "" : ", ") +
+         "\"geometry\": " + g + "}";
+  }
+  return s + "\n]}\n";
+}
+
+Ring box(float x0, float y0, float x1, float y1, bool clockwise = false, bool closed = true) {
+  Ring r = {{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}};
+  if (clockwise) std::reverse(r.begin(), r.end());
+  if (closed) r.push_back(r.front());
+  return r;
+}
+
+// Polygon with a hole, overlapping and disjoint MultiPolygons, a null
+// geometry, a concave clockwise ring with z values, and a square sharing an
+// edge with the first: every case the counts and pairs must get right.
+std::vector<TestFeature> test_features() {
+  std::vector<TestFeature> fs;
+  fs.push_back({"\"id\": \"hole\", \"properties\": {\"name\": \"not this\"}", "Polygon",
+                {{box(-8, -8, 0, 0), box(-6, -6, -2, -2, true)}}, "hole"});
+  fs.push_back({"\"properties\": {\"name\": \"over, \\\"lap\\\"\"}", "MultiPolygon",
+                {{{{0, 0}, {9, 0}, {0, 9}}}, {box(2, 2, 8, 8)}}, "\"over, \"\"lap\"\"\""});
+  fs.push_back({"\"properties\": {\"id\": 42, \"name\": \"no\"}", "MultiPolygon",
+                {{box(-9, 3, -5, 9, false, false)},
+                 {{{-4, 3}, {0, 3}, {0, 9}, {-1, 9}, {-1, 4}, {-4, 4}, {-4, 3}}}},
+                "42"});
+  fs.push_back({"\"properties\": {\"name\": \"nowhere\"}", "", {}, "nowhere"});
+  TestFeature star{"", "Polygon",
+                   {{{{5, -9}, {6.5f, -6}, {9.5f, -5.5f}, {7, -3}, {8, 0.5f}, {5, -1.5f}, {2, 0.5f},
+                      {3, -3}, {0.5f, -5.5f}, {3.5f, -6}}}},
+                   ""};
+  std::reverse(star.polys[0][0].begin(), star.polys[0][0].end());
+  star.with_z = true;
+  fs.push_back(star);
+  fs.push_back({"\"properties\": {}", "Polygon", {{box(0, -8, 8, 0)}}, ""});
+  return fs;
+}
+
+struct PipAnswer {
+  std::vector<int64_t> counts;                   // per feature
+  std::vector<std::pair<int64_t, int64_t>> pairs; // (point, feature), by feature then point
+  std::vector<int64_t> part_sums;                // per feature: sum over its polygons
+};
+
+// The library's answer: every polygon through knn_points_in_polygons, each
+// feature the union of its polygons' points.
+PipAnswer library_pip(const std::vector<float>& xy, const std::vector<TestFeature>& fs) {
+  std::vector<float> v;
+  std::vector<int64_t> rings{0}, polys{0}, feature_of;
+  for (size_t f = 0; f < fs.size(); ++f)
+    for (const Poly& p : fs[f].polys) {
+      for (const Ring& r : p) {
+        for (const auto& xyv : r) {
+          v.push_back(xyv.first);
+          v.push_back(xyv.second);
+        }
+        rings.push_back(static_cast<int64_t>(v.size() / 2));
+      }
+      polys.push_back(static_cast<int64_t>(rings.size()) - 1);
+      feature_of.push_back(static_cast<int64_t>(f));
+    }
+  const int64_t P = static_cast<int64_t>(feature_of.size()), R = static_cast<int64_t>(rings.size()) - 1;
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_OPENMP;
+  knn_quadtree* tree = nullptr;
+  EXPECT_EQ(knn_quadtree_build(xy.data(), static_cast<int64_t>(xy.size() / 2), &opt, &tree), KNN_OK)
+      << knn_last_error();
+  std::vector<int64_t> counts(static_cast<size_t>(P)), offsets{0};
+  EXPECT_EQ(knn_points_in_polygons_count(tree, v.data(), rings.data(), R, polys.data(), P,
+                                         counts.data(), &opt),
+            KNN_OK)
+      << knn_last_error();
+  for (int64_t c : counts) offsets.push_back(offsets.back() + c);
+  std::vector<int64_t> pts(static_cast<size_t>(offsets.back()));
+  EXPECT_EQ(knn_points_in_polygons(tree, v.data(), rings.data(), R, polys.data(), P, offsets.data(),
+                                   pts.data(), &opt),
+            KNN_OK)
+      << knn_last_error();
+  knn_quadtree_free(tree);
+  std::vector<std::vector<int64_t>> sets(fs.size());
+  PipAnswer a;
+  a.part_sums.assign(fs.size(), 0);
+  for (int64_t p = 0; p < P; ++p) {
+    std::vector<int64_t>& s = sets[feature_of[p]];
+    s.insert(s.end(), pts.begin() + offsets[p], pts.begin() + offsets[p + 1]);
+    a.part_sums[feature_of[p]] += counts[p];
+  }
+  for (size_t f = 0; f < fs.size(); ++f) {
+    std::sort(sets[f].begin(), sets[f].end());
+    sets[f].erase(std::unique(sets[f].begin(), sets[f].end()), sets[f].end());
+    a.counts.push_back(static_cast<int64_t>(sets[f].size()));
+    for (int64_t i : sets[f]) a.pairs.emplace_back(i, static_cast<int64_t>(f));
+  }
+  return a;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+std::vector<std::string> expected_counts_csv(const std::vector<TestFeature>& fs, const PipAnswer& a) {
+  std::vector<std::string> out{"feature,id,count"};
+  for (size_t f = 0; f < fs.size(); ++f)
+    out.push_back(std::to_string(f) + "," + fs[f].csv_id + "," + std::to_string(a.counts[f]));
+  return out;
+}
+
+std::vector<std::string> expected_pairs_csv(const PipAnswer& a) {
+  std::vector<std::string> out{"point,feature"};
+  for (const auto& p : a.pairs) out.push_back(std::to_string(p.first) + "," + std::to_string(p.second));
+  return out;
+}
+
+// Random points and every integer grid point of [-9, 9]^2, which lie on the
+// polygons' edges and vertices (the boundary rule decides them).
+std::vector<float> pip_points() {
+  std::vector<float> xyz = random_points(400, 21);
+  for (int x = -9; x <= 9; ++x)
+    for (int y = -9; y <= 9; ++y)
+      for (float c : {static_cast<float>(x), static_cast<float>(y), 0.25f}) xyz.push_back(c);
+  return xyz;
+}
+
+std::vector<float> xy_of(const std::vector<float>& xyz) {
+  std::vector<float> xy;
+  for (size_t i = 0; i + 2 < xyz.size(); i += 3) {
+    xy.push_back(xyz[i]);
+    xy.push_back(xyz[i + 1]);
+  }
+  return xy;
+}
+
+TEST(Cli, PipEveryInputFormatMatchesTheLibrary) {
+  if (!KNN_CLI_HAVE_JSON) GTEST_SKIP() << "pip needs nlohmann-json (GeoJSON)";
+  const std::vector<TestFeature> fs = test_features();
+  write_bytes(path_of("regions.geojson"), geojson_of(fs));
+  const std::vector<float> xyz = pip_points();
+  const std::vector<float> xy = xy_of(xyz);
+  const PipAnswer want = library_pip(xy, fs);
+  // The test data exercises what it is meant to: a hole that holds points,
+  // overlapping parts that share points (counted once), an empty feature.
+  ASSERT_LT(want.counts[1], want.part_sums[1]);
+  ASSERT_EQ(want.counts[2], want.part_sums[2]);
+  ASSERT_GT(want.counts[0], 0);
+  ASSERT_EQ(want.counts[3], 0);
+  ASSERT_GT(want.counts[4], 0);
+  const std::vector<std::string> want_counts = expected_counts_csv(fs, want);
+  const std::vector<std::string> want_pairs = expected_pairs_csv(want);
+  const std::string polys = " --polygons '" + path_of("regions.geojson") + "'";
+
+  for (const Format& f : kFormats) {
+    SCOPED_TRACE(f.name);
+    const std::string pp = path_of(std::string("pip_") + f.name);
+    f.write(pp, xyz);
+    const RunResult r = run_cli("pip --points '" + pp + "'" + polys + " --out '" + path_of("pc.csv") +
+                                "' --pairs '" + path_of("pp.csv") + "' --backend openmp");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(lines_of(slurp(path_of("pc.csv"))), want_counts);
+    EXPECT_EQ(lines_of(slurp(path_of("pp.csv"))), want_pairs);
+  }
+  // x y files: two text columns, a (n, 2) .npy, a PLY without z.
+  write_table(path_of("pip2.csv"), xy, 2, ",");
+  write_npy_table(path_of("pip2.npy"), xy, 2);
+  {
+    std::string ply = "ply\nformat ascii 1.0\nelement vertex " + std::to_string(xy.size() / 2) +
+                      "\nproperty float x\nproperty float y\nend_header\n";
+    char line[64];
+    for (size_t i = 0; i < xy.size(); i += 2) {
+      std::snprintf(line, sizeof line, "%.9g %.9g\n", xy[i], xy[i + 1]);
+      ply += line;
+    }
+    write_bytes(path_of("pip2.ply"), ply);
+  }
+  for (const char* name : {"pip2.csv", "pip2.npy", "pip2.ply"}) {
+    SCOPED_TRACE(name);
+    const RunResult r = run_cli("pip --points '" + path_of(name) + "'" + polys + " --out '" +
+                                path_of("pc2.csv") + "'");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(lines_of(slurp(path_of("pc2.csv"))), want_counts);
+  }
+  // Pairs as .npy: int64 (p, 2), rows (point, feature); the auto backend.
+  const RunResult r = run_cli("pip --points '" + path_of("pip_pts.xyz") + "'" + polys + " --out '" +
+                              path_of("pc3.csv") + "' --pairs '" + path_of("pp.npy") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(lines_of(slurp(path_of("pc3.csv"))), want_counts);
+  const std::vector<int64_t> got =
+      read_npy<int64_t>(path_of("pp.npy"), "<i8", static_cast<int64_t>(want.pairs.size()), 2);
+  ASSERT_EQ(got.size(), 2 * want.pairs.size());
+  for (size_t i = 0; i < want.pairs.size(); ++i) {
+    ASSERT_EQ(got[2 * i], want.pairs[i].first) << "pair " << i;
+    ASSERT_EQ(got[2 * i + 1], want.pairs[i].second) << "pair " << i;
+  }
+}
+
+TEST(Cli, PipIdsAndGeoJsonShapes) {
+  if (!KNN_CLI_HAVE_JSON) GTEST_SKIP() << "pip needs nlohmann-json (GeoJSON)";
+  write_bytes(path_of("pid.xyz"), "0.5 0.5 0\n5 5 0\n0.25 0.75 1\n");
+  // --id-property picks the property; a bare Polygon is one feature without id.
+  write_bytes(path_of("pid.geojson"),
+              "{\"type\": \"FeatureCollection\", \"features\": ["
+              "{\"type\": \"Feature\", \"id\": 7, \"properties\": {\"code\": \"A1\", \"name\": \"n\"},"
+              " \"geometry\": {\"type\": \"Polygon\", \"coordinates\": [[[0,0],[1,0],[1,1],[0,1]]]}},"
+              "{\"type\": \"Feature\", \"properties\": null, \"geometry\": {\"type\": \"MultiPolygon\","
+              " \"coordinates\": []}}]}");
+  RunResult r = run_cli("pip --points '" + path_of("pid.xyz") + "' --polygons '" + path_of("pid.geojson") +
+                        "' --out '" + path_of("pid.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(lines_of(slurp(path_of("pid.csv"))),
+            (std::vector<std::string>{"feature,id,count", "0,7,2", "1,,0"}));
+  r = run_cli("pip --points '" + path_of("pid.xyz") + "' --polygons '" + path_of("pid.geojson") +
+              "' --out '" + path_of("pid.csv") + "' --id-property code");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(lines_of(slurp(path_of("pid.csv"))),
+            (std::vector<std::string>{"feature,id,count", "0,A1,2", "1,,0"}));
+  write_bytes(path_of("bare.geojson"),
+              "{\"type\": \"Polygon\", \"coordinates\": [[[0,0],[10,0],[10,10],[0,10],[0,0]]]}");
+  r = run_cli("pip --points '" + path_of("pid.xyz") + "' --polygons '" + path_of("bare.geojson") +
+              "' --out '" + path_of("bare.csv") + "' --pairs '" + path_of("bare_pairs.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(lines_of(slurp(path_of("bare.csv"))), (std::vector<std::string>{"feature,id,count", "0,,3"}));
+  EXPECT_EQ(lines_of(slurp(path_of("bare_pairs.csv"))),
+            (std::vector<std::string>{"point,feature", "0,0", "1,0", "2,0"}));
+}
+
+TEST(Cli, PipMalformedInputsFailCleanly) {
+  if (!KNN_CLI_HAVE_JSON) GTEST_SKIP() << "pip needs nlohmann-json (GeoJSON)";
+  write_bytes(path_of("pm.xyz"), "0.5 0.5 0\n2 2 0\n");
+  auto fc = [](const std::string& geometry) {
+    return "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\", \"properties\": {},"
+           " \"geometry\": {\"type\": \"Polygon\", \"coordinates\": [[[0,0],[4,0],[4,4],[0,4]]]}},\n"
+           "{\"type\": \"Feature\", \"id\": \"bad\", \"geometry\": " + geometry + "}]}";
+  };
+  struct Case {
+    std::string name, bytes, expect;
+  };
+  const Case cases[] = {
+      {"ring2.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,0],[1,1]]]}"),
+       "feature 1 (id 'bad'): ring 0 (outer) has 2 positions"},
+      {"ring_closed.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,0],[1,1],[0,0]]]}"),
+       "2 distinct"},
+      {"hole2.geojson",
+       fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,0],[3,0],[3,3]], [[1,1],[2,1]]]}"),
+       "ring 1 (hole 1) has 2 positions"},
+      {"multi2.geojson",
+       fc("{\"type\": \"MultiPolygon\", \"coordinates\": [[[[0,0],[3,0],[3,3]]], [[[1,1],[2,1],[1,1]]]]}"),
+       "polygon 1 ring 0 (outer)"},
+      {"trunc.geojson", fc("null").substr(0, 60), "malformed JSON"},
+      {"empty.geojson", "", "malformed JSON"},
+      {"nan.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,NaN],[1,0],[1,1]]]}"),
+       "malformed JSON: parse error at line 2"},
+      {"huge.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,1e39],[1,0],[1,1]]]}"),
+       "position 0: coordinate 1 (1e+39) is not a finite float32"},
+      {"overflow.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,1e400],[1,0],[1,1]]]}"),
+       "1e400"},
+      {"line.geojson", fc("{\"type\": \"LineString\", \"coordinates\": [[0,0],[1,1]]}"),
+       "geometry type 'LineString' is not supported"},
+      {"gc.geojson", fc("{\"type\": \"GeometryCollection\", \"geometries\": []}"),
+       "'GeometryCollection' is not supported"},
+      {"point.geojson", "{\"type\": \"Point\", \"coordinates\": [0, 0]}", "type 'Point' is not supported"},
+      {"array.geojson", "[1, 2]", "not a GeoJSON object"},
+      {"nofeatures.geojson", "{\"type\": \"FeatureCollection\", \"features\": {}}", "\"features\" array"},
+      {"nogeom.geojson", "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\"}]}",
+       "feature 0 has no \"geometry\""},
+      {"notfeature.geojson",
+       "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Polygon\", \"coordinates\": []}]}",
+       "feature 0 is not a Feature"},
+      {"pos1.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[0],[1,0],[1,1]]]}"),
+       "position 0 is not a position"},
+      {"str.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[\"a\",0],[1,0],[1,1]]]}"),
+       "coordinate 0 is a string, not a number"},
+      {"nocoords.geojson", fc("{\"type\": \"Polygon\"}"), "no \"coordinates\""},
+      {"deep.geojson", std::string(200000, '['), "malformed JSON"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    write_bytes(path_of(c.name), c.bytes);
+    const RunResult r = run_cli("pip --points '" + path_of("pm.xyz") + "' --polygons '" +
+                                path_of(c.name) + "' --out '" + path_of("pm_out.csv") + "'");
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_NE(r.err.find(c.name + ": "), std::string::npos) << r.err;  // names the file
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  // Points and arguments.
+  write_bytes(path_of("ok.geojson"), fc("null"));
+  write_bytes(path_of("pm_nan.csv"), "x,y\n0,0\n1,nan\n");
+  write_bytes(path_of("pm_4.csv"), "0,0,0,0\n");
+  const std::string ok = " --polygons '" + path_of("ok.geojson") + "'";
+  const Case arg_cases[] = {
+      {"--points '" + path_of("pm_nan.csv") + "'" + ok + " --out '" + path_of("a.csv") + "'",
+       "", "KNN_ERR_NONFINITE_INPUT"},
+      {"--points '" + path_of("pm_4.csv") + "'" + ok + " --out '" + path_of("a.csv") + "'",
+       "", "expected 2 or 3 columns"},
+      {"--points '" + path_of("pm.xyz") + "' --polygons '" + path_of("nosuch.geojson") + "' --out '" +
+           path_of("a.csv") + "'",
+       "", "nosuch.geojson: cannot open"},
+      {"--points '" + path_of("pm.xyz") + "'" + ok + " --out '" + path_of("a.npy") + "'", "",
+       "--out must end in .csv"},
+      {"--points '" + path_of("pm.xyz") + "'" + ok + " --out '" + path_of("a.csv") + "' --pairs '" +
+           path_of("a.txt") + "'",
+       "", ".npy or .csv"},
+  };
+  for (const Case& c : arg_cases) {
+    SCOPED_TRACE(c.name);
+    const RunResult r = run_cli("pip " + c.name);
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  // A missing required option is a command-line error.
+  const RunResult r = run_cli("pip --points '" + path_of("pm.xyz") + "'" + ok);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_LT(r.rc, 1000);
+}
+
+TEST(Cli, PipCudaBackendWithoutDeviceFailsCleanly) {
+  if (!KNN_CLI_HAVE_JSON) GTEST_SKIP() << "pip needs nlohmann-json (GeoJSON)";
+  if (cuGetDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
+  write_bytes(path_of("pcu.xyz"), "0.5 0.5 0\n");
+  write_bytes(path_of("pcu.geojson"), "{\"type\": \"Polygon\", \"coordinates\": [[[0,0],[1,0],[1,1]]]}");
+  const RunResult r = run_cli("pip --points '" + path_of("pcu.xyz") + "' --polygons '" +
+                              path_of("pcu.geojson") + "' --out '" + path_of("pcu.csv") + "' --backend cuda");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("KNN_ERR_NO_DEVICE"), std::string::npos) << r.err;
 }
 
 // ---- bench ---------------------------------------------------------------------------
@@ -561,23 +1183,44 @@ TEST(CliBench, ClassicSuiteWritesValidJson) {
   }
 }
 
-// Suites whose engines are not in this release still write a document,
-// with each refused measurement's status and message.
-TEST(CliBench, UnsupportedSuitesRecordTheStatus) {
+// The index and pip suites: a document with every measurement, timed where
+// the engine is in this library (pip always; the index API once it ships,
+// KNN_ERR_UNSUPPORTED with its message before), NO_DEVICE only for cuda.
+TEST(CliBench, IndexAndPipSuitesWriteEveryMeasurement) {
   for (const char* suite : {"index", "pip"}) {
     SCOPED_TRACE(suite);
+    const bool engine = std::string(suite) == "pip" || index_engine_present();
     const RunResult r = run_cli(std::string("bench ") + suite + " --sizes 500 --repeats 1");
     ASSERT_EQ(r.rc, 0) << r.err;
     const nlohmann::json doc = nlohmann::json::parse(r.out);
     ASSERT_FALSE(doc.at("results").empty());
+    size_t timed = 0;
     for (const nlohmann::json& rec : doc.at("results")) {
       const std::string status = rec.at("status");
       if (status == "KNN_OK") {
         EXPECT_GT(rec.at("median_s").get<double>(), 0.0) << rec.dump();
+        ++timed;
       } else {
-        EXPECT_TRUE(status == "KNN_ERR_UNSUPPORTED" || status == "KNN_ERR_NO_DEVICE") << rec.dump();
+        EXPECT_TRUE((!engine && status == "KNN_ERR_UNSUPPORTED") ||
+                    (status == "KNN_ERR_NO_DEVICE" && rec.at("backend") == "cuda"))
+            << rec.dump();
         EXPECT_FALSE(rec.at("error").get<std::string>().empty()) << rec.dump();
       }
+    }
+    // Every structure (index) or the quadtree (pip) is timed on the CPU: a
+    // build and a query each, and a radius search for each index structure.
+    if (engine) {
+      EXPECT_GE(timed, std::string(suite) == "pip" ? 2u : 9u) << doc.dump(1);
+    }
+    if (std::string(suite) == "index" && engine) {
+      size_t radius_records = 0;
+      for (const nlohmann::json& rec : doc.at("results"))
+        if (rec.at("operation") == "radius" && rec.at("backend") == "openmp") {
+          ++radius_records;
+          EXPECT_EQ(rec.at("status"), "KNN_OK") << rec.dump();
+          EXPECT_GT(rec.at("radius").get<double>(), 0.0) << rec.dump();
+        }
+      EXPECT_EQ(radius_records, 3u);
     }
   }
 }
