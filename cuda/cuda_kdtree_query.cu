@@ -35,20 +35,6 @@ struct Slot {
         host_sq_distances(want_distances ? sizeof(float) * chunk * k : 0) {}
 };
 
-// memcpy between pageable and pinned host memory, over a few threads: one
-// core cannot keep up with the PCIe link. Serial when called from inside a
-// parallel region (then the other cores have work of their own).
-void host_copy(void* dst, const void* src, size_t bytes) {
-  constexpr size_t kPiece = size_t{1} << 22;
-  const int64_t pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
-#pragma omp parallel for num_threads(kHostCopyThreads) schedule(static) if (pieces > 1)
-  for (int64_t p = 0; p < pieces; ++p) {
-    const size_t at = static_cast<size_t>(p) * kPiece;
-    std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at,
-                std::min(kPiece, bytes - at));
-  }
-}
-
 // Turns the device check's findings into the same error the CPU check gives.
 void report_tree_defect(const Node* tree, int64_t n, int root_dim, unsigned long long first_bad,
                         unsigned long long first_repeat) {
@@ -141,9 +127,9 @@ void DeviceTree::query(const Point* queries, int k, int32_t* indices, float* sq_
   auto drain = [&](Slot& s) {
     s.stream.synchronize();
     const size_t values = static_cast<size_t>(s.count) * k;
-    host_copy(indices + s.first * k, s.host_indices.as<int32_t>(), values * sizeof(int32_t));
+    staging_copy(indices + s.first * k, s.host_indices.as<int32_t>(), values * sizeof(int32_t));
     if (sq_distances)
-      host_copy(sq_distances + s.first * k, s.host_sq_distances.as<float>(), values * sizeof(float));
+      staging_copy(sq_distances + s.first * k, s.host_sq_distances.as<float>(), values * sizeof(float));
     s.count = 0;
   };
   try {
@@ -155,7 +141,7 @@ void DeviceTree::query(const Point* queries, int k, int32_t* indices, float* sq_
       s.first = source.take(chunk, &s.count);
       if (s.count == 0) break;
       const cudaStream_t st = s.stream.get();
-      host_copy(s.host_queries.as<Point>(), queries + s.first, sizeof(Point) * s.count);
+      staging_copy(s.host_queries.as<Point>(), queries + s.first, sizeof(Point) * s.count);
       check(cudaMemcpyAsync(s.queries.get(), s.host_queries.as<Point>(), sizeof(Point) * s.count,
                             cudaMemcpyHostToDevice, st),
             "cudaMemcpyAsync queries");

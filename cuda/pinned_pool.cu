@@ -1,7 +1,10 @@
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
+#include "cuda_engine.h"
 #include "cuda_support.h"
 #include "pinned_pool.h"
 
@@ -90,6 +93,17 @@ void release_pinned_pool() { pool().release_idle(); }
 
 PinnedLease::~PinnedLease() {
   if (ptr_) pool().give_back(Block{ptr_, bytes_});
+}
+
+void staging_copy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kPiece = size_t{1} << 22;
+  const int64_t pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
+#pragma omp parallel for num_threads(kHostCopyThreads) schedule(static) if (pieces > 1)
+  for (int64_t p = 0; p < pieces; ++p) {
+    const size_t at = static_cast<size_t>(p) * kPiece;
+    std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at,
+                std::min(kPiece, bytes - at));
+  }
 }
 
 }  // namespace cuda

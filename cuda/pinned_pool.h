@@ -25,6 +25,11 @@ class PinnedLease {
   size_t bytes_ = 0;
 };
 
+// memcpy between pageable and pinned host memory over a few threads
+// (kHostCopyThreads): one core cannot keep up with the PCIe link. Serial
+// when called from inside a parallel region.
+void staging_copy(void* dst, const void* src, size_t bytes);
+
 // Frees the pinned buffers the pool keeps idle (for tools that check for
 // leaks at exit; the library itself keeps them until the process ends).
 void release_pinned_pool();

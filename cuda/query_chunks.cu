@@ -19,19 +19,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-// memcpy between pageable and pinned host memory over a few threads: one core
-// cannot keep up with the PCIe link.
-void parallel_host_copy(void* dst, const void* src, size_t bytes) {
-  constexpr size_t kPiece = size_t{1} << 22;
-  const int64_t pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
-#pragma omp parallel for num_threads(kHostCopyThreads) schedule(static) if (pieces > 1)
-  for (int64_t p = 0; p < pieces; ++p) {
-    const size_t at = static_cast<size_t>(p) * kPiece;
-    std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at,
-                std::min(kPiece, bytes - at));
-  }
-}
-
 // What the call wants and where its arrays live.
 struct CallShape {
   int dim;
@@ -131,12 +118,12 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
       const size_t values = shape.row_values(s.count);
       const size_t row0 = shape.row_values(s.first);
       if (shape.want_indices)
-        parallel_host_copy(indices + row0, s.host_indices.as<int32_t>(), values * sizeof(int32_t));
+        staging_copy(indices + row0, s.host_indices.as<int32_t>(), values * sizeof(int32_t));
       if (shape.want_sq)
-        parallel_host_copy(sq_distances + row0, s.host_sq_distances.as<float>(),
+        staging_copy(sq_distances + row0, s.host_sq_distances.as<float>(),
                            values * sizeof(float));
       if (shape.want_counts)
-        parallel_host_copy(counts + s.first, s.host_counts.as<int32_t>(),
+        staging_copy(counts + s.first, s.host_counts.as<int32_t>(),
                            static_cast<size_t>(s.count) * sizeof(int32_t));
     }
     s.count = 0;
@@ -158,7 +145,7 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
     c.slot = slot_index;
     if (shape.stage_in) {
       const size_t bytes = shape.query_bytes(s.count);
-      parallel_host_copy(s.host_queries.as<float>(), queries + static_cast<size_t>(first) * dim,
+      staging_copy(s.host_queries.as<float>(), queries + static_cast<size_t>(first) * dim,
                          bytes);
       check(cudaMemcpyAsync(s.queries.get(), s.host_queries.as<float>(), bytes,
                             cudaMemcpyHostToDevice, stream),

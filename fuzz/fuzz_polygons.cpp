@@ -1,11 +1,14 @@
 // Fuzz target: the polygon arguments of point-in-polygon. Ring and polygon
-// offsets are arbitrary int64 values (decreasing, negative, past the arrays),
+// offsets are arbitrary int64 values (decreasing, negative, past the arrays;
+// only the last ring offset, the vertex count by contract, stays within the
+// vertex array),
 // vertices may be NaN; every array is exactly as long as its count says, so
 // a read or write past it is the library's (ASan). Checked: a listed status
 // with a message; on success the counts agree with knn_points_in_polygons'
 // lists, ascending and within the points. The engine answers
 // KNN_ERR_UNSUPPORTED until it lands; validation is still exercised on a
 // NULL tree then.
+#include <algorithm>
 #include <vector>
 
 #include "fuzz_support.h"
@@ -37,6 +40,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   std::vector<int64_t> rings(static_cast<size_t>(n_rings > 0 ? n_rings + 1 : in.ConsumeBool()));
   for (int64_t& r : rings) r = offset(n_vertices);
+  // ring_offsets[n_rings] is the vertex count by contract (the API takes no
+  // other length for vertices_xy), so a larger one would be this harness
+  // lying about its array, not an input the library can refuse.
+  if (n_rings > 0) {
+    int64_t& vertex_count = rings[static_cast<size_t>(n_rings)];
+    vertex_count = std::min(vertex_count, n_vertices);
+  }
   std::vector<int64_t> polygons(
       static_cast<size_t>(n_polygons > 0 ? n_polygons + 1 : in.ConsumeBool()));
   for (int64_t& p : polygons) p = offset(n_rings);

@@ -369,7 +369,9 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
 /* Device bytes a CUDA index build / a kNN call on it would need at most, for
  * the structure opt asks for (AUTO or NULL: the largest of the structures the
  * planner may pick). No device needed; they compute in 64 bits, grow with
- * every argument and return 0 for negative sizes, dim < 1 or k < 1. */
+ * every argument and return 0 for negative sizes, dim < 1 or k < 1, and
+ * SIZE_MAX for sizes no index serves (n > INT32_MAX, dim > KNN_INDEX_MAX_DIM)
+ * or whose byte count does not fit a size_t. */
 KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options* opt);
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
                                                  const knn_options* opt);

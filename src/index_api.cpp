@@ -418,16 +418,31 @@ int estimate_structure(const knn_options* opt) {
   const int s = opt->structure;
   return s >= KNN_STRUCTURE_AUTO && s <= KNN_STRUCTURE_BRUTE_FORCE ? s : KNN_STRUCTURE_AUTO;
 }
+
+// Sizes no index serves, or whose byte counts would not fit a size_t, need
+// more than any device has: SIZE_MAX keeps the estimates non-decreasing and
+// keeps the arithmetic below from overflowing (found by fuzz/fuzz_api_args).
+bool beyond_any_index(int64_t n, int dim) {
+  return n > INT32_MAX || dim > KNN_INDEX_MAX_DIM;
+}
+bool query_bytes_overflow(int64_t m, int k, int dim) {
+  // Generous per-query bound: rows of k indices and distances (twice, for
+  // staging and sorting), the query, and scratch; 64x slack.
+  const long double per_query = (static_cast<long double>(k) + dim + 64) * 64;
+  return static_cast<long double>(m) * per_query > static_cast<long double>(SIZE_MAX) / 2;
+}
 }  // namespace
 
 KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options* opt) {
   if (n < 0 || dim < 1) return 0;
+  if (beyond_any_index(n, dim)) return SIZE_MAX;
   return knn::cuda::index_memory::build_bytes(estimate_structure(opt), n, dim);
 }
 
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
                                                  const knn_options* opt) {
   if (m < 0 || k < 1 || n < 0 || dim < 1) return 0;
+  if (beyond_any_index(n, dim) || query_bytes_overflow(m, k, dim)) return SIZE_MAX;
   return knn::cuda::index_memory::query_bytes(estimate_structure(opt), m, k, n, dim);
 }
 

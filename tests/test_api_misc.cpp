@@ -163,6 +163,25 @@ void expect_unsupported_or_invalid(int status, const char* call) {
   EXPECT_STRNE(knn_last_error(), "") << call;
 }
 
+// Regression (fuzz/fuzz_api_args): sizes beyond any index overflowed the
+// byte arithmetic; they now saturate, and the largest servable sizes still
+// get finite, growing answers.
+TEST(IndexApi, EstimatesSaturateBeyondAnyIndex) {
+  const int64_t max_n = INT32_MAX;
+  EXPECT_EQ(knn_estimate_build_bytes(INT64_MAX, KNN_INDEX_MAX_DIM, nullptr), SIZE_MAX);
+  EXPECT_EQ(knn_estimate_build_bytes(max_n + 1, 3, nullptr), SIZE_MAX);
+  EXPECT_EQ(knn_estimate_build_bytes(1000, KNN_INDEX_MAX_DIM + 1, nullptr), SIZE_MAX);
+  EXPECT_EQ(knn_estimate_query_bytes(INT64_MAX, 100, 1000, 3, nullptr), SIZE_MAX);
+  EXPECT_EQ(knn_estimate_query_bytes(INT64_MAX, INT32_MAX, INT64_MAX, INT32_MAX, nullptr),
+            SIZE_MAX);
+  const size_t widest = knn_estimate_build_bytes(max_n, KNN_INDEX_MAX_DIM, nullptr);
+  EXPECT_LT(widest, SIZE_MAX);
+  EXPECT_GT(widest, knn_estimate_build_bytes(max_n, 16, nullptr));
+  const size_t most = knn_estimate_query_bytes(max_n, 1024, max_n, KNN_INDEX_MAX_DIM, nullptr);
+  EXPECT_LT(most, SIZE_MAX);
+  EXPECT_GT(most, knn_estimate_query_bytes(max_n, 1024, max_n, 16, nullptr));
+}
+
 TEST(IndexApi, HandleCallsFailCleanlyWithoutAnIndex) {
   const std::vector<float> queries = make_rows(Dist::Uniform, 10, 3, 2);
   std::vector<int32_t> ind(10 * 4, kSentinelInt);
