@@ -544,16 +544,6 @@ std::vector<float> random_rows(int n, int dim, unsigned seed) {
   return v;
 }
 
-// Whether this library has the index engines (KNN_ERR_UNSUPPORTED before
-// they ship, when the tool must exit 2 and say so).
-bool index_engine_present() {
-  const float p[3] = {0, 0, 0};
-  knn_index* ix = nullptr;
-  const int st = knn_index_build(p, 1, 3, nullptr, &ix);
-  if (st == KNN_OK) knn_index_free(ix);
-  return st != KNN_ERR_UNSUPPORTED;
-}
-
 struct RadiusAnswer {
   std::vector<int32_t> idx, counts;
   std::vector<float> dist;
@@ -635,17 +625,7 @@ std::string radius_npy_outputs(const std::string& stem) {
          "' --counts '" + path_of(stem + "_n.npy") + "'";
 }
 
-TEST(Cli, RadiusWithoutTheIndexEngineSaysSo) {
-  if (index_engine_present()) GTEST_SKIP() << "the index engines are in this library";
-  write_text(path_of("r_pre.xyz"), random_points(20, 8), " ", nullptr);
-  const RunResult r = run_cli("radius --ref '" + path_of("r_pre.xyz") +
-                              "' --self --radius 1 --max-neighbors 4 --out '" + path_of("r_pre.npy") + "'");
-  EXPECT_EQ(r.rc, 2) << r.err;
-  EXPECT_NE(r.err.find("KNN_ERR_UNSUPPORTED"), std::string::npos) << r.err;
-}
-
 TEST(Cli, RadiusEveryInputFormatMatchesTheLibrary) {
-  if (!index_engine_present()) GTEST_SKIP() << "the index engines are not in this library";
   const std::vector<float> ref = random_points(300, 11), query = random_points(57, 12);
   const float radius = 4.0f;
   const int M = 8;  // some queries have more in the radius: rows hold the nearest 8
@@ -675,7 +655,6 @@ TEST(Cli, RadiusEveryInputFormatMatchesTheLibrary) {
 }
 
 TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
-  if (!index_engine_present()) GTEST_SKIP() << "the index engines are not in this library";
   const std::vector<float> ref = random_points(120, 13), query = random_points(15, 14);
   const RadiusAnswer want = library_radius(ref, query, 3, 5.0f, 4);
   write_text(path_of("rc_ref.xyz"), ref, " ", nullptr);
@@ -766,7 +745,6 @@ TEST(Cli, RadiusBadArgumentsFailCleanly) {
     EXPECT_NE(r.rc, 0);
     EXPECT_LT(r.rc, 1000);
   }
-  if (!index_engine_present()) return;
   write_bytes(path_of("rb_nan.xyz"), "1 2 3\n4 nan 6\n");
   const RunResult r = run_cli("radius --ref '" + path_of("rb_nan.xyz") +
                               "' --self --radius 1 --max-neighbors 2" + out);
@@ -1183,13 +1161,11 @@ TEST(CliBench, ClassicSuiteWritesValidJson) {
   }
 }
 
-// The index and pip suites: a document with every measurement, timed where
-// the engine is in this library (pip always; the index API once it ships,
-// KNN_ERR_UNSUPPORTED with its message before), NO_DEVICE only for cuda.
+// The index and pip suites: a document with every measurement, each timed
+// or failed with a message (NO_DEVICE only for cuda).
 TEST(CliBench, IndexAndPipSuitesWriteEveryMeasurement) {
   for (const char* suite : {"index", "pip"}) {
     SCOPED_TRACE(suite);
-    const bool engine = std::string(suite) == "pip" || index_engine_present();
     const RunResult r = run_cli(std::string("bench ") + suite + " --sizes 500 --repeats 1");
     ASSERT_EQ(r.rc, 0) << r.err;
     const nlohmann::json doc = nlohmann::json::parse(r.out);
@@ -1201,18 +1177,14 @@ TEST(CliBench, IndexAndPipSuitesWriteEveryMeasurement) {
         EXPECT_GT(rec.at("median_s").get<double>(), 0.0) << rec.dump();
         ++timed;
       } else {
-        EXPECT_TRUE((!engine && status == "KNN_ERR_UNSUPPORTED") ||
-                    (status == "KNN_ERR_NO_DEVICE" && rec.at("backend") == "cuda"))
-            << rec.dump();
+        EXPECT_TRUE(status == "KNN_ERR_NO_DEVICE" && rec.at("backend") == "cuda") << rec.dump();
         EXPECT_FALSE(rec.at("error").get<std::string>().empty()) << rec.dump();
       }
     }
     // Every structure (index) or the quadtree (pip) is timed on the CPU: a
     // build and a query each, and a radius search for each index structure.
-    if (engine) {
-      EXPECT_GE(timed, std::string(suite) == "pip" ? 2u : 9u) << doc.dump(1);
-    }
-    if (std::string(suite) == "index" && engine) {
+    EXPECT_GE(timed, std::string(suite) == "pip" ? 2u : 9u) << doc.dump(1);
+    if (std::string(suite) == "index") {
       size_t radius_records = 0;
       for (const nlohmann::json& rec : doc.at("results"))
         if (rec.at("operation") == "radius" && rec.at("backend") == "openmp") {
