@@ -9,9 +9,10 @@
 namespace knn {
 
 int auto_structure(int backend, int64_t n, int dim) {
-  const int64_t brute_force_max =
-      backend == KNN_BACKEND_CUDA ? kGpuBruteForceMaxPoints : kCpuBruteForceMaxPoints;
-  if (n <= brute_force_max || dim > kKdTreeMaxUsefulDim) return KNN_STRUCTURE_BRUTE_FORCE;
+  const bool gpu = backend == KNN_BACKEND_CUDA;
+  const int64_t brute_force_max = gpu ? kGpuBruteForceMaxPoints : kCpuBruteForceMaxPoints;
+  const int kd_tree_max_dim = gpu ? kGpuKdTreeMaxUsefulDim : kKdTreeMaxUsefulDim;
+  if (n <= brute_force_max || dim > kd_tree_max_dim) return KNN_STRUCTURE_BRUTE_FORCE;
   return dim == 3 ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE;
 }
 
