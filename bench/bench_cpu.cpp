@@ -40,11 +40,15 @@
 #include <vector>
 
 #include "bench_timer.h"
+#include "check_status.h"
+#include "command_line.h"
 #include "datasets.h"
 #include "knn_gpgpu.h"
+#include "nanoflann_rows.h"
 
 namespace {
 
+using knn_bench::check_status;
 using knn_bench::Distribution;
 using knn_bench::Timing;
 
@@ -71,26 +75,14 @@ const char kUsage[] =
     "  N, M: reference points and queries (1e6 notation accepted), default 1e6\n"
     "  LIST: comma-separated, e.g. 8,100 (k) or 10,20 (nanoflann leaf sizes)\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "bench_cpu: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
-int64_t parse_count(const std::string& text, const char* what, int64_t min, int64_t max) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0' || v != std::floor(v) || v < static_cast<double>(min) ||
-      v > static_cast<double>(max))
-    usage_error(std::string("bad ") + what + " '" + text + "'");
-  return static_cast<int64_t>(v);
-}
+const knn_bench::CommandLine kCommandLine{"bench_cpu", kUsage};
 
 std::vector<int> parse_list(const std::string& text, const char* what, int min) {
   std::vector<int> values;
   std::stringstream stream(text);
   for (std::string item; std::getline(stream, item, ',');)
-    values.push_back(static_cast<int>(parse_count(item, what, min, INT_MAX)));
-  if (values.empty()) usage_error(std::string("empty ") + what + " list");
+    values.push_back(static_cast<int>(kCommandLine.count(item, what, min, INT_MAX)));
+  if (values.empty()) kCommandLine.fail(std::string("empty ") + what + " list");
   return values;
 }
 
@@ -98,24 +90,20 @@ Options parse_options(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::printf("%s", kUsage);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) usage_error("missing value after " + arg);
-    const std::string value = argv[++i];
+    kCommandLine.exit_if_help(arg);
+    const std::string value = kCommandLine.value_after(argc, argv, &i);
     if (arg == "--n") {
-      o.n = parse_count(value, "--n", 1, INT_MAX);
+      o.n = kCommandLine.count(value, "--n", 1, INT_MAX);
     } else if (arg == "--m") {
-      o.m = parse_count(value, "--m", 1, INT_MAX);
+      o.m = kCommandLine.count(value, "--m", 1, INT_MAX);
     } else if (arg == "--k") {
       o.ks = parse_list(value, "--k", 1);
     } else if (arg == "--leaf") {
       o.leaves = parse_list(value, "--leaf", 1);
     } else if (arg == "--repeats") {
-      o.repeats = static_cast<int>(parse_count(value, "--repeats", 1, 1000));
+      o.repeats = static_cast<int>(kCommandLine.count(value, "--repeats", 1, 1000));
     } else if (arg == "--check") {
-      o.check = static_cast<int>(parse_count(value, "--check", 0, INT_MAX));
+      o.check = static_cast<int>(kCommandLine.count(value, "--check", 0, INT_MAX));
     } else if (arg == "--json") {
       o.json = value;
     } else if (arg == "--dist") {
@@ -125,13 +113,13 @@ Options parse_options(int argc, char** argv) {
       else if (knn_bench::parse_distribution(value, &d))
         o.dists = {d};
       else
-        usage_error("bad --dist '" + value + "'");
+        kCommandLine.fail("bad --dist '" + value + "'");
     } else {
-      usage_error("unknown option " + arg);
+      kCommandLine.fail("unknown option " + arg);
     }
   }
   for (int k : o.ks)
-    if (k > o.n) usage_error("k = " + std::to_string(k) + " exceeds n");
+    if (k > o.n) kCommandLine.fail("k = " + std::to_string(k) + " exceeds n");
   o.check = static_cast<int>(std::min<int64_t>(o.check, o.m));
   return o;
 }
@@ -175,26 +163,8 @@ std::string nanoflann_version() {
 
 // ---- The two contenders ------------------------------------------------
 
-void check_status(int status, const char* call) {
-  if (status != KNN_OK)
-    throw std::runtime_error(std::string(call) + " failed: " + knn_status_string(status) + ": " +
-                             knn_last_error());
-}
-
-// nanoflann's view of a Point array.
-struct Cloud {
-  const Point* points;
-  size_t count;
-  size_t kdtree_get_point_count() const { return count; }
-  float kdtree_get_pt(uint32_t i, size_t dim) const { return points[i].p[dim]; }
-  template <class BoundingBox>
-  bool kdtree_get_bbox(BoundingBox&) const {
-    return false;  // nanoflann computes it
-  }
-};
-
-using NanoTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<float, Cloud>,
-                                                     Cloud, 3, uint32_t>;
+// nanoflann over Point arrays: rows of 3 floats.
+using NanoTree = knn_bench::NanoflannTree<3>;
 
 void nanoflann_query_all(const NanoTree& tree, const Point* queries, int64_t m, int k,
                          uint32_t* indices, float* sq_distances) {
@@ -442,7 +412,7 @@ void run_distribution(const Options& o, Distribution dist, std::vector<ConfigRes
 
   // ---- Builds ----
   std::vector<Node> tree(static_cast<size_t>(n));
-  const Cloud cloud{points.data(), points.size()};
+  const knn_bench::NanoflannRows<3> cloud{&points[0].p[0], points.size()};
   std::vector<std::unique_ptr<NanoTree>> nano_trees(leaves);
   std::vector<knn_bench::Contender> builds;
   builds.push_back(

@@ -31,10 +31,15 @@
 #include <vector>
 
 #include "bench_timer.h"
+#include "check_status.h"
+#include "command_line.h"
 #include "datasets.h"
 #include "knn_gpgpu.h"
+#include "nanoflann_rows.h"
 
 namespace {
+
+using knn_bench::check_status;
 
 constexpr int kNanoflannLeaf = 20;
 
@@ -53,82 +58,47 @@ const char kUsage[] =
     "                       [--repeats R] [--check Q]\n"
     "  --small: n = m = 1e5 (a quick run); N, M accept 1e6 notation; LIST e.g. 3,8,16\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "bench_index_cpu: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
-
-int64_t parse_count(const std::string& text, const char* what, int64_t min, int64_t max) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0' || v != std::floor(v) || v < static_cast<double>(min) ||
-      v > static_cast<double>(max))
-    usage_error(std::string("bad ") + what + " '" + text + "'");
-  return static_cast<int64_t>(v);
-}
+const knn_bench::CommandLine kCommandLine{"bench_index_cpu", kUsage};
 
 Options parse_options(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::printf("%s", kUsage);
-      std::exit(0);
-    }
+    kCommandLine.exit_if_help(arg);
     if (arg == "--small") {
       o.n = o.m = 100000;
       continue;
     }
-    if (i + 1 >= argc) usage_error("missing value after " + arg);
-    const std::string value = argv[++i];
+    const std::string value = kCommandLine.value_after(argc, argv, &i);
     if (arg == "--n") {
-      o.n = parse_count(value, "--n", 1, INT_MAX);
+      o.n = kCommandLine.count(value, "--n", 1, INT_MAX);
     } else if (arg == "--m") {
-      o.m = parse_count(value, "--m", 1, INT_MAX);
+      o.m = kCommandLine.count(value, "--m", 1, INT_MAX);
     } else if (arg == "--dims") {
       o.dims.clear();
       std::stringstream stream(value);
       for (std::string item; std::getline(stream, item, ',');)
-        o.dims.push_back(static_cast<int>(parse_count(item, "--dims", 1, 4096)));
-      if (o.dims.empty()) usage_error("empty --dims list");
+        o.dims.push_back(static_cast<int>(kCommandLine.count(item, "--dims", 1, 4096)));
+      if (o.dims.empty()) kCommandLine.fail("empty --dims list");
     } else if (arg == "--k") {
-      o.k = static_cast<int>(parse_count(value, "--k", 1, INT_MAX));
+      o.k = static_cast<int>(kCommandLine.count(value, "--k", 1, INT_MAX));
     } else if (arg == "--leaf") {
-      o.leaf = static_cast<int>(parse_count(value, "--leaf", 1, INT_MAX));
+      o.leaf = static_cast<int>(kCommandLine.count(value, "--leaf", 1, INT_MAX));
     } else if (arg == "--repeats") {
-      o.repeats = static_cast<int>(parse_count(value, "--repeats", 1, 1000));
+      o.repeats = static_cast<int>(kCommandLine.count(value, "--repeats", 1, 1000));
     } else if (arg == "--check") {
-      o.check = static_cast<int>(parse_count(value, "--check", 0, INT_MAX));
+      o.check = static_cast<int>(kCommandLine.count(value, "--check", 0, INT_MAX));
     } else {
-      usage_error("unknown option " + arg);
+      kCommandLine.fail("unknown option " + arg);
     }
   }
-  if (o.k > o.n) usage_error("k exceeds n");
+  if (o.k > o.n) kCommandLine.fail("k exceeds n");
   o.check = static_cast<int>(std::min<int64_t>(o.check, o.m));
   return o;
 }
 
-void check_status(int status, const char* call) {
-  if (status != KNN_OK)
-    throw std::runtime_error(std::string(call) + " failed: " + knn_status_string(status) + ": " +
-                             knn_last_error());
-}
-
-// nanoflann's view of n rows of dim floats.
-struct Rows {
-  const float* data;
-  size_t count;
-  size_t dim;
-  size_t kdtree_get_point_count() const { return count; }
-  float kdtree_get_pt(uint32_t i, size_t d) const { return data[i * dim + d]; }
-  template <class BoundingBox>
-  bool kdtree_get_bbox(BoundingBox&) const {
-    return false;
-  }
-};
-
-using NanoTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<float, Rows>,
-                                                     Rows, -1, uint32_t>;
+// nanoflann over rows of a dimension given at run time.
+using NanoTree = knn_bench::NanoflannTree<-1>;
 
 struct Row {
   int dim;
@@ -147,7 +117,8 @@ Row run_dim(const Options& o, int dim) {
   const size_t slots = static_cast<size_t>(o.m) * static_cast<size_t>(o.k);
   std::vector<int32_t> ours_idx(slots), nano_idx(slots);
   std::vector<float> ours_dist(slots), nano_dist(slots);
-  const Rows rows{points.data(), static_cast<size_t>(o.n), static_cast<size_t>(dim)};
+  const knn_bench::NanoflannRows<-1> rows{points.data(), static_cast<size_t>(o.n),
+                                           static_cast<size_t>(dim)};
 
   knn_index* index = nullptr;
   std::unique_ptr<NanoTree> tree;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench_timer.h"
+#include "command_line.h"
 #include "datasets.h"
 #include "knn_gpgpu.h"
 
@@ -42,29 +43,18 @@ const char kUsage[] =
     "  default: all-kNN of N = 1e6 uniform points, k = 8, median of R = 3, Q = 100 checked\n"
     "  --m M: query M separate uniform points instead of the cloud itself\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "demo: %s\n%s", message.c_str(), kUsage);
-  std::exit(2);
-}
+const knn_bench::CommandLine kCommandLine{"demo", kUsage};
 
-int parse_int(const char* text, const char* what, int min) {
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || v != std::floor(v) || v < min || v > INT_MAX)
-    usage_error(std::string("bad ") + what + " '" + text + "'");
-  return static_cast<int>(v);
+int parse_int(const std::string& text, const char* what, int min) {
+  return static_cast<int>(kCommandLine.count(text, what, min, INT_MAX));
 }
 
 Options parse_options(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::printf("%s", kUsage);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) usage_error("missing value after " + arg);
-    const char* value = argv[++i];
+    kCommandLine.exit_if_help(arg);
+    const std::string value = kCommandLine.value_after(argc, argv, &i);
     if (arg == "--n")
       o.n = parse_int(value, "--n", 1);
     else if (arg == "--m")
@@ -76,7 +66,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--check")
       o.check = parse_int(value, "--check", 1);
     else
-      usage_error("unknown option " + arg);
+      kCommandLine.fail("unknown option " + arg);
   }
   if (o.self_query) o.m = o.n;
   o.check = std::min(o.check, o.m);

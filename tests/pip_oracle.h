@@ -250,6 +250,19 @@ inline std::vector<Vec2> star(std::mt19937_64& rng, float cx, float cy, float r_
   return ring;
 }
 
+// Points on the polygons' boundaries: every vertex, then every edge's
+// midpoint (rounded to float, so near but not always on the edge).
+inline std::vector<float> boundary_points(const PolygonArrays& set) {
+  std::vector<float> xy = set.xy;
+  for (int64_t r = 0; r < set.n_rings(); ++r)
+    for (int64_t v = set.ring_offsets[r]; v < set.ring_offsets[r + 1]; ++v) {
+      const int64_t w = v + 1 < set.ring_offsets[r + 1] ? v + 1 : set.ring_offsets[r];
+      xy.push_back(0.5f * (set.xy[2 * v] + set.xy[2 * w]));
+      xy.push_back(0.5f * (set.xy[2 * v + 1] + set.xy[2 * w + 1]));
+    }
+  return xy;
+}
+
 // Drawn in double: hi - lo may overflow float (-3e38 .. 3e38).
 inline std::vector<float> uniform_points(std::mt19937_64& rng, int64_t n, float lo, float hi) {
   std::uniform_real_distribution<double> u(lo, hi);

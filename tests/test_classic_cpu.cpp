@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -40,6 +41,48 @@ std::vector<Point> queries_for(Dist dist, const std::vector<Point>& points, int 
   return q;
 }
 
+// Every classic build gives a valid tree, byte for byte the reference one.
+void assert_every_build_matches(const std::vector<Point>& points,
+                                const std::vector<Node>& reference) {
+  for (const NamedBuild& b : kBuilds) {
+    SCOPED_TRACE(b.name);
+    int status = -1;
+    const std::vector<Node> tree = build_with(b.fn, points, &status);
+    ASSERT_EQ(status, KNN_OK) << status_text(status);
+    ASSERT_TRUE(tree_invariants_hold(points, tree.data()));
+    ASSERT_TRUE(same_tree_bytes(reference, tree));
+  }
+}
+
+// Every classic query gives the oracle's rows.
+void assert_every_query_matches(const KnnResult& want, const std::vector<Point>& queries,
+                                const std::vector<Node>& tree, int k) {
+  const int m = static_cast<int>(queries.size());
+  for (const NamedQuery& q : kQueries) {
+    SCOPED_TRACE(q.name);
+    ASSERT_TRUE(same_rows(want.idx, query_ok(q.fn, q.name, queries, tree, k), m, k));
+  }
+}
+
+// The oracle runs once, for the largest k (and is itself checked in double);
+// each k of `ks` then compares with its first columns. `note` goes with the
+// description of the case.
+void assert_queries_match_oracle(Dist dist, uint64_t seed, const std::vector<Point>& points,
+                                 const std::vector<Point>& queries, const std::vector<int>& ks,
+                                 const char* note = "") {
+  const int64_t n = static_cast<int64_t>(points.size());
+  const int64_t m = static_cast<int64_t>(queries.size());
+  const int k_max = *std::max_element(ks.begin(), ks.end());
+  const std::vector<Node> tree = build_tree(points);
+  const KnnResult all = oracle_knn(points, queries, k_max);
+  ASSERT_TRUE(kth_matches_double(points, queries, k_max, all.idx.data()))
+      << describe(dist, n, m, k_max, seed) << " (the oracle itself)";
+  for (int k : ks) {
+    SCOPED_TRACE(describe(dist, n, m, k, seed, note));
+    ASSERT_NO_FATAL_FAILURE(assert_every_query_matches(first_columns(all, k), queries, tree, k));
+  }
+}
+
 class ClassicBuild : public ::testing::TestWithParam<Dist> {};
 class ClassicQuery : public ::testing::TestWithParam<Dist> {};
 class ClassicLargeTree : public ::testing::TestWithParam<Dist> {};
@@ -54,14 +97,7 @@ TEST_P(ClassicBuild, MatchesReferenceLayoutAndInvariants) {
       const std::vector<Point> points = make_points(dist, n, data_seed);
       const std::vector<Node> reference = reference_tree(points);
       ASSERT_TRUE(tree_invariants_hold(points, reference.data())) << "(the test's own reference)";
-      for (const NamedBuild& b : kBuilds) {
-        SCOPED_TRACE(b.name);
-        int status = -1;
-        const std::vector<Node> tree = build_with(b.fn, points, &status);
-        ASSERT_EQ(status, KNN_OK) << status_text(status);
-        ASSERT_TRUE(tree_invariants_hold(points, tree.data()));
-        ASSERT_TRUE(same_tree_bytes(reference, tree));
-      }
+      ASSERT_NO_FATAL_FAILURE(assert_every_build_matches(points, reference));
     }
 }
 
@@ -71,15 +107,7 @@ TEST_P(ClassicBuild, LargeTreeMatchesReference) {
   const uint64_t seed = 4242;
   SCOPED_TRACE(describe(dist, n, 0, 0, seed));
   const std::vector<Point> points = make_points(dist, n, seed);
-  const std::vector<Node> reference = reference_tree(points);
-  for (const NamedBuild& b : kBuilds) {
-    SCOPED_TRACE(b.name);
-    int status = -1;
-    const std::vector<Node> tree = build_with(b.fn, points, &status);
-    ASSERT_EQ(status, KNN_OK) << status_text(status);
-    ASSERT_TRUE(tree_invariants_hold(points, tree.data()));
-    ASSERT_TRUE(same_tree_bytes(reference, tree));
-  }
+  assert_every_build_matches(points, reference_tree(points));
 }
 
 TEST_P(ClassicQuery, MatchesOracle) {
@@ -87,26 +115,14 @@ TEST_P(ClassicQuery, MatchesOracle) {
   // runs once per data set for the largest k, smaller k use its first columns.
   const Dist dist = GetParam();
   const int sizes[] = {0, 1, 2, 3, 7, 8, 9, 32, 33, 34, 99, 100, 101, 1000, 1531};
-  const int k_max = 100;
+  const std::vector<int> ks(std::begin(kKs), std::end(kKs));
   for (uint64_t seed : {11u, 12u})
     for (int n : sizes) {
       const uint64_t data_seed = seed * 1000003 + n;
       const std::vector<Point> points = make_points(dist, n, data_seed);
       const std::vector<Point> queries = queries_for(dist, points, 150, data_seed);
-      const int m = static_cast<int>(queries.size());
-      const std::vector<Node> tree = build_tree(points);
-      const KnnResult all = oracle_knn(points, queries, k_max);
-      ASSERT_TRUE(kth_matches_double(points, queries, k_max, all.idx.data()))
-          << describe(dist, n, m, k_max, data_seed) << " (the oracle itself)";
-      for (int k : kKs) {
-        SCOPED_TRACE(describe(dist, n, m, k, data_seed, "(queries: 150 separate, then the points)"));
-        const KnnResult want = first_columns(all, k);
-        for (const NamedQuery& q : kQueries) {
-          SCOPED_TRACE(q.name);
-          const std::vector<int> got = query_ok(q.fn, q.name, queries, tree, k);
-          ASSERT_TRUE(same_rows(want.idx, got, m, k));
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(assert_queries_match_oracle(
+          dist, data_seed, points, queries, ks, "(queries: 150 separate, then the points)"));
     }
 }
 
@@ -119,20 +135,7 @@ TEST_P(ClassicLargeTree, MatchesOracle) {
   std::vector<Point> queries = make_query_points(dist, 300, seed);
   Rng rng(seed);
   for (int i = 0; i < 300; ++i) queries.push_back(points[rng.below(n)]);
-  const int m = static_cast<int>(queries.size());
-  const std::vector<Node> tree = build_tree(points);
-  const KnnResult all = oracle_knn(points, queries, 100);
-  ASSERT_TRUE(kth_matches_double(points, queries, 100, all.idx.data()))
-      << describe(dist, n, m, 100, seed) << " (the oracle itself)";
-  for (int k : {1, 8, 100}) {
-    SCOPED_TRACE(describe(dist, n, m, k, seed));
-    const KnnResult want = first_columns(all, k);
-    for (const NamedQuery& q : kQueries) {
-      SCOPED_TRACE(q.name);
-      const std::vector<int> got = query_ok(q.fn, q.name, queries, tree, k);
-      ASSERT_TRUE(same_rows(want.idx, got, m, k));
-    }
-  }
+  assert_queries_match_oracle(dist, seed, points, queries, {1, 8, 100});
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDistributions, ClassicBuild, ::testing::ValuesIn(all_dists()),
@@ -161,11 +164,8 @@ TEST(ClassicCpuSweep, RandomCasesMatchOracle) {
     SCOPED_TRACE(describe(dist, n, m, k, seed, "(ClassicCpuSweep)"));
     const std::vector<Node> tree = build_tree(points);
     ASSERT_TRUE(tree_invariants_hold(points, tree.data()));
-    const KnnResult want = oracle_knn(points, queries, k);
-    for (const NamedQuery& q : kQueries) {
-      SCOPED_TRACE(q.name);
-      ASSERT_TRUE(same_rows(want.idx, query_ok(q.fn, q.name, queries, tree, k), m, k));
-    }
+    ASSERT_NO_FATAL_FAILURE(
+        assert_every_query_matches(oracle_knn(points, queries, k), queries, tree, k));
   }
 }
 
@@ -212,10 +212,7 @@ TEST(ClassicCpu, VeryLargeKIsExactAndPadded) {
   for (int k : {1024, 2999, 3000, 3001, 1000000}) {
     SCOPED_TRACE(describe(Dist::Grid, n, m, k, 12));
     const KnnResult want = oracle_knn(points, queries, k);
-    for (const NamedQuery& q : kQueries) {
-      SCOPED_TRACE(q.name);
-      ASSERT_TRUE(same_rows(want.idx, query_ok(q.fn, q.name, queries, tree, k), m, k));
-    }
+    ASSERT_NO_FATAL_FAILURE(assert_every_query_matches(want, queries, tree, k));
     std::vector<int> ind(static_cast<size_t>(m) * k, kSentinelInt);
     std::vector<float> sq(static_cast<size_t>(m) * k, -7.0f);
     KNN_ASSERT_OK(knn_brute_force(&points[0].p[0], n, &queries[0].p[0], m, 3, k, sq.data(),

@@ -11,16 +11,12 @@
 #include <vector>
 
 #include "../cuda/cuda_index.h"
+#include "gpu_test_support.h"
 #include "grid_test_support.h"
 #include "test_data.h"
 
 namespace knn_test {
 namespace {
-
-#define SKIP_WITHOUT_DEVICE()                                      \
-  do {                                                             \
-    if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"; \
-  } while (0)
 
 struct Pair {
   std::unique_ptr<knn::IndexEngine> gpu, cpu;
@@ -82,12 +78,7 @@ TEST_P(GridGpu, RadiusMatchesOpenMp) {
   const int64_t m = static_cast<int64_t>(queries.size() / 3);
   Pair grids = build_both(points);
   ASSERT_NE(grids.gpu, nullptr);
-  const float scale = GetParam() == Dist::Clustered     ? 100.0f
-                      : GetParam() == Dist::LargeOffset ? 1000.0f
-                      : GetParam() == Dist::Tiny        ? 1e-19f
-                      : GetParam() == Dist::Huge        ? 1e37f
-                      : GetParam() == Dist::Line        ? 100.0f
-                                                        : 1.0f;
+  const float scale = radius_scale(GetParam());
   for (const float fraction : {0.0f, 0.05f, 0.3f, 4.0f}) {
     for (const int cap : {0, 5, 64}) {
       const float radius = scale * fraction;
@@ -176,29 +167,10 @@ TEST(GridGpuSizes, LeafSizeChangesNothingButSpeed) {
   }
 }
 
-// KNN_STRUCTURE_GRID on the CUDA backend through the API: a grid for uniform
-// data, the kd-tree (reported) for clustered data, the same bits as the oracle.
+// KNN_STRUCTURE_GRID on the CUDA backend, through the index API.
 TEST(GridGpuApi, GridOrReportedFallback) {
   SKIP_WITHOUT_DEVICE();
-  for (const Dist dist : {Dist::Uniform, Dist::Clustered}) {
-    SCOPED_TRACE(dist_name(dist));
-    const std::vector<float> points = make_rows(dist, 20000, 3, 91);
-    const std::vector<float> queries = queries_with_outliers(dist, 700, 92);
-    const int64_t m = static_cast<int64_t>(queries.size() / 3);
-    IndexHandle index = build_index(points, 3, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID});
-    ASSERT_TRUE(index);
-    int64_t n = 0;
-    int dim = 0, backend = -1, structure = -1;
-    ASSERT_EQ(knn_index_info(index.get(), &n, &dim, &backend, &structure), KNN_OK);
-    EXPECT_EQ(backend, KNN_BACKEND_CUDA);
-    EXPECT_EQ(structure, dist == Dist::Uniform ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE);
-    EXPECT_TRUE(same_knn(oracle_knn(points.data(), 20000, queries.data(), m, 3, 8),
-                         query_index(index.get(), queries, 3, 8)));
-    EXPECT_TRUE(same_knn(oracle_self(points.data(), 20000, 3, 4, true),
-                         query_self(index.get(), 20000, 4, true)));
-    EXPECT_TRUE(same_radius(oracle_radius(points.data(), 20000, queries.data(), m, 3, 0.1f, 16),
-                            radius_index(index.get(), queries, 3, 0.1f, 16)));
-  }
+  expect_grid_or_reported_fallback(KNN_BACKEND_CUDA);
 }
 
 }  // namespace

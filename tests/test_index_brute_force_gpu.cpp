@@ -10,83 +10,29 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "../common/error.h"
 #include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
+#include "engine_calls.h"
+#include "gpu_test_support.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
 #include "knn_gpgpu.h"
 #include "oracle.h"
 #include "test_data.h"
 
-#if defined(KNN_TEST_WITH_CUDA)
-#include <cuda_runtime.h>
-#endif
-
 namespace knn_test {
 namespace {
 
 namespace plan = knn::cuda::index_memory;
 
-#define SKIP_WITHOUT_DEVICE() \
-  if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"
-
 std::unique_ptr<knn::IndexEngine> gpu_index(const std::vector<float>& points, int dim) {
   return knn::cuda::build_brute_force_index(points.empty() ? nullptr : points.data(),
                                             static_cast<int64_t>(points.size()) / dim, dim,
                                             knn::IndexParams{});
-}
-
-// Outputs start at a value no engine writes, so unwritten slots show.
-KnnResult engine_knn(const knn::IndexEngine& e, const std::vector<float>& queries, int k,
-                     const knn::CallParams& call = {}) {
-  KnnResult r;
-  r.m = static_cast<int64_t>(queries.size()) / e.dim();
-  r.k = k;
-  r.idx.assign(static_cast<size_t>(r.m) * k, -7);
-  r.dist.assign(static_cast<size_t>(r.m) * k, -7.0f);
-  e.knn(queries.empty() ? nullptr : queries.data(), r.m, k,
-        reinterpret_cast<int32_t*>(r.idx.data()), r.dist.data(), call);
-  return r;
-}
-
-KnnResult engine_self(const knn::IndexEngine& e, int k, bool exclude_self) {
-  KnnResult r;
-  r.m = e.size();
-  r.k = k;
-  r.idx.assign(static_cast<size_t>(r.m) * k, -7);
-  r.dist.assign(static_cast<size_t>(r.m) * k, -7.0f);
-  e.knn_self(k, exclude_self, reinterpret_cast<int32_t*>(r.idx.data()), r.dist.data(), {});
-  return r;
-}
-
-RadiusResult engine_radius(const knn::IndexEngine& e, const std::vector<float>& queries,
-                           float radius, int max_neighbors) {
-  RadiusResult r;
-  r.m = static_cast<int64_t>(queries.size()) / e.dim();
-  r.max_neighbors = max_neighbors;
-  r.idx.assign(static_cast<size_t>(r.m) * max_neighbors, -7);
-  r.dist.assign(static_cast<size_t>(r.m) * max_neighbors, -7.0f);
-  r.counts.assign(static_cast<size_t>(r.m), -7);
-  e.radius(queries.data(), r.m, radius, max_neighbors,
-           max_neighbors > 0 ? reinterpret_cast<int32_t*>(r.idx.data()) : nullptr,
-           max_neighbors > 0 ? r.dist.data() : nullptr,
-           reinterpret_cast<int32_t*>(r.counts.data()), {});
-  return r;
-}
-
-int status_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const knn::Error& e) {
-    return e.status();
-  }
-  return KNN_OK;
 }
 
 // ---- The plan, on the host ----------------------------------------------------------
@@ -307,31 +253,6 @@ TEST(BruteForceGpu, AgreesWithOpenMPEngine) {
 // ---- Memory: device arrays in place, a small budget ------------------------------------
 
 #if defined(KNN_TEST_WITH_CUDA)
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t count) {
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&ptr_), std::max<size_t>(count, 1) * sizeof(T)),
-              cudaSuccess);
-  }
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    EXPECT_EQ(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
-              cudaSuccess);
-  }
-  ~DeviceArray() { cudaFree(ptr_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return ptr_; }
-  std::vector<T> to_host(size_t count) const {
-    std::vector<T> host(count);
-    EXPECT_EQ(cudaMemcpy(host.data(), ptr_, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return host;
-  }
-
- private:
-  T* ptr_ = nullptr;
-};
-
 TEST(BruteForceGpu, DeviceArraysAreUsedInPlace) {
   SKIP_WITHOUT_DEVICE();
   const int dim = 6, k = 9;

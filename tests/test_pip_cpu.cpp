@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "knn_gpgpu.h"
+#include "pip_api_calls.h"
 #include "pip_oracle.h"
 
 namespace knn_test {
@@ -43,30 +44,6 @@ class Quadtree {
   knn_quadtree* tree_ = nullptr;
 };
 
-// Counts, then indices; returns polygon p's points as the API gives them.
-std::vector<std::vector<int64_t>> query(const knn_quadtree* tree, const PolygonArrays& set,
-                                        const knn_options& opt) {
-  const int64_t n_polygons = set.n_polygons();
-  std::vector<int64_t> counts(static_cast<size_t>(n_polygons), -7);
-  EXPECT_EQ(knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(),
-                                         set.n_rings(), set.polygon_offsets.data(), n_polygons,
-                                         counts.data(), &opt),
-            KNN_OK)
-      << knn_last_error();
-  std::vector<int64_t> offsets{0};
-  for (const int64_t c : counts) offsets.push_back(offsets.back() + c);
-  std::vector<int64_t> indices(static_cast<size_t>(offsets.back()), -7);
-  EXPECT_EQ(knn_points_in_polygons(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
-                                   set.polygon_offsets.data(), n_polygons, offsets.data(),
-                                   indices.data(), &opt),
-            KNN_OK)
-      << knn_last_error();
-  std::vector<std::vector<int64_t>> result(static_cast<size_t>(n_polygons));
-  for (int64_t p = 0; p < n_polygons; ++p)
-    result[p].assign(indices.begin() + offsets[p], indices.begin() + offsets[p + 1]);
-  return result;
-}
-
 void expect_matches_oracle(const std::vector<float>& xy, const PolygonArrays& set,
                            const std::string& what) {
   const std::vector<std::vector<int64_t>> expected = oracle_points_in_polygons(xy, set);
@@ -74,7 +51,7 @@ void expect_matches_oracle(const std::vector<float>& xy, const PolygonArrays& se
     for (const int threads : {1, 0}) {
       const knn_options opt = openmp_options(leaf_size, threads);
       const Quadtree tree(xy, opt);
-      const std::vector<std::vector<int64_t>> got = query(tree.get(), set, opt);
+      const std::vector<std::vector<int64_t>> got = count_then_fill(tree.get(), set, opt, false);
       for (int64_t p = 0; p < set.n_polygons(); ++p)
         ASSERT_EQ(got[p], expected[p]) << what << ": polygon " << p << ", leaf_size "
                                        << leaf_size << ", threads " << threads;
@@ -120,19 +97,6 @@ PolygonArrays mixed_polygons(std::mt19937_64& rng, float lo, float hi, int count
     }
   }
   return set;
-}
-
-// Points of the polygons' boundaries: every vertex and edge midpoints
-// (rounded, so near but not always on the edge).
-std::vector<float> boundary_points(const PolygonArrays& set) {
-  std::vector<float> xy = set.xy;
-  for (int64_t r = 0; r < set.n_rings(); ++r)
-    for (int64_t v = set.ring_offsets[r]; v < set.ring_offsets[r + 1]; ++v) {
-      const int64_t w = v + 1 < set.ring_offsets[r + 1] ? v + 1 : set.ring_offsets[r];
-      xy.push_back(0.5f * (set.xy[2 * v] + set.xy[2 * w]));
-      xy.push_back(0.5f * (set.xy[2 * v + 1] + set.xy[2 * w + 1]));
-    }
-  return xy;
 }
 
 TEST(PipCpu, UniformPointsAndMixedPolygons) {
@@ -205,7 +169,7 @@ TEST(PipCpu, SquareTilingPutsEveryGridPointInOneSquare) {
     }
   const knn_options opt = openmp_options(4);
   const Quadtree tree(xy, opt);
-  const std::vector<std::vector<int64_t>> got = query(tree.get(), tiles, opt);
+  const std::vector<std::vector<int64_t>> got = count_then_fill(tree.get(), tiles, opt, false);
   std::vector<int> hits(xy.size() / 2, 0);
   for (const std::vector<int64_t>& square : got)
     for (const int64_t i : square) ++hits[i];
@@ -227,7 +191,7 @@ TEST(PipCpu, FewLargePolygonsSplitAcrossThreads) {
   for (const int threads : {1, 2, 7}) {
     const knn_options opt = openmp_options(16, threads);
     const Quadtree tree(xy, opt);
-    EXPECT_EQ(query(tree.get(), set, opt), expected) << "threads " << threads;
+    EXPECT_EQ(count_then_fill(tree.get(), set, opt, false), expected) << "threads " << threads;
   }
   EXPECT_EQ(expected[1].size(), 20000u);
 }
@@ -265,7 +229,7 @@ TEST(PipCpu, EmptyInputs) {
   {  // one point, inside
     const std::vector<float> xy = {0.5f, 0.25f};
     const Quadtree tree(xy, opt);
-    EXPECT_EQ(query(tree.get(), set, opt), std::vector<std::vector<int64_t>>{{0}});
+    EXPECT_EQ(count_then_fill(tree.get(), set, opt, false), std::vector<std::vector<int64_t>>{{0}});
   }
 }
 

@@ -13,16 +13,13 @@
 #include <vector>
 
 #include "../cuda/quadtree_geometry.h"
+#include "gpu_test_support.h"
 #include "knn_gpgpu.h"
+#include "pip_api_calls.h"
 #include "pip_oracle.h"
 
 namespace knn_test {
 namespace {
-
-#define SKIP_WITHOUT_DEVICE()                                      \
-  do {                                                             \
-    if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"; \
-  } while (0)
 
 knn_options options(int backend, int leaf_size = 0) {
   knn_options opt;
@@ -32,40 +29,19 @@ knn_options options(int backend, int leaf_size = 0) {
   return opt;
 }
 
-using Answer = std::vector<std::vector<int64_t>>;
-
 // Builds a quadtree with `opt`, counts, fills; polygon p's points as given.
-Answer points_in_polygons(const std::vector<float>& xy, const PolygonArrays& set,
-                          const knn_options& opt) {
+PipAnswer points_in_polygons(const std::vector<float>& xy, const PolygonArrays& set,
+                             const knn_options& opt) {
   knn_quadtree* tree = nullptr;
   const int built = knn_quadtree_build(xy.data(), static_cast<int64_t>(xy.size() / 2), &opt, &tree);
   EXPECT_EQ(built, KNN_OK) << knn_last_error();
   if (built != KNN_OK) return {};
-  const int64_t n_polygons = set.n_polygons();
-  std::vector<int64_t> counts(static_cast<size_t>(n_polygons), -7);
-  EXPECT_EQ(knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(),
-                                         set.n_rings(), set.polygon_offsets.data(), n_polygons,
-                                         counts.data(), &opt),
-            KNN_OK)
-      << knn_last_error();
-  std::vector<int64_t> offsets{0};
-  for (const int64_t c : counts) offsets.push_back(offsets.back() + c);
-  // One guard slot past the end: nothing may be written there.
-  std::vector<int64_t> indices(static_cast<size_t>(offsets.back()) + 1, -7);
-  EXPECT_EQ(knn_points_in_polygons(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
-                                   set.polygon_offsets.data(), n_polygons, offsets.data(),
-                                   indices.data(), &opt),
-            KNN_OK)
-      << knn_last_error();
-  EXPECT_EQ(indices.back(), -7) << "written past the end of point_indices";
+  const PipAnswer answer = count_then_fill(tree, set, opt, true);
   EXPECT_EQ(knn_quadtree_free(tree), KNN_OK);
-  Answer answer(static_cast<size_t>(n_polygons));
-  for (int64_t p = 0; p < n_polygons; ++p)
-    answer[p].assign(indices.begin() + offsets[p], indices.begin() + offsets[p + 1]);
   return answer;
 }
 
-void expect_same(const Answer& got, const Answer& expected, const std::string& what) {
+void expect_same(const PipAnswer& got, const PipAnswer& expected, const std::string& what) {
   ASSERT_EQ(got.size(), expected.size()) << what;
   for (size_t p = 0; p < got.size(); ++p)
     ASSERT_EQ(got[p], expected[p]) << what << ": polygon " << p << " (" << expected[p].size()
@@ -75,7 +51,7 @@ void expect_same(const Answer& got, const Answer& expected, const std::string& w
 // The CUDA backend with several leaf capacities against the exact oracle.
 void expect_cuda_matches_oracle(const std::vector<float>& xy, const PolygonArrays& set,
                                 const std::string& what) {
-  const Answer expected = oracle_points_in_polygons(xy, set);
+  const PipAnswer expected = oracle_points_in_polygons(xy, set);
   for (const int leaf_size : {0, 1, 7, 1000})
     expect_same(points_in_polygons(xy, set, options(KNN_BACKEND_CUDA, leaf_size)), expected,
                 what + ", leaf_size " + std::to_string(leaf_size));
@@ -84,7 +60,7 @@ void expect_cuda_matches_oracle(const std::vector<float>& xy, const PolygonArray
 // The CUDA backend against the OpenMP backend.
 void expect_cuda_matches_openmp(const std::vector<float>& xy, const PolygonArrays& set,
                                 const std::string& what, knn_options cuda_opt) {
-  const Answer expected = points_in_polygons(xy, set, options(KNN_BACKEND_OPENMP));
+  const PipAnswer expected = points_in_polygons(xy, set, options(KNN_BACKEND_OPENMP));
   expect_same(points_in_polygons(xy, set, cuda_opt), expected, what);
 }
 
@@ -119,15 +95,10 @@ PolygonArrays assorted_polygons(std::mt19937_64& rng, float lo, float hi, int co
   return set;
 }
 
-// Every vertex of the polygons, and points halfway along their edges.
+// The points, then every vertex of the polygons and their edges' midpoints.
 std::vector<float> with_boundary_points(std::vector<float> xy, const PolygonArrays& set) {
-  xy.insert(xy.end(), set.xy.begin(), set.xy.end());
-  for (int64_t r = 0; r < set.n_rings(); ++r)
-    for (int64_t v = set.ring_offsets[r]; v < set.ring_offsets[r + 1]; ++v) {
-      const int64_t w = v + 1 < set.ring_offsets[r + 1] ? v + 1 : set.ring_offsets[r];
-      xy.push_back(0.5f * (set.xy[2 * v] + set.xy[2 * w]));
-      xy.push_back(0.5f * (set.xy[2 * v + 1] + set.xy[2 * w + 1]));
-    }
+  const std::vector<float> boundary = boundary_points(set);
+  xy.insert(xy.end(), boundary.begin(), boundary.end());
   return xy;
 }
 
@@ -257,7 +228,7 @@ TEST(PipGpu, SquareTilingPutsEveryGridPointInOneSquare) {
       xy.push_back(j * 0.125f);
     }
   for (const int leaf_size : {0, 1, 4}) {
-    const Answer got = points_in_polygons(xy, tiles, options(KNN_BACKEND_CUDA, leaf_size));
+    const PipAnswer got = points_in_polygons(xy, tiles, options(KNN_BACKEND_CUDA, leaf_size));
     std::vector<int> hits(xy.size() / 2, 0);
     for (const std::vector<int64_t>& square : got)
       for (const int64_t i : square) ++hits[i];
@@ -326,7 +297,7 @@ TEST(PipGpu, ManyFewEdgePolygonsTakeTheThreadPathAndMatchOracle) {
       grid.push_back(j * 0.25f);
     }
   expect_cuda_matches_oracle(grid, set, "thread path, grid points");
-  const Answer got = points_in_polygons(grid, set, options(KNN_BACKEND_CUDA));
+  const PipAnswer got = points_in_polygons(grid, set, options(KNN_BACKEND_CUDA));
   std::vector<int> hits(grid.size() / 2, 0);
   for (int64_t p = 0; p < triangles; ++p)
     for (const int64_t i : got[p]) ++hits[i];
@@ -354,7 +325,7 @@ TEST(PipGpu, PolygonsOfHundredThousandVerticesMatchOpenMp) {
   const std::vector<float> xy = with_boundary_points(uniform_points(rng, 200003, 0, 100), set);
   expect_cuda_matches_openmp(xy, set, "10^5 vertices", options(KNN_BACKEND_CUDA));
   // Independent check of points far from every edge.
-  const Answer got = points_in_polygons(xy, set, options(KNN_BACKEND_CUDA));
+  const PipAnswer got = points_in_polygons(xy, set, options(KNN_BACKEND_CUDA));
   for (int64_t p = 0; p < set.n_polygons(); ++p) {
     std::vector<char> inside(xy.size() / 2, 0);
     for (const int64_t i : got[p]) inside[i] = 1;
@@ -383,9 +354,9 @@ TEST(PipGpu, EmptyInputs) {
   SKIP_WITHOUT_DEVICE();
   PolygonArrays set;
   set.add_polygon(rectangle(0, 0, 1, 1));
-  expect_same(points_in_polygons({}, set, options(KNN_BACKEND_CUDA)), Answer(1), "no points");
+  expect_same(points_in_polygons({}, set, options(KNN_BACKEND_CUDA)), PipAnswer(1), "no points");
   expect_same(points_in_polygons({0.5f, 0.5f}, PolygonArrays(), options(KNN_BACKEND_CUDA)),
-              Answer(), "no polygons");
+              PipAnswer(), "no polygons");
 }
 
 }  // namespace

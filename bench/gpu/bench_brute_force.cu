@@ -17,6 +17,7 @@
 #include "../../cuda/index_brute_force.cuh"
 #include "../../cuda/index_memory_model.h"
 #include "../../openmp/omp_engine.h"
+#include "device_timer.h"
 
 namespace {
 
@@ -64,22 +65,12 @@ Timing run_shape(int64_t n, int dim, cudaStream_t stream) {
   knn::cuda::brute_force_search(view, d_queries.get(), std::min<int64_t>(m, 4096), request, out,
                                 splits, scratch, stream);
   check(cudaStreamSynchronize(stream), "warm-up");
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "event");
-  check(cudaEventCreate(&stop), "event");
   std::vector<double> ms;
-  for (int r = 0; r < kRepeats; ++r) {
-    check(cudaEventRecord(start, stream), "record");
-    knn::cuda::brute_force_search(view, d_queries.get(), m, request, out, splits, scratch, stream);
-    check(cudaEventRecord(stop, stream), "record");
-    check(cudaEventSynchronize(stop), "sync");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
-    ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
+  for (int r = 0; r < kRepeats; ++r)
+    ms.push_back(knn_bench::event_ms(stream, [&] {
+      knn::cuda::brute_force_search(view, d_queries.get(), m, request, out, splits, scratch,
+                                    stream);
+    }));
 
   std::vector<int32_t> idx(static_cast<size_t>(kChecked) * kK), want_idx(idx.size());
   std::vector<float> dist(idx.size()), want_dist(idx.size());
@@ -88,7 +79,7 @@ Timing run_shape(int64_t n, int dim, cudaStream_t stream) {
   knn::omp::brute_force(points.data(), n, queries.data(), kChecked, dim, kK, want_idx.data(),
                         want_dist.data());
   const bool agrees = idx == want_idx && std::memcmp(dist.data(), want_dist.data(), dist.size() * 4) == 0;
-  return Timing{ms[ms.size() / 2], agrees};
+  return Timing{knn_bench::middle_sample(ms), agrees};
 }
 
 }  // namespace

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "../../cuda/cuda_kdtree_search.h"
 #include "../../cuda/pinned_pool.h"
 #include "datasets.h"
+#include "device_timer.h"
 #include "knn_gpgpu.h"
 
 using namespace knn_bench;
@@ -29,45 +29,6 @@ using namespace knn_bench;
 namespace {
 
 constexpr int kRepeats = 3;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median of kRepeats after one warm-up, timed with CUDA events on `stream`.
-double time_device(cudaStream_t stream, const std::function<void()>& work) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  work();
-  cudaStreamSynchronize(stream);
-  std::vector<double> ms;
-  for (int r = 0; r < kRepeats; ++r) {
-    cudaEventRecord(start, stream);
-    work();
-    cudaEventRecord(stop, stream);
-    cudaEventSynchronize(stop);
-    float t = 0;
-    cudaEventElapsedTime(&t, start, stop);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return median(ms);
-}
-
-// Median of kRepeats after one warm-up, host clock (for calls through the ABI).
-double time_host(const std::function<void()>& work, int repeats = kRepeats) {
-  work();
-  std::vector<double> ms;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    work();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return median(ms);
-}
 
 void must(int status, const char* what) {
   if (status != KNN_OK) {
@@ -120,16 +81,16 @@ void bench_build(const std::string& dist, int64_t n) {
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   knn::cuda::BuildWorkspace ws(n);
-  const double ms = time_device(stream, [&] {
+  const double ms = median_event_ms(stream, [&] {
     knn::cuda::build_kdtree_on_device(d_points, n, d_tree, ws, stream);
-  });
+  }, kRepeats);
   // Byte-identical to the CPU build?
   std::vector<Node> gpu(n), cpu(n);
   cudaMemcpy(gpu.data(), d_tree, sizeof(Node) * n, cudaMemcpyDeviceToHost);
   must(mpBuildKdTree(points.data(), static_cast<int>(n), cpu.data()), "mpBuildKdTree");
   const bool same = std::memcmp(gpu.data(), cpu.data(), sizeof(Node) * n) == 0;
   report("build kernel-only " + dist + " n=" + std::to_string(n), ms, same ? "== CPU tree" : "MISMATCH vs CPU");
-  const double e2e = time_host([&] { must(cuBuildKdTree(points.data(), static_cast<int>(n), cpu.data()), "cuBuildKdTree"); });
+  const double e2e = median_host_ms([&] { must(cuBuildKdTree(points.data(), static_cast<int>(n), cpu.data()), "cuBuildKdTree"); }, kRepeats);
   report("build end-to-end (cuBuildKdTree, host arrays) " + dist, e2e);
   cudaStreamDestroy(stream);
   cudaFree(d_points);
@@ -175,8 +136,8 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
       knn::cuda::layout_buckets(view, d_buckets, d_boxes, stream);
     };
     auto search = [&] { knn::cuda::search_on_device(view, d_queries, m, k, d_idx, d_dist, scratch, stream); };
-    const double build_ms = time_device(stream, build);
-    const double search_ms = time_device(stream, search);
+    const double build_ms = median_event_ms(stream, build, kRepeats);
+    const double search_ms = median_event_ms(stream, search, kRepeats);
     std::vector<int32_t> gpu(static_cast<size_t>(m) * k);
     cudaMemcpy(gpu.data(), d_idx, gpu.size() * sizeof(int32_t), cudaMemcpyDeviceToHost);
     const bool ok = agrees(queries, tree, k, gpu, 20000);
@@ -187,20 +148,20 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
   }
   {
     std::vector<int> result(static_cast<size_t>(m) * k);
-    const double upload = time_host([&] {
+    const double upload = median_host_ms([&] {
       must(cuQueryAll(queries.data(), tree.data(), 1, static_cast<int>(n), k, result.data()), "cuQueryAll");
-    });
+    }, kRepeats);
     report("  of which upload+check (cuQueryAll, 1 query) " + tag, upload);
-    const double cu = time_host([&] {
+    const double cu = median_host_ms([&] {
       must(cuQueryAll(queries.data(), tree.data(), static_cast<int>(m), static_cast<int>(n), k, result.data()), "cuQueryAll");
-    });
+    }, kRepeats);
     report("cuQueryAll end-to-end (host arrays) " + tag, cu);
-    const double q = time_host([&] {
+    const double q = median_host_ms([&] {
       must(queryAll(queries.data(), tree.data(), static_cast<int>(m), static_cast<int>(n), k, result.data()), "queryAll");
-    });
+    }, kRepeats);
     const bool ok = agrees(queries, tree, k, std::vector<int32_t>(result.begin(), result.end()), 20000);
     report("queryAll end-to-end (host arrays) " + tag, q, ok ? "== CPU" : "MISMATCH vs CPU");
-    const double b = time_host([&] { must(buildKdTree(points.data(), static_cast<int>(n), tree.data()), "buildKdTree"); });
+    const double b = median_host_ms([&] { must(buildKdTree(points.data(), static_cast<int>(n), tree.data()), "buildKdTree"); }, kRepeats);
     report("buildKdTree+queryAll end-to-end " + tag, b + q);
   }
   cudaStreamDestroy(stream);
@@ -281,11 +242,11 @@ void bench_split(int64_t n, int k, size_t limit) {
   std::vector<Node> tree(n);
   must(buildKdTree(points.data(), static_cast<int>(n), tree.data()), "buildKdTree");
   std::vector<int> whole(static_cast<size_t>(n) * k), split(whole.size());
-  const double whole_ms = time_host([&] {
+  const double whole_ms = median_host_ms([&] {
     must(queryAll(queries.data(), tree.data(), static_cast<int>(n), static_cast<int>(n), k, whole.data()), "queryAll");
   }, 1);
   setenv("KNN_DEVICE_MEMORY_LIMIT", std::to_string(limit).c_str(), 1);
-  const double split_ms = time_host([&] {
+  const double split_ms = median_host_ms([&] {
     must(queryAll(queries.data(), tree.data(), static_cast<int>(n), static_cast<int>(n), k, split.data()), "queryAll");
   }, 1);
   unsetenv("KNN_DEVICE_MEMORY_LIMIT");

@@ -15,10 +15,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +27,7 @@
 #include "../../cuda/grid_build.cuh"
 #include "../../cuda/memory_model.h"
 #include "datasets.h"
+#include "device_timer.h"
 
 using namespace knn_bench;
 
@@ -36,43 +35,6 @@ namespace {
 
 constexpr int kRepeats = 5;
 constexpr int64_t kCheckedQueries = 20000;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double time_device(cudaStream_t stream, const std::function<void()>& work) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  work();
-  cudaStreamSynchronize(stream);
-  std::vector<double> ms;
-  for (int r = 0; r < kRepeats; ++r) {
-    cudaEventRecord(start, stream);
-    work();
-    cudaEventRecord(stop, stream);
-    cudaEventSynchronize(stop);
-    float t = 0;
-    cudaEventElapsedTime(&t, start, stop);
-    ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return median(ms);
-}
-
-double time_host(const std::function<void()>& work) {
-  work();
-  std::vector<double> ms;
-  for (int r = 0; r < kRepeats; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    work();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return median(ms);
-}
 
 template <class T>
 knn::cuda::DeviceBuffer<T> device_copy(const std::vector<T>& host) {
@@ -117,9 +79,9 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
   // The grid, kernel-only.
   std::unique_ptr<knn::cuda::DeviceGrid> grid;
   const double grid_build =
-      time_device(stream.get(), [&] {
+      median_event_ms(stream.get(), [&] {
         grid = knn::cuda::build_device_grid(p, n, true, knn::kGridDefaultPointsPerCell, stream.get());
-      });
+      }, kRepeats);
   if (grid) {
     const knn::GridLayout& g = grid->layout;
     print_row(base, "grid build kernel-only", grid_build,
@@ -142,7 +104,7 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
   std::unique_ptr<knn::IndexEngine> kd_engine;
   double kd_build = 0;
   try {
-    kd_build = time_host([&] { kd_engine = knn::cuda::build_kdtree_index(p, n, 3, params); });
+    kd_build = median_host_ms([&] { kd_engine = knn::cuda::build_kdtree_index(p, n, 3, params); }, kRepeats);
   } catch (const knn::Error& e) {
     print_row(base, "kd-tree index engine build", 0, std::string("failed: ") + e.what());
   }
@@ -156,44 +118,44 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
   knn::cuda::BuildWorkspace ws(n);
   const knn::cuda::TreeView view{d_nodes.get(), n, 0, d_box.get(), bucket_level, d_buckets.get(),
                                  d_boxes.get()};
-  const double classic_build = time_device(stream.get(), [&] {
+  const double classic_build = median_event_ms(stream.get(), [&] {
     knn::cuda::build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
     knn::cuda::reset_box(d_box.get(), stream.get());
     knn::cuda::convert_nodes(d_tree.get(), n, d_nodes.get(), d_box.get(), stream.get(),
                              knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
     knn::cuda::layout_buckets(view, d_buckets.get(), d_boxes.get(), stream.get());
-  });
+  }, kRepeats);
 
   for (const int k : ks) {
     const std::string config = base + " k=" + std::to_string(k);
     if (grid) {
-      const double ms = time_device(stream.get(), [&] {
+      const double ms = median_event_ms(stream.get(), [&] {
         for (int64_t first = 0; first < m; first += chunk)
           knn::cuda::grid_knn(grid->view(), q + 3 * first, std::min(chunk, m - first), k, -1,
                               d_idx.get() + first * k, d_dist.get() + first * k, scratch,
                               stream.get());
-      });
+      }, kRepeats);
       print_row(config, "grid query kernel-only", ms, check_against_cpu(points, queries, k, d_idx));
       print_row(config, "grid build+query kernel-only", grid_build + ms, "");
-      const double call = time_host([&] {
+      const double call = median_host_ms([&] {
         grid_engine->knn(q, m, k, d_idx.get(), d_dist.get(), on_device);
-      });
+      }, kRepeats);
       print_row(config, "grid engine call (host clock)", call, "");
     }
     if (kd_engine) {
       try {
         const double call =
-            time_host([&] { kd_engine->knn(q, m, k, d_idx.get(), d_dist.get(), on_device); });
+            median_host_ms([&] { kd_engine->knn(q, m, k, d_idx.get(), d_dist.get(), on_device); }, kRepeats);
         print_row(config, "kd-tree index engine call", call, "build " + std::to_string(kd_build) + " ms");
       } catch (const knn::Error& e) {
         print_row(config, "kd-tree index engine call", 0, std::string("failed: ") + e.what());
       }
     }
     knn::cuda::SearchScratch classic_scratch(m, k);
-    const double classic = time_device(stream.get(), [&] {
+    const double classic = median_event_ms(stream.get(), [&] {
       knn::cuda::search_on_device(view, d_queries.get(), m, k, d_idx.get(), d_dist.get(),
                                   classic_scratch, stream.get());
-    });
+    }, kRepeats);
     print_row(config, "classic kd-tree query kernel-only", classic,
               "build " + std::to_string(classic_build) + " ms");
   }
@@ -218,12 +180,12 @@ void sweep_target() {
     auto grid = knn::cuda::build_device_grid(&d_points.get()->p[0], n, true, target, stream.get());
     knn::cuda::GridSearchScratch scratch(chunk, grid->key_bits());
     for (const int k : {1, 8, 16, 17, 32}) {
-      const double ms = time_device(stream.get(), [&] {
+      const double ms = median_event_ms(stream.get(), [&] {
         for (int64_t first = 0; first < n; first += chunk)
           knn::cuda::grid_knn(grid->view(), &d_queries.get()->p[0] + 3 * first,
                               std::min(chunk, n - first), k, -1, d_idx.get() + first * k,
                               d_dist.get() + first * k, scratch, stream.get());
-      });
+      }, kRepeats);
       print_row("uniform 10^7 target=" + std::to_string(target) + " k=" + std::to_string(k),
                 "grid query kernel-only", ms, "");
     }

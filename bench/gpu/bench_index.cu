@@ -19,7 +19,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +31,7 @@
 #include "../../cuda/cuda_index.h"
 #include "../../cuda/cuda_support.h"
 #include "datasets.h"
+#include "device_timer.h"
 #include "knn_gpgpu.h"
 
 using namespace knn_bench;
@@ -44,32 +44,14 @@ constexpr double kSlowMs = 5000.0;
 
 int leaf_size = 0;  // --leaf; 0 = the engine's default
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double event_ms(const std::function<void()>& work) {
-  cudaEvent_t start, stop;
-  knn::cuda::check(cudaEventCreate(&start), "cudaEventCreate");
-  knn::cuda::check(cudaEventCreate(&stop), "cudaEventCreate");
+// Events on the default stream around `work`, on an idle device so that no
+// work queued before is counted.
+double idle_device_event_ms(const std::function<void()>& work) {
   knn::cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  cudaEventRecord(start, 0);
-  work();
-  cudaEventRecord(stop, 0);
-  knn::cuda::check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms;
+  return event_ms(0, work);
 }
 
-double host_ms(const std::function<void()>& work) {
-  const auto t0 = std::chrono::steady_clock::now();
-  work();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
+double host_ms(const std::function<void()>& work) { return time_once_ms(work); }
 
 // Median of kRepeats after a warm-up (just the warm-up when that is slow).
 double timed(const std::function<double(const std::function<void()>&)>& clock,
@@ -78,7 +60,7 @@ double timed(const std::function<double(const std::function<void()>&)>& clock,
   if (warm > kSlowMs) return warm;
   std::vector<double> ms;
   for (int r = 0; r < kRepeats; ++r) ms.push_back(clock(work));
-  return median(ms);
+  return middle_sample(ms);
 }
 
 void must(int status, const char* what) {
@@ -133,12 +115,12 @@ DeviceRun run_on_device(Builder build, const DeviceBuffer<float>& points, int64_
   DeviceBuffer<float> sq_distances(static_cast<size_t>(m) * k);
   std::unique_ptr<knn::IndexEngine> index;
   DeviceRun r{};
-  r.total_ms = timed(event_ms, [&] {
+  r.total_ms = timed(idle_device_event_ms, [&] {
     index = build(points.get(), n, dim, params);
     index->knn(queries.get(), m, k, indices.get(), sq_distances.get(), call);
   });
-  r.build_ms = timed(event_ms, [&] { index = build(points.get(), n, dim, params); });
-  r.query_ms = timed(event_ms, [&] {
+  r.build_ms = timed(idle_device_event_ms, [&] { index = build(points.get(), n, dim, params); });
+  r.query_ms = timed(idle_device_event_ms, [&] {
     index->knn(queries.get(), m, k, indices.get(), sq_distances.get(), call);
   });
   r.first_rows.resize(static_cast<size_t>(std::min<int64_t>(m, 4096)) * k);
@@ -183,13 +165,13 @@ void allknn_suite(bool quick) {
     knn::CallParams call;
     call.outputs_on_device = true;
     std::unique_ptr<knn::IndexEngine> index;
-    const double total = timed(event_ms, [&] {
+    const double total = timed(idle_device_event_ms, [&] {
       index = knn::cuda::build_kdtree_index(points.get(), n, dim, params);
       index->knn_self(k, false, indices.get(), sq_distances.get(), call);
     });
     const double build =
-        timed(event_ms, [&] { index = knn::cuda::build_kdtree_index(points.get(), n, dim, params); });
-    const double query = timed(event_ms, [&] {
+        timed(idle_device_event_ms, [&] { index = knn::cuda::build_kdtree_index(points.get(), n, dim, params); });
+    const double query = timed(idle_device_event_ms, [&] {
       index->knn_self(k, false, indices.get(), sq_distances.get(), call);
     });
     row("allknn", "kdtree", n, n, dim, k, build, query, total, "device, target < 60 ms total");
@@ -233,7 +215,7 @@ void radius_suite(bool quick) {
   DeviceBuffer<int32_t> indices(static_cast<size_t>(m) * max_neighbors);
   DeviceBuffer<float> sq_distances(static_cast<size_t>(m) * max_neighbors);
   DeviceBuffer<int32_t> counts(static_cast<size_t>(m));
-  const double rows_ms = timed(event_ms, [&] {
+  const double rows_ms = timed(idle_device_event_ms, [&] {
     index->radius(queries.get(), m, radius, max_neighbors, indices.get(), sq_distances.get(),
                   counts.get(), call);
   });
@@ -246,7 +228,7 @@ void radius_suite(bool quick) {
   std::snprintf(note, sizeof note, "rows of 32, %.3g queries/s, mean count %.1f",
                 m / (rows_ms / 1000.0), mean);
   row("radius", "kdtree", n, m, dim, max_neighbors, 0, rows_ms, rows_ms, note);
-  const double count_ms = timed(event_ms, [&] {
+  const double count_ms = timed(idle_device_event_ms, [&] {
     index->radius(queries.get(), m, radius, 0, nullptr, nullptr, counts.get(), call);
   });
   std::snprintf(note, sizeof note, "counting only, %.3g queries/s", m / (count_ms / 1000.0));
