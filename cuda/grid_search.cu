@@ -62,17 +62,15 @@ __device__ void scan_cells(const GridView& grid, const float q[3], uint32_t firs
 }
 
 // One thread per query, the list (k + 1 entries when the own index is
-// dropped) in registers.
-template <int K>
-__global__ void knn_thread_kernel(GridView grid, const float* queries, int64_t count,
-                                  const uint32_t* order, int k, int take, int64_t self_first,
-                                  int32_t* indices, float* sq_distances) {
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= count) return;
-  const int64_t i = order[t];
+// dropped) in registers (K > 0) or in shared memory (K == kSharedK).
+constexpr int kSharedK = -1;
+
+template <class List>
+__device__ void grid_thread_query(const GridView& grid, const float* queries, int64_t i, int k,
+                                  int take, int64_t self_first, int32_t* indices,
+                                  float* sq_distances, List& list, int length) {
   float q[3];
   load_query(queries, i, q);
-  RegisterList<K> list(take);
   if (grid.n > 0)
     walk_shells(grid.layout, q, [&] { return list.bound(); }, [&](uint32_t first, uint32_t last) {
       scan_cells(grid, q, first, last, [&](float d, int32_t id) { list.offer(d, id); });
@@ -82,12 +80,33 @@ __global__ void knn_thread_kernel(GridView grid, const float* queries, int64_t c
   float* row_sq = sq_distances ? sq_distances + i * k : nullptr;
   int out = 0;
 #pragma unroll
-  for (int j = 0; j < K; ++j) {
-    if (j < take && out < k && list.index[j] != self) {
-      row[out] = list.index[j] == kNoIndex ? -1 : list.index[j];
-      if (row_sq) row_sq[out] = list.dist[j];
+  for (int j = 0; j < length; ++j) {
+    const int32_t index = list.index_at(j);
+    if (j < take && out < k && index != self) {
+      row[out] = index == kNoIndex ? -1 : index;
+      if (row_sq) row_sq[out] = list.dist_at(j);
       ++out;
     }
+  }
+}
+
+template <int K>
+__global__ void knn_thread_kernel(GridView grid, const float* queries, int64_t count,
+                                  const uint32_t* order, int k, int take, int64_t self_first,
+                                  int32_t* indices, float* sq_distances) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= count) return;
+  const int64_t i = order[t];
+  if constexpr (K > 0) {
+    RegisterList<K> list(take);
+    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, K);
+  } else {
+    extern __shared__ float shared_lists[];
+    const int slots = take * static_cast<int>(blockDim.x);
+    SharedList list(shared_lists + threadIdx.x,
+                    reinterpret_cast<int32_t*>(shared_lists + slots) + threadIdx.x,
+                    static_cast<int>(blockDim.x), take);
+    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, take);
   }
 }
 
@@ -192,7 +211,12 @@ template <int K>
 void launch_thread_knn(const GridView& grid, const float* queries, int64_t count,
                        const uint32_t* order, int k, int take, int64_t self_first,
                        int32_t* indices, float* sq_distances, cudaStream_t stream) {
-  knn_thread_kernel<K><<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
+  const size_t shared = K == kSharedK ? size_t{8} * take * kThreadBlock : 0;
+  if (shared > kDefaultSharedBytes)
+    check(cudaFuncSetAttribute(knn_thread_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(shared)),
+          "cudaFuncSetAttribute (grid thread search)");
+  knn_thread_kernel<K><<<grid_for(count, kThreadBlock), kThreadBlock, shared, stream>>>(
       grid, queries, count, order, k, take, self_first, indices, sq_distances);
   check_launch("grid knn (thread per query)");
 }
@@ -239,6 +263,7 @@ void grid_knn(const GridView& grid, const float* queries, int64_t count, int k, 
   if (take <= 4) return thread(std::integral_constant<int, 4>());
   if (take <= 8) return thread(std::integral_constant<int, 8>());
   if (take <= kGridRegisterK) return thread(std::integral_constant<int, kGridRegisterK>());
+  if (take <= kMaxSharedListK) return thread(std::integral_constant<int, kSharedK>());
   const size_t warp_bytes = WarpList::bytes(take);
   const int warps = static_cast<int>(
       std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, kMaxWarpsPerBlock));

@@ -30,6 +30,8 @@ struct RegisterList {
   }
 
   __device__ float bound() const { return worst_dist; }
+  __device__ float dist_at(int j) const { return dist[j]; }
+  __device__ int32_t index_at(int j) const { return index[j]; }
 
   __device__ void offer(float d, int32_t i) {
     if (!closer(d, i, worst_dist, worst_index)) return;
@@ -57,6 +59,56 @@ struct RegisterList {
         out_index[j] = index[j] == kNoIndex ? -1 : index[j];
         if (out_dist) out_dist[j] = dist[j];
       }
+    }
+  }
+};
+
+// Up to a few dozen neighbours of one thread in shared memory, sorted
+// ascending by insertion. Entry j of a thread is at [j * stride] from its
+// base, the threads of a block interleaved (stride = block size), so the
+// lanes of a warp touch 32 different banks. Between the register lists
+// (their unrolled insertion costs every slot on every insert) and the warp
+// lists (a warp per query): an insert moves only the entries it passes.
+// The longest SharedList the searches use (8 * kMaxSharedListK bytes a
+// thread): inserts move up to k entries, and by k = 100 a warp per query
+// (warp_list.cuh) is faster again.
+constexpr int kMaxSharedListK = 32;
+
+struct SharedList {
+  float* dist;
+  int32_t* index;
+  int stride;
+  int k;
+  float worst_dist = kInfinity;
+  int32_t worst_index = kNoIndex;
+
+  __device__ SharedList(float* dist_, int32_t* index_, int stride_, int k_)
+      : dist(dist_), index(index_), stride(stride_), k(k_) {
+    for (int j = 0; j < k; ++j) dist[j * stride] = kInfinity, index[j * stride] = kNoIndex;
+  }
+
+  __device__ float bound() const { return worst_dist; }
+  __device__ float dist_at(int j) const { return dist[j * stride]; }
+  __device__ int32_t index_at(int j) const { return index[j * stride]; }
+
+  __device__ void offer(float d, int32_t i) {
+    if (!closer(d, i, worst_dist, worst_index)) return;
+    int j = k - 1;
+    for (; j > 0; --j) {
+      const float above_dist = dist[(j - 1) * stride];
+      const int32_t above_index = index[(j - 1) * stride];
+      if (!closer(d, i, above_dist, above_index)) break;
+      dist[j * stride] = above_dist, index[j * stride] = above_index;
+    }
+    dist[j * stride] = d, index[j * stride] = i;
+    worst_dist = dist[(k - 1) * stride], worst_index = index[(k - 1) * stride];
+  }
+
+  __device__ void write(int32_t* out_index, float* out_dist) const {
+    for (int j = 0; j < k; ++j) {
+      const int32_t i = index[j * stride];
+      out_index[j] = i == kNoIndex ? -1 : i;
+      if (out_dist) out_dist[j] = dist[j * stride];
     }
   }
 };

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -21,6 +22,8 @@ struct Block {
   void* ptr;
   size_t bytes;
 };
+
+void free_idle_at_exit();
 
 class PinnedPool {
  public:
@@ -45,6 +48,7 @@ class PinnedPool {
       fail(KNN_ERR_HOST_OUT_OF_MEMORY, "cudaHostAlloc: pinned host memory exhausted");
     }
     check(err, "cudaHostAlloc");
+    free_idle_at_exit();
     return Block{p, bytes};
   }
 
@@ -73,11 +77,24 @@ class PinnedPool {
   size_t idle_ = 0;
 };
 
-// Never destroyed: at process exit the driver releases pinned memory itself,
-// and a destructor running after the CUDA runtime has shut down would fail.
+// Never destroyed: a destructor would run after the CUDA runtime has shut
+// down. The idle buffers are freed at exit instead (free_idle_at_exit).
 PinnedPool& pool() {
   static PinnedPool* instance = new PinnedPool;
   return *instance;
+}
+
+// Registered once, after the first pinned allocation: the CUDA runtime has
+// registered its own teardown by then, and exit handlers run in reverse
+// order, so the idle buffers go back while the runtime still works (and
+// leak checkers such as compute-sanitizer's see none). glibc runs a shared
+// library's handlers when it is unloaded too. Buffers a call still holds are
+// not touched.
+void release_idle_blocks() { pool().release_idle(); }
+
+void free_idle_at_exit() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { std::atexit(release_idle_blocks); });
 }
 
 }  // namespace
@@ -88,8 +105,6 @@ PinnedLease::PinnedLease(size_t bytes) {
   ptr_ = b.ptr;
   bytes_ = b.bytes;
 }
-
-void release_pinned_pool() { pool().release_idle(); }
 
 PinnedLease::~PinnedLease() {
   if (ptr_) pool().give_back(Block{ptr_, bytes_});

@@ -1,6 +1,7 @@
 // Pinned (page-locked) host staging buffers, kept for reuse across calls.
 // Pinning hundreds of megabytes costs more than the transfers it speeds up,
-// so the pool keeps what calls return, up to a cap, for the next call.
+// so the pool keeps what calls return, up to a cap, for the next call, and
+// frees what it keeps idle at process exit.
 #pragma once
 
 #include <cstddef>
@@ -29,10 +30,6 @@ class PinnedLease {
 // (kHostCopyThreads): one core cannot keep up with the PCIe link. Serial
 // when called from inside a parallel region.
 void staging_copy(void* dst, const void* src, size_t bytes);
-
-// Frees the pinned buffers the pool keeps idle (for tools that check for
-// leaks at exit; the library itself keeps them until the process ends).
-void release_pinned_pool();
 
 }  // namespace cuda
 }  // namespace knn

@@ -3,12 +3,16 @@
 # lends): Release build for sm_90, every test including the GPU ones,
 # compute-sanitizer over every kernel, then the GPU benchmark. Prints a short
 # table last.
-#   scripts/gpu-check.sh [full|quick|sanitize|bench|scale|faults]
+#   scripts/gpu-check.sh [full|quick|sanitize|memcheck|racecheck|bench|scale|report|faults]
 #   full (default)  build, ctest, memcheck + racecheck, benchmark
 #   quick           build, ctest, benchmark --quick (10^6 points)
-#   sanitize        build, memcheck + racecheck
+#   sanitize        build, memcheck + racecheck over every GPU test binary
+#                   and the classic agreement sweep (memcheck, racecheck:
+#                   one of the two)
 #   bench           build, benchmark (10^7 points)
 #   scale           build, 10^8-point all-kNN and the tree-split benchmark
+#   report          build, `knn-gpgpu bench classic|index|pip` JSON for
+#                   scripts/plot_bench.py (the README's plots)
 #   faults          build, device allocation fault injection, memory-limit
 #                   and soak tests (test_fault_injection), cancellation
 # KNN_CMAKE_ARGS adds configure options; results and logs go to $OUT if set.
@@ -63,23 +67,47 @@ if wants faults "faults"; then
   done
 fi
 
-if wants sanitizer "full sanitize" && command -v compute-sanitizer >/dev/null; then
-  # The agreement sweep reaches every kernel (build, register, warp and heap
-  # searches) on awkward sizes; racecheck, far slower, gets the small sweep.
-  for tool in memcheck racecheck; do
-    args=(--sweep)
-    extra=()
-    [ "$tool" = memcheck ] && extra=(--leak-check full)
-    [ "$tool" = racecheck ] && args+=(--small)
-    if compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
-         "$build/bench/gpu/bench_gpu" "${args[@]}" >"$out/$tool.log" 2>&1; then
-      note "compute-sanitizer $tool" "$(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)"
-    else
-      status=1
-      tail -30 "$out/$tool.log"
-      note "compute-sanitizer $tool" "FAILED: $(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)"
+# compute-sanitizer over every GPU test binary and the classic agreement
+# sweep (400 cases, every classic kernel on awkward sizes): memcheck with the
+# leak check, racecheck for shared-memory hazards. Left out under the
+# sanitizers: the tests that measure device memory (the tool's own
+# allocations move it) and the million-point cases (the same kernels run in
+# the smaller cases; instrumented, they would take hours).
+sanitizer_tests=(test_index_gpu test_index_brute_force_gpu test_grid_gpu test_pip_gpu
+                 test_gpu_agreement test_fault_injection test_cancel)
+sanitizer_skip='GpuMemoryPeak.*:*MemoryHelperIsHonest*:*SoakLeavesDeviceMemoryFlat*'
+sanitizer_skip+=':*MillionPointsMillionQueries*:*MillionsOfPointsStayWithinTheMemoryModel*'
+# Errors a sanitizer log reports (memcheck's ERROR SUMMARY, racecheck's
+# RACECHECK SUMMARY; leaks count as errors under --leak-check full).
+sanitizer_errors() {
+  grep -oE '(ERROR|RACECHECK) SUMMARY: [0-9]+' "$1" | awk '{s += $3} END {print s + 0}'
+}
+sanitize_with() {
+  local tool=$1 extra=() sweep=(--sweep) failed=0 errors=0 t
+  [ "$tool" = memcheck ] && extra=(--leak-check full)
+  [ "$tool" = racecheck ] && sweep+=(--small)
+  for t in "${sanitizer_tests[@]}"; do
+    [ -x "$build/tests/$t" ] || continue
+    if ! compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+         "$build/tests/$t" --gtest_filter="-$sanitizer_skip" >"$out/$tool.$t.log" 2>&1; then
+      failed=$((failed + 1))
+      tail -30 "$out/$tool.$t.log"
     fi
+    errors=$((errors + $(sanitizer_errors "$out/$tool.$t.log")))
   done
+  if ! compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+       "$build/bench/gpu/bench_gpu" "${sweep[@]}" >"$out/$tool.sweep.log" 2>&1; then
+    failed=$((failed + 1))
+    tail -30 "$out/$tool.sweep.log"
+  fi
+  errors=$((errors + $(sanitizer_errors "$out/$tool.sweep.log")))
+  [ $failed -eq 0 ] || status=1
+  note "compute-sanitizer $tool" \
+       "$([ $failed -eq 0 ] && echo ok || echo FAILED): ${#sanitizer_tests[@]} test binaries + sweep, $errors reports, $failed failed runs"
+}
+if command -v compute-sanitizer >/dev/null; then
+  wants sanitizer "full sanitize memcheck" && sanitize_with memcheck
+  wants sanitizer "full sanitize racecheck" && sanitize_with racecheck
 fi
 
 bench_args=()
@@ -95,6 +123,24 @@ if wants bench "full quick bench scale"; then
     tail -20 "$out/bench_gpu.txt"
     note "bench_gpu ${bench_args[*]}" "FAILED"
   fi
+fi
+
+if wants report "report"; then
+  # The JSON behind the README's plots (scripts/plot_bench.py).
+  cli="$build/tools/knn-gpgpu"
+  for suite in classic index pip; do
+    sizes=10000,100000,1000000,10000000
+    [ "$suite" = index ] && sizes=10000,100000,1000000
+    args=(bench "$suite" --sizes "$sizes" --out "$out/bench_$suite.json")
+    [ "$suite" = classic ] && args+=(--k 8)
+    if "$cli" "${args[@]}" >"$out/bench_$suite.log" 2>&1; then
+      note "knn-gpgpu bench $suite" "ok ($sizes)"
+    else
+      status=1
+      tail -20 "$out/bench_$suite.log"
+      note "knn-gpgpu bench $suite" "FAILED"
+    fi
+  done
 fi
 
 echo

@@ -11,11 +11,15 @@
 //            k = 1, 3, 11 at d = 5; build included; kd-tree and brute force
 //            side by side (tunes the AUTO crossover), rows checked equal;
 //   allknn   3-D all-kNN of n = 10^7 uniform points, k = 30, build + query
-//            (target < 60 ms on an H100), device and end to end;
+//            (target < 60 ms on an H100), kd-tree and grid on the device,
+//            and end to end for KDTREE, GRID and AUTO;
 //   radius   10^7 uniform points, radius for ~32 neighbours, 10^7 queries:
 //            rows of 32 with counts, and counting only; queries/s.
 // Usage: bench_index [--quick] [--suite futhark|allknn|radius|all] [--leaf N]
-//   --leaf N: the kd-tree's leaf size (default: the engine's).
+//                    [--dim D] [--kdtree-only] [--k K]
+//   --leaf N: the kd-tree's leaf size (default: the engine's); --dim D: the
+//   futhark rows of dim D only; --kdtree-only: no brute-force rows; --k K:
+//   the allknn suite's k (default 30).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -42,7 +46,10 @@ namespace {
 constexpr int kRepeats = 5;
 constexpr double kSlowMs = 5000.0;
 
-int leaf_size = 0;  // --leaf; 0 = the engine's default
+int leaf_size = 0;        // --leaf; 0 = the engine's default
+int only_dim = 0;         // --dim; 0 = every dim of the suite
+bool kdtree_only = false;  // --kdtree-only: skip the brute-force rows
+int allknn_k = 30;        // --k: the allknn suite's k
 
 // Events on the default stream around `work`, on an idle device so that no
 // work queued before is counted.
@@ -98,6 +105,15 @@ void row(const char* suite, const char* structure, int64_t n, int64_t m, int dim
   std::fflush(stdout);
 }
 
+const char* structure_name(int structure) {
+  switch (structure) {
+    case KNN_STRUCTURE_KDTREE: return "kdtree";
+    case KNN_STRUCTURE_GRID: return "grid";
+    case KNN_STRUCTURE_BRUTE_FORCE: return "brute";
+    default: return "auto";
+  }
+}
+
 // Build + kNN of m device queries into device rows; returns the first rows.
 struct DeviceRun {
   double build_ms, query_ms, total_ms;
@@ -136,7 +152,8 @@ void futhark_suite(bool quick) {
   for (const int dim : {5, 7, 9, 12, 16}) cases.push_back({dim, 5});
   for (const int k : {1, 3, 11}) cases.push_back({5, k});
   const int largest = quick ? 18 : 21;
-  for (const Case& c : cases)
+  for (const Case& c : cases) {
+    if (only_dim != 0 && c.dim != only_dim) continue;
     for (int log_n = 17; log_n <= largest; ++log_n) {
       const int64_t n = int64_t{1} << log_n;
       const DeviceBuffer<float> points = on_device(uniform_rows(n, c.dim, kReferenceSeed));
@@ -144,18 +161,31 @@ void futhark_suite(bool quick) {
       const DeviceRun tree =
           run_on_device(knn::cuda::build_kdtree_index, points, n, queries, n, c.dim, c.k);
       row("futhark", "kdtree", n, n, c.dim, c.k, tree.build_ms, tree.query_ms, tree.total_ms, "");
+      if (kdtree_only) continue;
       const DeviceRun brute =
           run_on_device(knn::cuda::build_brute_force_index, points, n, queries, n, c.dim, c.k);
       row("futhark", "brute", n, n, c.dim, c.k, brute.build_ms, brute.query_ms, brute.total_ms,
           tree.first_rows == brute.first_rows ? "rows agree" : "ROWS DIFFER");
     }
+  }
 }
 
 void allknn_suite(bool quick) {
-  const int dim = 3, k = 30;
+  const int dim = 3, k = allknn_k;
   const int64_t n = quick ? 1000000 : 10000000;
   const std::vector<float> host_points = uniform_rows(n, dim, kReferenceSeed);
-  {
+  struct Structure {
+    const char* name;
+    Builder build;
+  };
+  const Structure structures[] = {
+      {"kdtree", knn::cuda::build_kdtree_index},
+      {"grid",
+       [](const float* points, int64_t n, int, const knn::IndexParams& params) {
+         return knn::cuda::build_grid_index(points, n, params);
+       }},
+  };
+  for (const Structure& s : structures) {
     const DeviceBuffer<float> points = on_device(host_points);
     DeviceBuffer<int32_t> indices(static_cast<size_t>(n) * k);
     DeviceBuffer<float> sq_distances(static_cast<size_t>(n) * k);
@@ -166,37 +196,42 @@ void allknn_suite(bool quick) {
     call.outputs_on_device = true;
     std::unique_ptr<knn::IndexEngine> index;
     const double total = timed(idle_device_event_ms, [&] {
-      index = knn::cuda::build_kdtree_index(points.get(), n, dim, params);
+      index = s.build(points.get(), n, dim, params);
       index->knn_self(k, false, indices.get(), sq_distances.get(), call);
     });
-    const double build =
-        timed(idle_device_event_ms, [&] { index = knn::cuda::build_kdtree_index(points.get(), n, dim, params); });
+    const double build = timed(idle_device_event_ms, [&] { index = s.build(points.get(), n, dim, params); });
     const double query = timed(idle_device_event_ms, [&] {
       index->knn_self(k, false, indices.get(), sq_distances.get(), call);
     });
-    row("allknn", "kdtree", n, n, dim, k, build, query, total, "device, target < 60 ms total");
+    row("allknn", s.name, n, n, dim, k, build, query, total, "device, target < 60 ms total");
   }
   // End to end through the C ABI: pageable host points in, host rows out.
-  knn_options opt;
-  knn_options_init(&opt);
-  opt.backend = KNN_BACKEND_CUDA;
-  opt.structure = KNN_STRUCTURE_KDTREE;
-  opt.leaf_size = leaf_size;
   std::vector<int32_t> indices(static_cast<size_t>(n) * k);
   std::vector<float> sq_distances(static_cast<size_t>(n) * k);
-  knn_index* index = nullptr;
-  const double total = timed(host_ms, [&] {
+  for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_AUTO}) {
+    knn_options opt;
+    knn_options_init(&opt);
+    opt.backend = KNN_BACKEND_CUDA;
+    opt.structure = structure;
+    opt.leaf_size = leaf_size;
+    knn_index* index = nullptr;
+    const double total = timed(host_ms, [&] {
+      knn_index_free(index);
+      must(knn_index_build(host_points.data(), n, dim, &opt, &index), "knn_index_build");
+      must(knn_index_query_self(index, k, 0, indices.data(), sq_distances.data()),
+           "knn_index_query_self");
+    });
+    const double query = timed(host_ms, [&] {
+      must(knn_index_query_self(index, k, 0, indices.data(), sq_distances.data()),
+           "knn_index_query_self");
+    });
+    int ran = 0;
+    must(knn_index_info(index, nullptr, nullptr, nullptr, &ran), "knn_index_info");
     knn_index_free(index);
-    must(knn_index_build(host_points.data(), n, dim, &opt, &index), "knn_index_build");
-    must(knn_index_query_self(index, k, 0, indices.data(), sq_distances.data()),
-         "knn_index_query_self");
-  });
-  const double query = timed(host_ms, [&] {
-    must(knn_index_query_self(index, k, 0, indices.data(), sq_distances.data()),
-         "knn_index_query_self");
-  });
-  knn_index_free(index);
-  row("allknn", "kdtree", n, n, dim, k, total - query, query, total, "C ABI, host arrays");
+    const std::string note = std::string("C ABI, host arrays, asked ") +
+                             structure_name(structure) + ", ran " + structure_name(ran);
+    row("allknn", structure_name(ran), n, n, dim, k, total - query, query, total, note);
+  }
 }
 
 void radius_suite(bool quick) {
@@ -248,8 +283,16 @@ int main(int argc, char** argv) {
       suite = argv[++i];
     } else if (a == "--leaf" && i + 1 < argc) {
       leaf_size = std::atoi(argv[++i]);
+    } else if (a == "--dim" && i + 1 < argc) {
+      only_dim = std::atoi(argv[++i]);
+    } else if (a == "--k" && i + 1 < argc) {
+      allknn_k = std::atoi(argv[++i]);
+    } else if (a == "--kdtree-only") {
+      kdtree_only = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--suite futhark|allknn|radius|all] [--leaf N]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--suite futhark|allknn|radius|all] [--leaf N] "
+                   "[--dim D] [--kdtree-only] [--k K]\n",
                    argv[0]);
       return 2;
     }
