@@ -67,62 +67,58 @@ if wants faults "faults"; then
   done
 fi
 
-# compute-sanitizer over every GPU test binary and the classic agreement
-# sweep (400 cases, every classic kernel on awkward sizes): memcheck with the
-# leak check, racecheck for shared-memory hazards. Left out under the
-# sanitizers: the tests that measure device memory (the tool's own
-# allocations move it) and the million-point cases (the same kernels run in
-# the smaller cases; instrumented, they would take hours).
-sanitizer_tests=(test_index_gpu test_index_brute_force_gpu test_grid_gpu test_pip_gpu
-                 test_gpu_agreement test_fault_injection test_cancel)
-sanitizer_skip='GpuMemoryPeak.*:*MemoryHelperIsHonest*:*SoakLeavesDeviceMemoryFlat*'
-sanitizer_skip+=':*MillionPointsMillionQueries*:*MillionsOfPointsStayWithinTheMemoryModel*'
+# compute-sanitizer over the GPU tests and the classic agreement sweep (400
+# cases, every classic kernel on awkward sizes).
+#   memcheck (with the leak check): every GPU test binary, all of it, except
+#     the tests that measure device memory (the tool's own allocations move
+#     it) and the million-point cases (the same kernels run in the smaller
+#     cases; instrumented, they would take hours);
+#   racecheck (shared-memory hazards; instrumentation costs 100x more): the
+#     cases that reach every kernel with shared memory (warp lists of 33 and
+#     1024, the grid's shared lists, brute-force tiles, the PIP frontier and
+#     thread paths) and the small sweep.
+declare -A racecheck_filter=(
+  [test_index_gpu]='Data/KdTreeGpuDist.*:Dims/KdTreeGpuDims.*/2'
+  [test_grid_gpu]='AllDistributions/GridGpu.KnnMatchesOpenMpAndOracle/Uniform:AllDistributions/GridGpu.SelfMatchesOracle/Clustered'
+  [test_index_brute_force_gpu]='Dims/BruteForceGpuDim.KnnMatchesOracle/2:BruteForceGpu.SelfMatchesOracle'
+  [test_pip_gpu]='PipGpu.UniformPointsAssortedPolygonsMatchOracle:PipGpu.ManyFewEdgePolygonsTakeTheThreadPathAndMatchOracle:PipGpu.SquareTilingPutsEveryGridPointInOneSquare'
+)
+memcheck_tests=(test_index_gpu test_index_brute_force_gpu test_grid_gpu test_pip_gpu
+                test_gpu_agreement test_fault_injection test_cancel)
+memcheck_skip='GpuMemoryPeak.*:*MemoryHelperIsHonest*:*SoakLeavesDeviceMemoryFlat*'
+memcheck_skip+=':*MillionPointsMillionQueries*:*MillionsOfPointsStayWithinTheMemoryModel*'
 # Errors a sanitizer log reports (memcheck's ERROR SUMMARY, racecheck's
 # RACECHECK SUMMARY; leaks count as errors under --leak-check full).
 sanitizer_errors() {
   grep -oE '(ERROR|RACECHECK) SUMMARY: [0-9]+' "$1" | awk '{s += $3} END {print s + 0}'
 }
 sanitize_with() {
-  local tool=$1 extra=() sweep=(--sweep) failed=0 errors=0 t
+  local tool=$1 extra=() sweep=(--sweep) failed=0 errors=0 runs=0 t filter
+  local tests=("${memcheck_tests[@]}")
   [ "$tool" = memcheck ] && extra=(--leak-check full)
-  [ "$tool" = racecheck ] && sweep+=(--small)
-  for t in "${sanitizer_tests[@]}"; do
-    [ -x "$build/tests/$t" ] || continue
-    if ! compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
-         "$build/tests/$t" --gtest_filter="-$sanitizer_skip" >"$out/$tool.$t.log" 2>&1; then
-      failed=$((failed + 1))
-      tail -30 "$out/$tool.$t.log"
+  [ "$tool" = racecheck ] && sweep+=(--small) && tests=("${!racecheck_filter[@]}")
+  for t in "${tests[@]}" sweep; do
+    local log="$out/$tool.$t.log" cmd=("$build/bench/gpu/bench_gpu" "${sweep[@]}")
+    if [ "$t" != sweep ]; then
+      [ -x "$build/tests/$t" ] || continue
+      filter="-$memcheck_skip"
+      [ "$tool" = racecheck ] && filter=${racecheck_filter[$t]}
+      cmd=("$build/tests/$t" --gtest_filter="$filter")
     fi
-    errors=$((errors + $(sanitizer_errors "$out/$tool.$t.log")))
+    runs=$((runs + 1))
+    if ! compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 "${cmd[@]}" >"$log" 2>&1; then
+      failed=$((failed + 1))
+      tail -30 "$log"
+    fi
+    errors=$((errors + $(sanitizer_errors "$log")))
   done
-  if ! compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
-       "$build/bench/gpu/bench_gpu" "${sweep[@]}" >"$out/$tool.sweep.log" 2>&1; then
-    failed=$((failed + 1))
-    tail -30 "$out/$tool.sweep.log"
-  fi
-  errors=$((errors + $(sanitizer_errors "$out/$tool.sweep.log")))
   [ $failed -eq 0 ] || status=1
   note "compute-sanitizer $tool" \
-       "$([ $failed -eq 0 ] && echo ok || echo FAILED): ${#sanitizer_tests[@]} test binaries + sweep, $errors reports, $failed failed runs"
+       "$([ $failed -eq 0 ] && echo ok || echo FAILED): $runs runs, $errors reports, $failed failed"
 }
 if command -v compute-sanitizer >/dev/null; then
   wants sanitizer "full sanitize memcheck" && sanitize_with memcheck
   wants sanitizer "full sanitize racecheck" && sanitize_with racecheck
-fi
-
-bench_args=()
-case "$mode" in
-  quick) bench_args=(--quick) ;;
-  scale) bench_args=(--scale) ;;
-esac
-if wants bench "full quick bench scale"; then
-  if "$build/bench/gpu/bench_gpu" "${bench_args[@]}" >"$out/bench_gpu.txt" 2>&1; then
-    note "bench_gpu ${bench_args[*]}" "ok"
-  else
-    status=1
-    tail -20 "$out/bench_gpu.txt"
-    note "bench_gpu ${bench_args[*]}" "FAILED"
-  fi
 fi
 
 if wants report "report"; then
