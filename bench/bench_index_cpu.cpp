@@ -14,8 +14,15 @@
 // (nanoflann's L2_Simple sums the squares in dimension order, as the contract
 // does; this file is compiled without FMA contraction).
 //
+// --radius C times radius search instead: the radius that holds C of the n
+// uniform points on average (fewer at the faces), ours as rows of C with the
+// true counts and as counting only, nanoflann's radiusSearch (sorted, and
+// unsorted for the count) in an OpenMP loop; the counts are compared on
+// every query (nanoflann keeps d < r^2, the contract d <= r^2: a point
+// exactly on the sphere counts for us only).
+//
 // Usage: bench_index_cpu [--small] [--n N] [--m M] [--dims 3,8,16] [--k 8]
-//                        [--leaf L] [--repeats R] [--check Q]
+//                        [--leaf L] [--repeats R] [--check Q] [--radius C]
 #include <omp.h>
 
 #include <algorithm>
@@ -51,11 +58,12 @@ struct Options {
   int leaf = 0;  // 0: the library's default
   int repeats = 5;
   int check = 1000;
+  int radius_neighbours = 0;  // --radius: time radius search for this many
 };
 
 const char kUsage[] =
     "usage: bench_index_cpu [--small] [--n N] [--m M] [--dims LIST] [--k K] [--leaf L]\n"
-    "                       [--repeats R] [--check Q]\n"
+    "                       [--repeats R] [--check Q] [--radius C]\n"
     "  --small: n = m = 1e5 (a quick run); N, M accept 1e6 notation; LIST e.g. 3,8,16\n";
 
 const knn_bench::CommandLine kCommandLine{"bench_index_cpu", kUsage};
@@ -86,6 +94,8 @@ Options parse_options(int argc, char** argv) {
       o.leaf = static_cast<int>(kCommandLine.count(value, "--leaf", 1, INT_MAX));
     } else if (arg == "--repeats") {
       o.repeats = static_cast<int>(kCommandLine.count(value, "--repeats", 1, 1000));
+    } else if (arg == "--radius") {
+      o.radius_neighbours = static_cast<int>(kCommandLine.count(value, "--radius", 1, INT_MAX));
     } else if (arg == "--check") {
       o.check = static_cast<int>(kCommandLine.count(value, "--check", 0, INT_MAX));
     } else {
@@ -164,6 +174,99 @@ Row run_dim(const Options& o, int dim) {
           mismatches};
 }
 
+struct RadiusRow {
+  int dim;
+  float radius;
+  double ours_rows, ours_count, nano_sorted, nano_count, mean_count;
+  int64_t ours_more, ours_fewer;  // queries whose counts differ, by sign
+};
+
+// The radius whose ball holds `neighbours` of n uniform points in the unit
+// cube on average: n * V_d * r^d = neighbours, V_d = pi^(d/2) / Gamma(d/2 + 1).
+float radius_for(int64_t n, int dim, int neighbours) {
+  const double ball = std::pow(M_PI, dim / 2.0) / std::tgamma(dim / 2.0 + 1.0);
+  return static_cast<float>(std::pow(neighbours / (ball * static_cast<double>(n)), 1.0 / dim));
+}
+
+RadiusRow run_radius(const Options& o, int dim) {
+  const std::vector<float> points = knn_bench::uniform_rows(o.n, dim, 1);
+  const std::vector<float> queries = knn_bench::uniform_rows(o.m, dim, 2);
+  const float radius = radius_for(o.n, dim, o.radius_neighbours);
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_OPENMP;
+  opt.structure = KNN_STRUCTURE_KDTREE;
+  opt.leaf_size = o.leaf;
+  knn_index* index = nullptr;
+  check_status(knn_index_build(points.data(), o.n, dim, &opt, &index), "build");
+  const knn_bench::NanoflannRows<-1> rows{points.data(), static_cast<size_t>(o.n),
+                                           static_cast<size_t>(dim)};
+  const NanoTree tree(dim, rows, nanoflann::KDTreeSingleIndexAdaptorParams(kNanoflannLeaf));
+
+  const int width = o.radius_neighbours;
+  const size_t slots = static_cast<size_t>(o.m) * static_cast<size_t>(width);
+  std::vector<int32_t> idx(slots), counts(static_cast<size_t>(o.m));
+  std::vector<float> dist(slots);
+  std::vector<int64_t> nano_counts(static_cast<size_t>(o.m));
+  const float r2 = radius * radius;  // nanoflann's L2_Simple compares squared distances
+  auto nano = [&](bool sorted) {
+    nanoflann::SearchParams params;
+    params.sorted = sorted;
+#pragma omp parallel
+    {
+      std::vector<std::pair<uint32_t, float>> found;
+#pragma omp for schedule(dynamic, 256)
+      for (int64_t i = 0; i < o.m; ++i)
+        nano_counts[static_cast<size_t>(i)] = static_cast<int64_t>(
+            tree.radiusSearch(&queries[static_cast<size_t>(i) * dim], r2, found, params));
+    }
+  };
+  const std::vector<knn_bench::Timing> t = knn_bench::measure_interleaved(
+      {{[&] {
+          check_status(knn_index_radius(index, queries.data(), o.m, radius, width, idx.data(),
+                                        dist.data(), counts.data(), nullptr),
+                       "radius rows");
+        },
+        {}},
+       {[&] {
+          check_status(knn_index_radius(index, queries.data(), o.m, radius, 0, nullptr, nullptr,
+                                        counts.data(), nullptr),
+                       "radius count");
+        },
+        {}},
+       {[&] { nano(true); }, {}},
+       {[&] { nano(false); }, {}}},
+      o.repeats);
+  knn_index_free(index);
+  int64_t more = 0, fewer = 0;
+  double total = 0;
+  for (int64_t i = 0; i < o.m; ++i) {
+    total += counts[static_cast<size_t>(i)];
+    more += counts[static_cast<size_t>(i)] > nano_counts[static_cast<size_t>(i)];
+    fewer += counts[static_cast<size_t>(i)] < nano_counts[static_cast<size_t>(i)];
+  }
+  return {dim,           radius,          t[0].median_ms, t[1].median_ms, t[2].median_ms,
+          t[3].median_ms, total / static_cast<double>(o.m), more, fewer};
+}
+
+void print_radius_table(const Options& o) {
+  std::printf("radius search, rows of %d (time and queries per second)\n", o.radius_neighbours);
+  std::printf("%4s | %8s | %10s | %-20s | %-20s | %-20s | %-20s | %s\n", "dim", "radius",
+              "mean count", "ours rows", "ours counting", "nanoflann sorted",
+              "nanoflann unsorted", "counts unlike nanoflann's (ours more / fewer)");
+  for (const int dim : o.dims) {
+    const RadiusRow r = run_radius(o, dim);
+    const auto rate = [&](double ms) { return static_cast<double>(o.m) / (ms / 1000.0); };
+    std::printf("%4d | %8.5f | %10.1f | %8.1f ms %7.2g/s | %8.1f ms %7.2g/s | %8.1f ms %7.2g/s | "
+                "%8.1f ms %7.2g/s | %lld / %lld of %lld\n",
+                r.dim, r.radius, r.mean_count, r.ours_rows, rate(r.ours_rows), r.ours_count,
+                rate(r.ours_count), r.nano_sorted, rate(r.nano_sorted), r.nano_count,
+                rate(r.nano_count), static_cast<long long>(r.ours_more),
+                static_cast<long long>(r.ours_fewer), static_cast<long long>(o.m));
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,6 +275,15 @@ int main(int argc, char** argv) {
               "median of %d; ours leaf %s, nanoflann leaf %d\n",
               static_cast<long long>(o.n), static_cast<long long>(o.m), o.k, omp_get_max_threads(),
               o.repeats, o.leaf ? std::to_string(o.leaf).c_str() : "default", kNanoflannLeaf);
+  if (o.radius_neighbours > 0) {
+    try {
+      print_radius_table(o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_index_cpu: %s\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
   std::printf("%4s | %12s %12s %12s | %12s %12s %12s | %8s | %s\n", "dim", "ours build",
               "ours query", "ours total", "nano build", "nano query", "nano total", "ratio",
               "distance mismatches");
