@@ -16,6 +16,7 @@
 #include "../cuda/index_memory_model.h"
 #include "abi_barrier.h"
 #include "index_planner.h"
+#include "options.h"
 #include "validate.h"
 
 // The handle behind knn_index*. `magic` tells a live index from a NULL, a
@@ -34,44 +35,14 @@ namespace {
 
 // ---- Options ------------------------------------------------------------
 
-// The caller's options over the defaults, reading only the fields that lie
-// wholly inside opt->struct_size (an older, shorter struct keeps working).
-knn_options read_options(const knn_options* opt) {
-  knn_options o;
-  knn_options_init(&o);
-  if (opt == nullptr) return o;
-  constexpr size_t kMinSize = offsetof(knn_options, backend) + sizeof(int);
-  if (opt->struct_size < kMinSize)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->struct_size is %zu; it must be at least %zu (initialise options with "
-                "knn_options_init)",
-                opt->struct_size, kMinSize));
-  auto has = [opt](size_t offset, size_t size) { return opt->struct_size >= offset + size; };
-#define KNN_READ_FIELD(f) \
-  if (has(offsetof(knn_options, f), sizeof opt->f)) o.f = opt->f
-  KNN_READ_FIELD(backend);
-  KNN_READ_FIELD(device);
-  KNN_READ_FIELD(structure);
-  KNN_READ_FIELD(leaf_size);
-  KNN_READ_FIELD(threads);
-  KNN_READ_FIELD(device_memory_limit);
-#undef KNN_READ_FIELD
-  if (o.backend < KNN_BACKEND_AUTO || o.backend > KNN_BACKEND_OPENMP)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->backend is %d; it must be KNN_BACKEND_AUTO (0), KNN_BACKEND_CUDA (1) or "
-                "KNN_BACKEND_OPENMP (2)",
-                o.backend));
+// read_options (src/options.h) with the index's own fields checked.
+knn_options read_index_options(const knn_options* opt) {
+  const knn_options o = read_options(opt);
   if (o.structure < KNN_STRUCTURE_AUTO || o.structure > KNN_STRUCTURE_BRUTE_FORCE)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("opt->structure is %d; it must be KNN_STRUCTURE_AUTO (0), _KDTREE (1), _GRID (2) "
                 "or _BRUTE_FORCE (3)",
                 o.structure));
-  if (o.leaf_size < 0)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->leaf_size is %d; it must be 0 (default) or positive", o.leaf_size));
-  if (o.threads < 0)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->threads is %d; it must be 0 (all cores) or positive", o.threads));
   if (o.device < -1)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("opt->device is %d; it must be -1 (current device) or a device number", o.device));
@@ -235,7 +206,7 @@ const knn_index& checked_index(const knn_index* index) {
 // ---- Build ------------------------------------------------------------------
 
 knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt) {
-  const knn_options o = read_options(opt);
+  const knn_options o = read_index_options(opt);
   check_array(points, n, "points", "n");
   if (n > INT32_MAX)
     fail(KNN_ERR_INVALID_ARGUMENT,
@@ -336,7 +307,7 @@ KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* querie
                                      const knn_options* opt) {
   return knn::guarded("knn_index_query", [&] {
     const knn_index& ix = knn::checked_index(index);
-    const knn_options o = knn::read_options(opt);
+    const knn_options o = knn::read_index_options(opt);
     knn::check_array(queries, m, "queries", "m");
     knn::check_k(k);
     knn::check_array(indices, m, "indices", "m");
@@ -377,7 +348,7 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
                                       const knn_options* opt) {
   return knn::guarded("knn_index_radius", [&] {
     const knn_index& ix = knn::checked_index(index);
-    const knn_options o = knn::read_options(opt);
+    const knn_options o = knn::read_index_options(opt);
     knn::check_array(queries, m, "queries", "m");
     if (std::isnan(radius) || radius < 0)
       knn::fail(KNN_ERR_INVALID_ARGUMENT,

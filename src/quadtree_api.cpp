@@ -3,12 +3,12 @@
 // and the "outputs untouched or fully written" rule around the engines.
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "../cuda/cuda_engine.h"
 #include "abi_barrier.h"
+#include "options.h"
 #include "polygon_validate.h"
 #include "quadtree_engine.h"
 #include "validate.h"
@@ -27,33 +27,6 @@ namespace {
 // Points are numbered in 31 bits inside the engines (sort keys pack
 // (cell key, index) into 64 bits); outputs are 64-bit all the same.
 constexpr int64_t kMaxPoints = INT32_MAX;
-
-// The caller's options, read only as far as its struct_size says, over the
-// defaults.
-knn_options read_options(const knn_options* opt) {
-  knn_options o;
-  knn_options_init(&o);
-  if (opt == nullptr) return o;
-  constexpr size_t kFirstField = offsetof(knn_options, backend) + sizeof(int);
-  if (opt->struct_size < kFirstField)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->struct_size is %zu; initialise the options with knn_options_init",
-                opt->struct_size));
-  std::memcpy(&o, opt, std::min(opt->struct_size, sizeof o));
-  o.struct_size = sizeof o;
-  if (o.backend != KNN_BACKEND_AUTO && o.backend != KNN_BACKEND_CUDA &&
-      o.backend != KNN_BACKEND_OPENMP)
-    fail(KNN_ERR_INVALID_ARGUMENT, format("opt->backend is %d; it must be one of "
-                                          "KNN_BACKEND_AUTO, KNN_BACKEND_CUDA, KNN_BACKEND_OPENMP",
-                                          o.backend));
-  if (o.leaf_size < 0)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->leaf_size is %d; it must be 0 (default) or positive", o.leaf_size));
-  if (o.threads < 0)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->threads is %d; it must be 0 (all cores) or positive", o.threads));
-  return o;
-}
 
 QuadtreeParams params_of(const knn_options& o) {
   QuadtreeParams params;

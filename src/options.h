@@ -1,0 +1,17 @@
+// knn_options as the index and point-in-polygon entry points read them: the
+// caller's fields over the defaults, only those that lie wholly within
+// opt->struct_size (an older, shorter struct keeps working), and the checks
+// of the fields both APIs use.
+#pragma once
+
+#include "../include/knn_gpgpu.h"
+
+namespace knn {
+
+// NULL gives the defaults. Throws Error(KNN_ERR_INVALID_ARGUMENT) for a
+// struct_size too small to hold `backend`, an unknown backend, or a negative
+// leaf_size or thread count; the API-specific fields (structure, device) are
+// the caller's to check.
+knn_options read_options(const knn_options* opt);
+
+}  // namespace knn
