@@ -3,10 +3,11 @@
 // Queries of a chunk run in leaf order (each query's key is the leaf it
 // descends to), so that neighbouring threads want the same nodes and bucket
 // points; the lanes of a warp walk together. A walk is depth-first with an
-// explicit stack, nearer child first; a node is skipped only when its box distance (a lower bound of
-// every point's distance in it, bucket_tree_shape.h) is strictly greater than
-// the bound (the k-th distance for kNN, the squared radius for radius calls),
-// so the answer is exact and equals the CPU engine's bit for bit.
+// explicit stack, nearer child first; a node is skipped only when its box
+// distance (a lower bound of every point's distance in it,
+// bucket_tree_shape.h) is strictly greater than the bound (the k-th distance
+// for kNN, the squared radius for radius calls), so the answer is exact and
+// equals the CPU engine's bit for bit.
 //
 // k-lists: k <= 16 in registers, one thread per query; up to kMaxWarpK one
 // warp per query with a shared-memory list (a leaf is scanned 32 points at a
@@ -82,7 +83,7 @@ __device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visito
   float stack_dist[kMaxTreeLevels];
   int top = 0;
   const uint32_t first_leaf = first_node_of_level(t.levels);
-  const int half = __popc(lanes);
+  const int voters = __popc(lanes);
   uint32_t node = 0;
   float dist = node_distance(q, t, 0);
   for (;;) {
@@ -96,7 +97,7 @@ __device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visito
         const uint32_t left = 2 * node + 1;
         const float dl = node_distance(q, t, left);
         const float dr = node_distance(q, t, left + 1);
-        const bool left_first = 2 * __popc(__ballot_sync(lanes, dl <= dr)) >= half;
+        const bool left_first = 2 * __popc(__ballot_sync(lanes, dl <= dr)) >= voters;
         stack_node[top] = left_first ? left + 1 : left;
         stack_dist[top] = left_first ? dr : dl;
         ++top;

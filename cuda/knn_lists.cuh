@@ -63,17 +63,17 @@ struct RegisterList {
   }
 };
 
+// The longest SharedList the searches use (8 * kMaxSharedListK bytes a
+// thread): inserts move up to k entries, and by k = 100 a warp per query
+// (warp_list.cuh) is faster again.
+constexpr int kMaxSharedListK = 32;
+
 // Up to a few dozen neighbours of one thread in shared memory, sorted
 // ascending by insertion. Entry j of a thread is at [j * stride] from its
 // base, the threads of a block interleaved (stride = block size), so the
 // lanes of a warp touch 32 different banks. Between the register lists
 // (their unrolled insertion costs every slot on every insert) and the warp
 // lists (a warp per query): an insert moves only the entries it passes.
-// The longest SharedList the searches use (8 * kMaxSharedListK bytes a
-// thread): inserts move up to k entries, and by k = 100 a warp per query
-// (warp_list.cuh) is faster again.
-constexpr int kMaxSharedListK = 32;
-
 struct SharedList {
   float* dist;
   int32_t* index;

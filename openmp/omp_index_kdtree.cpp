@@ -250,9 +250,9 @@ class KdTreeIndex final : public IndexEngine {
   // on `dim`, index) comes first; returns the first position of the upper half.
   // The selection runs on (coordinate, index) pairs gathered once: comparing
   // through the indices would load two scattered coordinates per comparison
-  // (10^6 points, two cores: d = 3 360 -> 273 ms, d = 8 478 -> 295 ms). std::pair orders
-  // by coordinate, then index, as the tree's definition does (inputs are
-  // finite; -0 and +0 are one value, tied by index).
+  // (10^6 points, two cores: d = 3 360 -> 273 ms, d = 8 478 -> 295 ms).
+  // std::pair orders by coordinate, then index, as the tree's definition
+  // does (inputs are finite; -0 and +0 are one value, tied by index).
   int32_t split_at_median(const KdNode& node, int dim, const float* points) {
     const int32_t mid = node.begin + (node.end - node.begin) / 2;
     thread_local std::vector<std::pair<float, int32_t>> keys;
