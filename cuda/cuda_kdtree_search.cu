@@ -172,60 +172,17 @@ struct ThreadVisitor {
   }
 };
 
-// Position of the n-th (from 0) set bit of mask, which has more than n.
-__device__ inline int nth_set_bit(unsigned mask, int n) {
-  int lo = 0, hi = 31;
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (__popc(mask & (0xffffffffu >> (31 - mid))) > n) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
-
-// One warp per query: the candidates that beat the k-th (top nodes one at a
-// time, bucket points 32 at a time, one per lane) are gathered into a batch
-// of 32 pending candidates, one per lane, and merged into the list only when
-// the batch is full. Late in a search most bucket points lose, so merging
-// every 32 points a bucket scans would run a full merge for one or two
-// winners; gathering them first costs a few shuffles instead. The bound the
-// pending candidates are tested against may be stale, never too small.
+// One warp per query: top nodes are offered one at a time, bucket points 32
+// at a time, one per lane; the list gathers the winners into batches of 32
+// before it merges them (warp_list.cuh).
 struct WarpVisitor {
   const TreeView& tree;
   const float4& q;
   WarpList& list;
   TreeShape shape;
-  Neighbor pending{kInfinity, kNoIndex};
-  int pending_count = 0;
 
   __device__ void node(const float4& p) {
-    const Neighbor c{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p)};
-    if (!list.wants(c)) return;
-    if (list.lane == pending_count) pending = c;
-    if (++pending_count == 32) flush();
-  }
-  // Adds each lane's candidate that beats the k-th to the pending batch, in
-  // lane order, merging whenever the batch fills.
-  __device__ void gather(const Neighbor& c) {
-    unsigned winners = __ballot_sync(kFullMask, list.wants(c));
-    while (winners != 0) {
-      const int take = min(32 - pending_count, __popc(winners));
-      const int slot = list.lane - pending_count;
-      const bool receives = slot >= 0 && slot < take;
-      const int source = receives ? nth_set_bit(winners, slot) : list.lane;
-      const float d = __shfl_sync(kFullMask, c.sq_distance, source);
-      const int32_t i = __shfl_sync(kFullMask, c.index, source);
-      if (receives) pending = Neighbor{d, i};
-      pending_count += take;
-      winners = take == __popc(winners) ? 0u
-                                        : winners & ~((1u << nth_set_bit(winners, take)) - 1u);
-      if (pending_count == 32) flush();
-    }
-  }
-  __device__ void flush() {
-    list.merge(pending);
-    pending = Neighbor{kInfinity, kNoIndex};
-    pending_count = 0;
+    list.offer_uniform(Neighbor{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p)});
   }
   __device__ float bound() const { return list.bound(); }
   __device__ bool enter_bucket(int64_t bucket) {
@@ -239,7 +196,7 @@ struct WarpVisitor {
         const float4 p = __ldg(&tree.buckets[start + base + list.lane]);
         c = Neighbor{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p)};
       }
-      gather(c);
+      list.offer(c);
     }
     return false;
   }
@@ -261,9 +218,9 @@ __global__ void __launch_bounds__(128) search_register_lists(
 }
 
 // One warp per query, for k beyond the register lists: the warp walks the
-// top of the tree together (every lane takes the same decisions), gathers
-// the top nodes it visits as a pending batch, and scans each bucket it
-// enters 32 points at a time, one per lane.
+// top of the tree together (every lane takes the same decisions), offers the
+// top nodes it visits to the list, and scans each bucket it enters 32 points
+// at a time, one per lane.
 __global__ void search_warp_lists(TreeView tree, const Point* __restrict__ queries,
                                   const int32_t* __restrict__ order, int64_t m, int k,
                                   int32_t* indices, float* sq_distances) {
@@ -276,7 +233,6 @@ __global__ void search_warp_lists(TreeView tree, const Point* __restrict__ queri
   const float4 q = load_query(queries, qi);
   WarpVisitor visitor{tree, q, list, TreeShape(tree.n)};
   walk_tree(tree, q, visitor);
-  visitor.flush();
   const int64_t row = int64_t{qi} * k;
   list.write(indices + row, sq_distances ? sq_distances + row : nullptr);
 }

@@ -135,8 +135,11 @@ __global__ void knn_warp_kernel(GridView grid, const float* queries, int64_t cou
   load_query(queries, i, q);
   WarpList list(warp_storage + static_cast<size_t>(warp) * (WarpList::bytes(take) / sizeof(Neighbor)),
                 take, lane);
+  // The shell walk's tests read the bound with every candidate merged: a
+  // stale one would walk whole shells more.
   if (grid.n > 0)
-    walk_shells(grid.layout, q, [&] { return list.bound(); }, [&](uint32_t first, uint32_t last) {
+    walk_shells(grid.layout, q, [&] { list.flush(); return list.bound(); },
+                [&](uint32_t first, uint32_t last) {
       const uint32_t begin = __ldg(grid.starts + first), end = __ldg(grid.starts + last + 1);
       for (uint32_t base = begin; base < end; base += 32) {
         Neighbor c{kInfinity, kNoIndex};
@@ -144,9 +147,10 @@ __global__ void knn_warp_kernel(GridView grid, const float* queries, int64_t cou
           const float4 v = grid.cell_points[base + lane];
           c = Neighbor{squared_distance3(q[0], q[1], q[2], v.x, v.y, v.z), id_of(v)};
         }
-        list.merge(c);
+        list.offer(c);
       }
     });
+  list.flush();
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
   const int skip = self >= 0 ? position_in_list(list, self) : -1;
   int32_t* row = indices + i * k;

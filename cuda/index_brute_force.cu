@@ -231,8 +231,9 @@ __global__ void scan_warp_per_query(ScanArgs a) {
         c = Neighbor{d, static_cast<int32_t>(j)};
       }
     }
-    list.merge(c);
+    list.offer(c);
   }
+  list.flush();
   for (int offset = 16; offset > 0; offset >>= 1) count += __shfl_down_sync(kFullMask, count, offset);
   if (a.splits == 1) {
     const int64_t row = query * a.row_width;

@@ -34,15 +34,23 @@ constexpr int kWarpsPerBlock = 4;
 
 // A query's coordinates: in registers when DIM is known at compile time,
 // else read through the cache from the query array.
+// lane_query(from, lanes) gives every lane of `lanes` lane `from`'s query.
 template <int DIM>
 struct QueryPoint {
   float c[DIM];
+  __device__ QueryPoint() {}
   __device__ QueryPoint(const float* q, int) {
 #pragma unroll
     for (int d = 0; d < DIM; ++d) c[d] = q[d];
   }
   __device__ int dim() const { return DIM; }
   __device__ const float* coords() const { return c; }
+  __device__ QueryPoint lane_query(int from, unsigned lanes) const {
+    QueryPoint other;
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) other.c[d] = __shfl_sync(lanes, c[d], from);
+    return other;
+  }
 };
 
 template <>
@@ -52,6 +60,10 @@ struct QueryPoint<0> {
   __device__ QueryPoint(const float* q, int dim_) : c(q), d(dim_) {}
   __device__ int dim() const { return d; }
   __device__ const float* coords() const { return c; }
+  __device__ QueryPoint lane_query(int from, unsigned lanes) const {
+    const auto row = reinterpret_cast<unsigned long long>(c);
+    return QueryPoint(reinterpret_cast<const float*>(__shfl_sync(lanes, row, from)), d);
+  }
 };
 
 template <class Query>
@@ -75,7 +87,8 @@ __device__ __forceinline__ float node_distance(const Query& q, const BucketTreeV
 // diverging into 32 walks (H100, k = 5, n = m: 2^21 points in 5-D 61 -> 45
 // ms, 2^20 in 9-D 580 -> 284 ms). Exact for every lane: a subtree is skipped
 // only when its box is beyond every lane's bound. `lanes` holds the lanes
-// that take part (all of them reach every step).
+// that take part (all of them reach every step, scan_leaf included, which
+// is told whether the lane's own bound admits the leaf).
 template <class Query, class Visitor>
 __device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visitor& visitor,
                                  unsigned lanes) {
@@ -91,8 +104,8 @@ __device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visito
     if (__any_sync(lanes, wanted)) {
       if (node >= first_leaf) {
         const int64_t leaf = node - first_leaf;
-        if (wanted)
-          visitor.scan(segment_start(t.n, t.levels, leaf), segment_start(t.n, t.levels, leaf + 1));
+        visitor.scan_leaf(segment_start(t.n, t.levels, leaf),
+                          segment_start(t.n, t.levels, leaf + 1), wanted, lanes);
       } else {
         const uint32_t left = 2 * node + 1;
         const float dl = node_distance(q, t, left);
@@ -129,7 +142,26 @@ struct KernelArgs {
   float* heap_dist;
 };
 
+// Whether the lanes of a warp take turns over a leaf (ThreadVisitor): with
+// lists of up to 8 in registers. With 16 slots the turns' extra live values
+// raise the kernel to about 146 registers and k = 11 ran 1.45x slower on the
+// H100; the heap lists keep the simpler scan too.
+template <class List>
+struct TakesTurns : std::false_type {};
+template <int K>
+struct TakesTurns<RegisterList<K>> : std::integral_constant<bool, (K <= 8)> {};
+
 // One thread per query, with its own list.
+//
+// kNN (lists of TakesTurns): the lanes whose bound admits a leaf take turns,
+// and in each turn every lane measures one of the leaf's points from the
+// turn's query; the points that beat that query's bound go to its lane's
+// list. Lanes of a warp walk together, so a leaf is reached by all of them
+// but wanted by few (about 3 of 32 in 5-D, k = 5): scanned by those alone,
+// one point after the other, it keeps the other lanes idle through
+// leaf-size steps (H100, n = m = 2^20, k = 5: 9-D 283.6 -> 167.9 ms, 7-D
+// 2^21 350 -> 120 ms). Radius: every point in range is kept, so each lane
+// scans its own leaves.
 template <class Query, class List>
 struct ThreadVisitor {
   const BucketTreeView& t;
@@ -140,6 +172,38 @@ struct ThreadVisitor {
   int32_t count = 0;
 
   __device__ float bound() const { return radius_sq >= 0.0f ? radius_sq : list.bound(); }
+
+  __device__ void scan_leaf(int64_t begin, int64_t end, bool wanted, unsigned lanes) {
+    if (!TakesTurns<List>::value || radius_sq >= 0.0f) {
+      if (wanted) scan(begin, end);
+      return;
+    }
+    const int lane = threadIdx.x % 32;
+    // Lanes outside `lanes` have left: the others share the points out.
+    const int rank = __popc(lanes & ((1u << lane) - 1u));
+    const int stride = __popc(lanes);
+    for (unsigned turns = __ballot_sync(lanes, wanted); turns != 0; turns &= turns - 1) {
+      const int owner = __ffs(turns) - 1;
+      const Query qo = q.lane_query(owner, lanes);
+      for (int64_t base = begin; base < end; base += stride) {
+        const int64_t j = base + rank;
+        float d = kInfinity;
+        int32_t id = kNoIndex;
+        if (j < end) {
+          d = point_distance(qo, t.points + j * q.dim());
+          id = t.ids[j];
+        }
+        const float owner_bound = __shfl_sync(lanes, list.bound(), owner);
+        const bool may_win = j < end && d <= owner_bound;
+        for (unsigned wins = __ballot_sync(lanes, may_win); wins != 0; wins &= wins - 1) {
+          const int from = __ffs(wins) - 1;
+          const float wd = __shfl_sync(lanes, d, from);
+          const int32_t wi = __shfl_sync(lanes, id, from);
+          if (lane == owner) list.offer(wd, wi);
+        }
+      }
+    }
+  }
 
   __device__ void scan(int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end; ++j) {
@@ -195,6 +259,11 @@ struct WarpVisitor {
 
   __device__ float bound() const { return radius_sq >= 0.0f ? radius_sq : list.bound(); }
 
+  // The lanes share one query, so `wanted` is the same in all of them.
+  __device__ void scan_leaf(int64_t begin, int64_t end, bool wanted, unsigned) {
+    if (wanted) scan(begin, end);
+  }
+
   __device__ void scan(int64_t begin, int64_t end) {
     for (int64_t base = begin; base < end; base += 32) {
       const int64_t j = base + list.lane;
@@ -204,7 +273,7 @@ struct WarpVisitor {
         if (radius_sq < 0.0f || d <= radius_sq) c = Neighbor{d, t.ids[j]};
       }
       if (radius_sq >= 0.0f) count += __popc(__ballot_sync(kFullMask, c.index != kNoIndex));
-      if (k > 0) list.merge(c);
+      if (k > 0) list.offer(c);
     }
   }
 };

@@ -41,11 +41,9 @@ constexpr int kBlock = 256;
 constexpr int kWarpsPerBlock = kBlock / kWarp;
 // Pairs visited per launch; also the most polygons started at once.
 constexpr int64_t kSlicePairs = int64_t{1} << 18;
-// Polygons with at most this many edges test a leaf's points one per lane;
-// larger ones test each point with the whole warp over the edges.
-constexpr int64_t kLanePerPointMaxEdges = 64;
-// Emitted indices of one fill chunk: int32 out and sorted, int64 widened,
-// and (less than) a byte for the thread path's deferred ranges.
+// Emitted indices of one fill chunk: int32 out and sorted, int64 widened
+// (unless the output is on the device), and (less than) a byte for the
+// deferred ranges.
 constexpr size_t kFillBytesPerItem = 4 + 4 + 8 + 1;
 static_assert(sizeof(DeferredRange) <= kDeferredRangeMin, "a deferred range costs under a byte per item");
 constexpr int64_t kMinFillChunkItems = int64_t{1} << 20;
@@ -74,7 +72,8 @@ struct CountSink {
 // Filling: each polygon of the chunk appends at its cursor, inside its own
 // segment [cursor start, segment_end); a polygon that would run past its end
 // (offsets that disagree with the points) raises `overflow` instead of
-// writing.
+// writing. Whole nodes of kDeferredRangeMin points or more are copied after
+// the walk (quadtree_thread_walk.cuh).
 struct FillSink {
   int32_t first_polygon;
   unsigned long long* cursors;      // per polygon of the chunk
@@ -82,6 +81,7 @@ struct FillSink {
   int64_t chunk_base;               // out_offsets[first_polygon]
   int32_t* out;
   int* overflow;
+  DeferredRanges deferred;
 
   __device__ int64_t reserve(int32_t polygon, int64_t items, int lane) const {
     int64_t at = 0;
@@ -99,6 +99,10 @@ struct FillSink {
                               int lane) const {
     const int64_t at = reserve(polygon, end - begin, lane);
     if (at < 0) return;
+    if (end - begin >= kDeferredRangeMin) {
+      if (lane == 0) deferred.add(at, begin, end);
+      return;
+    }
     for (int64_t j = begin + lane; j < end; j += kWarp) out[at + (j - begin)] = ids[j];
   }
   __device__ void points(int32_t polygon, unsigned inside, int64_t j, const int32_t* ids,
@@ -110,28 +114,46 @@ struct FillSink {
   }
 };
 
+// Tests the points of a leaf, one per lane, against only the edges that can
+// cross their rays. pip::edge_crosses_ray counts an edge for a point at
+// height y only when y lies in [min(a.y, b.y), max(a.y, b.y)), and every
+// point of the node has y in [box.y, box.w]; an edge whose y-range misses
+// that interval counts for none of them and is skipped, exactly. Near a small
+// leaf that leaves a handful of a polygon's edges: the warp loads 32 edges at
+// a time, one per lane, and broadcasts the ones that may count to every lane.
 template <class Sink>
-__device__ void test_leaf_points(const QuadtreeView& tree, const WarpEdges& edges,
-                                 int32_t polygon, const QuadNode& node, const Sink& sink) {
-  const int lane = edges.lane;
-  const bool lane_per_point = polygon_edges(edges.polys, polygon) <= kLanePerPointMaxEdges;
+__device__ void test_leaf_points(const QuadtreeView& tree, const PolygonsView& polys, int64_t r0,
+                                 int64_t r1, int32_t polygon, const QuadNode& node, int lane,
+                                 const Sink& sink) {
+  const float y0 = node.box.y, y1 = node.box.w;
   for (int64_t base = node.begin; base < node.end; base += kWarp) {
     const int64_t j = base + lane;
-    bool inside = false;
-    if (lane_per_point) {
-      if (j < node.end) {
-        const float2 p = tree.xy[j];
-        inside = ThreadEdges{edges.polys, edges.r0, edges.r1}.inside(p.x, p.y);
-      }
-    } else {
-      const int64_t points = min(node.end - base, int64_t{kWarp});
-      for (int t = 0; t < points; ++t) {
-        const float2 p = tree.xy[base + t];
-        const bool in = edges.inside(p.x, p.y);
-        if (lane == t) inside = in;
+    const bool has_point = j < node.end;
+    const float2 p = tree.xy[has_point ? j : base];
+    bool parity = false;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = polys.ring_offsets[r];
+      const int64_t e = polys.ring_offsets[r + 1];
+      if (e - b < 2) continue;  // as pip::ring_crossing_parity
+      for (int64_t step = b; step < e; step += kWarp) {
+        const int64_t v = step + lane;
+        float ax = 0.0f, ay = 0.0f, bx = 0.0f, by = 0.0f;
+        bool may_count = false;
+        if (v < e) {
+          const int64_t u = v == b ? e - 1 : v - 1;
+          ax = polys.xy[2 * u], ay = polys.xy[2 * u + 1];
+          bx = polys.xy[2 * v], by = polys.xy[2 * v + 1];
+          may_count = fminf(ay, by) <= y1 && fmaxf(ay, by) > y0;
+        }
+        for (unsigned edges = __ballot_sync(kFullMask, may_count); edges != 0; edges &= edges - 1) {
+          const int from = __ffs(edges) - 1;
+          const float eax = __shfl_sync(kFullMask, ax, from), eay = __shfl_sync(kFullMask, ay, from);
+          const float ebx = __shfl_sync(kFullMask, bx, from), eby = __shfl_sync(kFullMask, by, from);
+          parity = parity != pip::edge_crosses_ray(eax, eay, ebx, eby, p.x, p.y);
+        }
       }
     }
-    sink.points(polygon, __ballot_sync(kFullMask, inside), j, tree.ids, lane);
+    sink.points(polygon, __ballot_sync(kFullMask, has_point && parity), j, tree.ids, lane);
   }
 }
 
@@ -153,7 +175,7 @@ __global__ void __launch_bounds__(kBlock) visit_pairs(QuadtreeView tree, Polygon
     if (kind == NodeClass::kInside) {
       sink.whole_range(pair.polygon, node.begin, node.end, tree.ids, lane);
     } else if (kind == NodeClass::kLeaf) {
-      test_leaf_points(tree, edges, pair.polygon, node, sink);
+      test_leaf_points(tree, polys, r0, r1, pair.polygon, node, lane, sink);
     } else if (kind == NodeClass::kDescend) {
       const float4 polygon_box = polys.boxes[pair.polygon];
       const bool keep =
@@ -251,6 +273,18 @@ class DeviceScope {
  private:
   int previous_ = 0;
 };
+
+// Whether kernels on `device` can write p in place: memory of that device,
+// or managed memory.
+bool on_device(const void* p, int device) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();  // host memory unknown to CUDA: not a sticky error
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeManaged ||
+         (attributes.type == cudaMemoryTypeDevice && attributes.device == device);
+}
 
 // Polygon ids are 32-bit in the work items.
 void require_polygon_count(int64_t n_polygons) {
@@ -415,6 +449,7 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
   const int64_t chunk_items =
       std::max(kMinFillChunkItems, static_cast<int64_t>(budget / 2 / kFillBytesPerItem));
 
+  const bool direct_output = on_device(point_indices, device_);
   DeviceBuffer<int32_t> out, sorted;
   DeviceBuffer<int64_t> wide;
   DeviceBuffer<unsigned long long> cursors(static_cast<size_t>(std::min(kSlicePairs, n_polygons)));
@@ -435,7 +470,6 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
         stream.synchronize();
         out.allocate(static_cast<size_t>(items));
         sorted.allocate(static_cast<size_t>(items));
-        wide.allocate(static_cast<size_t>(items));
         deferred.allocate(static_cast<size_t>(items / kDeferredRangeMin + 1));
       }
       const int32_t f = static_cast<int32_t>(first), l = static_cast<int32_t>(last);
@@ -448,9 +482,9 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
       if (n_ > 0) {
         check(cudaMemsetAsync(deferred_count.get(), 0, sizeof(unsigned long long), s),
               "point in polygon: cudaMemsetAsync");
-        walk.run(f, l, FillSink{f, cursors.get(), offsets.get(), base, out.get(), flags.get()},
-                 ThreadFill{f, cursors.get(), offsets.get(), base, out.get(), flags.get(),
-                            deferred.get(), deferred_count.get()});
+        const DeferredRanges later{deferred.get(), deferred_count.get()};
+        walk.run(f, l, FillSink{f, cursors.get(), offsets.get(), base, out.get(), flags.get(), later},
+                 ThreadFill{f, cursors.get(), offsets.get(), base, out.get(), flags.get(), later});
         const int64_t ranges = static_cast<int64_t>(read_back(deferred_count.get(), s));
         if (ranges > 0) {
           copy_deferred_ranges<<<grid_for(ranges, kWarpsPerBlock), kBlock, 0, s>>>(
@@ -479,11 +513,21 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
         return cub::DeviceSegmentedSort::SortKeys(t, b, out.get(), sorted.get(), items,
                                                   last - first, begins, ends, s);
       }, "point in polygon: sorting each polygon's indices");
-      widen<<<grid_for(items, kBlock), kBlock, 0, s>>>(sorted.get(), items, wide.get());
-      check_launch("point in polygon: widen");
-      check(cudaMemcpyAsync(point_indices + base, wide.get(), static_cast<size_t>(items) * sizeof(int64_t),
-                            cudaMemcpyDefault, s),
-            "point in polygon: copying the indices");
+      // Output on this device is written in place; elsewhere it is staged.
+      if (direct_output) {
+        widen<<<grid_for(items, kBlock), kBlock, 0, s>>>(sorted.get(), items, point_indices + base);
+        check_launch("point in polygon: widen");
+      } else {
+        if (wide.size() < static_cast<size_t>(items)) {
+          stream.synchronize();
+          wide.allocate(static_cast<size_t>(items));
+        }
+        widen<<<grid_for(items, kBlock), kBlock, 0, s>>>(sorted.get(), items, wide.get());
+        check_launch("point in polygon: widen");
+        check(cudaMemcpyAsync(point_indices + base, wide.get(),
+                              static_cast<size_t>(items) * sizeof(int64_t), cudaMemcpyDefault, s),
+              "point in polygon: copying the indices");
+      }
       stream.synchronize();
     }
     first = last;

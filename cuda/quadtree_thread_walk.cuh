@@ -51,10 +51,15 @@ struct ThreadCount {
   __device__ void finish(int32_t polygon) { counts[polygon] = sum; }
 };
 
-// A whole node of at least this many points is copied later by a warp
-// (copy_deferred_ranges) rather than by its polygon's thread: a few polygons
-// covering millions of points would otherwise be written one index at a time.
+// A whole node of at least this many points is copied after the walk
+// (copy_deferred_ranges) rather than by the thread or warp that found it: a
+// few polygons covering millions of points would otherwise be written one
+// index (thread path) or 32 (warp path) at a time while the rest of the
+// device waits.
 constexpr int64_t kDeferredRangeMin = 128;
+// Deferred ranges are cut into pieces of at most this many points, a warp
+// each, so one huge node does not hold up the copy either.
+constexpr int64_t kDeferredPiece = 4096;
 
 struct DeferredRange {
   int64_t at;     // output position, relative to the chunk
@@ -62,12 +67,28 @@ struct DeferredRange {
   int64_t end;
 };
 
+// The deferred pieces of one fill chunk. A range of L >= kDeferredRangeMin
+// points makes ceil(L / kDeferredPiece) <= L / kDeferredRangeMin pieces, so
+// a chunk of `items` outputs has at most items / kDeferredRangeMin of them.
+struct DeferredRanges {
+  DeferredRange* pieces;
+  unsigned long long* count;
+
+  // Called by one thread for the range [begin, end) written at `at`.
+  __device__ void add(int64_t at, int64_t begin, int64_t end) const {
+    const int64_t n = (end - begin + kDeferredPiece - 1) / kDeferredPiece;
+    const int64_t slot = static_cast<int64_t>(atomicAdd(count, static_cast<unsigned long long>(n)));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t from = begin + i * kDeferredPiece;
+      pieces[slot + i] = DeferredRange{at + i * kDeferredPiece, from, min(end, from + kDeferredPiece)};
+    }
+  }
+};
+
 // Filling: the thread appends at its polygon's cursor inside the polygon's
 // segment of the chunk; running past the segment's end (offsets that
 // disagree with the points) raises `overflow` and stops writing. The final
-// cursor goes to `cursors` for the short-polygon check. Deferred ranges fit
-// in their segments, so a chunk of `items` outputs has at most
-// items / kDeferredRangeMin of them.
+// cursor goes to `cursors` for the short-polygon check.
 struct ThreadFill {
   int32_t first_polygon;
   unsigned long long* cursors;  // per polygon of the chunk
@@ -75,8 +96,7 @@ struct ThreadFill {
   int64_t chunk_base;           // out_offsets[first_polygon]
   int32_t* out;
   int* overflow;
-  DeferredRange* deferred;
-  unsigned long long* deferred_count;
+  DeferredRanges deferred;
   int64_t at = 0, end = 0;
 
   __device__ void start(int32_t polygon) {
@@ -92,7 +112,7 @@ struct ThreadFill {
   __device__ void whole_range(int64_t begin, int64_t stop, const int32_t* ids) {
     if (!reserve(stop - begin)) return;
     if (stop - begin >= kDeferredRangeMin)
-      deferred[atomicAdd(deferred_count, 1ull)] = DeferredRange{at, begin, stop};
+      deferred.add(at, begin, stop);
     else
       for (int64_t j = begin; j < stop; ++j) out[at + (j - begin)] = ids[j];
     at += stop - begin;
@@ -143,7 +163,7 @@ __global__ void walk_small_polygons(QuadtreeView tree, PolygonsView polys, int32
   tally.finish(polygon);
 }
 
-// Copies the deferred whole ranges of a fill chunk, a warp per range.
+// Copies the deferred pieces of a fill chunk, a warp per piece.
 inline __global__ void copy_deferred_ranges(const DeferredRange* ranges, int64_t count,
                                             const int32_t* ids, int32_t* out) {
   const int64_t warps = int64_t{gridDim.x} * (blockDim.x / kWarp);

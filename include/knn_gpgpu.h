@@ -257,7 +257,7 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   and knn_index_info reports KNN_STRUCTURE_KDTREE. KNN_STRUCTURE_BRUTE_FORCE:
  *   every query against every point, any dimension. KNN_STRUCTURE_AUTO:
  *   brute force for up to 2048 points on the CPU (16384 on the GPU) or for
- *   dim > 16 on the CPU, dim > 11 on the GPU (a kd-tree prunes little there;
+ *   dim > 16 on the CPU, dim > 12 on the GPU (a kd-tree prunes little there;
  *   the GPU figure is the measured H100 crossover), the grid for dim 3, the
  *   kd-tree otherwise. These thresholds are tuning, not contract: a later release may
  *   move them (the answers never change).

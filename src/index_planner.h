@@ -29,11 +29,12 @@ constexpr int64_t kGpuBruteForceMaxPoints = 16384;
 // ... and above this dimension, where the boxes of a kd-tree over data of
 // practical sizes are too wide to prune (2^dim >> n). On the GPU the tiled
 // brute force overtakes the kd-tree earlier: measured on the H100 (uniform,
-// n = m, k = 5, build included) the kd-tree wins at every size up to d = 7,
-// the two trade places at d = 9, and brute force wins from d = 12 at every
-// size measured (2^17, d = 12: 40 vs 228 ms; 2^18, d = 16: 199 vs 1882 ms).
+// n = m = 2^17..2^20, k = 5, build included) the kd-tree wins at every size
+// up to d = 12 (d = 12: 36.5 vs 40.0 ms at 2^17, 786 vs 2356 ms at 2^20)
+// and brute force at every size at d = 16 (48 vs 280 ms at 2^17, 2832 vs
+// 5078 ms at 2^20); d = 13..15 were not measured.
 constexpr int kKdTreeMaxUsefulDim = 16;
-constexpr int kGpuKdTreeMaxUsefulDim = 11;
+constexpr int kGpuKdTreeMaxUsefulDim = 12;
 
 // The structure AUTO means for n points of dim on `backend` (CUDA or OPENMP).
 int auto_structure(int backend, int64_t n, int dim);

@@ -4,15 +4,19 @@
 //   end to end:  the C ABI (buildKdTree, cuQueryAll, queryAll) from pageable
 //                host arrays, timed with the host clock.
 // Every timed query configuration is checked against the CPU engine on a
-// sample of queries. Usage: bench_gpu [--quick | --scale | --split | --sweep]
+// sample of queries. Usage: bench_gpu [--quick | --scale | --split | --sweep |
+//                                      --query N M K]
 //   --scale: the tree-split case and all-kNN of 10^8 points; --split: the former;
 //   --sweep: only the agreement sweep (what compute-sanitizer runs);
-//   --small: the sweep without its 10^5-point cases (for racecheck).
+//   --small: the sweep without its 10^5-point cases and with fewer queries
+//            (for racecheck, whose instrumentation costs 100x);
+//   --query N M K: only that uniform configuration (for a profiler).
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -188,12 +192,13 @@ bool sweep(bool small) {
         ++failures;
         std::printf("  build mismatch: %s n=%lld\n", dist.c_str(), (long long)n);
       }
-      const std::vector<Point> queries = make_points("uniform", 3001, 99);
+      const int m = small ? 301 : 3001;
+      const std::vector<Point> queries = make_points("uniform", m, 99);
       for (int k : {1, 3, 8, 16, 33, 100, 1024, 2100}) {
         if (k > 2048 && n > 4097) continue;  // the heap path: small sizes suffice
-        std::vector<int> a(3001 * static_cast<size_t>(k)), b(a.size());
-        must(cuQueryAll(queries.data(), cpu.data(), 3001, static_cast<int>(n), k, a.data()), "cuQueryAll");
-        must(mpQueryAll(queries.data(), cpu.data(), 3001, static_cast<int>(n), k, b.data()), "mpQueryAll");
+        std::vector<int> a(m * static_cast<size_t>(k)), b(a.size());
+        must(cuQueryAll(queries.data(), cpu.data(), m, static_cast<int>(n), k, a.data()), "cuQueryAll");
+        must(mpQueryAll(queries.data(), cpu.data(), m, static_cast<int>(n), k, b.data()), "mpQueryAll");
         ++cases;
         if (a != b) {
           ++failures;
@@ -260,7 +265,12 @@ void bench_split(int64_t n, int k, size_t limit) {
 
 int main(int argc, char** argv) {
   bool quick = false, scale = false, sweep_only = false, small = false, split_only = false;
+  int64_t only_query[3] = {0, 0, 0};  // --query N M K
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--query") == 0 && i + 3 < argc) {
+      for (int j = 0; j < 3; ++j) only_query[j] = std::atoll(argv[i + 1 + j]);
+      i += 3;
+    }
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--scale") == 0) scale = true;
     if (std::strcmp(argv[i], "--sweep") == 0) sweep_only = true;
@@ -278,6 +288,10 @@ int main(int argc, char** argv) {
   if (scale || split_only) {
     bench_split(TEN_M, 8, size_t{96} << 20);
     if (scale) bench_scale(100000000, 100);
+    return 0;
+  }
+  if (only_query[0] > 0 && only_query[1] > 0 && only_query[2] > 0) {
+    bench_query("uniform", only_query[0], only_query[1], static_cast<int>(only_query[2]), false);
     return 0;
   }
   if (!sweep(small)) return 1;

@@ -16,10 +16,11 @@
 //   radius   10^7 uniform points, radius for ~32 neighbours, 10^7 queries:
 //            rows of 32 with counts, and counting only; queries/s.
 // Usage: bench_index [--quick] [--suite futhark|allknn|radius|all] [--leaf N]
-//                    [--dim D] [--kdtree-only] [--k K]
+//                    [--dim D] [--log-n L] [--kdtree-only] [--k K]
 //   --leaf N: the kd-tree's leaf size (default: the engine's); --dim D: the
-//   futhark rows of dim D only; --kdtree-only: no brute-force rows; --k K:
-//   the allknn suite's k (default 30).
+//   futhark rows of dim D only; --log-n L: the futhark rows of n = 2^L only;
+//   --kdtree-only: no brute-force rows; --k K: the allknn suite's k (default
+//   30).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,6 +49,7 @@ constexpr double kSlowMs = 5000.0;
 
 int leaf_size = 0;        // --leaf; 0 = the engine's default
 int only_dim = 0;         // --dim; 0 = every dim of the suite
+int only_log_n = 0;       // --log-n; 0 = every size of the suite
 bool kdtree_only = false;  // --kdtree-only: skip the brute-force rows
 int allknn_k = 30;        // --k: the allknn suite's k
 
@@ -155,6 +157,7 @@ void futhark_suite(bool quick) {
   for (const Case& c : cases) {
     if (only_dim != 0 && c.dim != only_dim) continue;
     for (int log_n = 17; log_n <= largest; ++log_n) {
+      if (only_log_n != 0 && log_n != only_log_n) continue;
       const int64_t n = int64_t{1} << log_n;
       const DeviceBuffer<float> points = on_device(uniform_rows(n, c.dim, kReferenceSeed));
       const DeviceBuffer<float> queries = on_device(uniform_rows(n, c.dim, kQuerySeed));
@@ -285,6 +288,8 @@ int main(int argc, char** argv) {
       leaf_size = std::atoi(argv[++i]);
     } else if (a == "--dim" && i + 1 < argc) {
       only_dim = std::atoi(argv[++i]);
+    } else if (a == "--log-n" && i + 1 < argc) {
+      only_log_n = std::atoi(argv[++i]);
     } else if (a == "--k" && i + 1 < argc) {
       allknn_k = std::atoi(argv[++i]);
     } else if (a == "--kdtree-only") {
@@ -292,7 +297,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--suite futhark|allknn|radius|all] [--leaf N] "
-                   "[--dim D] [--kdtree-only] [--k K]\n",
+                   "[--dim D] [--log-n L] [--kdtree-only] [--k K]\n",
                    argv[0]);
       return 2;
     }
