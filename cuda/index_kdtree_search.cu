@@ -150,18 +150,30 @@ template <class List>
 struct TakesTurns : std::false_type {};
 template <int K>
 struct TakesTurns<RegisterList<K>> : std::integral_constant<bool, (K <= 8)> {};
+// ...and only when at most max_turns(dim) lanes want the leaf: turns cost a
+// round per wanting lane plus the hand-over of every winner, while a point's
+// distance costs little in few dimensions, where a leaf also holds more
+// winners. Measured on the H100 (k = 5 unless said, ms of query): 3-D
+// all-kNN of 10^7, k = 8: 388 with turns always, 185 with up to 8, 145
+// without; 5-D 2^21: 44.5 always, 36.1 up to 8, 45.3 without; 7-D 2^21:
+// 119.6 always, 127.8 up to 8; 9-D 2^20: 168 always, 172 up to 8; 12-D 2^20:
+// 780 always, 822 up to 8.
+__host__ __device__ constexpr int max_turns(int dim) {
+  return dim <= 4 ? 0 : (dim <= 6 ? 8 : 32);
+}
 
 // One thread per query, with its own list.
 //
-// kNN (lists of TakesTurns): the lanes whose bound admits a leaf take turns,
-// and in each turn every lane measures one of the leaf's points from the
-// turn's query; the points that beat that query's bound go to its lane's
-// list. Lanes of a warp walk together, so a leaf is reached by all of them
-// but wanted by few (about 3 of 32 in 5-D, k = 5): scanned by those alone,
-// one point after the other, it keeps the other lanes idle through
-// leaf-size steps (H100, n = m = 2^20, k = 5: 9-D 283.6 -> 167.9 ms, 7-D
-// 2^21 350 -> 120 ms). Radius: every point in range is kept, so each lane
-// scans its own leaves.
+// kNN (lists of TakesTurns, at most max_turns lanes wanting the leaf): the
+// lanes whose bound admits a leaf take turns, and in each turn every lane
+// measures one of the leaf's points from the turn's query; the points that
+// beat that query's bound go to its lane's list. Lanes of a warp walk
+// together, so a leaf is reached by all of them but often wanted by few
+// (about 3 of 32 in 5-D, k = 5): scanned by those alone, one point after the
+// other, it keeps the other lanes idle through leaf-size steps (H100, n = m
+// = 2^20, k = 5: 9-D 283.6 -> 167.9 ms; 7-D 2^21 350 -> 120 ms). Otherwise,
+// and for radius calls (every point in range is kept), each lane that wants
+// the leaf scans it.
 template <class Query, class List>
 struct ThreadVisitor {
   const BucketTreeView& t;
@@ -174,7 +186,8 @@ struct ThreadVisitor {
   __device__ float bound() const { return radius_sq >= 0.0f ? radius_sq : list.bound(); }
 
   __device__ void scan_leaf(int64_t begin, int64_t end, bool wanted, unsigned lanes) {
-    if (!TakesTurns<List>::value || radius_sq >= 0.0f) {
+    const unsigned wanting = __ballot_sync(lanes, wanted);
+    if (!TakesTurns<List>::value || radius_sq >= 0.0f || __popc(wanting) > max_turns(q.dim())) {
       if (wanted) scan(begin, end);
       return;
     }
@@ -182,7 +195,7 @@ struct ThreadVisitor {
     // Lanes outside `lanes` have left: the others share the points out.
     const int rank = __popc(lanes & ((1u << lane) - 1u));
     const int stride = __popc(lanes);
-    for (unsigned turns = __ballot_sync(lanes, wanted); turns != 0; turns &= turns - 1) {
+    for (unsigned turns = wanting; turns != 0; turns &= turns - 1) {
       const int owner = __ffs(turns) - 1;
       const Query qo = q.lane_query(owner, lanes);
       for (int64_t base = begin; base < end; base += stride) {
