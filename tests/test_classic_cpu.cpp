@@ -261,15 +261,7 @@ TEST(ClassicCpu, SignedZerosAreOneValueTiedByIndex) {
   const std::vector<Point> points = {
       {{0.0f, 0.0f, 0.0f}}, {{nz, nz, nz}}, {{nz, 0.0f, nz}}, {{0.0f, nz, 0.0f}},
       {{1.0f, nz, 0.0f}},   {{nz, 1.0f, nz}}, {{nz, nz, 1.0f}}};
-  const std::vector<Node> reference = reference_tree(points);
-  for (const NamedBuild& b : kBuilds) {
-    SCOPED_TRACE(b.name);
-    int status = -1;
-    const std::vector<Node> tree = build_with(b.fn, points, &status);
-    ASSERT_EQ(status, KNN_OK) << status_text(status);
-    EXPECT_TRUE(tree_invariants_hold(points, tree.data()));
-    EXPECT_TRUE(same_tree_bytes(reference, tree));
-  }
+  assert_every_build_matches(points, reference_tree(points));
   const std::vector<Node> tree = build_tree(points);
   const std::vector<Point> queries = {{{0.0f, 0.0f, 0.0f}}, {{nz, nz, nz}}, {{nz, 0.0f, 0.0f}}};
   for (const NamedQuery& q : kQueries) {
