@@ -70,6 +70,36 @@ class DeviceBuffer {
   size_t count_ = 0;
 };
 
+// Pieces of one device allocation, handed out in order, each on a 256-byte
+// boundary (what cudaMalloc itself guarantees). One allocation instead of
+// one per temporary: cudaMalloc and cudaFree cost tens of microseconds each,
+// and cudaFree waits for the device. Work on one stream may reuse a region
+// (rewind) once the work that used it is queued: the stream orders them.
+class DeviceArena {
+ public:
+  static constexpr size_t kAlignment = 256;
+  static size_t piece(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+  explicit DeviceArena(size_t bytes) : buffer_(bytes) {}
+
+  template <class T>
+  T* take(size_t count) {
+    const size_t bytes = piece(count * sizeof(T));
+    if (bytes > buffer_.size() - used_)
+      fail(KNN_ERR_INTERNAL, format("device arena of %zu bytes cannot give %zu more after %zu",
+                                    buffer_.size(), bytes, used_));
+    T* p = reinterpret_cast<T*>(buffer_.get() + used_);
+    used_ += bytes;
+    return p;
+  }
+  size_t mark() const { return used_; }
+  void rewind(size_t mark) { used_ = mark; }
+
+ private:
+  DeviceBuffer<unsigned char> buffer_;
+  size_t used_ = 0;
+};
+
 class Stream {
  public:
   Stream() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }

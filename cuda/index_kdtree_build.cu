@@ -124,37 +124,84 @@ void launch_node_boxes(const BucketTree& t, int level, const int32_t* order, flo
   check_launch("node_boxes_and_splits");
 }
 
+size_t sort_temp_bytes(int64_t n) {
+  size_t bytes = 0;
+  cub::DoubleBuffer<uint32_t> k(nullptr, nullptr);
+  cub::DoubleBuffer<int32_t> v(nullptr, nullptr);
+  check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, n, 0, 32),
+        "cub::DeviceRadixSort::SortPairs (size)");
+  return checked_cub_temp(bytes, cub_temp_bytes(n));
+}
+
+using Sides = thrust::transform_iterator<SideOf, thrust::counting_iterator<int64_t>>;
+
+Sides sides(const uint8_t* left, const int32_t* order) {
+  return Sides(thrust::counting_iterator<int64_t>(0), SideOf{left, order});
+}
+
+size_t scan_temp_bytes(int64_t items) {
+  size_t bytes = 0;
+  check(cub::DeviceScan::ExclusiveSum(nullptr, bytes, sides(nullptr, nullptr),
+                                      static_cast<uint32_t*>(nullptr), static_cast<int>(items)),
+        "cub::DeviceScan::ExclusiveSum (size)");
+  return checked_cub_temp(bytes, cub_temp_bytes(items));
+}
+
+// The build's temporaries, all in one arena: two copies of every dimension's
+// order, then the sort phase (keys twice, ids, CUB) and, in the same bytes
+// after it, the split phase (split dims, side flags, the scan and its CUB
+// temporaries). Each phase fits within the memory model's figure for it
+// (kdtree_build_bytes counts every buffer in whole pages).
+struct BuildScratch {
+  int64_t n;
+  int dim, levels;
+  int64_t scan_items;
+  size_t sort_temp, scan_temp;
+
+  BuildScratch(int64_t n_, int dim_, int levels_)
+      : n(n_), dim(dim_), levels(levels_),
+        scan_items(n_ * bucket_tree_scan_dims(n_, dim_)),
+        sort_temp(sort_temp_bytes(n_)),
+        scan_temp(levels_ > 0 ? scan_temp_bytes(scan_items) : 0) {}
+
+  size_t orders_bytes() const { return 2 * DeviceArena::piece(sizeof(int32_t) * n * dim); }
+  size_t sort_phase_bytes() const {
+    return 3 * DeviceArena::piece(sizeof(int32_t) * n) + DeviceArena::piece(sort_temp);
+  }
+  size_t split_phase_bytes() const {
+    if (levels == 0) return 0;
+    return DeviceArena::piece(sizeof(int32_t) << (levels - 1)) + DeviceArena::piece(n) +
+           DeviceArena::piece(sizeof(uint32_t) * scan_items) + DeviceArena::piece(scan_temp);
+  }
+  size_t bytes() const { return orders_bytes() + std::max(sort_phase_bytes(), split_phase_bytes()); }
+};
+
 // Every dimension's order of the points, stably by (coordinate, index). The
 // double-buffer form of the sort keeps CUB's temporaries to its histograms
 // (the other form would double the keys and ids inside them); the order's own
 // slot is the ids' second buffer.
-void sort_dimensions(const BucketTree& t, int32_t* orders, cudaStream_t stream) {
+void sort_dimensions(const BucketTree& t, const BuildScratch& sizes, int32_t* orders,
+                     DeviceArena& arena, cudaStream_t stream) {
   const int64_t n = t.n;
-  DeviceBuffer<uint32_t> keys(static_cast<size_t>(n)), spare_keys(static_cast<size_t>(n));
-  DeviceBuffer<int32_t> ids(static_cast<size_t>(n));
-  size_t temp_bytes = 0;
-  {
-    cub::DoubleBuffer<uint32_t> k(nullptr, nullptr);
-    cub::DoubleBuffer<int32_t> v(nullptr, nullptr);
-    check(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, k, v, n, 0, 32, stream),
-          "cub::DeviceRadixSort::SortPairs (size)");
-  }
-  DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(n)));
+  uint32_t* keys = arena.take<uint32_t>(n);
+  uint32_t* spare_keys = arena.take<uint32_t>(n);
+  int32_t* ids = arena.take<int32_t>(n);
+  unsigned char* temp = arena.take<unsigned char>(sizes.sort_temp);
   for (int d = 0; d < t.dim; ++d) {
     int32_t* order = orders + d * n;
     make_dimension_keys<<<grid_for(n, kBlock), kBlock, 0, stream>>>(t.input.get(), n, t.dim, d,
-                                                                    keys.get(), ids.get());
+                                                                    keys, ids);
     check_launch("make_dimension_keys");
-    cub::DoubleBuffer<uint32_t> k(keys.get(), spare_keys.get());
-    cub::DoubleBuffer<int32_t> v(ids.get(), order);
-    check(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, k, v, n, 0, 32, stream),
+    cub::DoubleBuffer<uint32_t> k(keys, spare_keys);
+    cub::DoubleBuffer<int32_t> v(ids, order);
+    size_t temp_bytes = sizes.sort_temp;
+    check(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, k, v, n, 0, 32, stream),
           "cub::DeviceRadixSort::SortPairs");
     if (v.Current() != order)
       check(cudaMemcpyAsync(order, v.Current(), sizeof(int32_t) * n, cudaMemcpyDeviceToDevice,
                             stream),
             "cudaMemcpyAsync (sorted order)");
   }
-  // The buffers above are freed on return; cudaFree waits for the sorts.
 }
 
 }  // namespace
@@ -171,49 +218,45 @@ void build_bucket_tree(BucketTree& t, cudaStream_t stream) {
   t.points.allocate(static_cast<size_t>(n) * dim);
   t.ids.allocate(static_cast<size_t>(n));
 
-  DeviceBuffer<int32_t> orders[2] = {DeviceBuffer<int32_t>(static_cast<size_t>(n) * dim),
-                                     DeviceBuffer<int32_t>(static_cast<size_t>(n) * dim)};
-  sort_dimensions(t, orders[0].get(), stream);
+  const BuildScratch sizes(n, dim, levels);
+  DeviceArena arena(sizes.bytes());
+  int32_t* orders[2] = {arena.take<int32_t>(static_cast<size_t>(n) * dim),
+                        arena.take<int32_t>(static_cast<size_t>(n) * dim)};
+  const size_t phases = arena.mark();
+  sort_dimensions(t, sizes, orders[0], arena, stream);
+  arena.rewind(phases);  // the split phase reuses the sort phase's bytes
 
   int current = 0;
   if (levels > 0) {
     const int scan_dims = bucket_tree_scan_dims(n, dim);
-    const int64_t scan_items = n * scan_dims;
-    DeviceBuffer<int32_t> split_dim(size_t{1} << (levels - 1));
-    DeviceBuffer<uint8_t> left(static_cast<size_t>(n));
-    DeviceBuffer<uint32_t> left_before(static_cast<size_t>(scan_items));
-    using Sides = thrust::transform_iterator<SideOf, thrust::counting_iterator<int64_t>>;
-    size_t temp_bytes = 0;
-    check(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, Sides(thrust::counting_iterator<int64_t>(0), SideOf{nullptr, nullptr}),
-                                        left_before.get(), static_cast<int>(scan_items), stream),
-          "cub::DeviceScan::ExclusiveSum (size)");
-    DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(scan_items)));
+    int32_t* split_dim = arena.take<int32_t>(size_t{1} << (levels - 1));
+    uint8_t* left = arena.take<uint8_t>(static_cast<size_t>(n));
+    uint32_t* left_before = arena.take<uint32_t>(static_cast<size_t>(sizes.scan_items));
+    unsigned char* temp = arena.take<unsigned char>(sizes.scan_temp);
     for (int level = 0; level < levels; ++level) {
-      const int32_t* order = orders[current].get();
-      int32_t* next = orders[1 - current].get();
-      launch_node_boxes(t, level, order, t.boxes.get(), split_dim.get(), stream);
-      mark_sides<<<grid_for(n, kBlock), kBlock, 0, stream>>>(n, level, order, split_dim.get(),
-                                                             left.get());
+      const int32_t* order = orders[current];
+      int32_t* next = orders[1 - current];
+      launch_node_boxes(t, level, order, t.boxes.get(), split_dim, stream);
+      mark_sides<<<grid_for(n, kBlock), kBlock, 0, stream>>>(n, level, order, split_dim, left);
       check_launch("mark_sides");
       for (int d0 = 0; d0 < dim; d0 += scan_dims) {
         const int dims = std::min(scan_dims, dim - d0);
         const int64_t items = n * dims;
         const int64_t offset = n * d0;
-        check(cub::DeviceScan::ExclusiveSum(
-                  temp.get(), temp_bytes,
-                  Sides(thrust::counting_iterator<int64_t>(0), SideOf{left.get(), order + offset}),
-                  left_before.get(), static_cast<int>(items), stream),
+        size_t temp_bytes = sizes.scan_temp;
+        check(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, sides(left, order + offset),
+                                            left_before, static_cast<int>(items), stream),
               "cub::DeviceScan::ExclusiveSum");
         partition_orders<<<grid_for(items, kBlock), kBlock, 0, stream>>>(
-            n, dims, level, order + offset, left_before.get(), left.get(), next + offset);
+            n, dims, level, order + offset, left_before, left, next + offset);
         check_launch("partition_orders");
       }
       current = 1 - current;
     }
   }
-  launch_node_boxes(t, levels, orders[current].get(), t.boxes.get(), nullptr, stream);
+  launch_node_boxes(t, levels, orders[current], t.boxes.get(), nullptr, stream);
   gather_buckets<<<grid_for(n * dim, kBlock), kBlock, 0, stream>>>(
-      t.input.get(), n, dim, orders[current].get(), t.points.get(), t.ids.get());
+      t.input.get(), n, dim, orders[current], t.points.get(), t.ids.get());
   check_launch("gather_buckets");
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (kd-tree build)");
 }

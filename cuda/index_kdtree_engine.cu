@@ -34,7 +34,7 @@ class KdTreeIndex final : public IndexEngine {
       fail(KNN_ERR_INVALID_ARGUMENT,
            format("the CUDA kd-tree indexes up to 2^31-1 points (int32 indices), got n = %lld",
                   static_cast<long long>(n)));
-    const int leaf_size = params.leaf_size > 0 ? params.leaf_size : kKdTreeDefaultLeafSize;
+    const int leaf_size = params.leaf_size > 0 ? params.leaf_size : kdtree_default_leaf_size(dim);
     const size_t needed = kdtree_build_bytes(n, dim, leaf_size);
     if (params.device_memory_limit != 0 && needed > params.device_memory_limit)
       fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
@@ -88,9 +88,13 @@ class KdTreeIndex final : public IndexEngine {
     const int k_search = exclude_self ? k + 1 : k;
     const bool want_indices = indices != nullptr && k > 0;
     const bool want_sq = sq_distances != nullptr && k > 0;
+    const bool want_counts = counts != nullptr;
     const size_t per_query = kdtree_call_bytes_per_query(
-        tree_.dim, k_search, k, exclude_self, want_indices, want_sq, counts != nullptr, call);
-    const int64_t chunk = chunk_queries_for(per_query, kdtree_call_fixed_bytes(call), call);
+        tree_.dim, k_search, k, exclude_self, want_indices, want_sq, want_counts, call);
+    const int64_t chunk = chunk_queries_for(
+        per_query, kdtree_call_fixed_bytes(call), call,
+        kdtree_max_chunk(tree_.dim, k_search, k, exclude_self, want_indices, want_sq, want_counts,
+                         call));
     SearchScratch scratch[kPipelineSlots];
     const BucketTreeView view = tree_.view();
     for_each_query_chunk(

@@ -19,8 +19,16 @@ namespace cuda {
 
 // Default leaf (bucket) size: a warp's worth of points, so that the warp
 // search scans a leaf in one step and the thread search amortises a node
-// visit over many distance computations.
+// visit over many distance computations; the smallest default, so the
+// estimates made with it bound every default tree.
 constexpr int kKdTreeDefaultLeafSize = 32;
+
+// From 7-D, where a query wants many leaves and the lanes take turns over
+// each (cuda/index_kdtree_search.cu), two warps' worth: half the nodes to
+// walk for the same points (H100, k = 5, n = m: 2^21 in 7-D 88.4 -> 78.6 ms,
+// 2^20 in 9-D 132.5 -> 118.7 ms, in 12-D 654 -> 585 ms). In 5-D 64 gained 6 %
+// at k = 5 and lost 20 % at k = 11.
+inline int kdtree_default_leaf_size(int dim) { return dim >= 7 ? 64 : kKdTreeDefaultLeafSize; }
 
 // Floats of the node boxes: 2^(levels+1) - 1 nodes of lo[dim], hi[dim].
 inline size_t bucket_tree_box_floats(int levels, int dim) {
@@ -78,6 +86,25 @@ inline size_t kdtree_call_bytes_per_query(int dim, int k_search, int row_width, 
 }
 inline size_t kdtree_call_fixed_bytes(const CallParams& call) {
   return pipeline_fixed_bytes(call) + kPipelineSlots * kdtree_scratch_fixed_bytes();
+}
+
+// The largest chunk of a call. With host arrays, kMaxChunkQueries: small
+// enough that two slots overlap the transfers with the search. Device arrays
+// need no staging, so their chunks grow until they take the device bytes of
+// the same call from host arrays (kdtree_query_bytes stays an upper bound):
+// a chunk's queries are sorted by leaf together, and the more there are, the
+// more of its walk a warp's lanes share (H100, 2^21 queries in 5-D, k = 5:
+// 28.6 ms in four chunks, 22.5 ms in one). Chunk positions are int32.
+inline int64_t kdtree_max_chunk(int dim, int k_search, int row_width, bool exclude_self,
+                                bool want_indices, bool want_sq, bool want_counts,
+                                const CallParams& call) {
+  const CallParams host_call{};
+  const size_t staged = kdtree_call_bytes_per_query(dim, k_search, row_width, exclude_self,
+                                                    want_indices, want_sq, want_counts, host_call);
+  const size_t own = kdtree_call_bytes_per_query(dim, k_search, row_width, exclude_self,
+                                                 want_indices, want_sq, want_counts, call);
+  const size_t ratio = staged / std::max<size_t>(own, 1);
+  return std::min<int64_t>(INT32_MAX, kMaxChunkQueries * static_cast<int64_t>(ratio));
 }
 
 // Upper bound of a kNN or radius call with m queries and rows of k on an

@@ -1,13 +1,14 @@
 // GPU search of the bucket kd-tree (index_kdtree.cuh): kNN and radius.
 //
 // Queries of a chunk run in leaf order (each query's key is the leaf it
-// descends to), so that neighbouring threads want the same nodes and bucket
-// points; the lanes of a warp walk together. A walk is depth-first with an
-// explicit stack, nearer child first; a node is skipped only when its box
-// distance (a lower bound of every point's distance in it,
-// bucket_tree_shape.h) is strictly greater than the bound (the k-th distance
-// for kNN, the squared radius for radius calls), so the answer is exact and
-// equals the CPU engine's bit for bit.
+// descends to, its home leaf), so that neighbouring threads want the same
+// nodes and bucket points; the lanes of a warp walk together. With one
+// thread per query, each first scans its home leaf (ThreadVisitor::seed).
+// A walk is depth-first with an explicit stack, nearer child first; a node
+// is skipped only when its box distance (a lower bound of every point's
+// distance in it, bucket_tree_shape.h) is strictly greater than the bound
+// (the k-th distance for kNN, the squared radius for radius calls), so the
+// answer is exact and equals the CPU engine's bit for bit.
 //
 // k-lists: k <= 16 in registers, one thread per query; up to kMaxWarpK one
 // warp per query with a shared-memory list (a leaf is scanned 32 points at a
@@ -33,24 +34,31 @@ constexpr int kSearchBlock = 128;
 constexpr int kWarpsPerBlock = 4;
 
 // A query's coordinates: in registers when DIM is known at compile time,
-// else read through the cache from the query array.
-// lane_query(from, lanes) gives every lane of `lanes` lane `from`'s query.
+// else read through the cache from the query array. lane_coords(from, lanes)
+// gives every lane of `lanes` lane `from`'s coordinates: for DIM > 0 the
+// warp's rows in shared memory, which publish() fills once per query, so
+// that a turn reads its owner's coordinates as broadcasts where it would
+// otherwise shuffle DIM values into registers; for DIM == 0 the owner's row
+// of the query array (the pointer is shuffled).
 template <int DIM>
 struct QueryPoint {
   float c[DIM];
-  __device__ QueryPoint() {}
+  const float* rows = nullptr;  // the warp's 32 published queries, DIM floats each
+
   __device__ QueryPoint(const float* q, int) {
 #pragma unroll
     for (int d = 0; d < DIM; ++d) c[d] = q[d];
   }
   __device__ int dim() const { return DIM; }
   __device__ const float* coords() const { return c; }
-  __device__ QueryPoint lane_query(int from, unsigned lanes) const {
-    QueryPoint other;
+  __device__ void publish(float* warp_rows, unsigned lanes) {
+    float* row = warp_rows + threadIdx.x % 32 * DIM;
 #pragma unroll
-    for (int d = 0; d < DIM; ++d) other.c[d] = __shfl_sync(lanes, c[d], from);
-    return other;
+    for (int d = 0; d < DIM; ++d) row[d] = c[d];
+    __syncwarp(lanes);
+    rows = warp_rows;
   }
+  __device__ const float* lane_coords(int from, unsigned) const { return rows + from * DIM; }
 };
 
 template <>
@@ -60,9 +68,10 @@ struct QueryPoint<0> {
   __device__ QueryPoint(const float* q, int dim_) : c(q), d(dim_) {}
   __device__ int dim() const { return d; }
   __device__ const float* coords() const { return c; }
-  __device__ QueryPoint lane_query(int from, unsigned lanes) const {
+  __device__ void publish(float*, unsigned) {}
+  __device__ const float* lane_coords(int from, unsigned lanes) const {
     const auto row = reinterpret_cast<unsigned long long>(c);
-    return QueryPoint(reinterpret_cast<const float*>(__shfl_sync(lanes, row, from)), d);
+    return reinterpret_cast<const float*>(__shfl_sync(lanes, row, from));
   }
 };
 
@@ -130,7 +139,8 @@ __device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visito
 struct KernelArgs {
   BucketTreeView tree;
   const float* queries;
-  const int32_t* order;  // chunk positions in leaf order
+  const int32_t* order;      // chunk positions in leaf order
+  const uint32_t* home_leaf;  // home_leaf[t]: the leaf query order[t] descends to
   int64_t m;
   int k;
   float radius_sq;  // < 0: kNN
@@ -182,10 +192,22 @@ struct ThreadVisitor {
   float radius_sq;
   int k;
   int32_t count = 0;
+  int64_t home_begin = -1;  // the home leaf's first slot once seed() has scanned it
 
   __device__ float bound() const { return radius_sq >= 0.0f ? radius_sq : list.bound(); }
 
+  // Scans the query's home leaf (the one it descends to) before the walk, each
+  // lane its own, all lanes at once: every list starts full with a near
+  // bound, so the walk prunes from its first node, and no lane's first leaf
+  // hands the owner up to a leaf's worth of winners one by one in turns. The
+  // walk then skips the home leaf.
+  __device__ void seed(const BucketTreeView& tree, uint32_t home) {
+    home_begin = segment_start(tree.n, tree.levels, home);
+    scan(home_begin, segment_start(tree.n, tree.levels, int64_t{home} + 1));
+  }
+
   __device__ void scan_leaf(int64_t begin, int64_t end, bool wanted, unsigned lanes) {
+    wanted = wanted && begin != home_begin;
     const unsigned wanting = __ballot_sync(lanes, wanted);
     if (!TakesTurns<List>::value || radius_sq >= 0.0f || __popc(wanting) > max_turns(q.dim())) {
       if (wanted) scan(begin, end);
@@ -197,13 +219,13 @@ struct ThreadVisitor {
     const int stride = __popc(lanes);
     for (unsigned turns = wanting; turns != 0; turns &= turns - 1) {
       const int owner = __ffs(turns) - 1;
-      const Query qo = q.lane_query(owner, lanes);
+      const float* owner_query = q.lane_coords(owner, lanes);
       for (int64_t base = begin; base < end; base += stride) {
         const int64_t j = base + rank;
         float d = kInfinity;
         int32_t id = kNoIndex;
         if (j < end) {
-          d = point_distance(qo, t.points + j * q.dim());
+          d = squared_distance(owner_query, t.points + j * q.dim(), q.dim());
           id = t.ids[j];
         }
         const float owner_bound = __shfl_sync(lanes, list.bound(), owner);
@@ -232,9 +254,12 @@ struct ThreadVisitor {
 };
 
 template <int DIM, class List>
-__device__ void thread_query(const KernelArgs& a, int32_t qi, List& list, unsigned lanes) {
-  const QueryPoint<DIM> q(a.queries + int64_t{qi} * a.tree.dim, a.tree.dim);
+__device__ void thread_query(const KernelArgs& a, int32_t qi, uint32_t home, List& list,
+                             float* warp_rows, unsigned lanes) {
+  QueryPoint<DIM> q(a.queries + int64_t{qi} * a.tree.dim, a.tree.dim);
+  if constexpr (TakesTurns<List>::value) q.publish(warp_rows, lanes);
   ThreadVisitor<QueryPoint<DIM>, List> visitor{a.tree, q, list, a.radius_sq, a.k};
+  visitor.seed(a.tree, home);
   walk_bucket_tree(a.tree, q, visitor, lanes);
   if (a.counts) a.counts[qi] = visitor.count;
   if (a.k > 0) {
@@ -243,19 +268,38 @@ __device__ void thread_query(const KernelArgs& a, int32_t qi, List& list, unsign
   }
 }
 
+// Blocks of kSearchBlock threads per SM that the search of lists of K asks
+// the compiler to fit. The search is bound by latency, not issue: the lists
+// that take turns are held to 80 registers (6 blocks, 37.5 % occupancy, from
+// 104 registers and 25 %), and the warps gained outweigh the few spills
+// (H100, 2^21 queries, k = 5: 5-D 22.5 -> 19.3 ms, 7-D 96 -> 85 ms). The
+// 16-slot lists keep their registers: held to 80, they spilled their slots
+// and k = 11 ran 3x slower. Held to 64 registers (8 blocks), the turn lists
+// spilled enough to run 1.4x (5-D) to 3.4x (7-D, 12-D) slower.
+template <int K>
+using ThreadList = std::conditional_t<(K > 0), RegisterList<K>, HeapList>;
+template <int K>
+constexpr int search_min_blocks = TakesTurns<ThreadList<K>>::value ? 6 : 1;
+
 // K > 0: a register list of up to K; K == 0: a heap in device scratch.
 template <int DIM, int K>
-__global__ void __launch_bounds__(kSearchBlock) search_thread_lists(KernelArgs a) {
+__global__ void __launch_bounds__(kSearchBlock, search_min_blocks<K>)
+    search_thread_lists(KernelArgs a) {
+  // The published queries of the turns (QueryPoint::publish).
+  constexpr int kWarpFloats = TakesTurns<ThreadList<K>>::value ? 32 * DIM : 0;
+  __shared__ float query_rows[std::max(1, kSearchBlock / 32 * kWarpFloats)];
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const unsigned lanes = __ballot_sync(kFullMask, t < a.m);
   if (t >= a.m) return;
   const int32_t qi = a.order[t];
+  const uint32_t home = a.home_leaf[t];
+  float* warp_rows = query_rows + threadIdx.x / 32 * kWarpFloats;
   if constexpr (K > 0) {
     RegisterList<K> list(a.k);
-    thread_query<DIM>(a, qi, list, lanes);
+    thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
   } else {
     HeapList list(a.heap_index + t, a.heap_dist + t, a.m, a.k);
-    thread_query<DIM>(a, qi, list, lanes);
+    thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
   }
 }
 
@@ -411,6 +455,7 @@ void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r,
                                                           scratch.order[0].get());
   check_launch("leaf_keys");
   const int32_t* order = scratch.order[0].get();
+  const uint32_t* home_leaf = scratch.keys[0].get();
   if (tree.levels > 0) {
     cub::DoubleBuffer<uint32_t> keys(scratch.keys[0].get(), scratch.keys[1].get());
     cub::DoubleBuffer<int32_t> ids(scratch.order[0].get(), scratch.order[1].get());
@@ -419,9 +464,10 @@ void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r,
                                           tree.levels, stream),
           "cub::DeviceRadixSort::SortPairs (queries by leaf)");
     order = ids.Current();
+    home_leaf = keys.Current();
   }
 
-  KernelArgs a{tree,    r.queries,      order,    r.m,       r.k,          r.radius_sq,
+  KernelArgs a{tree,      r.queries,      order,    home_leaf,   r.m,     r.k,    r.radius_sq,
                r.indices, r.sq_distances, r.counts, r.row_width, nullptr, nullptr};
   const ListKind kind = list_kind_for(r.k);
   if (kind == ListKind::kHeap) {

@@ -70,7 +70,8 @@ void download(const void* device_src, void* pinned_dst, size_t bytes, cudaStream
 
 }  // namespace
 
-int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const CallParams& call) {
+int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const CallParams& call,
+                          int64_t max_chunk) {
   size_t budget = call.device_memory_limit;
   const char* source = "device_memory_limit";
   if (budget == 0) {
@@ -87,7 +88,7 @@ int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const Call
                 "(%s) is %zu bytes",
                 fixed_bytes, bytes_per_query, source, budget));
   const size_t fits = (budget - fixed_bytes) / per_query;
-  return static_cast<int64_t>(std::min<size_t>(fits, static_cast<size_t>(kMaxChunkQueries)));
+  return static_cast<int64_t>(std::min<size_t>(fits, static_cast<size_t>(max_chunk)));
 }
 
 void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_width,

@@ -46,11 +46,13 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
 
 // Largest chunk whose device bytes (bytes_per_query each, plus fixed_bytes)
 // fit the budget: call.device_memory_limit, or the device's free memory when
-// that is 0. Capped at kMaxChunkQueries (memory_model.h). Throws
+// that is 0. Capped at max_chunk (kMaxChunkQueries, memory_model.h, unless
+// the engine allows more). Throws
 // KNN_ERR_DEVICE_OUT_OF_MEMORY when not even one query fits.
 // bytes_per_query should include the pipeline's own staging per query:
 // pipeline_bytes_per_query() and pipeline_fixed_bytes() (query_chunks_memory.h).
-int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const CallParams& call);
+int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const CallParams& call,
+                          int64_t max_chunk = kMaxChunkQueries);
 
 
 }  // namespace cuda

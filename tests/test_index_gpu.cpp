@@ -157,6 +157,56 @@ TEST(KdTreeMemory, EstimatesGrowAndCoverTheEnginesBufferList) {
               knn::cuda::kdtree_query_bytes(1 << 20, 30, 10000000, 3, leaf));
 }
 
+TEST(KdTreeMemory, DeviceArrayChunksTakeNoMoreThanTheSameCallFromHostArrays) {
+  using knn::cuda::kdtree_call_bytes_per_query;
+  using knn::cuda::kdtree_max_chunk;
+  knn::CallParams host_call;
+  knn::CallParams device_call;
+  device_call.queries_on_device = device_call.outputs_on_device = true;
+  knn::CallParams mixed_call;  // device queries (knn_self), host rows
+  mixed_call.queries_on_device = true;
+  for (const int dim : {1, 3, 5, 12, 32})
+    for (const int k : {1, 5, 30, 1000})
+      for (const bool exclude_self : {false, true}) {
+        const int k_search = exclude_self ? k + 1 : k;
+        EXPECT_EQ(kdtree_max_chunk(dim, k_search, k, exclude_self, true, true, false, host_call),
+                  knn::cuda::kMaxChunkQueries);
+        const size_t staged_bytes =
+            static_cast<size_t>(knn::cuda::kMaxChunkQueries) *
+            kdtree_call_bytes_per_query(dim, k_search, k, exclude_self, true, true, false,
+                                        host_call);
+        for (const knn::CallParams& call : {device_call, mixed_call}) {
+          const int64_t chunk =
+              kdtree_max_chunk(dim, k_search, k, exclude_self, true, true, false, call);
+          EXPECT_GE(chunk, knn::cuda::kMaxChunkQueries) << "dim " << dim << " k " << k;
+          EXPECT_LE(chunk, INT32_MAX);
+          EXPECT_LE(static_cast<size_t>(chunk) *
+                        kdtree_call_bytes_per_query(dim, k_search, k, exclude_self, true, true,
+                                                    false, call),
+                    staged_bytes)
+              << "dim " << dim << " k " << k << " exclude_self " << exclude_self;
+        }
+        // With every array on the device, short rows and no exclude_self
+        // scratch, the staging saved buys a chunk several times larger.
+        if (dim >= 3 && k == 5 && !exclude_self) {
+          EXPECT_GE(kdtree_max_chunk(dim, k_search, k, exclude_self, true, true, false, device_call),
+                    4 * knn::cuda::kMaxChunkQueries);
+        }
+      }
+}
+
+TEST(KdTreeMemory, DefaultLeafSizeDependsOnDimensionAndEstimatesUseTheSmallest) {
+  for (int dim = 1; dim <= 32; ++dim) {
+    const int leaf = knn::cuda::kdtree_default_leaf_size(dim);
+    EXPECT_EQ(leaf, dim >= 7 ? 64 : 32) << "dim " << dim;
+    EXPECT_GE(leaf, knn::cuda::kKdTreeDefaultLeafSize);
+    // A larger leaf means a shallower tree, so the estimate made with the
+    // smallest default bounds the tree actually built.
+    EXPECT_LE(knn::cuda::kdtree_build_bytes(1000003, dim, leaf),
+              knn::cuda::kdtree_build_bytes(1000003, dim, knn::cuda::kKdTreeDefaultLeafSize));
+  }
+}
+
 // ---- The shared helpers ---------------------------------------------------------------
 
 TEST(IndexSupport, HostMemoryIsNotDeviceMemory) {
