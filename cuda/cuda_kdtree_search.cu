@@ -358,10 +358,7 @@ void search_on_device(const TreeView& tree, const Point* queries, int64_t m, int
     const int warps = static_cast<int>(std::min<size_t>(kWarpsPerBlock, shared_limit / per_warp));
     if (warps > 0) {
       const size_t shared = per_warp * warps;
-      // Above 48 KB a kernel's dynamic shared memory must be raised per device.
-      check(cudaFuncSetAttribute(search_warp_lists, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(shared)),
-            "cudaFuncSetAttribute");
+      allow_all_dynamic_shared(search_warp_lists, "cudaFuncSetAttribute (warp search)");
       search_warp_lists<<<grid_for(m, warps), 32 * warps, shared, stream>>>(
           tree, queries, sorted, m, k, indices, sq_distances);
       return check_launch("search_warp_lists");

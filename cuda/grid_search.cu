@@ -217,9 +217,7 @@ void launch_thread_knn(const GridView& grid, const float* queries, int64_t count
                        int32_t* indices, float* sq_distances, cudaStream_t stream) {
   const size_t shared = K == kSharedK ? size_t{8} * take * kThreadBlock : 0;
   if (shared > kDefaultSharedBytes)
-    check(cudaFuncSetAttribute(knn_thread_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(shared)),
-          "cudaFuncSetAttribute (grid thread search)");
+    allow_all_dynamic_shared(knn_thread_kernel<K>, "cudaFuncSetAttribute (grid thread search)");
   knn_thread_kernel<K><<<grid_for(count, kThreadBlock), kThreadBlock, shared, stream>>>(
       grid, queries, count, order, k, take, self_first, indices, sq_distances);
   check_launch("grid knn (thread per query)");
@@ -273,9 +271,7 @@ void grid_knn(const GridView& grid, const float* queries, int64_t count, int k, 
       std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, kMaxWarpsPerBlock));
   const size_t shared = warp_bytes * static_cast<size_t>(warps);
   if (shared > kDefaultSharedBytes)
-    check(cudaFuncSetAttribute(knn_warp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(shared)),
-          "cudaFuncSetAttribute (grid warp search)");
+    allow_all_dynamic_shared(knn_warp_kernel, "cudaFuncSetAttribute (grid warp search)");
   knn_warp_kernel<<<grid_for(count, warps), warps * 32, shared, stream>>>(
       grid, queries, count, order, k, take, self_first, indices, sq_distances);
   check_launch("grid knn (warp per query)");

@@ -336,10 +336,7 @@ void launch_warp_scan(const ScanArgs& a, cudaStream_t stream) {
     fail(KNN_ERR_UNSUPPORTED,
          format("this GPU's shared memory cannot hold a k-list of %d neighbours", a.list_k));
   const size_t shared = per_warp * warps;
-  // Above 48 KB a kernel's dynamic shared memory must be raised per device.
-  check(cudaFuncSetAttribute(scan_warp_per_query, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(shared)),
-        "cudaFuncSetAttribute");
+  allow_all_dynamic_shared(scan_warp_per_query, "cudaFuncSetAttribute (brute-force warp scan)");
   const dim3 grid(grid_for(a.m, warps), static_cast<unsigned>(a.splits));
   scan_warp_per_query<<<grid, 32 * warps, shared, stream>>>(a);
   check_launch("scan_warp_per_query");

@@ -418,10 +418,7 @@ void launch_warp_search(const KernelArgs& a, cudaStream_t stream) {
   if (warps == 0)
     fail(KNN_ERR_UNSUPPORTED, format("this GPU's shared memory cannot hold a k-list of %d", a.k));
   const size_t shared = per_warp * warps;
-  // Above 48 KB a kernel's dynamic shared memory must be raised per device.
-  check(cudaFuncSetAttribute(search_warp_lists<DIM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(shared)),
-        "cudaFuncSetAttribute");
+  allow_all_dynamic_shared(search_warp_lists<DIM>, "cudaFuncSetAttribute (warp search)");
   search_warp_lists<DIM><<<grid_for(a.m, warps), 32 * warps, shared, stream>>>(a);
   check_launch("search_warp_lists");
 }
