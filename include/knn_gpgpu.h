@@ -261,7 +261,7 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   dim > 16 on the CPU, dim > 12 on the GPU (a kd-tree prunes little there;
  *   the GPU figure is the measured H100 crossover), the grid for dim 3, the
  *   kd-tree otherwise. The grid is the faster 3-D structure for k up to 32
- *   (H100, all-kNN of 10^7 points, k = 30: 37 vs 149 ms with the kd-tree)
+ *   (H100, all-kNN of 10^7 points, k = 30: 37 vs 140 ms with the kd-tree)
  *   but not for long lists (k = 100: 330 vs 250 ms); AUTO decides at build
  *   time, before k is known, so ask for KNN_STRUCTURE_KDTREE when the
  *   queries will take k well above 32. These thresholds are tuning, not

@@ -30,9 +30,10 @@ constexpr int64_t kGpuBruteForceMaxPoints = 16384;
 // practical sizes are too wide to prune (2^dim >> n). On the GPU the tiled
 // brute force overtakes the kd-tree earlier: measured on the H100 (uniform,
 // n = m = 2^17..2^20, k = 5, build included) the kd-tree wins at every size
-// up to d = 12 (d = 12: 36.5 vs 40.0 ms at 2^17, 786 vs 2356 ms at 2^20)
-// and brute force at every size at d = 16 (48 vs 280 ms at 2^17, 2832 vs
-// 5078 ms at 2^20); d = 13..15 were not measured.
+// up to d = 9 and from 2^18 at d = 12 (89 vs 157 ms at 2^18, 582 vs 2356 ms
+// at 2^20; at 2^17 brute force is ahead, 40.0 vs 45.9 ms, 2026-11-25)
+// and brute force at every size at d = 16 (48 vs 398 ms at 2^17, 2832 vs
+// 6506 ms at 2^20); d = 13..15 were not measured.
 constexpr int kKdTreeMaxUsefulDim = 16;
 constexpr int kGpuKdTreeMaxUsefulDim = 12;
 
