@@ -1,4 +1,5 @@
-// Device discovery and selection, and the mapping of CUDA errors to statuses.
+// Device discovery and selection, what memory a device may use in place, and
+// the mapping of CUDA errors to statuses.
 #include "cuda_engine.h"
 #include "cuda_support.h"
 
@@ -45,6 +46,16 @@ size_t free_device_bytes() {
   size_t free_bytes = 0, total = 0;
   check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
   return free_bytes;
+}
+
+bool device_may_use_in_place(const void* p, int device) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();  // a non-sticky error must not fail the next CUDA call
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeManaged ||
+         (attributes.type == cudaMemoryTypeDevice && (device < 0 || attributes.device == device));
 }
 
 }  // namespace cuda

@@ -24,6 +24,11 @@ inline void check(cudaError_t err, const char* what) {
 // inside the kernel surface at the next synchronisation).
 inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
 
+// Whether kernels on `device` (any device when device < 0) may read and write
+// p in place: memory of that device, or managed memory. Host memory that CUDA
+// does not know answers false, and the runtime's error for it is cleared.
+bool device_may_use_in_place(const void* p, int device);
+
 // Test hook (tests/test_fault_injection.cpp; not part of the API): with the
 // environment variable KNN_FAULT_DEVICE_ALLOC=N, the N-th device allocation
 // counted since the variable took that value fails as if the device were

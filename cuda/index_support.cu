@@ -49,13 +49,7 @@ __global__ void first_nonfinite_kernel(const float* values, int64_t count,
 bool is_device_pointer(const void* p) {
   // Without a device, asking the runtime would only produce an error.
   if (p == nullptr || device_count() == 0) return false;
-  cudaPointerAttributes attributes{};
-  const cudaError_t err = cudaPointerGetAttributes(&attributes, p);
-  if (err != cudaSuccess) {
-    cudaGetLastError();  // a non-sticky error must not fail the next CUDA call
-    return false;
-  }
-  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  return device_may_use_in_place(p, -1);
 }
 
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes) {

@@ -274,18 +274,6 @@ class DeviceScope {
   int previous_ = 0;
 };
 
-// Whether kernels on `device` can write p in place: memory of that device,
-// or managed memory.
-bool on_device(const void* p, int device) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
-    cudaGetLastError();  // host memory unknown to CUDA: not a sticky error
-    return false;
-  }
-  return attributes.type == cudaMemoryTypeManaged ||
-         (attributes.type == cudaMemoryTypeDevice && attributes.device == device);
-}
-
 // Polygon ids are 32-bit in the work items.
 void require_polygon_count(int64_t n_polygons) {
   if (n_polygons > int64_t{0x7ffffffe})
@@ -449,7 +437,7 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
   const int64_t chunk_items =
       std::max(kMinFillChunkItems, static_cast<int64_t>(budget / 2 / kFillBytesPerItem));
 
-  const bool direct_output = on_device(point_indices, device_);
+  const bool direct_output = device_may_use_in_place(point_indices, device_);
   DeviceBuffer<int32_t> out, sorted;
   DeviceBuffer<int64_t> wide;
   DeviceBuffer<unsigned long long> cursors(static_cast<size_t>(std::min(kSlicePairs, n_polygons)));
