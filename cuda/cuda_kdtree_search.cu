@@ -350,15 +350,12 @@ void search_on_device(const TreeView& tree, const Point* queries, int64_t m, int
   if (k <= 8) return launch_register_search<8>(tree, queries, sorted, m, k, indices, sq_distances, stream);
   if (k <= 16) return launch_register_search<16>(tree, queries, sorted, m, k, indices, sq_distances, stream);
   if (k <= kMaxWarpK) {
-    int device = 0, shared_limit = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-          "cudaDeviceGetAttribute");
+    const size_t shared_limit =
+        allow_all_dynamic_shared(search_warp_lists, "cudaFuncSetAttribute (warp search)");
     const size_t per_warp = WarpList::bytes(k);
     const int warps = static_cast<int>(std::min<size_t>(kWarpsPerBlock, shared_limit / per_warp));
     if (warps > 0) {
       const size_t shared = per_warp * warps;
-      allow_all_dynamic_shared(search_warp_lists, "cudaFuncSetAttribute (warp search)");
       search_warp_lists<<<grid_for(m, warps), 32 * warps, shared, stream>>>(
           tree, queries, sorted, m, k, indices, sq_distances);
       return check_launch("search_warp_lists");

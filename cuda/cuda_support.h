@@ -132,20 +132,22 @@ inline size_t checked_cub_temp(size_t requested, size_t bound) {
 
 // Lets `kernel` take as much dynamic shared memory as the device allows a
 // block beside the kernel's static shared memory (above 48 KB the limit must
-// be raised per kernel). Always the same value: when each call set its own
-// size, threads launching the kernel at once lowered it under one another's
-// launches, which then failed with cudaErrorInvalidValue.
+// be raised per kernel), and returns that many bytes. Always the same value:
+// when each call set its own size, threads launching the kernel at once
+// lowered it under one another's launches, which then failed with
+// cudaErrorInvalidValue.
 template <class Kernel>
-void allow_all_dynamic_shared(Kernel* kernel, const char* what) {
+size_t allow_all_dynamic_shared(Kernel* kernel, const char* what) {
   int device = 0, optin = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
         "cudaDeviceGetAttribute (shared memory per block)");
   cudaFuncAttributes attributes{};
   check(cudaFuncGetAttributes(&attributes, kernel), what);
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             optin - static_cast<int>(attributes.sharedSizeBytes)),
+  const int allowance = optin - static_cast<int>(attributes.sharedSizeBytes);
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, allowance),
         what);
+  return static_cast<size_t>(allowance);
 }
 
 // Blocks for a one-dimensional launch over `items` threads of `block` each.
