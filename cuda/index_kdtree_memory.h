@@ -24,11 +24,13 @@ namespace cuda {
 constexpr int kKdTreeDefaultLeafSize = 32;
 
 // From 7-D, where a query wants many leaves and the lanes take turns over
-// each (cuda/index_kdtree_search.cu), two warps' worth: half the nodes to
-// walk for the same points (H100, k = 5, n = m: 2^21 in 7-D 88.4 -> 78.6 ms,
-// 2^20 in 9-D 132.5 -> 118.7 ms, in 12-D 654 -> 585 ms). In 5-D 64 gained 6 %
-// at k = 5 and lost 20 % at k = 11.
-inline int kdtree_default_leaf_size(int dim) { return dim >= 7 ? 64 : kKdTreeDefaultLeafSize; }
+// each (cuda/index_kdtree_search.cu), four warps' worth: a quarter of the
+// nodes to walk for the same points, while a turn's points cost little once
+// each lane holds its point through the turns. H100, k = 5, n = m, build
+// included, against 64: 7-D 2^21 70.0 -> 65.7 ms, 9-D 2^20 104.8 -> 100.6 ms,
+// 12-D 2^19 177.2 -> 160.5 ms; 256 was slower at every 7..12-D size. In 5-D
+// 64 gained up to 5 % at k = 1..5 and lost 14 % at k = 11.
+inline int kdtree_default_leaf_size(int dim) { return dim >= 7 ? 128 : kKdTreeDefaultLeafSize; }
 
 // Floats of the node boxes: 2^(levels+1) - 1 nodes of lo[dim], hi[dim].
 inline size_t bucket_tree_box_floats(int levels, int dim) {

@@ -1,20 +1,21 @@
 // GPU search of the bucket kd-tree (index_kdtree.cuh): kNN and radius.
 //
 // Queries of a chunk run in leaf order (each query's key is the leaf it
-// descends to, its home leaf), so that neighbouring threads want the same
-// nodes and bucket points; the lanes of a warp walk together. With one
-// thread per query, each first scans its home leaf (ThreadVisitor::seed).
-// A walk is depth-first with an explicit stack, nearer child first; a node
-// is skipped only when its box distance (a lower bound of every point's
-// distance in it, bucket_tree_shape.h) is strictly greater than the bound
-// (the k-th distance for kNN, the squared radius for radius calls), so the
-// answer is exact and equals the CPU engine's bit for bit.
+// descends to, its home leaf, then its part of that leaf), so that
+// neighbouring threads want the same nodes and bucket points; the lanes of a
+// warp walk together. With one thread per query, each first scans its home
+// leaf (ThreadVisitor::seed). A walk is depth-first with an explicit stack,
+// nearer child first; a node is skipped only when its box distance (a lower
+// bound of every point's distance in it, bucket_tree_shape.h) is strictly
+// greater than the bound (the k-th distance for kNN, the squared radius for
+// radius calls), so the answer is exact and equals the CPU engine's bit for
+// bit.
 //
 // k-lists: k <= 16 in registers, one thread per query; up to kMaxWarpK one
 // warp per query with a shared-memory list (a leaf is scanned 32 points at a
 // time); beyond that a heap in device scratch. The distance loop is unrolled
-// for dim 1..kMaxStaticDim with the query in registers, with a runtime-dim
-// fallback for higher dims.
+// for dim 1..kMaxStaticDim (static_dim.h) with the query in registers, with a
+// run-time-dim fallback for higher dims.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
@@ -22,13 +23,13 @@
 
 #include "index_kdtree.cuh"
 #include "knn_lists.cuh"
+#include "static_dim.h"
 #include "warp_list.cuh"
 
 namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kMaxStaticDim = 16;
 constexpr int kBlock = 256;
 constexpr int kSearchBlock = 128;
 constexpr int kWarpsPerBlock = 4;
@@ -42,6 +43,7 @@ constexpr int kWarpsPerBlock = 4;
 // of the query array (the pointer is shuffled).
 template <int DIM>
 struct QueryPoint {
+  static constexpr int kDim = DIM;
   float c[DIM];
   const float* rows = nullptr;  // the warp's 32 published queries, DIM floats each
 
@@ -63,6 +65,7 @@ struct QueryPoint {
 
 template <>
 struct QueryPoint<0> {
+  static constexpr int kDim = 0;
   const float* c;
   int d;
   __device__ QueryPoint(const float* q, int dim_) : c(q), d(dim_) {}
@@ -73,6 +76,26 @@ struct QueryPoint<0> {
     const auto row = reinterpret_cast<unsigned long long>(c);
     return reinterpret_cast<const float*>(__shfl_sync(lanes, row, from));
   }
+};
+
+// The leaf point a lane holds while the lanes take turns over a stretch of a
+// leaf: its coordinates in registers when DIM is known at compile time, so
+// that they are read once per warp rather than once per turn; else its row.
+template <int DIM>
+struct HeldPoint {
+  float c[DIM];
+  __device__ explicit HeldPoint(const float* p) {
+#pragma unroll
+    for (int d = 0; d < DIM; ++d) c[d] = p[d];
+  }
+  __device__ const float* coords() const { return c; }
+};
+
+template <>
+struct HeldPoint<0> {
+  const float* c;
+  __device__ explicit HeldPoint(const float* p) : c(p) {}
+  __device__ const float* coords() const { return c; }
 };
 
 template <class Query>
@@ -140,7 +163,8 @@ struct KernelArgs {
   BucketTreeView tree;
   const float* queries;
   const int32_t* order;      // chunk positions in leaf order
-  const uint32_t* home_leaf;  // home_leaf[t]: the leaf query order[t] descends to
+  const uint32_t* home_key;  // home_key[t] >> home_shift: the leaf query order[t] descends to
+  int home_shift;
   int64_t m;
   int k;
   float radius_sq;  // < 0: kNN
@@ -217,19 +241,22 @@ struct ThreadVisitor {
     // Lanes outside `lanes` have left: the others share the points out.
     const int rank = __popc(lanes & ((1u << lane) - 1u));
     const int stride = __popc(lanes);
-    for (unsigned turns = wanting; turns != 0; turns &= turns - 1) {
-      const int owner = __ffs(turns) - 1;
-      const float* owner_query = q.lane_coords(owner, lanes);
-      for (int64_t base = begin; base < end; base += stride) {
-        const int64_t j = base + rank;
-        float d = kInfinity;
-        int32_t id = kNoIndex;
-        if (j < end) {
-          d = squared_distance(owner_query, t.points + j * q.dim(), q.dim());
-          id = t.ids[j];
-        }
+    // Each lane holds one point of a stretch of the leaf while the wanting
+    // lanes take their turns over it, so a point is read once per warp, not
+    // once per turn (H100, k = 5, n = m, query ms: 7-D 2^21 71.0 -> 65.0, 9-D
+    // 2^20 113.9 -> 101.7, 12-D 2^19 221.5 -> 173.6). Every owner is still
+    // offered its winners in leaf order. Measuring two turns' distances
+    // together spilled and ran 1.3-1.8x slower.
+    for (int64_t base = begin; base < end; base += stride) {
+      const int64_t j = base + rank;
+      const bool have = j < end;
+      const HeldPoint<Query::kDim> point(t.points + (have ? j : begin) * q.dim());
+      const int32_t id = have ? t.ids[j] : kNoIndex;
+      for (unsigned turns = wanting; turns != 0; turns &= turns - 1) {
+        const int owner = __ffs(turns) - 1;
+        const float d = squared_distance(q.lane_coords(owner, lanes), point.coords(), q.dim());
         const float owner_bound = __shfl_sync(lanes, list.bound(), owner);
-        const bool may_win = j < end && d <= owner_bound;
+        const bool may_win = have && d <= owner_bound;
         for (unsigned wins = __ballot_sync(lanes, may_win); wins != 0; wins &= wins - 1) {
           const int from = __ffs(wins) - 1;
           const float wd = __shfl_sync(lanes, d, from);
@@ -292,7 +319,7 @@ __global__ void __launch_bounds__(kSearchBlock, search_min_blocks<K>)
   const unsigned lanes = __ballot_sync(kFullMask, t < a.m);
   if (t >= a.m) return;
   const int32_t qi = a.order[t];
-  const uint32_t home = a.home_leaf[t];
+  const uint32_t home = a.home_key[t] >> a.home_shift;
   float* warp_rows = query_rows + threadIdx.x / 32 * kWarpFloats;
   if constexpr (K > 0) {
     RegisterList<K> list(a.k);
@@ -351,8 +378,16 @@ __global__ void search_warp_lists(KernelArgs a) {
   list.write(a.indices + row, a.sq_distances ? a.sq_distances + row : nullptr);
 }
 
+// Bits of a query's sort key below its home leaf (leaf_keys).
+__host__ __device__ constexpr int part_bits(int levels) { return levels > 29 ? 32 - levels : 3; }
+
 // Each query's key is the leaf it reaches by descending to the nearer child
-// (by box distance, ties left): close queries get close keys.
+// (by box distance, ties left), then which part of that leaf's box it lies
+// in: the box halved at the middle of its widest side, of its second widest,
+// of its third (part_bits). Close queries get close keys, and where a leaf
+// is home to more queries than a warp, its warps get compact parts of it and
+// walk fewer nodes together (H100, k = 5, n = m, query ms: 7-D 2^21 65.0 ->
+// 62.2, 5-D 2^21 19.3 -> 18.9, k = 11 65.4 -> 61.9).
 __global__ void leaf_keys(BucketTreeView t, const float* queries, int64_t m, uint32_t* keys,
                           int32_t* order) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
@@ -363,7 +398,22 @@ __global__ void leaf_keys(BucketTreeView t, const float* queries, int64_t m, uin
     const uint32_t left = 2 * node + 1;
     node = node_distance(q, t, left) <= node_distance(q, t, left + 1) ? left : left + 1;
   }
-  keys[i] = node - first_node_of_level(t.levels);
+  const float* lo = t.boxes + int64_t{node} * 2 * t.dim;
+  const float* hi = lo + t.dim;
+  uint32_t key = node - first_node_of_level(t.levels);
+  int halved[2] = {-1, -1};
+  for (int bit = 0; bit < part_bits(t.levels); ++bit) {
+    int widest = -1;
+    float width = -1.0f;
+    for (int d = 0; d < t.dim; ++d) {
+      const float w = hi[d] - lo[d];
+      if (d != halved[0] && d != halved[1] && w > width) widest = d, width = w;
+    }
+    if (bit < 2) halved[bit] = widest;
+    const bool upper = widest >= 0 && q.c[widest] > 0.5f * lo[widest] + 0.5f * hi[widest];
+    key = key << 1 | (upper ? 1u : 0u);
+  }
+  keys[i] = key;
   order[i] = static_cast<int32_t>(i);
 }
 
@@ -389,18 +439,6 @@ __global__ void drop_self_kernel(const int32_t* wide_index, const float* wide_di
   }
 }
 
-// Calls f(std::integral_constant<int, D>) with D = dim for dim 1..kMaxStaticDim,
-// else D = 0 (runtime dim).
-template <int D = 1, class F>
-void with_static_dim(int dim, F&& f) {
-  if constexpr (D > kMaxStaticDim) {
-    f(std::integral_constant<int, 0>{});
-  } else {
-    if (dim == D) return f(std::integral_constant<int, D>{});
-    with_static_dim<D + 1>(dim, f);
-  }
-}
-
 template <int DIM, int K>
 void launch_thread_search(const KernelArgs& a, cudaStream_t stream) {
   search_thread_lists<DIM, K><<<grid_for(a.m, kSearchBlock), kSearchBlock, 0, stream>>>(a);
@@ -409,16 +447,13 @@ void launch_thread_search(const KernelArgs& a, cudaStream_t stream) {
 
 template <int DIM>
 void launch_warp_search(const KernelArgs& a, cudaStream_t stream) {
-  int device = 0, shared_limit = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-        "cudaDeviceGetAttribute");
+  const size_t shared_limit =
+      allow_all_dynamic_shared(search_warp_lists<DIM>, "cudaFuncSetAttribute (warp search)");
   const size_t per_warp = WarpList::bytes(a.k);
   const int warps = static_cast<int>(std::min<size_t>(kWarpsPerBlock, shared_limit / per_warp));
   if (warps == 0)
     fail(KNN_ERR_UNSUPPORTED, format("this GPU's shared memory cannot hold a k-list of %d", a.k));
   const size_t shared = per_warp * warps;
-  allow_all_dynamic_shared(search_warp_lists<DIM>, "cudaFuncSetAttribute (warp search)");
   search_warp_lists<DIM><<<grid_for(a.m, warps), 32 * warps, shared, stream>>>(a);
   check_launch("search_warp_lists");
 }
@@ -452,20 +487,22 @@ void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r,
                                                           scratch.order[0].get());
   check_launch("leaf_keys");
   const int32_t* order = scratch.order[0].get();
-  const uint32_t* home_leaf = scratch.keys[0].get();
+  const uint32_t* home_key = scratch.keys[0].get();
+  const int key_bits = tree.levels + part_bits(tree.levels);
   if (tree.levels > 0) {
     cub::DoubleBuffer<uint32_t> keys(scratch.keys[0].get(), scratch.keys[1].get());
     cub::DoubleBuffer<int32_t> ids(scratch.order[0].get(), scratch.order[1].get());
     size_t bytes = scratch.cub_temp.size();
     check(cub::DeviceRadixSort::SortPairs(scratch.cub_temp.get(), bytes, keys, ids, r.m, 0,
-                                          tree.levels, stream),
+                                          key_bits, stream),
           "cub::DeviceRadixSort::SortPairs (queries by leaf)");
     order = ids.Current();
-    home_leaf = keys.Current();
+    home_key = keys.Current();
   }
 
-  KernelArgs a{tree,      r.queries,      order,    home_leaf,   r.m,     r.k,    r.radius_sq,
-               r.indices, r.sq_distances, r.counts, r.row_width, nullptr, nullptr};
+  KernelArgs a{tree,      r.queries,      order,    home_key,    part_bits(tree.levels),
+               r.m,       r.k,            r.radius_sq, r.indices, r.sq_distances,
+               r.counts,  r.row_width,    nullptr,  nullptr};
   const ListKind kind = list_kind_for(r.k);
   if (kind == ListKind::kHeap) {
     ensure_capacity(scratch.heap_index, m * r.k);

@@ -198,7 +198,7 @@ TEST(KdTreeMemory, DeviceArrayChunksTakeNoMoreThanTheSameCallFromHostArrays) {
 TEST(KdTreeMemory, DefaultLeafSizeDependsOnDimensionAndEstimatesUseTheSmallest) {
   for (int dim = 1; dim <= 32; ++dim) {
     const int leaf = knn::cuda::kdtree_default_leaf_size(dim);
-    EXPECT_EQ(leaf, dim >= 7 ? 64 : 32) << "dim " << dim;
+    EXPECT_EQ(leaf, dim >= 7 ? 128 : 32) << "dim " << dim;
     EXPECT_GE(leaf, knn::cuda::kKdTreeDefaultLeafSize);
     // A larger leaf means a shallower tree, so the estimate made with the
     // smallest default bounds the tree actually built.

@@ -16,11 +16,12 @@
 //   radius   10^7 uniform points, radius for ~32 neighbours, 10^7 queries:
 //            rows of 32 with counts, and counting only; queries/s.
 // Usage: bench_index [--quick] [--suite futhark|allknn|radius|all] [--leaf N]
-//                    [--dim D] [--log-n L] [--kdtree-only] [--k K]
+//                    [--dim D] [--log-n L] [--kdtree-only] [--k K] [--futhark-k K]
 //   --leaf N: the kd-tree's leaf size (default: the engine's); --dim D: the
-//   futhark rows of dim D only; --log-n L: the futhark rows of n = 2^L only;
-//   --kdtree-only: no brute-force rows; --k K: the allknn suite's k (default
-//   30).
+//   futhark rows of dim D only (a dim outside the table: its rows at k = 5);
+//   --log-n L: the futhark rows of n = 2^L only; --kdtree-only: no
+//   brute-force rows; --k K: the allknn suite's k (default 30);
+//   --futhark-k K: every futhark row at k = K.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -52,6 +53,7 @@ int only_dim = 0;         // --dim; 0 = every dim of the suite
 int only_log_n = 0;       // --log-n; 0 = every size of the suite
 bool kdtree_only = false;  // --kdtree-only: skip the brute-force rows
 int allknn_k = 30;        // --k: the allknn suite's k
+int futhark_k = 0;        // --futhark-k; 0 = the table's k
 
 // Events on the default stream around `work`, on an idle device so that no
 // work queued before is counted.
@@ -150,9 +152,13 @@ void futhark_suite(bool quick) {
   struct Case {
     int dim, k;
   };
+  const std::vector<int> dims = {5, 7, 9, 12, 16};
   std::vector<Case> cases;
-  for (const int dim : {5, 7, 9, 12, 16}) cases.push_back({dim, 5});
-  for (const int k : {1, 3, 11}) cases.push_back({5, k});
+  for (const int dim : dims) cases.push_back({dim, futhark_k != 0 ? futhark_k : 5});
+  if (futhark_k == 0)
+    for (const int k : {1, 3, 11}) cases.push_back({5, k});
+  if (only_dim != 0 && std::find(dims.begin(), dims.end(), only_dim) == dims.end())
+    cases = {{only_dim, futhark_k != 0 ? futhark_k : 5}};
   const int largest = quick ? 18 : 21;
   for (const Case& c : cases) {
     if (only_dim != 0 && c.dim != only_dim) continue;
@@ -292,12 +298,14 @@ int main(int argc, char** argv) {
       only_log_n = std::atoi(argv[++i]);
     } else if (a == "--k" && i + 1 < argc) {
       allknn_k = std::atoi(argv[++i]);
+    } else if (a == "--futhark-k" && i + 1 < argc) {
+      futhark_k = std::atoi(argv[++i]);
     } else if (a == "--kdtree-only") {
       kdtree_only = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--suite futhark|allknn|radius|all] [--leaf N] "
-                   "[--dim D] [--log-n L] [--kdtree-only] [--k K]\n",
+                   "[--dim D] [--log-n L] [--kdtree-only] [--k K] [--futhark-k K]\n",
                    argv[0]);
       return 2;
     }
