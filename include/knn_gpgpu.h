@@ -257,10 +257,10 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   would make a poor grid (strongly clustered) the kd-tree serves instead,
  *   and knn_index_info reports KNN_STRUCTURE_KDTREE. KNN_STRUCTURE_BRUTE_FORCE:
  *   every query against every point, any dimension. KNN_STRUCTURE_AUTO:
- *   brute force for up to 2048 points on the CPU (16384 on the GPU) or for
- *   dim > 16 on the CPU, dim > 12 on the GPU (a kd-tree prunes little there;
- *   the GPU figure is the measured H100 crossover), the grid for dim 3, the
- *   kd-tree otherwise. The grid is the faster 3-D structure for k up to 32
+ *   brute force for up to 2048 points on the CPU (16384 on the GPU), for
+ *   dim > 16 (a kd-tree prunes little there), and on the GPU for dim 13..16
+ *   below 2^(dim + 4) points (the measured H100 crossover); the grid for dim
+ *   3, the kd-tree otherwise. The grid is the faster 3-D structure for k up to 32
  *   (H100, all-kNN of 10^7 points, k = 30: 37 vs 140 ms with the kd-tree)
  *   but not for long lists (k = 100: 330 vs 250 ms); AUTO decides at build
  *   time, before k is known, so ask for KNN_STRUCTURE_KDTREE when the

@@ -11,8 +11,8 @@ namespace knn {
 int auto_structure(int backend, int64_t n, int dim) {
   const bool gpu = backend == KNN_BACKEND_CUDA;
   const int64_t brute_force_max = gpu ? kGpuBruteForceMaxPoints : kCpuBruteForceMaxPoints;
-  const int kd_tree_max_dim = gpu ? kGpuKdTreeMaxUsefulDim : kKdTreeMaxUsefulDim;
-  if (n <= brute_force_max || dim > kd_tree_max_dim) return KNN_STRUCTURE_BRUTE_FORCE;
+  const bool kd_tree_wins = gpu ? gpu_kdtree_beats_brute_force(n, dim) : dim <= kKdTreeMaxUsefulDim;
+  if (n <= brute_force_max || !kd_tree_wins) return KNN_STRUCTURE_BRUTE_FORCE;
   return dim == 3 ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE;
 }
 

@@ -27,15 +27,21 @@ constexpr int64_t kCpuBruteForceMaxPoints = 2048;
 // per query block, up to this many ...
 constexpr int64_t kGpuBruteForceMaxPoints = 16384;
 // ... and above this dimension, where the boxes of a kd-tree over data of
-// practical sizes are too wide to prune (2^dim >> n). On the GPU the tiled
-// brute force overtakes the kd-tree earlier: measured on the H100 (uniform,
-// n = m = 2^17..2^20, k = 5, build included) the kd-tree wins at every size
-// up to d = 9 and from 2^18 at d = 12 (89 vs 157 ms at 2^18, 582 vs 2356 ms
-// at 2^20; at 2^17 brute force is ahead, 40.0 vs 45.9 ms, 2026-11-25)
-// and brute force at every size at d = 16 (48 vs 398 ms at 2^17, 2832 vs
-// 6506 ms at 2^20); d = 13..15 were not measured.
+// practical sizes are too wide to prune (2^dim >> n).
 constexpr int kKdTreeMaxUsefulDim = 16;
-constexpr int kGpuKdTreeMaxUsefulDim = 12;
+// On the GPU the tiled brute force stays ahead longer: from dim 13 to 16 the
+// kd-tree wins only from 2^(dim + 4) points. Measured on the H100 (uniform,
+// n = m, k = 5, build included, ms of kd-tree vs brute force, 2026-11-25):
+// the kd-tree wins at every size 2^17..2^21 up to d = 12 (d = 12: 26.4 vs
+// 40.4 at 2^17); d = 13, 2^17: 41.9 vs 42.9; d = 14: 47.6 vs 44.6 at 2^17,
+// 112 vs 172 at 2^18; d = 15: 71.3 vs 46.7 at 2^17, 169 vs 181 at 2^18, 490
+// vs 696 at 2^19; d = 16: 781 vs 721 at 2^19, 2378 vs 2839 at 2^20, 7260 vs
+// 11239 at 2^21.
+constexpr int kGpuKdTreeAnySizeMaxDim = 12;
+inline bool gpu_kdtree_beats_brute_force(int64_t n, int dim) {
+  if (dim <= kGpuKdTreeAnySizeMaxDim) return true;
+  return dim <= kKdTreeMaxUsefulDim && n >= (int64_t{1} << (dim + 4));
+}
 
 // The structure AUTO means for n points of dim on `backend` (CUDA or OPENMP).
 int auto_structure(int backend, int64_t n, int dim);

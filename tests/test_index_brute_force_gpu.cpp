@@ -118,7 +118,10 @@ TEST_P(BruteForceGpuDim, KnnMatchesOracle) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dims, BruteForceGpuDim, ::testing::Values(1, 2, 3, 5, 8, 16, 32, 100));
+// Every compile-time dim (static_dim.h), then run-time ones.
+INSTANTIATE_TEST_SUITE_P(Dims, BruteForceGpuDim,
+                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+                                           32, 100));
 
 // Long lists (one warp per query), split and unsplit, up to kMaxWarpK, and
 // k beyond n (rows padded with -1 / +infinity).

@@ -247,7 +247,8 @@ TEST_P(KdTreeGpuDims, KnnMatchesOracleAndOpenMP) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dims, KdTreeGpuDims, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 32));
+INSTANTIATE_TEST_SUITE_P(Dims, KdTreeGpuDims,
+                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 14, 16, 17, 32));
 
 // Every data shape, in 3-D and in 7-D, for kNN, all-kNN and radius.
 class KdTreeGpuDist : public ::testing::TestWithParam<Dist> {};
@@ -441,6 +442,30 @@ TEST(KdTreeGpu, PublicApiServesTheCudaKdTreeLikeOpenMP) {
   EXPECT_TRUE(same_knn(query_self(cpu.get(), n, 7, true), query_self(gpu.get(), n, 7, true)));
   EXPECT_TRUE(same_radius(radius_index(cpu.get(), queries, dim, 500.0f, 6),
                           radius_index(gpu.get(), queries, dim, 500.0f, 6)));
+}
+
+// AUTO on the GPU follows the measured crossover (src/index_planner.h): the
+// kd-tree at any size up to dim 12, from 2^(dim + 4) points at dim 13..16,
+// never above; brute force for up to 16384 points.
+TEST(KdTreeGpu, AutoPicksTheStructureByDimensionAndSize) {
+  SKIP_WITHOUT_DEVICE();
+  struct Case {
+    int dim;
+    int64_t n;
+    int expected;
+  };
+  const Case cases[] = {{12, 16384, KNN_STRUCTURE_BRUTE_FORCE}, {12, 16385, KNN_STRUCTURE_KDTREE},
+                        {14, (1 << 18) - 1, KNN_STRUCTURE_BRUTE_FORCE},
+                        {14, 1 << 18, KNN_STRUCTURE_KDTREE},
+                        {17, 1 << 18, KNN_STRUCTURE_BRUTE_FORCE}};
+  for (const Case& c : cases) {
+    const std::vector<float> points = make_rows(Dist::Uniform, c.n, c.dim, 93);
+    IndexHandle index = build_index(points, c.dim, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_AUTO});
+    ASSERT_TRUE(index);
+    int structure = 0;
+    ASSERT_EQ(knn_index_info(index.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);
+    EXPECT_EQ(structure, c.expected) << "dim " << c.dim << ", n " << c.n;
+  }
 }
 
 }  // namespace
