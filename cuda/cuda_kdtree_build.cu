@@ -21,6 +21,7 @@
 #include "cuda_kdtree_build.h"
 #include "float4_point.cuh"
 #include "memory_model.h"
+#include "radix_sort_temp.cuh"
 
 namespace knn {
 namespace cuda {
@@ -260,14 +261,6 @@ __global__ void __launch_bounds__(32 * kFinishWarps)
   }
 }
 
-size_t sort_temp_bytes(int64_t n) {
-  size_t bytes = 0;
-  cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
-  cub::DoubleBuffer<int32_t> ids(nullptr, nullptr);
-  check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, ids, n), "cub radix sort size");
-  return bytes;
-}
-
 size_t scan_temp_bytes(int64_t tiles) {
   size_t bytes = 0;
   check(cub::DeviceScan::ExclusiveScan(nullptr, bytes, static_cast<const SegmentCounts*>(nullptr),
@@ -288,8 +281,8 @@ BuildWorkspace::BuildWorkspace(int64_t n) : n_(n) {
   const int64_t tiles = partition_tiles(n);
   tile_totals_.allocate(static_cast<size_t>(tiles));
   tile_prefixes_.allocate(static_cast<size_t>(tiles));
-  cub_temp_.allocate(
-      checked_cub_temp(std::max(sort_temp_bytes(n), scan_temp_bytes(tiles)), cub_temp_bytes(n)));
+  cub_temp_.allocate(checked_cub_temp(std::max(pair_sort_temp_bytes(n), scan_temp_bytes(tiles)),
+                                      cub_temp_bytes(n)));
 }
 
 void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWorkspace& ws,

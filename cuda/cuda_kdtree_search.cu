@@ -8,6 +8,7 @@
 #include "cuda_kdtree_search.h"
 #include "float4_point.cuh"
 #include "knn_lists.cuh"
+#include "radix_sort_temp.cuh"
 #include "warp_list.cuh"
 
 namespace knn {
@@ -263,21 +264,13 @@ void launch_register_search(const TreeView& tree, const Point* queries, const in
   check_launch("search_register_lists");
 }
 
-size_t sort_temp_bytes(int64_t m) {
-  size_t bytes = 0;
-  cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
-  cub::DoubleBuffer<int32_t> ids(nullptr, nullptr);
-  check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, ids, m), "cub radix sort size");
-  return bytes;
-}
-
 }  // namespace
 
 SearchScratch::SearchScratch(int64_t capacity, int k) : capacity_(capacity), k_(k) {
   if (capacity == 0) return;
   for (auto& keys : keys_) keys.allocate(static_cast<size_t>(capacity));
   for (auto& o : order_) o.allocate(static_cast<size_t>(capacity));
-  cub_temp_.allocate(checked_cub_temp(sort_temp_bytes(capacity), cub_temp_bytes(capacity)));
+  cub_temp_.allocate(checked_cub_temp(pair_sort_temp_bytes(capacity), cub_temp_bytes(capacity)));
   if (k > kMaxWarpK) {
     heap_index_.allocate(static_cast<size_t>(capacity) * k);
     heap_dist_.allocate(static_cast<size_t>(capacity) * k);

@@ -25,6 +25,7 @@
 
 #include "index_kdtree.cuh"
 #include "index_kdtree_memory.h"
+#include "radix_sort_temp.cuh"
 
 namespace knn {
 namespace cuda {
@@ -124,15 +125,6 @@ void launch_node_boxes(const BucketTree& t, int level, const int32_t* order, flo
   check_launch("node_boxes_and_splits");
 }
 
-size_t sort_temp_bytes(int64_t n) {
-  size_t bytes = 0;
-  cub::DoubleBuffer<uint32_t> k(nullptr, nullptr);
-  cub::DoubleBuffer<int32_t> v(nullptr, nullptr);
-  check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, n, 0, 32),
-        "cub::DeviceRadixSort::SortPairs (size)");
-  return checked_cub_temp(bytes, cub_temp_bytes(n));
-}
-
 using Sides = thrust::transform_iterator<SideOf, thrust::counting_iterator<int64_t>>;
 
 Sides sides(const uint8_t* left, const int32_t* order) {
@@ -155,13 +147,15 @@ size_t scan_temp_bytes(int64_t items) {
 struct BuildScratch {
   int64_t n;
   int dim, levels;
+  int scan_dims;  // dimensions whose orders one scan covers
   int64_t scan_items;
   size_t sort_temp, scan_temp;
 
   BuildScratch(int64_t n_, int dim_, int levels_)
       : n(n_), dim(dim_), levels(levels_),
-        scan_items(n_ * bucket_tree_scan_dims(n_, dim_)),
-        sort_temp(sort_temp_bytes(n_)),
+        scan_dims(bucket_tree_scan_dims(n_, dim_)),
+        scan_items(n_ * scan_dims),
+        sort_temp(checked_cub_temp(pair_sort_temp_bytes(n_), cub_temp_bytes(n_))),
         scan_temp(levels_ > 0 ? scan_temp_bytes(scan_items) : 0) {}
 
   size_t orders_bytes() const { return 2 * DeviceArena::piece(sizeof(int32_t) * n * dim); }
@@ -228,7 +222,6 @@ void build_bucket_tree(BucketTree& t, cudaStream_t stream) {
 
   int current = 0;
   if (levels > 0) {
-    const int scan_dims = bucket_tree_scan_dims(n, dim);
     int32_t* split_dim = arena.take<int32_t>(size_t{1} << (levels - 1));
     uint8_t* left = arena.take<uint8_t>(static_cast<size_t>(n));
     uint32_t* left_before = arena.take<uint32_t>(static_cast<size_t>(sizes.scan_items));
@@ -239,8 +232,8 @@ void build_bucket_tree(BucketTree& t, cudaStream_t stream) {
       launch_node_boxes(t, level, order, t.boxes.get(), split_dim, stream);
       mark_sides<<<grid_for(n, kBlock), kBlock, 0, stream>>>(n, level, order, split_dim, left);
       check_launch("mark_sides");
-      for (int d0 = 0; d0 < dim; d0 += scan_dims) {
-        const int dims = std::min(scan_dims, dim - d0);
+      for (int d0 = 0; d0 < dim; d0 += sizes.scan_dims) {
+        const int dims = std::min(sizes.scan_dims, dim - d0);
         const int64_t items = n * dims;
         const int64_t offset = n * d0;
         size_t temp_bytes = sizes.scan_temp;

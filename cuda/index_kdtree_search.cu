@@ -23,6 +23,7 @@
 
 #include "index_kdtree.cuh"
 #include "knn_lists.cuh"
+#include "radix_sort_temp.cuh"
 #include "static_dim.h"
 #include "warp_list.cuh"
 
@@ -158,13 +159,15 @@ __device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visito
   }
 }
 
+// Bits of a query's sort key below its home leaf (leaf_keys).
+__host__ __device__ constexpr int part_bits(int levels) { return levels > 29 ? 32 - levels : 3; }
+
 // What every search kernel gets.
 struct KernelArgs {
   BucketTreeView tree;
   const float* queries;
   const int32_t* order;      // chunk positions in leaf order
-  const uint32_t* home_key;  // home_key[t] >> home_shift: the leaf query order[t] descends to
-  int home_shift;
+  const uint32_t* home_key;  // home_key[t]: query order[t]'s key (leaf_keys)
   int64_t m;
   int k;
   float radius_sq;  // < 0: kNN
@@ -319,7 +322,7 @@ __global__ void __launch_bounds__(kSearchBlock, search_min_blocks<K>)
   const unsigned lanes = __ballot_sync(kFullMask, t < a.m);
   if (t >= a.m) return;
   const int32_t qi = a.order[t];
-  const uint32_t home = a.home_key[t] >> a.home_shift;
+  const uint32_t home = a.home_key[t] >> part_bits(a.tree.levels);
   float* warp_rows = query_rows + threadIdx.x / 32 * kWarpFloats;
   if constexpr (K > 0) {
     RegisterList<K> list(a.k);
@@ -377,9 +380,6 @@ __global__ void search_warp_lists(KernelArgs a) {
   const int64_t row = int64_t{qi} * a.row_width;
   list.write(a.indices + row, a.sq_distances ? a.sq_distances + row : nullptr);
 }
-
-// Bits of a query's sort key below its home leaf (leaf_keys).
-__host__ __device__ constexpr int part_bits(int levels) { return levels > 29 ? 32 - levels : 3; }
 
 // Each query's key is the leaf it reaches by descending to the nearer child
 // (by box distance, ties left), then which part of that leaf's box it lies
@@ -463,14 +463,6 @@ void ensure_capacity(DeviceBuffer<T>& buffer, size_t count) {
   if (buffer.size() < count) buffer.allocate(count);
 }
 
-size_t sort_temp_bytes(int64_t m) {
-  size_t bytes = 0;
-  cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
-  cub::DoubleBuffer<int32_t> ids(nullptr, nullptr);
-  check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, ids, m), "cub radix sort size");
-  return bytes;
-}
-
 }  // namespace
 
 void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r,
@@ -479,7 +471,7 @@ void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r,
   const size_t m = static_cast<size_t>(r.m);
   for (auto& keys : scratch.keys) ensure_capacity(keys, m);
   for (auto& order : scratch.order) ensure_capacity(order, m);
-  const size_t temp_bytes = sort_temp_bytes(r.m);
+  const size_t temp_bytes = pair_sort_temp_bytes(r.m);
   ensure_capacity(scratch.cub_temp, checked_cub_temp(temp_bytes, cub_temp_bytes(r.m)));
 
   leaf_keys<<<grid_for(r.m, kBlock), kBlock, 0, stream>>>(tree, r.queries, r.m,
@@ -500,9 +492,8 @@ void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r,
     home_key = keys.Current();
   }
 
-  KernelArgs a{tree,      r.queries,      order,    home_key,    part_bits(tree.levels),
-               r.m,       r.k,            r.radius_sq, r.indices, r.sq_distances,
-               r.counts,  r.row_width,    nullptr,  nullptr};
+  KernelArgs a{tree,      r.queries,      order,    home_key,    r.m,     r.k,    r.radius_sq,
+               r.indices, r.sq_distances, r.counts, r.row_width, nullptr, nullptr};
   const ListKind kind = list_kind_for(r.k);
   if (kind == ListKind::kHeap) {
     ensure_capacity(scratch.heap_index, m * r.k);
