@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * knn_gpgpu.h - exact spatial search on NVIDIA GPUs and on the CPU (OpenMP).
  *

@@ -3,7 +3,7 @@
 (defsystem "knn-gpgpu"
   :description "Exact kNN, radius search and point in polygon on NVIDIA GPUs and OpenMP: CFFI binding of libknn_gpgpu"
   :version "1.0.0"
-  :license "Same as knn_gpgpu"
+  :license "Apache-2.0"
   :depends-on ("cffi")
   :pathname "src/"
   :serial t

@@ -1,20 +1,26 @@
 """Finding and loading libknn_gpgpu, and the ctypes prototype of every function.
 
-Search order (the first that exists wins):
+Search order (the first that loads wins):
 
 1. the environment variable ``KNN_GPGPU_LIBRARY``: the full path of the shared
    library (when set, nothing else is tried, so a wrong path is an error, not a
    silent fallback);
-2. a library placed next to this package (``knn_gpgpu/libknn_gpgpu.so*``,
-   ``knn_gpgpu.dll``), for wheels that bundle it;
-3. ``ctypes.util.find_library("knn_gpgpu")`` (ldconfig cache, and on Linux
+2. the library bundled in this package (``knn_gpgpu/libknn_gpgpu.so.1``,
+   ``knn_gpgpu.dll``): what ``pip install ./bindings/python`` builds and puts
+   there, so a wheel needs nothing else;
+3. an install prefix: the Python prefix's ``lib/`` (``cmake --install build
+   --prefix "$VIRTUAL_ENV"`` or a conda prefix) and CMake's default prefix
+   ``/usr/local/lib`` (which the dynamic loader searches only once ``ldconfig``
+   has run);
+4. ``ctypes.util.find_library("knn_gpgpu")`` (ldconfig cache, and on Linux
    ``LD_LIBRARY_PATH``);
-4. the plain file names (``libknn_gpgpu.so.1``...), which the dynamic loader
+5. the plain file names (``libknn_gpgpu.so.1``...), which the dynamic loader
    resolves with its own search path (``LD_LIBRARY_PATH``, ``DYLD_LIBRARY_PATH``,
    ``PATH`` and ``os.add_dll_directory`` on Windows).
 
 The library is loaded on first use (importing the package never fails for a
-missing library) or explicitly with :func:`load_library`.
+missing library) or explicitly with :func:`load_library`; when nothing loads,
+:class:`~knn_gpgpu.errors.LibraryNotFoundError` says what to install or set.
 """
 
 from __future__ import annotations
@@ -99,23 +105,50 @@ def _file_names() -> List[str]:
     return ["libknn_gpgpu.so.%d" % ABI_MAJOR, "libknn_gpgpu.so"]
 
 
+#: CMake's default install prefix, whose lib/ the dynamic loader may not search.
+DEFAULT_INSTALL_LIBDIR = "/usr/local/lib"
+
+
+def _search_dirs() -> List[str]:
+    """Folders of steps 2 and 3 of the search, in order."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [here]
+    if sys.platform.startswith("win"):
+        dirs += [os.path.join(sys.prefix, "Library", "bin"), os.path.join(sys.prefix, "bin")]
+    else:
+        dirs += [os.path.join(sys.prefix, "lib"), os.path.join(sys.prefix, "lib64"),
+                 DEFAULT_INSTALL_LIBDIR]
+    return dirs
+
+
 def candidates() -> List[str]:
     """The paths or names :func:`load_library` tries, in order."""
     env = os.environ.get(ENV_VAR)
     if env:
         return [env]
     found: List[str] = []
-    here = os.path.dirname(os.path.abspath(__file__))
-    for name in _file_names():
-        path = os.path.join(here, name)
-        if os.path.isfile(path):
-            found.append(path)
+    for folder in _search_dirs():
+        for name in _file_names():
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                found.append(path)
     located = ctypes.util.find_library("knn_gpgpu")
     if located:
         found.append(located)
     found.extend(_file_names())
     seen = set()
     return [c for c in found if not (c in seen or seen.add(c))]
+
+
+def _not_found_advice() -> str:
+    if os.environ.get(ENV_VAR):
+        return "%s=%s cannot be loaded; set it to the full path of libknn_gpgpu" % (
+            ENV_VAR, os.environ[ENV_VAR])
+    return ("no library is bundled in %s and none is installed: install the package with "
+            "`pip install ./bindings/python` from the knn_gpgpu repository (it builds and "
+            "bundles the library), or install the C library (`cmake --install build`, into "
+            "%s or /usr/local), or set %s to the library's full path"
+            % (os.path.dirname(os.path.abspath(__file__)), sys.prefix, ENV_VAR))
 
 
 class Native:
@@ -173,9 +206,8 @@ def load_library(path: Optional[str] = None) -> Native:
                 continue
             _native = Native(cdll, candidate)
             return _native
-        raise LibraryNotFoundError(
-            "cannot load libknn_gpgpu; set %s to the library's full path or add its "
-            "directory to the loader's search path. Tried: %s" % (ENV_VAR, "; ".join(tried)))
+        raise LibraryNotFoundError("cannot load libknn_gpgpu: %s. Tried: %s"
+                                   % (_not_found_advice(), "; ".join(tried)))
 
 
 def native() -> Native:
