@@ -66,20 +66,23 @@ has fewer than K points. RESULT may supply that vector. BACKEND :auto
 
 (defun tree-size (n-tree)
   "getTreeSize: bytes of the Node array of N-TREE nodes (0 when negative)."
-  (%get-tree-size (c-int n-tree "n_tree")))
+  (with-c-float-environment (%get-tree-size (c-int n-tree "n_tree"))))
 
 (defun needed-bytes-for-building-kd-tree (n-tree)
   "getNeededBytesForBuildingKdTree: device bytes cuBuildKdTree needs."
-  (%get-needed-bytes-for-building-kd-tree (c-int n-tree "n_tree")))
+  (with-c-float-environment
+    (%get-needed-bytes-for-building-kd-tree (c-int n-tree "n_tree"))))
 
 (defun needed-bytes-for-query-all (n-qp k n-tree)
   "getNeededBytesForQueryAll: device bytes cuQueryAll needs for the whole call."
-  (%get-needed-bytes-for-query-all (c-int n-qp "n_qp") (c-int k "k") (c-int n-tree "n_tree")))
+  (with-c-float-environment
+    (%get-needed-bytes-for-query-all (c-int n-qp "n_qp") (c-int k "k") (c-int n-tree "n_tree"))))
 
 (defun needed-bytes-in-search (n-qp k n-tree &optional (thread-num 0) (block-num 0))
   "getNeededBytesInSearch: device bytes of the search kernels' own storage."
-  (%get-needed-bytes-in-search (c-int n-qp "n_qp") (c-int k "k") (c-int n-tree "n_tree")
-                               (c-int thread-num "thread_num") (c-int block-num "block_num")))
+  (with-c-float-environment
+    (%get-needed-bytes-in-search (c-int n-qp "n_qp") (c-int k "k") (c-int n-tree "n_tree")
+                                 (c-int thread-num "thread_num") (c-int block-num "block_num"))))
 
 (defun free-bytes-on-gpu ()
   "getFreeBytesOnGpu: free bytes on the current device, 0 without one."

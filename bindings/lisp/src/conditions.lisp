@@ -32,6 +32,13 @@
                      (knn-error-code c) (knn-error-function c) (knn-error-message c))))
   (:documentation "A libknn_gpgpu call returned an error status."))
 
+(define-condition knn-library-not-found (knn-error)
+  ()
+  (:default-initargs :status :library-not-found :code nil :function nil)
+  (:report (lambda (c stream) (format stream "knn_gpgpu: ~A" (knn-error-message c))))
+  (:documentation "libknn_gpgpu could not be loaded, or its major version differs from the
+binding's; the message names what to install or set. No C status."))
+
 (define-condition knn-invalid-argument (knn-error) ())
 (define-condition knn-nonfinite-input (knn-error) ())
 (define-condition knn-host-out-of-memory (knn-error) ())
@@ -66,15 +73,15 @@ lengths, element types, closed handles). Not a KNN-ERROR: no status."))
 
 (defun status-string (code)
   "knn_status_string(code): static text for a status."
-  (foreign-text (%status-string code)))
+  (foreign-text (with-c-float-environment (%status-string code))))
 
 (defun knn-version ()
   "knn_version(): MAJOR*10000 + MINOR*100 + PATCH of the loaded library."
-  (%version))
+  (with-c-float-environment (%version)))
 
 (defun version-list ()
   "(major minor patch) of the loaded library."
-  (let ((v (%version)))
+  (let ((v (knn-version)))
     (list (floor v 10000) (mod (floor v 100) 100) (mod v 100))))
 
 (defun signal-status (code function)

@@ -106,10 +106,15 @@
     "knn_points_in_polygons")
   "Every C function this file binds (the tests compare it with the header).")
 
-;;; Foreign code runs with the floating-point traps masked: SBCL enables traps
-;;; that C code (and OpenMP threads it starts) does not expect.
+;;; Every call into the library runs inside this. It loads the library first
+;;; when needed, so a missing one is a KNN-LIBRARY-NOT-FOUND error rather than
+;;; the Lisp's undefined-foreign-function error; and foreign code runs with the
+;;; floating-point traps masked: SBCL enables traps that C code (and OpenMP
+;;; threads it starts) does not expect.
 (defmacro with-c-float-environment (&body body)
-  #+sbcl `(sb-int:with-float-traps-masked (:invalid :divide-by-zero :overflow :inexact
-                                            :underflow)
-            ,@body)
-  #-sbcl `(progn ,@body))
+  #+sbcl `(progn
+            (ensure-library)
+            (sb-int:with-float-traps-masked (:invalid :divide-by-zero :overflow :inexact
+                                              :underflow)
+              ,@body))
+  #-sbcl `(progn (ensure-library) ,@body))

@@ -1,10 +1,18 @@
 ;;;; library.lisp - finding and loading libknn_gpgpu.
 ;;;;
-;;;; KNN_GPGPU_LIBRARY (full path) wins; otherwise the platform's names are
-;;;; handed to the dynamic loader (LD_LIBRARY_PATH, the ldconfig cache, PATH on
-;;;; Windows). The library is loaded when the system loads; when that fails a
-;;;; warning says why and (load-library "/path/to/libknn_gpgpu.so.1") can be
-;;;; called later.
+;;;; Search order (the first that loads wins):
+;;;;   1. KNN_GPGPU_LIBRARY, the library's full path (when set, nothing else is
+;;;;      tried: a wrong path is an error, not a silent fallback);
+;;;;   2. where `cmake --install` put it, read from library-location.sexp next
+;;;;      to the installed system (share/common-lisp/source/knn-gpgpu/; absent
+;;;;      in a source checkout): the library directory relative to the system
+;;;;      (right after `cmake --install --prefix` anywhere), then as configured;
+;;;;   3. the dynamic loader's search (LD_LIBRARY_PATH, the ldconfig cache, PATH
+;;;;      on Windows).
+;;;; The library is loaded when the system loads; when that fails a warning
+;;;; says why, and the first call into the library tries again and signals
+;;;; KNN-LIBRARY-NOT-FOUND (a KNN-ERROR) naming what to install or set.
+;;;; (load-library "/path/to/libknn_gpgpu.so.1") loads a given file.
 
 (in-package #:knn-gpgpu)
 
@@ -16,27 +24,77 @@
   (:windows "knn_gpgpu.dll")
   (t (:or "libknn_gpgpu.so.1" "libknn_gpgpu.so")))
 
+(defparameter *library-file-name*
+  #+darwin "libknn_gpgpu.1.dylib" #+windows "knn_gpgpu.dll"
+  #-(or darwin windows) "libknn_gpgpu.so.1"
+  "The run-time file name of the library, as `cmake --install` writes it.")
+
 (defvar *library-path* nil "Path or name the library was loaded from, NIL before loading.")
 
 (defun library-path () *library-path*)
 
+(defun installed-library-files ()
+  "Step 2 of the search: the library files library-location.sexp points to."
+  (let* ((system-dir (asdf:system-source-directory "knn-gpgpu"))
+         (location (and system-dir (probe-file (merge-pathnames "library-location.sexp" system-dir)))))
+    (when location
+      (destructuring-bind (&key relative-library-directory configured-library-directory)
+          (with-open-file (in location)
+            (with-standard-io-syntax
+              (let ((*read-eval* nil)) (read in))))
+        (remove-duplicates
+         (list (concatenate 'string (uiop:native-namestring system-dir)
+                            relative-library-directory *library-file-name*)
+               (concatenate 'string configured-library-directory *library-file-name*))
+         :test #'string=)))))
+
+(defun try-load (designator)
+  "Load DESIGNATOR (a path or the foreign library); NIL on success, else why not."
+  (handler-case (progn (cffi:load-foreign-library designator) nil)
+    (error (e) (princ-to-string e))))
+
+(defun library-not-found (format-control &rest args)
+  (error 'knn-library-not-found :message (apply #'format nil format-control args)))
+
 (defun load-library (&optional path)
-  "Load libknn_gpgpu from PATH, else from $KNN_GPGPU_LIBRARY, else through the
-dynamic loader's search. Checks the major version. Returns the path used."
-  (let ((path (or path
-                  (let ((env (uiop:getenv +library-env-var+)))
-                    (and env (plusp (length env)) env)))))
-    (if path
-        (cffi:load-foreign-library path)
-        (cffi:load-foreign-library 'libknn-gpgpu))
-    (setf *library-path* (or path "libknn_gpgpu (loader search)"))
+  "Load libknn_gpgpu from PATH, else from $KNN_GPGPU_LIBRARY, else from where
+`cmake --install` put it, else through the dynamic loader's search. Checks the
+major version. Returns the path used; signals KNN-LIBRARY-NOT-FOUND when nothing
+loads or the library's major version differs."
+  (let* ((env (let ((value (uiop:getenv +library-env-var+)))
+                (and value (plusp (length value)) value)))
+         (explicit (or path env))
+         (tried '()))
+    (flet ((attempt (designator name)
+             (let ((why (try-load designator)))
+               (if why
+                   (progn (push (format nil "~A (~A)" name why) tried) nil)
+                   name))))
+      (setf *library-path*
+            (if explicit
+                (attempt explicit explicit)
+                (or (loop for file in (installed-library-files)
+                          thereis (and (probe-file file) (attempt file file)))
+                    (attempt 'libknn-gpgpu "libknn_gpgpu (loader search)")))))
+    (unless *library-path*
+      (library-not-found
+       "cannot load libknn_gpgpu: ~:[install the library (`cmake --install build`, which ~
+        also installs this system under share/common-lisp), put its directory on ~
+        LD_LIBRARY_PATH, or set ~A to its full path~;set ~A to the library's full path~]. ~
+        Tried: ~{~A~^; ~}"
+       explicit +library-env-var+ (reverse tried)))
     (let ((version (cffi:foreign-funcall "knn_version" :int)))
       (unless (= (floor version 10000) +abi-major+)
-        (error "~A is knn_gpgpu version ~D; this binding needs major version ~D"
-               *library-path* version +abi-major+)))
+        (let ((loaded *library-path*))
+          (setf *library-path* nil)
+          (library-not-found "~A is knn_gpgpu version ~D; this binding needs major version ~D"
+                             loaded version +abi-major+))))
     *library-path*))
 
+(defun ensure-library ()
+  "The library's path, loading it first when needed (KNN-LIBRARY-NOT-FOUND if it cannot be)."
+  (or *library-path* (load-library)))
+
 (handler-case (load-library)
-  (error (e)
-    (warn "knn-gpgpu: libknn_gpgpu not loaded (~A). Set ~A or call (knn:load-library path)."
-          e +library-env-var+)))
+  (knn-library-not-found (e)
+    (warn "knn-gpgpu: libknn_gpgpu not loaded yet: ~A" (knn-error-message e))))

@@ -9,6 +9,7 @@
    #:knn-version #:version-list #:status-string #:last-error
    ;; conditions
    #:knn-error #:knn-error-status #:knn-error-code #:knn-error-message #:knn-error-function
+   #:knn-library-not-found
    #:knn-invalid-argument #:knn-nonfinite-input #:knn-host-out-of-memory
    #:knn-device-out-of-memory #:knn-no-device #:knn-device-error #:knn-invalid-tree
    #:knn-unsupported #:knn-cancelled #:knn-internal-error
