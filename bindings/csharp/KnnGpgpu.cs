@@ -4,13 +4,18 @@
 // One file, no unsafe code; builds with mcs (Mono) and csc (.NET):
 //     mcs -target:library -out:KnnGpgpu.dll KnnGpgpu.cs
 //
-// Finding the native library ("knn_gpgpu" in every DllImport):
-//   Linux (Mono)  KnnGpgpu.dll.config maps it to libknn_gpgpu.so.1, which the
-//                 loader finds through LD_LIBRARY_PATH or the ldconfig cache.
-//   Windows       knn_gpgpu.dll next to the executable or on PATH.
-//   any OS        KNN_GPGPU_LIBRARY = full path of the library: loaded before
-//                 the first call (dlopen / LoadLibrary), so the DllImport
-//                 resolves to it (on Linux together with the dllmap above).
+// Finding the native library ("knn_gpgpu" in every DllImport), before the
+// first call (the first that loads wins):
+//   1. KNN_GPGPU_LIBRARY = full path of the library (when set, nothing else);
+//   2. next to KnnGpgpu.dll (a bundled copy), then ../lib from there (an
+//      install prefix) and /usr/local/lib (CMake's default prefix, which the
+//      Linux loader searches only once ldconfig has run): the file found is
+//      loaded (dlopen / LoadLibrary), so the DllImport resolves to it;
+//   3. the platform's search: on Linux (Mono) KnnGpgpu.dll.config maps the
+//      name to libknn_gpgpu.so.1, found through LD_LIBRARY_PATH or the
+//      ldconfig cache; on Windows knn_gpgpu.dll next to the executable or on
+//      PATH.
+// Nothing found: KnnLibraryNotFoundException, saying what to install or set.
 //
 // Arrays of blittable types (float[], int[], long[], Point[], Node[]) are
 // pinned by the marshaller and passed without copies. Failures throw
@@ -237,8 +242,15 @@ namespace KnnGpgpu
 
     // ---- loading -----------------------------------------------------------------------
 
-    /// <summary>Loads $KNN_GPGPU_LIBRARY (when set) before the first call and checks the
-    /// library's major version.</summary>
+    /// <summary>libknn_gpgpu could not be loaded, or its major version differs from the
+    /// binding's; the message says what was tried and what to install or set.</summary>
+    public class KnnLibraryNotFoundException : DllNotFoundException
+    {
+        public KnnLibraryNotFoundException(string message, Exception inner) : base(message, inner) { }
+    }
+
+    /// <summary>Finds and loads the library before the first call (the search order is at
+    /// the top of this file) and checks its major version.</summary>
     public static class Loader
     {
         public const string EnvironmentVariable = "KNN_GPGPU_LIBRARY";
@@ -265,6 +277,36 @@ namespace KnnGpgpu
             }
         }
 
+        static bool IsWindows { get { return Environment.OSVersion.Platform == PlatformID.Win32NT; } }
+
+        /// <summary>Step 2 of the search: the library files that exist next to this
+        /// assembly, in ../lib from there and in /usr/local/lib, in that order.</summary>
+        public static List<string> InstalledCandidates()
+        {
+            var found = new List<string>();
+            string here = Path.GetDirectoryName(typeof(Loader).Assembly.Location);
+            var dirs = new List<string>();
+            if (!string.IsNullOrEmpty(here))
+            {
+                dirs.Add(here);
+                dirs.Add(Path.Combine(Path.Combine(here, ".."), IsWindows ? "bin" : "lib"));
+            }
+            if (!IsWindows) dirs.Add("/usr/local/lib");
+            string name = IsWindows ? "knn_gpgpu.dll"
+                        : Environment.OSVersion.Platform == PlatformID.MacOSX ? "libknn_gpgpu.1.dylib"
+                        : "libknn_gpgpu.so.1";
+            foreach (string dir in dirs)
+            {
+                string path = Path.GetFullPath(Path.Combine(dir, name));
+                if (File.Exists(path) && !found.Contains(path)) found.Add(path);
+            }
+            return found;
+        }
+
+        /// <summary>Path the library was loaded from, or null when it came from the platform's
+        /// search (or is not loaded yet).</summary>
+        public static string LoadedPath { get; private set; }
+
         public static void Ensure()
         {
             if (loaded) return;
@@ -274,20 +316,35 @@ namespace KnnGpgpu
                 // Separate, non-inlined methods: Mono binds every P/Invoke of a method
                 // when it compiles the method, so the version call must be compiled only
                 // after the preload has run.
+                var tried = new List<string>();
                 string path = ExplicitPath;
-                if (path != null) Preload(path);
+                if (path != null)
+                {
+                    Preload(path);
+                    LoadedPath = path;
+                }
+                else
+                {
+                    foreach (string candidate in InstalledCandidates())
+                    {
+                        try { Preload(candidate); LoadedPath = candidate; break; }
+                        catch (DllNotFoundException e) { tried.Add(e.Message); }
+                    }
+                }
                 int version;
                 try { version = LoadedVersion(); }
                 catch (DllNotFoundException e)
                 {
-                    throw new DllNotFoundException(
-                        "libknn_gpgpu not found: set " + EnvironmentVariable + " to its full path, " +
-                        "or put it on LD_LIBRARY_PATH (Linux, with KnnGpgpu.dll.config) / PATH (Windows). " +
-                        e.Message, e);
+                    tried.Add("the platform's search: " + e.Message);
+                    throw new KnnLibraryNotFoundException(
+                        "libknn_gpgpu not found: install it (cmake --install build; the default " +
+                        "prefix /usr/local is searched), copy it next to KnnGpgpu.dll, put its folder " +
+                        "on LD_LIBRARY_PATH (Linux, with KnnGpgpu.dll.config) / PATH (Windows), or set " +
+                        EnvironmentVariable + " to its full path. Tried: " + string.Join("; ", tried.ToArray()), e);
                 }
                 if (version / 10000 != AbiMajor)
-                    throw new DllNotFoundException(string.Format(
-                        "libknn_gpgpu version {0} does not match this binding (major {1})", version, AbiMajor));
+                    throw new KnnLibraryNotFoundException(string.Format(
+                        "libknn_gpgpu version {0} does not match this binding (major {1})", version, AbiMajor), null);
                 loaded = true;
             }
         }
@@ -299,12 +356,12 @@ namespace KnnGpgpu
         static void Preload(string path)
         {
             if (!File.Exists(path))
-                throw new DllNotFoundException(EnvironmentVariable + "=" + path + ": no such file");
-            if (Environment.OSVersion.Platform == PlatformID.Win32NT)
+                throw new KnnLibraryNotFoundException(EnvironmentVariable + "=" + path + ": no such file", null);
+            if (IsWindows)
             {
                 if (LoadLibraryW(path) == IntPtr.Zero)
-                    throw new DllNotFoundException("LoadLibrary(" + path + ") failed, error " +
-                                                   Marshal.GetLastWin32Error());
+                    throw new KnnLibraryNotFoundException("LoadLibrary(" + path + ") failed, error " +
+                                                   Marshal.GetLastWin32Error(), null);
                 return;
             }
             const int RTLD_NOW = 2, RTLD_GLOBAL = 0x100;
@@ -315,7 +372,7 @@ namespace KnnGpgpu
             {
                 string why = "";
                 try { why = Knn.Utf8(dlerror_libdl()); } catch (DllNotFoundException) { }
-                throw new DllNotFoundException("dlopen(" + path + ") failed: " + why);
+                throw new KnnLibraryNotFoundException("dlopen(" + path + ") failed: " + why, null);
             }
         }
     }

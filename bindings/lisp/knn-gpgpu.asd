@@ -8,9 +8,9 @@
   :pathname "src/"
   :serial t
   :components ((:file "package")
-               (:file "conditions")
                (:file "library")
                (:file "ffi")
+               (:file "conditions")
                (:file "arrays")
                (:file "classic")
                (:file "options")

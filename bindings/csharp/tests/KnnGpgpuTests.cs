@@ -882,8 +882,27 @@ static class Tests
         }
     }
 
-    static int Main()
+    // Without arguments: every test. --expect-no-library: the first call must throw
+    // KnnLibraryNotFoundException saying what to install or set. --expect-loaded-from DIR:
+    // the tests, and the library must have been found in DIR (no environment variable).
+    static int Main(string[] args)
     {
+        if (args.Length == 1 && args[0] == "--expect-no-library")
+        {
+            try
+            {
+                Console.WriteLine("FAIL: loaded libknn_gpgpu version {0} from {1}", Knn.Version(),
+                                  Loader.LoadedPath ?? "the loader's search path");
+                return 1;
+            }
+            catch (KnnLibraryNotFoundException e)
+            {
+                bool advises = e.Message.Contains("cmake --install") && e.Message.Contains(Loader.EnvironmentVariable);
+                Console.WriteLine("{0} KnnLibraryNotFoundException: {1}", advises ? "ok  " : "FAIL", e.Message);
+                return advises ? 0 : 1;
+            }
+        }
+        string expectedDir = args.Length == 2 && args[0] == "--expect-loaded-from" ? Path.GetFullPath(args[1]) : null;
         var tests = new Action[] { LayoutMatchesC, EveryHeaderFunctionIsBound, BuildAndQueryMatchTheOracle,
                                    BruteForceBitIdentical, MemoryHelpers, BadInputThrows, LastErrorIsPerThread,
                                    DeviceFunctions, IndexOraclesAgreeWithBruteForce, IndexQueryMatchesOracle,
@@ -905,7 +924,13 @@ static class Tests
         }
         Console.WriteLine("{0} tests, {1} checks, {2} failures in {3:F2}s (library {4})", tests.Length, checks,
                           failures, (DateTime.UtcNow - start).TotalSeconds,
-                          Loader.ExplicitPath ?? "from the loader's search path");
+                          Loader.LoadedPath ?? "from the loader's search path");
+        if (expectedDir != null && (Loader.LoadedPath == null ||
+                                    Path.GetDirectoryName(Loader.LoadedPath) != expectedDir.TrimEnd('/')))
+        {
+            Console.WriteLine("FAIL: the library was not loaded from {0}", expectedDir);
+            failures++;
+        }
         return failures == 0 ? 0 : 1;
     }
 }

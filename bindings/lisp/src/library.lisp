@@ -53,48 +53,55 @@
   (handler-case (progn (cffi:load-foreign-library designator) nil)
     (error (e) (princ-to-string e))))
 
-(defun library-not-found (format-control &rest args)
-  (error 'knn-library-not-found :message (apply #'format nil format-control args)))
+(defun open-library (path)
+  "Load PATH, or when NIL $KNN_GPGPU_LIBRARY, else the installed library, else the
+loader's search; check the major version. Returns the path or name used, or NIL
+and a text that says what was tried and what to install or set."
+  (let* ((env (let ((value (uiop:getenv +library-env-var+)))
+                (and value (plusp (length value)) value)))
+         (explicit (or path env))
+         (tried '())
+         (loaded nil))
+    (flet ((attempt (designator name)
+             (let ((why (try-load designator)))
+               (if why
+                   (progn (push (format nil "~A (~A)" name why) tried) nil)
+                   name))))
+      (setf loaded
+            (if explicit
+                (attempt explicit explicit)
+                (or (loop for file in (installed-library-files)
+                          thereis (and (probe-file file) (attempt file file)))
+                    (attempt 'libknn-gpgpu "libknn_gpgpu (loader search)")))))
+    (cond ((null loaded)
+           (values nil (format nil "cannot load libknn_gpgpu: ~:[install the library (`cmake ~
+                                    --install build`, which also installs this system under ~
+                                    share/common-lisp), put its directory on LD_LIBRARY_PATH, ~
+                                    or set ~A to its full path~;set ~A to the library's full ~
+                                    path~]. Tried: ~{~A~^; ~}"
+                               explicit +library-env-var+ (reverse tried))))
+          (t
+           (let ((version (cffi:foreign-funcall "knn_version" :int)))
+             (if (= (floor version 10000) +abi-major+)
+                 loaded
+                 (values nil (format nil "~A is knn_gpgpu version ~D; this binding needs major ~
+                                          version ~D" loaded version +abi-major+))))))))
 
 (defun load-library (&optional path)
   "Load libknn_gpgpu from PATH, else from $KNN_GPGPU_LIBRARY, else from where
 `cmake --install` put it, else through the dynamic loader's search. Checks the
 major version. Returns the path used; signals KNN-LIBRARY-NOT-FOUND when nothing
 loads or the library's major version differs."
-  (let* ((env (let ((value (uiop:getenv +library-env-var+)))
-                (and value (plusp (length value)) value)))
-         (explicit (or path env))
-         (tried '()))
-    (flet ((attempt (designator name)
-             (let ((why (try-load designator)))
-               (if why
-                   (progn (push (format nil "~A (~A)" name why) tried) nil)
-                   name))))
-      (setf *library-path*
-            (if explicit
-                (attempt explicit explicit)
-                (or (loop for file in (installed-library-files)
-                          thereis (and (probe-file file) (attempt file file)))
-                    (attempt 'libknn-gpgpu "libknn_gpgpu (loader search)")))))
-    (unless *library-path*
-      (library-not-found
-       "cannot load libknn_gpgpu: ~:[install the library (`cmake --install build`, which ~
-        also installs this system under share/common-lisp), put its directory on ~
-        LD_LIBRARY_PATH, or set ~A to its full path~;set ~A to the library's full path~]. ~
-        Tried: ~{~A~^; ~}"
-       explicit +library-env-var+ (reverse tried)))
-    (let ((version (cffi:foreign-funcall "knn_version" :int)))
-      (unless (= (floor version 10000) +abi-major+)
-        (let ((loaded *library-path*))
-          (setf *library-path* nil)
-          (library-not-found "~A is knn_gpgpu version ~D; this binding needs major version ~D"
-                             loaded version +abi-major+))))
-    *library-path*))
+  (multiple-value-bind (loaded why) (open-library path)
+    (setf *library-path* loaded)
+    (or loaded (error 'knn-library-not-found :message why))))
 
 (defun ensure-library ()
   "The library's path, loading it first when needed (KNN-LIBRARY-NOT-FOUND if it cannot be)."
   (or *library-path* (load-library)))
 
-(handler-case (load-library)
-  (knn-library-not-found (e)
-    (warn "knn-gpgpu: libknn_gpgpu not loaded yet: ~A" (knn-error-message e))))
+;;; When the system loads (KNN-LIBRARY-NOT-FOUND is defined later, in conditions.lisp).
+(multiple-value-bind (loaded why) (open-library nil)
+  (setf *library-path* loaded)
+  (unless loaded
+    (warn "knn-gpgpu: libknn_gpgpu not loaded yet: ~A" why)))
