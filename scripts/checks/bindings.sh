@@ -255,7 +255,8 @@ PY
   fi
   local wheel
   wheel=$(ls "$WORK"/dist/knn_gpgpu-*.whl) || return 1
-  "$PY" -m zipfile -l "$wheel" | grep -q 'knn_gpgpu/libknn_gpgpu.so.1' ||
+  "$PY" -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' \
+    "$wheel" knn_gpgpu/libknn_gpgpu.so.1 ||
     { echo "$wheel carries no knn_gpgpu/libknn_gpgpu.so.1"; return 1; }
   PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" show "$wheel" || return 1
   PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w "$WORK/wheelhouse" "$wheel" || return 1
@@ -337,7 +338,7 @@ if want lisp; then
   if command -v sbcl >/dev/null && [[ -f /usr/share/common-lisp/source/cl-cffi/cffi.asd ]]; then
     run_step lisp-sbcl lisp_tests
     run_step lisp-readme-steps lisp_readme
-    if ldconfig -p 2>/dev/null | grep -q libknn_gpgpu; then
+    if ldconfig -p 2>/dev/null | grep libknn_gpgpu >/dev/null; then
       record SKIP lisp-no-library 0 "libknn_gpgpu is in the ldconfig cache"
     else
       run_step lisp-no-library lisp_no_library
@@ -381,7 +382,7 @@ if want csharp; then
     run_step csharp-build csharp_build &&
       { run_step csharp-mono-ld-path csharp_ld_path; run_step csharp-mono-env-var csharp_env_var;
         run_step csharp-mono-bundled csharp_bundled
-        if [[ -f /usr/local/lib/libknn_gpgpu.so.1 ]] || ldconfig -p 2>/dev/null | grep -q libknn_gpgpu; then
+        if [[ -f /usr/local/lib/libknn_gpgpu.so.1 ]] || ldconfig -p 2>/dev/null | grep libknn_gpgpu >/dev/null; then
           record SKIP csharp-no-library 0 "libknn_gpgpu is installed on this machine"
         else
           run_step csharp-no-library csharp_no_library
