@@ -140,7 +140,9 @@ def candidates() -> List[str]:
     return [c for c in found if not (c in seen or seen.add(c))]
 
 
-def _not_found_advice() -> str:
+def _not_found_advice(path: Optional[str]) -> str:
+    if path:
+        return "the path given to load_library() cannot be loaded"
     if os.environ.get(ENV_VAR):
         return "%s=%s cannot be loaded; set it to the full path of libknn_gpgpu" % (
             ENV_VAR, os.environ[ENV_VAR])
@@ -207,7 +209,7 @@ def load_library(path: Optional[str] = None) -> Native:
             _native = Native(cdll, candidate)
             return _native
         raise LibraryNotFoundError("cannot load libknn_gpgpu: %s. Tried: %s"
-                                   % (_not_found_advice(), "; ".join(tried)))
+                                   % (_not_found_advice(path), "; ".join(tried)))
 
 
 def native() -> Native:
