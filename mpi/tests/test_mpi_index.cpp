@@ -95,6 +95,14 @@ Cloud duplicates(int64_t n, int dim, uint64_t seed) {
   return c;
 }
 
+// Coordinates so large that most squared distances overflow to +infinity:
+// such points are still neighbours, ordered by index, ahead of missing slots.
+Cloud huge(int64_t n, int dim, uint64_t seed) {
+  Cloud c = uniform(n, dim, seed);
+  for (float& x : c.points) x *= 3e18f;
+  return c;
+}
+
 // Where each rank's slice of `total` items starts (size + 1 entries).
 enum class Split { uneven, first_only, last_only, middle_empty };
 std::vector<int64_t> split(int64_t total, Split how, uint64_t seed) {
@@ -409,6 +417,7 @@ int main(int argc, char** argv) {
       {"duplicates 3-D, queries on rank 0", duplicates(1500, 3, 3), Split::uneven, Split::first_only, 200, true},
       {"all points on the last rank, 5-D", uniform(700, 5, 4), Split::last_only, Split::uneven, 120, true},
       {"fewer points than k, 7-D", uniform(23, 7, 5), Split::uneven, Split::last_only, 40, true},
+      {"huge coordinates, overflowing distances", huge(30, 2, 7), Split::uneven, Split::uneven, 20, true},
       {"empty index", uniform(0, 3, 6), Split::uneven, Split::uneven, 20, true},
   };
   uint64_t seed = 100;
