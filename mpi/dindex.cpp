@@ -156,6 +156,19 @@ std::vector<int64_t> group_by_rank(const std::vector<int>& rank_of_item, int ran
   return item_of_row;
 }
 
+// The inverse of a row -> item list: the rows of item i are
+// rows[first[i] .. first[i + 1]), in row order.
+struct RowsOfItem {
+  std::vector<int64_t> first, rows;
+  RowsOfItem(const std::vector<int64_t>& item_of_row, int64_t items) : first(items + 1, 0) {
+    for (int64_t item : item_of_row) ++first[item + 1];
+    for (int64_t i = 0; i < items; ++i) first[i + 1] += first[i];
+    rows.resize(item_of_row.size());
+    std::vector<int64_t> next(first.begin(), first.end() - 1);
+    for (size_t j = 0; j < item_of_row.size(); ++j) rows[next[item_of_row[j]]++] = static_cast<int64_t>(j);
+  }
+};
+
 std::vector<float> gather_rows(const float* rows, int dim, const std::vector<int64_t>& which) {
   std::vector<float> out(which.size() * dim);
   for (size_t j = 0; j < which.size(); ++j)
@@ -383,15 +396,14 @@ void complete_knn(knn_dindex& x, const float* queries, int64_t m, int k, std::ve
 
   // Merge: received row j answers query row_order[j].
   c.phase("merge", deadline, [&] {
-    std::vector<std::vector<int64_t>> rows_of(static_cast<size_t>(m));
-    for (size_t j = 0; j < row_order.size(); ++j) rows_of[row_order[j]].push_back(static_cast<int64_t>(j));
+    RowsOfItem of(row_order, m);
     std::vector<Neighbour> all;
     for (int64_t i = 0; i < m; ++i) {
-      if (rows_of[i].empty()) continue;
+      if (of.first[i] == of.first[i + 1]) continue;
       all.clear();
       for (int j = 0; j < k; ++j) all.push_back({dists[i * k + j], ids[i * k + j]});
-      for (int64_t row : rows_of[i])
-        for (int j = 0; j < k; ++j) all.push_back({got_dists[row * k + j], got_ids[row * k + j]});
+      for (int64_t t = of.first[i]; t < of.first[i + 1]; ++t)
+        for (int j = 0; j < k; ++j) all.push_back({got_dists[of.rows[t] * k + j], got_ids[of.rows[t] * k + j]});
       std::partial_sort(all.begin(), all.begin() + k, all.end(), nearer);
       for (int j = 0; j < k; ++j) {
         dists[i * k + j] = all[j].sq_distance;
@@ -684,13 +696,13 @@ int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_l
         c.phase("merge", deadline, [&] {
           // Received row j answers query route[j]; a query's rows are merged
           // by (distance, global index) and its counts summed.
-          std::vector<std::vector<int64_t>> rows_of(static_cast<size_t>(m_local));
-          for (size_t j = 0; j < route.size(); ++j) rows_of[route[j]].push_back(static_cast<int64_t>(j));
+          RowsOfItem of(route, m_local);
           std::vector<Neighbour> all;
           for (int64_t i = 0; i < m_local; ++i) {
             int64_t total = 0;
             all.clear();
-            for (int64_t row : rows_of[i]) {
+            for (int64_t t = of.first[i]; t < of.first[i + 1]; ++t) {
+              int64_t row = of.rows[t];
               total += got_counts[row];
               for (int j = 0; j < width; ++j) all.push_back({got_dists[row * width + j], got_ids[row * width + j]});
             }
