@@ -31,7 +31,11 @@ Collective::Collective(MPI_Comm comm) {
 }
 
 Collective::~Collective() {
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  // An index freed after MPI_Finalize (a host's garbage collector at exit)
+  // must not call MPI any more; the communicator went with MPI.
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (comm_ != MPI_COMM_NULL && !finalised) MPI_Comm_free(&comm_);
 }
 
 void Collective::agree(const char* phase, const Deadline& deadline, int status,

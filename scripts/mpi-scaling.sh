@@ -51,10 +51,17 @@ if [[ ${1:-} == pack ]]; then
 fi
 
 # ---- Open MPI from a given tree ----------------------------------------------------
+# Debian names the launcher mpirun.openmpi (mpirun is an alternatives link
+# that unpacked .deb files lack); orterun is the same program.
+mpirun=mpirun
 if [[ -n ${KNN_MPI_PREFIX:-} ]]; then
   prefix=$(cd "$KNN_MPI_PREFIX" && pwd) || die "KNN_MPI_PREFIX=$KNN_MPI_PREFIX does not exist"
-  [[ -x $prefix/usr/bin/mpirun ]] && prefix=$prefix/usr   # unpacked .deb files
-  [[ -x $prefix/bin/mpirun ]] || die "no bin/mpirun (or usr/bin/mpirun) under $KNN_MPI_PREFIX"
+  [[ -x $prefix/usr/bin/orterun ]] && prefix=$prefix/usr   # unpacked .deb files
+  mpirun=
+  for name in mpirun mpirun.openmpi orterun; do
+    [[ -x $prefix/bin/$name ]] && { mpirun=$prefix/bin/$name; break; }
+  done
+  [[ -n $mpirun ]] || die "no mpirun, mpirun.openmpi or orterun in bin/ or usr/bin/ under $KNN_MPI_PREFIX"
   libs=()
   for d in "$prefix"/lib/x86_64-linux-gnu/openmpi/lib "$prefix"/lib/x86_64-linux-gnu \
            "$prefix"/lib64 "$prefix"/lib "$(dirname "$prefix")"/lib/x86_64-linux-gnu; do
@@ -65,9 +72,9 @@ if [[ -n ${KNN_MPI_PREFIX:-} ]]; then
   export OPAL_PREFIX=$prefix PATH=$prefix/bin:$PATH
   LD_LIBRARY_PATH=$(IFS=:; echo "${libs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export LD_LIBRARY_PATH
-  echo "Open MPI from $prefix (OPAL_PREFIX)"
+  echo "Open MPI: $mpirun (OPAL_PREFIX=$prefix)"
 fi
-command -v mpirun >/dev/null || die "no mpirun: install openmpi-bin, or set KNN_MPI_PREFIX"
+command -v "$mpirun" >/dev/null || die "no mpirun: install openmpi-bin, or set KNN_MPI_PREFIX"
 
 build=${KNN_BUILD_DIR:-build}
 [[ $build = /* ]] || build=$ROOT/$build
@@ -103,7 +110,7 @@ for mode in ${KNN_MPI_MODES:-strong weak}; do
       place=(--oversubscribe --bind-to none)
     fi
     echo "== $mode np=$np OMP_NUM_THREADS=$threads" | tee -a "$log"
-    OMP_NUM_THREADS=$threads mpirun "${place[@]}" -np "$np" -x OMP_NUM_THREADS \
+    OMP_NUM_THREADS=$threads "$mpirun" "${place[@]}" -np "$np" -x OMP_NUM_THREADS \
       -x LD_LIBRARY_PATH "$bench" --mode "$mode" "${sizes[@]}" "${common[@]}" >>"$log" 2>&1 ||
       { tail -n 20 "$log"; die "bench_mpi failed ($mode, np=$np): see $log"; }
   done
