@@ -43,15 +43,24 @@ Args parse(int argc, char** argv) {
     std::string key = argv[i];
     if (i + 1 >= argc) usage(("missing value after " + key).c_str());
     std::string value = argv[++i];
-    if (key == "--mode") a.mode = value;
-    else if (key == "--backend") a.backend = value;
-    else if (key == "--n") a.n = std::atoll(value.c_str());
-    else if (key == "--m") a.m = std::atoll(value.c_str());
-    else if (key == "--dim") a.dim = std::atoi(value.c_str());
-    else if (key == "--k") a.k = std::atoi(value.c_str());
-    else if (key == "--repeat") a.repeat = std::atoi(value.c_str());
-    else if (key == "--seed") a.seed = std::strtoull(value.c_str(), nullptr, 10);
-    else usage(("unknown option " + key).c_str());
+    if (key == "--mode")
+      a.mode = value;
+    else if (key == "--backend")
+      a.backend = value;
+    else if (key == "--n")
+      a.n = std::atoll(value.c_str());
+    else if (key == "--m")
+      a.m = std::atoll(value.c_str());
+    else if (key == "--dim")
+      a.dim = std::atoi(value.c_str());
+    else if (key == "--k")
+      a.k = std::atoi(value.c_str());
+    else if (key == "--repeat")
+      a.repeat = std::atoi(value.c_str());
+    else if (key == "--seed")
+      a.seed = std::strtoull(value.c_str(), nullptr, 10);
+    else
+      usage(("unknown option " + key).c_str());
   }
   if (a.mode != "strong" && a.mode != "weak") usage("--mode is strong or weak");
   if (a.n < 0 || a.m < 0 || a.dim < 1 || a.k < 1 || a.repeat < 1) usage("bad sizes");
@@ -69,7 +78,8 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser
 std::vector<float> rows(int64_t first, int64_t count, int dim, uint64_t seed) {
   std::vector<float> out(static_cast<size_t>(count * dim));
   for (int64_t i = 0; i < count * dim; ++i)
-    out[i] = static_cast<float>(mix(seed * 0x100000001b3ull + static_cast<uint64_t>(first * dim + i)) >> 40) /
+    out[i] = static_cast<float>(
+                 mix(seed * 0x100000001b3ull + static_cast<uint64_t>(first * dim + i)) >> 40) /
              static_cast<float>(1 << 24);
   return out;
 }
@@ -113,11 +123,12 @@ void measure(const knn_dindex* const* index, Measure& best, Call&& call) {
 
 void report(int rank, const char* op, const Measure& r, int64_t items, const char* per) {
   if (rank != 0) return;
-  std::printf("op=%s seconds=%.4f phase0=%.4f phase1=%.4f phase2=%.4f phase3=%.4f "
-              "rate_per_s=%.4g bytes_per_%s=%.1f forwarded_per_%s=%.3f\n",
-              op, r.total, r.phases[0], r.phases[1], r.phases[2], r.phases[3],
-              items / std::max(r.total, 1e-9), per, items ? double(r.bytes) / items : 0.0, per,
-              items ? double(r.forwarded) / items : 0.0);
+  std::printf(
+      "op=%s seconds=%.4f phase0=%.4f phase1=%.4f phase2=%.4f phase3=%.4f "
+      "rate_per_s=%.4g bytes_per_%s=%.1f forwarded_per_%s=%.3f\n",
+      op, r.total, r.phases[0], r.phases[1], r.phases[2], r.phases[3],
+      items / std::max(r.total, 1e-9), per, items ? double(r.bytes) / items : 0.0, per,
+      items ? double(r.forwarded) / items : 0.0);
 }
 
 }  // namespace
@@ -137,12 +148,13 @@ int main(int argc, char** argv) {
 
   knn_mpi_options opt;
   knn_mpi_options_init(&opt);
-  opt.local.backend = a.backend == "cpu" ? KNN_BACKEND_OPENMP
+  opt.local.backend = a.backend == "cpu"   ? KNN_BACKEND_OPENMP
                       : a.backend == "gpu" ? KNN_BACKEND_CUDA
                                            : KNN_BACKEND_AUTO;
   if (rank == 0)
     std::printf("bench_mpi mode=%s ranks=%d omp_threads=%s n=%lld m=%lld dim=%d k=%d backend=%s\n",
-                a.mode.c_str(), ranks, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "all",
+                a.mode.c_str(), ranks,
+                std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "all",
                 (long long)n_total, (long long)m_total, a.dim, a.k, a.backend.c_str());
 
   MPI_Comm world = MPI_COMM_WORLD;
@@ -151,12 +163,14 @@ int main(int argc, char** argv) {
   for (int r = 0; r < a.repeat; ++r) {
     if (index) knn_dindex_free(index);
     index = nullptr;
-    measure(&index, build, [&] { return knn_dindex_build(&world, points.data(), n_local, a.dim, &opt, &index); });
+    measure(&index, build,
+            [&] { return knn_dindex_build(&world, points.data(), n_local, a.dim, &opt, &index); });
   }
   std::vector<int64_t> ids(static_cast<size_t>(std::max(n_local, m_local) * a.k));
   std::vector<float> dists(ids.size());
   for (int r = 0; r < a.repeat; ++r)
-    measure(&index, self, [&] { return knn_dindex_query_self(index, a.k, 1, ids.data(), dists.data()); });
+    measure(&index, self,
+            [&] { return knn_dindex_query_self(index, a.k, 1, ids.data(), dists.data()); });
   for (int r = 0; r < a.repeat; ++r)
     measure(&index, query, [&] {
       return knn_dindex_query(index, queries.data(), m_local, a.k, ids.data(), dists.data());

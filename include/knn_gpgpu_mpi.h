@@ -26,7 +26,7 @@
  * Agreement. Every rank returns the same status. A rank with bad input, a
  *           local engine error or a cancelled flag makes all ranks fail with
  *           that status; knn_mpi_last_error() says which rank and why
- *           ("rank 2: knn_dindex_build: point 12 has a NaN coordinate
+ *           ("knn_dindex_build: rank 2: point 12 has a NaN coordinate
  *           (dimension 1)"; the lowest failing rank is named). The library
  *           never aborts the job: it works on a duplicate of the caller's
  *           communicator whose error handler is MPI_ERRORS_RETURN. An MPI
@@ -84,12 +84,15 @@ extern "C" {
  *             the former). */
 typedef const void* knn_mpi_comm;
 #if defined(MPI_VERSION)
-#  define KNN_MPI_COMM(comm) ((knn_mpi_comm)&(comm))
+#  define KNN_MPI_COMM(comm) ((knn_mpi_comm) & (comm))
 #endif
 
 /* Options of the distributed index. Initialise with knn_mpi_options_init,
  * then set fields; struct_size as in knn_options (fields beyond it get their
- * defaults). Every rank should pass the same options; time_limit_seconds and
+ * defaults; it must cover `local`). Every rank should pass the same options.
+ * The index keeps them: its queries honour the same time limit (per call)
+ * and cancel flag, and run the local engine with the build's options.
+ * time_limit_seconds and
  * cancel_flag are checked on each rank at every phase boundary (build:
  * validation, decomposition, redistribution, local build; queries: routing,
  * local search, forwarding, merge) and the ranks agree: once any rank's limit
@@ -100,14 +103,14 @@ typedef const void* knn_mpi_comm;
  * a flag the caller registered stays and stops only the local engine (whose
  * CANCELLED status is then agreed like any other failure). */
 typedef struct knn_mpi_options {
-  size_t struct_size;          /* = sizeof(knn_mpi_options)                      */
-  knn_options local;           /* options of each rank's local index (backend,
-                                  structure, device, leaf_size, threads); its
-                                  struct_size is checked as in knn_gpgpu.h      */
-  double time_limit_seconds;   /* per call, from entry (MPI_Wtime); 0 = none     */
+  size_t struct_size;              /* = sizeof(knn_mpi_options)                      */
+  knn_options local;               /* options of each rank's local index (backend,
+                                      structure, device, leaf_size, threads); its
+                                      struct_size is checked as in knn_gpgpu.h      */
+  double time_limit_seconds;       /* per call, from entry (MPI_Wtime); 0 = none     */
   const volatile int* cancel_flag; /* NULL = none                                */
-  int64_t sample_size;         /* points sampled over all ranks for the
-                                  decomposition; 0 = library default           */
+  int64_t sample_size;             /* points sampled over all ranks for the
+                                      decomposition; 0 = library default           */
 } knn_mpi_options;
 
 /* Fill *opt with the defaults (local: knn_options_init). NULL is ignored. */
@@ -132,7 +135,7 @@ typedef struct knn_dindex knn_dindex; /* opaque, one per rank */
  * NONFINITE_INPUT, HOST_OUT_OF_MEMORY, the local engine's errors
  * (knn_index_build), CANCELLED, INTERNAL (an MPI failure). */
 KNN_MPI_API int KNN_CALL knn_dindex_build(knn_mpi_comm comm, const float* points, int64_t n_local,
-                                 int dim, const knn_mpi_options* opt, knn_dindex** out);
+                                          int dim, const knn_mpi_options* opt, knn_dindex** out);
 
 /* Collective (frees the duplicate communicator). NULL on every rank is fine;
  * NULL on some ranks only is INVALID_ARGUMENT on those and a hang risk on the
@@ -143,23 +146,24 @@ KNN_MPI_API int KNN_CALL knn_dindex_free(knn_dindex* index);
  * this rank's contribution and its global offset, the dimension, the number
  * of points in this rank's region (its local index), the rank and the size of
  * the communicator. */
-KNN_MPI_API int KNN_CALL knn_dindex_info(const knn_dindex* index, int64_t* n_global, int64_t* n_local,
-                                int64_t* offset, int* dim, int64_t* n_region, int* rank,
-                                int* size);
+KNN_MPI_API int KNN_CALL knn_dindex_info(const knn_dindex* index, int64_t* n_global,
+                                         int64_t* n_local, int64_t* offset, int* dim,
+                                         int64_t* n_region, int* rank, int* size);
 
 /* Collective. The k nearest of this rank's m_local queries (rows of dim
  * floats) among all points: indices[i*k + j] (global) and sq_distances[i*k +
  * j] (may be NULL) for this rank's query i. k must be the same on every rank;
  * m_local may differ and be 0 (queries may then be NULL). */
-KNN_MPI_API int KNN_CALL knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_local,
-                                 int k, int64_t* indices, float* sq_distances);
+KNN_MPI_API int KNN_CALL knn_dindex_query(const knn_dindex* index, const float* queries,
+                                          int64_t m_local, int k, int64_t* indices,
+                                          float* sq_distances);
 
 /* Collective. All-kNN of the indexed points: row i (n_local rows of k) holds
  * the k nearest of this rank's own point i (global index offset + i).
  * exclude_self != 0 drops only the point's own global index; equal points of
  * other indices stay, at distance 0 and in index order. */
 KNN_MPI_API int KNN_CALL knn_dindex_query_self(const knn_dindex* index, int k, int exclude_self,
-                                      int64_t* indices, float* sq_distances);
+                                               int64_t* indices, float* sq_distances);
 
 /* Collective. Points within radius of each of this rank's m_local queries,
  * as knn_index_radius: squared distance <= radius*radius (float32 product),
@@ -167,19 +171,23 @@ KNN_MPI_API int KNN_CALL knn_dindex_query_self(const knn_dindex* index, int k, i
  * +infinity, counts[i] (may be NULL when max_neighbors > 0) the true number
  * within the radius over all ranks. max_neighbors = 0 counts only. radius
  * and max_neighbors must be the same on every rank. */
-KNN_MPI_API int KNN_CALL knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_local,
-                                  float radius, int max_neighbors, int64_t* indices,
-                                  float* sq_distances, int64_t* counts);
+KNN_MPI_API int KNN_CALL knn_dindex_radius(const knn_dindex* index, const float* queries,
+                                           int64_t m_local, float radius, int max_neighbors,
+                                           int64_t* indices, float* sq_distances, int64_t* counts);
 
-/* Traffic of this rank's last successful call on the index (build or query):
- * bytes this rank sent to other ranks (point-to-point exchanges, not the
- * small collectives), queries it forwarded to other ranks after its local
- * search, and the seconds each phase took on this rank (phase_seconds[0..3]:
- * build: sample+decompose, redistribute, local build, box exchange; queries:
- * route to owner, local search, forwarded search, return). Any output may be
- * NULL. */
+/* Local. Traffic of this rank's last call on the index (build or query;
+ * reset by each call): bytes this rank sent to other ranks in the all-to-all
+ * exchanges (not the small collectives), the rows it sent for search
+ * elsewhere (kNN: pairs of a query and another rank after the local search;
+ * radius: pairs of a query and every rank asked), and the seconds each phase
+ * took on this rank (phase_seconds[0..3]); any output may be NULL. Query
+ * phases: 0 routing to the region's rank; 1 local search and choosing the
+ * ranks to forward to; 2 the forwarded search and its answers; 3 merge and
+ * return. Build phases: 0 sample and decomposition; 1 redistribution; 2
+ * local build; 3 box exchange. A rank's time includes its wait for the
+ * slowest rank at the phase's exchange. */
 KNN_MPI_API int KNN_CALL knn_dindex_last_stats(const knn_dindex* index, int64_t* bytes_sent,
-                                      int64_t* forwarded_queries, double phase_seconds[4]);
+                                               int64_t* forwarded_queries, double phase_seconds[4]);
 
 #ifdef __cplusplus
 }

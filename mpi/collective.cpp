@@ -22,7 +22,8 @@ Collective::Collective(MPI_Comm comm) {
   MPI_Finalized(&finalised);
   if (!initialised || finalised)
     throw Failure(KNN_ERR_INVALID_ARGUMENT, "MPI is not initialised (or already finalised)");
-  if (comm == MPI_COMM_NULL) throw Failure(KNN_ERR_INVALID_ARGUMENT, "the communicator is MPI_COMM_NULL");
+  if (comm == MPI_COMM_NULL)
+    throw Failure(KNN_ERR_INVALID_ARGUMENT, "the communicator is MPI_COMM_NULL");
   // The caller's handler may abort the job; ours returns every error as a code.
   check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
   check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
@@ -83,8 +84,10 @@ namespace {
 
 template <class T>
 MPI_Datatype mpi_type() {
-  if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
-  else if constexpr (std::is_same_v<T, int64_t>) return MPI_INT64_T;
+  if constexpr (std::is_same_v<T, float>)
+    return MPI_FLOAT;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return MPI_INT64_T;
   else {
     static_assert(std::is_same_v<T, int32_t>);
     return MPI_INT32_T;
@@ -103,7 +106,8 @@ template <class T>
 std::vector<T> gather_all(const Collective& c, const std::vector<T>& mine) {
   int count = checked_int(static_cast<int64_t>(mine.size()), "a gathered block");
   std::vector<int> counts(c.size()), first(c.size());
-  check_mpi(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, c.comm()), "MPI_Allgather");
+  check_mpi(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, c.comm()),
+            "MPI_Allgather");
   int64_t total = 0;
   for (int p = 0; p < c.size(); ++p) {
     first[p] = checked_int(total, "a gathered total");

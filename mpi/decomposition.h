@@ -26,7 +26,7 @@ class Decomposition {
     int axis = -1;       // -1: a leaf
     float value = 0.0f;  // points with p[axis] < value go left
     int left = -1, right = -1;
-    int rank = -1;       // leaves: the region's rank
+    int rank = -1;  // leaves: the region's rank
   };
   int split(const float* sample, std::vector<int64_t>& rows, int64_t first, int64_t last,
             int rank_lo, int rank_hi);

@@ -41,7 +41,7 @@ using knn_mpi::Failure;
 namespace {
 
 constexpr uint64_t kLiveMarker = 0x6b6e6e5f6d706969ull;  // cleared by knn_dindex_free
-constexpr int64_t kMaxRowsPerRank = 2147483647;         // MPI counts and local indices are int
+constexpr int64_t kMaxRowsPerRank = 2147483647;          // MPI counts and local indices are int
 
 struct Stats {
   int64_t bytes_sent = 0;
@@ -126,8 +126,10 @@ float box_sq_distance(const float* q, const float* lo, const float* hi, int dim)
   float sum = 0.0f;
   for (int d = 0; d < dim; ++d) {
     float gap = 0.0f;
-    if (q[d] < lo[d]) gap = lo[d] - q[d];
-    else if (q[d] > hi[d]) gap = q[d] - hi[d];
+    if (q[d] < lo[d])
+      gap = lo[d] - q[d];
+    else if (q[d] > hi[d])
+      gap = q[d] - hi[d];
     sum += gap * gap;
   }
   return sum;
@@ -165,7 +167,8 @@ struct RowsOfItem {
     for (int64_t i = 0; i < items; ++i) first[i + 1] += first[i];
     rows.resize(item_of_row.size());
     std::vector<int64_t> next(first.begin(), first.end() - 1);
-    for (size_t j = 0; j < item_of_row.size(); ++j) rows[next[item_of_row[j]]++] = static_cast<int64_t>(j);
+    for (size_t j = 0; j < item_of_row.size(); ++j)
+      rows[next[item_of_row[j]]++] = static_cast<int64_t>(j);
   }
 };
 
@@ -238,7 +241,8 @@ knn_mpi_options read_options(const knn_mpi_options* opt) {
   knn_mpi_options o;
   knn_mpi_options_init(&o);
   if (opt == nullptr) return o;
-  require(opt->struct_size >= offsetof(knn_mpi_options, local) + sizeof(knn_options), KNN_ERR_INVALID_ARGUMENT,
+  require(opt->struct_size >= offsetof(knn_mpi_options, local) + sizeof(knn_options),
+          KNN_ERR_INVALID_ARGUMENT,
           "opt->struct_size " + std::to_string(opt->struct_size) + " is too small");
   size_t n = std::min(opt->struct_size, sizeof o);
   std::memcpy(&o, opt, n);
@@ -255,8 +259,9 @@ knn_mpi_options read_options(const knn_mpi_options* opt) {
 // device to the library and the backend may use a GPU.
 void choose_device(Collective& c, knn_options& local) {
   MPI_Comm node;
-  knn_mpi::check_mpi(MPI_Comm_split_type(c.comm(), MPI_COMM_TYPE_SHARED, c.rank(), MPI_INFO_NULL, &node),
-                     "MPI_Comm_split_type");
+  knn_mpi::check_mpi(
+      MPI_Comm_split_type(c.comm(), MPI_COMM_TYPE_SHARED, c.rank(), MPI_INFO_NULL, &node),
+      "MPI_Comm_split_type");
   int node_rank = 0;
   int rc = MPI_Comm_rank(node, &node_rank);
   MPI_Comm_free(&node);
@@ -271,12 +276,14 @@ int64_t sample_size(const knn_mpi_options& o, int64_t n_global, int dim, int ran
   if (wanted == 0) {
     // Enough for balanced quantiles at every level, and at most ~64 MiB of
     // sample rows gathered on every rank.
-    wanted = std::max<int64_t>(int64_t{64} * ranks, std::min<int64_t>(65536, (int64_t{1} << 24) / dim));
+    wanted =
+        std::max<int64_t>(int64_t{64} * ranks, std::min<int64_t>(65536, (int64_t{1} << 24) / dim));
   }
   return std::min({wanted, n_global, ((int64_t{1} << 31) - 1) / dim});
 }
 
-void build(knn_dindex& x, const float* points, const knn_mpi_options& opt, const Deadline& deadline) {
+void build(knn_dindex& x, const float* points, const knn_mpi_options& opt,
+           const Deadline& deadline) {
   Collective& c = *x.collective;
   int ranks = c.size(), dim = x.dim;
   PhaseClock clock(x.stats);
@@ -287,8 +294,11 @@ void build(knn_dindex& x, const float* points, const knn_mpi_options& opt, const
   int64_t total_sample = sample_size(opt, x.n_global, dim, ranks);
   std::vector<float> mine;
   c.phase("sampling", deadline, [&] {
-    int64_t take = x.n_local == 0 ? 0
-                   : std::min(x.n_local, std::max<int64_t>(1, (total_sample * x.n_local + x.n_global - 1) / x.n_global));
+    int64_t take =
+        x.n_local == 0
+            ? 0
+            : std::min(x.n_local, std::max<int64_t>(
+                                      1, (total_sample * x.n_local + x.n_global - 1) / x.n_global));
     mine.resize(static_cast<size_t>(take * dim));
     for (int64_t j = 0; j < take; ++j)
       std::memcpy(&mine[j * dim], points + (j * x.n_local / take) * dim, sizeof(float) * dim);
@@ -314,8 +324,8 @@ void build(knn_dindex& x, const float* points, const knn_mpi_options& opt, const
   x.contributed = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
   x.region_points = knn_mpi::exchange_rows(c, x.contributed, send_points.data(), dim, deadline,
                                            &x.stats.bytes_sent);
-  x.region_ids = knn_mpi::exchange_rows(c, x.contributed, send_ids.data(), 1, deadline,
-                                        &x.stats.bytes_sent);
+  x.region_ids =
+      knn_mpi::exchange_rows(c, x.contributed, send_ids.data(), 1, deadline, &x.stats.bytes_sent);
   clock.lap(1);
 
   // The local index over this rank's region, and its bounding box.
@@ -326,7 +336,8 @@ void build(knn_dindex& x, const float* points, const knn_mpi_options& opt, const
     send_points = {};
     send_ids = {};
     int64_t n = x.contributed.total_recv;
-    check_engine(knn_index_build(x.region_points.data(), n, dim, &local, &x.local), "knn_index_build");
+    check_engine(knn_index_build(x.region_points.data(), n, dim, &local, &x.local),
+                 "knn_index_build");
     for (int d = 0; d < dim; ++d) {
       box[d] = INFINITY;
       box[dim + d] = -INFINITY;
@@ -353,8 +364,8 @@ void complete_knn(knn_dindex& x, const float* queries, int64_t m, int k, std::ve
                   std::vector<float>& dists, const Deadline& deadline, PhaseClock& clock) {
   Collective& c = *x.collective;
   int ranks = c.size(), dim = x.dim, me = c.rank();
-  std::vector<int> target;          // per forwarded row: its rank
-  std::vector<int64_t> query_of;    // per forwarded row: the query
+  std::vector<int> target;        // per forwarded row: its rank
+  std::vector<int64_t> query_of;  // per forwarded row: the query
   std::vector<int64_t> rows_to_rank, row_order;
   std::vector<float> send;
   c.phase("forwarding", deadline, [&] {
@@ -375,7 +386,8 @@ void complete_knn(knn_dindex& x, const float* queries, int64_t m, int k, std::ve
     x.stats.forwarded += static_cast<int64_t>(row_order.size());
   });
   Exchange out = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
-  std::vector<float> asked = knn_mpi::exchange_rows(c, out, send.data(), dim, deadline, &x.stats.bytes_sent);
+  std::vector<float> asked =
+      knn_mpi::exchange_rows(c, out, send.data(), dim, deadline, &x.stats.bytes_sent);
   clock.lap(1);
 
   // Answer the queries other ranks forwarded here.
@@ -385,13 +397,16 @@ void complete_knn(knn_dindex& x, const float* queries, int64_t m, int k, std::ve
     int64_t n_asked = out.total_recv;
     std::vector<int32_t> local(static_cast<size_t>(n_asked * k));
     answer_dists.resize(local.size());
-    check_engine(knn_index_query(x.local, asked.data(), n_asked, k, local.data(), answer_dists.data(), nullptr),
+    check_engine(knn_index_query(x.local, asked.data(), n_asked, k, local.data(),
+                                 answer_dists.data(), nullptr),
                  "knn_index_query");
     answer_ids = to_global(x, local);
   });
   Exchange back = out.reversed();
-  std::vector<int64_t> got_ids = knn_mpi::exchange_rows(c, back, answer_ids.data(), k, deadline, &x.stats.bytes_sent);
-  std::vector<float> got_dists = knn_mpi::exchange_rows(c, back, answer_dists.data(), k, deadline, &x.stats.bytes_sent);
+  std::vector<int64_t> got_ids =
+      knn_mpi::exchange_rows(c, back, answer_ids.data(), k, deadline, &x.stats.bytes_sent);
+  std::vector<float> got_dists =
+      knn_mpi::exchange_rows(c, back, answer_dists.data(), k, deadline, &x.stats.bytes_sent);
   clock.lap(2);
 
   // Merge: received row j answers query row_order[j].
@@ -403,7 +418,8 @@ void complete_knn(knn_dindex& x, const float* queries, int64_t m, int k, std::ve
       all.clear();
       for (int j = 0; j < k; ++j) all.push_back({dists[i * k + j], ids[i * k + j]});
       for (int64_t t = of.first[i]; t < of.first[i + 1]; ++t)
-        for (int j = 0; j < k; ++j) all.push_back({got_dists[of.rows[t] * k + j], got_ids[of.rows[t] * k + j]});
+        for (int j = 0; j < k; ++j)
+          all.push_back({got_dists[of.rows[t] * k + j], got_ids[of.rows[t] * k + j]});
       std::partial_sort(all.begin(), all.begin() + k, all.end(), nearer);
       for (int j = 0; j < k; ++j) {
         dists[i * k + j] = all[j].sq_distance;
@@ -451,7 +467,8 @@ int knn_dindex_build(knn_mpi_comm comm, const float* points, int64_t n_local, in
       [&] {
         require(out != nullptr, KNN_ERR_INVALID_ARGUMENT, "out is NULL");
         *out = nullptr;
-        require(comm != nullptr, KNN_ERR_INVALID_ARGUMENT, "comm is NULL (pass the address of an MPI_Comm)");
+        require(comm != nullptr, KNN_ERR_INVALID_ARGUMENT,
+                "comm is NULL (pass the address of an MPI_Comm)");
         auto x = std::make_unique<knn_dindex>();
         x->collective = std::make_unique<Collective>(*static_cast<const MPI_Comm*>(comm));
         Collective& c = *x->collective;
@@ -465,8 +482,9 @@ int knn_dindex_build(knn_mpi_comm comm, const float* points, int64_t n_local, in
           require(n_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
                   "n_local exceeds 2^31 - 1 points on one rank: spread them over more ranks");
           require(points != nullptr || n_local == 0, KNN_ERR_INVALID_ARGUMENT, "points is NULL");
-          require(dim >= 1 && dim <= KNN_INDEX_MAX_DIM, KNN_ERR_INVALID_ARGUMENT,
-                  "dim " + std::to_string(dim) + " is out of 1.." + std::to_string(KNN_INDEX_MAX_DIM));
+          require(
+              dim >= 1 && dim <= KNN_INDEX_MAX_DIM, KNN_ERR_INVALID_ARGUMENT,
+              "dim " + std::to_string(dim) + " is out of 1.." + std::to_string(KNN_INDEX_MAX_DIM));
           check_finite(points, n_local, dim, "point");
         });
         // The deadline of a rank whose options failed was agreed away above;
@@ -545,8 +563,8 @@ int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_lo
           send = gather_rows(queries, dim, route);
         });
         Exchange to_owner = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
-        std::vector<float> held = knn_mpi::exchange_rows(c, to_owner, send.data(), dim, deadline,
-                                                         &x.stats.bytes_sent);
+        std::vector<float> held =
+            knn_mpi::exchange_rows(c, to_owner, send.data(), dim, deadline, &x.stats.bytes_sent);
         int64_t m_held = to_owner.total_recv;
         clock.lap(0);
 
@@ -555,16 +573,19 @@ int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_lo
         c.phase("local search", deadline, [&] {
           std::vector<int32_t> local(static_cast<size_t>(m_held * k));
           dists.resize(local.size());
-          check_engine(knn_index_query(x.local, held.data(), m_held, k, local.data(), dists.data(), nullptr),
-                       "knn_index_query");
+          check_engine(
+              knn_index_query(x.local, held.data(), m_held, k, local.data(), dists.data(), nullptr),
+              "knn_index_query");
           ids = to_global(x, local);
         });
         complete_knn(x, held.data(), m_held, k, ids, dists, deadline, clock);
 
         // The rows back to the asking ranks, in their order.
         Exchange back = to_owner.reversed();
-        std::vector<int64_t> got_ids = knn_mpi::exchange_rows(c, back, ids.data(), k, deadline, &x.stats.bytes_sent);
-        std::vector<float> got_dists = knn_mpi::exchange_rows(c, back, dists.data(), k, deadline, &x.stats.bytes_sent);
+        std::vector<int64_t> got_ids =
+            knn_mpi::exchange_rows(c, back, ids.data(), k, deadline, &x.stats.bytes_sent);
+        std::vector<float> got_dists =
+            knn_mpi::exchange_rows(c, back, dists.data(), k, deadline, &x.stats.bytes_sent);
         place_rows(route, k, got_ids, got_dists, indices, sq_distances);
         clock.lap(3);
       },
@@ -607,8 +628,10 @@ int knn_dindex_query_self(const knn_dindex* index, int k, int exclude_self, int6
         complete_knn(x, x.region_points.data(), m_held, k, ids, dists, deadline, clock);
 
         Exchange back = x.contributed.reversed();
-        std::vector<int64_t> got_ids = knn_mpi::exchange_rows(c, back, ids.data(), k, deadline, &x.stats.bytes_sent);
-        std::vector<float> got_dists = knn_mpi::exchange_rows(c, back, dists.data(), k, deadline, &x.stats.bytes_sent);
+        std::vector<int64_t> got_ids =
+            knn_mpi::exchange_rows(c, back, ids.data(), k, deadline, &x.stats.bytes_sent);
+        std::vector<float> got_dists =
+            knn_mpi::exchange_rows(c, back, dists.data(), k, deadline, &x.stats.bytes_sent);
         place_rows(x.contributed_row, k, got_ids, got_dists, indices, sq_distances);
         clock.lap(3);
       },
@@ -669,7 +692,8 @@ int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_l
           x.stats.forwarded = static_cast<int64_t>(route.size());
         });
         Exchange out = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
-        std::vector<float> asked = knn_mpi::exchange_rows(c, out, send.data(), dim, deadline, &x.stats.bytes_sent);
+        std::vector<float> asked =
+            knn_mpi::exchange_rows(c, out, send.data(), dim, deadline, &x.stats.bytes_sent);
         clock.lap(0);
 
         std::vector<int64_t> ids;
@@ -681,16 +705,19 @@ int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_l
           dists.resize(local.size());
           found.resize(static_cast<size_t>(n_asked));
           check_engine(knn_index_radius(x.local, asked.data(), n_asked, radius, width,
-                                        width ? local.data() : nullptr, width ? dists.data() : nullptr,
-                                        found.data(), nullptr),
+                                        width ? local.data() : nullptr,
+                                        width ? dists.data() : nullptr, found.data(), nullptr),
                        "knn_index_radius");
           ids = to_global(x, local);
         });
         clock.lap(1);
         Exchange back = out.reversed();
-        std::vector<int64_t> got_ids = knn_mpi::exchange_rows(c, back, ids.data(), width, deadline, &x.stats.bytes_sent);
-        std::vector<float> got_dists = knn_mpi::exchange_rows(c, back, dists.data(), width, deadline, &x.stats.bytes_sent);
-        std::vector<int32_t> got_counts = knn_mpi::exchange_rows(c, back, found.data(), 1, deadline, &x.stats.bytes_sent);
+        std::vector<int64_t> got_ids =
+            knn_mpi::exchange_rows(c, back, ids.data(), width, deadline, &x.stats.bytes_sent);
+        std::vector<float> got_dists =
+            knn_mpi::exchange_rows(c, back, dists.data(), width, deadline, &x.stats.bytes_sent);
+        std::vector<int32_t> got_counts =
+            knn_mpi::exchange_rows(c, back, found.data(), 1, deadline, &x.stats.bytes_sent);
         clock.lap(2);
 
         c.phase("merge", deadline, [&] {
@@ -704,11 +731,13 @@ int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_l
             for (int64_t t = of.first[i]; t < of.first[i + 1]; ++t) {
               int64_t row = of.rows[t];
               total += got_counts[row];
-              for (int j = 0; j < width; ++j) all.push_back({got_dists[row * width + j], got_ids[row * width + j]});
+              for (int j = 0; j < width; ++j)
+                all.push_back({got_dists[row * width + j], got_ids[row * width + j]});
             }
             if (counts) counts[i] = total;
             if (width == 0) continue;
-            all.resize(std::max<size_t>(all.size(), static_cast<size_t>(width)), Neighbour{INFINITY, -1});
+            all.resize(std::max<size_t>(all.size(), static_cast<size_t>(width)),
+                       Neighbour{INFINITY, -1});
             std::partial_sort(all.begin(), all.begin() + width, all.end(), nearer);
             for (int j = 0; j < width; ++j) {
               indices[i * width + j] = all[j].id;
@@ -735,7 +764,8 @@ int knn_dindex_last_stats(const knn_dindex* index, int64_t* bytes_sent, int64_t*
         const knn_dindex& x = *live(index);
         if (bytes_sent) *bytes_sent = x.stats.bytes_sent;
         if (forwarded_queries) *forwarded_queries = x.stats.forwarded;
-        if (phase_seconds) std::copy(x.stats.phase_seconds, x.stats.phase_seconds + 4, phase_seconds);
+        if (phase_seconds)
+          std::copy(x.stats.phase_seconds, x.stats.phase_seconds + 4, phase_seconds);
       },
       [] {});
 }

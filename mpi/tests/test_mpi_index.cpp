@@ -28,18 +28,17 @@ namespace {
 int g_rank = 0, g_size = 1;
 long g_checks = 0, g_failures = 0;
 
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    ++g_checks;                                                            \
-    if (!(cond)) {                                                         \
-      ++g_failures;                                                        \
-      if (g_failures < 20) {                                               \
-        std::fprintf(stderr, "[rank %d] %s:%d: %s: ", g_rank, __FILE__,    \
-                     __LINE__, #cond);                                     \
-        std::fprintf(stderr, __VA_ARGS__);                                 \
-        std::fprintf(stderr, "\n");                                        \
-      }                                                                    \
-    }                                                                      \
+#define CHECK(cond, ...)                                                                  \
+  do {                                                                                    \
+    ++g_checks;                                                                           \
+    if (!(cond)) {                                                                        \
+      ++g_failures;                                                                       \
+      if (g_failures < 20) {                                                              \
+        std::fprintf(stderr, "[rank %d] %s:%d: %s: ", g_rank, __FILE__, __LINE__, #cond); \
+        std::fprintf(stderr, __VA_ARGS__);                                                \
+        std::fprintf(stderr, "\n");                                                       \
+      }                                                                                   \
+    }                                                                                     \
   } while (0)
 
 // Every rank saw the same status.
@@ -111,10 +110,18 @@ std::vector<int64_t> split(int64_t total, Split how, uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (int r = 0; r < g_size; ++r) {
     switch (how) {
-      case Split::uneven: weight[r] = (rng() % 4 == 0) ? 0.0 : 0.2 + double(rng() % 100); break;
-      case Split::first_only: weight[r] = r == 0; break;
-      case Split::last_only: weight[r] = r == g_size - 1; break;
-      case Split::middle_empty: weight[r] = (r == g_size / 2 && g_size > 1) ? 0.0 : 1.0 + r; break;
+      case Split::uneven:
+        weight[r] = (rng() % 4 == 0) ? 0.0 : 0.2 + double(rng() % 100);
+        break;
+      case Split::first_only:
+        weight[r] = r == 0;
+        break;
+      case Split::last_only:
+        weight[r] = r == g_size - 1;
+        break;
+      case Split::middle_empty:
+        weight[r] = (r == g_size / 2 && g_size > 1) ? 0.0 : 1.0 + r;
+        break;
     }
   }
   double sum = 0;
@@ -182,9 +189,12 @@ void compare_rows(const char* what, const char* scenario, int64_t rows, int k,
       if (first_bad < 0) first_bad = i;
       ++bad;
     }
-  CHECK(bad == 0, "%s %s k=%d: %lld of %lld slots differ, first at row %lld slot %lld: got %lld %.9g, want %d %.9g",
-        scenario, what, k, (long long)bad, (long long)(rows * k), (long long)(first_bad / std::max(k, 1)),
-        (long long)(first_bad % std::max(k, 1)), (long long)(first_bad >= 0 ? got_ids[first_bad] : 0),
+  CHECK(bad == 0,
+        "%s %s k=%d: %lld of %lld slots differ, first at row %lld slot %lld: got %lld %.9g, want "
+        "%d %.9g",
+        scenario, what, k, (long long)bad, (long long)(rows * k),
+        (long long)(first_bad / std::max(k, 1)), (long long)(first_bad % std::max(k, 1)),
+        (long long)(first_bad >= 0 ? got_ids[first_bad] : 0),
         first_bad >= 0 ? got_d[first_bad] : 0.0, first_bad >= 0 ? want_ids[first_bad] : 0,
         first_bad >= 0 ? want_d[first_bad] : 0.0);
 }
@@ -194,7 +204,8 @@ void run_scenario(const Scenario& s, uint64_t seed) {
   int dim = c.dim;
   std::vector<int64_t> pf = split(c.n(), s.point_split, seed);
   int64_t n_local = pf[g_rank + 1] - pf[g_rank];
-  std::vector<float> mine(c.points.begin() + pf[g_rank] * dim, c.points.begin() + pf[g_rank + 1] * dim);
+  std::vector<float> mine(c.points.begin() + pf[g_rank] * dim,
+                          c.points.begin() + pf[g_rank + 1] * dim);
 
   Cloud all_q = uniform(s.queries, dim, seed + 7);
   // Some queries equal to indexed points (distance 0, ties by index).
@@ -280,7 +291,8 @@ void run_scenario(const Scenario& s, uint64_t seed) {
     CHECK(st == KNN_OK, "%s: radius: %s", s.name, knn_mpi_last_error());
     std::vector<int32_t> want(m * w), want_counts(m);
     std::vector<float> want_d(m * w);
-    knn_index_radius(oracle, q, m, radius, w, want.data(), want_d.data(), want_counts.data(), nullptr);
+    knn_index_radius(oracle, q, m, radius, w, want.data(), want_d.data(), want_counts.data(),
+                     nullptr);
     compare_rows("radius", s.name, m, w, ids.data(), d.data(), want.data(), want_d.data());
     bool counts_equal = true;
     for (int64_t i = 0; i < m; ++i) counts_equal &= counts[i] == want_counts[i];
@@ -318,8 +330,8 @@ void failures() {
     int st = knn_dindex_build(&world, bad.data(), n_local + 1, 3, &opt, &dx);
     expect_everywhere(st, KNN_ERR_NONFINITE_INPUT, "NaN on the last rank");
     CHECK(dx == nullptr, "a failed build left *out set");
-    std::string want = "rank " + std::to_string(last) + ": point " +
-                       std::to_string(pf[last + 1] - pf[last]);
+    std::string want =
+        "rank " + std::to_string(last) + ": point " + std::to_string(pf[last + 1] - pf[last]);
     CHECK(std::strstr(knn_mpi_last_error(), want.c_str()) != nullptr, "message '%s' lacks '%s'",
           knn_mpi_last_error(), want.c_str());
   }
@@ -394,7 +406,8 @@ void failures() {
   for (int64_t i = 0; i < m; ++i) {
     auto b = brute_knn(c, q.data() + i * 3, 4);
     for (int j = 0; j < 4; ++j)
-      CHECK(ids[i * 4 + j] == b[j].second, "query after failures: row %lld slot %d", (long long)i, j);
+      CHECK(ids[i * 4 + j] == b[j].second, "query after failures: row %lld slot %d", (long long)i,
+            j);
   }
   int64_t bytes = -1;
   double phases[4];
@@ -413,11 +426,15 @@ int main(int argc, char** argv) {
 
   Scenario scenarios[] = {
       {"uniform 3-D, uneven", uniform(4000, 3, 1), Split::uneven, Split::uneven, 300, false},
-      {"clustered 2-D, uneven", clustered(4000, 2, 2), Split::uneven, Split::middle_empty, 300, false},
-      {"duplicates 3-D, queries on rank 0", duplicates(1500, 3, 3), Split::uneven, Split::first_only, 200, true},
-      {"all points on the last rank, 5-D", uniform(700, 5, 4), Split::last_only, Split::uneven, 120, true},
+      {"clustered 2-D, uneven", clustered(4000, 2, 2), Split::uneven, Split::middle_empty, 300,
+       false},
+      {"duplicates 3-D, queries on rank 0", duplicates(1500, 3, 3), Split::uneven,
+       Split::first_only, 200, true},
+      {"all points on the last rank, 5-D", uniform(700, 5, 4), Split::last_only, Split::uneven, 120,
+       true},
       {"fewer points than k, 7-D", uniform(23, 7, 5), Split::uneven, Split::last_only, 40, true},
-      {"huge coordinates, overflowing distances", huge(30, 2, 7), Split::uneven, Split::uneven, 20, true},
+      {"huge coordinates, overflowing distances", huge(30, 2, 7), Split::uneven, Split::uneven, 20,
+       true},
       {"empty index", uniform(0, 3, 6), Split::uneven, Split::uneven, 20, true},
   };
   uint64_t seed = 100;
