@@ -84,7 +84,7 @@ extern "C" {
  *             the former). */
 typedef const void* knn_mpi_comm;
 #if defined(MPI_VERSION)
-#  define KNN_MPI_COMM(comm) ((knn_mpi_comm) & (comm))
+#  define KNN_MPI_COMM(comm) ((knn_mpi_comm) &(comm))
 #endif
 
 /* Options of the distributed index. Initialise with knn_mpi_options_init,
