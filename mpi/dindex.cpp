@@ -94,7 +94,11 @@ thread_local std::string last_error;
 
 // A failed call of the core library, with its status and message.
 void check_engine(int status, const char* call) {
-  if (status != KNN_OK) throw Failure(status, std::string(call) + ": " + knn_last_error());
+  if (status == KNN_OK) return;
+  // The core library's message names its function already ("knn_index_build: ...").
+  std::string message = knn_last_error();
+  if (message.rfind(call, 0) != 0) message = std::string(call) + ": " + message;
+  throw Failure(status, message);
 }
 
 void require(bool ok, int status, const std::string& message) {

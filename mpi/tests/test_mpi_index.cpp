@@ -7,6 +7,12 @@
 // works.
 //
 //   mpirun --oversubscribe -np 3 test_mpi_index
+//   KNN_MPI_TEST_BACKEND=cuda mpirun -np 4 test_mpi_index   (ranks sharing a GPU)
+//
+// KNN_MPI_TEST_BACKEND (openmp, the default; auto; cuda) is the distributed
+// index's local engine in the scenarios; the oracle always runs on OpenMP, so
+// with cuda the GPU engine is checked against the CPU one across ranks. The
+// failure cases always run on OpenMP.
 //
 // Every rank generates the same data from the same seeds and contributes the
 // slice of it its scenario gives it (uneven, empty, everything on one rank).
@@ -15,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -40,6 +47,17 @@ long g_checks = 0, g_failures = 0;
       }                                                                                   \
     }                                                                                     \
   } while (0)
+
+// The local engine of the scenarios (KNN_MPI_TEST_BACKEND).
+int scenario_backend() {
+  const char* name = std::getenv("KNN_MPI_TEST_BACKEND");
+  if (name == nullptr || std::strcmp(name, "openmp") == 0) return KNN_BACKEND_OPENMP;
+  if (std::strcmp(name, "cuda") == 0) return KNN_BACKEND_CUDA;
+  if (std::strcmp(name, "auto") == 0) return KNN_BACKEND_AUTO;
+  std::fprintf(stderr, "KNN_MPI_TEST_BACKEND=%s: expected openmp, auto or cuda\n", name);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  return -1;
+}
 
 // Every rank saw the same status.
 bool same_everywhere(int status) {
@@ -217,7 +235,7 @@ void run_scenario(const Scenario& s, uint64_t seed) {
 
   knn_mpi_options opt;
   knn_mpi_options_init(&opt);
-  opt.local.backend = KNN_BACKEND_OPENMP;
+  opt.local.backend = scenario_backend();
   knn_dindex* dx = nullptr;
   MPI_Comm world = MPI_COMM_WORLD;
   int st = knn_dindex_build(&world, mine.data(), n_local, dim, &opt, &dx);
