@@ -32,7 +32,10 @@
  *           communicator whose error handler is MPI_ERRORS_RETURN. An MPI
  *           call that fails is KNN_ERR_INTERNAL with MPI's message; after
  *           such a failure MPI itself gives no guarantee that other ranks
- *           return.
+ *           return. What cannot be agreed is refused at once on the rank
+ *           that passes it, and the other ranks then wait: a NULL comm, and
+ *           an index handle that is not live (NULL, freed) on some ranks
+ *           only.
  * Outputs.  As in knn_gpgpu.h: validation failures leave outputs untouched;
  *           failures once computing has started write missing values (index
  *           -1, squared distance +infinity, count 0) into every output slot.
@@ -128,7 +131,9 @@ typedef struct knn_dindex knn_dindex; /* opaque, one per rank */
  * spatial decomposition (sampled recursive coordinate bisection, one region
  * per rank) and each rank builds its local index over the points of its
  * region; the caller's array may change or go after the call. *out receives
- * this rank's handle, NULL on failure. Errors: INVALID_ARGUMENT (NULL comm or
+ * this rank's handle, NULL on failure. A NULL comm is refused at once on
+ * that rank (the others then wait for it: there is no communicator to agree
+ * on); every other failure is agreed. Errors: INVALID_ARGUMENT (NULL comm or
  * out, n_local < 0, points NULL with n_local > 0, dim out of 1..
  * KNN_INDEX_MAX_DIM or different across ranks, bad options, MPI not
  * initialised, more than INT32_MAX points in one rank's region),

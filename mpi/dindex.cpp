@@ -469,8 +469,9 @@ int knn_dindex_build(knn_mpi_comm comm, const float* points, int64_t n_local, in
   return guarded(
       "knn_dindex_build", armed,
       [&] {
-        require(out != nullptr, KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-        *out = nullptr;
+        // A NULL out fails in the agreed validation below, so that the other
+        // ranks do not wait for this one; a NULL comm cannot be agreed on.
+        if (out) *out = nullptr;
         require(comm != nullptr, KNN_ERR_INVALID_ARGUMENT,
                 "comm is NULL (pass the address of an MPI_Comm)");
         auto x = std::make_unique<knn_dindex>();
@@ -489,6 +490,7 @@ int knn_dindex_build(knn_mpi_comm comm, const float* points, int64_t n_local, in
           require(
               dim >= 1 && dim <= KNN_INDEX_MAX_DIM, KNN_ERR_INVALID_ARGUMENT,
               "dim " + std::to_string(dim) + " is out of 1.." + std::to_string(KNN_INDEX_MAX_DIM));
+          require(out != nullptr, KNN_ERR_INVALID_ARGUMENT, "out is NULL");
           check_finite(points, n_local, dim, "point");
         });
         // The deadline of a rank whose options failed was agreed away above;

@@ -353,6 +353,13 @@ void failures() {
     CHECK(std::strstr(knn_mpi_last_error(), want.c_str()) != nullptr, "message '%s' lacks '%s'",
           knn_mpi_last_error(), want.c_str());
   }
+  // out NULL on the last rank only.
+  {
+    knn_dindex* dx = nullptr;
+    int st = knn_dindex_build(&world, mine.data(), n_local, 3, &opt, g_rank == last ? nullptr : &dx);
+    expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "out NULL on the last rank");
+    CHECK(dx == nullptr, "a failed build left *out set");
+  }
   // Different dimensions.
   if (g_size > 1) {
     knn_dindex* dx = nullptr;
