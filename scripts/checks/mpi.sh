@@ -21,9 +21,11 @@ JOBS=${KNN_JOBS:-2}
 START=$SECONDS
 say() { printf '[mpi] %s\n' "$*"; }
 die() { printf '[mpi] FAILED: %s\n' "$*" >&2; exit 1; }
-# Open MPI refuses to start as root (CI containers) unless told; the ranks
-# share the cores, one OpenMP thread each.
+# Open MPI refuses to start as root (CI containers) unless told, and its
+# shared-memory single copy (CMA) fails where containers forbid ptrace; the
+# ranks share the cores, one OpenMP thread each.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+       OMPI_MCA_btl_vader_single_copy_mechanism=none \
        OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive PYTHONDONTWRITEBYTECODE=1
 
 # ---- 1. Packages -------------------------------------------------------------------
