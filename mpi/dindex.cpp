@@ -80,7 +80,9 @@ struct knn_dindex {
   knn_index* local = nullptr;
   Exchange contributed;                  // this rank's points -> their regions
   std::vector<int64_t> contributed_row;  // send row j is this rank's point contributed_row[j]
-  Stats stats;
+  // The last call's traffic: queries take a const index (they change no
+  // state a caller can see) and record it here.
+  mutable Stats stats;
 
   ~knn_dindex() {
     marker = 0;
@@ -364,8 +366,9 @@ void build(knn_dindex& x, const float* points, const knn_mpi_options& opt,
 // dim floats), given the local engine's answers (ids global, k per query):
 // forwards each query to the other ranks whose boxes lie within its k-th
 // distance and merges their answers into ids / dists in place.
-void complete_knn(knn_dindex& x, const float* queries, int64_t m, int k, std::vector<int64_t>& ids,
-                  std::vector<float>& dists, const Deadline& deadline, PhaseClock& clock) {
+void complete_knn(const knn_dindex& x, const float* queries, int64_t m, int k,
+                  std::vector<int64_t>& ids, std::vector<float>& dists, const Deadline& deadline,
+                  PhaseClock& clock) {
   Collective& c = *x.collective;
   int ranks = c.size(), dim = x.dim, me = c.rank();
   std::vector<int> target;        // per forwarded row: its rank
@@ -541,7 +544,7 @@ int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_lo
   return guarded(
       "knn_dindex_query", armed,
       [&] {
-        knn_dindex& x = const_cast<knn_dindex&>(*live(index));
+        const knn_dindex& x = *live(index);
         Collective& c = *x.collective;
         Deadline deadline = deadline_of(x.options);
         CancelScope cancel(x.options.cancel_flag);
@@ -605,7 +608,7 @@ int knn_dindex_query_self(const knn_dindex* index, int k, int exclude_self, int6
   return guarded(
       "knn_dindex_query_self", armed,
       [&] {
-        knn_dindex& x = const_cast<knn_dindex&>(*live(index));
+        const knn_dindex& x = *live(index);
         Collective& c = *x.collective;
         Deadline deadline = deadline_of(x.options);
         CancelScope cancel(x.options.cancel_flag);
@@ -650,7 +653,7 @@ int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_l
   return guarded(
       "knn_dindex_radius", armed,
       [&] {
-        knn_dindex& x = const_cast<knn_dindex&>(*live(index));
+        const knn_dindex& x = *live(index);
         Collective& c = *x.collective;
         Deadline deadline = deadline_of(x.options);
         CancelScope cancel(x.options.cancel_flag);

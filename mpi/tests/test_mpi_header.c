@@ -8,13 +8,12 @@
 
 #include "knn_gpgpu_mpi.h"
 
-#define EXPECT(cond)                                             \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #cond, \
-              knn_mpi_last_error());                             \
-      failures++;                                                \
-    }                                                            \
+#define EXPECT(cond)                                                                              \
+  do {                                                                                            \
+    if (!(cond)) {                                                                                \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #cond, knn_mpi_last_error()); \
+      failures++;                                                                                 \
+    }                                                                                             \
   } while (0)
 
 int main(int argc, char** argv) {

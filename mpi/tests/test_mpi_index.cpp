@@ -356,7 +356,8 @@ void failures() {
   // out NULL on the last rank only.
   {
     knn_dindex* dx = nullptr;
-    int st = knn_dindex_build(&world, mine.data(), n_local, 3, &opt, g_rank == last ? nullptr : &dx);
+    int st =
+        knn_dindex_build(&world, mine.data(), n_local, 3, &opt, g_rank == last ? nullptr : &dx);
     expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "out NULL on the last rank");
     CHECK(dx == nullptr, "a failed build left *out set");
   }
