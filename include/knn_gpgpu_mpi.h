@@ -106,14 +106,17 @@ typedef const void* knn_mpi_comm;
  * a flag the caller registered stays and stops only the local engine (whose
  * CANCELLED status is then agreed like any other failure). */
 typedef struct knn_mpi_options {
-  size_t struct_size;              /* = sizeof(knn_mpi_options)                      */
-  knn_options local;               /* options of each rank's local index (backend,
-                                      structure, device, leaf_size, threads); its
-                                      struct_size is checked as in knn_gpgpu.h      */
-  double time_limit_seconds;       /* per call, from entry (MPI_Wtime); 0 = none     */
-  const volatile int* cancel_flag; /* NULL = none                                */
+  size_t struct_size;              /* = sizeof(knn_mpi_options)                 */
+  knn_options local;               /* each rank's local index (backend,
+                                      structure, device, leaf_size, threads);
+                                      checked as in knn_gpgpu.h                */
+  double time_limit_seconds;       /* per call, from entry (MPI_Wtime);
+                                      0 = none; finite and >= 0                */
+  const volatile int* cancel_flag; /* NULL = none                              */
   int64_t sample_size;             /* points sampled over all ranks for the
-                                      decomposition; 0 = library default           */
+                                      decomposition; 0 = the default
+                                      (max(64 x ranks, min(65536, 2^24 / dim)));
+                                      at most 2^26 / dim are taken; >= 0       */
 } knn_mpi_options;
 
 /* Fill *opt with the defaults (local: knn_options_init). NULL is ignored. */

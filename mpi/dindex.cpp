@@ -285,7 +285,8 @@ int64_t sample_size(const knn_mpi_options& o, int64_t n_global, int dim, int ran
     wanted =
         std::max<int64_t>(int64_t{64} * ranks, std::min<int64_t>(65536, (int64_t{1} << 24) / dim));
   }
-  return std::min({wanted, n_global, ((int64_t{1} << 31) - 1) / dim});
+  // Every rank holds the whole sample: at most 2^26 floats (256 MiB).
+  return std::min({wanted, n_global, (int64_t{1} << 26) / dim});
 }
 
 void build(knn_dindex& x, const float* points, const knn_mpi_options& opt,
