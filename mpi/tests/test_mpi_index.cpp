@@ -178,7 +178,8 @@ struct Scenario {
   Cloud cloud;
   Split point_split, query_split;
   int64_t queries;
-  bool brute;  // also check against the brute force (small cases)
+  bool brute;     // also check against the brute force (small cases)
+  bool distinct;  // distinct coordinates: the regions must be balanced
 };
 
 // The gathered union, as the oracle sees it: every rank's slice, in rank
@@ -242,9 +243,20 @@ void run_scenario(const Scenario& s, uint64_t seed) {
   CHECK(st == KNN_OK, "%s: build: %s", s.name, knn_mpi_last_error());
   if (st != KNN_OK) return;
   int64_t n_global = -1, offset = -1;
-  knn_dindex_info(dx, &n_global, nullptr, &offset, nullptr, nullptr, nullptr, nullptr);
+  int64_t n_region = -1, regions_total = 0, largest = 0;
+  knn_dindex_info(dx, &n_global, nullptr, &offset, nullptr, &n_region, nullptr, nullptr);
   CHECK(n_global == c.n() && offset == pf[g_rank], "%s: info n %lld offset %lld", s.name,
         (long long)n_global, (long long)offset);
+  // Every point in exactly one region; on distinct points (the sample is the
+  // whole set at these sizes) the regions are balanced however the input
+  // was split.
+  MPI_Allreduce(&n_region, &regions_total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&n_region, &largest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  CHECK(regions_total == c.n(), "%s: regions hold %lld points of %lld", s.name,
+        (long long)regions_total, (long long)c.n());
+  if (s.distinct)
+    CHECK(largest <= c.n() / g_size + 2, "%s: the largest region holds %lld of %lld points", s.name,
+          (long long)largest, (long long)c.n());
 
   // The oracle: the single-process index over the gathered union.
   std::vector<float> gathered = gather_union(mine);
@@ -451,17 +463,18 @@ int main(int argc, char** argv) {
   double start = MPI_Wtime();
 
   Scenario scenarios[] = {
-      {"uniform 3-D, uneven", uniform(4000, 3, 1), Split::uneven, Split::uneven, 300, false},
+      {"uniform 3-D, uneven", uniform(4000, 3, 1), Split::uneven, Split::uneven, 300, false, true},
       {"clustered 2-D, uneven", clustered(4000, 2, 2), Split::uneven, Split::middle_empty, 300,
-       false},
+       false, true},
       {"duplicates 3-D, queries on rank 0", duplicates(1500, 3, 3), Split::uneven,
-       Split::first_only, 200, true},
+       Split::first_only, 200, true, false},
       {"all points on the last rank, 5-D", uniform(700, 5, 4), Split::last_only, Split::uneven, 120,
-       true},
-      {"fewer points than k, 7-D", uniform(23, 7, 5), Split::uneven, Split::last_only, 40, true},
+       true, true},
+      {"fewer points than k, 7-D", uniform(23, 7, 5), Split::uneven, Split::last_only, 40, true,
+       false},
       {"huge coordinates, overflowing distances", huge(30, 2, 7), Split::uneven, Split::uneven, 20,
-       true},
-      {"empty index", uniform(0, 3, 6), Split::uneven, Split::uneven, 20, true},
+       true, false},
+      {"empty index", uniform(0, 3, 6), Split::uneven, Split::uneven, 20, true, false},
   };
   uint64_t seed = 100;
   for (const Scenario& s : scenarios) run_scenario(s, seed++);
