@@ -38,7 +38,7 @@ if ((${#need[@]})); then
   [[ ${KNN_MPI_NO_INSTALL:-0} == 1 ]] && die "missing ${need[*]} (KNN_MPI_NO_INSTALL=1)"
   sudo=()
   if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null && sudo -n true 2>/dev/null || die "missing ${need[*]} and no sudo"
+    { command -v sudo >/dev/null && sudo -n true 2>/dev/null; } || die "missing ${need[*]} and no sudo"
     sudo=(sudo -n)
   fi
   say "apt-get install ${need[*]}"

@@ -112,6 +112,13 @@ def test_a_bad_rank_fails_every_rank():
     with pytest.raises(knn_gpgpu.NonfiniteInputError, match="rank %d: point 3" % last):
         kmpi.DistributedIndex(comm, pts, backend="openmp")
 
+    # Points of the wrong shape on the last rank: its ValueError, and the
+    # library's refusal everywhere else (no rank waits).
+    flat = np.zeros(6, dtype=np.float32) if comm.rank == last else np.zeros((2, 3), np.float32)
+    expected = ValueError if comm.rank == last else knn_gpgpu.InvalidArgumentError
+    with pytest.raises(expected):
+        kmpi.DistributedIndex(comm, flat, backend="openmp")
+
     good = np.random.default_rng(comm.rank).random((40, 3), dtype=np.float32)
     with kmpi.DistributedIndex(comm, good, backend="openmp") as index:
         # Queries of the wrong shape on the last rank only: that rank raises the
