@@ -138,17 +138,21 @@ Exchange plan_exchange(Collective& c, const std::vector<int64_t>& rows_to_rank,
   e.recv_rows.resize(ranks);
   e.send_first.resize(ranks);
   e.recv_first.resize(ranks);
-  // The senders' counts are bounded by the callers (at most INT32_MAX rows per
-  // rank); a receiver's total is checked in the agreed phase below.
+  // Each count for one rank is at most a caller's rows (< 2^31); the totals
+  // (displacements are int too) are checked in the agreed phase below, after
+  // the one collective every rank makes regardless.
   for (int p = 0; p < ranks; ++p) {
     e.send_rows[p] = static_cast<int>(rows_to_rank[p]);
-    e.send_first[p] = static_cast<int>(e.total_send);
     e.total_send += rows_to_rank[p];
   }
   check_mpi(MPI_Alltoall(e.send_rows.data(), 1, MPI_INT, e.recv_rows.data(), 1, MPI_INT, c.comm()),
             "MPI_Alltoall");
   c.phase("planning an exchange", deadline, [&] {
+    checked_int(e.total_send, "rows sent by one rank");
+    int64_t sent = 0;
     for (int p = 0; p < ranks; ++p) {
+      e.send_first[p] = static_cast<int>(sent);
+      sent += e.send_rows[p];
       e.recv_first[p] = checked_int(e.total_recv, "rows received by one rank");
       e.total_recv += e.recv_rows[p];
     }
