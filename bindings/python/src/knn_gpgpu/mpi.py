@@ -147,15 +147,21 @@ def _comm_address(comm: Any) -> int:
 
 
 def _prepare(prepare: Any, reject: Any) -> Any:
-    """Runs a rank's local argument checks. When they fail, the C call is still
-    made, with a count the library refuses (-1), so every rank fails together
-    (no rank waits in a collective that another rank never joins); this rank
-    then raises its own error."""
+    """Runs a rank's local argument checks and allocations. When they fail, the
+    C call is still made, with a count the library refuses (-1), so every rank
+    fails together (no rank waits in a collective that another rank never
+    joins); this rank then raises its own error."""
     try:
         return prepare()
-    except (TypeError, ValueError, OverflowError) as exc:
+    except (TypeError, ValueError, OverflowError, MemoryError) as exc:
         reject()
         raise exc
+
+
+def _rows(rows: int, width: int):
+    """Output rows: int64 indices and float32 squared distances."""
+    ind = np.empty((rows, max(width, 0)), dtype=np.int64)
+    return ind, np.empty(ind.shape, dtype=np.float32)
 
 
 class DistributedIndex:
@@ -246,10 +252,12 @@ class DistributedIndex:
     def query(self, queries: Any, k: int):
         """``(indices, sq_distances)`` of shape ``(m, k)``: int64 global indices
         and float32 squared distances of this rank's queries."""
-        q, k = _prepare(lambda: (host_rows(queries, "queries", self.dim), _c_int(k, "k")),
-                        lambda: self._lib.knn_dindex_query(self._live(), None, -1, 1, None, None))
-        ind = np.empty((q.shape[0], max(k, 0)), dtype=np.int64)
-        d2 = np.empty(ind.shape, dtype=np.float32)
+        def prepare():
+            q = host_rows(queries, "queries", self.dim)
+            kk = _c_int(k, "k")
+            return q, kk, _rows(q.shape[0], kk)
+        q, k, (ind, d2) = _prepare(
+            prepare, lambda: self._lib.knn_dindex_query(self._live(), None, -1, 1, None, None))
         _check(self._lib, self._lib.knn_dindex_query(
             self._live(), q.ctypes.data_as(_P_F), q.shape[0], k, ind.ctypes.data_as(_P_I64),
             d2.ctypes.data_as(_P_F)), "knn_dindex_query")
@@ -257,10 +265,11 @@ class DistributedIndex:
 
     def query_self(self, k: int, exclude_self: bool = True):
         """All-kNN of this rank's own points: ``(n_local, k)`` arrays."""
-        k = _prepare(lambda: _c_int(k, "k"),
-                     lambda: self._lib.knn_dindex_query_self(self._live(), 0, 0, None, None))
-        ind = np.empty((self.n_local, max(k, 0)), dtype=np.int64)
-        d2 = np.empty(ind.shape, dtype=np.float32)
+        def prepare():
+            kk = _c_int(k, "k")
+            return kk, _rows(self.n_local, kk)
+        k, (ind, d2) = _prepare(
+            prepare, lambda: self._lib.knn_dindex_query_self(self._live(), 0, 0, None, None))
         _check(self._lib, self._lib.knn_dindex_query_self(
             self._live(), k, 1 if exclude_self else 0, ind.ctypes.data_as(_P_I64),
             d2.ctypes.data_as(_P_F)), "knn_dindex_query_self")
@@ -270,15 +279,15 @@ class DistributedIndex:
         """Points within ``radius`` (squared distance <= float32 radius*radius):
         rows of ``max_neighbors`` by (distance, index) and the true counts over
         all ranks. ``max_neighbors = 0`` counts only (indices are ``None``)."""
-        q, w = _prepare(lambda: (host_rows(queries, "queries", self.dim),
-                                 _c_int(max_neighbors, "max_neighbors")),
-                        lambda: self._lib.knn_dindex_radius(self._live(), None, -1, 0.0, 0, None,
-                                                            None, None))
-        ind = np.empty((q.shape[0], max(w, 0)), dtype=np.int64)
-        d2 = np.empty(ind.shape, dtype=np.float32)
-        counts = np.empty(q.shape[0], dtype=np.int64)
+        def prepare():
+            q = host_rows(queries, "queries", self.dim)
+            w = _c_int(max_neighbors, "max_neighbors")
+            return q, float(radius), w, _rows(q.shape[0], w), np.empty(q.shape[0], np.int64)
+        q, r, w, (ind, d2), counts = _prepare(
+            prepare, lambda: self._lib.knn_dindex_radius(self._live(), None, -1, 0.0, 0, None,
+                                                         None, None))
         _check(self._lib, self._lib.knn_dindex_radius(
-            self._live(), q.ctypes.data_as(_P_F), q.shape[0], c_float(radius), w,
+            self._live(), q.ctypes.data_as(_P_F), q.shape[0], c_float(r), w,
             ind.ctypes.data_as(_P_I64), d2.ctypes.data_as(_P_F), counts.ctypes.data_as(_P_I64)),
             "knn_dindex_radius")
         if w == 0:
