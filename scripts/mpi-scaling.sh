@@ -6,6 +6,9 @@
 #   scripts/mpi-scaling.sh                  run (defaults: a few seconds)
 #   KNN_MPI_N=16000000 KNN_MPI_M=4000000 KNN_MPI_N_PER_RANK=2000000 \
 #     KNN_MPI_M_PER_RANK=500000 scripts/mpi-scaling.sh       the device host
+#   scripts/mpi-scaling.sh mpirun ARGS...   mpirun ARGS with the same Open MPI, e.g.
+#     KNN_MPI_PREFIX=DIR/root scripts/mpi-scaling.sh mpirun --oversubscribe -np 4 \
+#       -x KNN_MPI_TEST_BACKEND=cuda build/mpi/tests/test_mpi_index
 #   scripts/mpi-scaling.sh pack DIR         download Open MPI's Debian packages
 #                                           (with their libraries) and unpack
 #                                           them under DIR/root, for a machine
@@ -75,6 +78,13 @@ if [[ -n ${KNN_MPI_PREFIX:-} ]]; then
   echo "Open MPI: $mpirun (OPAL_PREFIX=$prefix)"
 fi
 command -v "$mpirun" >/dev/null || die "no mpirun: install openmpi-bin, or set KNN_MPI_PREFIX"
+
+# ---- mpirun: any job with this Open MPI (e.g. the tests on the device host) --------
+if [[ ${1:-} == mpirun ]]; then
+  shift
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  exec "$mpirun" -x LD_LIBRARY_PATH "$@"
+fi
 
 build=${KNN_BUILD_DIR:-build}
 [[ $build = /* ]] || build=$ROOT/$build
