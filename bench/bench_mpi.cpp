@@ -148,9 +148,12 @@ int main(int argc, char** argv) {
 
   knn_mpi_options opt;
   knn_mpi_options_init(&opt);
-  opt.local.backend = a.backend == "cpu"   ? KNN_BACKEND_OPENMP
-                      : a.backend == "gpu" ? KNN_BACKEND_CUDA
-                                           : KNN_BACKEND_AUTO;
+  knn_options engine;
+  knn_options_init(&engine);
+  opt.local = &engine;
+  engine.backend = a.backend == "cpu"   ? KNN_BACKEND_OPENMP
+                   : a.backend == "gpu" ? KNN_BACKEND_CUDA
+                                        : KNN_BACKEND_AUTO;
   if (rank == 0)
     std::printf("bench_mpi mode=%s ranks=%d omp_threads=%s n=%lld m=%lld dim=%d k=%d backend=%s\n",
                 a.mode.c_str(), ranks,

@@ -44,10 +44,10 @@
  *           indices built on it) must not overlap from several threads; a
  *           rank's own engine still uses all its OpenMP threads (set
  *           OMP_NUM_THREADS = cores / ranks per node).
- * Devices.  With opt->local.device = -1 and a GPU-capable backend, rank j of
- *           a node (MPI_COMM_TYPE_SHARED) builds on device j mod the device
- *           count, so one rank per GPU needs no setup. Any other device number
- *           is used as given.
+ * Devices.  With opt->local->device = -1 (or local NULL) and a backend that
+ *           may use a GPU, rank j of a node (MPI_COMM_TYPE_SHARED) builds on
+ *           device j mod the device count, so one rank per GPU needs no
+ *           setup. Any other device number is used as given.
  */
 #ifndef KNN_GPGPU_MPI_H
 #define KNN_GPGPU_MPI_H
@@ -92,7 +92,9 @@ typedef const void* knn_mpi_comm;
 
 /* Options of the distributed index. Initialise with knn_mpi_options_init,
  * then set fields; struct_size as in knn_options (fields beyond it get their
- * defaults; it must cover `local`). Every rank should pass the same options.
+ * defaults; it must cover `local`). The local options are a pointer, so
+ * that knn_options may grow (by its own struct_size) without moving the
+ * fields here. Every rank should pass the same options.
  * The index keeps them: its queries honour the same time limit (per call)
  * and cancel flag, and run the local engine with the build's options.
  * time_limit_seconds and
@@ -107,9 +109,11 @@ typedef const void* knn_mpi_comm;
  * CANCELLED status is then agreed like any other failure). */
 typedef struct knn_mpi_options {
   size_t struct_size;              /* = sizeof(knn_mpi_options)                 */
-  knn_options local;               /* each rank's local index (backend,
-                                      structure, device, leaf_size, threads);
-                                      checked as in knn_gpgpu.h                */
+  const knn_options* local;        /* each rank's local index (backend,
+                                      structure, device, leaf_size, threads),
+                                      checked as in knn_gpgpu.h; read during
+                                      the build, which keeps a copy; NULL =
+                                      the defaults                             */
   double time_limit_seconds;       /* per call, from entry (MPI_Wtime);
                                       0 = none; finite and >= 0                */
   const volatile int* cancel_flag; /* NULL = none                              */
@@ -119,7 +123,8 @@ typedef struct knn_mpi_options {
                                       at most 2^26 / dim are taken; >= 0       */
 } knn_mpi_options;
 
-/* Fill *opt with the defaults (local: knn_options_init). NULL is ignored. */
+/* Fill *opt with the defaults (local NULL: knn_options_init's). NULL is
+ * ignored. */
 KNN_MPI_API void KNN_CALL knn_mpi_options_init(knn_mpi_options* opt);
 
 /* The message of this thread's last failed call of this library, "" after

@@ -64,12 +64,17 @@ class PhaseClock {
   double last_;
 };
 
+struct Settings {
+  knn_mpi_options options;  // its `local` is NULL: see `local`
+  knn_options local;        // the local index's options
+};
+
 }  // namespace
 
 struct knn_dindex {
   uint64_t marker = kLiveMarker;
   std::unique_ptr<Collective> collective;
-  knn_mpi_options options{};
+  Settings settings{};
   int dim = 0;
   int64_t n_global = 0, n_local = 0, offset = 0;
   Decomposition regions;
@@ -243,20 +248,31 @@ Deadline deadline_of(const knn_mpi_options& o) {
   return Deadline{MPI_Wtime(), o.time_limit_seconds, o.cancel_flag};
 }
 
-knn_mpi_options read_options(const knn_mpi_options* opt) {
-  knn_mpi_options o;
-  knn_mpi_options_init(&o);
-  if (opt == nullptr) return o;
-  require(opt->struct_size >= offsetof(knn_mpi_options, local) + sizeof(knn_options),
+// The caller's options as the index keeps them: its own copy of the local
+// options (the caller's struct may go after the build).
+Settings read_options(const knn_mpi_options* opt) {
+  Settings s;
+  knn_mpi_options_init(&s.options);
+  knn_options_init(&s.local);
+  if (opt == nullptr) return s;
+  require(opt->struct_size >= offsetof(knn_mpi_options, local) + sizeof opt->local,
           KNN_ERR_INVALID_ARGUMENT,
           "opt->struct_size " + std::to_string(opt->struct_size) + " is too small");
-  size_t n = std::min(opt->struct_size, sizeof o);
-  std::memcpy(&o, opt, n);
-  o.struct_size = sizeof o;
-  require(std::isfinite(o.time_limit_seconds) && o.time_limit_seconds >= 0.0,
+  std::memcpy(&s.options, opt, std::min(opt->struct_size, sizeof s.options));
+  s.options.struct_size = sizeof s.options;
+  require(std::isfinite(s.options.time_limit_seconds) && s.options.time_limit_seconds >= 0.0,
           KNN_ERR_INVALID_ARGUMENT, "opt->time_limit_seconds must be finite and >= 0");
-  require(o.sample_size >= 0, KNN_ERR_INVALID_ARGUMENT, "opt->sample_size must be >= 0");
-  return o;
+  require(s.options.sample_size >= 0, KNN_ERR_INVALID_ARGUMENT, "opt->sample_size must be >= 0");
+  if (s.options.local) {
+    // The known prefix of the caller's knn_options; its struct_size stays the
+    // caller's (when not larger than ours), so the core library checks it.
+    const knn_options* local = s.options.local;
+    std::memcpy(&s.local, local,
+                std::min(std::max(local->struct_size, sizeof local->struct_size), sizeof s.local));
+    if (local->struct_size > sizeof s.local) s.local.struct_size = sizeof s.local;
+  }
+  s.options.local = nullptr;  // the copy above is what the index uses
+  return s;
 }
 
 // ---- Build ------------------------------------------------------------------
@@ -289,8 +305,7 @@ int64_t sample_size(const knn_mpi_options& o, int64_t n_global, int dim, int ran
   return std::min({wanted, n_global, (int64_t{1} << 26) / dim});
 }
 
-void build(knn_dindex& x, const float* points, const knn_mpi_options& opt,
-           const Deadline& deadline) {
+void build(knn_dindex& x, const float* points, const Deadline& deadline) {
   Collective& c = *x.collective;
   int ranks = c.size(), dim = x.dim;
   PhaseClock clock(x.stats);
@@ -298,7 +313,7 @@ void build(knn_dindex& x, const float* points, const knn_mpi_options& opt,
   // Global indices, and the sample that places the regions.
   x.n_global = c.all_reduce(x.n_local, MPI_SUM);
   x.offset = c.exclusive_prefix_sum(x.n_local);
-  int64_t total_sample = sample_size(opt, x.n_global, dim, ranks);
+  int64_t total_sample = sample_size(x.settings.options, x.n_global, dim, ranks);
   std::vector<float> mine;
   c.phase("sampling", deadline, [&] {
     int64_t take =
@@ -336,7 +351,7 @@ void build(knn_dindex& x, const float* points, const knn_mpi_options& opt,
   clock.lap(1);
 
   // The local index over this rank's region, and its bounding box.
-  knn_options local = opt.local;
+  knn_options local = x.settings.local;
   choose_device(c, local);
   std::vector<float> box(2 * static_cast<size_t>(dim));
   c.phase("local build", deadline, [&] {
@@ -462,7 +477,6 @@ void knn_mpi_options_init(knn_mpi_options* opt) {
   if (opt == nullptr) return;
   std::memset(opt, 0, sizeof *opt);
   opt->struct_size = sizeof *opt;
-  knn_options_init(&opt->local);
 }
 
 const char* knn_mpi_last_error(void) { return last_error.c_str(); }
@@ -481,12 +495,10 @@ int knn_dindex_build(knn_mpi_comm comm, const float* points, int64_t n_local, in
         auto x = std::make_unique<knn_dindex>();
         x->collective = std::make_unique<Collective>(*static_cast<const MPI_Comm*>(comm));
         Collective& c = *x->collective;
-        knn_mpi_options o;
-        knn_mpi_options_init(&o);
-        Deadline deadline = deadline_of(o);
+        Deadline deadline;
         c.phase("validation", deadline, [&] {
-          o = read_options(opt);
-          deadline = deadline_of(o);
+          x->settings = read_options(opt);
+          deadline = deadline_of(x->settings.options);
           require(n_local >= 0, KNN_ERR_INVALID_ARGUMENT, "n_local is negative");
           require(n_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
                   "n_local exceeds 2^31 - 1 points on one rank: spread them over more ranks");
@@ -500,11 +512,10 @@ int knn_dindex_build(knn_mpi_comm comm, const float* points, int64_t n_local, in
         // The deadline of a rank whose options failed was agreed away above;
         // from here every rank holds its own valid options.
         require_same(c, dim, "dim");
-        CancelScope cancel(o.cancel_flag);
-        x->options = o;
+        CancelScope cancel(x->settings.options.cancel_flag);
         x->dim = dim;
         x->n_local = n_local;
-        build(*x, points, o, deadline);
+        build(*x, points, deadline);
         *out = x.release();
       },
       [] {});
@@ -547,8 +558,8 @@ int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_lo
       [&] {
         const knn_dindex& x = *live(index);
         Collective& c = *x.collective;
-        Deadline deadline = deadline_of(x.options);
-        CancelScope cancel(x.options.cancel_flag);
+        Deadline deadline = deadline_of(x.settings.options);
+        CancelScope cancel(x.settings.options.cancel_flag);
         c.phase("validation", deadline, [&] {
           require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
                   "m_local is negative or exceeds 2^31 - 1");
@@ -611,8 +622,8 @@ int knn_dindex_query_self(const knn_dindex* index, int k, int exclude_self, int6
       [&] {
         const knn_dindex& x = *live(index);
         Collective& c = *x.collective;
-        Deadline deadline = deadline_of(x.options);
-        CancelScope cancel(x.options.cancel_flag);
+        Deadline deadline = deadline_of(x.settings.options);
+        CancelScope cancel(x.settings.options.cancel_flag);
         c.phase("validation", deadline, [&] {
           require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
           require(x.n_local == 0 || indices, KNN_ERR_INVALID_ARGUMENT, "indices is NULL");
@@ -656,8 +667,8 @@ int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_l
       [&] {
         const knn_dindex& x = *live(index);
         Collective& c = *x.collective;
-        Deadline deadline = deadline_of(x.options);
-        CancelScope cancel(x.options.cancel_flag);
+        Deadline deadline = deadline_of(x.settings.options);
+        CancelScope cancel(x.settings.options.cancel_flag);
         c.phase("validation", deadline, [&] {
           require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
                   "m_local is negative or exceeds 2^31 - 1");

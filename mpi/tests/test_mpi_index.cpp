@@ -236,7 +236,10 @@ void run_scenario(const Scenario& s, uint64_t seed) {
 
   knn_mpi_options opt;
   knn_mpi_options_init(&opt);
-  opt.local.backend = scenario_backend();
+  knn_options engine;
+  knn_options_init(&engine);
+  engine.backend = scenario_backend();
+  opt.local = &engine;
   knn_dindex* dx = nullptr;
   MPI_Comm world = MPI_COMM_WORLD;
   int st = knn_dindex_build(&world, mine.data(), n_local, dim, &opt, &dx);
@@ -348,7 +351,10 @@ void failures() {
   std::vector<float> mine(c.points.begin() + pf[g_rank] * 3, c.points.begin() + pf[g_rank + 1] * 3);
   knn_mpi_options opt;
   knn_mpi_options_init(&opt);
-  opt.local.backend = KNN_BACKEND_OPENMP;
+  knn_options cpu;
+  knn_options_init(&cpu);
+  cpu.backend = KNN_BACKEND_OPENMP;
+  opt.local = &cpu;
   int last = g_size - 1;
 
   // A NaN on the last rank: every rank fails with its status, naming it.
@@ -387,10 +393,22 @@ void failures() {
     int st = knn_dindex_build(&world, mine.data(), n_local, 3, &small, &dx);
     expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "bad options on the last rank");
   }
+  // Bad local options on one rank: the core library refuses them there.
+  {
+    knn_options short_engine = cpu;
+    if (g_rank == last) short_engine.struct_size = 4;
+    knn_mpi_options bad = opt;
+    bad.local = &short_engine;
+    knn_dindex* dx = nullptr;
+    int st = knn_dindex_build(&world, mine.data(), n_local, 3, &bad, &dx);
+    expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "bad local options on the last rank");
+  }
   // A local engine error on one rank (a grid in 2-D is unsupported).
   {
     knn_mpi_options grid = opt;
-    if (g_rank == last) grid.local.structure = KNN_STRUCTURE_GRID;
+    knn_options grid_engine = cpu;
+    if (g_rank == last) grid_engine.structure = KNN_STRUCTURE_GRID;
+    grid.local = &grid_engine;
     std::vector<float> flat(n_local * 2, 0.5f);
     for (size_t i = 0; i < flat.size(); ++i) flat[i] = mine[i];
     knn_dindex* dx = nullptr;

@@ -55,7 +55,7 @@ class MpiOptionsStruct(ctypes.Structure):
     """Raw ``knn_mpi_options`` layout."""
 
     _fields_ = [("struct_size", c_size_t),
-                ("local", OptionsStruct),
+                ("local", POINTER(OptionsStruct)),
                 ("time_limit_seconds", c_double),
                 ("cancel_flag", POINTER(c_int)),
                 ("sample_size", c_int64)]
@@ -192,21 +192,24 @@ class DistributedIndex:
         self._handle: Optional[Any] = None
         comm_address = _comm_address(comm)
         handle = _P_D()
-        pts = _prepare(lambda: host_rows(points, "points"),
-                       lambda: self._lib.knn_dindex_build(c_void_p(comm_address), None, -1, 1,
-                                                          None, ctypes.byref(handle)))
-        opt = MpiOptionsStruct()
-        self._lib.knn_mpi_options_init(ctypes.byref(opt))
-        opt.struct_size = min(opt.struct_size, ctypes.sizeof(MpiOptionsStruct))
-        local = Options(backend=backend, structure=structure, leaf_size=leaf_size,
-                        threads=threads, device=device)
-        ctypes.memmove(ctypes.addressof(opt.local), ctypes.addressof(local),
-                       ctypes.sizeof(OptionsStruct))
-        opt.time_limit_seconds = float(time_limit)
+        def prepare():
+            pts = host_rows(points, "points")
+            opt = MpiOptionsStruct()
+            self._lib.knn_mpi_options_init(ctypes.byref(opt))
+            opt.struct_size = min(opt.struct_size, ctypes.sizeof(MpiOptionsStruct))
+            local = Options(backend=backend, structure=structure, leaf_size=leaf_size,
+                            threads=threads, device=device)
+            opt.local = ctypes.cast(ctypes.pointer(local), POINTER(OptionsStruct))
+            opt.time_limit_seconds = float(time_limit)
+            if cancel_flag is not None:
+                opt.cancel_flag = ctypes.pointer(cancel_flag._value)
+            opt.sample_size = int(sample_size)
+            return pts, opt, local
+        # `local` stays referenced (opt points to it) until the build returns.
+        pts, opt, local = _prepare(
+            prepare, lambda: self._lib.knn_dindex_build(c_void_p(comm_address), None, -1, 1, None,
+                                                        ctypes.byref(handle)))
         self._flag = cancel_flag  # kept alive: the index reads it in every call
-        if cancel_flag is not None:
-            opt.cancel_flag = ctypes.pointer(cancel_flag._value)
-        opt.sample_size = int(sample_size)
         status = self._lib.knn_dindex_build(
             c_void_p(comm_address), pts.ctypes.data_as(_P_F), pts.shape[0], pts.shape[1],
             ctypes.byref(opt), ctypes.byref(handle))
