@@ -87,7 +87,7 @@ extern "C" {
  *             the former). */
 typedef const void* knn_mpi_comm;
 #if defined(MPI_VERSION)
-#  define KNN_MPI_COMM(comm) ((knn_mpi_comm) &(comm))
+#  define KNN_MPI_COMM(comm) ((knn_mpi_comm)&(comm))
 #endif
 
 /* Options of the distributed index. Initialise with knn_mpi_options_init,
@@ -97,8 +97,8 @@ typedef const void* knn_mpi_comm;
  * fields here. Every rank should pass the same options.
  * The index keeps them: its queries honour the same time limit (per call)
  * and cancel flag, and run the local engine with the build's options.
- * time_limit_seconds and
- * cancel_flag are checked on each rank at every phase boundary (build:
+ * time_limit_seconds and cancel_flag are checked on each rank at every phase
+ * boundary (build:
  * validation, decomposition, redistribution, local build; queries: routing,
  * local search, forwarding, merge) and the ranks agree: once any rank's limit
  * has passed or its flag is non-zero, every rank returns KNN_ERR_CANCELLED.
