@@ -27,7 +27,8 @@ die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
 
 # ---- Packages ------------------------------------------------------------------
 packages=(cmake g++ libgtest-dev libnanoflann-dev pkg-config libcli11-dev nlohmann-json3-dev
-  clang libclang-rt-dev libomp-dev)  # clang: the libFuzzer targets (scripts/checks/fuzz.sh)
+  clang libclang-rt-dev libomp-dev  # clang: the libFuzzer targets (scripts/checks/fuzz.sh)
+  libopenmpi-dev openmpi-bin)  # MPI: libknn_gpgpu_mpi and its ctest -L mpi tests
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for pkg in "${packages[@]}"; do
