@@ -16,8 +16,10 @@ in scipy); ``workers`` (``-1`` = all cores).
 What differs from scipy, by design:
   * The library computes in float32: coordinates are rounded to float32 and a
     distance is ``sqrt`` (in float64) of the library's exact float32 squared
-    distance (see the header's "Results"). Radius tests compare that squared
-    distance with ``float32(r) * float32(r)`` rounded to float32.
+    distance (see the header's "Results"). A point is within ``r`` when that
+    squared distance is ``<= r * r`` (in float64, as scipy compares), also
+    where ``r * r`` is no float32 (the binding then asks the library for the
+    float32 radii on either side and settles the rows between).
   * Ties are ordered by the smaller index (scipy leaves their order open).
   * Only ``p = 2``; ``eps`` is accepted and ignored (exact answers satisfy
     any ``eps``); ``count_neighbors`` takes no ``weights``.
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -197,8 +199,7 @@ class KDTree:
         if return_length:
             counts = np.empty(radii.shape[0], dtype=np.intp)
             for radius, rows in _same_radius_groups(radii):
-                counts[rows] = self.index.radius(_take(q, rows), radius, 0,
-                                                 options=opt).counts
+                counts[rows] = _count_within(self.index, _take(q, rows), radius, opt)
             out_counts = counts.reshape(lead)
             return int(out_counts) if out_counts.ndim == 0 else out_counts
         lists = np.empty(radii.shape[0], dtype=object)
@@ -253,8 +254,7 @@ class KDTree:
             raise ValueError("r must be non-decreasing for non-cumulative counting")
         queries = other._points if isinstance(other, KDTree) else _arrays.rows(other, "other",
                                                                                 self.m)
-        totals = np.array([int(np.sum(self.index.radius(queries, float(radius), 0).counts,
-                                      dtype=np.int64))
+        totals = np.array([int(np.sum(_count_within(self.index, queries, float(radius), None)))
                            for radius in radii.reshape(-1)], dtype=np.intp)
         if not cumulative:
             totals = np.diff(totals, prepend=0)
@@ -327,20 +327,76 @@ def _sort_within_rows(offsets: npt.NDArray[np.int64],
     return values[np.lexsort((values, row))]
 
 
-def _radius_lists(index: Index, queries: _arrays.Array, radius: float,
+class _RadiusPlan(NamedTuple):
+    """How scipy's test ``d * d <= r * r`` (float64) maps onto the library's
+    ``sq <= float32(radius * radius)`` (float32): ``limit`` is the largest float32
+    squared distance within ``r``; ``below`` is the largest float32 radius the
+    library bounds by ``limit`` or less, ``above`` the next float32 (its bound
+    is more). ``exact``: the library's bound at ``below`` is ``limit`` itself,
+    so one call at ``below`` answers; else the rows whose answers at ``below``
+    and ``above`` differ are settled by their squared distances."""
+
+    below: float
+    above: float
+    limit: np.float32
+    exact: bool
+
+
+def _radius_plan(r: float) -> _RadiusPlan:
+    if r == math.inf:
+        return _RadiusPlan(math.inf, math.inf, np.float32(math.inf), True)
+    with np.errstate(over="ignore"):
+        square = r * r
+        limit = np.float32(square)
+        if float(limit) > square:
+            limit = np.nextafter(limit, np.float32(0))
+        if limit == 0:  # r below the smallest float32 distance: only exact matches
+            return _RadiusPlan(0.0, 0.0, limit, True)
+        c = np.float32(math.sqrt(float(limit)))
+        while c > 0 and np.float32(c * c) > limit:
+            c = np.nextafter(c, np.float32(0))
+        while True:
+            up = np.nextafter(c, np.float32(math.inf))
+            if np.float32(up * up) > limit:
+                break
+            c = up
+        return _RadiusPlan(float(c), float(up), limit, bool(np.float32(c * c) == limit))
+
+
+def _count_within(index: Index, queries: _arrays.Array, r: float,
+                  options: Optional[Options]) -> npt.NDArray[np.int64]:
+    """Per query, the number of points within distance ``r`` (scipy's test)."""
+    plan = _radius_plan(r)
+    counts = index.radius(queries, plan.below, 0, options=options,
+                          distances_first=True).counts.astype(np.int64)
+    if plan.exact:
+        return counts
+    more = index.radius(queries, plan.above, 0, options=options,
+                        distances_first=True).counts.astype(np.int64)
+    unsettled = np.flatnonzero(more != counts)
+    if unsettled.size:
+        offsets, _, _ = _radius_lists(index, _take(queries, unsettled), r, options)
+        counts[unsettled] = np.diff(offsets)
+    return counts
+
+
+def _radius_lists(index: Index, queries: _arrays.Array, r: float,
                   options: Optional[Options]
                   ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int32],
                              npt.NDArray[np.float32]]:
-    """Every point within ``radius`` of each query, as CSR rows: ``offsets``
+    """Every point within distance ``r`` of each query, as CSR rows: ``offsets``
     ((q + 1,) int64) and, for query ``j``, ``indices[offsets[j]:offsets[j+1]]``
     with their squared distances, by (distance, index).
 
     The library's fixed-row radius call is run twice: a counting call, then
     filling calls over runs of consecutive queries whose rows (as wide as the
     run's largest count) fit _ROW_SLOT_BUDGET slots. A count-then-fill CSR
-    function in the C API would replace the second pass (one place: here).
+    function in the C API would replace both passes (one place: here).
     """
-    counts = index.radius(queries, radius, 0, options=options).counts.astype(np.int64)
+    plan = _radius_plan(r)
+    radius = plan.below if plan.exact else plan.above
+    counts = index.radius(queries, radius, 0, options=options,
+                          distances_first=True).counts.astype(np.int64)
     q = counts.shape[0]
     offsets = np.zeros(q + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
@@ -357,8 +413,8 @@ def _radius_lists(index: Index, queries: _arrays.Array, radius: float,
         width = int(widths[run - 1])
         if counts[start:stop].max() > 0:
             part = _row_range(queries, start, stop)
-            ind, dist, got = index.radius(part, radius, width, options=options,
-                                          distances_first=False)
+            dist, ind, got = index.radius(part, radius, width, options=options,
+                                          distances_first=True)
             if not np.array_equal(got, counts[start:stop]):
                 raise InternalError(Status.INTERNAL, "radius counts changed between two calls "
                                     "on the same index", "knn_gpgpu (binding)")
@@ -367,7 +423,14 @@ def _radius_lists(index: Index, queries: _arrays.Array, radius: float,
             indices[lo:hi] = ind[valid]
             sq[lo:hi] = dist[valid]
         start = stop
-    return offsets, indices, sq
+    if plan.exact:
+        return offsets, indices, sq
+    # Rows are sorted by distance: the points beyond the limit end each row.
+    keep = sq <= plan.limit
+    row = np.repeat(np.arange(q), np.diff(offsets))
+    kept = np.zeros(q + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row[keep], minlength=q), out=kept[1:])
+    return kept, indices[keep], sq[keep]
 
 
 def _row_range(queries: _arrays.Array, start: int, stop: int) -> _arrays.Array:
