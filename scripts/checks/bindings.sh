@@ -5,7 +5,8 @@
 #      python3 + python3-venv, sbcl + cl-cffi, mono-mcs + mono-runtime;
 #   2. installs the library into a scratch prefix, from $KNN_BUILD_DIR when it is
 #      set and built, else from its own CPU build (build-bindings in the repo);
-#   3. Python: a venv with numpy + pytest, `pip install bindings/python`, pytest;
+#   3. Python: a venv with numpy, pytest, scipy (the oracle of knn_gpgpu.KDTree)
+#      and mypy, `pip install bindings/python`, pytest, mypy --strict (mypy.ini);
 #   4. Common Lisp: SBCL + CFFI from the Debian registry, bindings/lisp tests;
 #   5. C#: mcs builds KnnGpgpu.dll and the test program, mono runs it twice
 #      (library found through LD_LIBRARY_PATH + dllmap, then KNN_GPGPU_LIBRARY);
@@ -200,11 +201,12 @@ ABI_ENV=()
 # ---- 3. Python -------------------------------------------------------------------
 python_env() {
   local venv=$WORK/venv
-  if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import numpy, pytest' 2>/dev/null; then
+  if [[ ! -x $venv/bin/python ]] ||
+     ! "$venv/bin/python" -c 'import numpy, pytest, scipy, mypy' 2>/dev/null; then
     rm -rf "$venv"
     "$PY" -m venv "$venv" || return 1
-    "$venv/bin/python" -m pip install -q --progress-bar off numpy pytest "setuptools>=70.1" wheel ||
-      return 1
+    "$venv/bin/python" -m pip install -q --progress-bar off numpy pytest scipy mypy \
+      "setuptools>=70.1" wheel || return 1
   fi
   # A copy, so that building the package writes nothing into the source tree.
   rm -rf "$WORK/python-src"
@@ -219,9 +221,13 @@ python_tests() {
     env -u KNN_ABI_LAYOUT KNN_GPGPU_LIBRARY="$LIBFILE" \
       "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider tests
 }
+python_mypy() {
+  cd "$ROOT/bindings/python" && "$WORK/venv/bin/python" -m mypy --cache-dir "$WORK/mypy-cache"
+}
 if want python; then
   if command -v "$PY" >/dev/null && "$PY" -c 'import venv, ensurepip' 2>/dev/null; then
-    run_step python-install python_env && run_step python-pytest python_tests
+    run_step python-install python_env &&
+      { run_step python-pytest python_tests; run_step python-mypy python_mypy; }
   else
     missing_tools python "no $PY with venv/ensurepip"
   fi

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import operator
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 
@@ -143,6 +143,16 @@ def rows(obj: Any, name: str, dim: Optional[int] = None) -> Array:
     return host_rows(obj, name, dim)
 
 
+@overload
+def output(out: Any, shape: Tuple[int, ...], dtype: Any, name: str,
+           allow_device: Literal[False] = False) -> np.ndarray: ...
+
+
+@overload
+def output(out: Any, shape: Tuple[int, ...], dtype: Any, name: str,
+           allow_device: bool) -> Array: ...
+
+
 def output(out: Any, shape: Tuple[int, ...], dtype: Any, name: str,
            allow_device: bool = False) -> Array:
     """Allocate an output array, or check the caller's ``out`` (exact dtype, shape, C order)."""
@@ -201,6 +211,6 @@ def c_int64(value: Any, name: str) -> int:
     return v
 
 
-def nonneg_shape(*dims: int) -> Sequence[int]:
+def nonneg_shape(*dims: int) -> Tuple[int, ...]:
     """Shape for an output allocation; negative sizes (which the library refuses) become 0."""
     return tuple(max(0, d) for d in dims)

@@ -164,7 +164,8 @@ class KDTree:
         kmax = int(ranks.max())
         q, lead = self._queries(x)
         opt = _call_options(workers)
-        sq, ind = self.index.query(q, kmax, options=opt, distances_first=True)
+        found = self.index.query(q, kmax, options=opt, distances_first=True)
+        sq, ind = np.asarray(found.sq_distances), np.asarray(found.indices)
         d, i = _euclidean(sq[:, ranks - 1], ind[:, ranks - 1], self.n, bound)
         if squeeze:
             d, i = d[:, 0], i[:, 0]
@@ -230,7 +231,7 @@ class KDTree:
         pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
         if output_type == "ndarray":
             return pairs
-        result: Set[Tuple[int, int]] = set(map(tuple, pairs.tolist()))  # type: ignore[arg-type]
+        result: Set[Tuple[int, int]] = {(a, b) for a, b in pairs.tolist()}
         return result
 
     def count_neighbors(self, other: Any, r: Any, p: float = 2.0, weights: Any = None,
@@ -367,12 +368,13 @@ def _count_within(index: Index, queries: _arrays.Array, r: float,
                   options: Optional[Options]) -> npt.NDArray[np.int64]:
     """Per query, the number of points within distance ``r`` (scipy's test)."""
     plan = _radius_plan(r)
-    counts = index.radius(queries, plan.below, 0, options=options,
-                          distances_first=True).counts.astype(np.int64)
+    counts: npt.NDArray[np.int64] = np.asarray(
+        index.radius(queries, plan.below, 0, options=options, distances_first=True).counts,
+        dtype=np.int64)
     if plan.exact:
         return counts
-    more = index.radius(queries, plan.above, 0, options=options,
-                        distances_first=True).counts.astype(np.int64)
+    more = np.asarray(index.radius(queries, plan.above, 0, options=options,
+                                   distances_first=True).counts, dtype=np.int64)
     unsettled = np.flatnonzero(more != counts)
     if unsettled.size:
         offsets, _, _ = _radius_lists(index, _take(queries, unsettled), r, options)
@@ -413,8 +415,9 @@ def _radius_lists(index: Index, queries: _arrays.Array, r: float,
         width = int(widths[run - 1])
         if counts[start:stop].max() > 0:
             part = _row_range(queries, start, stop)
-            dist, ind, got = index.radius(part, radius, width, options=options,
-                                          distances_first=True)
+            rows = index.radius(part, radius, width, options=options, distances_first=True)
+            dist, ind, got = (np.asarray(rows.sq_distances), np.asarray(rows.indices),
+                              rows.counts)
             if not np.array_equal(got, counts[start:stop]):
                 raise InternalError(Status.INTERNAL, "radius counts changed between two calls "
                                     "on the same index", "knn_gpgpu (binding)")
