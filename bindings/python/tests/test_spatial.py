@@ -364,3 +364,28 @@ def test_return_order(lib):
     np.testing.assert_array_equal(b_ind, want_ind)
     d, i = knn.KDTree(pts).query(q, k=4)
     np.testing.assert_array_equal(i, want_ind)
+
+
+def test_device_points_and_queries(lib, monkeypatch, has_device):
+    # Device arrays (host memory posing as device memory, which a library
+    # without a device reads as host memory): the lists are gathered over row
+    # ranges of the device array by pointer offsets, and the counts of a
+    # radius that is no float32 square are settled without gathering rows.
+    if has_device:
+        pytest.skip("host memory posing as device memory only works without a device")
+    from knn_gpgpu import spatial as ours_module
+    from spy_native import FakeCudaArray
+    spy = SpyNative(lib, device_count=1)
+    monkeypatch.setattr(_library, "_native", spy)
+    monkeypatch.setattr(ours_module, "_ROW_SLOT_BUDGET", 64)
+    pts = lattice(22, 300, 2, span=3).astype(np.float32)
+    theirs = spatial.cKDTree(pts)
+    ours = knn.KDTree(FakeCudaArray(pts))
+    assert ours.data.host is pts                               # used in place, not copied
+    assert ours.query_pairs(math.sqrt(2.0)) == theirs.query_pairs(math.sqrt(2.0))
+    queries = FakeCudaArray(pts[:50].copy())
+    np.testing.assert_array_equal(
+        ours.query_ball_point(queries, math.sqrt(2.0), return_length=True),
+        theirs.query_ball_point(pts[:50], math.sqrt(2.0), return_length=True))
+    d, i = ours.query(queries, k=3)
+    np.testing.assert_array_equal(d, theirs.query(pts[:50], k=3)[0])

@@ -132,9 +132,13 @@ def host_rows(obj: Any, name: str, dim: Optional[int] = None) -> np.ndarray:
 def rows(obj: Any, name: str, dim: Optional[int] = None) -> Array:
     """Host rows (see :func:`host_rows`) or a checked device array of shape (n, dim)
     (``__cuda_array_interface__`` or DLPack)."""
-    if is_device_array(obj) or is_dlpack_device_array(obj):
-        dev = (device_array(obj, np.float32, name) if is_device_array(obj)
-               else dlpack_device_array(obj, np.float32, name))
+    if isinstance(obj, DeviceArray) or is_device_array(obj) or is_dlpack_device_array(obj):
+        if isinstance(obj, DeviceArray):  # described already (by the binding itself)
+            dev = obj
+        elif is_device_array(obj):
+            dev = device_array(obj, np.float32, name)
+        else:
+            dev = dlpack_device_array(obj, np.float32, name)
         if len(dev.shape) != 2:
             raise ValueError("%s: expected a 2-D device array, got shape %s" % (name, dev.shape))
         if dim is not None and dev.shape[1] != dim:

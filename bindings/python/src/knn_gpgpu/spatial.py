@@ -376,9 +376,13 @@ def _count_within(index: Index, queries: _arrays.Array, r: float,
     more = np.asarray(index.radius(queries, plan.above, 0, options=options,
                                    distances_first=True).counts, dtype=np.int64)
     unsettled = np.flatnonzero(more != counts)
-    if unsettled.size:
-        offsets, _, _ = _radius_lists(index, _take(queries, unsettled), r, options)
-        counts[unsettled] = np.diff(offsets)
+    if unsettled.size == 0:
+        return counts
+    if isinstance(queries, _arrays.DeviceArray):  # device rows cannot be gathered here: all
+        offsets, _, _ = _radius_lists(index, queries, r, options)
+        return np.diff(offsets)
+    offsets, _, _ = _radius_lists(index, queries[unsettled], r, options)
+    counts[unsettled] = np.diff(offsets)
     return counts
 
 
