@@ -204,7 +204,7 @@ def test_query_pairs_and_count_neighbors(lib, backend):
     other_theirs = spatial.cKDTree(other)
     for r in (1.0, 2.0):
         assert ours.count_neighbors(other_ours, r) == theirs.count_neighbors(other_theirs, r)
-    radii = np.array([0.0, 1.0, 1.5, 2.0, 3.0])
+    radii = np.array([0.0, 1.0, math.sqrt(2.0), 1.5, math.sqrt(3.0), 2.0, 3.0])
     for cumulative in (True, False):
         np.testing.assert_array_equal(
             ours.count_neighbors(other_ours, radii, cumulative=cumulative),
