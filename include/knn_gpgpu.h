@@ -138,17 +138,39 @@ KNN_API int KNN_CALL knn_set_cancel_flag(const volatile int* flag);
  * 2. The classic 3-D API
  * ========================================================================= */
 
-struct Point {
+/* Type names. The classic API's types are `struct Point` and `struct Node`;
+ * knn_point and knn_node name the same types. A host that has types of its
+ * own called Point or Node (a C struct tag cannot be declared twice) defines
+ * KNN_GPGPU_NO_CLASSIC_TYPES before including this header: the two structs
+ * are then declared under the tags knn_point and knn_node instead, with the
+ * same members and layout, and the host uses the knn_point and knn_node
+ * typedefs for the classic calls. The functions and their symbols are the
+ * same either way; only the tag a translation unit sees differs. */
+#if defined(KNN_GPGPU_NO_CLASSIC_TYPES)
+#  define KNN_POINT_TAG knn_point
+#  define KNN_NODE_TAG knn_node
+#else
+#  define KNN_POINT_TAG Point
+#  define KNN_NODE_TAG Node
+#endif
+
+/* One 3-D point, 12 bytes. */
+struct KNN_POINT_TAG {
   float p[3];
 };
 
 /* One kd-tree node, 24 bytes. */
-struct Node {
+struct KNN_NODE_TAG {
   float p[3]; /* the point, bit-equal to points[id].p                         */
   int left;   /* index of the left child in the Node array, or -1             */
   int right;  /* index of the right child, or -1                              */
   int id;     /* index of the point in the array the tree was built from      */
 };
+
+typedef struct KNN_POINT_TAG knn_point;
+typedef struct KNN_NODE_TAG knn_node;
+#undef KNN_POINT_TAG
+#undef KNN_NODE_TAG
 
 /* Tree layout (what buildKdTree writes, what queries accept).
  *   - tree[0] is the root; the tree is balanced and stored breadth first
@@ -174,9 +196,9 @@ struct Node {
  * CPU only (all cores). Errors: NULL points/tree with n > 0, n < 0
  * (INVALID_ARGUMENT); a NaN/Inf coordinate (NONFINITE_INPUT, naming the
  * point); device failures (DEVICE_OUT_OF_MEMORY, DEVICE). */
-KNN_API int KNN_CALL buildKdTree(const struct Point* points, int n, struct Node* tree);
-KNN_API int KNN_CALL cuBuildKdTree(const struct Point* points, int n, struct Node* tree);
-KNN_API int KNN_CALL mpBuildKdTree(const struct Point* points, int n, struct Node* tree);
+KNN_API int KNN_CALL buildKdTree(const knn_point* points, int n, knn_node* tree);
+KNN_API int KNN_CALL cuBuildKdTree(const knn_point* points, int n, knn_node* tree);
+KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tree);
 
 /* All k nearest neighbours of n_qp query points in a tree of n_tree nodes.
  * result[i*k + j] (n_qp * k ints, 64-bit offsets) receives the original index
@@ -192,11 +214,11 @@ KNN_API int KNN_CALL mpBuildKdTree(const struct Point* points, int n, struct Nod
  * Every path returns the identical result. Errors: INVALID_ARGUMENT (NULL
  * arrays with positive counts, negative counts, k < 1), NONFINITE_INPUT (a
  * query coordinate), INVALID_TREE, DEVICE_OUT_OF_MEMORY / DEVICE (CUDA only). */
-KNN_API int KNN_CALL queryAll(const struct Point* query_points, const struct Node* tree,
+KNN_API int KNN_CALL queryAll(const knn_point* query_points, const knn_node* tree,
                               int n_qp, int n_tree, int k, int* result);
-KNN_API int KNN_CALL cuQueryAll(const struct Point* query_points, const struct Node* tree,
+KNN_API int KNN_CALL cuQueryAll(const knn_point* query_points, const knn_node* tree,
                                 int n_qp, int n_tree, int k, int* result);
-KNN_API int KNN_CALL mpQueryAll(const struct Point* query_points, const struct Node* tree,
+KNN_API int KNN_CALL mpQueryAll(const knn_point* query_points, const knn_node* tree,
                                 int n_qp, int n_tree, int k, int* result);
 
 /* Memory helpers. They compute in 64 bits, need no device, and return 0 for

@@ -129,6 +129,8 @@ if wants report "report"; then
     [ "$suite" = index ] && sizes=10000,100000,1000000
     args=(bench "$suite" --sizes "$sizes" --out "$out/bench_$suite.json")
     [ "$suite" = classic ] && args+=(--k 8)
+    # Real polygons beside the star polygons: Natural Earth's countries.
+    [ "$suite" = pip ] && args+=(--polygons "$root/bench/data/naturalearth_lowres.geojson")
     if "$cli" "${args[@]}" >"$out/bench_$suite.log" 2>&1; then
       note "knn-gpgpu bench $suite" "ok ($sizes)"
     else

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "geojson.h"
 #include "knn_gpgpu.h"
 
 namespace knn_cli {
@@ -187,53 +188,95 @@ void index_suite(const BenchArgs& a, bool have_gpu, json& results) {
   }
 }
 
-// A g x g grid of unit-square cells over [0, 1)^2, each a polygon of one
-// closed ring: every point falls in exactly one.
-struct PolygonGrid {
-  std::vector<float> vertices;
-  std::vector<int64_t> rings, polygons;
-  explicit PolygonGrid(int g) {
-    for (int i = 0; i < g; ++i)
-      for (int j = 0; j < g; ++j) {
-        const float x0 = static_cast<float>(i) / g, x1 = static_cast<float>(i + 1) / g;
-        const float y0 = static_cast<float>(j) / g, y1 = static_cast<float>(j + 1) / g;
-        polygons.push_back(static_cast<int64_t>(rings.size()));
-        rings.push_back(static_cast<int64_t>(vertices.size() / 2));
-        for (float v : {x0, y0, x1, y0, x1, y1, x0, y1, x0, y0}) vertices.push_back(v);
-      }
-    polygons.push_back(static_cast<int64_t>(rings.size()));
-    rings.push_back(static_cast<int64_t>(vertices.size() / 2));
+// `count` star polygons over [0, 1)^2, one ring each: 7..24 spikes whose
+// tips and notches lie at random radii (concave, irregular), the star turned
+// by a random angle, centred at a random place with a radius of 0.01..0.08.
+// Their edges run at every angle, so they cut the quadtree's cells anywhere
+// (axis-aligned squares on a power-of-two grid would coincide with cells and
+// let whole cells be counted without a single edge test). Fixed seed: every
+// run times the same polygons.
+knn_cli::PolygonLayer star_polygons(int count) {
+  knn_cli::PolygonLayer layer;
+  const std::vector<float> u = uniform_coords(int64_t{count} * 5, 4);
+  const std::vector<float> radii = uniform_coords(int64_t{count} * 48, 5);
+  constexpr double kTwoPi = 6.283185307179586;
+  for (int p = 0; p < count; ++p) {
+    const double cx = u[5 * p], cy = u[5 * p + 1];
+    const double size = 0.01 + 0.07 * u[5 * p + 2];
+    const double turn = kTwoPi * u[5 * p + 3];
+    const int spikes = 7 + static_cast<int>(u[5 * p + 4] * 18.0f);
+    for (int v = 0; v < 2 * spikes; ++v) {
+      const double r = size * (v % 2 == 0 ? 0.7 + 0.3 * radii[48 * p + v]      // tip
+                                          : 0.2 + 0.3 * radii[48 * p + v]);    // notch
+      const double angle = turn + kTwoPi * v / (2 * spikes);
+      layer.vertices.push_back(static_cast<float>(cx + r * std::cos(angle)));
+      layer.vertices.push_back(static_cast<float>(cy + r * std::sin(angle)));
+    }
+    layer.ring_offsets.push_back(static_cast<int64_t>(layer.vertices.size() / 2));
+    layer.polygon_offsets.push_back(layer.rings());
   }
-  int64_t count() const { return static_cast<int64_t>(polygons.size()) - 1; }
-};
+  layer.feature_offsets.push_back(layer.polygons());
+  return layer;
+}
+
+// n points uniform over the layer's bounding box.
+std::vector<float> points_over(const knn_cli::PolygonLayer& layer, int64_t n) {
+  float lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+  for (size_t i = 0; i < layer.vertices.size(); ++i) {
+    lo[i % 2] = std::min(lo[i % 2], layer.vertices[i]);
+    hi[i % 2] = std::max(hi[i % 2], layer.vertices[i]);
+  }
+  std::vector<float> xy = uniform_coords(n * 2, 3);
+  for (size_t i = 0; i < xy.size(); ++i) xy[i] = lo[i % 2] + xy[i] * (hi[i % 2] - lo[i % 2]);
+  return xy;
+}
 
 void pip_suite(const BenchArgs& a, bool have_gpu, json& results) {
-  const PolygonGrid grid(16);
+  struct Set {
+    std::string name;
+    knn_cli::PolygonLayer layer;
+  };
+  std::vector<Set> sets;
+  sets.push_back({"stars", star_polygons(256)});
+  if (!a.polygons.empty()) {
+    std::string stem = a.polygons.substr(a.polygons.find_last_of("/\\") + 1);
+    stem = stem.substr(0, stem.find('.'));
+    sets.push_back({stem, knn_cli::read_geojson(a.polygons, "")});
+    if (sets.back().layer.polygons() == 0)
+      throw std::runtime_error(a.polygons + ": no polygons to time");
+  }
   std::vector<std::pair<const char*, int>> backends = {{"openmp", KNN_BACKEND_OPENMP}};
   if (have_gpu) backends.push_back({"cuda", KNN_BACKEND_CUDA});
-  for (const int64_t n : a.sizes) {
-    const std::vector<float> xy = uniform_coords(n * 2, 3);
-    std::vector<int64_t> counts(static_cast<size_t>(grid.count()));
-    for (const auto& [backend_name, backend] : backends) {
-      knn_options opt;
-      knn_options_init(&opt);
-      opt.backend = backend;
-      results.push_back(record("build", backend_name, "quadtree", n, 0, 0, 2, n, time_call(a, [&] {
-                                 knn_quadtree* tree = nullptr;
-                                 const int st = knn_quadtree_build(xy.data(), n, &opt, &tree);
-                                 if (st == KNN_OK) knn_quadtree_free(tree);
-                                 return st;
-                               })));
-      knn_quadtree* tree = nullptr;
-      if (knn_quadtree_build(xy.data(), n, &opt, &tree) != KNN_OK) continue;
-      results.push_back(record(
-          "pip_count", backend_name, "quadtree", n, grid.count(), 0, 2, n, time_call(a, [&] {
-            return knn_points_in_polygons_count(tree, grid.vertices.data(), grid.rings.data(),
-                                                static_cast<int64_t>(grid.rings.size()) - 1,
-                                                grid.polygons.data(), grid.count(), counts.data(),
-                                                &opt);
-          })));
-      knn_quadtree_free(tree);
+  for (const Set& set : sets) {
+    const knn_cli::PolygonLayer& poly = set.layer;
+    for (const int64_t n : a.sizes) {
+      const std::vector<float> xy = points_over(poly, n);
+      std::vector<int64_t> counts(static_cast<size_t>(poly.polygons()));
+      for (const auto& [backend_name, backend] : backends) {
+        knn_options opt;
+        knn_options_init(&opt);
+        opt.backend = backend;
+        json rec = record("build", backend_name, "quadtree", n, 0, 0, 2, n, time_call(a, [&] {
+                            knn_quadtree* tree = nullptr;
+                            const int st = knn_quadtree_build(xy.data(), n, &opt, &tree);
+                            if (st == KNN_OK) knn_quadtree_free(tree);
+                            return st;
+                          }));
+        rec["polygons"] = set.name;
+        results.push_back(rec);
+        knn_quadtree* tree = nullptr;
+        if (knn_quadtree_build(xy.data(), n, &opt, &tree) != KNN_OK) continue;
+        rec = record("pip_count", backend_name, "quadtree", n, poly.polygons(), 0, 2, n,
+                     time_call(a, [&] {
+                       return knn_points_in_polygons_count(
+                           tree, poly.vertices.data(), poly.ring_offsets.data(), poly.rings(),
+                           poly.polygon_offsets.data(), poly.polygons(), counts.data(), &opt);
+                     }));
+        rec["polygons"] = set.name;
+        rec["vertices"] = poly.vertices.size() / 2;
+        results.push_back(rec);
+        knn_quadtree_free(tree);
+      }
     }
   }
 }

@@ -8,8 +8,12 @@
 //            points, then kNN of n queries
 //   index    knn_index_build + knn_index_query + knn_index_radius for each
 //            structure (kdtree, grid, brute_force) and backend
-//   pip      knn_quadtree_build + knn_points_in_polygons_count over a grid
-//            of square polygons
+//   pip      knn_quadtree_build + knn_points_in_polygons_count of uniform
+//            points in 256 irregular star polygons (rotated, concave, at
+//            random places and sizes, so that no edge follows the quadtree's
+//            cells), and with --polygons in the polygons of a GeoJSON file
+//            (e.g. Natural Earth's countries, scripts/naturalearth.py) with
+//            the points uniform over its bounding box
 // Each measurement: warm-up runs, then `repeats` timed runs with a steady
 // clock; the median, minimum and maximum are reported. A call that fails
 // (NO_DEVICE for the CUDA backend without a GPU, KNN_ERR_UNSUPPORTED from a
@@ -30,6 +34,7 @@ struct BenchArgs {
   int repeats = 5;
   int warmup = 1;
   std::string out = "-";  // file, or "-" for stdout
+  std::string polygons;   // pip: a GeoJSON file timed beside the stars ("" = none)
 };
 
 // The suite's default sizes (10^4 .. 10^6; 10^7 for classic on a GPU).

@@ -590,6 +590,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   bench->add_option("--warmup", ba.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
   bench->add_option("--out", ba.out, "JSON file, '-' for stdout");
+  bench->add_option("--polygons", ba.polygons,
+                    "pip: a GeoJSON file of polygons timed beside the star polygons");
 #endif
 
   try {

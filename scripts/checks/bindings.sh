@@ -8,8 +8,9 @@
 #   3. Python: the wheel `pip install ./bindings/python` makes (scikit-build-core
 #      builds the library, CPU-only, and bundles it in the package; nothing may
 #      appear in the source tree), checked and repaired by auditwheel into a
-#      manylinux wheel, installed into a venv holding only numpy + pytest, and
-#      the binding's pytest suite run against it with no environment variable;
+#      manylinux wheel, installed into a venv with numpy, pytest, scipy (the
+#      oracle of knn_gpgpu.KDTree) and mypy, the binding's pytest suite run
+#      against it with no environment variable, and mypy --strict (mypy.ini);
 #   4. Common Lisp: SBCL + CFFI from the Debian registry, bindings/lisp tests;
 #      the README's steps literally, against the system and library that
 #      `cmake --install` put into the prefix (ASDF's default registry, with the
@@ -264,10 +265,11 @@ PY
 }
 python_install() {
   local venv=$WORK/venv
-  if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import numpy, pytest' 2>/dev/null; then
+  if [[ ! -x $venv/bin/python ]] ||
+     ! "$venv/bin/python" -c 'import numpy, pytest, scipy, mypy' 2>/dev/null; then
     rm -rf "$venv"
     "$PY" -m venv "$venv" || return 1
-    "$venv/bin/python" -m pip install -q --progress-bar off numpy pytest || return 1
+    "$venv/bin/python" -m pip install -q --progress-bar off numpy pytest scipy mypy || return 1
   fi
   "$venv/bin/python" -m pip uninstall -q -y knn_gpgpu >/dev/null 2>&1
   "$venv/bin/python" -m pip install -q --progress-bar off --no-deps "$WORK"/wheelhouse/knn_gpgpu-*.whl ||
@@ -283,10 +285,13 @@ python_tests() {
     env -u KNN_ABI_LAYOUT -u KNN_GPGPU_LIBRARY -u LD_LIBRARY_PATH \
       "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider tests
 }
+python_mypy() {
+  cd "$ROOT/bindings/python" && "$WORK/venv/bin/python" -m mypy --cache-dir "$WORK/mypy-cache"
+}
 if want python; then
   if command -v "$PY" >/dev/null && "$PY" -c 'import venv, ensurepip' 2>/dev/null; then
     run_step python-wheel python_wheel && run_step python-install python_install &&
-      run_step python-pytest python_tests
+      { run_step python-pytest python_tests; run_step python-mypy python_mypy; }
   else
     missing_tools python "no $PY with venv/ensurepip"
   fi

@@ -17,6 +17,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -1195,6 +1196,31 @@ TEST(CliBench, IndexAndPipSuitesWriteEveryMeasurement) {
       EXPECT_EQ(radius_records, 3u);
     }
   }
+}
+
+// The pip suite times star polygons (never a grid of squares that coincides
+// with quadtree cells) and, with --polygons, a GeoJSON file's polygons too;
+// each record names its polygon set and size.
+TEST(CliBench, PipSuiteNamesItsPolygonSets) {
+  const std::string geojson = path_of("bench_two_triangles.geojson");
+  write_bytes(geojson,
+              R"({"type":"FeatureCollection","features":[)"
+              R"({"type":"Feature","properties":{"name":"a"},"geometry":{"type":"Polygon",)"
+              R"("coordinates":[[[10,10],[30,12],[15,40],[10,10]]]}},)"
+              R"({"type":"Feature","properties":{"name":"b"},"geometry":{"type":"MultiPolygon",)"
+              R"("coordinates":[[[[40,0],[50,5],[45,20]]],[[[0,30],[5,35],[1,38]]]]}}]})");
+  const RunResult r = run_cli("bench pip --sizes 400 --repeats 1 --polygons '" + geojson + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  std::map<std::string, int64_t> polygons_of;  // set -> m of its pip_count records
+  for (const nlohmann::json& rec : doc.at("results")) {
+    ASSERT_TRUE(rec.contains("polygons")) << rec.dump();
+    if (rec.at("operation") == "pip_count" && rec.at("status") == "KNN_OK")
+      polygons_of[rec.at("polygons")] = rec.at("m").get<int64_t>();
+  }
+  EXPECT_EQ(polygons_of["stars"], 256);
+  EXPECT_EQ(polygons_of["bench_two_triangles"], 3);  // one Polygon + a MultiPolygon of two
+  EXPECT_NE(run_cli("bench pip --sizes 10 --polygons '" + path_of("missing.geojson") + "'").rc, 0);
 }
 
 TEST(CliBench, BadArgumentsAreRefused) {

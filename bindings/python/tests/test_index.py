@@ -15,6 +15,11 @@ from knn_gpgpu import Backend, IndexStructure, Status, _library
 from conftest import oracle, random_points
 from spy_native import FakeCudaArray, SpyNative
 
+# These tests call Index.query/query_self/radius in the 1.0 order on purpose
+# (the order callers of 1.0 rely on); test_spatial.test_return_order checks
+# the warning and distances_first=True.
+pytestmark = pytest.mark.filterwarnings("ignore:Index\\.[a-z_]+ returns:DeprecationWarning")
+
 CONCRETE = (IndexStructure.KDTREE, IndexStructure.GRID, IndexStructure.BRUTE_FORCE)
 
 

@@ -13,7 +13,10 @@ Quick start::
     d2, ind = knn.brute_force(pts, pts[:5], k=3)
 
     with knn.Index(pts, backend="auto") as index:   # any dimension
-        ind, d2 = index.query(pts[:100], k=8)
+        d2, ind = index.query(pts[:100], k=8, distances_first=True)
+
+    tree = knn.KDTree(pts)                          # scipy.spatial.cKDTree's methods
+    d, i = tree.query(pts[:100], k=8)               # Euclidean distances first
 
     with knn.Quadtree(pts[:, :2]) as tree:          # point in polygon (2-D)
         square = [[0, 0], [0.5, 0], [0.5, 0.5], [0, 0.5]]
@@ -41,8 +44,10 @@ from .errors import (CancelledError, DeviceError, DeviceOutOfMemoryError, HostOu
                      InternalError, InvalidArgumentError, InvalidTreeError, KnnError,
                      LibraryNotFoundError, NoDeviceError, NonfiniteInputError, Status,
                      UnsupportedError)
-from .index import Index, IndexInfo, RadiusResult, estimate_build_bytes, estimate_query_bytes
+from .index import (Index, IndexInfo, KnnResult, LegacyKnnResult, RadiusResult, RadiusRows,
+                    estimate_build_bytes, estimate_query_bytes)
 from .options import Options
+from .spatial import KDTree, cKDTree
 from .quadtree import (Quadtree, pack_polygons, points_in_each_polygon, points_in_polygons,
                        points_in_polygons_count)
 
@@ -72,7 +77,8 @@ __all__ = [
     "CancelledError", "DeviceError", "DeviceOutOfMemoryError", "HostOutOfMemoryError",
     "InternalError", "InvalidArgumentError", "InvalidTreeError", "KnnError",
     "LibraryNotFoundError", "NoDeviceError", "NonfiniteInputError", "Status", "UnsupportedError",
-    "Index", "IndexInfo", "RadiusResult", "estimate_build_bytes", "estimate_query_bytes",
+    "Index", "IndexInfo", "KnnResult", "LegacyKnnResult", "RadiusResult", "RadiusRows",
+    "estimate_build_bytes", "estimate_query_bytes", "KDTree", "cKDTree",
     "Quadtree", "pack_polygons", "points_in_each_polygon", "points_in_polygons",
     "points_in_polygons_count",
     "CancelFlag", "set_cancel_flag",

@@ -10,16 +10,23 @@ PyTorch CUDA tensors...) are passed as their device pointer, for the functions
 whose contract accepts device memory (the index API). The binding checks dtype,
 shape and C order from the interface, and does not synchronise streams: the
 data must be ready when the call starts.
+
+DLPack: inputs that export ``__dlpack__`` (torch, CuPy, JAX, numpy) are read
+in place through their capsule (see :mod:`knn_gpgpu._dlpack`): CUDA tensors
+as device arrays (the producer is asked to order its work before the legacy
+default stream), host tensors as numpy views. ``__cuda_array_interface__`` is
+preferred where an object has both.
 """
 
 from __future__ import annotations
 
 import ctypes
 import operator
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 
+from . import _dlpack
 from ._types import INT64_MAX, INT_MAX, INT_MIN, POINT_DTYPE
 
 CAI = "__cuda_array_interface__"
@@ -48,20 +55,25 @@ def is_device_array(obj: Any) -> bool:
     return hasattr(obj, CAI) and not isinstance(obj, np.ndarray)
 
 
-def device_array(obj: Any, dtype: Any, name: str, writable: bool = False) -> DeviceArray:
-    """Describe a ``__cuda_array_interface__`` object, checking dtype and C order."""
-    cai = getattr(obj, CAI)
-    if not isinstance(cai, dict) or "shape" not in cai or "typestr" not in cai:
-        raise TypeError("%s: malformed __cuda_array_interface__" % name)
-    shape = tuple(int(s) for s in cai["shape"])
-    got = np.dtype(cai["typestr"])
-    want = np.dtype(dtype)
+def is_dlpack_device_array(obj: Any) -> bool:
+    """True for DLPack tensors in device memory (and no ``__cuda_array_interface__``)."""
+    return not is_device_array(obj) and _dlpack.is_device(obj)
+
+
+has_dlpack = _dlpack.has_dlpack
+
+
+def dlpack_host_array(obj: Any, name: str = "array") -> np.ndarray:
+    """A numpy view of a DLPack host tensor (zero copy)."""
+    return _dlpack.host_array(obj, name)
+
+
+def _check_layout(shape: Tuple[int, ...], strides: Optional[Sequence[int]], got: np.dtype,
+                  want: np.dtype, name: str) -> None:
+    """Device arrays are used in place: exact dtype and C order (strides in bytes)."""
     if got != want:
         raise ValueError("%s: device array of dtype %s; it must be %s (device arrays are "
                          "passed in place, never converted)" % (name, got, want))
-    if cai.get("mask") is not None:
-        raise ValueError("%s: masked device arrays are not supported" % name)
-    strides = cai.get("strides")
     if strides is not None:
         expected = []
         step = want.itemsize
@@ -70,6 +82,25 @@ def device_array(obj: Any, dtype: Any, name: str, writable: bool = False) -> Dev
             step *= extent
         if tuple(int(s) for s in strides) != tuple(reversed(expected)) and int(np.prod(shape)) > 1:
             raise ValueError("%s: device array must be C-contiguous" % name)
+
+
+def dlpack_device_array(obj: Any, dtype: Any, name: str) -> DeviceArray:
+    """Describe a DLPack device tensor (read only), checking dtype and C order."""
+    tensor = _dlpack.export(obj, name)
+    _check_layout(tensor.shape, tensor.strides, tensor.dtype, np.dtype(dtype), name)
+    return DeviceArray(tensor, tensor.ptr, tensor.shape, np.dtype(dtype))
+
+
+def device_array(obj: Any, dtype: Any, name: str, writable: bool = False) -> DeviceArray:
+    """Describe a ``__cuda_array_interface__`` object, checking dtype and C order."""
+    cai = getattr(obj, CAI)
+    if not isinstance(cai, dict) or "shape" not in cai or "typestr" not in cai:
+        raise TypeError("%s: malformed __cuda_array_interface__" % name)
+    shape = tuple(int(s) for s in cai["shape"])
+    want = np.dtype(dtype)
+    if cai.get("mask") is not None:
+        raise ValueError("%s: masked device arrays are not supported" % name)
+    _check_layout(shape, cai.get("strides"), np.dtype(cai["typestr"]), want, name)
     data = cai.get("data")
     if not data:
         raise TypeError("%s: __cuda_array_interface__ has no data pointer" % name)
@@ -87,7 +118,7 @@ def host_rows(obj: Any, name: str, dim: Optional[int] = None) -> np.ndarray:
     """
     if isinstance(obj, np.ndarray) and obj.dtype == POINT_DTYPE:
         obj = np.ascontiguousarray(obj).view(np.float32).reshape(-1, 3)
-    arr = np.asarray(obj)
+    arr = dlpack_host_array(obj, name) if has_dlpack(obj) else np.asarray(obj)
     if arr.dtype.kind not in "biuf":
         raise TypeError("%s: coordinates must be real numbers, not dtype %s" % (name, arr.dtype))
     if arr.ndim != 2:
@@ -99,15 +130,31 @@ def host_rows(obj: Any, name: str, dim: Optional[int] = None) -> np.ndarray:
 
 
 def rows(obj: Any, name: str, dim: Optional[int] = None) -> Array:
-    """Host rows (see :func:`host_rows`) or a checked device array of shape (n, dim)."""
-    if is_device_array(obj):
-        dev = device_array(obj, np.float32, name)
+    """Host rows (see :func:`host_rows`) or a checked device array of shape (n, dim)
+    (``__cuda_array_interface__`` or DLPack)."""
+    if isinstance(obj, DeviceArray) or is_device_array(obj) or is_dlpack_device_array(obj):
+        if isinstance(obj, DeviceArray):  # described already (by the binding itself)
+            dev = obj
+        elif is_device_array(obj):
+            dev = device_array(obj, np.float32, name)
+        else:
+            dev = dlpack_device_array(obj, np.float32, name)
         if len(dev.shape) != 2:
             raise ValueError("%s: expected a 2-D device array, got shape %s" % (name, dev.shape))
         if dim is not None and dev.shape[1] != dim:
             raise ValueError("%s: expected shape (n, %d), got %s" % (name, dim, dev.shape))
         return dev
     return host_rows(obj, name, dim)
+
+
+@overload
+def output(out: Any, shape: Tuple[int, ...], dtype: Any, name: str,
+           allow_device: Literal[False] = False) -> np.ndarray: ...
+
+
+@overload
+def output(out: Any, shape: Tuple[int, ...], dtype: Any, name: str,
+           allow_device: bool) -> Array: ...
 
 
 def output(out: Any, shape: Tuple[int, ...], dtype: Any, name: str,
@@ -168,6 +215,6 @@ def c_int64(value: Any, name: str) -> int:
     return v
 
 
-def nonneg_shape(*dims: int) -> Sequence[int]:
+def nonneg_shape(*dims: int) -> Tuple[int, ...]:
     """Shape for an output allocation; negative sizes (which the library refuses) become 0."""
     return tuple(max(0, d) for d in dims)

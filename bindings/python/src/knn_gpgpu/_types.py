@@ -69,7 +69,7 @@ class IndexStructure(enum.IntEnum):
 class _Opaque(ctypes.Structure):
     """Base of the opaque handle types; never instantiated."""
 
-    _fields_: list = []
+    _fields_ = []  # no fields: an opaque handle
 
 
 class IndexHandle(_Opaque):
@@ -83,6 +83,15 @@ class QuadtreeHandle(_Opaque):
 class OptionsStruct(ctypes.Structure):
     """Raw ``knn_options`` layout. Use :class:`knn_gpgpu.Options`, which fills the
     defaults through ``knn_options_init``."""
+
+    # The fields, for type checkers (ctypes sets them from _fields_).
+    struct_size: int
+    backend: int
+    device: int
+    structure: int
+    leaf_size: int
+    threads: int
+    device_memory_limit: int
 
     _fields_ = [("struct_size", ctypes.c_size_t),
                 ("backend", ctypes.c_int),

@@ -20,7 +20,7 @@ raise plain ``ValueError``/``TypeError``, never a ``KnnError``.
 from __future__ import annotations
 
 import enum
-from typing import Dict, Optional, Type, Union
+from typing import Any, Dict, Optional, Tuple, Type, Union
 
 
 class Status(enum.IntEnum):
@@ -80,7 +80,7 @@ class KnnError(Exception):
             text += " (from %s)" % self.function
         return text
 
-    def __reduce__(self):  # keeps subclasses picklable (multiprocessing)
+    def __reduce__(self) -> Tuple[Any, Tuple[int, str, Optional[str]]]:  # keeps subclasses picklable (multiprocessing)
         return (self.__class__, (int(self.status), self.message, self.function))
 
 

@@ -3,8 +3,9 @@
 ::
 
     with knn_gpgpu.Index(points, backend="auto") as index:   # (n, dim) floats
-        ind, d2 = index.query(queries, k=8)                   # (m, 8) each
-        ind, d2, counts = index.radius(queries, 0.5, max_neighbors=32)
+        d2, ind = index.query(queries, k=8, distances_first=True)   # (m, 8) each
+        d2, ind, counts = index.radius(queries, 0.5, max_neighbors=32,
+                                       distances_first=True)
 
 Device arrays: ``points``, ``queries`` and the ``out_*`` arrays may be objects
 with ``__cuda_array_interface__`` (CuPy, Numba, PyTorch CUDA tensors). Their
@@ -18,7 +19,8 @@ that sees no CUDA device cannot read device memory: the binding then raises
 from __future__ import annotations
 
 import ctypes
-from typing import Any, NamedTuple, Optional, Tuple, Union
+import warnings
+from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -29,7 +31,8 @@ from .errors import NoDeviceError, Status
 from ._handle import NativeHandle
 from .options import Options, byref, resolve
 
-__all__ = ["Index", "IndexInfo", "RadiusResult", "estimate_build_bytes", "estimate_query_bytes"]
+__all__ = ["Index", "IndexInfo", "KnnResult", "LegacyKnnResult", "RadiusResult",
+           "RadiusRows", "estimate_build_bytes", "estimate_query_bytes"]
 
 OptionValue = Union[int, str, None]
 
@@ -43,12 +46,58 @@ class IndexInfo(NamedTuple):
     structure: Union[IndexStructure, int]
 
 
+# Return order. The binding returns distances first, as scipy and brute_force
+# do. Index.query, query_self and radius of release 1.0 returned indices
+# first; they keep that order while their ``distances_first`` keyword is not
+# given (with a DeprecationWarning: 2.0 makes distances first the default)
+# and return distances first with ``distances_first=True``. Every result is
+# a named tuple, so ``result.indices`` / ``result.sq_distances`` read the
+# same in either order.
+
+class KnnResult(NamedTuple):
+    """kNN result, distances first: ``(sq_distances, indices)``, each ``(m, k)``."""
+
+    sq_distances: Optional[Any]
+    indices: Any
+
+
+class LegacyKnnResult(NamedTuple):
+    """kNN result in the 1.0 order, ``(indices, sq_distances)`` (``distances_first=False``)."""
+
+    indices: Any
+    sq_distances: Optional[Any]
+
+
+class RadiusRows(NamedTuple):
+    """Result of :meth:`Index.radius` with ``distances_first=True``: rows of
+    ``max_neighbors`` per query, ``(sq_distances, indices, counts)``."""
+
+    sq_distances: Optional[Any]
+    indices: Optional[Any]
+    counts: Any
+
+
 class RadiusResult(NamedTuple):
-    """Result of :meth:`Index.radius`: rows of ``max_neighbors`` per query."""
+    """Result of :meth:`Index.radius` in the 1.0 order, ``(indices, sq_distances, counts)``."""
 
     indices: Optional[Any]
     sq_distances: Optional[Any]
     counts: Any
+
+
+_ORDER_WARNING = ("Index.%s returns (indices, sq_distances%s) in the 1.0 order; pass "
+                  "distances_first=True for (sq_distances, indices%s) as scipy and brute_force "
+                  "return them (the default in 2.0), or distances_first=False to keep this order "
+                  "without this warning")
+
+
+def _distances_first(value: Optional[bool], method: str, counts: bool = False) -> bool:
+    """The order to return; warns when the caller relied on the 1.0 default."""
+    if value is None:
+        tail = ", counts" if counts else ""
+        warnings.warn(_ORDER_WARNING % (method, tail, tail), DeprecationWarning, stacklevel=3)
+        return False
+    return bool(value)
 
 
 def _require_device_support(*arrays: Any) -> None:
@@ -151,7 +200,8 @@ class Index(NativeHandle):
     # ---- queries -------------------------------------------------------------
     def query(self, queries: Any, k: int, *, distances: bool = True,
               options: Optional[Options] = None, out_indices: Any = None,
-              out_distances: Any = None) -> Tuple[Any, Optional[Any]]:
+              out_distances: Any = None, distances_first: Optional[bool] = None
+              ) -> Union[KnnResult, LegacyKnnResult]:
         """The ``k`` nearest indexed points of each query (``knn_index_query``).
 
         Args:
@@ -161,12 +211,17 @@ class Index(NativeHandle):
             options: per-call options (``NULL`` when ``None``).
             out_indices, out_distances: optional ``(m, k)`` int32 / float32
                 outputs, host numpy arrays or device arrays.
+            distances_first: True: return :class:`KnnResult` ``(sq_distances,
+                indices)``; False or not given: :class:`LegacyKnnResult`
+                ``(indices, sq_distances)``, the 1.0 order (not given: with a
+                DeprecationWarning, as 2.0 returns distances first).
 
         Returns:
-            ``(indices, sq_distances)``: ``(m, k)`` int32 and float32 (``None``
+            ``(m, k)`` int32 indices and float32 squared distances (``None``
             when ``distances`` is false), nearest first, ties by index, -1/+inf
             in missing slots.
         """
+        first = _distances_first(distances_first, "query")
         handle = self._live()
         q = _arrays.rows(queries, "queries", self._dim)
         m = int(q.shape[0])
@@ -182,16 +237,20 @@ class Index(NativeHandle):
                                           _arrays.pointer(ind, ctypes.c_int32),
                                           _arrays.pointer(dist, ctypes.c_float), byref(options))
         check(status, "knn_index_query")
-        return _unwrap(ind), _unwrap(dist)
+        return (KnnResult(_unwrap(dist), _unwrap(ind)) if first
+                else LegacyKnnResult(_unwrap(ind), _unwrap(dist)))
 
     def query_self(self, k: int, *, exclude_self: bool = False, distances: bool = True,
-                   out_indices: Any = None, out_distances: Any = None
-                   ) -> Tuple[Any, Optional[Any]]:
+                   out_indices: Any = None, out_distances: Any = None,
+                   distances_first: Optional[bool] = None
+                   ) -> Union[KnnResult, LegacyKnnResult]:
         """All-kNN of the indexed points, in input order (``knn_index_query_self``).
 
         ``exclude_self`` drops only each point's own index, not other points at
-        distance 0. Returns ``(indices, sq_distances)`` of shape ``(n, k)``.
+        distance 0. Returns indices and squared distances of shape ``(n, k)``
+        in the order ``distances_first`` asks for (see :meth:`query`).
         """
+        first = _distances_first(distances_first, "query_self")
         handle = self._live()
         k = _arrays.c_int(k, "k")
         shape = _arrays.nonneg_shape(self._n, k)
@@ -204,12 +263,14 @@ class Index(NativeHandle):
                                                _arrays.pointer(ind, ctypes.c_int32),
                                                _arrays.pointer(dist, ctypes.c_float))
         check(status, "knn_index_query_self")
-        return _unwrap(ind), _unwrap(dist)
+        return (KnnResult(_unwrap(dist), _unwrap(ind)) if first
+                else LegacyKnnResult(_unwrap(ind), _unwrap(dist)))
 
     def radius(self, queries: Any, radius: float, max_neighbors: int, *,
                distances: bool = True, options: Optional[Options] = None,
                out_indices: Any = None, out_distances: Any = None,
-               out_counts: Any = None) -> RadiusResult:
+               out_counts: Any = None, distances_first: Optional[bool] = None
+               ) -> Union[RadiusRows, RadiusResult]:
         """Points within ``radius`` of each query (``knn_index_radius``).
 
         Rows of ``max_neighbors`` per query ordered by (distance, index); unused
@@ -218,9 +279,14 @@ class Index(NativeHandle):
         ``indices`` and ``sq_distances`` are then ``None``.
 
         Returns:
-            :class:`RadiusResult` ``(indices, sq_distances, counts)``: ``(m,
-            max_neighbors)`` int32 / float32 and ``(m,)`` int32.
+            ``(m, max_neighbors)`` int32 indices and float32 squared distances
+            and ``(m,)`` int32 counts: :class:`RadiusRows` ``(sq_distances,
+            indices, counts)`` with ``distances_first=True``, else
+            :class:`RadiusResult` ``(indices, sq_distances, counts)`` (the 1.0
+            order; a DeprecationWarning when ``distances_first`` is not given).
+            Unbounded lists: :meth:`knn_gpgpu.KDTree.query_ball_point`.
         """
+        first = _distances_first(distances_first, "radius", counts=True)
         handle = self._live()
         q = _arrays.rows(queries, "queries", self._dim)
         m = int(q.shape[0])
@@ -241,7 +307,8 @@ class Index(NativeHandle):
                                            _arrays.pointer(counts, ctypes.c_int32),
                                            byref(options))
         check(status, "knn_index_radius")
-        return RadiusResult(_unwrap(ind), _unwrap(dist), _unwrap(counts))
+        return (RadiusRows(_unwrap(dist), _unwrap(ind), _unwrap(counts)) if first
+                else RadiusResult(_unwrap(ind), _unwrap(dist), _unwrap(counts)))
 
     # ---- estimates -------------------------------------------------------------
     @staticmethod

@@ -69,7 +69,7 @@ class Options(OptionsStruct):
     def __repr__(self) -> str:
         def name(kind: Any, v: int) -> str:
             try:
-                return kind(v).name.lower()
+                return str(kind(v).name.lower())
             except ValueError:
                 return str(v)
         return ("Options(struct_size=%d, backend=%s, device=%d, structure=%s, leaf_size=%d, "
@@ -82,7 +82,7 @@ class Options(OptionsStruct):
 def resolve(options: Optional[Options], **overrides: Any) -> Optional[Options]:
     """The options to pass: ``None`` (library defaults) when nothing is given,
     else a copy of ``options`` (or the defaults) with the keyword overrides applied."""
-    fields = {name for name, _ in OptionsStruct._fields_} - {"struct_size"}
+    fields = {field[0] for field in OptionsStruct._fields_} - {"struct_size"}
     unknown = sorted(set(overrides) - fields)
     if unknown:
         raise TypeError("unknown option field(s): %s; known: %s"
