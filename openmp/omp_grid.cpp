@@ -119,6 +119,12 @@ class GridIndex final : public IndexEngine {
         });
   }
 
+  void copy_points(float* host_rows) const override {
+    for (int64_t p = 0; p < n_; ++p)
+      std::copy(&coords_[static_cast<size_t>(3 * p)], &coords_[static_cast<size_t>(3 * p)] + 3,
+                host_rows + 3 * int64_t{ids_[static_cast<size_t>(p)]});
+  }
+
  private:
   static int64_t blocks(int64_t m) { return (m + kQueriesPerBlock - 1) / kQueriesPerBlock; }
 

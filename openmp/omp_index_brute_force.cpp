@@ -41,6 +41,10 @@ class BruteForceIndex final : public IndexEngine {
             call);
   }
 
+  void copy_points(float* host_rows) const override {
+    std::copy(points_.begin(), points_.end(), host_rows);
+  }
+
   void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
               float* sq_distances, int32_t* counts, const CallParams& call) const override {
     const float r2 = mul_rn(radius, radius);

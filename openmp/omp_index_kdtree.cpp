@@ -119,6 +119,12 @@ class KdTreeIndex final : public IndexEngine {
         });
   }
 
+  void copy_points(float* host_rows) const override {
+    for (int64_t p = 0; p < n_; ++p)
+      std::copy(point(static_cast<int32_t>(p)), point(static_cast<int32_t>(p)) + dim_,
+                host_rows + int64_t{ids_[static_cast<size_t>(p)]} * dim_);
+  }
+
  private:
   static int64_t blocks(int64_t m) { return (m + kQueriesPerBlock - 1) / kQueriesPerBlock; }
 
