@@ -132,6 +132,39 @@ KNN_API int KNN_CALL knn_version(void);
  * has started. The flag must stay valid while registered; reset it to 0
  * before the next call. */
 KNN_API int KNN_CALL knn_set_cancel_flag(const volatile int* flag);
+/* Progress. Registers a progress record for the calling thread (NULL
+ * unregisters); registering zeroes it. While it is registered, the long
+ * calls this thread makes publish into it what they are doing, so that
+ * another thread (a progress bar, a UI) can poll it during the call:
+ *   stage     the kind of work (enum knn_progress_stage);
+ *   total     work units of the stage (queries for queries and radius calls,
+ *             query points for queryAll; levels of the tree for a CPU index
+ *             kd-tree build; 1 for other builds);
+ *   done      units finished so far, 0 .. total, non-decreasing within a
+ *             stage, updated per chunk of work (a block of queries, a device
+ *             chunk, a tree level), equal to total when the stage completes;
+ *   sequence  incremented when a stage begins: one call may run several
+ *             stages (a radius fill counts, then fills; a device call that
+ *             falls back to the CPU begins its stage again).
+ * The library writes done, then total, then stage, then sequence with atomic
+ * operations (release order) when a stage begins, and adds to done
+ * atomically; read the fields with atomic or plain aligned 64-bit loads
+ * (reading sequence and stage first, then total, then done gives done <=
+ * total). A call that fails leaves done where it stopped. The record must stay
+ * valid while registered; one record per thread (the writers of two threads
+ * would mix). Cheap: one atomic add per chunk, never per point. */
+enum knn_progress_stage {
+  KNN_PROGRESS_IDLE = 0,  /* nothing started since registration       */
+  KNN_PROGRESS_BUILD = 1, /* building a tree, an index or a quadtree */
+  KNN_PROGRESS_QUERY = 2  /* answering queries (kNN, radius, counts) */
+};
+typedef struct knn_progress {
+  int64_t done;
+  int64_t total;
+  int32_t stage;    /* enum knn_progress_stage */
+  int32_t sequence; /* stages begun since registration */
+} knn_progress;
+KNN_API int KNN_CALL knn_set_progress(knn_progress* progress);
 
 /* =========================================================================
  * 2. The classic 3-D API

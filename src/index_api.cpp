@@ -18,6 +18,7 @@
 #include "index_format.h"
 #include "index_planner.h"
 #include "options.h"
+#include "progress.h"
 #include "validate.h"
 
 // The handle behind knn_index*. `magic` tells a live index from a NULL, a
@@ -213,10 +214,12 @@ std::vector<int32_t> radius_counts(const knn_index& ix, const float* queries, in
                                    float radius, const knn_options& o) {
   std::vector<int32_t> counts(static_cast<size_t>(m));
   const Outputs out(nullptr, nullptr, counts.data(), 0, m);
+  const ProgressStage stage(KNN_PROGRESS_QUERY, m);
   run_on_engine(ix, queries, m, out, o,
                 [&](const float* q, int32_t*, float*, int32_t* c, const CallParams& call) {
                   ix.engine->radius(q, m, radius, 0, nullptr, nullptr, c, call);
                 });
+  stage.finish();
   return counts;
 }
 
@@ -234,6 +237,7 @@ void fill_radius_rows(const knn_index& ix, const float* queries, int64_t m, floa
                       int32_t* indices, float* sq_distances, bool outputs_on_device,
                       const knn_options& o) {
   const int dim = ix.engine->dim();
+  const ProgressStage stage(KNN_PROGRESS_QUERY, m);
   std::vector<int32_t> rows_index, packed_index;
   std::vector<float> rows_sq, packed_sq;
   for (int64_t first = 0; first < m;) {
@@ -281,9 +285,12 @@ void fill_radius_rows(const knn_index& ix, const float* queries, int64_t m, floa
           cuda::copy_to_device(sq_distances + begin, packed_sq.data(),
                                static_cast<size_t>(total) * 4);
       }
+    } else {
+      progress_add(stage.get(), run);  // rows of nothing: no engine call reports them
     }
     first = last;
   }
+  stage.finish();
 }
 
 // An int64 array of `count` entries from host or device memory, on the host.
@@ -321,6 +328,7 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
   const bool points_dev = on_device(points);
   check_finite_rows(points, n, dim, points_dev, "point");
 
+  const ProgressStage stage(KNN_PROGRESS_BUILD, 1);  // the CPU kd-tree counts its levels
   IndexParams params;
   params.leaf_size = o.leaf_size;
   params.threads = o.threads;
@@ -351,6 +359,7 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
   index->threads = o.threads;
   index->device_memory_limit = o.device_memory_limit;
   index->leaf_size = o.leaf_size;
+  stage.finish();
   return index.release();
 }
 
@@ -414,9 +423,11 @@ KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* querie
     const knn::Outputs out(indices, sq_distances, nullptr, m * k, m);
     const int dim = ix.engine->dim();
     knn::check_finite_rows(queries, m, dim, knn::on_device(queries), "query");
+    const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
     knn::run_on_engine(ix, queries, m, out, o,
                        [&](const float* q, int32_t* i, float* d, int32_t*,
                            const knn::CallParams& call) { ix.engine->knn(q, m, k, i, d, call); });
+    stage.finish();
   });
 }
 
@@ -432,11 +443,13 @@ KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exc
     const knn::Outputs out(indices, sq_distances, nullptr, n * k, n);
     knn_options defaults;
     knn_options_init(&defaults);
+    const knn::ProgressStage stage(KNN_PROGRESS_QUERY, n);
     knn::run_on_engine(ix, nullptr, 0, out, defaults,
                        [&](const float*, int32_t* i, float* d, int32_t*,
                            const knn::CallParams& call) {
                          ix.engine->knn_self(k, exclude_self != 0, i, d, call);
                        });
+    stage.finish();
   });
 }
 
@@ -466,11 +479,13 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
     const knn::Outputs out(rows, dists, counts, m * max_neighbors, m);
     const int dim = ix.engine->dim();
     knn::check_finite_rows(queries, m, dim, knn::on_device(queries), "query");
+    const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
     knn::run_on_engine(ix, queries, m, out, o,
                        [&](const float* q, int32_t* i, float* d, int32_t* c,
                            const knn::CallParams& call) {
                          ix.engine->radius(q, m, radius, max_neighbors, i, d, c, call);
                        });
+    stage.finish();
   });
 }
 
