@@ -30,6 +30,7 @@ struct BenchArgs {
   int repeats = 5;
   int warmup = 1;
   std::string out = "-";  // file, or "-" for stdout
+  bool progress = false;  // --progress: progress lines even when stderr is not a terminal
 };
 
 // The suite's default sizes (10^4 .. 10^6; 10^7 for classic on a GPU).
