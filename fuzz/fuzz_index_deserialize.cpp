@@ -41,7 +41,8 @@ void check_answers(knn_index* index, const std::vector<unsigned char>& buffer) {
   std::vector<float> got_sq(got.size());
   std::vector<int> want(got.size());
   std::vector<float> want_sq(got.size());
-  const int status = knn_index_query(index, points.data(), n, k, got.data(), got_sq.data(), nullptr);
+  const int status =
+      knn_index_query(index, points.data(), n, k, got.data(), got_sq.data(), nullptr);
   check_status(status);
   expect(status == KNN_OK, "a loaded index refused a query on its own points", status);
   const int oracle = knn_brute_force(points.data(), static_cast<int>(n), points.data(),

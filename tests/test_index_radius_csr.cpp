@@ -68,7 +68,8 @@ Csr radius_csr(const knn_index* index, const std::vector<float>& queries, int di
                                            << count;
     if (got.offsets[static_cast<size_t>(i)] != at)
       return ::testing::AssertionFailure() << "offsets[" << i << "] is "
-                                           << got.offsets[static_cast<size_t>(i)] << ", want " << at;
+                                           << got.offsets[static_cast<size_t>(i)] << ", want "
+                                           << at;
     for (int j = 0; j < count; ++j, ++at) {
       const size_t w = static_cast<size_t>(i) * want.max_neighbors + j;
       const size_t g = static_cast<size_t>(at);
@@ -206,7 +207,8 @@ TEST(OffsetsFromCounts, RunningSumAndRefusals) {
   const std::vector<int64_t> counts = {3, 0, int64_t{1} << 40, 2};
   std::vector<int64_t> offsets(5, -7);
   ASSERT_EQ(knn_offsets_from_counts(counts.data(), 4, offsets.data()), KNN_OK);
-  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 3, 3, 3 + (int64_t{1} << 40), 5 + (int64_t{1} << 40)}));
+  const int64_t big = int64_t{1} << 40;  // beyond 2^31: offsets are 64-bit
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 3, 3, 3 + big, 5 + big}));
   std::vector<int64_t> untouched(5, -7);
   const std::vector<int64_t> negative = {1, -2, 3, 4};
   EXPECT_TRUE(fails_with(knn_offsets_from_counts(negative.data(), 4, untouched.data()),
