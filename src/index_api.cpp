@@ -617,7 +617,9 @@ KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes,
     if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
     knn_options o = knn::read_index_options(opt);
-    if (buffer == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "buffer is NULL");
+    // NULL with 0 bytes is an empty buffer: refused below as truncated.
+    if (buffer == nullptr && bytes > 0)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));
     std::vector<float> points;
     const knn::SavedIndex saved = knn::read_serialized_index(
         static_cast<const unsigned char*>(buffer), bytes, points);

@@ -189,6 +189,10 @@ TEST(SerializeRefusals, BadArguments) {
   const std::vector<unsigned char> good = small_buffer();
   knn_index* out = nullptr;
   EXPECT_EQ(knn_index_deserialize(nullptr, 10, nullptr, &out), KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(knn_last_error()).find("buffer is NULL while bytes is 10"),
+            std::string::npos);
+  EXPECT_EQ(knn_index_deserialize(nullptr, 0, nullptr, &out), KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(knn_last_error()).find("truncated"), std::string::npos);
   EXPECT_EQ(knn_index_deserialize(good.data(), good.size(), nullptr, nullptr),
             KNN_ERR_INVALID_ARGUMENT);
   const std::vector<float> points = make_rows(Dist::Uniform, 6, 2, 5);
