@@ -134,8 +134,10 @@ KNN_API int KNN_CALL knn_version(void);
 KNN_API int KNN_CALL knn_set_cancel_flag(const volatile int* flag);
 /* Progress. Registers a progress record for the calling thread (NULL
  * unregisters); registering zeroes it. While it is registered, the long
- * calls this thread makes publish into it what they are doing, so that
- * another thread (a progress bar, a UI) can poll it during the call:
+ * calls this thread makes (the classic builds and queries, and the index
+ * API's builds, queries and radius calls, on both engines; point in polygon
+ * does not report yet) publish into it what they are doing, so that another
+ * thread (a progress bar, a UI) can poll it during the call:
  *   stage     the kind of work (enum knn_progress_stage);
  *   total     work units of the stage (queries for queries and radius calls,
  *             query points for queryAll; levels of the tree for a CPU index
