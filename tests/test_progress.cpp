@@ -109,7 +109,7 @@ TEST(Progress, IndexBuildAndQueryReportMonotoneProgressToTotal) {
 }
 
 TEST(Progress, ClassicQueryReportsEveryQueryPoint) {
-  const int n = 200000, m = 1000000, k = 8;
+  const int n = 100000, m = 300000, k = 8;
   const std::vector<Point> points = make_points(Dist::Uniform, n, 3);
   const std::vector<Point> queries = make_query_points(Dist::Uniform, m, 4);
   std::vector<Node> tree(static_cast<size_t>(n));
