@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_test_support.h"
 #include "index_test_helpers.h"
 
 namespace knn_test {
@@ -195,6 +196,36 @@ TEST_P(RadiusCsr, RefusesOffsetsThatDisagreeWithTheCounts) {
                          KNN_ERR_INVALID_ARGUMENT, "counts is NULL while m is 20"));
   EXPECT_EQ(counts, std::vector<int64_t>(20, -7));
 }
+
+#if defined(KNN_TEST_WITH_CUDA)
+// Device queries, counts, offsets and outputs (both engines: the CUDA one
+// reads the queries in place, the OpenMP one through host copies) give the
+// rows of the host call.
+TEST_P(RadiusCsr, DeviceArraysGiveTheHostRows) {
+  SKIP_WITHOUT_DEVICE();
+  const knn_options opt = options_for(GetParam());
+  const std::vector<float> points = make_rows(Dist::Uniform, 4000, 3, 31);
+  const std::vector<float> queries = make_query_rows(Dist::Uniform, 500, 3, 32);
+  IndexHandle index = build_index(points, 3, opt);
+  ASSERT_TRUE(index);
+  const Csr host = radius_csr(index.get(), queries, 3, 0.2f);
+  const DeviceArray<float> q(queries);
+  const DeviceArray<int64_t> counts(500);
+  ASSERT_EQ(knn_index_radius_count(index.get(), q.get(), 500, 0.2f, counts.get(), nullptr), KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(counts.to_host(500), host.counts);
+  const DeviceArray<int64_t> offsets(host.offsets);
+  const size_t total = host.idx.size();
+  const DeviceArray<int32_t> idx(total);
+  const DeviceArray<float> dist(total);
+  ASSERT_EQ(knn_index_radius_fill(index.get(), q.get(), 500, 0.2f, offsets.get(), idx.get(),
+                                  dist.get(), nullptr),
+            KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(idx.to_host(total), host.idx);
+  EXPECT_TRUE(same_bits(dist.to_host(total), host.dist));
+}
+#endif
 
 const IndexConfig kConfigs[] = {
     {KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE}, {KNN_BACKEND_OPENMP, KNN_STRUCTURE_BRUTE_FORCE},
