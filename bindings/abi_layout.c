@@ -35,6 +35,11 @@ int main(void) {
   OFFSET(knn_options, "knn_options", leaf_size);
   OFFSET(knn_options, "knn_options", threads);
   OFFSET(knn_options, "knn_options", device_memory_limit);
+  SIZE(knn_progress, "knn_progress");
+  OFFSET(knn_progress, "knn_progress", done);
+  OFFSET(knn_progress, "knn_progress", total);
+  OFFSET(knn_progress, "knn_progress", stage);
+  OFFSET(knn_progress, "knn_progress", sequence);
   SIZE(size_t, "size_t");
   SIZE(int, "int");
 

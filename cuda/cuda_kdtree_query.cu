@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../src/progress.h"
 #include "cuda_engine.h"
 #include "cuda_kdtree_search.h"
 #include "pinned_pool.h"
@@ -124,12 +125,14 @@ int64_t DeviceTree::size() const { return impl_->n; }
 void DeviceTree::query(const Point* queries, int k, int32_t* indices, float* sq_distances,
                        int64_t chunk, int slot_count, ChunkSource& source) const {
   std::vector<Slot*> slots;
+  knn_progress* const report = progress();
   auto drain = [&](Slot& s) {
     s.stream.synchronize();
     const size_t values = static_cast<size_t>(s.count) * k;
     staging_copy(indices + s.first * k, s.host_indices.as<int32_t>(), values * sizeof(int32_t));
     if (sq_distances)
       staging_copy(sq_distances + s.first * k, s.host_sq_distances.as<float>(), values * sizeof(float));
+    progress_add(report, s.count);
     s.count = 0;
   };
   try {

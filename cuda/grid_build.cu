@@ -160,6 +160,14 @@ class GridIndex final : public IndexEngine {
                          });
   }
 
+  // The API layer has made the index's device current.
+  void copy_points(float* host_rows) const override {
+    if (grid_->n > 0)
+      check(cudaMemcpy(host_rows, grid_->points.get(), sizeof(float) * 3 * grid_->n,
+                       cudaMemcpyDeviceToHost),
+            "cudaMemcpy (grid points to host)");
+  }
+
  private:
   static int64_t chunk_for(int64_t m, int row_width, bool want_indices, bool want_sq,
                            bool want_counts, const CallParams& call) {

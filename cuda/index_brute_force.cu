@@ -495,6 +495,13 @@ class BruteForceIndex final : public IndexEngine {
     run(queries, m, request, indices, sq_distances, counts, call);
   }
 
+  // The API layer has made the index's device current.
+  void copy_points(float* host_rows) const override {
+    if (n_ > 0)
+      check(cudaMemcpy(host_rows, points_.get(), sizeof(float) * n_ * dim_, cudaMemcpyDeviceToHost),
+            "cudaMemcpy (brute-force points to host)");
+  }
+
  private:
   void run(const float* queries, int64_t m, const BruteForceRequest& base, int32_t* indices,
            float* sq_distances, int32_t* counts, const CallParams& call) const {

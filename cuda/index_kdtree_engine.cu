@@ -79,6 +79,14 @@ class KdTreeIndex final : public IndexEngine {
     run(queries, m, max_neighbors, radius_sq, false, indices, sq_distances, counts, call);
   }
 
+  void copy_points(float* host_rows) const override {
+    const DeviceScope on_device(device_);
+    if (tree_.n > 0)
+      check(cudaMemcpy(host_rows, tree_.input.get(), sizeof(float) * tree_.n * tree_.dim,
+                       cudaMemcpyDeviceToHost),
+            "cudaMemcpy (index points to host)");
+  }
+
  private:
   // Rows of k (kNN: radius_sq < 0) or of max_neighbors = k (radius).
   void run(const float* queries, int64_t m, int k, float radius_sq, bool exclude_self,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../src/cancel.h"
+#include "../src/progress.h"
 #include "cuda_engine.h"
 #include "cuda_support.h"
 #include "memory_model.h"
@@ -97,6 +98,7 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
                           const ChunkSearch& search) {
   if (m <= 0) return;
   const volatile int* cancel = cancel_flag();
+  knn_progress* const report = progress();
   const CallShape shape{dim,
                         row_width,
                         indices != nullptr && row_width > 0,
@@ -127,6 +129,7 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
         staging_copy(counts + s.first, s.host_counts.as<int32_t>(),
                            static_cast<size_t>(s.count) * sizeof(int32_t));
     }
+    progress_add(report, s.count);
     s.count = 0;
   };
 

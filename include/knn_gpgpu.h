@@ -133,6 +133,41 @@ KNN_API int KNN_CALL knn_version(void);
  * has started. The flag must stay valid while registered; reset it to 0
  * before the next call. */
 KNN_API int KNN_CALL knn_set_cancel_flag(const volatile int* flag);
+/* Progress. Registers a progress record for the calling thread (NULL
+ * unregisters); registering zeroes it. While it is registered, the long
+ * calls this thread makes (the classic builds and queries, and the index
+ * API's builds, queries and radius calls, on both engines; point in polygon
+ * does not report yet) publish into it what they are doing, so that another
+ * thread (a progress bar, a UI) can poll it during the call:
+ *   stage     the kind of work (enum knn_progress_stage);
+ *   total     work units of the stage (queries for queries and radius calls,
+ *             query points for queryAll; levels of the tree for a CPU index
+ *             kd-tree build; 1 for other builds);
+ *   done      units finished so far, 0 .. total, non-decreasing within a
+ *             stage, updated per chunk of work (a block of queries, a device
+ *             chunk, a tree level), equal to total when the stage completes;
+ *   sequence  incremented when a stage begins: one call may run several
+ *             stages (a radius fill counts, then fills; a device call that
+ *             falls back to the CPU begins its stage again).
+ * The library writes done, then total, then stage, then sequence with atomic
+ * operations (release order) when a stage begins, and adds to done
+ * atomically; read the fields with atomic or plain aligned 64-bit loads
+ * (reading sequence and stage first, then total, then done gives done <=
+ * total). A call that fails leaves done where it stopped. The record must stay
+ * valid while registered; one record per thread (the writers of two threads
+ * would mix). Cheap: one atomic add per chunk, never per point. */
+enum knn_progress_stage {
+  KNN_PROGRESS_IDLE = 0,  /* nothing started since registration       */
+  KNN_PROGRESS_BUILD = 1, /* building a tree, an index or a quadtree */
+  KNN_PROGRESS_QUERY = 2  /* answering queries (kNN, radius, counts) */
+};
+typedef struct knn_progress {
+  int64_t done;
+  int64_t total;
+  int32_t stage;    /* enum knn_progress_stage */
+  int32_t sequence; /* stages begun since registration */
+} knn_progress;
+KNN_API int KNN_CALL knn_set_progress(knn_progress* progress);
 
 /* =========================================================================
  * 2. The classic 3-D API
@@ -394,6 +429,66 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
                                       float radius, int max_neighbors, int32_t* indices,
                                       float* sq_distances, int32_t* counts,
                                       const knn_options* opt);
+
+/* Radius search into CSR rows, for any number of neighbours per query: count,
+ * take offsets from the counts, fill. The predicate and order are those of
+ * knn_index_radius (squared distance <= radius*radius rounded to float32,
+ * ordered by (distance, index)); all sizes and offsets are 64-bit, so the
+ * total may exceed 2^31.
+ *   knn_index_radius_count writes counts[i] (m int64), the number of points
+ *     within the radius of query i.
+ *   knn_offsets_from_counts writes offsets[0] = 0 and offsets[i+1] =
+ *     offsets[i] + counts[i] (m + 1 int64, host memory); negative counts or a
+ *     sum beyond INT64_MAX are INVALID_ARGUMENT and leave offsets untouched.
+ *   knn_index_radius_fill writes query i's neighbours to indices[offsets[i]
+ *     .. offsets[i+1]) and sq_distances (may be NULL) at the same positions,
+ *     nearest first. offsets (m + 1 entries) must be the running sum of the
+ *     counts: the call recounts and refuses offsets that disagree
+ *     (INVALID_ARGUMENT naming the first bad entry) before writing anything.
+ *     indices may be NULL only when offsets[m] is 0.
+ * queries, counts, offsets, indices and sq_distances may each be host or
+ * device memory (indices and sq_distances of one kind); the rows are staged
+ * through host memory in runs (at most 2^22 padded slots each, or one query),
+ * so a device engine fills device outputs by one copy per run. A fill
+ * searches twice (the recount, then the rows), a count once.
+ * Errors: as knn_index_radius. On a failure after computing started
+ * (cancellation, device error) counts are all 0; a fill that fails after its
+ * offsets passed leaves indices[0 .. offsets[m]) all -1 and sq_distances
+ * +infinity, one that fails before leaves them untouched. */
+KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries,
+                                            int64_t m, float radius, int64_t* counts,
+                                            const knn_options* opt);
+KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, int64_t* offsets);
+KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* queries,
+                                           int64_t m, float radius, const int64_t* offsets,
+                                           int32_t* indices, float* sq_distances,
+                                           const knn_options* opt);
+
+/* Serialization of an index to and from a caller's buffer (host memory).
+ * knn_index_serialized_size writes the byte count of the serialized form
+ * (64 + n * dim * 4 + 4); knn_index_serialize writes exactly that many bytes
+ * to buffer (bytes must be at least that, else INVALID_ARGUMENT; nothing is
+ * written then); knn_index_deserialize builds a new index from such a buffer
+ * into *out (NULL on failure; free it with knn_index_free).
+ * The format (version 1) holds a magic ("KNNGINDX"), the format version, a
+ * byte-order marker, n, dim, the structure that served the index and its
+ * leaf_size, the points in input order, and a CRC-32C of everything before
+ * it. The structure itself is rebuilt on load from those (a build is a
+ * function of its points and options), so a load costs one build and the
+ * loaded index answers bit-identically to the saved one on either backend:
+ * an index saved from the GPU loads on the CPU and back.
+ * Options at load: opt's backend, device, threads and device_memory_limit
+ * apply as in knn_index_build; its structure and leaf_size are ignored (the
+ * buffer's serve).
+ * A buffer that is truncated, has trailing bytes, a bad magic, header field
+ * or checksum is refused with INVALID_ARGUMENT saying which; a later format
+ * version or the other byte order is UNSUPPORTED. Every size in the buffer is
+ * checked against `bytes` before anything is allocated, so a hostile buffer
+ * costs at most its own size. Other errors: as knn_index_build. */
+KNN_API int KNN_CALL knn_index_serialized_size(const knn_index* index, size_t* bytes);
+KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, size_t bytes);
+KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes,
+                                           const knn_options* opt, knn_index** out);
 
 /* Device bytes a CUDA index build / a kNN call on it would need at most, for
  * the structure opt asks for (AUTO or NULL: the largest of the structures the

@@ -72,7 +72,7 @@ class GridIndex final : public IndexEngine {
     const std::vector<int64_t> order =
         order_by_key(cell_keys(grid_, queries, m, threads), grid_.cell_count(), nullptr);
     for_each_block(
-        blocks(m), threads, cancel_flag(), [&] { return NeighborList(k, n_); },
+        m, kQueriesPerBlock, threads, cancel_flag(), [&] { return NeighborList(k, n_); },
         [&](NeighborList& list, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
@@ -87,7 +87,7 @@ class GridIndex final : public IndexEngine {
                 const CallParams& call) const override {
     const int take = exclude_self ? k + 1 : k;
     for_each_block(
-        blocks(n_), thread_count(call.threads), cancel_flag(), [&] { return NeighborList(take, n_); },
+        n_, kQueriesPerBlock, thread_count(call.threads), cancel_flag(), [&] { return NeighborList(take, n_); },
         [&](NeighborList& list, int64_t b) {
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock); ++p) {
             const int64_t self = ids_[static_cast<size_t>(p)];
@@ -106,7 +106,7 @@ class GridIndex final : public IndexEngine {
         order_by_key(cell_keys(grid_, queries, m, threads), grid_.cell_count(), nullptr);
     const int64_t row = max_neighbors;
     for_each_block(
-        blocks(m), threads, cancel_flag(), [] { return std::vector<Neighbor>(); },
+        m, kQueriesPerBlock, threads, cancel_flag(), [] { return std::vector<Neighbor>(); },
         [&](std::vector<Neighbor>& found, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
@@ -119,9 +119,13 @@ class GridIndex final : public IndexEngine {
         });
   }
 
- private:
-  static int64_t blocks(int64_t m) { return (m + kQueriesPerBlock - 1) / kQueriesPerBlock; }
+  void copy_points(float* host_rows) const override {
+    for (int64_t p = 0; p < n_; ++p)
+      std::copy(&coords_[static_cast<size_t>(3 * p)], &coords_[static_cast<size_t>(3 * p)] + 3,
+                host_rows + 3 * int64_t{ids_[static_cast<size_t>(p)]});
+  }
 
+ private:
   // The points of cells first_key..last_key (contiguous in cell order).
   template <class Offer>
   void scan_cells(const float* q, uint32_t first_key, uint32_t last_key, Offer&& offer) const {

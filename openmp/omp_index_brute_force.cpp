@@ -41,13 +41,17 @@ class BruteForceIndex final : public IndexEngine {
             call);
   }
 
+  void copy_points(float* host_rows) const override {
+    std::copy(points_.begin(), points_.end(), host_rows);
+  }
+
   void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
               float* sq_distances, int32_t* counts, const CallParams& call) const override {
     const float r2 = mul_rn(radius, radius);
     const int64_t row = max_neighbors;
     using Found = std::vector<std::vector<Neighbor>>;
     for_each_block(
-        blocks(m), thread_count(call.threads), cancel_flag(),
+        m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
         [] { return Found(static_cast<size_t>(kQueriesPerBlock)); },
         [&](Found& found, int64_t b) {
           const int64_t first = b * kQueriesPerBlock, last = std::min(m, first + kQueriesPerBlock);
@@ -79,7 +83,6 @@ class BruteForceIndex final : public IndexEngine {
   }
 
  private:
-  static int64_t blocks(int64_t m) { return (m + kQueriesPerBlock - 1) / kQueriesPerBlock; }
   const float* point(int64_t j) const { return &points_[static_cast<size_t>(j * dim_)]; }
 
   template <class Visit>
@@ -94,7 +97,7 @@ class BruteForceIndex final : public IndexEngine {
                int32_t* indices, float* sq_distances, const CallParams& call) const {
     using Lists = std::vector<NeighborList>;
     for_each_block(
-        blocks(m), thread_count(call.threads), cancel_flag(),
+        m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
         [&] { return Lists(static_cast<size_t>(kQueriesPerBlock), NeighborList(take, n_)); },
         [&](Lists& lists, int64_t b) {
           const int64_t first = b * kQueriesPerBlock, last = std::min(m, first + kQueriesPerBlock);

@@ -28,6 +28,7 @@
 #include "../common/float_math.h"
 #include "../include/knn_gpgpu.h"
 #include "../src/index_engine.h"
+#include "../src/progress.h"
 #include "omp_index_support.h"
 
 namespace knn {
@@ -66,7 +67,7 @@ class KdTreeIndex final : public IndexEngine {
            const CallParams& call) const override {
     const std::vector<int64_t> order = leaf_order(queries, m, call.threads);
     for_each_block(
-        blocks(m), thread_count(call.threads), cancel_flag(), [&] { return NeighborList(k, n_); },
+        m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(), [&] { return NeighborList(k, n_); },
         [&](NeighborList& list, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
@@ -82,7 +83,7 @@ class KdTreeIndex final : public IndexEngine {
                 const CallParams& call) const override {
     const int64_t take = exclude_self ? int64_t{k} + 1 : k;
     for_each_block(
-        blocks(n_), thread_count(call.threads), cancel_flag(),
+        n_, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
         [&] { return NeighborList(take, n_); },
         [&](NeighborList& list, int64_t b) {
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock);
@@ -101,7 +102,7 @@ class KdTreeIndex final : public IndexEngine {
     const std::vector<int64_t> order = leaf_order(queries, m, call.threads);
     const int64_t row = max_neighbors;
     for_each_block(
-        blocks(m), thread_count(call.threads), cancel_flag(), [] { return std::vector<Neighbor>(); },
+        m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(), [] { return std::vector<Neighbor>(); },
         [&](std::vector<Neighbor>& found, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
@@ -119,9 +120,13 @@ class KdTreeIndex final : public IndexEngine {
         });
   }
 
- private:
-  static int64_t blocks(int64_t m) { return (m + kQueriesPerBlock - 1) / kQueriesPerBlock; }
+  void copy_points(float* host_rows) const override {
+    for (int64_t p = 0; p < n_; ++p)
+      std::copy(point(static_cast<int32_t>(p)), point(static_cast<int32_t>(p)) + dim_,
+                host_rows + int64_t{ids_[static_cast<size_t>(p)]} * dim_);
+  }
 
+ private:
   const float* lo(int32_t node) const { return &boxes_[static_cast<size_t>(node) * 2 * dim_]; }
   const float* hi(int32_t node) const { return lo(node) + dim_; }
   const float* point(int32_t position) const {
@@ -283,6 +288,12 @@ class KdTreeIndex final : public IndexEngine {
            format("a kd-tree of %lld points with leaf_size %d needs more than 2^31 nodes; use a "
                   "larger leaf_size",
                   static_cast<long long>(n_), leaf_size_));
+    // Progress in levels: halving n until a node fits a leaf bounds their
+    // number; one more unit gathers the points.
+    int64_t levels = 1;
+    for (int64_t size = n_; size > leaf_size_; size = (size + 1) / 2) ++levels;
+    knn_progress* const report = progress();
+    progress_begin(report, KNN_PROGRESS_BUILD, levels + 1);
     nodes_.push_back(KdNode{0, static_cast<int32_t>(n_)});
     for (size_t level_begin = 0; level_begin < nodes_.size();) {
       throw_if_cancelled(cancel);
@@ -308,6 +319,7 @@ class KdTreeIndex final : public IndexEngine {
         nodes_.push_back(KdNode{mid, end});
       }
       level_begin = level_end;
+      progress_add(report, 1);
     }
     coords_.resize(static_cast<size_t>(n_) * dim_);
 #pragma omp parallel for num_threads(threads) schedule(static)

@@ -16,6 +16,7 @@
 
 #include "../common/neighbor.h"
 #include "../src/cancel.h"
+#include "../src/progress.h"
 #include "knn_list.h"
 
 namespace knn {
@@ -131,16 +132,20 @@ inline void write_radius_row(std::vector<Neighbor>& found, int max_neighbors, in
 
 inline int thread_count(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
 
-// Runs body(state, block) for blocks 0..blocks-1 on `threads` threads, each
-// thread with one State made by make_state() when it takes its first block
-// (per-thread buffers, allocated once). Exceptions cannot leave an OpenMP
-// region: the first one is kept, the remaining blocks are skipped, and it is
-// rethrown here; a set cancel flag skips the remaining blocks likewise and
-// ends in KNN_ERR_CANCELLED.
+// Runs body(state, block) for the blocks of `items` work items, per_block
+// each (block b holds items [b * per_block, min(items, (b + 1) * per_block))),
+// on `threads` threads, each thread with one State made by make_state() when
+// it takes its first block (per-thread buffers, allocated once). Each finished
+// block adds its items to the calling thread's progress. Exceptions cannot
+// leave an OpenMP region: the first one is kept, the remaining blocks are
+// skipped, and it is rethrown here; a set cancel flag skips the remaining
+// blocks likewise and ends in KNN_ERR_CANCELLED.
 template <class MakeState, class Body>
-void for_each_block(int64_t blocks, int threads, const volatile int* cancel, MakeState make_state,
-                    Body body) {
+void for_each_block(int64_t items, int64_t per_block, int threads, const volatile int* cancel,
+                    MakeState make_state, Body body) {
   using State = decltype(make_state());
+  const int64_t blocks = (items + per_block - 1) / per_block;
+  knn_progress* const report = progress();
   std::exception_ptr error;
   std::atomic<bool> stop{false};
 #pragma omp parallel num_threads(threads)
@@ -152,6 +157,7 @@ void for_each_block(int64_t blocks, int threads, const volatile int* cancel, Mak
       try {
         if (!state) state.emplace(make_state());
         body(*state, b);
+        progress_add(report, std::min(per_block, items - b * per_block));
       } catch (...) {
 #pragma omp critical(knn_omp_index_error)
         if (!error) error = std::current_exception();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../src/cancel.h"
+#include "../src/progress.h"
 #include "knn_list.h"
 #include "omp_engine.h"
 
@@ -64,10 +65,14 @@ void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* querie
   // thread, and let every worker poll it. Exceptions cannot leave a parallel
   // loop, so a cancelled loop skips its remaining queries and throws after.
   const volatile int* const cancel = cancel_flag();
+  knn_progress* const report = progress();
   std::atomic<bool> stopped{false};
 #pragma omp parallel
   {
     std::vector<Neighbor> storage(static_cast<size_t>(k));
+    // Progress per kProgressQueries answered by this thread, not per query.
+    constexpr int64_t kProgressQueries = 1024;
+    int64_t unreported = 0;
 #pragma omp for schedule(dynamic, 256)
     for (int64_t at = 0; at < m; ++at) {
       if (stopped.load(std::memory_order_relaxed)) continue;
@@ -80,7 +85,12 @@ void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* querie
       search.visit(queries[i].p, 0, 0, list);
       const int64_t row = i * k;
       list.write(indices ? indices + row : nullptr, sq_distances ? sq_distances + row : nullptr);
+      if (++unreported == kProgressQueries) {
+        progress_add(report, unreported);
+        unreported = 0;
+      }
     }
+    progress_add(report, unreported);
   }
   if (stopped.load()) throw_cancelled();
 }

@@ -6,6 +6,7 @@
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
 #include "abi_barrier.h"
+#include "progress.h"
 #include "query_planner.h"
 #include "validate.h"
 
@@ -45,11 +46,13 @@ void check_build_args(const Point* points, int n, const Node* tree) {
 int build(const char* function, const Point* points, int n, Node* tree, Engine engine) {
   return guarded(function, [&] {
     check_build_args(points, n, tree);
+    const ProgressStage stage(KNN_PROGRESS_BUILD, 1);
     run_or_fill([&] { build_tree(points, n, tree, engine); },
                 [&] {
                   const float inf = std::numeric_limits<float>::infinity();
                   std::fill(tree, tree + n, Node{{inf, inf, inf}, -1, -1, -1});
                 });
+    stage.finish();
   });
 }
 
@@ -61,11 +64,13 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_k(k);
     check_array(result, n_qp, "result", "n_qp");
     check_finite(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
+    const ProgressStage stage(KNN_PROGRESS_QUERY, n_qp);
     run_or_fill(
         [&] {
           query_tree(queries, n_qp, tree, n_tree, k, reinterpret_cast<int32_t*>(result), engine);
         },
         [&] { std::fill(result, result + static_cast<int64_t>(n_qp) * k, -1); });
+    stage.finish();
   });
 }
 

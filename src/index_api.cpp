@@ -15,8 +15,10 @@
 #include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
 #include "abi_barrier.h"
+#include "index_format.h"
 #include "index_planner.h"
 #include "options.h"
+#include "progress.h"
 #include "validate.h"
 
 // The handle behind knn_index*. `magic` tells a live index from a NULL, a
@@ -28,6 +30,7 @@ struct knn_index {
   int device = -1;  // the CUDA device of a CUDA engine; -1 for the CPU
   int threads = 0;  // the build's options, defaults of every call
   size_t device_memory_limit = 0;
+  int leaf_size = 0;  // as asked (0: the engine's default); serialization saves it
 };
 
 namespace knn {
@@ -203,6 +206,107 @@ const knn_index& checked_index(const knn_index* index) {
   return *index;
 }
 
+// ---- Radius search into CSR rows ---------------------------------------------
+
+// The number of points within the radius of each query (host int32: a
+// query's count is at most the index's size), from the engine's counting call.
+std::vector<int32_t> radius_counts(const knn_index& ix, const float* queries, int64_t m,
+                                   float radius, const knn_options& o) {
+  std::vector<int32_t> counts(static_cast<size_t>(m));
+  const Outputs out(nullptr, nullptr, counts.data(), 0, m);
+  const ProgressStage stage(KNN_PROGRESS_QUERY, m);
+  run_on_engine(ix, queries, m, out, o,
+                [&](const float* q, int32_t*, float*, int32_t* c, const CallParams& call) {
+                  ix.engine->radius(q, m, radius, 0, nullptr, nullptr, c, call);
+                });
+  stage.finish();
+  return counts;
+}
+
+// Queries are staged in runs whose padded rows (run length x longest row)
+// stay within this many slots, or one query when its row alone is longer.
+constexpr int64_t kCsrStagingSlots = int64_t{1} << 22;
+
+// Fills the CSR rows of queries [0, m) from the engine's fixed-row radius
+// call: each run of queries gets rows as wide as its longest one, in host
+// staging, which are then packed to offsets[first] .. offsets[last) of the
+// caller's arrays (host, or device by one copy per run). counts are the
+// recount the offsets were checked against, so every row fits exactly.
+void fill_radius_rows(const knn_index& ix, const float* queries, int64_t m, float radius,
+                      const std::vector<int32_t>& counts, const std::vector<int64_t>& offsets,
+                      int32_t* indices, float* sq_distances, bool outputs_on_device,
+                      const knn_options& o) {
+  const int dim = ix.engine->dim();
+  const ProgressStage stage(KNN_PROGRESS_QUERY, m);
+  std::vector<int32_t> rows_index, packed_index;
+  std::vector<float> rows_sq, packed_sq;
+  for (int64_t first = 0; first < m;) {
+    int64_t last = first + 1;
+    int64_t width = counts[static_cast<size_t>(first)];
+    while (last < m) {
+      const int64_t wider = std::max<int64_t>(width, counts[static_cast<size_t>(last)]);
+      if ((last + 1 - first) * wider > kCsrStagingSlots) break;
+      width = wider;
+      ++last;
+    }
+    const int64_t run = last - first, begin = offsets[static_cast<size_t>(first)];
+    const int64_t total = offsets[static_cast<size_t>(last)] - begin;
+    if (total > 0) {
+      const size_t slots = static_cast<size_t>(run * width);
+      rows_index.resize(slots);
+      if (sq_distances) rows_sq.resize(slots);
+      const Outputs staged(rows_index.data(), sq_distances ? rows_sq.data() : nullptr, nullptr,
+                           run * width, run);
+      run_on_engine(ix, queries + first * dim, run, staged, o,
+                    [&](const float* q, int32_t* i, float* d, int32_t*, const CallParams& call) {
+                      ix.engine->radius(q, run, radius, static_cast<int>(width), i, d, nullptr,
+                                        call);
+                    });
+      int32_t* index_dst = indices + begin;
+      float* sq_dst = sq_distances ? sq_distances + begin : nullptr;
+      if (outputs_on_device) {
+        packed_index.resize(static_cast<size_t>(total));
+        index_dst = packed_index.data();
+        if (sq_distances) {
+          packed_sq.resize(static_cast<size_t>(total));
+          sq_dst = packed_sq.data();
+        }
+      }
+      for (int64_t r = 0; r < run; ++r) {
+        const size_t from = static_cast<size_t>(r * width);
+        const int64_t to = offsets[static_cast<size_t>(first + r)] - begin;
+        const int64_t len = counts[static_cast<size_t>(first + r)];
+        std::copy_n(rows_index.data() + from, len, index_dst + to);
+        if (sq_dst) std::copy_n(rows_sq.data() + from, len, sq_dst + to);
+      }
+      if (outputs_on_device) {
+        cuda::copy_to_device(indices + begin, packed_index.data(), static_cast<size_t>(total) * 4);
+        if (sq_distances)
+          cuda::copy_to_device(sq_distances + begin, packed_sq.data(),
+                               static_cast<size_t>(total) * 4);
+      }
+    } else {
+      progress_add(stage.get(), run);  // rows of nothing: no engine call reports them
+    }
+    first = last;
+  }
+  stage.finish();
+}
+
+// An int64 array of `count` entries from host or device memory, on the host.
+std::vector<int64_t> host_int64s(const int64_t* values, int64_t count) {
+  if (!on_device(values)) return std::vector<int64_t>(values, values + count);
+  std::vector<int64_t> host(static_cast<size_t>(count));
+  cuda::copy_to_host(host.data(), values, host.size() * sizeof(int64_t));
+  return host;
+}
+
+void check_radius(float radius) {
+  if (std::isnan(radius) || radius < 0)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("radius is %g; it must be a non-negative number", static_cast<double>(radius)));
+}
+
 // ---- Build ------------------------------------------------------------------
 
 knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt) {
@@ -224,6 +328,7 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
   const bool points_dev = on_device(points);
   check_finite_rows(points, n, dim, points_dev, "point");
 
+  const ProgressStage stage(KNN_PROGRESS_BUILD, 1);  // the CPU kd-tree counts its levels
   IndexParams params;
   params.leaf_size = o.leaf_size;
   params.threads = o.threads;
@@ -253,6 +358,8 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
   index->engine = std::move(engine);
   index->threads = o.threads;
   index->device_memory_limit = o.device_memory_limit;
+  index->leaf_size = o.leaf_size;
+  stage.finish();
   return index.release();
 }
 
@@ -316,9 +423,11 @@ KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* querie
     const knn::Outputs out(indices, sq_distances, nullptr, m * k, m);
     const int dim = ix.engine->dim();
     knn::check_finite_rows(queries, m, dim, knn::on_device(queries), "query");
+    const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
     knn::run_on_engine(ix, queries, m, out, o,
                        [&](const float* q, int32_t* i, float* d, int32_t*,
                            const knn::CallParams& call) { ix.engine->knn(q, m, k, i, d, call); });
+    stage.finish();
   });
 }
 
@@ -334,11 +443,13 @@ KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exc
     const knn::Outputs out(indices, sq_distances, nullptr, n * k, n);
     knn_options defaults;
     knn_options_init(&defaults);
+    const knn::ProgressStage stage(KNN_PROGRESS_QUERY, n);
     knn::run_on_engine(ix, nullptr, 0, out, defaults,
                        [&](const float*, int32_t* i, float* d, int32_t*,
                            const knn::CallParams& call) {
                          ix.engine->knn_self(k, exclude_self != 0, i, d, call);
                        });
+    stage.finish();
   });
 }
 
@@ -350,10 +461,7 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
     const knn_index& ix = knn::checked_index(index);
     const knn_options o = knn::read_index_options(opt);
     knn::check_array(queries, m, "queries", "m");
-    if (std::isnan(radius) || radius < 0)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("radius is %g; it must be a non-negative number",
-                            static_cast<double>(radius)));
+    knn::check_radius(radius);
     if (max_neighbors < 0)
       knn::fail(KNN_ERR_INVALID_ARGUMENT,
                 knn::format("max_neighbors is %d; it must not be negative", max_neighbors));
@@ -371,11 +479,154 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
     const knn::Outputs out(rows, dists, counts, m * max_neighbors, m);
     const int dim = ix.engine->dim();
     knn::check_finite_rows(queries, m, dim, knn::on_device(queries), "query");
+    const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
     knn::run_on_engine(ix, queries, m, out, o,
                        [&](const float* q, int32_t* i, float* d, int32_t* c,
                            const knn::CallParams& call) {
                          ix.engine->radius(q, m, radius, max_neighbors, i, d, c, call);
                        });
+    stage.finish();
+  });
+}
+
+KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries,
+                                            int64_t m, float radius, int64_t* counts,
+                                            const knn_options* opt) {
+  return knn::guarded("knn_index_radius_count", [&] {
+    const knn_index& ix = knn::checked_index(index);
+    const knn_options o = knn::read_index_options(opt);
+    knn::check_array(queries, m, "queries", "m");
+    knn::check_radius(radius);
+    knn::check_array(counts, m, "counts", "m");
+    if (m == 0) return;
+    knn::DeviceScope scope(ix.device);
+    const bool counts_on_device = knn::on_device(counts);
+    knn::check_finite_rows(queries, m, ix.engine->dim(), knn::on_device(queries), "query");
+    std::vector<int64_t> wide;
+    try {
+      const std::vector<int32_t> found = knn::radius_counts(ix, queries, m, radius, o);
+      wide.assign(found.begin(), found.end());
+    } catch (...) {
+      wide.assign(static_cast<size_t>(m), 0);  // the documented counts after a failure
+      try {
+        if (counts_on_device)
+          knn::cuda::copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
+        else
+          std::copy(wide.begin(), wide.end(), counts);
+      } catch (...) {
+      }
+      throw;
+    }
+    if (counts_on_device)
+      knn::cuda::copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
+    else
+      std::copy(wide.begin(), wide.end(), counts);
+  });
+}
+
+KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, int64_t* offsets) {
+  return knn::guarded("knn_offsets_from_counts", [&] {
+    knn::check_array(counts, m, "counts", "m");
+    if (offsets == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "offsets is NULL");
+    // Checked in full before the first write: a refused call leaves offsets untouched.
+    int64_t total = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      if (counts[i] < 0)
+        knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                  knn::format("counts[%lld] is %lld; counts must not be negative",
+                              static_cast<long long>(i), static_cast<long long>(counts[i])));
+      if (counts[i] > INT64_MAX - total)
+        knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                  knn::format("the counts up to counts[%lld] sum beyond INT64_MAX",
+                              static_cast<long long>(i)));
+      total += counts[i];
+    }
+    offsets[0] = 0;
+    for (int64_t i = 0; i < m; ++i) offsets[i + 1] = offsets[i] + counts[i];
+  });
+}
+
+KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* queries,
+                                           int64_t m, float radius, const int64_t* offsets,
+                                           int32_t* indices, float* sq_distances,
+                                           const knn_options* opt) {
+  return knn::guarded("knn_index_radius_fill", [&] {
+    const knn_index& ix = knn::checked_index(index);
+    const knn_options o = knn::read_index_options(opt);
+    knn::check_array(queries, m, "queries", "m");
+    knn::check_radius(radius);
+    if (offsets == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "offsets is NULL");
+    if (m == 0) return;
+    knn::DeviceScope scope(ix.device);
+    const std::vector<int64_t> offs = knn::host_int64s(offsets, m + 1);
+    const int64_t total = offs[static_cast<size_t>(m)];
+    if (total > 0 && indices == nullptr)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("indices is NULL while offsets[m] is %lld",
+                            static_cast<long long>(total)));
+    const knn::Outputs out(total > 0 ? indices : nullptr, total > 0 ? sq_distances : nullptr,
+                           nullptr, total, 0);
+    knn::check_finite_rows(queries, m, ix.engine->dim(), knn::on_device(queries), "query");
+    const std::vector<int32_t> counts = knn::radius_counts(ix, queries, m, radius, o);
+    const std::vector<int64_t> wide(counts.begin(), counts.end());
+    knn::check_offsets_match_counts(offs.data(), wide.data(), m, "offsets", "query");
+    try {
+      knn::fill_radius_rows(ix, queries, m, radius, counts, offs, out.indices, out.sq_distances,
+                            out.on_device, o);
+    } catch (...) {
+      out.fill_missing();
+      throw;
+    }
+  });
+}
+
+KNN_API int KNN_CALL knn_index_serialized_size(const knn_index* index, size_t* bytes) {
+  return knn::guarded("knn_index_serialized_size", [&] {
+    const knn_index& ix = knn::checked_index(index);
+    if (bytes == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "bytes is NULL");
+    *bytes = knn::serialized_index_bytes(ix.engine->size(), ix.engine->dim());
+  });
+}
+
+KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, size_t bytes) {
+  return knn::guarded("knn_index_serialize", [&] {
+    const knn_index& ix = knn::checked_index(index);
+    const knn::IndexEngine& engine = *ix.engine;
+    const size_t needed = knn::serialized_index_bytes(engine.size(), engine.dim());
+    if (buffer == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "buffer is NULL");
+    if (bytes < needed)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("buffer holds %zu bytes; this index serializes to %zu "
+                            "(knn_index_serialized_size)",
+                            bytes, needed));
+    knn::DeviceScope scope(ix.device);
+    std::vector<float> points(static_cast<size_t>(engine.size()) * engine.dim());
+    if (!points.empty()) engine.copy_points(points.data());
+    knn::SavedIndex saved;
+    saved.n = engine.size();
+    saved.dim = engine.dim();
+    saved.structure = engine.structure();
+    saved.leaf_size = ix.leaf_size;
+    knn::write_serialized_index(saved, points.data(), static_cast<unsigned char*>(buffer));
+  });
+}
+
+KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes,
+                                           const knn_options* opt, knn_index** out) {
+  return knn::guarded("knn_index_deserialize", [&] {
+    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    knn_options o = knn::read_index_options(opt);
+    // NULL with 0 bytes is an empty buffer: refused below as truncated.
+    if (buffer == nullptr && bytes > 0)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));
+    std::vector<float> points;
+    const knn::SavedIndex saved = knn::read_serialized_index(
+        static_cast<const unsigned char*>(buffer), bytes, points);
+    o.struct_size = sizeof o;
+    o.structure = saved.structure;
+    o.leaf_size = saved.leaf_size;
+    *out = knn::build(points.data(), saved.n, saved.dim, &o);
   });
 }
 

@@ -55,6 +55,9 @@ class IndexEngine {
   virtual void radius(const float* queries, int64_t m, float radius, int max_neighbors,
                       int32_t* indices, float* sq_distances, int32_t* counts,
                       const CallParams& call) const = 0;
+  // The indexed points in input order (size() rows of dim() floats) into host
+  // memory: what serialization saves (the structure is rebuilt on load).
+  virtual void copy_points(float* host_rows) const = 0;
 };
 
 namespace omp {

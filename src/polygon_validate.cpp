@@ -86,19 +86,4 @@ PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offse
   return set;
 }
 
-void check_out_offsets(const int64_t* out_offsets, const int64_t* counts, int64_t n_polygons) {
-  // Compared with the running sum of the counts rather than by differences of
-  // the caller's offsets, which could overflow.
-  int64_t expected = 0;
-  for (int64_t p = 0; p <= n_polygons; ++p) {
-    if (out_offsets[p] != expected)
-      fail(KNN_ERR_INVALID_ARGUMENT,
-           format("out_offsets[%lld] is %lld but the counts give %lld (%s)", ll(p),
-                  ll(out_offsets[p]), ll(expected),
-                  p == 0 ? "it must be 0"
-                         : "out_offsets[p+1] - out_offsets[p] must be polygon p's count"));
-    if (p < n_polygons) expected += counts[p];
-  }
-}
-
 }  // namespace knn

@@ -24,7 +24,4 @@ PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offse
                              int64_t n_rings, const int64_t* polygon_offsets,
                              int64_t n_polygons);
 
-// out_offsets[0] == 0 and out_offsets[p+1] - out_offsets[p] == counts[p].
-void check_out_offsets(const int64_t* out_offsets, const int64_t* counts, int64_t n_polygons);
-
 }  // namespace knn

@@ -129,7 +129,8 @@ KNN_API int KNN_CALL knn_points_in_polygons(const knn_quadtree* tree, const floa
                             static_cast<long long>(n_polygons)));
     std::vector<int64_t> counts(static_cast<size_t>(n_polygons));
     engine.count(polygons, counts.data(), params);
-    knn::check_out_offsets(out_offsets, counts.data(), n_polygons);
+    knn::check_offsets_match_counts(out_offsets, counts.data(), n_polygons, "out_offsets",
+                                    "polygon");
     const int64_t total = out_offsets[n_polygons];
     if (total > 0 && point_indices == nullptr)
       knn::fail(KNN_ERR_INVALID_ARGUMENT,

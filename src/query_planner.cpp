@@ -18,6 +18,7 @@
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
 #include "cancel.h"
+#include "progress.h"
 
 namespace knn {
 namespace {
@@ -142,6 +143,8 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
     std::lock_guard<std::mutex> lock(failure_mutex);
     if (!failure) failure = std::current_exception();
   };
+  // The team's threads are not the caller's: they report through its record.
+  knn_progress* const report = progress();
   std::thread cpu_team([&] {
 #pragma omp parallel num_threads(helpers)
     try {
@@ -153,6 +156,7 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
         const int64_t row = first * k;
         omp::query_kdtree(tree, device_tree.size(), root_dim, queries + first, count, k,
                           indices + row, sq_distances ? sq_distances + row : nullptr);
+        progress_add(report, count);
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         rate = count / std::max(seconds, 1e-9);
@@ -330,6 +334,9 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
       }
     }
   };
+  // Each query meets several parts: progress counts whole blocks instead.
+  knn_progress* const report = progress();
+  const ProgressMute per_part;
   for (int64_t first = 0; first < m; first += block) {
     const int64_t count = std::min(block, m - first);
     const Point* block_queries = queries + first;
@@ -354,6 +361,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
         serve(part, block_queries, count, out);
       }
     }
+    progress_add(report, count);
   }
 }
 
@@ -427,6 +435,7 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
     // queryAll never fails for lack of device memory: the CPU answers instead.
     if (engine == Engine::Cuda || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
   }
+  progress_begin(progress(), KNN_PROGRESS_QUERY, m);  // the CPU starts over
   on_cpu();
 }
 

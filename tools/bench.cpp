@@ -14,6 +14,7 @@
 
 #include "geojson.h"
 #include "knn_gpgpu.h"
+#include "progress_bar.h"
 
 namespace knn_cli {
 namespace {
@@ -48,9 +49,19 @@ struct Timing {
   std::vector<double> seconds;  // one per timed repeat
 };
 
+// The tool's progress reporter while a suite runs (stage lines, bar).
+ProgressReporter* reporter = nullptr;
+
+// "index query kdtree openmp n=1000000": what a measurement times.
+std::string what(const std::string& operation, const std::string& backend,
+                 const std::string& structure, int64_t n) {
+  return operation + " " + structure + " " + backend + " n=" + std::to_string(n);
+}
+
 // Warm-up calls, then timed ones; stops at the first failure.
 template <class Call>
-Timing time_call(const BenchArgs& a, Call call) {
+Timing time_call(const BenchArgs& a, const std::string& what, Call call) {
+  if (reporter) reporter->step(what);
   Timing t;
   for (int i = 0; i < a.warmup + a.repeats; ++i) {
     const Clock::time_point start = Clock::now();
@@ -123,9 +134,11 @@ void classic_suite(const BenchArgs& a, bool have_gpu, json& results) {
     const bool have_tree = mpBuildKdTree(points, n, tree.data()) == KNN_OK;
     for (const Backend& b : backends) {
       results.push_back(record("build", b.name, "kdtree", n, 0, 0, 3, n,
-                               time_call(a, [&] { return b.build(points, n, built.data()); })));
+                               time_call(a, what("build", b.name, "kdtree", n),
+                                         [&] { return b.build(points, n, built.data()); })));
       if (!have_tree) continue;
-      results.push_back(record("query", b.name, "kdtree", n, n, a.k, 3, n, time_call(a, [&] {
+      results.push_back(record("query", b.name, "kdtree", n, n, a.k, 3, n,
+                               time_call(a, what("query", b.name, "kdtree", n), [&] {
                                  return b.query(queries, tree.data(), n, n, a.k, result.data());
                                })));
     }
@@ -157,7 +170,8 @@ void index_suite(const BenchArgs& a, bool have_gpu, json& results) {
         knn_options_init(&opt);
         opt.backend = backend;
         opt.structure = s.value;
-        results.push_back(record("build", backend_name, s.name, n, 0, 0, dim, n, time_call(a, [&] {
+        results.push_back(record("build", backend_name, s.name, n, 0, 0, dim, n,
+                                 time_call(a, what("build", backend_name, s.name, n), [&] {
                                    knn_index* index = nullptr;
                                    const int st =
                                        knn_index_build(points.data(), n, dim, &opt, &index);
@@ -168,14 +182,16 @@ void index_suite(const BenchArgs& a, bool have_gpu, json& results) {
         knn_index* index = nullptr;
         if (knn_index_build(points.data(), n, dim, &opt, &index) != KNN_OK) continue;
         results.push_back(
-            record("query", backend_name, s.name, n, m, a.k, dim, m, time_call(a, [&] {
+            record("query", backend_name, s.name, n, m, a.k, dim, m,
+                   time_call(a, what("query", backend_name, s.name, n), [&] {
                      return knn_index_query(index, queries.data(), m, a.k, idx.data(), dist.data(),
                                             nullptr);
                    })));
         // The radius that holds k of n uniform points in the unit cube on
         // average (4/3 pi r^3 n = k), so radius and kNN rows compare.
         const double radius = std::cbrt(3.0 * a.k / (4.0 * 3.14159265358979323846 * n));
-        json rec = record("radius", backend_name, s.name, n, m, a.k, dim, m, time_call(a, [&] {
+        json rec = record("radius", backend_name, s.name, n, m, a.k, dim, m,
+                          time_call(a, what("radius", backend_name, s.name, n), [&] {
                             return knn_index_radius(index, queries.data(), m,
                                                     static_cast<float>(radius), a.k, idx.data(),
                                                     dist.data(), counts.data(), nullptr);
@@ -256,7 +272,7 @@ void pip_suite(const BenchArgs& a, bool have_gpu, json& results) {
         knn_options opt;
         knn_options_init(&opt);
         opt.backend = backend;
-        json rec = record("build", backend_name, "quadtree", n, 0, 0, 2, n, time_call(a, [&] {
+        json rec = record("build", backend_name, "quadtree", n, 0, 0, 2, n, time_call(a, what("build", backend_name, "quadtree", n), [&] {
                             knn_quadtree* tree = nullptr;
                             const int st = knn_quadtree_build(xy.data(), n, &opt, &tree);
                             if (st == KNN_OK) knn_quadtree_free(tree);
@@ -267,7 +283,7 @@ void pip_suite(const BenchArgs& a, bool have_gpu, json& results) {
         knn_quadtree* tree = nullptr;
         if (knn_quadtree_build(xy.data(), n, &opt, &tree) != KNN_OK) continue;
         rec = record("pip_count", backend_name, "quadtree", n, poly.polygons(), 0, 2, n,
-                     time_call(a, [&] {
+                     time_call(a, what("pip_count", backend_name, "quadtree", n), [&] {
                        return knn_points_in_polygons_count(
                            tree, poly.vertices.data(), poly.ring_offsets.data(), poly.rings(),
                            poly.polygon_offsets.data(), poly.polygons(), counts.data(), &opt);
@@ -313,6 +329,8 @@ int run_bench(const BenchArgs& args) {
     if (n < 1) throw std::runtime_error("--sizes must be positive, got " + std::to_string(n));
 
   const std::string started = utc_now();
+  ProgressReporter progress(progress_mode(a.progress));
+  reporter = &progress;
   json results = json::array();
   if (a.suite == "classic") {
     classic_suite(a, have_gpu, results);
@@ -321,8 +339,10 @@ int run_bench(const BenchArgs& args) {
   } else if (a.suite == "pip") {
     pip_suite(a, have_gpu, results);
   } else {
+    reporter = nullptr;
     throw std::runtime_error("unknown suite '" + a.suite + "' (classic, index or pip)");
   }
+  reporter = nullptr;
   const int v = knn_version();
   const json doc = {
       {"schema", "knn-gpgpu-bench/1"},

@@ -35,6 +35,7 @@ struct BenchArgs {
   int warmup = 1;
   std::string out = "-";  // file, or "-" for stdout
   std::string polygons;   // pip: a GeoJSON file timed beside the stars ("" = none)
+  bool progress = false;  // --progress: progress lines even when stderr is not a terminal
 };
 
 // The suite's default sizes (10^4 .. 10^6; 10^7 for classic on a GPU).

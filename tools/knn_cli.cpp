@@ -6,14 +6,6 @@
 // non-zero codes for command-line errors.
 #include <CLI/CLI.hpp>
 
-#ifdef _WIN32
-#include <io.h>
-#define KNN_CLI_STDERR_IS_TTY() (_isatty(_fileno(stderr)) != 0)
-#else
-#include <unistd.h>
-#define KNN_CLI_STDERR_IS_TTY() (isatty(STDERR_FILENO) == 1)
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,6 +27,7 @@
 
 #include "knn_gpgpu.h"
 #include "point_io.h"
+#include "progress_bar.h"
 
 namespace {
 
@@ -51,22 +44,6 @@ struct LibraryError : std::runtime_error {
 void check(int status, const char* call) {
   if (status != KNN_OK) throw LibraryError(call, status);
 }
-
-// Progress lines on stderr, only when stderr is a terminal.
-class Progress {
- public:
-  Progress() : enabled_(KNN_CLI_STDERR_IS_TTY()), start_(Clock::now()) {}
-  void step(const std::string& what) const {
-    if (!enabled_) return;
-    const double s = std::chrono::duration<double>(Clock::now() - start_).count();
-    std::fprintf(stderr, "knn-gpgpu [%8.3f s] %s\n", s, what.c_str());
-    std::fflush(stderr);
-  }
-
- private:
-  bool enabled_;
-  Clock::time_point start_;
-};
 
 int point_count(const std::vector<float>& xyz, const std::string& path) {
   const size_t n = xyz.size() / 3;
@@ -91,11 +68,12 @@ float squared_distance(const float* q, const float* p) {
 struct KnnArgs {
   std::string ref, query, out, backend = "auto";
   bool self = false, exclude_self = false, distances = false;
+  bool progress = false;  // --progress: progress lines even when stderr is not a terminal
   int k = 0;
 };
 
 int run_knn(const KnnArgs& a) {
-  const Progress progress;
+  knn_cli::ProgressReporter progress(knn_cli::progress_mode(a.progress));
   if (a.query.empty() && !a.self) throw std::runtime_error("give --query FILE or --self");
   if (a.exclude_self && !a.self) throw std::runtime_error("--exclude-self needs --self");
   if (a.k < 1) throw std::runtime_error("--k must be at least 1");
@@ -233,6 +211,7 @@ std::string table_extension(const std::string& path, const char* option) {
 struct RadiusArgs {
   std::string ref, query, out, counts, distances, backend = "auto", structure = "auto";
   bool self = false;
+  bool progress = false;
   double radius = -1;
   int max_neighbors = -1;
 };
@@ -250,7 +229,7 @@ struct IndexDeleter {
 };
 
 int run_radius(const RadiusArgs& a) {
-  const Progress progress;
+  knn_cli::ProgressReporter progress(knn_cli::progress_mode(a.progress));
   if (a.query.empty() && !a.self) throw std::runtime_error("give --query FILE or --self");
   // +infinity is the library's "every point" radius; a value past float32's
   // range becomes it too, as the library's float argument would.
@@ -342,6 +321,7 @@ int run_radius(const RadiusArgs& a) {
 // ---- pip: knn_quadtree_build + knn_points_in_polygons[_count] -----------------------
 struct PipArgs {
   std::string points, polygons, out, pairs, backend = "auto", id_property;
+  bool progress = false;
 };
 
 #if KNN_CLI_HAVE_JSON
@@ -384,7 +364,7 @@ void points_of(const knn_quadtree* tree, const float* vertices, const int64_t* r
 }
 
 int run_pip(const PipArgs& a) {
-  const Progress progress;
+  knn_cli::ProgressReporter progress(knn_cli::progress_mode(a.progress));
   if (knn_cli::extension_of(a.out) != ".csv")
     throw std::runtime_error(a.out + ": --out must end in .csv");
   const std::string pairs_ext = a.pairs.empty() ? "" : table_extension(a.pairs, "--pairs");
@@ -511,6 +491,13 @@ int run_pip(const PipArgs&) {
 
 }  // namespace
 
+// --progress on a subcommand whose long calls report progress.
+void add_progress_flag(CLI::App* command, bool& progress) {
+  command->add_flag("--progress", progress,
+                    "progress of long calls on stderr: a bar on a terminal (the default there), "
+                    "plain lines elsewhere");
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"knn-gpgpu: exact k-nearest-neighbour search with libknn_gpgpu"};
   app.require_subcommand(1);
@@ -531,6 +518,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
   knn->add_flag("--distances", ka.distances,
                 "also write squared distances (OUT_dist.npy, or extra .csv columns)");
+  add_progress_flag(knn, ka.progress);
 
   CLI::App* info = app.add_subcommand("info", "library version and CUDA devices");
   bool info_json = false;
@@ -562,6 +550,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
   radius->add_option("--structure", ra.structure, "auto, kdtree, grid or brute_force")
       ->check(CLI::IsMember({"auto", "kdtree", "grid", "brute_force"}));
+  add_progress_flag(radius, ra.progress);
 
   PipArgs pa;
   CLI::App* pip = app.add_subcommand("pip", "count points in GeoJSON polygons (quadtree API)");
@@ -576,6 +565,7 @@ int main(int argc, char** argv) {
                   "'id' or 'name' property)");
   pip->add_option("--backend", pa.backend, "auto, cuda or openmp")
       ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
+  add_progress_flag(pip, pa.progress);
 
 #if KNN_CLI_HAVE_JSON
   knn_cli::BenchArgs ba;
@@ -592,6 +582,7 @@ int main(int argc, char** argv) {
   bench->add_option("--out", ba.out, "JSON file, '-' for stdout");
   bench->add_option("--polygons", ba.polygons,
                     "pip: a GeoJSON file of polygons timed beside the star polygons");
+  add_progress_flag(bench, ba.progress);
 #endif
 
   try {

@@ -389,6 +389,7 @@ namespace KnnGpgpu
         [DllImport(Lib, CallingConvention = Cdecl)] internal static extern IntPtr knn_last_error();
         [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int knn_version();
         [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int knn_set_cancel_flag(IntPtr flag);
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern int knn_set_progress(IntPtr progress);
 
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern int buildKdTree([In] Point[] points, int n, [Out] Node[] tree);
@@ -441,6 +442,22 @@ namespace KnnGpgpu
                                                     int maxNeighbors, IntPtr indices, IntPtr sqDistances,
                                                     IntPtr counts, IntPtr opt);
         [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_radius_count(IndexHandle index, IntPtr queries, long m, float radius,
+                                                          IntPtr counts, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_offsets_from_counts(IntPtr counts, long m, IntPtr offsets);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_radius_fill(IndexHandle index, IntPtr queries, long m, float radius,
+                                                         IntPtr offsets, IntPtr indices, IntPtr sqDistances,
+                                                         IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_serialized_size(IndexHandle index, out UIntPtr bytes);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_serialize(IndexHandle index, IntPtr buffer, UIntPtr bytes);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_deserialize(IntPtr buffer, UIntPtr bytes, IntPtr opt,
+                                                         out IndexHandle index);
+        [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern UIntPtr knn_estimate_build_bytes(long n, int dim, IntPtr opt);
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern UIntPtr knn_estimate_query_bytes(long m, int k, long n, int dim, IntPtr opt);
@@ -481,6 +498,7 @@ namespace KnnGpgpu
         [MethodImpl(Late)] internal static IntPtr knn_last_error() { return NativeMethods.knn_last_error(); }
         [MethodImpl(Late)] internal static int knn_version() { return NativeMethods.knn_version(); }
         [MethodImpl(Late)] internal static int knn_set_cancel_flag(IntPtr f) { return NativeMethods.knn_set_cancel_flag(f); }
+        [MethodImpl(Late)] internal static int knn_set_progress(IntPtr p) { return NativeMethods.knn_set_progress(p); }
         [MethodImpl(Late)] internal static int buildKdTree(Point[] p, int n, Node[] t) { return NativeMethods.buildKdTree(p, n, t); }
         [MethodImpl(Late)] internal static int cuBuildKdTree(Point[] p, int n, Node[] t) { return NativeMethods.cuBuildKdTree(p, n, t); }
         [MethodImpl(Late)] internal static int mpBuildKdTree(Point[] p, int n, Node[] t) { return NativeMethods.mpBuildKdTree(p, n, t); }
@@ -521,6 +539,21 @@ namespace KnnGpgpu
         [MethodImpl(Late)]
         internal static int knn_index_radius(IndexHandle h, IntPtr q, long m, float r, int mx, IntPtr i, IntPtr d, IntPtr c, IntPtr o)
         { return NativeMethods.knn_index_radius(h, q, m, r, mx, i, d, c, o); }
+        [MethodImpl(Late)]
+        internal static int knn_index_radius_count(IndexHandle h, IntPtr q, long m, float r, IntPtr c, IntPtr o)
+        { return NativeMethods.knn_index_radius_count(h, q, m, r, c, o); }
+        [MethodImpl(Late)]
+        internal static int knn_offsets_from_counts(IntPtr c, long m, IntPtr o) { return NativeMethods.knn_offsets_from_counts(c, m, o); }
+        [MethodImpl(Late)]
+        internal static int knn_index_radius_fill(IndexHandle h, IntPtr q, long m, float r, IntPtr off, IntPtr i, IntPtr d, IntPtr o)
+        { return NativeMethods.knn_index_radius_fill(h, q, m, r, off, i, d, o); }
+        [MethodImpl(Late)]
+        internal static int knn_index_serialized_size(IndexHandle h, out UIntPtr b) { return NativeMethods.knn_index_serialized_size(h, out b); }
+        [MethodImpl(Late)]
+        internal static int knn_index_serialize(IndexHandle h, IntPtr buf, UIntPtr b) { return NativeMethods.knn_index_serialize(h, buf, b); }
+        [MethodImpl(Late)]
+        internal static int knn_index_deserialize(IntPtr buf, UIntPtr b, IntPtr o, out IndexHandle h)
+        { return NativeMethods.knn_index_deserialize(buf, b, o, out h); }
         [MethodImpl(Late)]
         internal static UIntPtr knn_estimate_build_bytes(long n, int dim, IntPtr o) { return NativeMethods.knn_estimate_build_bytes(n, dim, o); }
         [MethodImpl(Late)]
@@ -700,6 +733,14 @@ namespace KnnGpgpu
             Loader.Ensure();
             Check(Native.knn_set_cancel_flag(flag == null ? IntPtr.Zero : flag.Pointer), "knn_set_cancel_flag");
         }
+
+        /// <summary>knn_set_progress: registers progress for the calling thread (null unregisters);
+        /// zeroes it.</summary>
+        public static void SetProgress(KnnProgress progress)
+        {
+            Loader.Ensure();
+            Check(Native.knn_set_progress(progress == null ? IntPtr.Zero : progress.Pointer), "knn_set_progress");
+        }
     }
 
     // ---- the index API ------------------------------------------------------------------
@@ -742,6 +783,47 @@ namespace KnnGpgpu
             handle = Build(points, n, dim, options);
             N = n;
             Dim = dim;
+        }
+
+        KnnIndex(IndexHandle owned)
+        {
+            handle = owned;
+            KnnIndexInfo info = Info();
+            N = info.N;
+            Dim = info.Dim;
+        }
+
+        /// <summary>knn_index_deserialize: an index from Serialize()'s bytes. The options choose
+        /// where it loads (backend, device, threads); the structure and leaf size come from the
+        /// bytes. A corrupted or truncated buffer throws KnnInvalidArgumentException.</summary>
+        public static KnnIndex Deserialize(byte[] data, KnnOptions? options = null)
+        {
+            if (data == null) throw new ArgumentNullException("data");
+            Loader.Ensure();
+            IndexHandle h;
+            using (var pins = new Pins((Array)(data.Length > 0 ? data : null)))
+            using (var opt = OptionsBlock.For(options))
+            {
+                int status = Native.knn_index_deserialize(pins[0], new UIntPtr((ulong)data.LongLength),
+                                                          OptionsBlock.PointerOf(opt), out h);
+                if (status != 0)
+                {
+                    if (h != null) h.SetHandleAsInvalid();
+                    Knn.Check(status, "knn_index_deserialize");
+                }
+            }
+            return new KnnIndex(h);
+        }
+
+        /// <summary>knn_index_serialize: the index as bytes (a versioned, checksummed format).</summary>
+        public byte[] Serialize()
+        {
+            UIntPtr size;
+            Knn.Check(Native.knn_index_serialized_size(Live(), out size), "knn_index_serialized_size");
+            var data = new byte[(long)size.ToUInt64()];
+            using (var pins = new Pins(data))
+                Knn.Check(Native.knn_index_serialize(Live(), pins[0], size), "knn_index_serialize");
+            return data;
         }
 
         static IndexHandle Build(IntPtr points, long n, int dim, KnnOptions? options)
@@ -833,6 +915,45 @@ namespace KnnGpgpu
                 Knn.Check(Native.knn_index_radius(Live(), pins[0], m, radius, maxNeighbors, pins[1],
                                                          pins[2], pins[3], OptionsBlock.PointerOf(opt)),
                           "knn_index_radius");
+            sqDistances = dist;
+            return ind;
+        }
+
+        /// <summary>knn_index_radius_count: the number of points within radius of each query.</summary>
+        public long[] RadiusCounts(float[] queries, float radius, KnnOptions? options = null)
+        {
+            if (queries == null) throw new ArgumentNullException("queries");
+            if (queries.Length % Dim != 0) throw new ArgumentException("queries.Length must be a multiple of Dim");
+            long m = queries.Length / Dim;
+            var counts = new long[m];
+            using (var pins = new Pins(queries, counts))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(Native.knn_index_radius_count(Live(), pins[0], m, radius, pins[1],
+                                                        OptionsBlock.PointerOf(opt)),
+                          "knn_index_radius_count");
+            return counts;
+        }
+
+        /// <summary>Every point within radius of each query, in CSR rows: count, offsets
+        /// (knn_offsets_from_counts), fill (knn_index_radius_fill). Query i's neighbours,
+        /// nearest first (ties by index), are indices[offsets[i] .. offsets[i+1]); offsets has
+        /// m + 1 entries; sqDistances is null unless wantDistances.</summary>
+        public int[] RadiusCsr(float[] queries, float radius, out long[] offsets, out float[] sqDistances,
+                               KnnOptions? options = null, bool wantDistances = true)
+        {
+            long[] counts = RadiusCounts(queries, radius, options);
+            long m = counts.LongLength;
+            offsets = new long[m + 1];
+            using (var pins = new Pins(m > 0 ? counts : null, offsets))
+                Knn.Check(Native.knn_offsets_from_counts(pins[0], m, pins[1]), "knn_offsets_from_counts");
+            long total = offsets[m];
+            var ind = new int[total];
+            float[] dist = wantDistances ? new float[total] : null;
+            using (var pins = new Pins(queries, offsets, total > 0 ? ind : null, total > 0 ? dist : null))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(Native.knn_index_radius_fill(Live(), pins[0], m, radius, pins[1], pins[2], pins[3],
+                                                       OptionsBlock.PointerOf(opt)),
+                          "knn_index_radius_fill");
             sqDistances = dist;
             return ind;
         }
@@ -1050,5 +1171,68 @@ namespace KnnGpgpu
         }
 
         ~KnnCancelFlag() { if (cell != IntPtr.Zero) Marshal.FreeHGlobal(cell); }
+    }
+
+    // ---- progress --------------------------------------------------------------------------
+
+    /// <summary>knn_progress_stage.</summary>
+    public enum KnnProgressStage { Idle = 0, Build = 1, Query = 2 }
+
+    /// <summary>A record for knn_set_progress: native memory the library updates per chunk of
+    /// work of the calls made by the thread that registered it; read it from any thread.
+    /// Within a stage Done grows from 0 to Total; Sequence counts the stages begun.
+    /// <code>using (var p = new KnnProgress()) using (p.Register()) { ...long calls... }</code></summary>
+    public sealed class KnnProgress : IDisposable
+    {
+        // struct knn_progress: int64 done, int64 total, int32 stage, int32 sequence (24 bytes).
+        internal const int Size = 24;
+        IntPtr record;
+
+        public KnnProgress()
+        {
+            record = Marshal.AllocHGlobal(Size);
+            for (int i = 0; i < Size; i += 8) Marshal.WriteInt64(record, i, 0);
+        }
+
+        IntPtr Live()
+        {
+            if (record == IntPtr.Zero) throw new ObjectDisposedException("KnnProgress");
+            return record;
+        }
+
+        public int Sequence { get { return Marshal.ReadInt32(Live(), 20); } }
+        public KnnProgressStage Stage { get { return (KnnProgressStage)Marshal.ReadInt32(Live(), 16); } }
+        public long Total { get { return Marshal.ReadInt64(Live(), 8); } }
+        public long Done { get { return Marshal.ReadInt64(Live(), 0); } }
+
+        /// <summary>Registers the record for the calling thread; disposing the result unregisters it.</summary>
+        public IDisposable Register()
+        {
+            Knn.SetProgress(this);
+            return new Registration();
+        }
+
+        internal IntPtr Pointer { get { return Live(); } }
+
+        sealed class Registration : IDisposable
+        {
+            bool done;
+            public void Dispose()
+            {
+                if (done) return;
+                done = true;
+                Knn.SetProgress(null);
+            }
+        }
+
+        /// <summary>Frees the native record; it must not be registered on any thread.</summary>
+        public void Dispose()
+        {
+            if (record != IntPtr.Zero) Marshal.FreeHGlobal(record);
+            record = IntPtr.Zero;
+            GC.SuppressFinalize(this);
+        }
+
+        ~KnnProgress() { if (record != IntPtr.Zero) Marshal.FreeHGlobal(record); }
     }
 }

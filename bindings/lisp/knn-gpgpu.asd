@@ -16,7 +16,8 @@
                (:file "options")
                (:file "index")
                (:file "quadtree")
-               (:file "cancel"))
+               (:file "cancel")
+               (:file "progress"))
   :in-order-to ((test-op (test-op "knn-gpgpu/tests"))))
 
 (defsystem "knn-gpgpu/tests"

@@ -10,7 +10,7 @@
 #
 # Environment:
 #   KNN_FUZZ_SECONDS   fuzzing time per target (default 25; 0: replay only)
-#   KNN_FUZZ_TARGETS   subset to run (default: all four)
+#   KNN_FUZZ_TARGETS   subset to run (default: all of them)
 #   KNN_FUZZ_ROOT      where build-fuzz/ goes (default: the repository root)
 #   KNN_JOBS           parallel build jobs (default: all cores)
 set -uo pipefail
@@ -18,7 +18,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 JOBS=${KNN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 SECONDS_PER_TARGET=${KNN_FUZZ_SECONDS:-25}
-TARGETS=${KNN_FUZZ_TARGETS:-fuzz_api_args fuzz_tree fuzz_polygons fuzz_point_parsers}
+TARGETS=${KNN_FUZZ_TARGETS:-fuzz_api_args fuzz_tree fuzz_polygons fuzz_point_parsers fuzz_index_deserialize}
 DIR=${KNN_FUZZ_ROOT:-$ROOT}/build-fuzz
 say() { printf '[fuzz] %s\n' "$*"; }
 

@@ -342,6 +342,22 @@ TEST(Cli, EveryInputFormatMatchesTheLibrary) {
   }
 }
 
+// --progress without a terminal: the stage lines and one plain line per
+// library call when it ends, with its figures (the query: every query point).
+TEST(Cli, ProgressFlagPrintsPlainLinesWithoutATerminal) {
+  const std::vector<float> ref = random_points(2000, 11);
+  write_npy(path_of("prog.npy"), ref, false);
+  const std::string out = path_of("prog_out.npy");
+  const RunResult r = run_cli("knn --ref '" + path_of("prog.npy") + "' --self --k 4 --out '" + out +
+                              "' --backend openmp --progress");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("building the kd-tree"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("query 100.0%  2000/2000"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" left"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no bar without a terminal";
+  EXPECT_EQ(read_npy<int32_t>(out, "<i4", 2000, 4), library_knn(ref, ref, 4));
+}
+
 TEST(Cli, CsvOutputParsesBack) {
   const std::vector<float> ref = random_points(40, 3), query = random_points(9, 4);
   write_text(path_of("c_ref.xyz"), ref, " ", nullptr);

@@ -144,6 +144,13 @@ static class Tests
         foreach (var f in fields)
             Check((long)Marshal.OffsetOf(typeof(KnnOptions), f[0]) == c["offsetof.knn_options." + f[1]],
                   "knn_options." + f[1]);
+        if (c.ContainsKey("sizeof.knn_progress"))
+        {
+            // KnnProgress reads the record at these offsets (24 bytes: done, total, stage, sequence).
+            Check(c["sizeof.knn_progress"] == 24 && c["offsetof.knn_progress.done"] == 0 &&
+                  c["offsetof.knn_progress.total"] == 8 && c["offsetof.knn_progress.stage"] == 16 &&
+                  c["offsetof.knn_progress.sequence"] == 20, "knn_progress layout");
+        }
         if (c.ContainsKey("const.KNN_OK"))
         {
             foreach (KnnStatus s in Enum.GetValues(typeof(KnnStatus)))
@@ -553,6 +560,109 @@ static class Tests
         }
     }
 
+    // CSR rows against the radius oracle with every hit kept (rows of n), packed by counts.
+    static void IndexRadiusCsr()
+    {
+        foreach (int dim in new[] { 2, 3 })
+        {
+            var pts = Cloud(dim + 90, 300, dim, "lattice");
+            int n = pts.Length / dim;
+            var q = Cloud(dim + 91, 25, dim, "lattice");
+            foreach (var backend in Backends())
+                foreach (var structure in Structures(dim))
+                    using (var index = new KnnIndex(pts, dim, Opt(backend, structure)))
+                        foreach (float radius in new[] { 0f, 1f, 2.5f })
+                        {
+                            int[] wantI, wantC; float[] wantD;
+                            RadiusOracle(pts, q, dim, radius, n, out wantI, out wantD, out wantC);
+                            long[] offsets; float[] d;
+                            var got = index.RadiusCsr(q, radius, out offsets, out d);
+                            string what = string.Format("csr dim {0} {1} {2} r {3}", dim, backend, structure, radius);
+                            Check(Same(index.RadiusCounts(q, radius), wantC.Select(c => (long)c).ToArray()), what + " counts");
+                            var packedI = new List<int>();
+                            var packedD = new List<float>();
+                            long at = 0;
+                            bool offsetsOk = offsets[0] == 0;
+                            for (int row = 0; row < wantC.Length; row++)
+                            {
+                                at += wantC[row];
+                                offsetsOk &= offsets[row + 1] == at;
+                                for (int j = 0; j < wantC[row]; j++)
+                                {
+                                    packedI.Add(wantI[row * n + j]);
+                                    packedD.Add(wantD[row * n + j]);
+                                }
+                            }
+                            Check(offsetsOk, what + " offsets");
+                            Check(Same(got, packedI.ToArray()), what + " indices");
+                            Check(SameBits(d, packedD.ToArray()), what + " distances");
+                        }
+        }
+    }
+
+    static void IndexSerialize()
+    {
+        var pts = Cloud(95, 400, 3, "lattice");
+        var q = Cloud(96, 30, 3);
+        foreach (var backend in Backends())
+            foreach (var structure in Structures(3))
+                using (var index = new KnnIndex(pts, 3, Opt(backend, structure)))
+                {
+                    byte[] data = index.Serialize();
+                    Check(data.Length == 64 + pts.Length * 4 + 4, "serialized size");
+                    using (var loaded = KnnIndex.Deserialize(data, Opt(KnnBackend.OpenMP, KnnStructure.Auto)))
+                    {
+                        float[] ad, bd;
+                        var ai = index.Query(q, 5, out ad);
+                        var bi = loaded.Query(q, 5, out bd);
+                        string what = string.Format("serialize {0} {1}", backend, structure);
+                        Check(Same(ai, bi) && SameBits(ad, bd), what + " answers");
+                        Check(Same(loaded.Serialize(), data), what + " saves to the same bytes");
+                        Check(loaded.Info().Structure == index.Info().Structure, what + " structure");
+                    }
+                    var bad = (byte[])data.Clone();
+                    bad[70] ^= 1;
+                    var e = Throws<KnnInvalidArgumentException>(() => KnnIndex.Deserialize(bad), "corrupted");
+                    Check(e != null && e.Message.Contains("CRC-32C"), "corrupted: " + (e == null ? "" : e.Message));
+                    e = Throws<KnnInvalidArgumentException>(() => KnnIndex.Deserialize(data.Take(data.Length - 1).ToArray()),
+                                                          "truncated");
+                    Check(e != null && e.Message.Contains("truncated"), "truncated: " + (e == null ? "" : e.Message));
+                }
+    }
+
+    static void ProgressPolledFromAnotherThread()
+    {
+        var pts = Cloud(97, 100000, 3);
+        using (var index = new KnnIndex(pts, 3, Opt(KnnBackend.OpenMP, KnnStructure.KdTree)))
+        using (var progress = new KnnProgress())
+        {
+            var seen = new List<long[]>();
+            using (progress.Register())
+            {
+                Check(progress.Sequence == 0 && progress.Stage == KnnProgressStage.Idle, "zeroed when registered");
+                bool running = true;
+                var poller = new Thread(() =>
+                {
+                    while (Volatile.Read(ref running))
+                        seen.Add(new long[] { progress.Sequence, (long)progress.Stage, progress.Total, progress.Done });
+                });
+                poller.Start();
+                float[] d;
+                index.Query(pts, 4, out d, null, false);
+                Volatile.Write(ref running, false);
+                poller.Join();
+            }
+            Check(progress.Stage == KnnProgressStage.Query && progress.Total == 100000 && progress.Done == 100000,
+                  "final progress " + progress.Done + "/" + progress.Total);
+            bool ordered = true;
+            for (int i = 1; i < seen.Count; i++)
+                if (seen[i][0] == seen[i - 1][0] && seen[i][1] == seen[i - 1][1] && seen[i][2] == seen[i - 1][2])
+                    ordered &= seen[i][3] >= seen[i - 1][3];
+            Check(ordered, "done never goes back within a stage");
+            Check(seen.All(s => s[3] >= 0 && s[3] <= Math.Max(s[2], 0)), "done within total");
+        }
+    }
+
     static void IndexErrors()
     {
         var pts = Cloud(80, 20, 4);
@@ -907,7 +1017,8 @@ static class Tests
         var tests = new Action[] { LayoutMatchesC, EveryHeaderFunctionIsBound, BuildAndQueryMatchTheOracle,
                                    BruteForceBitIdentical, MemoryHelpers, BadInputThrows, LastErrorIsPerThread,
                                    DeviceFunctions, IndexOraclesAgreeWithBruteForce, IndexQueryMatchesOracle,
-                                   IndexQueryForms, IndexQuerySelf, IndexRadius, IndexErrors,
+                                   IndexQueryForms, IndexQuerySelf, IndexRadius, IndexRadiusCsr, IndexSerialize,
+                                   ProgressPolledFromAnotherThread, IndexErrors,
                                    QuadtreeBoundaryRule, QuadtreeSquareTiling, QuadtreeHolesMatchOracle,
                                    QuadtreeErrors, QuadtreeCancelFlag };
         if (expectedDir != null) tests = new Action[] { BuildAndQueryMatchTheOracle };

@@ -32,6 +32,7 @@
 (cffi:defcfun ("knn_last_error" %last-error) :pointer)
 (cffi:defcfun ("knn_version" %version) :int)
 (cffi:defcfun ("knn_set_cancel_flag" %set-cancel-flag) :int (flag :pointer))
+(cffi:defcfun ("knn_set_progress" %set-progress) :int (progress :pointer))
 
 ;;; Classic 3-D API
 (cffi:defcfun ("buildKdTree" %build-kd-tree) :int
@@ -76,6 +77,20 @@
 (cffi:defcfun ("knn_index_radius" %index-radius) :int
   (index :pointer) (queries :pointer) (m :int64) (radius :float) (max-neighbors :int)
   (indices :pointer) (sq-distances :pointer) (counts :pointer) (opt :pointer))
+(cffi:defcfun ("knn_index_radius_count" %index-radius-count) :int
+  (index :pointer) (queries :pointer) (m :int64) (radius :float) (counts :pointer)
+  (opt :pointer))
+(cffi:defcfun ("knn_offsets_from_counts" %offsets-from-counts) :int
+  (counts :pointer) (m :int64) (offsets :pointer))
+(cffi:defcfun ("knn_index_radius_fill" %index-radius-fill) :int
+  (index :pointer) (queries :pointer) (m :int64) (radius :float) (offsets :pointer)
+  (indices :pointer) (sq-distances :pointer) (opt :pointer))
+(cffi:defcfun ("knn_index_serialized_size" %index-serialized-size) :int
+  (index :pointer) (bytes :pointer))
+(cffi:defcfun ("knn_index_serialize" %index-serialize) :int
+  (index :pointer) (buffer :pointer) (bytes :size))
+(cffi:defcfun ("knn_index_deserialize" %index-deserialize) :int
+  (buffer :pointer) (bytes :size) (opt :pointer) (out :pointer))
 (cffi:defcfun ("knn_estimate_build_bytes" %estimate-build-bytes) :size
   (n :int64) (dim :int) (opt :pointer))
 (cffi:defcfun ("knn_estimate_query_bytes" %estimate-query-bytes) :size
@@ -94,13 +109,15 @@
   (point-indices :pointer) (opt :pointer))
 
 (defparameter *c-functions*
-  '("knn_status_string" "knn_last_error" "knn_version" "knn_set_cancel_flag"
+  '("knn_status_string" "knn_last_error" "knn_version" "knn_set_cancel_flag" "knn_set_progress"
     "buildKdTree" "cuBuildKdTree" "mpBuildKdTree" "queryAll" "cuQueryAll" "mpQueryAll"
     "getTreeSize" "getNeededBytesForBuildingKdTree" "getNeededBytesForQueryAll"
     "getNeededBytesInSearch" "getFreeBytesOnGpu" "cuSetDevice" "cuGetDevice"
     "cuGetDeviceCount" "knn_brute_force"
     "knn_options_init" "knn_index_build" "knn_index_free" "knn_index_info" "knn_index_query"
-    "knn_index_query_self" "knn_index_radius" "knn_estimate_build_bytes"
+    "knn_index_query_self" "knn_index_radius" "knn_index_radius_count"
+    "knn_offsets_from_counts" "knn_index_radius_fill" "knn_index_serialized_size"
+    "knn_index_serialize" "knn_index_deserialize" "knn_estimate_build_bytes"
     "knn_estimate_query_bytes"
     "knn_quadtree_build" "knn_quadtree_free" "knn_points_in_polygons_count"
     "knn_points_in_polygons")

@@ -28,6 +28,12 @@
         (values data count))
       (rows-of data dim name)))
 
+(defun adopt-index (pointer n dim)
+  "An INDEX owning POINTER (a knn_index*), freed by the garbage collector if forgotten."
+  (let ((index (%make-index pointer n dim)))
+    #+sbcl (sb-ext:finalize index (lambda () (%index-free pointer)) :dont-save t)
+    index))
+
 (defun build-index (points dim &key options count backend device structure leaf-size threads
                                  device-memory-limit)
   "Build an index over POINTS (rows of DIM floats; a foreign pointer needs
@@ -45,10 +51,7 @@ point, KNN-INVALID-ARGUMENT, KNN-NO-DEVICE for :backend :cuda without a GPU)."
         (with-foreign-options (opt opts)
           (with-pointers ((p data))
             (check-status "knn_index_build" (%index-build p n dim opt out))))
-        (let ((index (%make-index (cffi:mem-ref out :pointer) n dim)))
-          #+sbcl (let ((pointer (index-pointer index)))
-                   (sb-ext:finalize index (lambda () (%index-free pointer)) :dont-save t))
-          index)))))
+        (adopt-index (cffi:mem-ref out :pointer) n dim)))))
 
 (defun free-index (index)
   "Free INDEX (knn_index_free); freeing twice does nothing."
@@ -124,6 +127,73 @@ within the radius. MAX-NEIGHBORS 0 is a counting call (indices and distances NIL
                           (%index-radius handle qp m (coerce radius 'single-float)
                                          max-neighbors ip dp cp opt))))
         (values ind dist counts)))))
+
+(defun index-radius-counts (index queries radius &key options count)
+  "knn_index_radius_count: a (signed-byte 64) vector of the number of points
+within RADIUS of each query."
+  (let ((handle (live-index index)))
+    (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries")
+      (let ((counts (make-array m :element-type '(signed-byte 64))))
+        (with-foreign-options (opt options)
+          (with-pointers ((qp q) (cp counts))
+            (check-status "knn_index_radius_count"
+                          (%index-radius-count handle qp m (coerce radius 'single-float) cp
+                                               opt))))
+        counts))))
+
+(defun index-radius-csr (index queries radius &key (distances t) options count)
+  "Every point within RADIUS of each query in CSR rows: count, offsets
+(knn_offsets_from_counts), fill (knn_index_radius_fill). Returns (values
+indices sq-distances offsets): query i's neighbours, nearest first (ties by
+index), at [offsets[i], offsets[i+1]) of indices ((signed-byte 32)) and
+sq-distances (single-float, NIL unless DISTANCES); offsets has m + 1
+(signed-byte 64) entries."
+  (let ((handle (live-index index)))
+    (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries")
+      (let* ((counts (index-radius-counts index q radius :options options :count m))
+             (offsets (make-array (1+ m) :element-type '(signed-byte 64))))
+        (with-pointers ((cp counts) (op offsets))
+          (check-status "knn_offsets_from_counts" (%offsets-from-counts cp m op)))
+        (let* ((total (aref offsets m))
+               (ind (make-array total :element-type '(signed-byte 32)))
+               (dist (and distances (make-array total :element-type 'single-float))))
+          (with-foreign-options (opt options)
+            (with-pointers ((qp q) (op offsets) (ip ind) (dp dist))
+              (check-status "knn_index_radius_fill"
+                            (%index-radius-fill handle qp m (coerce radius 'single-float) op ip
+                                                dp opt))))
+          (values ind dist offsets))))))
+
+(defun serialize-index (index)
+  "knn_index_serialize: INDEX as a (unsigned-byte 8) vector (a versioned,
+checksummed format that DESERIALIZE-INDEX loads on either backend)."
+  (let ((handle (live-index index)))
+    (cffi:with-foreign-object (size :size)
+      (check-status "knn_index_serialized_size" (%index-serialized-size handle size))
+      (let ((bytes (make-array (cffi:mem-ref size :size) :element-type '(unsigned-byte 8))))
+        (with-pointers ((bp bytes))
+          (check-status "knn_index_serialize" (%index-serialize handle bp (length bytes))))
+        bytes))))
+
+(defun deserialize-index (bytes &key options backend device threads device-memory-limit)
+  "knn_index_deserialize: an INDEX from SERIALIZE-INDEX's bytes. The keywords
+choose where it loads; the structure and leaf size come from BYTES. A
+corrupted or truncated vector signals KNN-INVALID-ARGUMENT saying what is wrong."
+  (unless (typep bytes '(simple-array (unsigned-byte 8) (*)))
+    (usage-error "bytes must be a (simple-array (unsigned-byte 8) (*))"))
+  (let ((opts (merge-options options (list :backend backend :device device :threads threads
+                                           :device-memory-limit device-memory-limit))))
+    (cffi:with-foreign-object (out :pointer)
+      (setf (cffi:mem-ref out :pointer) (cffi:null-pointer))
+      (with-foreign-options (opt opts)
+        (with-pointers ((bp (and (plusp (length bytes)) bytes)))
+          (check-status "knn_index_deserialize"
+                        (%index-deserialize bp (length bytes) opt out))))
+      (let ((pointer (cffi:mem-ref out :pointer)))
+        (cffi:with-foreign-objects ((n :int64) (dim :int))
+          (check-status "knn_index_info"
+                        (%index-info pointer n dim (cffi:null-pointer) (cffi:null-pointer)))
+          (adopt-index pointer (cffi:mem-ref n :int64) (cffi:mem-ref dim :int)))))))
 
 (defun estimate-build-bytes (n dim &optional options)
   "knn_estimate_build_bytes: device bytes an index build would need."

@@ -29,7 +29,8 @@
    ;; index API
    #:index #:index-p #:index-n #:index-dim #:index-pointer #:index-closed-p
    #:build-index #:free-index #:with-index #:index-info
-   #:index-query #:index-query-self #:index-radius
+   #:index-query #:index-query-self #:index-radius #:index-radius-counts #:index-radius-csr
+   #:serialize-index #:deserialize-index
    #:estimate-build-bytes #:estimate-query-bytes
    ;; quadtree
    #:quadtree #:quadtree-p #:quadtree-n #:quadtree-closed-p
@@ -37,4 +38,7 @@
    #:points-in-polygons-count #:points-in-polygons #:points-in-each-polygon #:pack-polygons
    ;; cancellation
    #:cancel-flag #:make-cancel-flag #:free-cancel-flag #:cancel #:reset-cancel-flag
-   #:cancelled-p #:set-cancel-flag #:with-cancel-flag))
+   #:cancelled-p #:set-cancel-flag #:with-cancel-flag
+   ;; progress
+   #:progress #:make-progress #:free-progress #:progress-snapshot #:set-progress
+   #:with-progress))

@@ -10,7 +10,7 @@ import numpy as np
 
 import knn_gpgpu as knn
 from knn_gpgpu import _library
-from knn_gpgpu._types import OptionsStruct
+from knn_gpgpu._types import OptionsStruct, ProgressStruct
 
 from conftest import header_path
 
@@ -38,6 +38,9 @@ def python_layout():
         table["offsetof.Node." + field] = getattr(knn.Node, field).offset
     for field, _ in OptionsStruct._fields_:
         table["offsetof.knn_options." + field] = getattr(OptionsStruct, field).offset
+    table["sizeof.knn_progress"] = ctypes.sizeof(ProgressStruct)
+    for field, _ in ProgressStruct._fields_:
+        table["offsetof.knn_progress." + field] = getattr(ProgressStruct, field).offset
     return table
 
 

@@ -34,7 +34,7 @@ from typing import Tuple
 from ._library import (ENV_VAR, Native, last_error, library_path, load_library, native,
                        status_string)
 from ._types import (NODE_DTYPE, POINT_DTYPE, Backend, IndexStructure, Node, OptionsStruct,
-                     Point)
+                     Point, ProgressStage)
 from .cancel import CancelFlag, set_cancel_flag
 from .classic import (brute_force, build_kdtree, cu_build_kdtree, cu_query_all, free_bytes_on_gpu,
                       get_device, get_device_count, mp_build_kdtree, mp_query_all,
@@ -44,9 +44,10 @@ from .errors import (CancelledError, DeviceError, DeviceOutOfMemoryError, HostOu
                      InternalError, InvalidArgumentError, InvalidTreeError, KnnError,
                      LibraryNotFoundError, NoDeviceError, NonfiniteInputError, Status,
                      UnsupportedError)
-from .index import (Index, IndexInfo, KnnResult, LegacyKnnResult, RadiusResult, RadiusRows,
-                    estimate_build_bytes, estimate_query_bytes)
+from .index import (Index, IndexInfo, KnnResult, LegacyKnnResult, RadiusCsr, RadiusResult,
+                    RadiusRows, estimate_build_bytes, estimate_query_bytes)
 from .options import Options
+from .progress import Progress, ProgressSnapshot, set_progress
 from .spatial import KDTree, cKDTree
 from .quadtree import (Quadtree, pack_polygons, points_in_each_polygon, points_in_polygons,
                        points_in_polygons_count)
@@ -77,9 +78,10 @@ __all__ = [
     "CancelledError", "DeviceError", "DeviceOutOfMemoryError", "HostOutOfMemoryError",
     "InternalError", "InvalidArgumentError", "InvalidTreeError", "KnnError",
     "LibraryNotFoundError", "NoDeviceError", "NonfiniteInputError", "Status", "UnsupportedError",
-    "Index", "IndexInfo", "KnnResult", "LegacyKnnResult", "RadiusResult", "RadiusRows",
-    "estimate_build_bytes", "estimate_query_bytes", "KDTree", "cKDTree",
+    "Index", "IndexInfo", "KnnResult", "LegacyKnnResult", "RadiusCsr", "RadiusResult",
+    "RadiusRows", "estimate_build_bytes", "estimate_query_bytes", "KDTree", "cKDTree",
     "Quadtree", "pack_polygons", "points_in_each_polygon", "points_in_polygons",
     "points_in_polygons_count",
     "CancelFlag", "set_cancel_flag",
+    "Progress", "ProgressSnapshot", "ProgressStage", "set_progress",
 ]

@@ -30,10 +30,10 @@ import ctypes.util
 import os
 import sys
 import threading
-from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t
+from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._types import IndexHandle, Node, OptionsStruct, Point, QuadtreeHandle
+from ._types import IndexHandle, Node, OptionsStruct, Point, ProgressStruct, QuadtreeHandle
 from .errors import LibraryNotFoundError, make_error
 
 #: Major version of the C ABI this binding is written for.
@@ -58,6 +58,7 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "knn_last_error": (c_char_p, []),
     "knn_version": (c_int, []),
     "knn_set_cancel_flag": (c_int, [POINTER(c_int)]),
+    "knn_set_progress": (c_int, [POINTER(ProgressStruct)]),
     # classic 3-D API
     "buildKdTree": (c_int, [_P_POINT, c_int, _P_NODE]),
     "cuBuildKdTree": (c_int, [_P_POINT, c_int, _P_NODE]),
@@ -85,6 +86,13 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "knn_index_query_self": (c_int, [_P_INDEX, c_int, c_int, _P_INT32, _P_FLOAT]),
     "knn_index_radius": (c_int, [_P_INDEX, _P_FLOAT, c_int64, c_float, c_int, _P_INT32,
                                  _P_FLOAT, _P_INT32, _P_OPT]),
+    "knn_index_radius_count": (c_int, [_P_INDEX, _P_FLOAT, c_int64, c_float, _P_INT64, _P_OPT]),
+    "knn_offsets_from_counts": (c_int, [_P_INT64, c_int64, _P_INT64]),
+    "knn_index_radius_fill": (c_int, [_P_INDEX, _P_FLOAT, c_int64, c_float, _P_INT64, _P_INT32,
+                                      _P_FLOAT, _P_OPT]),
+    "knn_index_serialized_size": (c_int, [_P_INDEX, POINTER(c_size_t)]),
+    "knn_index_serialize": (c_int, [_P_INDEX, c_void_p, c_size_t]),
+    "knn_index_deserialize": (c_int, [c_void_p, c_size_t, _P_OPT, POINTER(_P_INDEX)]),
     "knn_estimate_build_bytes": (c_size_t, [c_int64, c_int, _P_OPT]),
     "knn_estimate_query_bytes": (c_size_t, [c_int64, c_int, c_int64, c_int, _P_OPT]),
     # quadtree / point in polygon

@@ -102,6 +102,23 @@ class OptionsStruct(ctypes.Structure):
                 ("device_memory_limit", ctypes.c_size_t)]
 
 
+class ProgressStage(enum.IntEnum):
+    """``enum knn_progress_stage``."""
+
+    IDLE = 0
+    BUILD = 1
+    QUERY = 2
+
+
+class ProgressStruct(ctypes.Structure):
+    """Raw ``knn_progress`` layout (see :class:`knn_gpgpu.Progress`)."""
+
+    _fields_ = [("done", ctypes.c_int64),
+                ("total", ctypes.c_int64),
+                ("stage", ctypes.c_int32),
+                ("sequence", ctypes.c_int32)]
+
+
 INT_MIN = -(2 ** 31)
 INT_MAX = 2 ** 31 - 1
 INT64_MAX = 2 ** 63 - 1

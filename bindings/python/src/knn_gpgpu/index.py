@@ -31,7 +31,7 @@ from .errors import NoDeviceError, Status
 from ._handle import NativeHandle
 from .options import Options, byref, resolve
 
-__all__ = ["Index", "IndexInfo", "KnnResult", "LegacyKnnResult", "RadiusResult",
+__all__ = ["Index", "IndexInfo", "KnnResult", "LegacyKnnResult", "RadiusCsr", "RadiusResult",
            "RadiusRows", "estimate_build_bytes", "estimate_query_bytes"]
 
 OptionValue = Union[int, str, None]
@@ -98,6 +98,16 @@ def _distances_first(value: Optional[bool], method: str, counts: bool = False) -
         warnings.warn(_ORDER_WARNING % (method, tail, tail), DeprecationWarning, stacklevel=3)
         return False
     return bool(value)
+
+
+class RadiusCsr(NamedTuple):
+    """Result of :meth:`Index.radius_csr`: every neighbour of query ``i`` in
+    ``indices[offsets[i]:offsets[i + 1]]`` (and ``sq_distances``), nearest first;
+    distances first, as every new result of the binding."""
+
+    sq_distances: Optional[Any]
+    indices: Any
+    offsets: Any
 
 
 def _require_device_support(*arrays: Any) -> None:
@@ -309,6 +319,90 @@ class Index(NativeHandle):
         check(status, "knn_index_radius")
         return (RadiusRows(_unwrap(dist), _unwrap(ind), _unwrap(counts)) if first
                 else RadiusResult(_unwrap(ind), _unwrap(dist), _unwrap(counts)))
+
+    def radius_counts(self, queries: Any, radius: float, *,
+                      options: Optional[Options] = None) -> Any:
+        """Number of points within ``radius`` of each query (``knn_index_radius_count``):
+        ``(m,)`` int64."""
+        handle = self._live()
+        q = _arrays.host_rows(queries, "queries", self._dim)
+        m = int(q.shape[0])
+        counts = np.empty((m,), dtype=np.int64)
+        check(native().knn_index_radius_count(handle, _arrays.pointer(q, ctypes.c_float),
+                                              _arrays.c_int64(m, "m"), float(radius),
+                                              _arrays.pointer(counts, ctypes.c_int64),
+                                              byref(options)),
+              "knn_index_radius_count")
+        return counts
+
+    def radius_csr(self, queries: Any, radius: float, *, distances: bool = True,
+                   options: Optional[Options] = None) -> RadiusCsr:
+        """Every point within ``radius`` of each query, in CSR rows: count
+        (``knn_index_radius_count``), offsets (``knn_offsets_from_counts``), fill
+        (``knn_index_radius_fill``). No ``max_neighbors``: rows are as long as
+        the counts, ordered by (distance, index).
+
+        Returns:
+            :class:`RadiusCsr` ``(sq_distances, indices, offsets)``: float32
+            and int32 of length ``offsets[-1]`` (``sq_distances`` ``None`` unless
+            ``distances``), and ``(m + 1,)`` int64 offsets.
+        """
+        handle = self._live()
+        q = _arrays.host_rows(queries, "queries", self._dim)
+        m = int(q.shape[0])
+        counts = self.radius_counts(q, radius, options=options)
+        offsets = np.empty((m + 1,), dtype=np.int64)
+        check(native().knn_offsets_from_counts(_arrays.pointer(counts, ctypes.c_int64),
+                                               _arrays.c_int64(m, "m"),
+                                               _arrays.pointer(offsets, ctypes.c_int64)),
+              "knn_offsets_from_counts")
+        total = int(offsets[-1])
+        ind = np.empty((total,), dtype=np.int32)
+        dist = np.empty((total,), dtype=np.float32) if distances else None
+        check(native().knn_index_radius_fill(handle, _arrays.pointer(q, ctypes.c_float),
+                                             _arrays.c_int64(m, "m"), float(radius),
+                                             _arrays.pointer(offsets, ctypes.c_int64),
+                                             _arrays.pointer(ind, ctypes.c_int32),
+                                             _arrays.pointer(dist, ctypes.c_float),
+                                             byref(options)),
+              "knn_index_radius_fill")
+        return RadiusCsr(dist, ind, offsets)
+
+    # ---- serialization -----------------------------------------------------------
+    def serialize(self) -> bytes:
+        """The index as bytes (``knn_index_serialize``): a versioned, checksummed
+        format that :meth:`deserialize` loads on either backend."""
+        handle = self._live()
+        size = ctypes.c_size_t()
+        check(native().knn_index_serialized_size(handle, ctypes.byref(size)),
+              "knn_index_serialized_size")
+        buffer = ctypes.create_string_buffer(size.value)
+        check(native().knn_index_serialize(handle, buffer, size), "knn_index_serialize")
+        return buffer.raw
+
+    @classmethod
+    def deserialize(cls, data: Union[bytes, bytearray, memoryview], *,
+                    options: Optional[Options] = None, backend: OptionValue = None,
+                    device: Optional[int] = None, threads: Optional[int] = None,
+                    device_memory_limit: Optional[int] = None) -> "Index":
+        """An index from :meth:`serialize`'s bytes (``knn_index_deserialize``).
+
+        The options choose where it loads (backend, device, threads); the
+        structure and leaf size come from the bytes. A corrupted or truncated
+        buffer raises :class:`InvalidArgumentError` saying what is wrong.
+        """
+        view = memoryview(data).cast("B")
+        raw = np.frombuffer(view, dtype=np.uint8) if view.nbytes else np.empty(0, np.uint8)
+        opt = resolve(options, backend=backend, device=device, threads=threads,
+                      device_memory_limit=device_memory_limit)
+        handle = ctypes.POINTER(IndexHandle)()
+        status = native().knn_index_deserialize(raw.ctypes.data if raw.size else None,
+                                                raw.size, byref(opt), ctypes.byref(handle))
+        check(status, "knn_index_deserialize")
+        n = ctypes.c_int64()
+        dim = ctypes.c_int()
+        native().knn_index_info(handle, ctypes.byref(n), ctypes.byref(dim), None, None)
+        return cls._from_handle(handle, n.value, dim.value)
 
     # ---- estimates -------------------------------------------------------------
     @staticmethod
