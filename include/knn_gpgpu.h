@@ -24,6 +24,17 @@
  * Threads.  Every function may be called from any number of host threads at
  *           once; in particular any number of threads may query the same tree
  *           or index at once. knn_last_error() is per thread.
+ * Coordinates. Every coordinate must be finite (else KNN_ERR_NONFINITE_INPUT,
+ *           naming the point and dimension). The distance-based calls (the
+ *           classic API, knn_brute_force, the index API) also refuse, with
+ *           KNN_ERR_INVALID_ARGUMENT naming the point, a coordinate whose
+ *           magnitude exceeds 2^e, e = floor((125 - ceil(log2 dim)) / 2):
+ *           2^62 (4.6e18) for dim 1..2, 2^61 (2.3e18) for dim 3..4, 2^60 for
+ *           dim 5..16, 2^56 for dim 4096. Within it no float32 squared
+ *           distance overflows to +infinity (which would make a real
+ *           neighbour look like a missing slot and break the order); points
+ *           and queries are checked alike. Point in polygon decides exactly
+ *           for any finite coordinates and has no such limit.
  * Counts.   n = 0 is valid and does nothing. Negative counts, NULL arrays with
  *           a positive count, and k < 1 are KNN_ERR_INVALID_ARGUMENT. Offsets
  *           are computed in 64 bits (i * k for 10^8 queries and k = 100 works).
@@ -312,7 +323,11 @@ enum knn_structure {
  * Every field is checked where an opt is passed (unknown backend or
  * structure, device < -1, leaf_size < 0, threads < 0: INVALID_ARGUMENT). A
  * build uses all fields; a query or radius call uses only threads and
- * device_memory_limit (0: the build's values) and ignores the others. */
+ * device_memory_limit (0: the build's values) and ignores the others.
+ * threads above KNN_MAX_THREADS_PER_PROCESSOR times the number of processors
+ * (omp_get_num_procs()) are reduced to that number: more never runs faster,
+ * and the OpenMP runtime ends the process when it cannot start a team. */
+#define KNN_MAX_THREADS_PER_PROCESSOR 4
 typedef struct knn_options {
   size_t struct_size;         /* = sizeof(knn_options)                        */
   int backend;                /* enum knn_backend, default AUTO               */
@@ -340,8 +355,11 @@ KNN_API void KNN_CALL knn_options_init(knn_options* opt);
 KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
                                      const knn_options* opt, knn_index** out);
 /* Free an index and everything it holds; NULL is fine. A pointer that is not
- * a live index is refused with INVALID_ARGUMENT where the library can tell
- * (it checks a marker that freeing clears). */
+ * a live index (already freed, or not made by knn_index_build) is refused
+ * with INVALID_ARGUMENT "not a live index", here and by every call that takes
+ * an index: the library keeps the set of live handles and looks a pointer up
+ * there before reading it, so a double free or a stale handle never touches
+ * freed memory. (An address that a later build reuses is that later index.) */
 KNN_API int KNN_CALL knn_index_free(knn_index* index);
 /* Size, dimension, backend and structure that actually serve the index (never
  * AUTO); any output pointer may be NULL. */
@@ -402,6 +420,9 @@ typedef struct knn_quadtree knn_quadtree; /* opaque */
  * are KNN_ERR_NONFINITE_INPUT naming the first. */
 KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
                                         knn_quadtree** out);
+/* A pointer that is not a live quadtree (freed, or not made by
+ * knn_quadtree_build) is refused with INVALID_ARGUMENT by every call, free
+ * included, without reading it (as for knn_index_free). */
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
 
 /* Polygons: vertices_xy holds all ring vertices as (x, y) pairs; ring r spans

@@ -10,6 +10,7 @@
 #include "../src/cancel.h"
 #include "knn_list.h"
 #include "omp_engine.h"
+#include "thread_scratch.h"
 
 namespace knn {
 namespace omp {
@@ -65,9 +66,11 @@ void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* querie
   // loop, so a cancelled loop skips its remaining queries and throws after.
   const volatile int* const cancel = cancel_flag();
   std::atomic<bool> stopped{false};
-#pragma omp parallel
+  const int capacity = list_capacity(k, n);
+  ThreadScratch<Neighbor> storage(omp_get_max_threads(), static_cast<size_t>(capacity));
+#pragma omp parallel num_threads(storage.threads())
   {
-    std::vector<Neighbor> storage(static_cast<size_t>(k));
+    Neighbor* const mine = storage.mine();
 #pragma omp for schedule(dynamic, 256)
     for (int64_t at = 0; at < m; ++at) {
       if (stopped.load(std::memory_order_relaxed)) continue;
@@ -76,10 +79,10 @@ void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* querie
         continue;
       }
       const int64_t i = order[at];
-      KnnList list(storage.data(), k);
+      KnnList list(mine, capacity);
       search.visit(queries[i].p, 0, 0, list);
       const int64_t row = i * k;
-      list.write(indices ? indices + row : nullptr, sq_distances ? sq_distances + row : nullptr);
+      list.write(indices ? indices + row : nullptr, sq_distances ? sq_distances + row : nullptr, k);
     }
   }
   if (stopped.load()) throw_cancelled();
