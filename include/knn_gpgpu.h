@@ -130,7 +130,9 @@ enum knn_status {
 KNN_API const char* KNN_CALL knn_status_string(int status);
 /* Text of the last failure on the calling thread ("" when the last call on
  * this thread succeeded). Valid until this thread's next call into the
- * library; copy it to keep it. Never NULL. */
+ * library; copy it to keep it. Never NULL, and never empty after a failure,
+ * even one for lack of host memory (the text needs no allocation; texts
+ * longer than 2047 bytes are cut). */
 KNN_API const char* KNN_CALL knn_last_error(void);
 /* KNN_VERSION_NUMBER of the loaded library (compare with the header's). */
 KNN_API int KNN_CALL knn_version(void);
@@ -209,8 +211,9 @@ KNN_API int KNN_CALL cuQueryAll(const struct Point* query_points, const struct N
 KNN_API int KNN_CALL mpQueryAll(const struct Point* query_points, const struct Node* tree,
                                 int n_qp, int n_tree, int k, int* result);
 
-/* Memory helpers. They compute in 64 bits, need no device, and return 0 for
- * negative arguments. They are honest: a GPU call whose need is at most the
+/* Memory helpers. They compute in 64 bits, need no device, return 0 for
+ * negative arguments and SIZE_MAX where the byte count does not fit a
+ * size_t (they never wrap to a smaller figure). They are honest: a GPU call whose need is at most the
  * device's free memory does not fail for lack of it, and its peak device use
  * stays within the figure (every buffer is counted in whole 2 MiB pages of
  * the device allocator; a device test measures the real peak). */
@@ -290,7 +293,8 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   the host and write device outputs through host buffers. The outputs of one
  *   call must be all host or all device memory (else INVALID_ARGUMENT).
  * Errors. Validation failures (NULL pointers with positive counts, negative
- *   counts, n > 2147483647 (indices are int32), dim out of range, k < 1, a
+ *   counts, n > 2147483647 (indices are int32), m * k, m * max_neighbors or
+ *   m * dim beyond what a 4-byte array can address, dim out of range, k < 1, a
  *   negative or NaN radius, max_neighbors < 0, bad options, a handle that is
  *   not a live index, NaN/Inf coordinates naming the first bad point or query
  *   and dimension) leave every output untouched. Failures after computing has
