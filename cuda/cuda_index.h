@@ -22,9 +22,9 @@ void copy_to_device(void* device_dst, const void* host_src, size_t bytes);
 // Writes the "missing" value (index -1, squared distance +infinity) into
 // `count` slots of device arrays; either pointer may be NULL.
 void fill_missing_on_device(int32_t* indices, float* sq_distances, int64_t count);
-// Index of the first non-finite coordinate among count floats of a device
-// array, or -1 when all are finite.
-int64_t first_nonfinite_on_device(const float* values, int64_t count);
+// Index of the first of count floats of a device array whose magnitude is
+// not at most `limit` (NaN and infinities included), or -1 when there is none.
+int64_t first_beyond_on_device(const float* values, int64_t count, float limit);
 
 // The device engines. `points` is host or device memory as
 // params.points_on_device says; the engine keeps its own copy on the device.

@@ -32,12 +32,12 @@ __global__ void fill_missing_kernel(int32_t* indices, float* sq_distances, int64
   }
 }
 
-__global__ void first_nonfinite_kernel(const float* values, int64_t count,
-                                       unsigned long long* first) {
+__global__ void first_beyond_kernel(const float* values, int64_t count, float limit,
+                                    unsigned long long* first) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    if (!isfinite(values[i])) {
+    if (!(fabsf(values[i]) <= limit)) {
       atomicMin(first, static_cast<unsigned long long>(i));
       return;  // later items of this thread have larger indices
     }
@@ -70,15 +70,15 @@ void fill_missing_on_device(int32_t* indices, float* sq_distances, int64_t count
   stream.synchronize();
 }
 
-int64_t first_nonfinite_on_device(const float* values, int64_t count) {
+int64_t first_beyond_on_device(const float* values, int64_t count, float limit) {
   if (count <= 0) return -1;
   Stream stream;
   DeviceBuffer<unsigned long long> first(1);
   check(cudaMemsetAsync(first.get(), 0xff, sizeof(unsigned long long), stream.get()),
         "cudaMemsetAsync");
-  first_nonfinite_kernel<<<blocks_for(count), kBlock, 0, stream.get()>>>(values, count,
-                                                                         first.get());
-  check_launch("first_nonfinite_kernel");
+  first_beyond_kernel<<<blocks_for(count), kBlock, 0, stream.get()>>>(values, count, limit,
+                                                                      first.get());
+  check_launch("first_beyond_kernel");
   unsigned long long found = 0;
   check(cudaMemcpyAsync(&found, first.get(), sizeof found, cudaMemcpyDeviceToHost, stream.get()),
         "cudaMemcpyAsync");

@@ -19,7 +19,16 @@ constexpr size_t kAllocAlignment = size_t{2} << 20;
 // with room to spare (a device test compares it with what CUB asks for).
 constexpr size_t kCubTempBase = size_t{1} << 20;
 
+// Byte counts saturate at SIZE_MAX instead of wrapping: the memory helpers
+// take sizes from callers (2^30 queries of k = 2^30), and an estimate must
+// never understate.
+inline size_t saturating_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+inline size_t saturating_mul(size_t a, size_t b) {
+  return b != 0 && a > SIZE_MAX / b ? SIZE_MAX : a * b;
+}
+
 inline size_t aligned(size_t bytes) {
+  if (bytes > SIZE_MAX - (kAllocAlignment - 1)) return SIZE_MAX;
   return (bytes + kAllocAlignment - 1) / kAllocAlignment * kAllocAlignment;
 }
 
@@ -80,8 +89,9 @@ constexpr int kMaxWarpK = 2048;
 // k > kMaxWarpK the heaps.
 inline size_t search_scratch_bytes(int64_t m, int k) {
   const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
-  const size_t heaps = k > kMaxWarpK ? 2 * aligned(um * static_cast<size_t>(k) * 4) : 0;
-  return 4 * aligned(um * 4) + cub_temp_bytes(m) + heaps;
+  const size_t heaps =
+      k > kMaxWarpK ? saturating_mul(2, aligned(saturating_mul(um * 4, static_cast<size_t>(k)))) : 0;
+  return saturating_add(4 * aligned(um * 4) + cub_temp_bytes(m), heaps);
 }
 
 // One pipeline slot for a chunk of m queries and k neighbours: the queries,
@@ -89,7 +99,8 @@ inline size_t search_scratch_bytes(int64_t m, int k) {
 inline size_t chunk_bytes(int64_t m, int k) {
   const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
   const size_t uk = static_cast<size_t>(k < 0 ? 0 : k);
-  return aligned(um * 12) + 2 * aligned(um * uk * 4) + search_scratch_bytes(m, k);
+  const size_t rows = saturating_mul(2, aligned(saturating_mul(um * 4, uk)));
+  return saturating_add(saturating_add(aligned(um * 12), rows), search_scratch_bytes(m, k));
 }
 
 // The queries of a call run in chunks of at most this many; two slots are in
@@ -102,7 +113,8 @@ inline int pipeline_slots(int64_t m, int64_t chunk) { return m > chunk ? 2 : 1; 
 inline size_t query_bytes(int64_t m, int k, int64_t n, int64_t chunk) {
   if (m <= 0) return tree_bytes(n);
   const int64_t c = chunk < m ? chunk : m;
-  return tree_bytes(n) + static_cast<size_t>(pipeline_slots(m, c)) * chunk_bytes(c, k);
+  return saturating_add(tree_bytes(n),
+                        saturating_mul(static_cast<size_t>(pipeline_slots(m, c)), chunk_bytes(c, k)));
 }
 
 }  // namespace cuda

@@ -25,6 +25,17 @@
  * Threads.  Every function may be called from any number of host threads at
  *           once; in particular any number of threads may query the same tree
  *           or index at once. knn_last_error() is per thread.
+ * Coordinates. Every coordinate must be finite (else KNN_ERR_NONFINITE_INPUT,
+ *           naming the point and dimension). The distance-based calls (the
+ *           classic API, knn_brute_force, the index API) also refuse, with
+ *           KNN_ERR_INVALID_ARGUMENT naming the point, a coordinate whose
+ *           magnitude exceeds 2^e, e = floor((125 - ceil(log2 dim)) / 2):
+ *           2^62 (4.6e18) for dim 1..2, 2^61 (2.3e18) for dim 3..4, 2^60 for
+ *           dim 5..16, 2^56 for dim 4096. Within it no float32 squared
+ *           distance overflows to +infinity (which would make a real
+ *           neighbour look like a missing slot and break the order); points
+ *           and queries are checked alike. Point in polygon decides exactly
+ *           for any finite coordinates and has no such limit.
  * Counts.   n = 0 is valid and does nothing. Negative counts, NULL arrays with
  *           a positive count, and k < 1 are KNN_ERR_INVALID_ARGUMENT. Offsets
  *           are computed in 64 bits (i * k for 10^8 queries and k = 100 works).
@@ -120,7 +131,9 @@ enum knn_status {
 KNN_API const char* KNN_CALL knn_status_string(int status);
 /* Text of the last failure on the calling thread ("" when the last call on
  * this thread succeeded). Valid until this thread's next call into the
- * library; copy it to keep it. Never NULL. */
+ * library; copy it to keep it. Never NULL, and never empty after a failure,
+ * even one for lack of host memory (the text needs no allocation; texts
+ * longer than 2047 bytes are cut). */
 KNN_API const char* KNN_CALL knn_last_error(void);
 /* KNN_VERSION_NUMBER of the loaded library (compare with the header's). */
 KNN_API int KNN_CALL knn_version(void);
@@ -256,8 +269,9 @@ KNN_API int KNN_CALL cuQueryAll(const knn_point* query_points, const knn_node* t
 KNN_API int KNN_CALL mpQueryAll(const knn_point* query_points, const knn_node* tree,
                                 int n_qp, int n_tree, int k, int* result);
 
-/* Memory helpers. They compute in 64 bits, need no device, and return 0 for
- * negative arguments. They are honest: a GPU call whose need is at most the
+/* Memory helpers. They compute in 64 bits, need no device, return 0 for
+ * negative arguments and SIZE_MAX where the byte count does not fit a
+ * size_t (they never wrap to a smaller figure). They are honest: a GPU call whose need is at most the
  * device's free memory does not fail for lack of it, and its peak device use
  * stays within the figure (every buffer is counted in whole 2 MiB pages of
  * the device allocator; a device test measures the real peak). */
@@ -337,7 +351,8 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   the host and write device outputs through host buffers. The outputs of one
  *   call must be all host or all device memory (else INVALID_ARGUMENT).
  * Errors. Validation failures (NULL pointers with positive counts, negative
- *   counts, n > 2147483647 (indices are int32), dim out of range, k < 1, a
+ *   counts, n > 2147483647 (indices are int32), m * k, m * max_neighbors or
+ *   m * dim beyond what a 4-byte array can address, dim out of range, k < 1, a
  *   negative or NaN radius, max_neighbors < 0, bad options, a handle that is
  *   not a live index, NaN/Inf coordinates naming the first bad point or query
  *   and dimension) leave every output untouched. Failures after computing has
@@ -370,7 +385,11 @@ enum knn_structure {
  * Every field is checked where an opt is passed (unknown backend or
  * structure, device < -1, leaf_size < 0, threads < 0: INVALID_ARGUMENT). A
  * build uses all fields; a query or radius call uses only threads and
- * device_memory_limit (0: the build's values) and ignores the others. */
+ * device_memory_limit (0: the build's values) and ignores the others.
+ * threads above KNN_MAX_THREADS_PER_PROCESSOR times the number of processors
+ * (omp_get_num_procs()) are reduced to that number: more never runs faster,
+ * and the OpenMP runtime ends the process when it cannot start a team. */
+#define KNN_MAX_THREADS_PER_PROCESSOR 4
 typedef struct knn_options {
   size_t struct_size;         /* = sizeof(knn_options)                        */
   int backend;                /* enum knn_backend, default AUTO               */
@@ -398,8 +417,11 @@ KNN_API void KNN_CALL knn_options_init(knn_options* opt);
 KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
                                      const knn_options* opt, knn_index** out);
 /* Free an index and everything it holds; NULL is fine. A pointer that is not
- * a live index is refused with INVALID_ARGUMENT where the library can tell
- * (it checks a marker that freeing clears). */
+ * a live index (already freed, or not made by knn_index_build) is refused
+ * with INVALID_ARGUMENT "not a live index", here and by every call that takes
+ * an index: the library keeps the set of live handles and looks a pointer up
+ * there before reading it, so a double free or a stale handle never touches
+ * freed memory. (An address that a later build reuses is that later index.) */
 KNN_API int KNN_CALL knn_index_free(knn_index* index);
 /* Size, dimension, backend and structure that actually serve the index (never
  * AUTO); any output pointer may be NULL. */
@@ -520,6 +542,9 @@ typedef struct knn_quadtree knn_quadtree; /* opaque */
  * are KNN_ERR_NONFINITE_INPUT naming the first. */
 KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
                                         knn_quadtree** out);
+/* A pointer that is not a live quadtree (freed, or not made by
+ * knn_quadtree_build) is refused with INVALID_ARGUMENT by every call, free
+ * included, without reading it (as for knn_index_free). */
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
 
 /* Polygons: vertices_xy holds all ring vertices as (x, y) pairs; ring r spans

@@ -11,9 +11,11 @@ namespace omp {
 
 class KnnList {
  public:
-  // `storage` holds k entries; it is the caller's so that one buffer serves a
-  // whole batch of queries without allocations in the search.
-  KnnList(Neighbor* storage, int k) : best_(storage), k_(k) {}
+  // Keeps the `capacity` best. `storage` holds that many entries; it is the
+  // caller's so that one buffer serves a whole batch of queries without
+  // allocations in the search. A capacity of min(k, reference points) keeps
+  // every row exact while k beyond the data costs no memory.
+  KnnList(Neighbor* storage, int capacity) : best_(storage), k_(capacity) {}
 
   float worst() const {
     return size_ == k_ ? best_[k_ - 1].sq_distance : std::numeric_limits<float>::infinity();
@@ -27,9 +29,10 @@ class KnnList {
     best_[slot] = candidate;
   }
 
-  // Writes the row: the neighbours found, then -1 / +infinity padding.
-  void write(int32_t* indices, float* sq_distances) const {
-    for (int j = 0; j < k_; ++j) {
+  // Writes a row of `row_length` slots: the neighbours found, then -1 /
+  // +infinity padding.
+  void write(int32_t* indices, float* sq_distances, int row_length) const {
+    for (int j = 0; j < row_length; ++j) {
       const bool found = j < size_;
       if (indices) indices[j] = found ? best_[j].index : -1;
       if (sq_distances)
@@ -42,6 +45,11 @@ class KnnList {
   int k_;
   int size_ = 0;
 };
+
+// The capacity of a k-list over n reference points: min(k, n), at least 1.
+inline int list_capacity(int k, int64_t n) {
+  return static_cast<int>(n < k ? (n < 1 ? 1 : n) : k);
+}
 
 }  // namespace omp
 }  // namespace knn

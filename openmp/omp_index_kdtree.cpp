@@ -257,18 +257,20 @@ class KdTreeIndex final : public IndexEngine {
   // through the indices would load two scattered coordinates per comparison
   // (10^6 points, two cores: d = 3 360 -> 273 ms, d = 8 478 -> 295 ms).
   // std::pair orders by coordinate, then index, as the tree's definition
-  // does (inputs are finite; -0 and +0 are one value, tied by index).
-  int32_t split_at_median(const KdNode& node, int dim, const float* points) {
+  // does (inputs are finite; -0 and +0 are one value, tied by index). The
+  // pairs go to keys[node.begin, node.end): the build's one scratch array of
+  // n pairs, whose ranges are disjoint for the nodes of a level (allocated
+  // before the parallel loop and freed with the build, so no allocation
+  // happens inside the loop and no buffer outlives the call).
+  int32_t split_at_median(const KdNode& node, int dim, const float* points,
+                          std::pair<float, int32_t>* keys) {
     const int32_t mid = node.begin + (node.end - node.begin) / 2;
-    thread_local std::vector<std::pair<float, int32_t>> keys;
-    keys.resize(static_cast<size_t>(node.end - node.begin));
     for (int32_t p = node.begin; p < node.end; ++p) {
       const int32_t id = ids_[static_cast<size_t>(p)];
-      keys[static_cast<size_t>(p - node.begin)] = {points[int64_t{id} * dim_ + dim], id};
+      keys[p] = {points[int64_t{id} * dim_ + dim], id};
     }
-    std::nth_element(keys.begin(), keys.begin() + (mid - node.begin), keys.end());
-    for (int32_t p = node.begin; p < node.end; ++p)
-      ids_[static_cast<size_t>(p)] = keys[static_cast<size_t>(p - node.begin)].second;
+    std::nth_element(keys + node.begin, keys + mid, keys + node.end);
+    for (int32_t p = node.begin; p < node.end; ++p) ids_[static_cast<size_t>(p)] = keys[p].second;
     return mid;
   }
 
@@ -282,7 +284,7 @@ class KdTreeIndex final : public IndexEngine {
     if (n_ == 0) return;
     // Every leaf holds more than half a leaf (its parent held more than a
     // leaf and split in halves), so this bounds the node count.
-    const int64_t max_leaves = n_ / ((leaf_size_ + 1) / 2) + 1;
+    const int64_t max_leaves = n_ / ((int64_t{leaf_size_} + 1) / 2) + 1;
     if (2 * max_leaves > INT32_MAX)
       fail(KNN_ERR_UNSUPPORTED,
            format("a kd-tree of %lld points with leaf_size %d needs more than 2^31 nodes; use a "
@@ -294,6 +296,7 @@ class KdTreeIndex final : public IndexEngine {
     for (int64_t size = n_; size > leaf_size_; size = (size + 1) / 2) ++levels;
     knn_progress* const report = progress();
     progress_begin(report, KNN_PROGRESS_BUILD, levels + 1);
+    std::vector<std::pair<float, int32_t>> keys(static_cast<size_t>(n_));
     nodes_.push_back(KdNode{0, static_cast<int32_t>(n_)});
     for (size_t level_begin = 0; level_begin < nodes_.size();) {
       throw_if_cancelled(cancel);
@@ -305,7 +308,7 @@ class KdTreeIndex final : public IndexEngine {
         KdNode& node = nodes_[static_cast<size_t>(i)];
         const int widest = fit_box(node, static_cast<int32_t>(i), points);
         if (node.end - node.begin <= leaf_size_) continue;
-        const int32_t mid = split_at_median(node, widest, points);
+        const int32_t mid = split_at_median(node, widest, points, keys.data());
         node.split_dim = widest;
         node.split_value = points[int64_t{ids_[static_cast<size_t>(mid)]} * dim_ + widest];
         mids[static_cast<size_t>(i) - level_begin] = mid;

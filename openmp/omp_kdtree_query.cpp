@@ -11,6 +11,7 @@
 #include "../src/progress.h"
 #include "knn_list.h"
 #include "omp_engine.h"
+#include "thread_scratch.h"
 
 namespace knn {
 namespace omp {
@@ -67,9 +68,11 @@ void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* querie
   const volatile int* const cancel = cancel_flag();
   knn_progress* const report = progress();
   std::atomic<bool> stopped{false};
-#pragma omp parallel
+  const int capacity = list_capacity(k, n);
+  ThreadScratch<Neighbor> storage(omp_get_max_threads(), static_cast<size_t>(capacity));
+#pragma omp parallel num_threads(storage.threads())
   {
-    std::vector<Neighbor> storage(static_cast<size_t>(k));
+    Neighbor* const mine = storage.mine();
     // Progress per kProgressQueries answered by this thread, not per query.
     constexpr int64_t kProgressQueries = 1024;
     int64_t unreported = 0;
@@ -81,10 +84,10 @@ void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* querie
         continue;
       }
       const int64_t i = order[at];
-      KnnList list(storage.data(), k);
+      KnnList list(mine, capacity);
       search.visit(queries[i].p, 0, 0, list);
       const int64_t row = i * k;
-      list.write(indices ? indices + row : nullptr, sq_distances ? sq_distances + row : nullptr);
+      list.write(indices ? indices + row : nullptr, sq_distances ? sq_distances + row : nullptr, k);
       if (++unreported == kProgressQueries) {
         progress_add(report, unreported);
         unreported = 0;

@@ -4,14 +4,15 @@
 #pragma once
 
 #include <new>
-#include <string>
 
 #include "../common/error.h"
 
 namespace knn {
 
-void set_last_error(const char* function, const char* message);
-void clear_last_error();
+// "function: message" into this thread's knn_last_error() text; never
+// allocates (a message longer than the buffer is cut).
+void set_last_error(const char* function, const char* message) noexcept;
+void clear_last_error() noexcept;
 
 template <class Body>
 int guarded(const char* function, Body&& body) noexcept {

@@ -40,7 +40,7 @@ void run_or_fill(Compute&& compute, FillMissing&& fill_missing) {
 void check_build_args(const Point* points, int n, const Node* tree) {
   check_array(points, n, "points", "n");
   check_array(tree, n, "tree", "n");
-  check_finite(reinterpret_cast<const float*>(points), n, 3, "point");
+  check_coordinates(reinterpret_cast<const float*>(points), n, 3, "point");
 }
 
 int build(const char* function, const Point* points, int n, Node* tree, Engine engine) {
@@ -63,7 +63,7 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_array(tree, n_tree, "tree", "n_tree");
     check_k(k);
     check_array(result, n_qp, "result", "n_qp");
-    check_finite(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
+    check_coordinates(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
     const ProgressStage stage(KNN_PROGRESS_QUERY, n_qp);
     run_or_fill(
         [&] {
@@ -157,8 +157,8 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
     if (dim < 1)
       knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("dim is %d; it must be at least 1", dim));
     knn::check_k(k);
-    knn::check_finite(ref, n_ref, dim, "reference point");
-    knn::check_finite(query, n_query, dim, "query point");
+    knn::check_coordinates(ref, n_ref, dim, "reference point");
+    knn::check_coordinates(query, n_query, dim, "query point");
     knn::omp::brute_force(ref, n_ref, query, n_query, dim, k, reinterpret_cast<int32_t*>(ind),
                           sq_dist);
   });

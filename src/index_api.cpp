@@ -17,15 +17,14 @@
 #include "abi_barrier.h"
 #include "index_format.h"
 #include "index_planner.h"
+#include "live_handles.h"
 #include "options.h"
 #include "progress.h"
 #include "validate.h"
 
-// The handle behind knn_index*. `magic` tells a live index from a NULL, a
-// foreign pointer or (as far as the memory still holds it) a freed index.
+// The handle behind knn_index*; live ones are registered in
+// LiveHandles<knn_index> (src/live_handles.h).
 struct knn_index {
-  static constexpr uint64_t kLive = 0x6b6e6e5f696e6478ull;  // "knn_indx"
-  uint64_t magic = kLive;
   std::unique_ptr<knn::IndexEngine> engine;
   int device = -1;  // the CUDA device of a CUDA engine; -1 for the CPU
   int threads = 0;  // the build's options, defaults of every call
@@ -97,17 +96,17 @@ void check_dim(int dim) {
          format("dim is %d; it must be from 1 to %d", dim, kIndexMaxDim));
 }
 
-// Every coordinate finite, wherever the rows live; names the first bad row.
-void check_finite_rows(const float* rows, int64_t n, int dim, bool rows_on_device,
-                       const char* what) {
-  if (!rows_on_device) return check_finite(rows, n, dim, what);
-  const int64_t bad = cuda::first_nonfinite_on_device(rows, n * dim);
+// Every coordinate finite and within coordinate_limit(dim), wherever the
+// rows live; names the first bad row.
+void check_coordinate_rows(const float* rows, int64_t n, int dim, bool rows_on_device,
+                           const char* what) {
+  if (!rows_on_device) return check_coordinates(rows, n, dim, what);
+  const float limit = coordinate_limit(dim);
+  const int64_t bad = cuda::first_beyond_on_device(rows, n * dim, limit);
   if (bad < 0) return;
   float value = 0;
   cuda::copy_to_host(&value, rows + bad, sizeof value);
-  fail(KNN_ERR_NONFINITE_INPUT,
-       format("%s %lld has a%s coordinate (dimension %d)", what, static_cast<long long>(bad / dim),
-              std::isnan(value) ? " NaN" : "n infinite", static_cast<int>(bad % dim)));
+  fail_coordinate(value, bad / dim, static_cast<int>(bad % dim), dim, limit, what);
 }
 
 std::vector<float> copy_rows_to_host(const float* device_rows, int64_t n, int dim) {
@@ -198,11 +197,14 @@ void run_on_engine(const knn_index& index, const float* queries, int64_t m, cons
   }
 }
 
+[[noreturn]] void fail_not_live() {
+  fail(KNN_ERR_INVALID_ARGUMENT,
+       "index is not a live index (already freed, or not made by knn_index_build)");
+}
+
 const knn_index& checked_index(const knn_index* index) {
   if (index == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "index is NULL");
-  if (index->magic != knn_index::kLive || !index->engine)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         "index is not a live index (already freed, or not made by knn_index_build)");
+  if (!LiveHandles<knn_index>::instance().contains(index)) fail_not_live();
   return *index;
 }
 
@@ -326,7 +328,7 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
   check_device_number(o.device, devices);
   DeviceScope scope(devices > 0 ? o.device : -1);
   const bool points_dev = on_device(points);
-  check_finite_rows(points, n, dim, points_dev, "point");
+  check_coordinate_rows(points, n, dim, points_dev, "point");
 
   const ProgressStage stage(KNN_PROGRESS_BUILD, 1);  // the CPU kd-tree counts its levels
   IndexParams params;
@@ -359,6 +361,7 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
   index->threads = o.threads;
   index->device_memory_limit = o.device_memory_limit;
   index->leaf_size = o.leaf_size;
+  LiveHandles<knn_index>::instance().add(index.get());
   stage.finish();
   return index.release();
 }
@@ -390,9 +393,8 @@ KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
 KNN_API int KNN_CALL knn_index_free(knn_index* index) {
   return knn::guarded("knn_index_free", [&] {
     if (index == nullptr) return;
-    knn::checked_index(index);
+    if (!knn::LiveHandles<knn_index>::instance().remove(index)) knn::fail_not_live();
     std::unique_ptr<knn_index> owned(index);
-    owned->magic = 0;
     knn::DeviceScope scope(owned->device);  // the engine frees its memory on its device
     owned.reset();
   });
@@ -418,11 +420,13 @@ KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* querie
     knn::check_array(queries, m, "queries", "m");
     knn::check_k(k);
     knn::check_array(indices, m, "indices", "m");
+    knn::check_slots(m, k, "m * k");
+    knn::check_slots(m, ix.engine->dim(), "m * dim");
     if (m == 0) return;
     knn::DeviceScope scope(ix.device);
     const knn::Outputs out(indices, sq_distances, nullptr, m * k, m);
     const int dim = ix.engine->dim();
-    knn::check_finite_rows(queries, m, dim, knn::on_device(queries), "query");
+    knn::check_coordinate_rows(queries, m, dim, knn::on_device(queries), "query");
     const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
     knn::run_on_engine(ix, queries, m, out, o,
                        [&](const float* q, int32_t* i, float* d, int32_t*,
@@ -472,13 +476,15 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
     } else {
       knn::check_array(indices, m, "indices", "m");
     }
+    knn::check_slots(m, max_neighbors, "m * max_neighbors");
+    knn::check_slots(m, ix.engine->dim(), "m * dim");
     if (m == 0) return;
     knn::DeviceScope scope(ix.device);
     int32_t* const rows = max_neighbors > 0 ? indices : nullptr;
     float* const dists = max_neighbors > 0 ? sq_distances : nullptr;
     const knn::Outputs out(rows, dists, counts, m * max_neighbors, m);
     const int dim = ix.engine->dim();
-    knn::check_finite_rows(queries, m, dim, knn::on_device(queries), "query");
+    knn::check_coordinate_rows(queries, m, dim, knn::on_device(queries), "query");
     const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
     knn::run_on_engine(ix, queries, m, out, o,
                        [&](const float* q, int32_t* i, float* d, int32_t* c,
@@ -501,7 +507,7 @@ KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float*
     if (m == 0) return;
     knn::DeviceScope scope(ix.device);
     const bool counts_on_device = knn::on_device(counts);
-    knn::check_finite_rows(queries, m, ix.engine->dim(), knn::on_device(queries), "query");
+    knn::check_coordinate_rows(queries, m, ix.engine->dim(), knn::on_device(queries), "query");
     std::vector<int64_t> wide;
     try {
       const std::vector<int32_t> found = knn::radius_counts(ix, queries, m, radius, o);
@@ -566,7 +572,7 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
                             static_cast<long long>(total)));
     const knn::Outputs out(total > 0 ? indices : nullptr, total > 0 ? sq_distances : nullptr,
                            nullptr, total, 0);
-    knn::check_finite_rows(queries, m, ix.engine->dim(), knn::on_device(queries), "query");
+    knn::check_coordinate_rows(queries, m, ix.engine->dim(), knn::on_device(queries), "query");
     const std::vector<int32_t> counts = knn::radius_counts(ix, queries, m, radius, o);
     const std::vector<int64_t> wide(counts.begin(), counts.end());
     knn::check_offsets_match_counts(offs.data(), wide.data(), m, "offsets", "query");

@@ -31,7 +31,7 @@ bool is_device_pointer(const void*) { return false; }
 void copy_to_host(void*, const void*, size_t) { no_cuda(); }
 void copy_to_device(void*, const void*, size_t) { no_cuda(); }
 void fill_missing_on_device(int32_t*, float*, int64_t) { no_cuda(); }
-int64_t first_nonfinite_on_device(const float*, int64_t) { no_cuda(); }
+int64_t first_beyond_on_device(const float*, int64_t, float) { no_cuda(); }
 std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, int, const IndexParams&) {
   no_cuda();
 }

@@ -1,5 +1,8 @@
 #include "options.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstddef>
 
 #include "../common/error.h"
@@ -37,7 +40,10 @@ knn_options read_options(const knn_options* opt) {
   if (o.threads < 0)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("opt->threads is %d; it must be 0 (all cores) or positive", o.threads));
+  o.threads = std::min(o.threads, max_threads());
   return o;
 }
+
+int max_threads() { return KNN_MAX_THREADS_PER_PROCESSOR * std::max(1, omp_get_num_procs()); }
 
 }  // namespace knn

@@ -11,7 +11,13 @@ namespace knn {
 // NULL gives the defaults. Throws Error(KNN_ERR_INVALID_ARGUMENT) for a
 // struct_size too small to hold `backend`, an unknown backend, or a negative
 // leaf_size or thread count; the API-specific fields (structure, device) are
-// the caller's to check.
+// the caller's to check. A thread count above max_threads() is reduced to it
+// before it reaches OpenMP: libgomp ends the process when it cannot create
+// or allocate a team, and more threads than that never run faster.
 knn_options read_options(const knn_options* opt);
+
+// The most CPU threads one call uses: KNN_MAX_THREADS_PER_PROCESSOR per
+// processor of this machine.
+int max_threads();
 
 }  // namespace knn

@@ -8,16 +8,15 @@
 
 #include "../cuda/cuda_engine.h"
 #include "abi_barrier.h"
+#include "live_handles.h"
 #include "options.h"
 #include "polygon_validate.h"
 #include "quadtree_engine.h"
 #include "validate.h"
 
-// The handle owns its engine. `magic` tells a live quadtree from a stray or
-// freed pointer (best effort: it is cleared on free).
+// The handle owns its engine; live ones are registered in
+// LiveHandles<knn_quadtree> (src/live_handles.h).
 struct knn_quadtree {
-  static constexpr uint64_t kMagic = 0x6b6e6e5f71747265ull;  // "knn_qtre"
-  uint64_t magic = kMagic;
   std::unique_ptr<knn::QuadtreeEngine> engine;
 };
 
@@ -49,10 +48,14 @@ int choose_backend(const knn_options& o) {
   return device ? KNN_BACKEND_CUDA : KNN_BACKEND_OPENMP;
 }
 
+[[noreturn]] void fail_not_live() {
+  fail(KNN_ERR_INVALID_ARGUMENT,
+       "tree is not a live quadtree (already freed, or not made by knn_quadtree_build)");
+}
+
 const QuadtreeEngine& engine_of(const knn_quadtree* tree) {
   if (tree == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "tree is NULL");
-  if (tree->magic != knn_quadtree::kMagic || !tree->engine)
-    fail(KNN_ERR_INVALID_ARGUMENT, "tree is not a live quadtree made by knn_quadtree_build");
+  if (!LiveHandles<knn_quadtree>::instance().contains(tree)) fail_not_live();
   return *tree->engine;
 }
 
@@ -78,6 +81,7 @@ KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_op
     tree->engine = knn::choose_backend(o) == KNN_BACKEND_CUDA
                        ? knn::cuda::build_quadtree(xy, n, params)
                        : knn::omp::build_quadtree(xy, n, params);
+    knn::LiveHandles<knn_quadtree>::instance().add(tree.get());
     *out = tree.release();
   });
 }
@@ -85,8 +89,7 @@ KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_op
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree) {
   return knn::guarded("knn_quadtree_free", [&] {
     if (tree == nullptr) return;
-    knn::engine_of(tree);
-    tree->magic = 0;
+    if (!knn::LiveHandles<knn_quadtree>::instance().remove(tree)) knn::fail_not_live();
     delete tree;
   });
 }

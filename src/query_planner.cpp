@@ -17,6 +17,7 @@
 #include "../common/neighbor.h"
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
+#include "../openmp/thread_scratch.h"
 #include "cancel.h"
 #include "progress.h"
 
@@ -309,6 +310,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
   std::vector<unsigned char> wanted(home.size());
   std::vector<int64_t> selected;
   std::vector<Point> selected_queries;
+  omp::ThreadScratch<Neighbor> merge_scratch(omp_get_max_threads(), static_cast<size_t>(k));
   // Runs part p for the queries of the block whose `wanted` flag is set.
   auto serve = [&](const TreePart& part, const Point* block_queries, int64_t count, int32_t* out) {
     compact_flagged(wanted.data(), count, selected);
@@ -323,14 +325,14 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
     if (chunk == 0) fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "a tree part does not fit on the device");
     query_on_device(device_tree, part.nodes.data(), part.root_dim, selected_queries.data(), chosen,
                     k, part_idx.data(), part_dist.data(), chunk, false);
-#pragma omp parallel
+#pragma omp parallel num_threads(merge_scratch.threads())
     {
-      std::vector<Neighbor> scratch(static_cast<size_t>(k));
+      Neighbor* const scratch = merge_scratch.mine();
 #pragma omp for schedule(static)
       for (int64_t s = 0; s < chosen; ++s) {
         const int64_t i = selected[s];
         merge_rows(out + i * k, best_dist.data() + i * k, part_idx.data() + s * k,
-                   part_dist.data() + s * k, k, scratch.data());
+                   part_dist.data() + s * k, k, scratch);
       }
     }
   };

@@ -1,22 +1,22 @@
 // Status texts, the per-thread last error, and the version.
-#include <string>
+#include <cstdio>
 
 #include "abi_barrier.h"
 
 namespace knn {
 namespace {
-thread_local std::string last_error;
+// A fixed buffer, not a std::string: reporting a failure never allocates, so
+// a call that ran out of host memory still says so (and where), and a
+// failed call leaves no allocation behind. Longer messages are cut.
+constexpr size_t kMaxLastError = 2048;
+thread_local char last_error[kMaxLastError];
+}  // namespace
+
+void set_last_error(const char* function, const char* message) noexcept {
+  std::snprintf(last_error, sizeof last_error, "%s: %s", function, message);
 }
 
-void set_last_error(const char* function, const char* message) {
-  try {
-    last_error = std::string(function) + ": " + message;
-  } catch (...) {
-    last_error.clear();  // out of memory while reporting: keep the status only
-  }
-}
-
-void clear_last_error() { last_error.clear(); }
+void clear_last_error() noexcept { last_error[0] = '\0'; }
 
 }  // namespace knn
 
@@ -40,7 +40,7 @@ KNN_API const char* KNN_CALL knn_status_string(int status) {
   }
 }
 
-KNN_API const char* KNN_CALL knn_last_error(void) { return knn::last_error.c_str(); }
+KNN_API const char* KNN_CALL knn_last_error(void) { return knn::last_error; }
 
 KNN_API int KNN_CALL knn_version(void) { return KNN_VERSION_NUMBER; }
 

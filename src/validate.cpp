@@ -1,5 +1,9 @@
 #include "validate.h"
 
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "../common/error.h"
@@ -22,20 +26,63 @@ void check_k(int k) {
   if (k < 1) fail(KNN_ERR_INVALID_ARGUMENT, format("k is %d; it must be at least 1", k));
 }
 
-void check_finite(const float* rows, int64_t n, int dim, const char* what) {
-  const int64_t first_bad = first_index_where(n, [rows, dim](int64_t i) {
+void check_slots(int64_t rows, int64_t row_length, const char* what) {
+  // 4-byte slots addressed by ptrdiff_t: beyond this no caller array exists.
+  constexpr int64_t kMaxSlots = PTRDIFF_MAX / 4;
+  if (row_length > 0 && rows > kMaxSlots / row_length)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("%s = %lld * %lld output slots exceed the %lld a 4-byte array can address", what,
+                static_cast<long long>(rows), static_cast<long long>(row_length),
+                static_cast<long long>(kMaxSlots)));
+}
+
+namespace {
+
+// The first row with a coordinate whose magnitude is not <= limit (NaN and
+// infinities included), or n.
+int64_t first_row_beyond(const float* rows, int64_t n, int dim, float limit) {
+  return first_index_where(n, [rows, dim, limit](int64_t i) {
     for (int d = 0; d < dim; ++d)
-      if (!is_finite_float(rows[i * dim + d])) return true;
+      if (!(std::fabs(rows[i * dim + d]) <= limit)) return true;
     return false;
   });
-  if (first_bad == n) return;
+}
+
+void check_rows(const float* rows, int64_t n, int dim, const char* what, float limit) {
+  const int64_t row = first_row_beyond(rows, n, dim, limit);
+  if (row == n) return;
   for (int d = 0; d < dim; ++d) {
-    const float v = rows[first_bad * dim + d];
-    if (!is_finite_float(v))
-      fail(KNN_ERR_NONFINITE_INPUT,
-           format("%s %lld has a%s coordinate (dimension %d)", what,
-                  static_cast<long long>(first_bad), v != v ? " NaN" : "n infinite", d));
+    const float v = rows[row * dim + d];
+    if (!(std::fabs(v) <= limit)) fail_coordinate(v, row, d, dim, limit, what);
   }
+}
+
+}  // namespace
+
+void fail_coordinate(float value, int64_t row, int d, int dim, float limit, const char* what) {
+  if (!is_finite_float(value))
+    fail(KNN_ERR_NONFINITE_INPUT, format("%s %lld has a%s coordinate (dimension %d)", what,
+                                         static_cast<long long>(row),
+                                         value != value ? " NaN" : "n infinite", d));
+  fail(KNN_ERR_INVALID_ARGUMENT,
+       format("%s %lld has coordinate %g (dimension %d); in %d dimension%s coordinates must lie "
+              "within +-%g, so that squared distances stay finite in float32",
+              what, static_cast<long long>(row), static_cast<double>(value), d, dim,
+              dim == 1 ? "" : "s", static_cast<double>(limit)));
+}
+
+float coordinate_limit(int dim) {
+  int ceil_log2 = 0;
+  while ((int64_t{1} << ceil_log2) < dim) ++ceil_log2;
+  return std::ldexp(1.0f, (125 - ceil_log2) / 2);
+}
+
+void check_finite(const float* rows, int64_t n, int dim, const char* what) {
+  check_rows(rows, n, dim, what, std::numeric_limits<float>::max());
+}
+
+void check_coordinates(const float* rows, int64_t n, int dim, const char* what) {
+  check_rows(rows, n, dim, what, coordinate_limit(dim));
 }
 
 void check_offsets_match_counts(const int64_t* offsets, const int64_t* counts, int64_t rows,

@@ -14,11 +14,13 @@
 namespace knn_test {
 
 // Queries around and far outside the data: the distribution's own queries,
-// then points 1e3 and 1e6 box sizes away and at the float range's ends.
+// then points 1e3 and 1e6 box sizes away and at the ends of the accepted
+// coordinate range (2^61 in 3-D).
 inline std::vector<float> queries_with_outliers(Dist dist, int64_t m, uint64_t seed) {
   std::vector<float> q = make_query_rows(dist, m, 3, seed);
+  const float edge = coordinate_limit(3);
   const float far[][3] = {{1e3f, -2e3f, 5e2f}, {-1e6f, 0.5f, 0.25f}, {0.0f, 3e6f, -3e6f},
-                          {-1e30f, 1e30f, 2e38f}, {3e38f, -3e38f, 0.0f}};
+                          {-1e18f, 1e18f, edge}, {edge, -edge, 0.0f}};
   for (const auto& f : far) q.insert(q.end(), f, f + 3);
   return q;
 }
@@ -29,7 +31,7 @@ inline float radius_scale(Dist dist) {
   return dist == Dist::Clustered     ? 100.0f
          : dist == Dist::LargeOffset ? 1000.0f
          : dist == Dist::Tiny        ? 1e-19f
-         : dist == Dist::Huge        ? 1e37f
+         : dist == Dist::Huge        ? 1e18f
          : dist == Dist::Line        ? 100.0f
                                      : 1.0f;
 }

@@ -49,6 +49,14 @@ class Rng {
 
 // ---- Distributions ------------------------------------------------------------
 
+// The largest coordinate magnitude the distance-based calls accept in `dim`
+// dimensions, as knn_gpgpu.h states it: 2^floor((125 - ceil(log2 dim)) / 2).
+inline float coordinate_limit(int dim) {
+  int ceil_log2 = 0;
+  while ((int64_t{1} << ceil_log2) < dim) ++ceil_log2;
+  return std::ldexp(1.0f, (125 - ceil_log2) / 2);
+}
+
 enum class Dist {
   Uniform,      // [-1, 1) in every coordinate
   Clustered,    // Gaussian blobs (sigma 0.5) around 24 fixed centres in [-100, 100)
@@ -60,7 +68,7 @@ enum class Dist {
   LargeOffset,  // +-1e6 offsets with a spread of 1000, negative and large
   SignedZero,   // coordinates from {-0.0, +0.0, -1, 1}
   Tiny,         // |x| < 2e-19: squared distances in the subnormal range or 0
-  Huge,         // |x| up to 2e38: q - p and its square overflow to +infinity
+  Huge,         // |x| up to the library's coordinate limit: distances near FLT_MAX
 };
 
 inline const char* dist_name(Dist d) {
@@ -163,15 +171,18 @@ inline std::vector<float> make_rows(Dist dist, int64_t n, int dim, uint64_t seed
     case Dist::Tiny:
       for (float& v : rows) v = static_cast<float>(rng.uniform(-2e-19, 2e-19));
       break;
-    case Dist::Huge:
-      // Magnitudes 1e30 .. 2e38 with random signs: finite inputs whose
-      // differences and squares often overflow, so many distances are +inf
-      // (real points there still rank by index, before any -1 padding).
+    case Dist::Huge: {
+      // Magnitudes 1e10 .. half the coordinate limit with random signs
+      // (queries add noise up to the other half): squared distances up to
+      // about 2^127, as large as the library accepts (beyond the limit it
+      // refuses the input: knn_gpgpu.h, "Coordinates").
+      const double top = std::log10(0.5 * coordinate_limit(dim));
       for (float& v : rows) {
-        const double magnitude = std::pow(10.0, rng.uniform(30.0, 38.3));
+        const double magnitude = std::pow(10.0, rng.uniform(10.0, top));
         v = static_cast<float>(rng.below(2) ? magnitude : -magnitude);
       }
       break;
+    }
   }
   return rows;
 }
@@ -184,7 +195,7 @@ inline std::vector<float> make_query_rows(Dist dist, int64_t m, int dim, uint64_
   const double scale = dist == Dist::Clustered     ? 5.0
                        : dist == Dist::LargeOffset ? 50.0
                        : dist == Dist::Tiny        ? 1e-19
-                       : dist == Dist::Huge        ? 1e37
+                       : dist == Dist::Huge        ? 0.5 * coordinate_limit(dim)
                                                    : 0.75;
   for (int64_t i = 1; i < m; i += 2)
     for (int d = 0; d < dim; ++d) {

@@ -260,7 +260,7 @@ TEST_F(IndexCallBadInput, InfoAndFree) {
                          KNN_ERR_INVALID_ARGUMENT, "index is NULL"));
   EXPECT_EQ(n, -1);
   EXPECT_EQ(knn_index_free(nullptr), KNN_OK);
-  // Not an index: the magic word says so instead of a crash.
+  // Not an index: the registry of live handles says so, without reading it.
   std::vector<uint64_t> garbage(16, 0x1234);
   const knn_index* fake = reinterpret_cast<const knn_index*>(garbage.data());
   EXPECT_TRUE(fails_with(knn_index_info(fake, &n, nullptr, nullptr, nullptr),

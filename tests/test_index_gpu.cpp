@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -376,8 +377,15 @@ TEST(IndexSupport, DeviceHelpersOnDeviceArrays) {
   values[99999] = INFINITY;
   DeviceArray<float> d_values(values);
   EXPECT_TRUE(knn::cuda::is_device_pointer(d_values.get()));
-  EXPECT_EQ(knn::cuda::first_nonfinite_on_device(d_values.get(), 100000), 77777);
-  EXPECT_EQ(knn::cuda::first_nonfinite_on_device(d_values.get(), 77777), -1);
+  const float limit = FLT_MAX;
+  EXPECT_EQ(knn::cuda::first_beyond_on_device(d_values.get(), 100000, limit), 77777);
+  EXPECT_EQ(knn::cuda::first_beyond_on_device(d_values.get(), 77777, limit), -1);
+  // The magnitude bound: 1.0 passes at 1.0, not below it; -2 counts as 2.
+  EXPECT_EQ(knn::cuda::first_beyond_on_device(d_values.get(), 77777, 1.0f), -1);
+  EXPECT_EQ(knn::cuda::first_beyond_on_device(d_values.get(), 77777, 0.5f), 0);
+  values[123] = -2.0f;
+  DeviceArray<float> d_negative(values);
+  EXPECT_EQ(knn::cuda::first_beyond_on_device(d_negative.get(), 77777, 1.5f), 123);
   DeviceArray<int32_t> d_idx(1000);
   DeviceArray<float> d_dist(1000);
   knn::cuda::fill_missing_on_device(d_idx.get(), d_dist.get(), 1000);

@@ -1,0 +1,330 @@
+// What a caller controls must never end the process or go wrong silently
+// (issue #20): thread counts beyond what OpenMP can start, sizes whose
+// products overflow, memory helpers asked about absurd sizes, coordinates
+// whose squared distances would overflow float32, and handles that are
+// freed, freed twice or not handles at all. Each answer is checked against
+// the oracles of tests/oracle.h, tests/index_oracle.h and tests/pip_oracle.h.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cfloat>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "classic_helpers.h"
+#include "index_oracle.h"
+#include "index_test_helpers.h"
+#include "knn_gpgpu.h"
+#include "oracle.h"
+#include "pip_oracle.h"
+#include "test_data.h"
+
+namespace knn_test {
+namespace {
+
+::testing::AssertionResult fails_with(int status, int want, const std::string& message_part) {
+  if (status != want)
+    return ::testing::AssertionFailure() << "status " << status << " (" << knn_status_string(status)
+                                         << "), want " << want << "; message: " << knn_last_error();
+  const std::string message = knn_last_error();
+  if (message.find(message_part) == std::string::npos)
+    return ::testing::AssertionFailure() << "message \"" << message << "\" lacks \"" << message_part << "\"";
+  return ::testing::AssertionSuccess();
+}
+
+knn_options cpu(int structure, int threads = 0, int leaf_size = 0) {
+  return options_for({KNN_BACKEND_OPENMP, structure}, threads, leaf_size);
+}
+
+// ---- 1. Thread counts ---------------------------------------------------------------
+
+// INT_MAX threads made libgomp try to allocate 481 GB and exit(1). They are
+// reduced to KNN_MAX_THREADS_PER_PROCESSOR per processor; the answers stay exact.
+TEST(Threads, HugeThreadCountsAreCapped) {
+  const int dim = 3, k = 5;
+  const std::vector<float> points = make_rows(Dist::Uniform, 2000, dim, 1);
+  const std::vector<float> queries = make_query_rows(Dist::Uniform, 600, dim, 2);
+  const KnnResult want = oracle_knn(points.data(), 2000, queries.data(), 600, dim, k);
+  for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
+    SCOPED_TRACE(structure_name(structure));
+    const knn_options opt = cpu(structure, INT_MAX);
+    const IndexHandle index = build_index(points, dim, opt);
+    ASSERT_TRUE(index);
+    EXPECT_TRUE(same_knn(want, query_index(index.get(), queries, dim, k, &opt)));
+    const RadiusResult r = radius_index(index.get(), queries, dim, 0.2f, 8, &opt);
+    EXPECT_TRUE(same_radius(oracle_radius(points.data(), 2000, queries.data(), 600, dim, 0.2f, 8), r));
+  }
+  // Point in polygon: the build and both queries.
+  std::mt19937_64 rng(3);
+  const std::vector<float> xy = uniform_points(rng, 3000, -4, 4);
+  PolygonArrays set;
+  set.add_polygon(star(rng, 0, 0, 1, 3, 11, false));
+  set.add_polygon(rectangle(-3, -3, -1, 2));
+  const knn_options opt = cpu(KNN_STRUCTURE_AUTO, INT_MAX);
+  knn_quadtree* tree = nullptr;
+  ASSERT_EQ(knn_quadtree_build(xy.data(), 3000, &opt, &tree), KNN_OK) << knn_last_error();
+  std::vector<int64_t> counts(2, -7);
+  ASSERT_EQ(knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
+                                         set.polygon_offsets.data(), 2, counts.data(), &opt),
+            KNN_OK)
+      << knn_last_error();
+  const auto want_pip = oracle_points_in_polygons(xy, set);
+  std::vector<int64_t> offsets{0, counts[0], counts[0] + counts[1]};
+  std::vector<int64_t> found(static_cast<size_t>(offsets[2]), -7);
+  ASSERT_EQ(knn_points_in_polygons(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
+                                   set.polygon_offsets.data(), 2, offsets.data(), found.data(), &opt),
+            KNN_OK)
+      << knn_last_error();
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_EQ(counts[p], static_cast<int64_t>(want_pip[p].size()));
+    EXPECT_TRUE(std::equal(want_pip[p].begin(), want_pip[p].end(), found.begin() + offsets[p]));
+  }
+  EXPECT_EQ(knn_quadtree_free(tree), KNN_OK);
+}
+
+// ---- 4. Sizes whose products overflow --------------------------------------------------
+
+// m = 2^62 queries: m * k and m * max_neighbors overflowed int64 (UBSan) and
+// the finite-coordinate scan then read far past the caller's array. Refused
+// before anything is read, outputs untouched.
+TEST(Overflow, OutputSlotsBeyondTheAddressSpace) {
+  const std::vector<float> points = make_rows(Dist::Uniform, 100, 3, 4);
+  const knn_options opt = cpu(KNN_STRUCTURE_KDTREE);
+  const IndexHandle index = build_index(points, 3, opt);
+  ASSERT_TRUE(index);
+  const int64_t m = int64_t{1} << 62;
+  std::vector<float> one_query(3, 0.5f);
+  std::vector<int32_t> idx(4, 77);
+  std::vector<float> dist(4, 7.0f);
+  std::vector<int32_t> counts(4, 77);
+  EXPECT_TRUE(fails_with(knn_index_query(index.get(), one_query.data(), m, 2, idx.data(), dist.data(), &opt),
+                         KNN_ERR_INVALID_ARGUMENT, "m * k = 4611686018427387904 * 2 output slots exceed"));
+  EXPECT_TRUE(fails_with(knn_index_radius(index.get(), one_query.data(), m, 1.0f, 4, idx.data(), dist.data(),
+                                          counts.data(), &opt),
+                         KNN_ERR_INVALID_ARGUMENT, "m * max_neighbors"));
+  // Few enough slots, but m rows of dim floats are more than memory holds.
+  EXPECT_TRUE(fails_with(knn_index_query(index.get(), one_query.data(), m / 4, 1, idx.data(), dist.data(), &opt),
+                         KNN_ERR_INVALID_ARGUMENT, "m * dim"));
+  EXPECT_TRUE(fails_with(knn_index_radius(index.get(), one_query.data(), m, 1.0f, 0, nullptr, nullptr,
+                                          counts.data(), &opt),
+                         KNN_ERR_INVALID_ARGUMENT, "m * dim"));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(idx[i], 77);
+    EXPECT_EQ(dist[i], 7.0f);
+    EXPECT_EQ(counts[i], 77);
+  }
+}
+
+// leaf_size = INT_MAX: (leaf_size + 1) / 2 overflowed int (UBSan). One leaf
+// holds everything; the answers are the oracle's.
+TEST(Overflow, LargestLeafSize) {
+  const int dim = 4, k = 7;
+  const std::vector<float> points = make_rows(Dist::Clustered, 3000, dim, 5);
+  const std::vector<float> queries = make_query_rows(Dist::Clustered, 300, dim, 6);
+  const IndexHandle index = build_index(points, dim, cpu(KNN_STRUCTURE_KDTREE, 0, INT_MAX));
+  ASSERT_TRUE(index);
+  EXPECT_TRUE(same_knn(oracle_knn(points.data(), 3000, queries.data(), 300, dim, k),
+                       query_index(index.get(), queries, dim, k)));
+}
+
+// The memory helpers never understate: 2^30 queries of k = 2^30 need at least
+// their 2^62 bytes of results (the answer was 31 GB: the sum wrapped).
+TEST(Overflow, MemoryHelpersSaturate) {
+  const int big = 1 << 30;
+  const size_t results = size_t{1} << 62;  // n_qp * k * 4 bytes
+  EXPECT_GE(getNeededBytesForQueryAll(big, big, 1000), results);
+  EXPECT_EQ(getNeededBytesForQueryAll(INT_MAX, INT_MAX, INT_MAX), SIZE_MAX);
+  EXPECT_GE(getNeededBytesInSearch(big, big, 1000, 0, 0), size_t{1} << 63);  // heaps of 2 * 2^62 bytes
+  EXPECT_EQ(getNeededBytesInSearch(INT_MAX, INT_MAX, 1000, 0, 0), SIZE_MAX);
+  // Monotone in every argument around the saturation.
+  EXPECT_GE(getNeededBytesForQueryAll(big, big, 1000), getNeededBytesForQueryAll(big, big / 2, 1000));
+  EXPECT_GE(getNeededBytesForQueryAll(big, 4096, 1000), getNeededBytesForQueryAll(big / 2, 4096, 1000));
+  EXPECT_GE(getNeededBytesInSearch(big, 4096, 1000, 0, 0), size_t{2} * big * 4096 * 4);
+}
+
+// ---- 5. Coordinates whose squared distances overflow float32 -------------------------------
+
+// Points at the limit, +-L: every difference is at most 2L and the largest
+// squared distance, dim * 4L^2, is still finite; so results match the oracle
+// and no real neighbour reads as +infinity.
+void expect_exact_at_the_limit(int dim) {
+  SCOPED_TRACE("dim " + std::to_string(dim));
+  const float limit = coordinate_limit(dim);
+  std::vector<float> points = make_rows(Dist::Uniform, 200, dim, 7);
+  for (float& v : points) v = v < 0 ? -limit : (v < 0.5f ? limit * 0.25f : limit);
+  std::vector<float> queries = make_query_rows(Dist::Uniform, 40, dim, 8);
+  for (float& v : queries) v = v < 0 ? limit : -limit;
+  const int k = 5;
+  const KnnResult want = oracle_knn(points.data(), 200, queries.data(), 40, dim, k);
+  for (const float d : want.dist) ASSERT_TRUE(std::isfinite(d)) << "the oracle overflows: the limit is wrong";
+  for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_BRUTE_FORCE}) {
+    SCOPED_TRACE(structure_name(structure));
+    const IndexHandle index = build_index(points, dim, cpu(structure));
+    ASSERT_TRUE(index);
+    EXPECT_TRUE(same_knn(want, query_index(index.get(), queries, dim, k)));
+    EXPECT_TRUE(same_knn(oracle_self(points.data(), 200, dim, k, false), query_self(index.get(), 200, k, false)));
+  }
+  std::vector<int> ind(40 * k, kSentinelInt);
+  std::vector<float> sq(40 * k, -7.0f);
+  KNN_EXPECT_OK(knn_brute_force(points.data(), 200, queries.data(), 40, dim, k, sq.data(), ind.data()));
+  EXPECT_TRUE(same_rows(want.idx, ind, 40, k));
+  EXPECT_TRUE(same_bits(want.dist, sq));
+}
+
+TEST(Coordinates, ExactAtTheLimit) {
+  for (const int dim : {1, 2, 3, 4, 5, 16, 17, 100}) expect_exact_at_the_limit(dim);
+  // The classic API (3-D) and the grid.
+  const float limit = coordinate_limit(3);
+  std::vector<Point> points = make_points(Dist::Uniform, 500, 9);
+  for (Point& p : points)
+    for (float& v : p.p) v = v < 0 ? -limit : limit * 0.5f;
+  std::vector<Point> queries = make_query_points(Dist::Uniform, 50, 10);
+  for (Point& q : queries)
+    for (float& v : q.p) v = v < 0 ? limit : -limit;
+  const std::vector<Node> tree = build_tree(points);
+  EXPECT_TRUE(same_tree_bytes(reference_tree(points), tree));
+  const KnnResult want = oracle_knn(points, queries, 4);
+  for (QueryFn fn : {&mpQueryAll, &queryAll})
+    EXPECT_TRUE(same_rows(want.idx, query_ok(fn, "query", queries, tree, 4), 50, 4));
+  const std::vector<float> rows(&points[0].p[0], &points[0].p[0] + 1500);
+  const std::vector<float> query_rows(&queries[0].p[0], &queries[0].p[0] + 150);
+  const IndexHandle grid = build_index(rows, 3, cpu(KNN_STRUCTURE_GRID));
+  ASSERT_TRUE(grid);
+  EXPECT_TRUE(same_knn(want, query_index(grid.get(), query_rows, 3, 4)));
+}
+
+// One step beyond the limit, in points or in queries: refused, naming the
+// row, dimension and limit, outputs untouched. Before, points at 3e38 gave
+// +infinity for real neighbours, the value of a missing slot, silently.
+TEST(Coordinates, RefusedBeyondTheLimit) {
+  for (const int dim : {1, 3, 16, 4096}) {
+    SCOPED_TRACE("dim " + std::to_string(dim));
+    const float beyond = std::nextafter(coordinate_limit(dim), FLT_MAX);
+    std::vector<float> points = make_rows(Dist::Uniform, 30, dim, 11);
+    std::vector<float> queries = make_query_rows(Dist::Uniform, 5, dim, 12);
+    knn_index* index = nullptr;
+    points[7 * dim + dim - 1] = -beyond;
+    EXPECT_TRUE(fails_with(knn_index_build(points.data(), 30, dim, nullptr, &index), KNN_ERR_INVALID_ARGUMENT,
+                           "point 7 has coordinate"));
+    EXPECT_NE(std::string(knn_last_error()).find("(dimension " + std::to_string(dim - 1) + ")"),
+              std::string::npos);
+    EXPECT_NE(std::string(knn_last_error()).find("squared distances stay finite"), std::string::npos);
+    EXPECT_EQ(index, nullptr);
+    points[7 * dim + dim - 1] = 0.5f;
+    const IndexHandle good = build_index(points, dim, cpu(KNN_STRUCTURE_KDTREE));
+    ASSERT_TRUE(good);
+    queries[3 * dim] = beyond;
+    std::vector<int32_t> idx(5 * 2, 77);
+    EXPECT_TRUE(fails_with(knn_index_query(good.get(), queries.data(), 5, 2, idx.data(), nullptr, nullptr),
+                           KNN_ERR_INVALID_ARGUMENT, "query 3 has coordinate"));
+    for (const int32_t i : idx) EXPECT_EQ(i, 77);
+    std::vector<int> ind(5 * 2, kSentinelInt);
+    EXPECT_TRUE(fails_with(knn_brute_force(points.data(), 30, queries.data(), 5, dim, 2, nullptr, ind.data()),
+                           KNN_ERR_INVALID_ARGUMENT, "query point 3 has coordinate"));
+    for (const int i : ind) EXPECT_EQ(i, kSentinelInt);
+  }
+  // The classic API, and a NaN still reports as non-finite.
+  std::vector<Point> points = make_points(Dist::Uniform, 20, 13);
+  points[4].p[1] = 3e38f;
+  std::vector<Node> tree = sentinel_tree(20);
+  EXPECT_TRUE(fails_with(mpBuildKdTree(points.data(), 20, tree.data()), KNN_ERR_INVALID_ARGUMENT,
+                         "point 4 has coordinate 3e+38 (dimension 1)"));
+  points[4].p[1] = NAN;
+  EXPECT_TRUE(fails_with(buildKdTree(points.data(), 20, tree.data()), KNN_ERR_NONFINITE_INPUT,
+                         "point 4 has a NaN coordinate (dimension 1)"));
+}
+
+// Point in polygon decides exactly for any finite float: points and polygons
+// near +-3e38 need no limit.
+TEST(Coordinates, PointInPolygonHasNoLimit) {
+  std::mt19937_64 rng(14);
+  const std::vector<float> xy = uniform_points(rng, 2000, -3e38f, 3e38f);
+  PolygonArrays set;
+  set.add_polygon(rectangle(-3e38f, -3e38f, 1e38f, 2e38f));
+  set.add_polygon(star(rng, 0, 0, 5e37f, 2.5e38f, 17, true));
+  const auto want = oracle_points_in_polygons(xy, set);
+  knn_quadtree* tree = nullptr;
+  const knn_options opt = cpu(KNN_STRUCTURE_AUTO);
+  ASSERT_EQ(knn_quadtree_build(xy.data(), 2000, &opt, &tree), KNN_OK) << knn_last_error();
+  std::vector<int64_t> counts(2, -7);
+  ASSERT_EQ(knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
+                                         set.polygon_offsets.data(), 2, counts.data(), &opt),
+            KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(counts[0], static_cast<int64_t>(want[0].size()));
+  EXPECT_EQ(counts[1], static_cast<int64_t>(want[1].size()));
+  EXPECT_GT(counts[0], 0);
+  EXPECT_EQ(knn_quadtree_free(tree), KNN_OK);
+}
+
+// ---- 8. Stale and foreign handles ------------------------------------------------------------
+
+// A second free, and any call on a freed index, read the freed handle
+// (ASan: heap-use-after-free). The registry of live handles refuses them
+// without touching the memory.
+TEST(Handles, IndexFreedTwiceOrUsedAfterFree) {
+  const std::vector<float> points = make_rows(Dist::Uniform, 50, 3, 15);
+  const knn_options opt = cpu(KNN_STRUCTURE_KDTREE);
+  knn_index* index = nullptr;
+  ASSERT_EQ(knn_index_build(points.data(), 50, 3, &opt, &index), KNN_OK);
+  ASSERT_EQ(knn_index_free(index), KNN_OK);
+  EXPECT_TRUE(fails_with(knn_index_free(index), KNN_ERR_INVALID_ARGUMENT, "not a live index"));
+  int64_t n = -1;
+  EXPECT_TRUE(fails_with(knn_index_info(index, &n, nullptr, nullptr, nullptr), KNN_ERR_INVALID_ARGUMENT,
+                         "not a live index"));
+  EXPECT_EQ(n, -1);
+  std::vector<int32_t> idx(2, 77);
+  EXPECT_TRUE(fails_with(knn_index_query(index, points.data(), 1, 2, idx.data(), nullptr, nullptr),
+                         KNN_ERR_INVALID_ARGUMENT, "not a live index"));
+  EXPECT_TRUE(fails_with(knn_index_query_self(index, 1, 0, idx.data(), nullptr), KNN_ERR_INVALID_ARGUMENT,
+                         "not a live index"));
+  EXPECT_EQ(idx[0], 77);
+  // A pointer into a live index is not an index either.
+  knn_index* live = nullptr;
+  ASSERT_EQ(knn_index_build(points.data(), 50, 3, &opt, &live), KNN_OK);
+  knn_index* inside = reinterpret_cast<knn_index*>(reinterpret_cast<char*>(live) + 8);
+  EXPECT_TRUE(fails_with(knn_index_free(inside), KNN_ERR_INVALID_ARGUMENT, "not a live index"));
+  EXPECT_EQ(knn_index_info(live, &n, nullptr, nullptr, nullptr), KNN_OK);
+  EXPECT_EQ(n, 50);
+  EXPECT_EQ(knn_index_free(live), KNN_OK);
+}
+
+// Two threads free one index at once: exactly one succeeds.
+TEST(Handles, ConcurrentDoubleFree) {
+  const std::vector<float> points = make_rows(Dist::Uniform, 50, 3, 16);
+  for (int round = 0; round < 50; ++round) {
+    knn_index* index = nullptr;
+    ASSERT_EQ(knn_index_build(points.data(), 50, 3, nullptr, &index), KNN_OK);
+    std::atomic<int> ok{0};
+    auto free_it = [&] {
+      if (knn_index_free(index) == KNN_OK) ++ok;
+    };
+    std::thread a(free_it), b(free_it);
+    a.join();
+    b.join();
+    ASSERT_EQ(ok.load(), 1);
+  }
+}
+
+TEST(Handles, QuadtreeFreedTwiceOrUsedAfterFree) {
+  const std::vector<float> xy{0, 0, 1, 1, 2, 0.5f};
+  knn_quadtree* tree = nullptr;
+  ASSERT_EQ(knn_quadtree_build(xy.data(), 3, nullptr, &tree), KNN_OK);
+  ASSERT_EQ(knn_quadtree_free(tree), KNN_OK);
+  EXPECT_TRUE(fails_with(knn_quadtree_free(tree), KNN_ERR_INVALID_ARGUMENT, "not a live quadtree"));
+  PolygonArrays set;
+  set.add_polygon(rectangle(-1, -1, 3, 3));
+  std::vector<int64_t> counts(1, -7);
+  EXPECT_TRUE(fails_with(knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), 1,
+                                                      set.polygon_offsets.data(), 1, counts.data(), nullptr),
+                         KNN_ERR_INVALID_ARGUMENT, "not a live quadtree"));
+  EXPECT_EQ(counts[0], -7);
+}
+
+}  // namespace
+}  // namespace knn_test
