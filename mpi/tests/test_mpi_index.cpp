@@ -112,11 +112,11 @@ Cloud duplicates(int64_t n, int dim, uint64_t seed) {
   return c;
 }
 
-// Coordinates so large that most squared distances overflow to +infinity:
-// such points are still neighbours, ordered by index, ahead of missing slots.
+// Coordinates up to the largest magnitude the index accepts in 2-D (2^62,
+// the header's coordinate rule): squared distances near float32's top.
 Cloud huge(int64_t n, int dim, uint64_t seed) {
   Cloud c = uniform(n, dim, seed);
-  for (float& x : c.points) x *= 3e18f;
+  for (float& x : c.points) x *= 4.6e18f / 10.0f;
   return c;
 }
 
@@ -357,6 +357,18 @@ void failures() {
   opt.local = &cpu;
   int last = g_size - 1;
 
+  // A coordinate beyond the header's limit on the last rank: the same
+  // refusal everywhere (its squared distances could overflow float32).
+  {
+    std::vector<float> bad = mine;
+    bad.resize(bad.size() + 3, 1.0f);
+    if (g_rank == last) bad[bad.size() - 1] = 1e30f;
+    knn_dindex* dx = nullptr;
+    int st = knn_dindex_build(&world, bad.data(), n_local + 1, 3, &opt, &dx);
+    expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "coordinate beyond the limit on the last rank");
+    CHECK(dx == nullptr, "a failed build left *out set");
+  }
+
   // A NaN on the last rank: every rank fails with its status, naming it.
   {
     std::vector<float> bad = mine;
@@ -490,7 +502,7 @@ int main(int argc, char** argv) {
        true, true},
       {"fewer points than k, 7-D", uniform(23, 7, 5), Split::uneven, Split::last_only, 40, true,
        false},
-      {"huge coordinates, overflowing distances", huge(30, 2, 7), Split::uneven, Split::uneven, 20,
+      {"coordinates at the limit, 2-D", huge(30, 2, 7), Split::uneven, Split::uneven, 20,
        true, false},
       {"empty index", uniform(0, 3, 6), Split::uneven, Split::uneven, 20, true, false},
   };
