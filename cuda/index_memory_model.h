@@ -15,8 +15,8 @@
 #include <cstdint>
 
 #include "../include/knn_gpgpu.h"
-#include "index_kdtree_memory.h"
-#include "memory_model.h"
+#include "kdtree/index_kdtree_memory.h"
+#include "core/memory_model.h"
 
 namespace knn {
 namespace cuda {
@@ -91,7 +91,7 @@ inline size_t query_bytes(int structure, int64_t m, int k, int64_t n, int dim) {
   return std::max(rough, cuda::kdtree_query_bytes(m, k, n, dim, kKdTreeDefaultLeafSize));
 }
 
-// ---- Brute force: the search plan and its scratch (cuda/index_brute_force.cu) ----
+// ---- Brute force: the search plan and its scratch (cuda/brute_force/index_brute_force.cu) ----
 // Lists of up to this many neighbours are kept in registers, one thread per
 // query; longer ones (up to kMaxWarpK) one warp per query in shared memory.
 constexpr int kBruteRegisterK = 16;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "../common/neighbor.h"
-#include "../src/cancel.h"
+#include "../engine/cancel.h"
 #include "knn_list.h"
 
 namespace knn {

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <vector>
 
-#include "../src/cancel.h"
+#include "../engine/cancel.h"
 #include "knn_list.h"
 #include "omp_engine.h"
 

@@ -10,7 +10,7 @@
 #include "abi_barrier.h"
 #include "options.h"
 #include "polygon_validate.h"
-#include "quadtree_engine.h"
+#include "../engine/quadtree_engine.h"
 #include "validate.h"
 
 // The handle owns its engine. `magic` tells a live quadtree from a stray or

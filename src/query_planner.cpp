@@ -17,7 +17,7 @@
 #include "../common/neighbor.h"
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
-#include "cancel.h"
+#include "../engine/cancel.h"
 
 namespace knn {
 namespace {

@@ -1,4 +1,4 @@
-// The CUDA brute-force index (cuda/index_brute_force.cu) against the
+// The CUDA brute-force index (cuda/brute_force/index_brute_force.cu) against the
 // oracles (tests/oracle.h, tests/index_oracle.h) and the OpenMP brute force:
 // dimensions 1..100 (compile-time and run-time paths), k from 1 to the
 // warp-list limit and beyond n, few queries (the split-and-merge path) and
