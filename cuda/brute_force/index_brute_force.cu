@@ -8,6 +8,7 @@
 #include "index_brute_force.cuh"
 #include "../index_memory_model.h"
 #include "../core/knn_lists.cuh"
+#include "../core/launch_policy.h"
 #include "../core/query_chunks.cuh"
 #include "../core/static_dim.h"
 #include "../core/warp_list.cuh"
@@ -500,8 +501,10 @@ class BruteForceIndex final : public IndexEngine {
            float* sq_distances, int32_t* counts, const CallParams& call) const {
     if (m <= 0) return;
     const int list_k = brute_force_list_k(base.row_width, base.exclude_self, n_);
-    // One plan for every chunk, from the largest chunk the pipeline runs.
-    const int64_t splits = brute_force_splits(std::min(m, kMaxChunkQueries), n_, list_k);
+    // One plan for every chunk, from the largest chunk the pipeline runs and
+    // the threads this device wants busy.
+    const int64_t splits = brute_force_splits(std::min(m, kMaxChunkQueries), n_, list_k,
+                                              latency_hiding_threads());
     const bool want_indices = indices != nullptr && base.row_width > 0;
     const bool want_sq = sq_distances != nullptr && base.row_width > 0;
     const size_t per_query =

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "../../common/error.h"
+#include "launch_policy.h"
 
 namespace knn {
 namespace cuda {
@@ -138,10 +139,7 @@ inline size_t checked_cub_temp(size_t requested, size_t bound) {
 // cudaErrorInvalidValue.
 template <class Kernel>
 size_t allow_all_dynamic_shared(Kernel* kernel, const char* what) {
-  int device = 0, optin = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-        "cudaDeviceGetAttribute (shared memory per block)");
+  const int optin = device_limits().shared_bytes_optin;
   cudaFuncAttributes attributes{};
   check(cudaFuncGetAttributes(&attributes, kernel), what);
   const int allowance = optin - static_cast<int>(attributes.sharedSizeBytes);

@@ -2,7 +2,6 @@
 // host ones, synchronous copies, and the two small kernels the API layer
 // needs on arrays it must not copy to the host (missing-slot fill, finiteness
 // check of device coordinates).
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -10,17 +9,19 @@
 #include "../cuda_engine.h"
 #include "../cuda_index.h"
 #include "cuda_support.h"
+#include "launch_policy.h"
 
 namespace knn {
 namespace cuda {
 namespace {
 
 constexpr int kBlock = 256;
-// Grid-stride kernels: enough blocks to fill an H100 several times over.
-constexpr long long kMaxBlocks = 4096;
 
-unsigned blocks_for(int64_t items) {
-  return static_cast<unsigned>(std::min<long long>(kMaxBlocks, grid_for(items, kBlock)));
+// Both kernels are grid-stride loops whose result does not depend on the
+// grid size (a fill, and the smallest failing index by atomicMin).
+template <class Kernel>
+unsigned blocks_for(Kernel* kernel, int64_t items) {
+  return grid_stride_blocks(kernel, kBlock, items);
 }
 
 __global__ void fill_missing_kernel(int32_t* indices, float* sq_distances, int64_t count) {
@@ -65,7 +66,8 @@ void copy_to_device(void* device_dst, const void* host_src, size_t bytes) {
 void fill_missing_on_device(int32_t* indices, float* sq_distances, int64_t count) {
   if (count <= 0 || (indices == nullptr && sq_distances == nullptr)) return;
   Stream stream;
-  fill_missing_kernel<<<blocks_for(count), kBlock, 0, stream.get()>>>(indices, sq_distances, count);
+  fill_missing_kernel<<<blocks_for(fill_missing_kernel, count), kBlock, 0, stream.get()>>>(
+      indices, sq_distances, count);
   check_launch("fill_missing_kernel");
   stream.synchronize();
 }
@@ -76,8 +78,8 @@ int64_t first_nonfinite_on_device(const float* values, int64_t count) {
   DeviceBuffer<unsigned long long> first(1);
   check(cudaMemsetAsync(first.get(), 0xff, sizeof(unsigned long long), stream.get()),
         "cudaMemsetAsync");
-  first_nonfinite_kernel<<<blocks_for(count), kBlock, 0, stream.get()>>>(values, count,
-                                                                         first.get());
+  first_nonfinite_kernel<<<blocks_for(first_nonfinite_kernel, count), kBlock, 0,
+                           stream.get()>>>(values, count, first.get());
   check_launch("first_nonfinite_kernel");
   unsigned long long found = 0;
   check(cudaMemcpyAsync(&found, first.get(), sizeof found, cudaMemcpyDeviceToHost, stream.get()),

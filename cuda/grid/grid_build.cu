@@ -25,6 +25,7 @@
 #include "../../common/grid_layout.h"
 #include "../cuda_index.h"
 #include "../core/cuda_support.h"
+#include "../core/launch_policy.h"
 #include "grid_build.cuh"
 #include "../core/memory_model.h"
 #include "../core/query_chunks.cuh"
@@ -34,10 +35,12 @@ namespace cuda {
 namespace {
 
 constexpr int kBlock = 256;
-constexpr long long kMaxBlocks = 4096;
 
-unsigned blocks_for(int64_t items) {
-  return static_cast<unsigned>(std::min<long long>(kMaxBlocks, grid_for(items, kBlock)));
+// Every kernel here is a grid-stride loop whose result does not depend on
+// the grid size (the reductions are exact: min, max, integer sums).
+template <class Kernel>
+unsigned blocks_for(Kernel* kernel, int64_t items) {
+  return grid_stride_blocks(kernel, kBlock, items);
 }
 
 __host__ __device__ float float_from_ordered_key(uint32_t key) {
@@ -217,7 +220,8 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
     check(cudaMemcpyAsync(device_bounds.get(), bounds, sizeof bounds, cudaMemcpyHostToDevice,
                           stream),
           "grid build: box");
-    bounding_box_kernel<<<blocks_for(n), kBlock, 0, stream>>>(xyz.get(), n, device_bounds.get());
+    bounding_box_kernel<<<blocks_for(bounding_box_kernel, n), kBlock, 0, stream>>>(
+        xyz.get(), n, device_bounds.get());
     check_launch("grid bounding box");
     check(cudaMemcpyAsync(bounds, device_bounds.get(), sizeof bounds, cudaMemcpyDeviceToHost,
                           stream),
@@ -238,8 +242,8 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
   cub::DoubleBuffer<uint32_t> sort_ids(ids[0].get(), ids[1].get());
   DeviceBuffer<uint32_t> starts(static_cast<size_t>(cells) + 1);
   if (n > 0) {
-    point_keys_kernel<<<blocks_for(n), kBlock, 0, stream>>>(layout, xyz.get(), n,
-                                                                  keys[0].get(), ids[0].get());
+    point_keys_kernel<<<blocks_for(point_keys_kernel, n), kBlock, 0, stream>>>(
+        layout, xyz.get(), n, keys[0].get(), ids[0].get());
     check_launch("grid point keys");
     const int bits = key_bits_for(cells);
     size_t temp_bytes = 0;
@@ -251,8 +255,8 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
                                           static_cast<int>(n), 0, bits, stream),
           "grid build sort");
     // 4. Cell starts.
-    cell_starts_kernel<<<blocks_for(n), kBlock, 0, stream>>>(sort_keys.Current(), n, cells,
-                                                                   starts.get());
+    cell_starts_kernel<<<blocks_for(cell_starts_kernel, n), kBlock, 0, stream>>>(
+        sort_keys.Current(), n, cells, starts.get());
     check_launch("grid cell starts");
   } else {
     check(cudaMemsetAsync(starts.get(), 0, starts.size() * sizeof(uint32_t), stream),
@@ -264,8 +268,8 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
   if (n > 0) {
     DeviceBuffer<unsigned long long> device_sum(1);
     check(cudaMemsetAsync(device_sum.get(), 0, sizeof sum_sq, stream), "grid occupancy");
-    squared_counts_kernel<<<blocks_for(cells), kBlock, 0, stream>>>(starts.get(), cells,
-                                                                          device_sum.get());
+    squared_counts_kernel<<<blocks_for(squared_counts_kernel, cells), kBlock, 0, stream>>>(
+        starts.get(), cells, device_sum.get());
     check_launch("grid occupancy");
     check(cudaMemcpyAsync(&sum_sq, device_sum.get(), sizeof sum_sq, cudaMemcpyDeviceToHost,
                           stream),
@@ -277,8 +281,8 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
   // 6. Points in cell order.
   DeviceBuffer<float4> cell_points(un);
   if (n > 0) {
-    gather_kernel<<<blocks_for(n), kBlock, 0, stream>>>(xyz.get(), sort_ids.Current(), n,
-                                                              cell_points.get());
+    gather_kernel<<<blocks_for(gather_kernel, n), kBlock, 0, stream>>>(
+        xyz.get(), sort_ids.Current(), n, cell_points.get());
     check_launch("grid gather");
   }
   check(cudaStreamSynchronize(stream), "grid build");

@@ -11,6 +11,7 @@
 #include "../core/float4_point.cuh"
 #include "grid_search.cuh"
 #include "../core/knn_lists.cuh"
+#include "../core/launch_policy.h"
 #include "../core/memory_model.h"
 #include "../core/warp_list.cuh"
 
@@ -223,20 +224,13 @@ void launch_thread_knn(const GridView& grid, const float* queries, int64_t count
   check_launch("grid knn (thread per query)");
 }
 
-int shared_bytes_optin() {
-  int device = 0, bytes = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-        "cudaDeviceGetAttribute");
-  return bytes;
-}
-
 }  // namespace
 
 int grid_max_list_k() {
   // The largest k whose WarpList::bytes(k) fits one block's shared memory.
-  int k = shared_bytes_optin() / static_cast<int>(sizeof(Neighbor));
-  while (k > 0 && WarpList::bytes(k) > static_cast<size_t>(shared_bytes_optin())) --k;
+  const int shared = device_limits().shared_bytes_optin;
+  int k = shared / static_cast<int>(sizeof(Neighbor));
+  while (k > 0 && WarpList::bytes(k) > static_cast<size_t>(shared)) --k;
   return k;
 }
 
