@@ -1,5 +1,6 @@
-# The layering of the sources, run by ctest as
-#   cmake -DSOURCE_DIR=<repository root> -P check_layering.cmake
+# The layering of the sources, run before the engines compile (target
+# knn_layering) and by ctest (test "layering") as
+#   cmake -DSOURCE_DIR=<repository root> -P cmake/check_layering.cmake
 #
 # Every quoted #include of the library's sources is resolved against the
 # including file's folder; a file may only include what its layer is allowed
@@ -11,7 +12,7 @@
 #   cuda/<folder>/    core/ and the headers at cuda/'s root, never another
 #                     structure's folder (cuda/core/ none at all)
 # The includes are relative, so the compiler's include path cannot enforce
-# this; this check does, and fails naming every offending line.
+# this; this check does, and fails naming every offending include.
 
 cmake_minimum_required(VERSION 3.16)
 
