@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "../common/kdtree_layout.h"
-#include "memory_model.h"
+#include "core/memory_model.h"
 
 namespace knn {
 namespace cuda {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "../src/index_engine.h"
+#include "../engine/index_engine.h"
 
 namespace knn {
 namespace cuda {

@@ -15,8 +15,8 @@
 #include <cstdint>
 
 #include "../include/knn_gpgpu.h"
-#include "index_kdtree_memory.h"
-#include "memory_model.h"
+#include "kdtree/index_kdtree_memory.h"
+#include "core/memory_model.h"
 
 namespace knn {
 namespace cuda {
@@ -91,12 +91,15 @@ inline size_t query_bytes(int structure, int64_t m, int k, int64_t n, int dim) {
   return std::max(rough, cuda::kdtree_query_bytes(m, k, n, dim, kKdTreeDefaultLeafSize));
 }
 
-// ---- Brute force: the search plan and its scratch (cuda/index_brute_force.cu) ----
+// ---- Brute force: the search plan and its scratch (cuda/brute_force/index_brute_force.cu) ----
 // Lists of up to this many neighbours are kept in registers, one thread per
 // query; longer ones (up to kMaxWarpK) one warp per query in shared memory.
 constexpr int kBruteRegisterK = 16;
-// Threads the search wants busy before it stops splitting the points: an
-// H100 holds 132 SMs x 2048 threads; half that hides the latencies.
+// Threads the search wants busy before it stops splitting the points, at
+// most: the engine asks for the device's latency_hiding_threads()
+// (cuda/core/launch_policy.h), capped here so that the memory helpers, which
+// answer without a device, stay upper bounds (2^17: about an H100's
+// 132 SMs x 2048 threads / 2; a smaller device splits less).
 constexpr int64_t kBruteBusyThreads = int64_t{1} << 17;
 // A part of the points worth a block of its own.
 constexpr int64_t kBruteMinSplitPoints = 1024;
@@ -112,12 +115,15 @@ inline int brute_force_list_k(int row_width, bool exclude_self, int64_t n) {
 }
 
 // Parts the points are split into for a chunk of m queries: enough that
-// m x parts x (threads per query) keeps kBruteBusyThreads busy.
-inline int64_t brute_force_splits(int64_t m, int64_t n, int list_k) {
+// m x parts x (threads per query) keeps busy_threads (at most
+// kBruteBusyThreads) busy. Fewer busy threads never mean more parts.
+inline int64_t brute_force_splits(int64_t m, int64_t n, int list_k,
+                                  int64_t busy_threads = kBruteBusyThreads) {
   if (m <= 0 || n <= 0) return 1;
+  busy_threads = std::max<int64_t>(1, std::min(busy_threads, kBruteBusyThreads));
   const bool warp = list_k > kBruteRegisterK;
   const int64_t threads_per_query = warp ? 32 : 1;
-  const int64_t wanted = (kBruteBusyThreads + m * threads_per_query - 1) / (m * threads_per_query);
+  const int64_t wanted = (busy_threads + m * threads_per_query - 1) / (m * threads_per_query);
   const int64_t by_points = (n + kBruteMinSplitPoints - 1) / kBruteMinSplitPoints;
   const int64_t cap = warp ? kBruteMaxWarpSplits : kBruteMaxThreadSplits;
   return std::max<int64_t>(1, std::min({wanted, by_points, cap}));

@@ -17,7 +17,7 @@
 #include "../common/error.h"
 #include "../common/float_math.h"
 #include "../common/grid_layout.h"
-#include "../src/index_engine.h"
+#include "../engine/index_engine.h"
 #include "omp_index_support.h"
 
 namespace knn {

@@ -8,7 +8,7 @@
 
 #include "../common/float_math.h"
 #include "../include/knn_gpgpu.h"
-#include "../src/index_engine.h"
+#include "../engine/index_engine.h"
 #include "omp_index_support.h"
 
 namespace knn {

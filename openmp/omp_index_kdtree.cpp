@@ -27,8 +27,8 @@
 #include "../common/error.h"
 #include "../common/float_math.h"
 #include "../include/knn_gpgpu.h"
-#include "../src/index_engine.h"
-#include "../src/progress.h"
+#include "../engine/index_engine.h"
+#include "../engine/progress.h"
 #include "omp_index_support.h"
 
 namespace knn {

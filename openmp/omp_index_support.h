@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "../common/neighbor.h"
-#include "../src/cancel.h"
-#include "../src/progress.h"
+#include "../engine/cancel.h"
+#include "../engine/progress.h"
 #include "knn_list.h"
 
 namespace knn {

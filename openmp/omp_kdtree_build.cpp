@@ -6,7 +6,7 @@
 #include <atomic>
 #include <vector>
 
-#include "../src/cancel.h"
+#include "../engine/cancel.h"
 #include "omp_engine.h"
 
 namespace knn {

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <vector>
 
-#include "../src/cancel.h"
-#include "../src/progress.h"
+#include "../engine/cancel.h"
+#include "../engine/progress.h"
 #include "knn_list.h"
 #include "omp_engine.h"
 #include "thread_scratch.h"

@@ -23,8 +23,8 @@
 #include "../common/pip_predicate.h"
 #include "../common/quadtree_layout.h"
 #include "../include/knn_gpgpu.h"
-#include "../src/cancel.h"
-#include "../src/quadtree_engine.h"
+#include "../engine/cancel.h"
+#include "../engine/quadtree_engine.h"
 
 namespace knn {
 namespace omp {

@@ -1,5 +1,5 @@
-// Per-thread cancellation flags (src/cancel.h).
-#include "cancel.h"
+// Per-thread cancellation flags (engine/cancel.h).
+#include "../engine/cancel.h"
 
 #include "../common/error.h"
 #include "abi_barrier.h"

@@ -6,7 +6,7 @@
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
 #include "abi_barrier.h"
-#include "progress.h"
+#include "../engine/progress.h"
 #include "query_planner.h"
 #include "validate.h"
 

@@ -19,7 +19,7 @@
 #include "index_planner.h"
 #include "live_handles.h"
 #include "options.h"
-#include "progress.h"
+#include "../engine/progress.h"
 #include "validate.h"
 
 // The handle behind knn_index*; live ones are registered in

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "../include/knn_gpgpu.h"
-#include "index_engine.h"
+#include "../engine/index_engine.h"
 
 namespace knn {
 

@@ -3,7 +3,7 @@
 #include "../common/error.h"
 #include "../cuda/cuda_engine.h"
 #include "../cuda/cuda_index.h"
-#include "../src/quadtree_engine.h"
+#include "../engine/quadtree_engine.h"
 
 namespace knn {
 namespace cuda {

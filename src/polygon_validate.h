@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "quadtree_engine.h"
+#include "../engine/quadtree_engine.h"
 
 namespace knn {
 

@@ -1,7 +1,7 @@
 // Per-thread progress of long calls (src/progress.h). The fields are written
 // with atomic operations (GCC/Clang __atomic builtins, Interlocked on MSVC),
 // so a host thread may read them with plain aligned 64-bit loads or atomics.
-#include "progress.h"
+#include "../engine/progress.h"
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>

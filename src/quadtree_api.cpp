@@ -11,7 +11,7 @@
 #include "live_handles.h"
 #include "options.h"
 #include "polygon_validate.h"
-#include "quadtree_engine.h"
+#include "../engine/quadtree_engine.h"
 #include "validate.h"
 
 // The handle owns its engine; live ones are registered in

@@ -17,9 +17,9 @@
 #include "../common/neighbor.h"
 #include "../cuda/cuda_engine.h"
 #include "../openmp/omp_engine.h"
+#include "../engine/cancel.h"
+#include "../engine/progress.h"
 #include "../openmp/thread_scratch.h"
-#include "cancel.h"
-#include "progress.h"
 
 namespace knn {
 namespace {

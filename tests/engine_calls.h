@@ -1,4 +1,4 @@
-// Calls of an index engine (src/index_engine.h, linked from
+// Calls of an index engine (engine/index_engine.h, linked from
 // knn_gpgpu_engines) straight into the result types of the oracles, for the
 // tests that check engines without the public API in between: the grid tests
 // of both backends and the CUDA index tests.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../common/error.h"
-#include "../src/index_engine.h"
+#include "../engine/index_engine.h"
 #include "index_oracle.h"
 #include "knn_gpgpu.h"
 #include "oracle.h"

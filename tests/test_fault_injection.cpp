@@ -1,5 +1,5 @@
 // Device allocation failures, forced: KNN_FAULT_DEVICE_ALLOC=N makes the N-th
-// device allocation fail (cuda/cuda_support.h). For N = 1, 2, 3, ... until a
+// device allocation fail (cuda/core/cuda_support.h). For N = 1, 2, 3, ... until a
 // call makes no allocation fail, every allocation site must give
 // KNN_ERR_DEVICE_OUT_OF_MEMORY with missing values in the outputs (the CUDA
 // calls) or the CPU path with the exact answer (the automatic calls), leak no

@@ -1,4 +1,4 @@
-// The CUDA brute-force index (cuda/index_brute_force.cu) against the
+// The CUDA brute-force index (cuda/brute_force/index_brute_force.cu) against the
 // oracles (tests/oracle.h, tests/index_oracle.h) and the OpenMP brute force:
 // dimensions 1..100 (compile-time and run-time paths), k from 1 to the
 // warp-list limit and beyond n, few queries (the split-and-merge path) and
@@ -59,6 +59,31 @@ TEST(BruteForcePlan, SplitsOnlyWhenQueriesAreFewAndWithinTheCaps) {
     EXPECT_LE(s, previous) << "m=" << m;  // more queries never split more
     previous = s;
   }
+}
+
+// The engine plans with the device's latency-hiding threads (launch_policy.h):
+// a smaller device never splits more, a larger one is held to the memory
+// model's figure, so the estimate still bounds the engine's scratch.
+TEST(BruteForcePlan, DeviceBusyThreadsNeverSplitMoreThanTheModel) {
+  const int64_t n = int64_t{1} << 22;
+  for (const int list_k : {5, 100})
+    for (const int64_t m : {1, 7, 100, 4096, 100000}) {
+      const int64_t model = plan::brute_force_splits(m, n, list_k);
+      EXPECT_EQ(plan::brute_force_splits(m, n, list_k, plan::kBruteBusyThreads), model);
+      EXPECT_EQ(plan::brute_force_splits(m, n, list_k, 64 * plan::kBruteBusyThreads), model)
+          << "m=" << m << " list_k=" << list_k;
+      int64_t previous = model;
+      for (const int64_t busy : {int64_t{100000}, int64_t{15360}, int64_t{1000}, int64_t{1},
+                                 int64_t{0}}) {
+        const int64_t s = plan::brute_force_splits(m, n, list_k, busy);
+        EXPECT_GE(s, 1);
+        EXPECT_LE(s, previous) << "m=" << m << " list_k=" << list_k << " busy=" << busy;
+        previous = s;
+      }
+    }
+  // A laptop GPU (20 SMs x 1536 threads / 2) splits 100 queries' points less.
+  EXPECT_EQ(plan::brute_force_splits(100, n, 5), plan::kBruteMaxThreadSplits);
+  EXPECT_EQ(plan::brute_force_splits(100, n, 5, 15360), 154);
 }
 
 TEST(BruteForcePlan, ScratchOnlyForSplitsAndCallBytesGrow) {

@@ -1,5 +1,5 @@
-// The CUDA bucket kd-tree (cuda/index_kdtree*.cu) and the CUDA helpers every
-// index engine shares (cuda/index_support.cu, cuda/query_chunks.cu), against
+// The CUDA bucket kd-tree (cuda/kdtree/index_kdtree*.cu) and the CUDA helpers every
+// index engine shares (cuda/core/index_support.cu, cuda/core/query_chunks.cu), against
 // the oracles (tests/oracle.h, tests/index_oracle.h) and the OpenMP kd-tree,
 // bit for bit: dims 1..32 (compile-time and run-time distance loops), k from
 // 1 past the register, warp and heap list limits and beyond n, every data
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/bucket_tree_shape.h"
+#include "../cuda/kdtree/bucket_tree_shape.h"
 #include "../cuda/cuda_index.h"
-#include "../cuda/index_kdtree_memory.h"
+#include "../cuda/kdtree/index_kdtree_memory.h"
 #include "../cuda/index_memory_model.h"
 #include "engine_calls.h"
 #include "gpu_test_support.h"

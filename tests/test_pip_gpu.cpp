@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/quadtree_geometry.h"
+#include "../cuda/quadtree/quadtree_geometry.h"
 #include "gpu_test_support.h"
 #include "knn_gpgpu.h"
 #include "pip_api_calls.h"
@@ -259,7 +259,7 @@ TEST(PipGpu, ManySmallPolygonsMatchOpenMp) {
 }
 
 // Enough polygons of at most 32 edges for the thread-per-polygon path
-// (cuda/quadtree_thread_walk.cuh), mixed with warp-path polygons: a tiling of
+// (cuda/quadtree/quadtree_thread_walk.cuh), mixed with warp-path polygons: a tiling of
 // triangles with shared edges and vertices, grid points on those edges, small
 // rectangles (closed rings too) with holes, stars, and one large rectangle
 // whose inner nodes are emitted whole.

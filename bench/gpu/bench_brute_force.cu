@@ -1,7 +1,7 @@
 // Kernel-only benchmark of the CUDA brute-force index (issue #4) on the
 // shapes of the Futhark thesis table (BENCHMARKS.md, "Higher dimensions"):
 // n = m = 2^17 .. 2^21, d in {5, 7, 9, 12, 16}, k = 5, uniform in the unit
-// cube. It times the engine's device function (cuda/index_brute_force.cuh)
+// cube. It times the engine's device function (cuda/brute_force/index_brute_force.cuh)
 // with points and queries already on the device: CUDA events on one stream,
 // one warm-up, median of 5. Throughput is "GFLOP-equivalent": 3 d n m
 // operations (difference, square, sum per coordinate) over the time, the
@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "../../cuda/index_brute_force.cuh"
+#include "../../cuda/brute_force/index_brute_force.cuh"
 #include "../../cuda/index_memory_model.h"
 #include "../../openmp/omp_engine.h"
 #include "device_timer.h"

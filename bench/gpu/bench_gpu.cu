@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "../../cuda/cuda_kdtree_build.h"
-#include "../../cuda/cuda_kdtree_search.h"
+#include "../../cuda/kdtree/cuda_kdtree_build.h"
+#include "../../cuda/kdtree/cuda_kdtree_search.h"
 #include "datasets.h"
 #include "device_timer.h"
 #include "knn_gpgpu.h"

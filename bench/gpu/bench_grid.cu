@@ -22,10 +22,10 @@
 
 #include "../../common/grid_layout.h"
 #include "../../cuda/cuda_index.h"
-#include "../../cuda/cuda_kdtree_build.h"
-#include "../../cuda/cuda_kdtree_search.h"
-#include "../../cuda/grid_build.cuh"
-#include "../../cuda/memory_model.h"
+#include "../../cuda/kdtree/cuda_kdtree_build.h"
+#include "../../cuda/kdtree/cuda_kdtree_search.h"
+#include "../../cuda/grid/grid_build.cuh"
+#include "../../cuda/core/memory_model.h"
 #include "datasets.h"
 #include "device_timer.h"
 

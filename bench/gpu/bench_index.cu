@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "../../cuda/cuda_index.h"
-#include "../../cuda/cuda_support.h"
+#include "../../cuda/core/cuda_support.h"
 #include "datasets.h"
 #include "device_timer.h"
 #include "knn_gpgpu.h"

@@ -21,7 +21,7 @@
 #include <random>
 #include <vector>
 
-#include "../../cuda/quadtree.cuh"
+#include "../../cuda/quadtree/quadtree.cuh"
 #include "bench_timer.h"
 #include "datasets.h"
 

@@ -13,7 +13,7 @@
 #include <functional>
 #include <vector>
 
-#include "../../cuda/cuda_support.h"
+#include "../../cuda/core/cuda_support.h"
 #include "../bench_timer.h"
 
 namespace knn_bench {

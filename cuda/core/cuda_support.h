@@ -1,0 +1,157 @@
+// CUDA plumbing shared by the engine's translation units: turning CUDA
+// errors into knn::Error, and RAII owners for device memory, pinned host
+// memory and streams, so that no error path leaks.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "../../common/error.h"
+#include "launch_policy.h"
+
+namespace knn {
+namespace cuda {
+
+// Throws the knn::Error that matches a failed CUDA call; `what` says where.
+void throw_cuda_error(cudaError_t err, const char* what);
+
+inline void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) throw_cuda_error(err, what);
+}
+
+// Checks the launch that was just made (configuration errors only; faults
+// inside the kernel surface at the next synchronisation).
+inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+
+// Whether kernels on `device` (any device when device < 0) may read and write
+// p in place: memory of that device, or managed memory. Host memory that CUDA
+// does not know answers false, and the runtime's error for it is cleared.
+bool device_may_use_in_place(const void* p, int device);
+
+// Test hook (tests/test_fault_injection.cpp; not part of the API): with the
+// environment variable KNN_FAULT_DEVICE_ALLOC=N, the N-th device allocation
+// counted since the variable took that value fails as if the device were
+// full; the others succeed. Unset or empty: no fault, at the cost of one
+// getenv per allocation. Throws KNN_ERR_DEVICE_OUT_OF_MEMORY for the chosen
+// one.
+void inject_device_alloc_fault(size_t bytes);
+
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t count) { allocate(count); }
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(o.count_) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    release();
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    count_ = o.count_;
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void allocate(size_t count) {
+    release();
+    if (count == 0) return;
+    inject_device_alloc_fault(count * sizeof(T));
+    void* p = nullptr;
+    check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc");
+    ptr_ = static_cast<T*>(p);
+    count_ = count;
+  }
+  T* get() const { return ptr_; }
+  size_t size() const { return count_; }
+
+ private:
+  void release() {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = nullptr;
+    count_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t count_ = 0;
+};
+
+// Pieces of one device allocation, handed out in order, each on a 256-byte
+// boundary (what cudaMalloc itself guarantees). One allocation instead of
+// one per temporary: cudaMalloc and cudaFree cost tens of microseconds each,
+// and cudaFree waits for the device. Work on one stream may reuse a region
+// (rewind) once the work that used it is queued: the stream orders them.
+class DeviceArena {
+ public:
+  static constexpr size_t kAlignment = 256;
+  static size_t piece(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+  explicit DeviceArena(size_t bytes) : buffer_(bytes) {}
+
+  template <class T>
+  T* take(size_t count) {
+    const size_t bytes = piece(count * sizeof(T));
+    if (bytes > buffer_.size() - used_)
+      fail(KNN_ERR_INTERNAL, format("device arena of %zu bytes cannot give %zu more after %zu",
+                                    buffer_.size(), bytes, used_));
+    T* p = reinterpret_cast<T*>(buffer_.get() + used_);
+    used_ += bytes;
+    return p;
+  }
+  size_t mark() const { return used_; }
+  void rewind(size_t mark) { used_ = mark; }
+
+ private:
+  DeviceBuffer<unsigned char> buffer_;
+  size_t used_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  ~Stream() {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+  void synchronize() const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// The memory helpers promise an upper bound of CUB's temporary storage
+// (memory_model.h); a larger request is a bug in that bound, reported as such.
+inline size_t checked_cub_temp(size_t requested, size_t bound) {
+  if (requested > bound)
+    fail(KNN_ERR_INTERNAL, format("CUB asks for %zu bytes of temporary storage, more than the %zu "
+                                  "the memory model allows",
+                                  requested, bound));
+  return requested;
+}
+
+// Lets `kernel` take as much dynamic shared memory as the device allows a
+// block beside the kernel's static shared memory (above 48 KB the limit must
+// be raised per kernel), and returns that many bytes. Always the same value:
+// when each call set its own size, threads launching the kernel at once
+// lowered it under one another's launches, which then failed with
+// cudaErrorInvalidValue.
+template <class Kernel>
+size_t allow_all_dynamic_shared(Kernel* kernel, const char* what) {
+  const int optin = device_limits().shared_bytes_optin;
+  cudaFuncAttributes attributes{};
+  check(cudaFuncGetAttributes(&attributes, kernel), what);
+  const int allowance = optin - static_cast<int>(attributes.sharedSizeBytes);
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, allowance),
+        what);
+  return static_cast<size_t>(allowance);
+}
+
+// Blocks for a one-dimensional launch over `items` threads of `block` each.
+inline unsigned grid_for(long long items, int block) {
+  return static_cast<unsigned>((items + block - 1) / block);
+}
+
+}  // namespace cuda
+}  // namespace knn

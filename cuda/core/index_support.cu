@@ -1,0 +1,93 @@
+// Memory helpers of the index API (cuda_index.h): telling device arrays from
+// host ones, synchronous copies, and the two small kernels the API layer
+// needs on arrays it must not copy to the host (missing-slot fill, finiteness
+// check of device coordinates).
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "../cuda_engine.h"
+#include "../cuda_index.h"
+#include "cuda_support.h"
+#include "launch_policy.h"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+// Both kernels are grid-stride loops whose result does not depend on the
+// grid size (a fill, and the smallest failing index by atomicMin).
+template <class Kernel>
+unsigned blocks_for(Kernel* kernel, int64_t items) {
+  return grid_stride_blocks(kernel, kBlock, items);
+}
+
+__global__ void fill_missing_kernel(int32_t* indices, float* sq_distances, int64_t count) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    if (indices) indices[i] = -1;
+    if (sq_distances) sq_distances[i] = INFINITY;
+  }
+}
+
+__global__ void first_beyond_kernel(const float* values, int64_t count, float limit,
+                                    unsigned long long* first) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    if (!(fabsf(values[i]) <= limit)) {
+      atomicMin(first, static_cast<unsigned long long>(i));
+      return;  // later items of this thread have larger indices
+    }
+  }
+}
+
+}  // namespace
+
+bool is_device_pointer(const void* p) {
+  // Without a device, asking the runtime would only produce an error.
+  if (p == nullptr || device_count() == 0) return false;
+  return device_may_use_in_place(p, -1);
+}
+
+void copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return;
+  check(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+}
+
+void copy_to_device(void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return;
+  check(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+}
+
+void fill_missing_on_device(int32_t* indices, float* sq_distances, int64_t count) {
+  if (count <= 0 || (indices == nullptr && sq_distances == nullptr)) return;
+  Stream stream;
+  fill_missing_kernel<<<blocks_for(fill_missing_kernel, count), kBlock, 0, stream.get()>>>(
+      indices, sq_distances, count);
+  check_launch("fill_missing_kernel");
+  stream.synchronize();
+}
+
+int64_t first_beyond_on_device(const float* values, int64_t count, float limit) {
+  if (count <= 0) return -1;
+  Stream stream;
+  DeviceBuffer<unsigned long long> first(1);
+  check(cudaMemsetAsync(first.get(), 0xff, sizeof(unsigned long long), stream.get()),
+        "cudaMemsetAsync");
+  first_beyond_kernel<<<blocks_for(first_beyond_kernel, count), kBlock, 0,
+                         stream.get()>>>(values, count, limit, first.get());
+  check_launch("first_beyond_kernel");
+  unsigned long long found = 0;
+  check(cudaMemcpyAsync(&found, first.get(), sizeof found, cudaMemcpyDeviceToHost, stream.get()),
+        "cudaMemcpyAsync");
+  stream.synchronize();
+  return found == std::numeric_limits<unsigned long long>::max() ? -1
+                                                                 : static_cast<int64_t>(found);
+}
+
+}  // namespace cuda
+}  // namespace knn

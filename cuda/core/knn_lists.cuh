@@ -1,0 +1,176 @@
+// Per-thread k-best lists for the GPU search, both ordered by (squared
+// distance, index). Empty slots hold (+inf, INT32_MAX), which every real
+// point beats, even one at +inf distance; they are written out as -1.
+#pragma once
+
+#include <climits>
+#include <limits>
+
+#include "../../common/neighbor.h"
+
+namespace knn {
+namespace cuda {
+
+constexpr int32_t kNoIndex = INT_MAX;
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+
+// Up to K neighbours in registers (runtime k <= K): every array index is a
+// compile-time constant after unrolling, so nothing spills to local memory.
+template <int K>
+struct RegisterList {
+  float dist[K];
+  int32_t index[K];
+  int k;
+  float worst_dist = kInfinity;
+  int32_t worst_index = kNoIndex;
+
+  __device__ explicit RegisterList(int k_) : k(k_) {
+#pragma unroll
+    for (int j = 0; j < K; ++j) dist[j] = kInfinity, index[j] = kNoIndex;
+  }
+
+  __device__ float bound() const { return worst_dist; }
+  __device__ float dist_at(int j) const { return dist[j]; }
+  __device__ int32_t index_at(int j) const { return index[j]; }
+
+  __device__ void offer(float d, int32_t i) {
+    if (!closer(d, i, worst_dist, worst_index)) return;
+    bool placed = false;
+#pragma unroll
+    for (int j = K - 1; j > 0; --j) {
+      if (j < k && !placed) {
+        if (closer(d, i, dist[j - 1], index[j - 1])) {
+          dist[j] = dist[j - 1], index[j] = index[j - 1];
+        } else {
+          dist[j] = d, index[j] = i, placed = true;
+        }
+      }
+    }
+    if (!placed) dist[0] = d, index[0] = i;
+#pragma unroll
+    for (int j = 0; j < K; ++j)
+      if (j == k - 1) worst_dist = dist[j], worst_index = index[j];
+  }
+
+  __device__ void write(int32_t* out_index, float* out_dist) const {
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      if (j < k) {
+        out_index[j] = index[j] == kNoIndex ? -1 : index[j];
+        if (out_dist) out_dist[j] = dist[j];
+      }
+    }
+  }
+};
+
+// The longest SharedList the searches use (8 * kMaxSharedListK bytes a
+// thread): inserts move up to k entries, and by k = 100 a warp per query
+// (warp_list.cuh) is faster again.
+constexpr int kMaxSharedListK = 32;
+
+// Up to a few dozen neighbours of one thread in shared memory, sorted
+// ascending by insertion. Entry j of a thread is at [j * stride] from its
+// base, the threads of a block interleaved (stride = block size), so the
+// lanes of a warp touch 32 different banks. Between the register lists
+// (their unrolled insertion costs every slot on every insert) and the warp
+// lists (a warp per query): an insert moves only the entries it passes.
+struct SharedList {
+  float* dist;
+  int32_t* index;
+  int stride;
+  int k;
+  float worst_dist = kInfinity;
+  int32_t worst_index = kNoIndex;
+
+  __device__ SharedList(float* dist_, int32_t* index_, int stride_, int k_)
+      : dist(dist_), index(index_), stride(stride_), k(k_) {
+    for (int j = 0; j < k; ++j) dist[j * stride] = kInfinity, index[j * stride] = kNoIndex;
+  }
+
+  __device__ float bound() const { return worst_dist; }
+  __device__ float dist_at(int j) const { return dist[j * stride]; }
+  __device__ int32_t index_at(int j) const { return index[j * stride]; }
+
+  __device__ void offer(float d, int32_t i) {
+    if (!closer(d, i, worst_dist, worst_index)) return;
+    int j = k - 1;
+    for (; j > 0; --j) {
+      const float above_dist = dist[(j - 1) * stride];
+      const int32_t above_index = index[(j - 1) * stride];
+      if (!closer(d, i, above_dist, above_index)) break;
+      dist[j * stride] = above_dist, index[j * stride] = above_index;
+    }
+    dist[j * stride] = d, index[j * stride] = i;
+    worst_dist = dist[(k - 1) * stride], worst_index = index[(k - 1) * stride];
+  }
+
+  __device__ void write(int32_t* out_index, float* out_dist) const {
+    for (int j = 0; j < k; ++j) {
+      const int32_t i = index[j * stride];
+      out_index[j] = i == kNoIndex ? -1 : i;
+      if (out_dist) out_dist[j] = dist[j * stride];
+    }
+  }
+};
+
+// Any k: a max-heap (the farthest candidate at the root) in strided device
+// memory (entry j at [j * stride], threads of a chunk interleaved so that the
+// common top of the heaps is read coalesced), sorted ascending at the end.
+struct HeapList {
+  int32_t* index;
+  float* dist;
+  int64_t stride;
+  int k;
+
+  __device__ HeapList(int32_t* index_, float* dist_, int64_t stride_, int k_)
+      : index(index_), dist(dist_), stride(stride_), k(k_) {
+    for (int j = 0; j < k; ++j) at_dist(j) = kInfinity, at_index(j) = kNoIndex;
+  }
+
+  __device__ float& at_dist(int j) const { return dist[j * stride]; }
+  __device__ int32_t& at_index(int j) const { return index[j * stride]; }
+
+  __device__ float bound() const { return at_dist(0); }
+
+  // Moves the hole at `pos` down past children farther than (d, i), then
+  // fills it with (d, i); the heap spans [0, size).
+  __device__ void sift_down(int pos, int size, float d, int32_t i) {
+    for (;;) {
+      int child = 2 * pos + 1;
+      if (child >= size) break;
+      float cd = at_dist(child);
+      int32_t ci = at_index(child);
+      if (child + 1 < size) {
+        const float rd = at_dist(child + 1);
+        const int32_t ri = at_index(child + 1);
+        if (closer(cd, ci, rd, ri)) ++child, cd = rd, ci = ri;
+      }
+      if (!closer(d, i, cd, ci)) break;
+      at_dist(pos) = cd, at_index(pos) = ci;
+      pos = child;
+    }
+    at_dist(pos) = d, at_index(pos) = i;
+  }
+
+  __device__ void offer(float d, int32_t i) {
+    if (closer(d, i, at_dist(0), at_index(0))) sift_down(0, k, d, i);
+  }
+
+  // Sorts the heap ascending in place and writes it as a row.
+  __device__ void write(int32_t* out_index, float* out_dist) {
+    for (int end = k - 1; end > 0; --end) {
+      const float d = at_dist(end);
+      const int32_t i = at_index(end);
+      at_dist(end) = at_dist(0), at_index(end) = at_index(0);
+      sift_down(0, end, d, i);
+    }
+    for (int j = 0; j < k; ++j) {
+      const int32_t i = at_index(j);
+      out_index[j] = i == kNoIndex ? -1 : i;
+      if (out_dist) out_dist[j] = at_dist(j);
+    }
+  }
+};
+
+}  // namespace cuda
+}  // namespace knn

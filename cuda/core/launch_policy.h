@@ -1,0 +1,52 @@
+// Launch configuration from the device: what the current device holds, read
+// once per device, and the policy every engine derives its grid sizes and
+// "enough threads to fill the device" figures from, so that one build is
+// right on an H100, an H200, an A100 or a laptop GPU. Host C++ (the CUDA
+// runtime only); the tuning numbers live here and nowhere else.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace knn {
+namespace cuda {
+
+// The current device's limits (cudaGetDeviceProperties and attributes).
+struct DeviceLimits {
+  int sm_count = 0;             // streaming multiprocessors
+  int max_threads_per_sm = 0;   // threads one SM holds at once
+  int shared_bytes_optin = 0;   // dynamic + static shared memory a block may opt in to
+  // Threads the whole device holds at once.
+  int64_t resident_threads() const { return int64_t{sm_count} * max_threads_per_sm; }
+};
+
+// The calling thread's current device's limits: read at the first call for
+// that device, then served from a cache (thread-safe). Throws knn::Error on a
+// CUDA failure.
+DeviceLimits device_limits();
+
+// ---- Policy (tuning by measurement belongs here) ------------------------------
+// Waves of resident blocks a grid-stride kernel gets at most: several, so that
+// blocks finishing early find work and the last wave's tail is short, few
+// enough that a block's per-launch setup stays negligible. Four waves of
+// 256-thread blocks is the 4096 blocks these kernels ran with on the H100
+// (132 SMs x 8 blocks x 4 = 4224).
+constexpr int kGridStrideWaves = 4;
+
+// Blocks for a grid-stride launch of `kernel` (a __global__ function) with
+// `block` threads and no dynamic shared memory over `items` items: enough to
+// give each item a thread, at most kGridStrideWaves x the blocks of this
+// kernel the device holds at once (occupancy API: registers and shared
+// memory counted). The kernel's results must not depend on the grid size.
+unsigned grid_stride_blocks(const void* kernel, int block, int64_t items);
+template <class Kernel>
+unsigned grid_stride_blocks(Kernel* kernel, int block, int64_t items) {
+  return grid_stride_blocks(reinterpret_cast<const void*>(kernel), block, items);
+}
+
+// Threads a search wants in flight to hide memory latency: half of what the
+// device holds at once (on the H100, 132 SMs x 2048 / 2 = 135,168).
+int64_t latency_hiding_threads();
+
+}  // namespace cuda
+}  // namespace knn

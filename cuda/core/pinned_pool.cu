@@ -1,0 +1,125 @@
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "../cuda_engine.h"
+#include "cuda_support.h"
+#include "pinned_pool.h"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+// Pinned bytes kept idle between calls at most.
+constexpr size_t kPoolCap = size_t{1} << 30;
+// Blocks are rounded up to this so that similar calls reuse each other's.
+constexpr size_t kGranule = size_t{4} << 20;
+
+struct Block {
+  void* ptr;
+  size_t bytes;
+};
+
+void free_idle_at_exit();
+
+class PinnedPool {
+ public:
+  Block take(size_t bytes) {
+    bytes = (bytes + kGranule - 1) / kGranule * kGranule;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it)
+        if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
+      if (best != free_.end()) {
+        const Block b = *best;
+        free_.erase(best);
+        idle_ -= b.bytes;
+        return b;
+      }
+    }
+    void* p = nullptr;
+    const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      fail(KNN_ERR_HOST_OUT_OF_MEMORY, "cudaHostAlloc: pinned host memory exhausted");
+    }
+    check(err, "cudaHostAlloc");
+    free_idle_at_exit();
+    return Block{p, bytes};
+  }
+
+  void release_idle() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Block& b : free_) cudaFreeHost(b.ptr);
+    free_.clear();
+    idle_ = 0;
+  }
+
+  void give_back(Block b) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (idle_ + b.bytes <= kPoolCap) {
+        free_.push_back(b);
+        idle_ += b.bytes;
+        return;
+      }
+    }
+    cudaFreeHost(b.ptr);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Block> free_;
+  size_t idle_ = 0;
+};
+
+// Never destroyed: a destructor would run after the CUDA runtime has shut
+// down. The idle buffers are freed at exit instead (free_idle_at_exit).
+PinnedPool& pool() {
+  static PinnedPool* instance = new PinnedPool;
+  return *instance;
+}
+
+// Registered once, after the first pinned allocation: the CUDA runtime has
+// registered its own teardown by then, and exit handlers run in reverse
+// order, so the idle buffers go back while the runtime still works (and
+// leak checkers such as compute-sanitizer's see none). glibc runs a shared
+// library's handlers when it is unloaded too. Buffers a call still holds are
+// not touched.
+void release_idle_blocks() { pool().release_idle(); }
+
+void free_idle_at_exit() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { std::atexit(release_idle_blocks); });
+}
+
+}  // namespace
+
+PinnedLease::PinnedLease(size_t bytes) {
+  if (bytes == 0) return;
+  const Block b = pool().take(bytes);
+  ptr_ = b.ptr;
+  bytes_ = b.bytes;
+}
+
+PinnedLease::~PinnedLease() {
+  if (ptr_) pool().give_back(Block{ptr_, bytes_});
+}
+
+void staging_copy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kPiece = size_t{1} << 22;
+  const int64_t pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
+#pragma omp parallel for num_threads(kHostCopyThreads) schedule(static) if (pieces > 1)
+  for (int64_t p = 0; p < pieces; ++p) {
+    const size_t at = static_cast<size_t>(p) * kPiece;
+    std::memcpy(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at,
+                std::min(kPiece, bytes - at));
+  }
+}
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,191 @@
+// The shared query pipeline (query_chunks.cuh). Each slot owns a stream and,
+// for the arrays that live on the host, device buffers plus pinned staging.
+// While slot A's chunk searches on the device, the host fills slot B's pinned
+// queries and empties the rows slot B brought back, so PCIe and host copies
+// hide behind the search.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "../../engine/cancel.h"
+#include "../../engine/progress.h"
+#include "../cuda_engine.h"
+#include "cuda_support.h"
+#include "memory_model.h"
+#include "pinned_pool.h"
+#include "query_chunks.cuh"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+// What the call wants and where its arrays live.
+struct CallShape {
+  int dim;
+  int row_width;
+  bool want_indices, want_sq, want_counts;
+  bool stage_in, stage_out;
+
+  size_t query_bytes(int64_t q) const { return sizeof(float) * static_cast<size_t>(q) * dim; }
+  size_t row_values(int64_t q) const { return static_cast<size_t>(q) * row_width; }
+};
+
+// Device and pinned buffers of one slot. Empty buffers (size 0) for what the
+// call does not stage.
+struct Slot {
+  Stream stream;
+  DeviceBuffer<float> queries;
+  DeviceBuffer<int32_t> indices;
+  DeviceBuffer<float> sq_distances;
+  DeviceBuffer<int32_t> counts;
+  PinnedLease host_queries;
+  PinnedLease host_indices;
+  PinnedLease host_sq_distances;
+  PinnedLease host_counts;
+  int64_t first = 0;
+  int64_t count = 0;
+
+  Slot(const CallShape& s, int64_t chunk)
+      : queries(s.stage_in ? s.query_bytes(chunk) / sizeof(float) : 0),
+        indices(s.stage_out && s.want_indices ? s.row_values(chunk) : 0),
+        sq_distances(s.stage_out && s.want_sq ? s.row_values(chunk) : 0),
+        counts(s.stage_out && s.want_counts ? static_cast<size_t>(chunk) : 0),
+        host_queries(s.stage_in ? s.query_bytes(chunk) : 0),
+        host_indices(s.stage_out && s.want_indices ? sizeof(int32_t) * s.row_values(chunk) : 0),
+        host_sq_distances(s.stage_out && s.want_sq ? sizeof(float) * s.row_values(chunk) : 0),
+        host_counts(s.stage_out && s.want_counts ? sizeof(int32_t) * chunk : 0) {}
+
+  // Work still queued on the stream may read or write these buffers: wait
+  // for it before they go back to the allocator and the pinned pool (on the
+  // error path too; a failure here is already being reported).
+  ~Slot() { cudaStreamSynchronize(stream.get()); }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+};
+
+void download(const void* device_src, void* pinned_dst, size_t bytes, cudaStream_t stream) {
+  check(cudaMemcpyAsync(pinned_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream),
+        "cudaMemcpyAsync (query results to host)");
+}
+
+}  // namespace
+
+int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const CallParams& call,
+                          int64_t max_chunk) {
+  size_t budget = call.device_memory_limit;
+  const char* source = "device_memory_limit";
+  if (budget == 0) {
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    // Leave a tenth for the allocator's fragmentation and other users.
+    budget = free_bytes - free_bytes / 10;
+    source = "free device memory";
+  }
+  const size_t per_query = std::max<size_t>(bytes_per_query, 1);
+  if (budget < fixed_bytes || (budget - fixed_bytes) / per_query < 1)
+    fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
+         format("a query chunk needs %zu device bytes fixed plus %zu per query, but the budget "
+                "(%s) is %zu bytes",
+                fixed_bytes, bytes_per_query, source, budget));
+  const size_t fits = (budget - fixed_bytes) / per_query;
+  return static_cast<int64_t>(std::min<size_t>(fits, static_cast<size_t>(max_chunk)));
+}
+
+void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_width,
+                          int32_t* indices, float* sq_distances, int32_t* counts,
+                          const CallParams& call, int64_t chunk_queries,
+                          const ChunkSearch& search) {
+  if (m <= 0) return;
+  const volatile int* cancel = cancel_flag();
+  knn_progress* const report = progress();
+  const CallShape shape{dim,
+                        row_width,
+                        indices != nullptr && row_width > 0,
+                        sq_distances != nullptr && row_width > 0,
+                        counts != nullptr,
+                        !call.queries_on_device,
+                        !call.outputs_on_device};
+  const int64_t chunk = std::max<int64_t>(1, std::min(chunk_queries, m));
+  // With more than one chunk a second slot overlaps one chunk's transfers
+  // (and, for device arrays, its tail of idle SMs) with the next chunk.
+  const int slot_count = m > chunk ? kPipelineSlots : 1;
+
+  std::vector<std::unique_ptr<Slot>> slots;
+  for (int i = 0; i < slot_count; ++i) slots.push_back(std::make_unique<Slot>(shape, chunk));
+
+  // Waits for a slot's chunk and moves its rows to the caller's host arrays.
+  auto deliver = [&](Slot& s) {
+    s.stream.synchronize();
+    if (shape.stage_out) {
+      const size_t values = shape.row_values(s.count);
+      const size_t row0 = shape.row_values(s.first);
+      if (shape.want_indices)
+        staging_copy(indices + row0, s.host_indices.as<int32_t>(), values * sizeof(int32_t));
+      if (shape.want_sq)
+        staging_copy(sq_distances + row0, s.host_sq_distances.as<float>(),
+                           values * sizeof(float));
+      if (shape.want_counts)
+        staging_copy(counts + s.first, s.host_counts.as<int32_t>(),
+                           static_cast<size_t>(s.count) * sizeof(int32_t));
+    }
+    progress_add(report, s.count);
+    s.count = 0;
+  };
+
+  int64_t turn = 0;
+  for (int64_t first = 0; first < m; first += chunk, ++turn) {
+    throw_if_cancelled(cancel);
+    const int slot_index = static_cast<int>(turn % slot_count);
+    Slot& s = *slots[static_cast<size_t>(slot_index)];
+    if (s.count > 0) deliver(s);
+    s.first = first;
+    s.count = std::min(chunk, m - first);
+    const cudaStream_t stream = s.stream.get();
+
+    QueryChunk c{};
+    c.first = first;
+    c.count = s.count;
+    c.slot = slot_index;
+    if (shape.stage_in) {
+      const size_t bytes = shape.query_bytes(s.count);
+      staging_copy(s.host_queries.as<float>(), queries + static_cast<size_t>(first) * dim,
+                         bytes);
+      check(cudaMemcpyAsync(s.queries.get(), s.host_queries.as<float>(), bytes,
+                            cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync (queries to device)");
+      c.queries = s.queries.get();
+    } else {
+      c.queries = queries + static_cast<size_t>(first) * dim;
+    }
+    const size_t row0 = shape.row_values(first);
+    if (shape.stage_out) {
+      c.indices = shape.want_indices ? s.indices.get() : nullptr;
+      c.sq_distances = shape.want_sq ? s.sq_distances.get() : nullptr;
+      c.counts = shape.want_counts ? s.counts.get() : nullptr;
+    } else {
+      c.indices = shape.want_indices ? indices + row0 : nullptr;
+      c.sq_distances = shape.want_sq ? sq_distances + row0 : nullptr;
+      c.counts = shape.want_counts ? counts + first : nullptr;
+    }
+
+    search(c, stream);
+
+    if (shape.stage_out) {
+      const size_t values = shape.row_values(s.count);
+      if (shape.want_indices)
+        download(s.indices.get(), s.host_indices.as<int32_t>(), values * sizeof(int32_t), stream);
+      if (shape.want_sq)
+        download(s.sq_distances.get(), s.host_sq_distances.as<float>(), values * sizeof(float),
+                 stream);
+      if (shape.want_counts)
+        download(s.counts.get(), s.host_counts.as<int32_t>(),
+                 static_cast<size_t>(s.count) * sizeof(int32_t), stream);
+    }
+  }
+  for (auto& s : slots)
+    if (s->count > 0) deliver(*s);
+}
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,317 @@
+// The CUDA uniform grid of the index API (3-D): the build and the engine
+// that serves calls through the shared query pipeline (query_chunks.cuh).
+//
+// Build, all on the device except the few numbers of the layout:
+//   1. the bounding box (a reduction over order-preserving float keys);
+//   2. the layout on the host (common/grid_layout.h, the same function the
+//      OpenMP grid uses, so both choose the same resolution);
+//   3. a cell key per point, a CUB radix sort of (key, index) pairs over the
+//      key's bits only; equal keys keep ascending index (the sort is stable);
+//   4. the start of every cell in one pass over the sorted keys (each point
+//      that begins a run of its key fills the starts of the empty cells
+//      before it);
+//   5. the occupancy (sum of squared counts, exact in 64 bits): a poor grid
+//      gives nullptr before the points are reordered;
+//   6. the points gathered in cell order as float4 (x, y, z, index bits).
+// The resident grid keeps the points in cell order, the cell starts, and the
+// points in input order (the queries of knn_self, and the distances the
+// radius rows recompute when the caller wants no distance row).
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <memory>
+
+#include "../../common/float_math.h"
+#include "../../common/grid_layout.h"
+#include "../cuda_index.h"
+#include "../core/cuda_support.h"
+#include "../core/launch_policy.h"
+#include "grid_build.cuh"
+#include "../core/memory_model.h"
+#include "../core/query_chunks.cuh"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+constexpr int kBlock = 256;
+
+// Every kernel here is a grid-stride loop whose result does not depend on
+// the grid size (the reductions are exact: min, max, integer sums).
+template <class Kernel>
+unsigned blocks_for(Kernel* kernel, int64_t items) {
+  return grid_stride_blocks(kernel, kBlock, items);
+}
+
+__host__ __device__ float float_from_ordered_key(uint32_t key) {
+  const uint32_t u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// bounds[0..2]: smallest key per axis, bounds[3..5]: largest.
+__global__ void bounding_box_kernel(const float* xyz, int64_t n, uint32_t* bounds) {
+  uint32_t lo[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu}, hi[3] = {0, 0, 0};
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    for (int a = 0; a < 3; ++a) {
+      const uint32_t key = ordered_float_key(xyz[3 * i + a]);
+      lo[a] = min(lo[a], key);
+      hi[a] = max(hi[a], key);
+    }
+  for (int a = 0; a < 3; ++a) {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      lo[a] = min(lo[a], __shfl_xor_sync(0xffffffffu, lo[a], offset));
+      hi[a] = max(hi[a], __shfl_xor_sync(0xffffffffu, hi[a], offset));
+    }
+    if (threadIdx.x % 32 == 0) {
+      atomicMin(&bounds[a], lo[a]);
+      atomicMax(&bounds[3 + a], hi[a]);
+    }
+  }
+}
+
+__global__ void point_keys_kernel(GridLayout layout, const float* xyz, int64_t n, uint32_t* keys,
+                                  uint32_t* ids) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    keys[i] = layout.key_of(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
+    ids[i] = static_cast<uint32_t>(i);
+  }
+}
+
+// starts[c] = first sorted position with key >= c, for c in [0, cells].
+__global__ void cell_starts_kernel(const uint32_t* sorted_keys, int64_t n, int64_t cells,
+                                   uint32_t* starts) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const int64_t key = sorted_keys[i];
+    const int64_t previous = i == 0 ? -1 : static_cast<int64_t>(sorted_keys[i - 1]);
+    for (int64_t c = previous + 1; c <= key; ++c) starts[c] = static_cast<uint32_t>(i);
+    if (i == n - 1)
+      for (int64_t c = key + 1; c <= cells; ++c) starts[c] = static_cast<uint32_t>(n);
+  }
+}
+
+__global__ void squared_counts_kernel(const uint32_t* starts, int64_t cells,
+                                      unsigned long long* sum) {
+  unsigned long long local = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cells;
+       c += stride) {
+    const unsigned long long count = starts[c + 1] - starts[c];
+    local += count * count;
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) local += __shfl_xor_sync(0xffffffffu, local, offset);
+  if (threadIdx.x % 32 == 0 && local != 0) atomicAdd(sum, local);
+}
+
+__global__ void gather_kernel(const float* xyz, const uint32_t* ids, int64_t n, float4* out) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const int64_t id = ids[i];
+    out[i] = make_float4(xyz[3 * id], xyz[3 * id + 1], xyz[3 * id + 2],
+                         __int_as_float(static_cast<int32_t>(id)));
+  }
+}
+
+// Bits a radix sort of keys below `cells` needs (at least 1).
+int key_bits_for(int64_t cells) {
+  int bits = 1;
+  while (bits < 32 && (int64_t{1} << bits) < cells) ++bits;
+  return bits;
+}
+
+class GridIndex final : public IndexEngine {
+ public:
+  explicit GridIndex(std::unique_ptr<DeviceGrid> grid) : grid_(std::move(grid)) {}
+
+  int backend() const override { return KNN_BACKEND_CUDA; }
+  int structure() const override { return KNN_STRUCTURE_GRID; }
+  int64_t size() const override { return grid_->n; }
+  int dim() const override { return 3; }
+
+  void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+           const CallParams& call) const override {
+    run_knn(queries, m, k, false, indices, sq_distances, call);
+  }
+
+  // The queries are the resident points in input order, used in place.
+  void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+                const CallParams& call) const override {
+    CallParams on_device = call;
+    on_device.queries_on_device = true;
+    run_knn(grid_->points.get(), grid_->n, k, exclude_self, indices, sq_distances, on_device);
+  }
+
+  void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
+              float* sq_distances, int32_t* counts, const CallParams& call) const override {
+    if (m <= 0) return;
+    const float r2 = mul_rn(radius, radius);
+    const bool want_rows = max_neighbors > 0;
+    const int64_t chunk = chunk_for(m, max_neighbors, want_rows && indices != nullptr,
+                                    want_rows && sq_distances != nullptr, counts != nullptr, call);
+    GridSearchScratch scratch[kPipelineSlots];
+    const GridView grid = grid_->view();
+    for_each_query_chunk(queries, m, 3, max_neighbors, indices, sq_distances, counts, call, chunk,
+                         [&](const QueryChunk& c, cudaStream_t stream) {
+                           GridSearchScratch& s = scratch[c.slot];
+                           if (s.capacity() == 0) s = GridSearchScratch(chunk, grid_->key_bits());
+                           grid_radius(grid, c.queries, c.count, r2, max_neighbors, c.indices,
+                                       c.sq_distances, c.counts, s, stream);
+                         });
+  }
+
+  // The API layer has made the index's device current.
+  void copy_points(float* host_rows) const override {
+    if (grid_->n > 0)
+      check(cudaMemcpy(host_rows, grid_->points.get(), sizeof(float) * 3 * grid_->n,
+                       cudaMemcpyDeviceToHost),
+            "cudaMemcpy (grid points to host)");
+  }
+
+ private:
+  static int64_t chunk_for(int64_t m, int row_width, bool want_indices, bool want_sq,
+                           bool want_counts, const CallParams& call) {
+    const size_t per_query =
+        pipeline_bytes_per_query(3, row_width, want_indices, want_sq, want_counts, call) +
+        kPipelineSlots * kGridScratchBytesPerQuery;
+    const size_t fixed = pipeline_fixed_bytes(call) +
+                         kPipelineSlots * (4 * kAllocAlignment + cub_temp_bytes(kMaxChunkQueries));
+    return std::min(m, chunk_queries_for(per_query, fixed, call));
+  }
+
+  void run_knn(const float* queries, int64_t m, int k, bool exclude_self, int32_t* indices,
+               float* sq_distances, const CallParams& call) const {
+    if (m <= 0) return;
+    const int take = exclude_self ? k + 1 : k;
+    if (take > kGridRegisterK && take > grid_max_list_k())
+      fail(KNN_ERR_UNSUPPORTED,
+           format("the CUDA grid keeps at most %d neighbours per query on this device (k = %d%s)",
+                  grid_max_list_k() - (exclude_self ? 1 : 0), k,
+                  exclude_self ? ", exclude_self" : ""));
+    const int64_t chunk = chunk_for(m, k, true, sq_distances != nullptr, false, call);
+    GridSearchScratch scratch[kPipelineSlots];
+    const GridView grid = grid_->view();
+    for_each_query_chunk(queries, m, 3, k, indices, sq_distances, nullptr, call, chunk,
+                         [&](const QueryChunk& c, cudaStream_t stream) {
+                           GridSearchScratch& s = scratch[c.slot];
+                           if (s.capacity() == 0) s = GridSearchScratch(chunk, grid_->key_bits());
+                           grid_knn(grid, c.queries, c.count, k, exclude_self ? c.first : -1,
+                                    c.indices, c.sq_distances, s, stream);
+                         });
+  }
+
+  std::unique_ptr<DeviceGrid> grid_;
+};
+
+}  // namespace
+
+int DeviceGrid::key_bits() const { return key_bits_for(layout.cell_count()); }
+
+std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bool points_on_device,
+                                              int target, cudaStream_t stream) {
+  const size_t un = static_cast<size_t>(n);
+  DeviceBuffer<float> xyz(3 * un);
+  if (n > 0)
+    check(cudaMemcpyAsync(xyz.get(), points, 3 * un * sizeof(float),
+                          points_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
+                          stream),
+          "grid build: copying the points");
+
+  // 1-2. Bounding box and layout.
+  float lo[3] = {0.0f, 0.0f, 0.0f}, hi[3] = {0.0f, 0.0f, 0.0f};
+  if (n > 0) {
+    uint32_t bounds[6] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0, 0, 0};
+    DeviceBuffer<uint32_t> device_bounds(6);
+    check(cudaMemcpyAsync(device_bounds.get(), bounds, sizeof bounds, cudaMemcpyHostToDevice,
+                          stream),
+          "grid build: box");
+    bounding_box_kernel<<<blocks_for(bounding_box_kernel, n), kBlock, 0, stream>>>(
+        xyz.get(), n, device_bounds.get());
+    check_launch("grid bounding box");
+    check(cudaMemcpyAsync(bounds, device_bounds.get(), sizeof bounds, cudaMemcpyDeviceToHost,
+                          stream),
+          "grid build: box");
+    check(cudaStreamSynchronize(stream), "grid build");
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = float_from_ordered_key(bounds[a]);
+      hi[a] = float_from_ordered_key(bounds[3 + a]);
+    }
+  }
+  const GridLayout layout = make_grid_layout(lo, hi, n, target);
+  const int64_t cells = layout.cell_count();
+
+  // 3. Cell keys, sorted with the point indices.
+  DeviceBuffer<uint32_t> keys[2] = {DeviceBuffer<uint32_t>(un), DeviceBuffer<uint32_t>(un)};
+  DeviceBuffer<uint32_t> ids[2] = {DeviceBuffer<uint32_t>(un), DeviceBuffer<uint32_t>(un)};
+  cub::DoubleBuffer<uint32_t> sort_keys(keys[0].get(), keys[1].get());
+  cub::DoubleBuffer<uint32_t> sort_ids(ids[0].get(), ids[1].get());
+  DeviceBuffer<uint32_t> starts(static_cast<size_t>(cells) + 1);
+  if (n > 0) {
+    point_keys_kernel<<<blocks_for(point_keys_kernel, n), kBlock, 0, stream>>>(
+        layout, xyz.get(), n, keys[0].get(), ids[0].get());
+    check_launch("grid point keys");
+    const int bits = key_bits_for(cells);
+    size_t temp_bytes = 0;
+    check(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, sort_keys, sort_ids,
+                                          static_cast<int>(n), 0, bits, stream),
+          "grid build sort (size)");
+    DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(n)));
+    check(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, sort_keys, sort_ids,
+                                          static_cast<int>(n), 0, bits, stream),
+          "grid build sort");
+    // 4. Cell starts.
+    cell_starts_kernel<<<blocks_for(cell_starts_kernel, n), kBlock, 0, stream>>>(
+        sort_keys.Current(), n, cells, starts.get());
+    check_launch("grid cell starts");
+  } else {
+    check(cudaMemsetAsync(starts.get(), 0, starts.size() * sizeof(uint32_t), stream),
+          "grid build: empty starts");
+  }
+
+  // 5. Occupancy.
+  unsigned long long sum_sq = 0;
+  if (n > 0) {
+    DeviceBuffer<unsigned long long> device_sum(1);
+    check(cudaMemsetAsync(device_sum.get(), 0, sizeof sum_sq, stream), "grid occupancy");
+    squared_counts_kernel<<<blocks_for(squared_counts_kernel, cells), kBlock, 0, stream>>>(
+        starts.get(), cells, device_sum.get());
+    check_launch("grid occupancy");
+    check(cudaMemcpyAsync(&sum_sq, device_sum.get(), sizeof sum_sq, cudaMemcpyDeviceToHost,
+                          stream),
+          "grid occupancy");
+    check(cudaStreamSynchronize(stream), "grid build");
+  }
+  if (grid_is_poor(sum_sq, n, target)) return nullptr;
+
+  // 6. Points in cell order.
+  DeviceBuffer<float4> cell_points(un);
+  if (n > 0) {
+    gather_kernel<<<blocks_for(gather_kernel, n), kBlock, 0, stream>>>(
+        xyz.get(), sort_ids.Current(), n, cell_points.get());
+    check_launch("grid gather");
+  }
+  check(cudaStreamSynchronize(stream), "grid build");
+  auto grid = std::make_unique<DeviceGrid>();
+  grid->layout = layout;
+  grid->n = n;
+  grid->points = std::move(xyz);
+  grid->cell_points = std::move(cell_points);
+  grid->starts = std::move(starts);
+  return grid;
+}
+
+std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
+                                              const IndexParams& params) {
+  const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
+  Stream stream;
+  std::unique_ptr<DeviceGrid> grid =
+      build_device_grid(points, n, params.points_on_device, target, stream.get());
+  if (!grid) return nullptr;
+  return std::make_unique<GridIndex>(std::move(grid));
+}
+
+}  // namespace cuda
+}  // namespace knn

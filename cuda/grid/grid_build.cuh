@@ -1,0 +1,37 @@
+// The resident CUDA grid (3-D) and its build on the device; the index engine
+// (grid_build.cu) and the benchmark use it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "../../common/grid_layout.h"
+#include "../core/cuda_support.h"
+#include "grid_search.cuh"
+
+namespace knn {
+namespace cuda {
+
+// Owns the device arrays a GridView points into.
+struct DeviceGrid {
+  GridLayout layout;
+  int64_t n = 0;
+  DeviceBuffer<float> points;        // input order, rows of x, y, z
+  DeviceBuffer<float4> cell_points;  // cell order, original index bits in w
+  DeviceBuffer<uint32_t> starts;     // cell_count + 1
+
+  GridView view() const { return GridView{layout, cell_points.get(), starts.get(), points.get(), n}; }
+  // Bits of a cell key (what the query sort needs).
+  int key_bits() const;
+};
+
+// Builds the grid of n points (rows of x, y, z; device memory when
+// points_on_device, else host memory) aiming at `target` points per cell, on
+// `stream`; returns when done. nullptr when the occupancy shows a poor grid.
+std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bool points_on_device,
+                                              int target, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,285 @@
+// Kernels of the grid search (grid_search.cuh). The walks themselves (which
+// cells, when to stop) are common/grid_layout.h's, shared with the OpenMP
+// grid, so both backends visit cells under the same exact bounds and return
+// the same bits.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+
+#include "../../common/float_math.h"
+#include "../../common/neighbor.h"
+#include "../core/float4_point.cuh"
+#include "grid_search.cuh"
+#include "../core/knn_lists.cuh"
+#include "../core/launch_policy.h"
+#include "../core/memory_model.h"
+#include "../core/warp_list.cuh"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+constexpr int kThreadBlock = 128;
+constexpr int kMaxWarpsPerBlock = 4;
+// Dynamic shared memory a block gets without opting in.
+constexpr size_t kDefaultSharedBytes = 48 * 1024;
+
+__global__ void query_keys_kernel(GridLayout layout, const float* queries, int64_t count,
+                                  uint32_t* keys, uint32_t* order) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  keys[i] = layout.key_of(queries[3 * i], queries[3 * i + 1], queries[3 * i + 2]);
+  order[i] = static_cast<uint32_t>(i);
+}
+
+// The chunk's query positions in cell order.
+const uint32_t* queries_in_cell_order(const GridView& grid, const float* queries, int64_t count,
+                                      GridSearchScratch& s, cudaStream_t stream) {
+  query_keys_kernel<<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
+      grid.layout, queries, count, s.keys[0].get(), s.order[0].get());
+  check_launch("grid query keys");
+  cub::DoubleBuffer<uint32_t> keys(s.keys[0].get(), s.keys[1].get());
+  cub::DoubleBuffer<uint32_t> order(s.order[0].get(), s.order[1].get());
+  size_t bytes = s.cub_bytes;
+  check(cub::DeviceRadixSort::SortPairs(s.cub_temp.get(), bytes, keys, order,
+                                        static_cast<int>(count), 0, s.key_bits, stream),
+        "grid query sort");
+  return order.Current();
+}
+
+__device__ void load_query(const float* queries, int64_t i, float q[3]) {
+  q[0] = queries[3 * i], q[1] = queries[3 * i + 1], q[2] = queries[3 * i + 2];
+}
+
+// The points of cells first_key..last_key (contiguous in cell order).
+template <class Offer>
+__device__ void scan_cells(const GridView& grid, const float q[3], uint32_t first_key,
+                           uint32_t last_key, Offer&& offer) {
+  const uint32_t end = __ldg(grid.starts + last_key + 1);
+  for (uint32_t p = __ldg(grid.starts + first_key); p < end; ++p) {
+    const float4 v = __ldg(grid.cell_points + p);
+    offer(squared_distance3(q[0], q[1], q[2], v.x, v.y, v.z), id_of(v));
+  }
+}
+
+// One thread per query, the list (k + 1 entries when the own index is
+// dropped) in registers (K > 0) or in shared memory (K == kSharedK).
+constexpr int kSharedK = -1;
+
+template <class List>
+__device__ void grid_thread_query(const GridView& grid, const float* queries, int64_t i, int k,
+                                  int take, int64_t self_first, int32_t* indices,
+                                  float* sq_distances, List& list, int length) {
+  float q[3];
+  load_query(queries, i, q);
+  if (grid.n > 0)
+    walk_shells(grid.layout, q, [&] { return list.bound(); }, [&](uint32_t first, uint32_t last) {
+      scan_cells(grid, q, first, last, [&](float d, int32_t id) { list.offer(d, id); });
+    });
+  const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
+  int32_t* row = indices + i * k;
+  float* row_sq = sq_distances ? sq_distances + i * k : nullptr;
+  int out = 0;
+#pragma unroll
+  for (int j = 0; j < length; ++j) {
+    const int32_t index = list.index_at(j);
+    if (j < take && out < k && index != self) {
+      row[out] = index == kNoIndex ? -1 : index;
+      if (row_sq) row_sq[out] = list.dist_at(j);
+      ++out;
+    }
+  }
+}
+
+template <int K>
+__global__ void knn_thread_kernel(GridView grid, const float* queries, int64_t count,
+                                  const uint32_t* order, int k, int take, int64_t self_first,
+                                  int32_t* indices, float* sq_distances) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= count) return;
+  const int64_t i = order[t];
+  if constexpr (K > 0) {
+    RegisterList<K> list(take);
+    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, K);
+  } else {
+    extern __shared__ float shared_lists[];
+    const int slots = take * static_cast<int>(blockDim.x);
+    SharedList list(shared_lists + threadIdx.x,
+                    reinterpret_cast<int32_t*>(shared_lists + slots) + threadIdx.x,
+                    static_cast<int>(blockDim.x), take);
+    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, take);
+  }
+}
+
+// Position of `self` in the warp's list, -1 when absent (indices are unique).
+__device__ int position_in_list(const WarpList& list, int32_t self) {
+  int found = -1;
+  for (int j = list.lane; j < list.k; j += 32)
+    if (list.list[j].index == self) found = j;
+  for (int offset = 16; offset > 0; offset >>= 1)
+    found = max(found, __shfl_xor_sync(kFullMask, found, offset));
+  return found;
+}
+
+// One warp per query, the list in shared memory; the lanes take a cell's
+// points 32 at a time.
+__global__ void knn_warp_kernel(GridView grid, const float* queries, int64_t count,
+                                const uint32_t* order, int k, int take, int64_t self_first,
+                                int32_t* indices, float* sq_distances) {
+  extern __shared__ Neighbor warp_storage[];
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + warp;
+  if (t >= count) return;  // the whole warp leaves together
+  const int64_t i = order[t];
+  float q[3];
+  load_query(queries, i, q);
+  WarpList list(warp_storage + static_cast<size_t>(warp) * (WarpList::bytes(take) / sizeof(Neighbor)),
+                take, lane);
+  // The shell walk's tests read the bound with every candidate merged: a
+  // stale one would walk whole shells more.
+  if (grid.n > 0)
+    walk_shells(grid.layout, q, [&] { list.flush(); return list.bound(); },
+                [&](uint32_t first, uint32_t last) {
+      const uint32_t begin = __ldg(grid.starts + first), end = __ldg(grid.starts + last + 1);
+      for (uint32_t base = begin; base < end; base += 32) {
+        Neighbor c{kInfinity, kNoIndex};
+        if (base + lane < end) {
+          const float4 v = grid.cell_points[base + lane];
+          c = Neighbor{squared_distance3(q[0], q[1], q[2], v.x, v.y, v.z), id_of(v)};
+        }
+        list.offer(c);
+      }
+    });
+  list.flush();
+  const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
+  const int skip = self >= 0 ? position_in_list(list, self) : -1;
+  int32_t* row = indices + i * k;
+  float* row_sq = sq_distances ? sq_distances + i * k : nullptr;
+  for (int j = lane; j < take; j += 32) {
+    if (j == skip) continue;
+    const int out = skip >= 0 && j > skip ? j - 1 : j;
+    if (out >= k) continue;
+    const Neighbor e = list.list[j];
+    row[out] = e.index == kNoIndex ? -1 : e.index;
+    if (row_sq) row_sq[out] = e.sq_distance;
+  }
+}
+
+// One thread per query; the row (max_neighbors slots) is kept sorted by
+// (distance, index) in place. Without a distance row the entries' distances
+// are recomputed from the points in input order: the same function, the
+// same bits.
+__global__ void radius_kernel(GridView grid, const float* queries, int64_t count,
+                              const uint32_t* order, float r2, int max_neighbors, int32_t* indices,
+                              float* sq_distances, int32_t* counts) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= count) return;
+  const int64_t i = order[t];
+  float q[3];
+  load_query(queries, i, q);
+  int32_t* row = max_neighbors > 0 ? indices + i * max_neighbors : nullptr;
+  float* row_sq = sq_distances && max_neighbors > 0 ? sq_distances + i * max_neighbors : nullptr;
+  const auto distance_at = [&](int j) {
+    if (row_sq) return row_sq[j];
+    const float* p = grid.points + 3 * static_cast<int64_t>(row[j]);
+    return squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]);
+  };
+  int32_t found = 0;
+  if (grid.n > 0)
+    walk_ball(grid.layout, q, r2, [&](uint32_t first, uint32_t last) {
+      scan_cells(grid, q, first, last, [&](float d, int32_t id) {
+        if (!(d <= r2)) return;
+        const int filled = found < max_neighbors ? found : max_neighbors;
+        ++found;
+        if (max_neighbors == 0) return;
+        if (filled == max_neighbors &&
+            !closer(d, id, distance_at(max_neighbors - 1), row[max_neighbors - 1]))
+          return;
+        int j = filled < max_neighbors ? filled : max_neighbors - 1;
+        for (; j > 0 && closer(d, id, distance_at(j - 1), row[j - 1]); --j) {
+          row[j] = row[j - 1];
+          if (row_sq) row_sq[j] = row_sq[j - 1];
+        }
+        row[j] = id;
+        if (row_sq) row_sq[j] = d;
+      });
+    });
+  for (int j = found < max_neighbors ? found : max_neighbors; j < max_neighbors; ++j) {
+    row[j] = -1;
+    if (row_sq) row_sq[j] = kInfinity;
+  }
+  if (counts) counts[i] = found;
+}
+
+template <int K>
+void launch_thread_knn(const GridView& grid, const float* queries, int64_t count,
+                       const uint32_t* order, int k, int take, int64_t self_first,
+                       int32_t* indices, float* sq_distances, cudaStream_t stream) {
+  const size_t shared = K == kSharedK ? size_t{8} * take * kThreadBlock : 0;
+  if (shared > kDefaultSharedBytes)
+    allow_all_dynamic_shared(knn_thread_kernel<K>, "cudaFuncSetAttribute (grid thread search)");
+  knn_thread_kernel<K><<<grid_for(count, kThreadBlock), kThreadBlock, shared, stream>>>(
+      grid, queries, count, order, k, take, self_first, indices, sq_distances);
+  check_launch("grid knn (thread per query)");
+}
+
+}  // namespace
+
+int grid_max_list_k() {
+  // The largest k whose WarpList::bytes(k) fits one block's shared memory.
+  const int shared = device_limits().shared_bytes_optin;
+  int k = shared / static_cast<int>(sizeof(Neighbor));
+  while (k > 0 && WarpList::bytes(k) > static_cast<size_t>(shared)) --k;
+  return k;
+}
+
+GridSearchScratch::GridSearchScratch(int64_t capacity, int key_bits_) : key_bits(key_bits_) {
+  const size_t c = static_cast<size_t>(capacity);
+  for (int b = 0; b < 2; ++b) keys[b].allocate(c), order[b].allocate(c);
+  cub::DoubleBuffer<uint32_t> k(nullptr, nullptr), o(nullptr, nullptr);
+  check(cub::DeviceRadixSort::SortPairs(nullptr, cub_bytes, k, o, static_cast<int>(capacity), 0,
+                                        key_bits),
+        "grid query sort (size)");
+  cub_temp.allocate(checked_cub_temp(cub_bytes, cub_temp_bytes(capacity)));
+  capacity_ = capacity;
+}
+
+void grid_knn(const GridView& grid, const float* queries, int64_t count, int k, int64_t self_first,
+              int32_t* indices, float* sq_distances, GridSearchScratch& scratch,
+              cudaStream_t stream) {
+  if (count <= 0) return;
+  const uint32_t* order = queries_in_cell_order(grid, queries, count, scratch, stream);
+  const int take = self_first >= 0 ? k + 1 : k;
+  const auto thread = [&](auto tag) {
+    launch_thread_knn<decltype(tag)::value>(grid, queries, count, order, k, take, self_first,
+                                            indices, sq_distances, stream);
+  };
+  if (take <= 1) return thread(std::integral_constant<int, 1>());
+  if (take <= 4) return thread(std::integral_constant<int, 4>());
+  if (take <= 8) return thread(std::integral_constant<int, 8>());
+  if (take <= kGridRegisterK) return thread(std::integral_constant<int, kGridRegisterK>());
+  if (take <= kMaxSharedListK) return thread(std::integral_constant<int, kSharedK>());
+  const size_t warp_bytes = WarpList::bytes(take);
+  const int warps = static_cast<int>(
+      std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, kMaxWarpsPerBlock));
+  const size_t shared = warp_bytes * static_cast<size_t>(warps);
+  if (shared > kDefaultSharedBytes)
+    allow_all_dynamic_shared(knn_warp_kernel, "cudaFuncSetAttribute (grid warp search)");
+  knn_warp_kernel<<<grid_for(count, warps), warps * 32, shared, stream>>>(
+      grid, queries, count, order, k, take, self_first, indices, sq_distances);
+  check_launch("grid knn (warp per query)");
+}
+
+void grid_radius(const GridView& grid, const float* queries, int64_t count, float r2,
+                 int max_neighbors, int32_t* indices, float* sq_distances, int32_t* counts,
+                 GridSearchScratch& scratch, cudaStream_t stream) {
+  if (count <= 0) return;
+  const uint32_t* order = queries_in_cell_order(grid, queries, count, scratch, stream);
+  radius_kernel<<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
+      grid, queries, count, order, r2, max_neighbors, indices, sq_distances, counts);
+  check_launch("grid radius");
+}
+
+}  // namespace cuda
+}  // namespace knn

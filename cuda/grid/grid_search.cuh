@@ -1,0 +1,81 @@
+// The CUDA search of the uniform grid (3-D): k nearest and radius, for one
+// chunk of queries already on the device.
+//
+// Queries are sorted by cell key first, so the threads of a warp serve
+// neighbouring queries and read the same cells (their points stay in L1/L2).
+// k nearest walks the shells of common/grid_layout.h with the exact bounds:
+//   - lists of up to kGridRegisterK entries: one thread per query, the list
+//     in registers (knn_lists.cuh RegisterList);
+//   - up to kMaxSharedListK: one thread per query, the list in shared memory
+//     (knn_lists.cuh SharedList; 3x faster than a warp per query for 10^7
+//     points, k = 30, on an H100, but 1.6x slower at k = 100);
+//   - longer lists: one warp per query, the list in shared memory
+//     (warp_list.cuh WarpList), the lanes sharing each cell's points;
+// radius walks exactly the cells whose bound is within the radius, one
+// thread per query, keeping its row sorted in place.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "../../common/grid_layout.h"
+#include "../core/cuda_support.h"
+
+namespace knn {
+namespace cuda {
+
+// The resident grid as the kernels read it (device pointers).
+struct GridView {
+  GridLayout layout;
+  const float4* cell_points;  // the n points in cell order: x, y, z, original index bits
+  const uint32_t* starts;     // cell_count + 1 positions into cell_points
+  const float* points;        // the n points in input order (rows of x, y, z)
+  int64_t n;
+};
+
+// Longest list kept in registers, one thread per query. A 32-entry register
+// list takes 238 registers and measured no faster than the warp search at
+// k = 32, so lists beyond 16 go to the warp search.
+constexpr int kGridRegisterK = 16;
+
+// Longest list the warp search can hold on the current device (its shared
+// memory per block); longer requests are refused with KNN_ERR_UNSUPPORTED.
+int grid_max_list_k();
+
+// Sort scratch of one pipeline slot, for chunks of up to `capacity` queries.
+class GridSearchScratch {
+ public:
+  GridSearchScratch() = default;
+  GridSearchScratch(int64_t capacity, int key_bits);
+  int64_t capacity() const { return capacity_; }
+
+  DeviceBuffer<uint32_t> keys[2], order[2];
+  DeviceBuffer<unsigned char> cub_temp;
+  size_t cub_bytes = 0;
+  int key_bits = 1;
+
+ private:
+  int64_t capacity_ = 0;
+};
+
+// Device bytes the scratch takes per query (keys and order, double-buffered).
+constexpr size_t kGridScratchBytesPerQuery = 16;
+
+// k nearest of `count` queries (rows of 3 floats) into rows of k. With
+// self_first >= 0 the queries are the indexed points self_first,
+// self_first + 1, ... and each row leaves out its own index (the list keeps
+// k + 1 and drops it, or the last one when it is not among them).
+void grid_knn(const GridView& grid, const float* queries, int64_t count, int k, int64_t self_first,
+              int32_t* indices, float* sq_distances, GridSearchScratch& scratch,
+              cudaStream_t stream);
+
+// Points within r2 (squared distance <= r2) of each query: rows of
+// max_neighbors (indices may be null only when max_neighbors is 0), counts
+// the true numbers; sq_distances and counts may be null.
+void grid_radius(const GridView& grid, const float* queries, int64_t count, float r2,
+                 int max_neighbors, int32_t* indices, float* sq_distances, int32_t* counts,
+                 GridSearchScratch& scratch, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace knn

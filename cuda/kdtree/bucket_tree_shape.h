@@ -1,0 +1,64 @@
+// The implicit shape of the CUDA bucket kd-tree (cuda/kdtree/index_kdtree.cuh):
+// which points every node holds, as pure arithmetic on (n, level, position),
+// so that the build and the search need no child pointers and the host can
+// test the arithmetic. KNN_HD: compiled for host and device.
+//
+// The tree is complete: `levels` levels of splits under the root, leaves at
+// depth `levels`. Node q of level l (heap number 2^l - 1 + q) holds the points
+// at bucket-order positions [segment_start(n, l, q), segment_start(n, l, q+1)),
+// where segment_start(n, l, q) = floor(q * n / 2^l). A node's two children
+// split its segment into halves whose sizes differ by at most one, and every
+// point sits in exactly one leaf. With leaf_size >= 2 no segment is empty; with leaf_size 1 some
+// leaves may be (the search gives them an empty box).
+#pragma once
+
+#include <cstdint>
+
+#include "../../common/float_math.h"
+#include "../../common/host_device.h"
+
+namespace knn {
+namespace cuda {
+
+// Deepest tree the search's fixed-size stack supports (n < 2^31 points and
+// leaf_size >= 1 never need more).
+constexpr int kMaxTreeLevels = 31;
+
+// Fewest split levels that leave at most leaf_size points in every leaf.
+KNN_HD int bucket_tree_levels(int64_t n, int leaf_size) {
+  int levels = 0;
+  while (levels < kMaxTreeLevels && ((n + (int64_t{1} << levels) - 1) >> levels) > leaf_size)
+    ++levels;
+  return levels;
+}
+
+KNN_HD int64_t segment_start(int64_t n, int level, int64_t q) {
+  return (q * n) >> level;  // q <= 2^31 and n < 2^31: no overflow
+}
+
+// The node of `level` whose segment holds position j (0 <= j < n): the
+// largest q with segment_start(n, level, q) <= j.
+KNN_HD int64_t segment_of(int64_t n, int level, int64_t j) {
+  return (((j + 1) << level) - 1) / n;
+}
+
+KNN_HD uint32_t first_node_of_level(int level) { return (uint32_t{1} << level) - 1; }
+
+// Squared distance from q to the nearest point of the box [lo, hi] (dim
+// coordinates each), in the point distance's own float32 operations and
+// order: every float op is monotone, so the result is never more than
+// squared_distance(q, p) of any point p inside the box, and pruning a node
+// only when it is strictly greater than the k-th distance is exact. An empty
+// box (lo = +inf, hi = -inf) is at +inf.
+KNN_HD float box_distance(const float* q, const float* lo, const float* hi, int dim) {
+  float sum = 0.0f;
+  for (int d = 0; d < dim; ++d) {
+    const float c = q[d];
+    const float gap = c < lo[d] ? sub_rn(lo[d], c) : (c > hi[d] ? sub_rn(c, hi[d]) : 0.0f);
+    sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
+  }
+  return sum;
+}
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,135 @@
+// How a point-in-polygon query decides what to do with one quadtree node for
+// one polygon, shared by the two ways the query spreads the work
+// (quadtree_query.cu: a warp per (polygon, node) pair, edges over the lanes;
+// quadtree_thread_walk.cuh: a thread per small polygon). Both classify nodes
+// with classify_node below, so they take the same decisions:
+//   - no polygon edge touches the node's closed box (exact separating-axis
+//     test with the exact orientation predicate): the node lies in one face
+//     of the polygon, so its first point's answer is every point's answer;
+//   - an edge touches and the node is a leaf: every point is tested with the
+//     shared predicate (common/pip_predicate.h);
+//   - an edge touches an internal node: its children that meet the polygon's
+//     box are visited.
+// The two differ only in who walks the edges: WarpEdges spreads them over the
+// lanes of a warp (warp-uniform calls), ThreadEdges loops over them alone.
+#pragma once
+
+#include <cstdint>
+
+#include "../../common/pip_predicate.h"
+#include "quadtree.cuh"
+#include "quadtree_geometry.h"
+
+namespace knn {
+namespace cuda {
+namespace pip_query {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarp = 32;
+
+struct PolygonsView {
+  const float* xy;
+  const int64_t* ring_offsets;
+  const int64_t* polygon_offsets;
+  const float4* boxes;  // of each polygon's outer ring; empty without rings
+};
+
+inline __device__ bool boxes_meet(const float4& a, const float4& b) {
+  return a.x <= b.z && b.x <= a.z && a.y <= b.w && b.y <= a.w;
+}
+
+// Vertices (= edges, the closing edge included) of all rings of polygon p.
+inline __device__ int64_t polygon_edges(const PolygonsView& polys, int64_t p) {
+  return polys.ring_offsets[polys.polygon_offsets[p + 1]] -
+         polys.ring_offsets[polys.polygon_offsets[p]];
+}
+
+// Calls visit(ax, ay, bx, by) for the edges of rings [r0, r1), each edge on
+// one lane, in warp-uniform steps; stops early when visit's results, OR-ed
+// over the warp, say so (kStopOnAny). Returns the lane's XOR of the results.
+template <bool kStopOnAny, class Visit>
+__device__ bool for_warp_edges(const PolygonsView& polys, int64_t r0, int64_t r1, int lane,
+                               Visit visit) {
+  bool acc = false;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = polys.ring_offsets[r];
+    const int64_t e = polys.ring_offsets[r + 1];
+    if (e - b < 2) continue;  // as pip::ring_crossing_parity
+    for (int64_t base = b; base < e; base += kWarp) {
+      const int64_t v = base + lane;
+      if (v < e) {
+        const int64_t u = v == b ? e - 1 : v - 1;
+        const bool hit = visit(polys.xy[2 * u], polys.xy[2 * u + 1], polys.xy[2 * v],
+                               polys.xy[2 * v + 1]);
+        acc = kStopOnAny ? (acc || hit) : (acc != hit);
+      }
+      if (kStopOnAny && __any_sync(kFullMask, acc)) return true;
+    }
+  }
+  return acc;
+}
+
+// The edges of one polygon (rings [r0, r1)) walked by a whole warp; every
+// call must be made by all lanes with the same arguments.
+struct WarpEdges {
+  const PolygonsView& polys;
+  int64_t r0, r1;
+  int lane;
+
+  __device__ bool meet_box(const float4& box) const {
+    return for_warp_edges<true>(polys, r0, r1, lane, [&](float ax, float ay, float bx, float by) {
+      return quadtree::segment_meets_box(ax, ay, bx, by, box.x, box.y, box.z, box.w);
+    });
+  }
+  // pip::inside_polygon, with the edges spread over the warp.
+  __device__ bool inside(float px, float py) const {
+    const bool parity = for_warp_edges<false>(polys, r0, r1, lane,
+                                              [&](float ax, float ay, float bx, float by) {
+                                                return pip::edge_crosses_ray(ax, ay, bx, by, px, py);
+                                              });
+    return (__popc(__ballot_sync(kFullMask, parity)) & 1) != 0;
+  }
+};
+
+// The edges of one polygon walked by one thread.
+struct ThreadEdges {
+  const PolygonsView& polys;
+  int64_t r0, r1;
+
+  __device__ bool meet_box(const float4& box) const {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = polys.ring_offsets[r];
+      const int64_t e = polys.ring_offsets[r + 1];
+      if (e - b < 2) continue;  // as pip::ring_crossing_parity
+      for (int64_t v = b, u = e - 1; v < e; u = v++)
+        if (quadtree::segment_meets_box(polys.xy[2 * u], polys.xy[2 * u + 1], polys.xy[2 * v],
+                                        polys.xy[2 * v + 1], box.x, box.y, box.z, box.w))
+          return true;
+    }
+    return false;
+  }
+  __device__ bool inside(float px, float py) const {
+    return pip::inside_polygon(px, py, polys.xy, polys.ring_offsets, r0, r1);
+  }
+};
+
+enum class NodeClass {
+  kOutside,   // no edge touches the node; its points are all outside
+  kInside,    // no edge touches the node; its points are all inside
+  kLeaf,      // an edge touches a leaf: test each point
+  kDescend,   // an edge touches an internal node: visit its children
+};
+
+template <class Edges>
+__device__ NodeClass classify_node(const Edges& edges, const QuadtreeView& tree,
+                                   const QuadNode& node) {
+  if (!edges.meet_box(node.box)) {
+    const float2 p = tree.xy[node.begin];
+    return edges.inside(p.x, p.y) ? NodeClass::kInside : NodeClass::kOutside;
+  }
+  return node.first_child < 0 ? NodeClass::kLeaf : NodeClass::kDescend;
+}
+
+}  // namespace pip_query
+}  // namespace cuda
+}  // namespace knn
