@@ -175,10 +175,51 @@ void add_feature(PolygonLayer& L, const json& f, int64_t index, const std::strin
   L.ids.push_back(id);
 }
 
+// GeoJSON nests 8 deep at most (the FeatureCollection, its features array, a
+// Feature, its geometry, a MultiPolygon's coordinates, a polygon, a ring, a
+// position); properties may nest more, but nothing real comes near this. The
+// JSON library parses and copies nested values recursively, so a file of
+// 100,000 '[' would overflow the stack: refused before it is parsed.
+constexpr int kMaxJsonDepth = 128;
+
+// Scans the bytes for arrays and objects nested deeper than kMaxJsonDepth,
+// outside strings; malformed JSON is left to the parser's own message.
+void refuse_deep_nesting(const std::string& name, const std::string& bytes) {
+  int depth = 0;
+  int64_t line = 1, column = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : bytes) {
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    }
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        fail(name, "line " + std::to_string(line) + ", column " + std::to_string(column) +
+                       ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                       " levels (GeoJSON needs 8)");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 }  // namespace
 
 PolygonLayer parse_geojson(const std::string& name, const std::string& bytes,
                            const std::string& id_property) {
+  refuse_deep_nesting(name, bytes);
   json doc;
   try {
     doc = json::parse(bytes);

@@ -19,13 +19,26 @@ namespace {
   throw std::runtime_error(path + ": " + what);
 }
 
+// The file in one buffer of its size (a stream copy would hold it twice);
+// what cannot seek (a pipe) is read to its end.
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(path, "read error");
-  return ss.str();
+  std::string bytes;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
+  if (size >= 0) {
+    bytes.resize(static_cast<size_t>(size));
+    in.seekg(0);
+    if (size > 0 && !in.read(&bytes[0], size)) fail(path, "read error");
+  } else {
+    in.clear();
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) fail(path, "read error");
+    bytes = ss.str();
+  }
+  return bytes;
 }
 
 bool host_is_little_endian() {
