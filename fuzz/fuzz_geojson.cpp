@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   const bool by_property = size > 0 && data[0] % 2 == 0;
   try {
-    const knn_cli::PolygonLayer L = knn_cli::parse_geojson("fuzz.geojson", bytes, by_property ? "name" : "");
+    const knn_cli::PolygonLayer L =
+        knn_cli::parse_geojson("fuzz.geojson", bytes, by_property ? "name" : "");
     expect(L.vertices.size() % 2 == 0, "an odd number of vertex coordinates", 0);
     for (float v : L.vertices) expect(std::isfinite(v), "a vertex that is not finite", 0);
     expect_offsets(L.ring_offsets, static_cast<int64_t>(L.vertices.size() / 2), "bad ring offsets");

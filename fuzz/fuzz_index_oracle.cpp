@@ -32,8 +32,7 @@ struct Cloud {
 // One coordinate in the harness's chosen regime.
 float coordinate(FuzzedDataProvider& in, int regime, int scale_exp) {
   switch (regime) {
-    case 0:
-      return static_cast<float>(in.ConsumeIntegralInRange<int>(-4, 4));
+    case 0: return static_cast<float>(in.ConsumeIntegralInRange<int>(-4, 4));
     case 1:
       return std::ldexp(static_cast<float>(in.ConsumeIntegralInRange<int>(-64, 64)), scale_exp);
     default: {
@@ -97,7 +96,8 @@ void expect_row(const std::vector<std::pair<float, int>>& want, const int32_t* i
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
-  const int structure = in.ConsumeIntegralInRange<int>(KNN_STRUCTURE_AUTO, KNN_STRUCTURE_BRUTE_FORCE);
+  const int structure =
+      in.ConsumeIntegralInRange<int>(KNN_STRUCTURE_AUTO, KNN_STRUCTURE_BRUTE_FORCE);
   // Mostly 3-D (the grid's dimension), else 1..20 (20: above AUTO's brute-force limit).
   const int dim = in.ConsumeBool() ? 3 : in.ConsumeIntegralInRange<int>(1, 20);
   const int regime = in.ConsumeIntegralInRange<int>(0, 2);
@@ -139,7 +139,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (n > 0 && in.ConsumeBool())
         for (int i = 0; i < m; ++i) {
           const int from = in.ConsumeIntegralInRange<int>(0, n - 1);
-          std::copy_n(&cloud.coords[static_cast<size_t>(from) * dim], dim, &q[static_cast<size_t>(i) * dim]);
+          std::copy_n(&cloud.coords[static_cast<size_t>(from) * dim], dim,
+                      &q[static_cast<size_t>(i) * dim]);
         }
       std::vector<int32_t> idx(static_cast<size_t>(m) * k, 0x7badf00d);
       std::vector<float> dist(idx.size(), -1.0f);
@@ -174,9 +175,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const int m = in.ConsumeIntegralInRange<int>(1, 6);
       const int max_neighbors = in.ConsumeIntegralInRange<int>(0, n + 2);
       const float radius =
-          in.ConsumeBool() ? kInf
-                           : std::ldexp(static_cast<float>(in.ConsumeIntegralInRange<int>(0, 24)),
-                                        regime == 1 ? scale_exp : in.ConsumeIntegralInRange<int>(-3, 3));
+          in.ConsumeBool()
+              ? kInf
+              : std::ldexp(static_cast<float>(in.ConsumeIntegralInRange<int>(0, 24)),
+                           regime == 1 ? scale_exp : in.ConsumeIntegralInRange<int>(-3, 3));
       std::vector<float> q = coordinates(in, static_cast<size_t>(m) * dim, regime, scale_exp);
       const size_t slots = static_cast<size_t>(m) * max_neighbors;
       std::vector<int32_t> idx(slots, 0x7badf00d), counts(static_cast<size_t>(m), -7);
@@ -192,7 +194,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 [r2](const std::pair<float, int>& e) { return !(e.first <= r2); }),
                    want.end());
         expect(counts[i] == static_cast<int32_t>(want.size()), "a radius count differs", status);
-        if (static_cast<int>(want.size()) > max_neighbors) want.resize(static_cast<size_t>(max_neighbors));
+        if (static_cast<int>(want.size()) > max_neighbors)
+          want.resize(static_cast<size_t>(max_neighbors));
         expect_row(want, idx.data() + static_cast<size_t>(i) * max_neighbors,
                    dist.data() + static_cast<size_t>(i) * max_neighbors, max_neighbors,
                    "index radius differs from the oracle");

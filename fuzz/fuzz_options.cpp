@@ -9,8 +9,8 @@
 // Every call that takes options gets the same block: index build, query,
 // radius, the estimates, the quadtree build and a point-in-polygon count;
 // then the index handle is checked (info, free, NULL refused).
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -22,7 +22,9 @@ namespace {
 using knn_fuzz::check_status;
 using knn_fuzz::expect;
 
-bool within(size_t struct_size, size_t offset, size_t bytes) { return offset + bytes <= struct_size; }
+bool within(size_t struct_size, size_t offset, size_t bytes) {
+  return offset + bytes <= struct_size;
+}
 
 // The options the library must act on.
 knn_options effective(const unsigned char* block, size_t struct_size) {
@@ -31,7 +33,8 @@ knn_options effective(const unsigned char* block, size_t struct_size) {
   auto take = [&](auto& field) {
     const size_t offset = static_cast<size_t>(reinterpret_cast<const unsigned char*>(&field) -
                                               reinterpret_cast<const unsigned char*>(&opt));
-    if (within(struct_size, offset, sizeof field)) std::memcpy(&field, block + offset, sizeof field);
+    if (within(struct_size, offset, sizeof field))
+      std::memcpy(&field, block + offset, sizeof field);
   };
   take(opt.backend);
   take(opt.device);
@@ -92,8 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int n = in.ConsumeIntegralInRange<int>(0, 40);
   const std::vector<float> points = knn_fuzz::next_floats(in, static_cast<size_t>(n) * dim, false);
 
-  const bool covers_backend =
-      within(struct_size, offsetof(knn_options, backend), sizeof(int));
+  const bool covers_backend = within(struct_size, offsetof(knn_options, backend), sizeof(int));
   const bool fields_ok = eff.backend >= KNN_BACKEND_AUTO && eff.backend <= KNN_BACKEND_OPENMP &&
                          eff.device >= -1 && eff.structure >= KNN_STRUCTURE_AUTO &&
                          eff.structure <= KNN_STRUCTURE_BRUTE_FORCE && eff.leaf_size >= 0 &&
@@ -137,7 +139,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_status(status);
     if (valid) expect(status == KNN_OK, "a query refused valid options", status);
     if (!valid) expect(status == KNN_ERR_INVALID_ARGUMENT, "a query took bad options", status);
-    status = knn_index_radius(index, q.data(), 2, 1.5f, 3, idx.data(), dist.data(), counts.data(), opt);
+    status =
+        knn_index_radius(index, q.data(), 2, 1.5f, 3, idx.data(), dist.data(), counts.data(), opt);
     check_status(status);
     if (valid) expect(status == KNN_OK, "a radius call refused valid options", status);
     check_status(knn_index_free(index));
@@ -150,7 +153,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   knn_quadtree* tree = nullptr;
   status = knn_quadtree_build(points.data(), n2, opt, &tree);
   check_status(status);
-  if (!covers_backend) expect(status == KNN_ERR_INVALID_ARGUMENT, "bad options built a quadtree", status);
+  if (!covers_backend)
+    expect(status == KNN_ERR_INVALID_ARGUMENT, "bad options built a quadtree", status);
   if (status == KNN_OK) {
     const float square[] = {0, 0, 2, 0, 2, 2, 0, 2};
     const int64_t rings[] = {0, 4}, polygons[] = {0, 1};

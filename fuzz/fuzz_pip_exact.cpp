@@ -21,8 +21,8 @@ using knn_fuzz::check_status;
 using knn_fuzz::expect;
 
 struct Grid {
-  int base;   // every value is a multiple of 2^base
-  int spread; // exponents from base to base + spread
+  int base;    // every value is a multiple of 2^base
+  int spread;  // exponents from base to base + spread
 };
 
 float grid_value(FuzzedDataProvider& in, const Grid& g) {

@@ -32,18 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int max_dim = min_dim + (data[1] >> 4) % 4;
   try {
     switch (data[0] % 7) {
-      case 0:
-        expect_rows(knn_cli::parse_text_points("fuzz.xyz", bytes), 3);
-        break;
-      case 1:
-        expect_rows(knn_cli::parse_ply_points("fuzz.ply", bytes), 3);
-        break;
-      case 2:
-        expect_rows(knn_cli::parse_npy_points("fuzz.npy", bytes), 3);
-        break;
-      case 3:
-        expect_rows(knn_cli::parse_raw_points("fuzz.bin", bytes), 3);
-        break;
+      case 0: expect_rows(knn_cli::parse_text_points("fuzz.xyz", bytes), 3); break;
+      case 1: expect_rows(knn_cli::parse_ply_points("fuzz.ply", bytes), 3); break;
+      case 2: expect_rows(knn_cli::parse_npy_points("fuzz.npy", bytes), 3); break;
+      case 3: expect_rows(knn_cli::parse_raw_points("fuzz.bin", bytes), 3); break;
       default: {
         const int which = data[0] % 7 - 4;
         const knn_cli::PointTable t =

@@ -122,16 +122,16 @@ Answers round(const Data& d) {
   knn_options opt;
   knn_options_init(&opt);
   opt.backend = KNN_BACKEND_OPENMP;
-  for (int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE,
-                        KNN_STRUCTURE_AUTO}) {
+  for (int structure :
+       {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE, KNN_STRUCTURE_AUTO}) {
     opt.structure = structure;
     knn_index* index = nullptr;
     expect_status(knn_index_build(d.rows.data(), kPoints, 3, &opt, &index), KNN_OK, "build");
     std::vector<int32_t> idx(static_cast<size_t>(kQueries) * kK, -7);
     std::vector<float> dist(idx.size());
-    expect_status(knn_index_query(index, d.queries.data(), kQueries, kK, idx.data(), dist.data(),
-                                  nullptr),
-                  KNN_OK, "query");
+    expect_status(
+        knn_index_query(index, d.queries.data(), kQueries, kK, idx.data(), dist.data(), nullptr),
+        KNN_OK, "query");
     a.index_knn.push_back(idx);
     std::vector<int32_t> counts(kQueries, -7);
     expect_status(knn_index_radius(index, d.queries.data(), kQueries, 0.5f, 0, nullptr, nullptr,
@@ -157,8 +157,8 @@ Answers round(const Data& d) {
   expect_status(knn_index_build(d.rows.data(), kPoints / 2, 2, &opt, &none), KNN_ERR_UNSUPPORTED,
                 "grid 2-D");
   opt.threads = -1;
-  expect_status(knn_index_build(d.rows.data(), kPoints, 3, &opt, &none),
-                KNN_ERR_INVALID_ARGUMENT, "bad options");
+  expect_status(knn_index_build(d.rows.data(), kPoints, 3, &opt, &none), KNN_ERR_INVALID_ARGUMENT,
+                "bad options");
   EXPECT_EQ(none, nullptr);
   expect_status(knn_index_free(nullptr), KNN_OK, "free NULL");
   expect_status(knn_index_query(nullptr, d.queries.data(), 1, 1, a.self5.data(), nullptr, nullptr),
@@ -167,8 +167,8 @@ Answers round(const Data& d) {
   // Quadtree and point in polygon: a square and a square with a hole.
   knn_quadtree* tree = nullptr;
   expect_status(knn_quadtree_build(d.xy.data(), kPoints, nullptr, &tree), KNN_OK, "quadtree");
-  const float vertices[] = {-20, -20, 15, -20, 15, 15, -20, 15, -5, -5, 5, -5, 5, 5, -5, 5,
-                            -40, -40, -30, -40, -30, -30};
+  const float vertices[] = {-20, -20, 15, -20, 15, 15,  -20, 15,  -5,  -5,  5,
+                            -5,  5,   5,  -5,  5,  -40, -40, -30, -40, -30, -30};
   const int64_t rings[] = {0, 4, 8, 11};
   const int64_t polygons[] = {0, 2, 3};
   a.pip_counts.assign(2, -7);
@@ -190,27 +190,27 @@ Answers round(const Data& d) {
   // The classic API, a cancelled query, an invalid tree, brute force.
   const std::vector<Node> nodes = build_tree(d.points);
   a.classic.assign(static_cast<size_t>(kQueries) * kK, -7);
-  expect_status(mpQueryAll(d.query_points.data(), nodes.data(), kQueries, kPoints, kK,
-                           a.classic.data()),
-                KNN_OK, "mpQueryAll");
+  expect_status(
+      mpQueryAll(d.query_points.data(), nodes.data(), kQueries, kPoints, kK, a.classic.data()),
+      KNN_OK, "mpQueryAll");
   std::vector<Node> single(static_cast<size_t>(kPoints));
   expect_status(buildKdTree(d.points.data(), kPoints, single.data()), KNN_OK, "buildKdTree");
   std::vector<int> serial(a.classic.size(), -7);
-  expect_status(queryAll(d.query_points.data(), single.data(), kQueries, kPoints, kK,
-                         serial.data()),
-                KNN_OK, "queryAll");
+  expect_status(
+      queryAll(d.query_points.data(), single.data(), kQueries, kPoints, kK, serial.data()), KNN_OK,
+      "queryAll");
   EXPECT_EQ(serial, a.classic);
   volatile int cancel = 1;
   knn_set_cancel_flag(&cancel);
-  expect_status(mpQueryAll(d.query_points.data(), nodes.data(), kQueries, kPoints, kK,
-                           serial.data()),
-                KNN_ERR_CANCELLED, "cancelled query");
+  expect_status(
+      mpQueryAll(d.query_points.data(), nodes.data(), kQueries, kPoints, kK, serial.data()),
+      KNN_ERR_CANCELLED, "cancelled query");
   knn_set_cancel_flag(nullptr);
   std::vector<Node> broken = nodes;
   broken[5].left = kPoints + 3;
-  expect_status(mpQueryAll(d.query_points.data(), broken.data(), kQueries, kPoints, kK,
-                           serial.data()),
-                KNN_ERR_INVALID_TREE, "invalid tree");
+  expect_status(
+      mpQueryAll(d.query_points.data(), broken.data(), kQueries, kPoints, kK, serial.data()),
+      KNN_ERR_INVALID_TREE, "invalid tree");
   a.brute.assign(static_cast<size_t>(kQueries) * kK, -7);
   expect_status(knn_brute_force(d.rows.data(), kPoints, d.queries.data(), kQueries, 3, kK, nullptr,
                                 a.brute.data()),
@@ -251,12 +251,12 @@ TEST(Soak, CyclesOfEveryObjectKeepMemoryFlat) {
   }
   const int64_t heap1 = heap_in_use();
   const int64_t rss1 = resident_bytes();
-  std::printf("soak: %lld rounds in %.0f s; heap in use %lld -> %lld bytes (max %lld), "
-              "resident %lld -> %lld bytes (max %lld)\n",
-              static_cast<long long>(rounds), seconds, static_cast<long long>(heap0),
-              static_cast<long long>(heap1), static_cast<long long>(heap_max),
-              static_cast<long long>(rss0), static_cast<long long>(rss1),
-              static_cast<long long>(rss_max));
+  std::printf(
+      "soak: %lld rounds in %.0f s; heap in use %lld -> %lld bytes (max %lld), "
+      "resident %lld -> %lld bytes (max %lld)\n",
+      static_cast<long long>(rounds), seconds, static_cast<long long>(heap0),
+      static_cast<long long>(heap1), static_cast<long long>(heap_max), static_cast<long long>(rss0),
+      static_cast<long long>(rss1), static_cast<long long>(rss_max));
   ASSERT_GE(rounds, 2) << "too few rounds to tell";
   if (kAddressSanitizer) return;
   // Between rounds nothing the library made is alive: the heap in use is
