@@ -22,6 +22,7 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -91,11 +92,23 @@ struct Data {
   std::vector<Point> query_points = to_points(queries);
   KnnResult expected = oracle_knn(rows.data(), kPoints, queries.data(), kQueries, 3, kK);
   std::vector<float> xy;  // x, y of the points
+  // Two polygons over the points' bounding box: the middle 80 % with the
+  // middle 20 % as a hole, and a triangle in a corner.
+  std::vector<float> vertices;
   Data() {
-    for (int i = 0; i < kPoints; ++i) {
-      xy.push_back(rows[3 * static_cast<size_t>(i)]);
-      xy.push_back(rows[3 * static_cast<size_t>(i) + 1]);
-    }
+    float lo[2] = {rows[0], rows[1]}, hi[2] = {rows[0], rows[1]};
+    for (int i = 0; i < kPoints; ++i)
+      for (int d = 0; d < 2; ++d) {
+        const float v = rows[3 * static_cast<size_t>(i) + d];
+        xy.push_back(v);
+        lo[d] = std::min(lo[d], v);
+        hi[d] = std::max(hi[d], v);
+      }
+    const float fractions[11][2] = {{0.1f, 0.1f}, {0.9f, 0.1f}, {0.9f, 0.9f}, {0.1f, 0.9f},
+                                    {0.4f, 0.4f}, {0.6f, 0.4f}, {0.6f, 0.6f}, {0.4f, 0.6f},
+                                    {0.0f, 0.0f}, {0.3f, 0.0f}, {0.0f, 0.3f}};
+    for (const auto& f : fractions)
+      for (int d = 0; d < 2; ++d) vertices.push_back(lo[d] + f[d] * (hi[d] - lo[d]));
   }
 };
 
@@ -114,7 +127,9 @@ struct Answers {
 
 void expect_status(int got, int want, const char* call) {
   EXPECT_EQ(got, want) << call << ": " << status_text(got);
-  if (want != KNN_OK) EXPECT_NE(knn_last_error()[0], '\0') << call << ": no message";
+  if (want != KNN_OK) {
+    EXPECT_NE(knn_last_error()[0], '\0') << call << ": no message";
+  }
 }
 
 Answers round(const Data& d) {
@@ -164,11 +179,10 @@ Answers round(const Data& d) {
   expect_status(knn_index_query(nullptr, d.queries.data(), 1, 1, a.self5.data(), nullptr, nullptr),
                 KNN_ERR_INVALID_ARGUMENT, "query NULL");
 
-  // Quadtree and point in polygon: a square and a square with a hole.
+  // Quadtree and point in polygon: a square with a hole, a triangle.
   knn_quadtree* tree = nullptr;
   expect_status(knn_quadtree_build(d.xy.data(), kPoints, nullptr, &tree), KNN_OK, "quadtree");
-  const float vertices[] = {-20, -20, 15, -20, 15, 15,  -20, 15,  -5,  -5,  5,
-                            -5,  5,   5,  -5,  5,  -40, -40, -30, -40, -30, -30};
+  const float* vertices = d.vertices.data();
   const int64_t rings[] = {0, 4, 8, 11};
   const int64_t polygons[] = {0, 2, 3};
   a.pip_counts.assign(2, -7);
@@ -261,9 +275,13 @@ TEST(Soak, CyclesOfEveryObjectKeepMemoryFlat) {
   if (kAddressSanitizer) return;
   // Between rounds nothing the library made is alive: the heap in use is
   // back where it was, up to the allocator's own bookkeeping.
-  if (heap0 >= 0) EXPECT_LE(heap1 - heap0, 256 * 1024) << "the heap grows round after round";
+  if (heap0 >= 0) {
+    EXPECT_LE(heap1 - heap0, 256 * 1024) << "the heap grows round after round";
+  }
   // The resident set may move with fragmentation, not with the rounds.
-  if (rss0 > 0) EXPECT_LE(rss_max - rss0, 16 * 1024 * 1024) << "the resident set grows";
+  if (rss0 > 0) {
+    EXPECT_LE(rss_max - rss0, 16 * 1024 * 1024) << "the resident set grows";
+  }
 }
 
 }  // namespace

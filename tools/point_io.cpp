@@ -97,16 +97,6 @@ std::string trim(const std::string& s) {
 // rejection bounded (a 100 MB line is one memchr, not a copy).
 constexpr size_t kMaxLineBytes = size_t{1} << 16;
 
-// Text from a file for a message: at most 40 bytes, control bytes as '?',
-// so that a message stays one short line whatever the file holds.
-std::string excerpt(const std::string& text) {
-  constexpr size_t kShown = 40;
-  std::string s = text.substr(0, kShown);
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return text.size() > kShown ? s + "..." : s;
-}
-
 // Lines of a text file, without copying the file: each line's bytes are
 // checked for the limits above before anything else looks at them.
 class LineReader {
@@ -355,6 +345,14 @@ NpyHeader parse_npy_header(const std::string& path, const std::string& text) {
 }  // namespace
 
 std::string read_file_bytes(const std::string& path) { return read_whole_file(path); }
+
+std::string excerpt(const std::string& text) {
+  constexpr size_t kShown = 40;
+  std::string s = text.substr(0, kShown);
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text.size() > kShown ? s + "..." : s;
+}
 
 std::string extension_of(const std::string& path) {
   const size_t slash = path.find_last_of("/\\");

@@ -65,6 +65,11 @@ std::vector<float> parse_raw_points(const std::string& name, const std::string& 
 // The whole file; throws with "PATH: cannot open (reason)" when it cannot.
 std::string read_file_bytes(const std::string& path);
 
+// Text from a file as a message shows it: at most 40 bytes (then "..."),
+// control bytes as '?', so that a message stays one short line whatever
+// the file holds.
+std::string excerpt(const std::string& text);
+
 // Lower-case extension with the dot (".ply"), "" when none.
 std::string extension_of(const std::string& path);
 
