@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/math_constants.h"
 #include "bench_timer.h"
 #include "check_status.h"
 #include "command_line.h"
@@ -184,7 +185,7 @@ struct RadiusRow {
 // The radius whose ball holds `neighbours` of n uniform points in the unit
 // cube on average: n * V_d * r^d = neighbours, V_d = pi^(d/2) / Gamma(d/2 + 1).
 float radius_for(int64_t n, int dim, int neighbours) {
-  const double ball = std::pow(M_PI, dim / 2.0) / std::tgamma(dim / 2.0 + 1.0);
+  const double ball = std::pow(knn::kPi, dim / 2.0) / std::tgamma(dim / 2.0 + 1.0);
   return static_cast<float>(std::pow(neighbours / (ball * static_cast<double>(n)), 1.0 / dim));
 }
 

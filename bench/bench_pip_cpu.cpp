@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/math_constants.h"
 #include "bench_timer.h"
 #include "knn_gpgpu.h"
 
@@ -135,7 +136,7 @@ Polygons stars(int64_t count, int vertices, uint64_t seed) {
     const double r_max = 20 + unit(rng) * 130;
     std::vector<float> ring;
     for (int v = 0; v < vertices; ++v) {
-      const double angle = 2 * M_PI * v / vertices;
+      const double angle = 2 * knn::kPi * v / vertices;
       const double r = r_max * (0.4 + 0.6 * unit(rng));
       ring.push_back(static_cast<float>(cx + r * std::cos(angle)));
       ring.push_back(static_cast<float>(cy + r * std::sin(angle)));

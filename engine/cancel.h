@@ -11,7 +11,14 @@ namespace knn {
 const volatile int* cancel_flag();
 void set_cancel_flag(const volatile int* flag);
 
-// Throws Error(KNN_ERR_CANCELLED) when flag is set; NULL never cancels.
+// Whether *flag is non-zero; NULL never cancels. The caller's thread stores
+// into the flag while the library's threads read it, so the read is an
+// atomic (relaxed) load, not a plain one: a plain read racing with the
+// store is undefined behaviour in C and C++ (and ThreadSanitizer says so).
+// Every poll of a flag goes through here.
+bool cancel_requested(const volatile int* flag);
+
+// Throws Error(KNN_ERR_CANCELLED) when cancel_requested(flag).
 void throw_if_cancelled(const volatile int* flag);
 // Throws Error(KNN_ERR_CANCELLED): for work that saw the flag set and
 // stopped, whatever the flag holds by the time it can throw.

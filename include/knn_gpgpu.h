@@ -144,7 +144,14 @@ KNN_API int KNN_CALL knn_version(void);
  * KNN_ERR_CANCELLED and its outputs hold the "missing" values (index -1,
  * squared distance +infinity; counts 0), as after any failure once computing
  * has started. The flag must stay valid while registered; reset it to 0
- * before the next call. */
+ * before the next call.
+ * The library reads the flag with an atomic load while the call runs, so the
+ * host's store must be atomic too for the pair to be free of data races:
+ * C11 atomic_store on an atomic_int (same size and alignment as int on every
+ * supported platform), __atomic_store_n / std::atomic_ref<int> in C/C++,
+ * Interlocked / Volatile.Write in C#, or at the least a store through a
+ * volatile int lvalue (not a plain int store, which the compiler may delay
+ * or drop). */
 KNN_API int KNN_CALL knn_set_cancel_flag(const volatile int* flag);
 /* Progress. Registers a progress record for the calling thread (NULL
  * unregisters); registering zeroes it. While it is registered, the long

@@ -153,7 +153,7 @@ void for_each_block(int64_t items, int64_t per_block, int threads, const volatil
     std::optional<State> state;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t b = 0; b < blocks; ++b) {
-      if (stop.load(std::memory_order_relaxed) || (cancel != nullptr && *cancel != 0)) continue;
+      if (stop.load(std::memory_order_relaxed) || cancel_requested(cancel)) continue;
       try {
         if (!state) state.emplace(make_state());
         body(*state, b);

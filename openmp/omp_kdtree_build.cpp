@@ -29,7 +29,7 @@ struct Cancellation {
 
   bool stop_before(int64_t count) {
     if (count <= kTaskCutoff) return false;
-    if (flag != nullptr && *flag != 0) stopped.store(true, std::memory_order_relaxed);
+    if (cancel_requested(flag)) stopped.store(true, std::memory_order_relaxed);
     return stopped.load(std::memory_order_relaxed);
   }
 };

@@ -79,7 +79,7 @@ void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* querie
 #pragma omp for schedule(dynamic, 256)
     for (int64_t at = 0; at < m; ++at) {
       if (stopped.load(std::memory_order_relaxed)) continue;
-      if (cancel != nullptr && *cancel != 0) {
+      if (cancel_requested(cancel)) {
         stopped.store(true, std::memory_order_relaxed);
         continue;
       }

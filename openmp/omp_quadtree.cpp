@@ -335,7 +335,7 @@ void OmpQuadtree::for_each_task(int64_t n_tasks, int threads, const Body& body) 
 #pragma omp for schedule(dynamic, 16)
     for (int64_t t = 0; t < n_tasks; ++t) {
       if (stop.load(std::memory_order_relaxed)) continue;
-      if (flag != nullptr && *flag != 0) {
+      if (cancel_requested(flag)) {
         stop.store(true, std::memory_order_relaxed);
         continue;
       }

@@ -10,7 +10,8 @@
 #   KNN_JOBS        parallel build and test jobs (default: all cores)
 #
 # Steps: install the Debian packages that are missing (apt-get update once,
-# only then), configure (Release), build, ctest --output-on-failure (every
+# only then), configure (Release, warnings as errors: KNN_WARNINGS_AS_ERRORS),
+# build, ctest --output-on-failure (every
 # label, the large test included; GPU tests skip themselves without a
 # device), then every executable scripts/checks/*.sh in sorted order. Exits
 # non-zero if anything failed.
@@ -28,7 +29,8 @@ die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
 # ---- Packages ------------------------------------------------------------------
 packages=(cmake g++ libgtest-dev libnanoflann-dev pkg-config libcli11-dev nlohmann-json3-dev
   clang libclang-rt-dev libomp-dev  # clang: the libFuzzer targets (scripts/checks/fuzz.sh)
-  libopenmpi-dev openmpi-bin)  # MPI: libknn_gpgpu_mpi and its ctest -L mpi tests
+  libopenmpi-dev openmpi-bin  # MPI: libknn_gpgpu_mpi and its ctest -L mpi tests
+  clang-format-14)                  # scripts/checks/format.sh
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for pkg in "${packages[@]}"; do
@@ -55,7 +57,8 @@ fi
 # ---- Configure and build -------------------------------------------------------------
 step "configure $build_dir (Release, KNN_WITH_CUDA=$with_cuda)"
 cmake -S "$repo_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
-  -DKNN_WITH_CUDA="$with_cuda" -DKNN_BUILD_TESTS=ON || die "configure failed"
+  -DKNN_WITH_CUDA="$with_cuda" -DKNN_BUILD_TESTS=ON -DKNN_WARNINGS_AS_ERRORS=ON ||
+  die "configure failed"
 
 step "build ($jobs jobs)"
 cmake --build "$build_dir" --parallel "$jobs" || die "build failed"

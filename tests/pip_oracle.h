@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "../common/math_constants.h"
 #include "oracle.h"
 
 namespace knn_test {
@@ -242,7 +243,7 @@ inline std::vector<Vec2> star(std::mt19937_64& rng, float cx, float cy, float r_
   std::uniform_real_distribution<double> radius(r_min, r_max);
   std::vector<Vec2> ring;
   for (int i = 0; i < vertices; ++i) {
-    const double angle = 2 * M_PI * i / vertices * (clockwise ? -1 : 1);
+    const double angle = 2 * knn::kPi * i / vertices * (clockwise ? -1 : 1);
     const double r = radius(rng);
     ring.push_back({static_cast<float>(cx + r * std::cos(angle)),
                     static_cast<float>(cy + r * std::sin(angle))});

@@ -29,6 +29,17 @@ class CancelScope {
   CancelScope& operator=(const CancelScope&) = delete;
 };
 
+// The host's side of the flag's contract (knn_gpgpu.h): another thread sets
+// it with an atomic store, which the library's atomic load pairs with (a
+// plain store would be a data race, and TSan reports it).
+void raise_from_another_thread(volatile int& flag) {
+#if defined(__GNUC__) || defined(__clang__)
+  __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
+#else
+  flag = 1;  // MSVC: a volatile store, as the header allows
+#endif
+}
+
 bool all_missing(const std::vector<int>& result) {
   for (int v : result)
     if (v != -1) return false;
@@ -156,7 +167,7 @@ TEST(Cancel, FlagSetDuringLongQueryStopsIt) {
     while (!started.load()) std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     set_at = Clock::now();
-    flag = 1;
+    raise_from_another_thread(flag);
   });
   std::vector<int> result(static_cast<size_t>(m) * 4, kSentinelInt);
   int status = -1;
@@ -199,7 +210,7 @@ TEST(Cancel, FlagSetDuringLongBuildStopsIt) {
     while (!started.load()) std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     set_at = Clock::now();
-    flag = 1;
+    raise_from_another_thread(flag);
   });
   int status = -1;
   {

@@ -17,13 +17,20 @@ using nlohmann::json;
 }
 
 // nlohmann's messages start with "[json.exception.parse_error.101] "; the
-// user needs the rest (line, column, what was expected).
-std::string without_exception_tag(const std::string& what) {
-  if (!what.empty() && what[0] == '[') {
-    const size_t end = what.find("] ");
-    if (end != std::string::npos) return what.substr(end + 2);
+// user needs the rest (line, column, what was expected). The rest ends with
+// the token read so far ("last read: '...'"), which for an unterminated
+// string is the rest of the file: cut to a line's length.
+std::string parser_message(const std::string& what) {
+  std::string text = what;
+  if (!text.empty() && text[0] == '[') {
+    const size_t end = text.find("] ");
+    if (end != std::string::npos) text = text.substr(end + 2);
   }
-  return what;
+  constexpr size_t kLongest = 200;
+  if (text.size() > kLongest)
+    text = text.substr(0, kLongest) + "... (" + std::to_string(text.size() - kLongest) +
+           " more bytes)";
+  return text;
 }
 
 // "an object", "a string", "null": for messages.
@@ -47,13 +54,7 @@ struct Where {
   const std::string& id;
   std::string text() const {
     std::string s = "feature " + std::to_string(feature);
-    if (!id.empty()) {
-      // Messages stay on one line whatever the id holds.
-      std::string shown = id.substr(0, 80);
-      for (char& c : shown)
-        if (static_cast<unsigned char>(c) < 0x20) c = '?';
-      s += " (id '" + shown + "')";
-    }
+    if (!id.empty()) s += " (id '" + excerpt(id) + "')";
     return s;
   }
 };
@@ -124,10 +125,10 @@ void add_geometry(PolygonLayer& L, const json& g, const Where& w) {
   if (t == g.end() || !t->is_string()) fail(w.name, w.text() + ": geometry has no \"type\"");
   const std::string type = t->get<std::string>();
   if (type != "Polygon" && type != "MultiPolygon")
-    fail(w.name, w.text() + ": geometry type '" + type +
+    fail(w.name, w.text() + ": geometry type '" + excerpt(type) +
                      "' is not supported (Polygon or MultiPolygon)");
   const auto c = g.find("coordinates");
-  if (c == g.end()) fail(w.name, w.text() + ": " + type + " has no \"coordinates\"");
+  if (c == g.end()) fail(w.name, w.text() + ": " + excerpt(type) + " has no \"coordinates\"");
   if (type == "Polygon") {
     add_polygon(L, *c, w, "");
     return;
@@ -175,15 +176,56 @@ void add_feature(PolygonLayer& L, const json& f, int64_t index, const std::strin
   L.ids.push_back(id);
 }
 
+// GeoJSON nests 8 deep at most (the FeatureCollection, its features array, a
+// Feature, its geometry, a MultiPolygon's coordinates, a polygon, a ring, a
+// position); properties may nest more, but nothing real comes near this. The
+// JSON library parses and copies nested values recursively, so a file of
+// 100,000 '[' would overflow the stack: refused before it is parsed.
+constexpr int kMaxJsonDepth = 128;
+
+// Scans the bytes for arrays and objects nested deeper than kMaxJsonDepth,
+// outside strings; malformed JSON is left to the parser's own message.
+void refuse_deep_nesting(const std::string& name, const std::string& bytes) {
+  int depth = 0;
+  int64_t line = 1, column = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : bytes) {
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    }
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        fail(name, "line " + std::to_string(line) + ", column " + std::to_string(column) +
+                       ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                       " levels (GeoJSON needs 8)");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 }  // namespace
 
 PolygonLayer parse_geojson(const std::string& name, const std::string& bytes,
                            const std::string& id_property) {
+  refuse_deep_nesting(name, bytes);
   json doc;
   try {
     doc = json::parse(bytes);
   } catch (const json::exception& e) {
-    fail(name, "malformed JSON: " + without_exception_tag(e.what()));
+    fail(name, "malformed JSON: " + parser_message(e.what()));
   }
   if (!doc.is_object()) fail(name, "not a GeoJSON object (the top level is " + type_name(doc) + ")");
   const auto t = doc.find("type");
@@ -204,7 +246,7 @@ PolygonLayer parse_geojson(const std::string& name, const std::string& bytes,
     L.feature_offsets.push_back(L.polygons());
     L.ids.emplace_back();
   } else {
-    fail(name, "GeoJSON type '" + type +
+    fail(name, "GeoJSON type '" + excerpt(type) +
                    "' is not supported (FeatureCollection, Feature, Polygon or MultiPolygon)");
   }
   return L;

@@ -8,7 +8,8 @@
 //
 // What is refused, with a one-line message naming the file, the feature and
 // the polygon / ring / position (std::runtime_error): malformed JSON (with
-// nlohmann's line and column), a geometry type other than Polygon and
+// nlohmann's line and column), arrays and objects nested more than 128 deep
+// (with the line and column; the JSON library would recurse that deep), a geometry type other than Polygon and
 // MultiPolygon, a missing geometry, coordinates that are not arrays of at
 // least two numbers, a coordinate that is not finite once converted to
 // float32 (the library's precision), and a ring with fewer than 3 distinct

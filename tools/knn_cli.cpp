@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <climits>
@@ -489,6 +490,25 @@ int run_pip(const PipArgs&) {
 }
 #endif
 
+// An int option's range, with a message a user can read: CLI11's
+// PositiveNumber answers "--k 0" with "Value 0 not in range 0.000000 to"
+// and the 309 digits of DBL_MAX.
+CLI::Validator int_at_least(int min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || end == text.c_str() || *end != '\0')
+          return "'" + text + "' is not an integer";
+        if (errno == ERANGE || v > INT_MAX)
+          return text + " is too large (at most " + std::to_string(INT_MAX) + ")";
+        if (v < min) return "must be at least " + std::to_string(min) + ", not " + text;
+        return "";
+      },
+      "INT>=" + std::to_string(min));
+}
+
 }  // namespace
 
 // --progress on a subcommand whose long calls report progress.
@@ -512,7 +532,7 @@ int main(int argc, char** argv) {
       knn->add_flag("--exclude-self", ka.exclude_self, "with --self: drop each point's own index");
   q_opt->excludes(self_opt);
   excl_opt->needs(self_opt);
-  knn->add_option("--k", ka.k, "neighbours per query")->required()->check(CLI::PositiveNumber);
+  knn->add_option("--k", ka.k, "neighbours per query")->required()->check(int_at_least(1));
   knn->add_option("--out", ka.out, "result file: .npy (int32 (m,k)) or .csv")->required();
   knn->add_option("--backend", ka.backend, "auto, cuda or openmp")
       ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
@@ -540,7 +560,7 @@ int main(int argc, char** argv) {
   radius->add_option("--max-neighbors", ra.max_neighbors,
                      "neighbours kept per query, nearest first (0: counts only)")
       ->required()
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_at_least(0));
   radius->add_option("--out", ra.out, "indices: .npy (int32 (m, M)) or .csv; -1 = unused slot");
   radius->add_option("--counts", ra.counts,
                      "true number within the radius per query: .npy (int32 (m,)) or .csv");
@@ -575,10 +595,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"classic", "index", "pip"}));
   bench->add_option("--sizes", ba.sizes, "point counts n (default 1e4 1e5 1e6, and 1e7 on a GPU)")
       ->delimiter(',');
-  bench->add_option("--k", ba.k, "neighbours per query")->check(CLI::PositiveNumber);
+  bench->add_option("--k", ba.k, "neighbours per query")->check(int_at_least(1));
   bench->add_option("--repeats", ba.repeats, "timed runs per measurement (median reported)")
-      ->check(CLI::PositiveNumber);
-  bench->add_option("--warmup", ba.warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+      ->check(int_at_least(1));
+  bench->add_option("--warmup", ba.warmup, "untimed runs first")->check(int_at_least(0));
   bench->add_option("--out", ba.out, "JSON file, '-' for stdout");
   bench->add_option("--polygons", ba.polygons,
                     "pip: a GeoJSON file of polygons timed beside the star polygons");

@@ -19,13 +19,26 @@ namespace {
   throw std::runtime_error(path + ": " + what);
 }
 
+// The file in one buffer of its size (a stream copy would hold it twice);
+// what cannot seek (a pipe) is read to its end.
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(path, "read error");
-  return ss.str();
+  std::string bytes;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
+  if (size >= 0) {
+    bytes.resize(static_cast<size_t>(size));
+    in.seekg(0);
+    if (size > 0 && !in.read(&bytes[0], size)) fail(path, "read error");
+  } else {
+    in.clear();
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) fail(path, "read error");
+    bytes = ss.str();
+  }
+  return bytes;
 }
 
 bool host_is_little_endian() {
@@ -76,6 +89,60 @@ std::string trim(const std::string& s) {
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
   while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
   return s.substr(b, e - b);
+}
+
+// The longest line a text or PLY file may have. A point of 16 coordinates
+// in full precision takes under 500 bytes; a longer line is not a point
+// file's, and refusing it before splitting keeps the time and memory of a
+// rejection bounded (a 100 MB line is one memchr, not a copy).
+constexpr size_t kMaxLineBytes = size_t{1} << 16;
+
+// Lines of a text file, without copying the file: each line's bytes are
+// checked for the limits above before anything else looks at them.
+class LineReader {
+ public:
+  LineReader(const std::string& path, const std::string& data, size_t pos = 0)
+      : path_(path), data_(data), pos_(pos) {}
+  // The next line without its '\n' (and '\r'); false at the end.
+  bool next(std::string* line) {
+    if (pos_ >= data_.size()) return false;
+    const char* begin = data_.data() + pos_;
+    const size_t left = data_.size() - pos_;
+    const void* nl = std::memchr(begin, '\n', left);
+    const size_t len = nl ? static_cast<size_t>(static_cast<const char*>(nl) - begin) : left;
+    ++line_no_;
+    if (len > kMaxLineBytes)
+      fail(path_, "line " + std::to_string(line_no_) + " is " + std::to_string(len) +
+                      " bytes long, over the limit of " + std::to_string(kMaxLineBytes) +
+                      " (not a point file?)");
+    if (const void* nul = std::memchr(begin, '\0', len))
+      fail(path_, "line " + std::to_string(line_no_) + ", column " +
+                      std::to_string(static_cast<const char*>(nul) - begin + 1) +
+                      ": a NUL byte (binary data in a text file?)");
+    line->assign(begin, len);
+    if (!line->empty() && line->back() == '\r') line->pop_back();
+    pos_ += len + 1;
+    return true;
+  }
+  int64_t line_no() const { return line_no_; }
+  size_t pos() const { return pos_; }
+
+ private:
+  const std::string& path_;
+  const std::string& data_;
+  size_t pos_;
+  int64_t line_no_ = 0;
+};
+
+// A coordinate as the library will hold it; refuses what is not finite as
+// a float32 (NaN, infinity, or a double beyond float's range), naming where
+// it is in the file: the library could only name the point. `where` makes
+// that place's text, only when needed (a file has millions of values).
+template <class Where>
+float finite_coordinate(const std::string& path, double v, const Where& where) {
+  const float f = static_cast<float>(v);
+  if (!std::isfinite(f)) fail(path, where() + " is not a finite float32 coordinate");
+  return f;
 }
 
 // "3 columns (x y z)", "2 or 3 columns (x y [z])", "1 to 16 columns".
@@ -151,9 +218,141 @@ struct PlyElement {
   std::vector<PlyProperty> props;
 };
 
+// ---- NPY header ------------------------------------------------------------------------
+// The header is a Python dict literal, e.g.
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (1000, 3), }
+// parsed as one: keys are whole string literals, so a value that happens to
+// contain "'descr'" is a value, not a key. Exactly the three keys numpy
+// writes, each once.
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+
+class NpyHeaderParser {
+ public:
+  NpyHeaderParser(const std::string& path, const std::string& text) : path_(path), s_(text) {}
+
+  NpyHeader parse() {
+    NpyHeader h;
+    bool have_descr = false, have_order = false, have_shape = false;
+    expect('{');
+    while (!peek('}')) {
+      const std::string key = string_literal();
+      expect(':');
+      if (key == "descr" && !have_descr) {
+        h.descr = string_literal();
+        have_descr = true;
+      } else if (key == "fortran_order" && !have_order) {
+        h.fortran_order = boolean();
+        have_order = true;
+      } else if (key == "shape" && !have_shape) {
+        h.shape = tuple();
+        have_shape = true;
+      } else if (key == "descr" || key == "fortran_order" || key == "shape") {
+        bad("the key '" + key + "' appears twice");
+      } else {
+        bad("unexpected key '" + excerpt(key) + "' (a .npy header has 'descr', 'fortran_order', "
+            "'shape')");
+      }
+      if (!peek(',')) break;
+      expect(',');
+    }
+    expect('}');
+    skip_space();
+    if (i_ != s_.size()) bad("text after the closing '}'");
+    for (const auto& [have, key] : {std::pair<bool, const char*>{have_descr, "descr"},
+                                    {have_order, "fortran_order"},
+                                    {have_shape, "shape"}})
+      if (!have) fail(path_, ".npy header has no '" + std::string(key) + "'");
+    return h;
+  }
+
+ private:
+  [[noreturn]] void bad(const std::string& what) {
+    fail(path_, "bad .npy header at byte " + std::to_string(i_) + ": " + what);
+  }
+  void skip_space() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool peek(char c) {
+    skip_space();
+    return i_ < s_.size() && s_[i_] == c;
+  }
+  void expect(char c) {
+    if (!peek(c)) bad(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  // 'text' or "text"; numpy writes no escapes, so a backslash is refused.
+  std::string string_literal() {
+    skip_space();
+    if (i_ >= s_.size() || (s_[i_] != '\'' && s_[i_] != '"')) bad("expected a quoted string");
+    const char quote = s_[i_++];
+    const size_t end = s_.find(quote, i_);
+    if (end == std::string::npos) bad("unterminated string");
+    std::string text = s_.substr(i_, end - i_);
+    if (text.find('\\') != std::string::npos) bad("escapes in strings are not supported");
+    i_ = end + 1;
+    return text;
+  }
+  bool boolean() {
+    skip_space();
+    for (const auto& [word, value] :
+         {std::pair<const char*, bool>{"True", true}, {"False", false}}) {
+      const size_t len = std::strlen(word);
+      if (s_.compare(i_, len, word) == 0) {
+        i_ += len;
+        return value;
+      }
+    }
+    bad("expected True or False");
+  }
+  // (), (n,), (n, d), ...: non-negative integers that fit in 64 bits.
+  std::vector<int64_t> tuple() {
+    std::vector<int64_t> dims;
+    expect('(');
+    while (!peek(')')) {
+      const size_t start = i_;
+      uint64_t v = 0;
+      bool overflow = false;
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) {
+        const unsigned digit = static_cast<unsigned>(s_[i_++] - '0');
+        overflow = overflow || v > (static_cast<uint64_t>(INT64_MAX) - digit) / 10;
+        if (!overflow) v = v * 10 + digit;
+      }
+      if (i_ == start) bad("expected a non-negative integer in the shape");
+      if (overflow)
+        fail(path_, ".npy shape dimension " + excerpt(s_.substr(start, i_ - start)) +
+                        " does not fit in 64 bits");
+      dims.push_back(static_cast<int64_t>(v));
+      if (!peek(',')) break;
+      expect(',');
+    }
+    expect(')');
+    return dims;
+  }
+
+  const std::string& path_;
+  const std::string& s_;
+  size_t i_ = 0;
+};
+
+NpyHeader parse_npy_header(const std::string& path, const std::string& text) {
+  return NpyHeaderParser(path, text).parse();
+}
+
 }  // namespace
 
 std::string read_file_bytes(const std::string& path) { return read_whole_file(path); }
+
+std::string excerpt(const std::string& text) {
+  constexpr size_t kShown = 40;
+  std::string s = text.substr(0, kShown);
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text.size() > kShown ? s + "..." : s;
+}
 
 std::string extension_of(const std::string& path) {
   const size_t slash = path.find_last_of("/\\");
@@ -204,14 +403,14 @@ std::vector<float> parse_text_points(const std::string& path, const std::string&
 
 PointTable parse_text_table(const std::string& path, const std::string& data, int min_dim,
                             int max_dim) {
-  std::istringstream in(data);
+  LineReader in(path, data);
   PointTable t;
   std::string line;
-  int64_t line_no = 0, first_data_line = 0;
+  int64_t first_data_line = 0;
   bool seen_content = false;
   std::vector<double> v;
-  while (std::getline(in, line)) {
-    ++line_no;
+  while (in.next(&line)) {
+    const int64_t line_no = in.line_no();
     const std::string tl = trim(line);
     if (tl.empty() || tl[0] == '#') continue;
     const std::vector<std::string> f = split_fields(tl);
@@ -244,14 +443,19 @@ PointTable parse_text_table(const std::string& path, const std::string& data, in
         fail(path, "line " + std::to_string(line_no) + ": expected " + want + ", found " +
                        std::to_string(f.size()));
       }
-      fail(path, "line " + std::to_string(line_no) + ": not a number in '" + tl + "'");
+      fail(path, "line " + std::to_string(line_no) + ": not a number in '" + excerpt(tl) + "'");
     }
     if (t.dim == 0) {
       t.dim = cols;
       first_data_line = line_no;
     }
     seen_content = true;
-    for (double d : v) t.coords.push_back(static_cast<float>(d));
+    const int64_t point = t.size();
+    for (size_t i = 0; i < v.size(); ++i)
+      t.coords.push_back(finite_coordinate(path, v[i], [&] {
+        return "line " + std::to_string(line_no) + ", column " + std::to_string(i + 1) + " ('" +
+               excerpt(f[i]) + "', point " + std::to_string(point) + ")";
+      }));
   }
   return t;
 }
@@ -266,17 +470,15 @@ std::vector<float> parse_ply_points(const std::string& path, const std::string& 
 
 PointTable parse_ply_table(const std::string& path, const std::string& data, int min_dim,
                            int max_dim) {
+  // The header and an ascii body are lines; a binary body starts at `pos`.
+  LineReader lines(path, data);
   size_t pos = 0;
   int64_t line_no = 0;
   auto next_line = [&](std::string* line) {
-    if (pos >= data.size()) return false;
-    size_t nl = data.find('\n', pos);
-    if (nl == std::string::npos) nl = data.size();
-    *line = data.substr(pos, nl - pos);
-    if (!line->empty() && line->back() == '\r') line->pop_back();
-    pos = nl + 1;
-    ++line_no;
-    return true;
+    const bool got = lines.next(line);
+    pos = lines.pos();
+    line_no = lines.line_no();
+    return got;
   };
   std::string line;
   if (!next_line(&line) || trim(line) != "ply") fail(path, "not a PLY file (no 'ply' magic)");
@@ -298,7 +500,7 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
       } else if (fmt == "binary_big_endian") {
         fail(path, where + "binary_big_endian is not supported (convert to little endian or ascii)");
       } else {
-        fail(path, where + "unknown format '" + fmt + "'");
+        fail(path, where + "unknown format '" + excerpt(fmt) + "'");
       }
       format_seen = true;
     } else if (kw == "element") {
@@ -309,7 +511,7 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
       errno = 0;
       const long long c = std::strtoll(count.c_str(), &end, 10);
       if (e.name.empty() || count.empty() || *end != '\0' || c < 0 || errno != 0)
-        fail(path, where + "bad element line '" + line + "'");
+        fail(path, where + "bad element line '" + excerpt(line) + "'");
       e.count = c;
       elements.push_back(e);
     } else if (kw == "property") {
@@ -322,18 +524,18 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
         ls >> ct >> it >> p.name;
         p.is_list = true;
         if (!ply_type_of(ct, &p.count_type) || !ply_type_of(it, &p.type) || p.name.empty())
-          fail(path, where + "bad list property '" + line + "'");
+          fail(path, where + "bad list property '" + excerpt(line) + "'");
       } else {
         ls >> p.name;
         if (!ply_type_of(t1, &p.type) || p.name.empty())
-          fail(path, where + "bad property '" + line + "'");
+          fail(path, where + "bad property '" + excerpt(line) + "'");
       }
       elements.back().props.push_back(p);
     } else if (kw == "end_header") {
       end_seen = true;
       break;
     } else {
-      fail(path, where + "unknown keyword '" + kw + "'");
+      fail(path, where + "unknown keyword '" + excerpt(kw) + "'");
     }
   }
   if (!format_seen) fail(path, "PLY header has no format line");
@@ -379,7 +581,7 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
         std::string l;
         do {
           if (!next_line(&l))
-            fail(path, "truncated PLY: element '" + el.name + "' ends at " + std::to_string(r) +
+            fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " + std::to_string(r) +
                            " of " + std::to_string(el.count));
         } while (trim(l).empty());
         const std::vector<std::string> tok = split_fields(l);
@@ -397,14 +599,18 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
           } else {
             double d;
             if (t >= tok.size()) fail(path, where + "too few values");
-            if (!parse_double(tok[t], &d)) fail(path, where + "not a number '" + tok[t] + "'");
+            if (!parse_double(tok[t], &d)) fail(path, where + "not a number '" + excerpt(tok[t]) + "'");
             for (int k = 0; k < 3; ++k)
               if (static_cast<int>(p) == col[k]) v[k] = d;
             ++t;
           }
         }
         if (e == vi)
-          for (int d = 0; d < dim; ++d) xyz.push_back(static_cast<float>(v[d]));
+          for (int d = 0; d < dim; ++d)
+            xyz.push_back(finite_coordinate(path, v[d], [&] {
+              return "PLY line " + std::to_string(line_no) + ": " + names[d] + " of vertex " +
+                     std::to_string(r);
+            }));
       }
     }
   } else {
@@ -419,14 +625,14 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
           const PlyProperty& pr = el.props[p];
           auto need = [&](size_t bytes) {
             if (pos > size || size - pos < bytes)
-              fail(path, "truncated PLY: element '" + el.name + "' ends at " + std::to_string(r) +
+              fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " + std::to_string(r) +
                              " of " + std::to_string(el.count));
           };
           if (pr.is_list) {
             need(ply_size(pr.count_type));
             const double cnt = ply_load(pr.count_type, base + pos);
             pos += ply_size(pr.count_type);
-            if (!(cnt >= 0)) fail(path, "PLY: negative list count in element '" + el.name + "'");
+            if (!(cnt >= 0)) fail(path, "PLY: negative list count in element '" + excerpt(el.name) + "'");
             const double bytes = cnt * static_cast<double>(ply_size(pr.type));
             if (bytes > static_cast<double>(size)) need(size + 1);
             need(static_cast<size_t>(bytes));
@@ -440,7 +646,10 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
           }
         }
         if (e == vi)
-          for (int d = 0; d < dim; ++d) xyz.push_back(static_cast<float>(v[d]));
+          for (int d = 0; d < dim; ++d)
+            xyz.push_back(finite_coordinate(path, v[d], [&] {
+              return std::string("PLY ") + names[d] + " of vertex " + std::to_string(r);
+            }));
       }
     }
   }
@@ -472,39 +681,24 @@ PointTable parse_npy_table(const std::string& path, const std::string& data, int
     fail(path, "unsupported .npy version " + std::to_string(major));
   }
   if (data.size() - header_start < header_len) fail(path, "truncated .npy header");
-  const std::string header = data.substr(header_start, header_len);
-  auto value_of = [&](const std::string& key) {
-    const size_t k = header.find("'" + key + "'");
-    if (k == std::string::npos) fail(path, ".npy header has no '" + key + "'");
-    const size_t colon = header.find(':', k);
-    if (colon == std::string::npos) fail(path, "bad .npy header");
-    return header.substr(colon + 1);
-  };
-  std::string descr = trim(value_of("descr"));
+  const NpyHeader h = parse_npy_header(path, data.substr(header_start, header_len));
   size_t item = 0;
   bool f64 = false;
-  if (descr.rfind("'<f4'", 0) == 0 || descr.rfind("'=f4'", 0) == 0) {
+  if (h.descr == "<f4" || h.descr == "=f4") {
     item = 4;
-  } else if (descr.rfind("'<f8'", 0) == 0 || descr.rfind("'=f8'", 0) == 0) {
+  } else if (h.descr == "<f8" || h.descr == "=f8") {
     item = 8;
     f64 = true;
   } else {
-    fail(path, ".npy dtype " + descr.substr(0, descr.find_first_of(",}")) +
-                   " is not supported (float32 or float64, little endian)");
+    fail(path, ".npy dtype '" + excerpt(h.descr) +
+                   "' is not supported (float32 or float64, little endian)");
   }
   if (!host_is_little_endian()) fail(path, ".npy reading needs a little-endian host");
-  const std::string fortran = trim(value_of("fortran_order"));
-  if (fortran.rfind("False", 0) != 0) fail(path, ".npy array is in Fortran order (need C order)");
-  std::string shape = trim(value_of("shape"));
-  if (shape.empty() || shape[0] != '(') fail(path, "bad .npy shape");
-  shape = shape.substr(1, shape.find(')') == std::string::npos ? 0 : shape.find(')') - 1);
-  std::vector<long long> dims;
-  for (const std::string& s : split_fields(shape)) {
-    char* end = nullptr;
-    const long long d = std::strtoll(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || d < 0) fail(path, "bad .npy shape (" + shape + ")");
-    dims.push_back(d);
-  }
+  if (h.fortran_order) fail(path, ".npy array is in Fortran order (need C order)");
+  std::string shape;
+  for (size_t i = 0; i < h.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(h.shape[i]);
+  if (h.shape.size() == 1) shape += ",";
+  const std::vector<int64_t>& dims = h.shape;
   if (dims.size() != 2 || dims[1] < min_dim || dims[1] > max_dim) {
     const std::string want =
         min_dim == max_dim ? "(n, " + std::to_string(min_dim) + ")"
@@ -512,7 +706,7 @@ PointTable parse_npy_table(const std::string& path, const std::string& data, int
                                  std::to_string(max_dim);
     fail(path, ".npy shape (" + shape + ") is not " + want);
   }
-  const long long n = dims[0];
+  const int64_t n = dims[0];
   const int dim = static_cast<int>(dims[1]);
   const size_t body = header_start + header_len;
   if (static_cast<unsigned long long>(n) > (data.size() - body) / (dim * item))
@@ -532,6 +726,10 @@ PointTable parse_npy_table(const std::string& path, const std::string& data, int
   } else if (!xyz.empty()) {
     std::memcpy(xyz.data(), p, xyz.size() * 4);
   }
+  for (size_t i = 0; i < xyz.size(); ++i)
+    finite_coordinate(path, xyz[i], [&] {
+      return ".npy row " + std::to_string(i / dim) + ", column " + std::to_string(i % dim);
+    });
   return table;
 }
 
@@ -546,6 +744,11 @@ std::vector<float> parse_raw_points(const std::string& path, const std::string& 
   if (!host_is_little_endian()) fail(path, "raw float32 reading needs a little-endian host");
   std::vector<float> xyz(data.size() / 4);
   if (!xyz.empty()) std::memcpy(xyz.data(), data.data(), data.size());
+  for (size_t i = 0; i < xyz.size(); ++i)
+    finite_coordinate(path, xyz[i], [&] {
+      return "point " + std::to_string(i / 3) + ", coordinate " + std::to_string(i % 3) +
+             " (byte " + std::to_string(i * 4) + ")";
+    });
   return xyz;
 }
 

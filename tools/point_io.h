@@ -2,8 +2,11 @@
 //
 // Readers return n*3 float32 coordinates (x, y, z per point, file order) and
 // throw std::runtime_error with a one-line message naming the file (and the
-// line or element where the problem is) on any malformed input. They never
-// check coordinates for NaN/Inf: the library does that and names the point.
+// line or element where the problem is) on any malformed input, a
+// coordinate that is not finite as a float32 included (the message names the
+// line and column, or the row, which the library's "point i" cannot). Lines
+// of text and PLY files are limited to 64 KiB, and a NUL byte in them is an
+// error: both are signs of a file that is not what its name says.
 //
 // Formats, chosen by the file extension (case-insensitive):
 //   .xyz .txt .csv  text, whitespace and/or comma separated, exactly 3 columns,
@@ -61,6 +64,11 @@ std::vector<float> parse_raw_points(const std::string& name, const std::string& 
 
 // The whole file; throws with "PATH: cannot open (reason)" when it cannot.
 std::string read_file_bytes(const std::string& path);
+
+// Text from a file as a message shows it: at most 40 bytes (then "..."),
+// control bytes as '?', so that a message stays one short line whatever
+// the file holds.
+std::string excerpt(const std::string& text);
 
 // Lower-case extension with the dot (".ply"), "" when none.
 std::string extension_of(const std::string& path);

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "../../common/math_constants.h"
 #include "../../cuda/cuda_index.h"
 #include "../../cuda/core/cuda_support.h"
 #include "datasets.h"
@@ -247,7 +248,7 @@ void radius_suite(bool quick) {
   const int dim = 3, max_neighbors = 32;
   const int64_t n = quick ? 1000000 : 10000000, m = n;
   // Expected neighbours n * (4/3) pi r^3 = 32 in the unit cube (fewer at the faces).
-  const float radius = static_cast<float>(std::cbrt(32.0 * 3.0 / (4.0 * M_PI * n)));
+  const float radius = static_cast<float>(std::cbrt(32.0 * 3.0 / (4.0 * knn::kPi * n)));
   const DeviceBuffer<float> points = on_device(uniform_rows(n, dim, kReferenceSeed));
   const DeviceBuffer<float> queries = on_device(uniform_rows(m, dim, kQuerySeed));
   knn::IndexParams params;

@@ -21,6 +21,7 @@
 #include <random>
 #include <vector>
 
+#include "../../common/math_constants.h"
 #include "../../cuda/quadtree/quadtree.cuh"
 #include "bench_timer.h"
 #include "datasets.h"
@@ -63,7 +64,7 @@ Polygons stars(int count, int vertices, float radius, uint64_t seed) {
     const float cx = u(rng), cy = u(rng);
     std::vector<float> ring;
     for (int v = 0; v < vertices; ++v) {
-      const double a = 2 * M_PI * v / vertices;
+      const double a = 2 * knn::kPi * v / vertices;
       const float rv = r(rng);
       ring.push_back(static_cast<float>(cx + rv * std::cos(a)));
       ring.push_back(static_cast<float>(cy + rv * std::sin(a)));

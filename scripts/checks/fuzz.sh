@@ -3,13 +3,14 @@
 # libFuzzer targets of fuzz/ with clang, ASan and UBSan in build-fuzz/, then
 #   1. replays every file of fuzz/corpus/<target>/ (the seeds and every crash
 #      found so far, kept as regression inputs): each must pass;
-#   2. fuzzes each target for KNN_FUZZ_SECONDS (default 25) from those seeds.
+#   2. fuzzes each target for KNN_FUZZ_SECONDS (default 20) from those seeds,
+#      with fuzz/<target>.dict as its dictionary when there is one.
 # A crash, a sanitizer report, a leak or a timeout fails the check; the input
 # that caused it is left in build-fuzz/findings/ (docs/fuzzing.md: turn it
 # into a corpus file and a unit test).
 #
 # Environment:
-#   KNN_FUZZ_SECONDS   fuzzing time per target (default 25; 0: replay only)
+#   KNN_FUZZ_SECONDS   fuzzing time per target (default 20; 0: replay only)
 #   KNN_FUZZ_TARGETS   subset to run (default: all of them)
 #   KNN_FUZZ_ROOT      where build-fuzz/ goes (default: the repository root)
 #   KNN_JOBS           parallel build jobs (default: all cores)
@@ -17,8 +18,9 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 JOBS=${KNN_JOBS:-$(nproc 2>/dev/null || echo 2)}
-SECONDS_PER_TARGET=${KNN_FUZZ_SECONDS:-25}
-TARGETS=${KNN_FUZZ_TARGETS:-fuzz_api_args fuzz_tree fuzz_polygons fuzz_point_parsers fuzz_index_deserialize}
+SECONDS_PER_TARGET=${KNN_FUZZ_SECONDS:-20}
+TARGETS=${KNN_FUZZ_TARGETS:-fuzz_api_args fuzz_tree fuzz_polygons fuzz_point_parsers \
+  fuzz_index_oracle fuzz_pip_exact fuzz_options fuzz_geojson fuzz_index_deserialize}
 DIR=${KNN_FUZZ_ROOT:-$ROOT}/build-fuzz
 say() { printf '[fuzz] %s\n' "$*"; }
 
@@ -48,12 +50,15 @@ cmake --build "$DIR" --parallel "$JOBS" --target $TARGETS || {
 # slows the fuzzer down. Leaks count as findings.
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export LSAN_OPTIONS=suppressions=$ROOT/fuzz/lsan.supp  # clang's OpenMP pool, see the file
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 mkdir -p "$DIR/findings"
 failed=()
 for target in $TARGETS; do
   exe=$DIR/fuzz/$target
   seeds=$ROOT/fuzz/corpus/$target
+  dict=()
+  [[ -f $ROOT/fuzz/$target.dict ]] && dict=("-dict=$ROOT/fuzz/$target.dict")
   work=$DIR/corpus/$target  # grows while fuzzing; the repository's stays as is
   mkdir -p "$work"
   say "$target: replaying $(find "$seeds" -type f | wc -l) corpus files"
@@ -65,7 +70,7 @@ for target in $TARGETS; do
   fi
   ((SECONDS_PER_TARGET > 0)) || continue
   say "$target: fuzzing for ${SECONDS_PER_TARGET}s"
-  if ! "$exe" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
+  if ! "$exe" "${dict[@]}" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
       -max_len=4096 -print_final_stats=1 -artifact_prefix="$DIR/findings/$target-" \
       "$work" "$seeds" >"$DIR/$target-fuzz.log" 2>&1; then
     tail -n 40 "$DIR/$target-fuzz.log"

@@ -5,9 +5,11 @@
 #      -fsanitize=address,undefined -fno-sanitize-recover=undefined, then
 #      ctest -LE large (labels cpu, abi, gpu, which skips, and example_c),
 #      leak detection on; any report fails.
-#   2. TSan: test_concurrency, test_api_misc and test_stress in build-tsan/
-#      with -fsanitize=thread; the concurrency tests, the per-thread
-#      last-error tests and the 16-thread stress test (KNN_STRESS_SECONDS=3)
+#   2. TSan: test_concurrency, test_cancel, test_api_misc and test_stress in
+#      build-tsan/ with -fsanitize=thread; the concurrency tests, the
+#      cancellation tests (a flag raised by another thread while a call
+#      polls it), the per-thread last-error tests and the 16-thread stress
+#      test (KNN_STRESS_SECONDS=3)
 #      run with OMP_NUM_THREADS=1 (libgomp is not instrumented: see
 #      docs/sanitizers.md); any report fails.
 # Each build first proves that its sanitizer is live: a small canary program
@@ -153,10 +155,10 @@ fi
 # ---- 2. TSan ----------------------------------------------------------------------------
 if want tsan; then
   t0=$SECONDS
-  say "TSan build in $TSAN_DIR ($JOBS jobs): test_concurrency test_api_misc test_stress"
+  say "TSan build in $TSAN_DIR ($JOBS jobs): test_concurrency test_cancel test_api_misc test_stress"
   mkdir -p "$TSAN_DIR"
   flags="-fsanitize=thread -fno-omit-frame-pointer"
-  if configure_build "$TSAN_DIR" "$flags" test_concurrency test_api_misc test_stress &&
+  if configure_build "$TSAN_DIR" "$flags" test_concurrency test_cancel test_api_misc test_stress &&
     canary "$TSAN_DIR" "$flags" 'WARNING: ThreadSanitizer: data race' \
       '#include <thread>
 int counter;
@@ -177,7 +179,7 @@ int main() { std::thread t([] { ++counter; }); ++counter; t.join(); return 0; }'
     ntests=0
     limit=()
     command -v timeout >/dev/null 2>&1 && limit=(timeout 600)
-    for run in "test_concurrency:*" "test_api_misc:LastError.*" "test_stress:*"; do
+    for run in "test_concurrency:*" "test_cancel:*" "test_api_misc:LastError.*" "test_stress:*"; do
       exe=${run%%:*} filter=${run#*:}
       say "${norandom[*]:+${norandom[*]} }$exe --gtest_filter=$filter (OMP_NUM_THREADS=1, TSAN_OPTIONS=$TSAN_OPTIONS)"
       # ctest is not in the way here: a time limit of our own, so that a
