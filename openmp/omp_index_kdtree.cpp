@@ -68,24 +68,22 @@ class KdTreeIndex final : public IndexEngine {
   }
 
  private:
-  // Fills the node's box and smallest index from its points (`points` in
-  // input order, the node's original indices in ids_); returns the dimension
-  // of widest spread.
-  int fit_box(KdNode& node, int32_t self, const float* points) {
+  // Fills the node's box and smallest index from its points (rows_ and ids_
+  // of its range); returns the dimension of widest spread.
+  int fit_box(KdNode& node, int32_t self) {
     float* l = &boxes_[static_cast<size_t>(self) * 2 * dim_];
     float* h = l + dim_;
-    const float* first = points + int64_t{ids_[static_cast<size_t>(node.begin)]} * dim_;
+    const float* first = row(node.begin);
     std::copy(first, first + dim_, l);
     std::copy(first, first + dim_, h);
     node.min_index = ids_[static_cast<size_t>(node.begin)];
     for (int32_t p = node.begin + 1; p < node.end; ++p) {
-      const int32_t id = ids_[static_cast<size_t>(p)];
-      const float* x = points + int64_t{id} * dim_;
+      const float* x = row(p);
       for (int d = 0; d < dim_; ++d) {
         l[d] = std::min(l[d], x[d]);
         h[d] = std::max(h[d], x[d]);
       }
-      node.min_index = std::min(node.min_index, id);
+      node.min_index = std::min(node.min_index, ids_[static_cast<size_t>(p)]);
     }
     int widest = 0;
     // Spreads compared in double: hi - lo can overflow float32 for huge data.
@@ -94,31 +92,46 @@ class KdTreeIndex final : public IndexEngine {
     return widest;
   }
 
-  // Orders the node's original indices so that the lower half by (coordinate
-  // on `dim`, index) comes first; returns the first position of the upper half.
-  // The selection runs on (coordinate, index) pairs gathered once: comparing
-  // through the indices would load two scattered coordinates per comparison
-  // (10^6 points, two cores: d = 3 360 -> 273 ms, d = 8 478 -> 295 ms).
-  // std::pair orders by coordinate, then index, as the tree's definition
-  // does (inputs are finite; -0 and +0 are one value, tied by index).
-  int32_t split_at_median(const KdNode& node, int dim, const float* points) {
-    const int32_t mid = node.begin + (node.end - node.begin) / 2;
-    thread_local std::vector<std::pair<float, int32_t>> keys;
-    keys.resize(static_cast<size_t>(node.end - node.begin));
-    for (int32_t p = node.begin; p < node.end; ++p) {
-      const int32_t id = ids_[static_cast<size_t>(p)];
-      keys[static_cast<size_t>(p - node.begin)] = {points[int64_t{id} * dim_ + dim], id};
+  // A point's place in the median selection: ordered by (coordinate, index)
+  // as the tree's definition is (inputs are finite; -0 and +0 are one value,
+  // tied by index); `from` is where its row is before the selection.
+  struct Key {
+    float coord;
+    int32_t id, from;
+    bool operator<(const Key& other) const {
+      return coord < other.coord || (coord == other.coord && id < other.id);
     }
-    std::nth_element(keys.begin(), keys.begin() + (mid - node.begin), keys.end());
+  };
+
+  const float* row(int64_t position) const { return &rows_[static_cast<size_t>(position) * dim_]; }
+
+  // Reorders the node's range of ids_ and rows_ so that the lower half by
+  // (coordinate on `dim`, index) comes first; returns the first position of
+  // the upper half. Everything it touches is the node's own contiguous range
+  // (of rows_, keys_ and spare_), so nodes of a level run side by side and
+  // every pass reads memory in order (through the input's indices, each pass
+  // was a cache miss per point).
+  int32_t split_at_median(const KdNode& node, int dim) {
+    const int32_t mid = node.begin + (node.end - node.begin) / 2;
+    Key* keys = &keys_[static_cast<size_t>(node.begin)];
+    const int64_t count = node.end - node.begin;
     for (int32_t p = node.begin; p < node.end; ++p)
-      ids_[static_cast<size_t>(p)] = keys[static_cast<size_t>(p - node.begin)].second;
+      keys[p - node.begin] = Key{row(p)[dim], ids_[static_cast<size_t>(p)], p};
+    std::nth_element(keys, keys + (mid - node.begin), keys + count);
+    for (int32_t p = node.begin; p < node.end; ++p) {
+      const Key& key = keys[p - node.begin];
+      ids_[static_cast<size_t>(p)] = key.id;
+      std::copy(row(key.from), row(key.from) + dim_, &spare_[static_cast<size_t>(p) * dim_]);
+    }
+    std::copy(&spare_[static_cast<size_t>(node.begin) * dim_],
+              &spare_[static_cast<size_t>(node.end) * dim_], &rows_[static_cast<size_t>(node.begin) * dim_]);
     return mid;
   }
 
   // Level by level: every node of a level fits its box and, when it holds
   // more than a leaf, selects its median (the level's nodes in parallel, on
-  // disjoint ranges of ids_); then the level's children are appended. The
-  // points are gathered into bucket order once, at the end.
+  // disjoint ranges of ids_ and rows_); then the level's children are
+  // appended. Every buffer is sized before the first parallel region.
   void build(const float* points, int threads, const volatile int* cancel) {
     ids_.resize(static_cast<size_t>(n_));
     std::iota(ids_.begin(), ids_.end(), 0);
@@ -134,6 +147,11 @@ class KdTreeIndex final : public IndexEngine {
            format("a kd-tree of %lld points with leaf_size %d needs more than 2^31 nodes; use a "
                   "larger leaf_size",
                   static_cast<long long>(n_), leaf_size_));
+    rows_.assign(points, points + n_ * dim_);
+    spare_.resize(rows_.size());
+    keys_.resize(static_cast<size_t>(n_));
+    nodes_.reserve(static_cast<size_t>(2 * max_leaves));
+    boxes_.reserve(static_cast<size_t>(2 * max_leaves) * 2 * dim_);
     nodes_.push_back(KdNode{0, static_cast<int32_t>(n_)});
     for (size_t level_begin = 0; level_begin < nodes_.size();) {
       throw_if_cancelled(cancel);
@@ -143,9 +161,9 @@ class KdTreeIndex final : public IndexEngine {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
       for (int64_t i = static_cast<int64_t>(level_begin); i < static_cast<int64_t>(level_end); ++i) {
         KdNode& node = nodes_[static_cast<size_t>(i)];
-        const int widest = fit_box(node, static_cast<int32_t>(i), points);
+        const int widest = fit_box(node, static_cast<int32_t>(i));
         if (node.end - node.begin <= leaf_size_) continue;
-        const int32_t mid = split_at_median(node, widest, points);
+        const int32_t mid = split_at_median(node, widest);
         node.split_dim = widest;
         mids[static_cast<size_t>(i) - level_begin] = mid;
       }
@@ -159,19 +177,20 @@ class KdTreeIndex final : public IndexEngine {
       }
       level_begin = level_end;
     }
-    hand_over(points, threads);
+    hand_over(threads);
   }
 
-  // Fills search_ from the built tree: the points gathered into bucket order
-  // (one plane per dimension), each inner node's two sides as the bounds its
-  // children lie within on the split dimension. The build's arrays are freed.
-  void hand_over(const float* points, int threads) {
+  // Fills search_ from the built tree: the points in bucket order (one plane
+  // per dimension), each inner node's two sides as the bounds its children
+  // lie within on the split dimension. The build's arrays are freed.
+  void hand_over(int threads) {
+    std::vector<float>().swap(spare_);
+    std::vector<Key>().swap(keys_);
     search_.allocate(dim_, n_, static_cast<int64_t>(nodes_.size()));
     search_.ids = ids_;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t p = 0; p < n_; ++p)
-      for (int d = 0; d < dim_; ++d)
-        search_.plane(d)[p] = points[int64_t{ids_[static_cast<size_t>(p)]} * dim_ + d];
+      for (int d = 0; d < dim_; ++d) search_.plane(d)[p] = row(p)[d];
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const KdNode& node = nodes_[i];
       SearchNode& s = search_.nodes[i];
@@ -188,6 +207,7 @@ class KdTreeIndex final : public IndexEngine {
     std::copy(boxes_.begin(), boxes_.begin() + dim_, search_.lo.begin());
     std::copy(boxes_.begin() + dim_, boxes_.begin() + 2 * dim_, search_.hi.begin());
     std::vector<int32_t>().swap(ids_);
+    std::vector<float>().swap(rows_);
     std::vector<KdNode>().swap(nodes_);
     std::vector<float>().swap(boxes_);
   }
@@ -198,6 +218,9 @@ class KdTreeIndex final : public IndexEngine {
   SearchTree search_;          // what the queries search (kd_search.h)
   // The build's arrays, freed by hand_over:
   std::vector<int32_t> ids_;    // original index of each bucket-order position
+  std::vector<float> rows_;     // the points in the same order, dim_ floats each
+  std::vector<float> spare_;    // rows being reordered by a split
+  std::vector<Key> keys_;       // the selections' keys, at their nodes' positions
   std::vector<KdNode> nodes_;   // breadth first; node 0 is the root
   std::vector<float> boxes_;    // per node: dim_ lows, then dim_ highs
 };
