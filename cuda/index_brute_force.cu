@@ -4,12 +4,12 @@
 #include <memory>
 
 #include "../common/float_math.h"
+#include "../common/static_dim.h"
 #include "cuda_index.h"
 #include "index_brute_force.cuh"
 #include "index_memory_model.h"
 #include "knn_lists.cuh"
 #include "query_chunks.cuh"
-#include "static_dim.h"
 #include "warp_list.cuh"
 
 namespace knn {

@@ -21,10 +21,10 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "../common/static_dim.h"
 #include "index_kdtree.cuh"
 #include "knn_lists.cuh"
 #include "radix_sort_temp.cuh"
-#include "static_dim.h"
 #include "warp_list.cuh"
 
 namespace knn {

@@ -1,5 +1,5 @@
 // The search of kd_search.h: one depth-first walk, compiled for each
-// dimension up to cuda::kMaxStaticDim (the query and the gaps in registers,
+// dimension up to kMaxStaticDim (the query and the gaps in registers,
 // the distance loops unrolled) and once for any dimension, and the parallel
 // drivers of kNN, all-kNN and radius queries.
 #include "kd_search.h"
@@ -9,7 +9,7 @@
 #include <numeric>
 
 #include "../common/float_math.h"
-#include "../cuda/static_dim.h"
+#include "../common/static_dim.h"
 #include "omp_index_support.h"
 
 namespace knn {
@@ -162,18 +162,13 @@ struct KnnState {
       : list(take, t.size), gaps(static_cast<size_t>(t.dim)), query(static_cast<size_t>(t.dim)) {}
 };
 
-template <class F>
-void with_dim(int dim, F&& f) {
-  cuda::with_static_dim(dim, std::forward<F>(f));
-}
-
 }  // namespace
 
 void search_knn(const SearchTree& tree, const float* queries, int64_t m, int k, int threads,
                 int32_t* indices, float* sq_distances) {
   const int team = thread_count(threads);
   const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
-  with_dim(tree.dim, [&](auto dim) {
+  with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
         blocks(m), team, cancel_flag(), [&] { return KnnState(k, tree); },
         [&](KnnState& state, int64_t b) {
@@ -191,7 +186,7 @@ void search_knn_self(const SearchTree& tree, int k, bool exclude_self, int threa
                      int32_t* indices, float* sq_distances) {
   const int64_t n = tree.size;
   const int64_t take = exclude_self ? int64_t{k} + 1 : k;
-  with_dim(tree.dim, [&](auto dim) {
+  with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
         blocks(n), thread_count(threads), cancel_flag(), [&] { return KnnState(take, tree); },
         [&](KnnState& state, int64_t b) {
@@ -219,7 +214,7 @@ void search_radius(const SearchTree& tree, const float* queries, int64_t m, floa
     std::vector<float> gaps;
   };
   const int64_t row = max_neighbors;
-  with_dim(tree.dim, [&](auto dim) {
+  with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
         blocks(m), team, cancel_flag(),
         [&] { return RadiusState{{}, std::vector<float>(static_cast<size_t>(tree.dim))}; },
