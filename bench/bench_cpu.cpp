@@ -512,5 +512,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("\nall answers agree with nanoflann (%d sampled queries per config)\n", o.check);
+  // The ratios last, against nanoflann at its best leaf size of the run
+  // (issue #19's targets: total >= 2, query >= 1.3).
+  std::printf("\nratios, nanoflann at its best leaf / ours:\n");
+  for (const ConfigResult& r : results) {
+    const NanoResult* best = nullptr;
+    for (const NanoResult& nano : r.nano)
+      if (!best || nano.total() < best->total()) best = &nano;
+    if (best)
+      std::printf("  %s k=%d: total %.2fx, query %.2fx (paired %.2fx), leaf %d\n",
+                  knn_bench::distribution_name(r.dist), r.k, best->total() / r.total(),
+                  best->query.median_ms / r.query.median_ms, paired_ratio(best->query, r.query),
+                  best->leaf);
+  }
   return 0;
 }

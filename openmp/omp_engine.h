@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "../common/kdtree_layout.h"
+#include "kd_search.h"
 
 namespace knn {
 namespace omp {
@@ -16,6 +17,11 @@ void build_kdtree(const Point* points, int64_t n, Node* tree);
 // Throws KNN_ERR_INVALID_TREE naming the first node that is not where the
 // layout puts it; ids must be a permutation of 0..n-1.
 void check_tree(const Node* tree, int64_t n);
+
+// The tree (or a subtree cut from one, splitting first on root_dim) in the
+// layout of the CPU search (kd_search.h): an O(n) pass; build it once where
+// one tree answers many batches. The tree is trusted: check it first.
+SearchTree classic_search_tree(const Node* tree, int64_t n, int root_dim);
 
 // k nearest tree nodes of each of m queries. Row i of `indices` (and of
 // `sq_distances` unless NULL) is at offset i*k; slots past the tree's size get

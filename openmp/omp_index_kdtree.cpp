@@ -8,17 +8,9 @@
 // level by level (breadth first, the children of a node side by side), each
 // level's nodes in parallel, so the tree depends on the input alone.
 //
-// Search. Depth first, nearer child first. A node is skipped when no point in
-// it can enter the list: the box distance (below) exceeds the current k-th
-// distance, or equals it while every index in the node is larger than the
-// k-th's (ties go to the smaller index, so such a point would lose the tie).
-//
-// Why the box distance is a lower bound of every point's float32 distance:
-// per dimension it uses c = clamp(q, lo, hi), and for any point p of the box
-// |q - c| <= |q - p| in exact arithmetic; float32 subtraction, squaring of a
-// magnitude and addition are all monotone (rounding never reverses an order),
-// so computing fl(q - c)^2 and summing in dimension order exactly as
-// squared_distance does gives a value <= the point's squared_distance.
+// Search: kd_search.h, on the tree handed over at the end of the build (the
+// split's two sides become the children's bounds on the split dimension,
+// the root's box the starting gaps).
 #include <algorithm>
 #include <numeric>
 #include <utility>
@@ -29,6 +21,7 @@
 #include "../include/knn_gpgpu.h"
 #include "../engine/index_engine.h"
 #include "../engine/progress.h"
+#include "kd_search.h"
 #include "omp_index_support.h"
 
 namespace knn {
@@ -39,16 +32,12 @@ namespace {
 // point stay cheap, small enough that a leaf scan stays short (see
 // bench/bench_index_cpu.cpp for the measurements).
 constexpr int kDefaultLeafSize = 32;
-// Queries of one parallel work item (sorted by leaf, so neighbours in a block
-// walk the same part of the tree).
-constexpr int64_t kQueriesPerBlock = 256;
 
 struct KdNode {
   int32_t begin = 0, end = 0;  // the node's points: bucket-order positions [begin, end)
   int32_t first_child = -1;    // children first_child and first_child + 1; -1 for a leaf
   int32_t min_index = 0;       // smallest original index among the node's points
-  int32_t split_dim = 0;       // inner nodes: the split (used to place queries in leaves)
-  float split_value = 0.0f;
+  int32_t split_dim = 0;       // inner nodes: the dimension split at the median
 };
 
 class KdTreeIndex final : public IndexEngine {
@@ -65,184 +54,42 @@ class KdTreeIndex final : public IndexEngine {
 
   void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
            const CallParams& call) const override {
-    const std::vector<int64_t> order = leaf_order(queries, m, call.threads);
-    for_each_block(
-        m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(), [&] { return NeighborList(k, n_); },
-        [&](NeighborList& list, int64_t b) {
-          for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
-            const int64_t q = order[static_cast<size_t>(i)];
-            nearest(queries + q * dim_, list);
-            list.write(k, -1, indices + q * k, sq_distances ? sq_distances + q * k : nullptr);
-          }
-        });
+    search_knn(search_, queries, m, k, call.threads, indices, sq_distances);
   }
 
-  // The points are already in bucket order: walking them in that order gives
-  // the locality the leaf sort gives external queries.
   void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
                 const CallParams& call) const override {
-    const int64_t take = exclude_self ? int64_t{k} + 1 : k;
-    for_each_block(
-        n_, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
-        [&] { return NeighborList(take, n_); },
-        [&](NeighborList& list, int64_t b) {
-          for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock);
-               ++p) {
-            const int64_t self = ids_[static_cast<size_t>(p)];
-            nearest(&coords_[static_cast<size_t>(p * dim_)], list);
-            list.write(k, exclude_self ? static_cast<int32_t>(self) : -1, indices + self * k,
-                       sq_distances ? sq_distances + self * k : nullptr);
-          }
-        });
+    search_knn_self(search_, k, exclude_self, call.threads, indices, sq_distances);
   }
 
   void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
               float* sq_distances, int32_t* counts, const CallParams& call) const override {
-    const float r2 = mul_rn(radius, radius);
-    const std::vector<int64_t> order = leaf_order(queries, m, call.threads);
-    const int64_t row = max_neighbors;
-    for_each_block(
-        m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(), [] { return std::vector<Neighbor>(); },
-        [&](std::vector<Neighbor>& found, int64_t b) {
-          for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
-            const int64_t q = order[static_cast<size_t>(i)];
-            found.clear();
-            const float* query = queries + q * dim_;
-            if (max_neighbors == 0) {
-              counts[q] = static_cast<int32_t>(count_within(query, r2));
-              continue;
-            }
-            within(query, r2, found);
-            write_radius_row(found, max_neighbors, indices + q * row,
-                             sq_distances ? sq_distances + q * row : nullptr,
-                             counts ? counts + q : nullptr);
-          }
-        });
+    search_radius(search_, queries, m, mul_rn(radius, radius), max_neighbors, call.threads,
+                  indices, sq_distances, counts);
   }
 
   void copy_points(float* host_rows) const override {
     for (int64_t p = 0; p < n_; ++p)
-      std::copy(point(static_cast<int32_t>(p)), point(static_cast<int32_t>(p)) + dim_,
-                host_rows + int64_t{ids_[static_cast<size_t>(p)]} * dim_);
+      std::copy(row(p), row(p) + dim_, host_rows + int64_t{ids_[static_cast<size_t>(p)]} * dim_);
   }
 
  private:
-  const float* lo(int32_t node) const { return &boxes_[static_cast<size_t>(node) * 2 * dim_]; }
-  const float* hi(int32_t node) const { return lo(node) + dim_; }
-  const float* point(int32_t position) const {
-    return &coords_[static_cast<size_t>(position) * dim_];
-  }
-
-  // Lower bound of squared_distance(q, p) for every p in the node's box (see
-  // the top of the file).
-  float box_distance(const float* q, int32_t node) const {
-    const float* l = lo(node);
-    const float* h = hi(node);
-    float sum = 0.0f;
-    for (int d = 0; d < dim_; ++d) {
-      const float c = std::min(std::max(q[d], l[d]), h[d]);
-      const float s = square_of_difference(q[d], c);
-      sum = d == 0 ? s : add_rn(sum, s);
-    }
-    return sum;
-  }
-
-  void nearest(const float* q, NeighborList& list) const {
-    list.reset();
-    if (n_ > 0) nearest_in(0, q, list);
-  }
-
-  void nearest_in(int32_t node, const float* q, NeighborList& list) const {
-    const KdNode& nd = nodes_[static_cast<size_t>(node)];
-    if (nd.first_child < 0) {
-      for (int32_t p = nd.begin; p < nd.end; ++p)
-        list.offer(squared_distance(q, point(p), dim_), ids_[static_cast<size_t>(p)]);
-      return;
-    }
-    int32_t near = nd.first_child, far = nd.first_child + 1;
-    float near_bound = box_distance(q, near), far_bound = box_distance(q, far);
-    if (far_bound < near_bound) {
-      std::swap(near, far);
-      std::swap(near_bound, far_bound);
-    }
-    if (list.may_improve(near_bound, nodes_[static_cast<size_t>(near)].min_index))
-      nearest_in(near, q, list);
-    if (list.may_improve(far_bound, nodes_[static_cast<size_t>(far)].min_index))
-      nearest_in(far, q, list);
-  }
-
-  // Calls visit(position, sq_distance) for every point within r2 (any order).
-  template <class Visit>
-  void for_each_within(int32_t node, const float* q, float r2, Visit& visit) const {
-    if (box_distance(q, node) > r2) return;
-    const KdNode& nd = nodes_[static_cast<size_t>(node)];
-    if (nd.first_child >= 0) {
-      for_each_within(nd.first_child, q, r2, visit);
-      for_each_within(nd.first_child + 1, q, r2, visit);
-      return;
-    }
-    for (int32_t p = nd.begin; p < nd.end; ++p) {
-      const float d = squared_distance(q, point(p), dim_);
-      if (d <= r2) visit(p, d);
-    }
-  }
-
-  void within(const float* q, float r2, std::vector<Neighbor>& found) const {
-    auto keep = [&](int32_t p, float d) { found.push_back({d, ids_[static_cast<size_t>(p)]}); };
-    if (n_ > 0) for_each_within(0, q, r2, keep);
-  }
-
-  int64_t count_within(const float* q, float r2) const {
-    int64_t count = 0;
-    auto add = [&](int32_t, float) { ++count; };
-    if (n_ > 0) for_each_within(0, q, r2, add);
-    return count;
-  }
-
-  // The leaf a query point falls into, by the splits from the root.
-  int32_t leaf_of(const float* q) const {
-    int32_t node = 0;
-    while (nodes_[static_cast<size_t>(node)].first_child >= 0) {
-      const KdNode& nd = nodes_[static_cast<size_t>(node)];
-      node = nd.first_child + (q[nd.split_dim] < nd.split_value ? 0 : 1);
-    }
-    return node;
-  }
-
-  // Query numbers sorted by the node number of their leaf (a counting sort):
-  // consecutive queries then search the same region of the tree.
-  std::vector<int64_t> leaf_order(const float* queries, int64_t m, int threads) const {
-    std::vector<int64_t> order(static_cast<size_t>(m));
-    std::iota(order.begin(), order.end(), int64_t{0});
-    if (n_ == 0 || m < 2 * kQueriesPerBlock) return order;
-    std::vector<int32_t> leaf(static_cast<size_t>(m));
-#pragma omp parallel for num_threads(thread_count(threads)) schedule(static)
-    for (int64_t i = 0; i < m; ++i) leaf[static_cast<size_t>(i)] = leaf_of(queries + i * dim_);
-    std::vector<int64_t> start(nodes_.size() + 1, 0);
-    for (const int32_t l : leaf) ++start[static_cast<size_t>(l) + 1];
-    std::partial_sum(start.begin(), start.end(), start.begin());
-    for (int64_t i = 0; i < m; ++i) order[static_cast<size_t>(start[leaf[static_cast<size_t>(i)]]++)] = i;
-    return order;
-  }
-
-  // Fills the node's box and smallest index from its points (`points` in
-  // input order, the node's original indices in ids_); returns the dimension
-  // of widest spread.
-  int fit_box(KdNode& node, int32_t self, const float* points) {
+  // Fills the node's box and smallest index from its points (rows_ and ids_
+  // of its range); returns the dimension of widest spread.
+  int fit_box(KdNode& node, int32_t self) {
     float* l = &boxes_[static_cast<size_t>(self) * 2 * dim_];
     float* h = l + dim_;
-    const float* first = points + int64_t{ids_[static_cast<size_t>(node.begin)]} * dim_;
+    const float* first = row(node.begin);
     std::copy(first, first + dim_, l);
     std::copy(first, first + dim_, h);
     node.min_index = ids_[static_cast<size_t>(node.begin)];
     for (int32_t p = node.begin + 1; p < node.end; ++p) {
-      const int32_t id = ids_[static_cast<size_t>(p)];
-      const float* x = points + int64_t{id} * dim_;
+      const float* x = row(p);
       for (int d = 0; d < dim_; ++d) {
         l[d] = std::min(l[d], x[d]);
         h[d] = std::max(h[d], x[d]);
       }
-      node.min_index = std::min(node.min_index, id);
+      node.min_index = std::min(node.min_index, ids_[static_cast<size_t>(p)]);
     }
     int widest = 0;
     // Spreads compared in double: hi - lo can overflow float32 for huge data.
@@ -251,37 +98,53 @@ class KdTreeIndex final : public IndexEngine {
     return widest;
   }
 
-  // Orders the node's original indices so that the lower half by (coordinate
-  // on `dim`, index) comes first; returns the first position of the upper half.
-  // The selection runs on (coordinate, index) pairs gathered once: comparing
-  // through the indices would load two scattered coordinates per comparison
-  // (10^6 points, two cores: d = 3 360 -> 273 ms, d = 8 478 -> 295 ms).
-  // std::pair orders by coordinate, then index, as the tree's definition
-  // does (inputs are finite; -0 and +0 are one value, tied by index). The
-  // pairs go to keys[node.begin, node.end): the build's one scratch array of
-  // n pairs, whose ranges are disjoint for the nodes of a level (allocated
-  // before the parallel loop and freed with the build, so no allocation
-  // happens inside the loop and no buffer outlives the call).
-  int32_t split_at_median(const KdNode& node, int dim, const float* points,
-                          std::pair<float, int32_t>* keys) {
-    const int32_t mid = node.begin + (node.end - node.begin) / 2;
-    for (int32_t p = node.begin; p < node.end; ++p) {
-      const int32_t id = ids_[static_cast<size_t>(p)];
-      keys[p] = {points[int64_t{id} * dim_ + dim], id};
+  // A point's place in the median selection: ordered by (coordinate, index)
+  // as the tree's definition is (inputs are finite; -0 and +0 are one value,
+  // tied by index); `from` is where its row is before the selection.
+  struct Key {
+    float coord;
+    int32_t id, from;
+    bool operator<(const Key& other) const {
+      return coord < other.coord || (coord == other.coord && id < other.id);
     }
-    std::nth_element(keys + node.begin, keys + mid, keys + node.end);
-    for (int32_t p = node.begin; p < node.end; ++p) ids_[static_cast<size_t>(p)] = keys[p].second;
+  };
+
+  const float* row(int64_t position) const { return &rows_[static_cast<size_t>(position) * dim_]; }
+
+  // Reorders the node's range of ids_ and rows_ so that the lower half by
+  // (coordinate on `dim`, index) comes first; returns the first position of
+  // the upper half. Everything it touches is the node's own contiguous range
+  // (of rows_, keys_ and spare_), so nodes of a level run side by side and
+  // every pass reads memory in order (through the input's indices, each pass
+  // was a cache miss per point).
+  int32_t split_at_median(const KdNode& node, int dim) {
+    const int32_t mid = node.begin + (node.end - node.begin) / 2;
+    Key* keys = &keys_[static_cast<size_t>(node.begin)];
+    const int64_t count = node.end - node.begin;
+    for (int32_t p = node.begin; p < node.end; ++p)
+      keys[p - node.begin] = Key{row(p)[dim], ids_[static_cast<size_t>(p)], p};
+    std::nth_element(keys, keys + (mid - node.begin), keys + count);
+    for (int32_t p = node.begin; p < node.end; ++p) {
+      const Key& key = keys[p - node.begin];
+      ids_[static_cast<size_t>(p)] = key.id;
+      std::copy(row(key.from), row(key.from) + dim_, &spare_[static_cast<size_t>(p) * dim_]);
+    }
+    std::copy(&spare_[static_cast<size_t>(node.begin) * dim_],
+              &spare_[static_cast<size_t>(node.end) * dim_], &rows_[static_cast<size_t>(node.begin) * dim_]);
     return mid;
   }
 
   // Level by level: every node of a level fits its box and, when it holds
   // more than a leaf, selects its median (the level's nodes in parallel, on
-  // disjoint ranges of ids_); then the level's children are appended. The
-  // points are gathered into bucket order once, at the end.
+  // disjoint ranges of ids_ and rows_); then the level's children are
+  // appended. Every buffer is sized before the first parallel region.
   void build(const float* points, int threads, const volatile int* cancel) {
     ids_.resize(static_cast<size_t>(n_));
     std::iota(ids_.begin(), ids_.end(), 0);
-    if (n_ == 0) return;
+    if (n_ == 0) {
+      search_.allocate(dim_, 0, 0);
+      return;
+    }
     // Every leaf holds more than half a leaf (its parent held more than a
     // leaf and split in halves), so this bounds the node count.
     const int64_t max_leaves = n_ / ((int64_t{leaf_size_} + 1) / 2) + 1;
@@ -296,7 +159,11 @@ class KdTreeIndex final : public IndexEngine {
     for (int64_t size = n_; size > leaf_size_; size = (size + 1) / 2) ++levels;
     knn_progress* const report = progress();
     progress_begin(report, KNN_PROGRESS_BUILD, levels + 1);
-    std::vector<std::pair<float, int32_t>> keys(static_cast<size_t>(n_));
+    rows_.assign(points, points + n_ * dim_);
+    spare_.resize(rows_.size());
+    keys_.resize(static_cast<size_t>(n_));
+    nodes_.reserve(static_cast<size_t>(2 * max_leaves));
+    boxes_.reserve(static_cast<size_t>(2 * max_leaves) * 2 * dim_);
     nodes_.push_back(KdNode{0, static_cast<int32_t>(n_)});
     for (size_t level_begin = 0; level_begin < nodes_.size();) {
       throw_if_cancelled(cancel);
@@ -306,11 +173,10 @@ class KdTreeIndex final : public IndexEngine {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
       for (int64_t i = static_cast<int64_t>(level_begin); i < static_cast<int64_t>(level_end); ++i) {
         KdNode& node = nodes_[static_cast<size_t>(i)];
-        const int widest = fit_box(node, static_cast<int32_t>(i), points);
+        const int widest = fit_box(node, static_cast<int32_t>(i));
         if (node.end - node.begin <= leaf_size_) continue;
-        const int32_t mid = split_at_median(node, widest, points, keys.data());
+        const int32_t mid = split_at_median(node, widest);
         node.split_dim = widest;
-        node.split_value = points[int64_t{ids_[static_cast<size_t>(mid)]} * dim_ + widest];
         mids[static_cast<size_t>(i) - level_begin] = mid;
       }
       for (size_t i = level_begin; i < level_end; ++i) {
@@ -324,19 +190,50 @@ class KdTreeIndex final : public IndexEngine {
       level_begin = level_end;
       progress_add(report, 1);
     }
-    coords_.resize(static_cast<size_t>(n_) * dim_);
+    hand_over(threads);
+  }
+
+  // Fills search_ from the built tree: the points in bucket order (one plane
+  // per dimension), each inner node's two sides as the bounds its children
+  // lie within on the split dimension. The build's arrays are freed.
+  void hand_over(int threads) {
+    std::vector<float>().swap(spare_);
+    std::vector<Key>().swap(keys_);
+    search_.allocate(dim_, n_, static_cast<int64_t>(nodes_.size()));
+    search_.ids = ids_;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t p = 0; p < n_; ++p)
-      std::copy(points + int64_t{ids_[static_cast<size_t>(p)]} * dim_,
-                points + int64_t{ids_[static_cast<size_t>(p)]} * dim_ + dim_,
-                &coords_[static_cast<size_t>(p) * dim_]);
+      for (int d = 0; d < dim_; ++d) search_.plane(d)[p] = row(p)[d];
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const KdNode& node = nodes_[i];
+      SearchNode& s = search_.nodes[i];
+      s.min_index = node.min_index;
+      s.first_child = node.first_child;
+      if (node.first_child < 0) {
+        s.begin = node.begin, s.end = node.end;
+        continue;
+      }
+      s.split_dim = node.split_dim;
+      s.left_max = boxes_[(static_cast<size_t>(node.first_child) * 2 + 1) * dim_ + node.split_dim];
+      s.right_min = boxes_[(static_cast<size_t>(node.first_child) + 1) * 2 * dim_ + node.split_dim];
+    }
+    std::copy(boxes_.begin(), boxes_.begin() + dim_, search_.lo.begin());
+    std::copy(boxes_.begin() + dim_, boxes_.begin() + 2 * dim_, search_.hi.begin());
+    std::vector<int32_t>().swap(ids_);
+    std::vector<float>().swap(rows_);
+    std::vector<KdNode>().swap(nodes_);
+    std::vector<float>().swap(boxes_);
   }
 
   int64_t n_;
   int dim_;
   int leaf_size_;
-  std::vector<float> coords_;   // the points in bucket order, dim_ floats each
+  SearchTree search_;          // what the queries search (kd_search.h)
+  // The build's arrays, freed by hand_over:
   std::vector<int32_t> ids_;    // original index of each bucket-order position
+  std::vector<float> rows_;     // the points in the same order, dim_ floats each
+  std::vector<float> spare_;    // rows being reordered by a split
+  std::vector<Key> keys_;       // the selections' keys, at their nodes' positions
   std::vector<KdNode> nodes_;   // breadth first; node 0 is the root
   std::vector<float> boxes_;    // per node: dim_ lows, then dim_ highs
 };

@@ -48,6 +48,12 @@ class NeighborList {
                                         : storage_.front();
   }
 
+  // The distance a point must not exceed to be offered usefully: the k-th
+  // candidate's, or +infinity while the list is not full.
+  float limit() const {
+    return full() && capacity_ > 0 ? worst().sq_distance : std::numeric_limits<float>::infinity();
+  }
+
   // Whether a region whose points are all at squared distance >= lower_bound
   // and have indices >= min_index may still hold a candidate that enters.
   bool may_improve(float lower_bound, int32_t min_index) const {

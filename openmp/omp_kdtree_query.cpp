@@ -1,15 +1,18 @@
-// CPU kNN search of the heap-ordered kd-tree: visit a node, descend the near
-// side first, and enter the far side only when the splitting plane is not
-// farther than the current k-th candidate. The plane bound is computed in the
-// same float arithmetic as the distances, so it never exceeds the distance of
-// any point behind the plane and the pruning is exact (ties included: only a
-// bound strictly greater than the k-th distance prunes).
-#include <atomic>
+// CPU kNN search of the classic heap-ordered kd-tree: the caller's Node
+// array, read once into the search layout of kd_search.h, then searched by
+// the engine's one kd-tree walk (box pruning, ties pruned by index).
+//
+// The view. The heap's nodes above the bottom kBucketLevels levels stay
+// inner nodes, each holding its own point and splitting at it (left subtree
+// <= the point's coordinate on the level's dimension, right subtree >=, as
+// the layout guarantees); each subtree rooted kBucketLevels levels above the
+// bottom becomes one leaf bucket, its points gathered side by side. Nodes
+// keep their heap numbers, so node i's children are still 2i+1 and 2i+2.
+#include <algorithm>
+#include <limits>
 #include <vector>
 
-#include "../engine/cancel.h"
-#include "../engine/progress.h"
-#include "knn_list.h"
+#include "kd_search.h"
 #include "omp_engine.h"
 #include "thread_scratch.h"
 
@@ -17,85 +20,82 @@ namespace knn {
 namespace omp {
 namespace {
 
-struct Search {
-  const Node* tree;
-  TreeShape shape;
-  int root_dim;
+// Buckets of up to 2^5 - 1 = 31 points: as long as a leaf of the index
+// kd-tree (and of nanoflann at its best), short enough to scan.
+constexpr int kBucketLevels = 5;
 
-  void visit(const float* q, int64_t node, int level, KnnList& list) const {
-    if (node >= shape.n) return;
-    const Node& here = tree[node];
-    list.offer(squared_distance3(q[0], q[1], q[2], here.p[0], here.p[1], here.p[2]), here.id);
-    const int dim = split_dim(level, root_dim);
-    const float diff = sub_rn(q[dim], here.p[dim]);
-    const int64_t near_child = 2 * node + (diff <= 0.0f ? 1 : 2);
-    const int64_t far_child = (4 * node + 3) - near_child;
-    visit(q, near_child, level + 1, list);
-    if (mul_rn(diff, diff) <= list.worst()) visit(q, far_child, level + 1, list);
-  }
-};
-
-// Levels of the subtrees queries are grouped by: about 256 nodes, a few
-// kilobytes, which stay in cache while the group's queries read them.
-constexpr int kGroupLevels = 8;
-
-// The queries in an order where neighbours in the order descend into the same
-// subtree (heap order spreads a subtree's nodes over the whole array, so
-// queries in their input order would each read from cold memory).
-std::vector<int64_t> locality_order(const Node* tree, const TreeShape& shape, int root_dim,
-                                    const Point* queries, int64_t m) {
-  const int levels = shape.levels > kGroupLevels ? shape.levels - kGroupLevels : 0;
-  std::vector<int64_t> order(static_cast<size_t>(m));
-  std::vector<int64_t> group(static_cast<size_t>(m));
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < m; ++i) group[i] = descend(tree, queries[i].p, levels, root_dim);
-  std::vector<int64_t> start((size_t{1} << levels) + 1, 0);
-  for (int64_t i = 0; i < m; ++i) ++start[group[i] + 1];
-  for (size_t g = 1; g < start.size(); ++g) start[g] += start[g - 1];
-  for (int64_t i = 0; i < m; ++i) order[start[group[i]]++] = i;
-  return order;
+void place(SearchTree& t, int64_t position, const Node& node) {
+  for (int d = 0; d < 3; ++d) t.plane(d)[position] = node.p[d];
+  t.ids[static_cast<size_t>(position)] = node.id;
 }
 
 }  // namespace
 
-void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* queries, int64_t m,
-                  int k, int32_t* indices, float* sq_distances) {
-  const Search search{tree, TreeShape(n), root_dim};
-  const std::vector<int64_t> order = locality_order(tree, search.shape, root_dim, queries, m);
-  // The flag is registered per host thread: take it here, on the caller's
-  // thread, and let every worker poll it. Exceptions cannot leave a parallel
-  // loop, so a cancelled loop skips its remaining queries and throws after.
-  const volatile int* const cancel = cancel_flag();
-  knn_progress* const report = progress();
-  std::atomic<bool> stopped{false};
-  const int capacity = list_capacity(k, n);
-  ThreadScratch<Neighbor> storage(omp_get_max_threads(), static_cast<size_t>(capacity));
-#pragma omp parallel num_threads(storage.threads())
-  {
-    Neighbor* const mine = storage.mine();
-    // Progress per kProgressQueries answered by this thread, not per query.
-    constexpr int64_t kProgressQueries = 1024;
-    int64_t unreported = 0;
-#pragma omp for schedule(dynamic, 256)
-    for (int64_t at = 0; at < m; ++at) {
-      if (stopped.load(std::memory_order_relaxed)) continue;
-      if (cancel_requested(cancel)) {
-        stopped.store(true, std::memory_order_relaxed);
-        continue;
-      }
-      const int64_t i = order[at];
-      KnnList list(mine, capacity);
-      search.visit(queries[i].p, 0, 0, list);
-      const int64_t row = i * k;
-      list.write(indices ? indices + row : nullptr, sq_distances ? sq_distances + row : nullptr, k);
-      if (++unreported == kProgressQueries) {
-        progress_add(report, unreported);
-        unreported = 0;
+SearchTree classic_search_tree(const Node* tree, int64_t n, int root_dim) {
+  SearchTree t;
+  if (n == 0) {
+    t.allocate(3, 0, 0);
+    return t;
+  }
+  const TreeShape shape(n);
+  // The bucket level is complete (it is the root, or 2+ levels above the
+  // last), so every node above it has both children and no bucket is empty.
+  const int cut = std::max(0, shape.levels - kBucketLevels);
+  const int64_t upper = (int64_t{1} << cut) - 1;
+  const int64_t buckets = int64_t{1} << cut;
+  t.allocate(3, n, upper + buckets);
+  std::vector<float> boxes(static_cast<size_t>(buckets) * 6);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < upper; ++i) {
+    const int dim = split_dim(node_level(i), root_dim);
+    SearchNode& s = t.nodes[static_cast<size_t>(i)];
+    s.first_child = static_cast<int32_t>(2 * i + 1);
+    s.split_dim = dim;
+    s.left_max = s.right_min = tree[i].p[dim];
+    s.begin = static_cast<int32_t>(i);
+    s.end = static_cast<int32_t>(i + 1);
+    place(t, i, tree[i]);
+  }
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t q = 0; q < buckets; ++q) {
+    SearchNode& s = t.nodes[static_cast<size_t>(upper + q)];
+    int64_t position = upper + shape.segment_start(cut, q);
+    s.begin = static_cast<int32_t>(position);
+    s.min_index = std::numeric_limits<int32_t>::max();
+    float* lo = &boxes[static_cast<size_t>(q) * 6];
+    float* hi = lo + 3;
+    std::fill(lo, lo + 3, std::numeric_limits<float>::infinity());
+    std::fill(hi, hi + 3, -std::numeric_limits<float>::infinity());
+    for (int64_t width = 1, first = upper + q; first < n; width *= 2, first = 2 * first + 1) {
+      for (int64_t g = first; g < std::min(n, first + width); ++g) {
+        place(t, position++, tree[g]);
+        s.min_index = std::min(s.min_index, tree[g].id);
+        for (int d = 0; d < 3; ++d)
+          lo[d] = std::min(lo[d], tree[g].p[d]), hi[d] = std::max(hi[d], tree[g].p[d]);
       }
     }
-    progress_add(report, unreported);
+    s.end = static_cast<int32_t>(position);
   }
-  if (stopped.load()) throw_cancelled();
+  for (int64_t i = upper - 1; i >= 0; --i)
+    t.nodes[static_cast<size_t>(i)].min_index =
+        std::min({tree[i].id, t.nodes[static_cast<size_t>(2 * i + 1)].min_index,
+                  t.nodes[static_cast<size_t>(2 * i + 2)].min_index});
+  for (int d = 0; d < 3; ++d) {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (int64_t q = 0; q < buckets; ++q)
+      lo = std::min(lo, boxes[static_cast<size_t>(q) * 6 + d]),
+      hi = std::max(hi, boxes[static_cast<size_t>(q) * 6 + 3 + d]);
+    for (int64_t i = 0; i < upper; ++i) lo = std::min(lo, tree[i].p[d]), hi = std::max(hi, tree[i].p[d]);
+    t.lo[static_cast<size_t>(d)] = lo;
+    t.hi[static_cast<size_t>(d)] = hi;
+  }
+  return t;
+}
+
+void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* queries, int64_t m,
+                  int k, int32_t* indices, float* sq_distances) {
+  search_knn(classic_search_tree(tree, n, root_dim), reinterpret_cast<const float*>(queries), m, k,
+             0, indices, sq_distances);
 }
 
 }  // namespace omp

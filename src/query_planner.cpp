@@ -138,6 +138,8 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
     device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
     return;
   }
+  // The CPU search layout of the tree, built once for every chunk the team takes.
+  const omp::SearchTree cpu_tree = omp::classic_search_tree(tree, device_tree.size(), root_dim);
   std::exception_ptr failure;
   std::mutex failure_mutex;
   auto record = [&] {
@@ -155,8 +157,8 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
            first = pool.take_for_cpu(rate, &count)) {
         const auto t0 = std::chrono::steady_clock::now();
         const int64_t row = first * k;
-        omp::query_kdtree(tree, device_tree.size(), root_dim, queries + first, count, k,
-                          indices + row, sq_distances ? sq_distances + row : nullptr);
+        omp::search_knn(cpu_tree, reinterpret_cast<const float*>(queries + first), count, k, 0,
+                        indices + row, sq_distances ? sq_distances + row : nullptr);
         progress_add(report, count);
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -4,13 +4,13 @@
 #include <memory>
 
 #include "../../common/float_math.h"
+#include "../../common/static_dim.h"
 #include "../cuda_index.h"
 #include "index_brute_force.cuh"
 #include "../index_memory_model.h"
 #include "../core/knn_lists.cuh"
 #include "../core/launch_policy.h"
 #include "../core/query_chunks.cuh"
-#include "../core/static_dim.h"
 #include "../core/warp_list.cuh"
 
 namespace knn {

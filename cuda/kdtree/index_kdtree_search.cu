@@ -21,10 +21,10 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "../../common/static_dim.h"
 #include "index_kdtree.cuh"
 #include "../core/knn_lists.cuh"
 #include "../core/radix_sort_temp.cuh"
-#include "../core/static_dim.h"
 #include "../core/warp_list.cuh"
 
 namespace knn {

@@ -1,12 +1,12 @@
-// Dispatch from a run-time dimension to kernels compiled for it.
+// Dispatch from a run-time dimension to code compiled for it (the CUDA index
+// kernels and the CPU kd-tree search).
 #pragma once
 
 #include <type_traits>
 
 namespace knn {
-namespace cuda {
 
-// The dimensions that the index kernels are compiled for, with the query in
+// The dimensions that the index searches are compiled for, with the query in
 // registers and the distance loop unrolled; higher ones take a run-time-dim
 // kernel. Every dimension up to here, not a chosen few: a dimension left out
 // ran 3.5x slower (brute force, 14-D on the H100).
@@ -24,5 +24,4 @@ void with_static_dim(int dim, F&& f) {
   }
 }
 
-}  // namespace cuda
 }  // namespace knn
