@@ -20,7 +20,6 @@ namespace {
 // queries of a block walk the same part of the tree.
 constexpr int64_t kQueriesPerBlock = 256;
 
-int64_t blocks(int64_t m) { return (m + kQueriesPerBlock - 1) / kQueriesPerBlock; }
 
 // A radius query's sink: every point the scan lets through (distance <= r2)
 // is kept; subtrees whose bound exceeds r2 are skipped.
@@ -170,7 +169,7 @@ void search_knn(const SearchTree& tree, const float* queries, int64_t m, int k, 
   const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
-        blocks(m), team, cancel_flag(), [&] { return KnnState(k, tree); },
+        m, kQueriesPerBlock, team, cancel_flag(), [&] { return KnnState(k, tree); },
         [&](KnnState& state, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
@@ -188,7 +187,7 @@ void search_knn_self(const SearchTree& tree, int k, bool exclude_self, int threa
   const int64_t take = exclude_self ? int64_t{k} + 1 : k;
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
-        blocks(n), thread_count(threads), cancel_flag(), [&] { return KnnState(take, tree); },
+        n, kQueriesPerBlock, thread_count(threads), cancel_flag(), [&] { return KnnState(take, tree); },
         [&](KnnState& state, int64_t b) {
           // Positions are in tree order: consecutive points are neighbours.
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n, (b + 1) * kQueriesPerBlock); ++p) {
@@ -216,7 +215,7 @@ void search_radius(const SearchTree& tree, const float* queries, int64_t m, floa
   const int64_t row = max_neighbors;
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
-        blocks(m), team, cancel_flag(),
+        m, kQueriesPerBlock, team, cancel_flag(),
         [&] { return RadiusState{{}, std::vector<float>(static_cast<size_t>(tree.dim))}; },
         [&](RadiusState& state, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
