@@ -129,7 +129,7 @@ Row run_dim(const Options& o, int dim) {
   std::vector<int32_t> ours_idx(slots), nano_idx(slots);
   std::vector<float> ours_dist(slots), nano_dist(slots);
   const knn_bench::NanoflannRows<-1> rows{points.data(), static_cast<size_t>(o.n),
-                                           static_cast<size_t>(dim)};
+                                          static_cast<size_t>(dim)};
 
   knn_index* index = nullptr;
   std::unique_ptr<NanoTree> tree;
@@ -140,8 +140,7 @@ Row run_dim(const Options& o, int dim) {
           knn_index_free(index);
           index = nullptr;
         }},
-       {[&] { tree = std::make_unique<NanoTree>(dim, rows, nano_params); },
-        [&] { tree.reset(); }}},
+       {[&] { tree = std::make_unique<NanoTree>(dim, rows, nano_params); }, [&] { tree.reset(); }}},
       o.repeats);
 
   auto nano_query = [&] {
@@ -151,7 +150,8 @@ Row run_dim(const Options& o, int dim) {
       tree->knnSearch(&queries[static_cast<size_t>(i) * dim], static_cast<size_t>(o.k), ids.data(),
                       &nano_dist[static_cast<size_t>(i) * o.k]);
       for (int j = 0; j < o.k; ++j)
-        nano_idx[static_cast<size_t>(i) * o.k + j] = static_cast<int32_t>(ids[static_cast<size_t>(j)]);
+        nano_idx[static_cast<size_t>(i) * o.k + j] =
+            static_cast<int32_t>(ids[static_cast<size_t>(j)]);
     }
   };
   const std::vector<knn_bench::Timing> calls = knn_bench::measure_interleaved(
@@ -171,8 +171,9 @@ Row run_dim(const Options& o, int dim) {
       const size_t s = static_cast<size_t>(i) * o.k + j;
       if (ours_dist[s] != nano_dist[s]) ++mismatches;
     }
-  return {dim, builds[0].median_ms, calls[0].median_ms, builds[1].median_ms, calls[1].median_ms,
-          mismatches};
+  return {
+      dim,       builds[0].median_ms, calls[0].median_ms, builds[1].median_ms, calls[1].median_ms,
+      mismatches};
 }
 
 struct RadiusRow {
@@ -201,7 +202,7 @@ RadiusRow run_radius(const Options& o, int dim) {
   knn_index* index = nullptr;
   check_status(knn_index_build(points.data(), o.n, dim, &opt, &index), "build");
   const knn_bench::NanoflannRows<-1> rows{points.data(), static_cast<size_t>(o.n),
-                                           static_cast<size_t>(dim)};
+                                          static_cast<size_t>(dim)};
   const NanoTree tree(dim, rows, nanoflann::KDTreeSingleIndexAdaptorParams(kNanoflannLeaf));
 
   const int width = o.radius_neighbours;
@@ -246,24 +247,32 @@ RadiusRow run_radius(const Options& o, int dim) {
     more += counts[static_cast<size_t>(i)] > nano_counts[static_cast<size_t>(i)];
     fewer += counts[static_cast<size_t>(i)] < nano_counts[static_cast<size_t>(i)];
   }
-  return {dim,           radius,          t[0].median_ms, t[1].median_ms, t[2].median_ms,
-          t[3].median_ms, total / static_cast<double>(o.m), more, fewer};
+  return {dim,
+          radius,
+          t[0].median_ms,
+          t[1].median_ms,
+          t[2].median_ms,
+          t[3].median_ms,
+          total / static_cast<double>(o.m),
+          more,
+          fewer};
 }
 
 void print_radius_table(const Options& o) {
   std::printf("radius search, rows of %d (time and queries per second)\n", o.radius_neighbours);
   std::printf("%4s | %8s | %10s | %-20s | %-20s | %-20s | %-20s | %s\n", "dim", "radius",
-              "mean count", "ours rows", "ours counting", "nanoflann sorted",
-              "nanoflann unsorted", "counts unlike nanoflann's (ours more / fewer)");
+              "mean count", "ours rows", "ours counting", "nanoflann sorted", "nanoflann unsorted",
+              "counts unlike nanoflann's (ours more / fewer)");
   for (const int dim : o.dims) {
     const RadiusRow r = run_radius(o, dim);
     const auto rate = [&](double ms) { return static_cast<double>(o.m) / (ms / 1000.0); };
-    std::printf("%4d | %8.5f | %10.1f | %8.1f ms %7.2g/s | %8.1f ms %7.2g/s | %8.1f ms %7.2g/s | "
-                "%8.1f ms %7.2g/s | %lld / %lld of %lld\n",
-                r.dim, r.radius, r.mean_count, r.ours_rows, rate(r.ours_rows), r.ours_count,
-                rate(r.ours_count), r.nano_sorted, rate(r.nano_sorted), r.nano_count,
-                rate(r.nano_count), static_cast<long long>(r.ours_more),
-                static_cast<long long>(r.ours_fewer), static_cast<long long>(o.m));
+    std::printf(
+        "%4d | %8.5f | %10.1f | %8.1f ms %7.2g/s | %8.1f ms %7.2g/s | %8.1f ms %7.2g/s | "
+        "%8.1f ms %7.2g/s | %lld / %lld of %lld\n",
+        r.dim, r.radius, r.mean_count, r.ours_rows, rate(r.ours_rows), r.ours_count,
+        rate(r.ours_count), r.nano_sorted, rate(r.nano_sorted), r.nano_count, rate(r.nano_count),
+        static_cast<long long>(r.ours_more), static_cast<long long>(r.ours_fewer),
+        static_cast<long long>(o.m));
     std::fflush(stdout);
   }
 }
@@ -272,10 +281,11 @@ void print_radius_table(const Options& o) {
 
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
-  std::printf("bench_index_cpu: n = %lld, m = %lld, k = %d, uniform in [0, 1)^d, %d threads, "
-              "median of %d; ours leaf %s, nanoflann leaf %d\n",
-              static_cast<long long>(o.n), static_cast<long long>(o.m), o.k, omp_get_max_threads(),
-              o.repeats, o.leaf ? std::to_string(o.leaf).c_str() : "default", kNanoflannLeaf);
+  std::printf(
+      "bench_index_cpu: n = %lld, m = %lld, k = %d, uniform in [0, 1)^d, %d threads, "
+      "median of %d; ours leaf %s, nanoflann leaf %d\n",
+      static_cast<long long>(o.n), static_cast<long long>(o.m), o.k, omp_get_max_threads(),
+      o.repeats, o.leaf ? std::to_string(o.leaf).c_str() : "default", kNanoflannLeaf);
   if (o.radius_neighbours > 0) {
     try {
       print_radius_table(o);
@@ -293,11 +303,12 @@ int main(int argc, char** argv) {
     for (const int dim : o.dims) {
       const Row r = run_dim(o, dim);
       const double ours = r.ours_build + r.ours_query, nano = r.nano_build + r.nano_query;
-      std::printf("%4d | %10.1f ms %10.1f ms %10.1f ms | %10.1f ms %10.1f ms %10.1f ms | %7.2fx "
-                  "%7.2fx | %lld of %lld\n",
-                  r.dim, r.ours_build, r.ours_query, ours, r.nano_build, r.nano_query, nano,
-                  nano / ours, r.nano_query / r.ours_query, static_cast<long long>(r.mismatches),
-                  static_cast<long long>(o.check) * o.k);
+      std::printf(
+          "%4d | %10.1f ms %10.1f ms %10.1f ms | %10.1f ms %10.1f ms %10.1f ms | %7.2fx "
+          "%7.2fx | %lld of %lld\n",
+          r.dim, r.ours_build, r.ours_query, ours, r.nano_build, r.nano_query, nano, nano / ours,
+          r.nano_query / r.ours_query, static_cast<long long>(r.mismatches),
+          static_cast<long long>(o.check) * o.k);
       std::fflush(stdout);
       rows.push_back(r);
     }

@@ -80,8 +80,7 @@ Args parse(int argc, char** argv) {
 }
 
 void check(int status, const char* what) {
-  if (status != KNN_OK)
-    throw std::runtime_error(std::string(what) + ": " + knn_last_error());
+  if (status != KNN_OK) throw std::runtime_error(std::string(what) + ": " + knn_last_error());
 }
 
 struct Polygons {
@@ -114,7 +113,8 @@ Polygons rectangles(int64_t count, uint64_t seed) {
   Polygons set;
   for (int64_t i = 0; i < count; ++i) {
     const int size_class = static_cast<int>(i % 3);
-    const double area = side * side * (lo[size_class] + unit(rng) * (hi[size_class] - lo[size_class]));
+    const double area =
+        side * side * (lo[size_class] + unit(rng) * (hi[size_class] - lo[size_class]));
     double w = std::sqrt(area * std::pow(2.0, 2 * unit(rng) - 1));
     w = std::min(side, std::max(area / side, w));
     const double h = area / w;
@@ -188,11 +188,12 @@ void bench_rectangles(const Args& args, int all_threads) {
   if (!args.sizes.empty()) sizes.assign(args.sizes.begin(), args.sizes.end());
   const int64_t n_rectangles = args.quick ? 11000 : 1100000;
   const Polygons set = rectangles(n_rectangles, 7);
-  std::printf("\nrectangles: %lld axis-aligned rectangles (10-20/30-60/70-90 %% of the area), "
-              "points uniform in [0,1024)^2, count only\n",
-              static_cast<long long>(n_rectangles));
-  std::printf("%10s %6s %8s %10s %12s %14s %14s\n", "N", "leaf", "threads", "build_ms",
-              "count_ms", "polygons/s", "points found");
+  std::printf(
+      "\nrectangles: %lld axis-aligned rectangles (10-20/30-60/70-90 %% of the area), "
+      "points uniform in [0,1024)^2, count only\n",
+      static_cast<long long>(n_rectangles));
+  std::printf("%10s %6s %8s %10s %12s %14s %14s\n", "N", "leaf", "threads", "build_ms", "count_ms",
+              "polygons/s", "points found");
   for (const int64_t n : sizes) {
     const std::vector<float> xy = uniform_points(n, 100 + static_cast<uint64_t>(n));
     for (const int leaf : args.leaves)

@@ -37,8 +37,8 @@ struct CommandLine {
   int64_t count(const std::string& text, const char* what, int64_t min, int64_t max) const {
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != '\0' || v != std::floor(v) ||
-        v < static_cast<double>(min) || v > static_cast<double>(max))
+    if (end == text.c_str() || *end != '\0' || v != std::floor(v) || v < static_cast<double>(min) ||
+        v > static_cast<double>(max))
       fail(std::string("bad ") + what + " '" + text + "'");
     return static_cast<int64_t>(v);
   }

@@ -27,7 +27,8 @@ __attribute__((format(gnu_printf, 1, 2)))
 #elif defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
-inline std::string format(const char* fmt, ...) {
+inline std::string
+format(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
   char small[512];
@@ -49,7 +50,9 @@ inline std::string format(const char* fmt, ...) {
   return out;
 }
 
-[[noreturn]] inline void fail(int status, const std::string& message) { throw Error(status, message); }
+[[noreturn]] inline void fail(int status, const std::string& message) {
+  throw Error(status, message);
+}
 
 inline void require(bool ok, int status, const char* what) {
   if (!ok) fail(status, what);

@@ -86,7 +86,8 @@ struct GridLayout {
   }
 
   KNN_HD uint32_t key(int32_t cx, int32_t cy, int32_t cz) const {
-    return (static_cast<uint32_t>(cz) * static_cast<uint32_t>(cells[1]) + static_cast<uint32_t>(cy)) *
+    return (static_cast<uint32_t>(cz) * static_cast<uint32_t>(cells[1]) +
+            static_cast<uint32_t>(cy)) *
                static_cast<uint32_t>(cells[0]) +
            static_cast<uint32_t>(cx);
   }
@@ -114,7 +115,8 @@ struct GridLayout {
     constexpr double kShrink = 1.0 - 1e-14;
     double gap;
     if (c > qc) {  // points at or above the cell's lower boundary
-      const double boundary = static_cast<double>(box_lo[a]) + static_cast<double>(c) * width[a] - margin[a];
+      const double boundary =
+          static_cast<double>(box_lo[a]) + static_cast<double>(c) * width[a] - margin[a];
       gap = boundary - static_cast<double>(q);
     } else {  // points at or below the cell's upper boundary
       const double boundary =
@@ -189,7 +191,8 @@ struct GridLayout {
 // rows go from the query's own outwards, the nearer side first, so that the
 // k-th distance shrinks early and prunes the rest.
 template <class Kth, class VisitRange>
-KNN_HD void walk_shells(const GridLayout& g, const float q[3], Kth&& kth, VisitRange&& visit_range) {
+KNN_HD void walk_shells(const GridLayout& g, const float q[3], Kth&& kth,
+                        VisitRange&& visit_range) {
   const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
   const int32_t side_y = g.nearer_side(q[1], 1, qc[1]), side_z = g.nearer_side(q[2], 2, qc[2]);
   const float own_x = g.box_gap(q[0], 0);
@@ -287,7 +290,9 @@ inline GridLayout make_grid_layout(const float box_lo[3], const float box_hi[3],
       if (active[a] && extent[a] < side) active[a] = false, dropped = true;
     if (dropped) continue;
     for (int a = 0; a < 3; ++a)
-      if (active[a]) g.cells[a] = static_cast<int32_t>(std::fmin(std::fmax(std::floor(extent[a] / side), 1.0), cap));
+      if (active[a])
+        g.cells[a] =
+            static_cast<int32_t>(std::fmin(std::fmax(std::floor(extent[a] / side), 1.0), cap));
     break;
   }
   // Rounding of pow may overshoot the cap by a little: trim the largest axis.
@@ -313,8 +318,7 @@ inline GridLayout make_grid_layout(const float box_lo[3], const float box_hi[3],
 // The sum is exact (64-bit integers) on both engines, so both decide alike.
 inline bool grid_is_poor(uint64_t sum_of_squared_counts, int64_t n, int target) {
   if (n < kGridMinPointsToJudge) return false;
-  const double mean_own_cell =
-      static_cast<double>(sum_of_squared_counts) / static_cast<double>(n);
+  const double mean_own_cell = static_cast<double>(sum_of_squared_counts) / static_cast<double>(n);
   return mean_own_cell > kGridPoorOccupancyFactor * (target + 1);
 }
 

@@ -46,9 +46,9 @@ KNN_HD int node_level(int64_t i) {
 }
 
 struct TreeShape {
-  int64_t n;          // nodes in the tree
-  int levels;         // tree_levels(n)
-  int64_t last_count; // nodes on the last level
+  int64_t n;           // nodes in the tree
+  int levels;          // tree_levels(n)
+  int64_t last_count;  // nodes on the last level
 
   KNN_HD explicit TreeShape(int64_t n_nodes)
       : n(n_nodes),
@@ -58,8 +58,8 @@ struct TreeShape {
   // Nodes in the subtree of the level-l node at position q.
   KNN_HD int64_t subtree_size(int l, int64_t q) const {
     if (l >= levels) return 0;
-    const int below = levels - 1 - l;                   // levels under l, last excluded
-    const int64_t span = int64_t{1} << below;           // last-level slots under the node
+    const int below = levels - 1 - l;          // levels under l, last excluded
+    const int64_t span = int64_t{1} << below;  // last-level slots under the node
     int64_t on_last = last_count - q * span;
     on_last = on_last < 0 ? 0 : (on_last > span ? span : on_last);
     return (span - 1) + on_last;

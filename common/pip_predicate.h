@@ -140,7 +140,8 @@ KNN_HD int add_exact_product(double* e, int length, double a_hi, double a_lo, do
 }
 
 // Exact sign (-1, 0, +1) of (bx-ax)*(py-ay) - (px-ax)*(by-ay) for floats.
-KNN_PIP_COLD int exact_orientation_sign(float ax, float ay, float bx, float by, float px, float py) {
+KNN_PIP_COLD int exact_orientation_sign(float ax, float ay, float bx, float by, float px,
+                                        float py) {
   // Each float difference is exactly hi + lo in double (two-sum); each product
   // of two such sums is eight exact doubles; the sixteen are summed into a
   // nonoverlapping expansion whose largest component carries the sign.

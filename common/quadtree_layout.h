@@ -13,8 +13,8 @@
 namespace knn {
 namespace quadtree {
 
-constexpr int kCellBits = 16;            // cells per axis = 2^16
-constexpr int kMaxDepth = kCellBits;     // a node at this depth is one cell
+constexpr int kCellBits = 16;         // cells per axis = 2^16
+constexpr int kMaxDepth = kCellBits;  // a node at this depth is one cell
 constexpr uint32_t kMaxCell = (1u << kCellBits) - 1;
 
 // Maps coordinates to cells: cell = floor((v - min) * scale), clamped. Only

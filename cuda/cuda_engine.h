@@ -17,7 +17,7 @@ namespace cuda {
 // Number of usable devices; 0 without a driver, a device, or CUDA support.
 int device_count();
 void set_device(int device);
-int current_device();  // -1 when there is none
+int current_device();        // -1 when there is none
 size_t free_device_bytes();  // 0 when there is no device
 
 // ---- Tree build (device bytes: memory_model.h) ----------------------------

@@ -15,8 +15,8 @@
 #include <cstdint>
 
 #include "../include/knn_gpgpu.h"
-#include "kdtree/index_kdtree_memory.h"
 #include "core/memory_model.h"
+#include "kdtree/index_kdtree_memory.h"
 
 namespace knn {
 namespace cuda {
@@ -76,8 +76,8 @@ inline size_t build_bytes(int structure, int64_t n, int dim) {
 inline size_t call_bytes(int64_t m, int k, int dim) {
   const size_t um = count(m), uk = count(k), ud = count(dim);
   const size_t heaps = k > kMaxWarpK ? 2 * aligned(um * uk * 4) : 0;
-  return aligned(um * ud * 4) + 2 * aligned(um * uk * 4) + 4 * aligned(um * 8) +
-         cub_temp_bytes(m) + heaps;
+  return aligned(um * ud * 4) + 2 * aligned(um * uk * 4) + 4 * aligned(um * 8) + cub_temp_bytes(m) +
+         heaps;
 }
 
 // The index resident plus one call (the build's scratch is gone by then, so

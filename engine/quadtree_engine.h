@@ -40,8 +40,8 @@ class QuadtreeEngine {
                      const QuadtreeParams& call) const = 0;
   // Polygon p's points, ascending, into point_indices[out_offsets[p] ..
   // out_offsets[p+1]); out_offsets already checked against count().
-  virtual void fill(const PolygonSet& polygons, const int64_t* out_offsets,
-                    int64_t* point_indices, const QuadtreeParams& call) const = 0;
+  virtual void fill(const PolygonSet& polygons, const int64_t* out_offsets, int64_t* point_indices,
+                    const QuadtreeParams& call) const = 0;
 };
 
 namespace omp {

@@ -206,18 +206,10 @@ void helpers(FuzzedDataProvider& in) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   switch (in.ConsumeIntegralInRange<int>(0, 3)) {
-    case 0:
-      classic(in);
-      break;
-    case 1:
-      brute_force(in);
-      break;
-    case 2:
-      index_api(in);
-      break;
-    default:
-      helpers(in);
-      break;
+    case 0: classic(in); break;
+    case 1: brute_force(in); break;
+    case 2: index_api(in); break;
+    default: helpers(in); break;
   }
   return 0;
 }

@@ -33,21 +33,11 @@ std::vector<Node> fuzzed_tree(FuzzedDataProvider& in) {
   for (int edits = in.ConsumeIntegralInRange<int>(0, 3); edits > 0; --edits) {
     Node& node = tree[in.ConsumeIntegralInRange<int>(0, n - 1)];
     switch (in.ConsumeIntegralInRange<int>(0, 4)) {
-      case 0:
-        node.left = in.ConsumeIntegralInRange<int>(-3, n + 2);
-        break;
-      case 1:
-        node.right = in.ConsumeIntegralInRange<int>(-3, n + 2);
-        break;
-      case 2:
-        node.id = in.ConsumeIntegralInRange<int>(-3, n + 2);
-        break;
-      case 3:
-        node.p[in.ConsumeIntegralInRange<int>(0, 2)] = knn_fuzz::next_float(in, true);
-        break;
-      default:
-        std::swap(node, tree[in.ConsumeIntegralInRange<int>(0, n - 1)]);
-        break;
+      case 0: node.left = in.ConsumeIntegralInRange<int>(-3, n + 2); break;
+      case 1: node.right = in.ConsumeIntegralInRange<int>(-3, n + 2); break;
+      case 2: node.id = in.ConsumeIntegralInRange<int>(-3, n + 2); break;
+      case 3: node.p[in.ConsumeIntegralInRange<int>(0, 2)] = knn_fuzz::next_float(in, true); break;
+      default: std::swap(node, tree[in.ConsumeIntegralInRange<int>(0, n - 1)]); break;
     }
   }
   return tree;

@@ -84,28 +84,27 @@
 #define KNN_VERSION_MINOR 0
 #define KNN_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, the value knn_version() returns. */
-#define KNN_VERSION_NUMBER \
-  (KNN_VERSION_MAJOR * 10000 + KNN_VERSION_MINOR * 100 + KNN_VERSION_PATCH)
+#define KNN_VERSION_NUMBER (KNN_VERSION_MAJOR * 10000 + KNN_VERSION_MINOR * 100 + KNN_VERSION_PATCH)
 
 /* ---- Export and calling convention --------------------------------------
  * Building the DLL defines KNN_GPGPU_BUILDING; consumers of the DLL define
  * nothing; a static library user defines KNN_GPGPU_STATIC. */
 #if defined(_WIN32) || defined(__CYGWIN__)
-#  if defined(KNN_GPGPU_STATIC)
-#    define KNN_API
-#  elif defined(KNN_GPGPU_BUILDING)
-#    define KNN_API __declspec(dllexport)
-#  else
-#    define KNN_API __declspec(dllimport)
-#  endif
-#  define KNN_CALL __cdecl
+#if defined(KNN_GPGPU_STATIC)
+#define KNN_API
+#elif defined(KNN_GPGPU_BUILDING)
+#define KNN_API __declspec(dllexport)
 #else
-#  if defined(KNN_GPGPU_BUILDING) && (defined(__GNUC__) || defined(__clang__))
-#    define KNN_API __attribute__((visibility("default")))
-#  else
-#    define KNN_API
-#  endif
-#  define KNN_CALL
+#define KNN_API __declspec(dllimport)
+#endif
+#define KNN_CALL __cdecl
+#else
+#if defined(KNN_GPGPU_BUILDING) && (defined(__GNUC__) || defined(__clang__))
+#define KNN_API __attribute__((visibility("default")))
+#else
+#define KNN_API
+#endif
+#define KNN_CALL
 #endif
 
 #ifdef __cplusplus
@@ -202,11 +201,11 @@ KNN_API int KNN_CALL knn_set_progress(knn_progress* progress);
  * typedefs for the classic calls. The functions and their symbols are the
  * same either way; only the tag a translation unit sees differs. */
 #if defined(KNN_GPGPU_NO_CLASSIC_TYPES)
-#  define KNN_POINT_TAG knn_point
-#  define KNN_NODE_TAG knn_node
+#define KNN_POINT_TAG knn_point
+#define KNN_NODE_TAG knn_node
 #else
-#  define KNN_POINT_TAG Point
-#  define KNN_NODE_TAG Node
+#define KNN_POINT_TAG Point
+#define KNN_NODE_TAG Node
 #endif
 
 /* One 3-D point, 12 bytes. */
@@ -269,19 +268,19 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
  * Every path returns the identical result. Errors: INVALID_ARGUMENT (NULL
  * arrays with positive counts, negative counts, k < 1), NONFINITE_INPUT (a
  * query coordinate), INVALID_TREE, DEVICE_OUT_OF_MEMORY / DEVICE (CUDA only). */
-KNN_API int KNN_CALL queryAll(const knn_point* query_points, const knn_node* tree,
-                              int n_qp, int n_tree, int k, int* result);
-KNN_API int KNN_CALL cuQueryAll(const knn_point* query_points, const knn_node* tree,
-                                int n_qp, int n_tree, int k, int* result);
-KNN_API int KNN_CALL mpQueryAll(const knn_point* query_points, const knn_node* tree,
-                                int n_qp, int n_tree, int k, int* result);
+KNN_API int KNN_CALL queryAll(const knn_point* query_points, const knn_node* tree, int n_qp,
+                              int n_tree, int k, int* result);
+KNN_API int KNN_CALL cuQueryAll(const knn_point* query_points, const knn_node* tree, int n_qp,
+                                int n_tree, int k, int* result);
+KNN_API int KNN_CALL mpQueryAll(const knn_point* query_points, const knn_node* tree, int n_qp,
+                                int n_tree, int k, int* result);
 
 /* Memory helpers. They compute in 64 bits, need no device, return 0 for
  * negative arguments and SIZE_MAX where the byte count does not fit a
- * size_t (they never wrap to a smaller figure). They are honest: a GPU call whose need is at most the
- * device's free memory does not fail for lack of it, and its peak device use
- * stays within the figure (every buffer is counted in whole 2 MiB pages of
- * the device allocator; a device test measures the real peak). */
+ * size_t (they never wrap to a smaller figure). They are honest: a GPU call whose need is at most
+ * the device's free memory does not fail for lack of it, and its peak device use stays within the
+ * figure (every buffer is counted in whole 2 MiB pages of the device allocator; a device test
+ * measures the real peak). */
 /* Bytes of the Node array of an n-node tree. */
 KNN_API size_t KNN_CALL getTreeSize(int n_tree);
 /* Device bytes cuBuildKdTree needs for n points. */
@@ -310,8 +309,8 @@ KNN_API int KNN_CALL cuGetDeviceCount(void);
 /* Exact brute-force kNN in any dimension (CPU). ref holds n_ref rows of dim
  * floats, query n_query rows. sq_dist and ind receive n_query * k values,
  * row i at offset i*k; either may be NULL when not wanted. dim >= 1. */
-KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* query,
-                                     int n_query, int dim, int k, float* sq_dist, int* ind);
+KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* query, int n_query,
+                                     int dim, int k, float* sq_dist, int* ind);
 
 /* =========================================================================
  * 3. The index API (any dimension, resident on the device)
@@ -437,9 +436,8 @@ KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim
 /* k nearest neighbours of m queries (m rows of dim floats): indices[i*k + j]
  * and sq_distances[i*k + j] (may be NULL), nearest first, ties by the smaller
  * index; slots beyond the index's size hold -1 / +infinity. Any k >= 1. */
-KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m,
-                                     int k, int32_t* indices, float* sq_distances,
-                                     const knn_options* opt);
+KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m, int k,
+                                     int32_t* indices, float* sq_distances, const knn_options* opt);
 /* All-kNN of the indexed points themselves, in input order: row i (n rows of
  * k) holds the k nearest of point i. exclude_self != 0 drops only point i's
  * own index; other points equal to it stay (at distance 0, by index). With
@@ -456,8 +454,7 @@ KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exc
  * sq_distances are not read. */
 KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queries, int64_t m,
                                       float radius, int max_neighbors, int32_t* indices,
-                                      float* sq_distances, int32_t* counts,
-                                      const knn_options* opt);
+                                      float* sq_distances, int32_t* counts, const knn_options* opt);
 
 /* Radius search into CSR rows, for any number of neighbours per query: count,
  * take offsets from the counts, fill. The predicate and order are those of
@@ -484,14 +481,12 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
  * (cancellation, device error) counts are all 0; a fill that fails after its
  * offsets passed leaves indices[0 .. offsets[m]) all -1 and sq_distances
  * +infinity, one that fails before leaves them untouched. */
-KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries,
-                                            int64_t m, float radius, int64_t* counts,
-                                            const knn_options* opt);
+KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries, int64_t m,
+                                            float radius, int64_t* counts, const knn_options* opt);
 KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, int64_t* offsets);
-KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* queries,
-                                           int64_t m, float radius, const int64_t* offsets,
-                                           int32_t* indices, float* sq_distances,
-                                           const knn_options* opt);
+KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* queries, int64_t m,
+                                           float radius, const int64_t* offsets, int32_t* indices,
+                                           float* sq_distances, const knn_options* opt);
 
 /* Serialization of an index to and from a caller's buffer (host memory).
  * knn_index_serialized_size writes the byte count of the serialized form
@@ -516,8 +511,8 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  * costs at most its own size. Other errors: as knn_index_build. */
 KNN_API int KNN_CALL knn_index_serialized_size(const knn_index* index, size_t* bytes);
 KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, size_t bytes);
-KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes,
-                                           const knn_options* opt, knn_index** out);
+KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes, const knn_options* opt,
+                                           knn_index** out);
 
 /* Device bytes a CUDA index build / a kNN call on it would need at most, for
  * the structure opt asks for (AUTO or NULL: the largest of the structures the

@@ -62,15 +62,15 @@ extern "C" {
 #endif
 
 #if defined(_WIN32)
-#  if defined(KNN_GPGPU_MPI_BUILDING)
-#    define KNN_MPI_API __declspec(dllexport)
-#  else
-#    define KNN_MPI_API __declspec(dllimport)
-#  endif
-#elif defined(KNN_GPGPU_MPI_BUILDING) && (defined(__GNUC__) || defined(__clang__))
-#  define KNN_MPI_API __attribute__((visibility("default")))
+#if defined(KNN_GPGPU_MPI_BUILDING)
+#define KNN_MPI_API __declspec(dllexport)
 #else
-#  define KNN_MPI_API
+#define KNN_MPI_API __declspec(dllimport)
+#endif
+#elif defined(KNN_GPGPU_MPI_BUILDING) && (defined(__GNUC__) || defined(__clang__))
+#define KNN_MPI_API __attribute__((visibility("default")))
+#else
+#define KNN_MPI_API
 #endif
 
 /* The communicator: the ADDRESS of an MPI_Comm handle of the MPI this library
@@ -87,7 +87,7 @@ extern "C" {
  *             the former). */
 typedef const void* knn_mpi_comm;
 #if defined(MPI_VERSION)
-#  define KNN_MPI_COMM(comm) ((knn_mpi_comm)&(comm))
+#define KNN_MPI_COMM(comm) ((knn_mpi_comm) & (comm))
 #endif
 
 /* Options of the distributed index. Initialise with knn_mpi_options_init,

@@ -20,7 +20,6 @@ namespace {
 // queries of a block walk the same part of the tree.
 constexpr int64_t kQueriesPerBlock = 256;
 
-
 // A radius query's sink: every point the scan lets through (distance <= r2)
 // is kept; subtrees whose bound exceeds r2 are skipped.
 struct WithinRadius {
@@ -130,8 +129,7 @@ void walk(const SearchTree& tree, const float* query, float* gaps, Sink& sink) {
 }
 
 // Query numbers sorted by the leaf each query falls into (a counting sort).
-std::vector<int64_t> leaf_order(const SearchTree& t, const float* queries, int64_t m,
-                                int threads) {
+std::vector<int64_t> leaf_order(const SearchTree& t, const float* queries, int64_t m, int threads) {
   std::vector<int64_t> order(static_cast<size_t>(m));
   std::iota(order.begin(), order.end(), int64_t{0});
   if (t.nodes.empty() || m < 2 * kQueriesPerBlock) return order;
@@ -141,7 +139,8 @@ std::vector<int64_t> leaf_order(const SearchTree& t, const float* queries, int64
   for (int64_t i = 0; i < m; ++i) {
     const float* q = queries + i * t.dim;
     int32_t node = 0;
-    for (const SearchNode* nd = &t.nodes[0]; nd->first_child >= 0; nd = &t.nodes[static_cast<size_t>(node)])
+    for (const SearchNode* nd = &t.nodes[0]; nd->first_child >= 0;
+         nd = &t.nodes[static_cast<size_t>(node)])
       node = nd->first_child + (q[nd->split_dim] <= nd->left_max ? 0 : 1);
     leaf[static_cast<size_t>(i)] = node;
   }
@@ -187,11 +186,13 @@ void search_knn_self(const SearchTree& tree, int k, bool exclude_self, int threa
   const int64_t take = exclude_self ? int64_t{k} + 1 : k;
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
-        n, kQueriesPerBlock, thread_count(threads), cancel_flag(), [&] { return KnnState(take, tree); },
+        n, kQueriesPerBlock, thread_count(threads), cancel_flag(),
+        [&] { return KnnState(take, tree); },
         [&](KnnState& state, int64_t b) {
           // Positions are in tree order: consecutive points are neighbours.
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n, (b + 1) * kQueriesPerBlock); ++p) {
-            for (int d = 0; d < tree.dim; ++d) state.query[static_cast<size_t>(d)] = tree.plane(d)[p];
+            for (int d = 0; d < tree.dim; ++d)
+              state.query[static_cast<size_t>(d)] = tree.plane(d)[p];
             const int32_t self = tree.ids[static_cast<size_t>(p)];
             state.list.reset();
             walk<decltype(dim)::value>(tree, state.query.data(), state.gaps.data(), state.list);
@@ -216,7 +217,9 @@ void search_radius(const SearchTree& tree, const float* queries, int64_t m, floa
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
         m, kQueriesPerBlock, team, cancel_flag(),
-        [&] { return RadiusState{{}, std::vector<float>(static_cast<size_t>(tree.dim))}; },
+        [&] {
+          return RadiusState{{}, std::vector<float>(static_cast<size_t>(tree.dim))};
+        },
         [&](RadiusState& state, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];

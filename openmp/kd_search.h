@@ -44,16 +44,16 @@ constexpr int kScanLanes = 8;
 struct SearchNode {
   int32_t first_child = -1;  // -1: a leaf
   int32_t split_dim = 0;
-  float left_max = 0.0f;     // left subtree: coordinate split_dim <= left_max
-  float right_min = 0.0f;    // right subtree: coordinate split_dim >= right_min
+  float left_max = 0.0f;       // left subtree: coordinate split_dim <= left_max
+  float right_min = 0.0f;      // right subtree: coordinate split_dim >= right_min
   int32_t begin = 0, end = 0;  // the node's own points (positions)
-  int32_t min_index = 0;     // smallest original index in the subtree
+  int32_t min_index = 0;       // smallest original index in the subtree
 };
 
 struct SearchTree {
   int dim = 0;
-  int64_t size = 0;               // points
-  int64_t stride = 0;             // floats per plane: size + kScanLanes (a block may read past a bucket)
+  int64_t size = 0;    // points
+  int64_t stride = 0;  // floats per plane: size + kScanLanes (a block may read past a bucket)
   std::vector<SearchNode> nodes;  // empty for an empty tree
   std::vector<int32_t> ids;       // original index of each position
   std::vector<float> planes;      // coordinate d of position p at planes[d * stride + p]

@@ -47,9 +47,7 @@ class KnnList {
 };
 
 // The capacity of a k-list over n reference points: min(k, n), at least 1.
-inline int list_capacity(int k, int64_t n) {
-  return static_cast<int>(n < k ? (n < 1 ? 1 : n) : k);
-}
+inline int list_capacity(int k, int64_t n) { return static_cast<int>(n < k ? (n < 1 ? 1 : n) : k); }
 
 }  // namespace omp
 }  // namespace knn

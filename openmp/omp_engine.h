@@ -27,8 +27,8 @@ SearchTree classic_search_tree(const Node* tree, int64_t n, int root_dim);
 // `sq_distances` unless NULL) is at offset i*k; slots past the tree's size get
 // -1 / +infinity. root_dim is the split dimension of tree[0] (non-zero for a
 // subtree cut from a larger tree). The tree is trusted: check it first.
-void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* queries, int64_t m,
-                  int k, int32_t* indices, float* sq_distances);
+void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* queries, int64_t m, int k,
+                  int32_t* indices, float* sq_distances);
 
 // Exact k nearest rows of `ref` (n rows of dim floats) for m query rows.
 void brute_force(const float* ref, int64_t n, const float* queries, int64_t m, int dim, int k,

@@ -35,12 +35,14 @@ std::vector<int64_t> order_by_key(const std::vector<uint32_t>& keys, int64_t cel
   for (int64_t c = 0; c < cells; ++c) first[c + 1] += first[c];
   std::vector<int64_t> order(keys.size());
   std::vector<int64_t> next(first.begin(), first.end() - 1);
-  for (size_t i = 0; i < keys.size(); ++i) order[static_cast<size_t>(next[keys[i]]++)] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < keys.size(); ++i)
+    order[static_cast<size_t>(next[keys[i]]++)] = static_cast<int64_t>(i);
   if (starts) *starts = std::move(first);
   return order;
 }
 
-std::vector<uint32_t> cell_keys(const GridLayout& grid, const float* xyz, int64_t count, int threads) {
+std::vector<uint32_t> cell_keys(const GridLayout& grid, const float* xyz, int64_t count,
+                                int threads) {
   std::vector<uint32_t> keys(static_cast<size_t>(count));
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < count; ++i)
@@ -50,9 +52,12 @@ std::vector<uint32_t> cell_keys(const GridLayout& grid, const float* xyz, int64_
 
 class GridIndex final : public IndexEngine {
  public:
-  GridIndex(const GridLayout& grid, const float* points, int64_t n, const std::vector<int64_t>& order,
-            std::vector<int64_t> starts)
-      : grid_(grid), n_(n), starts_(std::move(starts)), coords_(static_cast<size_t>(3 * n)),
+  GridIndex(const GridLayout& grid, const float* points, int64_t n,
+            const std::vector<int64_t>& order, std::vector<int64_t> starts)
+      : grid_(grid),
+        n_(n),
+        starts_(std::move(starts)),
+        coords_(static_cast<size_t>(3 * n)),
         ids_(static_cast<size_t>(n)) {
     for (int64_t p = 0; p < n; ++p) {
       const int64_t id = order[static_cast<size_t>(p)];
@@ -87,9 +92,11 @@ class GridIndex final : public IndexEngine {
                 const CallParams& call) const override {
     const int take = exclude_self ? k + 1 : k;
     for_each_block(
-        n_, kQueriesPerBlock, thread_count(call.threads), cancel_flag(), [&] { return NeighborList(take, n_); },
+        n_, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
+        [&] { return NeighborList(take, n_); },
         [&](NeighborList& list, int64_t b) {
-          for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock); ++p) {
+          for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock);
+               ++p) {
             const int64_t self = ids_[static_cast<size_t>(p)];
             nearest(&coords_[static_cast<size_t>(3 * p)], list);
             list.write(k, exclude_self ? static_cast<int32_t>(self) : -1, indices + self * k,

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../common/float_math.h"
-#include "../include/knn_gpgpu.h"
 #include "../engine/index_engine.h"
+#include "../include/knn_gpgpu.h"
 #include "omp_index_support.h"
 
 namespace knn {
@@ -22,7 +22,9 @@ constexpr int64_t kPointFloatsPerBlock = 32 * 1024;
 class BruteForceIndex final : public IndexEngine {
  public:
   BruteForceIndex(const float* points, int64_t n, int dim)
-      : n_(n), dim_(dim), points_(points, points + n * dim),
+      : n_(n),
+        dim_(dim),
+        points_(points, points + n * dim),
         points_per_block_(std::max<int64_t>(1, kPointFloatsPerBlock / dim)) {}
 
   int backend() const override { return KNN_BACKEND_OPENMP; }
@@ -37,8 +39,8 @@ class BruteForceIndex final : public IndexEngine {
 
   void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
                 const CallParams& call) const override {
-    nearest(points_.data(), n_, exclude_self ? int64_t{k} + 1 : k, k, exclude_self, indices, sq_distances,
-            call);
+    nearest(points_.data(), n_, exclude_self ? int64_t{k} + 1 : k, k, exclude_self, indices,
+            sq_distances, call);
   }
 
   void copy_points(float* host_rows) const override {

@@ -18,9 +18,9 @@
 
 #include "../common/error.h"
 #include "../common/float_math.h"
-#include "../include/knn_gpgpu.h"
 #include "../engine/index_engine.h"
 #include "../engine/progress.h"
+#include "../include/knn_gpgpu.h"
 #include "kd_search.h"
 #include "omp_index_support.h"
 
@@ -64,8 +64,8 @@ class KdTreeIndex final : public IndexEngine {
 
   void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
               float* sq_distances, int32_t* counts, const CallParams& call) const override {
-    search_radius(search_, queries, m, mul_rn(radius, radius), max_neighbors, call.threads,
-                  indices, sq_distances, counts);
+    search_radius(search_, queries, m, mul_rn(radius, radius), max_neighbors, call.threads, indices,
+                  sq_distances, counts);
   }
 
   void copy_points(float* host_rows) const override {
@@ -130,7 +130,8 @@ class KdTreeIndex final : public IndexEngine {
       std::copy(row(key.from), row(key.from) + dim_, &spare_[static_cast<size_t>(p) * dim_]);
     }
     std::copy(&spare_[static_cast<size_t>(node.begin) * dim_],
-              &spare_[static_cast<size_t>(node.end) * dim_], &rows_[static_cast<size_t>(node.begin) * dim_]);
+              &spare_[static_cast<size_t>(node.end) * dim_],
+              &rows_[static_cast<size_t>(node.begin) * dim_]);
     return mid;
   }
 
@@ -171,7 +172,8 @@ class KdTreeIndex final : public IndexEngine {
       boxes_.resize(level_end * 2 * static_cast<size_t>(dim_));
       std::vector<int32_t> mids(level_end - level_begin, -1);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-      for (int64_t i = static_cast<int64_t>(level_begin); i < static_cast<int64_t>(level_end); ++i) {
+      for (int64_t i = static_cast<int64_t>(level_begin); i < static_cast<int64_t>(level_end);
+           ++i) {
         KdNode& node = nodes_[static_cast<size_t>(i)];
         const int widest = fit_box(node, static_cast<int32_t>(i));
         if (node.end - node.begin <= leaf_size_) continue;
@@ -228,14 +230,14 @@ class KdTreeIndex final : public IndexEngine {
   int64_t n_;
   int dim_;
   int leaf_size_;
-  SearchTree search_;          // what the queries search (kd_search.h)
+  SearchTree search_;  // what the queries search (kd_search.h)
   // The build's arrays, freed by hand_over:
-  std::vector<int32_t> ids_;    // original index of each bucket-order position
-  std::vector<float> rows_;     // the points in the same order, dim_ floats each
-  std::vector<float> spare_;    // rows being reordered by a split
-  std::vector<Key> keys_;       // the selections' keys, at their nodes' positions
-  std::vector<KdNode> nodes_;   // breadth first; node 0 is the root
-  std::vector<float> boxes_;    // per node: dim_ lows, then dim_ highs
+  std::vector<int32_t> ids_;   // original index of each bucket-order position
+  std::vector<float> rows_;    // the points in the same order, dim_ floats each
+  std::vector<float> spare_;   // rows being reordered by a split
+  std::vector<Key> keys_;      // the selections' keys, at their nodes' positions
+  std::vector<KdNode> nodes_;  // breadth first; node 0 is the root
+  std::vector<float> boxes_;   // per node: dim_ lows, then dim_ highs
 };
 
 }  // namespace

@@ -50,8 +50,8 @@ void build_subtree(Item* items, int64_t count, int level, int64_t q, const TreeS
                     median.id};
   Item* right = items + rank + 1;
   const int64_t right_count = count - rank - 1;
-#pragma omp task if (rank > kTaskCutoff) default(none) \
-    firstprivate(items, rank, level, q) shared(shape, tree, cancel)
+#pragma omp task if (rank > kTaskCutoff) default(none) firstprivate(items, rank, level, q) \
+    shared(shape, tree, cancel)
   build_subtree(items, rank, level + 1, 2 * q, shape, tree, cancel);
   build_subtree(right, right_count, level + 1, 2 * q + 1, shape, tree, cancel);
 #pragma omp taskwait

@@ -85,15 +85,16 @@ SearchTree classic_search_tree(const Node* tree, int64_t n, int root_dim) {
     for (int64_t q = 0; q < buckets; ++q)
       lo = std::min(lo, boxes[static_cast<size_t>(q) * 6 + d]),
       hi = std::max(hi, boxes[static_cast<size_t>(q) * 6 + 3 + d]);
-    for (int64_t i = 0; i < upper; ++i) lo = std::min(lo, tree[i].p[d]), hi = std::max(hi, tree[i].p[d]);
+    for (int64_t i = 0; i < upper; ++i)
+      lo = std::min(lo, tree[i].p[d]), hi = std::max(hi, tree[i].p[d]);
     t.lo[static_cast<size_t>(d)] = lo;
     t.hi[static_cast<size_t>(d)] = hi;
   }
   return t;
 }
 
-void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* queries, int64_t m,
-                  int k, int32_t* indices, float* sq_distances) {
+void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* queries, int64_t m, int k,
+                  int32_t* indices, float* sq_distances) {
   search_knn(classic_search_tree(tree, n, root_dim), reinterpret_cast<const float*>(queries), m, k,
              0, indices, sq_distances);
 }

@@ -22,9 +22,9 @@
 #include "../common/error.h"
 #include "../common/pip_predicate.h"
 #include "../common/quadtree_layout.h"
-#include "../include/knn_gpgpu.h"
 #include "../engine/cancel.h"
 #include "../engine/quadtree_engine.h"
+#include "../include/knn_gpgpu.h"
 
 namespace knn {
 namespace omp {
@@ -38,7 +38,7 @@ struct Box {
 };
 
 struct Node {
-  int64_t begin, end;  // range of the sorted order
+  int64_t begin, end;   // range of the sorted order
   int64_t first_child;  // children are contiguous; -1 for a leaf
   int child_count;
   Box box;  // tight bounding box of the node's points
@@ -156,12 +156,14 @@ class OmpQuadtree final : public QuadtreeEngine {
 };
 
 OmpQuadtree::OmpQuadtree(const float* xy, int64_t n, const QuadtreeParams& params)
-    : n_(n), leaf_capacity_(params.leaf_capacity > 0 ? params.leaf_capacity : kDefaultLeafCapacity) {
+    : n_(n),
+      leaf_capacity_(params.leaf_capacity > 0 ? params.leaf_capacity : kDefaultLeafCapacity) {
   if (n == 0) return;
   const int threads = params.threads > 0 ? params.threads : omp_get_max_threads();
   float min_x = xy[0], min_y = xy[1], max_x = xy[0], max_y = xy[1];
-#pragma omp parallel for num_threads(threads) reduction(min : min_x, min_y) \
-    reduction(max : max_x, max_y)
+#pragma omp parallel for num_threads(threads) reduction(min                           \
+                                                        : min_x, min_y) reduction(max \
+                                                                                  : max_x, max_y)
   for (int64_t i = 0; i < n; ++i) {
     min_x = std::min(min_x, xy[2 * i]);
     max_x = std::max(max_x, xy[2 * i]);
@@ -174,9 +176,9 @@ OmpQuadtree::OmpQuadtree(const float* xy, int64_t n, const QuadtreeParams& param
   std::vector<uint64_t> order(static_cast<size_t>(n));
 #pragma omp parallel for num_threads(threads)
   for (int64_t i = 0; i < n; ++i)
-    order[i] = (static_cast<uint64_t>(quadtree::point_key(quantiser, xy[2 * i], xy[2 * i + 1]))
-                << 32) |
-               static_cast<uint64_t>(i);
+    order[i] =
+        (static_cast<uint64_t>(quadtree::point_key(quantiser, xy[2 * i], xy[2 * i + 1])) << 32) |
+        static_cast<uint64_t>(i);
   std::sort(order.begin(), order.end());
   keys_.resize(static_cast<size_t>(n));
   x_.resize(static_cast<size_t>(n));
@@ -255,7 +257,8 @@ std::vector<OmpQuadtree::Task> OmpQuadtree::make_tasks(int64_t n_polygons, int t
         next.push_back(node);
         continue;
       }
-      for (int c = 0; c < nodes_[node].child_count; ++c) next.push_back(nodes_[node].first_child + c);
+      for (int c = 0; c < nodes_[node].child_count; ++c)
+        next.push_back(nodes_[node].first_child + c);
     }
     frontier.swap(next);
   }
@@ -272,8 +275,8 @@ void OmpQuadtree::emit_range(int64_t begin, int64_t end, Sink& sink) const {
   sink.out = std::copy(index_.begin() + begin, index_.begin() + end, sink.out);
 }
 
-void OmpQuadtree::run_task(const PolygonSet& polygons, const Task& task,
-                           std::vector<Edge>* scratch, Sink& sink) const {
+void OmpQuadtree::run_task(const PolygonSet& polygons, const Task& task, std::vector<Edge>* scratch,
+                           Sink& sink) const {
   const int64_t first_ring = polygons.polygon_offsets[task.polygon];
   const int64_t end_ring = polygons.polygon_offsets[task.polygon + 1];
   std::vector<Edge>& edges = scratch[0];
@@ -309,7 +312,8 @@ void OmpQuadtree::visit(const Box& polygon_box, int64_t node_id, int depth,
       box_touched = box_touched || edge_touches_box(e, node.box);
     }
   if (!box_touched) {
-    if (odd_crossings(edges, x_[node.begin], y_[node.begin])) emit_range(node.begin, node.end, sink);
+    if (odd_crossings(edges, x_[node.begin], y_[node.begin]))
+      emit_range(node.begin, node.end, sink);
     return;
   }
   if (node.first_child < 0) {
@@ -391,7 +395,8 @@ void OmpQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
     });
     int64_t cursor = 0;
     for (int64_t t = 0; t < n_tasks; ++t) {
-      if (t == 0 || tasks[t].polygon != tasks[t - 1].polygon) cursor = out_offsets[tasks[t].polygon];
+      if (t == 0 || tasks[t].polygon != tasks[t - 1].polygon)
+        cursor = out_offsets[tasks[t].polygon];
       start[t] = cursor;
       cursor += found[t];
     }

@@ -67,8 +67,8 @@ void check_tree(const Node* tree, int64_t n) {
   bad_order = first_out_of_order(tree, shape, 0, 0, Box{{-inf, -inf, -inf}, {inf, inf, inf}});
   const int64_t first_bad = bad_fields < bad_order ? bad_fields : bad_order;
   if (first_bad < n)
-    fail(KNN_ERR_INVALID_TREE, tree_defect_message(first_bad, check_node(tree, shape, first_bad),
-                                                   tree[first_bad].id));
+    fail(KNN_ERR_INVALID_TREE,
+         tree_defect_message(first_bad, check_node(tree, shape, first_bad), tree[first_bad].id));
 
   // Every id is in range; they form a permutation unless one repeats.
   std::vector<std::atomic<uint32_t>> seen(static_cast<size_t>((n + 31) / 32));

@@ -18,7 +18,9 @@ template <class T>
 class ThreadScratch {
  public:
   ThreadScratch(int threads, size_t per_thread)
-      : threads_(threads), per_thread_(per_thread), data_(static_cast<size_t>(threads) * per_thread) {}
+      : threads_(threads),
+        per_thread_(per_thread),
+        data_(static_cast<size_t>(threads) * per_thread) {}
 
   int threads() const { return threads_; }
   // This thread's `per_thread` entries; call it inside the region.

@@ -4,9 +4,9 @@
 #include <limits>
 
 #include "../cuda/cuda_engine.h"
+#include "../engine/progress.h"
 #include "../openmp/omp_engine.h"
 #include "abi_barrier.h"
-#include "../engine/progress.h"
 #include "query_planner.h"
 #include "validate.h"
 
@@ -56,8 +56,8 @@ int build(const char* function, const Point* points, int n, Node* tree, Engine e
   });
 }
 
-int query(const char* function, const Point* queries, const Node* tree, int n_qp, int n_tree,
-          int k, int* result, Engine engine) {
+int query(const char* function, const Point* queries, const Node* tree, int n_qp, int n_tree, int k,
+          int* result, Engine engine) {
   return guarded(function, [&] {
     check_array(queries, n_qp, "query_points", "n_qp");
     check_array(tree, n_tree, "tree", "n_tree");
@@ -97,12 +97,12 @@ KNN_API int KNN_CALL queryAll(const Point* query_points, const Node* tree, int n
                               int k, int* result) {
   return knn::query("queryAll", query_points, tree, n_qp, n_tree, k, result, Engine::Auto);
 }
-KNN_API int KNN_CALL cuQueryAll(const Point* query_points, const Node* tree, int n_qp,
-                                int n_tree, int k, int* result) {
+KNN_API int KNN_CALL cuQueryAll(const Point* query_points, const Node* tree, int n_qp, int n_tree,
+                                int k, int* result) {
   return knn::query("cuQueryAll", query_points, tree, n_qp, n_tree, k, result, Engine::Cuda);
 }
-KNN_API int KNN_CALL mpQueryAll(const Point* query_points, const Node* tree, int n_qp,
-                                int n_tree, int k, int* result) {
+KNN_API int KNN_CALL mpQueryAll(const Point* query_points, const Node* tree, int n_qp, int n_tree,
+                                int k, int* result) {
   return knn::query("mpQueryAll", query_points, tree, n_qp, n_tree, k, result, Engine::OpenMP);
 }
 
@@ -149,8 +149,8 @@ KNN_API int KNN_CALL cuGetDeviceCount(void) {
   return count;
 }
 
-KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* query,
-                                     int n_query, int dim, int k, float* sq_dist, int* ind) {
+KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* query, int n_query,
+                                     int dim, int k, float* sq_dist, int* ind) {
   return knn::guarded("knn_brute_force", [&] {
     knn::check_array(ref, n_ref, "ref", "n_ref");
     knn::check_array(query, n_query, "query", "n_query");

@@ -14,12 +14,12 @@
 #include "../cuda/cuda_engine.h"
 #include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
+#include "../engine/progress.h"
 #include "abi_barrier.h"
 #include "index_format.h"
 #include "index_planner.h"
 #include "live_handles.h"
 #include "options.h"
-#include "../engine/progress.h"
 #include "validate.h"
 
 // The handle behind knn_index*; live ones are registered in
@@ -92,8 +92,7 @@ bool on_device(const void* p) { return p != nullptr && cuda::is_device_pointer(p
 
 void check_dim(int dim) {
   if (dim < 1 || dim > kIndexMaxDim)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("dim is %d; it must be from 1 to %d", dim, kIndexMaxDim));
+    fail(KNN_ERR_INVALID_ARGUMENT, format("dim is %d; it must be from 1 to %d", dim, kIndexMaxDim));
 }
 
 // Every coordinate finite and within coordinate_limit(dim), wherever the
@@ -343,8 +342,8 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
       engine = build_index_engine(KNN_BACKEND_CUDA, o.structure, points, n, dim, params);
     } catch (const Error& e) {
       // An automatic choice that the device cannot serve after all goes to the CPU.
-      const bool recoverable = e.status() == KNN_ERR_DEVICE_OUT_OF_MEMORY ||
-                               e.status() == KNN_ERR_UNSUPPORTED;
+      const bool recoverable =
+          e.status() == KNN_ERR_DEVICE_OUT_OF_MEMORY || e.status() == KNN_ERR_UNSUPPORTED;
       if (o.backend != KNN_BACKEND_AUTO || !recoverable) throw;
     }
   }
@@ -411,8 +410,8 @@ KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim
   });
 }
 
-KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m,
-                                     int k, int32_t* indices, float* sq_distances,
+KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m, int k,
+                                     int32_t* indices, float* sq_distances,
                                      const knn_options* opt) {
   return knn::guarded("knn_index_query", [&] {
     const knn_index& ix = knn::checked_index(index);
@@ -448,11 +447,11 @@ KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exc
     knn_options defaults;
     knn_options_init(&defaults);
     const knn::ProgressStage stage(KNN_PROGRESS_QUERY, n);
-    knn::run_on_engine(ix, nullptr, 0, out, defaults,
-                       [&](const float*, int32_t* i, float* d, int32_t*,
-                           const knn::CallParams& call) {
-                         ix.engine->knn_self(k, exclude_self != 0, i, d, call);
-                       });
+    knn::run_on_engine(
+        ix, nullptr, 0, out, defaults,
+        [&](const float*, int32_t* i, float* d, int32_t*, const knn::CallParams& call) {
+          ix.engine->knn_self(k, exclude_self != 0, i, d, call);
+        });
     stage.finish();
   });
 }
@@ -486,18 +485,17 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
     const int dim = ix.engine->dim();
     knn::check_coordinate_rows(queries, m, dim, knn::on_device(queries), "query");
     const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
-    knn::run_on_engine(ix, queries, m, out, o,
-                       [&](const float* q, int32_t* i, float* d, int32_t* c,
-                           const knn::CallParams& call) {
-                         ix.engine->radius(q, m, radius, max_neighbors, i, d, c, call);
-                       });
+    knn::run_on_engine(
+        ix, queries, m, out, o,
+        [&](const float* q, int32_t* i, float* d, int32_t* c, const knn::CallParams& call) {
+          ix.engine->radius(q, m, radius, max_neighbors, i, d, c, call);
+        });
     stage.finish();
   });
 }
 
-KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries,
-                                            int64_t m, float radius, int64_t* counts,
-                                            const knn_options* opt) {
+KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries, int64_t m,
+                                            float radius, int64_t* counts, const knn_options* opt) {
   return knn::guarded("knn_index_radius_count", [&] {
     const knn_index& ix = knn::checked_index(index);
     const knn_options o = knn::read_index_options(opt);
@@ -552,10 +550,9 @@ KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, i
   });
 }
 
-KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* queries,
-                                           int64_t m, float radius, const int64_t* offsets,
-                                           int32_t* indices, float* sq_distances,
-                                           const knn_options* opt) {
+KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* queries, int64_t m,
+                                           float radius, const int64_t* offsets, int32_t* indices,
+                                           float* sq_distances, const knn_options* opt) {
   return knn::guarded("knn_index_radius_fill", [&] {
     const knn_index& ix = knn::checked_index(index);
     const knn_options o = knn::read_index_options(opt);
@@ -567,9 +564,8 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
     const std::vector<int64_t> offs = knn::host_int64s(offsets, m + 1);
     const int64_t total = offs[static_cast<size_t>(m)];
     if (total > 0 && indices == nullptr)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("indices is NULL while offsets[m] is %lld",
-                            static_cast<long long>(total)));
+      knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("indices is NULL while offsets[m] is %lld",
+                                                      static_cast<long long>(total)));
     const knn::Outputs out(total > 0 ? indices : nullptr, total > 0 ? sq_distances : nullptr,
                            nullptr, total, 0);
     knn::check_coordinate_rows(queries, m, ix.engine->dim(), knn::on_device(queries), "query");
@@ -617,8 +613,8 @@ KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, s
   });
 }
 
-KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes,
-                                           const knn_options* opt, knn_index** out) {
+KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes, const knn_options* opt,
+                                           knn_index** out) {
   return knn::guarded("knn_index_deserialize", [&] {
     if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
@@ -627,8 +623,8 @@ KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes,
     if (buffer == nullptr && bytes > 0)
       knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));
     std::vector<float> points;
-    const knn::SavedIndex saved = knn::read_serialized_index(
-        static_cast<const unsigned char*>(buffer), bytes, points);
+    const knn::SavedIndex saved =
+        knn::read_serialized_index(static_cast<const unsigned char*>(buffer), bytes, points);
     o.struct_size = sizeof o;
     o.structure = saved.structure;
     o.leaf_size = saved.leaf_size;
@@ -650,9 +646,7 @@ int estimate_structure(const knn_options* opt) {
 // Sizes no index serves, or whose byte counts would not fit a size_t, need
 // more than any device has: SIZE_MAX keeps the estimates non-decreasing and
 // keeps the arithmetic below from overflowing (found by fuzz/fuzz_api_args).
-bool beyond_any_index(int64_t n, int dim) {
-  return n > INT32_MAX || dim > KNN_INDEX_MAX_DIM;
-}
+bool beyond_any_index(int64_t n, int dim) { return n > INT32_MAX || dim > KNN_INDEX_MAX_DIM; }
 bool query_bytes_overflow(int64_t m, int k, int dim) {
   // Generous per-query bound: rows of k indices and distances (twice, for
   // staging and sorting), the query, and scratch; 64x slack.

@@ -140,8 +140,8 @@ SavedIndex read_serialized_index(const unsigned char* in, size_t bytes,
   const size_t checked = kIndexFormatHeaderBytes + static_cast<size_t>(payload);
   const uint32_t stored = get<uint32_t>(in, checked), computed = crc32c(in, checked);
   if (stored != computed)
-    corrupt(format("its CRC-32C is 0x%08x but the contents give 0x%08x (corrupted)", stored,
-                   computed));
+    corrupt(
+        format("its CRC-32C is 0x%08x but the contents give 0x%08x (corrupted)", stored, computed));
   points.resize(static_cast<size_t>(n) * dim);
   if (payload > 0) std::memcpy(points.data(), in + kIndexFormatHeaderBytes, payload);
   SavedIndex saved;

@@ -16,8 +16,7 @@ int auto_structure(int backend, int64_t n, int dim) {
   return dim == 3 ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE;
 }
 
-int resolve_backend(int requested, int64_t n, int dim, int structure,
-                    size_t device_memory_limit) {
+int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit) {
   if (requested == KNN_BACKEND_OPENMP) return KNN_BACKEND_OPENMP;
   const bool have_device = cuda::device_count() > 0;
   if (requested == KNN_BACKEND_CUDA) {
@@ -26,8 +25,8 @@ int resolve_backend(int requested, int64_t n, int dim, int structure,
     return KNN_BACKEND_CUDA;
   }
   if (!have_device) return KNN_BACKEND_OPENMP;
-  const int planned = structure == KNN_STRUCTURE_AUTO ? auto_structure(KNN_BACKEND_CUDA, n, dim)
-                                                      : structure;
+  const int planned =
+      structure == KNN_STRUCTURE_AUTO ? auto_structure(KNN_BACKEND_CUDA, n, dim) : structure;
   const size_t budget = device_memory_limit > 0 ? device_memory_limit : device_budget();
   return cuda::index_memory::build_bytes(planned, n, dim) <= budget ? KNN_BACKEND_CUDA
                                                                     : KNN_BACKEND_OPENMP;

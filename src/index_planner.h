@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "../include/knn_gpgpu.h"
 #include "../engine/index_engine.h"
+#include "../include/knn_gpgpu.h"
 
 namespace knn {
 

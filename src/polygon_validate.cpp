@@ -21,9 +21,9 @@ void check_offsets(const int64_t* offsets, int64_t count, const char* name, bool
   });
   if (bad == count) return;
   if (strictly && offsets[bad + 1] == offsets[bad])
-    fail(KNN_ERR_INVALID_ARGUMENT, format("%s %lld has no ring (%s[%lld] == %s[%lld] == %lld)",
-                                          element, ll(bad), name, ll(bad), name, ll(bad + 1),
-                                          ll(offsets[bad])));
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("%s %lld has no ring (%s[%lld] == %s[%lld] == %lld)", element, ll(bad), name,
+                ll(bad), name, ll(bad + 1), ll(offsets[bad])));
   fail(KNN_ERR_INVALID_ARGUMENT,
        format("%s decreases at %s %lld: %s[%lld] = %lld > %s[%lld] = %lld", name, element, ll(bad),
               name, ll(bad), ll(offsets[bad]), name, ll(bad + 1), ll(offsets[bad + 1])));
@@ -46,9 +46,8 @@ int64_t distinct_run_count(const float* xy, int64_t begin, int64_t end) {
 
 }  // namespace
 
-PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offsets,
-                             int64_t n_rings, const int64_t* polygon_offsets,
-                             int64_t n_polygons) {
+PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offsets, int64_t n_rings,
+                             const int64_t* polygon_offsets, int64_t n_polygons) {
   check_array(polygon_offsets, n_polygons, "polygon_offsets", "n_polygons");
   check_array(ring_offsets, n_rings, "ring_offsets", "n_rings");
   PolygonSet set;
@@ -72,8 +71,8 @@ PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offse
   check_offsets(ring_offsets, n_rings, "ring_offsets", false, "ring");
   set.n_vertices = ring_offsets[n_rings];
   if (vertices_xy == nullptr)
-    fail(KNN_ERR_INVALID_ARGUMENT, format("vertices_xy is NULL while ring_offsets[n_rings] = %lld",
-                                          ll(set.n_vertices)));
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("vertices_xy is NULL while ring_offsets[n_rings] = %lld", ll(set.n_vertices)));
   check_finite(vertices_xy, set.n_vertices, 2, "vertex");
   const int64_t short_ring = first_index_where(n_rings, [&](int64_t r) {
     return distinct_run_count(vertices_xy, ring_offsets[r], ring_offsets[r + 1]) < 3;

@@ -20,8 +20,7 @@ namespace knn {
 //  - each ring keeps at least 3 vertices once consecutive repeats (the
 //    closing repeat of a closed ring included) are dropped;
 //  - every vertex coordinate is finite.
-PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offsets,
-                             int64_t n_rings, const int64_t* polygon_offsets,
-                             int64_t n_polygons);
+PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offsets, int64_t n_rings,
+                             const int64_t* polygon_offsets, int64_t n_polygons);
 
 }  // namespace knn

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "../cuda/cuda_engine.h"
+#include "../engine/quadtree_engine.h"
 #include "abi_barrier.h"
 #include "live_handles.h"
 #include "options.h"
 #include "polygon_validate.h"
-#include "../engine/quadtree_engine.h"
 #include "validate.h"
 
 // The handle owns its engine; live ones are registered in
@@ -39,7 +39,8 @@ int choose_backend(const knn_options& o) {
   if (o.backend == KNN_BACKEND_OPENMP) return KNN_BACKEND_OPENMP;
   const bool device = cuda::device_count() > 0;
   if (o.backend == KNN_BACKEND_CUDA && !device)
-    fail(KNN_ERR_NO_DEVICE, "opt->backend is KNN_BACKEND_CUDA but no usable CUDA device is present");
+    fail(KNN_ERR_NO_DEVICE,
+         "opt->backend is KNN_BACKEND_CUDA but no usable CUDA device is present");
   if (device && o.device >= 0 && o.device != cuda::current_device())
     fail(KNN_ERR_UNSUPPORTED,
          format("opt->device is %d but the calling thread's current device is %d; select the "

@@ -16,9 +16,9 @@
 #include "../common/float_math.h"
 #include "../common/neighbor.h"
 #include "../cuda/cuda_engine.h"
-#include "../openmp/omp_engine.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
+#include "../openmp/omp_engine.h"
 #include "../openmp/thread_scratch.h"
 
 namespace knn {
@@ -87,8 +87,8 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
       const double gpu_seconds_left = remaining / (gpu_done / elapsed);
-      want = std::min<int64_t>(kCpuChunkQueries,
-                               static_cast<int64_t>(0.5 * rate * gpu_seconds_left));
+      want =
+          std::min<int64_t>(kCpuChunkQueries, static_cast<int64_t>(0.5 * rate * gpu_seconds_left));
     }
     *count = want < 1 ? 0 : std::min(want, remaining);
     back_ -= *count;
@@ -129,8 +129,8 @@ int64_t fitting_chunk(int64_t m, int k, int64_t n, size_t budget) {
 // takes queries from the back of the same pool once the GPU has shown its
 // pace; they stop when they could not finish before it.
 void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int root_dim,
-                     const Point* queries, int64_t m, int k, int32_t* indices,
-                     float* sq_distances, int64_t chunk, bool cpu_share) {
+                     const Point* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+                     int64_t chunk, bool cpu_share) {
   QueryPool pool(m, chunk);
   const int slots = cuda::pipeline_slots(m, chunk);
   const int helpers = omp_get_max_threads() - cuda::kHostCopyThreads - 1;
@@ -183,8 +183,8 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
 // search. Where copies bound it, CPU threads would slow them down (measured:
 // bench/RESULTS.md). KNN_CPU_SHARE=1/0 forces the choice.
 bool want_cpu_share(int64_t m, int k) {
-  const bool worth_it = m >= (int64_t{1} << 16) && k > 16 &&
-                        omp_get_max_threads() > cuda::kHostCopyThreads + 2;
+  const bool worth_it =
+      m >= (int64_t{1} << 16) && k > 16 && omp_get_max_threads() > cuda::kHostCopyThreads + 2;
   return env_flag("KNN_CPU_SHARE", worth_it);
 }
 
@@ -203,7 +203,8 @@ void merge_rows(int32_t* a_idx, float* a_dist, const int32_t* b_idx, const float
     else
       scratch[out] = Neighbor{std::numeric_limits<float>::infinity(), -1};
   }
-  for (int out = 0; out < k; ++out) a_idx[out] = scratch[out].index, a_dist[out] = scratch[out].sq_distance;
+  for (int out = 0; out < k; ++out)
+    a_idx[out] = scratch[out].index, a_dist[out] = scratch[out].sq_distance;
 }
 
 // A part of a split tree: its nodes in heap layout, the split dimension of
@@ -268,7 +269,8 @@ float box_bound(const Point& q, const TreePart& part) {
   float sum = 0.0f;
   for (int d = 0; d < 3; ++d) {
     const float c = q.p[d];
-    const float gap = c < part.lo[d] ? sub_rn(part.lo[d], c) : (c > part.hi[d] ? sub_rn(c, part.hi[d]) : 0.0f);
+    const float gap =
+        c < part.lo[d] ? sub_rn(part.lo[d], c) : (c > part.hi[d] ? sub_rn(c, part.hi[d]) : 0.0f);
     sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
   }
   return sum;
@@ -303,7 +305,8 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
   for (size_t p = 1; p < parts.size(); ++p) part_of_subtree[parts[p].subtree] = static_cast<int>(p);
   auto home_part = [&](const Point& q) { return part_of_subtree[descend(tree, q.p, levels, 0)]; };
 
-  const int64_t block = std::max<int64_t>(1, static_cast<int64_t>(kSplitBlockBytes / (size_t(k) * 8)));
+  const int64_t block =
+      std::max<int64_t>(1, static_cast<int64_t>(kSplitBlockBytes / (size_t(k) * 8)));
   const size_t rows = static_cast<size_t>(std::min(block, m)) * k;
   std::vector<float> best_dist(rows);
   std::vector<int32_t> part_idx(rows);
@@ -430,8 +433,7 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
       fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
            format("the tree (%lld nodes) and one chunk of queries need %zu device bytes; %zu are "
                   "available (queryAll splits the tree instead)",
-                  static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries),
-                  budget));
+                  static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries), budget));
     }
     omp::check_tree(tree, n);
     return query_split_tree(queries, m, tree, n, k, result, budget);

@@ -28,8 +28,7 @@ KNN_API const char* KNN_CALL knn_status_string(int status) {
     case KNN_ERR_INVALID_ARGUMENT: return "KNN_ERR_INVALID_ARGUMENT: invalid argument";
     case KNN_ERR_NONFINITE_INPUT: return "KNN_ERR_NONFINITE_INPUT: NaN or infinite coordinate";
     case KNN_ERR_HOST_OUT_OF_MEMORY: return "KNN_ERR_HOST_OUT_OF_MEMORY: host out of memory";
-    case KNN_ERR_DEVICE_OUT_OF_MEMORY:
-      return "KNN_ERR_DEVICE_OUT_OF_MEMORY: device out of memory";
+    case KNN_ERR_DEVICE_OUT_OF_MEMORY: return "KNN_ERR_DEVICE_OUT_OF_MEMORY: device out of memory";
     case KNN_ERR_NO_DEVICE: return "KNN_ERR_NO_DEVICE: no usable CUDA device";
     case KNN_ERR_DEVICE: return "KNN_ERR_DEVICE: CUDA device error";
     case KNN_ERR_INVALID_TREE: return "KNN_ERR_INVALID_TREE: not a valid kd-tree";

@@ -12,8 +12,7 @@
 
 namespace knn {
 
-void check_array(const void* array, int64_t count, const char* array_name,
-                 const char* count_name) {
+void check_array(const void* array, int64_t count, const char* array_name, const char* count_name) {
   if (count < 0)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("%s is %lld; it must not be negative", count_name, static_cast<long long>(count)));
@@ -61,9 +60,9 @@ void check_rows(const float* rows, int64_t n, int dim, const char* what, float l
 
 void fail_coordinate(float value, int64_t row, int d, int dim, float limit, const char* what) {
   if (!is_finite_float(value))
-    fail(KNN_ERR_NONFINITE_INPUT, format("%s %lld has a%s coordinate (dimension %d)", what,
-                                         static_cast<long long>(row),
-                                         value != value ? " NaN" : "n infinite", d));
+    fail(KNN_ERR_NONFINITE_INPUT,
+         format("%s %lld has a%s coordinate (dimension %d)", what, static_cast<long long>(row),
+                value != value ? " NaN" : "n infinite", d));
   fail(KNN_ERR_INVALID_ARGUMENT,
        format("%s %lld has coordinate %g (dimension %d); in %d dimension%s coordinates must lie "
               "within +-%g, so that squared distances stay finite in float32",
@@ -92,10 +91,9 @@ void check_offsets_match_counts(const int64_t* offsets, const int64_t* counts, i
   int64_t expected = 0;
   for (int64_t i = 0; i <= rows; ++i) {
     if (offsets[i] != expected) {
-      const std::string why =
-          i == 0 ? std::string("it must be 0")
-                 : format("%s[p+1] - %s[p] must be %s p's count", offsets_name, offsets_name,
-                          row_name);
+      const std::string why = i == 0 ? std::string("it must be 0")
+                                     : format("%s[p+1] - %s[p] must be %s p's count", offsets_name,
+                                              offsets_name, row_name);
       fail(KNN_ERR_INVALID_ARGUMENT,
            format("%s[%lld] is %lld but the counts give %lld (%s)", offsets_name,
                   static_cast<long long>(i), static_cast<long long>(offsets[i]),

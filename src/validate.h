@@ -9,8 +9,7 @@
 namespace knn {
 
 // `count` >= 0, and `array` non-NULL when count > 0.
-void check_array(const void* array, int64_t count, const char* array_name,
-                 const char* count_name);
+void check_array(const void* array, int64_t count, const char* array_name, const char* count_name);
 void check_k(int k);
 // rows * row_length output slots of 4 bytes each fit the address space (and
 // every offset into them an int64_t); `what` names the product, e.g. "m * k".

@@ -24,15 +24,15 @@ inline std::string status_text(int status) {
   return std::string(knn_status_string(status)) + " / last error: \"" + knn_last_error() + "\"";
 }
 
-#define KNN_EXPECT_OK(call)                                             \
-  do {                                                                  \
-    const int knn_status_ = (call);                                     \
+#define KNN_EXPECT_OK(call)                                                                  \
+  do {                                                                                       \
+    const int knn_status_ = (call);                                                          \
     EXPECT_EQ(knn_status_, KNN_OK) << #call << ": " << ::knn_test::status_text(knn_status_); \
   } while (0)
 
-#define KNN_ASSERT_OK(call)                                             \
-  do {                                                                  \
-    const int knn_status_ = (call);                                     \
+#define KNN_ASSERT_OK(call)                                                                  \
+  do {                                                                                       \
+    const int knn_status_ = (call);                                                          \
     ASSERT_EQ(knn_status_, KNN_OK) << #call << ": " << ::knn_test::status_text(knn_status_); \
   } while (0)
 

@@ -19,8 +19,11 @@ namespace knn_test {
 inline std::vector<float> queries_with_outliers(Dist dist, int64_t m, uint64_t seed) {
   std::vector<float> q = make_query_rows(dist, m, 3, seed);
   const float edge = coordinate_limit(3);
-  const float far[][3] = {{1e3f, -2e3f, 5e2f}, {-1e6f, 0.5f, 0.25f}, {0.0f, 3e6f, -3e6f},
-                          {-1e18f, 1e18f, edge}, {edge, -edge, 0.0f}};
+  const float far[][3] = {{1e3f, -2e3f, 5e2f},
+                          {-1e6f, 0.5f, 0.25f},
+                          {0.0f, 3e6f, -3e6f},
+                          {-1e18f, 1e18f, edge},
+                          {edge, -edge, 0.0f}};
   for (const auto& f : far) q.insert(q.end(), f, f + 3);
   return q;
 }

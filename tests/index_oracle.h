@@ -27,8 +27,8 @@ inline KnnResult oracle_self(const float* points, int64_t n, int dim, int k, boo
     cand.reserve(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j)
       if (!(exclude_self && j == i))
-        cand.push_back({contract_sq_distance(points + i * dim, points + j * dim, dim),
-                        static_cast<int>(j)});
+        cand.push_back(
+            {contract_sq_distance(points + i * dim, points + j * dim, dim), static_cast<int>(j)});
     const size_t keep = std::min(cand.size(), static_cast<size_t>(k));
     std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(keep), cand.end());
     for (size_t j = 0; j < keep; ++j) {

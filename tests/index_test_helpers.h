@@ -56,10 +56,10 @@ struct IndexConfigName {
 };
 
 // Skips the running test when the config needs a device this machine lacks.
-#define KNN_SKIP_WITHOUT_BACKEND(config)                                  \
-  do {                                                                    \
+#define KNN_SKIP_WITHOUT_BACKEND(config)                                 \
+  do {                                                                   \
     if ((config).backend == KNN_BACKEND_CUDA && cuGetDeviceCount() == 0) \
-      GTEST_SKIP() << "no CUDA device";                                   \
+      GTEST_SKIP() << "no CUDA device";                                  \
   } while (0)
 
 struct IndexDeleter {
@@ -81,7 +81,8 @@ inline knn_options options_for(const IndexConfig& c, int threads = 0, int leaf_s
 inline IndexHandle build_index(const std::vector<float>& points, int dim, const knn_options& opt) {
   knn_index* index = nullptr;
   const int64_t n = static_cast<int64_t>(points.size()) / dim;
-  const int status = knn_index_build(points.empty() ? nullptr : points.data(), n, dim, &opt, &index);
+  const int status =
+      knn_index_build(points.empty() ? nullptr : points.data(), n, dim, &opt, &index);
   EXPECT_EQ(status, KNN_OK) << knn_last_error();
   return IndexHandle(status == KNN_OK ? index : nullptr);
 }
@@ -97,9 +98,8 @@ inline KnnResult query_index(const knn_index* index, const std::vector<float>& q
   r.k = k;
   r.idx.assign(static_cast<size_t>(r.m) * k, -7);
   r.dist.assign(static_cast<size_t>(r.m) * k, -7.0f);
-  const int status =
-      knn_index_query(index, queries.empty() ? nullptr : queries.data(), r.m, k,
-                      reinterpret_cast<int32_t*>(r.idx.data()), r.dist.data(), opt);
+  const int status = knn_index_query(index, queries.empty() ? nullptr : queries.data(), r.m, k,
+                                     reinterpret_cast<int32_t*>(r.idx.data()), r.dist.data(), opt);
   EXPECT_EQ(status, KNN_OK) << knn_last_error();
   return r;
 }
@@ -116,8 +116,8 @@ inline KnnResult query_self(const knn_index* index, int64_t n, int k, bool exclu
   return r;
 }
 
-inline RadiusResult radius_index(const knn_index* index, const std::vector<float>& queries,
-                                 int dim, float radius, int max_neighbors,
+inline RadiusResult radius_index(const knn_index* index, const std::vector<float>& queries, int dim,
+                                 float radius, int max_neighbors,
                                  const knn_options* opt = nullptr) {
   RadiusResult r;
   r.m = static_cast<int64_t>(queries.size()) / dim;
@@ -136,8 +136,7 @@ inline RadiusResult radius_index(const knn_index* index, const std::vector<float
 
 // Indices equal and distances bit-equal.
 inline ::testing::AssertionResult same_knn(const KnnResult& want, const KnnResult& got) {
-  if (want.m != got.m || want.k != got.k)
-    return ::testing::AssertionFailure() << "shapes differ";
+  if (want.m != got.m || want.k != got.k) return ::testing::AssertionFailure() << "shapes differ";
   ::testing::AssertionResult rows = same_rows(want.idx, got.idx, want.m, want.k);
   if (!rows) return rows;
   return same_bits(want.dist, got.dist);
@@ -157,8 +156,8 @@ inline ::testing::AssertionResult same_radius(const RadiusResult& want, const Ra
 
 // One kNN case: an index over n points of `dist`, m queries, against the
 // float32 oracle and the double check.
-inline void expect_knn_like_oracle(const knn_options& opt, Dist dist, int64_t n, int64_t m,
-                                   int dim, int k, uint64_t seed) {
+inline void expect_knn_like_oracle(const knn_options& opt, Dist dist, int64_t n, int64_t m, int dim,
+                                   int k, uint64_t seed) {
   SCOPED_TRACE(describe(dist, n, m, k, seed, ("dim=" + std::to_string(dim)).c_str()));
   const std::vector<float> points = make_rows(dist, n, dim, seed);
   const std::vector<float> queries = make_query_rows(dist, m, dim, seed + 1);

@@ -88,8 +88,8 @@ struct KnnResult {
 
 // k nearest of n reference rows for each of m query rows, by (float32
 // distance, index).
-inline KnnResult oracle_knn(const float* ref, int64_t n, const float* queries, int64_t m,
-                            int dim, int k) {
+inline KnnResult oracle_knn(const float* ref, int64_t n, const float* queries, int64_t m, int dim,
+                            int k) {
   KnnResult r;
   r.m = m;
   r.k = k;
@@ -101,7 +101,8 @@ inline KnnResult oracle_knn(const float* ref, int64_t n, const float* queries, i
     const float* q = queries + i * dim;
     for (int64_t j = 0; j < n; ++j)
       cand[j] = {contract_sq_distance(q, ref + j * dim, dim), static_cast<int>(j)};
-    std::partial_sort(cand.begin(), cand.begin() + keep, cand.end());  // pair order = contract order
+    std::partial_sort(cand.begin(), cand.begin() + keep,
+                      cand.end());  // pair order = contract order
     for (int64_t j = 0; j < keep; ++j) {
       r.idx[i * k + j] = cand[j].second;
       r.dist[i * k + j] = cand[j].first;
@@ -112,8 +113,7 @@ inline KnnResult oracle_knn(const float* ref, int64_t n, const float* queries, i
 
 inline KnnResult oracle_knn(const std::vector<Point>& points, const std::vector<Point>& queries,
                             int k) {
-  return oracle_knn(points.empty() ? nullptr : &points[0].p[0],
-                    static_cast<int64_t>(points.size()),
+  return oracle_knn(points.empty() ? nullptr : &points[0].p[0], static_cast<int64_t>(points.size()),
                     queries.empty() ? nullptr : &queries[0].p[0],
                     static_cast<int64_t>(queries.size()), 3, k);
 }
@@ -198,7 +198,8 @@ inline ::testing::AssertionResult same_rows(const int* expected, const int* actu
     }
   if (first < 0) return ::testing::AssertionSuccess();
   std::ostringstream s;
-  s << mismatched_rows << " of " << m << " rows differ; first is query " << first << ":\n  expected";
+  s << mismatched_rows << " of " << m << " rows differ; first is query " << first
+    << ":\n  expected";
   const int show = std::min(k, 12);
   for (int j = 0; j < show; ++j) s << ' ' << expected[first * k + j];
   s << (k > show ? " ..." : "") << "\n  actual  ";
@@ -224,8 +225,8 @@ inline ::testing::AssertionResult same_rows(const std::vector<int>& expected,
 inline ::testing::AssertionResult same_bits(const std::vector<float>& expected,
                                             const std::vector<float>& actual) {
   if (expected.size() != actual.size())
-    return ::testing::AssertionFailure() << "sizes differ: " << expected.size() << " vs "
-                                         << actual.size();
+    return ::testing::AssertionFailure()
+           << "sizes differ: " << expected.size() << " vs " << actual.size();
   for (size_t i = 0; i < expected.size(); ++i)
     if (std::memcmp(&expected[i], &actual[i], sizeof(float)) != 0)
       return ::testing::AssertionFailure()
@@ -306,7 +307,8 @@ inline ::testing::AssertionResult tree_invariants_hold(const std::vector<Point>&
         << ", " << want_right << ")";
       return fail(i, s.str());
     }
-    if (node.id < 0 || node.id >= n) return fail(i, "id " + std::to_string(node.id) + " out of range");
+    if (node.id < 0 || node.id >= n)
+      return fail(i, "id " + std::to_string(node.id) + " out of range");
     if (seen[node.id]) return fail(i, "id " + std::to_string(node.id) + " repeated");
     seen[node.id] = 1;
     if (std::memcmp(node.p, points[node.id].p, sizeof node.p) != 0)
@@ -348,17 +350,16 @@ inline ::testing::AssertionResult tree_invariants_hold(const std::vector<Point>&
 
 inline ::testing::AssertionResult same_tree_bytes(const std::vector<Node>& expected,
                                                   const std::vector<Node>& actual) {
-  if (expected.size() != actual.size())
-    return ::testing::AssertionFailure() << "sizes differ";
+  if (expected.size() != actual.size()) return ::testing::AssertionFailure() << "sizes differ";
   for (size_t i = 0; i < expected.size(); ++i)
     if (std::memcmp(&expected[i], &actual[i], sizeof(Node)) != 0) {
       const Node& e = expected[i];
       const Node& a = actual[i];
       return ::testing::AssertionFailure()
-             << "node " << i << " differs: expected {" << e.p[0] << ", " << e.p[1] << ", "
-             << e.p[2] << " | " << e.left << ", " << e.right << ", id " << e.id << "}, actual {"
-             << a.p[0] << ", " << a.p[1] << ", " << a.p[2] << " | " << a.left << ", " << a.right
-             << ", id " << a.id << "}";
+             << "node " << i << " differs: expected {" << e.p[0] << ", " << e.p[1] << ", " << e.p[2]
+             << " | " << e.left << ", " << e.right << ", id " << e.id << "}, actual {" << a.p[0]
+             << ", " << a.p[1] << ", " << a.p[2] << " | " << a.left << ", " << a.right << ", id "
+             << a.id << "}";
     }
   return ::testing::AssertionSuccess();
 }

@@ -22,10 +22,10 @@ inline PipAnswer count_then_fill(const knn_quadtree* tree, const PolygonArrays& 
                                  const knn_options& opt, bool guard_slot) {
   const int64_t n_polygons = set.n_polygons();
   std::vector<int64_t> counts(static_cast<size_t>(n_polygons), -7);
-  EXPECT_EQ(knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(),
-                                         set.n_rings(), set.polygon_offsets.data(), n_polygons,
-                                         counts.data(), &opt),
-            KNN_OK)
+  EXPECT_EQ(
+      knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
+                                   set.polygon_offsets.data(), n_polygons, counts.data(), &opt),
+      KNN_OK)
       << knn_last_error();
   std::vector<int64_t> offsets{0};
   for (const int64_t c : counts) offsets.push_back(offsets.back() + c);

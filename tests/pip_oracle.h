@@ -34,7 +34,8 @@ class BigInt {
     BigInt r;
     if (f == 0.0f) return r;
     int exponent = 0;
-    const double mantissa = std::frexp(static_cast<double>(f), &exponent);  // f = mantissa * 2^exponent
+    const double mantissa =
+        std::frexp(static_cast<double>(f), &exponent);           // f = mantissa * 2^exponent
     int64_t m = static_cast<int64_t>(std::ldexp(mantissa, 24));  // exact: 24 bits
     int shift = exponent - 24 + 149;
     for (; shift < 0; ++shift) m /= 2;  // subnormals: the dropped bits are zeros

@@ -32,14 +32,14 @@ const char* const kSymbols[] = {
 
 int failures = 0;
 
-#define CHECK(cond, ...)                                     \
-  do {                                                       \
-    if (!(cond)) {                                           \
+#define CHECK(cond, ...)                                                     \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
       std::fprintf(stderr, "FAILED %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                     \
-      std::fprintf(stderr, "\n");                            \
-      ++failures;                                            \
-    }                                                        \
+      std::fprintf(stderr, __VA_ARGS__);                                     \
+      std::fprintf(stderr, "\n");                                            \
+      ++failures;                                                            \
+    }                                                                        \
   } while (0)
 
 template <class Fn>
@@ -75,7 +75,8 @@ std::vector<int> brute_force(const std::vector<Point>& points, const Point& q, i
 }
 
 void exercise(void* lib) {
-  for (const char* name : kSymbols) CHECK(dlsym(lib, name) != nullptr, "dlsym(%s): %s", name, dlerror());
+  for (const char* name : kSymbols)
+    CHECK(dlsym(lib, name) != nullptr, "dlsym(%s): %s", name, dlerror());
 
   const auto version = LOOKUP(lib, knn_version);
   const auto status_string = LOOKUP(lib, knn_status_string);
@@ -95,8 +96,7 @@ void exercise(void* lib) {
 
   CHECK(version() == KNN_VERSION_NUMBER, "knn_version() = %d, header says %d", version(),
         KNN_VERSION_NUMBER);
-  CHECK(std::strstr(status_string(12345), "unknown status") != nullptr, "%s",
-        status_string(12345));
+  CHECK(std::strstr(status_string(12345), "unknown status") != nullptr, "%s", status_string(12345));
   CHECK(device_count() >= 0, "cuGetDeviceCount() = %d", device_count());
 
   // A tiny build and query: 50 points on a 5 x 5 x 2 grid, 7 queries, k = 4.

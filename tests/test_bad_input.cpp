@@ -57,10 +57,9 @@ const NamedQuery kQueries[] = {{&queryAll, "queryAll", false},
 // does not order the two checks.
 ::testing::AssertionResult is_validation_failure(int status, int want, bool cuda_only) {
   if (status == want) return ::testing::AssertionSuccess();
-  if (cuda_only && no_device() && status == KNN_ERR_NO_DEVICE)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "status " << status_text(status) << ", want "
-                                       << knn_status_string(want);
+  if (cuda_only && no_device() && status == KNN_ERR_NO_DEVICE) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "status " << status_text(status) << ", want " << knn_status_string(want);
 }
 
 class BadInput : public ::testing::Test {
@@ -83,7 +82,8 @@ class BadInput : public ::testing::Test {
     for (const NamedQuery& q : kQueries) {
       SCOPED_TRACE(q.name);
       std::vector<int> result(kM * 8 + 64, kSentinelInt);
-      const int status = q.fn(queries, tree, n_qp, n_tree, k, with_result ? result.data() : nullptr);
+      const int status =
+          q.fn(queries, tree, n_qp, n_tree, k, with_result ? result.data() : nullptr);
       EXPECT_TRUE(is_validation_failure(status, want, q.cuda_only));
       EXPECT_EQ(result, std::vector<int>(kM * 8 + 64, kSentinelInt)) << "output written on failure";
       const std::string message = knn_last_error();
@@ -100,8 +100,8 @@ class BadInput : public ::testing::Test {
     for (const NamedQuery& q : kQueries) {
       SCOPED_TRACE(q.name);
       std::vector<int> result(kM * kK, kSentinelInt);
-      const int status = q.fn(queries_.data(), bad.data(), kM, static_cast<int>(bad.size()), kK,
-                              result.data());
+      const int status =
+          q.fn(queries_.data(), bad.data(), kM, static_cast<int>(bad.size()), kK, result.data());
       EXPECT_TRUE(is_validation_failure(status, KNN_ERR_INVALID_TREE, q.cuda_only));
       EXPECT_EQ(result, std::vector<int>(kM * kK, kSentinelInt)) << "output written on failure";
       const std::string message = knn_last_error();
@@ -150,8 +150,8 @@ TEST_F(BadInput, BuildRefusesNonFinitePointsAndNamesTheFirst) {
     int coordinate;
     float value;
   };
-  const Case cases[] = {{17, 0, kNaN}, {17, 1, kInf}, {17, 2, -kInf}, {0, 0, kNaN},
-                        {kN - 1, 2, kNaN}, {3, 1, -kNaN}};
+  const Case cases[] = {{17, 0, kNaN}, {17, 1, kInf},     {17, 2, -kInf},
+                        {0, 0, kNaN},  {kN - 1, 2, kNaN}, {3, 1, -kNaN}};
   for (const NamedBuild& b : kBuilds)
     for (const Case& c : cases) {
       SCOPED_TRACE(std::string(b.name) + " point " + std::to_string(c.index) + " coordinate " +
@@ -332,7 +332,8 @@ TEST(BadInputBruteForce, RefusesNonFiniteRowsAndNamesTheFirst) {
       bad[19 * dim + 0] = kNaN;
       std::vector<int> ind(m * k, kSentinelInt);
       std::vector<float> sq(m * k, -7.0f);
-      const int status = knn_brute_force(ref.data(), n, queries.data(), m, dim, k, sq.data(), ind.data());
+      const int status =
+          knn_brute_force(ref.data(), n, queries.data(), m, dim, k, sq.data(), ind.data());
       EXPECT_EQ(status, KNN_ERR_NONFINITE_INPUT) << status_text(status);
       EXPECT_TRUE(names(knn_last_error(), "point", 17)) << knn_last_error();
       EXPECT_EQ(ind, std::vector<int>(m * k, kSentinelInt));
@@ -340,7 +341,8 @@ TEST(BadInputBruteForce, RefusesNonFiniteRowsAndNamesTheFirst) {
     }
 }
 
-// ---- After a failure ------------------------------------------------------------------------------
+// ---- After a failure
+// ------------------------------------------------------------------------------
 
 TEST_F(BadInput, SuccessClearsTheLastError) {
   std::vector<int> result(kM * kK);

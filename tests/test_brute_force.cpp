@@ -37,8 +37,8 @@ TEST_P(BruteForce, MatchesOracleBitForBit) {
         const KnnResult want = first_columns(all, k);
         std::vector<int> ind(static_cast<size_t>(m) * k, kSentinelInt);
         std::vector<float> sq(static_cast<size_t>(m) * k, -7.0f);
-        KNN_ASSERT_OK(knn_brute_force(ref.data(), n, queries.data(), m, dim, k, sq.data(),
-                                      ind.data()));
+        KNN_ASSERT_OK(
+            knn_brute_force(ref.data(), n, queries.data(), m, dim, k, sq.data(), ind.data()));
         ASSERT_TRUE(same_rows(want.idx, ind, m, k));
         ASSERT_TRUE(same_bits(want.dist, sq));
       }
@@ -74,7 +74,8 @@ TEST(BruteForceOutputs, HighDimensions) {
       const KnnResult want = oracle_knn(ref.data(), n, queries.data(), m, dim, k);
       std::vector<int> ind(m * k, kSentinelInt);
       std::vector<float> sq(m * k, -7.0f);
-      KNN_ASSERT_OK(knn_brute_force(ref.data(), n, queries.data(), m, dim, k, sq.data(), ind.data()));
+      KNN_ASSERT_OK(
+          knn_brute_force(ref.data(), n, queries.data(), m, dim, k, sq.data(), ind.data()));
       EXPECT_TRUE(same_rows(want.idx, ind, m, k));
       EXPECT_TRUE(same_bits(want.dist, sq));
     }

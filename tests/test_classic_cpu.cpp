@@ -215,8 +215,8 @@ TEST(ClassicCpu, VeryLargeKIsExactAndPadded) {
     ASSERT_NO_FATAL_FAILURE(assert_every_query_matches(want, queries, tree, k));
     std::vector<int> ind(static_cast<size_t>(m) * k, kSentinelInt);
     std::vector<float> sq(static_cast<size_t>(m) * k, -7.0f);
-    KNN_ASSERT_OK(knn_brute_force(&points[0].p[0], n, &queries[0].p[0], m, 3, k, sq.data(),
-                                  ind.data()));
+    KNN_ASSERT_OK(
+        knn_brute_force(&points[0].p[0], n, &queries[0].p[0], m, 3, k, sq.data(), ind.data()));
     ASSERT_TRUE(same_rows(want.idx, ind, m, k));
     ASSERT_TRUE(same_bits(want.dist, sq));
   }
@@ -250,7 +250,8 @@ TEST(ClassicCpu, ZeroCountsAreValidAndWriteNothing) {
   std::vector<float> d(4, 1.5f);
   std::vector<int> ind(4, kSentinelInt);
   KNN_EXPECT_OK(knn_brute_force(nullptr, 0, nullptr, 0, 3, 4, nullptr, nullptr));
-  KNN_EXPECT_OK(knn_brute_force(&points[0].p[0], 20, &points[0].p[0], 0, 3, 4, d.data(), ind.data()));
+  KNN_EXPECT_OK(
+      knn_brute_force(&points[0].p[0], 20, &points[0].p[0], 0, 3, 4, d.data(), ind.data()));
   EXPECT_EQ(ind, std::vector<int>(4, kSentinelInt));
 }
 
@@ -258,9 +259,9 @@ TEST(ClassicCpu, SignedZerosAreOneValueTiedByIndex) {
   // -0.0 and +0.0 compare equal: the build orders them by index, keeps each
   // point's own bits in the node, and queries see distance 0 for both.
   const float nz = -0.0f;
-  const std::vector<Point> points = {
-      {{0.0f, 0.0f, 0.0f}}, {{nz, nz, nz}}, {{nz, 0.0f, nz}}, {{0.0f, nz, 0.0f}},
-      {{1.0f, nz, 0.0f}},   {{nz, 1.0f, nz}}, {{nz, nz, 1.0f}}};
+  const std::vector<Point> points = {{{0.0f, 0.0f, 0.0f}}, {{nz, nz, nz}},     {{nz, 0.0f, nz}},
+                                     {{0.0f, nz, 0.0f}},   {{1.0f, nz, 0.0f}}, {{nz, 1.0f, nz}},
+                                     {{nz, nz, 1.0f}}};
   assert_every_build_matches(points, reference_tree(points));
   const std::vector<Node> tree = build_tree(points);
   const std::vector<Point> queries = {{{0.0f, 0.0f, 0.0f}}, {{nz, nz, nz}}, {{nz, 0.0f, 0.0f}}};

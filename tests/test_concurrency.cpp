@@ -58,7 +58,8 @@ TEST_P(Concurrency, ThreadsQueryingOneTreeGetTheSingleThreadedAnswer) {
     QueryFn fn;
     const char* name;
   };
-  for (const NamedQuery& q : {NamedQuery{&mpQueryAll, "mpQueryAll"}, NamedQuery{&queryAll, "queryAll"}})
+  for (const NamedQuery& q :
+       {NamedQuery{&mpQueryAll, "mpQueryAll"}, NamedQuery{&queryAll, "queryAll"}})
     for (int round = 0; round < 3; ++round) {
       SCOPED_TRACE(std::string(q.name) + " round " + std::to_string(round) + " " +
                    describe(dist, n, 0, 0, seed));
@@ -113,8 +114,7 @@ TEST_P(Concurrency, ThreadsBuildingAtOnceGetIdenticalTrees) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Distributions, Concurrency,
-                         ::testing::Values(Dist::Uniform, Dist::Clustered, Dist::Grid),
-                         DistName());
+                         ::testing::Values(Dist::Uniform, Dist::Clustered, Dist::Grid), DistName());
 
 }  // namespace
 }  // namespace knn_test

@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -64,7 +64,8 @@ void expect_sample_exact(const std::vector<float>& ref, const std::vector<float>
     rows.push_back(i);
     sample.insert(sample.end(), queries.begin() + i * dim, queries.begin() + (i + 1) * dim);
   }
-  const knn_test::KnnResult expected = knn_test::oracle_knn(ref.data(), n, sample.data(), 32, dim, k);
+  const knn_test::KnnResult expected =
+      knn_test::oracle_knn(ref.data(), n, sample.data(), 32, dim, k);
   for (size_t s = 0; s < rows.size(); ++s)
     for (int j = 0; j < k; ++j)
       ASSERT_EQ(indices[static_cast<size_t>(rows[s] * k + j)], expected.idx[s * k + j])
@@ -98,7 +99,9 @@ std::vector<float> make_shape(Shape shape, int64_t n, int dim, uint64_t seed) {
         case Shape::Identical: v = 0.5f; break;
         case Shape::Line: v = static_cast<float>(t * (d + 1)); break;  // a diagonal line
         case Shape::Plane: v = d == dim - 1 ? 0.5f : static_cast<float>(rng.uniform()); break;
-        case Shape::TinyCluster: v = static_cast<float>(static_cast<double>(rng.below(64)) * 1e-30); break;
+        case Shape::TinyCluster:
+          v = static_cast<float>(static_cast<double>(rng.below(64)) * 1e-30);
+          break;
         case Shape::FarOffset: v = static_cast<float>(1e6 + rng.uniform()); break;
       }
     }
@@ -114,9 +117,7 @@ void expect_ratio(const char* what, double seconds, double baseline, double limi
   EXPECT_LE(seconds, limit * baseline) << what;
 }
 
-double max_ratio(Shape shape) {
-  return shape == Shape::TinyCluster ? kMaxRatioAllTied : kMaxRatio;
-}
+double max_ratio(Shape shape) { return shape == Shape::TinyCluster ? kMaxRatioAllTied : kMaxRatio; }
 
 // Every `step`-th row.
 std::vector<float> every(const std::vector<float>& rows, int dim, int step) {
@@ -139,7 +140,8 @@ struct ClassicRun {
   double seconds;
 };
 
-ClassicRun classic_query(const std::vector<float>& points, const std::vector<float>& queries, int k) {
+ClassicRun classic_query(const std::vector<float>& points, const std::vector<float>& queries,
+                         int k) {
   const std::vector<Point> p = knn_test::to_points(points), q = knn_test::to_points(queries);
   std::vector<Node> tree(p.size());
   EXPECT_EQ(mpBuildKdTree(p.data(), static_cast<int>(p.size()), tree.data()), KNN_OK);
@@ -211,8 +213,9 @@ IndexRun index_query(const std::vector<float>& points, const std::vector<float>&
   const int64_t m = static_cast<int64_t>(queries.size()) / dim;
   IndexRun run{std::vector<int32_t>(static_cast<size_t>(m) * k), 0.0};
   run.seconds = median_seconds([&] {
-    EXPECT_EQ(knn_index_query(index.index, queries.data(), m, k, run.indices.data(), nullptr, nullptr),
-              KNN_OK);
+    EXPECT_EQ(
+        knn_index_query(index.index, queries.data(), m, k, run.indices.data(), nullptr, nullptr),
+        KNN_OK);
   });
   return run;
 }

@@ -36,8 +36,10 @@ class Rng {
   double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
   // Uniform integer in [0, n).
-  int64_t below(int64_t n) { return n <= 1 ? 0 : static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
-  double normal() {  // Box-Muller, one value per call
+  int64_t below(int64_t n) {
+    return n <= 1 ? 0 : static_cast<int64_t>(next() % static_cast<uint64_t>(n));
+  }
+  double normal() {                     // Box-Muller, one value per call
     const double u1 = 1.0 - uniform();  // (0, 1]
     const double u2 = uniform();
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
@@ -89,9 +91,9 @@ inline const char* dist_name(Dist d) {
 }
 
 inline std::vector<Dist> all_dists() {
-  return {Dist::Uniform, Dist::Clustered, Dist::Identical, Dist::Duplicates, Dist::Plane,
-          Dist::Line,    Dist::Grid,      Dist::LargeOffset, Dist::SignedZero,
-          Dist::Tiny,    Dist::Huge};
+  return {Dist::Uniform,    Dist::Clustered, Dist::Identical, Dist::Duplicates,
+          Dist::Plane,      Dist::Line,      Dist::Grid,      Dist::LargeOffset,
+          Dist::SignedZero, Dist::Tiny,      Dist::Huge};
 }
 
 // How gtest prints a Dist parameter.
@@ -124,7 +126,8 @@ inline std::vector<float> make_rows(Dist dist, int64_t n, int dim, uint64_t seed
       for (int64_t i = 0; i < n; ++i) {
         const int64_t c = rng.below(kClusters);
         for (int d = 0; d < dim; ++d)
-          at(i, d) = static_cast<float>(centres[static_cast<size_t>(c) * dim + d] + 0.5 * rng.normal());
+          at(i, d) =
+              static_cast<float>(centres[static_cast<size_t>(c) * dim + d] + 0.5 * rng.normal());
       }
       break;
     }

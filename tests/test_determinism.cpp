@@ -70,11 +70,11 @@ TEST_P(Determinism, ThreadCountChangesNothing) {
   std::vector<int> ind_1(bm * k), ind_t(bm * k);
   std::vector<float> sq_1(bm * k), sq_t(bm * k);
   omp_set_num_threads(1);
-  KNN_ASSERT_OK(knn_brute_force(&points[0].p[0], bn, &queries[0].p[0], bm, 3, k, sq_1.data(),
-                                ind_1.data()));
+  KNN_ASSERT_OK(
+      knn_brute_force(&points[0].p[0], bn, &queries[0].p[0], bm, 3, k, sq_1.data(), ind_1.data()));
   omp_set_num_threads(saved_threads_);
-  KNN_ASSERT_OK(knn_brute_force(&points[0].p[0], bn, &queries[0].p[0], bm, 3, k, sq_t.data(),
-                                ind_t.data()));
+  KNN_ASSERT_OK(
+      knn_brute_force(&points[0].p[0], bn, &queries[0].p[0], bm, 3, k, sq_t.data(), ind_t.data()));
   EXPECT_EQ(ind_1, ind_t);
   EXPECT_TRUE(same_bits(sq_1, sq_t));
 }

@@ -54,10 +54,10 @@ void clear_planner_environment() {
   unsetenv(kCpuShareVar);
 }
 
-#define SKIP_WITHOUT_DEVICE()                                     \
-  do {                                                            \
+#define SKIP_WITHOUT_DEVICE()                                      \
+  do {                                                             \
     if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"; \
-    clear_planner_environment();                       \
+    clear_planner_environment();                                   \
   } while (0)
 
 std::string mib(size_t bytes) { return std::to_string(bytes / (1024.0 * 1024.0)) + " MiB"; }
@@ -266,16 +266,18 @@ TEST_F(GpuPaths, MemoryHelperIsHonest) {
     Dist dist;
     int n, m, k;
   };
-  const Case cases[] = {{Dist::Uniform, 1000, 1000, 1},       {Dist::Clustered, 300000, 100000, 8},
-                        {Dist::Grid, 100003, 20000, 100},     {Dist::Uniform, 50000, 3000, 1024},
-                        {Dist::Uniform, 1000, (1 << 21) + 5, 4}, {Dist::Duplicates, 4097, 7, 33}};
+  const Case cases[] = {
+      {Dist::Uniform, 1000, 1000, 1},          {Dist::Clustered, 300000, 100000, 8},
+      {Dist::Grid, 100003, 20000, 100},        {Dist::Uniform, 50000, 3000, 1024},
+      {Dist::Uniform, 1000, (1 << 21) + 5, 4}, {Dist::Duplicates, 4097, 7, 33}};
   for (const Case& c : cases) {
     prepare(c.dist, c.n, c.m, 59 + c.k);
     const std::vector<int> want = cpu(c.k);
     const size_t needed = getNeededBytesForQueryAll(c.m, c.k, c.n);
     SCOPED_TRACE(describe(c.dist, c.n, c.m, c.k, 59 + c.k) + " limit " + mib(needed));
     ScopedEnv limit_env(kLimitVar, needed);
-    ASSERT_TRUE(same_rows(want, query_ok(&cuQueryAll, "cuQueryAll", queries_, tree_, c.k), c.m, c.k));
+    ASSERT_TRUE(
+        same_rows(want, query_ok(&cuQueryAll, "cuQueryAll", queries_, tree_, c.k), c.m, c.k));
   }
 }
 

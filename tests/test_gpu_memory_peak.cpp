@@ -57,7 +57,9 @@ TEST_P(GpuMemoryPeak, WithinTheHelpers) {
   const std::vector<Point> queries = make_query_points(c.dist, c.m, 72);
   std::vector<Node> tree(static_cast<size_t>(c.n));
   std::vector<int> result(static_cast<size_t>(c.m) * c.k);
-  auto build = [&] { ASSERT_EQ(cuBuildKdTree(points.data(), c.n, tree.data()), KNN_OK) << knn_last_error(); };
+  auto build = [&] {
+    ASSERT_EQ(cuBuildKdTree(points.data(), c.n, tree.data()), KNN_OK) << knn_last_error();
+  };
   auto query = [&] {
     ASSERT_EQ(cuQueryAll(queries.data(), tree.data(), c.m, c.n, c.k, result.data()), KNN_OK)
         << knn_last_error();

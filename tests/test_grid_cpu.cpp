@@ -58,7 +58,8 @@ TEST_P(GridCpu, SelfMatchesOracle) {
   for (const int k : {1, 8}) {
     for (const bool exclude : {false, true}) {
       SCOPED_TRACE(describe(GetParam(), n, n, k, 5, exclude ? "exclude_self" : "with self"));
-      EXPECT_TRUE(same_knn(oracle_self(points.data(), n, 3, k, exclude), engine_self(*grid, k, exclude)));
+      EXPECT_TRUE(
+          same_knn(oracle_self(points.data(), n, 3, k, exclude), engine_self(*grid, k, exclude)));
     }
   }
 }
@@ -127,9 +128,11 @@ TEST(GridCpuSizes, FlatDataGetsOneCellOnFlatAxes) {
   float lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
     lo[a] = hi[a] = plane[a];
-    for (size_t i = a; i < plane.size(); i += 3) lo[a] = std::min(lo[a], plane[i]), hi[a] = std::max(hi[a], plane[i]);
+    for (size_t i = a; i < plane.size(); i += 3)
+      lo[a] = std::min(lo[a], plane[i]), hi[a] = std::max(hi[a], plane[i]);
   }
-  const knn::GridLayout layout = knn::make_grid_layout(lo, hi, 20000, knn::kGridDefaultPointsPerCell);
+  const knn::GridLayout layout =
+      knn::make_grid_layout(lo, hi, 20000, knn::kGridDefaultPointsPerCell);
   EXPECT_EQ(layout.cells[2], 1);
   EXPECT_GT(layout.cells[0], 50);
   EXPECT_GT(layout.cells[1], 50);
@@ -201,10 +204,12 @@ TEST(GridBounds, NeverExceedTheFloatDistance) {
     int64_t violations = 0;
     for (size_t qi = 0; qi < c.queries.size(); qi += 3) {
       const float* q = &c.queries[qi];
-      const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
+      const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1),
+                             g.cell_on_axis(q[2], 2)};
       for (size_t pi = 0; pi < c.points.size(); pi += 3) {
         const float* p = &c.points[pi];
-        const int32_t pc[3] = {g.cell_on_axis(p[0], 0), g.cell_on_axis(p[1], 1), g.cell_on_axis(p[2], 2)};
+        const int32_t pc[3] = {g.cell_on_axis(p[0], 0), g.cell_on_axis(p[1], 1),
+                               g.cell_on_axis(p[2], 2)};
         const float d = contract_sq_distance(q, p, 3);
         if (g.cell_bound(q, qc, pc[0], pc[1], pc[2]) > d) ++violations;
         int32_t ring = 0;

@@ -52,7 +52,8 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // All of `v` equal to `value`.
 template <class T>
 bool all_equal(const std::vector<T>& v, T value) {
-  return std::all_of(v.begin(), v.end(), [&](const T& x) { return std::memcmp(&x, &value, sizeof x) == 0; });
+  return std::all_of(v.begin(), v.end(),
+                     [&](const T& x) { return std::memcmp(&x, &value, sizeof x) == 0; });
 }
 
 // One entry point on fixed inputs: prepare() makes fresh outputs (injection
@@ -103,7 +104,8 @@ void walk(const Case& c, hook::Mode mode) {
       ASSERT_TRUE(c.failed_cleanly());
     }
     // (The checks above free whatever they allocate.)
-    ASSERT_EQ(hook::live_count(), live_before) << "allocations left behind (status " << status << ")";
+    ASSERT_EQ(hook::live_count(), live_before)
+        << "allocations left behind (status " << status << ")";
     // The next call, injection off, works.
     c.prepare();
     ASSERT_EQ(c.call(), KNN_OK) << "the call after the failure: " << knn_last_error();
@@ -158,9 +160,10 @@ class HostOom : public ::testing::Test {
             [=] {
               const std::vector<Node> untouched = sentinel_tree(points_.size());
               const Node missing{{kInf, kInf, kInf}, -1, -1, -1};
-              return check(std::memcmp(tree->data(), untouched.data(), tree->size() * sizeof(Node)) == 0 ||
-                               all_equal(*tree, missing),
-                           "the tree is neither untouched nor all missing");
+              return check(
+                  std::memcmp(tree->data(), untouched.data(), tree->size() * sizeof(Node)) == 0 ||
+                      all_equal(*tree, missing),
+                  "the tree is neither untouched nor all missing");
             }};
   }
 
@@ -186,25 +189,27 @@ class HostOom : public ::testing::Test {
     auto out = std::make_shared<Out>();
     const int64_t n = static_cast<int64_t>(rows_.size()) / kDim;
     const int64_t m = static_cast<int64_t>(query_rows_.size()) / kDim;
-    auto want = std::make_shared<KnnResult>(oracle_knn(rows_.data(), n, query_rows_.data(), m, kDim, kK));
-    return {"knn_brute_force",
-            [=] {
-              out->idx.assign(static_cast<size_t>(m) * kK, kSentinelInt);
-              out->dist.assign(static_cast<size_t>(m) * kK, kUntouchedF);
-            },
-            [=] {
-              return knn_brute_force(rows_.data(), static_cast<int>(n), query_rows_.data(),
-                                     static_cast<int>(m), kDim, kK, out->dist.data(), out->idx.data());
-            },
-            [=] {
-              const auto rows = same_rows(want->idx, out->idx, m, kK);
-              return rows ? same_bits(want->dist, out->dist) : rows;
-            },
-            [=] {
-              return check((all_equal(out->idx, kSentinelInt) && all_equal(out->dist, kUntouchedF)) ||
-                               (all_equal(out->idx, -1) && all_equal(out->dist, kInf)),
-                           "the outputs are neither untouched nor all missing");
-            }};
+    auto want =
+        std::make_shared<KnnResult>(oracle_knn(rows_.data(), n, query_rows_.data(), m, kDim, kK));
+    return {
+        "knn_brute_force",
+        [=] {
+          out->idx.assign(static_cast<size_t>(m) * kK, kSentinelInt);
+          out->dist.assign(static_cast<size_t>(m) * kK, kUntouchedF);
+        },
+        [=] {
+          return knn_brute_force(rows_.data(), static_cast<int>(n), query_rows_.data(),
+                                 static_cast<int>(m), kDim, kK, out->dist.data(), out->idx.data());
+        },
+        [=] {
+          const auto rows = same_rows(want->idx, out->idx, m, kK);
+          return rows ? same_bits(want->dist, out->dist) : rows;
+        },
+        [=] {
+          return check((all_equal(out->idx, kSentinelInt) && all_equal(out->dist, kUntouchedF)) ||
+                           (all_equal(out->idx, -1) && all_equal(out->dist, kInf)),
+                       "the outputs are neither untouched nor all missing");
+        }};
   }
 
   // ---- The index API ----------------------------------------------------------------
@@ -229,8 +234,8 @@ class HostOom : public ::testing::Test {
     const int dim = dim_of(structure);
     const int64_t n = static_cast<int64_t>(points.size()) / dim;
     const std::vector<float>& queries = queries_of(structure);
-    auto want = std::make_shared<KnnResult>(
-        oracle_knn(points.data(), n, queries.data(), static_cast<int64_t>(queries.size()) / dim, dim, kK));
+    auto want = std::make_shared<KnnResult>(oracle_knn(
+        points.data(), n, queries.data(), static_cast<int64_t>(queries.size()) / dim, dim, kK));
     const knn_options o = options_of(structure);
     return {std::string("knn_index_build ") + structure_name(structure),
             [=] { *out = reinterpret_cast<knn_index*>(out.get()); },
@@ -254,13 +259,15 @@ class HostOom : public ::testing::Test {
     const int dim = dim_of(structure);
     knn_index* index = nullptr;
     const knn_options o = options_of(structure);
-    EXPECT_EQ(knn_index_build(points.data(), static_cast<int64_t>(points.size()) / dim, dim, &o, &index),
-              KNN_OK)
+    EXPECT_EQ(
+        knn_index_build(points.data(), static_cast<int64_t>(points.size()) / dim, dim, &o, &index),
+        KNN_OK)
         << knn_last_error();
     int built = -1;
     knn_index_info(index, nullptr, nullptr, nullptr, &built);
     EXPECT_EQ(built, structure) << "the case does not test the structure it names";
-    return std::shared_ptr<knn_index>(index, [](knn_index* i) { EXPECT_EQ(knn_index_free(i), KNN_OK); });
+    return std::shared_ptr<knn_index>(index,
+                                      [](knn_index* i) { EXPECT_EQ(knn_index_free(i), KNN_OK); });
   }
 
   struct Rows {
@@ -294,12 +301,15 @@ class HostOom : public ::testing::Test {
     const std::vector<float>& queries = queries_of(structure);
     const int dim = dim_of(structure);
     const int64_t m = static_cast<int64_t>(queries.size()) / dim;
-    auto want = std::make_shared<KnnResult>(
-        oracle_knn(points.data(), static_cast<int64_t>(points.size()) / dim, queries.data(), m, dim, kK));
+    auto want = std::make_shared<KnnResult>(oracle_knn(
+        points.data(), static_cast<int64_t>(points.size()) / dim, queries.data(), m, dim, kK));
     const knn_options o = opt_;
     return {std::string("knn_index_query ") + structure_name(structure),
             [=] { out->reset(static_cast<size_t>(m) * kK, 0); },
-            [=] { return knn_index_query(index.get(), queries.data(), m, kK, out->idx.data(), out->dist.data(), &o); },
+            [=] {
+              return knn_index_query(index.get(), queries.data(), m, kK, out->idx.data(),
+                                     out->dist.data(), &o);
+            },
             [=] { return same(*want, *out); }, [=] { return out->untouched_or_missing(); }};
   }
 
@@ -310,10 +320,11 @@ class HostOom : public ::testing::Test {
     const int dim = dim_of(structure);
     const int64_t n = static_cast<int64_t>(points.size()) / dim;
     auto want = std::make_shared<KnnResult>(oracle_self(points.data(), n, dim, kK, true));
-    return {std::string("knn_index_query_self ") + structure_name(structure),
-            [=] { out->reset(static_cast<size_t>(n) * kK, 0); },
-            [=] { return knn_index_query_self(index.get(), kK, 1, out->idx.data(), out->dist.data()); },
-            [=] { return same(*want, *out); }, [=] { return out->untouched_or_missing(); }};
+    return {
+        std::string("knn_index_query_self ") + structure_name(structure),
+        [=] { out->reset(static_cast<size_t>(n) * kK, 0); },
+        [=] { return knn_index_query_self(index.get(), kK, 1, out->idx.data(), out->dist.data()); },
+        [=] { return same(*want, *out); }, [=] { return out->untouched_or_missing(); }};
   }
 
   Case index_radius(int structure, int max_neighbors) {
@@ -324,8 +335,9 @@ class HostOom : public ::testing::Test {
     const int dim = dim_of(structure);
     const int64_t m = static_cast<int64_t>(queries.size()) / dim;
     const float radius = structure == KNN_STRUCTURE_GRID ? 0.4f : 3.0f;
-    auto want = std::make_shared<RadiusResult>(oracle_radius(
-        points.data(), static_cast<int64_t>(points.size()) / dim, queries.data(), m, dim, radius, max_neighbors));
+    auto want = std::make_shared<RadiusResult>(
+        oracle_radius(points.data(), static_cast<int64_t>(points.size()) / dim, queries.data(), m,
+                      dim, radius, max_neighbors));
     const knn_options o = opt_;
     return {std::string("knn_index_radius ") + structure_name(structure) + " max_neighbors " +
                 std::to_string(max_neighbors),
@@ -333,7 +345,8 @@ class HostOom : public ::testing::Test {
             [=] {
               return knn_index_radius(index.get(), queries.data(), m, radius, max_neighbors,
                                       max_neighbors > 0 ? out->idx.data() : nullptr,
-                                      max_neighbors > 0 ? out->dist.data() : nullptr, out->counts.data(), &o);
+                                      max_neighbors > 0 ? out->dist.data() : nullptr,
+                                      out->counts.data(), &o);
             },
             [=] {
               if (!std::equal(want->counts.begin(), want->counts.end(), out->counts.begin()))
@@ -357,8 +370,12 @@ class HostOom : public ::testing::Test {
     auto out = std::make_shared<knn_quadtree*>(nullptr);
     const knn_options o = opt_;
     const std::vector<int64_t> want = pip_counts();
-    return {"knn_quadtree_build", [=] { *out = reinterpret_cast<knn_quadtree*>(out.get()); },
-            [=] { return knn_quadtree_build(xy_.data(), static_cast<int64_t>(xy_.size() / 2), &o, out.get()); },
+    return {"knn_quadtree_build",
+            [=] { *out = reinterpret_cast<knn_quadtree*>(out.get()); },
+            [=] {
+              return knn_quadtree_build(xy_.data(), static_cast<int64_t>(xy_.size() / 2), &o,
+                                        out.get());
+            },
             [=] {
               std::vector<int64_t> counts(want.size(), -7);
               const int status = knn_points_in_polygons_count(
@@ -375,9 +392,11 @@ class HostOom : public ::testing::Test {
 
   std::shared_ptr<knn_quadtree> shared_quadtree() {
     knn_quadtree* tree = nullptr;
-    EXPECT_EQ(knn_quadtree_build(xy_.data(), static_cast<int64_t>(xy_.size() / 2), &opt_, &tree), KNN_OK)
+    EXPECT_EQ(knn_quadtree_build(xy_.data(), static_cast<int64_t>(xy_.size() / 2), &opt_, &tree),
+              KNN_OK)
         << knn_last_error();
-    return std::shared_ptr<knn_quadtree>(tree, [](knn_quadtree* t) { EXPECT_EQ(knn_quadtree_free(t), KNN_OK); });
+    return std::shared_ptr<knn_quadtree>(
+        tree, [](knn_quadtree* t) { EXPECT_EQ(knn_quadtree_free(t), KNN_OK); });
   }
 
   Case pip_count() {
@@ -385,17 +404,18 @@ class HostOom : public ::testing::Test {
     auto counts = std::make_shared<std::vector<int64_t>>();
     const std::vector<int64_t> want = pip_counts();
     const knn_options o = opt_;
-    return {"knn_points_in_polygons_count", [=] { counts->assign(want.size(), int64_t{kUntouched}); },
-            [=] {
-              return knn_points_in_polygons_count(tree.get(), polygons_.xy.data(), polygons_.ring_offsets.data(),
-                                                  polygons_.n_rings(), polygons_.polygon_offsets.data(),
-                                                  polygons_.n_polygons(), counts->data(), &o);
-            },
-            [=] { return check(*counts == want, "counts differ from the oracle's"); },
-            [=] {
-              return check(all_equal(*counts, int64_t{kUntouched}) || all_equal(*counts, int64_t{0}),
-                           "counts are neither untouched nor all 0");
-            }};
+    return {
+        "knn_points_in_polygons_count", [=] { counts->assign(want.size(), int64_t{kUntouched}); },
+        [=] {
+          return knn_points_in_polygons_count(
+              tree.get(), polygons_.xy.data(), polygons_.ring_offsets.data(), polygons_.n_rings(),
+              polygons_.polygon_offsets.data(), polygons_.n_polygons(), counts->data(), &o);
+        },
+        [=] { return check(*counts == want, "counts differ from the oracle's"); },
+        [=] {
+          return check(all_equal(*counts, int64_t{kUntouched}) || all_equal(*counts, int64_t{0}),
+                       "counts are neither untouched nor all 0");
+        }};
   }
 
   Case pip_fill() {
@@ -407,25 +427,26 @@ class HostOom : public ::testing::Test {
       want.insert(want.end(), p.begin(), p.end());
     }
     const knn_options o = opt_;
-    return {"knn_points_in_polygons", [=] { indices->assign(want.size(), int64_t{kUntouched}); },
-            [=] {
-              return knn_points_in_polygons(tree.get(), polygons_.xy.data(), polygons_.ring_offsets.data(),
-                                            polygons_.n_rings(), polygons_.polygon_offsets.data(),
-                                            polygons_.n_polygons(), offsets.data(), indices->data(), &o);
-            },
-            [=] { return check(*indices == want, "indices differ from the oracle's"); },
-            [=] {
-              return check(all_equal(*indices, int64_t{kUntouched}) || all_equal(*indices, int64_t{-1}),
-                           "indices are neither untouched nor all -1");
-            }};
+    return {
+        "knn_points_in_polygons", [=] { indices->assign(want.size(), int64_t{kUntouched}); },
+        [=] {
+          return knn_points_in_polygons(tree.get(), polygons_.xy.data(),
+                                        polygons_.ring_offsets.data(), polygons_.n_rings(),
+                                        polygons_.polygon_offsets.data(), polygons_.n_polygons(),
+                                        offsets.data(), indices->data(), &o);
+        },
+        [=] { return check(*indices == want, "indices differ from the oracle's"); },
+        [=] {
+          return check(all_equal(*indices, int64_t{kUntouched}) || all_equal(*indices, int64_t{-1}),
+                       "indices are neither untouched nor all -1");
+        }};
   }
 
   std::vector<Case> all_cases() {
     std::vector<Case> cases{classic_build("mpBuildKdTree", &mpBuildKdTree),
                             classic_build("buildKdTree", &buildKdTree),
                             classic_query("mpQueryAll", &mpQueryAll),
-                            classic_query("queryAll", &queryAll),
-                            brute_force()};
+                            classic_query("queryAll", &queryAll), brute_force()};
     for (const int s : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
       cases.push_back(index_build(s));
       cases.push_back(index_query(s));

@@ -20,9 +20,8 @@ constexpr float kUntouchedF = -7.25f;
 
 ::testing::AssertionResult fails_with(int status, int want, const std::string& message_part) {
   if (status != want)
-    return ::testing::AssertionFailure()
-           << "status " << status << " (" << knn_status_string(status) << "), want " << want
-           << "; message: " << knn_last_error();
+    return ::testing::AssertionFailure() << "status " << status << " (" << knn_status_string(status)
+                                         << "), want " << want << "; message: " << knn_last_error();
   const std::string message = knn_last_error();
   if (message.find(message_part) == std::string::npos)
     return ::testing::AssertionFailure()
@@ -45,8 +44,8 @@ TEST(IndexBadInput, BuildArguments) {
   const std::vector<float> points = make_rows(Dist::Uniform, 100, 3, 1);
   const knn_options opt = cpu_options();
   knn_index* index = reinterpret_cast<knn_index*>(&index);
-  EXPECT_TRUE(fails_with(build(points, 100, 3, &opt, nullptr), KNN_ERR_INVALID_ARGUMENT,
-                         "out is NULL"));
+  EXPECT_TRUE(
+      fails_with(build(points, 100, 3, &opt, nullptr), KNN_ERR_INVALID_ARGUMENT, "out is NULL"));
   EXPECT_TRUE(fails_with(knn_index_build(nullptr, 100, 3, &opt, &index), KNN_ERR_INVALID_ARGUMENT,
                          "points is NULL while n is 100"));
   EXPECT_EQ(index, nullptr) << "*out is NULL after a failure";
@@ -56,10 +55,10 @@ TEST(IndexBadInput, BuildArguments) {
                          KNN_ERR_INVALID_ARGUMENT, "n is 2147483648; an index holds at most"));
   EXPECT_TRUE(fails_with(build(points, 10, 0, &opt, &index), KNN_ERR_INVALID_ARGUMENT,
                          "dim is 0; it must be from 1 to 4096"));
-  EXPECT_TRUE(fails_with(build(points, 10, 4097, &opt, &index), KNN_ERR_INVALID_ARGUMENT,
-                         "dim is 4097"));
-  EXPECT_TRUE(fails_with(build(points, 10, -3, &opt, &index), KNN_ERR_INVALID_ARGUMENT,
-                         "dim is -3"));
+  EXPECT_TRUE(
+      fails_with(build(points, 10, 4097, &opt, &index), KNN_ERR_INVALID_ARGUMENT, "dim is 4097"));
+  EXPECT_TRUE(
+      fails_with(build(points, 10, -3, &opt, &index), KNN_ERR_INVALID_ARGUMENT, "dim is -3"));
   EXPECT_EQ(index, nullptr);
 }
 
@@ -71,18 +70,18 @@ TEST(IndexBadInput, BuildOptions) {
     change(opt);
     return build(points, 100, 3, &opt, &index);
   };
-  EXPECT_TRUE(fails_with(with([](knn_options& o) { o.struct_size = 0; }),
-                         KNN_ERR_INVALID_ARGUMENT, "opt->struct_size is 0; it must be at least"));
-  EXPECT_TRUE(fails_with(with([](knn_options& o) { o.struct_size = 11; }),
-                         KNN_ERR_INVALID_ARGUMENT, "opt->struct_size is 11"));
+  EXPECT_TRUE(fails_with(with([](knn_options& o) { o.struct_size = 0; }), KNN_ERR_INVALID_ARGUMENT,
+                         "opt->struct_size is 0; it must be at least"));
+  EXPECT_TRUE(fails_with(with([](knn_options& o) { o.struct_size = 11; }), KNN_ERR_INVALID_ARGUMENT,
+                         "opt->struct_size is 11"));
   EXPECT_TRUE(fails_with(with([](knn_options& o) { o.backend = 3; }), KNN_ERR_INVALID_ARGUMENT,
                          "opt->backend is 3"));
   EXPECT_TRUE(fails_with(with([](knn_options& o) { o.backend = -1; }), KNN_ERR_INVALID_ARGUMENT,
                          "opt->backend is -1"));
   EXPECT_TRUE(fails_with(with([](knn_options& o) { o.structure = 4; }), KNN_ERR_INVALID_ARGUMENT,
                          "opt->structure is 4"));
-  EXPECT_TRUE(fails_with(with([](knn_options& o) { o.leaf_size = -2; }),
-                         KNN_ERR_INVALID_ARGUMENT, "opt->leaf_size is -2"));
+  EXPECT_TRUE(fails_with(with([](knn_options& o) { o.leaf_size = -2; }), KNN_ERR_INVALID_ARGUMENT,
+                         "opt->leaf_size is -2"));
   EXPECT_TRUE(fails_with(with([](knn_options& o) { o.threads = -1; }), KNN_ERR_INVALID_ARGUMENT,
                          "opt->threads is -1"));
   EXPECT_TRUE(fails_with(with([](knn_options& o) { o.device = -2; }), KNN_ERR_INVALID_ARGUMENT,
@@ -121,8 +120,8 @@ TEST(IndexBadInput, DeviceChoicesWithoutADevice) {
   knn_options opt = cpu_options();
   opt.backend = KNN_BACKEND_CUDA;
   knn_index* index = nullptr;
-  EXPECT_TRUE(fails_with(build(points, 100, 3, &opt, &index), KNN_ERR_NO_DEVICE,
-                         "no usable CUDA device"));
+  EXPECT_TRUE(
+      fails_with(build(points, 100, 3, &opt, &index), KNN_ERR_NO_DEVICE, "no usable CUDA device"));
   // AUTO runs on the CPU, whatever device number it names.
   opt.backend = KNN_BACKEND_AUTO;
   opt.device = 3;
@@ -208,7 +207,8 @@ TEST_F(IndexCallBadInput, Query) {
   std::vector<float> bad = queries_;
   bad[7 * 4 + 2] = -std::numeric_limits<float>::infinity();
   EXPECT_TRUE(fails_with(knn_index_query(i, bad.data(), 10, 3, idx_.data(), dist_.data(), nullptr),
-                         KNN_ERR_NONFINITE_INPUT, "query 7 has an infinite coordinate (dimension 2)"));
+                         KNN_ERR_NONFINITE_INPUT,
+                         "query 7 has an infinite coordinate (dimension 2)"));
   EXPECT_TRUE(untouched());
   // m = 0 is valid and writes nothing; so are NULL distances.
   EXPECT_EQ(knn_index_query(i, nullptr, 0, 3, nullptr, nullptr, nullptr), KNN_OK);

@@ -73,8 +73,8 @@ TEST(BruteForcePlan, DeviceBusyThreadsNeverSplitMoreThanTheModel) {
       EXPECT_EQ(plan::brute_force_splits(m, n, list_k, 64 * plan::kBruteBusyThreads), model)
           << "m=" << m << " list_k=" << list_k;
       int64_t previous = model;
-      for (const int64_t busy : {int64_t{100000}, int64_t{15360}, int64_t{1000}, int64_t{1},
-                                 int64_t{0}}) {
+      for (const int64_t busy :
+           {int64_t{100000}, int64_t{15360}, int64_t{1000}, int64_t{1}, int64_t{0}}) {
         const int64_t s = plan::brute_force_splits(m, n, list_k, busy);
         EXPECT_GE(s, 1);
         EXPECT_LE(s, previous) << "m=" << m << " list_k=" << list_k << " busy=" << busy;
@@ -89,15 +89,16 @@ TEST(BruteForcePlan, DeviceBusyThreadsNeverSplitMoreThanTheModel) {
 TEST(BruteForcePlan, ScratchOnlyForSplitsAndCallBytesGrow) {
   EXPECT_EQ(plan::brute_force_scratch_per_query(1, 100), 0u);
   EXPECT_EQ(plan::brute_force_scratch_fixed(1), 0u);
-  EXPECT_GT(plan::brute_force_scratch_per_query(3, 100), plan::brute_force_scratch_per_query(2, 100));
+  EXPECT_GT(plan::brute_force_scratch_per_query(3, 100),
+            plan::brute_force_scratch_per_query(2, 100));
   // The estimate bounds the scratch of every chunk the engine can plan.
   for (const int list_k : {1, 5, 16, 17, 100, 2048})
     for (const int64_t m : {1, 7, 100, 4096, 100000})
       for (const int64_t n : {int64_t{2000}, int64_t{1} << 22}) {
         const int64_t s = plan::brute_force_splits(m, n, list_k);
-        EXPECT_LE(m * plan::brute_force_scratch_per_query(s, list_k) +
-                      plan::brute_force_scratch_fixed(s),
-                  plan::brute_force_scratch_bound(m, list_k))
+        EXPECT_LE(
+            m * plan::brute_force_scratch_per_query(s, list_k) + plan::brute_force_scratch_fixed(s),
+            plan::brute_force_scratch_bound(m, list_k))
             << "m=" << m << " n=" << n << " list_k=" << list_k;
       }
   // ... and grows with every size.
@@ -134,10 +135,12 @@ TEST_P(BruteForceGpuDim, KnnMatchesOracle) {
       auto index = gpu_index(points, dim);
       const KnnResult all = oracle_knn(points.data(), n, queries.data(), m, dim, kMaxK);
       for (const int k : {1, 5, 32, kMaxK}) {
-        SCOPED_TRACE(describe(Dist::Uniform, n, m, k, seed, ("dim=" + std::to_string(dim)).c_str()));
+        SCOPED_TRACE(
+            describe(Dist::Uniform, n, m, k, seed, ("dim=" + std::to_string(dim)).c_str()));
         const KnnResult got = engine_knn(*index, queries, k);
         EXPECT_TRUE(same_knn(first_columns(all, k), got));
-        EXPECT_TRUE(kth_matches_double(points.data(), n, queries.data(), m, dim, k, got.idx.data()));
+        EXPECT_TRUE(
+            kth_matches_double(points.data(), n, queries.data(), m, dim, k, got.idx.data()));
       }
     }
   }
@@ -145,8 +148,8 @@ TEST_P(BruteForceGpuDim, KnnMatchesOracle) {
 
 // Every compile-time dim (static_dim.h), then run-time ones.
 INSTANTIATE_TEST_SUITE_P(Dims, BruteForceGpuDim,
-                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
-                                           32, 100));
+                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                           17, 32, 100));
 
 // Long lists (one warp per query), split and unsplit, up to kMaxWarpK, and
 // k beyond n (rows padded with -1 / +infinity).
@@ -158,9 +161,11 @@ TEST(BruteForceGpu, LongListsMatchOracle) {
     auto index = gpu_index(points, dim);
     for (const int64_t m : {1, 5, 2000}) {
       const std::vector<float> queries = make_query_rows(Dist::Clustered, m, dim, 18 + m);
-      const KnnResult all = oracle_knn(points.data(), n, queries.data(), m, dim, knn::cuda::kMaxWarpK);
+      const KnnResult all =
+          oracle_knn(points.data(), n, queries.data(), m, dim, knn::cuda::kMaxWarpK);
       for (const int k : {17, 1024, knn::cuda::kMaxWarpK}) {
-        SCOPED_TRACE(describe(Dist::Clustered, n, m, k, 17, ("dim=" + std::to_string(dim)).c_str()));
+        SCOPED_TRACE(
+            describe(Dist::Clustered, n, m, k, 17, ("dim=" + std::to_string(dim)).c_str()));
         EXPECT_TRUE(same_knn(first_columns(all, k), engine_knn(*index, queries, k)));
       }
     }
@@ -220,7 +225,8 @@ TEST(BruteForceGpu, SelfMatchesOracle) {
           for (const bool exclude : {false, true}) {
             SCOPED_TRACE(describe(dist, n, n, k, 41 + n,
                                   (std::string("dim=") + std::to_string(dim) +
-                                   (exclude ? " exclude_self" : " with self")).c_str()));
+                                   (exclude ? " exclude_self" : " with self"))
+                                      .c_str()));
             EXPECT_TRUE(same_knn(oracle_self(points.data(), n, dim, k, exclude),
                                  engine_self(*index, k, exclude)));
           }
@@ -274,8 +280,8 @@ TEST(BruteForceGpu, AgreesWithOpenMPEngine) {
     EXPECT_TRUE(same_knn(engine_knn(*cpu, queries, k), engine_knn(*gpu, queries, k)));
     EXPECT_TRUE(same_knn(engine_self(*cpu, k, true), engine_self(*gpu, k, true)));
   }
-  EXPECT_TRUE(same_radius(engine_radius(*cpu, queries, 2.0f, 30),
-                          engine_radius(*gpu, queries, 2.0f, 30)));
+  EXPECT_TRUE(
+      same_radius(engine_radius(*cpu, queries, 2.0f, 30), engine_radius(*gpu, queries, 2.0f, 30)));
 }
 
 // ---- Memory: device arrays in place, a small budget ------------------------------------
@@ -328,8 +334,7 @@ TEST(BruteForceGpu, SmallDeviceBudgetRunsInChunks) {
   EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, dim, k),
                        engine_knn(*index, queries, k, call)));
   call.device_memory_limit = size_t{1} << 20;  // not even one query's staging
-  EXPECT_EQ(status_of([&] { engine_knn(*index, queries, k, call); }),
-            KNN_ERR_DEVICE_OUT_OF_MEMORY);
+  EXPECT_EQ(status_of([&] { engine_knn(*index, queries, k, call); }), KNN_ERR_DEVICE_OUT_OF_MEMORY);
 }
 
 // ---- Through the public API ----------------------------------------------------------------
@@ -340,7 +345,8 @@ TEST(BruteForceGpu, PublicApiServesCudaBruteForce) {
   const int64_t n = 2500, m = 130;
   const std::vector<float> points = make_rows(Dist::LargeOffset, n, dim, 91);
   const std::vector<float> queries = make_query_rows(Dist::LargeOffset, m, dim, 92);
-  IndexHandle index = build_index(points, dim, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_BRUTE_FORCE});
+  IndexHandle index =
+      build_index(points, dim, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_BRUTE_FORCE});
   ASSERT_TRUE(index);
   int64_t size = 0;
   int got_dim = 0, backend = 0, structure = 0;
@@ -351,8 +357,8 @@ TEST(BruteForceGpu, PublicApiServesCudaBruteForce) {
   EXPECT_EQ(structure, KNN_STRUCTURE_BRUTE_FORCE);
   EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, dim, 7),
                        query_index(index.get(), queries, dim, 7)));
-  EXPECT_TRUE(same_knn(oracle_self(points.data(), n, dim, 3, true),
-                       query_self(index.get(), n, 3, true)));
+  EXPECT_TRUE(
+      same_knn(oracle_self(points.data(), n, dim, 3, true), query_self(index.get(), n, 3, true)));
   EXPECT_TRUE(same_radius(oracle_radius(points.data(), n, queries.data(), m, dim, 300.0f, 4),
                           radius_index(index.get(), queries, dim, 300.0f, 4)));
 }

@@ -25,8 +25,10 @@ RadiusResult capped(const RadiusResult& all, int cap) {
   r.dist.assign(static_cast<size_t>(all.m) * cap, std::numeric_limits<float>::infinity());
   for (int64_t i = 0; i < all.m; ++i)
     for (int j = 0; j < cap && j < all.max_neighbors; ++j) {
-      r.idx[static_cast<size_t>(i * cap + j)] = all.idx[static_cast<size_t>(i * all.max_neighbors + j)];
-      r.dist[static_cast<size_t>(i * cap + j)] = all.dist[static_cast<size_t>(i * all.max_neighbors + j)];
+      r.idx[static_cast<size_t>(i * cap + j)] =
+          all.idx[static_cast<size_t>(i * all.max_neighbors + j)];
+      r.dist[static_cast<size_t>(i * cap + j)] =
+          all.dist[static_cast<size_t>(i * all.max_neighbors + j)];
     }
   return r;
 }
@@ -132,8 +134,8 @@ TEST_P(IndexKnn, QuerySelfWithSelfEqualsQueryingThePoints) {
   const std::vector<float> points = make_rows(Dist::Grid, 2000, 3, 41);
   IndexHandle index = build_index(points, 3, opt);
   ASSERT_TRUE(index);
-  EXPECT_TRUE(same_knn(query_index(index.get(), points, 3, 12),
-                       query_self(index.get(), 2000, 12, false)));
+  EXPECT_TRUE(
+      same_knn(query_index(index.get(), points, 3, 12), query_self(index.get(), 2000, 12, false)));
 }
 
 // Radius: several radii (0 finds only equal points; huge finds all), full
@@ -149,17 +151,17 @@ TEST_P(IndexKnn, RadiusMatchesOracle) {
       IndexHandle index = build_index(points, dim, opt);
       ASSERT_TRUE(index);
       const float typical = dist == Dist::Clustered ? 1.5f : 0.6f * std::sqrt(float(dim));
-      for (const float radius : {0.0f, typical * 0.25f, typical, 1e30f,
-                                 std::numeric_limits<float>::infinity()}) {
+      for (const float radius :
+           {0.0f, typical * 0.25f, typical, 1e30f, std::numeric_limits<float>::infinity()}) {
         // Rows of n hold every hit; smaller caps are their first columns.
         const RadiusResult all =
             oracle_radius(points.data(), n, queries.data(), m, dim, radius, static_cast<int>(n));
         for (const int cap : {0, 3, 64, 3000}) {
-          SCOPED_TRACE(describe(dist, n, m, cap, 51, ("dim=" + std::to_string(dim) +
-                                                      " radius=" + std::to_string(radius))
-                                                         .c_str()));
-          EXPECT_TRUE(same_radius(capped(all, cap), radius_index(index.get(), queries, dim,
-                                                                 radius, cap)));
+          SCOPED_TRACE(describe(
+              dist, n, m, cap, 51,
+              ("dim=" + std::to_string(dim) + " radius=" + std::to_string(radius)).c_str()));
+          EXPECT_TRUE(
+              same_radius(capped(all, cap), radius_index(index.get(), queries, dim, radius, cap)));
           if (HasFailure()) return;
         }
       }

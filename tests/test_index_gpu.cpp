@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/kdtree/bucket_tree_shape.h"
 #include "../cuda/cuda_index.h"
-#include "../cuda/kdtree/index_kdtree_memory.h"
 #include "../cuda/index_memory_model.h"
+#include "../cuda/kdtree/bucket_tree_shape.h"
+#include "../cuda/kdtree/index_kdtree_memory.h"
 #include "engine_calls.h"
 #include "gpu_test_support.h"
 #include "index_oracle.h"
@@ -172,26 +172,26 @@ TEST(KdTreeMemory, DeviceArrayChunksTakeNoMoreThanTheSameCallFromHostArrays) {
         const int k_search = exclude_self ? k + 1 : k;
         EXPECT_EQ(kdtree_max_chunk(dim, k_search, k, exclude_self, true, true, false, host_call),
                   knn::cuda::kMaxChunkQueries);
-        const size_t staged_bytes =
-            static_cast<size_t>(knn::cuda::kMaxChunkQueries) *
-            kdtree_call_bytes_per_query(dim, k_search, k, exclude_self, true, true, false,
-                                        host_call);
+        const size_t staged_bytes = static_cast<size_t>(knn::cuda::kMaxChunkQueries) *
+                                    kdtree_call_bytes_per_query(dim, k_search, k, exclude_self,
+                                                                true, true, false, host_call);
         for (const knn::CallParams& call : {device_call, mixed_call}) {
           const int64_t chunk =
               kdtree_max_chunk(dim, k_search, k, exclude_self, true, true, false, call);
           EXPECT_GE(chunk, knn::cuda::kMaxChunkQueries) << "dim " << dim << " k " << k;
           EXPECT_LE(chunk, INT32_MAX);
-          EXPECT_LE(static_cast<size_t>(chunk) *
-                        kdtree_call_bytes_per_query(dim, k_search, k, exclude_self, true, true,
-                                                    false, call),
+          EXPECT_LE(static_cast<size_t>(chunk) * kdtree_call_bytes_per_query(dim, k_search, k,
+                                                                             exclude_self, true,
+                                                                             true, false, call),
                     staged_bytes)
               << "dim " << dim << " k " << k << " exclude_self " << exclude_self;
         }
         // With every array on the device, short rows and no exclude_self
         // scratch, the staging saved buys a chunk several times larger.
         if (dim >= 3 && k == 5 && !exclude_self) {
-          EXPECT_GE(kdtree_max_chunk(dim, k_search, k, exclude_self, true, true, false, device_call),
-                    4 * knn::cuda::kMaxChunkQueries);
+          EXPECT_GE(
+              kdtree_max_chunk(dim, k_search, k, exclude_self, true, true, false, device_call),
+              4 * knn::cuda::kMaxChunkQueries);
         }
       }
 }
@@ -240,7 +240,8 @@ TEST_P(KdTreeGpuDims, KnnMatchesOracleAndOpenMP) {
     std::vector<int> ks = {1, 5, 12, 30, 100, static_cast<int>(n) + 3};
     if (n == 4097) ks.push_back(1024);
     for (const int k : ks) {
-      SCOPED_TRACE(describe(Dist::Uniform, n, 300, k, 11 + n, ("dim=" + std::to_string(dim)).c_str()));
+      SCOPED_TRACE(
+          describe(Dist::Uniform, n, 300, k, 11 + n, ("dim=" + std::to_string(dim)).c_str()));
       const KnnResult got = engine_knn(*gpu, queries, k);
       EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), 300, dim, k), got));
       EXPECT_TRUE(same_knn(engine_knn(*cpu, queries, k), got));
@@ -268,7 +269,8 @@ TEST_P(KdTreeGpuDist, EveryCallMatchesTheOracles) {
                            engine_knn(*gpu, queries, k)))
           << "k=" << k;
     for (const bool exclude : {false, true})
-      EXPECT_TRUE(same_knn(oracle_self(points.data(), n, dim, 6, exclude), engine_self(*gpu, 6, exclude)))
+      EXPECT_TRUE(
+          same_knn(oracle_self(points.data(), n, dim, 6, exclude), engine_self(*gpu, 6, exclude)))
           << "exclude_self=" << exclude;
     // A radius around the median distance of the 10th neighbour.
     const KnnResult tenth = oracle_knn(points.data(), n, queries.data(), m, dim, 10);
@@ -353,22 +355,26 @@ TEST(KdTreeGpu, SmallDeviceBudgetGivesTheSameAnswer) {
   call.device_memory_limit = size_t{64} << 20;
   knn::CallParams self_call = call;  // what knn_self runs: the index's own points as queries
   self_call.queries_on_device = true;
-  const size_t per_query = knn::cuda::kdtree_call_bytes_per_query(dim, k + 1, k, true, true, true,
-                                                                   false, self_call);
-  ASSERT_LT(static_cast<int64_t>((call.device_memory_limit -
-                                  knn::cuda::kdtree_call_fixed_bytes(self_call)) / per_query),
-            n / 3)
+  const size_t per_query =
+      knn::cuda::kdtree_call_bytes_per_query(dim, k + 1, k, true, true, true, false, self_call);
+  ASSERT_LT(
+      static_cast<int64_t>(
+          (call.device_memory_limit - knn::cuda::kdtree_call_fixed_bytes(self_call)) / per_query),
+      n / 3)
       << "the budget must force several chunks";
   EXPECT_TRUE(same_knn(whole, engine_self(*gpu, k, true, call)));
-  EXPECT_TRUE(same_knn(oracle_self(points.data(), 4000, dim, k, true),
-                       engine_self(*gpu_tree(std::vector<float>(points.begin(), points.begin() + 4000 * dim), dim),
-                                   k, true, call)));
+  EXPECT_TRUE(same_knn(
+      oracle_self(points.data(), 4000, dim, k, true),
+      engine_self(*gpu_tree(std::vector<float>(points.begin(), points.begin() + 4000 * dim), dim),
+                  k, true, call)));
   call.device_memory_limit = size_t{1} << 20;
   EXPECT_EQ(status_of([&] { engine_self(*gpu, k, true, call); }), KNN_ERR_DEVICE_OUT_OF_MEMORY);
 }
 
 #if defined(KNN_TEST_WITH_CUDA)
-std::vector<int> as_ints(const std::vector<int32_t>& v) { return std::vector<int>(v.begin(), v.end()); }
+std::vector<int> as_ints(const std::vector<int32_t>& v) {
+  return std::vector<int>(v.begin(), v.end());
+}
 
 TEST(IndexSupport, DeviceHelpersOnDeviceArrays) {
   SKIP_WITHOUT_DEVICE();
@@ -444,8 +450,8 @@ TEST(KdTreeGpu, PublicApiServesTheCudaKdTreeLikeOpenMP) {
   EXPECT_EQ(backend, KNN_BACKEND_CUDA);
   EXPECT_EQ(structure, KNN_STRUCTURE_KDTREE);
   for (const int k : {1, 5, 64})
-    EXPECT_TRUE(same_knn(query_index(cpu.get(), queries, dim, k),
-                         query_index(gpu.get(), queries, dim, k)))
+    EXPECT_TRUE(
+        same_knn(query_index(cpu.get(), queries, dim, k), query_index(gpu.get(), queries, dim, k)))
         << "k=" << k;
   EXPECT_TRUE(same_knn(query_self(cpu.get(), n, 7, true), query_self(gpu.get(), n, 7, true)));
   EXPECT_TRUE(same_radius(radius_index(cpu.get(), queries, dim, 500.0f, 6),
@@ -462,13 +468,15 @@ TEST(KdTreeGpu, AutoPicksTheStructureByDimensionAndSize) {
     int64_t n;
     int expected;
   };
-  const Case cases[] = {{12, 16384, KNN_STRUCTURE_BRUTE_FORCE}, {12, 16385, KNN_STRUCTURE_KDTREE},
+  const Case cases[] = {{12, 16384, KNN_STRUCTURE_BRUTE_FORCE},
+                        {12, 16385, KNN_STRUCTURE_KDTREE},
                         {14, (1 << 18) - 1, KNN_STRUCTURE_BRUTE_FORCE},
                         {14, 1 << 18, KNN_STRUCTURE_KDTREE},
                         {17, 1 << 18, KNN_STRUCTURE_BRUTE_FORCE}};
   for (const Case& c : cases) {
     const std::vector<float> points = make_rows(Dist::Uniform, c.n, c.dim, 93);
-    IndexHandle index = build_index(points, c.dim, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_AUTO});
+    IndexHandle index =
+        build_index(points, c.dim, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_AUTO});
     ASSERT_TRUE(index);
     int structure = 0;
     ASSERT_EQ(knn_index_info(index.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);

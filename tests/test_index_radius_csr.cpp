@@ -24,8 +24,8 @@ namespace {
                                          << "), want " << want << "; message: " << knn_last_error();
   const std::string message = knn_last_error();
   if (message.find(message_part) == std::string::npos)
-    return ::testing::AssertionFailure() << "message \"" << message << "\" lacks \"" << message_part
-                                         << "\"";
+    return ::testing::AssertionFailure()
+           << "message \"" << message << "\" lacks \"" << message_part << "\"";
   return ::testing::AssertionSuccess();
 }
 
@@ -50,10 +50,10 @@ Csr radius_csr(const knn_index* index, const std::vector<float>& queries, int di
   const size_t total = static_cast<size_t>(r.offsets.back());
   r.idx.assign(total, -7);
   r.dist.assign(total, -7.0f);
-  EXPECT_EQ(knn_index_radius_fill(index, q, m, radius, r.offsets.data(),
-                                  total ? r.idx.data() : nullptr,
-                                  want_dist && total ? r.dist.data() : nullptr, nullptr),
-            KNN_OK)
+  EXPECT_EQ(
+      knn_index_radius_fill(index, q, m, radius, r.offsets.data(), total ? r.idx.data() : nullptr,
+                            want_dist && total ? r.dist.data() : nullptr, nullptr),
+      KNN_OK)
       << knn_last_error();
   return r;
 }
@@ -64,13 +64,13 @@ Csr radius_csr(const knn_index* index, const std::vector<float>& queries, int di
   for (int64_t i = 0; i < want.m; ++i) {
     const int count = want.counts[static_cast<size_t>(i)];
     if (got.counts[static_cast<size_t>(i)] != count)
-      return ::testing::AssertionFailure() << "query " << i << ": count "
-                                           << got.counts[static_cast<size_t>(i)] << ", oracle "
-                                           << count;
+      return ::testing::AssertionFailure()
+             << "query " << i << ": count " << got.counts[static_cast<size_t>(i)] << ", oracle "
+             << count;
     if (got.offsets[static_cast<size_t>(i)] != at)
-      return ::testing::AssertionFailure() << "offsets[" << i << "] is "
-                                           << got.offsets[static_cast<size_t>(i)] << ", want "
-                                           << at;
+      return ::testing::AssertionFailure()
+             << "offsets[" << i << "] is " << got.offsets[static_cast<size_t>(i)] << ", want "
+             << at;
     for (int j = 0; j < count; ++j, ++at) {
       const size_t w = static_cast<size_t>(i) * want.max_neighbors + j;
       const size_t g = static_cast<size_t>(at);
@@ -136,15 +136,15 @@ TEST_P(RadiusCsr, LongAndSkewedRowsAcrossStagingRuns) {
   IndexHandle index = build_index(points, dim, opt);
   ASSERT_TRUE(index);
   // Radius 2 covers the unit cube: every query finds all 6000 (9.6e6 slots).
-  const RadiusResult all = oracle_radius(points.data(), n, queries.data(), m, dim, 2.0f,
-                                         static_cast<int>(n));
+  const RadiusResult all =
+      oracle_radius(points.data(), n, queries.data(), m, dim, 2.0f, static_cast<int>(n));
   EXPECT_TRUE(same_as_oracle(all, radius_csr(index.get(), queries, dim, 2.0f), true));
   // Radius 0.1 finds a few dozen, except for the queries on the centre,
   // which find the 1200 there too.
   const float radius = 0.1f;
   for (int64_t i = 0; i < m; i += 400) std::fill_n(queries.begin() + i * dim, dim, 0.5f);
-  const RadiusResult some = oracle_radius(points.data(), n, queries.data(), m, dim, radius,
-                                          static_cast<int>(n));
+  const RadiusResult some =
+      oracle_radius(points.data(), n, queries.data(), m, dim, radius, static_cast<int>(n));
   EXPECT_TRUE(same_as_oracle(some, radius_csr(index.get(), queries, dim, radius), true));
 }
 
@@ -188,12 +188,12 @@ TEST_P(RadiusCsr, RefusesOffsetsThatDisagreeWithTheCounts) {
                                                good.offsets.data(), nullptr, dist.data(), nullptr),
                          KNN_ERR_INVALID_ARGUMENT, "indices is NULL while offsets[m] is"));
   std::vector<int64_t> counts(20, -7);
-  EXPECT_TRUE(fails_with(knn_index_radius_count(index.get(), queries.data(), 20, -1.0f,
-                                                counts.data(), nullptr),
-                         KNN_ERR_INVALID_ARGUMENT, "radius is -1"));
-  EXPECT_TRUE(fails_with(knn_index_radius_count(index.get(), queries.data(), 20, 0.3f, nullptr,
-                                                nullptr),
-                         KNN_ERR_INVALID_ARGUMENT, "counts is NULL while m is 20"));
+  EXPECT_TRUE(fails_with(
+      knn_index_radius_count(index.get(), queries.data(), 20, -1.0f, counts.data(), nullptr),
+      KNN_ERR_INVALID_ARGUMENT, "radius is -1"));
+  EXPECT_TRUE(
+      fails_with(knn_index_radius_count(index.get(), queries.data(), 20, 0.3f, nullptr, nullptr),
+                 KNN_ERR_INVALID_ARGUMENT, "counts is NULL while m is 20"));
   EXPECT_EQ(counts, std::vector<int64_t>(20, -7));
 }
 
@@ -228,8 +228,8 @@ TEST_P(RadiusCsr, DeviceArraysGiveTheHostRows) {
 #endif
 
 const IndexConfig kConfigs[] = {
-    {KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE}, {KNN_BACKEND_OPENMP, KNN_STRUCTURE_BRUTE_FORCE},
-    {KNN_BACKEND_OPENMP, KNN_STRUCTURE_GRID},   {KNN_BACKEND_CUDA, KNN_STRUCTURE_KDTREE},
+    {KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE},    {KNN_BACKEND_OPENMP, KNN_STRUCTURE_BRUTE_FORCE},
+    {KNN_BACKEND_OPENMP, KNN_STRUCTURE_GRID},      {KNN_BACKEND_CUDA, KNN_STRUCTURE_KDTREE},
     {KNN_BACKEND_CUDA, KNN_STRUCTURE_BRUTE_FORCE}, {KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID},
 };
 INSTANTIATE_TEST_SUITE_P(All, RadiusCsr, ::testing::ValuesIn(kConfigs), IndexConfigName());

@@ -23,7 +23,7 @@ namespace {
 constexpr int kQueries = 1 << 21;
 constexpr int kK = 1025;
 constexpr int64_t kSlots = int64_t{kQueries} * kK;  // > 2^31
-constexpr int64_t kGuard = 4096;                     // ints after the buffer
+constexpr int64_t kGuard = 4096;                    // ints after the buffer
 
 size_t available_bytes() {
   const long pages = sysconf(_SC_AVPHYS_PAGES);
@@ -99,8 +99,8 @@ TEST(LargeOffsets, ResultRowsPastTwoToThe31AreRight) {
     GTEST_SKIP() << "needs " << need / 1e9 << " GB of free memory for 2^21 x 1025 result slots; "
                  << "sysconf(_SC_AVPHYS_PAGES) reports " << have / 1e9 << " GB";
 
-  const std::vector<Point> points = {{{0.0f, 0.0f, 0.0f}}, {{10.0f, 0.0f, 0.0f}},
-                                     {{0.0f, 10.0f, 0.0f}}};
+  const std::vector<Point> points = {
+      {{0.0f, 0.0f, 0.0f}}, {{10.0f, 0.0f, 0.0f}}, {{0.0f, 10.0f, 0.0f}}};
   std::vector<Point> queries = make_query_points(Dist::Uniform, kQueries, 2024);
   for (Point& q : queries)
     for (float& c : q.p) c = c * 10.0f + 5.0f;  // around the three points

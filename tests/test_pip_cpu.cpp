@@ -53,8 +53,8 @@ void expect_matches_oracle(const std::vector<float>& xy, const PolygonArrays& se
       const Quadtree tree(xy, opt);
       const std::vector<std::vector<int64_t>> got = count_then_fill(tree.get(), set, opt, false);
       for (int64_t p = 0; p < set.n_polygons(); ++p)
-        ASSERT_EQ(got[p], expected[p]) << what << ": polygon " << p << ", leaf_size "
-                                       << leaf_size << ", threads " << threads;
+        ASSERT_EQ(got[p], expected[p])
+            << what << ": polygon " << p << ", leaf_size " << leaf_size << ", threads " << threads;
     }
 }
 
@@ -68,7 +68,8 @@ PolygonArrays mixed_polygons(std::mt19937_64& rng, float lo, float hi, int count
     switch (i % 6) {
       case 0: {  // axis-aligned rectangle
         const float x = u(rng), y = u(rng);
-        set.add_polygon(rectangle(std::min(cx, x), std::min(cy, y), std::max(cx, x), std::max(cy, y)));
+        set.add_polygon(
+            rectangle(std::min(cx, x), std::min(cy, y), std::max(cx, x), std::max(cy, y)));
         break;
       }
       case 1:  // convex, clockwise
@@ -78,15 +79,22 @@ PolygonArrays mixed_polygons(std::mt19937_64& rng, float lo, float hi, int count
         set.add_polygon(star(rng, cx, cy, 0.02f * span, 0.3f * span, 7 + i % 40, false));
         break;
       case 3:  // with two holes, one of them touching the outer ring at a vertex
-        set.add_polygon(rectangle(cx - 0.2f * span, cy - 0.2f * span, cx + 0.2f * span, cy + 0.2f * span));
+        set.add_polygon(
+            rectangle(cx - 0.2f * span, cy - 0.2f * span, cx + 0.2f * span, cy + 0.2f * span));
         set.add_hole(star(rng, cx, cy, 0.05f * span, 0.1f * span, 9, true));
-        set.add_hole({{cx + 0.2f * span, cy + 0.2f * span}, {cx + 0.15f * span, cy + 0.18f * span},
+        set.add_hole({{cx + 0.2f * span, cy + 0.2f * span},
+                      {cx + 0.15f * span, cy + 0.18f * span},
                       {cx + 0.18f * span, cy + 0.15f * span}});
         break;
       case 4:  // closed ring with repeated vertices, and a zero-area spike
-        set.add_polygon({{cx, cy}, {cx + 0.1f * span, cy}, {cx + 0.1f * span, cy},
-                         {cx + 0.1f * span, cy + 0.1f * span}, {cx + 0.3f * span, cy + 0.3f * span},
-                         {cx + 0.1f * span, cy + 0.1f * span}, {cx, cy + 0.1f * span}, {cx, cy}});
+        set.add_polygon({{cx, cy},
+                         {cx + 0.1f * span, cy},
+                         {cx + 0.1f * span, cy},
+                         {cx + 0.1f * span, cy + 0.1f * span},
+                         {cx + 0.3f * span, cy + 0.3f * span},
+                         {cx + 0.1f * span, cy + 0.1f * span},
+                         {cx, cy + 0.1f * span},
+                         {cx, cy}});
         break;
       default:  // many rings: a multipart polygon of small disjoint squares
         set.add_polygon(rectangle(cx, cy, cx + 0.01f * span, cy + 0.01f * span));
@@ -269,9 +277,9 @@ TEST(PipCpu, CancelledCallZeroesTheCounts) {
   volatile int flag = 1;
   ASSERT_EQ(knn_set_cancel_flag(&flag), KNN_OK);
   int64_t count = -7;
-  const int status = knn_points_in_polygons_count(tree.get(), set.xy.data(),
-                                                  set.ring_offsets.data(), 1,
-                                                  set.polygon_offsets.data(), 1, &count, &opt);
+  const int status =
+      knn_points_in_polygons_count(tree.get(), set.xy.data(), set.ring_offsets.data(), 1,
+                                   set.polygon_offsets.data(), 1, &count, &opt);
   ASSERT_EQ(knn_set_cancel_flag(nullptr), KNN_OK);
   EXPECT_EQ(status, KNN_ERR_CANCELLED);
   EXPECT_EQ(count, 0);
@@ -285,9 +293,9 @@ struct BadCall {
 };
 
 BadCall count_with(const knn_quadtree* tree, const PolygonArrays& set, int64_t* counts) {
-  const int status = knn_points_in_polygons_count(
-      tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(), set.polygon_offsets.data(),
-      set.n_polygons(), counts, nullptr);
+  const int status =
+      knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
+                                   set.polygon_offsets.data(), set.n_polygons(), counts, nullptr);
   return {status, knn_last_error()};
 }
 
@@ -351,7 +359,7 @@ TEST_F(PipBadInput, ShortRings) {
   PolygonArrays two;
   two.add_polygon({{0, 0}, {1, 1}});
   expect_refused(count_with(tree_, two, counts_), KNN_ERR_INVALID_ARGUMENT, "ring 0");
-  PolygonArrays closed_segment;  // 4 vertices, but the closing repeat and a
+  PolygonArrays closed_segment;                       // 4 vertices, but the closing repeat and a
   closed_segment.add_polygon(rectangle(0, 0, 1, 1));  // repeated one leave 2
   closed_segment.add_hole({{0, 0}, {1, 1}, {1, 1}, {0, 0}});
   expect_refused(count_with(tree_, closed_segment, counts_), KNN_ERR_INVALID_ARGUMENT,
@@ -379,7 +387,8 @@ TEST_F(PipBadInput, BadOffsets) {
                  "it must equal n_rings = 3");
   set = good_;
   set.polygon_offsets[1] = 0;  // polygon 0 without rings
-  expect_refused(count_with(tree_, set, counts_), KNN_ERR_INVALID_ARGUMENT, "polygon 0 has no ring");
+  expect_refused(count_with(tree_, set, counts_), KNN_ERR_INVALID_ARGUMENT,
+                 "polygon 0 has no ring");
   set = good_;
   set.polygon_offsets[1] = 3;  // decreasing after
   set.polygon_offsets[2] = 2;

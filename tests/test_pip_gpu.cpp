@@ -75,7 +75,8 @@ PolygonArrays assorted_polygons(std::mt19937_64& rng, float lo, float hi, int co
     switch (i % 4) {
       case 0: {
         const float x = u(rng), y = u(rng);
-        set.add_polygon(rectangle(std::min(cx, x), std::min(cy, y), std::max(cx, x), std::max(cy, y)));
+        set.add_polygon(
+            rectangle(std::min(cx, x), std::min(cy, y), std::max(cx, x), std::max(cy, y)));
         break;
       }
       case 1:
@@ -87,7 +88,8 @@ PolygonArrays assorted_polygons(std::mt19937_64& rng, float lo, float hi, int co
       default:
         set.add_polygon(rectangle(cx - 0.3f * s, cy - 0.3f * s, cx + 0.3f * s, cy + 0.3f * s));
         set.add_hole(star(rng, cx, cy, 0.05f * s, 0.15f * s, 11, true));
-        set.add_hole({{cx + 0.3f * s, cy + 0.3f * s}, {cx + 0.2f * s, cy + 0.25f * s},
+        set.add_hole({{cx + 0.3f * s, cy + 0.3f * s},
+                      {cx + 0.2f * s, cy + 0.25f * s},
                       {cx + 0.25f * s, cy + 0.2f * s}});
         break;
     }
@@ -284,7 +286,8 @@ TEST(PipGpu, ManyFewEdgePolygonsTakeTheThreadPathAndMatchOracle) {
   for (int i = 0; i < 300; ++i) {
     const float cx = std::floor(u(rng)), cy = std::floor(u(rng));
     set.add_polygon(rectangle(cx, cy, cx + 1 + i % 5, cy + 1 + i % 3));
-    if (i % 3 == 0) set.add_hole({{cx + 0.25f, cy + 0.25f}, {cx + 0.75f, cy + 0.25f}, {cx + 0.5f, cy + 0.75f}});
+    if (i % 3 == 0)
+      set.add_hole({{cx + 0.25f, cy + 0.25f}, {cx + 0.75f, cy + 0.25f}, {cx + 0.5f, cy + 0.75f}});
     set.add_polygon(star(rng, cx, cy, 0.5f, 4, 3 + i % 30, i % 2 == 0));
   }
   set.add_polygon(rectangle(1, 1, kTiles - 1, kTiles - 1));

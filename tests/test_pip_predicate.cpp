@@ -19,8 +19,8 @@ using knn::pip::orientation_sign;
 using knn::pip::ring_crossing_parity;
 
 bool inside(const PolygonArrays& set, int64_t polygon, float x, float y) {
-  return inside_polygon(x, y, set.xy.data(), set.ring_offsets.data(),
-                        set.polygon_offsets[polygon], set.polygon_offsets[polygon + 1]);
+  return inside_polygon(x, y, set.xy.data(), set.ring_offsets.data(), set.polygon_offsets[polygon],
+                        set.polygon_offsets[polygon + 1]);
 }
 
 // A float of random sign, significand and exponent in [min_exp, max_exp].
@@ -39,8 +39,8 @@ struct OrientationCase {
 int expect_orientation(const OrientationCase& c) {
   const int expected = oracle_orientation(c.ax, c.ay, c.bx, c.by, c.px, c.py);
   EXPECT_EQ(orientation_sign(c.ax, c.ay, c.bx, c.by, c.px, c.py), expected)
-      << std::hexfloat << "a=(" << c.ax << "," << c.ay << ") b=(" << c.bx << "," << c.by
-      << ") p=(" << c.px << "," << c.py << ")";
+      << std::hexfloat << "a=(" << c.ax << "," << c.ay << ") b=(" << c.bx << "," << c.by << ") p=("
+      << c.px << "," << c.py << ")";
   return expected;
 }
 
@@ -91,13 +91,13 @@ TEST(PipPredicate, OrientationNeedingMoreThanDoublePrecision) {
   const float big = 1e30f, tiny = 1e-30f, one = 1.0f;
   const float next = std::nextafter(one, 2.0f);
   const std::vector<OrientationCase> cases = {
-      {0, 0, big, big, tiny, tiny},               // on the diagonal, far apart
-      {0, 0, big, big, tiny, 0},                  // right of it by a hair
-      {tiny, 0, big, big, 0, tiny},               // nearly collinear
-      {-big, -tiny, big, tiny, one, 0},           // line through 0 with slope 1e-60
-      {-big, -tiny, big, tiny, one, 1e-45f},      // subnormal above it
+      {0, 0, big, big, tiny, tiny},           // on the diagonal, far apart
+      {0, 0, big, big, tiny, 0},              // right of it by a hair
+      {tiny, 0, big, big, 0, tiny},           // nearly collinear
+      {-big, -tiny, big, tiny, one, 0},       // line through 0 with slope 1e-60
+      {-big, -tiny, big, tiny, one, 1e-45f},  // subnormal above it
       {-big, -tiny, big, tiny, -one, -1e-45f},
-      {one, one, next, next, 3 * one, 3 * one},   // collinear, ulp-spaced
+      {one, one, next, next, 3 * one, 3 * one},  // collinear, ulp-spaced
       {one, next, next, one, 0, 0},
       {FLT_MAX, -FLT_MAX, -FLT_MAX, FLT_MAX, 0, 0},
       {FLT_MAX, -FLT_MAX, -FLT_MAX, FLT_MAX, 1e-45f, 0},
@@ -221,7 +221,8 @@ TEST(PipPredicate, IrregularFanOwnsItsCentreAndSpokesOnce) {
   PolygonArrays fan;
   const Vec2 centre{0.3f, -0.7f};
   const std::vector<Vec2> rim = star(rng, centre.x, centre.y, 0.5f, 3.0f, 9, false);
-  for (size_t i = 0; i < rim.size(); ++i) fan.add_polygon({centre, rim[i], rim[(i + 1) % rim.size()]});
+  for (size_t i = 0; i < rim.size(); ++i)
+    fan.add_polygon({centre, rim[i], rim[(i + 1) % rim.size()]});
   std::vector<Vec2> probes{centre};
   std::uniform_real_distribution<double> t(0.0, 1.0);
   for (const Vec2& v : rim)

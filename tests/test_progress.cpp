@@ -103,8 +103,8 @@ TEST(Progress, IndexBuildAndQueryReportMonotoneProgressToTotal) {
   // Unchanged answers: the first rows against the oracle.
   const std::vector<float> head(queries.begin(), queries.begin() + 300 * dim);
   const KnnResult want = oracle_knn(points.data(), n, head.data(), 300, dim, 4);
-  EXPECT_TRUE(same_rows(want.idx, std::vector<int>(got.idx.begin(), got.idx.begin() + 300 * 4),
-                        300, 4));
+  EXPECT_TRUE(
+      same_rows(want.idx, std::vector<int>(got.idx.begin(), got.idx.begin() + 300 * 4), 300, 4));
   ASSERT_EQ(knn_set_progress(nullptr), KNN_OK);
 }
 

@@ -33,7 +33,8 @@ namespace {
                                          << "), want " << want << "; message: " << knn_last_error();
   const std::string message = knn_last_error();
   if (message.find(message_part) == std::string::npos)
-    return ::testing::AssertionFailure() << "message \"" << message << "\" lacks \"" << message_part << "\"";
+    return ::testing::AssertionFailure()
+           << "message \"" << message << "\" lacks \"" << message_part << "\"";
   return ::testing::AssertionSuccess();
 }
 
@@ -50,14 +51,16 @@ TEST(Threads, HugeThreadCountsAreCapped) {
   const std::vector<float> points = make_rows(Dist::Uniform, 2000, dim, 1);
   const std::vector<float> queries = make_query_rows(Dist::Uniform, 600, dim, 2);
   const KnnResult want = oracle_knn(points.data(), 2000, queries.data(), 600, dim, k);
-  for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
+  for (const int structure :
+       {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
     SCOPED_TRACE(structure_name(structure));
     const knn_options opt = cpu(structure, INT_MAX);
     const IndexHandle index = build_index(points, dim, opt);
     ASSERT_TRUE(index);
     EXPECT_TRUE(same_knn(want, query_index(index.get(), queries, dim, k, &opt)));
     const RadiusResult r = radius_index(index.get(), queries, dim, 0.2f, 8, &opt);
-    EXPECT_TRUE(same_radius(oracle_radius(points.data(), 2000, queries.data(), 600, dim, 0.2f, 8), r));
+    EXPECT_TRUE(
+        same_radius(oracle_radius(points.data(), 2000, queries.data(), 600, dim, 0.2f, 8), r));
   }
   // Point in polygon: the build and both queries.
   std::mt19937_64 rng(3);
@@ -69,16 +72,18 @@ TEST(Threads, HugeThreadCountsAreCapped) {
   knn_quadtree* tree = nullptr;
   ASSERT_EQ(knn_quadtree_build(xy.data(), 3000, &opt, &tree), KNN_OK) << knn_last_error();
   std::vector<int64_t> counts(2, -7);
-  ASSERT_EQ(knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
-                                         set.polygon_offsets.data(), 2, counts.data(), &opt),
-            KNN_OK)
+  ASSERT_EQ(
+      knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
+                                   set.polygon_offsets.data(), 2, counts.data(), &opt),
+      KNN_OK)
       << knn_last_error();
   const auto want_pip = oracle_points_in_polygons(xy, set);
   std::vector<int64_t> offsets{0, counts[0], counts[0] + counts[1]};
   std::vector<int64_t> found(static_cast<size_t>(offsets[2]), -7);
-  ASSERT_EQ(knn_points_in_polygons(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
-                                   set.polygon_offsets.data(), 2, offsets.data(), found.data(), &opt),
-            KNN_OK)
+  ASSERT_EQ(
+      knn_points_in_polygons(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
+                             set.polygon_offsets.data(), 2, offsets.data(), found.data(), &opt),
+      KNN_OK)
       << knn_last_error();
   for (int p = 0; p < 2; ++p) {
     EXPECT_EQ(counts[p], static_cast<int64_t>(want_pip[p].size()));
@@ -102,16 +107,18 @@ TEST(Overflow, OutputSlotsBeyondTheAddressSpace) {
   std::vector<int32_t> idx(4, 77);
   std::vector<float> dist(4, 7.0f);
   std::vector<int32_t> counts(4, 77);
-  EXPECT_TRUE(fails_with(knn_index_query(index.get(), one_query.data(), m, 2, idx.data(), dist.data(), &opt),
-                         KNN_ERR_INVALID_ARGUMENT, "m * k = 4611686018427387904 * 2 output slots exceed"));
-  EXPECT_TRUE(fails_with(knn_index_radius(index.get(), one_query.data(), m, 1.0f, 4, idx.data(), dist.data(),
-                                          counts.data(), &opt),
+  EXPECT_TRUE(fails_with(
+      knn_index_query(index.get(), one_query.data(), m, 2, idx.data(), dist.data(), &opt),
+      KNN_ERR_INVALID_ARGUMENT, "m * k = 4611686018427387904 * 2 output slots exceed"));
+  EXPECT_TRUE(fails_with(knn_index_radius(index.get(), one_query.data(), m, 1.0f, 4, idx.data(),
+                                          dist.data(), counts.data(), &opt),
                          KNN_ERR_INVALID_ARGUMENT, "m * max_neighbors"));
   // Few enough slots, but m rows of dim floats are more than memory holds.
-  EXPECT_TRUE(fails_with(knn_index_query(index.get(), one_query.data(), m / 4, 1, idx.data(), dist.data(), &opt),
-                         KNN_ERR_INVALID_ARGUMENT, "m * dim"));
-  EXPECT_TRUE(fails_with(knn_index_radius(index.get(), one_query.data(), m, 1.0f, 0, nullptr, nullptr,
-                                          counts.data(), &opt),
+  EXPECT_TRUE(fails_with(
+      knn_index_query(index.get(), one_query.data(), m / 4, 1, idx.data(), dist.data(), &opt),
+      KNN_ERR_INVALID_ARGUMENT, "m * dim"));
+  EXPECT_TRUE(fails_with(knn_index_radius(index.get(), one_query.data(), m, 1.0f, 0, nullptr,
+                                          nullptr, counts.data(), &opt),
                          KNN_ERR_INVALID_ARGUMENT, "m * dim"));
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(idx[i], 77);
@@ -139,11 +146,14 @@ TEST(Overflow, MemoryHelpersSaturate) {
   const size_t results = size_t{1} << 62;  // n_qp * k * 4 bytes
   EXPECT_GE(getNeededBytesForQueryAll(big, big, 1000), results);
   EXPECT_EQ(getNeededBytesForQueryAll(INT_MAX, INT_MAX, INT_MAX), SIZE_MAX);
-  EXPECT_GE(getNeededBytesInSearch(big, big, 1000, 0, 0), size_t{1} << 63);  // heaps of 2 * 2^62 bytes
+  EXPECT_GE(getNeededBytesInSearch(big, big, 1000, 0, 0),
+            size_t{1} << 63);  // heaps of 2 * 2^62 bytes
   EXPECT_EQ(getNeededBytesInSearch(INT_MAX, INT_MAX, 1000, 0, 0), SIZE_MAX);
   // Monotone in every argument around the saturation.
-  EXPECT_GE(getNeededBytesForQueryAll(big, big, 1000), getNeededBytesForQueryAll(big, big / 2, 1000));
-  EXPECT_GE(getNeededBytesForQueryAll(big, 4096, 1000), getNeededBytesForQueryAll(big / 2, 4096, 1000));
+  EXPECT_GE(getNeededBytesForQueryAll(big, big, 1000),
+            getNeededBytesForQueryAll(big, big / 2, 1000));
+  EXPECT_GE(getNeededBytesForQueryAll(big, 4096, 1000),
+            getNeededBytesForQueryAll(big / 2, 4096, 1000));
   EXPECT_GE(getNeededBytesInSearch(big, 4096, 1000, 0, 0), size_t{2} * big * 4096 * 4);
 }
 
@@ -161,17 +171,20 @@ void expect_exact_at_the_limit(int dim) {
   for (float& v : queries) v = v < 0 ? limit : -limit;
   const int k = 5;
   const KnnResult want = oracle_knn(points.data(), 200, queries.data(), 40, dim, k);
-  for (const float d : want.dist) ASSERT_TRUE(std::isfinite(d)) << "the oracle overflows: the limit is wrong";
+  for (const float d : want.dist)
+    ASSERT_TRUE(std::isfinite(d)) << "the oracle overflows: the limit is wrong";
   for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_BRUTE_FORCE}) {
     SCOPED_TRACE(structure_name(structure));
     const IndexHandle index = build_index(points, dim, cpu(structure));
     ASSERT_TRUE(index);
     EXPECT_TRUE(same_knn(want, query_index(index.get(), queries, dim, k)));
-    EXPECT_TRUE(same_knn(oracle_self(points.data(), 200, dim, k, false), query_self(index.get(), 200, k, false)));
+    EXPECT_TRUE(same_knn(oracle_self(points.data(), 200, dim, k, false),
+                         query_self(index.get(), 200, k, false)));
   }
   std::vector<int> ind(40 * k, kSentinelInt);
   std::vector<float> sq(40 * k, -7.0f);
-  KNN_EXPECT_OK(knn_brute_force(points.data(), 200, queries.data(), 40, dim, k, sq.data(), ind.data()));
+  KNN_EXPECT_OK(
+      knn_brute_force(points.data(), 200, queries.data(), 40, dim, k, sq.data(), ind.data()));
   EXPECT_TRUE(same_rows(want.idx, ind, 40, k));
   EXPECT_TRUE(same_bits(want.dist, sq));
 }
@@ -209,23 +222,26 @@ TEST(Coordinates, RefusedBeyondTheLimit) {
     std::vector<float> queries = make_query_rows(Dist::Uniform, 5, dim, 12);
     knn_index* index = nullptr;
     points[7 * dim + dim - 1] = -beyond;
-    EXPECT_TRUE(fails_with(knn_index_build(points.data(), 30, dim, nullptr, &index), KNN_ERR_INVALID_ARGUMENT,
-                           "point 7 has coordinate"));
+    EXPECT_TRUE(fails_with(knn_index_build(points.data(), 30, dim, nullptr, &index),
+                           KNN_ERR_INVALID_ARGUMENT, "point 7 has coordinate"));
     EXPECT_NE(std::string(knn_last_error()).find("(dimension " + std::to_string(dim - 1) + ")"),
               std::string::npos);
-    EXPECT_NE(std::string(knn_last_error()).find("squared distances stay finite"), std::string::npos);
+    EXPECT_NE(std::string(knn_last_error()).find("squared distances stay finite"),
+              std::string::npos);
     EXPECT_EQ(index, nullptr);
     points[7 * dim + dim - 1] = 0.5f;
     const IndexHandle good = build_index(points, dim, cpu(KNN_STRUCTURE_KDTREE));
     ASSERT_TRUE(good);
     queries[3 * dim] = beyond;
     std::vector<int32_t> idx(5 * 2, 77);
-    EXPECT_TRUE(fails_with(knn_index_query(good.get(), queries.data(), 5, 2, idx.data(), nullptr, nullptr),
-                           KNN_ERR_INVALID_ARGUMENT, "query 3 has coordinate"));
+    EXPECT_TRUE(
+        fails_with(knn_index_query(good.get(), queries.data(), 5, 2, idx.data(), nullptr, nullptr),
+                   KNN_ERR_INVALID_ARGUMENT, "query 3 has coordinate"));
     for (const int32_t i : idx) EXPECT_EQ(i, 77);
     std::vector<int> ind(5 * 2, kSentinelInt);
-    EXPECT_TRUE(fails_with(knn_brute_force(points.data(), 30, queries.data(), 5, dim, 2, nullptr, ind.data()),
-                           KNN_ERR_INVALID_ARGUMENT, "query point 3 has coordinate"));
+    EXPECT_TRUE(fails_with(
+        knn_brute_force(points.data(), 30, queries.data(), 5, dim, 2, nullptr, ind.data()),
+        KNN_ERR_INVALID_ARGUMENT, "query point 3 has coordinate"));
     for (const int i : ind) EXPECT_EQ(i, kSentinelInt);
   }
   // The classic API, and a NaN still reports as non-finite.
@@ -252,9 +268,10 @@ TEST(Coordinates, PointInPolygonHasNoLimit) {
   const knn_options opt = cpu(KNN_STRUCTURE_AUTO);
   ASSERT_EQ(knn_quadtree_build(xy.data(), 2000, &opt, &tree), KNN_OK) << knn_last_error();
   std::vector<int64_t> counts(2, -7);
-  ASSERT_EQ(knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
-                                         set.polygon_offsets.data(), 2, counts.data(), &opt),
-            KNN_OK)
+  ASSERT_EQ(
+      knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), set.n_rings(),
+                                   set.polygon_offsets.data(), 2, counts.data(), &opt),
+      KNN_OK)
       << knn_last_error();
   EXPECT_EQ(counts[0], static_cast<int64_t>(want[0].size()));
   EXPECT_EQ(counts[1], static_cast<int64_t>(want[1].size()));
@@ -275,14 +292,14 @@ TEST(Handles, IndexFreedTwiceOrUsedAfterFree) {
   ASSERT_EQ(knn_index_free(index), KNN_OK);
   EXPECT_TRUE(fails_with(knn_index_free(index), KNN_ERR_INVALID_ARGUMENT, "not a live index"));
   int64_t n = -1;
-  EXPECT_TRUE(fails_with(knn_index_info(index, &n, nullptr, nullptr, nullptr), KNN_ERR_INVALID_ARGUMENT,
-                         "not a live index"));
+  EXPECT_TRUE(fails_with(knn_index_info(index, &n, nullptr, nullptr, nullptr),
+                         KNN_ERR_INVALID_ARGUMENT, "not a live index"));
   EXPECT_EQ(n, -1);
   std::vector<int32_t> idx(2, 77);
   EXPECT_TRUE(fails_with(knn_index_query(index, points.data(), 1, 2, idx.data(), nullptr, nullptr),
                          KNN_ERR_INVALID_ARGUMENT, "not a live index"));
-  EXPECT_TRUE(fails_with(knn_index_query_self(index, 1, 0, idx.data(), nullptr), KNN_ERR_INVALID_ARGUMENT,
-                         "not a live index"));
+  EXPECT_TRUE(fails_with(knn_index_query_self(index, 1, 0, idx.data(), nullptr),
+                         KNN_ERR_INVALID_ARGUMENT, "not a live index"));
   EXPECT_EQ(idx[0], 77);
   // A pointer into a live index is not an index either.
   knn_index* live = nullptr;
@@ -320,9 +337,10 @@ TEST(Handles, QuadtreeFreedTwiceOrUsedAfterFree) {
   PolygonArrays set;
   set.add_polygon(rectangle(-1, -1, 3, 3));
   std::vector<int64_t> counts(1, -7);
-  EXPECT_TRUE(fails_with(knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), 1,
-                                                      set.polygon_offsets.data(), 1, counts.data(), nullptr),
-                         KNN_ERR_INVALID_ARGUMENT, "not a live quadtree"));
+  EXPECT_TRUE(fails_with(
+      knn_points_in_polygons_count(tree, set.xy.data(), set.ring_offsets.data(), 1,
+                                   set.polygon_offsets.data(), 1, counts.data(), nullptr),
+      KNN_ERR_INVALID_ARGUMENT, "not a live quadtree"));
   EXPECT_EQ(counts[0], -7);
 }
 

@@ -181,21 +181,20 @@ void index_suite(const BenchArgs& a, bool have_gpu, json& results) {
                                  })));
         knn_index* index = nullptr;
         if (knn_index_build(points.data(), n, dim, &opt, &index) != KNN_OK) continue;
-        results.push_back(
-            record("query", backend_name, s.name, n, m, a.k, dim, m,
-                   time_call(a, what("query", backend_name, s.name, n), [&] {
-                     return knn_index_query(index, queries.data(), m, a.k, idx.data(), dist.data(),
-                                            nullptr);
-                   })));
+        results.push_back(record("query", backend_name, s.name, n, m, a.k, dim, m,
+                                 time_call(a, what("query", backend_name, s.name, n), [&] {
+                                   return knn_index_query(index, queries.data(), m, a.k, idx.data(),
+                                                          dist.data(), nullptr);
+                                 })));
         // The radius that holds k of n uniform points in the unit cube on
         // average (4/3 pi r^3 n = k), so radius and kNN rows compare.
         const double radius = std::cbrt(3.0 * a.k / (4.0 * 3.14159265358979323846 * n));
-        json rec = record("radius", backend_name, s.name, n, m, a.k, dim, m,
-                          time_call(a, what("radius", backend_name, s.name, n), [&] {
-                            return knn_index_radius(index, queries.data(), m,
-                                                    static_cast<float>(radius), a.k, idx.data(),
-                                                    dist.data(), counts.data(), nullptr);
-                          }));
+        json rec =
+            record("radius", backend_name, s.name, n, m, a.k, dim, m,
+                   time_call(a, what("radius", backend_name, s.name, n), [&] {
+                     return knn_index_radius(index, queries.data(), m, static_cast<float>(radius),
+                                             a.k, idx.data(), dist.data(), counts.data(), nullptr);
+                   }));
         rec["radius"] = radius;
         results.push_back(rec);
         knn_index_free(index);
@@ -222,8 +221,8 @@ knn_cli::PolygonLayer star_polygons(int count) {
     const double turn = kTwoPi * u[5 * p + 3];
     const int spikes = 7 + static_cast<int>(u[5 * p + 4] * 18.0f);
     for (int v = 0; v < 2 * spikes; ++v) {
-      const double r = size * (v % 2 == 0 ? 0.7 + 0.3 * radii[48 * p + v]      // tip
-                                          : 0.2 + 0.3 * radii[48 * p + v]);    // notch
+      const double r = size * (v % 2 == 0 ? 0.7 + 0.3 * radii[48 * p + v]    // tip
+                                          : 0.2 + 0.3 * radii[48 * p + v]);  // notch
       const double angle = turn + kTwoPi * v / (2 * spikes);
       layer.vertices.push_back(static_cast<float>(cx + r * std::cos(angle)));
       layer.vertices.push_back(static_cast<float>(cy + r * std::sin(angle)));
@@ -272,7 +271,8 @@ void pip_suite(const BenchArgs& a, bool have_gpu, json& results) {
         knn_options opt;
         knn_options_init(&opt);
         opt.backend = backend;
-        json rec = record("build", backend_name, "quadtree", n, 0, 0, 2, n, time_call(a, what("build", backend_name, "quadtree", n), [&] {
+        json rec = record("build", backend_name, "quadtree", n, 0, 0, 2, n,
+                          time_call(a, what("build", backend_name, "quadtree", n), [&] {
                             knn_quadtree* tree = nullptr;
                             const int st = knn_quadtree_build(xy.data(), n, &opt, &tree);
                             if (st == KNN_OK) knn_quadtree_free(tree);

@@ -79,11 +79,11 @@ void add_ring(PolygonLayer& L, const json& ring, const Where& w, const std::stri
   for (const json& pos : ring) {
     // Built only for a message: a large file has millions of positions.
     const auto pat = [&] { return at + " position " + std::to_string(index); };
-    if (!pos.is_array() || pos.size() < 2)
-      fail(w.name, pat() + " is not a position [x, y]");
+    if (!pos.is_array() || pos.size() < 2) fail(w.name, pat() + " is not a position [x, y]");
     for (int d = 0; d < 2; ++d) {
-      if (!pos[d].is_number()) fail(w.name, pat() + ": coordinate " + std::to_string(d) + " is " +
-                                                type_name(pos[d]) + ", not a number");
+      if (!pos[d].is_number())
+        fail(w.name, pat() + ": coordinate " + std::to_string(d) + " is " + type_name(pos[d]) +
+                         ", not a number");
       const double v = pos[d].get<double>();
       const float f = static_cast<float>(v);
       if (!std::isfinite(f))
@@ -96,9 +96,10 @@ void add_ring(PolygonLayer& L, const json& ring, const Where& w, const std::stri
   const int64_t n = index;
   const int64_t distinct = distinct_vertices(L.vertices.data() + first, n);
   if (distinct < 3)
-    fail(w.name, at + " has " + std::to_string(n) + " position" + (n == 1 ? "" : "s") + " (" +
-                     std::to_string(distinct) +
-                     " distinct once repeats are dropped); a ring needs at least 3 distinct vertices");
+    fail(w.name,
+         at + " has " + std::to_string(n) + " position" + (n == 1 ? "" : "s") + " (" +
+             std::to_string(distinct) +
+             " distinct once repeats are dropped); a ring needs at least 3 distinct vertices");
   L.ring_offsets.push_back(static_cast<int64_t>(L.vertices.size() / 2));
 }
 
@@ -227,7 +228,8 @@ PolygonLayer parse_geojson(const std::string& name, const std::string& bytes,
   } catch (const json::exception& e) {
     fail(name, "malformed JSON: " + parser_message(e.what()));
   }
-  if (!doc.is_object()) fail(name, "not a GeoJSON object (the top level is " + type_name(doc) + ")");
+  if (!doc.is_object())
+    fail(name, "not a GeoJSON object (the top level is " + type_name(doc) + ")");
   const auto t = doc.find("type");
   if (t == doc.end() || !t->is_string()) fail(name, "not a GeoJSON object (no \"type\" member)");
   const std::string type = t->get<std::string>();

@@ -9,15 +9,13 @@
 // What is refused, with a one-line message naming the file, the feature and
 // the polygon / ring / position (std::runtime_error): malformed JSON (with
 // nlohmann's line and column), arrays and objects nested more than 128 deep
-// (with the line and column; the JSON library would recurse that deep), a geometry type other than Polygon and
-// MultiPolygon, a missing geometry, coordinates that are not arrays of at
-// least two numbers, a coordinate that is not finite once converted to
-// float32 (the library's precision), and a ring with fewer than 3 distinct
-// vertices (the library's rule: consecutive repeats, the closing one
-// included, are dropped first). Rings need not be closed and may have either
-// orientation (the library accepts both). A feature whose geometry is null,
-// or an empty Polygon / MultiPolygon, has no polygons: it counts 0 points.
-// Extra position members (z, m) are ignored.
+// (with the line and column; the JSON library would recurse that deep), a geometry type other than
+// Polygon and MultiPolygon, a missing geometry, coordinates that are not arrays of at least two
+// numbers, a coordinate that is not finite once converted to float32 (the library's precision), and
+// a ring with fewer than 3 distinct vertices (the library's rule: consecutive repeats, the closing
+// one included, are dropped first). Rings need not be closed and may have either orientation (the
+// library accepts both). A feature whose geometry is null, or an empty Polygon / MultiPolygon, has
+// no polygons: it counts 0 points. Extra position members (z, m) are ignored.
 #ifndef KNN_TOOLS_GEOJSON_H
 #define KNN_TOOLS_GEOJSON_H
 
@@ -28,12 +26,12 @@
 namespace knn_cli {
 
 struct PolygonLayer {
-  std::vector<float> vertices;                // x, y per vertex
-  std::vector<int64_t> ring_offsets{0};       // n_rings + 1, in vertices
-  std::vector<int64_t> polygon_offsets{0};    // n_polygons + 1, in rings
-  std::vector<int64_t> feature_offsets{0};    // n_features + 1, in polygons
-  std::vector<std::string> ids;               // per feature; "" when it has none
-  bool any_id = false;                        // some feature has an id
+  std::vector<float> vertices;              // x, y per vertex
+  std::vector<int64_t> ring_offsets{0};     // n_rings + 1, in vertices
+  std::vector<int64_t> polygon_offsets{0};  // n_polygons + 1, in rings
+  std::vector<int64_t> feature_offsets{0};  // n_features + 1, in polygons
+  std::vector<std::string> ids;             // per feature; "" when it has none
+  bool any_id = false;                      // some feature has an id
 
   int64_t rings() const { return static_cast<int64_t>(ring_offsets.size()) - 1; }
   int64_t polygons() const { return static_cast<int64_t>(polygon_offsets.size()) - 1; }

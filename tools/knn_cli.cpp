@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <limits>
@@ -238,11 +238,13 @@ int run_radius(const RadiusArgs& a) {
   if (a.max_neighbors < 0) throw std::runtime_error("--max-neighbors must be at least 0");
   // max_neighbors 0 is the library's counting call: only counts come back.
   if (a.max_neighbors == 0 && (!a.out.empty() || !a.distances.empty() || a.counts.empty()))
-    throw std::runtime_error("--max-neighbors 0 counts only: give --counts FILE, not --out or --distances");
+    throw std::runtime_error(
+        "--max-neighbors 0 counts only: give --counts FILE, not --out or --distances");
   if (a.max_neighbors > 0 && a.out.empty()) throw std::runtime_error("--out FILE is required");
   const std::string out_ext = a.out.empty() ? "" : table_extension(a.out, "--out");
   const std::string counts_ext = a.counts.empty() ? "" : table_extension(a.counts, "--counts");
-  const std::string dist_ext = a.distances.empty() ? "" : table_extension(a.distances, "--distances");
+  const std::string dist_ext =
+      a.distances.empty() ? "" : table_extension(a.distances, "--distances");
 
   progress.step("reading " + a.ref);
   knn_cli::PointTable ref = knn_cli::read_point_table(a.ref, 1, kMaxReadDim);
@@ -276,8 +278,8 @@ int run_radius(const RadiusArgs& a) {
   std::vector<int32_t> idx(static_cast<size_t>(m) * M);
   std::vector<float> dist(a.distances.empty() ? 0 : idx.size());
   std::vector<int32_t> counts(static_cast<size_t>(m));
-  progress.step("radius search, r=" + std::to_string(a.radius) +
-                ", at most " + std::to_string(M) + " per query");
+  progress.step("radius search, r=" + std::to_string(a.radius) + ", at most " + std::to_string(M) +
+                " per query");
   check(knn_index_radius(index.get(), query.coords.data(), m, static_cast<float>(a.radius),
                          a.max_neighbors, M ? idx.data() : nullptr,
                          dist.empty() ? nullptr : dist.data(), counts.data(), &opt),
@@ -350,8 +352,8 @@ struct PolygonSubset {
 // Points of every polygon of `set`: offsets (n_polygons + 1) and indices,
 // ascending within each polygon, from the counts the library gave.
 void points_of(const knn_quadtree* tree, const float* vertices, const int64_t* rings,
-               int64_t n_rings, const int64_t* polygons, int64_t n_polygons,
-               const knn_options* opt, std::vector<int64_t>* offsets, std::vector<int64_t>* points) {
+               int64_t n_rings, const int64_t* polygons, int64_t n_polygons, const knn_options* opt,
+               std::vector<int64_t>* offsets, std::vector<int64_t>* points) {
   std::vector<int64_t> counts(static_cast<size_t>(n_polygons));
   check(knn_points_in_polygons_count(tree, vertices, rings, n_rings, polygons, n_polygons,
                                      counts.data(), opt),
@@ -398,9 +400,10 @@ int run_pip(const PipArgs& a) {
   progress.step("counting points in " + std::to_string(L.polygons()) + " polygons");
   const int64_t F = L.features(), P = L.polygons();
   std::vector<int64_t> poly_counts(static_cast<size_t>(P));
-  check(knn_points_in_polygons_count(tree.get(), L.vertices.data(), L.ring_offsets.data(), L.rings(),
-                                     L.polygon_offsets.data(), P, poly_counts.data(), &opt),
-        "knn_points_in_polygons_count");
+  check(
+      knn_points_in_polygons_count(tree.get(), L.vertices.data(), L.ring_offsets.data(), L.rings(),
+                                   L.polygon_offsets.data(), P, poly_counts.data(), &opt),
+      "knn_points_in_polygons_count");
   std::vector<int64_t> feature_counts(static_cast<size_t>(F), 0);
   std::vector<char> needs_union(static_cast<size_t>(F), 0);
   std::vector<int64_t> union_polygons;  // polygons of the features in needs_union
@@ -557,8 +560,9 @@ int main(int argc, char** argv) {
   rq_opt->excludes(rself_opt);
   radius->add_option("--radius", ra.radius, "search radius (squared distance <= radius^2)")
       ->required();
-  radius->add_option("--max-neighbors", ra.max_neighbors,
-                     "neighbours kept per query, nearest first (0: counts only)")
+  radius
+      ->add_option("--max-neighbors", ra.max_neighbors,
+                   "neighbours kept per query, nearest first (0: counts only)")
       ->required()
       ->check(int_at_least(0));
   radius->add_option("--out", ra.out, "indices: .npy (int32 (m, M)) or .csv; -1 = unused slot");
@@ -574,7 +578,8 @@ int main(int argc, char** argv) {
 
   PipArgs pa;
   CLI::App* pip = app.add_subcommand("pip", "count points in GeoJSON polygons (quadtree API)");
-  pip->add_option("--points", pa.points, "points, x and y used (.xyz .txt .csv .ply .npy .bin .f32)")
+  pip->add_option("--points", pa.points,
+                  "points, x and y used (.xyz .txt .csv .ply .npy .bin .f32)")
       ->required();
   pip->add_option("--polygons", pa.polygons, "GeoJSON FeatureCollection of Polygon/MultiPolygon")
       ->required();

@@ -161,11 +161,11 @@ bool ply_type_of(const std::string& name, PlyType* t) {
   static const struct {
     const char* name;
     PlyType type;
-  } table[] = {{"char", PlyType::I8},     {"int8", PlyType::I8},     {"uchar", PlyType::U8},
-               {"uint8", PlyType::U8},    {"short", PlyType::I16},   {"int16", PlyType::I16},
-               {"ushort", PlyType::U16},  {"uint16", PlyType::U16},  {"int", PlyType::I32},
-               {"int32", PlyType::I32},   {"uint", PlyType::U32},    {"uint32", PlyType::U32},
-               {"float", PlyType::F32},   {"float32", PlyType::F32}, {"double", PlyType::F64},
+  } table[] = {{"char", PlyType::I8},    {"int8", PlyType::I8},     {"uchar", PlyType::U8},
+               {"uint8", PlyType::U8},   {"short", PlyType::I16},   {"int16", PlyType::I16},
+               {"ushort", PlyType::U16}, {"uint16", PlyType::U16},  {"int", PlyType::I32},
+               {"int32", PlyType::I32},  {"uint", PlyType::U32},    {"uint32", PlyType::U32},
+               {"float", PlyType::F32},  {"float32", PlyType::F32}, {"double", PlyType::F64},
                {"float64", PlyType::F64}};
   for (const auto& e : table) {
     if (name == e.name) {
@@ -178,9 +178,13 @@ bool ply_type_of(const std::string& name, PlyType* t) {
 
 size_t ply_size(PlyType t) {
   switch (t) {
-    case PlyType::I8: case PlyType::U8: return 1;
-    case PlyType::I16: case PlyType::U16: return 2;
-    case PlyType::I32: case PlyType::U32: case PlyType::F32: return 4;
+    case PlyType::I8:
+    case PlyType::U8: return 1;
+    case PlyType::I16:
+    case PlyType::U16: return 2;
+    case PlyType::I32:
+    case PlyType::U32:
+    case PlyType::F32: return 4;
     case PlyType::F64: return 8;
   }
   return 0;
@@ -193,14 +197,46 @@ double ply_load(PlyType t, const unsigned char* p) {
   std::memcpy(b, p, n);
   if (!host_is_little_endian()) std::reverse(b, b + n);
   switch (t) {
-    case PlyType::I8: { int8_t v; std::memcpy(&v, b, 1); return v; }
-    case PlyType::U8: { uint8_t v; std::memcpy(&v, b, 1); return v; }
-    case PlyType::I16: { int16_t v; std::memcpy(&v, b, 2); return v; }
-    case PlyType::U16: { uint16_t v; std::memcpy(&v, b, 2); return v; }
-    case PlyType::I32: { int32_t v; std::memcpy(&v, b, 4); return v; }
-    case PlyType::U32: { uint32_t v; std::memcpy(&v, b, 4); return v; }
-    case PlyType::F32: { float v; std::memcpy(&v, b, 4); return v; }
-    case PlyType::F64: { double v; std::memcpy(&v, b, 8); return v; }
+    case PlyType::I8: {
+      int8_t v;
+      std::memcpy(&v, b, 1);
+      return v;
+    }
+    case PlyType::U8: {
+      uint8_t v;
+      std::memcpy(&v, b, 1);
+      return v;
+    }
+    case PlyType::I16: {
+      int16_t v;
+      std::memcpy(&v, b, 2);
+      return v;
+    }
+    case PlyType::U16: {
+      uint16_t v;
+      std::memcpy(&v, b, 2);
+      return v;
+    }
+    case PlyType::I32: {
+      int32_t v;
+      std::memcpy(&v, b, 4);
+      return v;
+    }
+    case PlyType::U32: {
+      uint32_t v;
+      std::memcpy(&v, b, 4);
+      return v;
+    }
+    case PlyType::F32: {
+      float v;
+      std::memcpy(&v, b, 4);
+      return v;
+    }
+    case PlyType::F64: {
+      double v;
+      std::memcpy(&v, b, 8);
+      return v;
+    }
   }
   return 0;
 }
@@ -253,7 +289,8 @@ class NpyHeaderParser {
       } else if (key == "descr" || key == "fortran_order" || key == "shape") {
         bad("the key '" + key + "' appears twice");
       } else {
-        bad("unexpected key '" + excerpt(key) + "' (a .npy header has 'descr', 'fortran_order', "
+        bad("unexpected key '" + excerpt(key) +
+            "' (a .npy header has 'descr', 'fortran_order', "
             "'shape')");
       }
       if (!peek(',')) break;
@@ -369,8 +406,7 @@ std::vector<float> read_points(const std::string& path) {
   if (ext == ".ply") return read_ply_points(path);
   if (ext == ".npy") return read_npy_points(path);
   if (ext == ".bin" || ext == ".f32") return read_raw_points(path);
-  fail(path, "unknown point file type '" + ext +
-                 "' (expected .xyz .txt .csv .ply .npy .bin .f32)");
+  fail(path, "unknown point file type '" + ext + "' (expected .xyz .txt .csv .ply .npy .bin .f32)");
 }
 
 PointTable read_point_table(const std::string& path, int min_dim, int max_dim) {
@@ -389,8 +425,7 @@ PointTable read_point_table(const std::string& path, int min_dim, int max_dim) {
     t.coords = read_raw_points(path);
     return t;
   }
-  fail(path, "unknown point file type '" + ext +
-                 "' (expected .xyz .txt .csv .ply .npy .bin .f32)");
+  fail(path, "unknown point file type '" + ext + "' (expected .xyz .txt .csv .ply .npy .bin .f32)");
 }
 
 std::vector<float> read_text_points(const std::string& path) {
@@ -436,10 +471,10 @@ PointTable parse_text_table(const std::string& path, const std::string& data, in
         continue;
       }
       if (!count_ok) {
-        const std::string want =
-            t.dim > 0 && min_dim != max_dim
-                ? std::to_string(t.dim) + " columns (as on line " + std::to_string(first_data_line) + ")"
-                : column_range_text(min_dim, max_dim);
+        const std::string want = t.dim > 0 && min_dim != max_dim
+                                     ? std::to_string(t.dim) + " columns (as on line " +
+                                           std::to_string(first_data_line) + ")"
+                                     : column_range_text(min_dim, max_dim);
         fail(path, "line " + std::to_string(line_no) + ": expected " + want + ", found " +
                        std::to_string(f.size()));
       }
@@ -498,7 +533,8 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
       } else if (fmt == "binary_little_endian") {
         ascii = false;
       } else if (fmt == "binary_big_endian") {
-        fail(path, where + "binary_big_endian is not supported (convert to little endian or ascii)");
+        fail(path,
+             where + "binary_big_endian is not supported (convert to little endian or ascii)");
       } else {
         fail(path, where + "unknown format '" + excerpt(fmt) + "'");
       }
@@ -555,7 +591,8 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
   for (size_t p = 0; p < ve.props.size(); ++p) {
     for (int d = 0; d < 3; ++d) {
       if (ve.props[p].name == names[d]) {
-        if (ve.props[p].is_list) fail(path, std::string("PLY vertex property ") + names[d] + " is a list");
+        if (ve.props[p].is_list)
+          fail(path, std::string("PLY vertex property ") + names[d] + " is a list");
         col[d] = static_cast<int>(p);
       }
     }
@@ -566,14 +603,17 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
   if (dim == 3 && col[2] < 0 && min_dim <= 2) dim = 2;
   if (min_dim > 3 || max_dim < 2) fail(path, "PLY files hold 2 or 3 coordinates (x y [z])");
   for (int d = 0; d < dim; ++d)
-    if (col[d] < 0) fail(path, std::string("PLY vertex element has no '") + names[d] + "' property");
+    if (col[d] < 0)
+      fail(path, std::string("PLY vertex element has no '") + names[d] + "' property");
 
   PointTable table;
   table.dim = dim;
   std::vector<float>& xyz = table.coords;
   // A vertex takes at least 3 bytes, so the file size bounds the reservation
   // (a corrupt count does not allocate gigabytes up front).
-  xyz.reserve(static_cast<size_t>(std::min<int64_t>(ve.count, static_cast<int64_t>(data.size() / 3))) * dim);
+  xyz.reserve(
+      static_cast<size_t>(std::min<int64_t>(ve.count, static_cast<int64_t>(data.size() / 3))) *
+      dim);
   if (ascii) {
     for (size_t e = 0; e <= vi; ++e) {
       const PlyElement& el = elements[e];
@@ -581,8 +621,8 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
         std::string l;
         do {
           if (!next_line(&l))
-            fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " + std::to_string(r) +
-                           " of " + std::to_string(el.count));
+            fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " +
+                           std::to_string(r) + " of " + std::to_string(el.count));
         } while (trim(l).empty());
         const std::vector<std::string> tok = split_fields(l);
         size_t t = 0;
@@ -599,7 +639,8 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
           } else {
             double d;
             if (t >= tok.size()) fail(path, where + "too few values");
-            if (!parse_double(tok[t], &d)) fail(path, where + "not a number '" + excerpt(tok[t]) + "'");
+            if (!parse_double(tok[t], &d))
+              fail(path, where + "not a number '" + excerpt(tok[t]) + "'");
             for (int k = 0; k < 3; ++k)
               if (static_cast<int>(p) == col[k]) v[k] = d;
             ++t;
@@ -625,14 +666,15 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
           const PlyProperty& pr = el.props[p];
           auto need = [&](size_t bytes) {
             if (pos > size || size - pos < bytes)
-              fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " + std::to_string(r) +
-                             " of " + std::to_string(el.count));
+              fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " +
+                             std::to_string(r) + " of " + std::to_string(el.count));
           };
           if (pr.is_list) {
             need(ply_size(pr.count_type));
             const double cnt = ply_load(pr.count_type, base + pos);
             pos += ply_size(pr.count_type);
-            if (!(cnt >= 0)) fail(path, "PLY: negative list count in element '" + excerpt(el.name) + "'");
+            if (!(cnt >= 0))
+              fail(path, "PLY: negative list count in element '" + excerpt(el.name) + "'");
             const double bytes = cnt * static_cast<double>(ply_size(pr.type));
             if (bytes > static_cast<double>(size)) need(size + 1);
             need(static_cast<size_t>(bytes));
@@ -675,7 +717,8 @@ PointTable parse_npy_table(const std::string& path, const std::string& data, int
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (data.size() < 12) fail(path, "truncated .npy header");
-    for (int i = 3; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(data[8 + i]);
+    for (int i = 3; i >= 0; --i)
+      header_len = (header_len << 8) | static_cast<unsigned char>(data[8 + i]);
     header_start = 12;
   } else {
     fail(path, "unsupported .npy version " + std::to_string(major));
@@ -700,10 +743,9 @@ PointTable parse_npy_table(const std::string& path, const std::string& data, int
   if (h.shape.size() == 1) shape += ",";
   const std::vector<int64_t>& dims = h.shape;
   if (dims.size() != 2 || dims[1] < min_dim || dims[1] > max_dim) {
-    const std::string want =
-        min_dim == max_dim ? "(n, " + std::to_string(min_dim) + ")"
-                           : "(n, d) with d from " + std::to_string(min_dim) + " to " +
-                                 std::to_string(max_dim);
+    const std::string want = min_dim == max_dim ? "(n, " + std::to_string(min_dim) + ")"
+                                                : "(n, d) with d from " + std::to_string(min_dim) +
+                                                      " to " + std::to_string(max_dim);
     fail(path, ".npy shape (" + shape + ") is not " + want);
   }
   const int64_t n = dims[0];
@@ -758,17 +800,24 @@ namespace {
 // cols < 0: a one-dimensional array of `rows` values.
 void write_npy(const std::string& path, const char* descr, const void* data, size_t item,
                int64_t rows, int64_t cols) {
-  const std::string shape = cols < 0 ? std::to_string(rows) + ","
-                                     : std::to_string(rows) + ", " + std::to_string(cols);
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
-                       shape + "), }";
+  const std::string shape =
+      cols < 0 ? std::to_string(rows) + "," : std::to_string(rows) + ", " + std::to_string(cols);
+  std::string header =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
   // Magic (6) + version (2) + length (2) + header + '\n', padded to 64 bytes.
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) fail(path, std::string("cannot create (") + std::strerror(errno) + ")");
-  const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  const unsigned char pre[10] = {0x93,
+                                 'N',
+                                 'U',
+                                 'M',
+                                 'P',
+                                 'Y',
+                                 1,
+                                 0,
                                  static_cast<unsigned char>(header.size() & 0xff),
                                  static_cast<unsigned char>(header.size() >> 8)};
   const size_t bytes = static_cast<size_t>(rows) * static_cast<size_t>(cols < 0 ? 1 : cols) * item;
@@ -797,8 +846,8 @@ void write_npy_int32_vector(const std::string& path, const int32_t* data, int64_
   write_npy(path, "<i4", data, 4, n, -1);
 }
 
-void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist,
-               int64_t rows, int64_t k) {
+void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist, int64_t rows,
+               int64_t k) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) fail(path, std::string("cannot create (") + std::strerror(errno) + ")");
   std::string line;
@@ -833,17 +882,19 @@ void write_csv(const std::string& path, const int32_t* indices, const float* sq_
   if (!ok) fail(path, "write error");
 }
 
-void write_csv_float32(const std::string& path, const char* prefix, const float* data,
-                       int64_t rows, int64_t cols) {
+void write_csv_float32(const std::string& path, const char* prefix, const float* data, int64_t rows,
+                       int64_t cols) {
   TextFile f(path);
   std::string line;
-  for (int64_t j = 0; j < cols; ++j) line += (j ? "," : "") + std::string(prefix) + std::to_string(j);
+  for (int64_t j = 0; j < cols; ++j)
+    line += (j ? "," : "") + std::string(prefix) + std::to_string(j);
   f.line(line);
   char buf[64];
   for (int64_t i = 0; i < rows; ++i) {
     line.clear();
     for (int64_t j = 0; j < cols; ++j) {
-      const float d = data[static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(j)];
+      const float d =
+          data[static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(j)];
       if (j) line += ',';
       if (std::isinf(d)) {
         line += d > 0 ? "inf" : "-inf";

@@ -83,13 +83,13 @@ void write_npy_int32_vector(const std::string& path, const int32_t* data, int64_
 // CSV: a header line "i0,...,i{k-1}" (then ",d0,...,d{k-1}" when distances
 // are given), one row per query; distances printed with 9 significant digits
 // (float32 round trip), "inf" for missing neighbours.
-void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist,
-               int64_t rows, int64_t k);
+void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist, int64_t rows,
+               int64_t k);
 
 // CSV of a float32 matrix: header "p0,...,p{cols-1}" (p = prefix), 9
 // significant digits, "inf" for infinities.
-void write_csv_float32(const std::string& path, const char* prefix, const float* data,
-                       int64_t rows, int64_t cols);
+void write_csv_float32(const std::string& path, const char* prefix, const float* data, int64_t rows,
+                       int64_t cols);
 
 // A text file written line by line; every failure (open, write, close)
 // throws with the path. close() reports a failed flush; the destructor only

@@ -46,10 +46,10 @@ class ProgressReporter {
   knn_progress record_{};
   std::mutex mutex_;  // stderr and the fields below
   std::string label_;
-  int32_t sequence_ = -1;       // the stage being shown
+  int32_t sequence_ = -1;  // the stage being shown
   Clock::time_point stage_start_;
   Clock::time_point last_line_;
-  bool line_pending_ = false;   // lines mode: the stage has no final line yet
+  bool line_pending_ = false;  // lines mode: the stage has no final line yet
   bool bar_drawn_ = false;
   std::atomic<bool> stop_{false};
   std::thread watcher_;

@@ -48,8 +48,10 @@ Timing run_shape(int64_t n, int dim, cudaStream_t stream) {
   const std::vector<float> points = uniform_rows(n, dim, 1);
   const std::vector<float> queries = uniform_rows(m, dim, 2);
   DeviceBuffer<float> d_points(points.size()), d_queries(queries.size());
-  check(cudaMemcpy(d_points.get(), points.data(), points.size() * 4, cudaMemcpyHostToDevice), "copy");
-  check(cudaMemcpy(d_queries.get(), queries.data(), queries.size() * 4, cudaMemcpyHostToDevice), "copy");
+  check(cudaMemcpy(d_points.get(), points.data(), points.size() * 4, cudaMemcpyHostToDevice),
+        "copy");
+  check(cudaMemcpy(d_queries.get(), queries.data(), queries.size() * 4, cudaMemcpyHostToDevice),
+        "copy");
   DeviceBuffer<int32_t> d_idx(static_cast<size_t>(m) * kK);
   DeviceBuffer<float> d_dist(static_cast<size_t>(m) * kK);
   const BruteForcePoints view{d_points.get(), n, dim};
@@ -78,7 +80,8 @@ Timing run_shape(int64_t n, int dim, cudaStream_t stream) {
   check(cudaMemcpy(dist.data(), d_dist.get(), dist.size() * 4, cudaMemcpyDeviceToHost), "copy");
   knn::omp::brute_force(points.data(), n, queries.data(), kChecked, dim, kK, want_idx.data(),
                         want_dist.data());
-  const bool agrees = idx == want_idx && std::memcmp(dist.data(), want_dist.data(), dist.size() * 4) == 0;
+  const bool agrees =
+      idx == want_idx && std::memcmp(dist.data(), want_dist.data(), dist.size() * 4) == 0;
   return Timing{knn_bench::middle_sample(ms), agrees};
 }
 

@@ -44,7 +44,8 @@ template <class T>
 T* device_copy(const std::vector<T>& host) {
   T* d = nullptr;
   knn::cuda::check(cudaMalloc(&d, sizeof(T) * std::max<size_t>(host.size(), 1)), "cudaMalloc");
-  knn::cuda::check(cudaMemcpy(d, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice), "copy");
+  knn::cuda::check(cudaMemcpy(d, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice),
+                   "copy");
   return d;
 }
 
@@ -84,16 +85,19 @@ void bench_build(const std::string& dist, int64_t n) {
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   knn::cuda::BuildWorkspace ws(n);
-  const double ms = median_event_ms(stream, [&] {
-    knn::cuda::build_kdtree_on_device(d_points, n, d_tree, ws, stream);
-  }, kRepeats);
+  const double ms = median_event_ms(
+      stream, [&] { knn::cuda::build_kdtree_on_device(d_points, n, d_tree, ws, stream); },
+      kRepeats);
   // Byte-identical to the CPU build?
   std::vector<Node> gpu(n), cpu(n);
   cudaMemcpy(gpu.data(), d_tree, sizeof(Node) * n, cudaMemcpyDeviceToHost);
   must(mpBuildKdTree(points.data(), static_cast<int>(n), cpu.data()), "mpBuildKdTree");
   const bool same = std::memcmp(gpu.data(), cpu.data(), sizeof(Node) * n) == 0;
-  report("build kernel-only " + dist + " n=" + std::to_string(n), ms, same ? "== CPU tree" : "MISMATCH vs CPU");
-  const double e2e = median_host_ms([&] { must(cuBuildKdTree(points.data(), static_cast<int>(n), cpu.data()), "cuBuildKdTree"); }, kRepeats);
+  report("build kernel-only " + dist + " n=" + std::to_string(n), ms,
+         same ? "== CPU tree" : "MISMATCH vs CPU");
+  const double e2e = median_host_ms(
+      [&] { must(cuBuildKdTree(points.data(), static_cast<int>(n), cpu.data()), "cuBuildKdTree"); },
+      kRepeats);
   report("build end-to-end (cuBuildKdTree, host arrays) " + dist, e2e);
   cudaStreamDestroy(stream);
   cudaFree(d_points);
@@ -108,8 +112,8 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
 
   cudaStream_t stream;
   cudaStreamCreate(&stream);
-  const std::string tag = dist + " n=" + std::to_string(n) + " m=" + std::to_string(m) +
-                          " k=" + std::to_string(k);
+  const std::string tag =
+      dist + " n=" + std::to_string(n) + " m=" + std::to_string(m) + " k=" + std::to_string(k);
   {
     // Kernel-only: build + search with everything on the device.
     Point* d_points = device_copy(points);
@@ -135,36 +139,55 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
     auto build = [&] {
       knn::cuda::build_kdtree_on_device(d_points, n, d_tree, ws, stream);
       knn::cuda::reset_box(d_box, stream);
-      knn::cuda::convert_nodes(d_tree, n, d_nodes, d_box, stream, knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
+      knn::cuda::convert_nodes(
+          d_tree, n, d_nodes, d_box, stream,
+          knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
       knn::cuda::layout_buckets(view, d_buckets, d_boxes, stream);
     };
-    auto search = [&] { knn::cuda::search_on_device(view, d_queries, m, k, d_idx, d_dist, scratch, stream); };
+    auto search = [&] {
+      knn::cuda::search_on_device(view, d_queries, m, k, d_idx, d_dist, scratch, stream);
+    };
     const double build_ms = median_event_ms(stream, build, kRepeats);
     const double search_ms = median_event_ms(stream, search, kRepeats);
     std::vector<int32_t> gpu(static_cast<size_t>(m) * k);
     cudaMemcpy(gpu.data(), d_idx, gpu.size() * sizeof(int32_t), cudaMemcpyDeviceToHost);
     const bool ok = agrees(queries, tree, k, gpu, 20000);
-    report("query kernel-only " + tag, search_ms, ok ? "== CPU (20000 sampled)" : "MISMATCH vs CPU");
+    report("query kernel-only " + tag, search_ms,
+           ok ? "== CPU (20000 sampled)" : "MISMATCH vs CPU");
     report("build+query kernel-only " + tag, build_ms + search_ms);
     cudaFree(d_points), cudaFree(d_queries), cudaFree(d_tree), cudaFree(d_nodes), cudaFree(d_box);
     cudaFree(d_idx), cudaFree(d_dist), cudaFree(d_buckets), cudaFree(d_boxes);
   }
   {
     std::vector<int> result(static_cast<size_t>(m) * k);
-    const double upload = median_host_ms([&] {
-      must(cuQueryAll(queries.data(), tree.data(), 1, static_cast<int>(n), k, result.data()), "cuQueryAll");
-    }, kRepeats);
+    const double upload = median_host_ms(
+        [&] {
+          must(cuQueryAll(queries.data(), tree.data(), 1, static_cast<int>(n), k, result.data()),
+               "cuQueryAll");
+        },
+        kRepeats);
     report("  of which upload+check (cuQueryAll, 1 query) " + tag, upload);
-    const double cu = median_host_ms([&] {
-      must(cuQueryAll(queries.data(), tree.data(), static_cast<int>(m), static_cast<int>(n), k, result.data()), "cuQueryAll");
-    }, kRepeats);
+    const double cu = median_host_ms(
+        [&] {
+          must(cuQueryAll(queries.data(), tree.data(), static_cast<int>(m), static_cast<int>(n), k,
+                          result.data()),
+               "cuQueryAll");
+        },
+        kRepeats);
     report("cuQueryAll end-to-end (host arrays) " + tag, cu);
-    const double q = median_host_ms([&] {
-      must(queryAll(queries.data(), tree.data(), static_cast<int>(m), static_cast<int>(n), k, result.data()), "queryAll");
-    }, kRepeats);
-    const bool ok = agrees(queries, tree, k, std::vector<int32_t>(result.begin(), result.end()), 20000);
+    const double q = median_host_ms(
+        [&] {
+          must(queryAll(queries.data(), tree.data(), static_cast<int>(m), static_cast<int>(n), k,
+                        result.data()),
+               "queryAll");
+        },
+        kRepeats);
+    const bool ok =
+        agrees(queries, tree, k, std::vector<int32_t>(result.begin(), result.end()), 20000);
     report("queryAll end-to-end (host arrays) " + tag, q, ok ? "== CPU" : "MISMATCH vs CPU");
-    const double b = median_host_ms([&] { must(buildKdTree(points.data(), static_cast<int>(n), tree.data()), "buildKdTree"); }, kRepeats);
+    const double b = median_host_ms(
+        [&] { must(buildKdTree(points.data(), static_cast<int>(n), tree.data()), "buildKdTree"); },
+        kRepeats);
     report("buildKdTree+queryAll end-to-end " + tag, b + q);
   }
   cudaStreamDestroy(stream);
@@ -197,8 +220,10 @@ bool sweep(bool small) {
       for (int k : {1, 3, 8, 16, 33, 100, 1024, 2100}) {
         if (k > 2048 && n > 4097) continue;  // the heap path: small sizes suffice
         std::vector<int> a(m * static_cast<size_t>(k)), b(a.size());
-        must(cuQueryAll(queries.data(), cpu.data(), m, static_cast<int>(n), k, a.data()), "cuQueryAll");
-        must(mpQueryAll(queries.data(), cpu.data(), m, static_cast<int>(n), k, b.data()), "mpQueryAll");
+        must(cuQueryAll(queries.data(), cpu.data(), m, static_cast<int>(n), k, a.data()),
+             "cuQueryAll");
+        must(mpQueryAll(queries.data(), cpu.data(), m, static_cast<int>(n), k, b.data()),
+             "mpQueryAll");
         ++cases;
         if (a != b) {
           ++failures;
@@ -218,21 +243,26 @@ void bench_scale(int64_t n, int k) {
   std::vector<Node> tree(n);
   auto t0 = std::chrono::steady_clock::now();
   must(buildKdTree(points.data(), static_cast<int>(n), tree.data()), "buildKdTree");
-  const double build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double build_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::vector<int> result(static_cast<size_t>(n) * k);
   t0 = std::chrono::steady_clock::now();
-  must(queryAll(points.data(), tree.data(), static_cast<int>(n), static_cast<int>(n), k, result.data()), "queryAll");
-  const double query_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  must(queryAll(points.data(), tree.data(), static_cast<int>(n), static_cast<int>(n), k,
+                result.data()),
+       "queryAll");
+  const double query_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Spot check: 1000 queries spread over the whole range against mpQueryAll.
   const int samples = 1000;
   std::vector<Point> sample(samples);
   std::vector<int> expected(static_cast<size_t>(samples) * k);
   for (int s = 0; s < samples; ++s) sample[s] = points[(n / samples) * s];
-  must(mpQueryAll(sample.data(), tree.data(), samples, static_cast<int>(n), k, expected.data()), "mpQueryAll");
+  must(mpQueryAll(sample.data(), tree.data(), samples, static_cast<int>(n), k, expected.data()),
+       "mpQueryAll");
   bool same = true;
   for (int s = 0; s < samples; ++s)
-    same &= std::memcmp(&expected[static_cast<size_t>(s) * k], &result[static_cast<size_t>(n / samples) * s * k],
-                        sizeof(int) * k) == 0;
+    same &= std::memcmp(&expected[static_cast<size_t>(s) * k],
+                        &result[static_cast<size_t>(n / samples) * s * k], sizeof(int) * k) == 0;
   const std::string tag = "n=m=" + std::to_string(n) + " k=" + std::to_string(k);
   report("scale: buildKdTree end-to-end " + tag, build_ms);
   report("scale: queryAll all-kNN end-to-end (host result) " + tag, query_ms,
@@ -246,13 +276,21 @@ void bench_split(int64_t n, int k, size_t limit) {
   std::vector<Node> tree(n);
   must(buildKdTree(points.data(), static_cast<int>(n), tree.data()), "buildKdTree");
   std::vector<int> whole(static_cast<size_t>(n) * k), split(whole.size());
-  const double whole_ms = median_host_ms([&] {
-    must(queryAll(queries.data(), tree.data(), static_cast<int>(n), static_cast<int>(n), k, whole.data()), "queryAll");
-  }, 1);
+  const double whole_ms = median_host_ms(
+      [&] {
+        must(queryAll(queries.data(), tree.data(), static_cast<int>(n), static_cast<int>(n), k,
+                      whole.data()),
+             "queryAll");
+      },
+      1);
   setenv("KNN_DEVICE_MEMORY_LIMIT", std::to_string(limit).c_str(), 1);
-  const double split_ms = median_host_ms([&] {
-    must(queryAll(queries.data(), tree.data(), static_cast<int>(n), static_cast<int>(n), k, split.data()), "queryAll");
-  }, 1);
+  const double split_ms = median_host_ms(
+      [&] {
+        must(queryAll(queries.data(), tree.data(), static_cast<int>(n), static_cast<int>(n), k,
+                      split.data()),
+             "queryAll");
+      },
+      1);
   unsetenv("KNN_DEVICE_MEMORY_LIMIT");
   const std::string tag = "n=m=" + std::to_string(n) + " k=" + std::to_string(k);
   report("split: queryAll, tree fits " + tag, whole_ms);
@@ -283,7 +321,8 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
-  std::printf("device: %s, %d SMs; host threads %d\n", prop.name, prop.multiProcessorCount, omp_get_max_threads());
+  std::printf("device: %s, %d SMs; host threads %d\n", prop.name, prop.multiProcessorCount,
+              omp_get_max_threads());
   const int64_t M = 1000000, TEN_M = 10000000;
   if (scale || split_only) {
     bench_split(TEN_M, 8, size_t{96} << 20);

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "../../common/grid_layout.h"
+#include "../../cuda/core/memory_model.h"
 #include "../../cuda/cuda_index.h"
+#include "../../cuda/grid/grid_build.cuh"
 #include "../../cuda/kdtree/cuda_kdtree_build.h"
 #include "../../cuda/kdtree/cuda_kdtree_search.h"
-#include "../../cuda/grid/grid_build.cuh"
-#include "../../cuda/core/memory_model.h"
 #include "datasets.h"
 #include "device_timer.h"
 
@@ -39,8 +39,8 @@ constexpr int64_t kCheckedQueries = 20000;
 template <class T>
 knn::cuda::DeviceBuffer<T> device_copy(const std::vector<T>& host) {
   knn::cuda::DeviceBuffer<T> d(host.size());
-  knn::cuda::check(cudaMemcpy(d.get(), host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice),
-                   "copy");
+  knn::cuda::check(
+      cudaMemcpy(d.get(), host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice), "copy");
   return d;
 }
 
@@ -59,7 +59,8 @@ std::string check_against_cpu(const std::vector<Point>& points, const std::vecto
   std::vector<int32_t> cpu(static_cast<size_t>(sample) * k), gpu(cpu.size());
   cpu_grid->knn(&queries[0].p[0], sample, k, cpu.data(), nullptr, knn::CallParams{});
   cudaMemcpy(gpu.data(), d_idx.get(), gpu.size() * sizeof(int32_t), cudaMemcpyDeviceToHost);
-  return cpu == gpu ? "== OpenMP grid (" + std::to_string(sample) + " sampled)" : "MISMATCH vs OpenMP grid";
+  return cpu == gpu ? "== OpenMP grid (" + std::to_string(sample) + " sampled)"
+                    : "MISMATCH vs OpenMP grid";
 }
 
 void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) {
@@ -73,22 +74,26 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
   knn::cuda::Stream stream;
   const float* p = &d_points.get()->p[0];
   const float* q = &d_queries.get()->p[0];
-  const std::string base = std::string(distribution_name(dist)) + " n=" + std::to_string(n) +
-                           " m=" + std::to_string(m);
+  const std::string base =
+      std::string(distribution_name(dist)) + " n=" + std::to_string(n) + " m=" + std::to_string(m);
 
   // The grid, kernel-only.
   std::unique_ptr<knn::cuda::DeviceGrid> grid;
-  const double grid_build =
-      median_event_ms(stream.get(), [&] {
-        grid = knn::cuda::build_device_grid(p, n, true, knn::kGridDefaultPointsPerCell, stream.get());
-      }, kRepeats);
+  const double grid_build = median_event_ms(
+      stream.get(),
+      [&] {
+        grid =
+            knn::cuda::build_device_grid(p, n, true, knn::kGridDefaultPointsPerCell, stream.get());
+      },
+      kRepeats);
   if (grid) {
     const knn::GridLayout& g = grid->layout;
     print_row(base, "grid build kernel-only", grid_build,
               std::to_string(g.cells[0]) + "x" + std::to_string(g.cells[1]) + "x" +
                   std::to_string(g.cells[2]) + " cells");
   } else {
-    print_row(base, "grid build kernel-only", grid_build, "refused (poor occupancy): API uses the kd-tree");
+    print_row(base, "grid build kernel-only", grid_build,
+              "refused (poor occupancy): API uses the kd-tree");
   }
   // The search runs in the engine's chunks (the memory model bounds CUB's
   // scratch for chunks of at most kMaxChunkQueries), back to back on one stream.
@@ -104,58 +109,70 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
   std::unique_ptr<knn::IndexEngine> kd_engine;
   double kd_build = 0;
   try {
-    kd_build = median_host_ms([&] { kd_engine = knn::cuda::build_kdtree_index(p, n, 3, params); }, kRepeats);
+    kd_build = median_host_ms([&] { kd_engine = knn::cuda::build_kdtree_index(p, n, 3, params); },
+                              kRepeats);
   } catch (const knn::Error& e) {
     print_row(base, "kd-tree index engine build", 0, std::string("failed: ") + e.what());
   }
 
   // The classic kd-tree, kernel-only (as bench_gpu.cu times it).
   knn::cuda::DeviceBuffer<Node> d_tree(static_cast<size_t>(n));
-  knn::cuda::DeviceBuffer<float4> d_nodes(static_cast<size_t>(n)), d_buckets(static_cast<size_t>(n));
+  knn::cuda::DeviceBuffer<float4> d_nodes(static_cast<size_t>(n)),
+      d_buckets(static_cast<size_t>(n));
   knn::cuda::DeviceBuffer<uint32_t> d_box(6);
   const int bucket_level = knn::cuda::bucket_level_for(n);
   knn::cuda::DeviceBuffer<float4> d_boxes(size_t{2} << bucket_level);
   knn::cuda::BuildWorkspace ws(n);
   const knn::cuda::TreeView view{d_nodes.get(), n, 0, d_box.get(), bucket_level, d_buckets.get(),
                                  d_boxes.get()};
-  const double classic_build = median_event_ms(stream.get(), [&] {
-    knn::cuda::build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
-    knn::cuda::reset_box(d_box.get(), stream.get());
-    knn::cuda::convert_nodes(d_tree.get(), n, d_nodes.get(), d_box.get(), stream.get(),
-                             knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
-    knn::cuda::layout_buckets(view, d_buckets.get(), d_boxes.get(), stream.get());
-  }, kRepeats);
+  const double classic_build = median_event_ms(
+      stream.get(),
+      [&] {
+        knn::cuda::build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
+        knn::cuda::reset_box(d_box.get(), stream.get());
+        knn::cuda::convert_nodes(
+            d_tree.get(), n, d_nodes.get(), d_box.get(), stream.get(),
+            knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
+        knn::cuda::layout_buckets(view, d_buckets.get(), d_boxes.get(), stream.get());
+      },
+      kRepeats);
 
   for (const int k : ks) {
     const std::string config = base + " k=" + std::to_string(k);
     if (grid) {
-      const double ms = median_event_ms(stream.get(), [&] {
-        for (int64_t first = 0; first < m; first += chunk)
-          knn::cuda::grid_knn(grid->view(), q + 3 * first, std::min(chunk, m - first), k, -1,
-                              d_idx.get() + first * k, d_dist.get() + first * k, scratch,
-                              stream.get());
-      }, kRepeats);
+      const double ms = median_event_ms(
+          stream.get(),
+          [&] {
+            for (int64_t first = 0; first < m; first += chunk)
+              knn::cuda::grid_knn(grid->view(), q + 3 * first, std::min(chunk, m - first), k, -1,
+                                  d_idx.get() + first * k, d_dist.get() + first * k, scratch,
+                                  stream.get());
+          },
+          kRepeats);
       print_row(config, "grid query kernel-only", ms, check_against_cpu(points, queries, k, d_idx));
       print_row(config, "grid build+query kernel-only", grid_build + ms, "");
-      const double call = median_host_ms([&] {
-        grid_engine->knn(q, m, k, d_idx.get(), d_dist.get(), on_device);
-      }, kRepeats);
+      const double call = median_host_ms(
+          [&] { grid_engine->knn(q, m, k, d_idx.get(), d_dist.get(), on_device); }, kRepeats);
       print_row(config, "grid engine call (host clock)", call, "");
     }
     if (kd_engine) {
       try {
-        const double call =
-            median_host_ms([&] { kd_engine->knn(q, m, k, d_idx.get(), d_dist.get(), on_device); }, kRepeats);
-        print_row(config, "kd-tree index engine call", call, "build " + std::to_string(kd_build) + " ms");
+        const double call = median_host_ms(
+            [&] { kd_engine->knn(q, m, k, d_idx.get(), d_dist.get(), on_device); }, kRepeats);
+        print_row(config, "kd-tree index engine call", call,
+                  "build " + std::to_string(kd_build) + " ms");
       } catch (const knn::Error& e) {
         print_row(config, "kd-tree index engine call", 0, std::string("failed: ") + e.what());
       }
     }
     knn::cuda::SearchScratch classic_scratch(m, k);
-    const double classic = median_event_ms(stream.get(), [&] {
-      knn::cuda::search_on_device(view, d_queries.get(), m, k, d_idx.get(), d_dist.get(),
-                                  classic_scratch, stream.get());
-    }, kRepeats);
+    const double classic = median_event_ms(
+        stream.get(),
+        [&] {
+          knn::cuda::search_on_device(view, d_queries.get(), m, k, d_idx.get(), d_dist.get(),
+                                      classic_scratch, stream.get());
+        },
+        kRepeats);
     print_row(config, "classic kd-tree query kernel-only", classic,
               "build " + std::to_string(classic_build) + " ms");
   }
@@ -180,12 +197,15 @@ void sweep_target() {
     auto grid = knn::cuda::build_device_grid(&d_points.get()->p[0], n, true, target, stream.get());
     knn::cuda::GridSearchScratch scratch(chunk, grid->key_bits());
     for (const int k : {1, 8, 16, 17, 32}) {
-      const double ms = median_event_ms(stream.get(), [&] {
-        for (int64_t first = 0; first < n; first += chunk)
-          knn::cuda::grid_knn(grid->view(), &d_queries.get()->p[0] + 3 * first,
-                              std::min(chunk, n - first), k, -1, d_idx.get() + first * k,
-                              d_dist.get() + first * k, scratch, stream.get());
-      }, kRepeats);
+      const double ms = median_event_ms(
+          stream.get(),
+          [&] {
+            for (int64_t first = 0; first < n; first += chunk)
+              knn::cuda::grid_knn(grid->view(), &d_queries.get()->p[0] + 3 * first,
+                                  std::min(chunk, n - first), k, -1, d_idx.get() + first * k,
+                                  d_dist.get() + first * k, scratch, stream.get());
+          },
+          kRepeats);
       print_row("uniform 10^7 target=" + std::to_string(target) + " k=" + std::to_string(k),
                 "grid query kernel-only", ms, "");
     }

@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "../../common/math_constants.h"
-#include "../../cuda/cuda_index.h"
 #include "../../cuda/core/cuda_support.h"
+#include "../../cuda/cuda_index.h"
 #include "datasets.h"
 #include "device_timer.h"
 #include "knn_gpgpu.h"
@@ -49,12 +49,12 @@ namespace {
 constexpr int kRepeats = 5;
 constexpr double kSlowMs = 5000.0;
 
-int leaf_size = 0;        // --leaf; 0 = the engine's default
-int only_dim = 0;         // --dim; 0 = every dim of the suite
-int only_log_n = 0;       // --log-n; 0 = every size of the suite
+int leaf_size = 0;         // --leaf; 0 = the engine's default
+int only_dim = 0;          // --dim; 0 = every dim of the suite
+int only_log_n = 0;        // --log-n; 0 = every size of the suite
 bool kdtree_only = false;  // --kdtree-only: skip the brute-force rows
-int allknn_k = 30;        // --k: the allknn suite's k
-int futhark_k = 0;        // --futhark-k; 0 = the table's k
+int allknn_k = 30;         // --k: the allknn suite's k
+int futhark_k = 0;         // --futhark-k; 0 = the table's k
 
 // Events on the default stream around `work`, on an idle device so that no
 // work queued before is counted.
@@ -95,7 +95,7 @@ DeviceBuffer<float> on_device(const std::vector<float>& host) {
 }
 
 using Builder = std::unique_ptr<knn::IndexEngine> (*)(const float*, int64_t, int,
-                                                       const knn::IndexParams&);
+                                                      const knn::IndexParams&);
 
 void header() {
   std::printf("%-8s %-11s %9s %9s %3s %4s %11s %11s %11s  %s\n", "suite", "structure", "n", "m",
@@ -209,7 +209,8 @@ void allknn_suite(bool quick) {
       index = s.build(points.get(), n, dim, params);
       index->knn_self(k, false, indices.get(), sq_distances.get(), call);
     });
-    const double build = timed(idle_device_event_ms, [&] { index = s.build(points.get(), n, dim, params); });
+    const double build =
+        timed(idle_device_event_ms, [&] { index = s.build(points.get(), n, dim, params); });
     const double query = timed(idle_device_event_ms, [&] {
       index->knn_self(k, false, indices.get(), sq_distances.get(), call);
     });
@@ -238,8 +239,8 @@ void allknn_suite(bool quick) {
     int ran = 0;
     must(knn_index_info(index, nullptr, nullptr, nullptr, &ran), "knn_index_info");
     knn_index_free(index);
-    const std::string note = std::string("C ABI, host arrays, asked ") +
-                             structure_name(structure) + ", ran " + structure_name(ran);
+    const std::string note = std::string("C ABI, host arrays, asked ") + structure_name(structure) +
+                             ", ran " + structure_name(ran);
     row("allknn", structure_name(ran), n, n, dim, k, total - query, query, total, note);
   }
 }

@@ -99,9 +99,9 @@ DeviceBuffer<float> device_uniform_points(int64_t n, float scale, uint64_t seed)
   if (scale != 1.0f)
     for (float& v : host) v *= scale;
   DeviceBuffer<float> d(host.size());
-  knn::cuda::check(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(float),
-                              cudaMemcpyHostToDevice),
-                   "bench: upload");
+  knn::cuda::check(
+      cudaMemcpy(d.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+      "bench: upload");
   return d;
 }
 
@@ -177,21 +177,25 @@ void bench_query(bool quick) {
   std::vector<int64_t> host_out(static_cast<size_t>(total));
   const double host_fill_ms =
       knn_bench::median_ms([&] { tree->fill(view, offsets.data(), host_out.data(), {}); });
-  std::printf("\n## %lld uniform points x 300 concave stars of 100 vertices (%lld points inside)\n\n",
-              static_cast<long long>(n), static_cast<long long>(total));
-  std::printf("| phase | ms |\n|---|---|\n| count | %.2f |\n| fill (device output) | %.2f |\n"
-              "| count + fill | %.2f |\n| fill to pageable host memory | %.2f |\n",
-              count_ms, fill_ms, count_ms + fill_ms, host_fill_ms);
+  std::printf(
+      "\n## %lld uniform points x 300 concave stars of 100 vertices (%lld points inside)\n\n",
+      static_cast<long long>(n), static_cast<long long>(total));
+  std::printf(
+      "| phase | ms |\n|---|---|\n| count | %.2f |\n| fill (device output) | %.2f |\n"
+      "| count + fill | %.2f |\n| fill to pageable host memory | %.2f |\n",
+      count_ms, fill_ms, count_ms + fill_ms, host_fill_ms);
 }
 
 void bench_seed(bool quick) {
   const int n_rectangles = quick ? 110000 : 1100000;
   const Polygons set = seed_rectangles(n_rectangles, 1024.0f, 14);
   const PolygonSet view = set.view();
-  std::printf("\n## Seed configuration: points uniform in [0,1024)^2, %d rectangles, count phase\n\n",
-              n_rectangles);
-  std::printf("| N | quadtree build ms | quadtree count ms | polygons/s | brute force ms | "
-              "polygons/s | speed-up |\n|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "\n## Seed configuration: points uniform in [0,1024)^2, %d rectangles, count phase\n\n",
+      n_rectangles);
+  std::printf(
+      "| N | quadtree build ms | quadtree count ms | polygons/s | brute force ms | "
+      "polygons/s | speed-up |\n|---|---|---|---|---|---|---|\n");
   // Brute force runs while N x polygons stays below this many point tests.
   const double brute_force_limit = quick ? 4e11 : 4e13;
   for (const int64_t n : {int64_t{3000}, int64_t{30000}, int64_t{300000}, int64_t{3000000},
@@ -204,14 +208,15 @@ void bench_seed(bool quick) {
     std::vector<int64_t> counts(static_cast<size_t>(view.n_polygons));
     // One untimed run decides whether the repeats fit in the time we have.
     const double first_ms = knn_bench::time_once_ms([&] { tree->count(view, counts.data(), {}); });
-    const double count_ms = first_ms > 20000
-                                ? first_ms
-                                : knn_bench::median_ms([&] { tree->count(view, counts.data(), {}); });
+    const double count_ms =
+        first_ms > 20000 ? first_ms
+                         : knn_bench::median_ms([&] { tree->count(view, counts.data(), {}); });
     std::printf("| %lld | %.2f | %.2f | %.3g |", static_cast<long long>(n), build_ms, count_ms,
                 n_rectangles / count_ms * 1e3);
     if (static_cast<double>(n) * n_rectangles <= brute_force_limit) {
       std::vector<int64_t> expected;
-      const double bf_ms = knn_bench::median_ms([&] { expected = brute_force(points.get(), n, set); }, 3);
+      const double bf_ms =
+          knn_bench::median_ms([&] { expected = brute_force(points.get(), n, set); }, 3);
       std::printf(" %.2f | %.3g | %.1fx |%s\n", bf_ms, n_rectangles / bf_ms * 1e3, bf_ms / count_ms,
                   expected == counts ? "" : " COUNTS DIFFER");
     } else {

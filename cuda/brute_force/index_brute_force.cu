@@ -5,13 +5,13 @@
 
 #include "../../common/float_math.h"
 #include "../../common/static_dim.h"
-#include "../cuda_index.h"
-#include "index_brute_force.cuh"
-#include "../index_memory_model.h"
 #include "../core/knn_lists.cuh"
 #include "../core/launch_policy.h"
 #include "../core/query_chunks.cuh"
 #include "../core/warp_list.cuh"
+#include "../cuda_index.h"
+#include "../index_memory_model.h"
+#include "index_brute_force.cuh"
 
 namespace knn {
 namespace cuda {
@@ -73,8 +73,10 @@ __device__ int rank_in(const Neighbor* sorted, int count, const Neighbor& e) {
   int lo = 0, hi = count;
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
-    if (closer(sorted[mid], e)) lo = mid + 1;
-    else hi = mid;
+    if (closer(sorted[mid], e))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -211,8 +213,8 @@ __global__ void __launch_bounds__(kThreadBlock) scan_thread_per_query(ScanArgs a
   constexpr int kBatch = DIM > 0 ? kDistanceBatch : kChunkedBatch;
   // Whole batches per tile where a batch fits, so that only a part's last
   // tile ends in single rows.
-  const int rows_per_tile = kTileFloats / dim >= kBatch ? kTileFloats / dim / kBatch * kBatch
-                                                        : kTileFloats / dim;
+  const int rows_per_tile =
+      kTileFloats / dim >= kBatch ? kTileFloats / dim / kBatch * kBatch : kTileFloats / dim;
   List list(a.list_k);
   int32_t count = 0;
   for (int64_t t0 = range.begin; t0 < range.end; t0 += rows_per_tile) {
@@ -279,13 +281,13 @@ __global__ void scan_warp_per_query(ScanArgs a) {
     list.offer(c);
   }
   list.flush();
-  for (int offset = 16; offset > 0; offset >>= 1) count += __shfl_down_sync(kFullMask, count, offset);
+  for (int offset = 16; offset > 0; offset >>= 1)
+    count += __shfl_down_sync(kFullMask, count, offset);
   if (a.splits == 1) {
     const int64_t row = query * a.row_width;
-    write_row_from_list(list.list, a.list_k, self_index(a, query),
-                        a.out.indices ? a.out.indices + row : nullptr,
-                        a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width, lane,
-                        32);
+    write_row_from_list(
+        list.list, a.list_k, self_index(a, query), a.out.indices ? a.out.indices + row : nullptr,
+        a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width, lane, 32);
   } else {
     Neighbor* out = a.part_lists + (query * a.splits + blockIdx.y) * a.list_k;
     for (int j = lane; j < a.list_k; j += 32) out[j] = list.list[j];
@@ -405,7 +407,8 @@ void brute_force_search(const BruteForcePoints& points, const float* queries, in
          format("the CUDA brute force keeps at most %d neighbours per query; this call needs %d "
                 "(use the kd-tree or the OpenMP backend)",
                 kMaxWarpK, list_k));
-  if (splits > 1 && (scratch.queries_ < m || scratch.splits_ != splits || scratch.list_k_ != list_k))
+  if (splits > 1 &&
+      (scratch.queries_ < m || scratch.splits_ != splits || scratch.list_k_ != list_k))
     fail(KNN_ERR_INTERNAL, "brute-force scratch made for another plan");
   ScanArgs a{};
   a.points = points;
@@ -430,8 +433,8 @@ void brute_force_search(const BruteForcePoints& points, const float* queries, in
   if (list_k > 0) {
     while (lists > 1) {
       const int64_t pairs = (lists + 1) / 2;
-      merge_pairs<<<merge_blocks(m * pairs * 2 * list_k), kMergeBlock, 0, stream>>>(
-          from, lists, list_k, m, to);
+      merge_pairs<<<merge_blocks(m * pairs * 2 * list_k), kMergeBlock, 0, stream>>>(from, lists,
+                                                                                    list_k, m, to);
       check_launch("merge_pairs");
       std::swap(from, to);
       lists = pairs;
@@ -454,11 +457,11 @@ class BruteForceIndex final : public IndexEngine {
     points_.allocate(count);
     if (count == 0) return;
     Stream stream;
-    check(cudaMemcpyAsync(points_.get(), points, count * sizeof(float),
-                          params.points_on_device ? cudaMemcpyDeviceToDevice
-                                                  : cudaMemcpyHostToDevice,
-                          stream.get()),
-          "cudaMemcpyAsync (brute-force points to device)");
+    check(
+        cudaMemcpyAsync(points_.get(), points, count * sizeof(float),
+                        params.points_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
+                        stream.get()),
+        "cudaMemcpyAsync (brute-force points to device)");
     stream.synchronize();
   }
 
@@ -510,30 +513,30 @@ class BruteForceIndex final : public IndexEngine {
     const int list_k = brute_force_list_k(base.row_width, base.exclude_self, n_);
     // One plan for every chunk, from the largest chunk the pipeline runs and
     // the threads this device wants busy.
-    const int64_t splits = brute_force_splits(std::min(m, kMaxChunkQueries), n_, list_k,
-                                              latency_hiding_threads());
+    const int64_t splits =
+        brute_force_splits(std::min(m, kMaxChunkQueries), n_, list_k, latency_hiding_threads());
     const bool want_indices = indices != nullptr && base.row_width > 0;
     const bool want_sq = sq_distances != nullptr && base.row_width > 0;
-    const size_t per_query =
-        pipeline_bytes_per_query(dim_, base.row_width, want_indices, want_sq, counts != nullptr,
-                                 call) +
-        kPipelineSlots * brute_force_scratch_per_query(splits, list_k);
+    const size_t per_query = pipeline_bytes_per_query(dim_, base.row_width, want_indices, want_sq,
+                                                      counts != nullptr, call) +
+                             kPipelineSlots * brute_force_scratch_per_query(splits, list_k);
     const size_t fixed =
         pipeline_fixed_bytes(call) + kPipelineSlots * brute_force_scratch_fixed(splits);
     const int64_t chunk = std::min(m, chunk_queries_for(per_query, fixed, call));
     BruteForceScratch scratch[kPipelineSlots];
     const BruteForcePoints points{points_.get(), n_, dim_};
-    for_each_query_chunk(
-        queries, m, dim_, base.row_width, indices, sq_distances, counts, call, chunk,
-        [&](const QueryChunk& c, cudaStream_t stream) {
-          BruteForceScratch& s = scratch[c.slot];
-          if (splits > 1 && s.queries() == 0) s = BruteForceScratch(chunk, splits, list_k);
-          BruteForceRequest request = base;
-          request.self_first = c.first;
-          brute_force_search(points, c.queries, c.count, request,
-                             BruteForceOutputs{c.indices, c.sq_distances, c.counts}, splits, s,
-                             stream);
-        });
+    for_each_query_chunk(queries, m, dim_, base.row_width, indices, sq_distances, counts, call,
+                         chunk, [&](const QueryChunk& c, cudaStream_t stream) {
+                           BruteForceScratch& s = scratch[c.slot];
+                           if (splits > 1 && s.queries() == 0)
+                             s = BruteForceScratch(chunk, splits, list_k);
+                           BruteForceRequest request = base;
+                           request.self_first = c.first;
+                           brute_force_search(
+                               points, c.queries, c.count, request,
+                               BruteForceOutputs{c.indices, c.sq_distances, c.counts}, splits, s,
+                               stream);
+                         });
   }
 
   DeviceBuffer<float> points_;

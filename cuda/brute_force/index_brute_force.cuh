@@ -41,7 +41,7 @@ struct BruteForcePoints {
 // dropping that point where it appears (else the last one).
 struct BruteForceRequest {
   int row_width = 0;
-  float max_sq = 0.0f;      // +infinity for kNN
+  float max_sq = 0.0f;  // +infinity for kNN
   bool exclude_self = false;
   int64_t self_first = 0;
 };

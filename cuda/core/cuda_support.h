@@ -44,7 +44,8 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t count) { allocate(count); }
   ~DeviceBuffer() { release(); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(o.count_) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), count_(o.count_) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     release();
     ptr_ = std::exchange(o.ptr_, nullptr);
@@ -108,7 +109,9 @@ class DeviceArena {
 
 class Stream {
  public:
-  Stream() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  Stream() {
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
   ~Stream() {
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -143,8 +146,7 @@ size_t allow_all_dynamic_shared(Kernel* kernel, const char* what) {
   cudaFuncAttributes attributes{};
   check(cudaFuncGetAttributes(&attributes, kernel), what);
   const int allowance = optin - static_cast<int>(attributes.sharedSizeBytes);
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, allowance),
-        what);
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, allowance), what);
   return static_cast<size_t>(allowance);
 }
 

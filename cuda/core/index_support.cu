@@ -78,15 +78,14 @@ int64_t first_beyond_on_device(const float* values, int64_t count, float limit) 
   DeviceBuffer<unsigned long long> first(1);
   check(cudaMemsetAsync(first.get(), 0xff, sizeof(unsigned long long), stream.get()),
         "cudaMemsetAsync");
-  first_beyond_kernel<<<blocks_for(first_beyond_kernel, count), kBlock, 0,
-                         stream.get()>>>(values, count, limit, first.get());
+  first_beyond_kernel<<<blocks_for(first_beyond_kernel, count), kBlock, 0, stream.get()>>>(
+      values, count, limit, first.get());
   check_launch("first_beyond_kernel");
   unsigned long long found = 0;
   check(cudaMemcpyAsync(&found, first.get(), sizeof found, cudaMemcpyDeviceToHost, stream.get()),
         "cudaMemcpyAsync");
   stream.synchronize();
-  return found == std::numeric_limits<unsigned long long>::max() ? -1
-                                                                 : static_cast<int64_t>(found);
+  return found == std::numeric_limits<unsigned long long>::max() ? -1 : static_cast<int64_t>(found);
 }
 
 }  // namespace cuda

@@ -21,11 +21,11 @@ DeviceLimits device_limits() {
   DeviceLimits limits;
   check(cudaDeviceGetAttribute(&limits.sm_count, cudaDevAttrMultiProcessorCount, device),
         "cudaDeviceGetAttribute (multiprocessors)");
-  check(cudaDeviceGetAttribute(&limits.max_threads_per_sm,
-                               cudaDevAttrMaxThreadsPerMultiProcessor, device),
+  check(cudaDeviceGetAttribute(&limits.max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
+                               device),
         "cudaDeviceGetAttribute (threads per multiprocessor)");
-  check(cudaDeviceGetAttribute(&limits.shared_bytes_optin,
-                               cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+  check(cudaDeviceGetAttribute(&limits.shared_bytes_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                               device),
         "cudaDeviceGetAttribute (shared memory per block)");
   cache.emplace(device, limits);
   return limits;
@@ -35,8 +35,8 @@ unsigned grid_stride_blocks(const void* kernel, int block, int64_t items) {
   int resident_per_sm = 0;
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_per_sm, kernel, block, 0),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  const int64_t most = int64_t{kGridStrideWaves} * device_limits().sm_count *
-                       std::max(resident_per_sm, 1);
+  const int64_t most =
+      int64_t{kGridStrideWaves} * device_limits().sm_count * std::max(resident_per_sm, 1);
   return static_cast<unsigned>(std::min<int64_t>(most, grid_for(items, block)));
 }
 

@@ -13,9 +13,9 @@ namespace cuda {
 
 // The current device's limits (cudaGetDeviceProperties and attributes).
 struct DeviceLimits {
-  int sm_count = 0;             // streaming multiprocessors
-  int max_threads_per_sm = 0;   // threads one SM holds at once
-  int shared_bytes_optin = 0;   // dynamic + static shared memory a block may opt in to
+  int sm_count = 0;            // streaming multiprocessors
+  int max_threads_per_sm = 0;  // threads one SM holds at once
+  int shared_bytes_optin = 0;  // dynamic + static shared memory a block may opt in to
   // Threads the whole device holds at once.
   int64_t resident_threads() const { return int64_t{sm_count} * max_threads_per_sm; }
 };

@@ -76,8 +76,8 @@ inline size_t tree_bytes(int64_t n) {
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   const size_t staging = static_cast<size_t>(n < kUploadNodes ? n : kUploadNodes) * 24;
   const size_t boxes = (size_t{1} << bucket_level_for(n)) * 32;
-  return 2 * aligned(un * 16) + aligned(boxes) + aligned(64) + aligned(staging) +
-         aligned(un * 4) + aligned(16);
+  return 2 * aligned(un * 16) + aligned(boxes) + aligned(64) + aligned(staging) + aligned(un * 4) +
+         aligned(16);
 }
 
 // The search keeps k-lists of up to this many entries in shared memory (one
@@ -90,7 +90,8 @@ constexpr int kMaxWarpK = 2048;
 inline size_t search_scratch_bytes(int64_t m, int k) {
   const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
   const size_t heaps =
-      k > kMaxWarpK ? saturating_mul(2, aligned(saturating_mul(um * 4, static_cast<size_t>(k)))) : 0;
+      k > kMaxWarpK ? saturating_mul(2, aligned(saturating_mul(um * 4, static_cast<size_t>(k))))
+                    : 0;
   return saturating_add(4 * aligned(um * 4) + cub_temp_bytes(m), heaps);
 }
 
@@ -113,8 +114,8 @@ inline int pipeline_slots(int64_t m, int64_t chunk) { return m > chunk ? 2 : 1; 
 inline size_t query_bytes(int64_t m, int k, int64_t n, int64_t chunk) {
   if (m <= 0) return tree_bytes(n);
   const int64_t c = chunk < m ? chunk : m;
-  return saturating_add(tree_bytes(n),
-                        saturating_mul(static_cast<size_t>(pipeline_slots(m, c)), chunk_bytes(c, k)));
+  return saturating_add(
+      tree_bytes(n), saturating_mul(static_cast<size_t>(pipeline_slots(m, c)), chunk_bytes(c, k)));
 }
 
 }  // namespace cuda

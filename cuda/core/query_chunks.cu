@@ -92,10 +92,9 @@ int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const Call
   return static_cast<int64_t>(std::min<size_t>(fits, static_cast<size_t>(max_chunk)));
 }
 
-void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_width,
-                          int32_t* indices, float* sq_distances, int32_t* counts,
-                          const CallParams& call, int64_t chunk_queries,
-                          const ChunkSearch& search) {
+void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_width, int32_t* indices,
+                          float* sq_distances, int32_t* counts, const CallParams& call,
+                          int64_t chunk_queries, const ChunkSearch& search) {
   if (m <= 0) return;
   const volatile int* cancel = cancel_flag();
   knn_progress* const report = progress();
@@ -123,11 +122,10 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
       if (shape.want_indices)
         staging_copy(indices + row0, s.host_indices.as<int32_t>(), values * sizeof(int32_t));
       if (shape.want_sq)
-        staging_copy(sq_distances + row0, s.host_sq_distances.as<float>(),
-                           values * sizeof(float));
+        staging_copy(sq_distances + row0, s.host_sq_distances.as<float>(), values * sizeof(float));
       if (shape.want_counts)
         staging_copy(counts + s.first, s.host_counts.as<int32_t>(),
-                           static_cast<size_t>(s.count) * sizeof(int32_t));
+                     static_cast<size_t>(s.count) * sizeof(int32_t));
     }
     progress_add(report, s.count);
     s.count = 0;
@@ -149,8 +147,7 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
     c.slot = slot_index;
     if (shape.stage_in) {
       const size_t bytes = shape.query_bytes(s.count);
-      staging_copy(s.host_queries.as<float>(), queries + static_cast<size_t>(first) * dim,
-                         bytes);
+      staging_copy(s.host_queries.as<float>(), queries + static_cast<size_t>(first) * dim, bytes);
       check(cudaMemcpyAsync(s.queries.get(), s.host_queries.as<float>(), bytes,
                             cudaMemcpyHostToDevice, stream),
             "cudaMemcpyAsync (queries to device)");

@@ -19,12 +19,12 @@ namespace cuda {
 
 // One chunk of a call; every pointer is device memory.
 struct QueryChunk {
-  const float* queries;   // count * dim floats
-  int64_t first, count;   // the chunk's queries are [first, first + count) of the call
-  int32_t* indices;       // count * row_width slots, or null when the caller passed null
-  float* sq_distances;    // count * row_width slots, or null
-  int32_t* counts;        // count slots (radius calls), or null
-  int slot;               // pipeline slot, 0 .. kPipelineSlots-1 (see below)
+  const float* queries;  // count * dim floats
+  int64_t first, count;  // the chunk's queries are [first, first + count) of the call
+  int32_t* indices;      // count * row_width slots, or null when the caller passed null
+  float* sq_distances;   // count * row_width slots, or null
+  int32_t* counts;       // count slots (radius calls), or null
+  int slot;              // pipeline slot, 0 .. kPipelineSlots-1 (see below)
 };
 
 // Chunks on different slots (kPipelineSlots, query_chunks_memory.h) may run
@@ -39,10 +39,9 @@ using ChunkSearch = std::function<void(const QueryChunk&, cudaStream_t)>;
 // query; counts one per query) to the caller's arrays, host or device as
 // `call` says. A null output array is never written. Checks the calling
 // thread's cancel flag between chunks. Returns when every row is delivered.
-void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_width,
-                          int32_t* indices, float* sq_distances, int32_t* counts,
-                          const CallParams& call, int64_t chunk_queries,
-                          const ChunkSearch& search);
+void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_width, int32_t* indices,
+                          float* sq_distances, int32_t* counts, const CallParams& call,
+                          int64_t chunk_queries, const ChunkSearch& search);
 
 // Largest chunk whose device bytes (bytes_per_query each, plus fixed_bytes)
 // fit the budget: call.device_memory_limit, or the device's free memory when
@@ -53,7 +52,6 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
 // pipeline_bytes_per_query() and pipeline_fixed_bytes() (query_chunks_memory.h).
 int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const CallParams& call,
                           int64_t max_chunk = kMaxChunkQueries);
-
 
 }  // namespace cuda
 }  // namespace knn

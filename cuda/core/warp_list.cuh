@@ -133,8 +133,10 @@ struct WarpList {
     int lo = 0, hi = count;
     while (lo < hi) {
       const int mid = (lo + hi) >> 1;
-      if (closer(sorted[mid], e)) lo = mid + 1;
-      else hi = mid;
+      if (closer(sorted[mid], e))
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     return lo;
   }

@@ -23,12 +23,12 @@
 
 #include "../../common/float_math.h"
 #include "../../common/grid_layout.h"
-#include "../cuda_index.h"
 #include "../core/cuda_support.h"
 #include "../core/launch_policy.h"
-#include "grid_build.cuh"
 #include "../core/memory_model.h"
 #include "../core/query_chunks.cuh"
+#include "../cuda_index.h"
+#include "grid_build.cuh"
 
 namespace knn {
 namespace cuda {
@@ -75,7 +75,8 @@ __global__ void bounding_box_kernel(const float* xyz, int64_t n, uint32_t* bound
 __global__ void point_keys_kernel(GridLayout layout, const float* xyz, int64_t n, uint32_t* keys,
                                   uint32_t* ids) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
     keys[i] = layout.key_of(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
     ids[i] = static_cast<uint32_t>(i);
   }
@@ -85,7 +86,8 @@ __global__ void point_keys_kernel(GridLayout layout, const float* xyz, int64_t n
 __global__ void cell_starts_kernel(const uint32_t* sorted_keys, int64_t n, int64_t cells,
                                    uint32_t* starts) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
     const int64_t key = sorted_keys[i];
     const int64_t previous = i == 0 ? -1 : static_cast<int64_t>(sorted_keys[i - 1]);
     for (int64_t c = previous + 1; c <= key; ++c) starts[c] = static_cast<uint32_t>(i);
@@ -103,13 +105,15 @@ __global__ void squared_counts_kernel(const uint32_t* starts, int64_t cells,
     const unsigned long long count = starts[c + 1] - starts[c];
     local += count * count;
   }
-  for (int offset = 16; offset > 0; offset >>= 1) local += __shfl_xor_sync(0xffffffffu, local, offset);
+  for (int offset = 16; offset > 0; offset >>= 1)
+    local += __shfl_xor_sync(0xffffffffu, local, offset);
   if (threadIdx.x % 32 == 0 && local != 0) atomicAdd(sum, local);
 }
 
 __global__ void gather_kernel(const float* xyz, const uint32_t* ids, int64_t n, float4* out) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
     const int64_t id = ids[i];
     out[i] = make_float4(xyz[3 * id], xyz[3 * id + 1], xyz[3 * id + 2],
                          __int_as_float(static_cast<int32_t>(id)));
@@ -225,15 +229,15 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
   if (n > 0) {
     uint32_t bounds[6] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0, 0, 0};
     DeviceBuffer<uint32_t> device_bounds(6);
-    check(cudaMemcpyAsync(device_bounds.get(), bounds, sizeof bounds, cudaMemcpyHostToDevice,
-                          stream),
-          "grid build: box");
+    check(
+        cudaMemcpyAsync(device_bounds.get(), bounds, sizeof bounds, cudaMemcpyHostToDevice, stream),
+        "grid build: box");
     bounding_box_kernel<<<blocks_for(bounding_box_kernel, n), kBlock, 0, stream>>>(
         xyz.get(), n, device_bounds.get());
     check_launch("grid bounding box");
-    check(cudaMemcpyAsync(bounds, device_bounds.get(), sizeof bounds, cudaMemcpyDeviceToHost,
-                          stream),
-          "grid build: box");
+    check(
+        cudaMemcpyAsync(bounds, device_bounds.get(), sizeof bounds, cudaMemcpyDeviceToHost, stream),
+        "grid build: box");
     check(cudaStreamSynchronize(stream), "grid build");
     for (int a = 0; a < 3; ++a) {
       lo[a] = float_from_ordered_key(bounds[a]);
@@ -279,8 +283,7 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
     squared_counts_kernel<<<blocks_for(squared_counts_kernel, cells), kBlock, 0, stream>>>(
         starts.get(), cells, device_sum.get());
     check_launch("grid occupancy");
-    check(cudaMemcpyAsync(&sum_sq, device_sum.get(), sizeof sum_sq, cudaMemcpyDeviceToHost,
-                          stream),
+    check(cudaMemcpyAsync(&sum_sq, device_sum.get(), sizeof sum_sq, cudaMemcpyDeviceToHost, stream),
           "grid occupancy");
     check(cudaStreamSynchronize(stream), "grid build");
   }

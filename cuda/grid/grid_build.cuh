@@ -22,7 +22,9 @@ struct DeviceGrid {
   DeviceBuffer<float4> cell_points;  // cell order, original index bits in w
   DeviceBuffer<uint32_t> starts;     // cell_count + 1
 
-  GridView view() const { return GridView{layout, cell_points.get(), starts.get(), points.get(), n}; }
+  GridView view() const {
+    return GridView{layout, cell_points.get(), starts.get(), points.get(), n};
+  }
   // Bits of a cell key (what the query sort needs).
   int key_bits() const;
 };

@@ -9,11 +9,11 @@
 #include "../../common/float_math.h"
 #include "../../common/neighbor.h"
 #include "../core/float4_point.cuh"
-#include "grid_search.cuh"
 #include "../core/knn_lists.cuh"
 #include "../core/launch_policy.h"
 #include "../core/memory_model.h"
 #include "../core/warp_list.cuh"
+#include "grid_search.cuh"
 
 namespace knn {
 namespace cuda {
@@ -73,9 +73,11 @@ __device__ void grid_thread_query(const GridView& grid, const float* queries, in
   float q[3];
   load_query(queries, i, q);
   if (grid.n > 0)
-    walk_shells(grid.layout, q, [&] { return list.bound(); }, [&](uint32_t first, uint32_t last) {
-      scan_cells(grid, q, first, last, [&](float d, int32_t id) { list.offer(d, id); });
-    });
+    walk_shells(
+        grid.layout, q, [&] { return list.bound(); },
+        [&](uint32_t first, uint32_t last) {
+          scan_cells(grid, q, first, last, [&](float d, int32_t id) { list.offer(d, id); });
+        });
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
   int32_t* row = indices + i * k;
   float* row_sq = sq_distances ? sq_distances + i * k : nullptr;
@@ -134,23 +136,29 @@ __global__ void knn_warp_kernel(GridView grid, const float* queries, int64_t cou
   const int64_t i = order[t];
   float q[3];
   load_query(queries, i, q);
-  WarpList list(warp_storage + static_cast<size_t>(warp) * (WarpList::bytes(take) / sizeof(Neighbor)),
-                take, lane);
+  WarpList list(
+      warp_storage + static_cast<size_t>(warp) * (WarpList::bytes(take) / sizeof(Neighbor)), take,
+      lane);
   // The shell walk's tests read the bound with every candidate merged: a
   // stale one would walk whole shells more.
   if (grid.n > 0)
-    walk_shells(grid.layout, q, [&] { list.flush(); return list.bound(); },
-                [&](uint32_t first, uint32_t last) {
-      const uint32_t begin = __ldg(grid.starts + first), end = __ldg(grid.starts + last + 1);
-      for (uint32_t base = begin; base < end; base += 32) {
-        Neighbor c{kInfinity, kNoIndex};
-        if (base + lane < end) {
-          const float4 v = grid.cell_points[base + lane];
-          c = Neighbor{squared_distance3(q[0], q[1], q[2], v.x, v.y, v.z), id_of(v)};
-        }
-        list.offer(c);
-      }
-    });
+    walk_shells(
+        grid.layout, q,
+        [&] {
+          list.flush();
+          return list.bound();
+        },
+        [&](uint32_t first, uint32_t last) {
+          const uint32_t begin = __ldg(grid.starts + first), end = __ldg(grid.starts + last + 1);
+          for (uint32_t base = begin; base < end; base += 32) {
+            Neighbor c{kInfinity, kNoIndex};
+            if (base + lane < end) {
+              const float4 v = grid.cell_points[base + lane];
+              c = Neighbor{squared_distance3(q[0], q[1], q[2], v.x, v.y, v.z), id_of(v)};
+            }
+            list.offer(c);
+          }
+        });
   list.flush();
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
   const int skip = self >= 0 ? position_in_list(list, self) : -1;
@@ -214,8 +222,8 @@ __global__ void radius_kernel(GridView grid, const float* queries, int64_t count
 
 template <int K>
 void launch_thread_knn(const GridView& grid, const float* queries, int64_t count,
-                       const uint32_t* order, int k, int take, int64_t self_first,
-                       int32_t* indices, float* sq_distances, cudaStream_t stream) {
+                       const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
+                       float* sq_distances, cudaStream_t stream) {
   const size_t shared = K == kSharedK ? size_t{8} * take * kThreadBlock : 0;
   if (shared > kDefaultSharedBytes)
     allow_all_dynamic_shared(knn_thread_kernel<K>, "cudaFuncSetAttribute (grid thread search)");
@@ -261,8 +269,8 @@ void grid_knn(const GridView& grid, const float* queries, int64_t count, int k, 
   if (take <= kGridRegisterK) return thread(std::integral_constant<int, kGridRegisterK>());
   if (take <= kMaxSharedListK) return thread(std::integral_constant<int, kSharedK>());
   const size_t warp_bytes = WarpList::bytes(take);
-  const int warps = static_cast<int>(
-      std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, kMaxWarpsPerBlock));
+  const int warps =
+      static_cast<int>(std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, kMaxWarpsPerBlock));
   const size_t shared = warp_bytes * static_cast<size_t>(warps);
   if (shared > kDefaultSharedBytes)
     allow_all_dynamic_shared(knn_warp_kernel, "cudaFuncSetAttribute (grid warp search)");

@@ -38,9 +38,7 @@ KNN_HD int64_t segment_start(int64_t n, int level, int64_t q) {
 
 // The node of `level` whose segment holds position j (0 <= j < n): the
 // largest q with segment_start(n, level, q) <= j.
-KNN_HD int64_t segment_of(int64_t n, int level, int64_t j) {
-  return (((j + 1) << level) - 1) / n;
-}
+KNN_HD int64_t segment_of(int64_t n, int level, int64_t j) { return (((j + 1) << level) - 1) / n; }
 
 KNN_HD uint32_t first_node_of_level(int level) { return (uint32_t{1} << level) - 1; }
 

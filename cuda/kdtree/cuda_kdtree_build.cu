@@ -17,18 +17,17 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
-#include "../cuda_engine.h"
-#include "cuda_kdtree_build.h"
 #include "../core/float4_point.cuh"
 #include "../core/memory_model.h"
 #include "../core/radix_sort_temp.cuh"
+#include "../cuda_engine.h"
+#include "cuda_kdtree_build.h"
 
 namespace knn {
 namespace cuda {
 namespace {
 
 constexpr int kBlock = 256;
-
 
 __global__ void make_axis_keys(const Point* points, int64_t n, int dim, uint32_t* keys,
                                int32_t* ids) {
@@ -140,8 +139,8 @@ struct TilePrefix {
 };
 
 __global__ void __launch_bounds__(kTileThreads)
-    place_tile_entries(const float4* entries, const Node* tree, TreeShape shape, int level,
-                       int dim, int64_t m, const SegmentCounts* tile_prefixes, float4* out) {
+    place_tile_entries(const float4* entries, const Node* tree, TreeShape shape, int level, int dim,
+                       int64_t m, const SegmentCounts* tile_prefixes, float4* out) {
   __shared__ typename TileScan::TempStorage scan;
   ThreadEntries t;
   load_entries(entries, tree, shape, level, dim, m, t);
@@ -169,11 +168,11 @@ __global__ void __launch_bounds__(kTileThreads)
 constexpr int kWarpSubtreeLevels = 8;
 constexpr int kWarpSubtreeMax = (1 << kWarpSubtreeLevels) - 1;  // 255 points
 constexpr int kLaneSlots = (kWarpSubtreeMax + 1) / 32;          // entries per lane
-constexpr int kFinishWarps = 2;                                  // 2 x 18 KB of shared memory
+constexpr int kFinishWarps = 2;                                 // 2 x 18 KB of shared memory
 
 struct FinishShared {
-  float4 axis[4][kWarpSubtreeMax + 1];  // three axis arrays and a spare
-  int before_left[kWarpSubtreeMax + 1];   // same-side entries before j
+  float4 axis[4][kWarpSubtreeMax + 1];   // three axis arrays and a spare
+  int before_left[kWarpSubtreeMax + 1];  // same-side entries before j
   int before_right[kWarpSubtreeMax + 1];
 };
 
@@ -216,7 +215,11 @@ __global__ void __launch_bounds__(32 * kFinishWarps)
       }
     }
     __syncwarp();
-    { const int old = slot[dim]; slot[dim] = spare; spare = old; }
+    {
+      const int old = slot[dim];
+      slot[dim] = spare;
+      spare = old;
+    }
     if (t + 1 == local.levels) break;
     // Other axes: a stable partition around the same medians, whose
     // (coordinate, id) the warp reads back from the nodes it just wrote.
@@ -256,7 +259,11 @@ __global__ void __launch_bounds__(32 * kFinishWarps)
         sh.axis[spare][local.segment_start(t + 1, 2 * ql + side[c]) + offset] = sh.axis[slot[a]][j];
       }
       __syncwarp();
-      { const int old = slot[a]; slot[a] = spare; spare = old; }
+      {
+        const int old = slot[a];
+        slot[a] = spare;
+        spare = old;
+      }
     }
   }
 }
@@ -294,7 +301,8 @@ void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWor
 
   // One array per axis, sorted by (coordinate, index).
   for (int dim = 0; dim < 3; ++dim) {
-    make_axis_keys<<<grid, kBlock, 0, stream>>>(points, n, dim, ws.keys_[0].get(), ws.ids_[0].get());
+    make_axis_keys<<<grid, kBlock, 0, stream>>>(points, n, dim, ws.keys_[0].get(),
+                                                ws.ids_[0].get());
     check_launch("make_axis_keys");
     cub::DoubleBuffer<uint32_t> keys(ws.keys_[0].get(), ws.keys_[1].get());
     cub::DoubleBuffer<int32_t> ids(ws.ids_[0].get(), ws.ids_[1].get());
@@ -350,8 +358,7 @@ void build_kdtree(const Point* points, int64_t n, Node* tree) {
                         stream.get()),
         "cudaMemcpyAsync points");
   build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
-  check(cudaMemcpyAsync(tree, d_tree.get(), sizeof(Node) * n, cudaMemcpyDeviceToHost,
-                        stream.get()),
+  check(cudaMemcpyAsync(tree, d_tree.get(), sizeof(Node) * n, cudaMemcpyDeviceToHost, stream.get()),
         "cudaMemcpyAsync tree");
   stream.synchronize();
 }

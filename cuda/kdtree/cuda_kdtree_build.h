@@ -27,12 +27,12 @@ class BuildWorkspace {
  private:
   friend void build_kdtree_on_device(const Point*, int64_t, Node*, BuildWorkspace&, cudaStream_t);
   int64_t n_;
-  DeviceBuffer<float4> axis_[4];     // (x, y, z, id) sorted by each axis, plus a spare
-  DeviceBuffer<uint32_t> keys_[2];   // radix sort keys, double-buffered
-  DeviceBuffer<int32_t> ids_[2];     // radix sort payload, double-buffered
+  DeviceBuffer<float4> axis_[4];               // (x, y, z, id) sorted by each axis, plus a spare
+  DeviceBuffer<uint32_t> keys_[2];             // radix sort keys, double-buffered
+  DeviceBuffer<int32_t> ids_[2];               // radix sort payload, double-buffered
   DeviceBuffer<SegmentCounts> tile_totals_;    // per partition tile
   DeviceBuffer<SegmentCounts> tile_prefixes_;  // the tiles before each, combined
-  DeviceBuffer<float4*> axis_pointers_;  // the three axis arrays, for the last levels
+  DeviceBuffer<float4*> axis_pointers_;        // the three axis arrays, for the last levels
   DeviceBuffer<unsigned char> cub_temp_;
 };
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "../../engine/progress.h"
+#include "../core/pinned_pool.h"
 #include "../cuda_engine.h"
 #include "cuda_kdtree_search.h"
-#include "../core/pinned_pool.h"
 
 namespace knn {
 namespace cuda {
@@ -63,8 +63,8 @@ struct DeviceTree::Impl {
   int root_dim;
 
   TreeView view() const {
-    return TreeView{nodes.get(), n,          root_dim,     box_keys.get(),
-                    bucket_level_for(n), buckets.get(), boxes.get()};
+    return TreeView{nodes.get(),   n,          root_dim, box_keys.get(), bucket_level_for(n),
+                    buckets.get(), boxes.get()};
   }
 };
 
@@ -101,9 +101,9 @@ DeviceTree::DeviceTree(const Node* tree, int64_t n, int root_dim, bool check_tre
     if (checker.first_bad) {
       check_tree_order_and_ids(impl_->nodes.get(), n, root_dim, checker, stream.get());
       unsigned long long found[2];
-      check(cudaMemcpyAsync(found, defects.get(), sizeof found, cudaMemcpyDeviceToHost,
-                            stream.get()),
-            "cudaMemcpyAsync");
+      check(
+          cudaMemcpyAsync(found, defects.get(), sizeof found, cudaMemcpyDeviceToHost, stream.get()),
+          "cudaMemcpyAsync");
       stream.synchronize();
       report_tree_defect(tree, n, root_dim, found[0], found[1]);
     }
@@ -131,12 +131,14 @@ void DeviceTree::query(const Point* queries, int k, int32_t* indices, float* sq_
     const size_t values = static_cast<size_t>(s.count) * k;
     staging_copy(indices + s.first * k, s.host_indices.as<int32_t>(), values * sizeof(int32_t));
     if (sq_distances)
-      staging_copy(sq_distances + s.first * k, s.host_sq_distances.as<float>(), values * sizeof(float));
+      staging_copy(sq_distances + s.first * k, s.host_sq_distances.as<float>(),
+                   values * sizeof(float));
     progress_add(report, s.count);
     s.count = 0;
   };
   try {
-    for (int i = 0; i < slot_count; ++i) slots.push_back(new Slot(chunk, k, sq_distances != nullptr));
+    for (int i = 0; i < slot_count; ++i)
+      slots.push_back(new Slot(chunk, k, sq_distances != nullptr));
     const TreeView tree = impl_->view();
     for (int64_t turn = 0;; ++turn) {
       Slot& s = *slots[turn % slot_count];

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
-#include "cuda_kdtree_search.h"
 #include "../core/float4_point.cuh"
 #include "../core/knn_lists.cuh"
 #include "../core/radix_sort_temp.cuh"
 #include "../core/warp_list.cuh"
+#include "cuda_kdtree_search.h"
 
 namespace knn {
 namespace cuda {
@@ -54,8 +54,8 @@ __device__ __forceinline__ uint32_t spread_bits(uint32_t v) {
   return v;
 }
 
-__global__ void morton_keys(const Point* queries, int64_t m, const uint32_t* box,
-                            uint32_t* keys, int32_t* order) {
+__global__ void morton_keys(const Point* queries, int64_t m, const uint32_t* box, uint32_t* keys,
+                            int32_t* order) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= m) return;
   uint32_t code = 0;
@@ -64,8 +64,8 @@ __global__ void morton_keys(const Point* queries, int64_t m, const uint32_t* box
     const float extent = hi - lo;
     float t = extent > 0.0f ? (queries[i].p[d] - lo) / extent : 0.0f;
     t = fminf(fmaxf(t, 0.0f), 1.0f);
-    const uint32_t cell = min(static_cast<uint32_t>(t * (1 << kMortonBitsPerAxis)),
-                              (1u << kMortonBitsPerAxis) - 1);
+    const uint32_t cell =
+        min(static_cast<uint32_t>(t * (1 << kMortonBitsPerAxis)), (1u << kMortonBitsPerAxis) - 1);
     code |= spread_bits(cell) << d;
   }
   keys[i] = code;
@@ -77,14 +77,13 @@ __device__ __forceinline__ float4 load_query(const Point* queries, int32_t i) {
   return make_float4(p.p[0], p.p[1], p.p[2], 0.0f);
 }
 
-
 __global__ void gather_buckets(const float4* nodes, int64_t n, int bucket_level, TreeShape shape,
                                float4* buckets) {
   const int64_t top = (int64_t{1} << bucket_level) - 1;
   const int64_t i = top + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
   const int below = node_level(i) - bucket_level;  // levels under the bucket root
-  const int64_t b = i + 1;                          // 1-based heap number
+  const int64_t b = i + 1;                         // 1-based heap number
   const int64_t q = (b >> below) - (int64_t{1} << bucket_level);
   const int64_t in_bucket = ((b & ((int64_t{1} << below) - 1)) | (int64_t{1} << below)) - 1;
   buckets[shape.segment_start(bucket_level, q) + in_bucket] = nodes[i];
@@ -204,9 +203,10 @@ struct WarpVisitor {
 };
 
 template <int K>
-__global__ void __launch_bounds__(128) search_register_lists(
-    TreeView tree, const Point* __restrict__ queries, const int32_t* __restrict__ order, int64_t m,
-    int k, int32_t* indices, float* sq_distances) {
+__global__ void __launch_bounds__(128)
+    search_register_lists(TreeView tree, const Point* __restrict__ queries,
+                          const int32_t* __restrict__ order, int64_t m, int k, int32_t* indices,
+                          float* sq_distances) {
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (t >= m) return;
   const int32_t qi = order[t];
@@ -238,9 +238,10 @@ __global__ void search_warp_lists(TreeView tree, const Point* __restrict__ queri
   list.write(indices + row, sq_distances ? sq_distances + row : nullptr);
 }
 
-__global__ void __launch_bounds__(128) search_heap_lists(
-    TreeView tree, const Point* __restrict__ queries, const int32_t* __restrict__ order, int64_t m,
-    int k, int32_t* heap_index, float* heap_dist, int32_t* indices, float* sq_distances) {
+__global__ void __launch_bounds__(128)
+    search_heap_lists(TreeView tree, const Point* __restrict__ queries,
+                      const int32_t* __restrict__ order, int64_t m, int k, int32_t* heap_index,
+                      float* heap_dist, int32_t* indices, float* sq_distances) {
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (t >= m) return;
   const int32_t qi = order[t];
@@ -310,10 +311,11 @@ void layout_buckets(const TreeView& tree, float4* buckets, float4* boxes, cudaSt
   if (tree.n == 0) return;
   const TreeShape shape(tree.n);
   const int64_t top = (int64_t{1} << tree.bucket_level) - 1;
-  gather_buckets<<<grid_for(tree.n - top, 256), 256, 0, stream>>>(tree.nodes, tree.n,
-                                                                  tree.bucket_level, shape, buckets);
+  gather_buckets<<<grid_for(tree.n - top, 256), 256, 0, stream>>>(
+      tree.nodes, tree.n, tree.bucket_level, shape, buckets);
   check_launch("gather_buckets");
-  bucket_boxes<<<grid_for(top + 1, 256), 256, 0, stream>>>(buckets, tree.bucket_level, shape, boxes);
+  bucket_boxes<<<grid_for(top + 1, 256), 256, 0, stream>>>(buckets, tree.bucket_level, shape,
+                                                           boxes);
   check_launch("bucket_boxes");
 }
 
@@ -327,8 +329,8 @@ void search_on_device(const TreeView& tree, const Point* queries, int64_t m, int
                       cudaStream_t stream) {
   if (m == 0) return;
   if (m > scratch.capacity() || k > scratch.k()) fail(KNN_ERR_INTERNAL, "search scratch too small");
-  morton_keys<<<grid_for(m, 256), 256, 0, stream>>>(queries, m, tree.box_keys,
-                                                    scratch.keys_[0].get(), scratch.order_[0].get());
+  morton_keys<<<grid_for(m, 256), 256, 0, stream>>>(
+      queries, m, tree.box_keys, scratch.keys_[0].get(), scratch.order_[0].get());
   check_launch("morton_keys");
   cub::DoubleBuffer<uint32_t> keys(scratch.keys_[0].get(), scratch.keys_[1].get());
   cub::DoubleBuffer<int32_t> order(scratch.order_[0].get(), scratch.order_[1].get());
@@ -337,11 +339,16 @@ void search_on_device(const TreeView& tree, const Point* queries, int64_t m, int
                                         3 * kMortonBitsPerAxis, stream),
         "cub::DeviceRadixSort::SortPairs");
   const int32_t* sorted = order.Current();
-  if (k <= 1) return launch_register_search<1>(tree, queries, sorted, m, k, indices, sq_distances, stream);
-  if (k <= 2) return launch_register_search<2>(tree, queries, sorted, m, k, indices, sq_distances, stream);
-  if (k <= 4) return launch_register_search<4>(tree, queries, sorted, m, k, indices, sq_distances, stream);
-  if (k <= 8) return launch_register_search<8>(tree, queries, sorted, m, k, indices, sq_distances, stream);
-  if (k <= 16) return launch_register_search<16>(tree, queries, sorted, m, k, indices, sq_distances, stream);
+  if (k <= 1)
+    return launch_register_search<1>(tree, queries, sorted, m, k, indices, sq_distances, stream);
+  if (k <= 2)
+    return launch_register_search<2>(tree, queries, sorted, m, k, indices, sq_distances, stream);
+  if (k <= 4)
+    return launch_register_search<4>(tree, queries, sorted, m, k, indices, sq_distances, stream);
+  if (k <= 8)
+    return launch_register_search<8>(tree, queries, sorted, m, k, indices, sq_distances, stream);
+  if (k <= 16)
+    return launch_register_search<16>(tree, queries, sorted, m, k, indices, sq_distances, stream);
   if (k <= kMaxWarpK) {
     const size_t shared_limit =
         allow_all_dynamic_shared(search_warp_lists, "cudaFuncSetAttribute (warp search)");

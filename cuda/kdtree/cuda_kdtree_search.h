@@ -58,10 +58,10 @@ class SearchScratch {
 // no check.
 struct TreeCheck {
   TreeShape shape;
-  int64_t offset;                  // global index of the first node converted
-  unsigned long long* first_bad;   // starts at ~0
+  int64_t offset;                    // global index of the first node converted
+  unsigned long long* first_bad;     // starts at ~0
   unsigned long long* first_repeat;  // starts at ~0
-  uint32_t* first_node;            // n entries, start at ~0
+  uint32_t* first_node;              // n entries, start at ~0
 };
 
 // Converts n host-layout nodes already on the device into the tree's float4

@@ -14,10 +14,10 @@
 
 #include <cstdint>
 
-#include "bucket_tree_shape.h"
 #include "../core/cuda_support.h"
-#include "index_kdtree_memory.h"
 #include "../core/memory_model.h"
+#include "bucket_tree_shape.h"
+#include "index_kdtree_memory.h"
 
 namespace knn {
 namespace cuda {
@@ -60,11 +60,11 @@ struct SearchRequest {
   const float* queries;  // m * dim, device
   int64_t m;
   int k;
-  float radius_sq;       // < 0: kNN
-  int32_t* indices;      // m rows of row_width, or null
-  float* sq_distances;   // m rows of row_width, or null
-  int32_t* counts;       // m, or null
-  int row_width;         // >= k
+  float radius_sq;      // < 0: kNN
+  int32_t* indices;     // m rows of row_width, or null
+  float* sq_distances;  // m rows of row_width, or null
+  int32_t* counts;      // m, or null
+  int row_width;        // >= k
 };
 
 // Device scratch of one pipeline slot, grown on demand.
@@ -93,11 +93,11 @@ void drop_self(const int32_t* wide_index, const float* wide_dist, int64_t count,
 // k = 30 ran 386 ms on an H100); the warp search takes 36.
 enum class ListKind { kRegister1, kRegister8, kRegister16, kWarp, kHeap };
 KNN_HD ListKind list_kind_for(int k) {
-  return k <= 1 ? ListKind::kRegister1
-       : k <= 8 ? ListKind::kRegister8
-       : k <= 16 ? ListKind::kRegister16
-       : k <= kMaxWarpK ? ListKind::kWarp
-       : ListKind::kHeap;
+  return k <= 1           ? ListKind::kRegister1
+         : k <= 8         ? ListKind::kRegister8
+         : k <= 16        ? ListKind::kRegister16
+         : k <= kMaxWarpK ? ListKind::kWarp
+                          : ListKind::kHeap;
 }
 
 }  // namespace cuda

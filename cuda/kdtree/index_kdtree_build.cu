@@ -15,17 +15,17 @@
 //     every order stays sorted within the new, smaller segments.
 // After the last level any order lists the points leaf by leaf: the bucket
 // order.
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <climits>
 
+#include "../core/radix_sort_temp.cuh"
 #include "index_kdtree.cuh"
 #include "index_kdtree_memory.h"
-#include "../core/radix_sort_temp.cuh"
 
 namespace knn {
 namespace cuda {
@@ -33,8 +33,8 @@ namespace {
 
 constexpr int kBlock = 256;
 
-__global__ void make_dimension_keys(const float* points, int64_t n, int dim, int d,
-                                    uint32_t* keys, int32_t* ids) {
+__global__ void make_dimension_keys(const float* points, int64_t n, int dim, int d, uint32_t* keys,
+                                    int32_t* ids) {
   const int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (j >= n) return;
   keys[j] = ordered_float_key(points[j * dim + d]);
@@ -101,8 +101,8 @@ __global__ void partition_orders(int64_t n, int dims, int level, const int32_t* 
   const int64_t start = segment_start(n, level, q);
   const int32_t id = order[g];
   const int64_t lefts = left_before[g] - left_before[base + start];
-  const int64_t dst = left[id] ? start + lefts
-                               : segment_start(n, level + 1, 2 * q + 1) + (j - start - lefts);
+  const int64_t dst =
+      left[id] ? start + lefts : segment_start(n, level + 1, 2 * q + 1) + (j - start - lefts);
   out[base + dst] = id;
 }
 
@@ -152,7 +152,9 @@ struct BuildScratch {
   size_t sort_temp, scan_temp;
 
   BuildScratch(int64_t n_, int dim_, int levels_)
-      : n(n_), dim(dim_), levels(levels_),
+      : n(n_),
+        dim(dim_),
+        levels(levels_),
         scan_dims(bucket_tree_scan_dims(n_, dim_)),
         scan_items(n_ * scan_dims),
         sort_temp(checked_cub_temp(pair_sort_temp_bytes(n_), cub_temp_bytes(n_))),
@@ -167,7 +169,9 @@ struct BuildScratch {
     return DeviceArena::piece(sizeof(int32_t) << (levels - 1)) + DeviceArena::piece(n) +
            DeviceArena::piece(sizeof(uint32_t) * scan_items) + DeviceArena::piece(scan_temp);
   }
-  size_t bytes() const { return orders_bytes() + std::max(sort_phase_bytes(), split_phase_bytes()); }
+  size_t bytes() const {
+    return orders_bytes() + std::max(sort_phase_bytes(), split_phase_bytes());
+  }
 };
 
 // Every dimension's order of the points, stably by (coordinate, index). The

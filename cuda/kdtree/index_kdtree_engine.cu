@@ -4,9 +4,9 @@
 #include <climits>
 #include <memory>
 
+#include "../core/query_chunks.cuh"
 #include "../cuda_index.h"
 #include "index_kdtree.cuh"
-#include "../core/query_chunks.cuh"
 
 namespace knn {
 namespace cuda {
@@ -48,10 +48,10 @@ class KdTreeIndex final : public IndexEngine {
     Stream stream;
     tree_.input.allocate(static_cast<size_t>(n) * dim);
     if (n > 0)
-      check(cudaMemcpyAsync(tree_.input.get(), points, sizeof(float) * n * dim,
-                            params.points_on_device ? cudaMemcpyDeviceToDevice
-                                                    : cudaMemcpyHostToDevice,
-                            stream.get()),
+      check(cudaMemcpyAsync(
+                tree_.input.get(), points, sizeof(float) * n * dim,
+                params.points_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
+                stream.get()),
             "cudaMemcpyAsync (points to device)");
     build_bucket_tree(tree_, stream.get());
   }
@@ -97,33 +97,33 @@ class KdTreeIndex final : public IndexEngine {
     const bool want_indices = indices != nullptr && k > 0;
     const bool want_sq = sq_distances != nullptr && k > 0;
     const bool want_counts = counts != nullptr;
-    const size_t per_query = kdtree_call_bytes_per_query(
-        tree_.dim, k_search, k, exclude_self, want_indices, want_sq, want_counts, call);
-    const int64_t chunk = chunk_queries_for(
-        per_query, kdtree_call_fixed_bytes(call), call,
-        kdtree_max_chunk(tree_.dim, k_search, k, exclude_self, want_indices, want_sq, want_counts,
-                         call));
+    const size_t per_query = kdtree_call_bytes_per_query(tree_.dim, k_search, k, exclude_self,
+                                                         want_indices, want_sq, want_counts, call);
+    const int64_t chunk =
+        chunk_queries_for(per_query, kdtree_call_fixed_bytes(call), call,
+                          kdtree_max_chunk(tree_.dim, k_search, k, exclude_self, want_indices,
+                                           want_sq, want_counts, call));
     SearchScratch scratch[kPipelineSlots];
     const BucketTreeView view = tree_.view();
-    for_each_query_chunk(
-        queries, m, tree_.dim, k, indices, sq_distances, counts, call, chunk,
-        [&](const QueryChunk& c, cudaStream_t stream) {
-          SearchScratch& s = scratch[c.slot];
-          SearchRequest request{c.queries,      c.count,  k_search, radius_sq,
-                                c.indices,      c.sq_distances, c.counts, k};
-          if (exclude_self) {
-            const size_t wide = static_cast<size_t>(c.count) * k_search;
-            if (s.wide_index.size() < wide) s.wide_index.allocate(wide);
-            if (c.sq_distances && s.wide_dist.size() < wide) s.wide_dist.allocate(wide);
-            request.indices = s.wide_index.get();
-            request.sq_distances = c.sq_distances ? s.wide_dist.get() : nullptr;
-            request.row_width = k_search;
-          }
-          search_bucket_tree(view, request, s, stream);
-          if (exclude_self)
-            drop_self(s.wide_index.get(), s.wide_dist.get(), c.count, c.first, k, c.indices,
-                      c.sq_distances, stream);
-        });
+    for_each_query_chunk(queries, m, tree_.dim, k, indices, sq_distances, counts, call, chunk,
+                         [&](const QueryChunk& c, cudaStream_t stream) {
+                           SearchScratch& s = scratch[c.slot];
+                           SearchRequest request{c.queries, c.count,        k_search, radius_sq,
+                                                 c.indices, c.sq_distances, c.counts, k};
+                           if (exclude_self) {
+                             const size_t wide = static_cast<size_t>(c.count) * k_search;
+                             if (s.wide_index.size() < wide) s.wide_index.allocate(wide);
+                             if (c.sq_distances && s.wide_dist.size() < wide)
+                               s.wide_dist.allocate(wide);
+                             request.indices = s.wide_index.get();
+                             request.sq_distances = c.sq_distances ? s.wide_dist.get() : nullptr;
+                             request.row_width = k_search;
+                           }
+                           search_bucket_tree(view, request, s, stream);
+                           if (exclude_self)
+                             drop_self(s.wide_index.get(), s.wide_dist.get(), c.count, c.first, k,
+                                       c.indices, c.sq_distances, stream);
+                         });
   }
 
   BucketTree tree_;

@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "bucket_tree_shape.h"
 #include "../core/memory_model.h"
 #include "../core/query_chunks_memory.h"
+#include "bucket_tree_shape.h"
 
 namespace knn {
 namespace cuda {

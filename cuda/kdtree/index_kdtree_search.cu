@@ -22,10 +22,10 @@
 #include <type_traits>
 
 #include "../../common/static_dim.h"
-#include "index_kdtree.cuh"
 #include "../core/knn_lists.cuh"
 #include "../core/radix_sort_temp.cuh"
 #include "../core/warp_list.cuh"
+#include "index_kdtree.cuh"
 
 namespace knn {
 namespace cuda {
@@ -195,9 +195,7 @@ struct TakesTurns<RegisterList<K>> : std::integral_constant<bool, (K <= 8)> {};
 // without; 5-D 2^21: 44.5 always, 36.1 up to 8, 45.3 without; 7-D 2^21:
 // 119.6 always, 127.8 up to 8; 9-D 2^20: 168 always, 172 up to 8; 12-D 2^20:
 // 780 always, 822 up to 8.
-__host__ __device__ constexpr int max_turns(int dim) {
-  return dim <= 4 ? 0 : (dim <= 6 ? 8 : 32);
-}
+__host__ __device__ constexpr int max_turns(int dim) { return dim <= 4 ? 0 : (dim <= 6 ? 8 : 32); }
 
 // One thread per query, with its own list.
 //
@@ -465,8 +463,8 @@ void ensure_capacity(DeviceBuffer<T>& buffer, size_t count) {
 
 }  // namespace
 
-void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r,
-                        SearchScratch& scratch, cudaStream_t stream) {
+void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r, SearchScratch& scratch,
+                        cudaStream_t stream) {
   if (r.m == 0) return;
   const size_t m = static_cast<size_t>(r.m);
   for (auto& keys : scratch.keys) ensure_capacity(keys, m);
@@ -474,9 +472,8 @@ void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r,
   const size_t temp_bytes = pair_sort_temp_bytes(r.m);
   ensure_capacity(scratch.cub_temp, checked_cub_temp(temp_bytes, cub_temp_bytes(r.m)));
 
-  leaf_keys<<<grid_for(r.m, kBlock), kBlock, 0, stream>>>(tree, r.queries, r.m,
-                                                          scratch.keys[0].get(),
-                                                          scratch.order[0].get());
+  leaf_keys<<<grid_for(r.m, kBlock), kBlock, 0, stream>>>(
+      tree, r.queries, r.m, scratch.keys[0].get(), scratch.order[0].get());
   check_launch("leaf_keys");
   const int32_t* order = scratch.order[0].get();
   const uint32_t* home_key = scratch.keys[0].get();
@@ -517,7 +514,7 @@ void drop_self(const int32_t* wide_index, const float* wide_dist, int64_t count,
                int k, int32_t* indices, float* sq_distances, cudaStream_t stream) {
   if (count == 0) return;
   drop_self_kernel<<<grid_for(count, kBlock), kBlock, 0, stream>>>(wide_index, wide_dist, count,
-                                                                  first, k, indices, sq_distances);
+                                                                   first, k, indices, sq_distances);
   check_launch("drop_self_kernel");
 }
 

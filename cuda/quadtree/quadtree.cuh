@@ -27,10 +27,10 @@ namespace knn {
 namespace cuda {
 
 struct QuadNode {
-  float4 box;             // min x, min y, max x, max y of the node's points
-  int64_t begin;          // sorted points [begin, end)
+  float4 box;     // min x, min y, max x, max y of the node's points
+  int64_t begin;  // sorted points [begin, end)
   int64_t end;
-  int32_t first_child;    // index of the first child; -1 for a leaf
+  int32_t first_child;  // index of the first child; -1 for a leaf
   int32_t child_count;
 };
 
@@ -68,22 +68,27 @@ class CubScratch {
 // What the query kernels read of a tree.
 struct QuadtreeView {
   const QuadNode* nodes;
-  const float2* xy;      // sorted points
-  const int32_t* ids;    // original index of each sorted point
+  const float2* xy;    // sorted points
+  const int32_t* ids;  // original index of each sorted point
 };
 
 class CudaQuadtree final : public QuadtreeEngine {
  public:
   CudaQuadtree(int device, int64_t n, DeviceBuffer<float2> xy, DeviceBuffer<int32_t> ids,
                DeviceBuffer<QuadNode> nodes)
-      : device_(device), n_(n), xy_(std::move(xy)), ids_(std::move(ids)), nodes_(std::move(nodes)) {}
+      : device_(device),
+        n_(n),
+        xy_(std::move(xy)),
+        ids_(std::move(ids)),
+        nodes_(std::move(nodes)) {}
 
   int backend() const override { return KNN_BACKEND_CUDA; }
   int64_t size() const override { return n_; }
   int64_t node_count() const { return static_cast<int64_t>(nodes_.size()); }
   QuadtreeView view() const { return {nodes_.get(), xy_.get(), ids_.get()}; }
 
-  void count(const PolygonSet& polygons, int64_t* counts, const QuadtreeParams& call) const override;
+  void count(const PolygonSet& polygons, int64_t* counts,
+             const QuadtreeParams& call) const override;
   void fill(const PolygonSet& polygons, const int64_t* out_offsets, int64_t* point_indices,
             const QuadtreeParams& call) const override;
 

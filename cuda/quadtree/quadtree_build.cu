@@ -10,10 +10,10 @@
 //   4. boxes: the leaves partition the sorted points into runs; one scan names
 //      each point's leaf, one CUB reduce-by-key gives every leaf the box of
 //      its points (reading each point once), then unions upwards.
+#include <thrust/iterator/transform_iterator.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
-#include <thrust/iterator/transform_iterator.h>
 
 #include <vector>
 
@@ -173,14 +173,12 @@ T read_back(const T* device_value, cudaStream_t stream) {
 std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
                                                const QuadtreeParams& params) {
   if (n > kMaxQuadtreePoints)
-    fail(KNN_ERR_UNSUPPORTED, format("the CUDA quadtree holds at most %lld points, not %lld",
-                                     static_cast<long long>(kMaxQuadtreePoints),
-                                     static_cast<long long>(n)));
+    fail(KNN_ERR_UNSUPPORTED,
+         format("the CUDA quadtree holds at most %lld points, not %lld",
+                static_cast<long long>(kMaxQuadtreePoints), static_cast<long long>(n)));
   if (params.leaf_capacity < 0)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("leaf capacity %d is negative", params.leaf_capacity));
-  const int leaf_capacity =
-      params.leaf_capacity > 0 ? params.leaf_capacity : kDefaultLeafCapacity;
+    fail(KNN_ERR_INVALID_ARGUMENT, format("leaf capacity %d is negative", params.leaf_capacity));
+  const int leaf_capacity = params.leaf_capacity > 0 ? params.leaf_capacity : kDefaultLeafCapacity;
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   Stream stream;
@@ -204,16 +202,20 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
           "quadtree build: copying the points to the device");
     DeviceBuffer<float4> bbox(1);
     const auto boxes = thrust::make_transform_iterator(input.get(), PointAsBox());
-    scratch.run([&](void* t, size_t& b) {
-      return cub::DeviceReduce::Reduce(t, b, boxes, bbox.get(), n, BoxUnion(), empty_box(), s);
-    }, "quadtree build: bounding box");
+    scratch.run(
+        [&](void* t, size_t& b) {
+          return cub::DeviceReduce::Reduce(t, b, boxes, bbox.get(), n, BoxUnion(), empty_box(), s);
+        },
+        "quadtree build: bounding box");
     make_keys<<<grid, kBlock, 0, s>>>(input.get(), n, bbox.get(), keys_a.get(), sorted_ids.get());
     check_launch("quadtree build: make_keys");
     cub::DoubleBuffer<uint32_t> keys(keys_a.get(), keys_b.get());
     cub::DoubleBuffer<int32_t> ids(sorted_ids.get(), ids_b.get());
-    scratch.run([&](void* t, size_t& b) {
-      return cub::DeviceRadixSort::SortPairs(t, b, keys, ids, n, 0, 2 * quadtree::kCellBits, s);
-    }, "quadtree build: radix sort");
+    scratch.run(
+        [&](void* t, size_t& b) {
+          return cub::DeviceRadixSort::SortPairs(t, b, keys, ids, n, 0, 2 * quadtree::kCellBits, s);
+        },
+        "quadtree build: radix sort");
     if (keys.Current() != keys_a.get()) std::swap(keys_a, keys_b);
     if (ids.Current() != sorted_ids.get()) std::swap(sorted_ids, ids_b);
     gather_points<<<grid, kBlock, 0, s>>>(input.get(), sorted_ids.get(), n, sorted_xy.get());
@@ -246,9 +248,11 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
     count_children<<<grid_for(m, kBlock), kBlock, 0, s>>>(level, m, sorted_keys, depth,
                                                           leaf_capacity, counts.get());
     check_launch("quadtree build: count_children");
-    scratch.run([&](void* t, size_t& b) {
-      return cub::DeviceScan::ExclusiveSum(t, b, counts.get(), offsets.get(), m + 1, s);
-    }, "quadtree build: scan of children");
+    scratch.run(
+        [&](void* t, size_t& b) {
+          return cub::DeviceScan::ExclusiveSum(t, b, counts.get(), offsets.get(), m + 1, s);
+        },
+        "quadtree build: scan of children");
     const int64_t next = read_back(offsets.get() + m, s);
     if (next == 0) break;
     if (total_nodes + next > int64_t{0x7fffffff})
@@ -257,9 +261,8 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
                   "nodes; use a larger leaf capacity",
                   static_cast<long long>(n), leaf_capacity));
     DeviceBuffer<QuadNode> next_level(static_cast<size_t>(next));
-    write_children<<<grid_for(m, kBlock), kBlock, 0, s>>>(level, m, sorted_keys, depth,
-                                                         leaf_capacity, offsets.get(), total_nodes,
-                                                         next_level.get());
+    write_children<<<grid_for(m, kBlock), kBlock, 0, s>>>(
+        level, m, sorted_keys, depth, leaf_capacity, offsets.get(), total_nodes, next_level.get());
     check_launch("quadtree build: write_children");
     levels.push_back(std::move(next_level));
     level_base.push_back(total_nodes);
@@ -285,22 +288,27 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
     DeviceBuffer<int32_t> owner(un);
     check(cudaMemsetAsync(marks, 0xff, un * sizeof(int32_t), s), "quadtree build: memset");
     mark_leaf_starts<<<grid_for(total_nodes, kBlock), kBlock, 0, s>>>(nodes.get(), total_nodes,
-                                                                       marks);
+                                                                      marks);
     check_launch("quadtree build: mark_leaf_starts");
-    scratch.run([&](void* t, size_t& b) {
-      return cub::DeviceScan::InclusiveScan(t, b, marks, owner.get(), LatestMark(), n, s);
-    }, "quadtree build: owner scan");
+    scratch.run(
+        [&](void* t, size_t& b) {
+          return cub::DeviceScan::InclusiveScan(t, b, marks, owner.get(), LatestMark(), n, s);
+        },
+        "quadtree build: owner scan");
     DeviceBuffer<int32_t> leaves(static_cast<size_t>(total_nodes));
     DeviceBuffer<float4> leaf_boxes(static_cast<size_t>(total_nodes));
     DeviceBuffer<int64_t> leaf_count(1);
     const auto point_boxes = thrust::make_transform_iterator(sorted_xy.get(), PointAsBox());
-    scratch.run([&](void* t, size_t& b) {
-      return cub::DeviceReduce::ReduceByKey(t, b, owner.get(), leaves.get(), point_boxes,
-                                            leaf_boxes.get(), leaf_count.get(), BoxUnion(), n, s);
-    }, "quadtree build: leaf boxes");
+    scratch.run(
+        [&](void* t, size_t& b) {
+          return cub::DeviceReduce::ReduceByKey(t, b, owner.get(), leaves.get(), point_boxes,
+                                                leaf_boxes.get(), leaf_count.get(), BoxUnion(), n,
+                                                s);
+        },
+        "quadtree build: leaf boxes");
     const int64_t n_leaves = read_back(leaf_count.get(), s);
-    scatter_leaf_boxes<<<grid_for(n_leaves, kBlock), kBlock, 0, s>>>(
-        leaves.get(), leaf_boxes.get(), n_leaves, nodes.get());
+    scatter_leaf_boxes<<<grid_for(n_leaves, kBlock), kBlock, 0, s>>>(leaves.get(), leaf_boxes.get(),
+                                                                     n_leaves, nodes.get());
     check_launch("quadtree build: scatter_leaf_boxes");
     for (size_t l = level_count; l-- > 0;) {
       union_child_boxes<<<grid_for(level_size[l], kBlock), kBlock, 0, s>>>(

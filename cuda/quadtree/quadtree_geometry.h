@@ -16,8 +16,8 @@ namespace quadtree {
 // reported as meeting the box whenever its point lies in it.
 KNN_HD bool segment_meets_box(float ax, float ay, float bx, float by, float min_x, float min_y,
                               float max_x, float max_y) {
-  if ((ax > bx ? ax : bx) < min_x || (ax < bx ? ax : bx) > max_x ||
-      (ay > by ? ay : by) < min_y || (ay < by ? ay : by) > max_y)
+  if ((ax > bx ? ax : bx) < min_x || (ax < bx ? ax : bx) > max_x || (ay > by ? ay : by) < min_y ||
+      (ay < by ? ay : by) > max_y)
     return false;
   const int s = pip::orientation_sign(ax, ay, bx, by, min_x, min_y);
   if (s == 0) return true;

@@ -59,8 +59,8 @@ __device__ bool for_warp_edges(const PolygonsView& polys, int64_t r0, int64_t r1
       const int64_t v = base + lane;
       if (v < e) {
         const int64_t u = v == b ? e - 1 : v - 1;
-        const bool hit = visit(polys.xy[2 * u], polys.xy[2 * u + 1], polys.xy[2 * v],
-                               polys.xy[2 * v + 1]);
+        const bool hit =
+            visit(polys.xy[2 * u], polys.xy[2 * u + 1], polys.xy[2 * v], polys.xy[2 * v + 1]);
         acc = kStopOnAny ? (acc || hit) : (acc != hit);
       }
       if (kStopOnAny && __any_sync(kFullMask, acc)) return true;
@@ -83,10 +83,10 @@ struct WarpEdges {
   }
   // pip::inside_polygon, with the edges spread over the warp.
   __device__ bool inside(float px, float py) const {
-    const bool parity = for_warp_edges<false>(polys, r0, r1, lane,
-                                              [&](float ax, float ay, float bx, float by) {
-                                                return pip::edge_crosses_ray(ax, ay, bx, by, px, py);
-                                              });
+    const bool parity =
+        for_warp_edges<false>(polys, r0, r1, lane, [&](float ax, float ay, float bx, float by) {
+          return pip::edge_crosses_ray(ax, ay, bx, by, px, py);
+        });
     return (__popc(__ballot_sync(kFullMask, parity)) & 1) != 0;
   }
 };
@@ -114,10 +114,10 @@ struct ThreadEdges {
 };
 
 enum class NodeClass {
-  kOutside,   // no edge touches the node; its points are all outside
-  kInside,    // no edge touches the node; its points are all inside
-  kLeaf,      // an edge touches a leaf: test each point
-  kDescend,   // an edge touches an internal node: visit its children
+  kOutside,  // no edge touches the node; its points are all outside
+  kInside,   // no edge touches the node; its points are all inside
+  kLeaf,     // an edge touches a leaf: test each point
+  kDescend,  // an edge touches an internal node: visit its children
 };
 
 template <class Edges>

@@ -18,9 +18,9 @@
 // Results do not depend on the path or the visiting order: counts are
 // integer sums, and fill sorts each polygon's indices afterwards (CUB
 // segmented sort), so the answer is the OpenMP engine's, bit for bit.
-#include <cub/device/device_segmented_sort.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <cub/device/device_segmented_sort.cuh>
 
 #include <algorithm>
 #include <vector>
@@ -45,7 +45,8 @@ constexpr int64_t kSlicePairs = int64_t{1} << 18;
 // (unless the output is on the device), and (less than) a byte for the
 // deferred ranges.
 constexpr size_t kFillBytesPerItem = 4 + 4 + 8 + 1;
-static_assert(sizeof(DeferredRange) <= kDeferredRangeMin, "a deferred range costs under a byte per item");
+static_assert(sizeof(DeferredRange) <= kDeferredRangeMin,
+              "a deferred range costs under a byte per item");
 constexpr int64_t kMinFillChunkItems = int64_t{1} << 20;
 
 struct Pair {
@@ -76,9 +77,9 @@ struct CountSink {
 // the walk (quadtree_thread_walk.cuh).
 struct FillSink {
   int32_t first_polygon;
-  unsigned long long* cursors;      // per polygon of the chunk
-  const int64_t* out_offsets;       // all polygons, n_polygons + 1
-  int64_t chunk_base;               // out_offsets[first_polygon]
+  unsigned long long* cursors;  // per polygon of the chunk
+  const int64_t* out_offsets;   // all polygons, n_polygons + 1
+  int64_t chunk_base;           // out_offsets[first_polygon]
   int32_t* out;
   int* overflow;
   DeferredRanges deferred;
@@ -147,8 +148,10 @@ __device__ void test_leaf_points(const QuadtreeView& tree, const PolygonsView& p
         }
         for (unsigned edges = __ballot_sync(kFullMask, may_count); edges != 0; edges &= edges - 1) {
           const int from = __ffs(edges) - 1;
-          const float eax = __shfl_sync(kFullMask, ax, from), eay = __shfl_sync(kFullMask, ay, from);
-          const float ebx = __shfl_sync(kFullMask, bx, from), eby = __shfl_sync(kFullMask, by, from);
+          const float eax = __shfl_sync(kFullMask, ax, from),
+                      eay = __shfl_sync(kFullMask, ay, from);
+          const float ebx = __shfl_sync(kFullMask, bx, from),
+                      eby = __shfl_sync(kFullMask, by, from);
           parity = parity != pip::edge_crosses_ray(eax, eay, ebx, eby, p.x, p.y);
         }
       }
@@ -158,10 +161,9 @@ __device__ void test_leaf_points(const QuadtreeView& tree, const PolygonsView& p
 }
 
 template <class Sink>
-__global__ void __launch_bounds__(kBlock) visit_pairs(QuadtreeView tree, PolygonsView polys,
-                                                      const Pair* pairs, int64_t count,
-                                                      Pair* next, unsigned long long* next_count,
-                                                      Sink sink) {
+__global__ void __launch_bounds__(kBlock)
+    visit_pairs(QuadtreeView tree, PolygonsView polys, const Pair* pairs, int64_t count, Pair* next,
+                unsigned long long* next_count, Sink sink) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warps = int64_t{gridDim.x} * kWarpsPerBlock;
   for (int64_t w = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / kWarp; w < count;
@@ -178,13 +180,14 @@ __global__ void __launch_bounds__(kBlock) visit_pairs(QuadtreeView tree, Polygon
       test_leaf_points(tree, polys, r0, r1, pair.polygon, node, lane, sink);
     } else if (kind == NodeClass::kDescend) {
       const float4 polygon_box = polys.boxes[pair.polygon];
-      const bool keep =
-          lane < node.child_count && boxes_meet(tree.nodes[node.first_child + lane].box, polygon_box);
+      const bool keep = lane < node.child_count &&
+                        boxes_meet(tree.nodes[node.first_child + lane].box, polygon_box);
       const unsigned kept = __ballot_sync(kFullMask, keep);
       unsigned long long at = 0;
       if (lane == 0 && kept != 0) at = atomicAdd(next_count, __popc(kept));
       at = __shfl_sync(kFullMask, at, 0);
-      if (keep) next[at + __popc(kept & ((1u << lane) - 1u))] = Pair{pair.polygon, node.first_child + lane};
+      if (keep)
+        next[at + __popc(kept & ((1u << lane) - 1u))] = Pair{pair.polygon, node.first_child + lane};
     }
   }
 }
@@ -278,7 +281,8 @@ class DeviceScope {
 void require_polygon_count(int64_t n_polygons) {
   if (n_polygons > int64_t{0x7ffffffe})
     fail(KNN_ERR_UNSUPPORTED, format("the CUDA quadtree takes fewer than 2^31 polygons per call, "
-                                     "not %lld", static_cast<long long>(n_polygons)));
+                                     "not %lld",
+                                     static_cast<long long>(n_polygons)));
 }
 
 // The polygons of one call on the device, with their boxes.
@@ -389,8 +393,7 @@ class PolygonWalk {
 
 }  // namespace
 
-void CudaQuadtree::count(const PolygonSet& polygons, int64_t* counts,
-                         const QuadtreeParams&) const {
+void CudaQuadtree::count(const PolygonSet& polygons, int64_t* counts, const QuadtreeParams&) const {
   if (polygons.n_polygons == 0) return;
   require_polygon_count(polygons.n_polygons);
   DeviceScope scope(device_);
@@ -401,8 +404,8 @@ void CudaQuadtree::count(const PolygonSet& polygons, int64_t* counts,
   check(cudaMemsetAsync(sums.get(), 0, sums.size() * sizeof(unsigned long long), s),
         "point in polygon: cudaMemsetAsync");
   if (n_ > 0) {
-    PolygonWalk<CountSink, ThreadCount> walk(view(), polys.view(),
-                                             thread_path_max_edges(polygons), s);
+    PolygonWalk<CountSink, ThreadCount> walk(view(), polys.view(), thread_path_max_edges(polygons),
+                                             s);
     for (int64_t first = 0; first < polygons.n_polygons; first += kSlicePairs) {
       const int64_t last = std::min(first + kSlicePairs, polygons.n_polygons);
       walk.run(static_cast<int32_t>(first), static_cast<int32_t>(last), CountSink{sums.get()},
@@ -432,8 +435,8 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
   // Chunks of whole polygons whose output fits in half the device memory.
   size_t free_bytes = 0, total_bytes = 0;
   check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-  const size_t budget = call.device_memory_limit > 0 ? std::min(call.device_memory_limit, free_bytes)
-                                                     : free_bytes;
+  const size_t budget =
+      call.device_memory_limit > 0 ? std::min(call.device_memory_limit, free_bytes) : free_bytes;
   const int64_t chunk_items =
       std::max(kMinFillChunkItems, static_cast<int64_t>(budget / 2 / kFillBytesPerItem));
 
@@ -471,7 +474,8 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
         check(cudaMemsetAsync(deferred_count.get(), 0, sizeof(unsigned long long), s),
               "point in polygon: cudaMemsetAsync");
         const DeferredRanges later{deferred.get(), deferred_count.get()};
-        walk.run(f, l, FillSink{f, cursors.get(), offsets.get(), base, out.get(), flags.get(), later},
+        walk.run(f, l,
+                 FillSink{f, cursors.get(), offsets.get(), base, out.get(), flags.get(), later},
                  ThreadFill{f, cursors.get(), offsets.get(), base, out.get(), flags.get(), later});
         const int64_t ranges = static_cast<int64_t>(read_back(deferred_count.get(), s));
         if (ranges > 0) {
@@ -495,12 +499,14 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
                     found[1] != 0x7fffffff ? static_cast<long long>(found[1]) : -1LL));
       const auto begins = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(first),
                                                           SegmentOffset{offsets.get(), base});
-      const auto ends = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(first + 1),
-                                                        SegmentOffset{offsets.get(), base});
-      scratch.run([&](void* t, size_t& b) {
-        return cub::DeviceSegmentedSort::SortKeys(t, b, out.get(), sorted.get(), items,
-                                                  last - first, begins, ends, s);
-      }, "point in polygon: sorting each polygon's indices");
+      const auto ends = thrust::make_transform_iterator(
+          thrust::counting_iterator<int64_t>(first + 1), SegmentOffset{offsets.get(), base});
+      scratch.run(
+          [&](void* t, size_t& b) {
+            return cub::DeviceSegmentedSort::SortKeys(t, b, out.get(), sorted.get(), items,
+                                                      last - first, begins, ends, s);
+          },
+          "point in polygon: sorting each polygon's indices");
       // Output on this device is written in place; elsewhere it is staged.
       if (direct_output) {
         widen<<<grid_for(items, kBlock), kBlock, 0, s>>>(sorted.get(), items, point_indices + base);

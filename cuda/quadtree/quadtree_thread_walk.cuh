@@ -80,7 +80,8 @@ struct DeferredRanges {
     const int64_t slot = static_cast<int64_t>(atomicAdd(count, static_cast<unsigned long long>(n)));
     for (int64_t i = 0; i < n; ++i) {
       const int64_t from = begin + i * kDeferredPiece;
-      pieces[slot + i] = DeferredRange{at + i * kDeferredPiece, from, min(end, from + kDeferredPiece)};
+      pieces[slot + i] =
+          DeferredRange{at + i * kDeferredPiece, from, min(end, from + kDeferredPiece)};
     }
   }
 };
@@ -141,11 +142,8 @@ __global__ void walk_small_polygons(QuadtreeView tree, PolygonsView polys, int32
   while (top > 0) {
     const QuadNode node = tree.nodes[stack[--top]];
     switch (classify_node(edges, tree, node)) {
-      case NodeClass::kOutside:
-        break;
-      case NodeClass::kInside:
-        tally.whole_range(node.begin, node.end, tree.ids);
-        break;
+      case NodeClass::kOutside: break;
+      case NodeClass::kInside: tally.whole_range(node.begin, node.end, tree.ids); break;
       case NodeClass::kLeaf:
         for (int64_t j = node.begin; j < node.end; ++j) {
           const float2 q = tree.xy[j];

@@ -139,8 +139,7 @@ static int polygon_demo(const struct Point* points, int n, int check) {
   x0 -= 1.0f, x1 += 1.0f, y0 -= 1.0f, y1 += 1.0f;
   {
     /* Two rings of 4 vertices (open; any orientation), one polygon each. */
-    const float vertices[16] = {x0, y0, mid, y0, mid, y1, x0, y1,
-                                mid, y0, x1, y0, x1, y1, mid, y1};
+    const float vertices[16] = {x0, y0, mid, y0, mid, y1, x0, y1, mid, y0, x1, y0, x1, y1, mid, y1};
     status = knn_quadtree_build(xy, n, NULL, &tree);
     if (status != KNN_OK) {
       report("knn_quadtree_build", status);
@@ -243,8 +242,8 @@ int main(int argc, char** argv) {
   }
 
   printf("knn_gpgpu %d.%d.%d, %d CUDA device(s); %d points from %s; k = %d\n",
-         knn_version() / 10000, knn_version() / 100 % 100, knn_version() % 100,
-         cuGetDeviceCount(), n, path, k);
+         knn_version() / 10000, knn_version() / 100 % 100, knn_version() % 100, cuGetDeviceCount(),
+         n, path, k);
   for (int i = 0; i < n && i < rows; ++i) {
     printf("%6d (%g, %g, %g):", i, (double)points[i].p[0], (double)points[i].p[1],
            (double)points[i].p[2]);

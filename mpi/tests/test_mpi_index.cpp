@@ -128,18 +128,10 @@ std::vector<int64_t> split(int64_t total, Split how, uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (int r = 0; r < g_size; ++r) {
     switch (how) {
-      case Split::uneven:
-        weight[r] = (rng() % 4 == 0) ? 0.0 : 0.2 + double(rng() % 100);
-        break;
-      case Split::first_only:
-        weight[r] = r == 0;
-        break;
-      case Split::last_only:
-        weight[r] = r == g_size - 1;
-        break;
-      case Split::middle_empty:
-        weight[r] = (r == g_size / 2 && g_size > 1) ? 0.0 : 1.0 + r;
-        break;
+      case Split::uneven: weight[r] = (rng() % 4 == 0) ? 0.0 : 0.2 + double(rng() % 100); break;
+      case Split::first_only: weight[r] = r == 0; break;
+      case Split::last_only: weight[r] = r == g_size - 1; break;
+      case Split::middle_empty: weight[r] = (r == g_size / 2 && g_size > 1) ? 0.0 : 1.0 + r; break;
     }
   }
   double sum = 0;
@@ -502,8 +494,8 @@ int main(int argc, char** argv) {
        true, true},
       {"fewer points than k, 7-D", uniform(23, 7, 5), Split::uneven, Split::last_only, 40, true,
        false},
-      {"coordinates at the limit, 2-D", huge(30, 2, 7), Split::uneven, Split::uneven, 20,
-       true, false},
+      {"coordinates at the limit, 2-D", huge(30, 2, 7), Split::uneven, Split::uneven, 20, true,
+       false},
       {"empty index", uniform(0, 3, 6), Split::uneven, Split::uneven, 20, true, false},
   };
   uint64_t seed = 100;

@@ -77,9 +77,9 @@ KNN_ABI_CHECK(backend_values,
               KNN_BACKEND_AUTO == 0 && KNN_BACKEND_CUDA == 1 && KNN_BACKEND_OPENMP == 2);
 KNN_ABI_CHECK(structure_values, KNN_STRUCTURE_AUTO == 0 && KNN_STRUCTURE_KDTREE == 1 &&
                                     KNN_STRUCTURE_GRID == 2 && KNN_STRUCTURE_BRUTE_FORCE == 3);
-KNN_ABI_CHECK(version_number, KNN_VERSION_NUMBER == KNN_VERSION_MAJOR * 10000 +
-                                                        KNN_VERSION_MINOR * 100 +
-                                                        KNN_VERSION_PATCH);
+KNN_ABI_CHECK(version_number,
+              KNN_VERSION_NUMBER ==
+                  KNN_VERSION_MAJOR * 10000 + KNN_VERSION_MINOR * 100 + KNN_VERSION_PATCH);
 
 /* The runtime test calls this, so that the checks above are part of the
  * program that links the library (and the translation unit is not empty). */

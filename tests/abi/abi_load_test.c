@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "knn_gpgpu.h"
 #include "knn_api_names.h" /* generated from the header: KNN_API_NAMES */
+#include "knn_gpgpu.h"
 
 #if defined(_WIN32)
 #include <windows.h>
@@ -173,8 +173,9 @@ static void cycle(const char* path, int round) {
    * OpenMP runtime, then give them time to run: unmapped code would crash. */
   close_library(lib);
   resident = still_resident(path);
-  printf("         library %s after unloading\n",
-         resident < 0 ? "may stay mapped" : resident ? "stays mapped" : "is unmapped");
+  printf("         library %s after unloading\n", resident < 0 ? "may stay mapped"
+                                                  : resident   ? "stays mapped"
+                                                               : "is unmapped");
   sleep_ms(300);
   sprintf(what, "round %d: unloaded while OpenMP threads wind down, still alive", round);
   report(1, what, "");

@@ -49,8 +49,8 @@ static void failure(const char* fmt, ...) {
   ++current_failures;
 }
 
-#define EXPECT(condition, ...)   \
-  do {                           \
+#define EXPECT(condition, ...)              \
+  do {                                      \
     if (!(condition)) failure(__VA_ARGS__); \
   } while (0)
 
@@ -110,8 +110,8 @@ static float oracle_sq_distance(const float* q, const float* p, int dim) {
 
 /* k nearest of n_ref rows for each of n_query rows: indices and distances,
  * ascending by (distance, index), -1/+inf where n_ref < k. */
-static void oracle_knn(const float* ref, int n_ref, const float* query, int n_query, int dim,
-                       int k, int* ind, float* dist) {
+static void oracle_knn(const float* ref, int n_ref, const float* query, int n_query, int dim, int k,
+                       int* ind, float* dist) {
   int i, j, s;
   for (i = 0; i < n_query; ++i) {
     int* row_i = ind + (size_t)i * k;
@@ -224,8 +224,8 @@ static void check_tree_layout(const struct Point* points, const struct Node* tre
                split);
       else
         EXPECT(node->p[split] >= tree[parent].p[split],
-               "%s: node %d is right of ancestor %d but smaller on dimension %d", label, i,
-               parent, split);
+               "%s: node %d is right of ancestor %d but smaller on dimension %d", label, i, parent,
+               split);
     }
   }
   free(seen);
@@ -264,14 +264,13 @@ static void check_classic_case(rng_t* r, int n, int m, int k, int grid) {
     const char* function = i == 0 ? "mpQueryAll" : "queryAll";
     status = i == 0 ? mpQueryAll(queries, tree_mp, m, n, k, got)
                     : queryAll(queries, tree_mp, m, n, k, got);
-    EXPECT(status == KNN_OK, "%s: %s returned %d (%s)", label, function, status,
-           knn_last_error());
+    EXPECT(status == KNN_OK, "%s: %s returned %d (%s)", label, function, status, knn_last_error());
     EXPECT(guards_intact(got, (size_t)m * k), "%s: %s wrote past n_qp*k", label, function);
     for (q = 0; q < m; ++q)
       for (s = 0; s < k; ++s) {
         const size_t at = (size_t)q * k + s;
-        EXPECT(got[at] == want[at], "%s: %s query %d slot %d: got %d, want %d", label, function,
-               q, s, got[at], want[at]);
+        EXPECT(got[at] == want[at], "%s: %s query %d slot %d: got %d, want %d", label, function, q,
+               s, got[at], want[at]);
       }
   }
   free(points);
@@ -355,8 +354,7 @@ static void test_empty_tree(void) {
   int status = mpBuildKdTree(NULL, 0, NULL);
   int i;
   EXPECT(status == KNN_OK, "mpBuildKdTree of no points returned %d", status);
-  EXPECT(knn_last_error()[0] == '\0', "knn_last_error after success is \"%s\"",
-         knn_last_error());
+  EXPECT(knn_last_error()[0] == '\0', "knn_last_error after success is \"%s\"", knn_last_error());
   status = queryAll(q, NULL, 2, 0, 3, result);
   EXPECT(status == KNN_OK, "queryAll against an empty tree returned %d (%s)", status,
          knn_last_error());
@@ -392,8 +390,8 @@ static void test_brute_force(void) {
                status, knn_last_error());
         EXPECT(guards_intact(got, (size_t)m * k), "knn_brute_force wrote past n_query*k");
         for (s = 0; s < m * k; ++s) {
-          EXPECT(got[s] == want[s], "brute force dim=%d n=%d k=%d slot %d: index %d, want %d",
-                 dim, n, k, s, got[s], want[s]);
+          EXPECT(got[s] == want[s], "brute force dim=%d n=%d k=%d slot %d: index %d, want %d", dim,
+                 n, k, s, got[s], want[s]);
           EXPECT(same_float_bits(got_d[s], want_d[s]),
                  "brute force dim=%d n=%d k=%d slot %d: distance %.9g, want %.9g", dim, n, k, s,
                  (double)got_d[s], (double)want_d[s]);
@@ -458,12 +456,12 @@ static void test_bad_input(void) {
                  M * K, "mpQueryAll(k=0)");
   expect_failure(queryAll(queries, tree, M, N, -2, result), KNN_ERR_INVALID_ARGUMENT, -2, result,
                  M * K, "queryAll(k<0)");
-  expect_failure(queryAll(NULL, tree, M, N, K, result), KNN_ERR_INVALID_ARGUMENT, M, result,
-                 M * K, "queryAll(NULL queries)");
+  expect_failure(queryAll(NULL, tree, M, N, K, result), KNN_ERR_INVALID_ARGUMENT, M, result, M * K,
+                 "queryAll(NULL queries)");
   expect_failure(mpQueryAll(queries, tree, M, N, K, NULL), KNN_ERR_INVALID_ARGUMENT, M, NULL, 0,
                  "mpQueryAll(NULL result)");
-  expect_failure(mpQueryAll(queries, tree, -1, N, K, result), KNN_ERR_INVALID_ARGUMENT, -1,
-                 result, M * K, "mpQueryAll(n_qp<0)");
+  expect_failure(mpQueryAll(queries, tree, -1, N, K, result), KNN_ERR_INVALID_ARGUMENT, -1, result,
+                 M * K, "mpQueryAll(n_qp<0)");
 
   /* NaN and infinity: the message names the first offending index */
   points[1234].p[1] = NAN;
@@ -501,8 +499,7 @@ static void test_bad_input(void) {
   /* the library is still usable, and a success clears the message */
   status = mpQueryAll(queries, tree, M, N, K, result);
   EXPECT(status == KNN_OK, "mpQueryAll after errors returned %d (%s)", status, knn_last_error());
-  EXPECT(knn_last_error()[0] == '\0', "knn_last_error after a success is \"%s\"",
-         knn_last_error());
+  EXPECT(knn_last_error()[0] == '\0', "knn_last_error after a success is \"%s\"", knn_last_error());
   EXPECT(guards_intact(result, M * K), "guard words");
   free(points);
   free(queries);
@@ -526,8 +523,7 @@ static void test_device_calls_without_device(void) {
   EXPECT(cuSetDevice(0) == KNN_ERR_NO_DEVICE, "cuSetDevice(0) without a device");
   EXPECT(cuBuildKdTree(p, 4, tree) == KNN_ERR_NO_DEVICE, "cuBuildKdTree without a device");
   EXPECT(mpBuildKdTree(p, 4, tree) == KNN_OK, "mpBuildKdTree");
-  EXPECT(cuQueryAll(p, tree, 4, 4, 1, result) == KNN_ERR_NO_DEVICE,
-         "cuQueryAll without a device");
+  EXPECT(cuQueryAll(p, tree, 4, 4, 1, result) == KNN_ERR_NO_DEVICE, "cuQueryAll without a device");
   EXPECT(queryAll(p, tree, 4, 4, 1, result) == KNN_OK && result[0] == 0 && result[3] == 3,
          "queryAll falls back to the CPU");
 }
@@ -601,8 +597,8 @@ static void thread_body(struct thread_job* job) {
     int status = mpQueryAll(job->queries, job->tree, T_QUERIES, T_POINTS, bad_k, result);
     if (status != KNN_ERR_INVALID_ARGUMENT || !mentions_number(knn_last_error(), bad_k))
       ++job->message_mixups;
-    status = (round % 2 == 0 ? queryAll : mpQueryAll)(job->queries, job->tree, T_QUERIES,
-                                                      T_POINTS, T_K, result);
+    status = (round % 2 == 0 ? queryAll : mpQueryAll)(job->queries, job->tree, T_QUERIES, T_POINTS,
+                                                      T_K, result);
     if (status != KNN_OK) ++job->errors;
     if (knn_last_error()[0] != '\0') ++job->message_mixups;
     for (i = 0; i < T_QUERIES * T_K; ++i)

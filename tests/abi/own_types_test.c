@@ -117,7 +117,9 @@ int main(void) {
     fprintf(stderr, "own_types_test: %d failures\n", failures);
     return 1;
   }
-  printf("own_types_test: index and classic calls with the host's own Point/Node: OK "
-         "(%d queries, k = %d)\n", N, K);
+  printf(
+      "own_types_test: index and classic calls with the host's own Point/Node: OK "
+      "(%d queries, k = %d)\n",
+      N, K);
   return 0;
 }

@@ -16,9 +16,9 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <random>
 #include <sstream>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -72,7 +72,8 @@ std::string slurp(const std::string& path) {
 
 RunResult run_cli(const std::string& args) {
   const std::string o = path_of("stdout.txt"), e = path_of("stderr.txt");
-  const std::string cmd = std::string("'") + KNN_CLI_PATH + "' " + args + " >'" + o + "' 2>'" + e + "'";
+  const std::string cmd =
+      std::string("'") + KNN_CLI_PATH + "' " + args + " >'" + o + "' 2>'" + e + "'";
   const int st = std::system(cmd.c_str());
   RunResult r;
   if (st != -1 && WIFEXITED(st)) {
@@ -121,8 +122,8 @@ void append_le(std::string* s, T v) {
 }
 
 std::string npy_bytes(const char* descr, const std::string& shape, const std::string& body) {
-  std::string h = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " +
-                  shape + ", }";
+  std::string h =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   while ((10 + h.size() + 1) % 64 != 0) h.push_back(' ');
   h.push_back('\n');
   std::string s("\x93NUMPY\x01\x00", 8);
@@ -140,7 +141,8 @@ void write_npy(const std::string& path, const std::vector<float>& xyz, bool f64)
       append_le<float>(&body, v);
     }
   }
-  write_bytes(path, npy_bytes(f64 ? "<f8" : "<f4", "(" + std::to_string(xyz.size() / 3) + ", 3)", body));
+  write_bytes(path,
+              npy_bytes(f64 ? "<f8" : "<f4", "(" + std::to_string(xyz.size() / 3) + ", 3)", body));
 }
 
 void write_raw(const std::string& path, const std::vector<float>& xyz) {
@@ -242,14 +244,15 @@ Csv read_csv(const std::string& path) {
 }
 
 // ---- The library's own answers ---------------------------------------------------------
-std::vector<int> library_knn(const std::vector<float>& ref, const std::vector<float>& query, int k) {
+std::vector<int> library_knn(const std::vector<float>& ref, const std::vector<float>& query,
+                             int k) {
   const int n = static_cast<int>(ref.size() / 3), m = static_cast<int>(query.size() / 3);
   std::vector<Node> tree(static_cast<size_t>(n > 0 ? n : 1));
   EXPECT_EQ(mpBuildKdTree(reinterpret_cast<const Point*>(ref.data()), n, tree.data()), KNN_OK);
   std::vector<int> res(static_cast<size_t>(m) * k);
-  EXPECT_EQ(mpQueryAll(reinterpret_cast<const Point*>(query.data()), tree.data(), m, n, k,
-                       res.data()),
-            KNN_OK);
+  EXPECT_EQ(
+      mpQueryAll(reinterpret_cast<const Point*>(query.data()), tree.data(), m, n, k, res.data()),
+      KNN_OK);
   return res;
 }
 
@@ -270,12 +273,17 @@ struct Format {
 };
 
 const Format kFormats[] = {
-    {"pts.xyz", [](const std::string& p, const std::vector<float>& v) { write_text(p, v, " ", nullptr); }},
-    {"pts.txt", [](const std::string& p, const std::vector<float>& v) { write_text(p, v, "\t", "x\ty\tz"); }},
-    {"pts.csv", [](const std::string& p, const std::vector<float>& v) { write_text(p, v, ",", "x,y,z"); }},
+    {"pts.xyz",
+     [](const std::string& p, const std::vector<float>& v) { write_text(p, v, " ", nullptr); }},
+    {"pts.txt",
+     [](const std::string& p, const std::vector<float>& v) { write_text(p, v, "\t", "x\ty\tz"); }},
+    {"pts.csv",
+     [](const std::string& p, const std::vector<float>& v) { write_text(p, v, ",", "x,y,z"); }},
     {"pts_ascii.ply", write_ply_ascii},
-    {"pts_bin.ply", [](const std::string& p, const std::vector<float>& v) { write_bytes(p, ply_binary_bytes(v)); }},
-    {"pts32.npy", [](const std::string& p, const std::vector<float>& v) { write_npy(p, v, false); }},
+    {"pts_bin.ply", [](const std::string& p,
+                       const std::vector<float>& v) { write_bytes(p, ply_binary_bytes(v)); }},
+    {"pts32.npy",
+     [](const std::string& p, const std::vector<float>& v) { write_npy(p, v, false); }},
     {"pts64.npy", [](const std::string& p, const std::vector<float>& v) { write_npy(p, v, true); }},
     {"pts.bin", write_raw},
     {"pts.f32", write_raw},
@@ -328,8 +336,8 @@ TEST(Cli, EveryInputFormatMatchesTheLibrary) {
     std::remove(out.c_str());
     std::remove(path_of("out_dist.npy").c_str());
     for (const char* backend : {"openmp", "auto"}) {
-      const RunResult r = run_cli("knn --ref '" + rp + "' --query '" + qp + "' --k 6 --out '" + out +
-                                  "' --distances --backend " + backend);
+      const RunResult r = run_cli("knn --ref '" + rp + "' --query '" + qp + "' --k 6 --out '" +
+                                  out + "' --distances --backend " + backend);
       ASSERT_EQ(r.rc, 0) << r.err;
       EXPECT_EQ(r.err, "");  // no progress when stderr is not a terminal
       EXPECT_EQ(r.out, "");
@@ -395,8 +403,8 @@ TEST(Cli, CsvOutputParsesBack) {
 TEST(Cli, FewerPointsThanKGivesMinusOneAndInfinity) {
   const std::vector<float> ref = {0, 0, 0, 1, 0, 0};
   write_text(path_of("few.xyz"), ref, " ", nullptr);
-  const RunResult r = run_cli("knn --ref '" + path_of("few.xyz") + "' --self --k 3 --distances --out '" +
-                              path_of("few.csv") + "'");
+  const RunResult r = run_cli("knn --ref '" + path_of("few.xyz") +
+                              "' --self --k 3 --distances --out '" + path_of("few.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv c = read_csv(path_of("few.csv"));
   ASSERT_EQ(c.rows.size(), 2u);
@@ -408,8 +416,9 @@ TEST(Cli, ExcludeSelfDropsOnlyTheOwnIndex) {
   // Points 0, 2 and 3 coincide; point 1 is apart.
   const std::vector<float> small = {0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0};
   write_text(path_of("dup.xyz"), small, " ", nullptr);
-  RunResult r = run_cli("knn --ref '" + path_of("dup.xyz") + "' --self --exclude-self --k 2 --distances --out '" +
-                        path_of("dup.csv") + "'");
+  RunResult r =
+      run_cli("knn --ref '" + path_of("dup.xyz") +
+              "' --self --exclude-self --k 2 --distances --out '" + path_of("dup.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv c = read_csv(path_of("dup.csv"));
   ASSERT_EQ(c.rows.size(), 4u);
@@ -467,12 +476,13 @@ TEST(Cli, MalformedInputsFailCleanly) {
     cases.push_back({"trunc_bin.ply", ply.substr(0, ply.size() - 40), "truncated"});
   }
   {
-    std::string s = "ply\nformat ascii 1.0\nelement vertex 5\nproperty float x\nproperty float y\n"
-                    "property float z\nend_header\n1 2 3\n4 5 6\n";
+    std::string s =
+        "ply\nformat ascii 1.0\nelement vertex 5\nproperty float x\nproperty float y\n"
+        "property float z\nend_header\n1 2 3\n4 5 6\n";
     cases.push_back({"trunc_ascii.ply", s, "truncated"});
   }
-  cases.push_back({"trunc_header.ply", "ply\nformat ascii 1.0\nelement vertex 5\nproperty float x\n",
-                   "end_header"});
+  cases.push_back({"trunc_header.ply",
+                   "ply\nformat ascii 1.0\nelement vertex 5\nproperty float x\n", "end_header"});
   cases.push_back({"noz.ply",
                    "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\n"
                    "end_header\n1 2\n",
@@ -514,9 +524,11 @@ TEST(Cli, MalformedInputsFailCleanly) {
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("qnan.xyz: line 2, column 3"), std::string::npos) << r.err;
   // Bad output name, bad k, bad backend.
-  r = run_cli("knn --ref '" + path_of("good.xyz") + "' --self --k 2 --out '" + path_of("o.txt") + "'");
+  r = run_cli("knn --ref '" + path_of("good.xyz") + "' --self --k 2 --out '" + path_of("o.txt") +
+              "'");
   EXPECT_EQ(r.rc, 1);
-  r = run_cli("knn --ref '" + path_of("good.xyz") + "' --self --k 0 --out '" + path_of("o.npy") + "'");
+  r = run_cli("knn --ref '" + path_of("good.xyz") + "' --self --k 0 --out '" + path_of("o.npy") +
+              "'");
   EXPECT_NE(r.rc, 0);
   EXPECT_LT(r.rc, 1000);
   EXPECT_NE(r.err.find("--k: must be at least 1, not 0"), std::string::npos) << r.err;
@@ -559,15 +571,18 @@ TEST(Cli, HostileTextFilesAreRefusedWithTheLine) {
       {"nul.xyz", std::string("1 2 3\n1\0 9,2,3\n", 16), "nul.xyz: line 2, column 2: a NUL byte"},
       {"nul.ply",
        std::string("ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\n"
-                   "property float z\nend_header\n1 2\0 3\n", 106),
+                   "property float z\nend_header\n1 2\0 3\n",
+                   106),
        "nul.ply: line 8, column 4: a NUL byte"},
-      {"nan_col3.csv", "x,y,z\n1,2,3\n4,5,-nan\n", "nan_col3.csv: line 3, column 3 ('-nan', point 1)"},
+      {"nan_col3.csv", "x,y,z\n1,2,3\n4,5,-nan\n",
+       "nan_col3.csv: line 3, column 3 ('-nan', point 1)"},
       {"over.xyz", "1 2 1e39\n", "over.xyz: line 1, column 3 ('1e39', point 0)"},
       {"nan_ascii.ply",
        "ply\nformat ascii 1.0\nelement vertex 2\nproperty float x\nproperty float y\n"
        "property float z\nend_header\n1 2 3\n4 nan 6\n",
        "nan_ascii.ply: PLY line 9: y of vertex 1 is not a finite"},
-      {"long_word.xyz", "1 2 3\n1 " + std::string(5000, 'b') + " 3\n", "line 2: not a number in '1 bbbb"},
+      {"long_word.xyz", "1 2 3\n1 " + std::string(5000, 'b') + " 3\n",
+       "line 2: not a number in '1 bbbb"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -579,7 +594,8 @@ TEST(Cli, HostileTextFilesAreRefusedWithTheLine) {
   }
   // Binary formats name the row (and the byte for raw files).
   std::string raw;
-  for (float v : {1.f, 2.f, 3.f, 4.f, std::numeric_limits<float>::infinity(), 6.f}) append_le(&raw, v);
+  for (float v : {1.f, 2.f, 3.f, 4.f, std::numeric_limits<float>::infinity(), 6.f})
+    append_le(&raw, v);
   write_bytes(path_of("inf.bin"), raw);
   r = run_cli("knn --ref '" + path_of("inf.bin") + "'" + out);
   EXPECT_NE(r.err.find("inf.bin: point 1, coordinate 1 (byte 16)"), std::string::npos) << r.err;
@@ -657,8 +673,8 @@ TEST(Cli, NpyHeaderIsParsedAsADict) {
 TEST(Cli, CudaBackendWithoutDeviceFailsCleanly) {
   if (cuGetDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
   write_text(path_of("cu.xyz"), random_points(10, 7), " ", nullptr);
-  const RunResult r = run_cli("knn --ref '" + path_of("cu.xyz") + "' --self --k 2 --backend cuda --out '" +
-                              path_of("cu.npy") + "'");
+  const RunResult r = run_cli("knn --ref '" + path_of("cu.xyz") +
+                              "' --self --k 2 --backend cuda --out '" + path_of("cu.npy") + "'");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("KNN_ERR_NO_DEVICE"), std::string::npos) << r.err;
 }
@@ -677,8 +693,10 @@ void write_table(const std::string& path, const std::vector<float>& v, int dim, 
 void write_npy_table(const std::string& path, const std::vector<float>& v, int dim) {
   std::string body;
   for (float x : v) append_le<float>(&body, x);
-  write_bytes(path, npy_bytes("<f4", "(" + std::to_string(v.size() / dim) + ", " +
-                                         std::to_string(dim) + ")", body));
+  write_bytes(
+      path,
+      npy_bytes("<f4", "(" + std::to_string(v.size() / dim) + ", " + std::to_string(dim) + ")",
+                body));
 }
 
 std::vector<float> random_rows(int n, int dim, unsigned seed) {
@@ -699,7 +717,8 @@ struct RadiusAnswer {
 // The library's own answer, on the OpenMP engine.
 RadiusAnswer library_radius(const std::vector<float>& ref, const std::vector<float>& query, int dim,
                             float radius, int max_neighbors) {
-  const int64_t n = static_cast<int64_t>(ref.size()) / dim, m = static_cast<int64_t>(query.size()) / dim;
+  const int64_t n = static_cast<int64_t>(ref.size()) / dim,
+                m = static_cast<int64_t>(query.size()) / dim;
   knn_options opt;
   knn_options_init(&opt);
   opt.backend = KNN_BACKEND_OPENMP;
@@ -735,8 +754,10 @@ RadiusAnswer brute_force_radius(const std::vector<float>& ref, const std::vector
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n && d[static_cast<size_t>(i) * n + j] <= r2; ++j) {
       if (a.counts[i] < max_neighbors) {
-        a.idx[static_cast<size_t>(i) * max_neighbors + a.counts[i]] = ind[static_cast<size_t>(i) * n + j];
-        a.dist[static_cast<size_t>(i) * max_neighbors + a.counts[i]] = d[static_cast<size_t>(i) * n + j];
+        a.idx[static_cast<size_t>(i) * max_neighbors + a.counts[i]] =
+            ind[static_cast<size_t>(i) * n + j];
+        a.dist[static_cast<size_t>(i) * max_neighbors + a.counts[i]] =
+            d[static_cast<size_t>(i) * n + j];
       }
       ++a.counts[i];
     }
@@ -759,7 +780,9 @@ RadiusAnswer read_radius_npy(const std::string& stem, int64_t m, int max_neighbo
   // Counts are one-dimensional: shape (m,).
   const std::string s = slurp(path_of(stem + "_n.npy"));
   EXPECT_NE(s.find("'shape': (" + std::to_string(m) + ",)"), std::string::npos) << s.substr(0, 80);
-  const size_t hl = s.size() >= 10 ? (static_cast<unsigned char>(s[8]) | (static_cast<unsigned char>(s[9]) << 8)) : 0;
+  const size_t hl =
+      s.size() >= 10 ? (static_cast<unsigned char>(s[8]) | (static_cast<unsigned char>(s[9]) << 8))
+                     : 0;
   EXPECT_EQ(s.size(), 10 + hl + 4 * static_cast<size_t>(m));
   a.counts.assign(static_cast<size_t>(m), 0);
   if (s.size() == 10 + hl + 4 * static_cast<size_t>(m) && m)
@@ -786,19 +809,20 @@ TEST(Cli, RadiusEveryInputFormatMatchesTheLibrary) {
     const std::string qp = path_of(std::string("rquery_") + f.name);
     f.write(rp, ref);
     f.write(qp, query);
-    const RunResult r = run_cli("radius --ref '" + rp + "' --query '" + qp +
-                                "' --radius 4 --max-neighbors 8 --backend openmp" +
-                                radius_npy_outputs("rad"));
+    const RunResult r =
+        run_cli("radius --ref '" + rp + "' --query '" + qp +
+                "' --radius 4 --max-neighbors 8 --backend openmp" + radius_npy_outputs("rad"));
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.err, "");
     EXPECT_EQ(r.out, "");
     expect_same_answer(read_radius_npy("rad", 57, M), want, true);
   }
   // auto backend and --self.
-  RunResult r = run_cli("radius --ref '" + path_of("rref_pts.xyz") + "' --self --radius 4 --max-neighbors 8" +
-                        radius_npy_outputs("rself"));
+  RunResult r = run_cli("radius --ref '" + path_of("rref_pts.xyz") +
+                        "' --self --radius 4 --max-neighbors 8" + radius_npy_outputs("rself"));
   ASSERT_EQ(r.rc, 0) << r.err;
-  expect_same_answer(read_radius_npy("rself", 300, M), library_radius(ref, ref, 3, radius, M), true);
+  expect_same_answer(read_radius_npy("rself", 300, M), library_radius(ref, ref, 3, radius, M),
+                     true);
 }
 
 TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
@@ -806,9 +830,10 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
   const RadiusAnswer want = library_radius(ref, query, 3, 5.0f, 4);
   write_text(path_of("rc_ref.xyz"), ref, " ", nullptr);
   write_text(path_of("rc_q.xyz"), query, " ", nullptr);
-  RunResult r = run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
-                        "' --radius 5 --max-neighbors 4 --out '" + path_of("rc_i.csv") +
-                        "' --distances '" + path_of("rc_d.csv") + "' --counts '" + path_of("rc_n.csv") + "'");
+  RunResult r =
+      run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
+              "' --radius 5 --max-neighbors 4 --out '" + path_of("rc_i.csv") + "' --distances '" +
+              path_of("rc_d.csv") + "' --counts '" + path_of("rc_n.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv ci = read_csv(path_of("rc_i.csv")), cd = read_csv(path_of("rc_d.csv")),
             cn = read_csv(path_of("rc_n.csv"));
@@ -844,7 +869,8 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
   // The file's dimension: 5 columns of text, a (n, 5) and a (n, 1) .npy.
   for (const int dim : {5, 1}) {
     SCOPED_TRACE(dim);
-    const std::vector<float> r5 = random_rows(200, dim, 15 + dim), q5 = random_rows(30, dim, 16 + dim);
+    const std::vector<float> r5 = random_rows(200, dim, 15 + dim),
+                             q5 = random_rows(30, dim, 16 + dim);
     const float radius = dim == 5 ? 2.5f : 0.05f;
     const RadiusAnswer w5 = library_radius(r5, q5, dim, radius, 6);
     expect_same_answer(w5, brute_force_radius(r5, q5, dim, radius, 6), true);
@@ -871,12 +897,14 @@ TEST(Cli, RadiusBadArgumentsFailCleanly) {
       {ref + " --radius 1 --max-neighbors 2" + out, "--query FILE or --self"},
       {ref + " --self --radius 1 --max-neighbors 0" + out, "--counts"},
       {ref + " --self --radius 1 --max-neighbors 2", "--out"},
-      {ref + " --self --radius 1 --max-neighbors 2 --out '" + path_of("rb.txt") + "'", ".npy or .csv"},
+      {ref + " --self --radius 1 --max-neighbors 2 --out '" + path_of("rb.txt") + "'",
+       ".npy or .csv"},
       {ref + " --self --radius nan --max-neighbors 2" + out, "--radius"},
       {ref + " --self --radius -1 --max-neighbors 2" + out, "--radius"},
       {ref + " --query '" + path_of("rb2.xyz") + "' --radius 1 --max-neighbors 2" + out,
        "line 1: expected 3 columns"},
-      {" --ref '" + path_of("nosuch.xyz") + "' --self --radius 1 --max-neighbors 2" + out, "nosuch.xyz"},
+      {" --ref '" + path_of("nosuch.xyz") + "' --self --radius 1 --max-neighbors 2" + out,
+       "nosuch.xyz"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
@@ -887,7 +915,7 @@ TEST(Cli, RadiusBadArgumentsFailCleanly) {
   }
   // Command-line errors (CLI11): a radius that is not a number, a missing --radius.
   for (const std::string& args : {ref + " --self --radius abc --max-neighbors 2" + out,
-                                 ref + " --self --max-neighbors 2" + out}) {
+                                  ref + " --self --max-neighbors 2" + out}) {
     const RunResult r = run_cli("radius" + args);
     EXPECT_NE(r.rc, 0);
     EXPECT_LT(r.rc, 1000);
@@ -910,8 +938,8 @@ struct TestFeature {
   std::string members;  // extra JSON members of the Feature ("id", "properties")
   std::string type;     // Polygon, MultiPolygon or "" (null geometry)
   std::vector<Poly> polys;
-  std::string csv_id;  // what the counts file must say
-  bool with_z = false; // positions with a third value, which the tool ignores
+  std::string csv_id;   // what the counts file must say
+  bool with_z = false;  // positions with a third value, which the tool ignores
 };
 
 std::string ring_json(const Ring& r, bool with_z) {
@@ -940,11 +968,12 @@ std::string geojson_of(const std::vector<TestFeature>& fs) {
       g = "{\"type\": \"Polygon\", \"coordinates\": " + poly_json(f.polys.at(0), f.with_z) + "}";
     } else if (f.type == "MultiPolygon") {
       g = "{\"type\": \"MultiPolygon\", \"coordinates\": [";
-      for (size_t p = 0; p < f.polys.size(); ++p) g += (p ? ", " : "") + poly_json(f.polys[p], f.with_z);
+      for (size_t p = 0; p < f.polys.size(); ++p)
+        g += (p ? ", " : "") + poly_json(f.polys[p], f.with_z);
       g += "]}";
     }
-    s += std::string(i ? ",\n" : "") + "{\"type\": \"Feature\", " + f.members + (f.members.empty() ? "" : ", ") +
-         "\"geometry\": " + g + "}";
+    s += std::string(i ? ",\n" : "") + "{\"type\": \"Feature\", " + f.members +
+         (f.members.empty() ? "" : ", ") + "\"geometry\": " + g + "}";
   }
   return s + "\n]}\n";
 }
@@ -961,18 +990,32 @@ Ring box(float x0, float y0, float x1, float y1, bool clockwise = false, bool cl
 // edge with the first: every case the counts and pairs must get right.
 std::vector<TestFeature> test_features() {
   std::vector<TestFeature> fs;
-  fs.push_back({"\"id\": \"hole\", \"properties\": {\"name\": \"not this\"}", "Polygon",
-                {{box(-8, -8, 0, 0), box(-6, -6, -2, -2, true)}}, "hole"});
-  fs.push_back({"\"properties\": {\"name\": \"over, \\\"lap\\\"\"}", "MultiPolygon",
-                {{{{0, 0}, {9, 0}, {0, 9}}}, {box(2, 2, 8, 8)}}, "\"over, \"\"lap\"\"\""});
-  fs.push_back({"\"properties\": {\"id\": 42, \"name\": \"no\"}", "MultiPolygon",
+  fs.push_back({"\"id\": \"hole\", \"properties\": {\"name\": \"not this\"}",
+                "Polygon",
+                {{box(-8, -8, 0, 0), box(-6, -6, -2, -2, true)}},
+                "hole"});
+  fs.push_back({"\"properties\": {\"name\": \"over, \\\"lap\\\"\"}",
+                "MultiPolygon",
+                {{{{0, 0}, {9, 0}, {0, 9}}}, {box(2, 2, 8, 8)}},
+                "\"over, \"\"lap\"\"\""});
+  fs.push_back({"\"properties\": {\"id\": 42, \"name\": \"no\"}",
+                "MultiPolygon",
                 {{box(-9, 3, -5, 9, false, false)},
                  {{{-4, 3}, {0, 3}, {0, 9}, {-1, 9}, {-1, 4}, {-4, 4}, {-4, 3}}}},
                 "42"});
   fs.push_back({"\"properties\": {\"name\": \"nowhere\"}", "", {}, "nowhere"});
-  TestFeature star{"", "Polygon",
-                   {{{{5, -9}, {6.5f, -6}, {9.5f, -5.5f}, {7, -3}, {8, 0.5f}, {5, -1.5f}, {2, 0.5f},
-                      {3, -3}, {0.5f, -5.5f}, {3.5f, -6}}}},
+  TestFeature star{"",
+                   "Polygon",
+                   {{{{5, -9},
+                      {6.5f, -6},
+                      {9.5f, -5.5f},
+                      {7, -3},
+                      {8, 0.5f},
+                      {5, -1.5f},
+                      {2, 0.5f},
+                      {3, -3},
+                      {0.5f, -5.5f},
+                      {3.5f, -6}}}},
                    ""};
   std::reverse(star.polys[0][0].begin(), star.polys[0][0].end());
   star.with_z = true;
@@ -982,9 +1025,9 @@ std::vector<TestFeature> test_features() {
 }
 
 struct PipAnswer {
-  std::vector<int64_t> counts;                   // per feature
-  std::vector<std::pair<int64_t, int64_t>> pairs; // (point, feature), by feature then point
-  std::vector<int64_t> part_sums;                // per feature: sum over its polygons
+  std::vector<int64_t> counts;                     // per feature
+  std::vector<std::pair<int64_t, int64_t>> pairs;  // (point, feature), by feature then point
+  std::vector<int64_t> part_sums;                  // per feature: sum over its polygons
 };
 
 // The library's answer: every polygon through knn_points_in_polygons, each
@@ -1004,7 +1047,8 @@ PipAnswer library_pip(const std::vector<float>& xy, const std::vector<TestFeatur
       polys.push_back(static_cast<int64_t>(rings.size()) - 1);
       feature_of.push_back(static_cast<int64_t>(f));
     }
-  const int64_t P = static_cast<int64_t>(feature_of.size()), R = static_cast<int64_t>(rings.size()) - 1;
+  const int64_t P = static_cast<int64_t>(feature_of.size()),
+                R = static_cast<int64_t>(rings.size()) - 1;
   knn_options opt;
   knn_options_init(&opt);
   opt.backend = KNN_BACKEND_OPENMP;
@@ -1048,7 +1092,8 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> expected_counts_csv(const std::vector<TestFeature>& fs, const PipAnswer& a) {
+std::vector<std::string> expected_counts_csv(const std::vector<TestFeature>& fs,
+                                             const PipAnswer& a) {
   std::vector<std::string> out{"feature,id,count"};
   for (size_t f = 0; f < fs.size(); ++f)
     out.push_back(std::to_string(f) + "," + fs[f].csv_id + "," + std::to_string(a.counts[f]));
@@ -1057,7 +1102,8 @@ std::vector<std::string> expected_counts_csv(const std::vector<TestFeature>& fs,
 
 std::vector<std::string> expected_pairs_csv(const PipAnswer& a) {
   std::vector<std::string> out{"point,feature"};
-  for (const auto& p : a.pairs) out.push_back(std::to_string(p.first) + "," + std::to_string(p.second));
+  for (const auto& p : a.pairs)
+    out.push_back(std::to_string(p.first) + "," + std::to_string(p.second));
   return out;
 }
 
@@ -1102,8 +1148,9 @@ TEST(Cli, PipEveryInputFormatMatchesTheLibrary) {
     SCOPED_TRACE(f.name);
     const std::string pp = path_of(std::string("pip_") + f.name);
     f.write(pp, xyz);
-    const RunResult r = run_cli("pip --points '" + pp + "'" + polys + " --out '" + path_of("pc.csv") +
-                                "' --pairs '" + path_of("pp.csv") + "' --backend openmp");
+    const RunResult r =
+        run_cli("pip --points '" + pp + "'" + polys + " --out '" + path_of("pc.csv") +
+                "' --pairs '" + path_of("pp.csv") + "' --backend openmp");
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.err, "");
     EXPECT_EQ(r.out, "");
@@ -1148,14 +1195,15 @@ TEST(Cli, PipIdsAndGeoJsonShapes) {
   if (!KNN_CLI_HAVE_JSON) GTEST_SKIP() << "pip needs nlohmann-json (GeoJSON)";
   write_bytes(path_of("pid.xyz"), "0.5 0.5 0\n5 5 0\n0.25 0.75 1\n");
   // --id-property picks the property; a bare Polygon is one feature without id.
-  write_bytes(path_of("pid.geojson"),
-              "{\"type\": \"FeatureCollection\", \"features\": ["
-              "{\"type\": \"Feature\", \"id\": 7, \"properties\": {\"code\": \"A1\", \"name\": \"n\"},"
-              " \"geometry\": {\"type\": \"Polygon\", \"coordinates\": [[[0,0],[1,0],[1,1],[0,1]]]}},"
-              "{\"type\": \"Feature\", \"properties\": null, \"geometry\": {\"type\": \"MultiPolygon\","
-              " \"coordinates\": []}}]}");
-  RunResult r = run_cli("pip --points '" + path_of("pid.xyz") + "' --polygons '" + path_of("pid.geojson") +
-                        "' --out '" + path_of("pid.csv") + "'");
+  write_bytes(
+      path_of("pid.geojson"),
+      "{\"type\": \"FeatureCollection\", \"features\": ["
+      "{\"type\": \"Feature\", \"id\": 7, \"properties\": {\"code\": \"A1\", \"name\": \"n\"},"
+      " \"geometry\": {\"type\": \"Polygon\", \"coordinates\": [[[0,0],[1,0],[1,1],[0,1]]]}},"
+      "{\"type\": \"Feature\", \"properties\": null, \"geometry\": {\"type\": \"MultiPolygon\","
+      " \"coordinates\": []}}]}");
+  RunResult r = run_cli("pip --points '" + path_of("pid.xyz") + "' --polygons '" +
+                        path_of("pid.geojson") + "' --out '" + path_of("pid.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(lines_of(slurp(path_of("pid.csv"))),
             (std::vector<std::string>{"feature,id,count", "0,7,2", "1,,0"}));
@@ -1169,7 +1217,8 @@ TEST(Cli, PipIdsAndGeoJsonShapes) {
   r = run_cli("pip --points '" + path_of("pid.xyz") + "' --polygons '" + path_of("bare.geojson") +
               "' --out '" + path_of("bare.csv") + "' --pairs '" + path_of("bare_pairs.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(lines_of(slurp(path_of("bare.csv"))), (std::vector<std::string>{"feature,id,count", "0,,3"}));
+  EXPECT_EQ(lines_of(slurp(path_of("bare.csv"))),
+            (std::vector<std::string>{"feature,id,count", "0,,3"}));
   EXPECT_EQ(lines_of(slurp(path_of("bare_pairs.csv"))),
             (std::vector<std::string>{"point,feature", "0,0", "1,0", "2,0"}));
 }
@@ -1178,9 +1227,12 @@ TEST(Cli, PipMalformedInputsFailCleanly) {
   if (!KNN_CLI_HAVE_JSON) GTEST_SKIP() << "pip needs nlohmann-json (GeoJSON)";
   write_bytes(path_of("pm.xyz"), "0.5 0.5 0\n2 2 0\n");
   auto fc = [](const std::string& geometry) {
-    return "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\", \"properties\": {},"
-           " \"geometry\": {\"type\": \"Polygon\", \"coordinates\": [[[0,0],[4,0],[4,4],[0,4]]]}},\n"
-           "{\"type\": \"Feature\", \"id\": \"bad\", \"geometry\": " + geometry + "}]}";
+    return "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\", "
+           "\"properties\": {},"
+           " \"geometry\": {\"type\": \"Polygon\", \"coordinates\": "
+           "[[[0,0],[4,0],[4,4],[0,4]]]}},\n"
+           "{\"type\": \"Feature\", \"id\": \"bad\", \"geometry\": " +
+           geometry + "}]}";
   };
   struct Case {
     std::string name, bytes, expect;
@@ -1194,7 +1246,8 @@ TEST(Cli, PipMalformedInputsFailCleanly) {
        fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,0],[3,0],[3,3]], [[1,1],[2,1]]]}"),
        "ring 1 (hole 1) has 2 positions"},
       {"multi2.geojson",
-       fc("{\"type\": \"MultiPolygon\", \"coordinates\": [[[[0,0],[3,0],[3,3]]], [[[1,1],[2,1],[1,1]]]]}"),
+       fc("{\"type\": \"MultiPolygon\", \"coordinates\": [[[[0,0],[3,0],[3,3]]], "
+          "[[[1,1],[2,1],[1,1]]]]}"),
        "polygon 1 ring 0 (outer)"},
       {"trunc.geojson", fc("null").substr(0, 60), "malformed JSON"},
       // 100,000 nested arrays as an id: the JSON library's recursion used to
@@ -1217,19 +1270,23 @@ TEST(Cli, PipMalformedInputsFailCleanly) {
        "malformed JSON: parse error at line 2"},
       {"huge.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,1e39],[1,0],[1,1]]]}"),
        "position 0: coordinate 1 (1e+39) is not a finite float32"},
-      {"overflow.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,1e400],[1,0],[1,1]]]}"),
-       "1e400"},
+      {"overflow.geojson",
+       fc("{\"type\": \"Polygon\", \"coordinates\": [[[0,1e400],[1,0],[1,1]]]}"), "1e400"},
       {"line.geojson", fc("{\"type\": \"LineString\", \"coordinates\": [[0,0],[1,1]]}"),
        "geometry type 'LineString' is not supported"},
       {"gc.geojson", fc("{\"type\": \"GeometryCollection\", \"geometries\": []}"),
        "'GeometryCollection' is not supported"},
-      {"point.geojson", "{\"type\": \"Point\", \"coordinates\": [0, 0]}", "type 'Point' is not supported"},
+      {"point.geojson", "{\"type\": \"Point\", \"coordinates\": [0, 0]}",
+       "type 'Point' is not supported"},
       {"array.geojson", "[1, 2]", "not a GeoJSON object"},
-      {"nofeatures.geojson", "{\"type\": \"FeatureCollection\", \"features\": {}}", "\"features\" array"},
-      {"nogeom.geojson", "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\"}]}",
+      {"nofeatures.geojson", "{\"type\": \"FeatureCollection\", \"features\": {}}",
+       "\"features\" array"},
+      {"nogeom.geojson",
+       "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\"}]}",
        "feature 0 has no \"geometry\""},
       {"notfeature.geojson",
-       "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Polygon\", \"coordinates\": []}]}",
+       "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Polygon\", \"coordinates\": "
+       "[]}]}",
        "feature 0 is not a Feature"},
       {"pos1.geojson", fc("{\"type\": \"Polygon\", \"coordinates\": [[[0],[1,0],[1,1]]]}"),
        "position 0 is not a position"},
@@ -1255,12 +1312,12 @@ TEST(Cli, PipMalformedInputsFailCleanly) {
   write_bytes(path_of("pm_4.csv"), "0,0,0,0\n");
   const std::string ok = " --polygons '" + path_of("ok.geojson") + "'";
   const Case arg_cases[] = {
-      {"--points '" + path_of("pm_nan.csv") + "'" + ok + " --out '" + path_of("a.csv") + "'",
-       "", "pm_nan.csv: line 3, column 2 ('nan', point 1)"},
-      {"--points '" + path_of("pm_4.csv") + "'" + ok + " --out '" + path_of("a.csv") + "'",
-       "", "expected 2 or 3 columns"},
-      {"--points '" + path_of("pm.xyz") + "' --polygons '" + path_of("nosuch.geojson") + "' --out '" +
-           path_of("a.csv") + "'",
+      {"--points '" + path_of("pm_nan.csv") + "'" + ok + " --out '" + path_of("a.csv") + "'", "",
+       "pm_nan.csv: line 3, column 2 ('nan', point 1)"},
+      {"--points '" + path_of("pm_4.csv") + "'" + ok + " --out '" + path_of("a.csv") + "'", "",
+       "expected 2 or 3 columns"},
+      {"--points '" + path_of("pm.xyz") + "' --polygons '" + path_of("nosuch.geojson") +
+           "' --out '" + path_of("a.csv") + "'",
        "", "nosuch.geojson: cannot open"},
       {"--points '" + path_of("pm.xyz") + "'" + ok + " --out '" + path_of("a.npy") + "'", "",
        "--out must end in .csv"},
@@ -1285,9 +1342,11 @@ TEST(Cli, PipCudaBackendWithoutDeviceFailsCleanly) {
   if (!KNN_CLI_HAVE_JSON) GTEST_SKIP() << "pip needs nlohmann-json (GeoJSON)";
   if (cuGetDeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
   write_bytes(path_of("pcu.xyz"), "0.5 0.5 0\n");
-  write_bytes(path_of("pcu.geojson"), "{\"type\": \"Polygon\", \"coordinates\": [[[0,0],[1,0],[1,1]]]}");
-  const RunResult r = run_cli("pip --points '" + path_of("pcu.xyz") + "' --polygons '" +
-                              path_of("pcu.geojson") + "' --out '" + path_of("pcu.csv") + "' --backend cuda");
+  write_bytes(path_of("pcu.geojson"),
+              "{\"type\": \"Polygon\", \"coordinates\": [[[0,0],[1,0],[1,1]]]}");
+  const RunResult r =
+      run_cli("pip --points '" + path_of("pcu.xyz") + "' --polygons '" + path_of("pcu.geojson") +
+              "' --out '" + path_of("pcu.csv") + "' --backend cuda");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("KNN_ERR_NO_DEVICE"), std::string::npos) << r.err;
 }
@@ -1299,7 +1358,8 @@ TEST(Cli, PipCudaBackendWithoutDeviceFailsCleanly) {
 // the runs, and item rates that follow from them.
 TEST(CliBench, ClassicSuiteWritesValidJson) {
   const std::string out = path_of("bench_classic.json");
-  const RunResult r = run_cli("bench classic --sizes 300,1001 --repeats 3 --warmup 1 --k 5 --out '" + out + "'");
+  const RunResult r =
+      run_cli("bench classic --sizes 300,1001 --repeats 3 --warmup 1 --k 5 --out '" + out + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const nlohmann::json doc = nlohmann::json::parse(slurp(out));  // throws (fails) if invalid
   EXPECT_EQ(doc.at("schema"), "knn-gpgpu-bench/1");
