@@ -68,9 +68,13 @@ class KdTreeIndex final : public IndexEngine {
                   sq_distances, counts);
   }
 
+  // From the search layout: the build's own rows are freed once it is made.
   void copy_points(float* host_rows) const override {
-    for (int64_t p = 0; p < n_; ++p)
-      std::copy(row(p), row(p) + dim_, host_rows + int64_t{ids_[static_cast<size_t>(p)]} * dim_);
+    for (int d = 0; d < dim_; ++d) {
+      const float* plane = search_.plane(d);
+      for (int64_t p = 0; p < n_; ++p)
+        host_rows[int64_t{search_.ids[static_cast<size_t>(p)]} * dim_ + d] = plane[p];
+    }
   }
 
  private:
