@@ -34,7 +34,7 @@ import ctypes.util
 import os
 import threading
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int64, c_size_t, c_void_p
-from typing import Any, List, NamedTuple, Optional, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -143,7 +143,7 @@ def _comm_address(comm: Any) -> int:
     from mpi4py import MPI  # imported here: the rest of knn_gpgpu needs no MPI
     if not isinstance(comm, MPI.Comm):
         raise TypeError("comm must be an mpi4py MPI.Comm, not %s" % type(comm).__name__)
-    return MPI._addressof(comm)
+    return int(MPI._addressof(comm))
 
 
 def _prepare(prepare: Any, reject: Any) -> Any:
@@ -158,7 +158,7 @@ def _prepare(prepare: Any, reject: Any) -> Any:
         raise exc
 
 
-def _rows(rows: int, width: int):
+def _rows(rows: int, width: int) -> Tuple[np.ndarray, np.ndarray]:
     """Output rows: int64 indices and float32 squared distances."""
     ind = np.empty((rows, max(width, 0)), dtype=np.int64)
     return ind, np.empty(ind.shape, dtype=np.float32)
@@ -192,7 +192,7 @@ class DistributedIndex:
         self._handle: Optional[Any] = None
         comm_address = _comm_address(comm)
         handle = _P_D()
-        def prepare():
+        def prepare() -> Any:
             pts = host_rows(points, "points")
             opt = MpiOptionsStruct()
             self._lib.knn_mpi_options_init(ctypes.byref(opt))
@@ -252,10 +252,10 @@ class DistributedIndex:
         except Exception:  # noqa: BLE001 - nothing to report to at collection time
             pass
 
-    def query(self, queries: Any, k: int):
+    def query(self, queries: Any, k: int) -> Tuple[np.ndarray, np.ndarray]:
         """``(indices, sq_distances)`` of shape ``(m, k)``: int64 global indices
         and float32 squared distances of this rank's queries."""
-        def prepare():
+        def prepare() -> Any:
             q = host_rows(queries, "queries", self.dim)
             kk = _c_int(k, "k")
             return q, kk, _rows(q.shape[0], kk)
@@ -266,9 +266,9 @@ class DistributedIndex:
             d2.ctypes.data_as(_P_F)), "knn_dindex_query")
         return ind, d2
 
-    def query_self(self, k: int, exclude_self: bool = True):
+    def query_self(self, k: int, exclude_self: bool = True) -> Tuple[np.ndarray, np.ndarray]:
         """All-kNN of this rank's own points: ``(n_local, k)`` arrays."""
-        def prepare():
+        def prepare() -> Any:
             kk = _c_int(k, "k")
             return kk, _rows(self.n_local, kk)
         k, (ind, d2) = _prepare(
@@ -282,7 +282,7 @@ class DistributedIndex:
         """Points within ``radius`` (squared distance <= float32 radius*radius):
         rows of ``max_neighbors`` by (distance, index) and the true counts over
         all ranks. ``max_neighbors = 0`` counts only (indices are ``None``)."""
-        def prepare():
+        def prepare() -> Any:
             q = host_rows(queries, "queries", self.dim)
             w = _c_int(max_neighbors, "max_neighbors")
             return q, float(radius), w, _rows(q.shape[0], w), np.empty(q.shape[0], np.int64)
@@ -297,7 +297,7 @@ class DistributedIndex:
             return RadiusResult(None, None, counts)
         return RadiusResult(ind, d2, counts)
 
-    def last_stats(self) -> dict:
+    def last_stats(self) -> Dict[str, Any]:
         """This rank's traffic and phase times of the last call (see the header)."""
         sent, forwarded = c_int64(), c_int64()
         phases = (c_double * 4)()
