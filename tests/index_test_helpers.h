@@ -20,6 +20,20 @@
 
 namespace knn_test {
 
+// The call failed with `want` and a knn_last_error() that mentions
+// `message_part`.
+inline ::testing::AssertionResult fails_with(int status, int want,
+                                             const std::string& message_part) {
+  if (status != want)
+    return ::testing::AssertionFailure() << "status " << status << " (" << knn_status_string(status)
+                                         << "), want " << want << "; message: " << knn_last_error();
+  const std::string message = knn_last_error();
+  if (message.find(message_part) == std::string::npos)
+    return ::testing::AssertionFailure()
+           << "message \"" << message << "\" lacks \"" << message_part << "\"";
+  return ::testing::AssertionSuccess();
+}
+
 struct IndexConfig {
   int backend = KNN_BACKEND_OPENMP;
   int structure = KNN_STRUCTURE_KDTREE;

@@ -18,17 +18,6 @@ namespace {
 constexpr int32_t kUntouched = 0x5a5a5a5a;
 constexpr float kUntouchedF = -7.25f;
 
-::testing::AssertionResult fails_with(int status, int want, const std::string& message_part) {
-  if (status != want)
-    return ::testing::AssertionFailure() << "status " << status << " (" << knn_status_string(status)
-                                         << "), want " << want << "; message: " << knn_last_error();
-  const std::string message = knn_last_error();
-  if (message.find(message_part) == std::string::npos)
-    return ::testing::AssertionFailure()
-           << "message \"" << message << "\" lacks \"" << message_part << "\"";
-  return ::testing::AssertionSuccess();
-}
-
 knn_options cpu_options(int structure = KNN_STRUCTURE_KDTREE) {
   return options_for({KNN_BACKEND_OPENMP, structure});
 }

@@ -18,17 +18,6 @@
 namespace knn_test {
 namespace {
 
-::testing::AssertionResult fails_with(int status, int want, const std::string& message_part) {
-  if (status != want)
-    return ::testing::AssertionFailure() << "status " << status << " (" << knn_status_string(status)
-                                         << "), want " << want << "; message: " << knn_last_error();
-  const std::string message = knn_last_error();
-  if (message.find(message_part) == std::string::npos)
-    return ::testing::AssertionFailure()
-           << "message \"" << message << "\" lacks \"" << message_part << "\"";
-  return ::testing::AssertionSuccess();
-}
-
 struct Csr {
   std::vector<int64_t> counts, offsets;
   std::vector<int32_t> idx;
