@@ -1116,53 +1116,52 @@ namespace KnnGpgpu
         }
     }
 
-    // ---- cancellation ----------------------------------------------------------------------
+    // ---- per-thread native records ----------------------------------------------------------
 
-    /// <summary>A flag for knn_set_cancel_flag: a native int the library polls between chunks
-    /// of work of the calls made by the thread that registered it. Cancel() may be called from
-    /// any thread; the cancelled call throws KnnCancelledException. Reset() before reuse.
-    /// <code>using (var flag = new KnnCancelFlag()) using (flag.Register()) { ...long calls... }</code></summary>
-    public sealed class KnnCancelFlag : IDisposable
+    /// <summary>Native memory that the library reads or writes during the calls of the thread
+    /// that registered it (a cancel flag, a progress record): allocated zeroed, registered by
+    /// Register() until the result is disposed, freed by Dispose().</summary>
+    public abstract class KnnThreadRecord : IDisposable
     {
         IntPtr cell;
 
-        public KnnCancelFlag()
+        protected KnnThreadRecord(int bytes)
         {
-            cell = Marshal.AllocHGlobal(sizeof(int));
-            Marshal.WriteInt32(cell, 0);
+            cell = Marshal.AllocHGlobal(bytes);
+            for (int i = 0; i < bytes; i += 4) Marshal.WriteInt32(cell, i, 0);
         }
 
-        IntPtr Live()
+        protected IntPtr Live()
         {
-            if (cell == IntPtr.Zero) throw new ObjectDisposedException("KnnCancelFlag");
+            if (cell == IntPtr.Zero) throw new ObjectDisposedException(GetType().Name);
             return cell;
-        }
-
-        public void Cancel() { Marshal.WriteInt32(Live(), 1); }
-        public void Reset() { Marshal.WriteInt32(Live(), 0); }
-        public bool IsCancelled { get { return Marshal.ReadInt32(Live()) != 0; } }
-
-        /// <summary>Registers the flag for the calling thread; disposing the result unregisters it.</summary>
-        public IDisposable Register()
-        {
-            Knn.SetCancelFlag(this);
-            return new Registration();
         }
 
         internal IntPtr Pointer { get { return Live(); } }
 
+        /// <summary>Registers (true) or unregisters (false) this record for the calling thread.</summary>
+        protected abstract void SetForCallingThread(bool registered);
+
+        /// <summary>Registers the record for the calling thread; disposing the result unregisters it.</summary>
+        public IDisposable Register()
+        {
+            SetForCallingThread(true);
+            return new Registration(this);
+        }
+
         sealed class Registration : IDisposable
         {
-            bool done;
+            KnnThreadRecord owner;
+            public Registration(KnnThreadRecord owner) { this.owner = owner; }
             public void Dispose()
             {
-                if (done) return;
-                done = true;
-                Knn.SetCancelFlag(null);
+                if (owner == null) return;
+                owner.SetForCallingThread(false);
+                owner = null;
             }
         }
 
-        /// <summary>Frees the native int; the flag must not be registered on any thread.</summary>
+        /// <summary>Frees the native memory; it must not be registered on any thread.</summary>
         public void Dispose()
         {
             if (cell != IntPtr.Zero) Marshal.FreeHGlobal(cell);
@@ -1170,7 +1169,27 @@ namespace KnnGpgpu
             GC.SuppressFinalize(this);
         }
 
-        ~KnnCancelFlag() { if (cell != IntPtr.Zero) Marshal.FreeHGlobal(cell); }
+        ~KnnThreadRecord() { if (cell != IntPtr.Zero) Marshal.FreeHGlobal(cell); }
+    }
+
+    // ---- cancellation ----------------------------------------------------------------------
+
+    /// <summary>A flag for knn_set_cancel_flag: a native int the library polls between chunks
+    /// of work of the calls made by the thread that registered it. Cancel() may be called from
+    /// any thread; the cancelled call throws KnnCancelledException. Reset() before reuse.
+    /// <code>using (var flag = new KnnCancelFlag()) using (flag.Register()) { ...long calls... }</code></summary>
+    public sealed class KnnCancelFlag : KnnThreadRecord
+    {
+        public KnnCancelFlag() : base(sizeof(int)) { }
+
+        public void Cancel() { Marshal.WriteInt32(Live(), 1); }
+        public void Reset() { Marshal.WriteInt32(Live(), 0); }
+        public bool IsCancelled { get { return Marshal.ReadInt32(Live()) != 0; } }
+
+        protected override void SetForCallingThread(bool registered)
+        {
+            Knn.SetCancelFlag(registered ? this : null);
+        }
     }
 
     // ---- progress --------------------------------------------------------------------------
@@ -1182,57 +1201,21 @@ namespace KnnGpgpu
     /// work of the calls made by the thread that registered it; read it from any thread.
     /// Within a stage Done grows from 0 to Total; Sequence counts the stages begun.
     /// <code>using (var p = new KnnProgress()) using (p.Register()) { ...long calls... }</code></summary>
-    public sealed class KnnProgress : IDisposable
+    public sealed class KnnProgress : KnnThreadRecord
     {
         // struct knn_progress: int64 done, int64 total, int32 stage, int32 sequence (24 bytes).
         internal const int Size = 24;
-        IntPtr record;
 
-        public KnnProgress()
-        {
-            record = Marshal.AllocHGlobal(Size);
-            for (int i = 0; i < Size; i += 8) Marshal.WriteInt64(record, i, 0);
-        }
-
-        IntPtr Live()
-        {
-            if (record == IntPtr.Zero) throw new ObjectDisposedException("KnnProgress");
-            return record;
-        }
+        public KnnProgress() : base(Size) { }
 
         public int Sequence { get { return Marshal.ReadInt32(Live(), 20); } }
         public KnnProgressStage Stage { get { return (KnnProgressStage)Marshal.ReadInt32(Live(), 16); } }
         public long Total { get { return Marshal.ReadInt64(Live(), 8); } }
         public long Done { get { return Marshal.ReadInt64(Live(), 0); } }
 
-        /// <summary>Registers the record for the calling thread; disposing the result unregisters it.</summary>
-        public IDisposable Register()
+        protected override void SetForCallingThread(bool registered)
         {
-            Knn.SetProgress(this);
-            return new Registration();
+            Knn.SetProgress(registered ? this : null);
         }
-
-        internal IntPtr Pointer { get { return Live(); } }
-
-        sealed class Registration : IDisposable
-        {
-            bool done;
-            public void Dispose()
-            {
-                if (done) return;
-                done = true;
-                Knn.SetProgress(null);
-            }
-        }
-
-        /// <summary>Frees the native record; it must not be registered on any thread.</summary>
-        public void Dispose()
-        {
-            if (record != IntPtr.Zero) Marshal.FreeHGlobal(record);
-            record = IntPtr.Zero;
-            GC.SuppressFinalize(this);
-        }
-
-        ~KnnProgress() { if (record != IntPtr.Zero) Marshal.FreeHGlobal(record); }
     }
 }
