@@ -1,6 +1,7 @@
 // Entry points of the classic 3-D API (contract section 2): validation, then
 // the planner. Every function runs inside the exception barrier.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "../cuda/cuda_engine.h"
@@ -56,6 +57,23 @@ int build(const char* function, const Point* points, int n, Node* tree, Engine e
   });
 }
 
+// A caller's tree may be a saved one edited by hand: its points obey the
+// coordinate rule as the build's input does, or squared distances could
+// overflow and order neighbours wrongly. One pass over the array; non-finite
+// coordinates are left to the tree check, which names them.
+void check_tree_coordinates(const Node* tree, int n_tree) {
+  const float limit = coordinate_limit(3);
+  for (int i = 0; i < n_tree; ++i)
+    for (int d = 0; d < 3; ++d) {
+      const float v = tree[i].p[d];
+      if (std::isfinite(v) && std::fabs(v) > limit)
+        fail(KNN_ERR_INVALID_TREE,
+             format("tree node %d has coordinate %g (dimension %d); coordinates must lie within "
+                    "+-%g, as buildKdTree's input must (squared distances would overflow float32)",
+                    i, static_cast<double>(v), d, static_cast<double>(limit)));
+    }
+}
+
 int query(const char* function, const Point* queries, const Node* tree, int n_qp, int n_tree, int k,
           int* result, Engine engine) {
   return guarded(function, [&] {
@@ -64,6 +82,7 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_k(k);
     check_array(result, n_qp, "result", "n_qp");
     check_coordinates(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
+    check_tree_coordinates(tree, n_tree);
     const ProgressStage stage(KNN_PROGRESS_QUERY, n_qp);
     run_or_fill(
         [&] {

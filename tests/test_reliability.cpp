@@ -244,6 +244,28 @@ TEST(Coordinates, RefusedBeyondTheLimit) {
                          "point 4 has a NaN coordinate (dimension 1)"));
 }
 
+// A caller's tree (a saved one, edited) whose points break the rule is
+// refused before any query, every engine alike, with the result untouched:
+// a valid tree whose largest point was moved beyond the limit (it stays the
+// largest, so the tree's order still holds).
+TEST(Coordinates, TreeBeyondTheLimitIsRefused) {
+  std::vector<Point> points = make_points(Dist::Uniform, 20, 14);
+  std::vector<Node> tree = sentinel_tree(20);
+  ASSERT_EQ(mpBuildKdTree(points.data(), 20, tree.data()), KNN_OK);
+  Node* largest = &tree[0];
+  for (Node& node : tree)
+    if (node.p[0] > largest->p[0]) largest = &node;
+  largest->p[0] = std::nextafter(coordinate_limit(3), FLT_MAX);
+  const std::vector<Point> queries = make_points(Dist::Uniform, 4, 15);
+  for (const auto query : {mpQueryAll, cuQueryAll, queryAll}) {
+    std::vector<int> result(4 * 3, kSentinelInt);
+    const int status = query(queries.data(), tree.data(), 4, 20, 3, result.data());
+    if (status == KNN_ERR_NO_DEVICE) continue;  // cuQueryAll without a GPU
+    EXPECT_TRUE(fails_with(status, KNN_ERR_INVALID_TREE, "has coordinate"));
+    for (const int i : result) EXPECT_EQ(i, kSentinelInt);
+  }
+}
+
 // Point in polygon decides exactly for any finite float: points and polygons
 // near +-3e38 need no limit.
 TEST(Coordinates, PointInPolygonHasNoLimit) {
