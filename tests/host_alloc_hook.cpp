@@ -6,6 +6,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#ifdef _WIN32
+#include <malloc.h>  // _aligned_malloc: the C runtime there has no posix_memalign
+#endif
 
 namespace knn_test {
 namespace alloc_hook {
@@ -42,12 +45,31 @@ void note_request(size_t size) {
   }
 }
 
+// An aligned block from the C runtime, which none of the replaced operators
+// reach; freed by free_block.
+void* aligned_block(size_t align, size_t size) {
+#ifdef _WIN32
+  return _aligned_malloc(size, align);
+#else
+  void* base = nullptr;
+  return posix_memalign(&base, align, size) == 0 ? base : nullptr;
+#endif
+}
+
+void free_block(void* base) {
+#ifdef _WIN32
+  _aligned_free(base);
+#else
+  std::free(base);
+#endif
+}
+
 void* allocate(size_t size, size_t align) {
   note_request(size);
   if (should_fail()) return nullptr;
   const size_t header = align > kHeader ? align : kHeader;
-  void* base = nullptr;
-  if (posix_memalign(&base, header, header + size) != 0) return nullptr;
+  void* const base = aligned_block(header, header + size);
+  if (base == nullptr) return nullptr;
   char* const user = static_cast<char*>(base) + header;
   reinterpret_cast<size_t*>(user)[-1] = header;
   reinterpret_cast<size_t*>(user)[-2] = size;
@@ -63,7 +85,7 @@ void release(void* p) {
   const size_t size = static_cast<size_t*>(p)[-2];
   live.fetch_sub(1);
   bytes.fetch_sub(static_cast<int64_t>(size));
-  std::free(static_cast<char*>(p) - header);
+  free_block(static_cast<char*>(p) - header);
 }
 
 void* allocate_or_throw(size_t size, size_t align) {
