@@ -34,7 +34,9 @@
  *           dim 5..16, 2^56 for dim 4096. Within it no float32 squared
  *           distance overflows to +infinity (which would make a real
  *           neighbour look like a missing slot and break the order); points
- *           and queries are checked alike. Point in polygon decides exactly
+ *           and queries are checked alike, and a classic query refuses a
+ *           caller's tree holding such a point with KNN_ERR_INVALID_TREE
+ *           (the result untouched). Point in polygon decides exactly
  *           for any finite coordinates and has no such limit.
  * Counts.   n = 0 is valid and does nothing. Negative counts, NULL arrays with
  *           a positive count, and k < 1 are KNN_ERR_INVALID_ARGUMENT. Offsets
