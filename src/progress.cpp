@@ -74,11 +74,12 @@ void progress_finish(knn_progress* p) {
 
 extern "C" KNN_API int KNN_CALL knn_set_progress(knn_progress* progress) {
   return knn::guarded("knn_set_progress", [&] {
+    // Atomic stores: a host thread may already be polling the record.
     if (progress != nullptr) {
-      progress->done = 0;
-      progress->total = 0;
-      progress->stage = KNN_PROGRESS_IDLE;
-      progress->sequence = 0;
+      knn::store64(&progress->done, 0);
+      knn::store64(&progress->total, 0);
+      knn::store32(&progress->stage, KNN_PROGRESS_IDLE);
+      knn::store32(&progress->sequence, 0);
     }
     knn::set_progress(progress);
   });
