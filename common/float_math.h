@@ -2,7 +2,8 @@
 // that must give the same bits on the CPU and the GPU.
 //
 // The contract fixes the squared distance as ((d0*d0 + d1*d1) + d2*d2) + ...
-// with every operation rounded to float32 and no fused multiply-add. On the
+// with every operation rounded to the index's scalar type (float32, or
+// float64 for the _f64 entry points) and no fused multiply-add. On the
 // device the _rn intrinsics forbid contraction; host code is compiled with
 // -ffp-contract=off (see CMakeLists.txt), so plain operators are exact there.
 #pragma once
@@ -38,19 +39,46 @@ KNN_HD float sub_rn(float a, float b) {
 #endif
 }
 
-KNN_HD float square_of_difference(float q, float p) {
-  const float d = sub_rn(q, p);
+KNN_HD double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+KNN_HD double add_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+KNN_HD double sub_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+template <typename Scalar>
+KNN_HD Scalar square_of_difference(Scalar q, Scalar p) {
+  const Scalar d = sub_rn(q, p);
   return mul_rn(d, d);
 }
 
 // Squared distance between two points of `dim` coordinates, in the fixed order.
-KNN_HD float squared_distance(const float* q, const float* p, int dim) {
-  float sum = square_of_difference(q[0], p[0]);
+template <typename Scalar>
+KNN_HD Scalar squared_distance(const Scalar* q, const Scalar* p, int dim) {
+  Scalar sum = square_of_difference(q[0], p[0]);
   for (int i = 1; i < dim; ++i) sum = add_rn(sum, square_of_difference(q[i], p[i]));
   return sum;
 }
 
-KNN_HD float squared_distance3(float qx, float qy, float qz, float px, float py, float pz) {
+template <typename Scalar>
+KNN_HD Scalar squared_distance3(Scalar qx, Scalar qy, Scalar qz, Scalar px, Scalar py, Scalar pz) {
   return add_rn(add_rn(square_of_difference(qx, px), square_of_difference(qy, py)),
                 square_of_difference(qz, pz));
 }
@@ -74,6 +102,26 @@ KNN_HD uint32_t ordered_float_key(float f) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+KNN_HD uint64_t double_bits(double f) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<uint64_t>(__double_as_longlong(f));
+#else
+  uint64_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+// The float64 twin of ordered_float_key.
+KNN_HD uint64_t ordered_double_key(double f) {
+  uint64_t u = double_bits(f);
+  if (u == 0x8000000000000000ull) u = 0;
+  return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
+}
+
 KNN_HD bool is_finite_float(float f) { return (float_bits(f) & 0x7f800000u) != 0x7f800000u; }
+KNN_HD bool is_finite_float(double f) {
+  return (double_bits(f) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
 
 }  // namespace knn

@@ -8,16 +8,20 @@
 
 namespace knn {
 
-struct Neighbor {
-  float sq_distance;
+template <typename Scalar>
+struct BasicNeighbor {
+  Scalar sq_distance;
   int32_t index;
 };
+using Neighbor = BasicNeighbor<float>;
 
-KNN_HD bool closer(float d_a, int32_t i_a, float d_b, int32_t i_b) {
+template <typename Scalar>
+KNN_HD bool closer(Scalar d_a, int32_t i_a, Scalar d_b, int32_t i_b) {
   return d_a < d_b || (d_a == d_b && i_a < i_b);
 }
 
-KNN_HD bool closer(const Neighbor& a, const Neighbor& b) {
+template <typename Scalar>
+KNN_HD bool closer(const BasicNeighbor<Scalar>& a, const BasicNeighbor<Scalar>& b) {
   return closer(a.sq_distance, a.index, b.sq_distance, b.index);
 }
 

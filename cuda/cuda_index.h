@@ -22,9 +22,11 @@ void copy_to_device(void* device_dst, const void* host_src, size_t bytes);
 // Writes the "missing" value (index -1, squared distance +infinity) into
 // `count` slots of device arrays; either pointer may be NULL.
 void fill_missing_on_device(int32_t* indices, float* sq_distances, int64_t count);
+void fill_missing_on_device(int32_t* indices, double* sq_distances, int64_t count);
 // Index of the first of count floats of a device array whose magnitude is
 // not at most `limit` (NaN and infinities included), or -1 when there is none.
 int64_t first_beyond_on_device(const float* values, int64_t count, float limit);
+int64_t first_beyond_on_device(const double* values, int64_t count, double limit);
 
 // The device engines. `points` is host or device memory as
 // params.points_on_device says; the engine keeps its own copy on the device.
@@ -35,6 +37,13 @@ std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_
 // dim == 3 only; nullptr when the data would make a poor grid.
 std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
                                               const IndexParams& params);
+// The float64 engines: the same templates over double.
+std::unique_ptr<IndexEngine64> build_kdtree_index(const double* points, int64_t n, int dim,
+                                                  const IndexParams& params);
+std::unique_ptr<IndexEngine64> build_brute_force_index(const double* points, int64_t n, int dim,
+                                                       const IndexParams& params);
+std::unique_ptr<IndexEngine64> build_grid_index(const double* points, int64_t n,
+                                                const IndexParams& params);
 
 }  // namespace cuda
 }  // namespace knn

@@ -4,10 +4,11 @@
 // device where an engine needs them elsewhere. Engines throw knn::Error.
 //
 // Every engine returns the same answer for the same call: the k nearest by
-// the float32 squared distance of common/float_math.h (squared_distance),
+// the squared distance of common/float_math.h (squared_distance) in the
+// engine's scalar type (float32, or float64 for the _f64 entry points),
 // ascending, ties by the smaller index (common/neighbor.h: closer), missing
 // slots -1 / +infinity. Radius search keeps the points with squared distance
-// <= radius*radius (the product rounded to float32), in the same order.
+// <= radius*radius (the product rounded to the scalar type), in the same order.
 #pragma once
 
 #include <cstddef>
@@ -33,32 +34,38 @@ struct CallParams {
   bool outputs_on_device = false;
 };
 
-class IndexEngine {
+template <typename Scalar>
+class BasicIndexEngine {
  public:
-  virtual ~IndexEngine() = default;
+  virtual ~BasicIndexEngine() = default;
   virtual int backend() const = 0;    // KNN_BACKEND_CUDA or KNN_BACKEND_OPENMP
   virtual int structure() const = 0;  // KNN_STRUCTURE_KDTREE, _GRID or _BRUTE_FORCE
   virtual int64_t size() const = 0;
   virtual int dim() const = 0;
 
-  // Rows of k (64-bit offsets i*k) for m queries of dim floats each;
+  // Rows of k (64-bit offsets i*k) for m queries of dim scalars each;
   // sq_distances may be NULL. Queries are already checked finite.
-  virtual void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+  virtual void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
                    const CallParams& call) const = 0;
   // All-kNN of the indexed points, in input order; exclude_self drops only
   // row i's own index i (take k+1, drop i where it appears, else the k+1-th).
-  virtual void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+  virtual void knn_self(int k, bool exclude_self, int32_t* indices, Scalar* sq_distances,
                         const CallParams& call) const = 0;
   // Rows of max_neighbors (may be 0: counting only); counts[i] the true
   // number within the radius; indices/sq_distances may be NULL when
   // max_neighbors is 0, sq_distances and counts may be NULL otherwise.
-  virtual void radius(const float* queries, int64_t m, float radius, int max_neighbors,
-                      int32_t* indices, float* sq_distances, int32_t* counts,
+  virtual void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors,
+                      int32_t* indices, Scalar* sq_distances, int32_t* counts,
                       const CallParams& call) const = 0;
-  // The indexed points in input order (size() rows of dim() floats) into host
+  // The indexed points in input order (size() rows of dim() scalars) into host
   // memory: what serialization saves (the structure is rebuilt on load).
-  virtual void copy_points(float* host_rows) const = 0;
+  virtual void copy_points(Scalar* host_rows) const = 0;
 };
+
+// The float32 engines serve knn_index_build and its calls, the float64 ones
+// the _f64 family; both are the same templates.
+using IndexEngine = BasicIndexEngine<float>;
+using IndexEngine64 = BasicIndexEngine<double>;
 
 namespace omp {
 std::unique_ptr<IndexEngine> build_kdtree_index(const float* points, int64_t n, int dim,
@@ -69,6 +76,12 @@ std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_
 // (clustered: the caller falls back to the kd-tree and reports that).
 std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
                                               const IndexParams& params);
+std::unique_ptr<IndexEngine64> build_kdtree_index(const double* points, int64_t n, int dim,
+                                                  const IndexParams& params);
+std::unique_ptr<IndexEngine64> build_brute_force_index(const double* points, int64_t n, int dim,
+                                                       const IndexParams& params);
+std::unique_ptr<IndexEngine64> build_grid_index(const double* points, int64_t n,
+                                                const IndexParams& params);
 }  // namespace omp
 
 }  // namespace knn

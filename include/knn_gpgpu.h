@@ -526,6 +526,49 @@ KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_o
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
                                                  const knn_options* opt);
 
+/* Double precision (float64). An index built by knn_index_build_f64 holds
+ * its points as doubles and answers only the _f64 calls below (and the
+ * precision-free ones: knn_index_free, knn_index_info, knn_index_scalar,
+ * serialization); an index built from floats answers only the float calls.
+ * The other family is refused with INVALID_ARGUMENT naming the right call,
+ * outputs untouched. Each _f64 call is its float twin with double arrays:
+ * the same arguments, checks, errors, backends, structures, host or device
+ * arrays and output rules, and the same exactness contract in float64: the
+ * squared distance is the double value ((d0*d0 + d1*d1) + d2*d2) + ... with
+ * d_i = q_i - p_i and every operation rounded to float64, no fused
+ * multiply-add, ties by the smaller index, so every backend and structure
+ * returns bit-identical indices and distances. Radius predicates compare
+ * with radius*radius rounded to float64. The coordinate rule of float64 is
+ * |x| <= 2^floor((1021 - ceil(log2 dim))/2) (about 6.7e153 in 3-D), so no
+ * squared distance overflows. knn_index_scalar writes KNN_SCALAR_FLOAT32 or
+ * KNN_SCALAR_FLOAT64. The estimates of the _f64 family count double
+ * storage. The classic API (section 2) stays float32: use this family for
+ * double data. */
+enum knn_scalar { KNN_SCALAR_FLOAT32 = 0, KNN_SCALAR_FLOAT64 = 1 };
+
+KNN_API int KNN_CALL knn_index_build_f64(const double* points, int64_t n, int dim,
+                                         const knn_options* opt, knn_index** out);
+KNN_API int KNN_CALL knn_index_scalar(const knn_index* index, int* scalar);
+KNN_API int KNN_CALL knn_index_query_f64(const knn_index* index, const double* queries, int64_t m,
+                                         int k, int32_t* indices, double* sq_distances,
+                                         const knn_options* opt);
+KNN_API int KNN_CALL knn_index_query_self_f64(const knn_index* index, int k, int exclude_self,
+                                              int32_t* indices, double* sq_distances);
+KNN_API int KNN_CALL knn_index_radius_f64(const knn_index* index, const double* queries, int64_t m,
+                                          double radius, int max_neighbors, int32_t* indices,
+                                          double* sq_distances, int32_t* counts,
+                                          const knn_options* opt);
+KNN_API int KNN_CALL knn_index_radius_count_f64(const knn_index* index, const double* queries,
+                                                int64_t m, double radius, int64_t* counts,
+                                                const knn_options* opt);
+KNN_API int KNN_CALL knn_index_radius_fill_f64(const knn_index* index, const double* queries,
+                                               int64_t m, double radius, const int64_t* offsets,
+                                               int32_t* indices, double* sq_distances,
+                                               const knn_options* opt);
+KNN_API size_t KNN_CALL knn_estimate_build_bytes_f64(int64_t n, int dim, const knn_options* opt);
+KNN_API size_t KNN_CALL knn_estimate_query_bytes_f64(int64_t m, int k, int64_t n, int dim,
+                                                     const knn_options* opt);
+
 /* =========================================================================
  * 4. Point in polygon over a quadtree (2-D)
  * ========================================================================= */
@@ -599,6 +642,26 @@ KNN_API int KNN_CALL knn_points_in_polygons(const knn_quadtree* tree, const floa
                                             const int64_t* polygon_offsets, int64_t n_polygons,
                                             const int64_t* out_offsets, int64_t* point_indices,
                                             const knn_options* opt);
+
+/* Double precision point in polygon. knn_quadtree_build_f64 keeps the
+ * points as doubles; the _f64 polygon calls take double vertices. Trees and
+ * polygons of either precision combine (a float converts to double
+ * exactly): the decision is made on the exact values, with the same inside
+ * and boundary rules and the same exactness (orientation signs that no
+ * rounding can flip), identical on both backends. */
+KNN_API int KNN_CALL knn_quadtree_build_f64(const double* xy, int64_t n, const knn_options* opt,
+                                            knn_quadtree** out);
+KNN_API int KNN_CALL knn_points_in_polygons_count_f64(const knn_quadtree* tree,
+                                                      const double* vertices_xy,
+                                                      const int64_t* ring_offsets, int64_t n_rings,
+                                                      const int64_t* polygon_offsets,
+                                                      int64_t n_polygons, int64_t* counts,
+                                                      const knn_options* opt);
+KNN_API int KNN_CALL knn_points_in_polygons_f64(const knn_quadtree* tree, const double* vertices_xy,
+                                                const int64_t* ring_offsets, int64_t n_rings,
+                                                const int64_t* polygon_offsets, int64_t n_polygons,
+                                                const int64_t* out_offsets, int64_t* point_indices,
+                                                const knn_options* opt);
 
 #ifdef __cplusplus
 } /* extern "C" */

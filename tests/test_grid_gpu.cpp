@@ -102,7 +102,8 @@ INSTANTIATE_TEST_SUITE_P(AllDistributions, GridGpu, ::testing::ValuesIn(all_dist
 
 TEST(GridGpuSizes, EmptyIndexAnswersMissing) {
   SKIP_WITHOUT_DEVICE();
-  auto grid = knn::cuda::build_grid_index(nullptr, 0, knn::IndexParams{});
+  auto grid =
+      knn::cuda::build_grid_index(static_cast<const float*>(nullptr), 0, knn::IndexParams{});
   ASSERT_NE(grid, nullptr);
   const std::vector<float> queries = {0.0f, 1.0f, 2.0f, -5.0f, 3.0f, 1e30f};
   for (const int k : {1, 40}) {
