@@ -335,8 +335,7 @@ PrecisionRow run_precision(const Options& o, int dim) {
           index32 = nullptr;
         }},
        {[&] {
-          check_status(knn_index_build_f64(points64.data(), o.n, dim, &opt, &index64),
-                       "build_f64");
+          check_status(knn_index_build_f64(points64.data(), o.n, dim, &opt, &index64), "build_f64");
         },
         [&] {
           knn_index_free(index64);
@@ -376,9 +375,9 @@ void print_precision_table(const Options& o) {
   static const char* const kStructures[] = {"auto", "kdtree", "grid", "brute"};
   std::printf("float64 against float32, ours, asked structure %s (time ms; ratio f64 / f32)\n",
               kStructures[o.structure]);
-  std::printf("%4s | %-7s | %10s %10s %10s | %10s %10s %10s | %6s %6s %6s | %s\n", "dim",
-              "served", "f32 build", "f32 query", "f32 total", "f64 build", "f64 query",
-              "f64 total", "build", "query", "total", "slots unlike f32");
+  std::printf("%4s | %-7s | %10s %10s %10s | %10s %10s %10s | %6s %6s %6s | %s\n", "dim", "served",
+              "f32 build", "f32 query", "f32 total", "f64 build", "f64 query", "f64 total", "build",
+              "query", "total", "slots unlike f32");
   for (const int dim : o.dims) {
     const PrecisionRow r = run_precision(o, dim);
     const double t32 = r.build32 + r.query32, t64 = r.build64 + r.query64;

@@ -49,7 +49,8 @@ class Walk {
     if (t_.nodes.empty()) return;
     for (int d = 0; d < dims(); ++d) {
       const Scalar c = q_[d];
-      gaps_[d] = c < t_.lo[d] ? sub_rn(t_.lo[d], c) : (c > t_.hi[d] ? sub_rn(c, t_.hi[d]) : Scalar{0});
+      gaps_[d] =
+          c < t_.lo[d] ? sub_rn(t_.lo[d], c) : (c > t_.hi[d] ? sub_rn(c, t_.hi[d]) : Scalar{0});
     }
     const Scalar bound = bound_with(0, gaps_[0]);
     if (sink_.may_improve(bound, t_.nodes[0].min_index)) visit(0, bound);
@@ -212,9 +213,9 @@ void search_knn_self(const BasicSearchTree<Scalar>& tree, int k, bool exclude_se
 }
 
 template <typename Scalar>
-void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m,
-                   Scalar r2, int max_neighbors, int threads, int32_t* indices,
-                   Scalar* sq_distances, int32_t* counts) {
+void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, Scalar r2,
+                   int max_neighbors, int threads, int32_t* indices, Scalar* sq_distances,
+                   int32_t* counts) {
   const int team = thread_count(threads);
   const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
   struct RadiusState {
@@ -247,12 +248,12 @@ void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, i
 }
 
 // The two scalar types of the engines.
-#define KNN_KD_SEARCH_INSTANTIATE(Scalar)                                                        \
-  template void search_knn<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t, int,  \
-                                   int, int32_t*, Scalar*);                                      \
-  template void search_knn_self<Scalar>(const BasicSearchTree<Scalar>&, int, bool, int,         \
-                                        int32_t*, Scalar*);                                      \
-  template void search_radius<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t,   \
+#define KNN_KD_SEARCH_INSTANTIATE(Scalar)                                                         \
+  template void search_knn<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t, int,   \
+                                   int, int32_t*, Scalar*);                                       \
+  template void search_knn_self<Scalar>(const BasicSearchTree<Scalar>&, int, bool, int, int32_t*, \
+                                        Scalar*);                                                 \
+  template void search_radius<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t,     \
                                       Scalar, int, int, int32_t*, Scalar*, int32_t*);
 KNN_KD_SEARCH_INSTANTIATE(float)
 KNN_KD_SEARCH_INSTANTIATE(double)

@@ -59,12 +59,12 @@ template <typename Scalar>
 struct BasicSearchTree {
   using Node = BasicSearchNode<Scalar>;
   int dim = 0;
-  int64_t size = 0;    // points
-  int64_t stride = 0;  // scalars per plane: size + kScanLanes (a block may read past a bucket)
-  std::vector<Node> nodes;        // empty for an empty tree
-  std::vector<int32_t> ids;       // original index of each position
-  std::vector<Scalar> planes;     // coordinate d of position p at planes[d * stride + p]
-  std::vector<Scalar> lo, hi;     // the box of all points
+  int64_t size = 0;         // points
+  int64_t stride = 0;       // scalars per plane: size + kScanLanes (a block may read past a bucket)
+  std::vector<Node> nodes;  // empty for an empty tree
+  std::vector<int32_t> ids;    // original index of each position
+  std::vector<Scalar> planes;  // coordinate d of position p at planes[d * stride + p]
+  std::vector<Scalar> lo, hi;  // the box of all points
 
   // Sizes every array (before any parallel region: nothing allocates later).
   void allocate(int dims, int64_t points, int64_t node_count) {
@@ -103,9 +103,9 @@ void search_knn_self(const BasicSearchTree<Scalar>& tree, int k, bool exclude_se
 // Points within squared distance r2 of each query: rows of max_neighbors
 // (sorted, padded), the true counts; max_neighbors 0: counts only.
 template <typename Scalar>
-void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m,
-                   Scalar r2, int max_neighbors, int threads, int32_t* indices,
-                   Scalar* sq_distances, int32_t* counts);
+void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, Scalar r2,
+                   int max_neighbors, int threads, int32_t* indices, Scalar* sq_distances,
+                   int32_t* counts);
 
 }  // namespace omp
 }  // namespace knn

@@ -109,9 +109,8 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
         });
   }
 
-  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors,
-              int32_t* indices, Scalar* sq_distances, int32_t* counts,
-              const CallParams& call) const override {
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     const Scalar r2 = mul_rn(radius, radius);
     const int threads = thread_count(call.threads);
     const std::vector<int64_t> order =

@@ -50,9 +50,8 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
     std::copy(points_.begin(), points_.end(), host_rows);
   }
 
-  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors,
-              int32_t* indices, Scalar* sq_distances, int32_t* counts,
-              const CallParams& call) const override {
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     const Scalar r2 = mul_rn(radius, radius);
     const int64_t row = max_neighbors;
     using Found = std::vector<std::vector<Entry>>;

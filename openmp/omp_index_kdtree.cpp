@@ -66,9 +66,8 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     search_knn_self(search_, k, exclude_self, call.threads, indices, sq_distances);
   }
 
-  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors,
-              int32_t* indices, Scalar* sq_distances, int32_t* counts,
-              const CallParams& call) const override {
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     search_radius(search_, queries, m, mul_rn(radius, radius), max_neighbors, call.threads, indices,
                   sq_distances, counts);
   }

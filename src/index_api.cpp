@@ -260,8 +260,8 @@ const knn_index& checked_index(const knn_index* index, const char* call) {
   const std::string twin = wide ? name.substr(0, name.size() - 4) : name + "_f64";
   fail(KNN_ERR_INVALID_ARGUMENT,
        format("index holds %s points (built by %s) and %s takes a %s index; call %s instead",
-              wide ? "float32" : "float64", wide ? "knn_index_build" : "knn_index_build_f64",
-              call, scalar_name<Scalar>(), twin.c_str()));
+              wide ? "float32" : "float64", wide ? "knn_index_build" : "knn_index_build_f64", call,
+              scalar_name<Scalar>(), twin.c_str()));
 }
 
 // ---- Radius search into CSR rows ---------------------------------------------
@@ -363,7 +363,8 @@ std::vector<int64_t> host_int64s(const int64_t* values, int64_t count) {
 
 void check_radius(double radius) {
   if (std::isnan(radius) || radius < 0)
-    fail(KNN_ERR_INVALID_ARGUMENT, format("radius is %g; it must be a non-negative number", radius));
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("radius is %g; it must be a non-negative number", radius));
 }
 
 // ---- Build ------------------------------------------------------------------
@@ -452,8 +453,8 @@ void query(const char* call, const knn_index* index, const Scalar* queries, int6
 }
 
 template <typename Scalar>
-void query_self(const char* call, const knn_index* index, int k, int exclude_self,
-                int32_t* indices, Scalar* sq_distances) {
+void query_self(const char* call, const knn_index* index, int k, int exclude_self, int32_t* indices,
+                Scalar* sq_distances) {
   const knn_index& ix = checked_index<Scalar>(index, call);
   check_k(k);
   const int64_t n = ix.size();
@@ -572,8 +573,7 @@ void radius_fill(const char* call, const knn_index* index, const Scalar* queries
 // ---- Serialization ----------------------------------------------------------
 
 template <typename Scalar>
-void serialize(const knn_index& ix, const BasicIndexEngine<Scalar>& engine,
-               unsigned char* buffer) {
+void serialize(const knn_index& ix, const BasicIndexEngine<Scalar>& engine, unsigned char* buffer) {
   std::vector<Scalar> points(static_cast<size_t>(engine.size()) * engine.dim());
   if (!points.empty()) engine.copy_points(points.data());
   SavedIndex saved;
@@ -663,34 +663,30 @@ KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* querie
                                      int32_t* indices, float* sq_distances,
                                      const knn_options* opt) {
   static const char* const call = "knn_index_query";
-  return knn::guarded(call, [&] {
-    knn::query(call, index, queries, m, k, indices, sq_distances, opt);
-  });
+  return knn::guarded(call,
+                      [&] { knn::query(call, index, queries, m, k, indices, sq_distances, opt); });
 }
 
 KNN_API int KNN_CALL knn_index_query_f64(const knn_index* index, const double* queries, int64_t m,
                                          int k, int32_t* indices, double* sq_distances,
                                          const knn_options* opt) {
   static const char* const call = "knn_index_query_f64";
-  return knn::guarded(call, [&] {
-    knn::query(call, index, queries, m, k, indices, sq_distances, opt);
-  });
+  return knn::guarded(call,
+                      [&] { knn::query(call, index, queries, m, k, indices, sq_distances, opt); });
 }
 
 KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exclude_self,
                                           int32_t* indices, float* sq_distances) {
   static const char* const call = "knn_index_query_self";
-  return knn::guarded(call, [&] {
-    knn::query_self(call, index, k, exclude_self, indices, sq_distances);
-  });
+  return knn::guarded(
+      call, [&] { knn::query_self(call, index, k, exclude_self, indices, sq_distances); });
 }
 
 KNN_API int KNN_CALL knn_index_query_self_f64(const knn_index* index, int k, int exclude_self,
                                               int32_t* indices, double* sq_distances) {
   static const char* const call = "knn_index_query_self_f64";
-  return knn::guarded(call, [&] {
-    knn::query_self(call, index, k, exclude_self, indices, sq_distances);
-  });
+  return knn::guarded(
+      call, [&] { knn::query_self(call, index, k, exclude_self, indices, sq_distances); });
 }
 
 KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queries, int64_t m,
@@ -699,8 +695,7 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
                                       const knn_options* opt) {
   static const char* const call = "knn_index_radius";
   return knn::guarded(call, [&] {
-    knn::radius(call, index, queries, m, radius, max_neighbors, indices, sq_distances, counts,
-                opt);
+    knn::radius(call, index, queries, m, radius, max_neighbors, indices, sq_distances, counts, opt);
   });
 }
 
@@ -710,26 +705,23 @@ KNN_API int KNN_CALL knn_index_radius_f64(const knn_index* index, const double* 
                                           const knn_options* opt) {
   static const char* const call = "knn_index_radius_f64";
   return knn::guarded(call, [&] {
-    knn::radius(call, index, queries, m, radius, max_neighbors, indices, sq_distances, counts,
-                opt);
+    knn::radius(call, index, queries, m, radius, max_neighbors, indices, sq_distances, counts, opt);
   });
 }
 
 KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries, int64_t m,
                                             float radius, int64_t* counts, const knn_options* opt) {
   static const char* const call = "knn_index_radius_count";
-  return knn::guarded(call, [&] {
-    knn::radius_count(call, index, queries, m, radius, counts, opt);
-  });
+  return knn::guarded(call,
+                      [&] { knn::radius_count(call, index, queries, m, radius, counts, opt); });
 }
 
 KNN_API int KNN_CALL knn_index_radius_count_f64(const knn_index* index, const double* queries,
                                                 int64_t m, double radius, int64_t* counts,
                                                 const knn_options* opt) {
   static const char* const call = "knn_index_radius_count_f64";
-  return knn::guarded(call, [&] {
-    knn::radius_count(call, index, queries, m, radius, counts, opt);
-  });
+  return knn::guarded(call,
+                      [&] { knn::radius_count(call, index, queries, m, radius, counts, opt); });
 }
 
 KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, int64_t* offsets) {

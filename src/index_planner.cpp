@@ -45,7 +45,7 @@ int resolve_backend(int requested, int64_t n, int dim, int structure, size_t dev
       structure == KNN_STRUCTURE_AUTO ? auto_structure(KNN_BACKEND_CUDA, n, dim) : structure;
   const size_t budget = device_memory_limit > 0 ? device_memory_limit : device_budget();
   return device_build_bytes(planned, n, dim, scalar) <= budget ? KNN_BACKEND_CUDA
-                                                              : KNN_BACKEND_OPENMP;
+                                                               : KNN_BACKEND_OPENMP;
 }
 
 template <typename Scalar>
@@ -60,8 +60,9 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_index_engine(int backend, int st
            format("structure KNN_STRUCTURE_GRID needs dim 3, dim is %d; use KNN_STRUCTURE_KDTREE "
                   "or KNN_STRUCTURE_AUTO",
                   dim));
-    std::unique_ptr<BasicIndexEngine<Scalar>> grid = on_device ? cuda::build_grid_index(points, n, params)
-                                                  : omp::build_grid_index(points, n, params);
+    std::unique_ptr<BasicIndexEngine<Scalar>> grid = on_device
+                                                         ? cuda::build_grid_index(points, n, params)
+                                                         : omp::build_grid_index(points, n, params);
     if (grid) return grid;
     structure = KNN_STRUCTURE_KDTREE;  // the data would make a poor grid
   }
@@ -74,8 +75,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_index_engine(int backend, int st
 
 template std::unique_ptr<IndexEngine> build_index_engine<float>(int, int, const float*, int64_t,
                                                                 int, const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_index_engine<double>(int, int, const double*,
-                                                                   int64_t, int,
-                                                                   const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_index_engine<double>(int, int, const double*, int64_t,
+                                                                   int, const IndexParams&);
 
 }  // namespace knn

@@ -120,8 +120,8 @@ Rows64 oracle_radius64(const std::vector<double>& points, const std::vector<doub
     if (want.idx[s] != got.idx[s] || a != b)
       return ::testing::AssertionFailure()
              << "row " << s / std::max(want.width, 1) << " slot " << s % std::max(want.width, 1)
-             << ": got (" << got.idx[s] << ", " << got.dist[s] << "), the oracle's ("
-             << want.idx[s] << ", " << want.dist[s] << ")";
+             << ": got (" << got.idx[s] << ", " << got.dist[s] << "), the oracle's (" << want.idx[s]
+             << ", " << want.dist[s] << ")";
   }
   return ::testing::AssertionSuccess();
 }
@@ -163,8 +163,8 @@ Rows64 query64(const knn_index* index, const std::vector<double>& queries, int d
   r.width = k;
   r.idx.assign(static_cast<size_t>(r.m) * k, -7);
   r.dist.assign(static_cast<size_t>(r.m) * k, -7.0);
-  const int status = knn_index_query_f64(index, queries.empty() ? nullptr : queries.data(), r.m,
-                                         k, r.idx.data(), r.dist.data(), nullptr);
+  const int status = knn_index_query_f64(index, queries.empty() ? nullptr : queries.data(), r.m, k,
+                                         r.idx.data(), r.dist.data(), nullptr);
   EXPECT_EQ(status, KNN_OK) << knn_last_error();
   return r;
 }
@@ -181,17 +181,17 @@ Rows64 self64(const knn_index* index, int64_t n, int k, bool exclude_self) {
   return r;
 }
 
-Rows64 radius64(const knn_index* index, const std::vector<double>& queries, int dim,
-                double radius, int max_neighbors) {
+Rows64 radius64(const knn_index* index, const std::vector<double>& queries, int dim, double radius,
+                int max_neighbors) {
   Rows64 r;
   r.m = static_cast<int64_t>(queries.size()) / dim;
   r.width = max_neighbors;
   r.idx.assign(static_cast<size_t>(r.m) * max_neighbors, -7);
   r.dist.assign(static_cast<size_t>(r.m) * max_neighbors, -7.0);
   r.counts.assign(static_cast<size_t>(r.m), -7);
-  const int status = knn_index_radius_f64(index, queries.empty() ? nullptr : queries.data(), r.m,
-                                          radius, max_neighbors, r.idx.data(), r.dist.data(),
-                                          r.counts.data(), nullptr);
+  const int status =
+      knn_index_radius_f64(index, queries.empty() ? nullptr : queries.data(), r.m, radius,
+                           max_neighbors, r.idx.data(), r.dist.data(), r.counts.data(), nullptr);
   EXPECT_EQ(status, KNN_OK) << knn_last_error();
   return r;
 }
@@ -242,12 +242,13 @@ void expect_every_call_like_oracle(const knn_options& opt, const std::vector<dou
   int scalar = -1;
   ASSERT_EQ(knn_index_scalar(index.get(), &scalar), KNN_OK);
   EXPECT_EQ(scalar, KNN_SCALAR_FLOAT64);
-  EXPECT_TRUE(same_rows64(oracle_knn64(points, queries, dim, k), query64(index.get(), queries, dim, k)));
+  EXPECT_TRUE(
+      same_rows64(oracle_knn64(points, queries, dim, k), query64(index.get(), queries, dim, k)));
   if (n > 0) {
-    EXPECT_TRUE(same_rows64(oracle_knn64(points, points, dim, k),
-                            self64(index.get(), n, k, false)));
-    EXPECT_TRUE(same_rows64(oracle_knn64(points, points, dim, k, true),
-                            self64(index.get(), n, k, true)));
+    EXPECT_TRUE(
+        same_rows64(oracle_knn64(points, points, dim, k), self64(index.get(), n, k, false)));
+    EXPECT_TRUE(
+        same_rows64(oracle_knn64(points, points, dim, k, true), self64(index.get(), n, k, true)));
   }
   const Rows64 want = oracle_radius64(points, queries, dim, radius, max_neighbors);
   EXPECT_TRUE(same_rows64(want, radius64(index.get(), queries, dim, radius, max_neighbors)));
@@ -328,8 +329,8 @@ TEST_P(IndexF64, SmallAndDegenerateData) {
 TEST_P(IndexF64, CoordinateRuleAtAndBeyondItsLimit) {
   const int dim = 3;
   const double limit = std::ldexp(1.0, 509);
-  std::vector<double> points = {limit, -limit, limit, -limit, limit, -limit, 0, 0, 0,
-                                limit, limit,  limit, -limit, -limit, -limit};
+  std::vector<double> points = {limit, -limit, limit, -limit, limit,  -limit, 0,     0,
+                                0,     limit,  limit, limit,  -limit, -limit, -limit};
   const std::vector<double> queries = {-limit, limit, -limit, limit, -limit, limit, 0, 0, 0};
   expect_every_call_like_oracle(opt(), points, queries, dim, 5, limit, 5);
   const Rows64 far = oracle_knn64(points, queries, dim, 5);
@@ -344,8 +345,9 @@ TEST_P(IndexF64, CoordinateRuleAtAndBeyondItsLimit) {
   EXPECT_EQ(index, nullptr);
   // Dimensions 3 to 8 share the limit 2^509; from dim 9 it is 2^508.
   if (grid()) o.structure = KNN_STRUCTURE_AUTO;  // the grid is 3-D only
-  EXPECT_TRUE(fails_with(knn_index_build_f64(std::vector<double>(9, limit).data(), 1, 9, &o, &index),
-                         KNN_ERR_INVALID_ARGUMENT, "dimension 0"));
+  EXPECT_TRUE(
+      fails_with(knn_index_build_f64(std::vector<double>(9, limit).data(), 1, 9, &o, &index),
+                 KNN_ERR_INVALID_ARGUMENT, "dimension 0"));
   IndexHandle ok = build64(std::vector<double>(9, std::ldexp(1.0, 508)), 9, o);
   IndexHandle eight = build64(std::vector<double>(8, limit), 8, o);
   EXPECT_TRUE(eight);
@@ -365,7 +367,8 @@ TEST_P(IndexF64, NonFiniteDoublesAreNamedByIndex) {
   points[static_cast<size_t>(17 * dim + 2)] = 100.0;
   points[static_cast<size_t>(3 * dim + 0)] = -inf;
   EXPECT_TRUE(fails_with(knn_index_build_f64(points.data(), 50, dim, &o, &index),
-                         KNN_ERR_NONFINITE_INPUT, "point 3 has an infinite coordinate (dimension 0)"));
+                         KNN_ERR_NONFINITE_INPUT,
+                         "point 3 has an infinite coordinate (dimension 0)"));
   EXPECT_EQ(index, nullptr);
   points[static_cast<size_t>(3 * dim + 0)] = 4.5e6;
   IndexHandle good = build64(points, dim, o);
@@ -374,26 +377,26 @@ TEST_P(IndexF64, NonFiniteDoublesAreNamedByIndex) {
   queries[static_cast<size_t>(6 * dim + 1)] = inf;
   std::vector<int32_t> idx(10 * 4, -7);
   std::vector<double> dist(10 * 4, -7.0);
-  EXPECT_TRUE(fails_with(knn_index_query_f64(good.get(), queries.data(), 10, 4, idx.data(),
-                                             dist.data(), nullptr),
-                         KNN_ERR_NONFINITE_INPUT, "query 6 has an infinite coordinate (dimension 1)"));
+  EXPECT_TRUE(fails_with(
+      knn_index_query_f64(good.get(), queries.data(), 10, 4, idx.data(), dist.data(), nullptr),
+      KNN_ERR_NONFINITE_INPUT, "query 6 has an infinite coordinate (dimension 1)"));
   EXPECT_EQ(idx, std::vector<int32_t>(10 * 4, -7));
   EXPECT_TRUE(fails_with(knn_index_radius_f64(good.get(), queries.data(), 10, nan, 4, idx.data(),
                                               dist.data(), nullptr, nullptr),
                          KNN_ERR_INVALID_ARGUMENT, "radius is nan"));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllStructures, IndexF64,
-    ::testing::Values(IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE},
-                      IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_GRID},
-                      IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_BRUTE_FORCE},
-                      IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_AUTO},
-                      IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_KDTREE},
-                      IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID},
-                      IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_BRUTE_FORCE},
-                      IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_AUTO}),
-    IndexConfigName());
+INSTANTIATE_TEST_SUITE_P(AllStructures, IndexF64,
+                         ::testing::Values(IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE},
+                                           IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_GRID},
+                                           IndexConfig{KNN_BACKEND_OPENMP,
+                                                       KNN_STRUCTURE_BRUTE_FORCE},
+                                           IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_AUTO},
+                                           IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_KDTREE},
+                                           IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID},
+                                           IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_BRUTE_FORCE},
+                                           IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_AUTO}),
+                         IndexConfigName());
 
 // A large AUTO index: AUTO picks the grid (3-D) or the kd-tree beyond the
 // brute-force sizes, so the structures are exercised as AUTO serves them.
@@ -432,8 +435,8 @@ TEST(IndexF64Families, TheOtherFamilyIsRefusedNamingTheRightCall) {
   EXPECT_EQ(scalar, KNN_SCALAR_FLOAT32);
   EXPECT_TRUE(fails_with(knn_index_scalar(narrow.get(), nullptr), KNN_ERR_INVALID_ARGUMENT,
                          "scalar is NULL"));
-  EXPECT_TRUE(fails_with(knn_index_scalar(nullptr, &scalar), KNN_ERR_INVALID_ARGUMENT,
-                         "index is NULL"));
+  EXPECT_TRUE(
+      fails_with(knn_index_scalar(nullptr, &scalar), KNN_ERR_INVALID_ARGUMENT, "index is NULL"));
 
   const std::vector<double> q64(points64.begin(), points64.begin() + m * dim);
   const std::vector<float> q32(points32.begin(), points32.begin() + m * dim);
@@ -448,9 +451,9 @@ TEST(IndexF64Families, TheOtherFamilyIsRefusedNamingTheRightCall) {
   };
   const int bad = KNN_ERR_INVALID_ARGUMENT;
   // A float call on a float64 index.
-  EXPECT_TRUE(fails_with(
-      knn_index_query(wide.get(), q32.data(), m, 3, idx.data(), d32.data(), nullptr), bad,
-      "call knn_index_query_f64"));
+  EXPECT_TRUE(
+      fails_with(knn_index_query(wide.get(), q32.data(), m, 3, idx.data(), d32.data(), nullptr),
+                 bad, "call knn_index_query_f64"));
   EXPECT_TRUE(fails_with(knn_index_query_self(wide.get(), 3, 1, idx.data(), d32.data()), bad,
                          "call knn_index_query_self_f64"));
   EXPECT_TRUE(fails_with(knn_index_radius(wide.get(), q32.data(), m, 1.0f, 3, idx.data(),
@@ -475,8 +478,8 @@ TEST(IndexF64Families, TheOtherFamilyIsRefusedNamingTheRightCall) {
   EXPECT_TRUE(fails_with(
       knn_index_radius_count_f64(narrow.get(), q64.data(), m, 1.0, wide_counts.data(), nullptr),
       bad, "call knn_index_radius_count instead"));
-  EXPECT_TRUE(fails_with(knn_index_radius_fill_f64(narrow.get(), q64.data(), m, 1.0,
-                                                   offsets.data(), idx.data(), d64.data(), nullptr),
+  EXPECT_TRUE(fails_with(knn_index_radius_fill_f64(narrow.get(), q64.data(), m, 1.0, offsets.data(),
+                                                   idx.data(), d64.data(), nullptr),
                          bad, "call knn_index_radius_fill instead"));
   EXPECT_TRUE(untouched());
   // The precision-free calls serve both.
@@ -553,8 +556,8 @@ TEST(IndexF64Serialize, Version2RoundTripAndVersion1Unchanged) {
   int scalar = -1;
   ASSERT_EQ(knn_index_scalar(loaded.get(), &scalar), KNN_OK);
   EXPECT_EQ(scalar, KNN_SCALAR_FLOAT64);
-  EXPECT_TRUE(same_rows64(oracle_knn64(points, queries, dim, 6),
-                          query64(loaded.get(), queries, dim, 6)));
+  EXPECT_TRUE(
+      same_rows64(oracle_knn64(points, queries, dim, 6), query64(loaded.get(), queries, dim, 6)));
   EXPECT_EQ(serialize(loaded.get()), bytes);
 
   // float32 keeps writing version 1, byte for byte.
@@ -584,8 +587,8 @@ TEST(IndexF64Serialize, Version2RoundTripAndVersion1Unchanged) {
 }
 
 TEST(IndexF64Estimates, CountDoubleStorage) {
-  for (const int structure : {KNN_STRUCTURE_AUTO, KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID,
-                              KNN_STRUCTURE_BRUTE_FORCE}) {
+  for (const int structure :
+       {KNN_STRUCTURE_AUTO, KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
     knn_options o;
     knn_options_init(&o);
     o.structure = structure;
