@@ -234,7 +234,8 @@ void run_on_engine(const knn_index& index, const Scalar* queries, int64_t m,
 
 [[noreturn]] void fail_not_live() {
   fail(KNN_ERR_INVALID_ARGUMENT,
-       "index is not a live index (already freed, or not made by knn_index_build)");
+       "index is not a live index (already freed, or not made by knn_index_build, "
+       "knn_index_build_f64 or knn_index_deserialize)");
 }
 
 const knn_index& checked_index(const knn_index* index) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_test_support.h"
 #include "index_test_helpers.h"
 
 namespace knn_test {
@@ -385,6 +386,68 @@ TEST_P(IndexF64, NonFiniteDoublesAreNamedByIndex) {
                                               dist.data(), nullptr, nullptr),
                          KNN_ERR_INVALID_ARGUMENT, "radius is nan"));
 }
+
+#if defined(KNN_TEST_WITH_CUDA)
+// Device arrays of doubles (points, queries, outputs, counts, offsets) give
+// the oracle's rows, on both engines (the CUDA one reads them in place, the
+// OpenMP one through host copies); a NaN in device queries is named.
+TEST_P(IndexF64, DeviceArraysGiveTheOracleRows) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 3, k = 8, m = 200;
+  const std::vector<double> points = utm_rows(3000, dim, 71);
+  std::vector<double> queries = utm_rows(m, dim, 72);
+  const DeviceArray<double> p(points), q(queries);
+  knn_index* raw = nullptr;
+  const knn_options o = opt();
+  ASSERT_EQ(knn_index_build_f64(p.get(), 3000, dim, &o, &raw), KNN_OK) << knn_last_error();
+  IndexHandle index(raw);
+  const Rows64 want = oracle_knn64(points, queries, dim, k);
+  const DeviceArray<int32_t> idx(static_cast<size_t>(m) * k);
+  const DeviceArray<double> dist(static_cast<size_t>(m) * k);
+  ASSERT_EQ(knn_index_query_f64(index.get(), q.get(), m, k, idx.get(), dist.get(), nullptr), KNN_OK)
+      << knn_last_error();
+  Rows64 got;
+  got.m = m;
+  got.width = k;
+  got.idx = idx.to_host(static_cast<size_t>(m) * k);
+  got.dist = dist.to_host(static_cast<size_t>(m) * k);
+  EXPECT_TRUE(same_rows64(want, got));
+  const double radius = 0.8;
+  const Rows64 rows = oracle_radius64(points, queries, dim, radius, 64);
+  const DeviceArray<int64_t> counts(m);
+  ASSERT_EQ(knn_index_radius_count_f64(index.get(), q.get(), m, radius, counts.get(), nullptr),
+            KNN_OK)
+      << knn_last_error();
+  const std::vector<int64_t> host_counts = counts.to_host(m);
+  std::vector<int64_t> offsets(m + 1, 0);
+  for (int i = 0; i < m; ++i) {
+    EXPECT_EQ(host_counts[i], rows.counts[i]) << "query " << i;
+    offsets[i + 1] = offsets[i] + host_counts[i];
+  }
+  const DeviceArray<int64_t> device_offsets(offsets);
+  const size_t total = static_cast<size_t>(offsets.back());
+  const DeviceArray<int32_t> csr_idx(total);
+  const DeviceArray<double> csr_dist(total);
+  ASSERT_EQ(knn_index_radius_fill_f64(index.get(), q.get(), m, radius, device_offsets.get(),
+                                      csr_idx.get(), csr_dist.get(), nullptr),
+            KNN_OK)
+      << knn_last_error();
+  const std::vector<int32_t> fill_idx = csr_idx.to_host(total);
+  const std::vector<double> fill_dist = csr_dist.to_host(total);
+  for (int i = 0; i < m; ++i)
+    for (int64_t j = 0; j < rows.counts[i] && j < rows.width; ++j) {
+      const size_t at = static_cast<size_t>(offsets[i] + j);
+      const size_t want_at = static_cast<size_t>(i) * rows.width + static_cast<size_t>(j);
+      ASSERT_EQ(fill_idx[at], rows.idx[want_at]) << "query " << i << " entry " << j;
+      ASSERT_EQ(std::memcmp(&fill_dist[at], &rows.dist[want_at], 8), 0);
+    }
+  queries[static_cast<size_t>(5 * dim + 2)] = std::numeric_limits<double>::quiet_NaN();
+  const DeviceArray<double> bad(queries);
+  EXPECT_TRUE(
+      fails_with(knn_index_query_f64(index.get(), bad.get(), m, k, idx.get(), dist.get(), nullptr),
+                 KNN_ERR_NONFINITE_INPUT, "query 5 has a NaN coordinate (dimension 2)"));
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(AllStructures, IndexF64,
                          ::testing::Values(IndexConfig{KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE},
