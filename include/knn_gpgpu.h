@@ -505,8 +505,9 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  * it. A float64 index writes version 2: the same fields, a scalar field
  * (KNN_SCALAR_FLOAT64) in the header and the points as doubles; a float32
  * index keeps writing version 1, byte for byte. knn_index_deserialize reads
- * both and makes an index of the buffer's precision. The structure itself is rebuilt on load from those (a build is a
- * function of its points and options), so a load costs one build and the
+ * both and makes an index of the buffer's precision. The structure itself
+ * is rebuilt on load from those (a build is a function of its points and
+ * options), so a load costs one build and the
  * loaded index answers bit-identically to the saved one on either backend:
  * an index saved from the GPU loads on the CPU and back.
  * Options at load: opt's backend, device, threads and device_memory_limit
