@@ -358,6 +358,121 @@ class HostOom : public ::testing::Test {
             [=] { return out->untouched_or_missing(); }};
   }
 
+  // ---- The float64 family ----------------------------------------------------------------
+  // The same engine code in double: one build walk and one query walk, on the
+  // kd-tree's rows moved into a UTM frame (4.5e6 m), against a float64 brute
+  // force written here.
+
+  struct Rows64 {
+    std::vector<int32_t> idx;
+    std::vector<double> dist;
+    void reset(size_t slots) {
+      idx.assign(slots, kUntouched);
+      dist.assign(slots, static_cast<double>(kUntouchedF));
+    }
+    ::testing::AssertionResult untouched_or_missing() const {
+      const bool untouched =
+          all_equal(idx, kUntouched) && all_equal(dist, static_cast<double>(kUntouchedF));
+      const bool missing =
+          all_equal(idx, int32_t{-1}) && all_equal(dist, std::numeric_limits<double>::infinity());
+      return check(untouched || missing, "the outputs are neither untouched nor all missing");
+    }
+  };
+
+  // The k nearest of each query by the contract's float64 distance, ties by index.
+  static Rows64 oracle_knn64(const std::vector<double>& points, const std::vector<double>& queries,
+                             int dim, int k) {
+    const size_t n = points.size() / dim, m = queries.size() / dim;
+    Rows64 r;
+    r.idx.assign(m * k, -1);
+    r.dist.assign(m * k, std::numeric_limits<double>::infinity());
+    for (size_t i = 0; i < m; ++i) {
+      std::vector<std::pair<double, int32_t>> all;
+      for (size_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int d = 0; d < dim; ++d) {
+          const double t = queries[i * dim + d] - points[j * dim + d];
+          sum = d == 0 ? t * t : sum + t * t;
+        }
+        all.emplace_back(sum, static_cast<int32_t>(j));
+      }
+      std::sort(all.begin(), all.end());
+      for (size_t j = 0; j < std::min<size_t>(k, n); ++j) {
+        r.idx[i * k + j] = all[j].second;
+        r.dist[i * k + j] = all[j].first;
+      }
+    }
+    return r;
+  }
+
+  static std::vector<double> in_utm_frame(const std::vector<float>& rows) {
+    std::vector<double> wide(rows.begin(), rows.end());
+    for (double& x : wide) x = 4.5e6 + x * 1e-3;
+    return wide;
+  }
+
+  static ::testing::AssertionResult same64(const Rows64& want, const Rows64& got) {
+    return check(want.idx == got.idx && std::memcmp(want.dist.data(), got.dist.data(),
+                                                    want.dist.size() * sizeof(double)) == 0,
+                 "the float64 rows differ from the oracle's");
+  }
+
+  Rows64 query64(knn_index* index, const std::vector<double>& queries, const knn_options& o) const {
+    Rows64 r;
+    r.reset(queries.size() / kDim * kK);
+    EXPECT_EQ(
+        knn_index_query_f64(index, queries.data(), static_cast<int64_t>(queries.size()) / kDim, kK,
+                            r.idx.data(), r.dist.data(), &o),
+        KNN_OK)
+        << knn_last_error();
+    return r;
+  }
+
+  Case index_build_f64() {
+    auto out = std::make_shared<knn_index*>(nullptr);
+    const auto points = std::make_shared<std::vector<double>>(in_utm_frame(rows_));
+    const auto queries = std::make_shared<std::vector<double>>(in_utm_frame(query_rows_));
+    const int64_t n = static_cast<int64_t>(points->size()) / kDim;
+    auto want = std::make_shared<Rows64>(oracle_knn64(*points, *queries, kDim, kK));
+    const knn_options o = options_of(KNN_STRUCTURE_KDTREE);
+    return {"knn_index_build_f64 KdTree",
+            [=] { *out = reinterpret_cast<knn_index*>(out.get()); },
+            [=] { return knn_index_build_f64(points->data(), n, kDim, &o, out.get()); },
+            [=] {
+              int scalar = -1;
+              if (knn_index_scalar(*out, &scalar) != KNN_OK || scalar != KNN_SCALAR_FLOAT64)
+                return check(false, "the index built is not a live float64 index");
+              return same64(*want, query64(*out, *queries, o));
+            },
+            [=] { return check(*out == nullptr, "*out is not NULL after a failure"); },
+            [=] {
+              EXPECT_EQ(knn_index_free(*out), KNN_OK);
+              *out = nullptr;
+            }};
+  }
+
+  Case index_query_f64() {
+    const auto points = std::make_shared<std::vector<double>>(in_utm_frame(rows_));
+    const auto queries = std::make_shared<std::vector<double>>(in_utm_frame(query_rows_));
+    const knn_options o = options_of(KNN_STRUCTURE_KDTREE);
+    knn_index* built = nullptr;
+    EXPECT_EQ(knn_index_build_f64(points->data(), static_cast<int64_t>(points->size()) / kDim, kDim,
+                                  &o, &built),
+              KNN_OK)
+        << knn_last_error();
+    std::shared_ptr<knn_index> index(built,
+                                     [](knn_index* i) { EXPECT_EQ(knn_index_free(i), KNN_OK); });
+    auto out = std::make_shared<Rows64>();
+    const int64_t m = static_cast<int64_t>(queries->size()) / kDim;
+    auto want = std::make_shared<Rows64>(oracle_knn64(*points, *queries, kDim, kK));
+    return {"knn_index_query_f64 KdTree", [=] { out->reset(static_cast<size_t>(m) * kK); },
+            [=] {
+              return knn_index_query_f64(index.get(), queries->data(), m, kK, out->idx.data(),
+                                         out->dist.data(), &o);
+            },
+            [=] { return same64(*want, *out); }, [=] { return out->untouched_or_missing(); }};
+  }
+
   // ---- Point in polygon ----------------------------------------------------------------
 
   std::vector<int64_t> pip_counts() const {
@@ -454,6 +569,8 @@ class HostOom : public ::testing::Test {
       cases.push_back(index_radius(s, 4));
       cases.push_back(index_radius(s, 0));
     }
+    cases.push_back(index_build_f64());
+    cases.push_back(index_query_f64());
     cases.push_back(quadtree_build());
     cases.push_back(pip_count());
     cases.push_back(pip_fill());
