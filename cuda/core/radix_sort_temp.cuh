@@ -24,7 +24,7 @@ struct OrderedKey<float> {
 };
 template <>
 struct OrderedKey<double> {
-  using type = uint64_t;
+  using type = unsigned long long;  // uint64_t, spelt as the device atomics take it
   static KNN_HD type of(double v) { return ordered_double_key(v); }
 };
 
