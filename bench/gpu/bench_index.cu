@@ -395,12 +395,9 @@ void f64_suite(bool quick) {
       }
     }
   }
-  std::printf("
-float64 / float32 time (target: query at most 2.00)
-");
+  std::printf("\nfloat64 / float32 time (target: query at most 2.00)\n");
   for (const Ratio& r : ratios)
-    std::printf("  %-22s build %5.2fx  query %5.2fx
-", r.config.c_str(), r.build, r.query);
+    std::printf("  %-22s build %5.2fx  query %5.2fx\n", r.config.c_str(), r.build, r.query);
   std::fflush(stdout);
 }
 
