@@ -86,9 +86,9 @@ KNN_HD double at_most(double x, double) { return x; }
 template <typename Scalar>
 struct BasicGridLayout {
   Scalar box_lo[3], box_hi[3];  // bounding box of the indexed points
-  double width[3];             // cell width per axis (0: one cell)
-  double inv_width[3];         // cells per unit of length (0: one cell)
-  double margin[3];            // slack on cell boundaries, far above double rounding
+  double width[3];              // cell width per axis (0: one cell)
+  double inv_width[3];          // cells per unit of length (0: one cell)
+  double margin[3];             // slack on cell boundaries, far above double rounding
   int32_t cells[3];
 
   KNN_HD int64_t cell_count() const { return int64_t{cells[0]} * cells[1] * cells[2]; }

@@ -40,8 +40,7 @@ inline size_t kdtree_build_bytes(int64_t n, int dim, size_t scalar_bytes = sizeo
                        aligned(2 * un * (2 * ud * scalar_bytes + 16)) +
                        4 * aligned(un * (4 + scalar_bytes)) + cub_temp_bytes(n);
   // The engine's own buffer list (index_kdtree_memory.h), default leaf size.
-  return std::max(rough,
-                  cuda::kdtree_build_bytes(n, dim, kKdTreeDefaultLeafSize, scalar_bytes));
+  return std::max(rough, cuda::kdtree_build_bytes(n, dim, kKdTreeDefaultLeafSize, scalar_bytes));
 }
 
 // Uniform grid (3-D): the points in input order, the points in cell order

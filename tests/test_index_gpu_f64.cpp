@@ -136,8 +136,8 @@ std::vector<double> make_rows(Shape shape, int64_t n, int dim, uint64_t seed) {
 
 // Queries: fresh draws of the shape, then copies of a few indexed points
 // (distance exactly 0, ties among duplicates).
-std::vector<double> make_queries(Shape shape, const std::vector<double>& points, int64_t m,
-                                 int dim, uint64_t seed) {
+std::vector<double> make_queries(Shape shape, const std::vector<double>& points, int64_t m, int dim,
+                                 uint64_t seed) {
   std::vector<double> q = make_rows(shape, m, dim, seed);
   const int64_t n = static_cast<int64_t>(points.size()) / dim;
   for (int64_t i = 0; i < std::min<int64_t>(n, m / 4); ++i)
@@ -256,8 +256,7 @@ Rows prefix(const Rows& rows, int k) {
 
 // Bit for bit: indices equal and distances with the same bits.
 ::testing::AssertionResult same_rows(const Rows& want, const Rows& got, bool with_counts) {
-  if (want.idx.size() != got.idx.size())
-    return ::testing::AssertionFailure() << "row sizes differ";
+  if (want.idx.size() != got.idx.size()) return ::testing::AssertionFailure() << "row sizes differ";
   for (size_t s = 0; s < want.idx.size(); ++s) {
     uint64_t a = 0, b = 0;
     std::memcpy(&a, &want.dist[s], 8);
@@ -321,8 +320,7 @@ Engine64 build(Structure s, const std::vector<double>& points, int dim,
 
 // A radius that holds a few points of the first query: the square root of
 // its 6th distance (or 1 where there are not 6 finite ones).
-double some_radius(const std::vector<double>& points, const std::vector<double>& queries,
-                   int dim) {
+double some_radius(const std::vector<double>& points, const std::vector<double>& queries, int dim) {
   if (points.empty() || queries.empty()) return 1.0;
   const auto all = ranked(points, dim, queries.data());
   const size_t j = std::min<size_t>(5, all.size() - 1);
@@ -334,9 +332,8 @@ double some_radius(const std::vector<double>& points, const std::vector<double>&
 // without the own point, radius rows (a cap smaller and larger than the
 // counts) and counting only.
 void check_every_call(Structure s, Shape shape, int64_t n, int dim, uint64_t seed) {
-  SCOPED_TRACE(std::string(structure_name(s)) + " " + shape_name(shape) +
-               " n=" + std::to_string(n) + " dim=" + std::to_string(dim) +
-               " seed=" + std::to_string(seed));
+  SCOPED_TRACE(std::string(structure_name(s)) + " " + shape_name(shape) + " n=" +
+               std::to_string(n) + " dim=" + std::to_string(dim) + " seed=" + std::to_string(seed));
   const std::vector<double> points = make_rows(shape, n, dim, seed);
   const std::vector<double> queries = make_queries(shape, points, 97, dim, seed + 1);
   const Engine64 e = build(s, points, dim);
@@ -364,9 +361,9 @@ void check_every_call(Structure s, Shape shape, int64_t n, int dim, uint64_t see
   EXPECT_TRUE(std::memcmp(copy.data(), points.data(), points.size() * sizeof(double)) == 0);
 }
 
-const Shape kShapes[] = {Shape::Uniform,  Shape::Duplicates, Shape::AllEqual,
-                         Shape::Plane,    Shape::Line,       Shape::Clusters,
-                         Shape::Utm,      Shape::Huge,       Shape::Tiny};
+const Shape kShapes[] = {Shape::Uniform, Shape::Duplicates, Shape::AllEqual,
+                         Shape::Plane,   Shape::Line,       Shape::Clusters,
+                         Shape::Utm,     Shape::Huge,       Shape::Tiny};
 
 // ---- Host: the double bounds never exceed a distance they bound ---------------------
 
@@ -396,8 +393,7 @@ TEST(Float64Bounds, GridCellBoundsAreLowerBoundsAtAUtmOffset) {
         ASSERT_LE(bound, d) << "query " << i << " point " << j;
         // Beyond the shell of Chebyshev radius r around the query's cell.
         int32_t r = 0;
-        for (int a = 0; a < 3; ++a)
-          r = std::max(r, std::abs(g.cell_on_axis(p[a], a) - qc[a]));
+        for (int a = 0; a < 3; ++a) r = std::max(r, std::abs(g.cell_on_axis(p[a], a) - qc[a]));
         if (r > 0) {
           ASSERT_LE(g.beyond_shell_bound(q, qc, r - 1), d) << "query " << i;
         }
@@ -415,8 +411,8 @@ TEST(Float64Bounds, BoxDistanceIsALowerBoundInDouble) {
       for (int d = 0; d < dim; ++d)
         lo[d] = std::min(lo[d], points[j * dim + d]), hi[d] = std::max(hi[d], points[j * dim + d]);
     for (int64_t i = 0; i < 100; ++i) {
-      const double bound = knn::cuda::box_distance(queries.data() + i * dim, lo.data(), hi.data(),
-                                                   dim);
+      const double bound =
+          knn::cuda::box_distance(queries.data() + i * dim, lo.data(), hi.data(), dim);
       for (int64_t j = 0; j < 500; ++j)
         ASSERT_LE(bound, distance(queries.data() + i * dim, points.data() + j * dim, dim));
     }
@@ -624,8 +620,7 @@ TEST(Float64EnginesDevice, DeviceArraysAndSmallBudgetMatchTheOracle) {
     small.device_memory_limit = small_budget(s, n, m, k, false, false);
     EXPECT_TRUE(same_rows(want_knn, engine_knn(*e, queries, k, small), false)) << "chunked knn";
     small.device_memory_limit = small_budget(s, n, n, k, true, false);
-    EXPECT_TRUE(same_rows(want_self, engine_self(*e, k, true, small), false))
-        << "chunked knn_self";
+    EXPECT_TRUE(same_rows(want_self, engine_self(*e, k, true, small), false)) << "chunked knn_self";
     small.device_memory_limit = small_budget(s, n, m, cap, false, true);
     EXPECT_TRUE(same_rows(want_radius, engine_radius(*e, queries, radius, cap, small), true))
         << "chunked radius";

@@ -132,8 +132,7 @@ struct RowWriter {
   }
   __device__ void finish() {
     while (written < width)
-      store(indices, sq_distances, written++,
-            BasicNeighbor<Scalar>{infinity<Scalar>(), kNoIndex});
+      store(indices, sq_distances, written++, BasicNeighbor<Scalar>{infinity<Scalar>(), kNoIndex});
   }
 };
 
@@ -145,13 +144,13 @@ struct NoList {
 };
 
 template <typename Scalar, int K>
-__device__ void emit(const RegisterList<Scalar, K>& list, const ScanArgs<Scalar>& a,
-                     int64_t query, int64_t part) {
+__device__ void emit(const RegisterList<Scalar, K>& list, const ScanArgs<Scalar>& a, int64_t query,
+                     int64_t part) {
   if (a.splits == 1) {
     const int64_t row = query * a.row_width;
     RowWriter<Scalar> w{a.out.indices ? a.out.indices + row : nullptr,
-                a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width,
-                self_index(a, query)};
+                        a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width,
+                        self_index(a, query)};
 #pragma unroll
     for (int j = 0; j < K; ++j)
       if (j < list.k) w.put(list.dist[j], list.index[j]);
@@ -170,13 +169,12 @@ __device__ void emit(const NoList<Scalar>&, const ScanArgs<Scalar>& a, int64_t q
   if (a.splits > 1) return;
   const int64_t row = query * a.row_width;
   RowWriter<Scalar> w{a.out.indices ? a.out.indices + row : nullptr,
-              a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width, -1};
+                      a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width, -1};
   w.finish();
 }
 
 template <typename Scalar>
-__device__ void emit_count(const ScanArgs<Scalar>& a, int64_t query, int64_t part,
-                           int32_t count) {
+__device__ void emit_count(const ScanArgs<Scalar>& a, int64_t query, int64_t part, int32_t count) {
   if (a.splits == 1) {
     if (a.out.counts) a.out.counts[query] = count;
   } else {
@@ -290,8 +288,7 @@ __global__ void scan_warp_per_query(ScanArgs<Scalar> a) {
   if (query >= a.m) return;  // the whole warp: no block-wide barrier below
   const int dim = a.points.dim;
   WarpList<Scalar> list(
-      warp_storage + warp * (WarpList<Scalar>::bytes(a.list_k) / sizeof(Neighbor)), a.list_k,
-      lane);
+      warp_storage + warp * (WarpList<Scalar>::bytes(a.list_k) / sizeof(Neighbor)), a.list_k, lane);
   const Scalar* q_row = a.queries + query * dim;
   const PartRange range = part_range(a, blockIdx.y);
   int32_t count = 0;
@@ -537,9 +534,8 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
     run(points_.get(), n_, request, indices, sq_distances, nullptr, self_call);
   }
 
-  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors,
-              int32_t* indices, Scalar* sq_distances, int32_t* counts,
-              const CallParams& call) const override {
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     BruteForceRequest<Scalar> request;
     request.row_width = max_neighbors;
     // The contract's bound: radius * radius rounded to the scalar type (one
@@ -551,9 +547,9 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
   // The API layer has made the index's device current.
   void copy_points(Scalar* host_rows) const override {
     if (n_ > 0)
-      check(cudaMemcpy(host_rows, points_.get(), sizeof(Scalar) * n_ * dim_,
-                       cudaMemcpyDeviceToHost),
-            "cudaMemcpy (brute-force points to host)");
+      check(
+          cudaMemcpy(host_rows, points_.get(), sizeof(Scalar) * n_ * dim_, cudaMemcpyDeviceToHost),
+          "cudaMemcpy (brute-force points to host)");
   }
 
  private:
@@ -584,8 +580,8 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
           BruteForceRequest<Scalar> request = base;
           request.self_first = c.first;
           brute_force_search(points, c.queries, c.count, request,
-                             BruteForceOutputs<Scalar>{c.indices, c.sq_distances, c.counts},
-                             splits, s, stream);
+                             BruteForceOutputs<Scalar>{c.indices, c.sq_distances, c.counts}, splits,
+                             s, stream);
         });
   }
 

@@ -96,8 +96,7 @@ struct SharedList {
 
   __device__ SharedList(Scalar* dist_, int32_t* index_, int stride_, int k_)
       : dist(dist_), index(index_), stride(stride_), k(k_) {
-    for (int j = 0; j < k; ++j)
-      dist[j * stride] = infinity<Scalar>(), index[j * stride] = kNoIndex;
+    for (int j = 0; j < k; ++j) dist[j * stride] = infinity<Scalar>(), index[j * stride] = kNoIndex;
   }
 
   __device__ Scalar bound() const { return worst_dist; }

@@ -103,12 +103,12 @@ void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_wid
   const volatile int* cancel = cancel_flag();
   knn_progress* const report = progress();
   const CallShape<Scalar> shape{dim,
-                        row_width,
-                        indices != nullptr && row_width > 0,
-                        sq_distances != nullptr && row_width > 0,
-                        counts != nullptr,
-                        !call.queries_on_device,
-                        !call.outputs_on_device};
+                                row_width,
+                                indices != nullptr && row_width > 0,
+                                sq_distances != nullptr && row_width > 0,
+                                counts != nullptr,
+                                !call.queries_on_device,
+                                !call.outputs_on_device};
   const int64_t chunk = std::max<int64_t>(1, std::min(chunk_queries, m));
   // With more than one chunk a second slot overlaps one chunk's transfers
   // (and, for device arrays, its tail of idle SMs) with the next chunk.
@@ -125,7 +125,8 @@ void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_wid
       const size_t values = shape.row_values(s.count);
       const size_t row0 = shape.row_values(s.first);
       if (shape.want_indices)
-        staging_copy(indices + row0, s.host_indices.template as<int32_t>(), values * sizeof(int32_t));
+        staging_copy(indices + row0, s.host_indices.template as<int32_t>(),
+                     values * sizeof(int32_t));
       if (shape.want_sq)
         staging_copy(sq_distances + row0, s.host_sq_distances.template as<Scalar>(),
                      values * sizeof(Scalar));
@@ -153,8 +154,8 @@ void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_wid
     c.slot = slot_index;
     if (shape.stage_in) {
       const size_t bytes = shape.query_bytes(s.count);
-      staging_copy(s.host_queries.template as<Scalar>(),
-                   queries + static_cast<size_t>(first) * dim, bytes);
+      staging_copy(s.host_queries.template as<Scalar>(), queries + static_cast<size_t>(first) * dim,
+                   bytes);
       check(cudaMemcpyAsync(s.queries.get(), s.host_queries.template as<Scalar>(), bytes,
                             cudaMemcpyHostToDevice, stream),
             "cudaMemcpyAsync (queries to device)");
@@ -178,7 +179,8 @@ void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_wid
     if (shape.stage_out) {
       const size_t values = shape.row_values(s.count);
       if (shape.want_indices)
-        download(s.indices.get(), s.host_indices.template as<int32_t>(), values * sizeof(int32_t), stream);
+        download(s.indices.get(), s.host_indices.template as<int32_t>(), values * sizeof(int32_t),
+                 stream);
       if (shape.want_sq)
         download(s.sq_distances.get(), s.host_sq_distances.template as<Scalar>(),
                  values * sizeof(Scalar), stream);

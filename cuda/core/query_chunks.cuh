@@ -23,11 +23,11 @@ namespace cuda {
 template <typename Scalar>
 struct QueryChunk {
   const Scalar* queries;  // count * dim scalars
-  int64_t first, count;  // the chunk's queries are [first, first + count) of the call
-  int32_t* indices;      // count * row_width slots, or null when the caller passed null
-  Scalar* sq_distances;  // count * row_width slots, or null
-  int32_t* counts;       // count slots (radius calls), or null
-  int slot;              // pipeline slot, 0 .. kPipelineSlots-1 (see below)
+  int64_t first, count;   // the chunk's queries are [first, first + count) of the call
+  int32_t* indices;       // count * row_width slots, or null when the caller passed null
+  Scalar* sq_distances;   // count * row_width slots, or null
+  int32_t* counts;        // count slots (radius calls), or null
+  int slot;               // pipeline slot, 0 .. kPipelineSlots-1 (see below)
 };
 
 // Chunks on different slots (kPipelineSlots, query_chunks_memory.h) may run

@@ -24,9 +24,9 @@ inline size_t pipeline_bytes_per_query(int dim, int row_width, bool want_indices
   size_t per_slot = 0;
   if (!call.queries_on_device) per_slot += scalar_bytes * static_cast<size_t>(dim);
   if (!call.outputs_on_device)
-    per_slot += static_cast<size_t>(row_width) *
-                    ((want_indices ? 4 : 0) + (want_sq ? scalar_bytes : 0)) +
-                (want_counts ? 4 : 0);
+    per_slot +=
+        static_cast<size_t>(row_width) * ((want_indices ? 4 : 0) + (want_sq ? scalar_bytes : 0)) +
+        (want_counts ? 4 : 0);
   return kPipelineSlots * per_slot;
 }
 

@@ -167,9 +167,8 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     run_knn(grid_->points.get(), grid_->n, k, exclude_self, indices, sq_distances, on_device);
   }
 
-  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors,
-              int32_t* indices, Scalar* sq_distances, int32_t* counts,
-              const CallParams& call) const override {
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     if (m <= 0) return;
     const Scalar r2 = mul_rn(radius, radius);
     const bool want_rows = max_neighbors > 0;
@@ -179,11 +178,12 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     const GridView<Scalar> grid = grid_->view();
     for_each_query_chunk<Scalar>(queries, m, 3, max_neighbors, indices, sq_distances, counts, call,
                                  chunk, [&](const QueryChunk<Scalar>& c, cudaStream_t stream) {
-                           GridSearchScratch& s = scratch[c.slot];
-                           if (s.capacity() == 0) s = GridSearchScratch(chunk, grid_->key_bits());
-                           grid_radius(grid, c.queries, c.count, r2, max_neighbors, c.indices,
-                                       c.sq_distances, c.counts, s, stream);
-                         });
+                                   GridSearchScratch& s = scratch[c.slot];
+                                   if (s.capacity() == 0)
+                                     s = GridSearchScratch(chunk, grid_->key_bits());
+                                   grid_radius(grid, c.queries, c.count, r2, max_neighbors,
+                                               c.indices, c.sq_distances, c.counts, s, stream);
+                                 });
   }
 
   // The API layer has made the index's device current.
@@ -197,10 +197,9 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
  private:
   static int64_t chunk_for(int64_t m, int row_width, bool want_indices, bool want_sq,
                            bool want_counts, const CallParams& call) {
-    const size_t per_query =
-        pipeline_bytes_per_query(3, row_width, want_indices, want_sq, want_counts, call,
-                                 sizeof(Scalar)) +
-        kPipelineSlots * kGridScratchBytesPerQuery;
+    const size_t per_query = pipeline_bytes_per_query(3, row_width, want_indices, want_sq,
+                                                      want_counts, call, sizeof(Scalar)) +
+                             kPipelineSlots * kGridScratchBytesPerQuery;
     const size_t fixed = pipeline_fixed_bytes(call) +
                          kPipelineSlots * (4 * kAllocAlignment + cub_temp_bytes(kMaxChunkQueries));
     return std::min(m, chunk_queries_for(per_query, fixed, call));
@@ -220,11 +219,13 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     const GridView<Scalar> grid = grid_->view();
     for_each_query_chunk<Scalar>(queries, m, 3, k, indices, sq_distances, nullptr, call, chunk,
                                  [&](const QueryChunk<Scalar>& c, cudaStream_t stream) {
-                           GridSearchScratch& s = scratch[c.slot];
-                           if (s.capacity() == 0) s = GridSearchScratch(chunk, grid_->key_bits());
-                           grid_knn(grid, c.queries, c.count, k, exclude_self ? c.first : -1,
-                                    c.indices, c.sq_distances, s, stream);
-                         });
+                                   GridSearchScratch& s = scratch[c.slot];
+                                   if (s.capacity() == 0)
+                                     s = GridSearchScratch(chunk, grid_->key_bits());
+                                   grid_knn(grid, c.queries, c.count, k,
+                                            exclude_self ? c.first : -1, c.indices, c.sq_distances,
+                                            s, stream);
+                                 });
   }
 
   std::unique_ptr<DeviceGrid<Scalar>> grid_;
@@ -338,8 +339,8 @@ template struct DeviceGrid<float>;
 template struct DeviceGrid<double>;
 template std::unique_ptr<DeviceGrid<float>> build_device_grid<float>(const float*, int64_t, bool,
                                                                      int, cudaStream_t);
-template std::unique_ptr<DeviceGrid<double>> build_device_grid<double>(const double*, int64_t,
-                                                                       bool, int, cudaStream_t);
+template std::unique_ptr<DeviceGrid<double>> build_device_grid<double>(const double*, int64_t, bool,
+                                                                       int, cudaStream_t);
 
 namespace {
 

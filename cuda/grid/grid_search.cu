@@ -148,9 +148,9 @@ __global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, in
   const int64_t i = order[t];
   Scalar q[3];
   load_query(queries, i, q);
-  WarpList<Scalar> list(warp_storage + static_cast<size_t>(warp) *
-                                           (WarpList<Scalar>::bytes(take) / sizeof(Neighbor)),
-                        take, lane);
+  WarpList<Scalar> list(
+      warp_storage + static_cast<size_t>(warp) * (WarpList<Scalar>::bytes(take) / sizeof(Neighbor)),
+      take, lane);
   // The shell walk's tests read the bound with every candidate merged: a
   // stale one would walk whole shells more.
   if (grid.n > 0)
@@ -193,8 +193,8 @@ __global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, in
 // same bits.
 template <typename Scalar>
 __global__ void radius_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
-                              const uint32_t* order, Scalar r2, int max_neighbors,
-                              int32_t* indices, Scalar* sq_distances, int32_t* counts) {
+                              const uint32_t* order, Scalar r2, int max_neighbors, int32_t* indices,
+                              Scalar* sq_distances, int32_t* counts) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= count) return;
   const int64_t i = order[t];
@@ -309,8 +309,8 @@ void grid_radius(const GridView<Scalar>& grid, const Scalar* queries, int64_t co
 
 template int grid_max_list_k<float>();
 template int grid_max_list_k<double>();
-template void grid_knn<float>(const GridView<float>&, const float*, int64_t, int, int64_t,
-                              int32_t*, float*, GridSearchScratch&, cudaStream_t);
+template void grid_knn<float>(const GridView<float>&, const float*, int64_t, int, int64_t, int32_t*,
+                              float*, GridSearchScratch&, cudaStream_t);
 template void grid_knn<double>(const GridView<double>&, const double*, int64_t, int, int64_t,
                                int32_t*, double*, GridSearchScratch&, cudaStream_t);
 template void grid_radius<float>(const GridView<float>&, const float*, int64_t, float, int,

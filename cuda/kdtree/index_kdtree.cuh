@@ -74,8 +74,8 @@ struct SearchRequest {
   Scalar radius_sq;      // < 0: kNN
   int32_t* indices;      // m rows of row_width, or null
   Scalar* sq_distances;  // m rows of row_width, or null
-  int32_t* counts;      // m, or null
-  int row_width;        // >= k
+  int32_t* counts;       // m, or null
+  int row_width;         // >= k
 };
 
 // Device scratch of one pipeline slot, grown on demand.

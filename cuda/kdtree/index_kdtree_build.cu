@@ -123,8 +123,8 @@ __global__ void gather_buckets(const Scalar* input, int64_t n, int dim, const in
 }
 
 template <typename Scalar>
-void launch_node_boxes(const BucketTree<Scalar>& t, int level, const int32_t* order,
-                       Scalar* boxes, int32_t* split_dim, cudaStream_t stream) {
+void launch_node_boxes(const BucketTree<Scalar>& t, int level, const int32_t* order, Scalar* boxes,
+                       int32_t* split_dim, cudaStream_t stream) {
   const int64_t nodes = int64_t{1} << level;
   node_boxes_and_splits<Scalar><<<grid_for(nodes, kBlock), kBlock, 0, stream>>>(
       t.input.get(), t.n, t.dim, level, order, boxes, split_dim);

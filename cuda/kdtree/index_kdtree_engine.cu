@@ -76,9 +76,8 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
         own);
   }
 
-  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors,
-              int32_t* indices, Scalar* sq_distances, int32_t* counts,
-              const CallParams& call) const override {
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     // Rounded to the scalar type, as the contract says (one operation).
     const Scalar radius_sq = radius * radius;
     run(queries, m, max_neighbors, radius_sq, false, indices, sq_distances, counts, call);
@@ -115,24 +114,22 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     for_each_query_chunk<Scalar>(
         queries, m, tree_.dim, k, indices, sq_distances, counts, call, chunk,
         [&](const QueryChunk<Scalar>& c, cudaStream_t stream) {
-                           SearchScratch<Scalar>& s = scratch[c.slot];
-                           SearchRequest<Scalar> request{c.queries,      c.count,  k_search,
-                                                         radius_sq,      c.indices, c.sq_distances,
-                                                         c.counts,       k};
-                           if (exclude_self) {
-                             const size_t wide = static_cast<size_t>(c.count) * k_search;
-                             if (s.wide_index.size() < wide) s.wide_index.allocate(wide);
-                             if (c.sq_distances && s.wide_dist.size() < wide)
-                               s.wide_dist.allocate(wide);
-                             request.indices = s.wide_index.get();
-                             request.sq_distances = c.sq_distances ? s.wide_dist.get() : nullptr;
-                             request.row_width = k_search;
-                           }
-                           search_bucket_tree(view, request, s, stream);
-                           if (exclude_self)
-                             drop_self(s.wide_index.get(), s.wide_dist.get(), c.count, c.first, k,
-                                       c.indices, c.sq_distances, stream);
-                         });
+          SearchScratch<Scalar>& s = scratch[c.slot];
+          SearchRequest<Scalar> request{c.queries, c.count,        k_search, radius_sq,
+                                        c.indices, c.sq_distances, c.counts, k};
+          if (exclude_self) {
+            const size_t wide = static_cast<size_t>(c.count) * k_search;
+            if (s.wide_index.size() < wide) s.wide_index.allocate(wide);
+            if (c.sq_distances && s.wide_dist.size() < wide) s.wide_dist.allocate(wide);
+            request.indices = s.wide_index.get();
+            request.sq_distances = c.sq_distances ? s.wide_dist.get() : nullptr;
+            request.row_width = k_search;
+          }
+          search_bucket_tree(view, request, s, stream);
+          if (exclude_self)
+            drop_self(s.wide_index.get(), s.wide_dist.get(), c.count, c.first, k, c.indices,
+                      c.sq_distances, stream);
+        });
   }
 
   BucketTree<Scalar> tree_;

@@ -65,8 +65,7 @@ inline size_t kdtree_build_bytes(int64_t n, int dim, int leaf_size,
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   const int levels = bucket_tree_levels(n, leaf_size);
   const int64_t scan_items = (n < 0 ? 0 : n) * bucket_tree_scan_dims(n, dim);
-  const size_t sort_phase =
-      2 * aligned(un * scalar_bytes) + aligned(un * 4) + cub_temp_bytes(n);
+  const size_t sort_phase = 2 * aligned(un * scalar_bytes) + aligned(un * 4) + cub_temp_bytes(n);
   const size_t split_phase = aligned((size_t{1} << (levels > 0 ? levels - 1 : 0)) * 4) +
                              aligned(un) + aligned(static_cast<size_t>(scan_items) * 4) +
                              cub_temp_bytes(scan_items);
@@ -114,9 +113,9 @@ inline int64_t kdtree_max_chunk(int dim, int k_search, int row_width, bool exclu
   const size_t staged =
       kdtree_call_bytes_per_query(dim, k_search, row_width, exclude_self, want_indices, want_sq,
                                   want_counts, host_call, scalar_bytes);
-  const size_t own = kdtree_call_bytes_per_query(dim, k_search, row_width, exclude_self,
-                                                 want_indices, want_sq, want_counts, call,
-                                                 scalar_bytes);
+  const size_t own =
+      kdtree_call_bytes_per_query(dim, k_search, row_width, exclude_self, want_indices, want_sq,
+                                  want_counts, call, scalar_bytes);
   const size_t ratio = staged / std::max<size_t>(own, 1);
   return std::min<int64_t>(INT32_MAX, kMaxChunkQueries * static_cast<int64_t>(ratio));
 }
@@ -130,8 +129,7 @@ inline size_t kdtree_query_bytes(int64_t m, int k, int64_t n, int dim, int leaf_
   const size_t per_query =
       kdtree_call_bytes_per_query(dim, k + 1, k, true, true, true, true, host_call, scalar_bytes);
   return kdtree_resident_bytes(n, dim, leaf_size, scalar_bytes) +
-         kdtree_call_fixed_bytes(host_call) +
-         static_cast<size_t>(chunk) * per_query;
+         kdtree_call_fixed_bytes(host_call) + static_cast<size_t>(chunk) * per_query;
 }
 
 }  // namespace cuda

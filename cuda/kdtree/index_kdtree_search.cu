@@ -318,8 +318,9 @@ __device__ void thread_query(const KernelArgs<Scalar>& a, int32_t qi, uint32_t h
 template <typename Scalar, int K>
 using ThreadList = std::conditional_t<(K > 0), RegisterList<Scalar, K>, HeapList<Scalar>>;
 template <typename Scalar, int K>
-constexpr int search_min_blocks =
-    TakesTurns<ThreadList<Scalar, K>>::value ? (sizeof(Scalar) == sizeof(float) ? 6 : 4) : 1;
+constexpr int search_min_blocks = TakesTurns<ThreadList<Scalar, K>>::value
+                                      ? (sizeof(Scalar) == sizeof(float) ? 6 : 4)
+                                      : 1;
 
 // K > 0: a register list of up to K; K == 0: a heap in device scratch.
 template <typename Scalar, int DIM, int K>
@@ -460,8 +461,7 @@ __global__ void drop_self_kernel(const int32_t* wide_index, const Scalar* wide_d
 
 template <int DIM, int K, typename Scalar>
 void launch_thread_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
-  search_thread_lists<Scalar, DIM, K>
-      <<<grid_for(a.m, kSearchBlock), kSearchBlock, 0, stream>>>(a);
+  search_thread_lists<Scalar, DIM, K><<<grid_for(a.m, kSearchBlock), kSearchBlock, 0, stream>>>(a);
   check_launch("search_thread_lists");
 }
 
@@ -512,9 +512,9 @@ void search_bucket_tree(const BucketTreeView<Scalar>& tree, const SearchRequest<
     home_key = keys.Current();
   }
 
-  KernelArgs<Scalar> a{tree,      r.queries,      order,    home_key,    r.m,
-                       r.k,       r.radius_sq,    r.indices, r.sq_distances, r.counts,
-                       r.row_width, nullptr,      nullptr};
+  KernelArgs<Scalar> a{tree,        r.queries,   order,     home_key,       r.m,
+                       r.k,         r.radius_sq, r.indices, r.sq_distances, r.counts,
+                       r.row_width, nullptr,     nullptr};
   const ListKind kind = list_kind_for(r.k);
   if (kind == ListKind::kHeap) {
     ensure_capacity(scratch.heap_index, m * r.k);
