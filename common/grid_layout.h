@@ -27,10 +27,14 @@
 // A search that stops only when this bound is strictly greater than its k-th
 // distance can miss no point that ties with or beats the k-th.
 //
-// The layout is a template over the index's scalar type: for float64 points
-// (the _f64 family) every "float" above reads "double", and the gap is the
-// shrunk double itself (scalar_at_most: the shrink already covers the one
-// rounding of the subtraction, so the double lies below the real gap).
+// Scalar. The layout is a template over the scalar type of the points
+// (BasicGridLayout<float>, GridLayout, for the float32 index;
+// BasicGridLayout<double> for the float64 one). Binning and boundaries are
+// in double for both; only the last step differs: a float32 gap is rounded
+// down to float (at_most), a float64 gap is already a double, and the
+// relative shrink (1e-14, far above 2^-53) covers the rounding of its
+// product too. Everything said above of float32 holds of float64 with
+// "float" read as the scalar type.
 #pragma once
 
 #include <cmath>
@@ -57,9 +61,12 @@ constexpr int64_t kGridMaxCells = int64_t{1} << 30;
 constexpr double kGridPoorOccupancyFactor = 8.0;
 constexpr int64_t kGridMinPointsToJudge = 1024;
 
-// HUGE_VALF, not numeric_limits: callable from device code without
+// HUGE_VAL, not numeric_limits: callable from device code without
 // --expt-relaxed-constexpr (hosts such as the benchmarks compile this header).
-KNN_HD float grid_infinity() { return HUGE_VALF; }
+template <typename Scalar>
+KNN_HD Scalar grid_infinity() {
+  return static_cast<Scalar>(HUGE_VAL);
+}
 
 // The largest float <= x (x >= 0; values beyond float's range give FLT_MAX).
 KNN_HD float float_at_most(double x) {
@@ -67,22 +74,14 @@ KNN_HD float float_at_most(double x) {
   return __double2float_rd(x);
 #else
   float f = static_cast<float>(x);
-  if (static_cast<double>(f) > x) f = std::nextafter(f, -grid_infinity());
+  if (static_cast<double>(f) > x) f = std::nextafter(f, -grid_infinity<float>());
   return f;
 #endif
 }
 
 // The largest Scalar <= x: float_at_most for float, x itself for double.
-template <typename Scalar>
-KNN_HD Scalar scalar_at_most(double x);
-template <>
-KNN_HD float scalar_at_most<float>(double x) {
-  return float_at_most(x);
-}
-template <>
-KNN_HD double scalar_at_most<double>(double x) {
-  return x;
-}
+KNN_HD float at_most(double x, float) { return float_at_most(x); }
+KNN_HD double at_most(double x, double) { return x; }
 
 template <typename Scalar>
 struct BasicGridLayout {
@@ -119,14 +118,14 @@ struct BasicGridLayout {
   KNN_HD Scalar box_gap(Scalar q, int a) const {
     if (q < box_lo[a]) return sub_rn(box_lo[a], q);
     if (q > box_hi[a]) return sub_rn(q, box_hi[a]);
-    return Scalar{0};
+    return Scalar(0);
   }
 
   // Scalar lower bound of |fl(p_a - q)| over the points of cell c on axis a,
   // seen from a query in cell qc (see the header comment); +infinity for a
   // cell outside the grid, which holds no points.
   KNN_HD Scalar axis_gap(Scalar q, int a, int32_t qc, int32_t c) const {
-    if (c < 0 || c >= cells[a]) return grid_infinity();
+    if (c < 0 || c >= cells[a]) return grid_infinity<Scalar>();
     const Scalar outside = box_gap(q, a);
     if (c == qc) return outside;
     // Relative shrink > 2^-52: covers the rounding of the subtraction below.
@@ -142,12 +141,12 @@ struct BasicGridLayout {
       gap = static_cast<double>(q) - boundary;
     }
     if (!(gap > 0.0)) return outside;
-    const Scalar g = scalar_at_most<Scalar>(gap * kShrink);
+    const Scalar g = at_most(gap * kShrink, Scalar());
     return g > outside ? g : outside;
   }
 
-  // Lower bound of the squared distance from q to any point of cell
-  // (cx, cy, cz), combining the axes in the contract's order.
+  // Lower bound of the squared distance (in the scalar type) from q to any
+  // point of cell (cx, cy, cz), combining the axes in the contract's order.
   KNN_HD Scalar cell_bound(const Scalar q[3], const int32_t qc[3], int32_t cx, int32_t cy,
                            int32_t cz) const {
     const Scalar gx = axis_gap(q[0], 0, qc[0], cx);
@@ -156,7 +155,7 @@ struct BasicGridLayout {
     return add_rn(add_rn(mul_rn(gx, gx), mul_rn(gy, gy)), mul_rn(gz, gz));
   }
 
-  // Lower bound of the squared distance from q to any point outside
+  // Lower bound of the float32 squared distance from q to any point outside
   // the cube of cells within Chebyshev distance r of qc: such a point lies, on
   // some axis, at least r + 1 cells away, and on every axis outside the box
   // if q is. +infinity when the cube already covers the grid.
@@ -166,11 +165,11 @@ struct BasicGridLayout {
       const Scalar g = box_gap(q[a], a);
       outside_sq[a] = mul_rn(g, g);
     }
-    Scalar best = grid_infinity();
+    Scalar best = grid_infinity<Scalar>();
     for (int a = 0; a < 3; ++a) {
       for (int side = -1; side <= 1; side += 2) {
         const Scalar g = axis_gap(q[a], a, qc[a], qc[a] + side * (r + 1));
-        if (g == grid_infinity()) continue;  // no cells on that side
+        if (g == grid_infinity<Scalar>()) continue;  // no cells on that side
         Scalar sq[3] = {outside_sq[0], outside_sq[1], outside_sq[2]};
         sq[a] = mul_rn(g, g);
         const Scalar bound = add_rn(add_rn(sq[0], sq[1]), sq[2]);
@@ -193,6 +192,7 @@ struct BasicGridLayout {
     return true;
   }
 };
+
 using GridLayout = BasicGridLayout<float>;
 
 // The k-nearest walk: shells of cells around the query's cell (Chebyshev
@@ -252,7 +252,7 @@ KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth
 }
 
 // The radius walk: every cell whose bound is within r2 (the square of the
-// radius rounded to the scalar type), and no other. The per-axis ranges are grown from the
+// radius in the scalar type), and no other. The per-axis ranges are grown from the
 // query's cell while their one-axis bound stays within r2.
 // visit_cell(key, key) has the form of walk_shells' visit_range.
 template <typename Scalar, class VisitCell>
