@@ -573,10 +573,9 @@ KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, in
  * *scalar (INVALID_ARGUMENT for a NULL or dead index or a NULL scalar).
  *
  * knn_estimate_build_bytes_f64 / knn_estimate_query_bytes_f64 answer as
- * their float twins for float64 storage: twice the float32 figure (every
- * device buffer at most doubles when coordinates and distances take 8 bytes;
- * indices and keys do not grow), saturating at SIZE_MAX. The planner uses
- * the same figure when AUTO weighs a device build.
+ * their float twins for float64 storage (coordinates and distances take 8
+ * bytes; indices and keys do not grow), saturating at SIZE_MAX. The planner
+ * uses the same figure when AUTO weighs a device build.
  *
  * The classic API (section 2) stays float32: use this family for double
  * data. */

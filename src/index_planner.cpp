@@ -17,18 +17,15 @@ int auto_structure(int backend, int64_t n, int dim) {
 }
 
 namespace {
-size_t for_scalar(size_t float32_bytes, int scalar) {
-  if (scalar != KNN_SCALAR_FLOAT64) return float32_bytes;
-  return float32_bytes > SIZE_MAX / 2 ? SIZE_MAX : 2 * float32_bytes;
-}
+size_t scalar_size(int scalar) { return scalar == KNN_SCALAR_FLOAT64 ? sizeof(double) : sizeof(float); }
 }  // namespace
 
 size_t device_build_bytes(int structure, int64_t n, int dim, int scalar) {
-  return for_scalar(cuda::index_memory::build_bytes(structure, n, dim), scalar);
+  return cuda::index_memory::build_bytes(structure, n, dim, scalar_size(scalar));
 }
 
 size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, int scalar) {
-  return for_scalar(cuda::index_memory::query_bytes(structure, m, k, n, dim), scalar);
+  return cuda::index_memory::query_bytes(structure, m, k, n, dim, scalar_size(scalar));
 }
 
 int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit,

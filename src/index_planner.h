@@ -47,10 +47,9 @@ inline bool gpu_kdtree_beats_brute_force(int64_t n, int dim) {
 int auto_structure(int backend, int64_t n, int dim);
 
 // Device bytes of a build of `structure` over n points of dim coordinates of
-// `scalar` (KNN_SCALAR_*). The CUDA model counts float32 storage; a float64
-// engine's buffers are the same ones with 8-byte coordinates and distances
-// where float32 has 4 (indices, keys and offsets unchanged), so twice the
-// float32 figure bounds it (saturating at SIZE_MAX).
+// `scalar` (KNN_SCALAR_*): the CUDA memory model with the scalar's size
+// (8-byte coordinates and distances for float64; indices, keys and offsets
+// unchanged), saturating at SIZE_MAX.
 size_t device_build_bytes(int structure, int64_t n, int dim, int scalar);
 size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, int scalar);
 
