@@ -45,6 +45,9 @@ std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const Index
 std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t, const QuadtreeParams&) {
   no_cuda();
 }
+std::unique_ptr<QuadtreeEngine> build_quadtree(const double*, int64_t, const QuadtreeParams&) {
+  no_cuda();
+}
 
 }  // namespace cuda
 }  // namespace knn
