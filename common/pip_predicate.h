@@ -66,8 +66,8 @@ namespace pip {
 //    of 2^-1074, the smallest double: each is representable once it has at
 //    most 53 significant bits, subnormal or not, so the error-free
 //    transformations stay error free and the filter's bound below holds.
-constexpr double kMaxMagnitude = 3.273390607896142e+150;   // 2^500
-constexpr double kMinMagnitude = 1.0020841800044864e-146;  // 2^-485
+constexpr double kMaxMagnitude = 0x1p500;   // about 3.3e150
+constexpr double kMinMagnitude = 0x1p-485;  // about 1.0e-146
 
 // Whether a float64 coordinate lies in that range (0 included).
 KNN_HD bool in_exact_range(double v) {
