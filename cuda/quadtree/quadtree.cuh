@@ -107,25 +107,19 @@ class CudaQuadtree final : public QuadtreeEngine {
   int64_t node_count() const { return static_cast<int64_t>(nodes_.size()); }
   QuadtreeView<P> view() const { return {nodes_.get(), xy_.get(), ids_.get()}; }
 
+  // Defined in quadtree_query.cu, which instantiates the class for float
+  // and double points.
   void count(const PolygonSet<float>& polygons, int64_t* counts,
-             const QuadtreeParams& call) const override {
-    count_polygons(polygons, counts, call);
-  }
+             const QuadtreeParams& call) const override;
   void count(const PolygonSet<double>& polygons, int64_t* counts,
-             const QuadtreeParams& call) const override {
-    count_polygons(polygons, counts, call);
-  }
+             const QuadtreeParams& call) const override;
   void fill(const PolygonSet<float>& polygons, const int64_t* out_offsets, int64_t* point_indices,
-            const QuadtreeParams& call) const override {
-    fill_polygons(polygons, out_offsets, point_indices, call);
-  }
+            const QuadtreeParams& call) const override;
   void fill(const PolygonSet<double>& polygons, const int64_t* out_offsets,
-            int64_t* point_indices, const QuadtreeParams& call) const override {
-    fill_polygons(polygons, out_offsets, point_indices, call);
-  }
+            int64_t* point_indices, const QuadtreeParams& call) const override;
 
  private:
-  // V: the vertices' scalar (quadtree_query.cu).
+  // V: the vertices' scalar.
   template <class V>
   void count_polygons(const PolygonSet<V>& polygons, int64_t* counts,
                       const QuadtreeParams& call) const;

@@ -542,6 +542,30 @@ void CudaQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t
   }
 }
 
+template <class P>
+void CudaQuadtree<P>::count(const PolygonSet<float>& polygons, int64_t* counts,
+                            const QuadtreeParams& call) const {
+  count_polygons(polygons, counts, call);
+}
+
+template <class P>
+void CudaQuadtree<P>::count(const PolygonSet<double>& polygons, int64_t* counts,
+                            const QuadtreeParams& call) const {
+  count_polygons(polygons, counts, call);
+}
+
+template <class P>
+void CudaQuadtree<P>::fill(const PolygonSet<float>& polygons, const int64_t* out_offsets,
+                           int64_t* point_indices, const QuadtreeParams& call) const {
+  fill_polygons(polygons, out_offsets, point_indices, call);
+}
+
+template <class P>
+void CudaQuadtree<P>::fill(const PolygonSet<double>& polygons, const int64_t* out_offsets,
+                           int64_t* point_indices, const QuadtreeParams& call) const {
+  fill_polygons(polygons, out_offsets, point_indices, call);
+}
+
 template class CudaQuadtree<float>;
 template class CudaQuadtree<double>;
 
