@@ -201,12 +201,14 @@ KNN_HD int orientation_sign(T ax, T ay, T bx, T by, T px, T py) {
   // t1, t2 are within ((1+u)^3 - 1)/(1-u)^3 < 3.01u of the exact products,
   // relative; the final subtraction adds at most u * (|t1| + |t2|). The total
   // error is below 4.01u * (|t1| + |t2|); the bound used, 2^-50 = 8u times the
-  // rounded sum |t1| + |t2|, is larger still. No rounding error comes from
-  // underflow: for floats nonzero products are at least 2^-298; for doubles
-  // in range every value is a multiple of 2^-1074 (see kMinMagnitude), exact
-  // wherever it is subnormal, and a bound below 2^-1021 can only be reached
-  // by operations that were all exact. Ties with the bound, zero included,
-  // go to the exact path.
+  // rounded sum |t1| + |t2|, is larger still. Underflow: for floats nonzero
+  // products are at least 2^-298. For doubles in range every exact result is
+  // a multiple of 2^-1074 (see kMinMagnitude), so a subnormal one is exact.
+  // When |t1| + |t2| < 2^-1023, each factor of t1 and t2 is below 2^-486 (a
+  // nonzero one is at least 2^-537), so the differences and products were
+  // exact and det is too; otherwise 2^-50 * (|t1| + |t2|) >= 2^-1073 loses at
+  // most 2^-1075, a quarter of itself, when rounded, and still exceeds the
+  // error. Ties with the bound, zero included, go to the exact path.
   const double t1 = dmul(dsub(bx, ax), dsub(py, ay));
   const double t2 = dmul(dsub(px, ax), dsub(by, ay));
   const double det = dsub(t1, t2);
