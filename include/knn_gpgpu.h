@@ -625,12 +625,14 @@ typedef struct knn_quadtree knn_quadtree; /* opaque */
 KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
                                         knn_quadtree** out);
 /* A pointer that is not a live quadtree (freed, or not made by
- * knn_quadtree_build) is refused with INVALID_ARGUMENT by every call, free
- * included, without reading it (as for knn_index_free). */
+ * knn_quadtree_build or knn_quadtree_build_f64) is refused with
+ * INVALID_ARGUMENT by every call, free included, without reading it (as for
+ * knn_index_free). */
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
 
-/* Polygons: vertices_xy holds all ring vertices as (x, y) pairs; ring r spans
- * vertices [ring_offsets[r], ring_offsets[r+1]) (n_rings + 1 offsets);
+/* Polygons: vertices_xy holds all ring vertices as (x, y) pairs (floats;
+ * doubles for the _f64 calls below); ring r spans vertices
+ * [ring_offsets[r], ring_offsets[r+1]) (n_rings + 1 offsets);
  * polygon p spans rings [polygon_offsets[p], polygon_offsets[p+1])
  * (n_polygons + 1 offsets). The first ring of a polygon is its outer
  * boundary, the others are holes. Rings may be open or closed, in any
@@ -650,7 +652,8 @@ KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
  * one endpoint has y > the point's y (half-open: horizontal edges never
  * count, a vertex on the ray counts once) and it crosses the ray strictly
  * right of the point. The decision is exact for the float inputs (no
- * rounding can flip it) and identical on both backends.
+ * rounding can flip it), and for double inputs within the range given with
+ * the _f64 calls, and identical on both backends.
  * Boundary rule: the answer for a point p is the plain even-odd answer for p
  * nudged infinitesimally right, then (far less) up. So a point exactly on an
  * edge belongs to the polygon lying to its right (above it, on a horizontal
@@ -678,12 +681,33 @@ KNN_API int KNN_CALL knn_points_in_polygons(const knn_quadtree* tree, const floa
                                             const int64_t* out_offsets, int64_t* point_indices,
                                             const knn_options* opt);
 
-/* Double precision point in polygon. knn_quadtree_build_f64 keeps the
- * points as doubles; the _f64 polygon calls take double vertices. Trees and
- * polygons of either precision combine (a float converts to double
- * exactly): the decision is made on the exact values, with the same inside
- * and boundary rules and the same exactness (orientation signs that no
- * rounding can flip), identical on both backends. */
+/* Double precision point in polygon (float64). knn_quadtree_build_f64 is
+ * knn_quadtree_build with xy as n rows of two doubles (host memory; the tree
+ * keeps its own copy, 16 bytes a point instead of 8, and its node boxes in
+ * double); knn_points_in_polygons_count_f64 and knn_points_in_polygons_f64
+ * are their float twins with vertices_xy as doubles (host memory). Every
+ * other argument, option, check, error, output rule, ownership and thread
+ * rule is the float call's; trees are freed with knn_quadtree_free.
+ * Trees and polygons of either precision combine: a float tree takes double
+ * polygons and a double tree float ones (a float converts to double
+ * exactly). The answer is the inside and boundary rule above applied to the
+ * exact values of the point and the vertices, with orientation signs that
+ * no rounding can flip, so it is identical on both backends, for every
+ * leaf_size and thread count, and a mix equals the all-double call on the
+ * same values.
+ * Coordinate range: the orientation test is exact for every double point
+ * and vertex coordinate that is 0 or of magnitude within [2^-485, 2^500]
+ * (about 1.0e-146 .. 3.3e150; this holds every float, so the float calls
+ * have no such rule). Outside it, knn_quadtree_build_f64 refuses a point and
+ * the _f64 polygon calls a vertex with KNN_ERR_INVALID_ARGUMENT naming the
+ * point or vertex, its coordinate and the range; a NaN/Inf one is
+ * KNN_ERR_NONFINITE_INPUT naming it, as in the float calls (the message
+ * says "point i" or "vertex i" and the dimension, 0 for x, 1 for y). Nothing
+ * is written before these checks pass.
+ * Typical coordinates: projected frames (UTM or national grids at 10^6 m
+ * with millimetre detail) and longitude/latitude in degrees with detail to
+ * 1e-9 degree keep their full precision; rounding them to float32 (spacing
+ * 0.5 m at 4.5e6, 1.5e-5 degree at 151) moves points across boundaries. */
 KNN_API int KNN_CALL knn_quadtree_build_f64(const double* xy, int64_t n, const knn_options* opt,
                                             knn_quadtree** out);
 KNN_API int KNN_CALL knn_points_in_polygons_count_f64(const knn_quadtree* tree,

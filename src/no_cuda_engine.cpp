@@ -57,6 +57,9 @@ std::unique_ptr<IndexEngine64> build_grid_index(const double*, int64_t, const In
 std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t, const QuadtreeParams&) {
   no_cuda();
 }
+std::unique_ptr<QuadtreeEngine> build_quadtree(const double*, int64_t, const QuadtreeParams&) {
+  no_cuda();
+}
 
 }  // namespace cuda
 }  // namespace knn

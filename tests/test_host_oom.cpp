@@ -30,6 +30,7 @@
 #include "index_test_helpers.h"
 #include "knn_gpgpu.h"
 #include "oracle.h"
+#include "pip_api_calls.h"
 #include "pip_oracle.h"
 #include "test_data.h"
 
@@ -481,21 +482,34 @@ class HostOom : public ::testing::Test {
     return counts;
   }
 
+  // The point-in-polygon cases run for each precision: P the points', V the
+  // vertices' scalar (the _f64 calls when double), on the same values.
+  template <class P>
+  static const char* build_name() {
+    return sizeof(P) == 8 ? "knn_quadtree_build_f64" : "knn_quadtree_build";
+  }
+  template <class V>
+  static const char* count_name() {
+    return sizeof(V) == 8 ? "knn_points_in_polygons_count_f64" : "knn_points_in_polygons_count";
+  }
+  template <class V>
+  static const char* fill_name() {
+    return sizeof(V) == 8 ? "knn_points_in_polygons_f64" : "knn_points_in_polygons";
+  }
+
+  template <class P>
   Case quadtree_build() {
     auto out = std::make_shared<knn_quadtree*>(nullptr);
     const knn_options o = opt_;
     const std::vector<int64_t> want = pip_counts();
-    return {"knn_quadtree_build",
+    const std::vector<P> xy(xy_.begin(), xy_.end());
+    const PolygonArrays polygons = polygons_;
+    return {build_name<P>(),
             [=] { *out = reinterpret_cast<knn_quadtree*>(out.get()); },
-            [=] {
-              return knn_quadtree_build(xy_.data(), static_cast<int64_t>(xy_.size() / 2), &o,
-                                        out.get());
-            },
+            [=] { return knn_test::quadtree_build(xy, o, out.get()); },
             [=] {
               std::vector<int64_t> counts(want.size(), -7);
-              const int status = knn_points_in_polygons_count(
-                  *out, polygons_.xy.data(), polygons_.ring_offsets.data(), polygons_.n_rings(),
-                  polygons_.polygon_offsets.data(), polygons_.n_polygons(), counts.data(), &o);
+              const int status = knn_test::pip_count(*out, polygons, counts.data(), o);
               return check(status == KNN_OK && counts == want, "the quadtree built counts wrong");
             },
             [=] { return check(*out == nullptr, "*out is not NULL after a failure"); },
@@ -505,36 +519,38 @@ class HostOom : public ::testing::Test {
             }};
   }
 
+  template <class P>
   std::shared_ptr<knn_quadtree> shared_quadtree() {
     knn_quadtree* tree = nullptr;
-    EXPECT_EQ(knn_quadtree_build(xy_.data(), static_cast<int64_t>(xy_.size() / 2), &opt_, &tree),
+    EXPECT_EQ(knn_test::quadtree_build(std::vector<P>(xy_.begin(), xy_.end()), opt_, &tree),
               KNN_OK)
         << knn_last_error();
     return std::shared_ptr<knn_quadtree>(
         tree, [](knn_quadtree* t) { EXPECT_EQ(knn_quadtree_free(t), KNN_OK); });
   }
 
+  template <class P, class V>
   Case pip_count() {
-    auto tree = shared_quadtree();
+    auto tree = shared_quadtree<P>();
     auto counts = std::make_shared<std::vector<int64_t>>();
     const std::vector<int64_t> want = pip_counts();
     const knn_options o = opt_;
-    return {
-        "knn_points_in_polygons_count", [=] { counts->assign(want.size(), int64_t{kUntouched}); },
-        [=] {
-          return knn_points_in_polygons_count(
-              tree.get(), polygons_.xy.data(), polygons_.ring_offsets.data(), polygons_.n_rings(),
-              polygons_.polygon_offsets.data(), polygons_.n_polygons(), counts->data(), &o);
-        },
-        [=] { return check(*counts == want, "counts differ from the oracle's"); },
-        [=] {
-          return check(all_equal(*counts, int64_t{kUntouched}) || all_equal(*counts, int64_t{0}),
-                       "counts are neither untouched nor all 0");
-        }};
+    const BasicPolygonArrays<V> polygons = polygons_.as<V>();
+    const std::string name =
+        std::string(count_name<V>()) + (sizeof(P) == 4 ? " (float tree)" : " (double tree)");
+    return {name, [=] { counts->assign(want.size(), int64_t{kUntouched}); },
+            [=] { return knn_test::pip_count(tree.get(), polygons, counts->data(), o); },
+            [=] { return check(*counts == want, "counts differ from the oracle's"); },
+            [=] {
+              return check(
+                  all_equal(*counts, int64_t{kUntouched}) || all_equal(*counts, int64_t{0}),
+                  "counts are neither untouched nor all 0");
+            }};
   }
 
+  template <class P, class V>
   Case pip_fill() {
-    auto tree = shared_quadtree();
+    auto tree = shared_quadtree<P>();
     auto indices = std::make_shared<std::vector<int64_t>>();
     std::vector<int64_t> offsets{0}, want;
     for (const auto& p : pip_) {
@@ -542,19 +558,19 @@ class HostOom : public ::testing::Test {
       want.insert(want.end(), p.begin(), p.end());
     }
     const knn_options o = opt_;
-    return {
-        "knn_points_in_polygons", [=] { indices->assign(want.size(), int64_t{kUntouched}); },
-        [=] {
-          return knn_points_in_polygons(tree.get(), polygons_.xy.data(),
-                                        polygons_.ring_offsets.data(), polygons_.n_rings(),
-                                        polygons_.polygon_offsets.data(), polygons_.n_polygons(),
-                                        offsets.data(), indices->data(), &o);
-        },
-        [=] { return check(*indices == want, "indices differ from the oracle's"); },
-        [=] {
-          return check(all_equal(*indices, int64_t{kUntouched}) || all_equal(*indices, int64_t{-1}),
-                       "indices are neither untouched nor all -1");
-        }};
+    const BasicPolygonArrays<V> polygons = polygons_.as<V>();
+    const std::string name =
+        std::string(fill_name<V>()) + (sizeof(P) == 4 ? " (float tree)" : " (double tree)");
+    return {name, [=] { indices->assign(want.size(), int64_t{kUntouched}); },
+            [=] {
+              return knn_test::pip_fill(tree.get(), polygons, offsets.data(), indices->data(), o);
+            },
+            [=] { return check(*indices == want, "indices differ from the oracle's"); },
+            [=] {
+              return check(
+                  all_equal(*indices, int64_t{kUntouched}) || all_equal(*indices, int64_t{-1}),
+                  "indices are neither untouched nor all -1");
+            }};
   }
 
   std::vector<Case> all_cases() {
@@ -571,9 +587,13 @@ class HostOom : public ::testing::Test {
     }
     cases.push_back(index_build_f64());
     cases.push_back(index_query_f64());
-    cases.push_back(quadtree_build());
-    cases.push_back(pip_count());
-    cases.push_back(pip_fill());
+    cases.push_back(quadtree_build<float>());
+    cases.push_back(pip_count<float, float>());
+    cases.push_back(pip_fill<float, float>());
+    cases.push_back(quadtree_build<double>());
+    cases.push_back(pip_count<double, double>());
+    cases.push_back(pip_fill<double, double>());
+    cases.push_back(pip_count<float, double>());
     return cases;
   }
 
