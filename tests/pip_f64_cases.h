@@ -134,6 +134,32 @@ inline F64Case tiling_case(uint64_t seed, int g) {
   return c;
 }
 
+// One tree over the whole accepted range: points from 2^-485 to 2^500 (and
+// 0) in magnitude, so the 2^16 cell grid spans 2^501 and every point near 0
+// shares one cell; polygons at both ends (a tiny triangle around 0, a huge
+// one, a huge one with a hole of tiny size) and points on and one ulp around
+// their edges.
+inline F64Case extreme_range_case(uint64_t seed) {
+  F64Case c{"the whole range in one tree", {}, {}};
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-485, 499);
+  for (int k = 0; k < 3000; ++k) {
+    const double x = std::ldexp(unit(rng), exponent(rng)), y = std::ldexp(unit(rng), exponent(rng));
+    push_point(c.xy, std::fabs(x) < std::ldexp(1.0, -485) ? 0.0 : x,
+               std::fabs(y) < std::ldexp(1.0, -485) ? 0.0 : y);
+  }
+  const double tiny = std::ldexp(1.0, -470), huge = std::ldexp(1.0, 498);
+  c.polygons.add_polygon({{-tiny, -tiny}, {3 * tiny, -tiny}, {-tiny, 2 * tiny}});
+  c.polygons.add_polygon({{-huge, -huge}, {huge, -0.5 * huge}, {0.25 * huge, huge}});
+  c.polygons.add_polygon({{-huge, -huge}, {huge, -huge}, {huge, huge}, {-huge, huge}});
+  c.polygons.add_hole({{-tiny, -tiny}, {tiny, -tiny}, {tiny, tiny}, {-tiny, tiny}});
+  add_near_edge_points(c.polygons, rng, c.xy);
+  for (double& v : c.xy)  // one ulp off a coordinate of 2^-485 may leave the range
+    if (std::fabs(v) < std::ldexp(1.0, -485)) v = 0.0;
+  return c;
+}
+
 // The case with every coordinate multiplied by 2^e (exact; the answers are
 // the same, since the predicate is invariant under that scaling).
 inline F64Case scaled_case(const F64Case& base, int e, const char* name) {

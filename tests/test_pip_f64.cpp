@@ -41,6 +41,8 @@ void expect_same(const PipAnswer& got, const PipAnswer& expected, const std::str
 
 void expect_case_matches_oracle(const F64Case& c) {
   const PipAnswer expected = oracle_points_in_polygons(c.xy, c.polygons);
+  for (size_t p = 0; p < expected.size(); ++p)  // the case tests something
+    ASSERT_FALSE(expected[p].empty()) << c.name << ": no point inside polygon " << p;
   for (const int leaf_size : {0, 1, 7})
     for (const int threads : {1, 0})
       expect_same(build_count_fill(c.xy, c.polygons, openmp_options(leaf_size, threads)), expected,
@@ -180,6 +182,8 @@ TEST(PipF64Cpu, HugeAndTinyMagnitudesGiveTheUnscaledAnswer) {
                   "scaled by 2^" + std::to_string(e));
   }
 }
+
+TEST(PipF64Cpu, TheWholeRangeInOneTree) { expect_case_matches_oracle(extreme_range_case(16)); }
 
 TEST(PipF64Cpu, MixedPrecisionEqualsTheAllDoubleAnswer) {
   // Float-representable data: every mix of tree and polygon precision gives

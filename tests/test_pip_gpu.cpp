@@ -242,6 +242,7 @@ TEST(PipGpuF64, UtmLatLonAndTilingMatchOracle) {
   expect_cuda_matches_oracle_f64(tiling);
   expect_cuda_matches_oracle_f64(scaled_case(tiling, 498, "tiling scaled by 2^498"));
   expect_cuda_matches_oracle_f64(scaled_case(tiling, -480, "tiling scaled by 2^-480"));
+  expect_cuda_matches_oracle_f64(extreme_range_case(76));
 }
 
 TEST(PipGpuF64, MixedPrecisionMatchesOracle) {
