@@ -242,12 +242,12 @@ def test_refusals(lib):
 def test_workers_reach_the_library(lib, monkeypatch):
     spy = SpyNative(lib)
     monkeypatch.setattr(_library, "_native", spy)
-    ours = knn.KDTree(lattice(15, 20, 2), backend="openmp")
+    ours = knn.KDTree(lattice(15, 20, 2), backend="openmp")   # float64 data: the _f64 calls
     ours.query([[0.0, 0.0]], k=2, workers=3)
-    opt = spy.named("knn_index_query")[-1][-1]
+    opt = spy.named("knn_index_query_f64")[-1][-1]
     assert opt != 0                                            # options passed, not NULL
     ours.query([[0.0, 0.0]], k=2)
-    assert spy.named("knn_index_query")[-1][-1] in (0, None)   # the library's default
+    assert spy.named("knn_index_query_f64")[-1][-1] in (0, None)   # the library's default
 
 
 # ---- DLPack ------------------------------------------------------------------------
@@ -314,8 +314,14 @@ def test_dlpack_device_input_passes_the_pointer(lib, monkeypatch, has_device):
     want_sq, want_ind = oracle(pts, q, 4)
     np.testing.assert_array_equal(ind, want_ind)
     np.testing.assert_array_equal(sq, want_sq)
+    wide = pts.astype(np.float64)
+    with knn.Index(PosingDeviceTensor(wide)) as index:          # float64: the _f64 family
+        assert spy.named("knn_index_build_f64")[-1][1] == wide.ctypes.data
+        assert index.dtype == np.float64
+        with pytest.raises(ValueError, match="dtype float32, and this index holds float64"):
+            index.query(PosingDeviceTensor(q), 4, distances_first=True)   # never converted
     with pytest.raises(ValueError, match="dtype"):
-        knn.Index(PosingDeviceTensor(pts.astype(np.float64)))     # never converted
+        knn.Index(PosingDeviceTensor(pts.astype(np.int32)))       # never converted
     with pytest.raises(ValueError, match="C-contiguous"):
         knn.Index(PosingDeviceTensor(pts.T))
 
