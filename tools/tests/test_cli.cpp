@@ -336,7 +336,7 @@ TEST(Cli, EveryInputFormatMatchesTheLibrary) {
     std::remove(out.c_str());
     std::remove(path_of("out_dist.npy").c_str());
     for (const char* backend : {"openmp", "auto"}) {
-      const RunResult r = run_cli("knn --ref '" + rp + "' --query '" + qp + "' --k 6 --out '" +
+      const RunResult r = run_cli("knn --precision float32 --ref '" + rp + "' --query '" + qp + "' --k 6 --out '" +
                                   out + "' --distances --backend " + backend);
       ASSERT_EQ(r.rc, 0) << r.err;
       EXPECT_EQ(r.err, "");  // no progress when stderr is not a terminal
@@ -551,7 +551,7 @@ TEST(Cli, HostileTextFilesAreRefusedWithTheLine) {
   write_bytes(path_of("huge_line.xyz"), huge);
   huge.clear();
   huge.shrink_to_fit();
-  const std::string out = " --self --k 1 --out '" + path_of("h.npy") + "'";
+  const std::string out = " --self --k 1 --precision float32 --out '" + path_of("h.npy") + "'";
   const auto start = std::chrono::steady_clock::now();
   RunResult r = run_cli("knn --ref '" + path_of("huge_line.xyz") + "'" + out);
   const double seconds =
@@ -810,7 +810,7 @@ TEST(Cli, RadiusEveryInputFormatMatchesTheLibrary) {
     f.write(rp, ref);
     f.write(qp, query);
     const RunResult r =
-        run_cli("radius --ref '" + rp + "' --query '" + qp +
+        run_cli("radius --precision float32 --ref '" + rp + "' --query '" + qp +
                 "' --radius 4 --max-neighbors 8 --backend openmp" + radius_npy_outputs("rad"));
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.err, "");
@@ -818,7 +818,7 @@ TEST(Cli, RadiusEveryInputFormatMatchesTheLibrary) {
     expect_same_answer(read_radius_npy("rad", 57, M), want, true);
   }
   // auto backend and --self.
-  RunResult r = run_cli("radius --ref '" + path_of("rref_pts.xyz") +
+  RunResult r = run_cli("radius --precision float32 --ref '" + path_of("rref_pts.xyz") +
                         "' --self --radius 4 --max-neighbors 8" + radius_npy_outputs("rself"));
   ASSERT_EQ(r.rc, 0) << r.err;
   expect_same_answer(read_radius_npy("rself", 300, M), library_radius(ref, ref, 3, radius, M),
@@ -831,7 +831,7 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
   write_text(path_of("rc_ref.xyz"), ref, " ", nullptr);
   write_text(path_of("rc_q.xyz"), query, " ", nullptr);
   RunResult r =
-      run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
+      run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
               "' --radius 5 --max-neighbors 4 --out '" + path_of("rc_i.csv") + "' --distances '" +
               path_of("rc_d.csv") + "' --counts '" + path_of("rc_n.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -852,14 +852,14 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
     }
   }
   // --max-neighbors 0: the library's counting call, counts only.
-  r = run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
+  r = run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
               "' --radius 5 --max-neighbors 0 --counts '" + path_of("rc_n0.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv cn0 = read_csv(path_of("rc_n0.csv"));
   ASSERT_EQ(cn0.rows.size(), 15u);
   for (size_t i = 0; i < 15; ++i) EXPECT_EQ(std::stoi(cn0.rows[i].at(0)), want.counts[i]);
   // An infinite radius (the library's "every point"): counts are n.
-  r = run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
+  r = run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
               "' --radius inf --max-neighbors 0 --counts '" + path_of("rc_inf.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv cinf = read_csv(path_of("rc_inf.csv"));
@@ -876,7 +876,7 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
     expect_same_answer(w5, brute_force_radius(r5, q5, dim, radius, 6), true);
     write_table(path_of("r5.csv"), r5, dim, ",");
     write_npy_table(path_of("q5.npy"), q5, dim);
-    r = run_cli("radius --ref '" + path_of("r5.csv") + "' --query '" + path_of("q5.npy") +
+    r = run_cli("radius --precision float32 --ref '" + path_of("r5.csv") + "' --query '" + path_of("q5.npy") +
                 "' --radius " + (dim == 5 ? "2.5" : "0.05") + " --max-neighbors 6" +
                 radius_npy_outputs("r5"));
     ASSERT_EQ(r.rc, 0) << r.err;
@@ -1298,7 +1298,7 @@ TEST(Cli, PipMalformedInputsFailCleanly) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     write_bytes(path_of(c.name), c.bytes);
-    const RunResult r = run_cli("pip --points '" + path_of("pm.xyz") + "' --polygons '" +
+    const RunResult r = run_cli("pip --precision float32 --points '" + path_of("pm.xyz") + "' --polygons '" +
                                 path_of(c.name) + "' --out '" + path_of("pm_out.csv") + "'");
     EXPECT_EQ(r.rc, 1) << r.err;
     EXPECT_NE(r.err.find(c.name + ": "), std::string::npos) << r.err;  // names the file
