@@ -1699,8 +1699,9 @@ TEST(Cli, RadiusInDouble) {
   ASSERT_EQ(cd.rows.size(), 30u);
   for (size_t i = 0; i < 30; ++i)
     for (int j = 0; j < M; ++j) {
-      if (idx[i * M + j] >= 0)
+      if (idx[i * M + j] >= 0) {
         EXPECT_TRUE(same_bits64(std::strtod(cd.rows[i].at(j).c_str(), nullptr), d[i * M + j]));
+      }
     }
 }
 
