@@ -299,8 +299,8 @@ constexpr int kMaxReadDim = 4096;
 int run_radius(const RadiusArgs& a) {
   knn_cli::ProgressReporter progress(knn_cli::progress_mode(a.progress));
   if (a.query.empty() && !a.self) throw std::runtime_error("give --query FILE or --self");
-  // +infinity is the library's "every point" radius; a value past float32's
-  // range becomes it too, as the library's float argument would.
+  // +infinity is the library's "every point" radius; in float32 a value past
+  // float32's range becomes it too, as the library's float argument would.
   if (!(a.radius >= 0)) throw std::runtime_error("--radius must be a number >= 0 (or inf)");
   if (a.max_neighbors < 0) throw std::runtime_error("--max-neighbors must be at least 0");
   // max_neighbors 0 is the library's counting call: only counts come back.
