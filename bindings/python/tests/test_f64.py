@@ -163,6 +163,14 @@ def test_integers_build_a_float64_index(lib):
         np.testing.assert_array_equal(sq, want_sq)
 
 
+def test_long_double_is_not_rounded_silently(lib):
+    wide = np.zeros((4, 3), dtype=np.longdouble)
+    if wide.dtype.itemsize <= 8:
+        pytest.skip("long double is double on this platform")
+    with pytest.raises(TypeError, match="wider than float64"):
+        knn.Index(wide)
+
+
 def test_float64_index_takes_float32_queries_exactly(lib, utm):
     pts, _ = utm
     q32 = (pts[:40] + 0.25).astype(np.float32)

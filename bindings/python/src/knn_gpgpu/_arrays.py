@@ -144,8 +144,8 @@ def _real_2d(obj: Any, name: str, dim: Optional[int]) -> np.ndarray:
 
 def scalar_of(dtype: Any) -> np.dtype:
     """The precision that coordinates of ``dtype`` are computed in: float32 stays
-    float32; float64 and every other real dtype (integers, bool, float16,
-    long double) are float64."""
+    float32; float64 and every other real dtype (integers, bool, float16) are
+    float64. (Wider floats, long double, are refused by :func:`to_scalar`.)"""
     return FLOAT32 if np.dtype(dtype) == FLOAT32 else FLOAT64
 
 
@@ -156,6 +156,9 @@ def to_scalar(arr: np.ndarray, scalar: np.dtype, name: str) -> np.ndarray:
     to float32 happens only when every value is a float32 already (so nothing is
     lost); otherwise ``TypeError`` names the first value that would round.
     """
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > FLOAT64.itemsize:
+        raise TypeError("%s: dtype %s is wider than float64, the library's widest; convert "
+                        "it to numpy.float64 deliberately" % (name, arr.dtype))
     if arr.dtype == scalar or scalar == FLOAT64:
         return np.ascontiguousarray(arr, dtype=scalar)
     with np.errstate(over="ignore", invalid="ignore"):
