@@ -59,11 +59,20 @@ def utm():
 
 
 # ---- kNN, self, radius on offset data ------------------------------------------------------
+def backends(has_device):
+    return ["openmp", "auto"] + (["cuda"] if has_device else [])
+
+
 @pytest.mark.parametrize("structure", STRUCTURES)
-def test_utm_offset_knn_equals_float64_brute_force(lib, utm, structure):
+def test_utm_offset_knn_equals_float64_brute_force(lib, utm, structure, has_device):
     pts, q = utm
     want_sq, want_ind = oracle64(pts, q, 8)
-    with knn.Index(pts, backend="openmp", structure=structure) as index:
+    for backend in backends(has_device):
+        check_utm_index(pts, q, want_sq, want_ind, backend, structure)
+
+
+def check_utm_index(pts, q, want_sq, want_ind, backend, structure):
+    with knn.Index(pts, backend=backend, structure=structure) as index:
         assert index.dtype == np.float64
         sq, ind = index.query(q, 8, distances_first=True)
         assert sq.dtype == np.float64 and ind.dtype == np.int32
@@ -203,6 +212,33 @@ def test_float32_index_refuses_rounding_float64_queries(lib):
     tree = knn.KDTree(pts, backend="openmp")                      # scipy-shaped: same rule
     with pytest.raises(TypeError, match="not a float32"):
         tree.query(q)
+
+
+def test_cuda_float64_tensors_in_place(lib, has_device, utm):
+    """Real device memory (torch CUDA tensors through DLPack and
+    __cuda_array_interface__): float64 tensors go to the _f64 calls, answers
+    bit-identical to the float64 brute force."""
+    if not has_device:
+        pytest.skip("no CUDA device")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    pts, q = utm
+    want_sq, want_ind = oracle64(pts, q, 8)
+    dpts, dq = torch.from_numpy(pts).cuda(), torch.from_numpy(q).cuda()
+    out_ind = torch.empty((q.shape[0], 8), dtype=torch.int32, device="cuda")
+    out_sq = torch.empty((q.shape[0], 8), dtype=torch.float64, device="cuda")
+    torch.cuda.synchronize()
+    for backend in ("cuda", "auto"):
+        with knn.Index(dpts, backend=backend) as index:
+            assert index.dtype == np.float64
+            sq, ind = index.query(dq, 8, distances_first=True)            # host outputs
+            np.testing.assert_array_equal(ind, want_ind)
+            assert sq.tobytes() == want_sq.tobytes()
+            index.query(dq, 8, out_indices=out_ind, out_distances=out_sq, distances_first=True)
+            torch.cuda.synchronize()
+            np.testing.assert_array_equal(out_ind.cpu().numpy(), want_ind)
+            assert out_sq.cpu().numpy().tobytes() == want_sq.tobytes()
 
 
 def test_device_float64_arrays_go_to_the_f64_calls(lib, monkeypatch, has_device, utm):
