@@ -269,7 +269,6 @@ int run_info(bool json) {
   return 0;
 }
 
-
 // Output files: .npy or .csv, checked before any work is done.
 std::string table_extension(const std::string& path, const char* option) {
   const std::string ext = knn_cli::extension_of(path);
@@ -453,8 +452,8 @@ class PolygonCalls {
                                        offsets, points, opt),
             "knn_points_in_polygons_f64");
     } else {
-      check(knn_points_in_polygons(tree, v32_.data(), rings, n_rings, polygons, n_polygons,
-                                   offsets, points, opt),
+      check(knn_points_in_polygons(tree, v32_.data(), rings, n_rings, polygons, n_polygons, offsets,
+                                   points, opt),
             "knn_points_in_polygons");
     }
   }
@@ -565,8 +564,8 @@ int run_pip(const PipArgs& a) {
     std::vector<int64_t> offsets, points;
     if (static_cast<int64_t>(union_polygons.size()) == P) {
       // Every polygon (--pairs, or every feature multi-part): no copy.
-      points_of(tree.get(), layer_calls, L.ring_offsets.data(), L.rings(),
-                L.polygon_offsets.data(), P, &opt, &offsets, &points);
+      points_of(tree.get(), layer_calls, L.ring_offsets.data(), L.rings(), L.polygon_offsets.data(),
+                P, &opt, &offsets, &points);
     } else {
       const PolygonSubset sub(L, union_polygons);
       points_of(tree.get(), PolygonCalls(sub.vertices, L.doubles), sub.rings.data(),

@@ -883,8 +883,8 @@ const char* round_trip_format() {
 }
 
 template <class T>
-void write_csv_rows(const std::string& path, const int32_t* indices, const T* sq_dist,
-                    int64_t rows, int64_t k) {
+void write_csv_rows(const std::string& path, const int32_t* indices, const T* sq_dist, int64_t rows,
+                    int64_t k) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) fail(path, std::string("cannot create (") + std::strerror(errno) + ")");
   std::string line;
@@ -932,8 +932,7 @@ void write_csv_matrix(const std::string& path, const char* prefix, const T* data
   for (int64_t i = 0; i < rows; ++i) {
     line.clear();
     for (int64_t j = 0; j < cols; ++j) {
-      const T d =
-          data[static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(j)];
+      const T d = data[static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(j)];
       if (j) line += ',';
       if (std::isinf(d)) {
         line += d > 0 ? "inf" : "-inf";
@@ -954,8 +953,8 @@ void write_csv(const std::string& path, const int32_t* indices, const float* sq_
   write_csv_rows(path, indices, sq_dist, rows, k);
 }
 
-void write_csv(const std::string& path, const int32_t* indices, const double* sq_dist,
-               int64_t rows, int64_t k) {
+void write_csv(const std::string& path, const int32_t* indices, const double* sq_dist, int64_t rows,
+               int64_t k) {
   write_csv_rows(path, indices, sq_dist, rows, k);
 }
 

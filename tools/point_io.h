@@ -100,8 +100,8 @@ void write_npy_int32_vector(const std::string& path, const int32_t* data, int64_
 // gives the same value), "inf" for missing neighbours.
 void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist, int64_t rows,
                int64_t k);
-void write_csv(const std::string& path, const int32_t* indices, const double* sq_dist,
-               int64_t rows, int64_t k);
+void write_csv(const std::string& path, const int32_t* indices, const double* sq_dist, int64_t rows,
+               int64_t k);
 
 // CSV of a float32 or float64 matrix: header "p0,...,p{cols-1}" (p =
 // prefix), 9 (float32) or 17 (float64) significant digits, "inf" for

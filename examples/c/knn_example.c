@@ -266,7 +266,8 @@ static int double_demo(const struct Point* points, int n, int k, int rows, int c
       }
       for (int j = take; j < k && result == 0; ++j)
         if (row[j] != -1) result = 1;
-      if (result) fprintf(stderr, "knn_example: float64 row %d disagrees with the brute force\n", i);
+      if (result)
+        fprintf(stderr, "knn_example: float64 row %d disagrees with the brute force\n", i);
     }
     if (result == 0) printf("check: all %d float64 rows equal a double brute force\n", n);
   }

@@ -336,8 +336,8 @@ TEST(Cli, EveryInputFormatMatchesTheLibrary) {
     std::remove(out.c_str());
     std::remove(path_of("out_dist.npy").c_str());
     for (const char* backend : {"openmp", "auto"}) {
-      const RunResult r = run_cli("knn --precision float32 --ref '" + rp + "' --query '" + qp + "' --k 6 --out '" +
-                                  out + "' --distances --backend " + backend);
+      const RunResult r = run_cli("knn --precision float32 --ref '" + rp + "' --query '" + qp +
+                                  "' --k 6 --out '" + out + "' --distances --backend " + backend);
       ASSERT_EQ(r.rc, 0) << r.err;
       EXPECT_EQ(r.err, "");  // no progress when stderr is not a terminal
       EXPECT_EQ(r.out, "");
@@ -376,8 +376,8 @@ TEST(Cli, CsvOutputParsesBack) {
   std::vector<int> bf;
   const std::vector<float> want_d = library_dist(ref, query, k, &bf);
   const std::string out = path_of("c_out.csv");
-  RunResult r = run_cli("knn --ref '" + path_of("c_ref.xyz") + "' --query '" + path_of("c_q.csv") +
-                        "' --k 4 --distances --out '" + out + "'");
+  RunResult r = run_cli("knn --precision float32 --ref '" + path_of("c_ref.xyz") + "' --query '" +
+                        path_of("c_q.csv") + "' --k 4 --distances --out '" + out + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   Csv c = read_csv(out);
   ASSERT_EQ(c.header, (std::vector<std::string>{"i0", "i1", "i2", "i3", "d0", "d1", "d2", "d3"}));
@@ -391,8 +391,8 @@ TEST(Cli, CsvOutputParsesBack) {
     }
   }
   // Without --distances: indices only.
-  r = run_cli("knn --ref '" + path_of("c_ref.xyz") + "' --query '" + path_of("c_q.csv") +
-              "' --k 4 --out '" + out + "'");
+  r = run_cli("knn --precision float32 --ref '" + path_of("c_ref.xyz") + "' --query '" +
+              path_of("c_q.csv") + "' --k 4 --out '" + out + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   c = read_csv(out);
   EXPECT_EQ(c.header.size(), 4u);
@@ -831,9 +831,9 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
   write_text(path_of("rc_ref.xyz"), ref, " ", nullptr);
   write_text(path_of("rc_q.xyz"), query, " ", nullptr);
   RunResult r =
-      run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
-              "' --radius 5 --max-neighbors 4 --out '" + path_of("rc_i.csv") + "' --distances '" +
-              path_of("rc_d.csv") + "' --counts '" + path_of("rc_n.csv") + "'");
+      run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" +
+              path_of("rc_q.xyz") + "' --radius 5 --max-neighbors 4 --out '" + path_of("rc_i.csv") +
+              "' --distances '" + path_of("rc_d.csv") + "' --counts '" + path_of("rc_n.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv ci = read_csv(path_of("rc_i.csv")), cd = read_csv(path_of("rc_d.csv")),
             cn = read_csv(path_of("rc_n.csv"));
@@ -852,15 +852,17 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
     }
   }
   // --max-neighbors 0: the library's counting call, counts only.
-  r = run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
-              "' --radius 5 --max-neighbors 0 --counts '" + path_of("rc_n0.csv") + "'");
+  r = run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" +
+              path_of("rc_q.xyz") + "' --radius 5 --max-neighbors 0 --counts '" +
+              path_of("rc_n0.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv cn0 = read_csv(path_of("rc_n0.csv"));
   ASSERT_EQ(cn0.rows.size(), 15u);
   for (size_t i = 0; i < 15; ++i) EXPECT_EQ(std::stoi(cn0.rows[i].at(0)), want.counts[i]);
   // An infinite radius (the library's "every point"): counts are n.
-  r = run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
-              "' --radius inf --max-neighbors 0 --counts '" + path_of("rc_inf.csv") + "'");
+  r = run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" +
+              path_of("rc_q.xyz") + "' --radius inf --max-neighbors 0 --counts '" +
+              path_of("rc_inf.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv cinf = read_csv(path_of("rc_inf.csv"));
   ASSERT_EQ(cinf.rows.size(), 15u);
@@ -876,9 +878,9 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
     expect_same_answer(w5, brute_force_radius(r5, q5, dim, radius, 6), true);
     write_table(path_of("r5.csv"), r5, dim, ",");
     write_npy_table(path_of("q5.npy"), q5, dim);
-    r = run_cli("radius --precision float32 --ref '" + path_of("r5.csv") + "' --query '" + path_of("q5.npy") +
-                "' --radius " + (dim == 5 ? "2.5" : "0.05") + " --max-neighbors 6" +
-                radius_npy_outputs("r5"));
+    r = run_cli("radius --precision float32 --ref '" + path_of("r5.csv") + "' --query '" +
+                path_of("q5.npy") + "' --radius " + (dim == 5 ? "2.5" : "0.05") +
+                " --max-neighbors 6" + radius_npy_outputs("r5"));
     ASSERT_EQ(r.rc, 0) << r.err;
     expect_same_answer(read_radius_npy("r5", 30, 6), w5, true);
   }
@@ -1149,8 +1151,8 @@ TEST(Cli, PipEveryInputFormatMatchesTheLibrary) {
     const std::string pp = path_of(std::string("pip_") + f.name);
     f.write(pp, xyz);
     const RunResult r =
-        run_cli("pip --precision float32 --points '" + pp + "'" + polys + " --out '" + path_of("pc.csv") +
-                "' --pairs '" + path_of("pp.csv") + "' --backend openmp");
+        run_cli("pip --precision float32 --points '" + pp + "'" + polys + " --out '" +
+                path_of("pc.csv") + "' --pairs '" + path_of("pp.csv") + "' --backend openmp");
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.err, "");
     EXPECT_EQ(r.out, "");
@@ -1172,14 +1174,15 @@ TEST(Cli, PipEveryInputFormatMatchesTheLibrary) {
   }
   for (const char* name : {"pip2.csv", "pip2.npy", "pip2.ply"}) {
     SCOPED_TRACE(name);
-    const RunResult r = run_cli("pip --precision float32 --points '" + path_of(name) + "'" + polys + " --out '" +
-                                path_of("pc2.csv") + "'");
+    const RunResult r = run_cli("pip --precision float32 --points '" + path_of(name) + "'" + polys +
+                                " --out '" + path_of("pc2.csv") + "'");
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(lines_of(slurp(path_of("pc2.csv"))), want_counts);
   }
   // Pairs as .npy: int64 (p, 2), rows (point, feature); the auto backend.
-  const RunResult r = run_cli("pip --precision float32 --points '" + path_of("pip_pts.xyz") + "'" + polys + " --out '" +
-                              path_of("pc3.csv") + "' --pairs '" + path_of("pp.npy") + "'");
+  const RunResult r =
+      run_cli("pip --precision float32 --points '" + path_of("pip_pts.xyz") + "'" + polys +
+              " --out '" + path_of("pc3.csv") + "' --pairs '" + path_of("pp.npy") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(lines_of(slurp(path_of("pc3.csv"))), want_counts);
   const std::vector<int64_t> got =
@@ -1298,8 +1301,9 @@ TEST(Cli, PipMalformedInputsFailCleanly) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     write_bytes(path_of(c.name), c.bytes);
-    const RunResult r = run_cli("pip --precision float32 --points '" + path_of("pm.xyz") + "' --polygons '" +
-                                path_of(c.name) + "' --out '" + path_of("pm_out.csv") + "'");
+    const RunResult r =
+        run_cli("pip --precision float32 --points '" + path_of("pm.xyz") + "' --polygons '" +
+                path_of(c.name) + "' --out '" + path_of("pm_out.csv") + "'");
     EXPECT_EQ(r.rc, 1) << r.err;
     EXPECT_NE(r.err.find(c.name + ": "), std::string::npos) << r.err;  // names the file
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err.substr(0, 400);
@@ -1578,9 +1582,9 @@ TEST(Cli, DoubleFilesComputeInDouble) {
     }
   }
   // CSV: 17 significant digits read back to the same doubles.
-  const RunResult r = run_cli("knn --ref '" + path_of("ref_u.xyz") + "' --query '" +
-                              path_of("query_u.xyz") + "' --k 6 --distances --out '" +
-                              path_of("out64.csv") + "'");
+  const RunResult r =
+      run_cli("knn --ref '" + path_of("ref_u.xyz") + "' --query '" + path_of("query_u.xyz") +
+              "' --k 6 --distances --out '" + path_of("out64.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv c = read_csv(path_of("out64.csv"));
   ASSERT_EQ(c.rows.size(), 40u);
@@ -1644,8 +1648,8 @@ TEST(Cli, PrecisionOptionChoosesTheCalls) {
             std::string::npos)
       << r.err;
   write_bytes(path_of("huge64.xyz"), "1 2 1e400\n");
-  r = run_cli("knn --ref '" + path_of("huge64.xyz") + "' --self --k 1 --out '" +
-              path_of("b.npy") + "'");
+  r = run_cli("knn --ref '" + path_of("huge64.xyz") + "' --self --k 1 --out '" + path_of("b.npy") +
+              "'");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("line 1, column 3 ('1e400', point 0) is not a finite float64"),
             std::string::npos)
@@ -1663,9 +1667,9 @@ TEST(Cli, RadiusInDouble) {
   const auto all = brute_force64(ref, query);
   write_npy64(path_of("rr64.npy"), ref);
   write_text64(path_of("rq64.xyz"), query);
-  const RunResult r = run_cli("radius --ref '" + path_of("rr64.npy") + "' --query '" +
-                              path_of("rq64.xyz") + "' --radius 1.7 --max-neighbors 8" +
-                              radius_npy_outputs("r64") + " --backend openmp");
+  const RunResult r =
+      run_cli("radius --ref '" + path_of("rr64.npy") + "' --query '" + path_of("rq64.xyz") +
+              "' --radius 1.7 --max-neighbors 8" + radius_npy_outputs("r64") + " --backend openmp");
   ASSERT_EQ(r.rc, 0) << r.err;
   // radius_npy_outputs writes stem_d.npy; in double it holds float64.
   const std::vector<int32_t> idx = read_npy<int32_t>(path_of("r64_idx.npy"), "<i4", 30, M);
