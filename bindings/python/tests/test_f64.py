@@ -17,34 +17,10 @@ import pytest
 import knn_gpgpu as knn
 from knn_gpgpu import _library
 
+from conftest import all_sq64, oracle64
 from spy_native import FakeCudaArray, SpyNative
 
 STRUCTURES = ["kdtree", "grid", "brute_force"]
-
-
-def oracle64(ref: np.ndarray, queries: np.ndarray, k: int):
-    """Exact kNN in float64 with the contract's order of operations; -1/+inf padding."""
-    ref = np.asarray(ref, dtype=np.float64)
-    queries = np.asarray(queries, dtype=np.float64)
-    m, n = queries.shape[0], ref.shape[0]
-    ind = np.full((m, k), -1, dtype=np.int32)
-    dist = np.full((m, k), np.inf, dtype=np.float64)
-    acc = all_sq64(ref, queries)
-    take = min(k, n)
-    order = np.argsort(acc, axis=1, kind="stable")[:, :take]
-    ind[:, :take] = order
-    dist[:, :take] = np.take_along_axis(acc, order, axis=1)
-    return dist, ind
-
-
-def all_sq64(ref: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """(m, n) squared distances, ((d0*d0 + d1*d1) + d2*d2) + ... in float64."""
-    d = queries[:, None, :] - ref[None, :, :]
-    sq = d * d
-    acc = sq[..., 0]
-    for j in range(1, ref.shape[1]):
-        acc = acc + sq[..., j]
-    return acc
 
 
 def utm_cloud(seed: int, n: int) -> np.ndarray:

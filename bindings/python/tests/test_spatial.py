@@ -20,7 +20,7 @@ import pytest
 import knn_gpgpu as knn
 from knn_gpgpu import _library
 
-from conftest import oracle, random_points
+from conftest import oracle, oracle64, random_points
 from spy_native import SpyNative
 
 spatial = pytest.importorskip("scipy.spatial")
@@ -128,22 +128,27 @@ def test_duplicates(lib, backend):
     assert ours.query_pairs(0.0) == theirs.query_pairs(0.0)
 
 
-def test_real_valued_clouds_within_float32(lib):
-    pts = random_points(7, 2000, 4).astype(np.float64)      # float32 values, held as float64
-    x = random_points(8, 300, 4).astype(np.float64)
+def test_real_valued_clouds_in_either_precision(lib):
+    pts32, x32 = random_points(7, 2000, 4), random_points(8, 300, 4)
+    pts, x = pts32.astype(np.float64), x32.astype(np.float64)
+    # float64 data computes in float64: scipy's answer, bit for bit the float64 oracle
     ours = knn.KDTree(pts, backend="openmp")
     d, i = ours.query(x, k=10)
     want_d, want_i = spatial.cKDTree(pts).query(x, k=10)
-    np.testing.assert_allclose(d, want_d, rtol=2e-6)
+    np.testing.assert_allclose(d, want_d, rtol=1e-12)
     gaps = np.diff(want_d, axis=1)
     unique = np.ones_like(want_d, dtype=bool)
-    unique[:, 1:] &= gaps > 1e-4 * want_d[:, 1:]
-    unique[:, :-1] &= gaps > 1e-4 * want_d[:, 1:]
+    unique[:, 1:] &= gaps > 1e-9 * want_d[:, 1:]
+    unique[:, :-1] &= gaps > 1e-9 * want_d[:, 1:]
     np.testing.assert_array_equal(i[unique], want_i[unique])
-    # and bit for bit with the contract's float32 oracle
-    sq, ind = oracle(pts, x, 10)
-    np.testing.assert_array_equal(i, ind)
-    np.testing.assert_array_equal(d, np.sqrt(sq.astype(np.float64)))
+    sq64, ind64 = oracle64(pts, x, 10)
+    np.testing.assert_array_equal(i, ind64)
+    np.testing.assert_array_equal(d, np.sqrt(sq64))
+    # float32 data computes in float32: bit for bit the contract's float32 oracle
+    d32, i32 = knn.KDTree(pts32, backend="openmp").query(x32, k=10)
+    sq, ind = oracle(pts32, x32, 10)
+    np.testing.assert_array_equal(i32, ind)
+    np.testing.assert_array_equal(d32, np.sqrt(sq.astype(np.float64)))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
