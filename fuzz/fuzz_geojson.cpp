@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const knn_cli::PolygonLayer L =
         knn_cli::parse_geojson("fuzz.geojson", bytes, by_property ? "name" : "");
     expect(L.vertices.size() % 2 == 0, "an odd number of vertex coordinates", 0);
-    for (float v : L.vertices) expect(std::isfinite(v), "a vertex that is not finite", 0);
+    for (double v : L.vertices) expect(std::isfinite(v), "a vertex that is not finite", 0);
     expect_offsets(L.ring_offsets, static_cast<int64_t>(L.vertices.size() / 2), "bad ring offsets");
     expect_offsets(L.polygon_offsets, L.rings(), "bad polygon offsets");
     expect_offsets(L.feature_offsets, L.polygons(), "bad feature offsets");

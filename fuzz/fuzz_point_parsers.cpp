@@ -15,10 +15,11 @@ namespace {
 
 using knn_fuzz::expect;
 
-void expect_rows(const std::vector<float>& coords, int dim) {
+template <class T>
+void expect_rows(const std::vector<T>& coords, int dim) {
   expect(dim > 0 ? coords.size() % static_cast<size_t>(dim) == 0 : coords.empty(),
          "a parser returned a partial row", 0);
-  for (float v : coords) expect(std::isfinite(v), "a parser returned a non-finite coordinate", 0);
+  for (T v : coords) expect(std::isfinite(v), "a parser returned a non-finite coordinate", 0);
 }
 
 }  // namespace

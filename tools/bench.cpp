@@ -238,8 +238,8 @@ knn_cli::PolygonLayer star_polygons(int count) {
 std::vector<float> points_over(const knn_cli::PolygonLayer& layer, int64_t n) {
   float lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
   for (size_t i = 0; i < layer.vertices.size(); ++i) {
-    lo[i % 2] = std::min(lo[i % 2], layer.vertices[i]);
-    hi[i % 2] = std::max(hi[i % 2], layer.vertices[i]);
+    lo[i % 2] = std::min(lo[i % 2], static_cast<float>(layer.vertices[i]));
+    hi[i % 2] = std::max(hi[i % 2], static_cast<float>(layer.vertices[i]));
   }
   std::vector<float> xy = uniform_coords(n * 2, 3);
   for (size_t i = 0; i < xy.size(); ++i) xy[i] = lo[i % 2] + xy[i] * (hi[i % 2] - lo[i % 2]);
@@ -263,7 +263,8 @@ void pip_suite(const BenchArgs& a, bool have_gpu, json& results) {
   std::vector<std::pair<const char*, int>> backends = {{"openmp", KNN_BACKEND_OPENMP}};
   if (have_gpu) backends.push_back({"cuda", KNN_BACKEND_CUDA});
   for (const Set& set : sets) {
-    const knn_cli::PolygonLayer& poly = set.layer;
+    const knn_cli::PolygonLayer& poly = set.layer;  // read in float32: exact as floats
+    const std::vector<float> vertices(poly.vertices.begin(), poly.vertices.end());
     for (const int64_t n : a.sizes) {
       const std::vector<float> xy = points_over(poly, n);
       std::vector<int64_t> counts(static_cast<size_t>(poly.polygons()));
@@ -285,7 +286,7 @@ void pip_suite(const BenchArgs& a, bool have_gpu, json& results) {
         rec = record("pip_count", backend_name, "quadtree", n, poly.polygons(), 0, 2, n,
                      time_call(a, what("pip_count", backend_name, "quadtree", n), [&] {
                        return knn_points_in_polygons_count(
-                           tree, poly.vertices.data(), poly.ring_offsets.data(), poly.rings(),
+                           tree, vertices.data(), poly.ring_offsets.data(), poly.rings(),
                            poly.polygon_offsets.data(), poly.polygons(), counts.data(), &opt);
                      }));
         rec["polygons"] = set.name;

@@ -62,7 +62,7 @@ struct Where {
 // The library's count: vertices left once consecutive repeats, the closing
 // one included, are dropped (src/polygon_validate.cpp does the same), so a
 // ring the tool accepts is one the library accepts.
-int64_t distinct_vertices(const float* xy, int64_t n) {
+int64_t distinct_vertices(const double* xy, int64_t n) {
   int64_t count = 0;
   for (int64_t v = 0; v < n; ++v) {
     const int64_t prev = v == 0 ? n - 1 : v - 1;
@@ -85,11 +85,11 @@ void add_ring(PolygonLayer& L, const json& ring, const Where& w, const std::stri
         fail(w.name, pat() + ": coordinate " + std::to_string(d) + " is " + type_name(pos[d]) +
                          ", not a number");
       const double v = pos[d].get<double>();
-      const float f = static_cast<float>(v);
-      if (!std::isfinite(f))
+      const double kept = L.doubles ? v : static_cast<double>(static_cast<float>(v));
+      if (!std::isfinite(kept))
         fail(w.name, pat() + ": coordinate " + std::to_string(d) + " (" + pos[d].dump() +
-                         ") is not a finite float32 value");
-      L.vertices.push_back(f);
+                         ") is not a finite " + (L.doubles ? "float64" : "float32") + " value");
+      L.vertices.push_back(kept);
     }
     ++index;
   }
@@ -220,7 +220,7 @@ void refuse_deep_nesting(const std::string& name, const std::string& bytes) {
 }  // namespace
 
 PolygonLayer parse_geojson(const std::string& name, const std::string& bytes,
-                           const std::string& id_property) {
+                           const std::string& id_property, Precision precision) {
   refuse_deep_nesting(name, bytes);
   json doc;
   try {
@@ -234,6 +234,7 @@ PolygonLayer parse_geojson(const std::string& name, const std::string& bytes,
   if (t == doc.end() || !t->is_string()) fail(name, "not a GeoJSON object (no \"type\" member)");
   const std::string type = t->get<std::string>();
   PolygonLayer L;
+  L.doubles = precision != Precision::Float32;  // decimal text: Auto reads doubles
   if (type == "FeatureCollection") {
     const auto fs = doc.find("features");
     if (fs == doc.end() || !fs->is_array())
@@ -254,8 +255,9 @@ PolygonLayer parse_geojson(const std::string& name, const std::string& bytes,
   return L;
 }
 
-PolygonLayer read_geojson(const std::string& path, const std::string& id_property) {
-  return parse_geojson(path, read_file_bytes(path), id_property);
+PolygonLayer read_geojson(const std::string& path, const std::string& id_property,
+                          Precision precision) {
+  return parse_geojson(path, read_file_bytes(path), id_property, precision);
 }
 
 }  // namespace knn_cli

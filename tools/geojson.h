@@ -11,7 +11,7 @@
 // nlohmann's line and column), arrays and objects nested more than 128 deep
 // (with the line and column; the JSON library would recurse that deep), a geometry type other than
 // Polygon and MultiPolygon, a missing geometry, coordinates that are not arrays of at least two
-// numbers, a coordinate that is not finite once converted to float32 (the library's precision), and
+// numbers, a coordinate that is not finite in the precision read (float32 rounds), and
 // a ring with fewer than 3 distinct vertices (the library's rule: consecutive repeats, the closing
 // one included, are dropped first). Rings need not be closed and may have either orientation (the
 // library accepts both). A feature whose geometry is null, or an empty Polygon / MultiPolygon, has
@@ -23,10 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "point_io.h"
+
 namespace knn_cli {
 
 struct PolygonLayer {
-  std::vector<float> vertices;              // x, y per vertex
+  std::vector<double> vertices;             // x, y per vertex; float32 values unless `doubles`
+  bool doubles = false;                     // read in float64 (decimal text as it is)
   std::vector<int64_t> ring_offsets{0};     // n_rings + 1, in vertices
   std::vector<int64_t> polygon_offsets{0};  // n_polygons + 1, in rings
   std::vector<int64_t> feature_offsets{0};  // n_features + 1, in polygons
@@ -41,9 +44,13 @@ struct PolygonLayer {
 // id_property empty: a feature's id is its GeoJSON "id" member, else its
 // "id" property, else its "name" property. Otherwise: that property only.
 // Strings as they are, numbers and other values as compact JSON.
-PolygonLayer read_geojson(const std::string& path, const std::string& id_property);
+// precision: Float32 rounds every vertex to float32; Auto and Float64 keep
+// the doubles the text holds.
+PolygonLayer read_geojson(const std::string& path, const std::string& id_property,
+                          Precision precision = Precision::Float32);
 PolygonLayer parse_geojson(const std::string& name, const std::string& bytes,
-                           const std::string& id_property);
+                           const std::string& id_property,
+                           Precision precision = Precision::Float32);
 
 }  // namespace knn_cli
 

@@ -66,12 +66,82 @@ float squared_distance(const float* q, const float* p) {
   return (xx + yy) + zz;
 }
 
+int backend_value(const std::string& name) {
+  if (name == "cuda") return KNN_BACKEND_CUDA;
+  if (name == "openmp") return KNN_BACKEND_OPENMP;
+  return KNN_BACKEND_AUTO;
+}
+
+// --precision: float32, float64, or auto (float64 when an input file holds
+// doubles; see knn_cli::Precision).
+knn_cli::Precision precision_value(const std::string& name) {
+  if (name == "float32") return knn_cli::Precision::Float32;
+  if (name == "float64") return knn_cli::Precision::Float64;
+  return knn_cli::Precision::Auto;
+}
+
+// Reference and query tables in one precision: float64 when either was read
+// in float64 (a table read in float32 holds float32 values, which widen
+// exactly). The query is the reference itself for --self.
+bool agree_on_precision(knn_cli::PointTable& ref, knn_cli::PointTable& query) {
+  const bool doubles = ref.doubles || query.doubles;
+  ref.doubles = query.doubles = doubles;
+  return doubles;
+}
+
+const char* precision_name(bool doubles) { return doubles ? "float64" : "float32"; }
+
+struct IndexDeleter {
+  void operator()(knn_index* p) const { knn_index_free(p); }
+};
+
 struct KnnArgs {
-  std::string ref, query, out, backend = "auto";
+  std::string ref, query, out, backend = "auto", precision = "auto";
   bool self = false, exclude_self = false, distances = false;
   bool progress = false;  // --progress: progress lines even when stderr is not a terminal
   int k = 0;
 };
+
+// knn in float64: the index API's _f64 calls (a kd-tree, as the classic API
+// builds; every structure answers the same), squared distances from the
+// library in float64.
+int run_knn_f64(const KnnArgs& a, const knn_cli::PointTable& ref, const knn_cli::PointTable& query,
+                knn_cli::ProgressReporter& progress) {
+  const int64_t n = ref.size(), m = query.size();
+  progress.step("read " + std::to_string(n) + " reference and " + std::to_string(m) +
+                " query points (float64)");
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = backend_value(a.backend);
+  opt.structure = KNN_STRUCTURE_KDTREE;
+  progress.step("building the kd-tree in float64 (" + a.backend + ")");
+  knn_index* raw = nullptr;
+  check(knn_index_build_f64(ref.coords.data(), n, 3, &opt, &raw), "knn_index_build_f64");
+  const std::unique_ptr<knn_index, IndexDeleter> index(raw);
+  const size_t cells = static_cast<size_t>(m) * static_cast<size_t>(a.k);
+  std::vector<int32_t> idx(cells);
+  std::vector<double> dist(a.distances ? cells : 0);
+  progress.step("querying k=" + std::to_string(a.k));
+  if (a.self) {
+    check(knn_index_query_self_f64(index.get(), a.k, a.exclude_self ? 1 : 0, idx.data(),
+                                   a.distances ? dist.data() : nullptr),
+          "knn_index_query_self_f64");
+  } else {
+    check(knn_index_query_f64(index.get(), query.coords.data(), m, a.k, idx.data(),
+                              a.distances ? dist.data() : nullptr, &opt),
+          "knn_index_query_f64");
+  }
+  progress.step("writing " + a.out);
+  if (knn_cli::extension_of(a.out) == ".npy") {
+    knn_cli::write_npy_int32(a.out, idx.data(), m, a.k);
+    if (a.distances)
+      knn_cli::write_npy_float64(knn_cli::distance_path_for(a.out), dist.data(), m, a.k);
+  } else {
+    knn_cli::write_csv(a.out, idx.data(), a.distances ? dist.data() : nullptr, m, a.k);
+  }
+  progress.step("done");
+  return 0;
+}
 
 int run_knn(const KnnArgs& a) {
   knn_cli::ProgressReporter progress(knn_cli::progress_mode(a.progress));
@@ -83,17 +153,22 @@ int run_knn(const KnnArgs& a) {
     throw std::runtime_error(a.out + ": output must end in .npy or .csv");
 
   progress.step("reading " + a.ref);
-  const std::vector<float> ref = knn_cli::read_points(a.ref);
-  const int n_ref = point_count(ref, a.ref);
-  std::vector<float> query_store;
+  const knn_cli::Precision precision = precision_value(a.precision);
+  knn_cli::PointTable ref_table = knn_cli::read_point_table(a.ref, 3, 3, precision);
+  knn_cli::PointTable query_table;
   if (!a.self) {
     progress.step("reading " + a.query);
-    query_store = knn_cli::read_points(a.query);
+    query_table = knn_cli::read_point_table(a.query, 3, 3, precision);
   }
+  if (agree_on_precision(ref_table, a.self ? ref_table : query_table))
+    return run_knn_f64(a, ref_table, a.self ? ref_table : query_table, progress);
+  const std::vector<float> ref = ref_table.floats();
+  const int n_ref = point_count(ref, a.ref);
+  const std::vector<float> query_store = a.self ? std::vector<float>() : query_table.floats();
   const std::vector<float>& query = a.self ? ref : query_store;
   const int m = point_count(query, a.self ? a.ref : a.query);
   progress.step("read " + std::to_string(n_ref) + " reference and " + std::to_string(m) +
-                " query points");
+                " query points (float32)");
 
   const int k = a.k;
   if (a.exclude_self && k == INT_MAX) throw std::runtime_error("--k too large");
@@ -194,12 +269,6 @@ int run_info(bool json) {
   return 0;
 }
 
-int backend_value(const std::string& name) {
-  if (name == "cuda") return KNN_BACKEND_CUDA;
-  if (name == "openmp") return KNN_BACKEND_OPENMP;
-  return KNN_BACKEND_AUTO;
-}
-
 // Output files: .npy or .csv, checked before any work is done.
 std::string table_extension(const std::string& path, const char* option) {
   const std::string ext = knn_cli::extension_of(path);
@@ -210,7 +279,8 @@ std::string table_extension(const std::string& path, const char* option) {
 
 // ---- radius: knn_index_build + knn_index_radius ------------------------------------
 struct RadiusArgs {
-  std::string ref, query, out, counts, distances, backend = "auto", structure = "auto";
+  std::string ref, query, out, counts, distances, backend = "auto", structure = "auto",
+                                                  precision = "auto";
   bool self = false;
   bool progress = false;
   double radius = -1;
@@ -225,15 +295,11 @@ constexpr int kMaxReadDim = KNN_INDEX_MAX_DIM;
 constexpr int kMaxReadDim = 4096;
 #endif
 
-struct IndexDeleter {
-  void operator()(knn_index* p) const { knn_index_free(p); }
-};
-
 int run_radius(const RadiusArgs& a) {
   knn_cli::ProgressReporter progress(knn_cli::progress_mode(a.progress));
   if (a.query.empty() && !a.self) throw std::runtime_error("give --query FILE or --self");
-  // +infinity is the library's "every point" radius; a value past float32's
-  // range becomes it too, as the library's float argument would.
+  // +infinity is the library's "every point" radius; in float32 a value past
+  // float32's range becomes it too, as the library's float argument would.
   if (!(a.radius >= 0)) throw std::runtime_error("--radius must be a number >= 0 (or inf)");
   if (a.max_neighbors < 0) throw std::runtime_error("--max-neighbors must be at least 0");
   // max_neighbors 0 is the library's counting call: only counts come back.
@@ -247,20 +313,23 @@ int run_radius(const RadiusArgs& a) {
       a.distances.empty() ? "" : table_extension(a.distances, "--distances");
 
   progress.step("reading " + a.ref);
-  knn_cli::PointTable ref = knn_cli::read_point_table(a.ref, 1, kMaxReadDim);
+  const knn_cli::Precision precision = precision_value(a.precision);
+  knn_cli::PointTable ref = knn_cli::read_point_table(a.ref, 1, kMaxReadDim, precision);
   knn_cli::PointTable query_store;
   if (!a.self) {
     progress.step("reading " + a.query);
     // Queries have the reference's dimension (any, when the reference file
     // has no rows to tell it).
-    query_store = ref.dim > 0 ? knn_cli::read_point_table(a.query, ref.dim, ref.dim)
-                              : knn_cli::read_point_table(a.query, 1, kMaxReadDim);
+    query_store = ref.dim > 0 ? knn_cli::read_point_table(a.query, ref.dim, ref.dim, precision)
+                              : knn_cli::read_point_table(a.query, 1, kMaxReadDim, precision);
   }
+  const bool doubles = agree_on_precision(ref, a.self ? ref : query_store);
   const knn_cli::PointTable& query = a.self ? ref : query_store;
   const int dim = ref.dim > 0 ? ref.dim : (query.dim > 0 ? query.dim : 3);
   const int64_t n = ref.size(), m = query.size();
   progress.step("read " + std::to_string(n) + " reference and " + std::to_string(m) +
-                " query points of dimension " + std::to_string(dim));
+                " query points of dimension " + std::to_string(dim) + " (" +
+                precision_name(doubles) + ")");
 
   knn_options opt;
   knn_options_init(&opt);
@@ -269,21 +338,38 @@ int run_radius(const RadiusArgs& a) {
                   : a.structure == "grid"        ? KNN_STRUCTURE_GRID
                   : a.structure == "brute_force" ? KNN_STRUCTURE_BRUTE_FORCE
                                                  : KNN_STRUCTURE_AUTO;
-  progress.step("building the index (" + a.backend + ", " + a.structure + ")");
+  progress.step("building the index (" + a.backend + ", " + a.structure + ", " +
+                precision_name(doubles) + ")");
   knn_index* raw = nullptr;
-  check(knn_index_build(ref.coords.data(), n, dim, &opt, &raw), "knn_index_build");
+  std::vector<float> ref32, query32;  // the float32 tables as the float calls take them
+  if (doubles) {
+    check(knn_index_build_f64(ref.coords.data(), n, dim, &opt, &raw), "knn_index_build_f64");
+  } else {
+    ref32 = ref.floats();
+    query32 = a.self ? std::vector<float>() : query.floats();
+    check(knn_index_build(ref32.data(), n, dim, &opt, &raw), "knn_index_build");
+  }
   const std::unique_ptr<knn_index, IndexDeleter> index(raw);
 
   const size_t M = static_cast<size_t>(a.max_neighbors);
   std::vector<int32_t> idx(static_cast<size_t>(m) * M);
-  std::vector<float> dist(a.distances.empty() ? 0 : idx.size());
+  const size_t n_dist = a.distances.empty() ? 0 : idx.size();
+  std::vector<float> dist(doubles ? 0 : n_dist);
+  std::vector<double> dist64(doubles ? n_dist : 0);
   std::vector<int32_t> counts(static_cast<size_t>(m));
   progress.step("radius search, r=" + std::to_string(a.radius) + ", at most " + std::to_string(M) +
                 " per query");
-  check(knn_index_radius(index.get(), query.coords.data(), m, static_cast<float>(a.radius),
-                         a.max_neighbors, M ? idx.data() : nullptr,
-                         dist.empty() ? nullptr : dist.data(), counts.data(), &opt),
-        "knn_index_radius");
+  if (doubles) {
+    check(knn_index_radius_f64(index.get(), query.coords.data(), m, a.radius, a.max_neighbors,
+                               M ? idx.data() : nullptr, n_dist ? dist64.data() : nullptr,
+                               counts.data(), &opt),
+          "knn_index_radius_f64");
+  } else {
+    check(knn_index_radius(index.get(), a.self ? ref32.data() : query32.data(), m,
+                           static_cast<float>(a.radius), a.max_neighbors, M ? idx.data() : nullptr,
+                           n_dist ? dist.data() : nullptr, counts.data(), &opt),
+          "knn_index_radius");
+  }
   int64_t truncated = 0;
   for (int32_t c : counts) truncated += c > a.max_neighbors;
   if (truncated > 0)
@@ -295,13 +381,17 @@ int run_radius(const RadiusArgs& a) {
     if (out_ext == ".npy") {
       knn_cli::write_npy_int32(a.out, idx.data(), m, a.max_neighbors);
     } else {
-      knn_cli::write_csv(a.out, idx.data(), nullptr, m, a.max_neighbors);
+      knn_cli::write_csv(a.out, idx.data(), static_cast<const float*>(nullptr), m, a.max_neighbors);
     }
   }
   if (!a.distances.empty()) {
     progress.step("writing " + a.distances);
-    if (dist_ext == ".npy") {
+    if (dist_ext == ".npy" && doubles) {
+      knn_cli::write_npy_float64(a.distances, dist64.data(), m, a.max_neighbors);
+    } else if (dist_ext == ".npy") {
       knn_cli::write_npy_float32(a.distances, dist.data(), m, a.max_neighbors);
+    } else if (doubles) {
+      knn_cli::write_csv_float64(a.distances, "d", dist64.data(), m, a.max_neighbors);
     } else {
       knn_cli::write_csv_float32(a.distances, "d", dist.data(), m, a.max_neighbors);
     }
@@ -323,7 +413,7 @@ int run_radius(const RadiusArgs& a) {
 
 // ---- pip: knn_quadtree_build + knn_points_in_polygons[_count] -----------------------
 struct PipArgs {
-  std::string points, polygons, out, pairs, backend = "auto", id_property;
+  std::string points, polygons, out, pairs, backend = "auto", id_property, precision = "auto";
   bool progress = false;
 };
 
@@ -332,10 +422,52 @@ struct QuadtreeDeleter {
   void operator()(knn_quadtree* p) const { knn_quadtree_free(p); }
 };
 
+// The vertices of a polygon set as the library takes them: the _f64 calls on
+// the doubles when they were read in float64, else the float calls on their
+// float32 values (exact).
+class PolygonCalls {
+ public:
+  PolygonCalls(const std::vector<double>& vertices, bool doubles)
+      : v64_(vertices), doubles_(doubles) {
+    if (!doubles) v32_.assign(vertices.begin(), vertices.end());
+  }
+  void count(const knn_quadtree* tree, const int64_t* rings, int64_t n_rings,
+             const int64_t* polygons, int64_t n_polygons, int64_t* counts,
+             const knn_options* opt) const {
+    if (doubles_) {
+      check(knn_points_in_polygons_count_f64(tree, v64_.data(), rings, n_rings, polygons,
+                                             n_polygons, counts, opt),
+            "knn_points_in_polygons_count_f64");
+    } else {
+      check(knn_points_in_polygons_count(tree, v32_.data(), rings, n_rings, polygons, n_polygons,
+                                         counts, opt),
+            "knn_points_in_polygons_count");
+    }
+  }
+  void fill(const knn_quadtree* tree, const int64_t* rings, int64_t n_rings,
+            const int64_t* polygons, int64_t n_polygons, const int64_t* offsets, int64_t* points,
+            const knn_options* opt) const {
+    if (doubles_) {
+      check(knn_points_in_polygons_f64(tree, v64_.data(), rings, n_rings, polygons, n_polygons,
+                                       offsets, points, opt),
+            "knn_points_in_polygons_f64");
+    } else {
+      check(knn_points_in_polygons(tree, v32_.data(), rings, n_rings, polygons, n_polygons, offsets,
+                                   points, opt),
+            "knn_points_in_polygons");
+    }
+  }
+
+ private:
+  const std::vector<double>& v64_;
+  bool doubles_;
+  std::vector<float> v32_;
+};
+
 // Some of a layer's polygons as a polygon set of their own (the library's
 // flat arrays), for knn_points_in_polygons over just those.
 struct PolygonSubset {
-  std::vector<float> vertices;
+  std::vector<double> vertices;
   std::vector<int64_t> rings{0}, polygons{0};
   PolygonSubset(const knn_cli::PolygonLayer& L, const std::vector<int64_t>& which) {
     for (const int64_t p : which) {
@@ -351,19 +483,15 @@ struct PolygonSubset {
 
 // Points of every polygon of `set`: offsets (n_polygons + 1) and indices,
 // ascending within each polygon, from the counts the library gave.
-void points_of(const knn_quadtree* tree, const float* vertices, const int64_t* rings,
+void points_of(const knn_quadtree* tree, const PolygonCalls& calls, const int64_t* rings,
                int64_t n_rings, const int64_t* polygons, int64_t n_polygons, const knn_options* opt,
                std::vector<int64_t>* offsets, std::vector<int64_t>* points) {
   std::vector<int64_t> counts(static_cast<size_t>(n_polygons));
-  check(knn_points_in_polygons_count(tree, vertices, rings, n_rings, polygons, n_polygons,
-                                     counts.data(), opt),
-        "knn_points_in_polygons_count");
+  calls.count(tree, rings, n_rings, polygons, n_polygons, counts.data(), opt);
   offsets->assign(1, 0);
   for (const int64_t c : counts) offsets->push_back(offsets->back() + c);
   points->assign(static_cast<size_t>(offsets->back()), 0);
-  check(knn_points_in_polygons(tree, vertices, rings, n_rings, polygons, n_polygons,
-                               offsets->data(), points->data(), opt),
-        "knn_points_in_polygons");
+  calls.fill(tree, rings, n_rings, polygons, n_polygons, offsets->data(), points->data(), opt);
 }
 
 int run_pip(const PipArgs& a) {
@@ -373,14 +501,15 @@ int run_pip(const PipArgs& a) {
   const std::string pairs_ext = a.pairs.empty() ? "" : table_extension(a.pairs, "--pairs");
 
   progress.step("reading " + a.polygons);
-  const knn_cli::PolygonLayer L = knn_cli::read_geojson(a.polygons, a.id_property);
+  const knn_cli::Precision precision = precision_value(a.precision);
+  const knn_cli::PolygonLayer L = knn_cli::read_geojson(a.polygons, a.id_property, precision);
   progress.step("read " + std::to_string(L.features()) + " features, " +
                 std::to_string(L.polygons()) + " polygons, " + std::to_string(L.rings()) +
                 " rings");
   progress.step("reading " + a.points);
-  const knn_cli::PointTable pts = knn_cli::read_point_table(a.points, 2, 3);
+  const knn_cli::PointTable pts = knn_cli::read_point_table(a.points, 2, 3, precision);
   const int64_t n = pts.size();
-  std::vector<float> xy(static_cast<size_t>(n) * 2);
+  std::vector<double> xy(static_cast<size_t>(n) * 2);
   for (int64_t i = 0; i < n; ++i) {
     xy[2 * i] = pts.coords[static_cast<size_t>(i) * pts.dim];
     xy[2 * i + 1] = pts.coords[static_cast<size_t>(i) * pts.dim + 1];
@@ -389,10 +518,19 @@ int run_pip(const PipArgs& a) {
   knn_options opt;
   knn_options_init(&opt);
   opt.backend = backend_value(a.backend);
-  progress.step("building the quadtree of " + std::to_string(n) + " points (" + a.backend + ")");
+  // Points and polygons each in the precision read: the library combines
+  // either with either, deciding on the exact values.
+  progress.step("building the quadtree of " + std::to_string(n) + " points (" + a.backend + ", " +
+                precision_name(pts.doubles) + "; polygons in " + precision_name(L.doubles) + ")");
   knn_quadtree* raw = nullptr;
-  check(knn_quadtree_build(xy.data(), n, &opt, &raw), "knn_quadtree_build");
+  if (pts.doubles) {
+    check(knn_quadtree_build_f64(xy.data(), n, &opt, &raw), "knn_quadtree_build_f64");
+  } else {
+    const std::vector<float> xy32(xy.begin(), xy.end());
+    check(knn_quadtree_build(xy32.data(), n, &opt, &raw), "knn_quadtree_build");
+  }
   const std::unique_ptr<knn_quadtree, QuadtreeDeleter> tree(raw);
+  const PolygonCalls layer_calls(L.vertices, L.doubles);
 
   // Counts per polygon first: they are all that a feature of one polygon
   // needs, and they show which multi-part features can count a point twice
@@ -400,10 +538,8 @@ int run_pip(const PipArgs& a) {
   progress.step("counting points in " + std::to_string(L.polygons()) + " polygons");
   const int64_t F = L.features(), P = L.polygons();
   std::vector<int64_t> poly_counts(static_cast<size_t>(P));
-  check(
-      knn_points_in_polygons_count(tree.get(), L.vertices.data(), L.ring_offsets.data(), L.rings(),
-                                   L.polygon_offsets.data(), P, poly_counts.data(), &opt),
-      "knn_points_in_polygons_count");
+  layer_calls.count(tree.get(), L.ring_offsets.data(), L.rings(), L.polygon_offsets.data(), P,
+                    poly_counts.data(), &opt);
   std::vector<int64_t> feature_counts(static_cast<size_t>(F), 0);
   std::vector<char> needs_union(static_cast<size_t>(F), 0);
   std::vector<int64_t> union_polygons;  // polygons of the features in needs_union
@@ -428,11 +564,11 @@ int run_pip(const PipArgs& a) {
     std::vector<int64_t> offsets, points;
     if (static_cast<int64_t>(union_polygons.size()) == P) {
       // Every polygon (--pairs, or every feature multi-part): no copy.
-      points_of(tree.get(), L.vertices.data(), L.ring_offsets.data(), L.rings(),
-                L.polygon_offsets.data(), P, &opt, &offsets, &points);
+      points_of(tree.get(), layer_calls, L.ring_offsets.data(), L.rings(), L.polygon_offsets.data(),
+                P, &opt, &offsets, &points);
     } else {
       const PolygonSubset sub(L, union_polygons);
-      points_of(tree.get(), sub.vertices.data(), sub.rings.data(),
+      points_of(tree.get(), PolygonCalls(sub.vertices, L.doubles), sub.rings.data(),
                 static_cast<int64_t>(sub.rings.size()) - 1, sub.polygons.data(),
                 static_cast<int64_t>(union_polygons.size()), &opt, &offsets, &points);
     }
@@ -514,6 +650,18 @@ CLI::Validator int_at_least(int min) {
 
 }  // namespace
 
+// --precision on a subcommand that reads coordinates.
+void add_precision_option(CLI::App* command, std::string& precision) {
+  command
+      ->add_option("--precision", precision,
+                   "auto (the default): compute in float64 when a file holds doubles (text "
+                   ".xyz/.txt/.csv, GeoJSON, PLY double x/y/z, .npy float64), else in float32 "
+                   "(PLY float, .npy float32, .bin/.f32); float64: always, float32 values "
+                   "widen exactly; float32: round every coordinate to float32. float64 results "
+                   "print with 17 significant digits and .npy distances are float64")
+      ->check(CLI::IsMember({"auto", "float32", "float64"}));
+}
+
 // --progress on a subcommand whose long calls report progress.
 void add_progress_flag(CLI::App* command, bool& progress) {
   command->add_flag("--progress", progress,
@@ -540,7 +688,9 @@ int main(int argc, char** argv) {
   knn->add_option("--backend", ka.backend, "auto, cuda or openmp")
       ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
   knn->add_flag("--distances", ka.distances,
-                "also write squared distances (OUT_dist.npy, or extra .csv columns)");
+                "also write squared distances (OUT_dist.npy, or extra .csv columns), in the "
+                "precision computed");
+  add_precision_option(knn, ka.precision);
   add_progress_flag(knn, ka.progress);
 
   CLI::App* info = app.add_subcommand("info", "library version and CUDA devices");
@@ -569,7 +719,9 @@ int main(int argc, char** argv) {
   radius->add_option("--counts", ra.counts,
                      "true number within the radius per query: .npy (int32 (m,)) or .csv");
   radius->add_option("--distances", ra.distances,
-                     "squared distances: .npy (float32 (m, M)) or .csv; inf = unused slot");
+                     "squared distances: .npy (float32 or float64 (m, M), the precision "
+                     "computed) or .csv; inf = unused slot");
+  add_precision_option(radius, ra.precision);
   radius->add_option("--backend", ra.backend, "auto, cuda or openmp")
       ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
   radius->add_option("--structure", ra.structure, "auto, kdtree, grid or brute_force")
@@ -590,6 +742,7 @@ int main(int argc, char** argv) {
                   "'id' or 'name' property)");
   pip->add_option("--backend", pa.backend, "auto, cuda or openmp")
       ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
+  add_precision_option(pip, pa.precision);
   add_progress_flag(pip, pa.progress);
 
 #if KNN_CLI_HAVE_JSON

@@ -134,15 +134,24 @@ class LineReader {
   int64_t line_no_ = 0;
 };
 
-// A coordinate as the library will hold it; refuses what is not finite as
-// a float32 (NaN, infinity, or a double beyond float's range), naming where
-// it is in the file: the library could only name the point. `where` makes
-// that place's text, only when needed (a file has millions of values).
+// A coordinate as the library will hold it: the double itself, or rounded
+// to float32 (`doubles` false); refuses what is not finite in that precision
+// (NaN, infinity, or a double beyond float's range), naming where it is in
+// the file: the library could only name the point. `where` makes that
+// place's text, only when needed (a file has millions of values).
 template <class Where>
-float finite_coordinate(const std::string& path, double v, const Where& where) {
-  const float f = static_cast<float>(v);
-  if (!std::isfinite(f)) fail(path, where() + " is not a finite float32 coordinate");
-  return f;
+double finite_coordinate(const std::string& path, double v, bool doubles, const Where& where) {
+  const double kept = doubles ? v : static_cast<double>(static_cast<float>(v));
+  if (!std::isfinite(kept))
+    fail(path, where() + (doubles ? " is not a finite float64 coordinate"
+                                  : " is not a finite float32 coordinate"));
+  return kept;
+}
+
+// Whether a file read with `precision` is read in float64; `holds_doubles`:
+// the file's values are doubles (what Precision::Auto follows).
+bool reads_doubles(Precision precision, bool holds_doubles) {
+  return precision == Precision::Float64 || (precision == Precision::Auto && holds_doubles);
 }
 
 // "3 columns (x y z)", "2 or 3 columns (x y [z])", "1 to 16 columns".
@@ -409,12 +418,19 @@ std::vector<float> read_points(const std::string& path) {
   fail(path, "unknown point file type '" + ext + "' (expected .xyz .txt .csv .ply .npy .bin .f32)");
 }
 
-PointTable read_point_table(const std::string& path, int min_dim, int max_dim) {
+std::vector<float> PointTable::floats() const {
+  return std::vector<float>(coords.begin(), coords.end());
+}
+
+PointTable read_point_table(const std::string& path, int min_dim, int max_dim,
+                            Precision precision) {
   const std::string ext = extension_of(path);
   if (ext == ".xyz" || ext == ".txt" || ext == ".csv")
-    return parse_text_table(path, read_whole_file(path), min_dim, max_dim);
-  if (ext == ".ply") return parse_ply_table(path, read_whole_file(path), min_dim, max_dim);
-  if (ext == ".npy") return parse_npy_table(path, read_whole_file(path), min_dim, max_dim);
+    return parse_text_table(path, read_whole_file(path), min_dim, max_dim, precision);
+  if (ext == ".ply")
+    return parse_ply_table(path, read_whole_file(path), min_dim, max_dim, precision);
+  if (ext == ".npy")
+    return parse_npy_table(path, read_whole_file(path), min_dim, max_dim, precision);
   if (ext == ".bin" || ext == ".f32") {
     // Raw files carry no shape: always x y z.
     if (min_dim > 3 || max_dim < 3)
@@ -422,7 +438,9 @@ PointTable read_point_table(const std::string& path, int min_dim, int max_dim) {
                      column_range_text(min_dim, max_dim) + " (use a text or .npy file)");
     PointTable t;
     t.dim = 3;
-    t.coords = read_raw_points(path);
+    const std::vector<float> raw = read_raw_points(path);
+    t.coords.assign(raw.begin(), raw.end());
+    t.doubles = reads_doubles(precision, false);
     return t;
   }
   fail(path, "unknown point file type '" + ext + "' (expected .xyz .txt .csv .ply .npy .bin .f32)");
@@ -433,13 +451,14 @@ std::vector<float> read_text_points(const std::string& path) {
 }
 
 std::vector<float> parse_text_points(const std::string& path, const std::string& data) {
-  return parse_text_table(path, data, 3, 3).coords;
+  return parse_text_table(path, data, 3, 3).floats();
 }
 
 PointTable parse_text_table(const std::string& path, const std::string& data, int min_dim,
-                            int max_dim) {
+                            int max_dim, Precision precision) {
   LineReader in(path, data);
   PointTable t;
+  t.doubles = reads_doubles(precision, true);  // decimal text: doubles
   std::string line;
   int64_t first_data_line = 0;
   bool seen_content = false;
@@ -455,7 +474,7 @@ PointTable parse_text_table(const std::string& path, const std::string& data, in
     bool numeric = count_ok;
     v.clear();
     for (size_t i = 0; numeric && i < f.size(); ++i) {
-      double d;
+      double d = 0;
       numeric = parse_double(f[i], &d);
       v.push_back(d);
     }
@@ -487,7 +506,7 @@ PointTable parse_text_table(const std::string& path, const std::string& data, in
     seen_content = true;
     const int64_t point = t.size();
     for (size_t i = 0; i < v.size(); ++i)
-      t.coords.push_back(finite_coordinate(path, v[i], [&] {
+      t.coords.push_back(finite_coordinate(path, v[i], t.doubles, [&] {
         return "line " + std::to_string(line_no) + ", column " + std::to_string(i + 1) + " ('" +
                excerpt(f[i]) + "', point " + std::to_string(point) + ")";
       }));
@@ -500,11 +519,11 @@ std::vector<float> read_ply_points(const std::string& path) {
 }
 
 std::vector<float> parse_ply_points(const std::string& path, const std::string& data) {
-  return parse_ply_table(path, data, 3, 3).coords;
+  return parse_ply_table(path, data, 3, 3).floats();
 }
 
 PointTable parse_ply_table(const std::string& path, const std::string& data, int min_dim,
-                           int max_dim) {
+                           int max_dim, Precision precision) {
   // The header and an ascii body are lines; a binary body starts at `pos`.
   LineReader lines(path, data);
   size_t pos = 0;
@@ -608,7 +627,10 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
 
   PointTable table;
   table.dim = dim;
-  std::vector<float>& xyz = table.coords;
+  bool double_property = false;
+  for (int d = 0; d < dim; ++d) double_property |= ve.props[col[d]].type == PlyType::F64;
+  table.doubles = reads_doubles(precision, double_property);
+  std::vector<double>& xyz = table.coords;
   // A vertex takes at least 3 bytes, so the file size bounds the reservation
   // (a corrupt count does not allocate gigabytes up front).
   xyz.reserve(
@@ -648,7 +670,7 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
         }
         if (e == vi)
           for (int d = 0; d < dim; ++d)
-            xyz.push_back(finite_coordinate(path, v[d], [&] {
+            xyz.push_back(finite_coordinate(path, v[d], table.doubles, [&] {
               return "PLY line " + std::to_string(line_no) + ": " + names[d] + " of vertex " +
                      std::to_string(r);
             }));
@@ -689,7 +711,7 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
         }
         if (e == vi)
           for (int d = 0; d < dim; ++d)
-            xyz.push_back(finite_coordinate(path, v[d], [&] {
+            xyz.push_back(finite_coordinate(path, v[d], table.doubles, [&] {
               return std::string("PLY ") + names[d] + " of vertex " + std::to_string(r);
             }));
       }
@@ -703,11 +725,11 @@ std::vector<float> read_npy_points(const std::string& path) {
 }
 
 std::vector<float> parse_npy_points(const std::string& path, const std::string& data) {
-  return parse_npy_table(path, data, 3, 3).coords;
+  return parse_npy_table(path, data, 3, 3).floats();
 }
 
 PointTable parse_npy_table(const std::string& path, const std::string& data, int min_dim,
-                           int max_dim) {
+                           int max_dim, Precision precision) {
   if (data.size() < 10 || std::memcmp(data.data(), "\x93NUMPY", 6) != 0)
     fail(path, "not a .npy file (no \\x93NUMPY magic)");
   const unsigned char major = static_cast<unsigned char>(data[6]);
@@ -756,22 +778,23 @@ PointTable parse_npy_table(const std::string& path, const std::string& data, int
                    std::to_string((data.size() - body) / (dim * item)));
   PointTable table;
   table.dim = dim;
-  std::vector<float>& xyz = table.coords;
+  table.doubles = reads_doubles(precision, f64);
+  std::vector<double>& xyz = table.coords;
   xyz.resize(static_cast<size_t>(n) * dim);
   const char* p = data.data() + body;
-  if (f64) {
-    for (size_t i = 0; i < xyz.size(); ++i) {
-      double d;
+  for (size_t i = 0; i < xyz.size(); ++i) {
+    double d;
+    if (f64) {
       std::memcpy(&d, p + i * 8, 8);
-      xyz[i] = static_cast<float>(d);
+    } else {
+      float f;
+      std::memcpy(&f, p + i * 4, 4);
+      d = f;
     }
-  } else if (!xyz.empty()) {
-    std::memcpy(xyz.data(), p, xyz.size() * 4);
-  }
-  for (size_t i = 0; i < xyz.size(); ++i)
-    finite_coordinate(path, xyz[i], [&] {
+    xyz[i] = finite_coordinate(path, d, table.doubles, [&] {
       return ".npy row " + std::to_string(i / dim) + ", column " + std::to_string(i % dim);
     });
+  }
   return table;
 }
 
@@ -787,7 +810,7 @@ std::vector<float> parse_raw_points(const std::string& path, const std::string& 
   std::vector<float> xyz(data.size() / 4);
   if (!xyz.empty()) std::memcpy(xyz.data(), data.data(), data.size());
   for (size_t i = 0; i < xyz.size(); ++i)
-    finite_coordinate(path, xyz[i], [&] {
+    finite_coordinate(path, xyz[i], false, [&] {
       return "point " + std::to_string(i / 3) + ", coordinate " + std::to_string(i % 3) +
              " (byte " + std::to_string(i * 4) + ")";
     });
@@ -838,6 +861,10 @@ void write_npy_float32(const std::string& path, const float* data, int64_t rows,
   write_npy(path, "<f4", data, 4, rows, cols);
 }
 
+void write_npy_float64(const std::string& path, const double* data, int64_t rows, int64_t cols) {
+  write_npy(path, "<f8", data, 8, rows, cols);
+}
+
 void write_npy_int64(const std::string& path, const int64_t* data, int64_t rows, int64_t cols) {
   write_npy(path, "<i8", data, 8, rows, cols);
 }
@@ -846,8 +873,18 @@ void write_npy_int32_vector(const std::string& path, const int32_t* data, int64_
   write_npy(path, "<i4", data, 4, n, -1);
 }
 
-void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist, int64_t rows,
-               int64_t k) {
+namespace {
+
+// A value that reads back as itself: 9 significant digits for a float32, 17
+// for a double (printf's %.9g / %.17g).
+template <class T>
+const char* round_trip_format() {
+  return sizeof(T) == sizeof(float) ? "%.9g" : "%.17g";
+}
+
+template <class T>
+void write_csv_rows(const std::string& path, const int32_t* indices, const T* sq_dist, int64_t rows,
+                    int64_t k) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) fail(path, std::string("cannot create (") + std::strerror(errno) + ")");
   std::string line;
@@ -866,11 +903,12 @@ void write_csv(const std::string& path, const int32_t* indices, const float* sq_
     }
     if (sq_dist) {
       for (int64_t j = 0; j < k; ++j) {
-        const float d = sq_dist[row + j];
+        const T d = sq_dist[row + j];
         if (std::isinf(d)) {
           line += ",inf";
         } else {
-          std::snprintf(buf, sizeof buf, ",%.9g", static_cast<double>(d));
+          std::snprintf(buf, sizeof buf, round_trip_format<T>(), static_cast<double>(d));
+          line += ',';
           line += buf;
         }
       }
@@ -882,8 +920,9 @@ void write_csv(const std::string& path, const int32_t* indices, const float* sq_
   if (!ok) fail(path, "write error");
 }
 
-void write_csv_float32(const std::string& path, const char* prefix, const float* data, int64_t rows,
-                       int64_t cols) {
+template <class T>
+void write_csv_matrix(const std::string& path, const char* prefix, const T* data, int64_t rows,
+                      int64_t cols) {
   TextFile f(path);
   std::string line;
   for (int64_t j = 0; j < cols; ++j)
@@ -893,19 +932,40 @@ void write_csv_float32(const std::string& path, const char* prefix, const float*
   for (int64_t i = 0; i < rows; ++i) {
     line.clear();
     for (int64_t j = 0; j < cols; ++j) {
-      const float d =
-          data[static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(j)];
+      const T d = data[static_cast<size_t>(i) * static_cast<size_t>(cols) + static_cast<size_t>(j)];
       if (j) line += ',';
       if (std::isinf(d)) {
         line += d > 0 ? "inf" : "-inf";
       } else {
-        std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(d));
+        std::snprintf(buf, sizeof buf, round_trip_format<T>(), static_cast<double>(d));
         line += buf;
       }
     }
     f.line(line);
   }
   f.close();
+}
+
+}  // namespace
+
+void write_csv(const std::string& path, const int32_t* indices, const float* sq_dist, int64_t rows,
+               int64_t k) {
+  write_csv_rows(path, indices, sq_dist, rows, k);
+}
+
+void write_csv(const std::string& path, const int32_t* indices, const double* sq_dist, int64_t rows,
+               int64_t k) {
+  write_csv_rows(path, indices, sq_dist, rows, k);
+}
+
+void write_csv_float32(const std::string& path, const char* prefix, const float* data, int64_t rows,
+                       int64_t cols) {
+  write_csv_matrix(path, prefix, data, rows, cols);
+}
+
+void write_csv_float64(const std::string& path, const char* prefix, const double* data,
+                       int64_t rows, int64_t cols) {
+  write_csv_matrix(path, prefix, data, rows, cols);
 }
 
 TextFile::TextFile(const std::string& path) : path_(path) {

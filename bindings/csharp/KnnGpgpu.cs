@@ -52,6 +52,12 @@ namespace KnnGpgpu
     /// <summary>enum knn_structure.</summary>
     public enum KnnStructure { Auto = 0, KdTree = 1, Grid = 2, BruteForce = 3 }
 
+    /// <summary>enum knn_scalar: the precision an index holds and computes in. An index
+    /// built from double[] (knn_index_build_f64) answers only the double overloads, one
+    /// built from float[] only the float ones; the library refuses the other family with
+    /// KnnInvalidArgumentException naming the right call.</summary>
+    public enum KnnScalar { Float32 = 0, Float64 = 1 }
+
     /// <summary>struct Point { float p[3]; } (12 bytes).</summary>
     [StructLayout(LayoutKind.Sequential)]
     public struct Point
@@ -475,6 +481,45 @@ namespace KnnGpgpu
             [In] long[] ringOffsets, long nRings, [In] long[] polygonOffsets, long nPolygons,
             [In] long[] outOffsets, [Out] long[] pointIndices, IntPtr opt);
 
+        // float64: the float calls with double arrays and radius.
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_build_f64(IntPtr points, long n, int dim, IntPtr opt,
+                                                       out IndexHandle index);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_scalar(IndexHandle index, out int scalar);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_query_f64(IndexHandle index, IntPtr queries, long m, int k,
+                                                       IntPtr indices, IntPtr sqDistances, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_query_self_f64(IndexHandle index, int k, int excludeSelf,
+                                                            IntPtr indices, IntPtr sqDistances);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_radius_f64(IndexHandle index, IntPtr queries, long m, double radius,
+                                                        int maxNeighbors, IntPtr indices, IntPtr sqDistances,
+                                                        IntPtr counts, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_radius_count_f64(IndexHandle index, IntPtr queries, long m,
+                                                              double radius, IntPtr counts, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_radius_fill_f64(IndexHandle index, IntPtr queries, long m,
+                                                             double radius, IntPtr offsets, IntPtr indices,
+                                                             IntPtr sqDistances, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern UIntPtr knn_estimate_build_bytes_f64(long n, int dim, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern UIntPtr knn_estimate_query_bytes_f64(long m, int k, long n, int dim, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_quadtree_build_f64([In] double[] xy, long n, IntPtr opt,
+                                                          out QuadtreeHandle tree);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_points_in_polygons_count_f64(QuadtreeHandle tree, [In] double[] verticesXy,
+            [In] long[] ringOffsets, long nRings, [In] long[] polygonOffsets, long nPolygons,
+            [Out] long[] counts, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_points_in_polygons_f64(QuadtreeHandle tree, [In] double[] verticesXy,
+            [In] long[] ringOffsets, long nRings, [In] long[] polygonOffsets, long nPolygons,
+            [In] long[] outOffsets, [Out] long[] pointIndices, IntPtr opt);
+
         // The same entry points with raw pointers, for tests and hosts that pass NULL.
         [DllImport(Lib, CallingConvention = Cdecl, EntryPoint = "buildKdTree")]
         internal static extern int buildKdTreeRaw(IntPtr points, int n, IntPtr tree);
@@ -568,6 +613,40 @@ namespace KnnGpgpu
         [MethodImpl(Late)]
         internal static int knn_points_in_polygons(QuadtreeHandle t, float[] v, long[] r, long nr, long[] p, long np, long[] oo, long[] pi, IntPtr o)
         { return NativeMethods.knn_points_in_polygons(t, v, r, nr, p, np, oo, pi, o); }
+        [MethodImpl(Late)]
+        internal static int knn_index_build_f64(IntPtr p, long n, int dim, IntPtr o, out IndexHandle h)
+        { return NativeMethods.knn_index_build_f64(p, n, dim, o, out h); }
+        [MethodImpl(Late)]
+        internal static int knn_index_scalar(IndexHandle h, out int s) { return NativeMethods.knn_index_scalar(h, out s); }
+        [MethodImpl(Late)]
+        internal static int knn_index_query_f64(IndexHandle h, IntPtr q, long m, int k, IntPtr i, IntPtr d, IntPtr o)
+        { return NativeMethods.knn_index_query_f64(h, q, m, k, i, d, o); }
+        [MethodImpl(Late)]
+        internal static int knn_index_query_self_f64(IndexHandle h, int k, int ex, IntPtr i, IntPtr d)
+        { return NativeMethods.knn_index_query_self_f64(h, k, ex, i, d); }
+        [MethodImpl(Late)]
+        internal static int knn_index_radius_f64(IndexHandle h, IntPtr q, long m, double r, int mx, IntPtr i, IntPtr d, IntPtr c, IntPtr o)
+        { return NativeMethods.knn_index_radius_f64(h, q, m, r, mx, i, d, c, o); }
+        [MethodImpl(Late)]
+        internal static int knn_index_radius_count_f64(IndexHandle h, IntPtr q, long m, double r, IntPtr c, IntPtr o)
+        { return NativeMethods.knn_index_radius_count_f64(h, q, m, r, c, o); }
+        [MethodImpl(Late)]
+        internal static int knn_index_radius_fill_f64(IndexHandle h, IntPtr q, long m, double r, IntPtr off, IntPtr i, IntPtr d, IntPtr o)
+        { return NativeMethods.knn_index_radius_fill_f64(h, q, m, r, off, i, d, o); }
+        [MethodImpl(Late)]
+        internal static UIntPtr knn_estimate_build_bytes_f64(long n, int dim, IntPtr o) { return NativeMethods.knn_estimate_build_bytes_f64(n, dim, o); }
+        [MethodImpl(Late)]
+        internal static UIntPtr knn_estimate_query_bytes_f64(long m, int k, long n, int dim, IntPtr o)
+        { return NativeMethods.knn_estimate_query_bytes_f64(m, k, n, dim, o); }
+        [MethodImpl(Late)]
+        internal static int knn_quadtree_build_f64(double[] xy, long n, IntPtr o, out QuadtreeHandle h)
+        { return NativeMethods.knn_quadtree_build_f64(xy, n, o, out h); }
+        [MethodImpl(Late)]
+        internal static int knn_points_in_polygons_count_f64(QuadtreeHandle t, double[] v, long[] r, long nr, long[] p, long np, long[] c, IntPtr o)
+        { return NativeMethods.knn_points_in_polygons_count_f64(t, v, r, nr, p, np, c, o); }
+        [MethodImpl(Late)]
+        internal static int knn_points_in_polygons_f64(QuadtreeHandle t, double[] v, long[] r, long nr, long[] p, long np, long[] oo, long[] pi, IntPtr o)
+        { return NativeMethods.knn_points_in_polygons_f64(t, v, r, nr, p, np, oo, pi, o); }
     }
 
     // ---- handles -------------------------------------------------------------------------
@@ -756,33 +835,52 @@ namespace KnnGpgpu
 
     /// <summary>A resident index of points in any dimension (knn_index). Dispose it (or use
     /// `using`); queries may run from many threads at once. Pointer overloads accept host
-    /// or device (CUDA) memory: the library tells which and uses device arrays in place.</summary>
+    /// or device (CUDA) memory: the library tells which and uses device arrays in place.
+    /// Precision follows the points: float[] builds a float32 index (knn_index_build),
+    /// double[] a float64 one (knn_index_build_f64); Scalar says which. The float[] and
+    /// double[] overloads of each query call the float or the _f64 function; the
+    /// library refuses a family the index does not hold. Pointer overloads hold the
+    /// index's Scalar type.</summary>
     public sealed class KnnIndex : IDisposable
     {
         readonly IndexHandle handle;
         public long N { get; private set; }
         public int Dim { get; private set; }
+        public KnnScalar Scalar { get; private set; }
         public IndexHandle Handle { get { return handle; } }
 
-        /// <summary>Build over points: rows of dim floats.</summary>
+        /// <summary>Build over points: rows of dim floats (a float32 index).</summary>
         public KnnIndex(float[] points, int dim, KnnOptions? options = null)
+            : this(points, dim, KnnScalar.Float32, options) { }
+
+        /// <summary>Build over points: rows of dim doubles (a float64 index).</summary>
+        public KnnIndex(double[] points, int dim, KnnOptions? options = null)
+            : this(points, dim, KnnScalar.Float64, options) { }
+
+        KnnIndex(Array points, int dim, KnnScalar scalar, KnnOptions? options)
         {
             if (points == null) throw new ArgumentNullException("points");
-            if (dim < 1 || points.Length % dim != 0)
+            if (dim < 1 || points.LongLength % dim != 0)
                 throw new ArgumentException("points.Length must be a multiple of dim (>= 1)");
-            var pin = GCHandle.Alloc(points, GCHandleType.Pinned);
-            try { handle = Build(pin.AddrOfPinnedObject(), points.Length / dim, dim, options); }
-            finally { pin.Free(); }
-            N = points.Length / dim;
+            using (var pins = new Pins(points))
+                handle = Build(pins[0], points.LongLength / dim, dim, scalar, options);
+            N = points.LongLength / dim;
             Dim = dim;
+            Scalar = scalar;
         }
 
         /// <summary>Build over n rows of dim floats at a host or device pointer.</summary>
         public KnnIndex(IntPtr points, long n, int dim, KnnOptions? options = null)
+            : this(points, n, dim, KnnScalar.Float32, options) { }
+
+        /// <summary>Build over n rows of dim values of the given scalar type at a host or
+        /// device pointer.</summary>
+        public KnnIndex(IntPtr points, long n, int dim, KnnScalar scalar, KnnOptions? options = null)
         {
-            handle = Build(points, n, dim, options);
+            handle = Build(points, n, dim, scalar, options);
             N = n;
             Dim = dim;
+            Scalar = scalar;
         }
 
         KnnIndex(IndexHandle owned)
@@ -791,11 +889,14 @@ namespace KnnGpgpu
             KnnIndexInfo info = Info();
             N = info.N;
             Dim = info.Dim;
+            int scalar;
+            Knn.Check(Native.knn_index_scalar(Live(), out scalar), "knn_index_scalar");
+            Scalar = (KnnScalar)scalar;
         }
 
         /// <summary>knn_index_deserialize: an index from Serialize()'s bytes. The options choose
-        /// where it loads (backend, device, threads); the structure and leaf size come from the
-        /// bytes. A corrupted or truncated buffer throws KnnInvalidArgumentException.</summary>
+        /// where it loads (backend, device, threads); the structure, leaf size and Scalar come
+        /// from the bytes. A corrupted or truncated buffer throws KnnInvalidArgumentException.</summary>
         public static KnnIndex Deserialize(byte[] data, KnnOptions? options = null)
         {
             if (data == null) throw new ArgumentNullException("data");
@@ -826,17 +927,19 @@ namespace KnnGpgpu
             return data;
         }
 
-        static IndexHandle Build(IntPtr points, long n, int dim, KnnOptions? options)
+        static IndexHandle Build(IntPtr points, long n, int dim, KnnScalar scalar, KnnOptions? options)
         {
             Loader.Ensure();
             IndexHandle h;
+            bool f64 = scalar == KnnScalar.Float64;
             using (var opt = OptionsBlock.For(options))
             {
-                int status = Native.knn_index_build(points, n, dim, OptionsBlock.PointerOf(opt), out h);
+                int status = f64 ? Native.knn_index_build_f64(points, n, dim, OptionsBlock.PointerOf(opt), out h)
+                                 : Native.knn_index_build(points, n, dim, OptionsBlock.PointerOf(opt), out h);
                 if (status != 0)
                 {
                     if (h != null) h.SetHandleAsInvalid();
-                    Knn.Check(status, "knn_index_build");
+                    Knn.Check(status, f64 ? "knn_index_build_f64" : "knn_index_build");
                 }
             }
             return h;
@@ -859,78 +962,173 @@ namespace KnnGpgpu
                                       Structure = (KnnStructure)structure };
         }
 
-        /// <summary>k nearest of each query (rows of Dim floats): indices[i*k + j], and
-        /// squared distances when sqDistances is requested.</summary>
+        long Rows(Array queries)
+        {
+            if (queries == null) throw new ArgumentNullException("queries");
+            if (queries.LongLength % Dim != 0) throw new ArgumentException("queries.Length must be a multiple of Dim");
+            return queries.LongLength / Dim;
+        }
+
+        /// <summary>k nearest of each query (rows of Dim floats; a float32 index): indices[i*k + j],
+        /// and squared distances when sqDistances is requested.</summary>
         public int[] Query(float[] queries, int k, out float[] sqDistances, KnnOptions? options = null,
                            bool wantDistances = true)
         {
-            if (queries == null) throw new ArgumentNullException("queries");
-            if (queries.Length % Dim != 0) throw new ArgumentException("queries.Length must be a multiple of Dim");
-            long m = queries.Length / Dim;
+            long m = Rows(queries);
             var ind = new int[m * Math.Max(k, 0)];
             float[] dist = wantDistances ? new float[ind.LongLength] : null;
             using (var pins = new Pins(queries, ind, dist))
-                Query(pins[0], m, k, pins[1], pins[2], options);
+                QueryAs(KnnScalar.Float32, pins[0], m, k, pins[1], pins[2], options);
             sqDistances = dist;
             return ind;
         }
 
-        /// <summary>Raw form: host or device pointers (sqDistances may be IntPtr.Zero).</summary>
+        /// <summary>k nearest of each query (rows of Dim doubles; a float64 index,
+        /// knn_index_query_f64): indices and float64 squared distances.</summary>
+        public int[] Query(double[] queries, int k, out double[] sqDistances, KnnOptions? options = null,
+                           bool wantDistances = true)
+        {
+            long m = Rows(queries);
+            var ind = new int[m * Math.Max(k, 0)];
+            double[] dist = wantDistances ? new double[ind.LongLength] : null;
+            using (var pins = new Pins(queries, ind, dist))
+                QueryAs(KnnScalar.Float64, pins[0], m, k, pins[1], pins[2], options);
+            sqDistances = dist;
+            return ind;
+        }
+
+        /// <summary>Raw form: host or device pointers of the index's Scalar type (sqDistances
+        /// may be IntPtr.Zero).</summary>
         public void Query(IntPtr queries, long m, int k, IntPtr indices, IntPtr sqDistances,
                           KnnOptions? options = null)
         {
-            using (var opt = OptionsBlock.For(options))
-                Knn.Check(Native.knn_index_query(Live(), queries, m, k, indices, sqDistances,
-                                                        OptionsBlock.PointerOf(opt)), "knn_index_query");
+            QueryAs(Scalar, queries, m, k, indices, sqDistances, options);
         }
 
-        /// <summary>All-kNN of the indexed points in input order; excludeSelf drops only each
-        /// point's own index.</summary>
+        void QueryAs(KnnScalar scalar, IntPtr queries, long m, int k, IntPtr indices, IntPtr sqDistances,
+                     KnnOptions? options)
+        {
+            using (var opt = OptionsBlock.For(options))
+            {
+                if (scalar == KnnScalar.Float64)
+                    Knn.Check(Native.knn_index_query_f64(Live(), queries, m, k, indices, sqDistances,
+                                                         OptionsBlock.PointerOf(opt)), "knn_index_query_f64");
+                else
+                    Knn.Check(Native.knn_index_query(Live(), queries, m, k, indices, sqDistances,
+                                                     OptionsBlock.PointerOf(opt)), "knn_index_query");
+            }
+        }
+
+        /// <summary>All-kNN of the indexed points in input order (a float32 index); excludeSelf
+        /// drops only each point's own index.</summary>
         public int[] QuerySelf(int k, bool excludeSelf, out float[] sqDistances, bool wantDistances = true)
         {
             var ind = new int[N * Math.Max(k, 0)];
             float[] dist = wantDistances ? new float[ind.LongLength] : null;
-            using (var pins = new Pins(ind, dist))
-                Knn.Check(Native.knn_index_query_self(Live(), k, excludeSelf ? 1 : 0, pins[0], pins[1]),
-                          "knn_index_query_self");
+            QuerySelfAs(KnnScalar.Float32, k, excludeSelf, ind, dist);
             sqDistances = dist;
             return ind;
         }
 
-        /// <summary>Points within radius of each query: rows of maxNeighbors ordered by
-        /// (distance, index), -1/+inf in unused slots; counts[i] is the true number.
+        /// <summary>All-kNN of the indexed points of a float64 index (knn_index_query_self_f64).</summary>
+        public int[] QuerySelf(int k, bool excludeSelf, out double[] sqDistances, bool wantDistances = true)
+        {
+            var ind = new int[N * Math.Max(k, 0)];
+            double[] dist = wantDistances ? new double[ind.LongLength] : null;
+            QuerySelfAs(KnnScalar.Float64, k, excludeSelf, ind, dist);
+            sqDistances = dist;
+            return ind;
+        }
+
+        void QuerySelfAs(KnnScalar scalar, int k, bool excludeSelf, int[] ind, Array dist)
+        {
+            using (var pins = new Pins(ind, dist))
+            {
+                if (scalar == KnnScalar.Float64)
+                    Knn.Check(Native.knn_index_query_self_f64(Live(), k, excludeSelf ? 1 : 0, pins[0], pins[1]),
+                              "knn_index_query_self_f64");
+                else
+                    Knn.Check(Native.knn_index_query_self(Live(), k, excludeSelf ? 1 : 0, pins[0], pins[1]),
+                              "knn_index_query_self");
+            }
+        }
+
+        /// <summary>Points within radius of each query (a float32 index): rows of maxNeighbors
+        /// ordered by (distance, index), -1/+inf in unused slots; counts[i] is the true number.
         /// maxNeighbors = 0 is a counting call (indices null).</summary>
         public int[] Radius(float[] queries, float radius, int maxNeighbors, out float[] sqDistances,
                             out int[] counts, KnnOptions? options = null)
         {
-            if (queries == null) throw new ArgumentNullException("queries");
-            if (queries.Length % Dim != 0) throw new ArgumentException("queries.Length must be a multiple of Dim");
-            long m = queries.Length / Dim;
+            long m = Rows(queries);
             long size = m * Math.Max(maxNeighbors, 0);
             int[] ind = maxNeighbors != 0 ? new int[size] : null;
             float[] dist = maxNeighbors != 0 ? new float[size] : null;
             counts = new int[m];
-            using (var pins = new Pins(queries, ind, dist, counts))
-            using (var opt = OptionsBlock.For(options))
-                Knn.Check(Native.knn_index_radius(Live(), pins[0], m, radius, maxNeighbors, pins[1],
-                                                         pins[2], pins[3], OptionsBlock.PointerOf(opt)),
-                          "knn_index_radius");
+            RadiusAs(KnnScalar.Float32, queries, m, radius, maxNeighbors, ind, dist, counts, options);
             sqDistances = dist;
             return ind;
+        }
+
+        /// <summary>Points within radius of each query of a float64 index (knn_index_radius_f64:
+        /// squared distance &lt;= radius*radius in double).</summary>
+        public int[] Radius(double[] queries, double radius, int maxNeighbors, out double[] sqDistances,
+                            out int[] counts, KnnOptions? options = null)
+        {
+            long m = Rows(queries);
+            long size = m * Math.Max(maxNeighbors, 0);
+            int[] ind = maxNeighbors != 0 ? new int[size] : null;
+            double[] dist = maxNeighbors != 0 ? new double[size] : null;
+            counts = new int[m];
+            RadiusAs(KnnScalar.Float64, queries, m, radius, maxNeighbors, ind, dist, counts, options);
+            sqDistances = dist;
+            return ind;
+        }
+
+        void RadiusAs(KnnScalar scalar, Array queries, long m, double radius, int maxNeighbors, int[] ind,
+                      Array dist, int[] counts, KnnOptions? options)
+        {
+            using (var pins = new Pins(queries, ind, dist, counts))
+            using (var opt = OptionsBlock.For(options))
+            {
+                if (scalar == KnnScalar.Float64)
+                    Knn.Check(Native.knn_index_radius_f64(Live(), pins[0], m, radius, maxNeighbors, pins[1],
+                                                          pins[2], pins[3], OptionsBlock.PointerOf(opt)),
+                              "knn_index_radius_f64");
+                else
+                    Knn.Check(Native.knn_index_radius(Live(), pins[0], m, (float)radius, maxNeighbors, pins[1],
+                                                      pins[2], pins[3], OptionsBlock.PointerOf(opt)),
+                              "knn_index_radius");
+            }
         }
 
         /// <summary>knn_index_radius_count: the number of points within radius of each query.</summary>
         public long[] RadiusCounts(float[] queries, float radius, KnnOptions? options = null)
         {
-            if (queries == null) throw new ArgumentNullException("queries");
-            if (queries.Length % Dim != 0) throw new ArgumentException("queries.Length must be a multiple of Dim");
-            long m = queries.Length / Dim;
+            return RadiusCountsAs(KnnScalar.Float32, queries, radius, options);
+        }
+
+        /// <summary>knn_index_radius_count_f64 on a float64 index.</summary>
+        public long[] RadiusCounts(double[] queries, double radius, KnnOptions? options = null)
+        {
+            return RadiusCountsAs(KnnScalar.Float64, queries, radius, options);
+        }
+
+        long[] RadiusCountsAs(KnnScalar scalar, Array queries, double radius, KnnOptions? options)
+        {
+            long m = Rows(queries);
             var counts = new long[m];
             using (var pins = new Pins(queries, counts))
             using (var opt = OptionsBlock.For(options))
-                Knn.Check(Native.knn_index_radius_count(Live(), pins[0], m, radius, pins[1],
-                                                        OptionsBlock.PointerOf(opt)),
-                          "knn_index_radius_count");
+            {
+                if (scalar == KnnScalar.Float64)
+                    Knn.Check(Native.knn_index_radius_count_f64(Live(), pins[0], m, radius, pins[1],
+                                                                OptionsBlock.PointerOf(opt)),
+                              "knn_index_radius_count_f64");
+                else
+                    Knn.Check(Native.knn_index_radius_count(Live(), pins[0], m, (float)radius, pins[1],
+                                                            OptionsBlock.PointerOf(opt)),
+                              "knn_index_radius_count");
+            }
             return counts;
         }
 
@@ -941,36 +1139,83 @@ namespace KnnGpgpu
         public int[] RadiusCsr(float[] queries, float radius, out long[] offsets, out float[] sqDistances,
                                KnnOptions? options = null, bool wantDistances = true)
         {
-            long[] counts = RadiusCounts(queries, radius, options);
+            Array dist;
+            int[] ind = RadiusCsrAs(KnnScalar.Float32, queries, radius, out offsets, out dist, options,
+                                    wantDistances);
+            sqDistances = (float[])dist;
+            return ind;
+        }
+
+        /// <summary>RadiusCsr on a float64 index (the _f64 count and fill).</summary>
+        public int[] RadiusCsr(double[] queries, double radius, out long[] offsets, out double[] sqDistances,
+                               KnnOptions? options = null, bool wantDistances = true)
+        {
+            Array dist;
+            int[] ind = RadiusCsrAs(KnnScalar.Float64, queries, radius, out offsets, out dist, options,
+                                    wantDistances);
+            sqDistances = (double[])dist;
+            return ind;
+        }
+
+        int[] RadiusCsrAs(KnnScalar scalar, Array queries, double radius, out long[] offsets, out Array sqDistances,
+                          KnnOptions? options, bool wantDistances)
+        {
+            bool f64 = scalar == KnnScalar.Float64;
+            long[] counts = RadiusCountsAs(scalar, queries, radius, options);
             long m = counts.LongLength;
             offsets = new long[m + 1];
             using (var pins = new Pins(m > 0 ? counts : null, offsets))
                 Knn.Check(Native.knn_offsets_from_counts(pins[0], m, pins[1]), "knn_offsets_from_counts");
             long total = offsets[m];
             var ind = new int[total];
-            float[] dist = wantDistances ? new float[total] : null;
+            Array dist = !wantDistances ? null : f64 ? (Array)new double[total] : new float[total];
             using (var pins = new Pins(queries, offsets, total > 0 ? ind : null, total > 0 ? dist : null))
             using (var opt = OptionsBlock.For(options))
-                Knn.Check(Native.knn_index_radius_fill(Live(), pins[0], m, radius, pins[1], pins[2], pins[3],
-                                                       OptionsBlock.PointerOf(opt)),
-                          "knn_index_radius_fill");
+            {
+                if (f64)
+                    Knn.Check(Native.knn_index_radius_fill_f64(Live(), pins[0], m, radius, pins[1], pins[2],
+                                                               pins[3], OptionsBlock.PointerOf(opt)),
+                              "knn_index_radius_fill_f64");
+                else
+                    Knn.Check(Native.knn_index_radius_fill(Live(), pins[0], m, (float)radius, pins[1], pins[2],
+                                                           pins[3], OptionsBlock.PointerOf(opt)),
+                              "knn_index_radius_fill");
+            }
             sqDistances = dist;
             return ind;
         }
 
         public static ulong EstimateBuildBytes(long n, int dim, KnnOptions? options = null)
         {
+            return EstimateBuildBytes(n, dim, KnnScalar.Float32, options);
+        }
+
+        /// <summary>knn_estimate_build_bytes, or its _f64 twin for a float64 index.</summary>
+        public static ulong EstimateBuildBytes(long n, int dim, KnnScalar scalar, KnnOptions? options = null)
+        {
             using (var opt = new OptionsBlock(options))
-                return Native.knn_estimate_build_bytes(n, dim, options.HasValue ? opt.Pointer : IntPtr.Zero)
-                    .ToUInt64();
+            {
+                IntPtr p = options.HasValue ? opt.Pointer : IntPtr.Zero;
+                return (scalar == KnnScalar.Float64 ? Native.knn_estimate_build_bytes_f64(n, dim, p)
+                                                    : Native.knn_estimate_build_bytes(n, dim, p)).ToUInt64();
+            }
         }
 
         public static ulong EstimateQueryBytes(long m, int k, long n, int dim, KnnOptions? options = null)
         {
+            return EstimateQueryBytes(m, k, n, dim, KnnScalar.Float32, options);
+        }
+
+        /// <summary>knn_estimate_query_bytes, or its _f64 twin for a float64 index.</summary>
+        public static ulong EstimateQueryBytes(long m, int k, long n, int dim, KnnScalar scalar,
+                                               KnnOptions? options = null)
+        {
             using (var opt = new OptionsBlock(options))
-                return Native.knn_estimate_query_bytes(m, k, n, dim,
-                                                              options.HasValue ? opt.Pointer : IntPtr.Zero)
-                    .ToUInt64();
+            {
+                IntPtr p = options.HasValue ? opt.Pointer : IntPtr.Zero;
+                return (scalar == KnnScalar.Float64 ? Native.knn_estimate_query_bytes_f64(m, k, n, dim, p)
+                                                    : Native.knn_estimate_query_bytes(m, k, n, dim, p)).ToUInt64();
+            }
         }
     }
 
@@ -1005,28 +1250,52 @@ namespace KnnGpgpu
 
     /// <summary>A quadtree over 2-D points for point-in-polygon queries (knn_quadtree).
     /// Polygons: verticesXy (x, y pairs), ringOffsets (nRings + 1, counting vertices),
-    /// polygonOffsets (nPolygons + 1, counting rings); first ring outer, others holes.</summary>
+    /// polygonOffsets (nPolygons + 1, counting rings); first ring outer, others holes.
+    /// float[] points build a float32 tree, double[] a float64 one (knn_quadtree_build_f64);
+    /// double[] vertices go to the _f64 polygon calls. Trees and polygons of either precision
+    /// combine: the library decides on the exact values.</summary>
     public sealed class KnnQuadtree : IDisposable
     {
         readonly QuadtreeHandle handle;
         public long N { get; private set; }
+        public KnnScalar Scalar { get; private set; }
 
         public KnnQuadtree(float[] xy, KnnOptions? options = null)
         {
             Loader.Ensure();
+            CheckPairs(xy);
+            using (var opt = OptionsBlock.For(options))
+                handle = Built(Native.knn_quadtree_build(xy, xy.Length / 2, OptionsBlock.PointerOf(opt),
+                                                         out handle), handle, "knn_quadtree_build");
+            N = xy.Length / 2;
+            Scalar = KnnScalar.Float32;
+        }
+
+        public KnnQuadtree(double[] xy, KnnOptions? options = null)
+        {
+            Loader.Ensure();
+            CheckPairs(xy);
+            using (var opt = OptionsBlock.For(options))
+                handle = Built(Native.knn_quadtree_build_f64(xy, xy.Length / 2, OptionsBlock.PointerOf(opt),
+                                                             out handle), handle, "knn_quadtree_build_f64");
+            N = xy.Length / 2;
+            Scalar = KnnScalar.Float64;
+        }
+
+        static void CheckPairs(Array xy)
+        {
             if (xy == null) throw new ArgumentNullException("xy");
             if (xy.Length % 2 != 0) throw new ArgumentException("xy must hold (x, y) pairs");
-            using (var opt = OptionsBlock.For(options))
+        }
+
+        static QuadtreeHandle Built(int status, QuadtreeHandle h, string function)
+        {
+            if (status != 0)
             {
-                int status = Native.knn_quadtree_build(xy, xy.Length / 2, OptionsBlock.PointerOf(opt),
-                                                              out handle);
-                if (status != 0)
-                {
-                    if (handle != null) handle.SetHandleAsInvalid();
-                    Knn.Check(status, "knn_quadtree_build");
-                }
+                if (h != null) h.SetHandleAsInvalid();
+                Knn.Check(status, function);
             }
-            N = xy.Length / 2;
+            return h;
         }
 
         public void Dispose() { handle.Dispose(); }
@@ -1040,6 +1309,16 @@ namespace KnnGpgpu
         /// <summary>Checks what the C functions cannot: they get no vertex count, so every
         /// offset must stay inside the arrays passed.</summary>
         public static void ValidatePolygons(float[] verticesXy, long[] ringOffsets, long[] polygonOffsets)
+        {
+            Validate(verticesXy, ringOffsets, polygonOffsets);
+        }
+
+        public static void ValidatePolygons(double[] verticesXy, long[] ringOffsets, long[] polygonOffsets)
+        {
+            Validate(verticesXy, ringOffsets, polygonOffsets);
+        }
+
+        static void Validate(Array verticesXy, long[] ringOffsets, long[] polygonOffsets)
         {
             if (verticesXy == null || ringOffsets == null || polygonOffsets == null)
                 throw new ArgumentNullException("polygon arrays must not be null");
@@ -1058,12 +1337,32 @@ namespace KnnGpgpu
         public long[] PointsInPolygonsCount(float[] verticesXy, long[] ringOffsets, long[] polygonOffsets,
                                             KnnOptions? options = null)
         {
-            ValidatePolygons(verticesXy, ringOffsets, polygonOffsets);
+            return CountIn(verticesXy, ringOffsets, polygonOffsets, options);
+        }
+
+        /// <summary>knn_points_in_polygons_count_f64: double vertices.</summary>
+        public long[] PointsInPolygonsCount(double[] verticesXy, long[] ringOffsets, long[] polygonOffsets,
+                                            KnnOptions? options = null)
+        {
+            return CountIn(verticesXy, ringOffsets, polygonOffsets, options);
+        }
+
+        long[] CountIn(Array verticesXy, long[] ringOffsets, long[] polygonOffsets, KnnOptions? options)
+        {
+            Validate(verticesXy, ringOffsets, polygonOffsets);
             var counts = new long[polygonOffsets.Length - 1];
             using (var opt = OptionsBlock.For(options))
-                Knn.Check(Native.knn_points_in_polygons_count(Live(), verticesXy, ringOffsets,
-                              ringOffsets.Length - 1, polygonOffsets, polygonOffsets.Length - 1, counts,
-                              OptionsBlock.PointerOf(opt)), "knn_points_in_polygons_count");
+            {
+                var v64 = verticesXy as double[];
+                if (v64 != null)
+                    Knn.Check(Native.knn_points_in_polygons_count_f64(Live(), v64, ringOffsets,
+                                  ringOffsets.Length - 1, polygonOffsets, polygonOffsets.Length - 1, counts,
+                                  OptionsBlock.PointerOf(opt)), "knn_points_in_polygons_count_f64");
+                else
+                    Knn.Check(Native.knn_points_in_polygons_count(Live(), (float[])verticesXy, ringOffsets,
+                                  ringOffsets.Length - 1, polygonOffsets, polygonOffsets.Length - 1, counts,
+                                  OptionsBlock.PointerOf(opt)), "knn_points_in_polygons_count");
+            }
             return counts;
         }
 
@@ -1072,11 +1371,24 @@ namespace KnnGpgpu
         public long[] PointsInPolygons(float[] verticesXy, long[] ringOffsets, long[] polygonOffsets,
                                        out long[] offsets, long[] outOffsets = null, KnnOptions? options = null)
         {
-            ValidatePolygons(verticesXy, ringOffsets, polygonOffsets);
+            return PointsIn(verticesXy, ringOffsets, polygonOffsets, out offsets, outOffsets, options);
+        }
+
+        /// <summary>knn_points_in_polygons_f64: double vertices.</summary>
+        public long[] PointsInPolygons(double[] verticesXy, long[] ringOffsets, long[] polygonOffsets,
+                                       out long[] offsets, long[] outOffsets = null, KnnOptions? options = null)
+        {
+            return PointsIn(verticesXy, ringOffsets, polygonOffsets, out offsets, outOffsets, options);
+        }
+
+        long[] PointsIn(Array verticesXy, long[] ringOffsets, long[] polygonOffsets, out long[] offsets,
+                        long[] outOffsets, KnnOptions? options)
+        {
+            Validate(verticesXy, ringOffsets, polygonOffsets);
             long nPolygons = polygonOffsets.Length - 1;
             if (outOffsets == null)
             {
-                var counts = PointsInPolygonsCount(verticesXy, ringOffsets, polygonOffsets, options);
+                var counts = CountIn(verticesXy, ringOffsets, polygonOffsets, options);
                 outOffsets = new long[nPolygons + 1];
                 for (long p = 0; p < nPolygons; p++) outOffsets[p + 1] = outOffsets[p] + counts[p];
             }
@@ -1090,9 +1402,17 @@ namespace KnnGpgpu
             }
             var indices = new long[max];
             using (var opt = OptionsBlock.For(options))
-                Knn.Check(Native.knn_points_in_polygons(Live(), verticesXy, ringOffsets,
-                              ringOffsets.Length - 1, polygonOffsets, nPolygons, outOffsets, indices,
-                              OptionsBlock.PointerOf(opt)), "knn_points_in_polygons");
+            {
+                var v64 = verticesXy as double[];
+                if (v64 != null)
+                    Knn.Check(Native.knn_points_in_polygons_f64(Live(), v64, ringOffsets,
+                                  ringOffsets.Length - 1, polygonOffsets, nPolygons, outOffsets, indices,
+                                  OptionsBlock.PointerOf(opt)), "knn_points_in_polygons_f64");
+                else
+                    Knn.Check(Native.knn_points_in_polygons(Live(), (float[])verticesXy, ringOffsets,
+                                  ringOffsets.Length - 1, polygonOffsets, nPolygons, outOffsets, indices,
+                                  OptionsBlock.PointerOf(opt)), "knn_points_in_polygons");
+            }
             offsets = outOffsets;
             if (indices.LongLength == outOffsets[nPolygons]) return indices;
             var trimmed = new long[outOffsets[nPolygons]];
@@ -1104,8 +1424,20 @@ namespace KnnGpgpu
         public long[][] PointsInEachPolygon(float[] verticesXy, long[] ringOffsets, long[] polygonOffsets,
                                             KnnOptions? options = null)
         {
+            return EachIn(verticesXy, ringOffsets, polygonOffsets, options);
+        }
+
+        /// <summary>PointsInEachPolygon with double vertices (the _f64 calls).</summary>
+        public long[][] PointsInEachPolygon(double[] verticesXy, long[] ringOffsets, long[] polygonOffsets,
+                                            KnnOptions? options = null)
+        {
+            return EachIn(verticesXy, ringOffsets, polygonOffsets, options);
+        }
+
+        long[][] EachIn(Array verticesXy, long[] ringOffsets, long[] polygonOffsets, KnnOptions? options)
+        {
             long[] offsets;
-            var indices = PointsInPolygons(verticesXy, ringOffsets, polygonOffsets, out offsets, null, options);
+            var indices = PointsIn(verticesXy, ringOffsets, polygonOffsets, out offsets, null, options);
             var result = new long[offsets.Length - 1][];
             for (int p = 0; p < result.Length; p++)
             {

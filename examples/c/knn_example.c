@@ -13,8 +13,14 @@
  * point-in-polygon API (a quadtree; a point on the shared edge belongs to the
  * rectangle on its right, so every point lands in exactly one).
  *
+ * Last, the float64 family (knn_index_build_f64, knn_index_query_self_f64):
+ * the same cloud moved to a UTM-like northing, 4.5e6 + each coordinate as a
+ * double, where float32 would lose the millimetres.
+ *
  * --check compares every row with knn_brute_force, checks each point's
- * rectangle against x < mid, and exits 1 on a mismatch.
+ * rectangle against x < mid, compares the float64 rows with a double brute
+ * force written here (the contract's order, ties by index), and exits 1 on a
+ * mismatch.
  * Exit status 0 on success, 1 on any error (the message names the library's
  * status and knn_last_error()).
  *
@@ -191,6 +197,88 @@ done:
   return result;
 }
 
+/* The contract's float64 squared distance: ((dx*dx + dy*dy) + dz*dz), every
+ * operation rounded to double: one operation per statement, built in ISO C99
+ * mode (-std=c99), where GCC and Clang contract nothing into a fused
+ * multiply-add. */
+static double sq_distance64(const double* a, const double* b) {
+  const double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
+  const double xx = dx * dx, yy = dy * dy, zz = dz * dz;
+  const double xy = xx + yy;
+  return xy + zz;
+}
+
+/* True when (d, j) comes before (e, l): smaller distance, ties by index. */
+static int before(double d, int j, double e, int l) { return d < e || (d == e && j < l); }
+
+/* Double precision (the _f64 family): the cloud at 4.5e6 + x in double, the
+ * k nearest of every point with knn_index_query_self_f64. Returns 0 on
+ * success (1 after printing why). */
+static int double_demo(const struct Point* points, int n, int k, int rows, int check) {
+  double* xyz = (double*)malloc(3 * (size_t)n * sizeof(double) + 1);
+  int32_t* ind = (int32_t*)malloc((size_t)n * (size_t)k * sizeof(int32_t) + 1);
+  double* d2 = (double*)malloc((size_t)n * (size_t)k * sizeof(double) + 1);
+  knn_index* index = NULL;
+  int status, result = 1;
+  if (xyz == NULL || ind == NULL || d2 == NULL) {
+    fprintf(stderr, "knn_example: out of memory\n");
+    goto done;
+  }
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < 3; ++c) xyz[3 * i + c] = 4.5e6 + (double)points[i].p[c];
+  status = knn_index_build_f64(xyz, n, 3, NULL, &index);
+  if (status != KNN_OK) {
+    report("knn_index_build_f64", status);
+    goto done;
+  }
+  status = knn_index_query_self_f64(index, k, 0, ind, d2);
+  if (status != KNN_OK) {
+    report("knn_index_query_self_f64", status);
+    goto done;
+  }
+  printf("float64, the cloud at 4.5e6 + x: %d points, k = %d\n", n, k);
+  for (int i = 0; i < n && i < rows && i < 3; ++i) {
+    printf("%6d:", i);
+    for (int j = 0; j < k; ++j)
+      printf(" %d (%.17g)", ind[(size_t)i * k + j], d2[(size_t)i * k + j]);
+    printf("\n");
+  }
+  result = 0;
+  if (check) {
+    /* Row i must be the k smallest (distance, index) pairs, in order: every
+       listed pair before the next, and no other point before the last. */
+    for (int i = 0; i < n && result == 0; ++i) {
+      const int32_t* row = ind + (size_t)i * k;
+      const double* drow = d2 + (size_t)i * k;
+      const int take = k < n ? k : n;
+      for (int j = 0; j < take && result == 0; ++j) {
+        if (row[j] < 0 || row[j] >= n ||
+            drow[j] != sq_distance64(&xyz[3 * (size_t)i], &xyz[3 * (size_t)row[j]]) ||
+            (j > 0 && !before(drow[j - 1], row[j - 1], drow[j], row[j])))
+          result = 1;
+      }
+      for (int p = 0; p < n && result == 0 && take > 0; ++p) {
+        int listed = 0;
+        for (int j = 0; j < take; ++j) listed |= row[j] == p;
+        if (!listed && before(sq_distance64(&xyz[3 * (size_t)i], &xyz[3 * (size_t)p]), p,
+                              drow[take - 1], row[take - 1]))
+          result = 1;
+      }
+      for (int j = take; j < k && result == 0; ++j)
+        if (row[j] != -1) result = 1;
+      if (result)
+        fprintf(stderr, "knn_example: float64 row %d disagrees with the brute force\n", i);
+    }
+    if (result == 0) printf("check: all %d float64 rows equal a double brute force\n", n);
+  }
+done:
+  knn_index_free(index);
+  free(xyz);
+  free(ind);
+  free(d2);
+  return result;
+}
+
 int main(int argc, char** argv) {
   int check = 0, k = 3, rows = 10, n = 0, status, first = 1, exit_code = 0;
   struct Point* points;
@@ -272,6 +360,7 @@ int main(int argc, char** argv) {
     free(expected);
   }
   if (exit_code == 0) exit_code = polygon_demo(points, n, check);
+  if (exit_code == 0) exit_code = double_demo(points, n, k, rows, check);
 
 done:
   free(points);

@@ -336,8 +336,8 @@ TEST(Cli, EveryInputFormatMatchesTheLibrary) {
     std::remove(out.c_str());
     std::remove(path_of("out_dist.npy").c_str());
     for (const char* backend : {"openmp", "auto"}) {
-      const RunResult r = run_cli("knn --ref '" + rp + "' --query '" + qp + "' --k 6 --out '" +
-                                  out + "' --distances --backend " + backend);
+      const RunResult r = run_cli("knn --precision float32 --ref '" + rp + "' --query '" + qp +
+                                  "' --k 6 --out '" + out + "' --distances --backend " + backend);
       ASSERT_EQ(r.rc, 0) << r.err;
       EXPECT_EQ(r.err, "");  // no progress when stderr is not a terminal
       EXPECT_EQ(r.out, "");
@@ -376,8 +376,8 @@ TEST(Cli, CsvOutputParsesBack) {
   std::vector<int> bf;
   const std::vector<float> want_d = library_dist(ref, query, k, &bf);
   const std::string out = path_of("c_out.csv");
-  RunResult r = run_cli("knn --ref '" + path_of("c_ref.xyz") + "' --query '" + path_of("c_q.csv") +
-                        "' --k 4 --distances --out '" + out + "'");
+  RunResult r = run_cli("knn --precision float32 --ref '" + path_of("c_ref.xyz") + "' --query '" +
+                        path_of("c_q.csv") + "' --k 4 --distances --out '" + out + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   Csv c = read_csv(out);
   ASSERT_EQ(c.header, (std::vector<std::string>{"i0", "i1", "i2", "i3", "d0", "d1", "d2", "d3"}));
@@ -391,8 +391,8 @@ TEST(Cli, CsvOutputParsesBack) {
     }
   }
   // Without --distances: indices only.
-  r = run_cli("knn --ref '" + path_of("c_ref.xyz") + "' --query '" + path_of("c_q.csv") +
-              "' --k 4 --out '" + out + "'");
+  r = run_cli("knn --precision float32 --ref '" + path_of("c_ref.xyz") + "' --query '" +
+              path_of("c_q.csv") + "' --k 4 --out '" + out + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   c = read_csv(out);
   EXPECT_EQ(c.header.size(), 4u);
@@ -551,7 +551,7 @@ TEST(Cli, HostileTextFilesAreRefusedWithTheLine) {
   write_bytes(path_of("huge_line.xyz"), huge);
   huge.clear();
   huge.shrink_to_fit();
-  const std::string out = " --self --k 1 --out '" + path_of("h.npy") + "'";
+  const std::string out = " --self --k 1 --precision float32 --out '" + path_of("h.npy") + "'";
   const auto start = std::chrono::steady_clock::now();
   RunResult r = run_cli("knn --ref '" + path_of("huge_line.xyz") + "'" + out);
   const double seconds =
@@ -810,7 +810,7 @@ TEST(Cli, RadiusEveryInputFormatMatchesTheLibrary) {
     f.write(rp, ref);
     f.write(qp, query);
     const RunResult r =
-        run_cli("radius --ref '" + rp + "' --query '" + qp +
+        run_cli("radius --precision float32 --ref '" + rp + "' --query '" + qp +
                 "' --radius 4 --max-neighbors 8 --backend openmp" + radius_npy_outputs("rad"));
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.err, "");
@@ -818,7 +818,7 @@ TEST(Cli, RadiusEveryInputFormatMatchesTheLibrary) {
     expect_same_answer(read_radius_npy("rad", 57, M), want, true);
   }
   // auto backend and --self.
-  RunResult r = run_cli("radius --ref '" + path_of("rref_pts.xyz") +
+  RunResult r = run_cli("radius --precision float32 --ref '" + path_of("rref_pts.xyz") +
                         "' --self --radius 4 --max-neighbors 8" + radius_npy_outputs("rself"));
   ASSERT_EQ(r.rc, 0) << r.err;
   expect_same_answer(read_radius_npy("rself", 300, M), library_radius(ref, ref, 3, radius, M),
@@ -831,9 +831,9 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
   write_text(path_of("rc_ref.xyz"), ref, " ", nullptr);
   write_text(path_of("rc_q.xyz"), query, " ", nullptr);
   RunResult r =
-      run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
-              "' --radius 5 --max-neighbors 4 --out '" + path_of("rc_i.csv") + "' --distances '" +
-              path_of("rc_d.csv") + "' --counts '" + path_of("rc_n.csv") + "'");
+      run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" +
+              path_of("rc_q.xyz") + "' --radius 5 --max-neighbors 4 --out '" + path_of("rc_i.csv") +
+              "' --distances '" + path_of("rc_d.csv") + "' --counts '" + path_of("rc_n.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv ci = read_csv(path_of("rc_i.csv")), cd = read_csv(path_of("rc_d.csv")),
             cn = read_csv(path_of("rc_n.csv"));
@@ -852,15 +852,17 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
     }
   }
   // --max-neighbors 0: the library's counting call, counts only.
-  r = run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
-              "' --radius 5 --max-neighbors 0 --counts '" + path_of("rc_n0.csv") + "'");
+  r = run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" +
+              path_of("rc_q.xyz") + "' --radius 5 --max-neighbors 0 --counts '" +
+              path_of("rc_n0.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv cn0 = read_csv(path_of("rc_n0.csv"));
   ASSERT_EQ(cn0.rows.size(), 15u);
   for (size_t i = 0; i < 15; ++i) EXPECT_EQ(std::stoi(cn0.rows[i].at(0)), want.counts[i]);
   // An infinite radius (the library's "every point"): counts are n.
-  r = run_cli("radius --ref '" + path_of("rc_ref.xyz") + "' --query '" + path_of("rc_q.xyz") +
-              "' --radius inf --max-neighbors 0 --counts '" + path_of("rc_inf.csv") + "'");
+  r = run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" +
+              path_of("rc_q.xyz") + "' --radius inf --max-neighbors 0 --counts '" +
+              path_of("rc_inf.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv cinf = read_csv(path_of("rc_inf.csv"));
   ASSERT_EQ(cinf.rows.size(), 15u);
@@ -876,9 +878,9 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
     expect_same_answer(w5, brute_force_radius(r5, q5, dim, radius, 6), true);
     write_table(path_of("r5.csv"), r5, dim, ",");
     write_npy_table(path_of("q5.npy"), q5, dim);
-    r = run_cli("radius --ref '" + path_of("r5.csv") + "' --query '" + path_of("q5.npy") +
-                "' --radius " + (dim == 5 ? "2.5" : "0.05") + " --max-neighbors 6" +
-                radius_npy_outputs("r5"));
+    r = run_cli("radius --precision float32 --ref '" + path_of("r5.csv") + "' --query '" +
+                path_of("q5.npy") + "' --radius " + (dim == 5 ? "2.5" : "0.05") +
+                " --max-neighbors 6" + radius_npy_outputs("r5"));
     ASSERT_EQ(r.rc, 0) << r.err;
     expect_same_answer(read_radius_npy("r5", 30, 6), w5, true);
   }
@@ -1149,8 +1151,8 @@ TEST(Cli, PipEveryInputFormatMatchesTheLibrary) {
     const std::string pp = path_of(std::string("pip_") + f.name);
     f.write(pp, xyz);
     const RunResult r =
-        run_cli("pip --points '" + pp + "'" + polys + " --out '" + path_of("pc.csv") +
-                "' --pairs '" + path_of("pp.csv") + "' --backend openmp");
+        run_cli("pip --precision float32 --points '" + pp + "'" + polys + " --out '" +
+                path_of("pc.csv") + "' --pairs '" + path_of("pp.csv") + "' --backend openmp");
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.err, "");
     EXPECT_EQ(r.out, "");
@@ -1172,14 +1174,15 @@ TEST(Cli, PipEveryInputFormatMatchesTheLibrary) {
   }
   for (const char* name : {"pip2.csv", "pip2.npy", "pip2.ply"}) {
     SCOPED_TRACE(name);
-    const RunResult r = run_cli("pip --points '" + path_of(name) + "'" + polys + " --out '" +
-                                path_of("pc2.csv") + "'");
+    const RunResult r = run_cli("pip --precision float32 --points '" + path_of(name) + "'" + polys +
+                                " --out '" + path_of("pc2.csv") + "'");
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(lines_of(slurp(path_of("pc2.csv"))), want_counts);
   }
   // Pairs as .npy: int64 (p, 2), rows (point, feature); the auto backend.
-  const RunResult r = run_cli("pip --points '" + path_of("pip_pts.xyz") + "'" + polys + " --out '" +
-                              path_of("pc3.csv") + "' --pairs '" + path_of("pp.npy") + "'");
+  const RunResult r =
+      run_cli("pip --precision float32 --points '" + path_of("pip_pts.xyz") + "'" + polys +
+              " --out '" + path_of("pc3.csv") + "' --pairs '" + path_of("pp.npy") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(lines_of(slurp(path_of("pc3.csv"))), want_counts);
   const std::vector<int64_t> got =
@@ -1298,8 +1301,9 @@ TEST(Cli, PipMalformedInputsFailCleanly) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     write_bytes(path_of(c.name), c.bytes);
-    const RunResult r = run_cli("pip --points '" + path_of("pm.xyz") + "' --polygons '" +
-                                path_of(c.name) + "' --out '" + path_of("pm_out.csv") + "'");
+    const RunResult r =
+        run_cli("pip --precision float32 --points '" + path_of("pm.xyz") + "' --polygons '" +
+                path_of(c.name) + "' --out '" + path_of("pm_out.csv") + "'");
     EXPECT_EQ(r.rc, 1) << r.err;
     EXPECT_NE(r.err.find(c.name + ": "), std::string::npos) << r.err;  // names the file
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err.substr(0, 400);
@@ -1454,5 +1458,292 @@ TEST(CliBench, BadArgumentsAreRefused) {
   const RunResult r = run_cli("bench classic --sizes 0");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("--sizes"), std::string::npos) << r.err;
+}
+#endif
+
+// ---- float64: files that hold doubles are computed in double --------------------------
+namespace {
+
+// A 10 m cube at 4.5e6 (a UTM northing): float32 cannot hold its millimetres.
+std::vector<double> utm_points(int n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 10.0);
+  std::vector<double> xyz(static_cast<size_t>(n) * 3);
+  for (auto& v : xyz) v = 4.5e6 + u(rng);
+  return xyz;
+}
+
+// The contract's squared distance in float64, ((dx*dx + dy*dy) + dz*dz), each
+// operation rounded (this file is compiled with -ffp-contract=off): the
+// independent oracle of the float64 paths.
+double sq_distance64(const double* q, const double* p) {
+  const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
+  const double xx = dx * dx, yy = dy * dy, zz = dz * dz;
+  return (xx + yy) + zz;
+}
+
+// Every reference point of each query by (distance, index).
+std::vector<std::vector<std::pair<double, int>>> brute_force64(const std::vector<double>& ref,
+                                                               const std::vector<double>& query) {
+  std::vector<std::vector<std::pair<double, int>>> rows(query.size() / 3);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t j = 0; j < ref.size() / 3; ++j)
+      rows[i].emplace_back(sq_distance64(&query[3 * i], &ref[3 * j]), static_cast<int>(j));
+    std::sort(rows[i].begin(), rows[i].end());
+  }
+  return rows;
+}
+
+bool same_bits64(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+void write_text64(const std::string& path, const std::vector<double>& xyz) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  for (size_t i = 0; i < xyz.size(); i += 3)
+    std::fprintf(f, "%.17g %.17g %.17g\n", xyz[i], xyz[i + 1], xyz[i + 2]);
+  std::fclose(f);
+}
+
+void write_npy64(const std::string& path, const std::vector<double>& xyz) {
+  std::string body;
+  for (double v : xyz) append_le<double>(&body, v);
+  write_bytes(path, npy_bytes("<f8", "(" + std::to_string(xyz.size() / 3) + ", 3)", body));
+}
+
+void write_ply64(const std::string& path, const std::vector<double>& xyz) {
+  std::string s = "ply\nformat binary_little_endian 1.0\nelement vertex " +
+                  std::to_string(xyz.size() / 3) +
+                  "\nproperty double x\nproperty double y\nproperty double z\nend_header\n";
+  for (double v : xyz) append_le<double>(&s, v);
+  write_bytes(path, s);
+}
+
+void write_ply64_ascii(const std::string& path, const std::vector<double>& xyz) {
+  std::string s = "ply\nformat ascii 1.0\nelement vertex " + std::to_string(xyz.size() / 3) +
+                  "\nproperty double x\nproperty double y\nproperty double z\nend_header\n";
+  char line[96];
+  for (size_t i = 0; i < xyz.size(); i += 3) {
+    std::snprintf(line, sizeof line, "%.17g %.17g %.17g\n", xyz[i], xyz[i + 1], xyz[i + 2]);
+    s += line;
+  }
+  write_bytes(path, s);
+}
+
+struct Format64 {
+  const char* name;
+  void (*write)(const std::string&, const std::vector<double>&);
+};
+
+const Format64 kFormats64[] = {
+    {"u.xyz", write_text64},
+    {"u.npy", write_npy64},
+    {"u_bin.ply", write_ply64},
+    {"u_ascii.ply", write_ply64_ascii},
+};
+
+}  // namespace
+
+TEST(Cli, DoubleFilesComputeInDouble) {
+  const std::vector<double> ref = utm_points(300, 21), query = utm_points(40, 22);
+  const int k = 6;
+  const auto want = brute_force64(ref, query);
+  // The data needs float64: rounded to float32 the answer changes.
+  {
+    std::vector<double> ref32(ref.begin(), ref.end()), query32(query.begin(), query.end());
+    for (auto& v : ref32) v = static_cast<float>(v);
+    for (auto& v : query32) v = static_cast<float>(v);
+    const auto rounded = brute_force64(ref32, query32);
+    bool differs = false;
+    for (size_t i = 0; i < want.size(); ++i)
+      for (int j = 0; j < k; ++j) differs |= rounded[i][j].second != want[i][j].second;
+    ASSERT_TRUE(differs);
+  }
+  for (const Format64& f : kFormats64) {
+    SCOPED_TRACE(f.name);
+    const std::string rp = path_of(std::string("ref_") + f.name);
+    const std::string qp = path_of(std::string("query_") + f.name);
+    f.write(rp, ref);
+    f.write(qp, query);
+    const std::string out = path_of("out64.npy");
+    for (const char* backend : {"openmp", "auto"}) {
+      const RunResult r = run_cli("knn --ref '" + rp + "' --query '" + qp + "' --k 6 --out '" +
+                                  out + "' --distances --backend " + backend);
+      ASSERT_EQ(r.rc, 0) << r.err;
+      EXPECT_EQ(r.err, "");
+      const std::vector<int32_t> got = read_npy<int32_t>(out, "<i4", 40, k);
+      const std::vector<double> d = read_npy<double>(path_of("out64_dist.npy"), "<f8", 40, k);
+      ASSERT_EQ(got.size(), static_cast<size_t>(40 * k));
+      ASSERT_EQ(d.size(), got.size());
+      for (size_t i = 0; i < 40; ++i)
+        for (int j = 0; j < k; ++j) {
+          ASSERT_EQ(got[i * k + j], want[i][j].second) << "query " << i << " rank " << j;
+          ASSERT_TRUE(same_bits64(d[i * k + j], want[i][j].first)) << "query " << i;
+        }
+    }
+  }
+  // CSV: 17 significant digits read back to the same doubles.
+  const RunResult r =
+      run_cli("knn --ref '" + path_of("ref_u.xyz") + "' --query '" + path_of("query_u.xyz") +
+              "' --k 6 --distances --out '" + path_of("out64.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const Csv c = read_csv(path_of("out64.csv"));
+  ASSERT_EQ(c.rows.size(), 40u);
+  for (size_t i = 0; i < 40; ++i)
+    for (int j = 0; j < k; ++j) {
+      EXPECT_EQ(std::stoi(c.rows[i][j]), want[i][j].second);
+      EXPECT_TRUE(same_bits64(std::strtod(c.rows[i][k + j].c_str(), nullptr), want[i][j].first))
+          << c.rows[i][k + j];
+    }
+  // --self --exclude-self in double.
+  const RunResult s = run_cli("knn --ref '" + path_of("ref_u.npy") + "' --self --exclude-self " +
+                              "--k 3 --distances --out '" + path_of("self64.npy") + "'");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  const auto self_want = brute_force64(ref, ref);
+  const std::vector<int32_t> self_got = read_npy<int32_t>(path_of("self64.npy"), "<i4", 300, 3);
+  const std::vector<double> self_d = read_npy<double>(path_of("self64_dist.npy"), "<f8", 300, 3);
+  ASSERT_EQ(self_got.size(), 900u);
+  ASSERT_EQ(self_d.size(), 900u);
+  for (size_t i = 0; i < 300; ++i) {
+    ASSERT_EQ(self_want[i][0].second, static_cast<int>(i));  // no duplicates: itself first
+    for (int j = 0; j < 3; ++j) {
+      ASSERT_EQ(self_got[i * 3 + j], self_want[i][j + 1].second) << "point " << i;
+      ASSERT_TRUE(same_bits64(self_d[i * 3 + j], self_want[i][j + 1].first));
+    }
+  }
+}
+
+TEST(Cli, PrecisionOptionChoosesTheCalls) {
+  const std::vector<double> ref = utm_points(50, 23);
+  write_text64(path_of("p.xyz"), ref);
+  const std::string base = "knn --ref '" + path_of("p.xyz") + "' --self --k 2 --distances --out '";
+  // float32: the classic API, float32 distances of the rounded points.
+  RunResult r = run_cli(base + path_of("p32.npy") + "' --precision float32");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(read_npy<float>(path_of("p32_dist.npy"), "<f4", 50, 2).size(), 100u);
+  // float64 on a float32 file: widened exactly, computed in double.
+  std::vector<float> f32(ref.begin(), ref.end());
+  write_raw(path_of("p.bin"), f32);
+  r = run_cli("knn --ref '" + path_of("p.bin") + "' --self --k 2 --distances --out '" +
+              path_of("pb.npy") + "' --precision float64");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::vector<double> widened(f32.begin(), f32.end());
+  const auto want = brute_force64(widened, widened);
+  const std::vector<double> d = read_npy<double>(path_of("pb_dist.npy"), "<f8", 50, 2);
+  ASSERT_EQ(d.size(), 100u);
+  for (size_t i = 0; i < 50; ++i) EXPECT_TRUE(same_bits64(d[i * 2 + 1], want[i][1].first));
+  // auto on a float32 file stays float32.
+  r = run_cli("knn --ref '" + path_of("p.bin") + "' --self --k 2 --distances --out '" +
+              path_of("pa.npy") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(read_npy<float>(path_of("pa_dist.npy"), "<f4", 50, 2).size(), 100u);
+  // A value beyond float32's range is a coordinate in float64, refused in float32.
+  write_bytes(path_of("big.xyz"), "1 2 1e39\n0 0 0\n");
+  r = run_cli("knn --ref '" + path_of("big.xyz") + "' --self --k 1 --out '" + path_of("b.npy") +
+              "'");
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = run_cli("knn --ref '" + path_of("big.xyz") + "' --self --k 1 --out '" + path_of("b.npy") +
+              "' --precision float32");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("line 1, column 3 ('1e39', point 0) is not a finite float32"),
+            std::string::npos)
+      << r.err;
+  write_bytes(path_of("huge64.xyz"), "1 2 1e400\n");
+  r = run_cli("knn --ref '" + path_of("huge64.xyz") + "' --self --k 1 --out '" + path_of("b.npy") +
+              "'");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("line 1, column 3 ('1e400', point 0) is not a finite float64"),
+            std::string::npos)
+      << r.err;
+  r = run_cli("knn --ref '" + path_of("p.xyz") + "' --self --k 1 --out '" + path_of("b.npy") +
+              "' --precision double");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("--precision"), std::string::npos) << r.err;
+}
+
+TEST(Cli, RadiusInDouble) {
+  const std::vector<double> ref = utm_points(300, 24), query = utm_points(30, 25);
+  const double radius = 1.7;
+  const int M = 8;
+  const auto all = brute_force64(ref, query);
+  write_npy64(path_of("rr64.npy"), ref);
+  write_text64(path_of("rq64.xyz"), query);
+  const RunResult r =
+      run_cli("radius --ref '" + path_of("rr64.npy") + "' --query '" + path_of("rq64.xyz") +
+              "' --radius 1.7 --max-neighbors 8" + radius_npy_outputs("r64") + " --backend openmp");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // radius_npy_outputs writes stem_d.npy; in double it holds float64.
+  const std::vector<int32_t> idx = read_npy<int32_t>(path_of("r64_idx.npy"), "<i4", 30, M);
+  const std::vector<double> d = read_npy<double>(path_of("r64_d.npy"), "<f8", 30, M);
+  ASSERT_EQ(idx.size(), static_cast<size_t>(30 * M));
+  ASSERT_EQ(d.size(), idx.size());
+  bool some_full = false, some_short = false;
+  for (size_t i = 0; i < 30; ++i) {
+    int count = 0;
+    while (count < static_cast<int>(all[i].size()) && all[i][count].first <= radius * radius)
+      ++count;
+    some_full |= count > M;
+    some_short |= count < M;
+    for (int j = 0; j < M; ++j) {
+      if (j < count) {
+        ASSERT_EQ(idx[i * M + j], all[i][j].second) << "query " << i;
+        ASSERT_TRUE(same_bits64(d[i * M + j], all[i][j].first));
+      } else {
+        ASSERT_EQ(idx[i * M + j], -1);
+        ASSERT_TRUE(std::isinf(d[i * M + j]));
+      }
+    }
+  }
+  EXPECT_TRUE(some_full && some_short);
+  // CSV distances with 17 digits.
+  const RunResult c = run_cli("radius --ref '" + path_of("rr64.npy") + "' --query '" +
+                              path_of("rq64.xyz") + "' --radius 1.7 --max-neighbors 8 --out '" +
+                              path_of("r64.csv") + "' --distances '" + path_of("r64d.csv") + "'");
+  ASSERT_EQ(c.rc, 0) << c.err;
+  const Csv cd = read_csv(path_of("r64d.csv"));
+  ASSERT_EQ(cd.rows.size(), 30u);
+  for (size_t i = 0; i < 30; ++i)
+    for (int j = 0; j < M; ++j) {
+      if (idx[i * M + j] >= 0) {
+        EXPECT_TRUE(same_bits64(std::strtod(cd.rows[i].at(j).c_str(), nullptr), d[i * M + j]));
+      }
+    }
+}
+
+#if KNN_CLI_HAVE_JSON
+// A border whose eastern edge leans slightly, and towns 4e-6 degrees inside
+// and outside it: float32 (spacing 1.5e-5 at 129 degrees) cannot tell them
+// apart, float64 can (4e-6 is far above double rounding at these values).
+TEST(Cli, PipInDoubleKeepsTownsInside) {
+  const double x1 = 129.0, y1 = -26.0, x2 = 129.0003, y2 = -14.9;
+  write_bytes(path_of("border.geojson"),
+              "{\"type\": \"FeatureCollection\", \"features\": [{\"type\": \"Feature\", "
+              "\"id\": \"border\", \"properties\": {}, \"geometry\": {\"type\": \"Polygon\", "
+              "\"coordinates\": [[[129.0, -26.0], [129.0003, -14.9], [120.0, -14.9], "
+              "[120.0, -26.0]]]}}]}");
+  std::FILE* f = std::fopen(path_of("towns.csv").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fprintf(f, "x,y\n");
+  for (int side = 0; side < 2; ++side)
+    for (int i = 0; i <= 40; ++i) {
+      const double y = -25.5 + 0.25 * i;
+      const double edge = x1 + (y - y1) * (x2 - x1) / (y2 - y1);
+      std::fprintf(f, "%.17g,%.17g\n", side == 0 ? edge - 4e-6 : edge + 4e-6, y);
+    }
+  std::fclose(f);
+  const std::string cmd = "pip --points '" + path_of("towns.csv") + "' --polygons '" +
+                          path_of("border.geojson") + "' --out '" + path_of("towns_out.csv") +
+                          "' --pairs '" + path_of("towns_pairs.csv") + "'";
+  RunResult r = run_cli(cmd);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(lines_of(slurp(path_of("towns_out.csv"))),
+            (std::vector<std::string>{"feature,id,count", "0,border,41"}));
+  std::vector<std::string> pairs{"point,feature"};
+  for (int i = 0; i <= 40; ++i) pairs.push_back(std::to_string(i) + ",0");
+  EXPECT_EQ(lines_of(slurp(path_of("towns_pairs.csv"))), pairs);
+  // Rounded to float32, towns cross the border.
+  r = run_cli(cmd + " --precision float32");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(lines_of(slurp(path_of("towns_out.csv"))),
+            (std::vector<std::string>{"feature,id,count", "0,border,41"}));
 }
 #endif

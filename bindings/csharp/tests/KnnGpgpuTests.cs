@@ -996,6 +996,123 @@ static class Tests
     // KnnLibraryNotFoundException saying what to install or set. --expect-loaded-from DIR:
     // one build + query against the oracle, with the library found in DIR (no
     // environment variable).
+    // ---- float64: double[] overloads call the _f64 functions --------------------------------
+
+    /// <summary>A 10 m cube at 4.5e6 (a UTM northing): float32 cannot hold its millimetres.</summary>
+    static double[] UtmCloud(int seed, int n)
+    {
+        var rng = new Random(seed);
+        var v = new double[3 * n];
+        for (int i = 0; i < v.Length; i++) v[i] = 4.5e6 + 10.0 * rng.NextDouble();
+        return v;
+    }
+
+    /// <summary>The contract's squared distance in float64: ((d0*d0 + d1*d1) + d2*d2), each
+    /// operation rounded to double (C# evaluates double arithmetic in double).</summary>
+    static double SqDistance64(double[] a, int ai, double[] b, int bi)
+    {
+        double dx = a[ai] - b[bi], dy = a[ai + 1] - b[bi + 1], dz = a[ai + 2] - b[bi + 2];
+        double xx = dx * dx, yy = dy * dy, zz = dz * dz;
+        double s = xx + yy;
+        return s + zz;
+    }
+
+    /// <summary>Every reference row of query row i as (distance, index), by (distance, index).</summary>
+    static List<KeyValuePair<double, int>> Neighbours64(double[] reference, double[] queries, int i)
+    {
+        var all = new List<KeyValuePair<double, int>>();
+        for (int r = 0; r < reference.Length / 3; r++)
+            all.Add(new KeyValuePair<double, int>(SqDistance64(queries, 3 * i, reference, 3 * r), r));
+        return all.OrderBy(e => e.Key).ThenBy(e => e.Value).ToList();
+    }
+
+    static bool SameBits(double a, double b)
+    {
+        return BitConverter.DoubleToInt64Bits(a) == BitConverter.DoubleToInt64Bits(b);
+    }
+
+    static void IndexF64MatchesADoubleOracle()
+    {
+        double[] pts = UtmCloud(41, 400), q = UtmCloud(42, 30);
+        const int k = 6;
+        var want = Enumerable.Range(0, 30).Select(i => Neighbours64(pts, q, i)).ToArray();
+        // Rounded to float32, the neighbours change: the data needs float64.
+        double[] p32 = pts.Select(x => (double)(float)x).ToArray(), q32 = q.Select(x => (double)(float)x).ToArray();
+        Check(Enumerable.Range(0, 30).Any(i => !Neighbours64(p32, q32, i).Take(k).Select(e => e.Value)
+                                                 .SequenceEqual(want[i].Take(k).Select(e => e.Value))),
+              "float32 rounding changes the answer");
+        var opt = KnnOptions.CreateDefault();
+        opt.BackendKind = KnnBackend.OpenMP;
+        using (var index = new KnnIndex(pts, 3, opt))
+        {
+            Check(index.Scalar == KnnScalar.Float64, "a float64 index");
+            double[] d;
+            int[] ind = index.Query(q, k, out d);
+            bool ok = true;
+            for (int i = 0; i < 30; i++)
+                for (int j = 0; j < k; j++)
+                    ok &= ind[i * k + j] == want[i][j].Value && SameBits(d[i * k + j], want[i][j].Key);
+            Check(ok, "indices and bit-identical double distances");
+            double[] sd;
+            int[] self = index.QuerySelf(2, true, out sd);
+            var self0 = Neighbours64(pts, pts, 0);
+            Check(self[0] == self0[1].Value && SameBits(sd[0], self0[1].Key), "query self in double");
+            double[] rd; int[] counts;
+            index.Radius(q, 1.5, 64, out rd, out counts);
+            Check(Enumerable.Range(0, 30).All(i => counts[i] == want[i].Count(e => e.Key <= 1.5 * 1.5)),
+                  "radius counts: d2 <= r*r in double");
+            long[] offsets; double[] cd;
+            int[] csr = index.RadiusCsr(q, 1.5, out offsets, out cd);
+            Check(offsets[30] == counts.Sum() && csr.Length == cd.Length, "radius csr in double");
+            Check(Enumerable.Range(0, 30).All(i => index.RadiusCounts(q, 1.5)[i] == counts[i]), "radius counts f64");
+            // The float family is refused by the library, naming the right call.
+            float[] fd;
+            KnnException refused = null;
+            try { index.Query(new float[3], 1, out fd); } catch (KnnException x) { refused = x; }
+            Check(refused != null && refused.Status == KnnStatus.InvalidArgument,
+                  "float queries on a float64 index refused");
+            using (var loaded = KnnIndex.Deserialize(index.Serialize(), opt))
+            {
+                double[] ld;
+                Check(loaded.Scalar == KnnScalar.Float64 && Same(loaded.Query(q, k, out ld), ind) &&
+                      ld.Zip(d, SameBits).All(b => b), "serialize keeps float64");
+            }
+        }
+        Check(KnnIndex.EstimateBuildBytes(1000000, 3, KnnScalar.Float64) >
+              KnnIndex.EstimateBuildBytes(1000000, 3), "float64 estimates count doubles");
+    }
+
+    static void QuadtreeF64KeepsTownsInside()
+    {
+        // A border whose eastern edge leans slightly; towns 4e-6 degrees inside and outside it.
+        double x1 = 129.0, y1 = -26.0, x2 = 129.0003, y2 = -14.9;
+        double[] border = { x1, y1, x2, y2, 120.0, y2, 120.0, y1 };
+        var towns = new double[2 * 82];
+        for (int side = 0; side < 2; side++)
+            for (int i = 0; i <= 40; i++)
+            {
+                double y = -25.5 + 0.25 * i;
+                double edge = x1 + (y - y1) * (x2 - x1) / (y2 - y1);
+                int at = 2 * (41 * side + i);
+                towns[at] = side == 0 ? edge - 4e-6 : edge + 4e-6;
+                towns[at + 1] = y;
+            }
+        long[] rings = { 0, 4 }, polys = { 0, 1 };
+        using (var tree = new KnnQuadtree(towns))
+        {
+            Check(tree.Scalar == KnnScalar.Float64, "a float64 tree");
+            long[][] inside = tree.PointsInEachPolygon(border, rings, polys);
+            Check(Same(inside[0].Select(v => (int)v).ToArray(), Enumerable.Range(0, 41).ToArray()),
+                  "the inner towns, exactly");
+            // float32 vertices combine with the float64 tree (the float call)
+            long[] c32 = tree.PointsInPolygonsCount(border.Select(v => (float)v).ToArray(), rings, polys);
+            Check(c32.Length == 1, "float vertices on a float64 tree");
+        }
+        using (var tree32 = new KnnQuadtree(towns.Select(v => (float)v).ToArray()))
+            Check(tree32.PointsInPolygonsCount(border.Select(v => (float)v).ToArray(), rings, polys)[0] != 41,
+                  "rounded to float32, towns cross the border");
+    }
+
     static int Main(string[] args)
     {
         if (args.Length == 1 && args[0] == "--expect-no-library")
@@ -1020,7 +1137,8 @@ static class Tests
                                    IndexQueryForms, IndexQuerySelf, IndexRadius, IndexRadiusCsr, IndexSerialize,
                                    ProgressPolledFromAnotherThread, IndexErrors,
                                    QuadtreeBoundaryRule, QuadtreeSquareTiling, QuadtreeHolesMatchOracle,
-                                   QuadtreeErrors, QuadtreeCancelFlag };
+                                   QuadtreeErrors, QuadtreeCancelFlag, IndexF64MatchesADoubleOracle,
+                                   QuadtreeF64KeepsTownsInside };
         if (expectedDir != null) tests = new Action[] { BuildAndQueryMatchTheOracle };
         var start = DateTime.UtcNow;
         foreach (var test in tests)

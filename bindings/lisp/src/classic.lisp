@@ -35,7 +35,7 @@ an (n 3) array. BACKEND :auto (buildKdTree: GPU when usable, else CPU), :cuda
 (cuBuildKdTree; KNN-NO-DEVICE without a GPU) or :openmp (mpBuildKdTree). Every
 backend gives the byte-identical tree. Signals KNN-NONFINITE-INPUT (message
 names the point) and KNN-USAGE-ERROR for a length that is not 3n."
-  (multiple-value-bind (v n) (rows-of points 3 "points")
+  (multiple-value-bind (v n) (rows-of points 3 "points" :round-to-float32)
     (c-int n "n")
     (let ((octets (make-array (* n +node-bytes+) :element-type '(unsigned-byte 8))))
       (with-pointers ((pts v) (tree octets))
@@ -52,7 +52,7 @@ neighbours' original indices, nearest first, ties by index, -1 where the tree
 has fewer than K points. RESULT may supply that vector. BACKEND :auto
 (queryAll), :cuda (cuQueryAll) or :openmp (mpQueryAll)."
   (check-type tree kd-tree)
-  (multiple-value-bind (q m) (rows-of queries 3 "queries")
+  (multiple-value-bind (q m) (rows-of queries 3 "queries" :round-to-float32)
     (c-int m "n_qp")
     (c-int k "k")
     (let ((out (output-vector result (* m (max k 0)) '(signed-byte 32) "result"))
@@ -106,8 +106,8 @@ REF and QUERIES hold rows of DIM floats (flat vectors or 2-D arrays).
 Returns (values sq-distances indices), vectors of m*k single-floats and
 (signed-byte 32); NIL for an output not asked for."
   (c-int dim "dim")
-  (multiple-value-bind (r n-ref) (if (plusp dim) (rows-of ref dim "ref") (values ref 0))
-    (multiple-value-bind (q n-query) (if (plusp dim) (rows-of queries dim "queries")
+  (multiple-value-bind (r n-ref) (if (plusp dim) (rows-of ref dim "ref" :round-to-float32) (values ref 0))
+    (multiple-value-bind (q n-query) (if (plusp dim) (rows-of queries dim "queries" :round-to-float32)
                                          (values queries 0))
       (c-int n-ref "n_ref")
       (c-int n-query "n_query")

@@ -96,6 +96,29 @@
 (cffi:defcfun ("knn_estimate_query_bytes" %estimate-query-bytes) :size
   (m :int64) (k :int) (n :int64) (dim :int) (opt :pointer))
 
+;;; Index API in float64: the float calls with double arrays and radius
+(cffi:defcfun ("knn_index_build_f64" %index-build-f64) :int
+  (points :pointer) (n :int64) (dim :int) (opt :pointer) (out :pointer))
+(cffi:defcfun ("knn_index_scalar" %index-scalar) :int (index :pointer) (scalar :pointer))
+(cffi:defcfun ("knn_index_query_f64" %index-query-f64) :int
+  (index :pointer) (queries :pointer) (m :int64) (k :int) (indices :pointer)
+  (sq-distances :pointer) (opt :pointer))
+(cffi:defcfun ("knn_index_query_self_f64" %index-query-self-f64) :int
+  (index :pointer) (k :int) (exclude-self :int) (indices :pointer) (sq-distances :pointer))
+(cffi:defcfun ("knn_index_radius_f64" %index-radius-f64) :int
+  (index :pointer) (queries :pointer) (m :int64) (radius :double) (max-neighbors :int)
+  (indices :pointer) (sq-distances :pointer) (counts :pointer) (opt :pointer))
+(cffi:defcfun ("knn_index_radius_count_f64" %index-radius-count-f64) :int
+  (index :pointer) (queries :pointer) (m :int64) (radius :double) (counts :pointer)
+  (opt :pointer))
+(cffi:defcfun ("knn_index_radius_fill_f64" %index-radius-fill-f64) :int
+  (index :pointer) (queries :pointer) (m :int64) (radius :double) (offsets :pointer)
+  (indices :pointer) (sq-distances :pointer) (opt :pointer))
+(cffi:defcfun ("knn_estimate_build_bytes_f64" %estimate-build-bytes-f64) :size
+  (n :int64) (dim :int) (opt :pointer))
+(cffi:defcfun ("knn_estimate_query_bytes_f64" %estimate-query-bytes-f64) :size
+  (m :int64) (k :int) (n :int64) (dim :int) (opt :pointer))
+
 ;;; Point in polygon over a quadtree
 (cffi:defcfun ("knn_quadtree_build" %quadtree-build) :int
   (xy :pointer) (n :int64) (opt :pointer) (out :pointer))
@@ -104,6 +127,15 @@
   (tree :pointer) (vertices-xy :pointer) (ring-offsets :pointer) (n-rings :int64)
   (polygon-offsets :pointer) (n-polygons :int64) (counts :pointer) (opt :pointer))
 (cffi:defcfun ("knn_points_in_polygons" %points-in-polygons) :int
+  (tree :pointer) (vertices-xy :pointer) (ring-offsets :pointer) (n-rings :int64)
+  (polygon-offsets :pointer) (n-polygons :int64) (out-offsets :pointer)
+  (point-indices :pointer) (opt :pointer))
+(cffi:defcfun ("knn_quadtree_build_f64" %quadtree-build-f64) :int
+  (xy :pointer) (n :int64) (opt :pointer) (out :pointer))
+(cffi:defcfun ("knn_points_in_polygons_count_f64" %points-in-polygons-count-f64) :int
+  (tree :pointer) (vertices-xy :pointer) (ring-offsets :pointer) (n-rings :int64)
+  (polygon-offsets :pointer) (n-polygons :int64) (counts :pointer) (opt :pointer))
+(cffi:defcfun ("knn_points_in_polygons_f64" %points-in-polygons-f64) :int
   (tree :pointer) (vertices-xy :pointer) (ring-offsets :pointer) (n-rings :int64)
   (polygon-offsets :pointer) (n-polygons :int64) (out-offsets :pointer)
   (point-indices :pointer) (opt :pointer))
@@ -120,7 +152,11 @@
     "knn_index_serialize" "knn_index_deserialize" "knn_estimate_build_bytes"
     "knn_estimate_query_bytes"
     "knn_quadtree_build" "knn_quadtree_free" "knn_points_in_polygons_count"
-    "knn_points_in_polygons")
+    "knn_points_in_polygons"
+    "knn_index_build_f64" "knn_index_scalar" "knn_index_query_f64" "knn_index_query_self_f64"
+    "knn_index_radius_f64" "knn_index_radius_count_f64" "knn_index_radius_fill_f64"
+    "knn_estimate_build_bytes_f64" "knn_estimate_query_bytes_f64"
+    "knn_quadtree_build_f64" "knn_points_in_polygons_count_f64" "knn_points_in_polygons_f64")
   "Every C function this file binds (the tests compare it with the header).")
 
 ;;; Every call into the library runs inside this. It loads the library first

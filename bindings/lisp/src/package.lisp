@@ -28,6 +28,7 @@
    #:with-foreign-options #:default-options-plist
    ;; index API
    #:index #:index-p #:index-n #:index-dim #:index-pointer #:index-closed-p
+   #:index-scalar #:quadtree-scalar
    #:build-index #:free-index #:with-index #:index-info
    #:index-query #:index-query-self #:index-radius #:index-radius-counts #:index-radius-csr
    #:serialize-index #:deserialize-index

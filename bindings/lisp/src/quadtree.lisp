@@ -17,10 +17,11 @@
 
 (in-package #:knn-gpgpu)
 
-(defstruct (quadtree (:constructor %make-quadtree (pointer n)))
+(defstruct (quadtree (:constructor %make-quadtree (pointer n &optional (scalar :float32))))
   "A knn_quadtree handle. Free it with FREE-QUADTREE or use WITH-QUADTREE."
   (pointer nil)
-  (n 0 :type integer :read-only t))
+  (n 0 :type integer :read-only t)
+  (scalar :float32 :type (member :float32 :float64) :read-only t))
 
 (defun quadtree-closed-p (tree) (null (quadtree-pointer tree)))
 
@@ -30,19 +31,22 @@
 
 (defun build-quadtree (xy &key options backend device leaf-size threads)
   "Build a quadtree over XY (flat x y pairs or an (n 2) array); the tree keeps
-its own copy. OPTIONS is an OPTIONS structure; the keyword fields override it
+its own copy. Double-floats build a float64 tree (knn_quadtree_build_f64),
+single-floats a float32 one; trees and polygons of either precision combine
+(the library decides on the exact values). OPTIONS is an OPTIONS structure; the keyword fields override it
 (:backend :auto builds on the CUDA engine when a device is usable, else on
 OpenMP; :leaf-size is the leaf capacity, 0 = default). Signals
 KNN-NONFINITE-INPUT naming the first NaN/Inf point."
-  (multiple-value-bind (v n) (rows-of xy 2 "xy")
+  (multiple-value-bind (v n scalar) (rows-of xy 2 "xy")
     (let ((opts (merge-options options (list :backend backend :device device
                                              :leaf-size leaf-size :threads threads))))
       (cffi:with-foreign-object (out :pointer)
         (setf (cffi:mem-ref out :pointer) (cffi:null-pointer))
         (with-foreign-options (opt opts)
           (with-pointers ((p v))
-            (check-status "knn_quadtree_build" (%quadtree-build p n opt out))))
-        (let ((tree (%make-quadtree (cffi:mem-ref out :pointer) n)))
+            (scalar-call (scalar name "knn_quadtree_build" %quadtree-build %quadtree-build-f64)
+              p n opt out)))
+        (let ((tree (%make-quadtree (cffi:mem-ref out :pointer) n scalar)))
           #+sbcl (let ((pointer (quadtree-pointer tree)))
                    (sb-ext:finalize tree (lambda () (%quadtree-free pointer)) :dont-save t))
           tree)))))
@@ -64,26 +68,28 @@ KNN-NONFINITE-INPUT naming the first NaN/Inf point."
 
 (defun pack-polygons (polygons)
   "POLYGONS: a list of polygons, each a list of rings, each a list of (x y).
-Returns (values vertices ring-offsets polygon-offsets)."
+Returns (values vertices ring-offsets polygon-offsets); the vertices are
+double-floats when any coordinate is a double-float (the _f64 calls), else
+single-floats."
   (let ((xs '()) (rings (list 0)) (polys (list 0)) (nv 0) (nr 0))
     (dolist (polygon polygons)
       (dolist (ring polygon)
         (dolist (vertex ring)
-          (push (float (first vertex) 1.0f0) xs)
-          (push (float (second vertex) 1.0f0) xs)
+          (push (first vertex) xs)
+          (push (second vertex) xs)
           (incf nv))
         (push nv rings)
         (incf nr))
       (push nr polys))
-    (values (make-array (length xs) :element-type 'single-float
-                                     :initial-contents (nreverse xs))
+    (values (scalar-vector (nreverse xs) (scalar-of xs) "polygons")
             (make-array (length rings) :element-type '(signed-byte 64)
                                        :initial-contents (nreverse rings))
             (make-array (length polys) :element-type '(signed-byte 64)
                                        :initial-contents (nreverse polys)))))
 
 (defun polygon-arrays (vertices ring-offsets polygon-offsets)
-  (multiple-value-bind (v n-vertices) (rows-of vertices 2 "vertices")
+  "(values vertices rings n-rings polygons n-polygons scalar), checked."
+  (multiple-value-bind (v n-vertices scalar) (rows-of vertices 2 "vertices")
     (let* ((rings (integer-vector ring-offsets '(signed-byte 64) "ring-offsets"))
            (polys (integer-vector polygon-offsets '(signed-byte 64) "polygon-offsets"))
            (n-rings (1- (length rings)))
@@ -94,20 +100,20 @@ Returns (values vertices ring-offsets polygon-offsets)."
         (usage-error "ring-offsets must lie in [0, ~D] (the number of vertices)" n-vertices))
       (unless (every (lambda (o) (<= 0 o n-rings)) polys)
         (usage-error "polygon-offsets must lie in [0, ~D] (the number of rings)" n-rings))
-      (values v rings n-rings polys n-polygons))))
+      (values v rings n-rings polys n-polygons scalar))))
 
 (defun points-in-polygons-count (tree vertices ring-offsets polygon-offsets &key options)
   "knn_points_in_polygons_count: a (signed-byte 64) vector of the number of
 TREE points inside each polygon."
   (let ((handle (live-quadtree tree)))
-    (multiple-value-bind (v rings n-rings polys n-polygons)
+    (multiple-value-bind (v rings n-rings polys n-polygons scalar)
         (polygon-arrays vertices ring-offsets polygon-offsets)
       (let ((counts (make-array n-polygons :element-type '(signed-byte 64))))
         (with-foreign-options (opt options)
           (with-pointers ((vp v) (rp rings) (pp polys) (cp counts))
-            (check-status "knn_points_in_polygons_count"
-                          (%points-in-polygons-count handle vp rp n-rings pp n-polygons cp
-                                                     opt))))
+            (scalar-call (scalar name "knn_points_in_polygons_count" %points-in-polygons-count
+                                 %points-in-polygons-count-f64)
+              handle vp rp n-rings pp n-polygons cp opt)))
         counts))))
 
 (defun points-in-polygons (tree vertices ring-offsets polygon-offsets &key out-offsets options)
@@ -115,7 +121,7 @@ TREE points inside each polygon."
 indices[offsets[p], offsets[p+1]), ascending. OUT-OFFSETS (n-polygons + 1)
 are computed from the counts when not given."
   (let ((handle (live-quadtree tree)))
-    (multiple-value-bind (v rings n-rings polys n-polygons)
+    (multiple-value-bind (v rings n-rings polys n-polygons scalar)
         (polygon-arrays vertices ring-offsets polygon-offsets)
       (let ((offsets
               (if out-offsets
@@ -132,8 +138,9 @@ are computed from the counts when not given."
         (let ((indices (make-array (reduce #'max offsets) :element-type '(signed-byte 64))))
           (with-foreign-options (opt options)
             (with-pointers ((vp v) (rp rings) (pp polys) (op offsets) (ip indices))
-              (check-status "knn_points_in_polygons"
-                            (%points-in-polygons handle vp rp n-rings pp n-polygons op ip opt))))
+              (scalar-call (scalar name "knn_points_in_polygons" %points-in-polygons
+                                   %points-in-polygons-f64)
+                handle vp rp n-rings pp n-polygons op ip opt)))
           (values offsets (subseq indices 0 (aref offsets n-polygons))))))))
 
 (defun points-in-each-polygon (tree vertices ring-offsets polygon-offsets &key options)

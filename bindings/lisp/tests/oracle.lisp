@@ -3,16 +3,20 @@
 
 (in-package #:knn-gpgpu-tests)
 
-(defun sq-distance (a ai b bi dim)
-  "((d0*d0 + d1*d1) + d2*d2) + ... in single-float, d = a - b, each op rounded."
-  (declare (type (simple-array single-float (*)) a b) (type fixnum ai bi dim))
-  (let ((acc 0f0))
-    (declare (type single-float acc))
-    (dotimes (j dim acc)
-      (let* ((d (- (aref a (+ ai j)) (aref b (+ bi j))))
-             (dd (* d d)))
-        (declare (type single-float d dd))
-        (setf acc (if (zerop j) dd (+ acc dd)))))))
+(macrolet ((define-sq-distance (name type)
+             `(defun ,name (a ai b bi dim)
+                ,(format nil "((d0*d0 + d1*d1) + d2*d2) + ... in ~(~A~), d = a - b, each op ~
+                              rounded." type)
+                (declare (type (simple-array ,type (*)) a b) (type fixnum ai bi dim))
+                (let ((acc (coerce 0 ',type)))
+                  (declare (type ,type acc))
+                  (dotimes (j dim acc)
+                    (let* ((d (- (aref a (+ ai j)) (aref b (+ bi j))))
+                           (dd (* d d)))
+                      (declare (type ,type d dd))
+                      (setf acc (if (zerop j) dd (+ acc dd)))))))))
+  (define-sq-distance sq-distance single-float)
+  (define-sq-distance sq-distance-64 double-float))
 
 (defun oracle (ref queries dim k)
   "(values sq-dists indices) of the K nearest REF rows for each QUERIES row,

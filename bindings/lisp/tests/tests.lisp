@@ -699,3 +699,110 @@
   (check (search "tree is NULL" (knn:last-error)))
   (check-signals knn:knn-usage-error
                  (knn:points-in-polygons-count (knn::%make-quadtree nil 0) #() #(0) #(0))))
+
+;;; ---- float64: double-float vectors go to the _f64 calls ---------------------------------
+
+(defun utm-cloud (seed n)
+  "N points of a 10 m cube offset to 4.5e6 (a UTM northing), as double-floats."
+  (let ((state (sb-ext:seed-random-state seed))
+        (v (make-array (* 3 n) :element-type 'double-float)))
+    (dotimes (i (length v) v)
+      (setf (aref v i) (+ 4.5d6 (random 10d0 state))))))
+
+(defun sorted-neighbours (ref queries row distance)
+  "Every REF row of query ROW as (sq-distance . index), by (distance, index)."
+  (let ((n (floor (length ref) 3)))
+    (stable-sort (loop for r below n
+                       collect (cons (funcall distance queries (* 3 row) ref (* 3 r) 3) r))
+                 #'< :key #'car)))
+
+(deftest f64-index-matches-a-double-oracle
+  (let* ((pts (utm-cloud 31 400))
+         (q (utm-cloud 32 30))
+         (k 6)
+         (want (loop for i below 30 collect (sorted-neighbours pts q i #'sq-distance-64))))
+    ;; the data needs float64: rounded to single-floats the neighbours change
+    (let ((p32 (map '(simple-array single-float (*)) (lambda (x) (coerce x 'single-float)) pts))
+          (q32 (map '(simple-array single-float (*)) (lambda (x) (coerce x 'single-float)) q)))
+      (check (loop for i below 30
+                     thereis (mismatch (mapcar #'cdr (subseq (sorted-neighbours p32 q32 i
+                                                                                #'sq-distance)
+                                                             0 k))
+                                       (mapcar #'cdr (subseq (nth i want) 0 k))))
+             "float32 rounding changes the answer"))
+    (knn:with-index (index pts 3 :backend :openmp)
+      (check (eq (knn:index-scalar index) :float64))
+      (multiple-value-bind (ind dist) (knn:index-query index q k)
+        (check (typep dist '(simple-array double-float (*))))
+        (check (loop for i below 30
+                     always (loop for j below k
+                                  for (d . r) in (nth i want)
+                                  always (and (= (aref ind (+ (* i k) j)) r)
+                                              (eql (aref dist (+ (* i k) j)) d))))
+               "indices and bit-identical double distances"))
+      ;; radius in double: squared distance <= r*r in float64
+      (multiple-value-bind (ind dist counts) (knn:index-radius index q 1.5d0 64)
+        (declare (ignore ind))
+        (check (typep dist '(simple-array double-float (*))))
+        (check (loop for i below 30
+                     always (= (aref counts i)
+                               (count-if (lambda (e) (<= (car e) (* 1.5d0 1.5d0))) (nth i want))))))
+      ;; single-float queries widen exactly
+      (let ((q32 (map '(simple-array single-float (*)) (lambda (x) (coerce x 'single-float)) q)))
+        (check (equalp (knn:index-query index q32 k)
+                       (knn:index-query index (map '(simple-array double-float (*))
+                                                   (lambda (x) (coerce x 'double-float)) q32)
+                                        k))))
+      ;; serialized and loaded, still float64
+      (let ((loaded (knn:deserialize-index (knn:serialize-index index) :backend :openmp)))
+        (check (eq (knn:index-scalar loaded) :float64))
+        (check (equalp (multiple-value-list (knn:index-query loaded q k))
+                       (multiple-value-list (knn:index-query index q k))))
+        (knn:free-index loaded)))
+    (check (> (knn:estimate-build-bytes 1000000 3 nil :float64)
+              (knn:estimate-build-bytes 1000000 3 nil :float32)))))
+
+(deftest f32-index-refuses-rounding-double-queries
+  (let ((pts (make-cloud 33 50 3)))
+    (knn:with-index (index pts 3 :backend :openmp)
+      (check (eq (knn:index-scalar index) :float32))
+      (check-signals knn:knn-usage-error
+                     (knn:index-query index (make-array 3 :element-type 'double-float
+                                                          :initial-contents '(0.1d0 0d0 0d0))
+                                  2))
+      ;; double-floats that are single-floats are taken
+      (check (equalp (knn:index-query index (make-array 3 :element-type 'double-float
+                                                          :initial-contents '(0.5d0 1d0 2d0))
+                                  2)
+                     (knn:index-query index (make-array 3 :element-type 'single-float
+                                                          :initial-contents '(0.5f0 1f0 2f0))
+                                  2))))))
+
+(deftest f64-towns-stay-inside-the-border
+  ;; a border whose eastern edge leans slightly, towns 4e-6 degrees inside and
+  ;; outside it: float32 (spacing 1.5e-5 at 129 degrees) cannot tell them apart
+  (let* ((x1 129d0) (y1 -26d0) (x2 129.0003d0) (y2 -14.9d0)
+         (border (list (list (list (list x1 y1) (list x2 y2) (list 120d0 y2) (list 120d0 y1)))))
+         (towns (make-array (* 2 82) :element-type 'double-float)))
+    (dotimes (side 2)
+      (dotimes (i 41)
+        (let* ((y (+ -25.5d0 (* 0.25d0 i)))
+               (edge (+ x1 (/ (* (- y y1) (- x2 x1)) (- y2 y1))))
+               (at (* 2 (+ (* 41 side) i))))
+          (setf (aref towns at) (if (zerop side) (- edge 4d-6) (+ edge 4d-6))
+                (aref towns (1+ at)) y))))
+    (multiple-value-bind (v rings polys) (knn:pack-polygons border)
+      (check (typep v '(simple-array double-float (*))))
+      (knn:with-quadtree (tree towns :backend :openmp)
+        (check (eq (knn:quadtree-scalar tree) :float64))
+        (check (equalp (first (knn:points-in-each-polygon tree v rings polys))
+                       (coerce (loop for i below 41 collect i) '(vector (signed-byte 64)))))))
+    ;; rounded to single-floats, towns cross the border
+    (let ((towns32 (map '(simple-array single-float (*)) (lambda (x) (coerce x 'single-float))
+                        towns)))
+      (multiple-value-bind (v rings polys)
+          (knn:pack-polygons (list (list (mapcar (lambda (p) (mapcar (lambda (c) (coerce c 'single-float)) p))
+                                                 (first (first border))))))
+        (check (typep v '(simple-array single-float (*))))
+        (knn:with-quadtree (tree towns32 :backend :openmp)
+          (check (/= 41 (aref (knn:points-in-polygons-count tree v rings polys) 0))))))))

@@ -62,6 +62,31 @@ def oracle(ref: np.ndarray, queries: np.ndarray, k: int) -> Tuple[np.ndarray, np
     return dist, ind
 
 
+def oracle64(ref: np.ndarray, queries: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Exact kNN in float64 with the contract's order of operations; -1/+inf padding."""
+    ref = np.asarray(ref, dtype=np.float64)
+    queries = np.asarray(queries, dtype=np.float64)
+    m, n = queries.shape[0], ref.shape[0]
+    ind = np.full((m, k), -1, dtype=np.int32)
+    dist = np.full((m, k), np.inf, dtype=np.float64)
+    acc = all_sq64(ref, queries)
+    take = min(k, n)
+    order = np.argsort(acc, axis=1, kind="stable")[:, :take]
+    ind[:, :take] = order
+    dist[:, :take] = np.take_along_axis(acc, order, axis=1)
+    return dist, ind
+
+
+def all_sq64(ref: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """(m, n) squared distances, ((d0*d0 + d1*d1) + d2*d2) + ... in float64."""
+    d = queries[:, None, :] - ref[None, :, :]
+    sq = d * d
+    acc = sq[..., 0]
+    for j in range(1, ref.shape[1]):
+        acc = acc + sq[..., j]
+    return acc
+
+
 @pytest.fixture(scope="session")
 def lib() -> knn_gpgpu.Native:
     return knn_gpgpu.load_library()

@@ -19,7 +19,10 @@ import numpy as np
 
 RECORDED = ("knn_index_build", "knn_index_free", "knn_index_query", "knn_index_query_self",
             "knn_index_radius", "knn_quadtree_build", "knn_quadtree_free",
-            "knn_points_in_polygons_count", "knn_points_in_polygons")
+            "knn_points_in_polygons_count", "knn_points_in_polygons", "knn_index_build_f64",
+            "knn_index_query_f64", "knn_index_query_self_f64", "knn_index_radius_f64",
+            "knn_quadtree_build_f64", "knn_points_in_polygons_count_f64",
+            "knn_points_in_polygons_f64")
 
 
 def address(arg: Any) -> Any:

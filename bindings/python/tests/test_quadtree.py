@@ -66,7 +66,9 @@ def members_of(tree, polygons, **kw):
 # ---- packing --------------------------------------------------------------------------
 def test_pack_polygons():
     xy, rings, polys = knn.pack_polygons([[SQUARE, HOLE], [TRIANGLE]])
-    assert xy.dtype == np.float32 and xy.shape == (11, 2)
+    assert xy.dtype == np.float64 and xy.shape == (11, 2)          # Python numbers: doubles
+    f32 = [[np.asarray(r, np.float32) for r in p] for p in [[SQUARE, HOLE], [TRIANGLE]]]
+    assert knn.pack_polygons(f32)[0].dtype == np.float32            # float32 rings stay float32
     np.testing.assert_array_equal(rings, [0, 4, 8, 11])
     np.testing.assert_array_equal(polys, [0, 2, 3])
     assert rings.dtype == polys.dtype == np.int64
@@ -272,6 +274,7 @@ def test_nan_point_is_refused_naming_it(lib):
 def bad(tree, polygons_or_arrays, exc, *fragments, function="knn_points_in_polygons_count"):
     args = (knn.pack_polygons(polygons_or_arrays) if isinstance(polygons_or_arrays, list)
             else polygons_or_arrays)
+    args = (np.asarray(args[0], np.float32),) + tuple(args[1:])  # the float call's own text
     with pytest.raises(exc) as info:
         tree.points_in_polygons_count(*args)
     err = info.value
@@ -286,6 +289,7 @@ def test_bad_polygons_are_refused_with_the_library_text(lib):
     with knn.Quadtree(cloud(5, 200)) as tree:
         good = tree.points_in_polygons_count(*knn.pack_polygons(POLYGONS))
         xy, rings, polys = knn.pack_polygons([[SQUARE, HOLE], [TRIANGLE]])
+        xy = xy.astype(np.float32)                      # the float calls (see test_f64.py)
         bad(tree, [[SQUARE, [[0, 0], [1, 1]]]], knn.InvalidArgumentError, "ring 1",
             "fewer than 3")
         bad(tree, [[SQUARE], [[[0, 0], [1, 0], [0, 0]]]], knn.InvalidArgumentError,
@@ -370,6 +374,7 @@ def test_marshalling_zero_copy_and_lifetime(lib, monkeypatch):
         assert build[1:3] == (pts.ctypes.data, 400)                # zero copy
         assert build[3].threads == 2 and build[3].leaf_size == 4
         xy, rings, polys = knn.pack_polygons(POLYGONS)
+        xy = xy.astype(np.float32)                                  # float32 vertices: the float call
         opt = knn.Options(threads=1)
         counts = tree.points_in_polygons_count(xy, rings, polys, options=opt)
         call = spy.named("knn_points_in_polygons_count")[-1]

@@ -20,7 +20,7 @@ import pytest
 import knn_gpgpu as knn
 from knn_gpgpu import _library
 
-from conftest import oracle, random_points
+from conftest import oracle, oracle64, random_points
 from spy_native import SpyNative
 
 spatial = pytest.importorskip("scipy.spatial")
@@ -128,22 +128,27 @@ def test_duplicates(lib, backend):
     assert ours.query_pairs(0.0) == theirs.query_pairs(0.0)
 
 
-def test_real_valued_clouds_within_float32(lib):
-    pts = random_points(7, 2000, 4).astype(np.float64)      # float32 values, held as float64
-    x = random_points(8, 300, 4).astype(np.float64)
+def test_real_valued_clouds_in_either_precision(lib):
+    pts32, x32 = random_points(7, 2000, 4), random_points(8, 300, 4)
+    pts, x = pts32.astype(np.float64), x32.astype(np.float64)
+    # float64 data computes in float64: scipy's answer, bit for bit the float64 oracle
     ours = knn.KDTree(pts, backend="openmp")
     d, i = ours.query(x, k=10)
     want_d, want_i = spatial.cKDTree(pts).query(x, k=10)
-    np.testing.assert_allclose(d, want_d, rtol=2e-6)
+    np.testing.assert_allclose(d, want_d, rtol=1e-12)
     gaps = np.diff(want_d, axis=1)
     unique = np.ones_like(want_d, dtype=bool)
-    unique[:, 1:] &= gaps > 1e-4 * want_d[:, 1:]
-    unique[:, :-1] &= gaps > 1e-4 * want_d[:, 1:]
+    unique[:, 1:] &= gaps > 1e-9 * want_d[:, 1:]
+    unique[:, :-1] &= gaps > 1e-9 * want_d[:, 1:]
     np.testing.assert_array_equal(i[unique], want_i[unique])
-    # and bit for bit with the contract's float32 oracle
-    sq, ind = oracle(pts, x, 10)
-    np.testing.assert_array_equal(i, ind)
-    np.testing.assert_array_equal(d, np.sqrt(sq.astype(np.float64)))
+    sq64, ind64 = oracle64(pts, x, 10)
+    np.testing.assert_array_equal(i, ind64)
+    np.testing.assert_array_equal(d, np.sqrt(sq64))
+    # float32 data computes in float32: bit for bit the contract's float32 oracle
+    d32, i32 = knn.KDTree(pts32, backend="openmp").query(x32, k=10)
+    sq, ind = oracle(pts32, x32, 10)
+    np.testing.assert_array_equal(i32, ind)
+    np.testing.assert_array_equal(d32, np.sqrt(sq.astype(np.float64)))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -242,12 +247,12 @@ def test_refusals(lib):
 def test_workers_reach_the_library(lib, monkeypatch):
     spy = SpyNative(lib)
     monkeypatch.setattr(_library, "_native", spy)
-    ours = knn.KDTree(lattice(15, 20, 2), backend="openmp")
+    ours = knn.KDTree(lattice(15, 20, 2), backend="openmp")   # float64 data: the _f64 calls
     ours.query([[0.0, 0.0]], k=2, workers=3)
-    opt = spy.named("knn_index_query")[-1][-1]
+    opt = spy.named("knn_index_query_f64")[-1][-1]
     assert opt != 0                                            # options passed, not NULL
     ours.query([[0.0, 0.0]], k=2)
-    assert spy.named("knn_index_query")[-1][-1] in (0, None)   # the library's default
+    assert spy.named("knn_index_query_f64")[-1][-1] in (0, None)   # the library's default
 
 
 # ---- DLPack ------------------------------------------------------------------------
@@ -314,8 +319,14 @@ def test_dlpack_device_input_passes_the_pointer(lib, monkeypatch, has_device):
     want_sq, want_ind = oracle(pts, q, 4)
     np.testing.assert_array_equal(ind, want_ind)
     np.testing.assert_array_equal(sq, want_sq)
+    wide = pts.astype(np.float64)
+    with knn.Index(PosingDeviceTensor(wide)) as index:          # float64: the _f64 family
+        assert spy.named("knn_index_build_f64")[-1][1] == wide.ctypes.data
+        assert index.dtype == np.float64
+        with pytest.raises(ValueError, match="dtype float32, and this index holds float64"):
+            index.query(PosingDeviceTensor(q), 4, distances_first=True)   # never converted
     with pytest.raises(ValueError, match="dtype"):
-        knn.Index(PosingDeviceTensor(pts.astype(np.float64)))     # never converted
+        knn.Index(PosingDeviceTensor(pts.astype(np.int32)))       # never converted
     with pytest.raises(ValueError, match="C-contiguous"):
         knn.Index(PosingDeviceTensor(pts.T))
 

@@ -85,19 +85,22 @@ def _check_layout(shape: Tuple[int, ...], strides: Optional[Sequence[int]], got:
 
 
 def dlpack_device_array(obj: Any, dtype: Any, name: str) -> DeviceArray:
-    """Describe a DLPack device tensor (read only), checking dtype and C order."""
+    """Describe a DLPack device tensor (read only), checking dtype (``None``: its
+    own) and C order."""
     tensor = _dlpack.export(obj, name)
-    _check_layout(tensor.shape, tensor.strides, tensor.dtype, np.dtype(dtype), name)
-    return DeviceArray(tensor, tensor.ptr, tensor.shape, np.dtype(dtype))
+    want = tensor.dtype if dtype is None else np.dtype(dtype)
+    _check_layout(tensor.shape, tensor.strides, tensor.dtype, want, name)
+    return DeviceArray(tensor, tensor.ptr, tensor.shape, want)
 
 
 def device_array(obj: Any, dtype: Any, name: str, writable: bool = False) -> DeviceArray:
-    """Describe a ``__cuda_array_interface__`` object, checking dtype and C order."""
+    """Describe a ``__cuda_array_interface__`` object, checking dtype (``None``: its
+    own) and C order."""
     cai = getattr(obj, CAI)
     if not isinstance(cai, dict) or "shape" not in cai or "typestr" not in cai:
         raise TypeError("%s: malformed __cuda_array_interface__" % name)
     shape = tuple(int(s) for s in cai["shape"])
-    want = np.dtype(dtype)
+    want = np.dtype(cai["typestr"]) if dtype is None else np.dtype(dtype)
     if cai.get("mask") is not None:
         raise ValueError("%s: masked device arrays are not supported" % name)
     _check_layout(shape, cai.get("strides"), np.dtype(cai["typestr"]), want, name)
@@ -110,14 +113,24 @@ def device_array(obj: Any, dtype: Any, name: str, writable: bool = False) -> Dev
     return DeviceArray(obj, ptr, shape, want)
 
 
+FLOAT32 = np.dtype(np.float32)
+FLOAT64 = np.dtype(np.float64)
+
+
 def host_rows(obj: Any, name: str, dim: Optional[int] = None) -> np.ndarray:
-    """A 2-D float32 C-contiguous view of rows of coordinates (zero copy when possible).
+    """A 2-D float32 C-contiguous view of rows of coordinates (zero copy when possible),
+    for the float32-only APIs (classic, MPI), which round other dtypes to float32.
 
     Accepts array-likes of shape (n, dim), and for dim 3 also 1-D arrays of
     :data:`~knn_gpgpu.POINT_DTYPE`.
     """
     if isinstance(obj, np.ndarray) and obj.dtype == POINT_DTYPE:
         obj = np.ascontiguousarray(obj).view(np.float32).reshape(-1, 3)
+    return np.ascontiguousarray(_real_2d(obj, name, dim), dtype=np.float32)
+
+
+def _real_2d(obj: Any, name: str, dim: Optional[int]) -> np.ndarray:
+    """A host array-like as a 2-D numpy array of real numbers (not converted)."""
     arr = dlpack_host_array(obj, name) if has_dlpack(obj) else np.asarray(obj)
     if arr.dtype.kind not in "biuf":
         raise TypeError("%s: coordinates must be real numbers, not dtype %s" % (name, arr.dtype))
@@ -126,25 +139,78 @@ def host_rows(obj: Any, name: str, dim: Optional[int] = None) -> np.ndarray:
                          % (name, dim if dim is not None else "dim", arr.shape))
     if dim is not None and arr.shape[1] != dim:
         raise ValueError("%s: expected shape (n, %d), got %s" % (name, dim, arr.shape))
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    return arr
 
 
-def rows(obj: Any, name: str, dim: Optional[int] = None) -> Array:
-    """Host rows (see :func:`host_rows`) or a checked device array of shape (n, dim)
-    (``__cuda_array_interface__`` or DLPack)."""
+def scalar_of(dtype: Any) -> np.dtype:
+    """The precision that coordinates of ``dtype`` are computed in: float32 stays
+    float32; float64 and every other real dtype (integers, bool, float16) are
+    float64. (Wider floats, long double, are refused by :func:`to_scalar`.)"""
+    return FLOAT32 if np.dtype(dtype) == FLOAT32 else FLOAT64
+
+
+def to_scalar(arr: np.ndarray, scalar: np.dtype, name: str) -> np.ndarray:
+    """``arr`` as a C-contiguous array of ``scalar`` (float32 or float64), never rounded.
+
+    Widening (anything to float64) is what :func:`scalar_of` defines. Narrowing
+    to float32 happens only when every value is a float32 already (so nothing is
+    lost); otherwise ``TypeError`` names the first value that would round.
+    """
+    if arr.dtype.kind == "f" and arr.dtype.itemsize > FLOAT64.itemsize:
+        raise TypeError("%s: dtype %s is wider than float64, the library's widest; convert "
+                        "it to numpy.float64 deliberately" % (name, arr.dtype))
+    if arr.dtype == scalar or scalar == FLOAT64:
+        return np.ascontiguousarray(arr, dtype=scalar)
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrow = np.ascontiguousarray(arr, dtype=FLOAT32)
+        wide = arr.astype(FLOAT64, copy=False)
+        lost = ~((narrow == wide) | (np.isnan(narrow) & np.isnan(wide)))
+    if lost.any():
+        where = tuple(int(i) for i in np.argwhere(lost)[0])
+        raise TypeError(
+            "%s: %s value %r at %s is not a float32, and this index holds float32 (it was "
+            "built from float32 points); knn_gpgpu rounds nothing silently: build the index "
+            "from float64 points to compute in float64, or pass %s.astype(numpy.float32) to "
+            "round deliberately" % (name, arr.dtype, arr[where].item(), list(where), name))
+    return narrow
+
+
+def coords(obj: Any, name: str, dim: Optional[int] = None,
+           scalar: Optional[np.dtype] = None) -> np.ndarray:
+    """Host rows of coordinates in float32 or float64, C-contiguous (zero copy when
+    possible). ``scalar`` None: the data picks (:func:`scalar_of`); else the
+    rows take ``scalar`` (:func:`to_scalar`: exact, or ``TypeError``)."""
+    arr = _real_2d(obj, name, dim)
+    return to_scalar(arr, scalar_of(arr.dtype) if scalar is None else scalar, name)
+
+
+def rows(obj: Any, name: str, dim: Optional[int] = None,
+         scalar: Optional[np.dtype] = None) -> Array:
+    """Host rows (see :func:`coords`) or a checked device array of shape (n, dim)
+    (``__cuda_array_interface__`` or DLPack). Device arrays are used in place:
+    float32 or float64, and exactly ``scalar`` when it is given."""
     if isinstance(obj, DeviceArray) or is_device_array(obj) or is_dlpack_device_array(obj):
         if isinstance(obj, DeviceArray):  # described already (by the binding itself)
             dev = obj
-        elif is_device_array(obj):
-            dev = device_array(obj, np.float32, name)
         else:
-            dev = dlpack_device_array(obj, np.float32, name)
+            dev = device_array(obj, None, name) if is_device_array(obj) else \
+                dlpack_device_array(obj, None, name)
+        if dev.dtype not in (FLOAT32, FLOAT64):
+            raise ValueError("%s: device array of dtype %s; it must be float32 or float64 "
+                             "(device arrays are passed in place, never converted)"
+                             % (name, dev.dtype))
+        if scalar is not None and dev.dtype != scalar:
+            raise ValueError("%s: device array of dtype %s, and this index holds %s (device "
+                             "arrays are passed in place, never converted)"
+                             % (name, dev.dtype, scalar))
         if len(dev.shape) != 2:
             raise ValueError("%s: expected a 2-D device array, got shape %s" % (name, dev.shape))
         if dim is not None and dev.shape[1] != dim:
             raise ValueError("%s: expected shape (n, %d), got %s" % (name, dim, dev.shape))
         return dev
-    return host_rows(obj, name, dim)
+    if isinstance(obj, np.ndarray) and obj.dtype == POINT_DTYPE:
+        obj = np.ascontiguousarray(obj).view(np.float32).reshape(-1, 3)
+    return coords(obj, name, dim, scalar)
 
 
 @overload

@@ -30,7 +30,7 @@ import ctypes.util
 import os
 import sys
 import threading
-from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
+from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._types import IndexHandle, Node, OptionsStruct, Point, ProgressStruct, QuadtreeHandle
@@ -42,6 +42,7 @@ ABI_MAJOR = 1
 ENV_VAR = "KNN_GPGPU_LIBRARY"
 
 _P_FLOAT = POINTER(c_float)
+_P_DOUBLE = POINTER(c_double)
 _P_INT = POINTER(c_int)
 _P_INT32 = POINTER(c_int32)
 _P_INT64 = POINTER(c_int64)
@@ -95,6 +96,20 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "knn_index_deserialize": (c_int, [c_void_p, c_size_t, _P_OPT, POINTER(_P_INDEX)]),
     "knn_estimate_build_bytes": (c_size_t, [c_int64, c_int, _P_OPT]),
     "knn_estimate_query_bytes": (c_size_t, [c_int64, c_int, c_int64, c_int, _P_OPT]),
+    # index API, float64 (the float calls with double arrays)
+    "knn_index_build_f64": (c_int, [_P_DOUBLE, c_int64, c_int, _P_OPT, POINTER(_P_INDEX)]),
+    "knn_index_scalar": (c_int, [_P_INDEX, _P_INT]),
+    "knn_index_query_f64": (c_int, [_P_INDEX, _P_DOUBLE, c_int64, c_int, _P_INT32, _P_DOUBLE,
+                                    _P_OPT]),
+    "knn_index_query_self_f64": (c_int, [_P_INDEX, c_int, c_int, _P_INT32, _P_DOUBLE]),
+    "knn_index_radius_f64": (c_int, [_P_INDEX, _P_DOUBLE, c_int64, c_double, c_int, _P_INT32,
+                                     _P_DOUBLE, _P_INT32, _P_OPT]),
+    "knn_index_radius_count_f64": (c_int, [_P_INDEX, _P_DOUBLE, c_int64, c_double, _P_INT64,
+                                           _P_OPT]),
+    "knn_index_radius_fill_f64": (c_int, [_P_INDEX, _P_DOUBLE, c_int64, c_double, _P_INT64,
+                                          _P_INT32, _P_DOUBLE, _P_OPT]),
+    "knn_estimate_build_bytes_f64": (c_size_t, [c_int64, c_int, _P_OPT]),
+    "knn_estimate_query_bytes_f64": (c_size_t, [c_int64, c_int, c_int64, c_int, _P_OPT]),
     # quadtree / point in polygon
     "knn_quadtree_build": (c_int, [_P_FLOAT, c_int64, _P_OPT, POINTER(_P_QUAD)]),
     "knn_quadtree_free": (c_int, [_P_QUAD]),
@@ -102,6 +117,11 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
                                              c_int64, _P_INT64, _P_OPT]),
     "knn_points_in_polygons": (c_int, [_P_QUAD, _P_FLOAT, _P_INT64, c_int64, _P_INT64, c_int64,
                                        _P_INT64, _P_INT64, _P_OPT]),
+    "knn_quadtree_build_f64": (c_int, [_P_DOUBLE, c_int64, _P_OPT, POINTER(_P_QUAD)]),
+    "knn_points_in_polygons_count_f64": (c_int, [_P_QUAD, _P_DOUBLE, _P_INT64, c_int64, _P_INT64,
+                                                 c_int64, _P_INT64, _P_OPT]),
+    "knn_points_in_polygons_f64": (c_int, [_P_QUAD, _P_DOUBLE, _P_INT64, c_int64, _P_INT64,
+                                           c_int64, _P_INT64, _P_INT64, _P_OPT]),
 }
 
 

@@ -66,6 +66,11 @@ class IndexStructure(enum.IntEnum):
     BRUTE_FORCE = 3
 
 
+#: ``enum knn_scalar``: what ``knn_index_scalar`` writes.
+SCALAR_FLOAT32 = 0
+SCALAR_FLOAT64 = 1
+
+
 class _Opaque(ctypes.Structure):
     """Base of the opaque handle types; never instantiated."""
 

@@ -7,11 +7,25 @@
         d2, ind, counts = index.radius(queries, 0.5, max_neighbors=32,
                                        distances_first=True)
 
+Precision: the points' dtype picks it, and nothing is rounded silently.
+float32 points build a float32 index (``knn_index_build``); float64 points,
+and every other real dtype (integers, bool, float16), a float64 index
+(``knn_index_build_f64``; integers convert to float64, exact up to 2^53).
+:attr:`Index.dtype` says which; a deserialized index keeps the precision it
+was built with. Queries take the index's precision: a float64 index converts
+float32 or integer queries to float64 (exactly); a float32 index accepts
+float64 (or integer) queries only when every value is a float32 already, and
+raises ``TypeError`` otherwise (build the index from float64 points, or round
+the queries yourself with ``astype(numpy.float32)``). Squared distances and
+the ``radius`` come back and are compared in the index's precision: the
+float64 contract is the float32 one in double (``((d0*d0 + d1*d1) + d2*d2)
++ ...``, every operation rounded to float64, no FMA, ties by index).
+
 Device arrays: ``points``, ``queries`` and the ``out_*`` arrays may be objects
 with ``__cuda_array_interface__`` (CuPy, Numba, PyTorch CUDA tensors). Their
 device pointer is passed to the library, which detects device memory and uses
-it in place; they must be C-contiguous float32 (int32 for indices and counts),
-and ready (the binding does not synchronise the producer's stream). A library
+it in place; they must be C-contiguous float32 or float64 (the index's
+dtype for queries and distances; int32 for indices and counts), and ready (the binding does not synchronise the producer's stream). A library
 that sees no CUDA device cannot read device memory: the binding then raises
 :class:`NoDeviceError` without calling it.
 """
@@ -26,7 +40,7 @@ import numpy as np
 
 from . import _arrays
 from ._library import check, native
-from ._types import Backend, IndexHandle, IndexStructure
+from ._types import SCALAR_FLOAT64, Backend, IndexHandle, IndexStructure
 from .errors import NoDeviceError, Status
 from ._handle import NativeHandle
 from .options import Options, byref, resolve
@@ -127,8 +141,18 @@ def _enum_or_int(kind: Any, value: int) -> Any:
         return value
 
 
+def _entry(function: str, scalar: np.dtype) -> str:
+    """The C function of ``scalar``'s family: ``function`` or its ``_f64`` twin."""
+    return function + "_f64" if scalar == _arrays.FLOAT64 else function
+
+
+def _ctype(scalar: np.dtype) -> Any:
+    return ctypes.c_double if scalar == _arrays.FLOAT64 else ctypes.c_float
+
+
 class Index(NativeHandle):
-    """An index over ``n`` points of ``dim`` floats (``knn_index``).
+    """An index over ``n`` points of ``dim`` floats (``knn_index``), in float32
+    or float64 as the points are (see the module documentation).
 
     The index owns a copy of the points (on the device for the CUDA backend);
     the input array may be changed or freed after construction. Queries may run
@@ -136,7 +160,9 @@ class Index(NativeHandle):
     ``with`` block; a forgotten index is freed when garbage-collected.
 
     Args:
-        points: ``(n, dim)`` host array-like or ``__cuda_array_interface__`` object.
+        points: ``(n, dim)`` host array-like or device array (float32 or
+            float64, used in place). float32 builds a float32 index, any other
+            real dtype a float64 one.
         options: an :class:`Options`; the keyword arguments override its fields.
         backend, device, structure, leaf_size, threads, device_memory_limit:
             option fields (see :class:`Options`).
@@ -155,33 +181,41 @@ class Index(NativeHandle):
         self._own(None)
         pts = _arrays.rows(points, "points")
         n, dim = (int(s) for s in pts.shape)
+        scalar = pts.dtype
         _require_device_support(pts)
         opt = resolve(options, backend=backend, device=device, structure=structure,
                       leaf_size=leaf_size, threads=threads,
                       device_memory_limit=device_memory_limit)
         handle = ctypes.POINTER(IndexHandle)()
-        status = native().knn_index_build(_arrays.pointer(pts, ctypes.c_float),
+        build = _entry("knn_index_build", scalar)
+        status = getattr(native(), build)(_arrays.pointer(pts, _ctype(scalar)),
                                           _arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim"),
                                           byref(opt), ctypes.byref(handle))
-        check(status, "knn_index_build")
+        check(status, build)
         self._own(handle)
         self._n = n
         self._dim = dim
+        self._scalar = scalar
 
     @classmethod
     def _from_handle(cls, handle: Any, n: int, dim: int) -> "Index":
-        """Wrap an existing ``knn_index*`` (taking ownership). For advanced hosts and tests."""
+        """Wrap an existing ``knn_index*`` (taking ownership; its precision from
+        ``knn_index_scalar``). For advanced hosts and tests."""
         self = cls.__new__(cls)
         self._own(handle)
         self._n = int(n)
         self._dim = int(dim)
+        scalar = ctypes.c_int()
+        check(native().knn_index_scalar(handle, ctypes.byref(scalar)), "knn_index_scalar")
+        self._scalar = _arrays.FLOAT64 if scalar.value == SCALAR_FLOAT64 else _arrays.FLOAT32
         return self
 
     _free_function = "knn_index_free"
     _what = "index"
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else "n=%d, dim=%d" % (self._n, self._dim)
+        state = "closed" if self.closed else "n=%d, dim=%d, dtype=%s" % (self._n, self._dim,
+                                                                      self._scalar)
         return "<knn_gpgpu.Index %s>" % state
 
     # ---- properties ----------------------------------------------------------
@@ -194,6 +228,12 @@ class Index(NativeHandle):
     def dim(self) -> int:
         """Dimension of the points."""
         return self._dim
+
+    @property
+    def dtype(self) -> np.dtype:
+        """``numpy.float32`` or ``numpy.float64``: the precision the index holds its
+        points in, computes in and returns squared distances in."""
+        return self._scalar
 
     def info(self) -> IndexInfo:
         """Size, dimension, backend and structure that actually serve the index."""
@@ -215,11 +255,12 @@ class Index(NativeHandle):
         """The ``k`` nearest indexed points of each query (``knn_index_query``).
 
         Args:
-            queries: ``(m, dim)`` host array-like or device array.
+            queries: ``(m, dim)`` host array-like or device array, taken in
+                the index's dtype (see the module documentation).
             k: neighbours per query (>= 1).
             distances: also return squared distances (else NULL is passed).
             options: per-call options (``NULL`` when ``None``).
-            out_indices, out_distances: optional ``(m, k)`` int32 / float32
+            out_indices, out_distances: optional ``(m, k)`` int32 / index-dtype
                 outputs, host numpy arrays or device arrays.
             distances_first: True: return :class:`KnnResult` ``(sq_distances,
                 indices)``; False or not given: :class:`LegacyKnnResult`
@@ -227,26 +268,28 @@ class Index(NativeHandle):
                 DeprecationWarning, as 2.0 returns distances first).
 
         Returns:
-            ``(m, k)`` int32 indices and float32 squared distances (``None``
+            ``(m, k)`` int32 indices and squared distances in the index's dtype (``None``
             when ``distances`` is false), nearest first, ties by index, -1/+inf
             in missing slots.
         """
         first = _distances_first(distances_first, "query")
         handle = self._live()
-        q = _arrays.rows(queries, "queries", self._dim)
+        q = _arrays.rows(queries, "queries", self._dim, self._scalar)
         m = int(q.shape[0])
         k = _arrays.c_int(k, "k")
         shape = _arrays.nonneg_shape(m, k)
         ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
-        dist = (_arrays.output(out_distances, shape, np.float32, "out_distances",
+        dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
                                allow_device=True)
                 if distances or out_distances is not None else None)
         _require_device_support(q, ind, dist)
-        status = native().knn_index_query(handle, _arrays.pointer(q, ctypes.c_float),
+        real = _ctype(self._scalar)
+        query = _entry("knn_index_query", self._scalar)
+        status = getattr(native(), query)(handle, _arrays.pointer(q, real),
                                           _arrays.c_int64(m, "m"), k,
                                           _arrays.pointer(ind, ctypes.c_int32),
-                                          _arrays.pointer(dist, ctypes.c_float), byref(options))
-        check(status, "knn_index_query")
+                                          _arrays.pointer(dist, real), byref(options))
+        check(status, query)
         return (KnnResult(_unwrap(dist), _unwrap(ind)) if first
                 else LegacyKnnResult(_unwrap(ind), _unwrap(dist)))
 
@@ -265,14 +308,15 @@ class Index(NativeHandle):
         k = _arrays.c_int(k, "k")
         shape = _arrays.nonneg_shape(self._n, k)
         ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
-        dist = (_arrays.output(out_distances, shape, np.float32, "out_distances",
+        dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
                                allow_device=True)
                 if distances or out_distances is not None else None)
         _require_device_support(ind, dist)
-        status = native().knn_index_query_self(handle, k, 1 if exclude_self else 0,
+        query_self = _entry("knn_index_query_self", self._scalar)
+        status = getattr(native(), query_self)(handle, k, 1 if exclude_self else 0,
                                                _arrays.pointer(ind, ctypes.c_int32),
-                                               _arrays.pointer(dist, ctypes.c_float))
-        check(status, "knn_index_query_self")
+                                               _arrays.pointer(dist, _ctype(self._scalar)))
+        check(status, query_self)
         return (KnnResult(_unwrap(dist), _unwrap(ind)) if first
                 else LegacyKnnResult(_unwrap(ind), _unwrap(dist)))
 
@@ -289,7 +333,7 @@ class Index(NativeHandle):
         ``indices`` and ``sq_distances`` are then ``None``.
 
         Returns:
-            ``(m, max_neighbors)`` int32 indices and float32 squared distances
+            ``(m, max_neighbors)`` int32 indices and squared distances in the index's dtype
             and ``(m,)`` int32 counts: :class:`RadiusRows` ``(sq_distances,
             indices, counts)`` with ``distances_first=True``, else
             :class:`RadiusResult` ``(indices, sq_distances, counts)`` (the 1.0
@@ -298,25 +342,27 @@ class Index(NativeHandle):
         """
         first = _distances_first(distances_first, "radius", counts=True)
         handle = self._live()
-        q = _arrays.rows(queries, "queries", self._dim)
+        q = _arrays.rows(queries, "queries", self._dim, self._scalar)
         m = int(q.shape[0])
         max_neighbors = _arrays.c_int(max_neighbors, "max_neighbors")
         shape = _arrays.nonneg_shape(m, max_neighbors)
         want_rows = max_neighbors != 0
         ind = (_arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
                if want_rows or out_indices is not None else None)
-        dist = (_arrays.output(out_distances, shape, np.float32, "out_distances",
+        dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
                                allow_device=True)
                 if (want_rows and distances) or out_distances is not None else None)
         counts = _arrays.output(out_counts, (m,), np.int32, "out_counts", allow_device=True)
         _require_device_support(q, ind, dist, counts)
-        status = native().knn_index_radius(handle, _arrays.pointer(q, ctypes.c_float),
-                                           _arrays.c_int64(m, "m"), float(radius),
-                                           max_neighbors, _arrays.pointer(ind, ctypes.c_int32),
-                                           _arrays.pointer(dist, ctypes.c_float),
-                                           _arrays.pointer(counts, ctypes.c_int32),
-                                           byref(options))
-        check(status, "knn_index_radius")
+        real = _ctype(self._scalar)
+        call = _entry("knn_index_radius", self._scalar)
+        status = getattr(native(), call)(handle, _arrays.pointer(q, real),
+                                         _arrays.c_int64(m, "m"), float(radius),
+                                         max_neighbors, _arrays.pointer(ind, ctypes.c_int32),
+                                         _arrays.pointer(dist, real),
+                                         _arrays.pointer(counts, ctypes.c_int32),
+                                         byref(options))
+        check(status, call)
         return (RadiusRows(_unwrap(dist), _unwrap(ind), _unwrap(counts)) if first
                 else RadiusResult(_unwrap(ind), _unwrap(dist), _unwrap(counts)))
 
@@ -325,14 +371,14 @@ class Index(NativeHandle):
         """Number of points within ``radius`` of each query (``knn_index_radius_count``):
         ``(m,)`` int64."""
         handle = self._live()
-        q = _arrays.host_rows(queries, "queries", self._dim)
+        q = _arrays.coords(queries, "queries", self._dim, self._scalar)
         m = int(q.shape[0])
         counts = np.empty((m,), dtype=np.int64)
-        check(native().knn_index_radius_count(handle, _arrays.pointer(q, ctypes.c_float),
-                                              _arrays.c_int64(m, "m"), float(radius),
-                                              _arrays.pointer(counts, ctypes.c_int64),
-                                              byref(options)),
-              "knn_index_radius_count")
+        call = _entry("knn_index_radius_count", self._scalar)
+        check(getattr(native(), call)(handle, _arrays.pointer(q, _ctype(self._scalar)),
+                                      _arrays.c_int64(m, "m"), float(radius),
+                                      _arrays.pointer(counts, ctypes.c_int64), byref(options)),
+              call)
         return counts
 
     def radius_csr(self, queries: Any, radius: float, *, distances: bool = True,
@@ -343,12 +389,12 @@ class Index(NativeHandle):
         the counts, ordered by (distance, index).
 
         Returns:
-            :class:`RadiusCsr` ``(sq_distances, indices, offsets)``: float32
-            and int32 of length ``offsets[-1]`` (``sq_distances`` ``None`` unless
+            :class:`RadiusCsr` ``(sq_distances, indices, offsets)``: the
+            index's dtype and int32 of length ``offsets[-1]`` (``sq_distances`` ``None`` unless
             ``distances``), and ``(m + 1,)`` int64 offsets.
         """
         handle = self._live()
-        q = _arrays.host_rows(queries, "queries", self._dim)
+        q = _arrays.coords(queries, "queries", self._dim, self._scalar)
         m = int(q.shape[0])
         counts = self.radius_counts(q, radius, options=options)
         offsets = np.empty((m + 1,), dtype=np.int64)
@@ -358,14 +404,14 @@ class Index(NativeHandle):
               "knn_offsets_from_counts")
         total = int(offsets[-1])
         ind = np.empty((total,), dtype=np.int32)
-        dist = np.empty((total,), dtype=np.float32) if distances else None
-        check(native().knn_index_radius_fill(handle, _arrays.pointer(q, ctypes.c_float),
-                                             _arrays.c_int64(m, "m"), float(radius),
-                                             _arrays.pointer(offsets, ctypes.c_int64),
-                                             _arrays.pointer(ind, ctypes.c_int32),
-                                             _arrays.pointer(dist, ctypes.c_float),
-                                             byref(options)),
-              "knn_index_radius_fill")
+        dist = np.empty((total,), dtype=self._scalar) if distances else None
+        real = _ctype(self._scalar)
+        fill = _entry("knn_index_radius_fill", self._scalar)
+        check(getattr(native(), fill)(handle, _arrays.pointer(q, real), _arrays.c_int64(m, "m"),
+                                      float(radius), _arrays.pointer(offsets, ctypes.c_int64),
+                                      _arrays.pointer(ind, ctypes.c_int32),
+                                      _arrays.pointer(dist, real), byref(options)),
+              fill)
         return RadiusCsr(dist, ind, offsets)
 
     # ---- serialization -----------------------------------------------------------
@@ -388,7 +434,7 @@ class Index(NativeHandle):
         """An index from :meth:`serialize`'s bytes (``knn_index_deserialize``).
 
         The options choose where it loads (backend, device, threads); the
-        structure and leaf size come from the bytes. A corrupted or truncated
+        structure, leaf size and precision (:attr:`dtype`) come from the bytes. A corrupted or truncated
         buffer raises :class:`InvalidArgumentError` saying what is wrong.
         """
         view = memoryview(data).cast("B")
@@ -406,15 +452,16 @@ class Index(NativeHandle):
 
     # ---- estimates -------------------------------------------------------------
     @staticmethod
-    def estimate_build_bytes(n: int, dim: int, options: Optional[Options] = None) -> int:
+    def estimate_build_bytes(n: int, dim: int, options: Optional[Options] = None, *,
+                             dtype: Any = np.float32) -> int:
         """See :func:`estimate_build_bytes`."""
-        return estimate_build_bytes(n, dim, options)
+        return estimate_build_bytes(n, dim, options, dtype=dtype)
 
     @staticmethod
     def estimate_query_bytes(m: int, k: int, n: int, dim: int,
-                             options: Optional[Options] = None) -> int:
+                             options: Optional[Options] = None, *, dtype: Any = np.float32) -> int:
         """See :func:`estimate_query_bytes`."""
-        return estimate_query_bytes(m, k, n, dim, options)
+        return estimate_query_bytes(m, k, n, dim, options, dtype=dtype)
 
 
 def _unwrap(arr: Any) -> Any:
@@ -422,15 +469,27 @@ def _unwrap(arr: Any) -> Any:
     return arr.owner if isinstance(arr, _arrays.DeviceArray) else arr
 
 
-def estimate_build_bytes(n: int, dim: int, options: Optional[Options] = None) -> int:
-    """Device bytes an index build of ``n`` points of ``dim`` would need (no device needed)."""
-    return int(native().knn_estimate_build_bytes(_arrays.c_int64(n, "n"),
-                                                 _arrays.c_int(dim, "dim"), byref(options)))
+def _estimate_scalar(dtype: Any) -> np.dtype:
+    scalar: np.dtype = np.dtype(dtype)
+    if scalar not in (_arrays.FLOAT32, _arrays.FLOAT64):
+        raise TypeError("dtype = %s: the index holds float32 or float64" % scalar)
+    return scalar
+
+
+def estimate_build_bytes(n: int, dim: int, options: Optional[Options] = None, *,
+                         dtype: Any = np.float32) -> int:
+    """Device bytes an index build of ``n`` points of ``dim`` would need (no device
+    needed), for an index of ``dtype`` (float32 or float64)."""
+    call = _entry("knn_estimate_build_bytes", _estimate_scalar(dtype))
+    return int(getattr(native(), call)(_arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim"),
+                                       byref(options)))
 
 
 def estimate_query_bytes(m: int, k: int, n: int, dim: int,
-                         options: Optional[Options] = None) -> int:
-    """Device bytes a query of ``m`` queries, ``k`` neighbours over ``n`` points would need."""
-    return int(native().knn_estimate_query_bytes(_arrays.c_int64(m, "m"), _arrays.c_int(k, "k"),
-                                                 _arrays.c_int64(n, "n"),
-                                                 _arrays.c_int(dim, "dim"), byref(options)))
+                         options: Optional[Options] = None, *, dtype: Any = np.float32) -> int:
+    """Device bytes a query of ``m`` queries, ``k`` neighbours over ``n`` points would
+    need, on an index of ``dtype`` (float32 or float64)."""
+    call = _entry("knn_estimate_query_bytes", _estimate_scalar(dtype))
+    return int(getattr(native(), call)(_arrays.c_int64(m, "m"), _arrays.c_int(k, "k"),
+                                       _arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim"),
+                                       byref(options)))

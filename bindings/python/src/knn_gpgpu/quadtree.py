@@ -9,7 +9,15 @@ Polygons are passed in the library's flat form (numpy offsets):
   ``[polygon_offsets[p], polygon_offsets[p+1])``, the first its outer boundary,
   the others holes.
 
-:func:`pack_polygons` builds these arrays from nested lists. Rings may be open
+:func:`pack_polygons` builds these arrays from nested lists.
+
+Precision: the dtype picks it, and nothing is rounded. float32 points build a
+float32 tree (``knn_quadtree_build``), float64 points (and integers, converted
+to float64) a float64 one (``knn_quadtree_build_f64``); float32 vertices go to
+``knn_points_in_polygons*``, float64 (or integer) vertices to their ``_f64``
+twins. Trees and polygons of either precision combine: the library decides on
+the exact values (a float32 converts to float64 exactly), with robust
+orientation tests. Rings may be open
 or closed, in any orientation, concave. Inside rule (the header's): even-odd
 crossings of a ray towards +x over all rings of the polygon, half-open edges;
 a point exactly on an edge belongs to the polygon to its right (above it on a
@@ -41,19 +49,35 @@ __all__ = ["Quadtree", "pack_polygons", "points_in_polygons_count", "points_in_p
 
 def pack_polygons(polygons: Sequence[Sequence[Any]]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flatten ``[[outer_ring, hole, ...], ...]`` (each ring ``(v, 2)``) into
-    ``(vertices_xy, ring_offsets, polygon_offsets)``."""
+    ``(vertices_xy, ring_offsets, polygon_offsets)``. The vertices are float32
+    when every ring is a float32 array, else float64 (Python floats are
+    doubles; integers convert exactly)."""
     vertices = []
     ring_offsets = [0]
     polygon_offsets = [0]
     for polygon in polygons:
         for ring in polygon:
-            r = np.asarray(ring, dtype=np.float32).reshape(-1, 2)
+            r = np.asarray(ring)
+            if r.dtype.kind not in "biuf":
+                raise TypeError("pack_polygons: vertices must be real numbers, not dtype %s"
+                                % r.dtype)
+            r = r.reshape(-1, 2)
             vertices.append(r)
             ring_offsets.append(ring_offsets[-1] + r.shape[0])
         polygon_offsets.append(len(ring_offsets) - 1)
-    xy = (np.concatenate(vertices) if vertices else np.empty((0, 2), np.float32))
-    return (np.ascontiguousarray(xy, dtype=np.float32), np.asarray(ring_offsets, np.int64),
+    scalar = (_arrays.FLOAT32 if vertices and all(v.dtype == _arrays.FLOAT32 for v in vertices)
+              else _arrays.FLOAT64)
+    xy = np.concatenate(vertices) if vertices else np.empty((0, 2), scalar)
+    return (np.ascontiguousarray(xy, dtype=scalar), np.asarray(ring_offsets, np.int64),
             np.asarray(polygon_offsets, np.int64))
+
+
+def _entry(function: str, xy: np.ndarray) -> Tuple[str, Any]:
+    """The C function for coordinates ``xy`` (``function`` or its ``_f64`` twin) and
+    their ctypes element type."""
+    if xy.dtype == _arrays.FLOAT64:
+        return function + "_f64", ctypes.c_double
+    return function, ctypes.c_float
 
 
 def _polygons(vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any
@@ -64,7 +88,7 @@ def _polygons(vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any
     offset stays inside the arrays it passes (memory safety); the library checks
     the rest (decreasing offsets, short rings, NaN vertices).
     """
-    xy = _arrays.host_rows(vertices_xy, "vertices_xy", 2)
+    xy = _arrays.coords(vertices_xy, "vertices_xy", 2)
     rings = _arrays.offsets(ring_offsets, "ring_offsets")
     polys = _arrays.offsets(polygon_offsets, "polygon_offsets")
     n_rings = rings.shape[0] - 1
@@ -80,7 +104,8 @@ class Quadtree(NativeHandle):
     """A quadtree over ``n`` 2-D points (``knn_quadtree``), for point-in-polygon queries.
 
     Args:
-        xy: ``(n, 2)`` points (the tree keeps its own copy).
+        xy: ``(n, 2)`` points (the tree keeps its own copy): float32 builds a
+            float32 tree, any other real dtype a float64 one.
         options: an :class:`Options`; keyword ``backend``/``threads``/``leaf_size``/...
             override it. ``backend="auto"`` builds on the CUDA engine when a device
             is usable, else on OpenMP; the queries run on the tree's engine.
@@ -100,13 +125,14 @@ class Quadtree(NativeHandle):
 
     def __init__(self, xy: Any, *, options: Optional[Options] = None, **option_fields: Any) -> None:
         self._own(None)
-        pts = _arrays.host_rows(xy, "xy", 2)
+        pts = _arrays.coords(xy, "xy", 2)
         opt = resolve(options, **option_fields)
         handle = ctypes.POINTER(QuadtreeHandle)()
-        status = native().knn_quadtree_build(_arrays.pointer(pts, ctypes.c_float),
-                                             _arrays.c_int64(pts.shape[0], "n"), byref(opt),
-                                             ctypes.byref(handle))
-        check(status, "knn_quadtree_build")
+        build, real = _entry("knn_quadtree_build", pts)
+        status = getattr(native(), build)(_arrays.pointer(pts, real),
+                                          _arrays.c_int64(pts.shape[0], "n"), byref(opt),
+                                          ctypes.byref(handle))
+        check(status, build)
         self._own(handle)
         self._n = int(pts.shape[0])
 
@@ -137,11 +163,12 @@ class Quadtree(NativeHandle):
         xy, rings, polys, n_rings, n_polygons = _polygons(vertices_xy, ring_offsets,
                                                           polygon_offsets)
         counts = np.empty(n_polygons, dtype=np.int64)
-        status = native().knn_points_in_polygons_count(
-            handle, _arrays.pointer(xy, ctypes.c_float), _arrays.pointer(rings, ctypes.c_int64),
+        count, real = _entry("knn_points_in_polygons_count", xy)
+        status = getattr(native(), count)(
+            handle, _arrays.pointer(xy, real), _arrays.pointer(rings, ctypes.c_int64),
             n_rings, _arrays.pointer(polys, ctypes.c_int64), n_polygons,
             _arrays.pointer(counts, ctypes.c_int64), byref(options))
-        check(status, "knn_points_in_polygons_count")
+        check(status, count)
         return counts
 
     def points_in_polygons(self, vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any, *,
@@ -175,12 +202,13 @@ class Quadtree(NativeHandle):
         # Sized to the largest offset so that no offset the library accepts can
         # point outside it; the library checks that the offsets match the counts.
         indices = np.empty(int(offs.max()), dtype=np.int64)
-        status = native().knn_points_in_polygons(
-            handle, _arrays.pointer(xy, ctypes.c_float), _arrays.pointer(rings, ctypes.c_int64),
+        fill, real = _entry("knn_points_in_polygons", xy)
+        status = getattr(native(), fill)(
+            handle, _arrays.pointer(xy, real), _arrays.pointer(rings, ctypes.c_int64),
             n_rings, _arrays.pointer(polys, ctypes.c_int64), n_polygons,
             _arrays.pointer(offs, ctypes.c_int64), _arrays.pointer(indices, ctypes.c_int64),
             byref(options))
-        check(status, "knn_points_in_polygons")
+        check(status, fill)
         return offs, indices[: int(offs[-1])]
 
     def points_in_each_polygon(self, vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any,

@@ -13,13 +13,21 @@ a list of 1-based ranks; distances as float64 Euclidean distances, missing
 neighbours as ``inf`` with index ``n``; ``distance_upper_bound`` (strict, as
 in scipy); ``workers`` (``-1`` = all cores).
 
+Precision: the data's dtype picks it (see :class:`~knn_gpgpu.Index`). float64
+data (what scipy users hold; also integers, converted to float64) builds a
+float64 index: coordinates are used as they are, a distance is ``sqrt`` of the
+library's exact float64 squared distance ``((d0*d0 + d1*d1) + d2*d2) + ...``,
+and a point is within ``r`` when that squared distance is ``<= r * r`` (in
+float64, as scipy compares), so results match scipy's on data far from the
+origin too (UTM coordinates). float32 data builds a float32 index: queries
+must then be float32 values (float64 queries that are not float32 values raise
+``TypeError``, nothing is rounded silently), a distance is ``sqrt`` (in
+float64) of the exact float32 squared distance, and a point is within ``r``
+when that squared distance is ``<= r * r`` (in float64), also where ``r * r``
+is no float32 (the binding then asks the library for the float32 radii on
+either side and settles the rows between).
+
 What differs from scipy, by design:
-  * The library computes in float32: coordinates are rounded to float32 and a
-    distance is ``sqrt`` (in float64) of the library's exact float32 squared
-    distance (see the header's "Results"). A point is within ``r`` when that
-    squared distance is ``<= r * r`` (in float64, as scipy compares), also
-    where ``r * r`` is no float32 (the binding then asks the library for the
-    float32 radii on either side and settles the rows between).
   * Ties are ordered by the smaller index (scipy leaves their order open).
   * Only ``p = 2``; ``eps`` is accepted and ignored (exact answers satisfy
     any ``eps``); ``count_neighbors`` takes no ``weights``.
@@ -82,7 +90,9 @@ class KDTree:
 
     Args:
         data: ``(n, m)`` array-like, a ``__cuda_array_interface__`` or DLPack
-            device array (float32, used in place), or a DLPack host tensor.
+            device array (float32 or float64, used in place), or a DLPack host
+            tensor. float32 data builds a float32 index, any other real dtype
+            a float64 one.
         leafsize: points per kd-tree bucket (``None``: the library's default).
         backend: ``"auto"`` (the GPU when usable), ``"cuda"`` or ``"openmp"``.
         structure: ``"auto"``, ``"kdtree"``, ``"grid"`` (3-D) or ``"brute_force"``.
@@ -90,8 +100,9 @@ class KDTree:
         options: an :class:`~knn_gpgpu.Options` to start from.
 
     Attributes:
-        data: the points as float32 ``(n, m)`` (a copy for host input, the
-            caller's object for device input, which must then stay unchanged).
+        data: the points as ``(n, m)`` float32 or float64, the index's dtype (a
+            copy for host input, the caller's object for device input, which
+            must then stay unchanged).
         n, m: number of points and dimension.
         leafsize: as given.
         index: the underlying :class:`~knn_gpgpu.Index`.
@@ -129,8 +140,9 @@ class KDTree:
     # ---- inputs ----------------------------------------------------------------
     def _queries(self, x: Any) -> Tuple[_arrays.Array, Tuple[int, ...]]:
         """Query rows ``(q, m)`` and the leading shape the results take."""
+        scalar = self.index.dtype
         if _arrays.is_device_array(x) or _arrays.is_dlpack_device_array(x):
-            q = _arrays.rows(x, "x", self.m)
+            q = _arrays.rows(x, "x", self.m, scalar)
             return q, (int(q.shape[0]),)
         arr = _arrays.dlpack_host_array(x) if _arrays.has_dlpack(x) else np.asarray(x)
         if arr.dtype.kind not in "biuf":
@@ -139,7 +151,7 @@ class KDTree:
             raise ValueError("x must consist of vectors of length %d but has shape %s"
                              % (self.m, arr.shape))
         lead = tuple(int(s) for s in arr.shape[:-1])
-        return np.ascontiguousarray(arr.reshape(-1, self.m), dtype=np.float32), lead
+        return _arrays.to_scalar(arr.reshape(-1, self.m), scalar, "x"), lead
 
     # ---- k nearest -------------------------------------------------------------
     def query(self, x: Any, k: KSpec = 1, eps: float = 0.0, p: float = 2.0,
@@ -253,8 +265,8 @@ class KDTree:
             raise ValueError("r must be >= 0 (got %r)" % (r,))
         if not cumulative and np.any(np.diff(radii.reshape(-1)) < 0):
             raise ValueError("r must be non-decreasing for non-cumulative counting")
-        queries = other._points if isinstance(other, KDTree) else _arrays.rows(other, "other",
-                                                                                self.m)
+        queries = _arrays.rows(other._points if isinstance(other, KDTree) else other, "other",
+                               self.m, self.index.dtype)
         totals = np.array([int(np.sum(_count_within(self.index, queries, float(radius), None)))
                            for radius in radii.reshape(-1)], dtype=np.intp)
         if not cumulative:
@@ -288,7 +300,7 @@ def _call_options(workers: Optional[int]) -> Optional[Options]:
     return None if threads is None else Options(threads=threads)
 
 
-def _euclidean(sq: npt.NDArray[np.float32], ind: npt.NDArray[np.int32], n: int,
+def _euclidean(sq: npt.NDArray[np.floating[Any]], ind: npt.NDArray[np.int32], n: int,
                bound: float) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.intp]]:
     """scipy's outputs from the library's: sqrt of the squared distances, inf / n
     for missing slots and for neighbours not strictly within ``bound``."""
@@ -335,15 +347,20 @@ class _RadiusPlan(NamedTuple):
     library bounds by ``limit`` or less, ``above`` the next float32 (its bound
     is more). ``exact``: the library's bound at ``below`` is ``limit`` itself,
     so one call at ``below`` answers; else the rows whose answers at ``below``
-    and ``above`` differ are settled by their squared distances."""
+    and ``above`` differ are settled by their squared distances. A float64
+    index compares ``sq <= r * r`` in float64, scipy's test itself: one call
+    at ``r``."""
 
     below: float
     above: float
-    limit: np.float32
+    limit: np.floating[Any]
     exact: bool
 
 
-def _radius_plan(r: float) -> _RadiusPlan:
+def _radius_plan(r: float, scalar: np.dtype) -> _RadiusPlan:
+    if scalar == _arrays.FLOAT64:
+        with np.errstate(over="ignore"):
+            return _RadiusPlan(r, r, np.float64(r) * np.float64(r), True)
     if r == math.inf:
         return _RadiusPlan(math.inf, math.inf, np.float32(math.inf), True)
     with np.errstate(over="ignore"):
@@ -367,7 +384,7 @@ def _radius_plan(r: float) -> _RadiusPlan:
 def _count_within(index: Index, queries: _arrays.Array, r: float,
                   options: Optional[Options]) -> npt.NDArray[np.int64]:
     """Per query, the number of points within distance ``r`` (scipy's test)."""
-    plan = _radius_plan(r)
+    plan = _radius_plan(r, index.dtype)
     counts: npt.NDArray[np.int64] = np.asarray(
         index.radius(queries, plan.below, 0, options=options, distances_first=True).counts,
         dtype=np.int64)
@@ -389,7 +406,7 @@ def _count_within(index: Index, queries: _arrays.Array, r: float,
 def _radius_lists(index: Index, queries: _arrays.Array, r: float,
                   options: Optional[Options]
                   ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int32],
-                             npt.NDArray[np.float32]]:
+                             npt.NDArray[np.floating[Any]]]:
     """Every point within distance ``r`` of each query, as CSR rows: ``offsets``
     ((q + 1,) int64) and, for query ``j``, ``indices[offsets[j]:offsets[j+1]]``
     with their squared distances, by (distance, index).
@@ -399,7 +416,7 @@ def _radius_lists(index: Index, queries: _arrays.Array, r: float,
     run's largest count) fit _ROW_SLOT_BUDGET slots. A count-then-fill CSR
     function in the C API would replace both passes (one place: here).
     """
-    plan = _radius_plan(r)
+    plan = _radius_plan(r, index.dtype)
     radius = plan.below if plan.exact else plan.above
     counts = index.radius(queries, radius, 0, options=options,
                           distances_first=True).counts.astype(np.int64)
@@ -407,7 +424,7 @@ def _radius_lists(index: Index, queries: _arrays.Array, r: float,
     offsets = np.zeros(q + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     indices = np.empty(int(offsets[-1]), dtype=np.int32)
-    sq = np.empty(int(offsets[-1]), dtype=np.float32)
+    sq = np.empty(int(offsets[-1]), dtype=index.dtype)
     start = 0
     while start < q:
         # The longest run [start, stop) whose padded rows fit the budget (at least one query).
