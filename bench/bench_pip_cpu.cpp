@@ -142,14 +142,14 @@ int count_call(const knn_quadtree* tree, const double* xy, const int64_t* rings,
                                           opt);
 }
 int fill_call(const knn_quadtree* tree, const float* xy, const int64_t* rings, int64_t n_rings,
-              const int64_t* polygons, int64_t n_polygons, const int64_t* offsets,
-              int64_t* indices, const knn_options* opt) {
+              const int64_t* polygons, int64_t n_polygons, const int64_t* offsets, int64_t* indices,
+              const knn_options* opt) {
   return knn_points_in_polygons(tree, xy, rings, n_rings, polygons, n_polygons, offsets, indices,
                                 opt);
 }
 int fill_call(const knn_quadtree* tree, const double* xy, const int64_t* rings, int64_t n_rings,
-              const int64_t* polygons, int64_t n_polygons, const int64_t* offsets,
-              int64_t* indices, const knn_options* opt) {
+              const int64_t* polygons, int64_t n_polygons, const int64_t* offsets, int64_t* indices,
+              const knn_options* opt) {
   return knn_points_in_polygons_f64(tree, xy, rings, n_rings, polygons, n_polygons, offsets,
                                     indices, opt);
 }
@@ -273,8 +273,8 @@ void bench_rectangles(const Args& args, int all_threads) {
       "\nrectangles: %lld axis-aligned rectangles (10-20/30-60/70-90 %% of the area), "
       "points uniform in [0,1024)^2, count only\n",
       static_cast<long long>(n_rectangles));
-  std::printf("%10s %4s %6s %8s %10s %12s %14s %14s\n", "N", "prec", "leaf", "threads",
-              "build_ms", "count_ms", "polygons/s", "points found");
+  std::printf("%10s %4s %6s %8s %10s %12s %14s %14s\n", "N", "prec", "leaf", "threads", "build_ms",
+              "count_ms", "polygons/s", "points found");
   for (const int64_t n : sizes) {
     const std::vector<float> xy = uniform_points(n, 100 + static_cast<uint64_t>(n));
     for (const int precision : args.precisions) {
@@ -304,8 +304,8 @@ void polygons_rows(const Args& args, const Polygons<float>& stars32, const std::
           [&] {
             check(fill_call(tree.handle, set.xy.data(), set.ring_offsets.data(),
                             static_cast<int64_t>(set.ring_offsets.size()) - 1,
-                            set.polygon_offsets.data(), set.count(), offsets.data(),
-                            indices.data(), &opt),
+                            set.polygon_offsets.data(), set.count(), offsets.data(), indices.data(),
+                            &opt),
                   "knn_points_in_polygons");
           },
           args.repeats);

@@ -6,13 +6,12 @@
 // both in float64 (knn_quadtree_build_f64, the _f64 polygon calls): doubles
 // are m * 2^e with |m| < 2^53 and e within 8 of the base, below 2^61 times
 // 2^base (the determinant still fits), over the whole range the _f64 calls
-// accept (base from -485; up to 2^500) when both are doubles. The oracle applies the header's rule itself (even-odd
-// crossings of a ray towards +x, half-open in y, a crossing strictly right
-// of the point; common/pip_predicate.h is not used): counts and lists must
-// equal it for every polygon. Points are often placed on vertices, on
-// vertex coordinate lines and on edges' grid, where the boundary rule
-// decides. Rings that keep fewer than 3 vertices once consecutive repeats
-// are dropped must be refused (INVALID_ARGUMENT).
+// accept (base from -485; up to 2^500) when both are doubles. The oracle applies the header's rule
+// itself (even-odd crossings of a ray towards +x, half-open in y, a crossing strictly right of the
+// point; common/pip_predicate.h is not used): counts and lists must equal it for every polygon.
+// Points are often placed on vertices, on vertex coordinate lines and on edges' grid, where the
+// boundary rule decides. Rings that keep fewer than 3 vertices once consecutive repeats are dropped
+// must be refused (INVALID_ARGUMENT).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -102,10 +101,10 @@ struct PolygonCalls {
            const knn_options* opt) const {
     const int64_t n_rings = static_cast<int64_t>(rings.size()) - 1;
     const int64_t n_polygons = static_cast<int64_t>(polygons.size()) - 1;
-    return f64 ? knn_points_in_polygons_f64(tree, xy.data(), rings.data(), n_rings,
-                                            polygons.data(), n_polygons, offsets, indices, opt)
-               : knn_points_in_polygons(tree, narrow.data(), rings.data(), n_rings,
-                                        polygons.data(), n_polygons, offsets, indices, opt);
+    return f64 ? knn_points_in_polygons_f64(tree, xy.data(), rings.data(), n_rings, polygons.data(),
+                                            n_polygons, offsets, indices, opt)
+               : knn_points_in_polygons(tree, narrow.data(), rings.data(), n_rings, polygons.data(),
+                                        n_polygons, offsets, indices, opt);
   }
 };
 

@@ -142,8 +142,8 @@ class OmpQuadtree final : public QuadtreeEngine {
             const QuadtreeParams& call) const override {
     fill_polygons(polygons, out_offsets, point_indices, call);
   }
-  void fill(const PolygonSet<double>& polygons, const int64_t* out_offsets,
-            int64_t* point_indices, const QuadtreeParams& call) const override {
+  void fill(const PolygonSet<double>& polygons, const int64_t* out_offsets, int64_t* point_indices,
+            const QuadtreeParams& call) const override {
     fill_polygons(polygons, out_offsets, point_indices, call);
   }
 
@@ -275,7 +275,7 @@ void OmpQuadtree<P>::build_node(int64_t node, int depth, uint32_t first_key) {
   for (int64_t c = first_child + 1; c < first_child + child_count; ++c) {
     const Box<P>& b = nodes_[c].box;
     box = Box<P>{std::min(box.min_x, b.min_x), std::min(box.min_y, b.min_y),
-              std::max(box.max_x, b.max_x), std::max(box.max_y, b.max_y)};
+                 std::max(box.max_x, b.max_x), std::max(box.max_y, b.max_y)};
   }
   nodes_[node].box = box;
 }
@@ -325,8 +325,9 @@ void OmpQuadtree<P>::run_task(const PolygonSet<V>& polygons, const Task& task,
   std::vector<Edge<V>>& edges = scratch[0];
   edges.clear();
   const V* xy = polygons.xy;
-  Box<V> box{xy[2 * polygons.ring_offsets[first_ring]], xy[2 * polygons.ring_offsets[first_ring] + 1],
-          xy[2 * polygons.ring_offsets[first_ring]], xy[2 * polygons.ring_offsets[first_ring] + 1]};
+  Box<V> box{
+      xy[2 * polygons.ring_offsets[first_ring]], xy[2 * polygons.ring_offsets[first_ring] + 1],
+      xy[2 * polygons.ring_offsets[first_ring]], xy[2 * polygons.ring_offsets[first_ring] + 1]};
   for (int64_t r = first_ring; r < end_ring; ++r) {
     const int64_t begin = polygons.ring_offsets[r];
     const int64_t end = polygons.ring_offsets[r + 1];
@@ -334,7 +335,7 @@ void OmpQuadtree<P>::run_task(const PolygonSet<V>& polygons, const Task& task,
       const int64_t w = v + 1 < end ? v + 1 : begin;
       edges.push_back(Edge<V>{xy[2 * v], xy[2 * v + 1], xy[2 * w], xy[2 * w + 1]});
       box = Box<V>{std::min(box.min_x, xy[2 * v]), std::min(box.min_y, xy[2 * v + 1]),
-                std::max(box.max_x, xy[2 * v]), std::max(box.max_y, xy[2 * v + 1])};
+                   std::max(box.max_x, xy[2 * v]), std::max(box.max_y, xy[2 * v + 1])};
     }
   }
   visit(box, task.node, 1, scratch, sink);

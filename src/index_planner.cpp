@@ -17,7 +17,9 @@ int auto_structure(int backend, int64_t n, int dim) {
 }
 
 namespace {
-size_t scalar_size(int scalar) { return scalar == KNN_SCALAR_FLOAT64 ? sizeof(double) : sizeof(float); }
+size_t scalar_size(int scalar) {
+  return scalar == KNN_SCALAR_FLOAT64 ? sizeof(double) : sizeof(float);
+}
 }  // namespace
 
 size_t device_build_bytes(int structure, int64_t n, int dim, int scalar) {

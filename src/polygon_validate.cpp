@@ -74,9 +74,8 @@ void check_pip_coordinates(const double* xy, int64_t n, const char* what) {
 }
 
 template <class V>
-PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offsets,
-                                int64_t n_rings, const int64_t* polygon_offsets,
-                                int64_t n_polygons) {
+PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offsets, int64_t n_rings,
+                                const int64_t* polygon_offsets, int64_t n_polygons) {
   check_array(polygon_offsets, n_polygons, "polygon_offsets", "n_polygons");
   check_array(ring_offsets, n_rings, "ring_offsets", "n_rings");
   PolygonSet<V> set;

@@ -22,9 +22,8 @@ namespace knn {
 //  - every vertex coordinate is finite, and for double vertices within the
 //    exact predicate's range (check_pip_coordinates).
 template <class V>
-PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offsets,
-                                int64_t n_rings, const int64_t* polygon_offsets,
-                                int64_t n_polygons);
+PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offsets, int64_t n_rings,
+                                const int64_t* polygon_offsets, int64_t n_polygons);
 
 // The coordinates of n (x, y) rows, named `what` ("point", "vertex") in the
 // message: a NaN or infinite one is KNN_ERR_NONFINITE_INPUT; for doubles,

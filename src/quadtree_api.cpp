@@ -157,8 +157,8 @@ KNN_API int KNN_CALL knn_points_in_polygons_count(const knn_quadtree* tree,
                                                   int64_t n_polygons, int64_t* counts,
                                                   const knn_options* opt) {
   return knn::guarded("knn_points_in_polygons_count", [&] {
-    knn::count_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons,
-                      counts, opt);
+    knn::count_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons, counts,
+                      opt);
   });
 }
 
@@ -169,8 +169,8 @@ KNN_API int KNN_CALL knn_points_in_polygons_count_f64(const knn_quadtree* tree,
                                                       int64_t n_polygons, int64_t* counts,
                                                       const knn_options* opt) {
   return knn::guarded("knn_points_in_polygons_count_f64", [&] {
-    knn::count_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons,
-                      counts, opt);
+    knn::count_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons, counts,
+                      opt);
   });
 }
 

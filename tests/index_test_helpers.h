@@ -92,6 +92,15 @@ inline knn_options options_for(const IndexConfig& c, int threads = 0, int leaf_s
 }
 
 // Builds the index or fails the test (check with ASSERT_TRUE(index)).
+// The serialized form of an index (the buffer prefilled with 0xAB).
+inline std::vector<unsigned char> serialize(const knn_index* index) {
+  size_t bytes = 0;
+  EXPECT_EQ(knn_index_serialized_size(index, &bytes), KNN_OK) << knn_last_error();
+  std::vector<unsigned char> buffer(bytes, 0xAB);
+  EXPECT_EQ(knn_index_serialize(index, buffer.data(), buffer.size()), KNN_OK) << knn_last_error();
+  return buffer;
+}
+
 inline IndexHandle build_index(const std::vector<float>& points, int dim, const knn_options& opt) {
   knn_index* index = nullptr;
   const int64_t n = static_cast<int64_t>(points.size()) / dim;

@@ -13,6 +13,16 @@
 
 namespace knn_test {
 
+// Options for the OpenMP engine with the given leaf size and threads.
+inline knn_options openmp_options(int leaf_size = 0, int threads = 0) {
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_OPENMP;
+  opt.leaf_size = leaf_size;
+  opt.threads = threads;
+  return opt;
+}
+
 // Polygon p's point indices, in the order the API gives them.
 using PipAnswer = std::vector<std::vector<int64_t>>;
 

@@ -120,7 +120,7 @@ inline F64Case tiling_case(uint64_t seed, int g) {
   std::vector<Vec2d> corner(static_cast<size_t>((g + 1) * (g + 1)));
   for (int i = 0; i <= g; ++i)
     for (int j = 0; j <= g; ++j) {
-      const bool inner_x = i > 0 && i < g, inner_y = j > 0 && j < g;
+      const bool inner_x = i > 0 && i<g, inner_y = j> 0 && j < g;
       corner[i * (g + 1) + j] = {1.0 + (i + (inner_x ? jitter(rng) : 0.0)) / g,
                                  1.0 + (j + (inner_y ? jitter(rng) : 0.0)) / g};
     }

@@ -522,8 +522,7 @@ class HostOom : public ::testing::Test {
   template <class P>
   std::shared_ptr<knn_quadtree> shared_quadtree() {
     knn_quadtree* tree = nullptr;
-    EXPECT_EQ(knn_test::quadtree_build(std::vector<P>(xy_.begin(), xy_.end()), opt_, &tree),
-              KNN_OK)
+    EXPECT_EQ(knn_test::quadtree_build(std::vector<P>(xy_.begin(), xy_.end()), opt_, &tree), KNN_OK)
         << knn_last_error();
     return std::shared_ptr<knn_quadtree>(
         tree, [](knn_quadtree* t) { EXPECT_EQ(knn_quadtree_free(t), KNN_OK); });

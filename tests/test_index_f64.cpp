@@ -553,14 +553,6 @@ TEST(IndexF64Families, TheOtherFamilyIsRefusedNamingTheRightCall) {
 
 // ---- Serialization --------------------------------------------------------------
 
-std::vector<unsigned char> serialize(const knn_index* index) {
-  size_t bytes = 0;
-  EXPECT_EQ(knn_index_serialized_size(index, &bytes), KNN_OK) << knn_last_error();
-  std::vector<unsigned char> buffer(bytes, 0xAB);
-  EXPECT_EQ(knn_index_serialize(index, buffer.data(), buffer.size()), KNN_OK) << knn_last_error();
-  return buffer;
-}
-
 // CRC-32C bit by bit (the library uses tables): the test's own.
 uint32_t crc32c_bitwise(const unsigned char* data, size_t bytes) {
   uint32_t c = 0xFFFFFFFFu;

@@ -15,14 +15,6 @@
 namespace knn_test {
 namespace {
 
-std::vector<unsigned char> serialize(const knn_index* index) {
-  size_t bytes = 0;
-  EXPECT_EQ(knn_index_serialized_size(index, &bytes), KNN_OK) << knn_last_error();
-  std::vector<unsigned char> buffer(bytes, 0xAB);
-  EXPECT_EQ(knn_index_serialize(index, buffer.data(), buffer.size()), KNN_OK) << knn_last_error();
-  return buffer;
-}
-
 IndexHandle deserialize(const std::vector<unsigned char>& buffer, const knn_options& opt) {
   knn_index* index = nullptr;
   const int status = knn_index_deserialize(buffer.data(), buffer.size(), &opt, &index);

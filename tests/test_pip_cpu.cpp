@@ -18,15 +18,6 @@
 namespace knn_test {
 namespace {
 
-knn_options openmp_options(int leaf_size = 0, int threads = 0) {
-  knn_options opt;
-  knn_options_init(&opt);
-  opt.backend = KNN_BACKEND_OPENMP;
-  opt.leaf_size = leaf_size;
-  opt.threads = threads;
-  return opt;
-}
-
 // Owns a quadtree; fails the test when the build fails.
 class Quadtree {
  public:

@@ -23,15 +23,6 @@
 namespace knn_test {
 namespace {
 
-knn_options openmp_options(int leaf_size = 0, int threads = 0) {
-  knn_options opt;
-  knn_options_init(&opt);
-  opt.backend = KNN_BACKEND_OPENMP;
-  opt.leaf_size = leaf_size;
-  opt.threads = threads;
-  return opt;
-}
-
 void expect_same(const PipAnswer& got, const PipAnswer& expected, const std::string& what) {
   ASSERT_EQ(got.size(), expected.size()) << what;
   for (size_t p = 0; p < got.size(); ++p)
@@ -73,12 +64,14 @@ void check_orientation_near_lines(uint64_t seed, int lo, int hi, int trials) {
     const double bx = random_double(rng, lo, hi), by = random_double(rng, lo, hi);
     const double f = fraction(rng);
     double px = ax + f * (bx - ax), py = ay + f * (by - ay);
-    for (int k = ulps(rng); k != 0; k += k > 0 ? -1 : 1) px = std::nextafter(px, k > 0 ? inf : -inf);
-    for (int k = ulps(rng); k != 0; k += k > 0 ? -1 : 1) py = std::nextafter(py, k > 0 ? inf : -inf);
+    for (int k = ulps(rng); k != 0; k += k > 0 ? -1 : 1)
+      px = std::nextafter(px, k > 0 ? inf : -inf);
+    for (int k = ulps(rng); k != 0; k += k > 0 ? -1 : 1)
+      py = std::nextafter(py, k > 0 ? inf : -inf);
     const int expected = oracle_orientation(ax, ay, bx, by, px, py);
     ASSERT_EQ(knn::pip::orientation_sign<double>(ax, ay, bx, by, px, py), expected)
-        << "a = (" << ax << ", " << ay << "), b = (" << bx << ", " << by << "), p = (" << px
-        << ", " << py << ")";
+        << "a = (" << ax << ", " << ay << "), b = (" << bx << ", " << by << "), p = (" << px << ", "
+        << py << ")";
     // The same points in the order (b, a): the sign flips.
     ASSERT_EQ(knn::pip::orientation_sign<double>(bx, by, ax, ay, px, py), -expected);
   }
@@ -118,7 +111,8 @@ TEST(PipF64Predicate, FloatInputsGiveTheFloatAnswer) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (int t = 0; t < 20000; ++t) {
     const float ax = u(rng), ay = u(rng), bx = u(rng), by = u(rng);
-    const float px = t % 2 ? ax + 0.5f * (bx - ax) : u(rng), py = t % 2 ? ay + 0.5f * (by - ay) : u(rng);
+    const float px = t % 2 ? ax + 0.5f * (bx - ax) : u(rng),
+                py = t % 2 ? ay + 0.5f * (by - ay) : u(rng);
     ASSERT_EQ(knn::pip::orientation_sign<double>(ax, ay, bx, by, px, py),
               knn::pip::orientation_sign<float>(ax, ay, bx, by, px, py));
   }
@@ -302,27 +296,27 @@ TEST_F(PipF64BadInput, BadVerticesAreNamedAndCountsUntouched) {
 TEST_F(PipF64BadInput, FillChecksOffsetsAndHandles) {
   const int64_t wrong[2] = {0, 1};
   int64_t indices[3] = {-7, -7, -7};
-  expect_refused(knn_points_in_polygons_f64(tree_, good_.xy.data(), good_.ring_offsets.data(),
-                                            good_.n_rings(), good_.polygon_offsets.data(), 1,
-                                            wrong, indices, nullptr),
-                 KNN_ERR_INVALID_ARGUMENT, "out_offsets[1] is 1 but the counts give 2");
+  expect_refused(
+      knn_points_in_polygons_f64(tree_, good_.xy.data(), good_.ring_offsets.data(), good_.n_rings(),
+                                 good_.polygon_offsets.data(), 1, wrong, indices, nullptr),
+      KNN_ERR_INVALID_ARGUMENT, "out_offsets[1] is 1 but the counts give 2");
   EXPECT_EQ(indices[0], -7);
   const int64_t right[2] = {0, 2};
-  ASSERT_EQ(knn_points_in_polygons_f64(tree_, good_.xy.data(), good_.ring_offsets.data(),
-                                       good_.n_rings(), good_.polygon_offsets.data(), 1, right,
-                                       indices, nullptr),
-            KNN_OK)
+  ASSERT_EQ(
+      knn_points_in_polygons_f64(tree_, good_.xy.data(), good_.ring_offsets.data(), good_.n_rings(),
+                                 good_.polygon_offsets.data(), 1, right, indices, nullptr),
+      KNN_OK)
       << knn_last_error();
   EXPECT_EQ(indices[0], 0);
   EXPECT_EQ(indices[1], 2);
   EXPECT_EQ(indices[2], -7);
   int64_t junk[8] = {0};
   int64_t counts[1] = {-7};
-  expect_refused(knn_points_in_polygons_count_f64(
-                     reinterpret_cast<knn_quadtree*>(junk), good_.xy.data(),
-                     good_.ring_offsets.data(), good_.n_rings(), good_.polygon_offsets.data(), 1,
-                     counts, nullptr),
-                 KNN_ERR_INVALID_ARGUMENT, "not a live quadtree");
+  expect_refused(
+      knn_points_in_polygons_count_f64(reinterpret_cast<knn_quadtree*>(junk), good_.xy.data(),
+                                       good_.ring_offsets.data(), good_.n_rings(),
+                                       good_.polygon_offsets.data(), 1, counts, nullptr),
+      KNN_ERR_INVALID_ARGUMENT, "not a live quadtree");
   EXPECT_EQ(counts[0], -7);
   knn_quadtree* tree = nullptr;
   expect_refused(knn_quadtree_build_f64(xy_.data(), 3, nullptr, nullptr), KNN_ERR_INVALID_ARGUMENT,

@@ -198,8 +198,8 @@ TEST(PipGpuGeometry, SegmentBoxTestIsExactForDoubles) {
         return std::min(px, qx) <= x && x <= std::max(px, qx) && std::min(py, qy) <= y &&
                y <= std::max(py, qy);
       };
-      const auto meet = [&](double p1x, double p1y, double p2x, double p2y, double q1x,
-                            double q1y, double q2x, double q2y) {
+      const auto meet = [&](double p1x, double p1y, double p2x, double p2y, double q1x, double q1y,
+                            double q2x, double q2y) {
         const int o1 = oracle_orientation(p1x, p1y, p2x, p2y, q1x, q1y);
         const int o2 = oracle_orientation(p1x, p1y, p2x, p2y, q2x, q2y);
         const int o3 = oracle_orientation(q1x, q1y, q2x, q2y, p1x, p1y);
@@ -216,8 +216,8 @@ TEST(PipGpuGeometry, SegmentBoxTestIsExactForDoubles) {
         expected = meet(ax, ay, bx, by, corner[i][0], corner[i][1], corner[(i + 1) % 4][0],
                         corner[(i + 1) % 4][1]);
       ASSERT_EQ(knn::quadtree::segment_meets_box(ax, ay, bx, by, lo_x, lo_y, hi_x, hi_y), expected)
-          << "segment (" << ax << "," << ay << ")-(" << bx << "," << by << "), box (" << lo_x
-          << "," << lo_y << ")-(" << hi_x << "," << hi_y << ")";
+          << "segment (" << ax << "," << ay << ")-(" << bx << "," << by << "), box (" << lo_x << ","
+          << lo_y << ")-(" << hi_x << "," << hi_y << ")";
       ++(expected ? meets : misses);
     }
   }
@@ -230,8 +230,8 @@ TEST(PipGpuGeometry, SegmentBoxTestIsExactForDoubles) {
 void expect_cuda_matches_oracle_f64(const F64Case& c) {
   const PipAnswer expected = oracle_points_in_polygons(c.xy, c.polygons);
   for (const int leaf_size : {0, 1, 7, 1000})
-    expect_same(build_count_fill(c.xy, c.polygons, options(KNN_BACKEND_CUDA, leaf_size)),
-                expected, std::string(c.name) + ", leaf_size " + std::to_string(leaf_size));
+    expect_same(build_count_fill(c.xy, c.polygons, options(KNN_BACKEND_CUDA, leaf_size)), expected,
+                std::string(c.name) + ", leaf_size " + std::to_string(leaf_size));
 }
 
 TEST(PipGpuF64, UtmLatLonAndTilingMatchOracle) {

@@ -115,8 +115,8 @@ class CudaQuadtree final : public QuadtreeEngine {
              const QuadtreeParams& call) const override;
   void fill(const PolygonSet<float>& polygons, const int64_t* out_offsets, int64_t* point_indices,
             const QuadtreeParams& call) const override;
-  void fill(const PolygonSet<double>& polygons, const int64_t* out_offsets,
-            int64_t* point_indices, const QuadtreeParams& call) const override;
+  void fill(const PolygonSet<double>& polygons, const int64_t* out_offsets, int64_t* point_indices,
+            const QuadtreeParams& call) const override;
 
  private:
   // V: the vertices' scalar.

@@ -104,8 +104,8 @@ __device__ ChildRanges child_ranges(const QuadNode<P>& node, const uint32_t* key
 }
 
 template <class P>
-__global__ void count_children(const QuadNode<P>* level, int64_t m, const uint32_t* keys,
-                               int depth, int leaf_capacity, int32_t* child_counts) {
+__global__ void count_children(const QuadNode<P>* level, int64_t m, const uint32_t* keys, int depth,
+                               int leaf_capacity, int32_t* child_counts) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= m) return;
   const QuadNode<P> node = level[i];
@@ -205,8 +205,8 @@ std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const Quadtre
   DeviceBuffer<Point> sorted_xy(static_cast<size_t>(n));
   DeviceBuffer<int32_t> sorted_ids(static_cast<size_t>(n));
   if (n == 0)
-    return std::make_unique<CudaQuadtree<P>>(device, n, std::move(sorted_xy),
-                                             std::move(sorted_ids), DeviceBuffer<Node>());
+    return std::make_unique<CudaQuadtree<P>>(device, n, std::move(sorted_xy), std::move(sorted_ids),
+                                             DeviceBuffer<Node>());
   const size_t un = static_cast<size_t>(n);
   const unsigned grid = grid_for(n, kBlock);
 

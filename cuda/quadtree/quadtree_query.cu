@@ -153,8 +153,7 @@ __device__ void test_leaf_points(const QuadtreeView<P>& tree, const PolygonsView
           const int from = __ffs(edges) - 1;
           const V eax = __shfl_sync(kFullMask, ax, from), eay = __shfl_sync(kFullMask, ay, from);
           const V ebx = __shfl_sync(kFullMask, bx, from), eby = __shfl_sync(kFullMask, by, from);
-          parity =
-              parity != pip::edge_crosses_ray<pip::Common<P, V>>(eax, eay, ebx, eby, p.x, p.y);
+          parity = parity != pip::edge_crosses_ray<pip::Common<P, V>>(eax, eay, ebx, eby, p.x, p.y);
         }
       }
     }
