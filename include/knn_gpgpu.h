@@ -30,8 +30,8 @@
  *           classic API, knn_brute_force, the index API) also refuse, with
  *           KNN_ERR_INVALID_ARGUMENT naming the point, a coordinate whose
  *           magnitude exceeds 2^e, e = floor((125 - ceil(log2 dim)) / 2):
- *           2^62 (4.6e18) for dim 1..2, 2^61 (2.3e18) for dim 3..4, 2^60 for
- *           dim 5..16, 2^56 for dim 4096 (the float64 calls of section 3:
+ *           2^62 (4.6e18) for dim 1..2, 2^61 (2.3e18) for dim 3..8, 2^60 for
+ *           dim 9..16, 2^56 for dim 4096 (the float64 calls of section 3:
  *           e = floor((1021 - ceil(log2 dim)) / 2), 2^509 for dim 3..8).
  *           Within it no squared distance overflows to +infinity (which
  *           would make a real neighbour look like a missing slot and break
