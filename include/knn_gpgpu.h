@@ -390,14 +390,46 @@ enum knn_structure {
  * bytes on 64-bit platforms), in every later release too: fields added later
  * get their defaults when struct_size says they are absent, and a versioned
  * initialiser of their own.
+ * Version 2 adds device_count and devices (several devices, below); set them
+ * after knn_options_init_v2, which writes every field of this struct.
  * Every field is checked where an opt is passed (unknown backend or
- * structure, device < -1, leaf_size < 0, threads < 0: INVALID_ARGUMENT). A
- * build uses all fields; a query or radius call uses only threads and
- * device_memory_limit (0: the build's values) and ignores the others.
+ * structure, device < -1, leaf_size < 0, threads < 0, device_count outside
+ * 0..KNN_MAX_DEVICES, a listed device < 0 or beyond the devices present:
+ * INVALID_ARGUMENT). A build uses all fields; a query or radius call uses
+ * only threads, device_memory_limit (0: the build's values) and the device
+ * list (device_count 0: the build's list) and ignores the others.
  * threads above KNN_MAX_THREADS_PER_PROCESSOR times the number of processors
  * (omp_get_num_procs()) are reduced to that number: more never runs faster,
- * and the OpenMP runtime ends the process when it cannot start a team. */
+ * and the OpenMP runtime ends the process when it cannot start a team.
+ * Several devices. A CUDA index answers a query, an all-kNN or a radius call
+ * on several devices at once: the index is copied to each chosen device (on
+ * the first call that uses it; the copies live until knn_index_free), the
+ * queries are cut into contiguous shares, one per listed device, and every
+ * query is answered whole on one device, so the results are bit-identical
+ * to one device's. Which devices, first rule that applies:
+ *   1. device >= 0 (the build's, for an index): that device alone;
+ *   2. device_count > 0: devices[0 .. device_count-1], as listed; a device
+ *      listed twice takes two shares (tests use {0, 0} to force a split on
+ *      one GPU);
+ *   3. the environment variable KNN_DEVICES: "all", or device numbers
+ *      separated by commas ("0,1", "0,0"); anything else is INVALID_ARGUMENT;
+ *   4. default: every usable device, once the call has at least
+ *      KNN_MIN_QUERIES_PER_DEVICE queries per device (fewer devices below
+ *      that; one GPU: unchanged, that device alone).
+ *   The index's own device always takes the first share. Each device plans
+ *   its chunks from its own free memory (or device_memory_limit, which then
+ *   applies to each device). Device arrays of the caller stay where they
+ *   are: a share on another device copies its queries and rows there and
+ *   back (peer copies). A device that fails fails the call (its status and
+ *   message) after every share has stopped; all outputs then hold the
+ *   missing values. Each device holds a full copy: knn_estimate_build_bytes
+ *   is the need of each device. */
 #define KNN_MAX_THREADS_PER_PROCESSOR 4
+/* The most devices one call uses (entries of knn_options.devices). */
+#define KNN_MAX_DEVICES 16
+/* The default device list (rule 4 above) gives each device at least this
+ * many queries (or points, for all-kNN): below it one device answers sooner. */
+#define KNN_MIN_QUERIES_PER_DEVICE 262144
 typedef struct knn_options {
   size_t struct_size;         /* = sizeof(knn_options)                        */
   int backend;                /* enum knn_backend, default AUTO               */
@@ -408,10 +440,18 @@ typedef struct knn_options {
   size_t device_memory_limit; /* 0 = what the device has free; set it to make
                                  the library plan as if only this many bytes
                                  were free (tests use it to force splitting) */
+  /* version 2 (struct_size >= offsetof(knn_options, devices) + device_count * sizeof(int)) */
+  int device_count;                /* entries of devices in use, 0 = default    */
+  int devices[KNN_MAX_DEVICES];    /* CUDA device numbers, one share each       */
 } knn_options;
 
-/* Fill *opt with the defaults (struct_size included). NULL is ignored. */
+/* Fill *opt with the defaults (struct_size included). NULL is ignored.
+ * knn_options_init writes the version-1 fields only and sets struct_size to
+ * their extent (40 bytes on 64-bit platforms); knn_options_init_v2 writes
+ * every field of this version (device_count 0, devices all -1) and sets
+ * struct_size = sizeof(knn_options). Use the second to set the device list. */
 KNN_API void KNN_CALL knn_options_init(knn_options* opt);
+KNN_API void KNN_CALL knn_options_init_v2(knn_options* opt);
 
 /* Build an index over n points of dim floats each (row-major, n rows). The
  * index owns a copy of the points (on the device for the CUDA backend); the

@@ -16,6 +16,7 @@
 #include "../cuda/index_memory_model.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
+#include "device_replicas.h"
 #include "index_format.h"
 #include "index_planner.h"
 #include "live_handles.h"
@@ -29,7 +30,8 @@ struct knn_index {
   int device = -1;  // the CUDA device of a CUDA engine; -1 for the CPU
   int threads = 0;  // the build's options, defaults of every call
   size_t device_memory_limit = 0;
-  int leaf_size = 0;  // as asked (0: the engine's default); serialization saves it
+  int leaf_size = 0;             // as asked (0: the engine's default); serialization saves it
+  knn::DeviceReplicas replicas;  // copies on other devices (several devices per call)
 };
 
 namespace knn {
@@ -164,13 +166,18 @@ struct Outputs {
 // every array where it lives; the OpenMP engines get host copies of device
 // queries and write device outputs through host buffers. On a failure after
 // the engine started, every output slot gets the missing value.
-template <class Call>
-void run_on_engine(const knn_index& index, const float* queries, int64_t m, const Outputs& out,
-                   const knn_options& call_opt, Call call) {
+CallParams call_params(const knn_index& index, const knn_options& call_opt) {
   CallParams params;
   params.threads = call_opt.threads > 0 ? call_opt.threads : index.threads;
   params.device_memory_limit =
       call_opt.device_memory_limit > 0 ? call_opt.device_memory_limit : index.device_memory_limit;
+  return params;
+}
+
+template <class Call>
+void run_on_engine(const knn_index& index, const float* queries, int64_t m, const Outputs& out,
+                   const knn_options& call_opt, Call call) {
+  CallParams params = call_params(index, call_opt);
   const bool queries_dev = on_device(queries);
   try {
     if (index.engine->backend() == KNN_BACKEND_CUDA) {
@@ -196,6 +203,45 @@ void run_on_engine(const knn_index& index, const float* queries, int64_t m, cons
   }
 }
 
+// A CUDA index's call on several devices (src/device_replicas.h), when the
+// device choice for m queries names more than the index's own device; false
+// when the one-engine path serves it. On a failure once the shares started,
+// every output slot gets the missing value.
+bool run_on_devices(const knn_index& index, const float* queries, int64_t m, const Outputs& out,
+                    int row_width, bool exclude_self, const knn_options& call_opt,
+                    const ShareWork& work) {
+  const CopyBuilder build_copy = [&index](const float* host_points) {
+    IndexParams params;
+    params.leaf_size = index.leaf_size;
+    params.threads = index.threads;
+    params.device_memory_limit = index.device_memory_limit;
+    return build_index_engine(KNN_BACKEND_CUDA, index.engine->structure(), host_points,
+                              index.engine->size(), index.engine->dim(), params);
+  };
+  const std::vector<int> devices =
+      index.replicas.devices_for_call(*index.engine, index.device, call_opt, m, build_copy);
+  if (devices.empty()) return false;
+  SplitCall split;
+  split.queries = queries ? queries : index.replicas.host_points(*index.engine);
+  split.m = m;
+  split.dim = index.engine->dim();
+  split.row_width = row_width;
+  split.exclude_self = exclude_self;
+  split.indices = out.indices;
+  split.sq_distances = out.sq_distances;
+  split.counts = out.counts;
+  split.call = call_params(index, call_opt);
+  split.call.queries_on_device = on_device(queries);
+  split.call.outputs_on_device = out.on_device;
+  try {
+    split_over_devices(devices, index.replicas, *index.engine, index.device, split, work);
+  } catch (...) {
+    out.fill_missing();
+    throw;
+  }
+  return true;
+}
+
 [[noreturn]] void fail_not_live() {
   fail(KNN_ERR_INVALID_ARGUMENT,
        "index is not a live index (already freed, or not made by knn_index_build)");
@@ -216,10 +262,15 @@ std::vector<int32_t> radius_counts(const knn_index& ix, const float* queries, in
   std::vector<int32_t> counts(static_cast<size_t>(m));
   const Outputs out(nullptr, nullptr, counts.data(), 0, m);
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
-  run_on_engine(ix, queries, m, out, o,
-                [&](const float* q, int32_t*, float*, int32_t* c, const CallParams& call) {
-                  ix.engine->radius(q, m, radius, 0, nullptr, nullptr, c, call);
-                });
+  const ShareWork share = [&](const IndexEngine& e, const float* q, int64_t count, int, int32_t*,
+                              float*, int32_t* c, const CallParams& call) {
+    e.radius(q, count, radius, 0, nullptr, nullptr, c, call);
+  };
+  if (!run_on_devices(ix, queries, m, out, 0, false, o, share))
+    run_on_engine(ix, queries, m, out, o,
+                  [&](const float* q, int32_t*, float*, int32_t* c, const CallParams& call) {
+                    ix.engine->radius(q, m, radius, 0, nullptr, nullptr, c, call);
+                  });
   stage.finish();
   return counts;
 }
@@ -360,6 +411,7 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
   index->threads = o.threads;
   index->device_memory_limit = o.device_memory_limit;
   index->leaf_size = o.leaf_size;
+  index->replicas.remember_build(o);
   LiveHandles<knn_index>::instance().add(index.get());
   stage.finish();
   return index.release();
@@ -369,16 +421,6 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
 }  // namespace knn
 
 extern "C" {
-
-KNN_API void KNN_CALL knn_options_init(knn_options* opt) {
-  if (opt == nullptr) return;
-  // Exactly the version-1 fields: a caller's struct may be that short.
-  std::memset(opt, 0, sizeof(knn_options));
-  opt->struct_size = sizeof(knn_options);
-  opt->backend = KNN_BACKEND_AUTO;
-  opt->device = -1;
-  opt->structure = KNN_STRUCTURE_AUTO;
-}
 
 KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
                                      const knn_options* opt, knn_index** out) {
@@ -427,9 +469,15 @@ KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* querie
     const int dim = ix.engine->dim();
     knn::check_coordinate_rows(queries, m, dim, knn::on_device(queries), "query");
     const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
-    knn::run_on_engine(ix, queries, m, out, o,
-                       [&](const float* q, int32_t* i, float* d, int32_t*,
-                           const knn::CallParams& call) { ix.engine->knn(q, m, k, i, d, call); });
+    const knn::ShareWork share = [&](const knn::IndexEngine& e, const float* q, int64_t count,
+                                     int width, int32_t* i, float* d, int32_t*,
+                                     const knn::CallParams& call) {
+      e.knn(q, count, width, i, d, call);
+    };
+    if (!knn::run_on_devices(ix, queries, m, out, k, false, o, share))
+      knn::run_on_engine(ix, queries, m, out, o,
+                         [&](const float* q, int32_t* i, float* d, int32_t*,
+                             const knn::CallParams& call) { ix.engine->knn(q, m, k, i, d, call); });
     stage.finish();
   });
 }
@@ -445,13 +493,20 @@ KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exc
     knn::DeviceScope scope(ix.device);
     const knn::Outputs out(indices, sq_distances, nullptr, n * k, n);
     knn_options defaults;
-    knn_options_init(&defaults);
+    knn_options_init_v2(&defaults);
     const knn::ProgressStage stage(KNN_PROGRESS_QUERY, n);
-    knn::run_on_engine(
-        ix, nullptr, 0, out, defaults,
-        [&](const float*, int32_t* i, float* d, int32_t*, const knn::CallParams& call) {
-          ix.engine->knn_self(k, exclude_self != 0, i, d, call);
-        });
+    // On several devices each share asks for the kNN of its points' rows.
+    const knn::ShareWork share = [&](const knn::IndexEngine& e, const float* q, int64_t count,
+                                     int width, int32_t* i, float* d, int32_t*,
+                                     const knn::CallParams& call) {
+      e.knn(q, count, width, i, d, call);
+    };
+    if (!knn::run_on_devices(ix, nullptr, n, out, k, exclude_self != 0, defaults, share))
+      knn::run_on_engine(
+          ix, nullptr, 0, out, defaults,
+          [&](const float*, int32_t* i, float* d, int32_t*, const knn::CallParams& call) {
+            ix.engine->knn_self(k, exclude_self != 0, i, d, call);
+          });
     stage.finish();
   });
 }
@@ -485,11 +540,17 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
     const int dim = ix.engine->dim();
     knn::check_coordinate_rows(queries, m, dim, knn::on_device(queries), "query");
     const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
-    knn::run_on_engine(
-        ix, queries, m, out, o,
-        [&](const float* q, int32_t* i, float* d, int32_t* c, const knn::CallParams& call) {
-          ix.engine->radius(q, m, radius, max_neighbors, i, d, c, call);
-        });
+    const knn::ShareWork share = [&](const knn::IndexEngine& e, const float* q, int64_t count,
+                                     int width, int32_t* i, float* d, int32_t* c,
+                                     const knn::CallParams& call) {
+      e.radius(q, count, radius, width, i, d, c, call);
+    };
+    if (!knn::run_on_devices(ix, queries, m, out, max_neighbors, false, o, share))
+      knn::run_on_engine(
+          ix, queries, m, out, o,
+          [&](const float* q, int32_t* i, float* d, int32_t* c, const knn::CallParams& call) {
+            ix.engine->radius(q, m, radius, max_neighbors, i, d, c, call);
+          });
     stage.finish();
   });
 }

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "../engine/progress.h"
 #include "../openmp/omp_engine.h"
 #include "../openmp/thread_scratch.h"
+#include "device_choice.h"
 
 namespace knn {
 namespace {
@@ -46,24 +48,25 @@ bool env_flag(const char* name, bool fallback) {
 
 bool device_usable() { return cuda::device_count() > 0; }
 
-// Queries handed out from both ends: the GPU takes its chunks from the
+// Queries handed out from both ends: the GPUs take their chunks from the
 // front, CPU threads small ones from the back, until they meet. A CPU thread
 // takes only as much as it can finish, at its own measured rate, well before
-// the GPU would run out of work, so the CPU share never delays the call.
+// the GPUs would run out of work, so the CPU share never delays the call.
 // Every hand-out is a point between chunks where the caller's cancel flag,
 // taken on the calling thread when the pool is made, stops the call.
 class QueryPool : public cuda::DeviceTree::ChunkSource {
  public:
-  QueryPool(int64_t m, int64_t gpu_chunk)
+  // in_flight: the most queries the devices may have taken but not finished.
+  QueryPool(int64_t m, int64_t in_flight)
       : back_(m),
-        gpu_chunk_(gpu_chunk),
+        in_flight_(in_flight),
         start_(std::chrono::steady_clock::now()),
         cancel_(cancel_flag()) {}
 
   int64_t take(int64_t max_queries, int64_t* count) override {
     throw_if_cancelled(cancel_);
     std::lock_guard<std::mutex> lock(mutex_);
-    *count = std::min(max_queries, back_ - front_);
+    *count = closed_ ? 0 : std::min(max_queries, back_ - front_);
     const int64_t first = front_;
     front_ += *count;
     paced_.notify_all();
@@ -76,12 +79,12 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
   int64_t take_for_cpu(double rate, int64_t* count) {
     throw_if_cancelled(cancel_);
     std::unique_lock<std::mutex> lock(mutex_);
-    // Queries the GPU has surely finished: all but the two chunks in flight.
-    paced_.wait(lock, [this] { return closed_ || front_ - 2 * gpu_chunk_ > 0 || back_ == front_; });
+    // Queries the GPUs have surely finished: all but the chunks in flight.
+    paced_.wait(lock, [this] { return closed_ || front_ - in_flight_ > 0 || back_ == front_; });
     const int64_t remaining = back_ - front_;
-    const int64_t gpu_done = front_ - 2 * gpu_chunk_;
+    const int64_t gpu_done = front_ - in_flight_;
     *count = 0;
-    if (closed_ || remaining < 2 * gpu_chunk_ || gpu_done <= 0) return back_;
+    if (closed_ || remaining < in_flight_ || gpu_done <= 0) return back_;
     int64_t want = kCpuProbeQueries;
     if (rate > 0) {
       const double elapsed =
@@ -95,7 +98,13 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
     return back_;
   }
 
-  // No more work for the CPU (the GPU side failed).
+  // Queries no one has taken yet.
+  int64_t remaining() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return back_ - front_;
+  }
+
+  // No more work for anyone (a device failed, or none could serve).
   void close() {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
@@ -106,7 +115,7 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
   std::mutex mutex_;
   int64_t front_ = 0;
   int64_t back_;
-  const int64_t gpu_chunk_;
+  const int64_t in_flight_;
   const std::chrono::steady_clock::time_point start_;
   std::condition_variable paced_;
   bool closed_ = false;
@@ -124,22 +133,21 @@ int64_t fitting_chunk(int64_t m, int k, int64_t n, size_t budget) {
   return chunk;
 }
 
-// GPU search of all m queries against one resident tree. With `cpu_share`,
-// a team of CPU threads (leaving cores for the driver thread's host copies)
-// takes queries from the back of the same pool once the GPU has shown its
-// pace; they stop when they could not finish before it.
-void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int root_dim,
-                     const Point* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
-                     int64_t chunk, bool cpu_share) {
-  QueryPool pool(m, chunk);
-  const int slots = cuda::pipeline_slots(m, chunk);
-  const int helpers = omp_get_max_threads() - cuda::kHostCopyThreads - 1;
-  if (!cpu_share || helpers < 1) {
-    device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
-    return;
-  }
+// GPU search of all m queries against a tree of n nodes: `device_side`
+// serves the pool's chunks on the devices. With `cpu_share`, a team of CPU
+// threads (leaving cores for the driver threads' host copies) takes queries
+// from the back of the same pool once the GPUs have shown their pace; they
+// stop when they could not finish before them.
+void query_with_cpu_share(const Node* tree, int64_t n, int root_dim, const Point* queries,
+                          int64_t m, int k, int32_t* indices, float* sq_distances, int64_t chunk,
+                          int device_count, bool cpu_share,
+                          const std::function<void(QueryPool&)>& device_side) {
+  // Each device has at most its two pipeline slots' chunks in flight.
+  QueryPool pool(m, 2 * chunk * device_count);
+  const int helpers = omp_get_max_threads() - device_count * (cuda::kHostCopyThreads + 1);
+  if (!cpu_share || helpers < 1) return device_side(pool);
   // The CPU search layout of the tree, built once for every chunk the team takes.
-  const omp::SearchTree cpu_tree = omp::classic_search_tree(tree, device_tree.size(), root_dim);
+  const omp::SearchTree cpu_tree = omp::classic_search_tree(tree, n, root_dim);
   std::exception_ptr failure;
   std::mutex failure_mutex;
   auto record = [&] {
@@ -169,13 +177,70 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
     }
   });
   try {
-    device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
+    device_side(pool);
   } catch (...) {
     record();
     pool.close();
   }
   cpu_team.join();
   if (failure) std::rethrow_exception(failure);
+}
+
+// The search of all m queries against one resident tree on the current device.
+void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int root_dim,
+                     const Point* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+                     int64_t chunk, bool cpu_share) {
+  const int slots = cuda::pipeline_slots(m, chunk);
+  query_with_cpu_share(tree, device_tree.size(), root_dim, queries, m, k, indices, sq_distances,
+                       chunk, 1, cpu_share, [&](QueryPool& pool) {
+                         device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
+                       });
+}
+
+// The tree replicated on every listed device (a device listed twice serves
+// on two host threads with a copy each); every device takes chunks from the
+// one pool, as large as its own free memory allows, until the pool is empty.
+// Each query is answered whole on one device: the result is the one device's.
+// A device that cannot hold the tree and a small chunk sits out; when none
+// can, DEVICE_OUT_OF_MEMORY. `chunk` (the caller's device's) paces the CPU.
+void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t n,
+                      const Point* queries, int64_t m, int k, int32_t* result, int64_t chunk,
+                      bool cpu_share) {
+  query_with_cpu_share(tree, n, 0, queries, m, k, result, nullptr, chunk,
+                       static_cast<int>(devices.size()), cpu_share, [&](QueryPool& pool) {
+                         try {
+                           run_shares(devices, cuda::set_device, [&](int, int) {
+                             const int64_t mine = fitting_chunk(m, k, n, device_budget());
+                             if (mine == 0) return;
+                             try {
+                               const cuda::DeviceTree device_tree(tree, n, 0, true);
+                               device_tree.query(queries, k, result, nullptr, mine,
+                                                 cuda::pipeline_slots(m, mine), pool);
+                             } catch (...) {
+                               pool.close();  // the other devices stop at their next chunk
+                               throw;
+                             }
+                           });
+                         } catch (...) {
+                           pool.close();
+                           throw;
+                         }
+                         if (pool.remaining() > 0) {
+                           pool.close();
+                           fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
+                                "no listed device can hold the tree and a chunk of queries");
+                         }
+                       });
+}
+
+// The devices a classic query of m queries runs on (include/knn_gpgpu.h,
+// "Several devices": KNN_DEVICES, else every device once m is large enough);
+// just the current device where that is all the call would use.
+std::vector<int> classic_devices(int64_t m) {
+  knn_options defaults;
+  knn_options_init_v2(&defaults);
+  const int current = cuda::current_device();
+  return devices_for(choose_devices(-1, defaults, cuda::device_count(), current), m);
 }
 
 // CPU threads help only where the GPU search, not the host copies, bounds
@@ -423,8 +488,11 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
   const int64_t chunk = fitting_chunk(m, k, n, budget);
   try {
     if (chunk > 0) {
-      const cuda::DeviceTree device_tree(tree, n, 0, true);
       const bool cpu_share = engine == Engine::Auto && want_cpu_share(m, k);
+      const std::vector<int> devices = classic_devices(m);
+      if (devices.size() > 1 || devices.front() != cuda::current_device())
+        return query_on_devices(devices, tree, n, queries, m, k, result, chunk, cpu_share);
+      const cuda::DeviceTree device_tree(tree, n, 0, true);
       return query_on_device(device_tree, tree, 0, queries, m, k, result, nullptr, chunk,
                              cpu_share);
     }

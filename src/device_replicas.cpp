@@ -1,0 +1,256 @@
+#include "device_replicas.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "../common/error.h"
+#include "../cuda/cuda_engine.h"
+#include "../cuda/cuda_index.h"
+#include "../cuda/peer_copy.h"
+#include "../engine/progress.h"
+
+namespace knn {
+namespace {
+
+// Rows a share stages at a time where it must (peer copies, all-kNN's extra
+// slot): at most this many bytes of rows, so that the staging stays small
+// next to the engine's own chunks.
+constexpr size_t kStagingRowBytes = size_t{256} << 20;
+constexpr int64_t kStagingMaxQueries = int64_t{1} << 20;
+
+// Selects `device` for the scope and the one current before afterwards.
+class SelectedDevice {
+ public:
+  SelectedDevice(const DeviceOps& ops, int device) : ops_(ops), previous_(ops.current()) {
+    if (device != previous_) ops_.select(device);
+  }
+  ~SelectedDevice() {
+    try {
+      if (previous_ >= 0 && ops_.current() != previous_) ops_.select(previous_);
+    } catch (...) {
+      // Freeing a copy has no status to report; the next call selects again.
+    }
+  }
+  SelectedDevice(const SelectedDevice&) = delete;
+  SelectedDevice& operator=(const SelectedDevice&) = delete;
+
+ private:
+  const DeviceOps& ops_;
+  int previous_;
+};
+
+// Drops the row's own index `self` from a row of width + 1 (else its last
+// slot) into `out` (width slots).
+template <class T>
+void drop_self(const int32_t* index_row, const T* row, int width, int32_t self, T* out) {
+  int at = 0;
+  bool dropped = false;
+  for (int j = 0; j <= width && at < width; ++j) {
+    if (!dropped && index_row[j] == self) {
+      dropped = true;
+      continue;
+    }
+    out[at++] = row[j];
+  }
+}
+
+}  // namespace
+
+DeviceOps cuda_device_ops() {
+  return DeviceOps{[](int device) { cuda::set_device(device); },
+                   [] { return cuda::current_device(); },
+                   [](const void* p) { return cuda::device_of(p); }};
+}
+
+DeviceReplicas::~DeviceReplicas() {
+  for (auto& copy : copies_) {
+    const SelectedDevice on_its_device(ops_, copy.first);
+    copy.second.reset();
+  }
+}
+
+void DeviceReplicas::remember_build(const knn_options& o) {
+  build_pinned_ = o.device;
+  build_devices_.assign(o.devices, o.devices + o.device_count);
+}
+
+std::vector<int> DeviceReplicas::devices_for_call(const IndexEngine& home, int home_device,
+                                                  const knn_options& call_opt, int64_t work,
+                                                  const CopyBuilder& build) const {
+  if (home.backend() != KNN_BACKEND_CUDA || home_device < 0) return {};
+  knn_options o = call_opt;
+  if (o.device_count == 0) {
+    o.device_count = static_cast<int>(build_devices_.size());
+    std::copy(build_devices_.begin(), build_devices_.end(), o.devices);
+  }
+  const DeviceChoice choice = choose_devices(build_pinned_, o, cuda::device_count(), home_device);
+  std::vector<int> devices = devices_for(choice, work);
+  if (devices.empty() || (devices.size() == 1 && devices.front() == home_device)) return {};
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int> missing;
+  for (int d : std::set<int>(devices.begin(), devices.end()))
+    if (d != home_device && copies_.count(d) == 0) missing.push_back(d);
+  if (!missing.empty()) {
+    if (!have_points_) {
+      points_.resize(static_cast<size_t>(home.size()) * static_cast<size_t>(home.dim()));
+      if (!points_.empty()) home.copy_points(points_.data());
+      have_points_ = true;
+    }
+    std::vector<std::unique_ptr<IndexEngine>> built(missing.size());
+    std::vector<int> refused;
+    std::mutex refused_mutex;
+    run_shares(missing, ops_.select, [&](int s, int) {
+      const ProgressMute not_the_call;  // a copy's build is no part of the call's stage
+      try {
+        built[s] = build(points_.data());
+      } catch (const Error& e) {
+        if (choice.forced || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+        std::lock_guard<std::mutex> refused_lock(refused_mutex);
+        refused.push_back(missing[s]);
+      }
+    });
+    for (size_t s = 0; s < missing.size(); ++s)
+      if (built[s]) copies_.emplace(missing[s], std::move(built[s]));
+    if (!refused.empty()) {
+      devices.erase(
+          std::remove_if(
+              devices.begin(), devices.end(),
+              [&](int d) { return std::find(refused.begin(), refused.end(), d) != refused.end(); }),
+          devices.end());
+      if (devices.empty() || (devices.size() == 1 && devices.front() == home_device)) return {};
+    }
+  }
+  return devices;
+}
+
+const IndexEngine& DeviceReplicas::on(int device, const IndexEngine& home, int home_device) const {
+  if (device == home_device) return home;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = copies_.find(device);
+  if (found == copies_.end())
+    fail(KNN_ERR_INTERNAL, format("no copy of the index on device %d", device));
+  return *found->second;
+}
+
+const float* DeviceReplicas::host_points(const IndexEngine& home) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!have_points_) {
+    points_.resize(static_cast<size_t>(home.size()) * static_cast<size_t>(home.dim()));
+    if (!points_.empty()) home.copy_points(points_.data());
+    have_points_ = true;
+  }
+  return points_.data();
+}
+
+void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& replicas,
+                        const IndexEngine& home, int home_device, const SplitCall& split,
+                        const ShareWork& work) {
+  const DeviceOps& ops = replicas.ops();
+  const int shares = static_cast<int>(devices.size());
+  const int queries_owner = split.call.queries_on_device ? ops.owner(split.queries) : -1;
+  const void* any_output = split.indices        ? static_cast<const void*>(split.indices)
+                           : split.sq_distances ? static_cast<const void*>(split.sq_distances)
+                                                : static_cast<const void*>(split.counts);
+  const int outputs_owner = split.call.outputs_on_device ? ops.owner(any_output) : -1;
+  const size_t width = static_cast<size_t>(split.row_width);
+  run_shares(devices, ops.select, [&](int s, int device) {
+    const IndexEngine& engine = replicas.on(device, home, home_device);
+    const int64_t first = share_begin(split.m, shares, s);
+    const int64_t count = share_begin(split.m, shares, s + 1) - first;
+    const float* queries = split.queries + first * split.dim;
+    int32_t* indices = split.indices ? split.indices + first * split.row_width : nullptr;
+    float* sq = split.sq_distances ? split.sq_distances + first * split.row_width : nullptr;
+    int32_t* counts = split.counts ? split.counts + first : nullptr;
+    // Host and managed memory every device reads in place (owner -1).
+    const bool queries_here =
+        !split.call.queries_on_device || queries_owner < 0 || queries_owner == device;
+    const bool outputs_here =
+        !split.call.outputs_on_device || outputs_owner < 0 || outputs_owner == device;
+    if (queries_here && outputs_here && !split.exclude_self)
+      return work(engine, queries, count, split.row_width, indices, sq, counts, split.call);
+
+    // Staged in pieces: queries of another device copied here, rows written
+    // here (or on the host, for all-kNN's extra slot) and moved to the caller's.
+    const int engine_width = split.row_width + (split.exclude_self ? 1 : 0);
+    const size_t row_bytes = std::max<size_t>(1, engine_width * size_t{8} + 4);
+    const int64_t piece = std::min<int64_t>(
+        {count, kStagingMaxQueries, std::max<int64_t>(1, kStagingRowBytes / row_bytes)});
+    const size_t piece_slots = static_cast<size_t>(piece) * engine_width;
+    CallParams call = split.call;
+    std::unique_ptr<cuda::PeerStaging> query_stage;
+    if (!queries_here) {
+      query_stage.reset(new cuda::PeerStaging(sizeof(float) * piece * split.dim));
+      call.queries_on_device = true;
+    }
+    // Rows the engine writes: on the host for all-kNN (dropping the own index
+    // there), on this device for a caller's array on another device.
+    std::vector<int32_t> host_index;
+    std::vector<float> host_sq;
+    std::vector<int32_t> packed_index;
+    std::vector<float> packed_sq;
+    std::unique_ptr<cuda::PeerStaging> index_stage, sq_stage, count_stage;
+    if (split.exclude_self) {
+      call.outputs_on_device = false;
+      host_index.resize(piece_slots);
+      if (sq) host_sq.resize(piece_slots);
+      if (split.call.outputs_on_device) {
+        packed_index.resize(static_cast<size_t>(piece) * width);
+        if (sq) packed_sq.resize(static_cast<size_t>(piece) * width);
+      }
+    } else if (!outputs_here) {
+      if (indices) index_stage.reset(new cuda::PeerStaging(4 * piece_slots));
+      if (sq) sq_stage.reset(new cuda::PeerStaging(4 * piece_slots));
+      if (counts) count_stage.reset(new cuda::PeerStaging(4 * static_cast<size_t>(piece)));
+    }
+    for (int64_t done = 0; done < count; done += piece) {
+      const int64_t n = std::min(piece, count - done);
+      const float* q = queries + done * split.dim;
+      if (query_stage) {
+        cuda::copy_peer(query_stage->get(), device, q, queries_owner,
+                        sizeof(float) * n * split.dim);
+        q = static_cast<const float*>(query_stage->get());
+      }
+      const size_t at = static_cast<size_t>(done) * width;
+      int32_t* out_index = indices ? indices + at : nullptr;
+      float* out_sq = sq ? sq + at : nullptr;
+      int32_t* out_count = counts ? counts + done : nullptr;
+      if (split.exclude_self) {
+        work(engine, q, n, engine_width, host_index.data(), sq ? host_sq.data() : nullptr, nullptr,
+             call);
+        int32_t* index_dst = split.call.outputs_on_device ? packed_index.data() : out_index;
+        float* sq_dst = split.call.outputs_on_device ? packed_sq.data() : out_sq;
+        for (int64_t r = 0; r < n; ++r) {
+          const int32_t self = static_cast<int32_t>(first + done + r);
+          const int32_t* row = host_index.data() + r * engine_width;
+          drop_self(row, row, split.row_width, self, index_dst + r * split.row_width);
+          if (sq_dst)
+            drop_self(row, host_sq.data() + r * engine_width, split.row_width, self,
+                      sq_dst + r * split.row_width);
+        }
+        if (split.call.outputs_on_device) {
+          cuda::copy_to_device(out_index, packed_index.data(), 4 * n * width);
+          if (out_sq) cuda::copy_to_device(out_sq, packed_sq.data(), 4 * n * width);
+        }
+        continue;
+      }
+      if (outputs_here) {
+        work(engine, q, n, split.row_width, out_index, out_sq, out_count, call);
+        continue;
+      }
+      work(engine, q, n, split.row_width,
+           index_stage ? static_cast<int32_t*>(index_stage->get()) : nullptr,
+           sq_stage ? static_cast<float*>(sq_stage->get()) : nullptr,
+           count_stage ? static_cast<int32_t*>(count_stage->get()) : nullptr, call);
+      if (out_index)
+        cuda::copy_peer(out_index, outputs_owner, index_stage->get(), device, 4 * n * width);
+      if (out_sq) cuda::copy_peer(out_sq, outputs_owner, sq_stage->get(), device, 4 * n * width);
+      if (out_count)
+        cuda::copy_peer(out_count, outputs_owner, count_stage->get(), device,
+                        4 * static_cast<size_t>(n));
+    }
+  });
+}
+
+}  // namespace knn
