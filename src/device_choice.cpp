@@ -97,6 +97,12 @@ DeviceChoice choose_devices(int pinned, const knn_options& o, int present, int f
   return choice;
 }
 
+void check_device_list(const knn_options& o, int present) {
+  if (present == 0) return;
+  for (int i = 0; i < o.device_count; ++i)
+    check_present(o.devices[i], present, format("opt->devices[%d]", i));
+}
+
 std::vector<int> devices_for(const DeviceChoice& choice, int64_t work) {
   if (work <= 0 || choice.devices.empty()) return {};
   const int64_t listed = static_cast<int64_t>(choice.devices.size());

@@ -32,6 +32,11 @@ std::vector<int> parse_device_list(const char* text, int present);
 // list. An empty list when present is 0.
 DeviceChoice choose_devices(int pinned, const knn_options& o, int present, int first);
 
+// Every entry of o.devices[0 .. device_count-1] below `present` (where
+// present > 0: without devices an automatic build runs on the CPU and a
+// CUDA one reports no device). Throws INVALID_ARGUMENT naming the entry.
+void check_device_list(const knn_options& o, int present);
+
 // The devices that take a share of `work` queries: a forced list as listed
 // (but no more shares than queries: a share is never empty); the default
 // list only as many devices as get KNN_MIN_QUERIES_PER_DEVICE each, at least

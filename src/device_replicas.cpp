@@ -85,9 +85,16 @@ std::vector<int> DeviceReplicas::devices_for_call(const IndexEngine& home, int h
     std::copy(build_devices_.begin(), build_devices_.end(), o.devices);
   }
   const DeviceChoice choice = choose_devices(build_pinned_, o, cuda::device_count(), home_device);
-  std::vector<int> devices = devices_for(choice, work);
+  const std::vector<int> devices = devices_for(choice, work);
   if (devices.empty() || (devices.size() == 1 && devices.front() == home_device)) return {};
+  const std::vector<int> usable = prepare(devices, choice.forced, home, home_device, build);
+  if (usable.empty() || (usable.size() == 1 && usable.front() == home_device)) return {};
+  return usable;
+}
 
+std::vector<int> DeviceReplicas::prepare(std::vector<int> devices, bool forced,
+                                         const IndexEngine& home, int home_device,
+                                         const CopyBuilder& build) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<int> missing;
   for (int d : std::set<int>(devices.begin(), devices.end()))
@@ -106,7 +113,7 @@ std::vector<int> DeviceReplicas::devices_for_call(const IndexEngine& home, int h
       try {
         built[s] = build(points_.data());
       } catch (const Error& e) {
-        if (choice.forced || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+        if (forced || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
         std::lock_guard<std::mutex> refused_lock(refused_mutex);
         refused.push_back(missing[s]);
       }
@@ -119,7 +126,6 @@ std::vector<int> DeviceReplicas::devices_for_call(const IndexEngine& home, int h
               devices.begin(), devices.end(),
               [&](int d) { return std::find(refused.begin(), refused.end(), d) != refused.end(); }),
           devices.end());
-      if (devices.empty() || (devices.size() == 1 && devices.front() == home_device)) return {};
     }
   }
   return devices;

@@ -53,6 +53,13 @@ class DeviceReplicas {
                                     const knn_options& call_opt, int64_t work,
                                     const CopyBuilder& build) const;
 
+  // Makes a copy on each device of `devices` other than home_device that
+  // lacks one, concurrently (one host thread per device), from the home
+  // engine's points. Returns `devices` less those whose copy did not fit
+  // (DEVICE_OUT_OF_MEMORY) unless `forced`, where that fails the call.
+  std::vector<int> prepare(std::vector<int> devices, bool forced, const IndexEngine& home,
+                           int home_device, const CopyBuilder& build) const;
+
   // The engine on `device`: the home engine on its own device, else the copy.
   const IndexEngine& on(int device, const IndexEngine& home, int home_device) const;
 

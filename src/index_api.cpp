@@ -376,6 +376,7 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
                 dim));
   const int devices = o.backend == KNN_BACKEND_OPENMP ? 0 : cuda::device_count();
   check_device_number(o.device, devices);
+  check_device_list(o, devices);
   DeviceScope scope(devices > 0 ? o.device : -1);
   const bool points_dev = on_device(points);
   check_coordinate_rows(points, n, dim, points_dev, "point");
