@@ -247,6 +247,14 @@ TEST(RunShares, AFailureOtherThanCancellationWinsAndEveryShareFinishes) {
 
 // ---- Index calls split over copies (OpenMP engines standing in) -----------------
 
+// One OpenMP thread per engine call: the shares already run side by side, and
+// the answer is the same for any thread count.
+knn::CallParams one_thread() {
+  knn::CallParams call;
+  call.threads = 1;
+  return call;
+}
+
 struct Structure {
   const char* name;
   std::unique_ptr<knn::IndexEngine> (*build)(const float*, int64_t, int, const knn::IndexParams&);
@@ -324,10 +332,11 @@ void expect_split_equals_whole(SplitCase& c, const std::vector<int>& listed,
   // kNN of queries.
   std::vector<int32_t> want_i(slots), got_i(slots, -7);
   std::vector<float> want_d(slots), got_d(slots, -7.0f);
-  c.home->knn(queries.data(), m, k, want_i.data(), want_d.data(), knn::CallParams{});
+  c.home->knn(queries.data(), m, k, want_i.data(), want_d.data(), one_thread());
   knn::SplitCall call;
   call.queries = queries.data(), call.m = m, call.dim = dim, call.row_width = k;
   call.indices = got_i.data(), call.sq_distances = got_d.data();
+  call.call = one_thread();
   c.split(devices, call, kKnn);
   EXPECT_TRUE(knn_test::same_rows(want_i, got_i, m, k));
   EXPECT_TRUE(knn_test::same_bits(want_d, got_d));
@@ -337,11 +346,12 @@ void expect_split_equals_whole(SplitCase& c, const std::vector<int>& listed,
     const size_t self_slots = static_cast<size_t>(c.n) * k;
     std::vector<int32_t> self_i(self_slots), split_i(self_slots, -7);
     std::vector<float> self_d(self_slots), split_d(self_slots, -7.0f);
-    c.home->knn_self(k, exclude, self_i.data(), self_d.data(), knn::CallParams{});
+    c.home->knn_self(k, exclude, self_i.data(), self_d.data(), one_thread());
     knn::SplitCall all;
     all.queries = c.replicas.host_points(*c.home), all.m = c.n, all.dim = dim;
     all.row_width = k, all.exclude_self = exclude;
     all.indices = split_i.data(), all.sq_distances = split_d.data();
+    all.call = one_thread();
     c.split(self_devices, all, kKnn);
     EXPECT_TRUE(knn_test::same_rows(self_i, split_i, c.n, k)) << "exclude " << exclude;
     EXPECT_TRUE(knn_test::same_bits(self_d, split_d)) << "exclude " << exclude;
@@ -356,8 +366,7 @@ void expect_split_equals_whole(SplitCase& c, const std::vector<int>& listed,
   const int width = std::max(1, k / 2);
   std::vector<int32_t> ri(static_cast<size_t>(m) * width), rc(static_cast<size_t>(m));
   std::vector<float> rd(ri.size());
-  c.home->radius(queries.data(), m, radius, width, ri.data(), rd.data(), rc.data(),
-                 knn::CallParams{});
+  c.home->radius(queries.data(), m, radius, width, ri.data(), rd.data(), rc.data(), one_thread());
   std::vector<int32_t> si(ri.size(), -7), sc(rc.size(), -7), counted(rc.size(), -7);
   std::vector<float> sd(rd.size(), -7.0f);
   const knn::ShareWork rows = [&](const knn::IndexEngine& e, const float* q, int64_t count, int w,
@@ -367,6 +376,7 @@ void expect_split_equals_whole(SplitCase& c, const std::vector<int>& listed,
   knn::SplitCall r;
   r.queries = queries.data(), r.m = m, r.dim = dim, r.row_width = width;
   r.indices = si.data(), r.sq_distances = sd.data(), r.counts = sc.data();
+  r.call = one_thread();
   c.split(devices, r, rows);
   EXPECT_EQ(sc, rc);
   EXPECT_TRUE(knn_test::same_rows(ri, si, m, width));
@@ -377,15 +387,15 @@ void expect_split_equals_whole(SplitCase& c, const std::vector<int>& listed,
 }
 
 TEST(SplitOverDevices, BitIdenticalToTheWholeCallOnAwkwardData) {
-  const std::vector<std::vector<int>> device_lists{{0, 0}, {0, 1}, {1, 0, 2}, {0, 1, 1, 2, 0}};
+  const std::vector<std::vector<int>> device_lists{{0, 0}, {1, 0, 2}, {0, 1, 1, 2, 0}};
   for (const Structure& s : kStructures) {
-    for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{997}}) {
+    for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{301}}) {
       for (knn_test::Dist dist : {knn_test::Dist::Uniform, knn_test::Dist::Duplicates}) {
         SplitCase c(s, knn_test::make_rows(dist, n, s.dim, 11 + n));
         for (const std::vector<int>& listed : device_lists) {
-          for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{1001}}) {
+          for (int64_t m : {int64_t{1}, int64_t{257}}) {
             const std::vector<float> queries = knn_test::make_query_rows(dist, m, s.dim, 5 + m);
-            for (int k : {1, 4, static_cast<int>(n) + 3})
+            for (int k : {1, static_cast<int>(n) + 3})
               expect_split_equals_whole(c, listed, queries, k);
           }
         }
