@@ -169,13 +169,22 @@ void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& r
     int32_t* indices = split.indices ? split.indices + first * split.row_width : nullptr;
     float* sq = split.sq_distances ? split.sq_distances + first * split.row_width : nullptr;
     int32_t* counts = split.counts ? split.counts + first : nullptr;
+    // Shares on the same device run at once: each plans from its part of
+    // the device's memory, so that together they stay within it.
+    CallParams share_call = split.call;
+    const int64_t alongside = std::count(devices.begin(), devices.end(), device);
+    if (alongside > 1) {
+      const size_t budget = share_call.device_memory_limit > 0 ? share_call.device_memory_limit
+                                                               : cuda::free_device_bytes();
+      share_call.device_memory_limit = budget / static_cast<size_t>(alongside);
+    }
     // Host and managed memory every device reads in place (owner -1).
     const bool queries_here =
         !split.call.queries_on_device || queries_owner < 0 || queries_owner == device;
     const bool outputs_here =
         !split.call.outputs_on_device || outputs_owner < 0 || outputs_owner == device;
     if (queries_here && outputs_here && !split.exclude_self)
-      return work(engine, queries, count, split.row_width, indices, sq, counts, split.call);
+      return work(engine, queries, count, split.row_width, indices, sq, counts, share_call);
 
     // Staged in pieces: queries of another device copied here, rows written
     // here (or on the host, for all-kNN's extra slot) and moved to the caller's.
@@ -184,7 +193,7 @@ void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& r
     const int64_t piece = std::min<int64_t>(
         {count, kStagingMaxQueries, std::max<int64_t>(1, kStagingRowBytes / row_bytes)});
     const size_t piece_slots = static_cast<size_t>(piece) * engine_width;
-    CallParams call = split.call;
+    CallParams call = share_call;
     std::unique_ptr<cuda::PeerStaging> query_stage;
     if (!queries_here) {
       query_stage.reset(new cuda::PeerStaging(sizeof(float) * piece * split.dim));

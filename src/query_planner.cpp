@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -197,40 +198,72 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
                        });
 }
 
-// The tree replicated on every listed device (a device listed twice serves
-// on two host threads with a copy each); every device takes chunks from the
-// one pool, as large as its own free memory allows, until the pool is empty.
-// Each query is answered whole on one device: the result is the one device's.
-// A device that cannot hold the tree and a small chunk sits out; when none
-// can, DEVICE_OUT_OF_MEMORY. `chunk` (the caller's device's) paces the CPU.
+// The tree replicated on every listed device: one copy per distinct device,
+// uploaded and checked on all of them at once; then every listed device (a
+// device listed twice: two host threads sharing its copy and its memory)
+// takes chunks from the one pool, as large as its share of its own free
+// memory allows, until the pool is empty. Each query is answered whole on
+// one device: the result is the one device's. A device whose share of memory
+// cannot hold the tree and a small chunk sits out; when none can,
+// DEVICE_OUT_OF_MEMORY. `chunk` (the caller's device's) paces the CPU share.
 void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t n,
                       const Point* queries, int64_t m, int k, int32_t* result, int64_t chunk,
                       bool cpu_share) {
-  query_with_cpu_share(tree, n, 0, queries, m, k, result, nullptr, chunk,
-                       static_cast<int>(devices.size()), cpu_share, [&](QueryPool& pool) {
-                         try {
-                           run_shares(devices, cuda::set_device, [&](int, int) {
-                             const int64_t mine = fitting_chunk(m, k, n, device_budget());
-                             if (mine == 0) return;
-                             try {
-                               const cuda::DeviceTree device_tree(tree, n, 0, true);
-                               device_tree.query(queries, k, result, nullptr, mine,
-                                                 cuda::pipeline_slots(m, mine), pool);
-                             } catch (...) {
-                               pool.close();  // the other devices stop at their next chunk
-                               throw;
-                             }
-                           });
-                         } catch (...) {
-                           pool.close();
-                           throw;
-                         }
-                         if (pool.remaining() > 0) {
-                           pool.close();
-                           fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
-                                "no listed device can hold the tree and a chunk of queries");
-                         }
-                       });
+  const std::vector<int> distinct = [&] {
+    std::vector<int> d(devices);
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    return d;
+  }();
+  auto slot_of = [&](int device) {
+    return static_cast<size_t>(std::lower_bound(distinct.begin(), distinct.end(), device) -
+                               distinct.begin());
+  };
+  std::vector<std::unique_ptr<cuda::DeviceTree>> trees(distinct.size());
+  std::vector<int64_t> chunks(distinct.size(), 0);
+  // Each copy is freed on its own device, whatever happened.
+  auto release = [&] {
+    try {
+      run_shares(distinct, cuda::set_device, [&](int s, int) { trees[s].reset(); });
+    } catch (...) {
+      // Nothing left to report: the call's status says what failed.
+    }
+  };
+  try {
+    run_shares(distinct, cuda::set_device, [&](int s, int device) {
+      const int64_t listed = std::count(devices.begin(), devices.end(), device);
+      chunks[s] = fitting_chunk(m, k, n, device_budget() / static_cast<size_t>(listed));
+      if (chunks[s] > 0) trees[s].reset(new cuda::DeviceTree(tree, n, 0, true));
+    });
+    query_with_cpu_share(tree, n, 0, queries, m, k, result, nullptr, chunk,
+                         static_cast<int>(devices.size()), cpu_share, [&](QueryPool& pool) {
+                           try {
+                             run_shares(devices, cuda::set_device, [&](int, int device) {
+                               const size_t s = slot_of(device);
+                               if (chunks[s] == 0) return;
+                               try {
+                                 trees[s]->query(queries, k, result, nullptr, chunks[s],
+                                                 cuda::pipeline_slots(m, chunks[s]), pool);
+                               } catch (...) {
+                                 pool.close();  // the other devices stop at their next chunk
+                                 throw;
+                               }
+                             });
+                           } catch (...) {
+                             pool.close();
+                             throw;
+                           }
+                           if (pool.remaining() > 0) {
+                             pool.close();
+                             fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
+                                  "no listed device can hold the tree and a chunk of queries");
+                           }
+                         });
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
 }
 
 // The devices a classic query of m queries runs on (include/knn_gpgpu.h,
