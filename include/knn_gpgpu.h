@@ -52,7 +52,10 @@
  *           equal to reference points finds them at distance 0, ordered by
  *           index like any other tie.
  * Devices.  The CUDA backend uses the calling thread's current device (see
- *           cuSetDevice). The library changes no process-wide CUDA state. A
+ *           cuSetDevice); a large call may also use the host's other devices
+ *           (section 3, "Several devices": queryAll and the index API), and
+ *           the caller's current device is the same when the call returns.
+ *           The library changes no process-wide CUDA state. A
  *           library built without CUDA, or run where no GPU is usable, answers
  *           CUDA-only calls with KNN_ERR_NO_DEVICE; automatic calls then run on
  *           the CPU.
@@ -68,8 +71,10 @@
  *           and, for the index API, knn_options.threads limit it). Hosts that
  *           call from several threads at once may prefer OMP_WAIT_POLICY=passive.
  * Environment. KNN_DEVICE_MEMORY_LIMIT (bytes) makes the planner act as if
- *           only that much device memory were free; KNN_CPU_SHARE=1/0 forces
- *           the CPU share of queryAll on or off (default: on where it helps).
+ *           only that much device memory were free (on each device);
+ *           KNN_CPU_SHARE=1/0 forces the CPU share of queryAll on or off
+ *           (default: on where it helps); KNN_DEVICES ("all", or "0,1")
+ *           names the devices a call uses (section 3, "Several devices").
  * This release. Every section runs on both engines: the classic 3-D API
  *           (section 2); the index API (section 3): kd-tree and brute force
  *           in any dimension and the uniform grid in 3-D; point-in-polygon
@@ -264,7 +269,14 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
  * that fit, overlaps transfers with compute, splits the tree when the tree
  * itself does not fit and merges the partial lists exactly, runs a share of
  * the queries on the CPU at the same time, and runs on the CPU alone when no
- * device is usable. It never fails for lack of device memory. cuQueryAll runs
+ * device is usable. It never fails for lack of device memory. With several
+ * devices (KNN_DEVICES, or by default every device once there are at least
+ * KNN_MIN_QUERIES_PER_DEVICE queries per device; section 3, "Several
+ * devices") queryAll and cuQueryAll copy the tree to each of them and every
+ * device takes chunks of queries from the same pool, the CPU share beside
+ * them; a tree that does not fit one device is split over passes on the
+ * current device. A KNN_DEVICES that is not a device list is
+ * INVALID_ARGUMENT (result untouched). cuQueryAll runs
  * on the GPU only, also in chunks, and fails with DEVICE_OUT_OF_MEMORY when
  * the tree and one small chunk do not fit; mpQueryAll runs on the CPU only.
  * Every path returns the identical result. Errors: INVALID_ARGUMENT (NULL
