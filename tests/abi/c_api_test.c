@@ -14,9 +14,9 @@
 #endif
 
 #include <limits.h>
-#include <stddef.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
