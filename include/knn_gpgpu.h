@@ -453,8 +453,8 @@ typedef struct knn_options {
                                  the library plan as if only this many bytes
                                  were free (tests use it to force splitting) */
   /* version 2 (struct_size >= offsetof(knn_options, devices) + device_count * sizeof(int)) */
-  int device_count;                /* entries of devices in use, 0 = default    */
-  int devices[KNN_MAX_DEVICES];    /* CUDA device numbers, one share each       */
+  int device_count;             /* entries of devices in use, 0 = default     */
+  int devices[KNN_MAX_DEVICES]; /* CUDA device numbers, one share each        */
 } knn_options;
 
 /* Fill *opt with the defaults (struct_size included). NULL is ignored.
