@@ -413,8 +413,10 @@ enum knn_structure {
  * threads above KNN_MAX_THREADS_PER_PROCESSOR times the number of processors
  * (omp_get_num_procs()) are reduced to that number: more never runs faster,
  * and the OpenMP runtime ends the process when it cannot start a team.
- * Several devices. A CUDA index answers a query, an all-kNN or a radius call
- * on several devices at once: the index is copied to each chosen device (on
+ * Several devices. A CUDA index answers knn_index_query, knn_index_query_self,
+ * knn_index_radius, knn_index_radius_count and the counting pass of
+ * knn_index_radius_fill (its rows are filled on the index's own device) on
+ * several devices at once: the index is copied to each chosen device (on
  * the first call that uses it; the copies live until knn_index_free), the
  * queries are cut into contiguous shares, one per listed device, and every
  * query is answered whole on one device, so the results are bit-identical
