@@ -63,7 +63,12 @@ std::vector<int> parse_device_list(const char* text, int present) {
     if (devices.size() == KNN_MAX_DEVICES)
       bad_list(text, format("it lists more than KNN_MAX_DEVICES (%d) devices", KNN_MAX_DEVICES));
     const int device = std::atoi(entry.c_str());
-    check_present(device, present, format("KNN_DEVICES entry %d", position));
+    if (present == 0)
+      fail(KNN_ERR_NO_DEVICE,
+           format("KNN_DEVICES is \"%s\"; no usable CUDA device is present", text));
+    if (device >= present)
+      bad_list(text, format("entry %d is device %d; this machine has %d CUDA device%s (0..%d)",
+                            position, device, present, present == 1 ? "" : "s", present - 1));
     devices.push_back(device);
     if (comma == std::string::npos) return devices;
     from = comma + 1;

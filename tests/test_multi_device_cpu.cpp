@@ -116,10 +116,14 @@ TEST(DeviceList, RefusesGarbageNamingTheFault) {
       refused(parse("0 1", 2), KNN_ERR_INVALID_ARGUMENT, "(\"0 1\") is not a device number"));
   EXPECT_TRUE(refused(parse("99999999999", 2), KNN_ERR_INVALID_ARGUMENT, "is not a device number"));
   EXPECT_TRUE(refused(parse("ALL", 2), KNN_ERR_INVALID_ARGUMENT, "is not a device number"));
-  EXPECT_TRUE(refused(parse("0,2", 2), KNN_ERR_INVALID_ARGUMENT,
-                      "KNN_DEVICES entry 2 is 2; this machine has 2 CUDA devices (0..1)"));
-  EXPECT_TRUE(refused(parse("1", 1), KNN_ERR_INVALID_ARGUMENT, "has 1 CUDA device (0..0)"));
-  EXPECT_TRUE(refused(parse("0", 0), KNN_ERR_NO_DEVICE, "no usable CUDA device"));
+  EXPECT_TRUE(refused(
+      parse("0,2", 2), KNN_ERR_INVALID_ARGUMENT,
+      "KNN_DEVICES is \"0,2\": entry 2 is device 2; this machine has 2 CUDA devices (0..1)"));
+  EXPECT_TRUE(
+      refused(parse("1", 1), KNN_ERR_INVALID_ARGUMENT,
+              "KNN_DEVICES is \"1\": entry 1 is device 1; this machine has 1 CUDA device (0..0)"));
+  EXPECT_TRUE(refused(parse("0", 0), KNN_ERR_NO_DEVICE,
+                      "KNN_DEVICES is \"0\"; no usable CUDA device is present"));
   EXPECT_TRUE(refused(parse("all", 0), KNN_ERR_NO_DEVICE, "no usable CUDA device"));
   std::string seventeen = "0";
   for (int i = 1; i <= KNN_MAX_DEVICES; ++i) seventeen += ",0";
