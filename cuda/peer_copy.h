@@ -13,11 +13,25 @@ namespace cuda {
 // device reads it in place), NULL, and in builds without CUDA.
 int device_of(const void* p);
 
-// Copies `bytes` from src (memory of src_device) to dst (memory of
-// dst_device) with cudaMemcpyPeerAsync on a stream of the current device,
-// and waits for it: the driver routes it over NVLink or PCIe peer-to-peer
-// where the devices can, through the host where they cannot.
-void copy_peer(void* dst, int dst_device, const void* src, int src_device, size_t bytes);
+// A stream of the current device for copies between devices, so that a
+// share's transfers overlap its search. The driver routes a peer copy over
+// NVLink or PCIe peer-to-peer where the devices can, through the host where
+// they cannot. Destruction waits for the copies still in flight.
+class PeerStream {
+ public:
+  PeerStream();
+  ~PeerStream();
+  PeerStream(const PeerStream&) = delete;
+  PeerStream& operator=(const PeerStream&) = delete;
+  // Enqueues a copy of `bytes` from src (memory of src_device) to dst (memory
+  // of dst_device): cudaMemcpyPeerAsync.
+  void copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes);
+  // Waits for every copy enqueued so far.
+  void wait();
+
+ private:
+  void* stream_ = nullptr;  // cudaStream_t
+};
 
 // Device memory on the current device for the life of the object (freed on
 // that device). Throws KNN_ERR_DEVICE_OUT_OF_MEMORY when it does not fit.

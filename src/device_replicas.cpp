@@ -55,6 +55,47 @@ void drop_self(const int32_t* index_row, const T* row, int width, int32_t self, 
   }
 }
 
+// All-kNN rows of width + 1 on the host for one piece, delivered with the
+// row's own index dropped (else the last slot) into the caller's rows: host
+// memory in place, device memory by one copy per piece.
+class ExcludeSelfRows {
+ public:
+  ExcludeSelfRows(int64_t piece, int width, bool want_sq, bool outputs_on_device)
+      : width_(width), on_device_(outputs_on_device) {
+    const size_t rows = static_cast<size_t>(piece);
+    index_.resize(rows * (width + 1));
+    if (want_sq) sq_.resize(index_.size());
+    if (on_device_) {
+      packed_index_.resize(rows * width);
+      if (want_sq) packed_sq_.resize(rows * width);
+    }
+  }
+  int32_t* index() { return index_.data(); }
+  float* sq() { return sq_.empty() ? nullptr : sq_.data(); }
+
+  // Rows [0, n) are those of points first .. first + n - 1.
+  void deliver(int64_t n, int64_t first, int32_t* out_index, float* out_sq) {
+    int32_t* index_dst = on_device_ ? packed_index_.data() : out_index;
+    float* sq_dst = on_device_ ? packed_sq_.data() : out_sq;
+    for (int64_t r = 0; r < n; ++r) {
+      const int32_t self = static_cast<int32_t>(first + r);
+      const int32_t* row = index_.data() + r * (width_ + 1);
+      drop_self(row, row, width_, self, index_dst + r * width_);
+      if (out_sq) drop_self(row, sq_.data() + r * (width_ + 1), width_, self, sq_dst + r * width_);
+    }
+    if (!on_device_) return;
+    const size_t bytes = 4 * static_cast<size_t>(n) * width_;
+    cuda::copy_to_device(out_index, packed_index_.data(), bytes);
+    if (out_sq) cuda::copy_to_device(out_sq, packed_sq_.data(), bytes);
+  }
+
+ private:
+  int width_;
+  bool on_device_;
+  std::vector<int32_t> index_, packed_index_;
+  std::vector<float> sq_, packed_sq_;
+};
+
 }  // namespace
 
 DeviceOps cuda_device_ops() {
@@ -187,84 +228,78 @@ void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& r
       return work(engine, queries, count, split.row_width, indices, sq, counts, share_call);
 
     // Staged in pieces: queries of another device copied here, rows written
-    // here (or on the host, for all-kNN's extra slot) and moved to the caller's.
+    // here (or on the host, for all-kNN's extra slot) and moved to the
+    // caller's. Two buffers of each, so that one piece's copies (on their own
+    // streams) overlap the next piece's search.
     const int engine_width = split.row_width + (split.exclude_self ? 1 : 0);
     const size_t row_bytes = std::max<size_t>(1, engine_width * size_t{8} + 4);
     const int64_t piece = std::min<int64_t>(
         {count, kStagingMaxQueries, std::max<int64_t>(1, kStagingRowBytes / row_bytes)});
     const size_t piece_slots = static_cast<size_t>(piece) * engine_width;
+    const bool stage_rows = !split.exclude_self && !outputs_here;
     CallParams call = share_call;
-    std::unique_ptr<cuda::PeerStaging> query_stage;
-    if (!queries_here) {
-      query_stage.reset(new cuda::PeerStaging(sizeof(float) * piece * split.dim));
-      call.queries_on_device = true;
+    if (!queries_here) call.queries_on_device = true;
+    if (split.exclude_self) call.outputs_on_device = false;
+    struct Buffers {
+      std::unique_ptr<cuda::PeerStaging> queries, indices, sq, counts;
+    } stage[2];
+    for (Buffers& b : stage) {
+      if (!queries_here) b.queries.reset(new cuda::PeerStaging(sizeof(float) * piece * split.dim));
+      if (stage_rows && indices) b.indices.reset(new cuda::PeerStaging(4 * piece_slots));
+      if (stage_rows && sq) b.sq.reset(new cuda::PeerStaging(4 * piece_slots));
+      if (stage_rows && counts)
+        b.counts.reset(new cuda::PeerStaging(4 * static_cast<size_t>(piece)));
     }
-    // Rows the engine writes: on the host for all-kNN (dropping the own index
-    // there), on this device for a caller's array on another device.
-    std::vector<int32_t> host_index;
-    std::vector<float> host_sq;
-    std::vector<int32_t> packed_index;
-    std::vector<float> packed_sq;
-    std::unique_ptr<cuda::PeerStaging> index_stage, sq_stage, count_stage;
-    if (split.exclude_self) {
-      call.outputs_on_device = false;
-      host_index.resize(piece_slots);
-      if (sq) host_sq.resize(piece_slots);
-      if (split.call.outputs_on_device) {
-        packed_index.resize(static_cast<size_t>(piece) * width);
-        if (sq) packed_sq.resize(static_cast<size_t>(piece) * width);
-      }
-    } else if (!outputs_here) {
-      if (indices) index_stage.reset(new cuda::PeerStaging(4 * piece_slots));
-      if (sq) sq_stage.reset(new cuda::PeerStaging(4 * piece_slots));
-      if (counts) count_stage.reset(new cuda::PeerStaging(4 * static_cast<size_t>(piece)));
-    }
-    for (int64_t done = 0; done < count; done += piece) {
+    // All-kNN's rows of width + 1 on the host, and (device outputs) packed.
+    ExcludeSelfRows host_rows(split.exclude_self ? piece : 0, split.row_width, sq != nullptr,
+                              split.call.outputs_on_device);
+    // Declared after the buffers: destroyed first, waiting for their copies.
+    std::unique_ptr<cuda::PeerStream> in, out[2];
+    if (!queries_here) in.reset(new cuda::PeerStream);
+    if (stage_rows)
+      for (auto& o : out) o.reset(new cuda::PeerStream);
+    auto fetch = [&](int64_t done, int b) {
+      const int64_t n = std::min(piece, count - done);
+      in->copy(stage[b].queries->get(), device, queries + done * split.dim, queries_owner,
+               sizeof(float) * n * split.dim);
+    };
+    if (in) fetch(0, 0);
+    for (int64_t done = 0, p = 0; done < count; done += piece, ++p) {
+      const int b = static_cast<int>(p % 2);
       const int64_t n = std::min(piece, count - done);
       const float* q = queries + done * split.dim;
-      if (query_stage) {
-        cuda::copy_peer(query_stage->get(), device, q, queries_owner,
-                        sizeof(float) * n * split.dim);
-        q = static_cast<const float*>(query_stage->get());
+      if (in) {
+        in->wait();  // this piece's queries are here
+        if (done + piece < count) fetch(done + piece, 1 - b);
+        q = static_cast<const float*>(stage[b].queries->get());
       }
       const size_t at = static_cast<size_t>(done) * width;
       int32_t* out_index = indices ? indices + at : nullptr;
       float* out_sq = sq ? sq + at : nullptr;
       int32_t* out_count = counts ? counts + done : nullptr;
       if (split.exclude_self) {
-        work(engine, q, n, engine_width, host_index.data(), sq ? host_sq.data() : nullptr, nullptr,
-             call);
-        int32_t* index_dst = split.call.outputs_on_device ? packed_index.data() : out_index;
-        float* sq_dst = split.call.outputs_on_device ? packed_sq.data() : out_sq;
-        for (int64_t r = 0; r < n; ++r) {
-          const int32_t self = static_cast<int32_t>(first + done + r);
-          const int32_t* row = host_index.data() + r * engine_width;
-          drop_self(row, row, split.row_width, self, index_dst + r * split.row_width);
-          if (sq_dst)
-            drop_self(row, host_sq.data() + r * engine_width, split.row_width, self,
-                      sq_dst + r * split.row_width);
-        }
-        if (split.call.outputs_on_device) {
-          cuda::copy_to_device(out_index, packed_index.data(), 4 * n * width);
-          if (out_sq) cuda::copy_to_device(out_sq, packed_sq.data(), 4 * n * width);
-        }
-        continue;
-      }
-      if (outputs_here) {
+        work(engine, q, n, engine_width, host_rows.index(), host_rows.sq(), nullptr, call);
+        host_rows.deliver(n, first + done, out_index, out_sq);
+      } else if (!stage_rows) {
         work(engine, q, n, split.row_width, out_index, out_sq, out_count, call);
-        continue;
+      } else {
+        out[b]->wait();  // the rows of the piece before last have left these buffers
+        const Buffers& here = stage[b];
+        work(engine, q, n, split.row_width,
+             here.indices ? static_cast<int32_t*>(here.indices->get()) : nullptr,
+             here.sq ? static_cast<float*>(here.sq->get()) : nullptr,
+             here.counts ? static_cast<int32_t*>(here.counts->get()) : nullptr, call);
+        const size_t piece_row_bytes = 4 * static_cast<size_t>(n) * width;
+        if (out_index)
+          out[b]->copy(out_index, outputs_owner, here.indices->get(), device, piece_row_bytes);
+        if (out_sq) out[b]->copy(out_sq, outputs_owner, here.sq->get(), device, piece_row_bytes);
+        if (out_count)
+          out[b]->copy(out_count, outputs_owner, here.counts->get(), device,
+                       4 * static_cast<size_t>(n));
       }
-      work(engine, q, n, split.row_width,
-           index_stage ? static_cast<int32_t*>(index_stage->get()) : nullptr,
-           sq_stage ? static_cast<float*>(sq_stage->get()) : nullptr,
-           count_stage ? static_cast<int32_t*>(count_stage->get()) : nullptr, call);
-      if (out_index)
-        cuda::copy_peer(out_index, outputs_owner, index_stage->get(), device, 4 * n * width);
-      if (out_sq) cuda::copy_peer(out_sq, outputs_owner, sq_stage->get(), device, 4 * n * width);
-      if (out_count)
-        cuda::copy_peer(out_count, outputs_owner, count_stage->get(), device,
-                        4 * static_cast<size_t>(n));
     }
+    for (auto& o : out)
+      if (o) o->wait();
   });
 }
 

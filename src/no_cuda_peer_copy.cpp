@@ -8,9 +8,12 @@ namespace cuda {
 
 int device_of(const void*) { return -1; }
 
-void copy_peer(void*, int, const void*, int, size_t) {
+PeerStream::PeerStream() {
   fail(KNN_ERR_NO_DEVICE, "this knn_gpgpu was built without CUDA (KNN_WITH_CUDA=OFF)");
 }
+PeerStream::~PeerStream() = default;
+void PeerStream::copy(void*, int, const void*, int, size_t) {}
+void PeerStream::wait() {}
 
 PeerStaging::PeerStaging(size_t) {
   fail(KNN_ERR_NO_DEVICE, "this knn_gpgpu was built without CUDA (KNN_WITH_CUDA=OFF)");

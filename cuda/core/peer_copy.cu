@@ -14,12 +14,28 @@ int device_of(const void* p) {
   return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
 }
 
-void copy_peer(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
+PeerStream::PeerStream() {
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  stream_ = stream;
+}
+
+PeerStream::~PeerStream() {
+  const cudaStream_t stream = static_cast<cudaStream_t>(stream_);
+  cudaStreamSynchronize(stream);  // no copy may outlive its staging buffer
+  cudaStreamDestroy(stream);
+  cudaGetLastError();  // the call's status already reports a failed copy
+}
+
+void PeerStream::copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
   if (bytes == 0) return;
-  const Stream stream;
-  check(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream.get()),
+  check(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes,
+                            static_cast<cudaStream_t>(stream_)),
         "cudaMemcpyPeerAsync");
-  stream.synchronize();
+}
+
+void PeerStream::wait() {
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
 }
 
 PeerStaging::PeerStaging(size_t bytes) {
