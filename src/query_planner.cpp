@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -374,12 +375,42 @@ float box_bound(const Point& q, const TreePart& part) {
   return sum;
 }
 
-// The tree does not fit: the parts take turns on the device, first each with
+// Runs body(device) once per listed device, each on its own host thread
+// with that device current (run_shares); on the calling thread itself when
+// the list is just its current device, as a one-device call always did.
+void on_each_device(const std::vector<int>& devices, const std::function<void(int)>& body) {
+  if (devices.size() == 1 && devices.front() == cuda::current_device())
+    return body(devices.front());
+  run_shares(devices, cuda::set_device, [&](int, int device) { body(device); });
+}
+
+// The smallest share of device memory a listed device offers (a device
+// listed twice offers each of its two shares half of its budget).
+size_t smallest_budget(const std::vector<int>& devices) {
+  std::mutex mutex;
+  size_t smallest = std::numeric_limits<size_t>::max();
+  on_each_device(devices, [&](int device) {
+    const size_t listed = static_cast<size_t>(std::count(devices.begin(), devices.end(), device));
+    const size_t mine = device_budget() / listed;
+    std::lock_guard<std::mutex> lock(mutex);
+    smallest = std::min(smallest, mine);
+  });
+  return smallest;
+}
+
+// The tree does not fit: the parts take turns on the devices, first each with
 // the queries whose descent leads into it, then each with the other queries
 // whose current k-th neighbour is not nearer than the part's box; their lists
-// are merged exactly into the answer.
+// are merged exactly into the answer. With several devices, each takes the
+// next part as it becomes free: the choice of a part's queries and the merge
+// of its lists hold one lock (they read and write the shared k-th distances),
+// the parts' searches run at the same time. A part chosen against a k-th
+// distance that a later merge lowers serves a few queries more, never fewer,
+// and the merge keeps the k smallest (distance, index) pairs in any order:
+// the answer is the one-device answer.
 void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
-                      int32_t* result, size_t budget) {
+                      int32_t* result, const std::vector<int>& devices) {
+  const size_t budget = smallest_budget(devices);
   const TreeShape shape(n);
   auto part_fits = [&](int levels, int64_t chunk) {
     return fitting_chunk(std::min<int64_t>(m, chunk), k, shape.subtree_size(levels, 0), budget) > 0;
@@ -407,38 +438,18 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
       std::max<int64_t>(1, static_cast<int64_t>(kSplitBlockBytes / (size_t(k) * 8)));
   const size_t rows = static_cast<size_t>(std::min(block, m)) * k;
   std::vector<float> best_dist(rows);
-  std::vector<int32_t> part_idx(rows);
-  std::vector<float> part_dist(rows);
   std::vector<int> home(static_cast<size_t>(std::min(block, m)));
   std::vector<unsigned char> wanted(home.size());
-  std::vector<int64_t> selected;
-  std::vector<Point> selected_queries;
   omp::ThreadScratch<Neighbor> merge_scratch(omp_get_max_threads(), static_cast<size_t>(k));
-  // Runs part p for the queries of the block whose `wanted` flag is set.
-  auto serve = [&](const TreePart& part, const Point* block_queries, int64_t count, int32_t* out) {
-    compact_flagged(wanted.data(), count, selected);
-    const int64_t chosen = static_cast<int64_t>(selected.size());
-    selected_queries.resize(selected.size());
-#pragma omp parallel for schedule(static)
-    for (int64_t s = 0; s < chosen; ++s) selected_queries[s] = block_queries[selected[s]];
-    if (chosen == 0) return;
-    const int64_t size = static_cast<int64_t>(part.nodes.size());
-    const cuda::DeviceTree device_tree(part.nodes.data(), size, part.root_dim, false);
-    const int64_t chunk = fitting_chunk(chosen, k, size, budget);
-    if (chunk == 0) fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "a tree part does not fit on the device");
-    query_on_device(device_tree, part.nodes.data(), part.root_dim, selected_queries.data(), chosen,
-                    k, part_idx.data(), part_dist.data(), chunk, false);
-#pragma omp parallel num_threads(merge_scratch.threads())
-    {
-      Neighbor* const scratch = merge_scratch.mine();
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < chosen; ++s) {
-        const int64_t i = selected[s];
-        merge_rows(out + i * k, best_dist.data() + i * k, part_idx.data() + s * k,
-                   part_dist.data() + s * k, k, scratch);
-      }
-    }
+  // What one device works on: the chosen queries of its part and their lists.
+  struct Work {
+    std::vector<int64_t> selected;
+    std::vector<Point> selected_queries;
+    std::vector<int32_t> part_idx;
+    std::vector<float> part_dist;
   };
+  std::vector<Work> work(devices.size());
+  std::mutex shared_lists;  // wanted, best_dist and the block's rows of result
   // Each query meets several parts: progress counts whole blocks instead.
   knn_progress* const report = progress();
   const ProgressMute per_part;
@@ -451,20 +462,63 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < count; ++i) home[i] = home_part(block_queries[i]);
     for (int pass = 0; pass < 2; ++pass) {
-      for (size_t p = 0; p < parts.size(); ++p) {
-        throw_if_cancelled(cancel);
-        const TreePart& part = parts[p];
-        const int here = static_cast<int>(p);
+      std::atomic<size_t> next_part{0};
+      std::atomic<int> next_worker{0};
+      on_each_device(devices, [&](int) {
+        Work& w = work[static_cast<size_t>(next_worker++)];
+        w.part_idx.resize(rows);
+        w.part_dist.resize(rows);
+        // A failure stops the other devices at their next part.
+        struct StopOthers {
+          std::atomic<size_t>& next;
+          size_t end;
+          bool done = false;
+          ~StopOthers() {
+            if (!done) next = end;
+          }
+        } stop{next_part, parts.size()};
+        for (size_t p = next_part++; p < parts.size(); p = next_part++) {
+          throw_if_cancelled(cancel);
+          const TreePart& part = parts[p];
+          const int here = static_cast<int>(p);
+          {
+            std::lock_guard<std::mutex> lock(shared_lists);
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < count; ++i) {
-          const bool is_home = home[i] == here;
-          const bool full = out[i * k + k - 1] >= 0;
-          wanted[i] = pass == 0 ? is_home
-                                : !is_home && (!full || box_bound(block_queries[i], part) <=
-                                                            best_dist[i * k + k - 1]);
+            for (int64_t i = 0; i < count; ++i) {
+              const bool is_home = home[i] == here;
+              const bool full = out[i * k + k - 1] >= 0;
+              wanted[i] = pass == 0 ? is_home
+                                    : !is_home && (!full || box_bound(block_queries[i], part) <=
+                                                                best_dist[i * k + k - 1]);
+            }
+            compact_flagged(wanted.data(), count, w.selected);
+          }
+          const int64_t chosen = static_cast<int64_t>(w.selected.size());
+          if (chosen == 0) continue;
+          w.selected_queries.resize(w.selected.size());
+#pragma omp parallel for schedule(static)
+          for (int64_t s = 0; s < chosen; ++s) w.selected_queries[s] = block_queries[w.selected[s]];
+          const int64_t size = static_cast<int64_t>(part.nodes.size());
+          const cuda::DeviceTree device_tree(part.nodes.data(), size, part.root_dim, false);
+          const int64_t chunk = fitting_chunk(chosen, k, size, budget);
+          if (chunk == 0)
+            fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "a tree part does not fit on the device");
+          query_on_device(device_tree, part.nodes.data(), part.root_dim, w.selected_queries.data(),
+                          chosen, k, w.part_idx.data(), w.part_dist.data(), chunk, false);
+          std::lock_guard<std::mutex> lock(shared_lists);
+#pragma omp parallel num_threads(merge_scratch.threads())
+          {
+            Neighbor* const scratch = merge_scratch.mine();
+#pragma omp for schedule(static)
+            for (int64_t s = 0; s < chosen; ++s) {
+              const int64_t i = w.selected[s];
+              merge_rows(out + i * k, best_dist.data() + i * k, w.part_idx.data() + s * k,
+                         w.part_dist.data() + s * k, k, scratch);
+            }
+          }
         }
-        serve(part, block_queries, count, out);
-      }
+        stop.done = true;
+      });
     }
     progress_add(report, count);
   }
@@ -537,7 +591,7 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
                   static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries), budget));
     }
     omp::check_tree(tree, n);
-    return query_split_tree(queries, m, tree, n, k, result, budget);
+    return query_split_tree(queries, m, tree, n, k, result, classic_devices(m));
   } catch (const Error& e) {
     // queryAll never fails for lack of device memory: the CPU answers instead.
     if (engine == Engine::Cuda || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;

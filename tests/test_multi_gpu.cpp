@@ -260,6 +260,35 @@ TEST(MultiGpu, ClassicQueryAllSplitByTheEnvironment) {
   expect_classic_agrees(50021, 300007, 32);
 }
 
+// A tree that does not fit (KNN_DEVICE_MEMORY_LIMIT below it): its parts are
+// served on every listed device at once and merged exactly.
+void expect_split_tree_agrees(const char* device_list) {
+  const std::vector<Point> points = knn_test::make_points(Dist::Uniform, 300000, 43);
+  const std::vector<Point> queries = knn_test::make_query_points(Dist::Duplicates, 20000, 44);
+  const std::vector<Node> tree = knn_test::build_tree(points);
+  const ScopedEnv env("KNN_DEVICES", device_list);
+  for (int k : {1, 8, 100}) {
+    const std::vector<int> want = knn_test::query_ok(&mpQueryAll, "mpQueryAll", queries, tree, k);
+    for (size_t limit : {size_t{3} << 20, getTreeSize(300000) / 2, getTreeSize(300000) / 5}) {
+      SCOPED_TRACE(std::string(device_list) + " k " + std::to_string(k) + " limit " +
+                   std::to_string(limit));
+      const ScopedEnv limit_env("KNN_DEVICE_MEMORY_LIMIT", std::to_string(limit).c_str());
+      EXPECT_EQ(want, knn_test::query_ok(&queryAll, "queryAll", queries, tree, k));
+    }
+  }
+}
+
+TEST(MultiGpu, ClassicTreeSplitOverAForcedTwoWayList) {
+  SKIP_WITHOUT_DEVICE();
+  expect_split_tree_agrees("0,0");
+}
+
+TEST(MultiGpu, TwoDevicesClassicTreeSplit) {
+  SKIP_WITHOUT_TWO_DEVICES();
+  expect_split_tree_agrees("0,1");
+  expect_split_tree_agrees("1,0,1");
+}
+
 TEST(MultiGpu, IndexSplitByTheEnvironment) {
   SKIP_WITHOUT_DEVICE();
   const std::vector<float> points = knn_test::make_rows(Dist::Uniform, 40009, 3, 6);
