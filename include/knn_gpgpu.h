@@ -274,8 +274,8 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
  * KNN_MIN_QUERIES_PER_DEVICE queries per device; section 3, "Several
  * devices") queryAll and cuQueryAll copy the tree to each of them and every
  * device takes chunks of queries from the same pool, the CPU share beside
- * them; a tree that does not fit one device is split over passes on the
- * current device. A KNN_DEVICES that is not a device list is
+ * them; when the tree does not fit, each device takes the next part of the
+ * split tree and the partial lists are merged exactly. A KNN_DEVICES that is not a device list is
  * INVALID_ARGUMENT (result untouched). cuQueryAll runs
  * on the GPU only, also in chunks, and fails with DEVICE_OUT_OF_MEMORY when
  * the tree and one small chunk do not fit; mpQueryAll runs on the CPU only.
