@@ -149,18 +149,28 @@ std::vector<int> DeviceReplicas::prepare(std::vector<int> devices, bool forced,
     std::vector<std::unique_ptr<IndexEngine>> built(missing.size());
     std::vector<int> refused;
     std::mutex refused_mutex;
-    run_shares(missing, ops_.select, [&](int s, int) {
-      const ProgressMute not_the_call;  // a copy's build is no part of the call's stage
-      try {
-        built[s] = build(points_.data());
-      } catch (const Error& e) {
-        if (forced || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
-        std::lock_guard<std::mutex> refused_lock(refused_mutex);
-        refused.push_back(missing[s]);
-      }
-    });
-    for (size_t s = 0; s < missing.size(); ++s)
-      if (built[s]) copies_.emplace(missing[s], std::move(built[s]));
+    // The copies made are kept even when another fails: they are freed with
+    // the index, each on its own device, as engines must be.
+    auto keep_built = [&] {
+      for (size_t s = 0; s < missing.size(); ++s)
+        if (built[s]) copies_.emplace(missing[s], std::move(built[s]));
+    };
+    try {
+      run_shares(missing, ops_.select, [&](int s, int) {
+        const ProgressMute not_the_call;  // a copy's build is no part of the call's stage
+        try {
+          built[s] = build(points_.data());
+        } catch (const Error& e) {
+          if (forced || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+          std::lock_guard<std::mutex> refused_lock(refused_mutex);
+          refused.push_back(missing[s]);
+        }
+      });
+    } catch (...) {
+      keep_built();
+      throw;
+    }
+    keep_built();
     if (!refused.empty()) {
       devices.erase(
           std::remove_if(
