@@ -425,14 +425,27 @@ TEST(SplitOverDevices, ACopyThatDoesNotFitDropsItsDeviceUnlessTheListWasForced) 
                         c.replicas.prepare({0, 2}, true, *c.home, 0, build);
                       }),
                       KNN_ERR_DEVICE_OUT_OF_MEMORY, "device 2 is full"));
-  // Another failure fails the call, listed or not.
-  auto broken = [&](const float*) -> std::unique_ptr<knn::IndexEngine> {
-    knn::fail(KNN_ERR_DEVICE, "device 3 fell off the bus");
+  // A copy made beside the failed one (device 3) is kept, not made again.
+  std::atomic<int> built_on_three{0};
+  auto counting = [&](const float* p) -> std::unique_ptr<knn::IndexEngine> {
+    if (fake_current == 3) ++built_on_three;
+    return build(p);
   };
   EXPECT_TRUE(refused(error_of([&] {
-                        c.replicas.prepare({0, 3}, false, *c.home, 0, broken);
+                        c.replicas.prepare({0, 3, 2}, true, *c.home, 0, counting);
                       }),
-                      KNN_ERR_DEVICE, "device 3 fell off the bus"));
+                      KNN_ERR_DEVICE_OUT_OF_MEMORY, "device 2 is full"));
+  EXPECT_EQ(built_on_three.load(), 1);
+  EXPECT_EQ(c.replicas.prepare({0, 3}, true, *c.home, 0, counting), (std::vector<int>{0, 3}));
+  EXPECT_EQ(built_on_three.load(), 1);
+  // Another failure fails the call, listed or not.
+  auto broken = [&](const float*) -> std::unique_ptr<knn::IndexEngine> {
+    knn::fail(KNN_ERR_DEVICE, "device 4 fell off the bus");
+  };
+  EXPECT_TRUE(refused(error_of([&] {
+                        c.replicas.prepare({0, 4}, false, *c.home, 0, broken);
+                      }),
+                      KNN_ERR_DEVICE, "device 4 fell off the bus"));
 }
 
 TEST(SplitOverDevices, AShareThatFailsFailsTheCallAfterTheOthersFinish) {
