@@ -437,7 +437,10 @@ enum knn_structure {
  *   back (peer copies). A device that fails fails the call (its status and
  *   message) after every share has stopped; all outputs then hold the
  *   missing values. Each device holds a full copy: knn_estimate_build_bytes
- *   is the need of each device. */
+ *   is the need of each device; the index also keeps its points in host
+ *   memory (n * dim floats) from its first split call on, to build the copies
+ *   and to serve all-kNN shares. KNN_MIN_QUERIES_PER_DEVICE is tuning, not
+ *   contract (the answers never depend on it). */
 #define KNN_MAX_THREADS_PER_PROCESSOR 4
 /* The most devices one call uses (entries of knn_options.devices). */
 #define KNN_MAX_DEVICES 16
