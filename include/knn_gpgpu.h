@@ -66,7 +66,8 @@
  * Calling convention. KNN_CALL: the platform's default C convention (cdecl on
  *           x86-64 Windows, the System V ABI elsewhere). Structures use natural
  *           alignment; Point and Node have the same layout everywhere, and
- *           knn_options the same on every 64-bit platform (40 bytes).
+ *           knn_options the same on every 64-bit platform (112 bytes, of which
+ *           version 1 is the first 40).
  * Threads of the CPU engine. OpenMP, all cores by default (OMP_NUM_THREADS
  *           and, for the index API, knn_options.threads limit it). Hosts that
  *           call from several threads at once may prefer OMP_WAIT_POLICY=passive.
@@ -430,9 +431,10 @@ enum knn_structure {
  *   4. default: every usable device, once the call has at least
  *      KNN_MIN_QUERIES_PER_DEVICE queries per device (fewer devices below
  *      that; one GPU: unchanged, that device alone).
- *   The index's own device always takes the first share. Each device plans
- *   its chunks from its own free memory (or device_memory_limit, which then
- *   applies to each device). Device arrays of the caller stay where they
+ *   In the default list the index's own device (for queryAll, the current
+ *   device) takes the first share; a listed one is used as listed. Each
+ *   device plans its chunks from its own free memory (or device_memory_limit,
+ *   which then applies to each device). Device arrays of the caller stay where they
  *   are: a share on another device copies its queries and rows there and
  *   back (peer copies). A device that fails fails the call (its status and
  *   message) after every share has stopped; all outputs then hold the
