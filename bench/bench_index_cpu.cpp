@@ -21,8 +21,17 @@
 // every query (nanoflann keeps d < r^2, the contract d <= r^2: a point
 // exactly on the sphere counts for us only).
 //
+// --f64 times the two precisions of the index API instead (issue #22's
+// float64 target on the CPU: at most 1.5x the float32 time): the float32
+// data, and the same values widened to double, through knn_index_build /
+// knn_index_query and knn_index_build_f64 / knn_index_query_f64, taking
+// turns, on --structure (kdtree, grid, brute or auto; default kdtree). The
+// check counts the index slots where the two answers differ (ties and near
+// ties may rank differently in float32; the float64 answer is exact).
+//
 // Usage: bench_index_cpu [--small] [--n N] [--m M] [--dims 3,8,16] [--k 8]
 //                        [--leaf L] [--repeats R] [--check Q] [--radius C]
+//                        [--f64 [--structure S]]
 #include <omp.h>
 
 #include <algorithm>
@@ -60,12 +69,16 @@ struct Options {
   int repeats = 5;
   int check = 1000;
   int radius_neighbours = 0;  // --radius: time radius search for this many
+  bool f64 = false;           // --f64: float64 against float32
+  int structure = KNN_STRUCTURE_KDTREE;
 };
 
 const char kUsage[] =
     "usage: bench_index_cpu [--small] [--n N] [--m M] [--dims LIST] [--k K] [--leaf L]\n"
     "                       [--repeats R] [--check Q] [--radius C]\n"
-    "  --small: n = m = 1e5 (a quick run); N, M accept 1e6 notation; LIST e.g. 3,8,16\n";
+    "                       [--f64 [--structure kdtree|grid|brute|auto]]\n"
+    "  --small: n = m = 1e5 (a quick run); N, M accept 1e6 notation; LIST e.g. 3,8,16\n"
+    "  --f64: float64 against float32 on the same data (our index API only)\n";
 
 const knn_bench::CommandLine kCommandLine{"bench_index_cpu", kUsage};
 
@@ -76,6 +89,10 @@ Options parse_options(int argc, char** argv) {
     kCommandLine.exit_if_help(arg);
     if (arg == "--small") {
       o.n = o.m = 100000;
+      continue;
+    }
+    if (arg == "--f64") {
+      o.f64 = true;
       continue;
     }
     const std::string value = kCommandLine.value_after(argc, argv, &i);
@@ -97,6 +114,17 @@ Options parse_options(int argc, char** argv) {
       o.repeats = static_cast<int>(kCommandLine.count(value, "--repeats", 1, 1000));
     } else if (arg == "--radius") {
       o.radius_neighbours = static_cast<int>(kCommandLine.count(value, "--radius", 1, INT_MAX));
+    } else if (arg == "--structure") {
+      if (value == "kdtree")
+        o.structure = KNN_STRUCTURE_KDTREE;
+      else if (value == "grid")
+        o.structure = KNN_STRUCTURE_GRID;
+      else if (value == "brute")
+        o.structure = KNN_STRUCTURE_BRUTE_FORCE;
+      else if (value == "auto")
+        o.structure = KNN_STRUCTURE_AUTO;
+      else
+        kCommandLine.fail("--structure must be kdtree, grid, brute or auto");
     } else if (arg == "--check") {
       o.check = static_cast<int>(kCommandLine.count(value, "--check", 0, INT_MAX));
     } else {
@@ -277,6 +305,92 @@ void print_radius_table(const Options& o) {
   }
 }
 
+struct PrecisionRow {
+  int dim;
+  int structure;  // what served the float64 index
+  double build32, query32, build64, query64;
+  int64_t differing;  // index slots of the checked queries where the answers differ
+};
+
+PrecisionRow run_precision(const Options& o, int dim) {
+  const std::vector<float> points = knn_bench::uniform_rows(o.n, dim, 1);
+  const std::vector<float> queries = knn_bench::uniform_rows(o.m, dim, 2);
+  const std::vector<double> points64(points.begin(), points.end());
+  const std::vector<double> queries64(queries.begin(), queries.end());
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_OPENMP;
+  opt.structure = o.structure;
+  opt.leaf_size = o.leaf;
+  const size_t slots = static_cast<size_t>(o.m) * static_cast<size_t>(o.k);
+  std::vector<int32_t> idx32(slots), idx64(slots);
+  std::vector<float> dist32(slots);
+  std::vector<double> dist64(slots);
+  knn_index* index32 = nullptr;
+  knn_index* index64 = nullptr;
+  const std::vector<knn_bench::Timing> builds = knn_bench::measure_interleaved(
+      {{[&] { check_status(knn_index_build(points.data(), o.n, dim, &opt, &index32), "build"); },
+        [&] {
+          knn_index_free(index32);
+          index32 = nullptr;
+        }},
+       {[&] {
+          check_status(knn_index_build_f64(points64.data(), o.n, dim, &opt, &index64), "build_f64");
+        },
+        [&] {
+          knn_index_free(index64);
+          index64 = nullptr;
+        }}},
+      o.repeats);
+  const std::vector<knn_bench::Timing> calls = knn_bench::measure_interleaved(
+      {{[&] {
+          check_status(knn_index_query(index32, queries.data(), o.m, o.k, idx32.data(),
+                                       dist32.data(), nullptr),
+                       "query");
+        },
+        {}},
+       {[&] {
+          check_status(knn_index_query_f64(index64, queries64.data(), o.m, o.k, idx64.data(),
+                                           dist64.data(), nullptr),
+                       "query_f64");
+        },
+        {}}},
+      o.repeats);
+  int structure = 0;
+  check_status(knn_index_info(index64, nullptr, nullptr, nullptr, &structure), "info");
+  knn_index_free(index32);
+  knn_index_free(index64);
+  int64_t differing = 0;
+  for (size_t s = 0; s < static_cast<size_t>(o.check) * o.k; ++s) differing += idx32[s] != idx64[s];
+  return {dim,
+          structure,
+          builds[0].median_ms,
+          calls[0].median_ms,
+          builds[1].median_ms,
+          calls[1].median_ms,
+          differing};
+}
+
+void print_precision_table(const Options& o) {
+  static const char* const kStructures[] = {"auto", "kdtree", "grid", "brute"};
+  std::printf("float64 against float32, ours, asked structure %s (time ms; ratio f64 / f32)\n",
+              kStructures[o.structure]);
+  std::printf("%4s | %-7s | %10s %10s %10s | %10s %10s %10s | %6s %6s %6s | %s\n", "dim", "served",
+              "f32 build", "f32 query", "f32 total", "f64 build", "f64 query", "f64 total", "build",
+              "query", "total", "slots unlike f32");
+  for (const int dim : o.dims) {
+    const PrecisionRow r = run_precision(o, dim);
+    const double t32 = r.build32 + r.query32, t64 = r.build64 + r.query64;
+    std::printf(
+        "%4d | %-7s | %10.1f %10.1f %10.1f | %10.1f %10.1f %10.1f | %5.2fx %5.2fx %5.2fx | "
+        "%lld of %lld\n",
+        r.dim, kStructures[r.structure], r.build32, r.query32, t32, r.build64, r.query64, t64,
+        r.build64 / r.build32, r.query64 / r.query32, t64 / t32,
+        static_cast<long long>(r.differing), static_cast<long long>(o.check) * o.k);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -286,6 +400,15 @@ int main(int argc, char** argv) {
       "median of %d; ours leaf %s, nanoflann leaf %d\n",
       static_cast<long long>(o.n), static_cast<long long>(o.m), o.k, omp_get_max_threads(),
       o.repeats, o.leaf ? std::to_string(o.leaf).c_str() : "default", kNanoflannLeaf);
+  if (o.f64) {
+    try {
+      print_precision_table(o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_index_cpu: %s\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
   if (o.radius_neighbours > 0) {
     try {
       print_radius_table(o);

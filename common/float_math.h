@@ -15,53 +15,22 @@
 
 namespace knn {
 
-KNN_HD float mul_rn(float a, float b) {
+// mul_rn, add_rn and sub_rn: one rounding each, never fused, in float and
+// in double. The _rn intrinsics forbid contraction on the device; the host
+// compiler is told not to contract (-ffp-contract=off).
 #if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
+#define KNN_ROUNDED_OP(name, op, float_intrinsic, double_intrinsic)     \
+  KNN_HD float name(float a, float b) { return float_intrinsic(a, b); } \
+  KNN_HD double name(double a, double b) { return double_intrinsic(a, b); }
 #else
-  return a * b;
+#define KNN_ROUNDED_OP(name, op, float_intrinsic, double_intrinsic) \
+  KNN_HD float name(float a, float b) { return a op b; }            \
+  KNN_HD double name(double a, double b) { return a op b; }
 #endif
-}
-
-KNN_HD float add_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-KNN_HD float sub_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-
-KNN_HD double mul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-KNN_HD double add_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-KNN_HD double sub_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
+KNN_ROUNDED_OP(mul_rn, *, __fmul_rn, __dmul_rn)
+KNN_ROUNDED_OP(add_rn, +, __fadd_rn, __dadd_rn)
+KNN_ROUNDED_OP(sub_rn, -, __fsub_rn, __dsub_rn)
+#undef KNN_ROUNDED_OP
 
 template <typename Scalar>
 KNN_HD Scalar square_of_difference(Scalar q, Scalar p) {

@@ -26,6 +26,15 @@
 //     ((x + y) + z) gives a lower bound of the point's float32 distance.
 // A search that stops only when this bound is strictly greater than its k-th
 // distance can miss no point that ties with or beats the k-th.
+//
+// Scalar. The layout is a template over the scalar type of the points
+// (BasicGridLayout<float>, GridLayout, for the float32 index;
+// BasicGridLayout<double> for the float64 one). Binning and boundaries are
+// in double for both; only the last step differs: a float32 gap is rounded
+// down to float (at_most), a float64 gap is already a double, and the
+// relative shrink (1e-14, far above 2^-53) covers the rounding of its
+// product too. Everything said above of float32 holds of float64 with
+// "float" read as the scalar type.
 #pragma once
 
 #include <cmath>
@@ -52,9 +61,12 @@ constexpr int64_t kGridMaxCells = int64_t{1} << 30;
 constexpr double kGridPoorOccupancyFactor = 8.0;
 constexpr int64_t kGridMinPointsToJudge = 1024;
 
-// HUGE_VALF, not numeric_limits: callable from device code without
+// HUGE_VAL, not numeric_limits: callable from device code without
 // --expt-relaxed-constexpr (hosts such as the benchmarks compile this header).
-KNN_HD float grid_infinity() { return HUGE_VALF; }
+template <typename Scalar>
+KNN_HD Scalar grid_infinity() {
+  return static_cast<Scalar>(HUGE_VAL);
+}
 
 // The largest float <= x (x >= 0; values beyond float's range give FLT_MAX).
 KNN_HD float float_at_most(double x) {
@@ -62,23 +74,28 @@ KNN_HD float float_at_most(double x) {
   return __double2float_rd(x);
 #else
   float f = static_cast<float>(x);
-  if (static_cast<double>(f) > x) f = std::nextafter(f, -grid_infinity());
+  if (static_cast<double>(f) > x) f = std::nextafter(f, -grid_infinity<float>());
   return f;
 #endif
 }
 
-struct GridLayout {
-  float box_lo[3], box_hi[3];  // bounding box of the indexed points
-  double width[3];             // cell width per axis (0: one cell)
-  double inv_width[3];         // cells per unit of length (0: one cell)
-  double margin[3];            // slack on cell boundaries, far above double rounding
+// The largest Scalar <= x: float_at_most for float, x itself for double.
+KNN_HD float at_most(double x, float) { return float_at_most(x); }
+KNN_HD double at_most(double x, double) { return x; }
+
+template <typename Scalar>
+struct BasicGridLayout {
+  Scalar box_lo[3], box_hi[3];  // bounding box of the indexed points
+  double width[3];              // cell width per axis (0: one cell)
+  double inv_width[3];          // cells per unit of length (0: one cell)
+  double margin[3];             // slack on cell boundaries, far above double rounding
   int32_t cells[3];
 
   KNN_HD int64_t cell_count() const { return int64_t{cells[0]} * cells[1] * cells[2]; }
 
   // The cell of coordinate x on axis a, clamped into the grid (queries outside
   // the box belong to the nearest cell).
-  KNN_HD int32_t cell_on_axis(float x, int a) const {
+  KNN_HD int32_t cell_on_axis(Scalar x, int a) const {
     const double t = (static_cast<double>(x) - static_cast<double>(box_lo[a])) * inv_width[a];
     if (!(t > 0.0)) return 0;
     if (t >= static_cast<double>(cells[a] - 1)) return cells[a] - 1;
@@ -92,24 +109,24 @@ struct GridLayout {
            static_cast<uint32_t>(cx);
   }
 
-  KNN_HD uint32_t key_of(float x, float y, float z) const {
+  KNN_HD uint32_t key_of(Scalar x, Scalar y, Scalar z) const {
     return key(cell_on_axis(x, 0), cell_on_axis(y, 1), cell_on_axis(z, 2));
   }
 
-  // Float lower bound of |fl(p_a - q)| over all indexed points (0 inside the
+  // Scalar lower bound of |fl(p_a - q)| over all indexed points (0 inside the
   // box). Exact without margins: p_a >= box_lo[a], and rounding is monotone.
-  KNN_HD float box_gap(float q, int a) const {
+  KNN_HD Scalar box_gap(Scalar q, int a) const {
     if (q < box_lo[a]) return sub_rn(box_lo[a], q);
     if (q > box_hi[a]) return sub_rn(q, box_hi[a]);
-    return 0.0f;
+    return Scalar(0);
   }
 
-  // Float lower bound of |fl(p_a - q)| over the points of cell c on axis a,
+  // Scalar lower bound of |fl(p_a - q)| over the points of cell c on axis a,
   // seen from a query in cell qc (see the header comment); +infinity for a
   // cell outside the grid, which holds no points.
-  KNN_HD float axis_gap(float q, int a, int32_t qc, int32_t c) const {
-    if (c < 0 || c >= cells[a]) return grid_infinity();
-    const float outside = box_gap(q, a);
+  KNN_HD Scalar axis_gap(Scalar q, int a, int32_t qc, int32_t c) const {
+    if (c < 0 || c >= cells[a]) return grid_infinity<Scalar>();
+    const Scalar outside = box_gap(q, a);
     if (c == qc) return outside;
     // Relative shrink > 2^-52: covers the rounding of the subtraction below.
     constexpr double kShrink = 1.0 - 1e-14;
@@ -124,17 +141,17 @@ struct GridLayout {
       gap = static_cast<double>(q) - boundary;
     }
     if (!(gap > 0.0)) return outside;
-    const float g = float_at_most(gap * kShrink);
+    const Scalar g = at_most(gap * kShrink, Scalar());
     return g > outside ? g : outside;
   }
 
-  // Lower bound of the float32 squared distance from q to any point of cell
-  // (cx, cy, cz), combining the axes in the contract's order.
-  KNN_HD float cell_bound(const float q[3], const int32_t qc[3], int32_t cx, int32_t cy,
-                          int32_t cz) const {
-    const float gx = axis_gap(q[0], 0, qc[0], cx);
-    const float gy = axis_gap(q[1], 1, qc[1], cy);
-    const float gz = axis_gap(q[2], 2, qc[2], cz);
+  // Lower bound of the squared distance (in the scalar type) from q to any
+  // point of cell (cx, cy, cz), combining the axes in the contract's order.
+  KNN_HD Scalar cell_bound(const Scalar q[3], const int32_t qc[3], int32_t cx, int32_t cy,
+                           int32_t cz) const {
+    const Scalar gx = axis_gap(q[0], 0, qc[0], cx);
+    const Scalar gy = axis_gap(q[1], 1, qc[1], cy);
+    const Scalar gz = axis_gap(q[2], 2, qc[2], cz);
     return add_rn(add_rn(mul_rn(gx, gx), mul_rn(gy, gy)), mul_rn(gz, gz));
   }
 
@@ -142,20 +159,20 @@ struct GridLayout {
   // the cube of cells within Chebyshev distance r of qc: such a point lies, on
   // some axis, at least r + 1 cells away, and on every axis outside the box
   // if q is. +infinity when the cube already covers the grid.
-  KNN_HD float beyond_shell_bound(const float q[3], const int32_t qc[3], int32_t r) const {
-    float outside_sq[3];
+  KNN_HD Scalar beyond_shell_bound(const Scalar q[3], const int32_t qc[3], int32_t r) const {
+    Scalar outside_sq[3];
     for (int a = 0; a < 3; ++a) {
-      const float g = box_gap(q[a], a);
+      const Scalar g = box_gap(q[a], a);
       outside_sq[a] = mul_rn(g, g);
     }
-    float best = grid_infinity();
+    Scalar best = grid_infinity<Scalar>();
     for (int a = 0; a < 3; ++a) {
       for (int side = -1; side <= 1; side += 2) {
-        const float g = axis_gap(q[a], a, qc[a], qc[a] + side * (r + 1));
-        if (g == grid_infinity()) continue;  // no cells on that side
-        float sq[3] = {outside_sq[0], outside_sq[1], outside_sq[2]};
+        const Scalar g = axis_gap(q[a], a, qc[a], qc[a] + side * (r + 1));
+        if (g == grid_infinity<Scalar>()) continue;  // no cells on that side
+        Scalar sq[3] = {outside_sq[0], outside_sq[1], outside_sq[2]};
         sq[a] = mul_rn(g, g);
-        const float bound = add_rn(add_rn(sq[0], sq[1]), sq[2]);
+        const Scalar bound = add_rn(add_rn(sq[0], sq[1]), sq[2]);
         if (bound < best) best = bound;
       }
     }
@@ -164,7 +181,7 @@ struct GridLayout {
 
   // -1 when q lies in the lower half of its cell on axis a, else +1: the side
   // whose neighbours are likelier to hold the nearest points.
-  KNN_HD int32_t nearer_side(float q, int a, int32_t qc) const {
+  KNN_HD int32_t nearer_side(Scalar q, int a, int32_t qc) const {
     const double t = (static_cast<double>(q) - static_cast<double>(box_lo[a])) * inv_width[a];
     return t - static_cast<double>(qc) < 0.5 ? -1 : 1;
   }
@@ -175,6 +192,8 @@ struct GridLayout {
     return true;
   }
 };
+
+using GridLayout = BasicGridLayout<float>;
 
 // The k-nearest walk: shells of cells around the query's cell (Chebyshev
 // distance r = 0, 1, ...), ended when the bound of everything beyond the
@@ -190,13 +209,13 @@ struct GridLayout {
 // so ((0 + y^2) + z^2) bounds every cell of the run from below. Planes and
 // rows go from the query's own outwards, the nearer side first, so that the
 // k-th distance shrinks early and prunes the rest.
-template <class Kth, class VisitRange>
-KNN_HD void walk_shells(const GridLayout& g, const float q[3], Kth&& kth,
+template <typename Scalar, class Kth, class VisitRange>
+KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth&& kth,
                         VisitRange&& visit_range) {
   const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
   const int32_t side_y = g.nearer_side(q[1], 1, qc[1]), side_z = g.nearer_side(q[2], 2, qc[2]);
-  const float own_x = g.box_gap(q[0], 0);
-  const float own_x_sq = mul_rn(own_x, own_x);
+  const Scalar own_x = g.box_gap(q[0], 0);
+  const Scalar own_x_sq = mul_rn(own_x, own_x);
   // Offset i of 0, +-1, +-1, +-2, ... (the nearer side first) from the query's cell.
   const auto outward = [](int32_t i, int32_t side) { return (i + 1) / 2 * (i % 2 ? side : -side); };
   for (int32_t r = 0;; ++r) {
@@ -205,15 +224,15 @@ KNN_HD void walk_shells(const GridLayout& g, const float q[3], Kth&& kth,
     for (int32_t iz = 0; iz <= 2 * r; ++iz) {
       const int32_t cz = qc[2] + outward(iz, side_z);
       if (cz < 0 || cz >= g.cells[2]) continue;
-      const float gz = g.axis_gap(q[2], 2, qc[2], cz);
-      const float z_sq = mul_rn(gz, gz);
+      const Scalar gz = g.axis_gap(q[2], 2, qc[2], cz);
+      const Scalar z_sq = mul_rn(gz, gz);
       if (z_sq > kth()) continue;
       const bool z_face = cz == qc[2] - r || cz == qc[2] + r;
       for (int32_t iy = 0; iy <= 2 * r; ++iy) {
         const int32_t cy = qc[1] + outward(iy, side_y);
         if (cy < 0 || cy >= g.cells[1]) continue;
-        const float gy = g.axis_gap(q[1], 1, qc[1], cy);
-        const float y_sq = mul_rn(gy, gy);
+        const Scalar gy = g.axis_gap(q[1], 1, qc[1], cy);
+        const Scalar y_sq = mul_rn(gy, gy);
         if (add_rn(add_rn(own_x_sq, y_sq), z_sq) > kth()) continue;
         if (z_face || cy == qc[1] - r || cy == qc[1] + r) {
           visit_range(g.key(x0, cy, cz), g.key(x1, cy, cz));
@@ -222,7 +241,7 @@ KNN_HD void walk_shells(const GridLayout& g, const float q[3], Kth&& kth,
         // The two x faces (r > 0 here: at r = 0 every row is a face row).
         for (int32_t cx = qc[0] - r; cx <= qc[0] + r; cx += 2 * r) {
           if (cx < 0 || cx >= g.cells[0]) continue;
-          const float gx = g.axis_gap(q[0], 0, qc[0], cx);
+          const Scalar gx = g.axis_gap(q[0], 0, qc[0], cx);
           if (!(add_rn(add_rn(mul_rn(gx, gx), y_sq), z_sq) > kth()))
             visit_range(g.key(cx, cy, cz), g.key(cx, cy, cz));
         }
@@ -232,23 +251,24 @@ KNN_HD void walk_shells(const GridLayout& g, const float q[3], Kth&& kth,
   }
 }
 
-// The radius walk: every cell whose bound is within r2 (the float32 square
-// of the radius), and no other. The per-axis ranges are grown from the
+// The radius walk: every cell whose bound is within r2 (the square of the
+// radius in the scalar type), and no other. The per-axis ranges are grown from the
 // query's cell while their one-axis bound stays within r2.
 // visit_cell(key, key) has the form of walk_shells' visit_range.
-template <class VisitCell>
-KNN_HD void walk_ball(const GridLayout& g, const float q[3], float r2, VisitCell&& visit_cell) {
+template <typename Scalar, class VisitCell>
+KNN_HD void walk_ball(const BasicGridLayout<Scalar>& g, const Scalar q[3], Scalar r2,
+                      VisitCell&& visit_cell) {
   const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
   int32_t lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
     lo[a] = hi[a] = qc[a];
     while (hi[a] + 1 < g.cells[a]) {
-      const float gap = g.axis_gap(q[a], a, qc[a], hi[a] + 1);
+      const Scalar gap = g.axis_gap(q[a], a, qc[a], hi[a] + 1);
       if (!(mul_rn(gap, gap) <= r2)) break;
       ++hi[a];
     }
     while (lo[a] > 0) {
-      const float gap = g.axis_gap(q[a], a, qc[a], lo[a] - 1);
+      const Scalar gap = g.axis_gap(q[a], a, qc[a], lo[a] - 1);
       if (!(mul_rn(gap, gap) <= r2)) break;
       --lo[a];
     }
@@ -260,9 +280,10 @@ KNN_HD void walk_ball(const GridLayout& g, const float q[3], float r2, VisitCell
 }
 
 // The grid for points in [box_lo, box_hi] aiming at `target` points per cell.
-inline GridLayout make_grid_layout(const float box_lo[3], const float box_hi[3], int64_t n,
-                                   int target) {
-  GridLayout g{};
+template <typename Scalar>
+BasicGridLayout<Scalar> make_grid_layout(const Scalar box_lo[3], const Scalar box_hi[3], int64_t n,
+                                         int target) {
+  BasicGridLayout<Scalar> g{};
   double extent[3];
   for (int a = 0; a < 3; ++a) {
     g.box_lo[a] = box_lo[a];

@@ -24,11 +24,15 @@
 // edge, a shared vertex or a horizontal edge; a point on the boundary belongs
 // to the tile to its right, or above when the boundary there is horizontal.
 //
-// Exactness: the sign of det is decided exactly for any finite float32
-// inputs. det is first evaluated in double with an error bound; only when
-// |det| is within the bound it is recomputed exactly with floating-point
-// expansions (two-sum, and two-product by Dekker splitting, so host and
-// device agree without depending on fused multiply-add).
+// Exactness: the sign of det is decided exactly for float32 inputs, and for
+// float64 inputs whose coordinates are all 0 or of magnitude in
+// [kMinMagnitude, kMaxMagnitude] below (the _f64 entry points check it), in
+// any mix of the two (a float converts to double exactly). det is first
+// evaluated in double with an error bound; only when |det| is within the
+// bound it is recomputed exactly with floating-point expansions (two-sum,
+// and two-product by Dekker splitting, so host and device agree without
+// depending on fused multiply-add). The same instructions serve both input
+// types: for floats the double arithmetic only has more room.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +53,32 @@
 
 namespace knn {
 namespace pip {
+
+// The range of float64 coordinates the exact predicate accepts (the bounds
+// of float32 lie inside it). Why these bounds:
+//  - no overflow: coordinates of magnitude <= 2^500 have differences <= 2^501
+//    (their Dekker split scales them by 2^27 + 1), products of differences
+//    <= 2^1002, and every partial sum of the exact expansion below stays
+//    under 2^1006;
+//  - no underflow: a nonzero double of magnitude >= 2^-485 is a multiple of
+//    2^-537 (its last significant bit), so are the differences, their two-sum
+//    parts and Dekker halves, and every product of two of them is a multiple
+//    of 2^-1074, the smallest double: each is representable once it has at
+//    most 53 significant bits, subnormal or not, so the error-free
+//    transformations stay error free and the filter's bound below holds.
+constexpr double kMaxMagnitude = 0x1p500;   // about 3.3e150
+constexpr double kMinMagnitude = 0x1p-485;  // about 1.0e-146
+
+// Whether a float64 coordinate lies in that range (0 included).
+KNN_HD bool in_exact_range(double v) {
+  const double magnitude = v < 0.0 ? -v : v;
+  return magnitude == 0.0 || (magnitude >= kMinMagnitude && magnitude <= kMaxMagnitude);
+}
+
+// The type a mix of point and vertex coordinates is computed in: float when
+// both are float, else double.
+template <class A, class B>
+using Common = decltype(A() + B());
 
 KNN_HD double dadd(double a, double b) {
 #if defined(__CUDA_ARCH__)
@@ -85,8 +115,10 @@ KNN_HD void two_sum(double a, double b, double& sum, double& err) {
 }
 
 // a = hi + lo with hi and lo of at most 26 significant bits each (Dekker).
-// No overflow: every value split here is below 2^130 (differences of floats
-// and their double halves), and 2^130 * (2^27 + 1) is far inside double.
+// No overflow: every value split here is a difference of coordinates or a
+// part of one, below 2^130 for floats and 2^501 for doubles in range, and
+// 2^501 * (2^27 + 1) is far inside double; nonzero values split are at least
+// 2^-537 (see kMinMagnitude), so c is never subnormal.
 KNN_HD void split(double a, double& hi, double& lo) {
   const double c = dmul(134217729.0, a);  // 2^27 + 1
   const double a_big = dsub(c, a);
@@ -95,8 +127,9 @@ KNN_HD void split(double a, double& hi, double& lo) {
 }
 
 // a * b = product + err exactly (Dekker's two-product). No underflow: every
-// factor is a multiple of 2^-149 (the float grid) so err is a multiple of
-// 2^-298, far above the smallest double.
+// factor is a multiple of 2^-149 (the float grid), or of 2^-537 for doubles
+// in range, so every partial product and err are multiples of 2^-1074 with
+// at most 53 significant bits: representable.
 KNN_HD void two_product(double a, double b, double& product, double& err) {
   product = dmul(a, b);
   double a_hi, a_lo, b_hi, b_lo;
@@ -139,11 +172,12 @@ KNN_HD int add_exact_product(double* e, int length, double a_hi, double a_lo, do
   return length;
 }
 
-// Exact sign (-1, 0, +1) of (bx-ax)*(py-ay) - (px-ax)*(by-ay) for floats.
-KNN_PIP_COLD int exact_orientation_sign(float ax, float ay, float bx, float by, float px,
-                                        float py) {
-  // Each float difference is exactly hi + lo in double (two-sum); each product
-  // of two such sums is eight exact doubles; the sixteen are summed into a
+// Exact sign (-1, 0, +1) of (bx-ax)*(py-ay) - (px-ax)*(by-ay), T float or
+// double (in range).
+template <class T>
+KNN_PIP_COLD int exact_orientation_sign(T ax, T ay, T bx, T by, T px, T py) {
+  // Each difference is exactly hi + lo in double (two-sum); each product of
+  // two such sums is eight exact doubles; the sixteen are summed into a
   // nonoverlapping expansion whose largest component carries the sign.
   double ex_hi, ex_lo, ey_hi, ey_lo, qx_hi, qx_lo, qy_hi, qy_lo;
   two_sum(bx, -static_cast<double>(ax), ex_hi, ex_lo);
@@ -160,15 +194,21 @@ KNN_PIP_COLD int exact_orientation_sign(float ax, float ay, float bx, float by, 
 
 // Sign of det = (bx-ax)*(py-ay) - (px-ax)*(by-ay): which side of the line
 // a->b the point p lies on (+1 left, -1 right, 0 on the line), exact.
-KNN_HD int orientation_sign(float ax, float ay, float bx, float by, float px, float py) {
-  // Floats are exact in double. Each of the four differences is rounded once
+template <class T>
+KNN_HD int orientation_sign(T ax, T ay, T bx, T by, T px, T py) {
+  // Inputs are exact in double. Each of the four differences is rounded once
   // (relative error <= u = 2^-53) and each product once more, so the computed
   // t1, t2 are within ((1+u)^3 - 1)/(1-u)^3 < 3.01u of the exact products,
   // relative; the final subtraction adds at most u * (|t1| + |t2|). The total
   // error is below 4.01u * (|t1| + |t2|); the bound used, 2^-50 = 8u times the
-  // rounded sum |t1| + |t2|, is larger still. Nothing underflows: nonzero
-  // products are at least 2^-298. Ties with the bound, zero included, go to
-  // the exact path.
+  // rounded sum |t1| + |t2|, is larger still. Underflow: for floats nonzero
+  // products are at least 2^-298. For doubles in range every exact result is
+  // a multiple of 2^-1074 (see kMinMagnitude), so a subnormal one is exact.
+  // When |t1| + |t2| < 2^-1023, each factor of t1 and t2 is below 2^-486 (a
+  // nonzero one is at least 2^-537), so the differences and products were
+  // exact and det is too; otherwise 2^-50 * (|t1| + |t2|) >= 2^-1073 loses at
+  // most 2^-1075, a quarter of itself, when rounded, and still exceeds the
+  // error. Ties with the bound, zero included, go to the exact path.
   const double t1 = dmul(dsub(bx, ax), dsub(py, ay));
   const double t2 = dmul(dsub(px, ax), dsub(by, ay));
   const double det = dsub(t1, t2);
@@ -179,7 +219,9 @@ KNN_HD int orientation_sign(float ax, float ay, float bx, float by, float px, fl
 }
 
 // Whether edge (a, b) crosses the ray from p towards +x under the rule above.
-KNN_HD bool edge_crosses_ray(float ax, float ay, float bx, float by, float px, float py) {
+// Callers mixing float and double name T = Common<...> (exact conversions).
+template <class T>
+KNN_HD bool edge_crosses_ray(T ax, T ay, T bx, T by, T px, T py) {
   if ((ay > py) == (by > py)) return false;
   const int side = orientation_sign(ax, ay, bx, by, px, py);
   // The crossing is right of p when det has the sign of (b.y - a.y), which is
@@ -191,15 +233,16 @@ KNN_HD bool edge_crosses_ray(float ax, float ay, float bx, float by, float px, f
 // [begin, end) of xy (x, y pairs). The ring closes itself: its last edge runs
 // from vertex end-1 back to vertex begin; a closing vertex equal to the first
 // adds a zero-length edge, which never counts.
-KNN_HD int ring_crossing_parity(float px, float py, const float* xy, int64_t begin, int64_t end) {
+template <class P, class V>
+KNN_HD int ring_crossing_parity(P px, P py, const V* xy, int64_t begin, int64_t end) {
   if (end - begin < 2) return 0;
   int parity = 0;
-  float ax = xy[2 * (end - 1)];
-  float ay = xy[2 * (end - 1) + 1];
+  V ax = xy[2 * (end - 1)];
+  V ay = xy[2 * (end - 1) + 1];
   for (int64_t v = begin; v < end; ++v) {
-    const float bx = xy[2 * v];
-    const float by = xy[2 * v + 1];
-    if (edge_crosses_ray(ax, ay, bx, by, px, py)) parity ^= 1;
+    const V bx = xy[2 * v];
+    const V by = xy[2 * v + 1];
+    if (edge_crosses_ray<Common<P, V>>(ax, ay, bx, by, px, py)) parity ^= 1;
     ax = bx;
     ay = by;
   }
@@ -208,8 +251,9 @@ KNN_HD int ring_crossing_parity(float px, float py, const float* xy, int64_t beg
 
 // Inside polygon = odd total parity over its rings [first_ring, end_ring),
 // ring r spanning vertices [ring_offsets[r], ring_offsets[r+1]).
-KNN_HD bool inside_polygon(float px, float py, const float* xy, const int64_t* ring_offsets,
-                           int64_t first_ring, int64_t end_ring) {
+template <class P, class V>
+KNN_HD bool inside_polygon(P px, P py, const V* xy, const int64_t* ring_offsets, int64_t first_ring,
+                           int64_t end_ring) {
   int parity = 0;
   for (int64_t r = first_ring; r < end_ring; ++r)
     parity ^= ring_crossing_parity(px, py, xy, ring_offsets[r], ring_offsets[r + 1]);

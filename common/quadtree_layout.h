@@ -27,14 +27,18 @@ struct Quantiser {
   double scale_y = 0.0;
 };
 
-KNN_HD double cells_per_unit(float min, float max) {
-  // Differences of floats are computed in double so that huge extents
-  // (-3e38 .. 3e38) do not overflow.
+// T is the points' scalar, float or double.
+template <class T>
+KNN_HD double cells_per_unit(T min, T max) {
+  // Differences are computed in double so that huge float extents
+  // (-3e38 .. 3e38) do not overflow; double points lie within +-2^500
+  // (pip::kMaxMagnitude), so theirs do not either.
   const double extent = static_cast<double>(max) - static_cast<double>(min);
   return extent > 0.0 ? static_cast<double>(kMaxCell + 1) / extent : 0.0;
 }
 
-KNN_HD Quantiser make_quantiser(float min_x, float min_y, float max_x, float max_y) {
+template <class T>
+KNN_HD Quantiser make_quantiser(T min_x, T min_y, T max_x, T max_y) {
   Quantiser q;
   q.min_x = min_x;
   q.min_y = min_y;
@@ -43,7 +47,10 @@ KNN_HD Quantiser make_quantiser(float min_x, float min_y, float max_x, float max
   return q;
 }
 
-KNN_HD uint32_t quantise(float v, double min, double scale) {
+// Monotone in v (a rounded difference, a rounded product and a floor are),
+// which is all the layout needs.
+template <class T>
+KNN_HD uint32_t quantise(T v, double min, double scale) {
   const double cell = (static_cast<double>(v) - min) * scale;
   if (!(cell > 0.0)) return 0;
   if (cell >= static_cast<double>(kMaxCell)) return kMaxCell;
@@ -64,7 +71,8 @@ KNN_HD uint32_t morton_key(uint32_t cell_x, uint32_t cell_y) {
   return spread_bits(cell_x) | (spread_bits(cell_y) << 1);
 }
 
-KNN_HD uint32_t point_key(const Quantiser& q, float x, float y) {
+template <class T>
+KNN_HD uint32_t point_key(const Quantiser& q, T x, T y) {
   return morton_key(quantise(x, q.min_x, q.scale_x), quantise(y, q.min_y, q.scale_y));
 }
 

@@ -23,8 +23,9 @@ void copy_to_device(void* device_dst, const void* host_src, size_t bytes);
 // `count` slots of device arrays; either pointer may be NULL.
 void fill_missing_on_device(int32_t* indices, float* sq_distances, int64_t count);
 void fill_missing_on_device(int32_t* indices, double* sq_distances, int64_t count);
-// Index of the first of count floats of a device array whose magnitude is
-// not at most `limit` (NaN and infinities included), or -1 when there is none.
+// Index of the first of count scalars (float or double) of a device array
+// whose magnitude is not at most `limit` (NaN and infinities included), or -1
+// when there is none.
 int64_t first_beyond_on_device(const float* values, int64_t count, float limit);
 int64_t first_beyond_on_device(const double* values, int64_t count, double limit);
 

@@ -7,7 +7,9 @@
 // lists here when their engines change (a device test compares with the peak).
 //
 // Every function grows with every size (n, m, k, dim), so an estimate never
-// shrinks when a caller asks for more.
+// shrinks when a caller asks for more. scalar_bytes is the size of a
+// coordinate and a squared distance: 4 for the float32 engines (the
+// default), 8 for the float64 ones (the _f64 entry points).
 #pragma once
 
 #include <algorithm>
@@ -24,43 +26,46 @@ namespace index_memory {
 
 inline size_t count(int64_t v) { return static_cast<size_t>(v < 0 ? 0 : v); }
 
-// The resident copy of n points of dim floats and their original indices.
-inline size_t points_bytes(int64_t n, int dim) {
-  return aligned(count(n) * count(dim) * 4) + aligned(count(n) * 4);
+// The resident copy of n points of dim scalars and their original indices.
+inline size_t points_bytes(int64_t n, int dim, size_t scalar_bytes = sizeof(float)) {
+  return aligned(saturating_mul(count(n) * count(dim), scalar_bytes)) + aligned(count(n) * 4);
 }
 
 // kd-tree: the points twice (input order while building, bucket order kept),
-// a box (2 * dim floats) and a 16-byte node per node (at most 2n nodes),
+// a box (2 * dim scalars) and a 16-byte node per node (at most 2n nodes),
 // (key, index) pairs double-buffered for the radix sorts, CUB temporaries.
-inline size_t kdtree_build_bytes(int64_t n, int dim) {
+inline size_t kdtree_build_bytes(int64_t n, int dim, size_t scalar_bytes = sizeof(float)) {
   const size_t un = count(n), ud = count(dim);
-  const size_t rough = 2 * points_bytes(n, dim) + aligned(2 * un * (2 * ud * 4 + 16)) +
-                       4 * aligned(un * 8) + cub_temp_bytes(n);
+  const size_t rough = 2 * points_bytes(n, dim, scalar_bytes) +
+                       aligned(2 * un * (2 * ud * scalar_bytes + 16)) +
+                       4 * aligned(un * (4 + scalar_bytes)) + cub_temp_bytes(n);
   // The engine's own buffer list (index_kdtree_memory.h), default leaf size.
-  return std::max(rough, cuda::kdtree_build_bytes(n, dim, kKdTreeDefaultLeafSize));
+  return std::max(rough, cuda::kdtree_build_bytes(n, dim, kKdTreeDefaultLeafSize, scalar_bytes));
 }
 
-// Uniform grid (3-D): the points in cell order and their ids, a cell key and
-// index per point double-buffered for the sort, cell offsets (at most one cell
-// per point plus one), CUB temporaries.
-inline size_t grid_build_bytes(int64_t n) {
+// Uniform grid (3-D): the points in input order, the points in cell order
+// with their ids (4 scalars a point: two points_bytes cover both), a cell
+// key and index per point double-buffered for the sort, cell offsets (at most
+// one cell per point plus one), CUB temporaries.
+inline size_t grid_build_bytes(int64_t n, size_t scalar_bytes = sizeof(float)) {
   const size_t un = count(n);
-  return 2 * points_bytes(n, 3) + 4 * aligned(un * 8) + aligned((un + 1) * 8) + cub_temp_bytes(n);
+  return 2 * points_bytes(n, 3, scalar_bytes) + 4 * aligned(un * 8) + aligned((un + 1) * 8) +
+         cub_temp_bytes(n);
 }
 
 // Brute force: the points, plus the upload staging of the same size, and a
 // small block of launch parameters.
-inline size_t brute_force_build_bytes(int64_t n, int dim) {
-  return 2 * points_bytes(n, dim) + aligned(64);
+inline size_t brute_force_build_bytes(int64_t n, int dim, size_t scalar_bytes = sizeof(float)) {
+  return 2 * points_bytes(n, dim, scalar_bytes) + aligned(64);
 }
 
 // Device bytes to build an index of `structure` (KNN_STRUCTURE_*). AUTO: the
 // largest of all, since the planner may pick any; GRID: the grid or the
 // kd-tree it falls back to.
-inline size_t build_bytes(int structure, int64_t n, int dim) {
-  const size_t kd = kdtree_build_bytes(n, dim);
-  const size_t grid = dim == 3 ? grid_build_bytes(n) : 0;
-  const size_t bf = brute_force_build_bytes(n, dim);
+inline size_t build_bytes(int structure, int64_t n, int dim, size_t scalar_bytes = sizeof(float)) {
+  const size_t kd = kdtree_build_bytes(n, dim, scalar_bytes);
+  const size_t grid = dim == 3 ? grid_build_bytes(n, scalar_bytes) : 0;
+  const size_t bf = brute_force_build_bytes(n, dim, scalar_bytes);
   switch (structure) {
     case KNN_STRUCTURE_KDTREE: return kd;
     case KNN_STRUCTURE_BRUTE_FORCE: return bf;
@@ -73,22 +78,25 @@ inline size_t build_bytes(int structure, int64_t n, int dim) {
 // result rows (indices and squared distances), sort keys and order of the
 // queries double-buffered, CUB temporaries, and for k beyond the warp lists
 // the per-query heaps.
-inline size_t call_bytes(int64_t m, int k, int dim) {
+inline size_t call_bytes(int64_t m, int k, int dim, size_t scalar_bytes = sizeof(float)) {
   const size_t um = count(m), uk = count(k), ud = count(dim);
-  const size_t heaps = k > kMaxWarpK ? 2 * aligned(um * uk * 4) : 0;
-  return aligned(um * ud * 4) + 2 * aligned(um * uk * 4) + 4 * aligned(um * 8) + cub_temp_bytes(m) +
-         heaps;
+  const size_t rows = aligned(um * uk * 4) + aligned(um * uk * scalar_bytes);
+  const size_t heaps = k > kMaxWarpK ? rows : 0;
+  return aligned(um * ud * scalar_bytes) + rows + 4 * aligned(um * 8) + cub_temp_bytes(m) + heaps;
 }
 
 // The index resident plus one call (the build's scratch is gone by then, so
 // the resident index is counted as its build: an upper bound).
-inline size_t query_bytes(int structure, int64_t m, int k, int64_t n, int dim) {
-  const size_t rough = build_bytes(structure, n, dim) + call_bytes(m, k, dim);
+inline size_t query_bytes(int structure, int64_t m, int k, int64_t n, int dim,
+                          size_t scalar_bytes = sizeof(float)) {
+  const size_t rough =
+      build_bytes(structure, n, dim, scalar_bytes) + call_bytes(m, k, dim, scalar_bytes);
   // Every structure but brute force may be served by the kd-tree (the grid
   // falls back to it): its exact bound, two pipeline slots and exclude_self
   // included (index_kdtree_memory.h).
   if (structure == KNN_STRUCTURE_BRUTE_FORCE) return rough;
-  return std::max(rough, cuda::kdtree_query_bytes(m, k, n, dim, kKdTreeDefaultLeafSize));
+  return std::max(rough,
+                  cuda::kdtree_query_bytes(m, k, n, dim, kKdTreeDefaultLeafSize, scalar_bytes));
 }
 
 // ---- Brute force: the search plan and its scratch (cuda/brute_force/index_brute_force.cu) ----
@@ -129,13 +137,19 @@ inline int64_t brute_force_splits(int64_t m, int64_t n, int list_k,
   return std::max<int64_t>(1, std::min({wanted, by_points, cap}));
 }
 
+// Bytes of one list entry (common/neighbor.h BasicNeighbor: the squared
+// distance and the index, padded to the distance's alignment): 8 for float,
+// 16 for double.
+inline size_t neighbor_bytes(size_t scalar_bytes) { return 2 * scalar_bytes; }
+
 // Scratch of a split search, per query and fixed (whole-page slack of its
 // three buffers): every part's list and count, and the first merge round's
 // output (later rounds reuse the two list buffers).
-inline size_t brute_force_scratch_per_query(int64_t splits, int list_k) {
+inline size_t brute_force_scratch_per_query(int64_t splits, int list_k,
+                                            size_t scalar_bytes = sizeof(float)) {
   if (splits <= 1) return 0;
-  const size_t us = count(splits), uk = count(list_k);
-  return us * uk * 8 + (us + 1) / 2 * uk * 8 + us * 4;
+  const size_t us = count(splits), uk = count(list_k), entry = neighbor_bytes(scalar_bytes);
+  return us * uk * entry + (us + 1) / 2 * uk * entry + us * 4;
 }
 inline size_t brute_force_scratch_fixed(int64_t splits) {
   return splits <= 1 ? 0 : 3 * kAllocAlignment;
@@ -145,10 +159,12 @@ inline size_t brute_force_scratch_fixed(int64_t splits) {
 // growing with m and list_k: splitting happens only while m x parts x
 // (threads per query) < 2 kBruteBusyThreads, and no list is longer than a
 // row of register lists (kBruteRegisterK) or of warp lists (list_k).
-inline size_t brute_force_scratch_bound(int64_t m, int list_k) {
-  auto bound = [m](int64_t threads_per_query, int64_t max_splits, int len) {
+inline size_t brute_force_scratch_bound(int64_t m, int list_k,
+                                        size_t scalar_bytes = sizeof(float)) {
+  const size_t entry = neighbor_bytes(scalar_bytes);
+  auto bound = [m, entry](int64_t threads_per_query, int64_t max_splits, int len) {
     const int64_t lists = std::min(2 * kBruteBusyThreads / threads_per_query, m * max_splits);
-    return count(lists) * (count(len) * 12 + 4) + count(m) * count(len) * 8 +
+    return count(lists) * (count(len) * (entry + entry / 2) + 4) + count(m) * count(len) * entry +
            brute_force_scratch_fixed(2);
   };
   const size_t in_registers = bound(1, kBruteMaxThreadSplits, std::min(list_k, kBruteRegisterK));
@@ -159,12 +175,14 @@ inline size_t brute_force_scratch_bound(int64_t m, int list_k) {
 // One brute-force call of m queries (rows of row_width, counts for radius),
 // queries and outputs staged on the device, in the pipeline's chunks of at
 // most kMaxChunkQueries on up to two slots, each with its split scratch.
-inline size_t brute_force_call_bytes(int64_t m, int row_width, bool exclude_self, int dim) {
+inline size_t brute_force_call_bytes(int64_t m, int row_width, bool exclude_self, int dim,
+                                     size_t scalar_bytes = sizeof(float)) {
   const int64_t chunk = std::min<int64_t>(m < 1 ? 1 : m, kMaxChunkQueries);
   const size_t uc = count(chunk), uw = count(row_width);
   const int list_k = row_width + (exclude_self ? 1 : 0);
-  const size_t slot = aligned(uc * count(dim) * 4) + 2 * aligned(uc * uw * 4) + aligned(uc * 4) +
-                      brute_force_scratch_bound(chunk, list_k);
+  const size_t slot = aligned(uc * count(dim) * scalar_bytes) + aligned(uc * uw * 4) +
+                      aligned(uc * uw * scalar_bytes) + aligned(uc * 4) +
+                      brute_force_scratch_bound(chunk, list_k, scalar_bytes);
   return static_cast<size_t>(pipeline_slots(m, chunk)) * slot;
 }
 

@@ -5,9 +5,12 @@
 // fuzzer reaches the checks and the build behind a valid checksum. Checked: a
 // listed status with a message and *out NULL on refusal; on success the
 // loaded index re-serializes to exactly the input and its kNN answers equal
-// knn_brute_force's on the buffer's points.
+// knn_brute_force's on the buffer's points (a float64 index, format version
+// 2: a float64 brute force written here).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "fuzz_support.h"
@@ -55,6 +58,44 @@ void check_answers(knn_index* index, const std::vector<unsigned char>& buffer) {
   }
 }
 
+// The same for a float64 index: its points as doubles, against the
+// contract's float64 distance ((d0*d0 + d1*d1) + ...) in a brute force here
+// (compiled with -ffp-contract=off), ties by index.
+void check_answers64(knn_index* index, const std::vector<unsigned char>& buffer) {
+  int64_t n = 0;
+  int dim = 0;
+  check_status(knn_index_info(index, &n, &dim, nullptr, nullptr));
+  if (n == 0) return;
+  std::vector<double> points(static_cast<size_t>(n) * dim);
+  std::memcpy(points.data(), buffer.data() + 64, points.size() * sizeof(double));
+  const int k = static_cast<int>(n < 4 ? n : 4);
+  std::vector<int32_t> got(static_cast<size_t>(n) * k);
+  std::vector<double> got_sq(got.size());
+  const int status =
+      knn_index_query_f64(index, points.data(), n, k, got.data(), got_sq.data(), nullptr);
+  check_status(status);
+  expect(status == KNN_OK, "a loaded float64 index refused a query on its own points", status);
+  std::vector<std::pair<double, int32_t>> all(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double* q = &points[static_cast<size_t>(i) * dim];
+    for (int64_t j = 0; j < n; ++j) {
+      const double* p = &points[static_cast<size_t>(j) * dim];
+      double sum = 0;
+      for (int d = 0; d < dim; ++d)
+        sum = d == 0 ? (q[d] - p[d]) * (q[d] - p[d]) : sum + (q[d] - p[d]) * (q[d] - p[d]);
+      all[static_cast<size_t>(j)] = {sum, static_cast<int32_t>(j)};
+    }
+    std::partial_sort(all.begin(), all.begin() + k, all.end());
+    for (int j = 0; j < k; ++j) {
+      const size_t s = static_cast<size_t>(i) * k + j;
+      expect(got[s] == all[static_cast<size_t>(j)].second,
+             "a loaded float64 index answered another index than brute force", status);
+      expect(std::memcmp(&got_sq[s], &all[static_cast<size_t>(j)].first, sizeof(double)) == 0,
+             "a loaded float64 index answered another distance than brute force", status);
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -95,7 +136,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     expect(std::memcmp(again.data() + 64, buffer.data() + 64, bytes - 68) == 0,
            "a loaded index serializes other points", status);
   }
-  check_answers(index, buffer);
+  int scalar = -1;
+  check_status(knn_index_scalar(index, &scalar));
+  if (scalar == KNN_SCALAR_FLOAT64)
+    check_answers64(index, buffer);
+  else
+    check_answers(index, buffer);
   check_status(knn_index_free(index));
   return 0;
 }

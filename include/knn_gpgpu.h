@@ -31,13 +31,15 @@
  *           KNN_ERR_INVALID_ARGUMENT naming the point, a coordinate whose
  *           magnitude exceeds 2^e, e = floor((125 - ceil(log2 dim)) / 2):
  *           2^62 (4.6e18) for dim 1..2, 2^61 (2.3e18) for dim 3..4, 2^60 for
- *           dim 5..16, 2^56 for dim 4096. Within it no float32 squared
- *           distance overflows to +infinity (which would make a real
- *           neighbour look like a missing slot and break the order); points
- *           and queries are checked alike, and a classic query refuses a
- *           caller's tree holding such a point with KNN_ERR_INVALID_TREE
- *           (the result untouched). Point in polygon decides exactly
- *           for any finite coordinates and has no such limit.
+ *           dim 5..16, 2^56 for dim 4096 (the float64 calls of section 3:
+ *           e = floor((1021 - ceil(log2 dim)) / 2), 2^509 for dim 3..8).
+ *           Within it no squared distance overflows to +infinity (which
+ *           would make a real neighbour look like a missing slot and break
+ *           the order); points and queries are checked alike, and a classic
+ *           query refuses a caller's tree holding such a point with
+ *           KNN_ERR_INVALID_TREE (the result untouched). Point in polygon
+ *           decides exactly for any finite coordinates and has no such
+ *           limit.
  * Counts.   n = 0 is valid and does nothing. Negative counts, NULL arrays with
  *           a positive count, and k < 1 are KNN_ERR_INVALID_ARGUMENT. Offsets
  *           are computed in 64 bits (i * k for 10^8 queries and k = 100 works).
@@ -551,15 +553,20 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
 
 /* Serialization of an index to and from a caller's buffer (host memory).
  * knn_index_serialized_size writes the byte count of the serialized form
- * (64 + n * dim * 4 + 4); knn_index_serialize writes exactly that many bytes
+ * (64 + n * dim * 4 + 4; 64 + n * dim * 8 + 4 for a float64 index);
+ * knn_index_serialize writes exactly that many bytes
  * to buffer (bytes must be at least that, else INVALID_ARGUMENT; nothing is
  * written then); knn_index_deserialize builds a new index from such a buffer
  * into *out (NULL on failure; free it with knn_index_free).
  * The format (version 1) holds a magic ("KNNGINDX"), the format version, a
  * byte-order marker, n, dim, the structure that served the index and its
  * leaf_size, the points in input order, and a CRC-32C of everything before
- * it. The structure itself is rebuilt on load from those (a build is a
- * function of its points and options), so a load costs one build and the
+ * it. A float64 index writes version 2: the same fields, a scalar field
+ * (KNN_SCALAR_FLOAT64) in the header and the points as doubles; a float32
+ * index keeps writing version 1, byte for byte. knn_index_deserialize reads
+ * both and makes an index of the buffer's precision. The structure itself
+ * is rebuilt on load from those (a build is a function of its points and
+ * options), so a load costs one build and the
  * loaded index answers bit-identically to the saved one on either backend:
  * an index saved from the GPU loads on the CPU and back.
  * Options at load: opt's backend, device, threads and device_memory_limit
@@ -585,24 +592,52 @@ KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_o
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
                                                  const knn_options* opt);
 
-/* Double precision (float64). An index built by knn_index_build_f64 holds
- * its points as doubles and answers only the _f64 calls below (and the
- * precision-free ones: knn_index_free, knn_index_info, knn_index_scalar,
- * serialization); an index built from floats answers only the float calls.
- * The other family is refused with INVALID_ARGUMENT naming the right call,
- * outputs untouched. Each _f64 call is its float twin with double arrays:
- * the same arguments, checks, errors, backends, structures, host or device
- * arrays and output rules, and the same exactness contract in float64: the
- * squared distance is the double value ((d0*d0 + d1*d1) + d2*d2) + ... with
- * d_i = q_i - p_i and every operation rounded to float64, no fused
- * multiply-add, ties by the smaller index, so every backend and structure
- * returns bit-identical indices and distances. Radius predicates compare
- * with radius*radius rounded to float64. The coordinate rule of float64 is
- * |x| <= 2^floor((1021 - ceil(log2 dim))/2) (about 6.7e153 in 3-D), so no
- * squared distance overflows. knn_index_scalar writes KNN_SCALAR_FLOAT32 or
- * KNN_SCALAR_FLOAT64. The estimates of the _f64 family count double
- * storage. The classic API (section 2) stays float32: use this family for
- * double data. */
+/* Double precision (float64): the index API for double data, such as CAD
+ * and GIS coordinates with large offsets (a UTM frame at 4.5e6 m with
+ * millimetre spacing, where float32 cannot tell points 0.25 m apart).
+ *
+ * Families. An index built by knn_index_build_f64 holds its points as
+ * doubles and answers only the _f64 calls below; an index built by
+ * knn_index_build (or loaded from a version-1 buffer) answers only the float
+ * calls. The precision-free calls serve both: knn_index_free,
+ * knn_index_info, knn_index_scalar, knn_offsets_from_counts and
+ * serialization. A call of the other family is refused with
+ * INVALID_ARGUMENT whose message names the call to use (for example
+ * "... call knn_index_query_f64 instead"), its outputs untouched.
+ *
+ * Each _f64 call is its float twin with double coordinates, radii and
+ * squared distances (indices, counts and offsets stay int32 / int64): the
+ * same arguments, checks, errors and messages, backends and structures,
+ * host or device arrays (a device array holds doubles), output rules on
+ * failure, progress, cancellation and thread safety. Read the twin's
+ * documentation above for each.
+ *
+ * Exactness, as in float32: the squared distance is the double value
+ * ((d0*d0 + d1*d1) + d2*d2) + ... with d_i = q_i - p_i and every operation
+ * rounded to float64, no fused multiply-add; rows ascend by it, ties by the
+ * smaller index, so every backend and structure returns bit-identical
+ * indices and distances. Radius predicates keep squared distance <=
+ * radius*radius rounded to float64. A float32 index and a float64 index of
+ * the same (float-representable) points may rank near ties differently:
+ * each is exact in its own precision.
+ *
+ * Coordinates: finite (NaN or infinity: NONFINITE_INPUT naming the point or
+ * query and the dimension) and of magnitude at most 2^e with
+ * e = floor((1021 - ceil(log2 dim)) / 2): 2^510 (3.4e153) for dim 1..2,
+ * 2^509 (1.7e153) for dim 3..8, 2^508 for dim 9..16, 2^504 for dim 4096
+ * (else INVALID_ARGUMENT naming the point, dimension, value and limit), so
+ * that no float64 squared distance overflows.
+ *
+ * knn_index_scalar writes KNN_SCALAR_FLOAT32 or KNN_SCALAR_FLOAT64 to
+ * *scalar (INVALID_ARGUMENT for a NULL or dead index or a NULL scalar).
+ *
+ * knn_estimate_build_bytes_f64 / knn_estimate_query_bytes_f64 answer as
+ * their float twins for float64 storage (coordinates and distances take 8
+ * bytes; indices and keys do not grow), saturating at SIZE_MAX. The planner
+ * uses the same figure when AUTO weighs a device build.
+ *
+ * The classic API (section 2) stays float32: use this family for double
+ * data. */
 enum knn_scalar { KNN_SCALAR_FLOAT32 = 0, KNN_SCALAR_FLOAT64 = 1 };
 
 KNN_API int KNN_CALL knn_index_build_f64(const double* points, int64_t n, int dim,
@@ -649,12 +684,14 @@ typedef struct knn_quadtree knn_quadtree; /* opaque */
 KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
                                         knn_quadtree** out);
 /* A pointer that is not a live quadtree (freed, or not made by
- * knn_quadtree_build) is refused with INVALID_ARGUMENT by every call, free
- * included, without reading it (as for knn_index_free). */
+ * knn_quadtree_build or knn_quadtree_build_f64) is refused with
+ * INVALID_ARGUMENT by every call, free included, without reading it (as for
+ * knn_index_free). */
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
 
-/* Polygons: vertices_xy holds all ring vertices as (x, y) pairs; ring r spans
- * vertices [ring_offsets[r], ring_offsets[r+1]) (n_rings + 1 offsets);
+/* Polygons: vertices_xy holds all ring vertices as (x, y) pairs (floats;
+ * doubles for the _f64 calls below); ring r spans vertices
+ * [ring_offsets[r], ring_offsets[r+1]) (n_rings + 1 offsets);
  * polygon p spans rings [polygon_offsets[p], polygon_offsets[p+1])
  * (n_polygons + 1 offsets). The first ring of a polygon is its outer
  * boundary, the others are holes. Rings may be open or closed, in any
@@ -674,7 +711,8 @@ KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
  * one endpoint has y > the point's y (half-open: horizontal edges never
  * count, a vertex on the ray counts once) and it crosses the ray strictly
  * right of the point. The decision is exact for the float inputs (no
- * rounding can flip it) and identical on both backends.
+ * rounding can flip it), and for double inputs within the range given with
+ * the _f64 calls, and identical on both backends.
  * Boundary rule: the answer for a point p is the plain even-odd answer for p
  * nudged infinitesimally right, then (far less) up. So a point exactly on an
  * edge belongs to the polygon lying to its right (above it, on a horizontal
@@ -702,12 +740,33 @@ KNN_API int KNN_CALL knn_points_in_polygons(const knn_quadtree* tree, const floa
                                             const int64_t* out_offsets, int64_t* point_indices,
                                             const knn_options* opt);
 
-/* Double precision point in polygon. knn_quadtree_build_f64 keeps the
- * points as doubles; the _f64 polygon calls take double vertices. Trees and
- * polygons of either precision combine (a float converts to double
- * exactly): the decision is made on the exact values, with the same inside
- * and boundary rules and the same exactness (orientation signs that no
- * rounding can flip), identical on both backends. */
+/* Double precision point in polygon (float64). knn_quadtree_build_f64 is
+ * knn_quadtree_build with xy as n rows of two doubles (host memory; the tree
+ * keeps its own copy, 16 bytes a point instead of 8, and its node boxes in
+ * double); knn_points_in_polygons_count_f64 and knn_points_in_polygons_f64
+ * are their float twins with vertices_xy as doubles (host memory). Every
+ * other argument, option, check, error, output rule, ownership and thread
+ * rule is the float call's; trees are freed with knn_quadtree_free.
+ * Trees and polygons of either precision combine: a float tree takes double
+ * polygons and a double tree float ones (a float converts to double
+ * exactly). The answer is the inside and boundary rule above applied to the
+ * exact values of the point and the vertices, with orientation signs that
+ * no rounding can flip, so it is identical on both backends, for every
+ * leaf_size and thread count, and a mix equals the all-double call on the
+ * same values.
+ * Coordinate range: the orientation test is exact for every double point
+ * and vertex coordinate that is 0 or of magnitude within [2^-485, 2^500]
+ * (about 1.0e-146 .. 3.3e150; this holds every float, so the float calls
+ * have no such rule). Outside it, knn_quadtree_build_f64 refuses a point and
+ * the _f64 polygon calls a vertex with KNN_ERR_INVALID_ARGUMENT naming the
+ * point or vertex, its coordinate and the range; a NaN/Inf one is
+ * KNN_ERR_NONFINITE_INPUT naming it, as in the float calls (the message
+ * says "point i" or "vertex i" and the dimension, 0 for x, 1 for y). Nothing
+ * is written before these checks pass.
+ * Typical coordinates: projected frames (UTM or national grids at 10^6 m
+ * with millimetre detail) and longitude/latitude in degrees with detail to
+ * 1e-9 degree keep their full precision; rounding them to float32 (spacing
+ * 0.5 m at 4.5e6, 1.5e-5 degree at 151) moves points across boundaries. */
 KNN_API int KNN_CALL knn_quadtree_build_f64(const double* xy, int64_t n, const knn_options* opt,
                                             knn_quadtree** out);
 KNN_API int KNN_CALL knn_points_in_polygons_count_f64(const knn_quadtree* tree,

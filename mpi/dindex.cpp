@@ -378,6 +378,40 @@ void build(knn_dindex& x, const float* points, const Deadline& deadline) {
 
 // ---- kNN --------------------------------------------------------------------
 
+// The queries to send to other ranks: one row per (query i, rank p) where
+// p's region is not empty, p is not `self` (-1: keep every rank) and p's box
+// lies within within(i) (a squared distance) of query i. Rows are grouped by
+// rank; rows_to_rank counts them, query_of_row names each row's query and
+// send holds the rows' coordinates.
+struct Forwarding {
+  std::vector<int64_t> rows_to_rank, query_of_row;
+  std::vector<float> send;
+};
+
+template <class SquaredBound>
+Forwarding plan_forwarding(const knn_dindex& x, const float* queries, int64_t m, int ranks,
+                           int self, const SquaredBound& within) {
+  const int dim = x.dim;
+  std::vector<int> target;
+  std::vector<int64_t> query_of;
+  for (int64_t i = 0; i < m; ++i) {
+    const float bound = within(i);
+    for (int p = 0; p < ranks; ++p) {
+      if (p == self || x.region_sizes[p] == 0) continue;
+      const float* lo = &x.boxes[static_cast<size_t>(p) * 2 * dim];
+      if (box_sq_distance(queries + i * dim, lo, lo + dim, dim) <= bound) {
+        target.push_back(p);
+        query_of.push_back(i);
+      }
+    }
+  }
+  Forwarding f;
+  f.query_of_row = group_by_rank(target, ranks, f.rows_to_rank);
+  for (auto& r : f.query_of_row) r = query_of[r];
+  f.send = gather_rows(queries, dim, f.query_of_row);
+  return f;
+}
+
 // Completes the k nearest of `m` queries held by their region's rank (rows of
 // dim floats), given the local engine's answers (ids global, k per query):
 // forwards each query to the other ranks whose boxes lie within its k-th
@@ -387,25 +421,14 @@ void complete_knn(const knn_dindex& x, const float* queries, int64_t m, int k,
                   PhaseClock& clock) {
   Collective& c = *x.collective;
   int ranks = c.size(), dim = x.dim, me = c.rank();
-  std::vector<int> target;        // per forwarded row: its rank
-  std::vector<int64_t> query_of;  // per forwarded row: the query
   std::vector<int64_t> rows_to_rank, row_order;
   std::vector<float> send;
   c.phase("forwarding", deadline, [&] {
-    for (int64_t i = 0; i < m; ++i) {
-      float kth = dists[i * k + k - 1];
-      for (int p = 0; p < ranks; ++p) {
-        if (p == me || x.region_sizes[p] == 0) continue;
-        const float* lo = &x.boxes[static_cast<size_t>(p) * 2 * dim];
-        if (box_sq_distance(queries + i * dim, lo, lo + dim, dim) <= kth) {
-          target.push_back(p);
-          query_of.push_back(i);
-        }
-      }
-    }
-    row_order = group_by_rank(target, ranks, rows_to_rank);
-    for (auto& r : row_order) r = query_of[r];  // send row -> query
-    send = gather_rows(queries, dim, row_order);
+    Forwarding f =
+        plan_forwarding(x, queries, m, ranks, me, [&](int64_t i) { return dists[i * k + k - 1]; });
+    rows_to_rank = std::move(f.rows_to_rank);
+    row_order = std::move(f.query_of_row);  // send row -> query
+    send = std::move(f.send);
     x.stats.forwarded += static_cast<int64_t>(row_order.size());
   });
   Exchange out = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
@@ -696,20 +719,11 @@ int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_l
         std::vector<int64_t> rows_to_rank, route;
         std::vector<float> send;
         c.phase("routing queries", deadline, [&] {
-          std::vector<int> target;
-          std::vector<int64_t> query_of;
-          for (int64_t i = 0; i < m_local; ++i)
-            for (int p = 0; p < ranks; ++p) {
-              if (x.region_sizes[p] == 0) continue;
-              const float* lo = &x.boxes[static_cast<size_t>(p) * 2 * dim];
-              if (box_sq_distance(queries + i * dim, lo, lo + dim, dim) <= sq_radius) {
-                target.push_back(p);
-                query_of.push_back(i);
-              }
-            }
-          route = group_by_rank(target, ranks, rows_to_rank);
-          for (auto& r : route) r = query_of[r];
-          send = gather_rows(queries, dim, route);
+          Forwarding f =
+              plan_forwarding(x, queries, m_local, ranks, -1, [&](int64_t) { return sq_radius; });
+          rows_to_rank = std::move(f.rows_to_rank);
+          route = std::move(f.query_of_row);
+          send = std::move(f.send);
           x.stats.forwarded = static_cast<int64_t>(route.size());
         });
         Exchange out = knn_mpi::plan_exchange(c, rows_to_rank, deadline);

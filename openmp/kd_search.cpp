@@ -22,65 +22,67 @@ constexpr int64_t kQueriesPerBlock = 256;
 
 // A radius query's sink: every point the scan lets through (distance <= r2)
 // is kept; subtrees whose bound exceeds r2 are skipped.
+template <typename Scalar>
 struct WithinRadius {
-  float r2;
-  std::vector<Neighbor>* found;  // NULL: count only
+  Scalar r2;
+  std::vector<BasicNeighbor<Scalar>>* found;  // NULL: count only
   int64_t count = 0;
 
-  float limit() const { return r2; }
-  bool may_improve(float bound, int32_t) const { return bound <= r2; }
-  void offer(float sq_distance, int32_t index) {
+  Scalar limit() const { return r2; }
+  bool may_improve(Scalar bound, int32_t) const { return bound <= r2; }
+  void offer(Scalar sq_distance, int32_t index) {
     ++count;
-    if (found) found->push_back(Neighbor{sq_distance, index});
+    if (found) found->push_back(BasicNeighbor<Scalar>{sq_distance, index});
   }
 };
 
 // One query's walk. D is the dimension (0: tree.dim at run time). The sink
 // (NeighborList or WithinRadius) says what a subtree must beat, and takes
 // every scanned point at distance <= limit().
-template <int D, class Sink>
+template <int D, typename Scalar, class Sink>
 class Walk {
  public:
-  Walk(const SearchTree& tree, const float* query, float* gaps, Sink& sink)
+  Walk(const BasicSearchTree<Scalar>& tree, const Scalar* query, Scalar* gaps, Sink& sink)
       : t_(tree), q_(query), gaps_(gaps), sink_(sink) {}
 
   void run() {
     if (t_.nodes.empty()) return;
     for (int d = 0; d < dims(); ++d) {
-      const float c = q_[d];
-      gaps_[d] = c < t_.lo[d] ? sub_rn(t_.lo[d], c) : (c > t_.hi[d] ? sub_rn(c, t_.hi[d]) : 0.0f);
+      const Scalar c = q_[d];
+      gaps_[d] =
+          c < t_.lo[d] ? sub_rn(t_.lo[d], c) : (c > t_.hi[d] ? sub_rn(c, t_.hi[d]) : Scalar{0});
     }
-    const float bound = bound_with(0, gaps_[0]);
+    const Scalar bound = bound_with(0, gaps_[0]);
     if (sink_.may_improve(bound, t_.nodes[0].min_index)) visit(0, bound);
   }
 
  private:
   struct Side {
     int32_t node;
-    float gap, bound;
+    Scalar gap, bound;
   };
 
   int dims() const { return D > 0 ? D : t_.dim; }
 
   // The bound with gap s replaced, summed as the point distance is.
-  float bound_with(int s, float gap) const {
-    float sum = 0.0f;
+  Scalar bound_with(int s, Scalar gap) const {
+    Scalar sum = 0;
     for (int d = 0; d < dims(); ++d) {
-      const float g = d == s ? gap : gaps_[d];
+      const Scalar g = d == s ? gap : gaps_[d];
       sum = d == 0 ? mul_rn(g, g) : add_rn(sum, mul_rn(g, g));
     }
     return sum;
   }
 
   // The node's own points, kScanLanes at a time (the planes are padded).
-  void scan(const SearchNode& node) {
+  void scan(const BasicSearchNode<Scalar>& node) {
     for (int32_t p0 = node.begin; p0 < node.end; p0 += kScanLanes) {
-      float acc[kScanLanes];
-      const float* x0 = t_.plane(0) + p0;
+      Scalar acc[kScanLanes];
+      const Scalar* x0 = t_.plane(0) + p0;
       for (int j = 0; j < kScanLanes; ++j) acc[j] = square_of_difference(q_[0], x0[j]);
       for (int d = 1; d < dims(); ++d) {
-        const float* x = t_.plane(d) + p0;
-        const float c = q_[d];
+        const Scalar* x = t_.plane(d) + p0;
+        const Scalar c = q_[d];
         for (int j = 0; j < kScanLanes; ++j) acc[j] = add_rn(acc[j], square_of_difference(c, x[j]));
       }
       const int count = std::min(kScanLanes, node.end - p0);
@@ -89,14 +91,15 @@ class Walk {
     }
   }
 
-  void visit(int32_t index, float bound) {
-    const SearchNode& node = t_.nodes[static_cast<size_t>(index)];
+  void visit(int32_t index, Scalar bound) {
+    const BasicSearchNode<Scalar>& node = t_.nodes[static_cast<size_t>(index)];
     scan(node);
     if (node.first_child < 0) return;
     const int s = node.split_dim;
-    const float c = q_[s], gap = gaps_[s];
-    const float left_gap = std::max(gap, c > node.left_max ? sub_rn(c, node.left_max) : 0.0f);
-    const float right_gap = std::max(gap, c < node.right_min ? sub_rn(node.right_min, c) : 0.0f);
+    const Scalar c = q_[s], gap = gaps_[s];
+    const Scalar left_gap = std::max(gap, c > node.left_max ? sub_rn(c, node.left_max) : Scalar{0});
+    const Scalar right_gap =
+        std::max(gap, c < node.right_min ? sub_rn(node.right_min, c) : Scalar{0});
     Side near{node.first_child, left_gap, left_gap == gap ? bound : bound_with(s, left_gap)};
     Side far{node.first_child + 1, right_gap, right_gap == gap ? bound : bound_with(s, right_gap)};
     // Nearer first; between equal bounds, the smaller indices first (they
@@ -106,7 +109,7 @@ class Walk {
     enter(far, s, gap);
   }
 
-  void enter(const Side& side, int s, float parent_gap) {
+  void enter(const Side& side, int s, Scalar parent_gap) {
     if (!sink_.may_improve(side.bound, min_index(side))) return;
     gaps_[s] = side.gap;
     visit(side.node, side.bound);
@@ -117,19 +120,21 @@ class Walk {
     return t_.nodes[static_cast<size_t>(side.node)].min_index;
   }
 
-  const SearchTree& t_;
-  const float* q_;
-  float* gaps_;
+  const BasicSearchTree<Scalar>& t_;
+  const Scalar* q_;
+  Scalar* gaps_;
   Sink& sink_;
 };
 
-template <int D, class Sink>
-void walk(const SearchTree& tree, const float* query, float* gaps, Sink& sink) {
-  Walk<D, Sink>(tree, query, gaps, sink).run();
+template <int D, typename Scalar, class Sink>
+void walk(const BasicSearchTree<Scalar>& tree, const Scalar* query, Scalar* gaps, Sink& sink) {
+  Walk<D, Scalar, Sink>(tree, query, gaps, sink).run();
 }
 
 // Query numbers sorted by the leaf each query falls into (a counting sort).
-std::vector<int64_t> leaf_order(const SearchTree& t, const float* queries, int64_t m, int threads) {
+template <typename Scalar>
+std::vector<int64_t> leaf_order(const BasicSearchTree<Scalar>& t, const Scalar* queries, int64_t m,
+                                int threads) {
   std::vector<int64_t> order(static_cast<size_t>(m));
   std::iota(order.begin(), order.end(), int64_t{0});
   if (t.nodes.empty() || m < 2 * kQueriesPerBlock) return order;
@@ -137,9 +142,9 @@ std::vector<int64_t> leaf_order(const SearchTree& t, const float* queries, int64
   std::vector<int64_t> start(t.nodes.size() + 1, 0);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < m; ++i) {
-    const float* q = queries + i * t.dim;
+    const Scalar* q = queries + i * t.dim;
     int32_t node = 0;
-    for (const SearchNode* nd = &t.nodes[0]; nd->first_child >= 0;
+    for (const BasicSearchNode<Scalar>* nd = &t.nodes[0]; nd->first_child >= 0;
          nd = &t.nodes[static_cast<size_t>(node)])
       node = nd->first_child + (q[nd->split_dim] <= nd->left_max ? 0 : 1);
     leaf[static_cast<size_t>(i)] = node;
@@ -153,23 +158,25 @@ std::vector<int64_t> leaf_order(const SearchTree& t, const float* queries, int64
 
 // Per-thread buffers of a kNN driver, allocated when a thread takes its
 // first block.
+template <typename Scalar>
 struct KnnState {
-  NeighborList list;
-  std::vector<float> gaps, query;
-  KnnState(int64_t take, const SearchTree& t)
+  BasicNeighborList<Scalar> list;
+  std::vector<Scalar> gaps, query;
+  KnnState(int64_t take, const BasicSearchTree<Scalar>& t)
       : list(take, t.size), gaps(static_cast<size_t>(t.dim)), query(static_cast<size_t>(t.dim)) {}
 };
 
 }  // namespace
 
-void search_knn(const SearchTree& tree, const float* queries, int64_t m, int k, int threads,
-                int32_t* indices, float* sq_distances) {
+template <typename Scalar>
+void search_knn(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, int k,
+                int threads, int32_t* indices, Scalar* sq_distances) {
   const int team = thread_count(threads);
   const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
-        m, kQueriesPerBlock, team, cancel_flag(), [&] { return KnnState(k, tree); },
-        [&](KnnState& state, int64_t b) {
+        m, kQueriesPerBlock, team, cancel_flag(), [&] { return KnnState<Scalar>(k, tree); },
+        [&](KnnState<Scalar>& state, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
             state.list.reset();
@@ -180,15 +187,16 @@ void search_knn(const SearchTree& tree, const float* queries, int64_t m, int k, 
   });
 }
 
-void search_knn_self(const SearchTree& tree, int k, bool exclude_self, int threads,
-                     int32_t* indices, float* sq_distances) {
+template <typename Scalar>
+void search_knn_self(const BasicSearchTree<Scalar>& tree, int k, bool exclude_self, int threads,
+                     int32_t* indices, Scalar* sq_distances) {
   const int64_t n = tree.size;
   const int64_t take = exclude_self ? int64_t{k} + 1 : k;
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
         n, kQueriesPerBlock, thread_count(threads), cancel_flag(),
-        [&] { return KnnState(take, tree); },
-        [&](KnnState& state, int64_t b) {
+        [&] { return KnnState<Scalar>(take, tree); },
+        [&](KnnState<Scalar>& state, int64_t b) {
           // Positions are in tree order: consecutive points are neighbours.
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n, (b + 1) * kQueriesPerBlock); ++p) {
             for (int d = 0; d < tree.dim; ++d)
@@ -204,27 +212,28 @@ void search_knn_self(const SearchTree& tree, int k, bool exclude_self, int threa
   });
 }
 
-void search_radius(const SearchTree& tree, const float* queries, int64_t m, float r2,
-                   int max_neighbors, int threads, int32_t* indices, float* sq_distances,
+template <typename Scalar>
+void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, Scalar r2,
+                   int max_neighbors, int threads, int32_t* indices, Scalar* sq_distances,
                    int32_t* counts) {
   const int team = thread_count(threads);
   const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
   struct RadiusState {
-    std::vector<Neighbor> found;
-    std::vector<float> gaps;
+    std::vector<BasicNeighbor<Scalar>> found;
+    std::vector<Scalar> gaps;
   };
   const int64_t row = max_neighbors;
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
         m, kQueriesPerBlock, team, cancel_flag(),
         [&] {
-          return RadiusState{{}, std::vector<float>(static_cast<size_t>(tree.dim))};
+          return RadiusState{{}, std::vector<Scalar>(static_cast<size_t>(tree.dim))};
         },
         [&](RadiusState& state, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
             state.found.clear();
-            WithinRadius sink{r2, max_neighbors > 0 ? &state.found : nullptr};
+            WithinRadius<Scalar> sink{r2, max_neighbors > 0 ? &state.found : nullptr};
             walk<decltype(dim)::value>(tree, queries + q * tree.dim, state.gaps.data(), sink);
             if (max_neighbors == 0) {
               counts[q] = static_cast<int32_t>(sink.count);
@@ -237,6 +246,18 @@ void search_radius(const SearchTree& tree, const float* queries, int64_t m, floa
         });
   });
 }
+
+// The two scalar types of the engines.
+#define KNN_KD_SEARCH_INSTANTIATE(Scalar)                                                         \
+  template void search_knn<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t, int,   \
+                                   int, int32_t*, Scalar*);                                       \
+  template void search_knn_self<Scalar>(const BasicSearchTree<Scalar>&, int, bool, int, int32_t*, \
+                                        Scalar*);                                                 \
+  template void search_radius<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t,     \
+                                      Scalar, int, int, int32_t*, Scalar*, int32_t*);
+KNN_KD_SEARCH_INSTANTIATE(float)
+KNN_KD_SEARCH_INSTANTIATE(double)
+#undef KNN_KD_SEARCH_INSTANTIATE
 
 }  // namespace omp
 }  // namespace knn

@@ -13,10 +13,11 @@
 // the box of the node it is in (the root's box, narrowed by every split on
 // the way down: an inner node's left subtree lies at or below left_max on its
 // split dimension, its right subtree at or above right_min). The bound of a
-// node is the sum of the squared gaps in dimension order, in float32 with the
-// point distance's own operations; each gap is never more than the point's
-// own coordinate difference and every float operation is monotone, so the
-// bound never exceeds the float32 distance of any point below the node. A
+// node is the sum of the squared gaps in dimension order, in the tree's
+// scalar type with the point distance's own operations; each gap is never
+// more than the point's own coordinate difference and every rounded operation
+// is monotone, so the bound never exceeds the distance of any point below the
+// node. A
 // node is entered only while it can hold a point that beats the k-th
 // candidate in (distance, index) order: bound < k-th distance, or equal to
 // it with a smaller index somewhere below (min_index). That last rule is what
@@ -26,6 +27,9 @@
 // Only the changed dimension's gap is updated on a split, and the bound is
 // summed again only when a gap grows (the far side of a split), which is
 // nanoflann's incremental box distance computed so that it stays exact.
+//
+// Scalar is float (the classic API and knn_index_build) or double (the _f64
+// family); the search is one template, instantiated for both in kd_search.cpp.
 #pragma once
 
 #include <cstddef>
@@ -41,58 +45,66 @@ namespace omp {
 // side by side (one vector lane per point, each summed in dimension order).
 constexpr int kScanLanes = 8;
 
-struct SearchNode {
+template <typename Scalar>
+struct BasicSearchNode {
   int32_t first_child = -1;  // -1: a leaf
   int32_t split_dim = 0;
-  float left_max = 0.0f;       // left subtree: coordinate split_dim <= left_max
-  float right_min = 0.0f;      // right subtree: coordinate split_dim >= right_min
+  Scalar left_max = 0;         // left subtree: coordinate split_dim <= left_max
+  Scalar right_min = 0;        // right subtree: coordinate split_dim >= right_min
   int32_t begin = 0, end = 0;  // the node's own points (positions)
   int32_t min_index = 0;       // smallest original index in the subtree
 };
 
-struct SearchTree {
+template <typename Scalar>
+struct BasicSearchTree {
+  using Node = BasicSearchNode<Scalar>;
   int dim = 0;
-  int64_t size = 0;    // points
-  int64_t stride = 0;  // floats per plane: size + kScanLanes (a block may read past a bucket)
-  std::vector<SearchNode> nodes;  // empty for an empty tree
-  std::vector<int32_t> ids;       // original index of each position
-  std::vector<float> planes;      // coordinate d of position p at planes[d * stride + p]
-  std::vector<float> lo, hi;      // the box of all points
+  int64_t size = 0;         // points
+  int64_t stride = 0;       // scalars per plane: size + kScanLanes (a block may read past a bucket)
+  std::vector<Node> nodes;  // empty for an empty tree
+  std::vector<int32_t> ids;    // original index of each position
+  std::vector<Scalar> planes;  // coordinate d of position p at planes[d * stride + p]
+  std::vector<Scalar> lo, hi;  // the box of all points
 
   // Sizes every array (before any parallel region: nothing allocates later).
   void allocate(int dims, int64_t points, int64_t node_count) {
     dim = dims;
     size = points;
     stride = points + kScanLanes;
-    nodes.assign(static_cast<size_t>(node_count), SearchNode{});
+    nodes.assign(static_cast<size_t>(node_count), Node{});
     ids.assign(static_cast<size_t>(points), 0);
-    planes.assign(static_cast<size_t>(stride) * static_cast<size_t>(dims), 0.0f);
-    lo.assign(static_cast<size_t>(dims), 0.0f);
-    hi.assign(static_cast<size_t>(dims), 0.0f);
+    planes.assign(static_cast<size_t>(stride) * static_cast<size_t>(dims), Scalar{0});
+    lo.assign(static_cast<size_t>(dims), Scalar{0});
+    hi.assign(static_cast<size_t>(dims), Scalar{0});
   }
-  float* plane(int d) {
+  Scalar* plane(int d) {
     return planes.data() + static_cast<size_t>(d) * static_cast<size_t>(stride);
   }
-  const float* plane(int d) const {
+  const Scalar* plane(int d) const {
     return planes.data() + static_cast<size_t>(d) * static_cast<size_t>(stride);
   }
 };
+using SearchNode = BasicSearchNode<float>;
+using SearchTree = BasicSearchTree<float>;
 
-// k nearest points of m queries (row-major, tree.dim floats each); row i of
+// k nearest points of m queries (row-major, tree.dim scalars each); row i of
 // indices / sq_distances (the latter may be NULL) at offset i*k, padded with
 // -1 / +infinity. threads 0: all.
-void search_knn(const SearchTree& tree, const float* queries, int64_t m, int k, int threads,
-                int32_t* indices, float* sq_distances);
+template <typename Scalar>
+void search_knn(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, int k,
+                int threads, int32_t* indices, Scalar* sq_distances);
 
 // All-kNN: the row of the point with original index i at offset i*k. With
 // exclude_self the point itself is left out of its own row.
-void search_knn_self(const SearchTree& tree, int k, bool exclude_self, int threads,
-                     int32_t* indices, float* sq_distances);
+template <typename Scalar>
+void search_knn_self(const BasicSearchTree<Scalar>& tree, int k, bool exclude_self, int threads,
+                     int32_t* indices, Scalar* sq_distances);
 
 // Points within squared distance r2 of each query: rows of max_neighbors
 // (sorted, padded), the true counts; max_neighbors 0: counts only.
-void search_radius(const SearchTree& tree, const float* queries, int64_t m, float r2,
-                   int max_neighbors, int threads, int32_t* indices, float* sq_distances,
+template <typename Scalar>
+void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, Scalar r2,
+                   int max_neighbors, int threads, int32_t* indices, Scalar* sq_distances,
                    int32_t* counts);
 
 }  // namespace omp

@@ -7,9 +7,9 @@
 // (grid_is_poor) the build returns nullptr and the API uses the kd-tree.
 //
 // Search. k nearest: shells of cells around the query's cell, stopped by the
-// exact float32 bounds of grid_layout.h. Radius: exactly the cells whose
-// bound is within the radius. Queries run in cell order, so the queries of
-// one block read the same cells.
+// exact bounds of grid_layout.h. Radius: exactly the cells whose bound is
+// within the radius. Queries run in cell order, so the queries of one block
+// read the same cells. One template over the scalar type (float, double).
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -41,8 +41,9 @@ std::vector<int64_t> order_by_key(const std::vector<uint32_t>& keys, int64_t cel
   return order;
 }
 
-std::vector<uint32_t> cell_keys(const GridLayout& grid, const float* xyz, int64_t count,
-                                int threads) {
+template <typename Scalar>
+std::vector<uint32_t> cell_keys(const BasicGridLayout<Scalar>& grid, const Scalar* xyz,
+                                int64_t count, int threads) {
   std::vector<uint32_t> keys(static_cast<size_t>(count));
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < count; ++i)
@@ -50,9 +51,12 @@ std::vector<uint32_t> cell_keys(const GridLayout& grid, const float* xyz, int64_
   return keys;
 }
 
-class GridIndex final : public IndexEngine {
+template <typename Scalar>
+class GridIndex final : public BasicIndexEngine<Scalar> {
  public:
-  GridIndex(const GridLayout& grid, const float* points, int64_t n,
+  using List = BasicNeighborList<Scalar>;
+  using Entry = BasicNeighbor<Scalar>;
+  GridIndex(const BasicGridLayout<Scalar>& grid, const Scalar* points, int64_t n,
             const std::vector<int64_t>& order, std::vector<int64_t> starts)
       : grid_(grid),
         n_(n),
@@ -71,14 +75,14 @@ class GridIndex final : public IndexEngine {
   int64_t size() const override { return n_; }
   int dim() const override { return 3; }
 
-  void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+  void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
     const int threads = thread_count(call.threads);
     const std::vector<int64_t> order =
         order_by_key(cell_keys(grid_, queries, m, threads), grid_.cell_count(), nullptr);
     for_each_block(
-        m, kQueriesPerBlock, threads, cancel_flag(), [&] { return NeighborList(k, n_); },
-        [&](NeighborList& list, int64_t b) {
+        m, kQueriesPerBlock, threads, cancel_flag(), [&] { return List(k, n_); },
+        [&](List& list, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
             nearest(queries + 3 * q, list);
@@ -88,13 +92,13 @@ class GridIndex final : public IndexEngine {
   }
 
   // The stored points are in cell order already: the locality of the query sort.
-  void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+  void knn_self(int k, bool exclude_self, int32_t* indices, Scalar* sq_distances,
                 const CallParams& call) const override {
     const int take = exclude_self ? k + 1 : k;
     for_each_block(
         n_, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
-        [&] { return NeighborList(take, n_); },
-        [&](NeighborList& list, int64_t b) {
+        [&] { return List(take, n_); },
+        [&](List& list, int64_t b) {
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock);
                ++p) {
             const int64_t self = ids_[static_cast<size_t>(p)];
@@ -105,16 +109,16 @@ class GridIndex final : public IndexEngine {
         });
   }
 
-  void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
-              float* sq_distances, int32_t* counts, const CallParams& call) const override {
-    const float r2 = mul_rn(radius, radius);
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
+    const Scalar r2 = mul_rn(radius, radius);
     const int threads = thread_count(call.threads);
     const std::vector<int64_t> order =
         order_by_key(cell_keys(grid_, queries, m, threads), grid_.cell_count(), nullptr);
     const int64_t row = max_neighbors;
     for_each_block(
-        m, kQueriesPerBlock, threads, cancel_flag(), [] { return std::vector<Neighbor>(); },
-        [&](std::vector<Neighbor>& found, int64_t b) {
+        m, kQueriesPerBlock, threads, cancel_flag(), [] { return std::vector<Entry>(); },
+        [&](std::vector<Entry>& found, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
             found.clear();
@@ -126,7 +130,7 @@ class GridIndex final : public IndexEngine {
         });
   }
 
-  void copy_points(float* host_rows) const override {
+  void copy_points(Scalar* host_rows) const override {
     for (int64_t p = 0; p < n_; ++p)
       std::copy(&coords_[static_cast<size_t>(3 * p)], &coords_[static_cast<size_t>(3 * p)] + 3,
                 host_rows + 3 * int64_t{ids_[static_cast<size_t>(p)]});
@@ -135,50 +139,49 @@ class GridIndex final : public IndexEngine {
  private:
   // The points of cells first_key..last_key (contiguous in cell order).
   template <class Offer>
-  void scan_cells(const float* q, uint32_t first_key, uint32_t last_key, Offer&& offer) const {
+  void scan_cells(const Scalar* q, uint32_t first_key, uint32_t last_key, Offer&& offer) const {
     for (int64_t p = starts_[first_key]; p < starts_[last_key + size_t{1}]; ++p) {
-      const float* c = &coords_[static_cast<size_t>(3 * p)];
+      const Scalar* c = &coords_[static_cast<size_t>(3 * p)];
       offer(squared_distance3(q[0], q[1], q[2], c[0], c[1], c[2]), ids_[static_cast<size_t>(p)]);
     }
   }
 
-  void nearest(const float* q, NeighborList& list) const {
+  void nearest(const Scalar* q, List& list) const {
     list.reset();
     if (n_ == 0) return;
     const auto kth = [&] {
-      return list.full() ? list.worst().sq_distance : std::numeric_limits<float>::infinity();
+      return list.full() ? list.worst().sq_distance : std::numeric_limits<Scalar>::infinity();
     };
     walk_shells(grid_, q, kth, [&](uint32_t first_key, uint32_t last_key) {
-      scan_cells(q, first_key, last_key, [&](float d, int32_t id) { list.offer(d, id); });
+      scan_cells(q, first_key, last_key, [&](Scalar d, int32_t id) { list.offer(d, id); });
     });
   }
 
-  void within(const float* q, float r2, std::vector<Neighbor>& found) const {
+  void within(const Scalar* q, Scalar r2, std::vector<Entry>& found) const {
     if (n_ == 0) return;
     walk_ball(grid_, q, r2, [&](uint32_t first_key, uint32_t last_key) {
-      scan_cells(q, first_key, last_key, [&](float d, int32_t id) {
-        if (d <= r2) found.push_back(Neighbor{d, id});
+      scan_cells(q, first_key, last_key, [&](Scalar d, int32_t id) {
+        if (d <= r2) found.push_back(Entry{d, id});
       });
     });
   }
 
-  GridLayout grid_;
+  BasicGridLayout<Scalar> grid_;
   int64_t n_;
   std::vector<int64_t> starts_;  // cell_count + 1 positions into coords_/ids_
-  std::vector<float> coords_;    // x, y, z of the points in cell order
+  std::vector<Scalar> coords_;   // x, y, z of the points in cell order
   std::vector<int32_t> ids_;     // their original indices
 };
 
-}  // namespace
-
-std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
-                                              const IndexParams& params) {
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64_t n,
+                                                     const IndexParams& params) {
   const int threads = thread_count(params.threads);
   const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
-  float lo[3] = {0.0f, 0.0f, 0.0f}, hi[3] = {0.0f, 0.0f, 0.0f};
+  Scalar lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   if (n > 0) {
     for (int a = 0; a < 3; ++a) {
-      float l = points[a], h = points[a];
+      Scalar l = points[a], h = points[a];
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(min : l) reduction(max : h)
       for (int64_t i = 0; i < n; ++i) {
         l = std::min(l, points[3 * i + a]);
@@ -187,7 +190,7 @@ std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
       lo[a] = l, hi[a] = h;
     }
   }
-  const GridLayout grid = make_grid_layout(lo, hi, n, target);
+  const BasicGridLayout<Scalar> grid = make_grid_layout(lo, hi, n, target);
   std::vector<int64_t> starts;
   const std::vector<int64_t> order =
       order_by_key(cell_keys(grid, points, n, threads), grid.cell_count(), &starts);
@@ -197,7 +200,19 @@ std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
     sum_sq += count * count;
   }
   if (grid_is_poor(sum_sq, n, target)) return nullptr;
-  return std::make_unique<GridIndex>(grid, points, n, order, std::move(starts));
+  return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts));
+}
+
+}  // namespace
+
+std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
+                                              const IndexParams& params) {
+  return build_grid(points, n, params);
+}
+
+std::unique_ptr<IndexEngine64> build_grid_index(const double* points, int64_t n,
+                                                const IndexParams& params) {
+  return build_grid(points, n, params);
 }
 
 }  // namespace omp

@@ -2,7 +2,7 @@
 // dimension. Work items are blocks of queries; each walks the points in
 // blocks small enough to stay in the core's cache while all of its queries
 // read them, so the points stream from memory once per query block rather
-// than once per query.
+// than once per query. One template over the scalar type (float, double).
 #include <algorithm>
 #include <vector>
 
@@ -16,42 +16,45 @@ namespace omp {
 namespace {
 
 constexpr int64_t kQueriesPerBlock = 32;
-// Floats of points per cache block (128 KiB: a typical L2 share per core).
-constexpr int64_t kPointFloatsPerBlock = 32 * 1024;
+// Bytes of points per cache block (128 KiB: a typical L2 share per core).
+constexpr int64_t kPointBytesPerBlock = 128 * 1024;
 
-class BruteForceIndex final : public IndexEngine {
+template <typename Scalar>
+class BruteForceIndex final : public BasicIndexEngine<Scalar> {
  public:
-  BruteForceIndex(const float* points, int64_t n, int dim)
+  using Entry = BasicNeighbor<Scalar>;
+  BruteForceIndex(const Scalar* points, int64_t n, int dim)
       : n_(n),
         dim_(dim),
         points_(points, points + n * dim),
-        points_per_block_(std::max<int64_t>(1, kPointFloatsPerBlock / dim)) {}
+        points_per_block_(
+            std::max<int64_t>(1, kPointBytesPerBlock / (dim * int64_t{sizeof(Scalar)}))) {}
 
   int backend() const override { return KNN_BACKEND_OPENMP; }
   int structure() const override { return KNN_STRUCTURE_BRUTE_FORCE; }
   int64_t size() const override { return n_; }
   int dim() const override { return dim_; }
 
-  void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+  void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
     nearest(queries, m, k, k, false, indices, sq_distances, call);
   }
 
-  void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+  void knn_self(int k, bool exclude_self, int32_t* indices, Scalar* sq_distances,
                 const CallParams& call) const override {
     nearest(points_.data(), n_, exclude_self ? int64_t{k} + 1 : k, k, exclude_self, indices,
             sq_distances, call);
   }
 
-  void copy_points(float* host_rows) const override {
+  void copy_points(Scalar* host_rows) const override {
     std::copy(points_.begin(), points_.end(), host_rows);
   }
 
-  void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
-              float* sq_distances, int32_t* counts, const CallParams& call) const override {
-    const float r2 = mul_rn(radius, radius);
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
+    const Scalar r2 = mul_rn(radius, radius);
     const int64_t row = max_neighbors;
-    using Found = std::vector<std::vector<Neighbor>>;
+    using Found = std::vector<std::vector<Entry>>;
     for_each_block(
         m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
         [] { return Found(static_cast<size_t>(kQueriesPerBlock)); },
@@ -61,10 +64,10 @@ class BruteForceIndex final : public IndexEngine {
           std::vector<int64_t> count(static_cast<size_t>(last - first), 0);
           for_each_point_block([&](int64_t begin, int64_t end) {
             for (int64_t q = first; q < last; ++q) {
-              const float* query = queries + q * dim_;
+              const Scalar* query = queries + q * dim_;
               const size_t slot = static_cast<size_t>(q - first);
               for (int64_t j = begin; j < end; ++j) {
-                const float d = squared_distance(query, point(j), dim_);
+                const Scalar d = squared_distance(query, point(j), dim_);
                 if (d > r2) continue;
                 ++count[slot];
                 if (max_neighbors > 0) found[slot].push_back({d, static_cast<int32_t>(j)});
@@ -85,7 +88,7 @@ class BruteForceIndex final : public IndexEngine {
   }
 
  private:
-  const float* point(int64_t j) const { return &points_[static_cast<size_t>(j * dim_)]; }
+  const Scalar* point(int64_t j) const { return &points_[static_cast<size_t>(j * dim_)]; }
 
   template <class Visit>
   void for_each_point_block(Visit visit) const {
@@ -95,19 +98,20 @@ class BruteForceIndex final : public IndexEngine {
 
   // Rows of k for m queries, from lists of `take` entries; with skip_self,
   // query q is point q and its own index is dropped (take = k + 1).
-  void nearest(const float* queries, int64_t m, int64_t take, int k, bool skip_self,
-               int32_t* indices, float* sq_distances, const CallParams& call) const {
-    using Lists = std::vector<NeighborList>;
+  void nearest(const Scalar* queries, int64_t m, int64_t take, int k, bool skip_self,
+               int32_t* indices, Scalar* sq_distances, const CallParams& call) const {
+    using List = BasicNeighborList<Scalar>;
+    using Lists = std::vector<List>;
     for_each_block(
         m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
-        [&] { return Lists(static_cast<size_t>(kQueriesPerBlock), NeighborList(take, n_)); },
+        [&] { return Lists(static_cast<size_t>(kQueriesPerBlock), List(take, n_)); },
         [&](Lists& lists, int64_t b) {
           const int64_t first = b * kQueriesPerBlock, last = std::min(m, first + kQueriesPerBlock);
           for (auto& list : lists) list.reset();
           for_each_point_block([&](int64_t begin, int64_t end) {
             for (int64_t q = first; q < last; ++q) {
-              const float* query = queries + q * dim_;
-              NeighborList& list = lists[static_cast<size_t>(q - first)];
+              const Scalar* query = queries + q * dim_;
+              List& list = lists[static_cast<size_t>(q - first)];
               for (int64_t j = begin; j < end; ++j)
                 list.offer(squared_distance(query, point(j), dim_), static_cast<int32_t>(j));
             }
@@ -121,7 +125,7 @@ class BruteForceIndex final : public IndexEngine {
 
   int64_t n_;
   int dim_;
-  std::vector<float> points_;
+  std::vector<Scalar> points_;
   int64_t points_per_block_;
 };
 
@@ -129,7 +133,12 @@ class BruteForceIndex final : public IndexEngine {
 
 std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_t n, int dim,
                                                      const IndexParams&) {
-  return std::make_unique<BruteForceIndex>(points, n, dim);
+  return std::make_unique<BruteForceIndex<float>>(points, n, dim);
+}
+
+std::unique_ptr<IndexEngine64> build_brute_force_index(const double* points, int64_t n, int dim,
+                                                       const IndexParams&) {
+  return std::make_unique<BruteForceIndex<double>>(points, n, dim);
 }
 
 }  // namespace omp

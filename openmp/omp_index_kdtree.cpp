@@ -11,6 +11,9 @@
 // Search: kd_search.h, on the tree handed over at the end of the build (the
 // split's two sides become the children's bounds on the split dimension,
 // the root's box the starting gaps).
+//
+// One template over the scalar type: float for knn_index_build, double for
+// knn_index_build_f64.
 #include <algorithm>
 #include <numeric>
 #include <utility>
@@ -40,9 +43,10 @@ struct KdNode {
   int32_t split_dim = 0;       // inner nodes: the dimension split at the median
 };
 
-class KdTreeIndex final : public IndexEngine {
+template <typename Scalar>
+class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  public:
-  KdTreeIndex(const float* points, int64_t n, int dim, const IndexParams& params)
+  KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
       : n_(n), dim_(dim), leaf_size_(params.leaf_size > 0 ? params.leaf_size : kDefaultLeafSize) {
     build(points, thread_count(params.threads), cancel_flag());
   }
@@ -52,26 +56,26 @@ class KdTreeIndex final : public IndexEngine {
   int64_t size() const override { return n_; }
   int dim() const override { return dim_; }
 
-  void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+  void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
     search_knn(search_, queries, m, k, call.threads, indices, sq_distances);
   }
 
-  void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+  void knn_self(int k, bool exclude_self, int32_t* indices, Scalar* sq_distances,
                 const CallParams& call) const override {
     search_knn_self(search_, k, exclude_self, call.threads, indices, sq_distances);
   }
 
-  void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
-              float* sq_distances, int32_t* counts, const CallParams& call) const override {
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     search_radius(search_, queries, m, mul_rn(radius, radius), max_neighbors, call.threads, indices,
                   sq_distances, counts);
   }
 
   // From the search layout: the build's own rows are freed once it is made.
-  void copy_points(float* host_rows) const override {
+  void copy_points(Scalar* host_rows) const override {
     for (int d = 0; d < dim_; ++d) {
-      const float* plane = search_.plane(d);
+      const Scalar* plane = search_.plane(d);
       for (int64_t p = 0; p < n_; ++p)
         host_rows[int64_t{search_.ids[static_cast<size_t>(p)]} * dim_ + d] = plane[p];
     }
@@ -81,14 +85,14 @@ class KdTreeIndex final : public IndexEngine {
   // Fills the node's box and smallest index from its points (rows_ and ids_
   // of its range); returns the dimension of widest spread.
   int fit_box(KdNode& node, int32_t self) {
-    float* l = &boxes_[static_cast<size_t>(self) * 2 * dim_];
-    float* h = l + dim_;
-    const float* first = row(node.begin);
+    Scalar* l = &boxes_[static_cast<size_t>(self) * 2 * dim_];
+    Scalar* h = l + dim_;
+    const Scalar* first = row(node.begin);
     std::copy(first, first + dim_, l);
     std::copy(first, first + dim_, h);
     node.min_index = ids_[static_cast<size_t>(node.begin)];
     for (int32_t p = node.begin + 1; p < node.end; ++p) {
-      const float* x = row(p);
+      const Scalar* x = row(p);
       for (int d = 0; d < dim_; ++d) {
         l[d] = std::min(l[d], x[d]);
         h[d] = std::max(h[d], x[d]);
@@ -96,7 +100,8 @@ class KdTreeIndex final : public IndexEngine {
       node.min_index = std::min(node.min_index, ids_[static_cast<size_t>(p)]);
     }
     int widest = 0;
-    // Spreads compared in double: hi - lo can overflow float32 for huge data.
+    // Spreads compared in double: hi - lo can overflow float32 for huge data
+    // (and cannot overflow double within the float64 coordinate rule).
     for (int d = 1; d < dim_; ++d)
       if (double(h[d]) - double(l[d]) > double(h[widest]) - double(l[widest])) widest = d;
     return widest;
@@ -106,14 +111,14 @@ class KdTreeIndex final : public IndexEngine {
   // as the tree's definition is (inputs are finite; -0 and +0 are one value,
   // tied by index); `from` is where its row is before the selection.
   struct Key {
-    float coord;
+    Scalar coord;
     int32_t id, from;
     bool operator<(const Key& other) const {
       return coord < other.coord || (coord == other.coord && id < other.id);
     }
   };
 
-  const float* row(int64_t position) const { return &rows_[static_cast<size_t>(position) * dim_]; }
+  const Scalar* row(int64_t position) const { return &rows_[static_cast<size_t>(position) * dim_]; }
 
   // Reorders the node's range of ids_ and rows_ so that the lower half by
   // (coordinate on `dim`, index) comes first; returns the first position of
@@ -143,7 +148,7 @@ class KdTreeIndex final : public IndexEngine {
   // more than a leaf, selects its median (the level's nodes in parallel, on
   // disjoint ranges of ids_ and rows_); then the level's children are
   // appended. Every buffer is sized before the first parallel region.
-  void build(const float* points, int threads, const volatile int* cancel) {
+  void build(const Scalar* points, int threads, const volatile int* cancel) {
     ids_.resize(static_cast<size_t>(n_));
     std::iota(ids_.begin(), ids_.end(), 0);
     if (n_ == 0) {
@@ -203,7 +208,7 @@ class KdTreeIndex final : public IndexEngine {
   // per dimension), each inner node's two sides as the bounds its children
   // lie within on the split dimension. The build's arrays are freed.
   void hand_over(int threads) {
-    std::vector<float>().swap(spare_);
+    std::vector<Scalar>().swap(spare_);
     std::vector<Key>().swap(keys_);
     search_.allocate(dim_, n_, static_cast<int64_t>(nodes_.size()));
     search_.ids = ids_;
@@ -212,7 +217,7 @@ class KdTreeIndex final : public IndexEngine {
       for (int d = 0; d < dim_; ++d) search_.plane(d)[p] = row(p)[d];
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const KdNode& node = nodes_[i];
-      SearchNode& s = search_.nodes[i];
+      auto& s = search_.nodes[i];
       s.min_index = node.min_index;
       s.first_child = node.first_child;
       if (node.first_child < 0) {
@@ -226,29 +231,34 @@ class KdTreeIndex final : public IndexEngine {
     std::copy(boxes_.begin(), boxes_.begin() + dim_, search_.lo.begin());
     std::copy(boxes_.begin() + dim_, boxes_.begin() + 2 * dim_, search_.hi.begin());
     std::vector<int32_t>().swap(ids_);
-    std::vector<float>().swap(rows_);
+    std::vector<Scalar>().swap(rows_);
     std::vector<KdNode>().swap(nodes_);
-    std::vector<float>().swap(boxes_);
+    std::vector<Scalar>().swap(boxes_);
   }
 
   int64_t n_;
   int dim_;
   int leaf_size_;
-  SearchTree search_;  // what the queries search (kd_search.h)
+  BasicSearchTree<Scalar> search_;  // what the queries search (kd_search.h)
   // The build's arrays, freed by hand_over:
   std::vector<int32_t> ids_;   // original index of each bucket-order position
-  std::vector<float> rows_;    // the points in the same order, dim_ floats each
-  std::vector<float> spare_;   // rows being reordered by a split
+  std::vector<Scalar> rows_;   // the points in the same order, dim_ scalars each
+  std::vector<Scalar> spare_;  // rows being reordered by a split
   std::vector<Key> keys_;      // the selections' keys, at their nodes' positions
   std::vector<KdNode> nodes_;  // breadth first; node 0 is the root
-  std::vector<float> boxes_;   // per node: dim_ lows, then dim_ highs
+  std::vector<Scalar> boxes_;  // per node: dim_ lows, then dim_ highs
 };
 
 }  // namespace
 
 std::unique_ptr<IndexEngine> build_kdtree_index(const float* points, int64_t n, int dim,
                                                 const IndexParams& params) {
-  return std::make_unique<KdTreeIndex>(points, n, dim, params);
+  return std::make_unique<KdTreeIndex<float>>(points, n, dim, params);
+}
+
+std::unique_ptr<IndexEngine64> build_kdtree_index(const double* points, int64_t n, int dim,
+                                                  const IndexParams& params) {
+  return std::make_unique<KdTreeIndex<double>>(points, n, dim, params);
 }
 
 }  // namespace omp

@@ -22,16 +22,18 @@
 namespace knn {
 namespace omp {
 
-// The k best candidates of one query, for any k. Up to kSortedListMaxK the
+// The k best candidates of one query, for any k, of either scalar type. Up to kSortedListMaxK the
 // sorted insertion of KnnList is fastest (few candidates are accepted once the
 // list fills); beyond, a max-heap keeps each insertion O(log k).
-class NeighborList {
+template <typename Scalar>
+class BasicNeighborList {
  public:
+  using Entry = BasicNeighbor<Scalar>;
   static constexpr int kSortedListMaxK = 128;
 
   // Keeps min(k, n_points) entries: a row never holds more than the index has
   // (k is 64-bit: an all-kNN without self asks for k + 1).
-  NeighborList(int64_t k, int64_t n_points)
+  BasicNeighborList(int64_t k, int64_t n_points)
       : capacity_(static_cast<int>(std::min<int64_t>(k, n_points))),
         storage_(static_cast<size_t>(capacity_)) {}
 
@@ -43,27 +45,27 @@ class NeighborList {
 
   bool full() const { return offered_ >= capacity_; }
   // The current k-th candidate; meaningful only when full().
-  const Neighbor& worst() const {
+  const Entry& worst() const {
     return capacity_ <= kSortedListMaxK ? storage_[static_cast<size_t>(capacity_) - 1]
                                         : storage_.front();
   }
 
   // The distance a point must not exceed to be offered usefully: the k-th
   // candidate's, or +infinity while the list is not full.
-  float limit() const {
-    return full() && capacity_ > 0 ? worst().sq_distance : std::numeric_limits<float>::infinity();
+  Scalar limit() const {
+    return full() && capacity_ > 0 ? worst().sq_distance : std::numeric_limits<Scalar>::infinity();
   }
 
   // Whether a region whose points are all at squared distance >= lower_bound
   // and have indices >= min_index may still hold a candidate that enters.
-  bool may_improve(float lower_bound, int32_t min_index) const {
+  bool may_improve(Scalar lower_bound, int32_t min_index) const {
     if (capacity_ == 0) return false;
     if (!full()) return true;
-    const Neighbor& w = worst();
+    const Entry& w = worst();
     return lower_bound < w.sq_distance || (lower_bound == w.sq_distance && min_index < w.index);
   }
 
-  void offer(float sq_distance, int32_t index) {
+  void offer(Scalar sq_distance, int32_t index) {
     if (capacity_ == 0) return;
     if (capacity_ <= kSortedListMaxK) {
       // KnnList fills its first `capacity_` offers unconditionally, so after
@@ -72,8 +74,8 @@ class NeighborList {
       ++offered_;
       return;
     }
-    const Neighbor candidate{sq_distance, index};
-    auto farther = [](const Neighbor& a, const Neighbor& b) { return closer(a, b); };
+    const Entry candidate{sq_distance, index};
+    auto farther = [](const Entry& a, const Entry& b) { return closer(a, b); };
     if (!full()) {
       storage_[static_cast<size_t>(offered_++)] = candidate;
       if (full()) std::make_heap(storage_.begin(), storage_.end(), farther);
@@ -87,10 +89,10 @@ class NeighborList {
   // Writes a row of k slots, nearest first, skipping the entry whose index is
   // `skip` (-1: none) and padding with -1 / +infinity. Ends the query: the
   // heap is sorted in place.
-  void write(int k, int32_t skip, int32_t* indices, float* sq_distances) {
+  void write(int k, int32_t skip, int32_t* indices, Scalar* sq_distances) {
     const int found = static_cast<int>(std::min<int64_t>(offered_, capacity_));
     if (capacity_ > kSortedListMaxK) {
-      auto farther = [](const Neighbor& a, const Neighbor& b) { return closer(a, b); };
+      auto farther = [](const Entry& a, const Entry& b) { return closer(a, b); };
       if (full())
         std::sort_heap(storage_.begin(), storage_.end(), farther);
       else
@@ -98,7 +100,7 @@ class NeighborList {
     }
     int j = 0;
     for (int e = 0; e < found && j < k; ++e) {
-      const Neighbor& nb = storage_[static_cast<size_t>(e)];
+      const Entry& nb = storage_[static_cast<size_t>(e)];
       if (nb.index == skip) continue;
       if (indices) indices[j] = nb.index;
       if (sq_distances) sq_distances[j] = nb.sq_distance;
@@ -106,33 +108,36 @@ class NeighborList {
     }
     for (; j < k; ++j) {
       if (indices) indices[j] = -1;
-      if (sq_distances) sq_distances[j] = std::numeric_limits<float>::infinity();
+      if (sq_distances) sq_distances[j] = std::numeric_limits<Scalar>::infinity();
     }
   }
 
  private:
   int capacity_;
-  std::vector<Neighbor> storage_;
-  std::optional<KnnList> sorted_;
+  std::vector<Entry> storage_;
+  std::optional<BasicKnnList<Scalar>> sorted_;
   int64_t offered_ = 0;
 };
 
 // Writes one radius row from the candidates found (any order): sorted by
 // (distance, index), the first max_neighbors kept, -1 / +infinity padding,
 // the true count. Any output may be NULL.
-inline void write_radius_row(std::vector<Neighbor>& found, int max_neighbors, int32_t* indices,
-                             float* sq_distances, int32_t* count) {
+template <typename Scalar>
+void write_radius_row(std::vector<BasicNeighbor<Scalar>>& found, int max_neighbors,
+                      int32_t* indices, Scalar* sq_distances, int32_t* count) {
   if (count) *count = static_cast<int32_t>(found.size());
   if (max_neighbors == 0) return;
   const size_t keep = std::min(found.size(), static_cast<size_t>(max_neighbors));
-  auto nearer = [](const Neighbor& a, const Neighbor& b) { return closer(a, b); };
+  auto nearer = [](const BasicNeighbor<Scalar>& a, const BasicNeighbor<Scalar>& b) {
+    return closer(a, b);
+  };
   std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep), found.end(),
                     nearer);
   for (size_t j = 0; j < static_cast<size_t>(max_neighbors); ++j) {
     const bool hit = j < keep;
     if (indices) indices[j] = hit ? found[j].index : -1;
     if (sq_distances)
-      sq_distances[j] = hit ? found[j].sq_distance : std::numeric_limits<float>::infinity();
+      sq_distances[j] = hit ? found[j].sq_distance : std::numeric_limits<Scalar>::infinity();
   }
 }
 

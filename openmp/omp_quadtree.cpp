@@ -12,6 +12,10 @@
 // every point in it gets the same answer, see the boundary rule in
 // pip_predicate.h); one of its points decides for all. Results are sorted
 // per polygon.
+//
+// One template serves both precisions: P is the points' scalar, V the
+// polygon vertices' (float or double each); tests that mix them compare or
+// compute in pip::Common<P, V>, exactly.
 #include <omp.h>
 
 #include <algorithm>
@@ -33,34 +37,40 @@ namespace {
 // Measured with bench_pip_cpu (uniform points, rectangles and 100-gons).
 constexpr int kDefaultLeafCapacity = 64;
 
+template <class T>
 struct Box {
-  float min_x, min_y, max_x, max_y;
+  T min_x, min_y, max_x, max_y;
 };
 
+template <class P>
 struct Node {
   int64_t begin, end;   // range of the sorted order
   int64_t first_child;  // children are contiguous; -1 for a leaf
   int child_count;
-  Box box;  // tight bounding box of the node's points
+  Box<P> box;  // tight bounding box of the node's points
 };
 
+template <class V>
 struct Edge {
-  float ax, ay, bx, by;
+  V ax, ay, bx, by;
 };
 
 // Whether the edge may cross a ray towards +x from a point of the box: it
 // reaches x >= box.min_x and its y-range meets the box's. Conservative (a
 // superset of the crossing edges is all the parity needs).
-bool edge_meets_band(const Edge& e, const Box& box) {
+template <class V, class P>
+bool edge_meets_band(const Edge<V>& e, const Box<P>& box) {
   return std::max(e.ax, e.bx) >= box.min_x && std::max(e.ay, e.by) >= box.min_y &&
          std::min(e.ay, e.by) <= box.max_y;
 }
 
 // Crossing parity of the ray from (x, y) over `edges`; exact over the whole
 // polygon when `edges` holds every edge that may cross that ray.
-bool odd_crossings(const std::vector<Edge>& edges, float x, float y) {
+template <class V, class P>
+bool odd_crossings(const std::vector<Edge<V>>& edges, P x, P y) {
   bool odd = false;
-  for (const Edge& e : edges) odd ^= pip::edge_crosses_ray(e.ax, e.ay, e.bx, e.by, x, y);
+  for (const Edge<V>& e : edges)
+    odd ^= pip::edge_crosses_ray<pip::Common<P, V>>(e.ax, e.ay, e.bx, e.by, x, y);
   return odd;
 }
 
@@ -87,38 +97,55 @@ void sort_indices(int64_t* first, int64_t* last, int64_t bound) {
   if (from != first) std::copy(from, from + count, first);
 }
 
-bool boxes_overlap(const Box& a, const Box& b) {
+template <class A, class B>
+bool boxes_overlap(const Box<A>& a, const Box<B>& b) {
   return a.min_x <= b.max_x && b.min_x <= a.max_x && a.min_y <= b.max_y && b.min_y <= a.max_y;
 }
 
-bool point_in_box(float x, float y, const Box& b) {
+template <class V, class P>
+bool point_in_box(V x, V y, const Box<P>& b) {
   return x >= b.min_x && x <= b.max_x && y >= b.min_y && y <= b.max_y;
 }
 
 // Whether the segment meets the closed box. Separating axes: x, y (the
 // bounding boxes) and the segment's normal (all four corners strictly on one
 // side, decided exactly). Exact, so "false" is certain.
-bool edge_touches_box(const Edge& e, const Box& b) {
-  const Box edge_box{std::min(e.ax, e.bx), std::min(e.ay, e.by), std::max(e.ax, e.bx),
-                     std::max(e.ay, e.by)};
+template <class V, class P>
+bool edge_touches_box(const Edge<V>& e, const Box<P>& b) {
+  using C = pip::Common<P, V>;
+  const Box<V> edge_box{std::min(e.ax, e.bx), std::min(e.ay, e.by), std::max(e.ax, e.bx),
+                        std::max(e.ay, e.by)};
   if (!boxes_overlap(edge_box, b)) return false;
   if (point_in_box(e.ax, e.ay, b) || point_in_box(e.bx, e.by, b)) return true;
-  const int s = pip::orientation_sign(e.ax, e.ay, e.bx, e.by, b.min_x, b.min_y);
+  const int s = pip::orientation_sign<C>(e.ax, e.ay, e.bx, e.by, b.min_x, b.min_y);
   if (s == 0) return true;
-  return pip::orientation_sign(e.ax, e.ay, e.bx, e.by, b.max_x, b.min_y) != s ||
-         pip::orientation_sign(e.ax, e.ay, e.bx, e.by, b.min_x, b.max_y) != s ||
-         pip::orientation_sign(e.ax, e.ay, e.bx, e.by, b.max_x, b.max_y) != s;
+  return pip::orientation_sign<C>(e.ax, e.ay, e.bx, e.by, b.max_x, b.min_y) != s ||
+         pip::orientation_sign<C>(e.ax, e.ay, e.bx, e.by, b.min_x, b.max_y) != s ||
+         pip::orientation_sign<C>(e.ax, e.ay, e.bx, e.by, b.max_x, b.max_y) != s;
 }
 
+template <class P>
 class OmpQuadtree final : public QuadtreeEngine {
  public:
-  OmpQuadtree(const float* xy, int64_t n, const QuadtreeParams& params);
+  OmpQuadtree(const P* xy, int64_t n, const QuadtreeParams& params);
   int backend() const override { return KNN_BACKEND_OPENMP; }
   int64_t size() const override { return n_; }
-  void count(const PolygonSet& polygons, int64_t* counts,
-             const QuadtreeParams& call) const override;
-  void fill(const PolygonSet& polygons, const int64_t* out_offsets, int64_t* point_indices,
-            const QuadtreeParams& call) const override;
+  void count(const PolygonSet<float>& polygons, int64_t* counts,
+             const QuadtreeParams& call) const override {
+    count_polygons(polygons, counts, call);
+  }
+  void count(const PolygonSet<double>& polygons, int64_t* counts,
+             const QuadtreeParams& call) const override {
+    count_polygons(polygons, counts, call);
+  }
+  void fill(const PolygonSet<float>& polygons, const int64_t* out_offsets, int64_t* point_indices,
+            const QuadtreeParams& call) const override {
+    fill_polygons(polygons, out_offsets, point_indices, call);
+  }
+  void fill(const PolygonSet<double>& polygons, const int64_t* out_offsets,
+            int64_t* point_indices, const QuadtreeParams& call) const override {
+    fill_polygons(polygons, out_offsets, point_indices, call);
+  }
 
  private:
   // One unit of parallel work: polygon `polygon` restricted to the subtree of
@@ -135,32 +162,42 @@ class OmpQuadtree final : public QuadtreeEngine {
     int64_t* out = nullptr;
   };
 
+  template <class V>
+  void count_polygons(const PolygonSet<V>& polygons, int64_t* counts,
+                      const QuadtreeParams& call) const;
+  template <class V>
+  void fill_polygons(const PolygonSet<V>& polygons, const int64_t* out_offsets,
+                     int64_t* point_indices, const QuadtreeParams& call) const;
   void build_node(int64_t node, int depth, uint32_t first_key);
   std::vector<Task> make_tasks(int64_t n_polygons, int threads) const;
-  void run_task(const PolygonSet& polygons, const Task& task, std::vector<Edge>* scratch,
+  template <class V>
+  void run_task(const PolygonSet<V>& polygons, const Task& task, std::vector<Edge<V>>* scratch,
                 Sink& sink) const;
-  void visit(const Box& polygon_box, int64_t node, int depth, std::vector<Edge>* scratch,
+  template <class V>
+  void visit(const Box<V>& polygon_box, int64_t node, int depth, std::vector<Edge<V>>* scratch,
              Sink& sink) const;
   void emit_range(int64_t begin, int64_t end, Sink& sink) const;
-  // Runs body(task_index) over the tasks on `threads` threads, polling the
-  // caller's cancellation flag between tasks.
-  template <class Body>
+  // Runs body(task_index, scratch) over the tasks on `threads` threads,
+  // polling the caller's cancellation flag between tasks; scratch holds the
+  // thread's edge lists (of vertex scalar V) per depth.
+  template <class V, class Body>
   void for_each_task(int64_t n_tasks, int threads, const Body& body) const;
 
   int64_t n_;
   int leaf_capacity_;
   std::vector<uint32_t> keys_;  // sorted
-  std::vector<float> x_, y_;    // in sorted order
+  std::vector<P> x_, y_;        // in sorted order
   std::vector<int64_t> index_;  // original index of each sorted point
-  std::vector<Node> nodes_;     // nodes_[0] is the root
+  std::vector<Node<P>> nodes_;  // nodes_[0] is the root
 };
 
-OmpQuadtree::OmpQuadtree(const float* xy, int64_t n, const QuadtreeParams& params)
+template <class P>
+OmpQuadtree<P>::OmpQuadtree(const P* xy, int64_t n, const QuadtreeParams& params)
     : n_(n),
       leaf_capacity_(params.leaf_capacity > 0 ? params.leaf_capacity : kDefaultLeafCapacity) {
   if (n == 0) return;
   const int threads = params.threads > 0 ? params.threads : omp_get_max_threads();
-  float min_x = xy[0], min_y = xy[1], max_x = xy[0], max_y = xy[1];
+  P min_x = xy[0], min_y = xy[1], max_x = xy[0], max_y = xy[1];
 #pragma omp parallel for num_threads(threads) reduction(min                           \
                                                         : min_x, min_y) reduction(max \
                                                                                   : max_x, max_y)
@@ -192,17 +229,18 @@ OmpQuadtree::OmpQuadtree(const float* xy, int64_t n, const QuadtreeParams& param
     y_[s] = xy[2 * i + 1];
     index_[s] = i;
   }
-  nodes_.push_back(Node{0, n, -1, 0, Box{}});
+  nodes_.push_back(Node<P>{0, n, -1, 0, Box<P>{}});
   build_node(0, 0, 0);
 }
 
 // Splits node `node` (its range set) while it holds more than the leaf
 // capacity and is coarser than one cell; sets its children and box.
-void OmpQuadtree::build_node(int64_t node, int depth, uint32_t first_key) {
+template <class P>
+void OmpQuadtree<P>::build_node(int64_t node, int depth, uint32_t first_key) {
   const int64_t begin = nodes_[node].begin;
   const int64_t end = nodes_[node].end;
   if (end - begin <= leaf_capacity_ || depth == quadtree::kMaxDepth) {
-    Box box{x_[begin], y_[begin], x_[begin], y_[begin]};
+    Box<P> box{x_[begin], y_[begin], x_[begin], y_[begin]};
     for (int64_t s = begin + 1; s < end; ++s) {
       box.min_x = std::min(box.min_x, x_[s]);
       box.max_x = std::max(box.max_x, x_[s]);
@@ -224,7 +262,7 @@ void OmpQuadtree::build_node(int64_t node, int depth, uint32_t first_key) {
   int child_count = 0;
   for (int q = 0; q < 4; ++q)
     if (bound[q + 1] > bound[q]) {
-      nodes_.push_back(Node{bound[q], bound[q + 1], -1, 0, Box{}});
+      nodes_.push_back(Node<P>{bound[q], bound[q + 1], -1, 0, Box<P>{}});
       ++child_count;
     }
   nodes_[node].first_child = first_child;
@@ -233,10 +271,10 @@ void OmpQuadtree::build_node(int64_t node, int depth, uint32_t first_key) {
   for (uint32_t q = 0; q < 4; ++q)
     if (bound[q + 1] > bound[q])
       build_node(child++, depth + 1, quadtree::child_first_key(first_key, depth, q));
-  Box box = nodes_[first_child].box;
+  Box<P> box = nodes_[first_child].box;
   for (int64_t c = first_child + 1; c < first_child + child_count; ++c) {
-    const Box& b = nodes_[c].box;
-    box = Box{std::min(box.min_x, b.min_x), std::min(box.min_y, b.min_y),
+    const Box<P>& b = nodes_[c].box;
+    box = Box<P>{std::min(box.min_x, b.min_x), std::min(box.min_y, b.min_y),
               std::max(box.max_x, b.max_x), std::max(box.max_y, b.max_y)};
   }
   nodes_[node].box = box;
@@ -245,7 +283,9 @@ void OmpQuadtree::build_node(int64_t node, int depth, uint32_t first_key) {
 // Many polygons: one task per polygon. Few polygons (fewer than a handful per
 // thread): each polygon is cut into the subtrees of a frontier of nodes, so
 // that the threads share the work of one large polygon.
-std::vector<OmpQuadtree::Task> OmpQuadtree::make_tasks(int64_t n_polygons, int threads) const {
+template <class P>
+std::vector<typename OmpQuadtree<P>::Task> OmpQuadtree<P>::make_tasks(int64_t n_polygons,
+                                                                      int threads) const {
   std::vector<int64_t> frontier{0};
   const bool split_polygons = n_polygons < 8 * static_cast<int64_t>(threads);
   for (int depth = 0; split_polygons && depth < 6 &&
@@ -269,28 +309,31 @@ std::vector<OmpQuadtree::Task> OmpQuadtree::make_tasks(int64_t n_polygons, int t
   return tasks;
 }
 
-void OmpQuadtree::emit_range(int64_t begin, int64_t end, Sink& sink) const {
+template <class P>
+void OmpQuadtree<P>::emit_range(int64_t begin, int64_t end, Sink& sink) const {
   sink.found += end - begin;
   if (sink.out == nullptr) return;
   sink.out = std::copy(index_.begin() + begin, index_.begin() + end, sink.out);
 }
 
-void OmpQuadtree::run_task(const PolygonSet& polygons, const Task& task, std::vector<Edge>* scratch,
-                           Sink& sink) const {
+template <class P>
+template <class V>
+void OmpQuadtree<P>::run_task(const PolygonSet<V>& polygons, const Task& task,
+                              std::vector<Edge<V>>* scratch, Sink& sink) const {
   const int64_t first_ring = polygons.polygon_offsets[task.polygon];
   const int64_t end_ring = polygons.polygon_offsets[task.polygon + 1];
-  std::vector<Edge>& edges = scratch[0];
+  std::vector<Edge<V>>& edges = scratch[0];
   edges.clear();
-  const float* xy = polygons.xy;
-  Box box{xy[2 * polygons.ring_offsets[first_ring]], xy[2 * polygons.ring_offsets[first_ring] + 1],
+  const V* xy = polygons.xy;
+  Box<V> box{xy[2 * polygons.ring_offsets[first_ring]], xy[2 * polygons.ring_offsets[first_ring] + 1],
           xy[2 * polygons.ring_offsets[first_ring]], xy[2 * polygons.ring_offsets[first_ring] + 1]};
   for (int64_t r = first_ring; r < end_ring; ++r) {
     const int64_t begin = polygons.ring_offsets[r];
     const int64_t end = polygons.ring_offsets[r + 1];
     for (int64_t v = begin; v < end; ++v) {
       const int64_t w = v + 1 < end ? v + 1 : begin;
-      edges.push_back(Edge{xy[2 * v], xy[2 * v + 1], xy[2 * w], xy[2 * w + 1]});
-      box = Box{std::min(box.min_x, xy[2 * v]), std::min(box.min_y, xy[2 * v + 1]),
+      edges.push_back(Edge<V>{xy[2 * v], xy[2 * v + 1], xy[2 * w], xy[2 * w + 1]});
+      box = Box<V>{std::min(box.min_x, xy[2 * v]), std::min(box.min_y, xy[2 * v + 1]),
                 std::max(box.max_x, xy[2 * v]), std::max(box.max_y, xy[2 * v + 1])};
     }
   }
@@ -299,14 +342,16 @@ void OmpQuadtree::run_task(const PolygonSet& polygons, const Task& task, std::ve
 
 // scratch[depth - 1] holds the edges that meet the parent's band;
 // scratch[depth] receives those that meet this node's.
-void OmpQuadtree::visit(const Box& polygon_box, int64_t node_id, int depth,
-                        std::vector<Edge>* scratch, Sink& sink) const {
-  const Node& node = nodes_[node_id];
+template <class P>
+template <class V>
+void OmpQuadtree<P>::visit(const Box<V>& polygon_box, int64_t node_id, int depth,
+                           std::vector<Edge<V>>* scratch, Sink& sink) const {
+  const Node<P>& node = nodes_[node_id];
   if (!boxes_overlap(node.box, polygon_box)) return;
-  std::vector<Edge>& edges = scratch[depth];
+  std::vector<Edge<V>>& edges = scratch[depth];
   edges.clear();
   bool box_touched = false;
-  for (const Edge& e : scratch[depth - 1])
+  for (const Edge<V>& e : scratch[depth - 1])
     if (edge_meets_band(e, node.box)) {
       edges.push_back(e);
       box_touched = box_touched || edge_touches_box(e, node.box);
@@ -325,8 +370,9 @@ void OmpQuadtree::visit(const Box& polygon_box, int64_t node_id, int depth,
     visit(polygon_box, node.first_child + c, depth + 1, scratch, sink);
 }
 
-template <class Body>
-void OmpQuadtree::for_each_task(int64_t n_tasks, int threads, const Body& body) const {
+template <class P>
+template <class V, class Body>
+void OmpQuadtree<P>::for_each_task(int64_t n_tasks, int threads, const Body& body) const {
   const volatile int* flag = cancel_flag();
   // An exception must not leave an OpenMP region: the first one is kept and
   // rethrown after it, and the other tasks are skipped.
@@ -335,7 +381,7 @@ void OmpQuadtree::for_each_task(int64_t n_tasks, int threads, const Body& body) 
 #pragma omp parallel num_threads(threads)
   {
     // Edge lists per depth: the polygon's edges, then one list per level.
-    std::vector<Edge> scratch[quadtree::kMaxDepth + 2];
+    std::vector<Edge<V>> scratch[quadtree::kMaxDepth + 2];
 #pragma omp for schedule(dynamic, 16)
     for (int64_t t = 0; t < n_tasks; ++t) {
       if (stop.load(std::memory_order_relaxed)) continue;
@@ -358,24 +404,28 @@ void OmpQuadtree::for_each_task(int64_t n_tasks, int threads, const Body& body) 
   if (stop.load()) fail(KNN_ERR_CANCELLED, "cancelled by the caller's flag");
 }
 
-void OmpQuadtree::count(const PolygonSet& polygons, int64_t* counts,
-                        const QuadtreeParams& call) const {
+template <class P>
+template <class V>
+void OmpQuadtree<P>::count_polygons(const PolygonSet<V>& polygons, int64_t* counts,
+                                    const QuadtreeParams& call) const {
   std::fill(counts, counts + polygons.n_polygons, int64_t{0});
   if (n_ == 0 || polygons.n_polygons == 0) return;
   const int threads = call.threads > 0 ? call.threads : omp_get_max_threads();
   const std::vector<Task> tasks = make_tasks(polygons.n_polygons, threads);
   std::vector<int64_t> found(tasks.size());
-  for_each_task(static_cast<int64_t>(tasks.size()), threads,
-                [&](int64_t t, std::vector<Edge>* scratch) {
-                  Sink sink;
-                  run_task(polygons, tasks[t], scratch, sink);
-                  found[t] = sink.found;
-                });
+  for_each_task<V>(static_cast<int64_t>(tasks.size()), threads,
+                   [&](int64_t t, std::vector<Edge<V>>* scratch) {
+                     Sink sink;
+                     run_task(polygons, tasks[t], scratch, sink);
+                     found[t] = sink.found;
+                   });
   for (size_t t = 0; t < tasks.size(); ++t) counts[tasks[t].polygon] += found[t];
 }
 
-void OmpQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
-                       int64_t* point_indices, const QuadtreeParams& call) const {
+template <class P>
+template <class V>
+void OmpQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t* out_offsets,
+                                   int64_t* point_indices, const QuadtreeParams& call) const {
   if (n_ == 0 || polygons.n_polygons == 0) return;
   const int threads = call.threads > 0 ? call.threads : omp_get_max_threads();
   const std::vector<Task> tasks = make_tasks(polygons.n_polygons, threads);
@@ -388,7 +438,7 @@ void OmpQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
     for (int64_t t = 0; t < n_tasks; ++t) start[t] = out_offsets[tasks[t].polygon];
   } else {
     std::vector<int64_t> found(tasks.size());
-    for_each_task(n_tasks, threads, [&](int64_t t, std::vector<Edge>* scratch) {
+    for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch) {
       Sink sink;
       run_task(polygons, tasks[t], scratch, sink);
       found[t] = sink.found;
@@ -401,13 +451,13 @@ void OmpQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
       cursor += found[t];
     }
   }
-  for_each_task(n_tasks, threads, [&](int64_t t, std::vector<Edge>* scratch) {
+  for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch) {
     Sink sink;
     sink.out = point_indices + start[t];
     run_task(polygons, tasks[t], scratch, sink);
   });
   // Ascending within each polygon: subtrees emit in Morton order.
-  for_each_task(polygons.n_polygons, threads, [&](int64_t p, std::vector<Edge>*) {
+  for_each_task<V>(polygons.n_polygons, threads, [&](int64_t p, std::vector<Edge<V>>*) {
     sort_indices(point_indices + out_offsets[p], point_indices + out_offsets[p + 1], n_);
   });
 }
@@ -416,7 +466,12 @@ void OmpQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
 
 std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
                                                const QuadtreeParams& params) {
-  return std::unique_ptr<QuadtreeEngine>(new OmpQuadtree(xy, n, params));
+  return std::unique_ptr<QuadtreeEngine>(new OmpQuadtree<float>(xy, n, params));
+}
+
+std::unique_ptr<QuadtreeEngine> build_quadtree(const double* xy, int64_t n,
+                                               const QuadtreeParams& params) {
+  return std::unique_ptr<QuadtreeEngine>(new OmpQuadtree<double>(xy, n, params));
 }
 
 }  // namespace omp

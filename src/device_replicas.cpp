@@ -58,6 +58,7 @@ void drop_self(const int32_t* index_row, const T* row, int width, int32_t self, 
 // All-kNN rows of width + 1 on the host for one piece, delivered with the
 // row's own index dropped (else the last slot) into the caller's rows: host
 // memory in place, device memory by one copy per piece.
+template <typename Scalar>
 class ExcludeSelfRows {
  public:
   ExcludeSelfRows(int64_t piece, int width, bool want_sq, bool outputs_on_device)
@@ -71,12 +72,12 @@ class ExcludeSelfRows {
     }
   }
   int32_t* index() { return index_.data(); }
-  float* sq() { return sq_.empty() ? nullptr : sq_.data(); }
+  Scalar* sq() { return sq_.empty() ? nullptr : sq_.data(); }
 
   // Rows [0, n) are those of points first .. first + n - 1.
-  void deliver(int64_t n, int64_t first, int32_t* out_index, float* out_sq) {
+  void deliver(int64_t n, int64_t first, int32_t* out_index, Scalar* out_sq) {
     int32_t* index_dst = on_device_ ? packed_index_.data() : out_index;
-    float* sq_dst = on_device_ ? packed_sq_.data() : out_sq;
+    Scalar* sq_dst = on_device_ ? packed_sq_.data() : out_sq;
     for (int64_t r = 0; r < n; ++r) {
       const int32_t self = static_cast<int32_t>(first + r);
       const int32_t* row = index_.data() + r * (width_ + 1);
@@ -84,16 +85,16 @@ class ExcludeSelfRows {
       if (out_sq) drop_self(row, sq_.data() + r * (width_ + 1), width_, self, sq_dst + r * width_);
     }
     if (!on_device_) return;
-    const size_t bytes = 4 * static_cast<size_t>(n) * width_;
-    cuda::copy_to_device(out_index, packed_index_.data(), bytes);
-    if (out_sq) cuda::copy_to_device(out_sq, packed_sq_.data(), bytes);
+    const size_t slots = static_cast<size_t>(n) * width_;
+    cuda::copy_to_device(out_index, packed_index_.data(), sizeof(int32_t) * slots);
+    if (out_sq) cuda::copy_to_device(out_sq, packed_sq_.data(), sizeof(Scalar) * slots);
   }
 
  private:
   int width_;
   bool on_device_;
   std::vector<int32_t> index_, packed_index_;
-  std::vector<float> sq_, packed_sq_;
+  std::vector<Scalar> sq_, packed_sq_;
 };
 
 }  // namespace
@@ -104,21 +105,24 @@ DeviceOps cuda_device_ops() {
                    [](const void* p) { return cuda::device_of(p); }};
 }
 
-DeviceReplicas::~DeviceReplicas() {
+template <typename Scalar>
+BasicDeviceReplicas<Scalar>::~BasicDeviceReplicas() {
   for (auto& copy : copies_) {
     const SelectedDevice on_its_device(ops_, copy.first);
     copy.second.reset();
   }
 }
 
-void DeviceReplicas::remember_build(const knn_options& o) {
+template <typename Scalar>
+void BasicDeviceReplicas<Scalar>::remember_build(const knn_options& o) {
   build_pinned_ = o.device;
   build_devices_.assign(o.devices, o.devices + o.device_count);
 }
 
-std::vector<int> DeviceReplicas::devices_for_call(const IndexEngine& home, int home_device,
-                                                  const knn_options& call_opt, int64_t work,
-                                                  const CopyBuilder& build) const {
+template <typename Scalar>
+std::vector<int> BasicDeviceReplicas<Scalar>::devices_for_call(
+    const Engine& home, int home_device, const knn_options& call_opt, int64_t work,
+    const BasicCopyBuilder<Scalar>& build) const {
   if (home.backend() != KNN_BACKEND_CUDA || home_device < 0) return {};
   knn_options o = call_opt;
   if (o.device_count == 0) {
@@ -133,9 +137,10 @@ std::vector<int> DeviceReplicas::devices_for_call(const IndexEngine& home, int h
   return usable;
 }
 
-std::vector<int> DeviceReplicas::prepare(std::vector<int> devices, bool forced,
-                                         const IndexEngine& home, int home_device,
-                                         const CopyBuilder& build) const {
+template <typename Scalar>
+std::vector<int> BasicDeviceReplicas<Scalar>::prepare(std::vector<int> devices, bool forced,
+                                                      const Engine& home, int home_device,
+                                                      const BasicCopyBuilder<Scalar>& build) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<int> missing;
   for (int d : std::set<int>(devices.begin(), devices.end()))
@@ -146,7 +151,7 @@ std::vector<int> DeviceReplicas::prepare(std::vector<int> devices, bool forced,
       if (!points_.empty()) home.copy_points(points_.data());
       have_points_ = true;
     }
-    std::vector<std::unique_ptr<IndexEngine>> built(missing.size());
+    std::vector<std::unique_ptr<Engine>> built(missing.size());
     std::vector<int> refused;
     std::mutex refused_mutex;
     // The copies made are kept even when another fails: they are freed with
@@ -182,7 +187,9 @@ std::vector<int> DeviceReplicas::prepare(std::vector<int> devices, bool forced,
   return devices;
 }
 
-const IndexEngine& DeviceReplicas::on(int device, const IndexEngine& home, int home_device) const {
+template <typename Scalar>
+const BasicIndexEngine<Scalar>& BasicDeviceReplicas<Scalar>::on(int device, const Engine& home,
+                                                                int home_device) const {
   if (device == home_device) return home;
   std::lock_guard<std::mutex> lock(mutex_);
   const auto found = copies_.find(device);
@@ -191,7 +198,8 @@ const IndexEngine& DeviceReplicas::on(int device, const IndexEngine& home, int h
   return *found->second;
 }
 
-const float* DeviceReplicas::host_points(const IndexEngine& home) const {
+template <typename Scalar>
+const Scalar* BasicDeviceReplicas<Scalar>::host_points(const Engine& home) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!have_points_) {
     points_.resize(static_cast<size_t>(home.size()) * static_cast<size_t>(home.dim()));
@@ -201,9 +209,11 @@ const float* DeviceReplicas::host_points(const IndexEngine& home) const {
   return points_.data();
 }
 
-void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& replicas,
-                        const IndexEngine& home, int home_device, const SplitCall& split,
-                        const ShareWork& work) {
+template <typename Scalar>
+void split_over_devices(const std::vector<int>& devices,
+                        const BasicDeviceReplicas<Scalar>& replicas,
+                        const BasicIndexEngine<Scalar>& home, int home_device,
+                        const BasicSplitCall<Scalar>& split, const BasicShareWork<Scalar>& work) {
   const DeviceOps& ops = replicas.ops();
   const int shares = static_cast<int>(devices.size());
   const int queries_owner = split.call.queries_on_device ? ops.owner(split.queries) : -1;
@@ -213,12 +223,12 @@ void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& r
   const int outputs_owner = split.call.outputs_on_device ? ops.owner(any_output) : -1;
   const size_t width = static_cast<size_t>(split.row_width);
   run_shares(devices, ops.select, [&](int s, int device) {
-    const IndexEngine& engine = replicas.on(device, home, home_device);
+    const BasicIndexEngine<Scalar>& engine = replicas.on(device, home, home_device);
     const int64_t first = share_begin(split.m, shares, s);
     const int64_t count = share_begin(split.m, shares, s + 1) - first;
-    const float* queries = split.queries + first * split.dim;
+    const Scalar* queries = split.queries + first * split.dim;
     int32_t* indices = split.indices ? split.indices + first * split.row_width : nullptr;
-    float* sq = split.sq_distances ? split.sq_distances + first * split.row_width : nullptr;
+    Scalar* sq = split.sq_distances ? split.sq_distances + first * split.row_width : nullptr;
     int32_t* counts = split.counts ? split.counts + first : nullptr;
     // Shares on the same device run at once: each plans from its part of
     // the device's memory, so that together they stay within it.
@@ -242,7 +252,8 @@ void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& r
     // caller's. Two buffers of each, so that one piece's copies (on their own
     // streams) overlap the next piece's search.
     const int engine_width = split.row_width + (split.exclude_self ? 1 : 0);
-    const size_t row_bytes = std::max<size_t>(1, engine_width * size_t{8} + 4);
+    const size_t row_bytes =
+        std::max<size_t>(1, engine_width * (sizeof(int32_t) + sizeof(Scalar)) + sizeof(int32_t));
     const int64_t piece = std::min<int64_t>(
         {count, kStagingMaxQueries, std::max<int64_t>(1, kStagingRowBytes / row_bytes)});
     const size_t piece_slots = static_cast<size_t>(piece) * engine_width;
@@ -254,15 +265,16 @@ void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& r
       std::unique_ptr<cuda::PeerStaging> queries, indices, sq, counts;
     } stage[2];
     for (Buffers& b : stage) {
-      if (!queries_here) b.queries.reset(new cuda::PeerStaging(sizeof(float) * piece * split.dim));
-      if (stage_rows && indices) b.indices.reset(new cuda::PeerStaging(4 * piece_slots));
-      if (stage_rows && sq) b.sq.reset(new cuda::PeerStaging(4 * piece_slots));
+      if (!queries_here) b.queries.reset(new cuda::PeerStaging(sizeof(Scalar) * piece * split.dim));
+      if (stage_rows && indices)
+        b.indices.reset(new cuda::PeerStaging(sizeof(int32_t) * piece_slots));
+      if (stage_rows && sq) b.sq.reset(new cuda::PeerStaging(sizeof(Scalar) * piece_slots));
       if (stage_rows && counts)
-        b.counts.reset(new cuda::PeerStaging(4 * static_cast<size_t>(piece)));
+        b.counts.reset(new cuda::PeerStaging(sizeof(int32_t) * static_cast<size_t>(piece)));
     }
     // All-kNN's rows of width + 1 on the host, and (device outputs) packed.
-    ExcludeSelfRows host_rows(split.exclude_self ? piece : 0, split.row_width, sq != nullptr,
-                              split.call.outputs_on_device);
+    ExcludeSelfRows<Scalar> host_rows(split.exclude_self ? piece : 0, split.row_width,
+                                      sq != nullptr, split.call.outputs_on_device);
     // Declared after the buffers: destroyed first, waiting for their copies.
     std::unique_ptr<cuda::PeerStream> in, out[2];
     if (!queries_here) in.reset(new cuda::PeerStream);
@@ -271,21 +283,21 @@ void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& r
     auto fetch = [&](int64_t done, int b) {
       const int64_t n = std::min(piece, count - done);
       in->copy(stage[b].queries->get(), device, queries + done * split.dim, queries_owner,
-               sizeof(float) * n * split.dim);
+               sizeof(Scalar) * n * split.dim);
     };
     if (in) fetch(0, 0);
     for (int64_t done = 0, p = 0; done < count; done += piece, ++p) {
       const int b = static_cast<int>(p % 2);
       const int64_t n = std::min(piece, count - done);
-      const float* q = queries + done * split.dim;
+      const Scalar* q = queries + done * split.dim;
       if (in) {
         in->wait();  // this piece's queries are here
         if (done + piece < count) fetch(done + piece, 1 - b);
-        q = static_cast<const float*>(stage[b].queries->get());
+        q = static_cast<const Scalar*>(stage[b].queries->get());
       }
       const size_t at = static_cast<size_t>(done) * width;
       int32_t* out_index = indices ? indices + at : nullptr;
-      float* out_sq = sq ? sq + at : nullptr;
+      Scalar* out_sq = sq ? sq + at : nullptr;
       int32_t* out_count = counts ? counts + done : nullptr;
       if (split.exclude_self) {
         work(engine, q, n, engine_width, host_rows.index(), host_rows.sq(), nullptr, call);
@@ -297,20 +309,33 @@ void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& r
         const Buffers& here = stage[b];
         work(engine, q, n, split.row_width,
              here.indices ? static_cast<int32_t*>(here.indices->get()) : nullptr,
-             here.sq ? static_cast<float*>(here.sq->get()) : nullptr,
+             here.sq ? static_cast<Scalar*>(here.sq->get()) : nullptr,
              here.counts ? static_cast<int32_t*>(here.counts->get()) : nullptr, call);
-        const size_t piece_row_bytes = 4 * static_cast<size_t>(n) * width;
+        const size_t piece_slots_here = static_cast<size_t>(n) * width;
         if (out_index)
-          out[b]->copy(out_index, outputs_owner, here.indices->get(), device, piece_row_bytes);
-        if (out_sq) out[b]->copy(out_sq, outputs_owner, here.sq->get(), device, piece_row_bytes);
+          out[b]->copy(out_index, outputs_owner, here.indices->get(), device,
+                       sizeof(int32_t) * piece_slots_here);
+        if (out_sq)
+          out[b]->copy(out_sq, outputs_owner, here.sq->get(), device,
+                       sizeof(Scalar) * piece_slots_here);
         if (out_count)
           out[b]->copy(out_count, outputs_owner, here.counts->get(), device,
-                       4 * static_cast<size_t>(n));
+                       sizeof(int32_t) * static_cast<size_t>(n));
       }
     }
     for (auto& o : out)
       if (o) o->wait();
   });
 }
+
+// The float32 calls and their _f64 twins.
+template class BasicDeviceReplicas<float>;
+template class BasicDeviceReplicas<double>;
+template void split_over_devices(const std::vector<int>&, const BasicDeviceReplicas<float>&,
+                                 const BasicIndexEngine<float>&, int, const BasicSplitCall<float>&,
+                                 const BasicShareWork<float>&);
+template void split_over_devices(const std::vector<int>&, const BasicDeviceReplicas<double>&,
+                                 const BasicIndexEngine<double>&, int,
+                                 const BasicSplitCall<double>&, const BasicShareWork<double>&);
 
 }  // namespace knn

@@ -5,7 +5,9 @@
 //
 // Plain C++ over the engine interface: the device operations are
 // parameters, so that the CPU-only tests run the same split over OpenMP
-// engines standing in for devices.
+// engines standing in for devices. One code path for both precisions: each
+// piece is a template over the scalar type (float for the knn_index_* calls,
+// double for their _f64 twins), instantiated for both in device_replicas.cpp.
 #pragma once
 
 #include <cstdint>
@@ -31,14 +33,19 @@ struct DeviceOps {
 DeviceOps cuda_device_ops();
 
 // Builds a copy of the index on the current device from its points (host rows).
-using CopyBuilder = std::function<std::unique_ptr<IndexEngine>(const float* host_points)>;
+template <typename Scalar>
+using BasicCopyBuilder =
+    std::function<std::unique_ptr<BasicIndexEngine<Scalar>>(const Scalar* host_points)>;
 
-class DeviceReplicas {
+template <typename Scalar>
+class BasicDeviceReplicas {
  public:
-  explicit DeviceReplicas(DeviceOps ops = cuda_device_ops()) : ops_(std::move(ops)) {}
-  ~DeviceReplicas();  // frees each copy on its own device
-  DeviceReplicas(const DeviceReplicas&) = delete;
-  DeviceReplicas& operator=(const DeviceReplicas&) = delete;
+  using Engine = BasicIndexEngine<Scalar>;
+
+  explicit BasicDeviceReplicas(DeviceOps ops = cuda_device_ops()) : ops_(std::move(ops)) {}
+  ~BasicDeviceReplicas();  // frees each copy on its own device
+  BasicDeviceReplicas(const BasicDeviceReplicas&) = delete;
+  BasicDeviceReplicas& operator=(const BasicDeviceReplicas&) = delete;
 
   // The build's device options, the defaults of every later call.
   void remember_build(const knn_options& o);
@@ -49,23 +56,23 @@ class DeviceReplicas {
   // engine's alone (not a CUDA engine, or just its own device). Devices of
   // the default list whose copy does not fit (DEVICE_OUT_OF_MEMORY) are left
   // out; a listed one fails the call.
-  std::vector<int> devices_for_call(const IndexEngine& home, int home_device,
+  std::vector<int> devices_for_call(const Engine& home, int home_device,
                                     const knn_options& call_opt, int64_t work,
-                                    const CopyBuilder& build) const;
+                                    const BasicCopyBuilder<Scalar>& build) const;
 
   // Makes a copy on each device of `devices` other than home_device that
   // lacks one, concurrently (one host thread per device), from the home
   // engine's points. Returns `devices` less those whose copy did not fit
   // (DEVICE_OUT_OF_MEMORY) unless `forced`, where that fails the call.
-  std::vector<int> prepare(std::vector<int> devices, bool forced, const IndexEngine& home,
-                           int home_device, const CopyBuilder& build) const;
+  std::vector<int> prepare(std::vector<int> devices, bool forced, const Engine& home,
+                           int home_device, const BasicCopyBuilder<Scalar>& build) const;
 
   // The engine on `device`: the home engine on its own device, else the copy.
-  const IndexEngine& on(int device, const IndexEngine& home, int home_device) const;
+  const Engine& on(int device, const Engine& home, int home_device) const;
 
   // The indexed points in input order on the host (copied from the home
   // engine once, kept for later all-kNN calls).
-  const float* host_points(const IndexEngine& home) const;
+  const Scalar* host_points(const Engine& home) const;
 
   const DeviceOps& ops() const { return ops_; }
 
@@ -74,41 +81,48 @@ class DeviceReplicas {
   int build_pinned_ = -1;
   std::vector<int> build_devices_;
   mutable std::mutex mutex_;
-  mutable std::map<int, std::unique_ptr<IndexEngine>> copies_;
-  mutable std::vector<float> points_;
+  mutable std::map<int, std::unique_ptr<Engine>> copies_;
+  mutable std::vector<Scalar> points_;
   mutable bool have_points_ = false;
 };
+using DeviceReplicas = BasicDeviceReplicas<float>;
 
-// One call over shares: m queries of dim floats (host, or device memory as
+// One call over shares: m queries of dim scalars (host, or device memory as
 // call.queries_on_device says), answered in rows of `row_width` slots
 // (indices/sq_distances, either may be NULL) and one count per query
 // (counts, may be NULL), host or device as call.outputs_on_device says.
 // With exclude_self (all-kNN), the engine is asked for row_width + 1 and the
 // row's own index (its query number) is dropped, else the last slot.
-struct SplitCall {
-  const float* queries = nullptr;
+template <typename Scalar>
+struct BasicSplitCall {
+  const Scalar* queries = nullptr;
   int64_t m = 0;
   int dim = 0;
   int row_width = 0;
   bool exclude_self = false;
   int32_t* indices = nullptr;
-  float* sq_distances = nullptr;
+  Scalar* sq_distances = nullptr;
   int32_t* counts = nullptr;
   CallParams call;
 };
+using SplitCall = BasicSplitCall<float>;
 
 // The engine's work on `count` queries with rows of `width` slots.
-using ShareWork = std::function<void(const IndexEngine& engine, const float* queries, int64_t count,
-                                     int width, int32_t* indices, float* sq_distances,
-                                     int32_t* counts, const CallParams& call)>;
+template <typename Scalar>
+using BasicShareWork = std::function<void(
+    const BasicIndexEngine<Scalar>& engine, const Scalar* queries, int64_t count, int width,
+    int32_t* indices, Scalar* sq_distances, int32_t* counts, const CallParams& call)>;
+using ShareWork = BasicShareWork<float>;
 
 // Runs `work` over contiguous shares of the call's queries, share s on
 // devices[s] (run_shares), with replicas.on(device) serving it. Device
 // arrays of another device than the share's are staged through memory of
 // the share's device in pieces (peer copies). Throws the first failure; the
 // caller writes the missing values.
-void split_over_devices(const std::vector<int>& devices, const DeviceReplicas& replicas,
-                        const IndexEngine& home, int home_device, const SplitCall& split,
-                        const ShareWork& work);
+template <typename Scalar>
+void split_over_devices(const std::vector<int>& devices,
+                        const BasicDeviceReplicas<Scalar>& replicas,
+                        const BasicIndexEngine<Scalar>& home, int home_device,
+                        const BasicSplitCall<Scalar>& split, const BasicShareWork<Scalar>& work);
 
 }  // namespace knn

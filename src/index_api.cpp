@@ -2,6 +2,11 @@
 // precise messages, options, the index handle, and the moves of arrays between
 // host and device that an engine on the other side needs. Which backend and
 // structure serve an index is the planner's (src/index_planner.*).
+//
+// Two precisions: knn_index_build makes a float32 index, knn_index_build_f64
+// a float64 one, and each call of the _f64 family is its float twin's code
+// (one template over the scalar type) on double arrays. A call of the other
+// family is refused before it touches anything.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -9,6 +14,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../cuda/cuda_engine.h"
@@ -26,12 +33,53 @@
 // The handle behind knn_index*; live ones are registered in
 // LiveHandles<knn_index> (src/live_handles.h).
 struct knn_index {
-  std::unique_ptr<knn::IndexEngine> engine;
+  // Exactly one is set: the float32 engine (knn_index_build) or the float64
+  // one (knn_index_build_f64).
+  std::unique_ptr<knn::IndexEngine> engine32;
+  std::unique_ptr<knn::IndexEngine64> engine64;
   int device = -1;  // the CUDA device of a CUDA engine; -1 for the CPU
   int threads = 0;  // the build's options, defaults of every call
   size_t device_memory_limit = 0;
-  int leaf_size = 0;             // as asked (0: the engine's default); serialization saves it
-  knn::DeviceReplicas replicas;  // copies on other devices (several devices per call)
+  int leaf_size = 0;  // as asked (0: the engine's default); serialization saves it
+  // Copies on other devices (several devices per call), of the engine's precision.
+  knn::DeviceReplicas replicas32;
+  knn::BasicDeviceReplicas<double> replicas64;
+
+  int scalar() const { return engine64 ? KNN_SCALAR_FLOAT64 : KNN_SCALAR_FLOAT32; }
+  // The engine of precision Scalar, or NULL when the index holds the other.
+  template <typename Scalar>
+  const knn::BasicIndexEngine<Scalar>* engine() const {
+    if constexpr (std::is_same_v<Scalar, double>)
+      return engine64.get();
+    else
+      return engine32.get();
+  }
+  template <typename Scalar>
+  void set_engine(std::unique_ptr<knn::BasicIndexEngine<Scalar>> e) {
+    if constexpr (std::is_same_v<Scalar, double>)
+      engine64 = std::move(e);
+    else
+      engine32 = std::move(e);
+  }
+  template <typename Scalar>
+  const knn::BasicDeviceReplicas<Scalar>& replicas() const {
+    if constexpr (std::is_same_v<Scalar, double>)
+      return replicas64;
+    else
+      return replicas32;
+  }
+  template <typename Scalar>
+  knn::BasicDeviceReplicas<Scalar>& replicas() {
+    if constexpr (std::is_same_v<Scalar, double>)
+      return replicas64;
+    else
+      return replicas32;
+  }
+  // The precision-free facts, from whichever engine is set.
+  int64_t size() const { return engine64 ? engine64->size() : engine32->size(); }
+  int dim() const { return engine64 ? engine64->dim() : engine32->dim(); }
+  int backend() const { return engine64 ? engine64->backend() : engine32->backend(); }
+  int structure() const { return engine64 ? engine64->structure() : engine32->structure(); }
 };
 
 namespace knn {
@@ -97,37 +145,40 @@ void check_dim(int dim) {
     fail(KNN_ERR_INVALID_ARGUMENT, format("dim is %d; it must be from 1 to %d", dim, kIndexMaxDim));
 }
 
-// Every coordinate finite and within coordinate_limit(dim), wherever the
-// rows live; names the first bad row.
-void check_coordinate_rows(const float* rows, int64_t n, int dim, bool rows_on_device,
+// Every coordinate finite and within coordinate_limit<Scalar>(dim), wherever
+// the rows live; names the first bad row.
+template <typename Scalar>
+void check_coordinate_rows(const Scalar* rows, int64_t n, int dim, bool rows_on_device,
                            const char* what) {
   if (!rows_on_device) return check_coordinates(rows, n, dim, what);
-  const float limit = coordinate_limit(dim);
+  const Scalar limit = coordinate_limit<Scalar>(dim);
   const int64_t bad = cuda::first_beyond_on_device(rows, n * dim, limit);
   if (bad < 0) return;
-  float value = 0;
+  Scalar value = 0;
   cuda::copy_to_host(&value, rows + bad, sizeof value);
   fail_coordinate(value, bad / dim, static_cast<int>(bad % dim), dim, limit, what);
 }
 
-std::vector<float> copy_rows_to_host(const float* device_rows, int64_t n, int dim) {
-  std::vector<float> host(static_cast<size_t>(n) * static_cast<size_t>(dim));
-  if (!host.empty()) cuda::copy_to_host(host.data(), device_rows, host.size() * sizeof(float));
+template <typename Scalar>
+std::vector<Scalar> copy_rows_to_host(const Scalar* device_rows, int64_t n, int dim) {
+  std::vector<Scalar> host(static_cast<size_t>(n) * static_cast<size_t>(dim));
+  if (!host.empty()) cuda::copy_to_host(host.data(), device_rows, host.size() * sizeof(Scalar));
   return host;
 }
 
 // The output arrays of one call: `slots` entries of indices / sq_distances
 // and `rows` counts. Any pointer may be NULL; those given must all be host
 // memory or all device memory.
+template <typename Scalar>
 struct Outputs {
   int32_t* indices = nullptr;
-  float* sq_distances = nullptr;
+  Scalar* sq_distances = nullptr;
   int32_t* counts = nullptr;
   int64_t slots = 0;
   int64_t rows = 0;
   bool on_device = false;
 
-  Outputs(int32_t* i, float* d, int32_t* c, int64_t s, int64_t r)
+  Outputs(int32_t* i, Scalar* d, int32_t* c, int64_t s, int64_t r)
       : indices(i), sq_distances(d), counts(c), slots(s), rows(r) {
     const bool i_dev = on_device_or(i), d_dev = on_device_or(d), c_dev = on_device_or(c);
     on_device = i_dev || d_dev || c_dev;
@@ -144,7 +195,7 @@ struct Outputs {
       if (!on_device) {
         if (indices) std::fill(indices, indices + slots, -1);
         if (sq_distances)
-          std::fill(sq_distances, sq_distances + slots, std::numeric_limits<float>::infinity());
+          std::fill(sq_distances, sq_distances + slots, std::numeric_limits<Scalar>::infinity());
         if (counts) std::fill(counts, counts + rows, 0);
         return;
       }
@@ -174,28 +225,29 @@ CallParams call_params(const knn_index& index, const knn_options& call_opt) {
   return params;
 }
 
-template <class Call>
-void run_on_engine(const knn_index& index, const float* queries, int64_t m, const Outputs& out,
-                   const knn_options& call_opt, Call call) {
+template <typename Scalar, class Call>
+void run_on_engine(const knn_index& index, const Scalar* queries, int64_t m,
+                   const Outputs<Scalar>& out, const knn_options& call_opt, Call call) {
   CallParams params = call_params(index, call_opt);
   const bool queries_dev = on_device(queries);
   try {
-    if (index.engine->backend() == KNN_BACKEND_CUDA) {
+    if (index.backend() == KNN_BACKEND_CUDA) {
       params.queries_on_device = queries_dev;
       params.outputs_on_device = out.on_device;
       return call(queries, out.indices, out.sq_distances, out.counts, params);
     }
-    std::vector<float> host_queries;
-    if (queries_dev) host_queries = copy_rows_to_host(queries, m, index.engine->dim());
-    const float* q = queries_dev ? host_queries.data() : queries;
+    std::vector<Scalar> host_queries;
+    if (queries_dev) host_queries = copy_rows_to_host(queries, m, index.dim());
+    const Scalar* q = queries_dev ? host_queries.data() : queries;
     if (!out.on_device) return call(q, out.indices, out.sq_distances, out.counts, params);
     std::vector<int32_t> indices(out.indices ? static_cast<size_t>(out.slots) : 0);
-    std::vector<float> sq(out.sq_distances ? static_cast<size_t>(out.slots) : 0);
+    std::vector<Scalar> sq(out.sq_distances ? static_cast<size_t>(out.slots) : 0);
     std::vector<int32_t> counts(out.counts ? static_cast<size_t>(out.rows) : 0);
     call(q, out.indices ? indices.data() : nullptr, out.sq_distances ? sq.data() : nullptr,
          out.counts ? counts.data() : nullptr, params);
     if (out.indices) cuda::copy_to_device(out.indices, indices.data(), indices.size() * 4);
-    if (out.sq_distances) cuda::copy_to_device(out.sq_distances, sq.data(), sq.size() * 4);
+    if (out.sq_distances)
+      cuda::copy_to_device(out.sq_distances, sq.data(), sq.size() * sizeof(Scalar));
     if (out.counts) cuda::copy_to_device(out.counts, counts.data(), counts.size() * 4);
   } catch (...) {
     out.fill_missing();
@@ -207,24 +259,27 @@ void run_on_engine(const knn_index& index, const float* queries, int64_t m, cons
 // device choice for m queries names more than the index's own device; false
 // when the one-engine path serves it. On a failure once the shares started,
 // every output slot gets the missing value.
-bool run_on_devices(const knn_index& index, const float* queries, int64_t m, const Outputs& out,
-                    int row_width, bool exclude_self, const knn_options& call_opt,
-                    const ShareWork& work) {
-  const CopyBuilder build_copy = [&index](const float* host_points) {
+template <typename Scalar>
+bool run_on_devices(const knn_index& index, const Scalar* queries, int64_t m,
+                    const Outputs<Scalar>& out, int row_width, bool exclude_self,
+                    const knn_options& call_opt, const BasicShareWork<Scalar>& work) {
+  const BasicIndexEngine<Scalar>& home = *index.engine<Scalar>();
+  const BasicDeviceReplicas<Scalar>& replicas = index.replicas<Scalar>();
+  const BasicCopyBuilder<Scalar> build_copy = [&index](const Scalar* host_points) {
     IndexParams params;
     params.leaf_size = index.leaf_size;
     params.threads = index.threads;
     params.device_memory_limit = index.device_memory_limit;
-    return build_index_engine(KNN_BACKEND_CUDA, index.engine->structure(), host_points,
-                              index.engine->size(), index.engine->dim(), params);
+    return build_index_engine(KNN_BACKEND_CUDA, index.structure(), host_points, index.size(),
+                              index.dim(), params);
   };
   const std::vector<int> devices =
-      index.replicas.devices_for_call(*index.engine, index.device, call_opt, m, build_copy);
+      replicas.devices_for_call(home, index.device, call_opt, m, build_copy);
   if (devices.empty()) return false;
-  SplitCall split;
-  split.queries = queries ? queries : index.replicas.host_points(*index.engine);
+  BasicSplitCall<Scalar> split;
+  split.queries = queries ? queries : replicas.host_points(home);
   split.m = m;
-  split.dim = index.engine->dim();
+  split.dim = index.dim();
   split.row_width = row_width;
   split.exclude_self = exclude_self;
   split.indices = out.indices;
@@ -234,7 +289,7 @@ bool run_on_devices(const knn_index& index, const float* queries, int64_t m, con
   split.call.queries_on_device = on_device(queries);
   split.call.outputs_on_device = out.on_device;
   try {
-    split_over_devices(devices, index.replicas, *index.engine, index.device, split, work);
+    split_over_devices(devices, replicas, home, index.device, split, work);
   } catch (...) {
     out.fill_missing();
     throw;
@@ -244,7 +299,8 @@ bool run_on_devices(const knn_index& index, const float* queries, int64_t m, con
 
 [[noreturn]] void fail_not_live() {
   fail(KNN_ERR_INVALID_ARGUMENT,
-       "index is not a live index (already freed, or not made by knn_index_build)");
+       "index is not a live index (already freed, or not made by knn_index_build, "
+       "knn_index_build_f64 or knn_index_deserialize)");
 }
 
 const knn_index& checked_index(const knn_index* index) {
@@ -253,23 +309,46 @@ const knn_index& checked_index(const knn_index* index) {
   return *index;
 }
 
+template <typename Scalar>
+constexpr const char* scalar_name() {
+  return std::is_same_v<Scalar, double> ? "float64" : "float32";
+}
+
+// The live index of `call`, of precision Scalar; an index of the other
+// precision is refused with the name of the call that serves it (the float
+// name with "_f64" appended, or the _f64 name without it).
+template <typename Scalar>
+const knn_index& checked_index(const knn_index* index, const char* call) {
+  const knn_index& ix = checked_index(index);
+  if (ix.engine<Scalar>() != nullptr) return ix;
+  const std::string name(call);
+  constexpr bool wide = std::is_same_v<Scalar, double>;
+  const std::string twin = wide ? name.substr(0, name.size() - 4) : name + "_f64";
+  fail(KNN_ERR_INVALID_ARGUMENT,
+       format("index holds %s points (built by %s) and %s takes a %s index; call %s instead",
+              wide ? "float32" : "float64", wide ? "knn_index_build" : "knn_index_build_f64", call,
+              scalar_name<Scalar>(), twin.c_str()));
+}
+
 // ---- Radius search into CSR rows ---------------------------------------------
 
 // The number of points within the radius of each query (host int32: a
 // query's count is at most the index's size), from the engine's counting call.
-std::vector<int32_t> radius_counts(const knn_index& ix, const float* queries, int64_t m,
-                                   float radius, const knn_options& o) {
+template <typename Scalar>
+std::vector<int32_t> radius_counts(const knn_index& ix, const Scalar* queries, int64_t m,
+                                   Scalar radius, const knn_options& o) {
   std::vector<int32_t> counts(static_cast<size_t>(m));
-  const Outputs out(nullptr, nullptr, counts.data(), 0, m);
+  const Outputs<Scalar> out(nullptr, nullptr, counts.data(), 0, m);
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
-  const ShareWork share = [&](const IndexEngine& e, const float* q, int64_t count, int, int32_t*,
-                              float*, int32_t* c, const CallParams& call) {
+  const BasicShareWork<Scalar> share = [&](const BasicIndexEngine<Scalar>& e, const Scalar* q,
+                                           int64_t count, int, int32_t*, Scalar*, int32_t* c,
+                                           const CallParams& call) {
     e.radius(q, count, radius, 0, nullptr, nullptr, c, call);
   };
   if (!run_on_devices(ix, queries, m, out, 0, false, o, share))
     run_on_engine(ix, queries, m, out, o,
-                  [&](const float* q, int32_t*, float*, int32_t* c, const CallParams& call) {
-                    ix.engine->radius(q, m, radius, 0, nullptr, nullptr, c, call);
+                  [&](const Scalar* q, int32_t*, Scalar*, int32_t* c, const CallParams& call) {
+                    ix.engine<Scalar>()->radius(q, m, radius, 0, nullptr, nullptr, c, call);
                   });
   stage.finish();
   return counts;
@@ -284,14 +363,15 @@ constexpr int64_t kCsrStagingSlots = int64_t{1} << 22;
 // staging, which are then packed to offsets[first] .. offsets[last) of the
 // caller's arrays (host, or device by one copy per run). counts are the
 // recount the offsets were checked against, so every row fits exactly.
-void fill_radius_rows(const knn_index& ix, const float* queries, int64_t m, float radius,
+template <typename Scalar>
+void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Scalar radius,
                       const std::vector<int32_t>& counts, const std::vector<int64_t>& offsets,
-                      int32_t* indices, float* sq_distances, bool outputs_on_device,
+                      int32_t* indices, Scalar* sq_distances, bool outputs_on_device,
                       const knn_options& o) {
-  const int dim = ix.engine->dim();
+  const int dim = ix.dim();
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
   std::vector<int32_t> rows_index, packed_index;
-  std::vector<float> rows_sq, packed_sq;
+  std::vector<Scalar> rows_sq, packed_sq;
   for (int64_t first = 0; first < m;) {
     int64_t last = first + 1;
     int64_t width = counts[static_cast<size_t>(first)];
@@ -307,15 +387,15 @@ void fill_radius_rows(const knn_index& ix, const float* queries, int64_t m, floa
       const size_t slots = static_cast<size_t>(run * width);
       rows_index.resize(slots);
       if (sq_distances) rows_sq.resize(slots);
-      const Outputs staged(rows_index.data(), sq_distances ? rows_sq.data() : nullptr, nullptr,
-                           run * width, run);
+      const Outputs<Scalar> staged(rows_index.data(), sq_distances ? rows_sq.data() : nullptr,
+                                   nullptr, run * width, run);
       run_on_engine(ix, queries + first * dim, run, staged, o,
-                    [&](const float* q, int32_t* i, float* d, int32_t*, const CallParams& call) {
-                      ix.engine->radius(q, run, radius, static_cast<int>(width), i, d, nullptr,
-                                        call);
+                    [&](const Scalar* q, int32_t* i, Scalar* d, int32_t*, const CallParams& call) {
+                      ix.engine<Scalar>()->radius(q, run, radius, static_cast<int>(width), i, d,
+                                                  nullptr, call);
                     });
       int32_t* index_dst = indices + begin;
-      float* sq_dst = sq_distances ? sq_distances + begin : nullptr;
+      Scalar* sq_dst = sq_distances ? sq_distances + begin : nullptr;
       if (outputs_on_device) {
         packed_index.resize(static_cast<size_t>(total));
         index_dst = packed_index.data();
@@ -335,7 +415,7 @@ void fill_radius_rows(const knn_index& ix, const float* queries, int64_t m, floa
         cuda::copy_to_device(indices + begin, packed_index.data(), static_cast<size_t>(total) * 4);
         if (sq_distances)
           cuda::copy_to_device(sq_distances + begin, packed_sq.data(),
-                               static_cast<size_t>(total) * 4);
+                               static_cast<size_t>(total) * sizeof(Scalar));
       }
     } else {
       progress_add(stage.get(), run);  // rows of nothing: no engine call reports them
@@ -353,15 +433,16 @@ std::vector<int64_t> host_int64s(const int64_t* values, int64_t count) {
   return host;
 }
 
-void check_radius(float radius) {
+void check_radius(double radius) {
   if (std::isnan(radius) || radius < 0)
     fail(KNN_ERR_INVALID_ARGUMENT,
-         format("radius is %g; it must be a non-negative number", static_cast<double>(radius)));
+         format("radius is %g; it must be a non-negative number", radius));
 }
 
 // ---- Build ------------------------------------------------------------------
 
-knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt) {
+template <typename Scalar>
+knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* opt) {
   const knn_options o = read_index_options(opt);
   check_array(points, n, "points", "n");
   if (n > INT32_MAX)
@@ -386,8 +467,10 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
   params.leaf_size = o.leaf_size;
   params.threads = o.threads;
   params.device_memory_limit = o.device_memory_limit;
-  std::unique_ptr<IndexEngine> engine;
-  const int backend = resolve_backend(o.backend, n, dim, o.structure, o.device_memory_limit);
+  constexpr int scalar = std::is_same_v<Scalar, double> ? KNN_SCALAR_FLOAT64 : KNN_SCALAR_FLOAT32;
+  std::unique_ptr<BasicIndexEngine<Scalar>> engine;
+  const int backend =
+      resolve_backend(o.backend, n, dim, o.structure, o.device_memory_limit, scalar);
   if (backend == KNN_BACKEND_CUDA) {
     params.points_on_device = points_dev;
     try {
@@ -401,21 +484,208 @@ knn_index* build(const float* points, int64_t n, int dim, const knn_options* opt
   }
   if (!engine) {
     params.points_on_device = false;
-    std::vector<float> host_points;
+    std::vector<Scalar> host_points;
     if (points_dev) host_points = copy_rows_to_host(points, n, dim);
     engine = build_index_engine(KNN_BACKEND_OPENMP, o.structure,
                                 points_dev ? host_points.data() : points, n, dim, params);
   }
   auto index = std::make_unique<knn_index>();
   index->device = engine->backend() == KNN_BACKEND_CUDA ? cuda::current_device() : -1;
-  index->engine = std::move(engine);
+  index->set_engine(std::move(engine));
   index->threads = o.threads;
   index->device_memory_limit = o.device_memory_limit;
   index->leaf_size = o.leaf_size;
-  index->replicas.remember_build(o);
+  index->replicas<Scalar>().remember_build(o);
   LiveHandles<knn_index>::instance().add(index.get());
   stage.finish();
   return index.release();
+}
+
+// ---- The calls, one template each over the scalar type ------------------------
+// `call` is the entry point's name (messages, and the twin a refusal names).
+
+template <typename Scalar>
+void query(const char* call, const knn_index* index, const Scalar* queries, int64_t m, int k,
+           int32_t* indices, Scalar* sq_distances, const knn_options* opt) {
+  const knn_index& ix = checked_index<Scalar>(index, call);
+  const knn_options o = read_index_options(opt);
+  check_array(queries, m, "queries", "m");
+  check_k(k);
+  check_array(indices, m, "indices", "m");
+  check_slots(m, k, "m * k");
+  check_slots(m, ix.dim(), "m * dim");
+  if (m == 0) return;
+  DeviceScope scope(ix.device);
+  const Outputs<Scalar> out(indices, sq_distances, nullptr, m * k, m);
+  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
+  const ProgressStage stage(KNN_PROGRESS_QUERY, m);
+  const BasicShareWork<Scalar> share =
+      [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width, int32_t* i,
+          Scalar* d, int32_t*, const CallParams& params) { e.knn(q, count, width, i, d, params); };
+  if (!run_on_devices(ix, queries, m, out, k, false, o, share))
+    run_on_engine(ix, queries, m, out, o,
+                  [&](const Scalar* q, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
+                    ix.engine<Scalar>()->knn(q, m, k, i, d, params);
+                  });
+  stage.finish();
+}
+
+template <typename Scalar>
+void query_self(const char* call, const knn_index* index, int k, int exclude_self, int32_t* indices,
+                Scalar* sq_distances) {
+  const knn_index& ix = checked_index<Scalar>(index, call);
+  check_k(k);
+  const int64_t n = ix.size();
+  check_array(indices, n, "indices", "the index's point count");
+  if (n == 0) return;
+  DeviceScope scope(ix.device);
+  const Outputs<Scalar> out(indices, sq_distances, nullptr, n * k, n);
+  knn_options defaults;
+  knn_options_init_v2(&defaults);
+  const ProgressStage stage(KNN_PROGRESS_QUERY, n);
+  // On several devices each share asks for the kNN of its points' rows.
+  const BasicShareWork<Scalar> share =
+      [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width, int32_t* i,
+          Scalar* d, int32_t*, const CallParams& params) { e.knn(q, count, width, i, d, params); };
+  const Scalar* const no_queries = nullptr;  // the index's own points
+  if (!run_on_devices(ix, no_queries, n, out, k, exclude_self != 0, defaults, share))
+    run_on_engine(ix, no_queries, 0, out, defaults,
+                  [&](const Scalar*, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
+                    ix.engine<Scalar>()->knn_self(k, exclude_self != 0, i, d, params);
+                  });
+  stage.finish();
+}
+
+template <typename Scalar>
+void radius(const char* call, const knn_index* index, const Scalar* queries, int64_t m,
+            Scalar radius, int max_neighbors, int32_t* indices, Scalar* sq_distances,
+            int32_t* counts, const knn_options* opt) {
+  const knn_index& ix = checked_index<Scalar>(index, call);
+  const knn_options o = read_index_options(opt);
+  check_array(queries, m, "queries", "m");
+  check_radius(radius);
+  if (max_neighbors < 0)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("max_neighbors is %d; it must not be negative", max_neighbors));
+  if (max_neighbors == 0) {
+    if (m > 0 && counts == nullptr)
+      fail(KNN_ERR_INVALID_ARGUMENT,
+           "counts is NULL while max_neighbors is 0 (a counting call writes only counts)");
+  } else {
+    check_array(indices, m, "indices", "m");
+  }
+  check_slots(m, max_neighbors, "m * max_neighbors");
+  check_slots(m, ix.dim(), "m * dim");
+  if (m == 0) return;
+  DeviceScope scope(ix.device);
+  int32_t* const rows = max_neighbors > 0 ? indices : nullptr;
+  Scalar* const dists = max_neighbors > 0 ? sq_distances : nullptr;
+  const Outputs<Scalar> out(rows, dists, counts, m * max_neighbors, m);
+  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
+  const ProgressStage stage(KNN_PROGRESS_QUERY, m);
+  const BasicShareWork<Scalar> share = [&](const BasicIndexEngine<Scalar>& e, const Scalar* q,
+                                           int64_t count, int width, int32_t* i, Scalar* d,
+                                           int32_t* c, const CallParams& params) {
+    e.radius(q, count, radius, width, i, d, c, params);
+  };
+  if (!run_on_devices(ix, queries, m, out, max_neighbors, false, o, share))
+    run_on_engine(
+        ix, queries, m, out, o,
+        [&](const Scalar* q, int32_t* i, Scalar* d, int32_t* c, const CallParams& params) {
+          ix.engine<Scalar>()->radius(q, m, radius, max_neighbors, i, d, c, params);
+        });
+  stage.finish();
+}
+
+template <typename Scalar>
+void radius_count(const char* call, const knn_index* index, const Scalar* queries, int64_t m,
+                  Scalar radius, int64_t* counts, const knn_options* opt) {
+  const knn_index& ix = checked_index<Scalar>(index, call);
+  const knn_options o = read_index_options(opt);
+  check_array(queries, m, "queries", "m");
+  check_radius(radius);
+  check_array(counts, m, "counts", "m");
+  if (m == 0) return;
+  DeviceScope scope(ix.device);
+  const bool counts_on_device = on_device(counts);
+  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
+  std::vector<int64_t> wide;
+  try {
+    const std::vector<int32_t> found = radius_counts(ix, queries, m, radius, o);
+    wide.assign(found.begin(), found.end());
+  } catch (...) {
+    wide.assign(static_cast<size_t>(m), 0);  // the documented counts after a failure
+    try {
+      if (counts_on_device)
+        cuda::copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
+      else
+        std::copy(wide.begin(), wide.end(), counts);
+    } catch (...) {
+    }
+    throw;
+  }
+  if (counts_on_device)
+    cuda::copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
+  else
+    std::copy(wide.begin(), wide.end(), counts);
+}
+
+template <typename Scalar>
+void radius_fill(const char* call, const knn_index* index, const Scalar* queries, int64_t m,
+                 Scalar radius, const int64_t* offsets, int32_t* indices, Scalar* sq_distances,
+                 const knn_options* opt) {
+  const knn_index& ix = checked_index<Scalar>(index, call);
+  const knn_options o = read_index_options(opt);
+  check_array(queries, m, "queries", "m");
+  check_radius(radius);
+  if (offsets == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "offsets is NULL");
+  if (m == 0) return;
+  DeviceScope scope(ix.device);
+  const std::vector<int64_t> offs = host_int64s(offsets, m + 1);
+  const int64_t total = offs[static_cast<size_t>(m)];
+  if (total > 0 && indices == nullptr)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("indices is NULL while offsets[m] is %lld", static_cast<long long>(total)));
+  const Outputs<Scalar> out(total > 0 ? indices : nullptr, total > 0 ? sq_distances : nullptr,
+                            nullptr, total, 0);
+  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
+  const std::vector<int32_t> counts = radius_counts(ix, queries, m, radius, o);
+  const std::vector<int64_t> wide(counts.begin(), counts.end());
+  check_offsets_match_counts(offs.data(), wide.data(), m, "offsets", "query");
+  try {
+    fill_radius_rows(ix, queries, m, radius, counts, offs, out.indices, out.sq_distances,
+                     out.on_device, o);
+  } catch (...) {
+    out.fill_missing();
+    throw;
+  }
+}
+
+// ---- Serialization ----------------------------------------------------------
+
+template <typename Scalar>
+void serialize(const knn_index& ix, const BasicIndexEngine<Scalar>& engine, unsigned char* buffer) {
+  std::vector<Scalar> points(static_cast<size_t>(engine.size()) * engine.dim());
+  if (!points.empty()) engine.copy_points(points.data());
+  SavedIndex saved;
+  saved.n = engine.size();
+  saved.dim = engine.dim();
+  saved.structure = engine.structure();
+  saved.leaf_size = ix.leaf_size;
+  saved.scalar = ix.scalar();
+  write_serialized_index(saved, points.data(), buffer);
+}
+
+// The index of a checked buffer's points (`payload`, unaligned) of precision
+// Scalar, rebuilt with the saved structure and leaf size.
+template <typename Scalar>
+knn_index* deserialize(const SavedIndex& saved, const unsigned char* payload, knn_options o) {
+  std::vector<Scalar> points(static_cast<size_t>(saved.n) * static_cast<size_t>(saved.dim));
+  if (!points.empty()) std::memcpy(points.data(), payload, points.size() * sizeof(Scalar));
+  o.struct_size = sizeof o;
+  o.structure = saved.structure;
+  o.leaf_size = saved.leaf_size;
+  return build(points.data(), saved.n, saved.dim, &o);
 }
 
 }  // namespace
@@ -426,6 +696,15 @@ extern "C" {
 KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
                                      const knn_options* opt, knn_index** out) {
   return knn::guarded("knn_index_build", [&] {
+    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    *out = knn::build(points, n, dim, opt);
+  });
+}
+
+KNN_API int KNN_CALL knn_index_build_f64(const double* points, int64_t n, int dim,
+                                         const knn_options* opt, knn_index** out) {
+  return knn::guarded("knn_index_build_f64", [&] {
     if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
     *out = knn::build(points, n, dim, opt);
@@ -445,149 +724,85 @@ KNN_API int KNN_CALL knn_index_free(knn_index* index) {
 KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim, int* backend,
                                     int* structure) {
   return knn::guarded("knn_index_info", [&] {
-    const knn::IndexEngine& engine = *knn::checked_index(index).engine;
-    if (n) *n = engine.size();
-    if (dim) *dim = engine.dim();
-    if (backend) *backend = engine.backend();
-    if (structure) *structure = engine.structure();
+    const knn_index& ix = knn::checked_index(index);
+    if (n) *n = ix.size();
+    if (dim) *dim = ix.dim();
+    if (backend) *backend = ix.backend();
+    if (structure) *structure = ix.structure();
+  });
+}
+
+KNN_API int KNN_CALL knn_index_scalar(const knn_index* index, int* scalar) {
+  return knn::guarded("knn_index_scalar", [&] {
+    const knn_index& ix = knn::checked_index(index);
+    if (scalar == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "scalar is NULL");
+    *scalar = ix.scalar();
   });
 }
 
 KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m, int k,
                                      int32_t* indices, float* sq_distances,
                                      const knn_options* opt) {
-  return knn::guarded("knn_index_query", [&] {
-    const knn_index& ix = knn::checked_index(index);
-    const knn_options o = knn::read_index_options(opt);
-    knn::check_array(queries, m, "queries", "m");
-    knn::check_k(k);
-    knn::check_array(indices, m, "indices", "m");
-    knn::check_slots(m, k, "m * k");
-    knn::check_slots(m, ix.engine->dim(), "m * dim");
-    if (m == 0) return;
-    knn::DeviceScope scope(ix.device);
-    const knn::Outputs out(indices, sq_distances, nullptr, m * k, m);
-    const int dim = ix.engine->dim();
-    knn::check_coordinate_rows(queries, m, dim, knn::on_device(queries), "query");
-    const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
-    const knn::ShareWork share = [&](const knn::IndexEngine& e, const float* q, int64_t count,
-                                     int width, int32_t* i, float* d, int32_t*,
-                                     const knn::CallParams& call) {
-      e.knn(q, count, width, i, d, call);
-    };
-    if (!knn::run_on_devices(ix, queries, m, out, k, false, o, share))
-      knn::run_on_engine(ix, queries, m, out, o,
-                         [&](const float* q, int32_t* i, float* d, int32_t*,
-                             const knn::CallParams& call) { ix.engine->knn(q, m, k, i, d, call); });
-    stage.finish();
-  });
+  static const char* const call = "knn_index_query";
+  return knn::guarded(call,
+                      [&] { knn::query(call, index, queries, m, k, indices, sq_distances, opt); });
+}
+
+KNN_API int KNN_CALL knn_index_query_f64(const knn_index* index, const double* queries, int64_t m,
+                                         int k, int32_t* indices, double* sq_distances,
+                                         const knn_options* opt) {
+  static const char* const call = "knn_index_query_f64";
+  return knn::guarded(call,
+                      [&] { knn::query(call, index, queries, m, k, indices, sq_distances, opt); });
 }
 
 KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exclude_self,
                                           int32_t* indices, float* sq_distances) {
-  return knn::guarded("knn_index_query_self", [&] {
-    const knn_index& ix = knn::checked_index(index);
-    knn::check_k(k);
-    const int64_t n = ix.engine->size();
-    knn::check_array(indices, n, "indices", "the index's point count");
-    if (n == 0) return;
-    knn::DeviceScope scope(ix.device);
-    const knn::Outputs out(indices, sq_distances, nullptr, n * k, n);
-    knn_options defaults;
-    knn_options_init_v2(&defaults);
-    const knn::ProgressStage stage(KNN_PROGRESS_QUERY, n);
-    // On several devices each share asks for the kNN of its points' rows.
-    const knn::ShareWork share = [&](const knn::IndexEngine& e, const float* q, int64_t count,
-                                     int width, int32_t* i, float* d, int32_t*,
-                                     const knn::CallParams& call) {
-      e.knn(q, count, width, i, d, call);
-    };
-    if (!knn::run_on_devices(ix, nullptr, n, out, k, exclude_self != 0, defaults, share))
-      knn::run_on_engine(
-          ix, nullptr, 0, out, defaults,
-          [&](const float*, int32_t* i, float* d, int32_t*, const knn::CallParams& call) {
-            ix.engine->knn_self(k, exclude_self != 0, i, d, call);
-          });
-    stage.finish();
-  });
+  static const char* const call = "knn_index_query_self";
+  return knn::guarded(
+      call, [&] { knn::query_self(call, index, k, exclude_self, indices, sq_distances); });
+}
+
+KNN_API int KNN_CALL knn_index_query_self_f64(const knn_index* index, int k, int exclude_self,
+                                              int32_t* indices, double* sq_distances) {
+  static const char* const call = "knn_index_query_self_f64";
+  return knn::guarded(
+      call, [&] { knn::query_self(call, index, k, exclude_self, indices, sq_distances); });
 }
 
 KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queries, int64_t m,
                                       float radius, int max_neighbors, int32_t* indices,
                                       float* sq_distances, int32_t* counts,
                                       const knn_options* opt) {
-  return knn::guarded("knn_index_radius", [&] {
-    const knn_index& ix = knn::checked_index(index);
-    const knn_options o = knn::read_index_options(opt);
-    knn::check_array(queries, m, "queries", "m");
-    knn::check_radius(radius);
-    if (max_neighbors < 0)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("max_neighbors is %d; it must not be negative", max_neighbors));
-    if (max_neighbors == 0) {
-      if (m > 0 && counts == nullptr)
-        knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                  "counts is NULL while max_neighbors is 0 (a counting call writes only counts)");
-    } else {
-      knn::check_array(indices, m, "indices", "m");
-    }
-    knn::check_slots(m, max_neighbors, "m * max_neighbors");
-    knn::check_slots(m, ix.engine->dim(), "m * dim");
-    if (m == 0) return;
-    knn::DeviceScope scope(ix.device);
-    int32_t* const rows = max_neighbors > 0 ? indices : nullptr;
-    float* const dists = max_neighbors > 0 ? sq_distances : nullptr;
-    const knn::Outputs out(rows, dists, counts, m * max_neighbors, m);
-    const int dim = ix.engine->dim();
-    knn::check_coordinate_rows(queries, m, dim, knn::on_device(queries), "query");
-    const knn::ProgressStage stage(KNN_PROGRESS_QUERY, m);
-    const knn::ShareWork share = [&](const knn::IndexEngine& e, const float* q, int64_t count,
-                                     int width, int32_t* i, float* d, int32_t* c,
-                                     const knn::CallParams& call) {
-      e.radius(q, count, radius, width, i, d, c, call);
-    };
-    if (!knn::run_on_devices(ix, queries, m, out, max_neighbors, false, o, share))
-      knn::run_on_engine(
-          ix, queries, m, out, o,
-          [&](const float* q, int32_t* i, float* d, int32_t* c, const knn::CallParams& call) {
-            ix.engine->radius(q, m, radius, max_neighbors, i, d, c, call);
-          });
-    stage.finish();
+  static const char* const call = "knn_index_radius";
+  return knn::guarded(call, [&] {
+    knn::radius(call, index, queries, m, radius, max_neighbors, indices, sq_distances, counts, opt);
+  });
+}
+
+KNN_API int KNN_CALL knn_index_radius_f64(const knn_index* index, const double* queries, int64_t m,
+                                          double radius, int max_neighbors, int32_t* indices,
+                                          double* sq_distances, int32_t* counts,
+                                          const knn_options* opt) {
+  static const char* const call = "knn_index_radius_f64";
+  return knn::guarded(call, [&] {
+    knn::radius(call, index, queries, m, radius, max_neighbors, indices, sq_distances, counts, opt);
   });
 }
 
 KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries, int64_t m,
                                             float radius, int64_t* counts, const knn_options* opt) {
-  return knn::guarded("knn_index_radius_count", [&] {
-    const knn_index& ix = knn::checked_index(index);
-    const knn_options o = knn::read_index_options(opt);
-    knn::check_array(queries, m, "queries", "m");
-    knn::check_radius(radius);
-    knn::check_array(counts, m, "counts", "m");
-    if (m == 0) return;
-    knn::DeviceScope scope(ix.device);
-    const bool counts_on_device = knn::on_device(counts);
-    knn::check_coordinate_rows(queries, m, ix.engine->dim(), knn::on_device(queries), "query");
-    std::vector<int64_t> wide;
-    try {
-      const std::vector<int32_t> found = knn::radius_counts(ix, queries, m, radius, o);
-      wide.assign(found.begin(), found.end());
-    } catch (...) {
-      wide.assign(static_cast<size_t>(m), 0);  // the documented counts after a failure
-      try {
-        if (counts_on_device)
-          knn::cuda::copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
-        else
-          std::copy(wide.begin(), wide.end(), counts);
-      } catch (...) {
-      }
-      throw;
-    }
-    if (counts_on_device)
-      knn::cuda::copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
-    else
-      std::copy(wide.begin(), wide.end(), counts);
-  });
+  static const char* const call = "knn_index_radius_count";
+  return knn::guarded(call,
+                      [&] { knn::radius_count(call, index, queries, m, radius, counts, opt); });
+}
+
+KNN_API int KNN_CALL knn_index_radius_count_f64(const knn_index* index, const double* queries,
+                                                int64_t m, double radius, int64_t* counts,
+                                                const knn_options* opt) {
+  static const char* const call = "knn_index_radius_count_f64";
+  return knn::guarded(call,
+                      [&] { knn::radius_count(call, index, queries, m, radius, counts, opt); });
 }
 
 KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, int64_t* offsets) {
@@ -615,32 +830,19 @@ KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, i
 KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* queries, int64_t m,
                                            float radius, const int64_t* offsets, int32_t* indices,
                                            float* sq_distances, const knn_options* opt) {
-  return knn::guarded("knn_index_radius_fill", [&] {
-    const knn_index& ix = knn::checked_index(index);
-    const knn_options o = knn::read_index_options(opt);
-    knn::check_array(queries, m, "queries", "m");
-    knn::check_radius(radius);
-    if (offsets == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "offsets is NULL");
-    if (m == 0) return;
-    knn::DeviceScope scope(ix.device);
-    const std::vector<int64_t> offs = knn::host_int64s(offsets, m + 1);
-    const int64_t total = offs[static_cast<size_t>(m)];
-    if (total > 0 && indices == nullptr)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("indices is NULL while offsets[m] is %lld",
-                                                      static_cast<long long>(total)));
-    const knn::Outputs out(total > 0 ? indices : nullptr, total > 0 ? sq_distances : nullptr,
-                           nullptr, total, 0);
-    knn::check_coordinate_rows(queries, m, ix.engine->dim(), knn::on_device(queries), "query");
-    const std::vector<int32_t> counts = knn::radius_counts(ix, queries, m, radius, o);
-    const std::vector<int64_t> wide(counts.begin(), counts.end());
-    knn::check_offsets_match_counts(offs.data(), wide.data(), m, "offsets", "query");
-    try {
-      knn::fill_radius_rows(ix, queries, m, radius, counts, offs, out.indices, out.sq_distances,
-                            out.on_device, o);
-    } catch (...) {
-      out.fill_missing();
-      throw;
-    }
+  static const char* const call = "knn_index_radius_fill";
+  return knn::guarded(call, [&] {
+    knn::radius_fill(call, index, queries, m, radius, offsets, indices, sq_distances, opt);
+  });
+}
+
+KNN_API int KNN_CALL knn_index_radius_fill_f64(const knn_index* index, const double* queries,
+                                               int64_t m, double radius, const int64_t* offsets,
+                                               int32_t* indices, double* sq_distances,
+                                               const knn_options* opt) {
+  static const char* const call = "knn_index_radius_fill_f64";
+  return knn::guarded(call, [&] {
+    knn::radius_fill(call, index, queries, m, radius, offsets, indices, sq_distances, opt);
   });
 }
 
@@ -648,15 +850,14 @@ KNN_API int KNN_CALL knn_index_serialized_size(const knn_index* index, size_t* b
   return knn::guarded("knn_index_serialized_size", [&] {
     const knn_index& ix = knn::checked_index(index);
     if (bytes == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "bytes is NULL");
-    *bytes = knn::serialized_index_bytes(ix.engine->size(), ix.engine->dim());
+    *bytes = knn::serialized_index_bytes(ix.size(), ix.dim(), ix.scalar());
   });
 }
 
 KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, size_t bytes) {
   return knn::guarded("knn_index_serialize", [&] {
     const knn_index& ix = knn::checked_index(index);
-    const knn::IndexEngine& engine = *ix.engine;
-    const size_t needed = knn::serialized_index_bytes(engine.size(), engine.dim());
+    const size_t needed = knn::serialized_index_bytes(ix.size(), ix.dim(), ix.scalar());
     if (buffer == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "buffer is NULL");
     if (bytes < needed)
       knn::fail(KNN_ERR_INVALID_ARGUMENT,
@@ -664,14 +865,11 @@ KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, s
                             "(knn_index_serialized_size)",
                             bytes, needed));
     knn::DeviceScope scope(ix.device);
-    std::vector<float> points(static_cast<size_t>(engine.size()) * engine.dim());
-    if (!points.empty()) engine.copy_points(points.data());
-    knn::SavedIndex saved;
-    saved.n = engine.size();
-    saved.dim = engine.dim();
-    saved.structure = engine.structure();
-    saved.leaf_size = ix.leaf_size;
-    knn::write_serialized_index(saved, points.data(), static_cast<unsigned char*>(buffer));
+    unsigned char* const out = static_cast<unsigned char*>(buffer);
+    if (ix.engine64)
+      knn::serialize(ix, *ix.engine64, out);
+    else
+      knn::serialize(ix, *ix.engine32, out);
   });
 }
 
@@ -680,17 +878,15 @@ KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes, con
   return knn::guarded("knn_index_deserialize", [&] {
     if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
-    knn_options o = knn::read_index_options(opt);
+    const knn_options o = knn::read_index_options(opt);
     // NULL with 0 bytes is an empty buffer: refused below as truncated.
     if (buffer == nullptr && bytes > 0)
       knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));
-    std::vector<float> points;
+    const unsigned char* payload = nullptr;
     const knn::SavedIndex saved =
-        knn::read_serialized_index(static_cast<const unsigned char*>(buffer), bytes, points);
-    o.struct_size = sizeof o;
-    o.structure = saved.structure;
-    o.leaf_size = saved.leaf_size;
-    *out = knn::build(points.data(), saved.n, saved.dim, &o);
+        knn::read_serialized_index(static_cast<const unsigned char*>(buffer), bytes, &payload);
+    *out = saved.scalar == KNN_SCALAR_FLOAT64 ? knn::deserialize<double>(saved, payload, o)
+                                              : knn::deserialize<float>(saved, payload, o);
   });
 }
 
@@ -711,23 +907,41 @@ int estimate_structure(const knn_options* opt) {
 bool beyond_any_index(int64_t n, int dim) { return n > INT32_MAX || dim > KNN_INDEX_MAX_DIM; }
 bool query_bytes_overflow(int64_t m, int k, int dim) {
   // Generous per-query bound: rows of k indices and distances (twice, for
-  // staging and sorting), the query, and scratch; 64x slack.
+  // staging and sorting), the query, and scratch; 64x slack (float64 rows at
+  // most double it, and the float64 figures saturate on their own).
   const long double per_query = (static_cast<long double>(k) + dim + 64) * 64;
   return static_cast<long double>(m) * per_query > static_cast<long double>(SIZE_MAX) / 2;
+}
+
+size_t estimate_build(int64_t n, int dim, const knn_options* opt, int scalar) {
+  if (n < 0 || dim < 1) return 0;
+  if (beyond_any_index(n, dim)) return SIZE_MAX;
+  return knn::device_build_bytes(estimate_structure(opt), n, dim, scalar);
+}
+
+size_t estimate_query(int64_t m, int k, int64_t n, int dim, const knn_options* opt, int scalar) {
+  if (m < 0 || k < 1 || n < 0 || dim < 1) return 0;
+  if (beyond_any_index(n, dim) || query_bytes_overflow(m, k, dim)) return SIZE_MAX;
+  return knn::device_query_bytes(estimate_structure(opt), m, k, n, dim, scalar);
 }
 }  // namespace
 
 KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options* opt) {
-  if (n < 0 || dim < 1) return 0;
-  if (beyond_any_index(n, dim)) return SIZE_MAX;
-  return knn::cuda::index_memory::build_bytes(estimate_structure(opt), n, dim);
+  return estimate_build(n, dim, opt, KNN_SCALAR_FLOAT32);
+}
+
+KNN_API size_t KNN_CALL knn_estimate_build_bytes_f64(int64_t n, int dim, const knn_options* opt) {
+  return estimate_build(n, dim, opt, KNN_SCALAR_FLOAT64);
 }
 
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
                                                  const knn_options* opt) {
-  if (m < 0 || k < 1 || n < 0 || dim < 1) return 0;
-  if (beyond_any_index(n, dim) || query_bytes_overflow(m, k, dim)) return SIZE_MAX;
-  return knn::cuda::index_memory::query_bytes(estimate_structure(opt), m, k, n, dim);
+  return estimate_query(m, k, n, dim, opt, KNN_SCALAR_FLOAT32);
+}
+
+KNN_API size_t KNN_CALL knn_estimate_query_bytes_f64(int64_t m, int k, int64_t n, int dim,
+                                                     const knn_options* opt) {
+  return estimate_query(m, k, n, dim, opt, KNN_SCALAR_FLOAT64);
 }
 
 }  // extern "C"

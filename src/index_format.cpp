@@ -16,7 +16,8 @@ constexpr uint32_t kSwappedByteOrderMarker = 0x04030201u;
 
 // Header field offsets (index_format.h).
 constexpr size_t kVersionAt = 8, kMarkerAt = 12, kHeaderBytesAt = 16, kDimAt = 20, kNAt = 24,
-                 kStructureAt = 32, kLeafSizeAt = 36, kPayloadAt = 40;
+                 kStructureAt = 32, kLeafSizeAt = 36, kPayloadAt = 40, kScalarAt = 48,
+                 kReservedAt = 52;
 
 template <class T>
 void put(unsigned char* out, size_t at, T value) {
@@ -63,16 +64,21 @@ uint32_t crc32c(const unsigned char* data, size_t bytes) {
   return c ^ 0xFFFFFFFFu;
 }
 
-size_t serialized_index_bytes(int64_t n, int dim) {
-  return kIndexFormatHeaderBytes + static_cast<size_t>(n) * static_cast<size_t>(dim) * 4 +
+size_t serialized_index_bytes(int64_t n, int dim, int scalar) {
+  return kIndexFormatHeaderBytes +
+         static_cast<size_t>(n) * static_cast<size_t>(dim) * scalar_bytes(scalar) +
          kIndexFormatChecksumBytes;
 }
 
-void write_serialized_index(const SavedIndex& index, const float* points, unsigned char* out) {
-  const size_t payload = static_cast<size_t>(index.n) * static_cast<size_t>(index.dim) * 4;
+void write_serialized_index(const SavedIndex& index, const void* points, unsigned char* out) {
+  const bool float64 = index.scalar == KNN_SCALAR_FLOAT64;
+  const size_t payload =
+      static_cast<size_t>(index.n) * static_cast<size_t>(index.dim) * scalar_bytes(index.scalar);
   std::memset(out, 0, kIndexFormatHeaderBytes);
   std::memcpy(out, kMagic, sizeof kMagic);
-  put<uint32_t>(out, kVersionAt, kIndexFormatVersion);
+  // float32 indexes keep writing version 1, byte for byte as before.
+  put<uint32_t>(out, kVersionAt, float64 ? kIndexFormatVersionFloat64 : kIndexFormatVersion);
+  if (float64) put<uint32_t>(out, kScalarAt, static_cast<uint32_t>(KNN_SCALAR_FLOAT64));
   put<uint32_t>(out, kMarkerAt, kByteOrderMarker);
   put<uint32_t>(out, kHeaderBytesAt, static_cast<uint32_t>(kIndexFormatHeaderBytes));
   put<uint32_t>(out, kDimAt, static_cast<uint32_t>(index.dim));
@@ -86,7 +92,7 @@ void write_serialized_index(const SavedIndex& index, const float* points, unsign
 }
 
 SavedIndex read_serialized_index(const unsigned char* in, size_t bytes,
-                                 std::vector<float>& points) {
+                                 const unsigned char** points) {
   const auto corrupt = [](const std::string& what) {
     fail(KNN_ERR_INVALID_ARGUMENT, "the buffer is not a valid serialized index: " + what);
   };
@@ -103,10 +109,11 @@ SavedIndex read_serialized_index(const unsigned char* in, size_t bytes,
   if (marker != kByteOrderMarker)
     corrupt(format("its endianness marker is 0x%08x, not 0x01020304", marker));
   const uint32_t version = get<uint32_t>(in, kVersionAt);
-  if (version != kIndexFormatVersion)
+  if (version != kIndexFormatVersion && version != kIndexFormatVersionFloat64)
     fail(KNN_ERR_UNSUPPORTED,
-         format("the serialized index has format version %u; this library reads version %u",
-                version, kIndexFormatVersion));
+         format("the serialized index has format version %u; this library reads versions %u "
+                "and %u",
+                version, kIndexFormatVersion, kIndexFormatVersionFloat64));
   const uint32_t header = get<uint32_t>(in, kHeaderBytesAt);
   if (header != kIndexFormatHeaderBytes)
     corrupt(format("its header size is %u, not %zu", header, kIndexFormatHeaderBytes));
@@ -122,12 +129,19 @@ SavedIndex read_serialized_index(const unsigned char* in, size_t bytes,
     corrupt(format("it holds a grid in dim %u (a grid is 3-D)", dim));
   const int32_t leaf_size = get<int32_t>(in, kLeafSizeAt);
   if (leaf_size < 0) corrupt(format("its leaf_size is %d, negative", leaf_size));
-  // n < 2^31 and dim <= 4096: the product cannot overflow 64 bits.
-  const uint64_t payload = n * dim * 4;
+  const uint32_t scalar = get<uint32_t>(in, kScalarAt);
+  if (version == kIndexFormatVersionFloat64 && scalar != KNN_SCALAR_FLOAT64)
+    corrupt(format("it is format version 2 but its scalar field is %u, not KNN_SCALAR_FLOAT64 (1)",
+                   scalar));
+  const int kind = version == kIndexFormatVersionFloat64 ? KNN_SCALAR_FLOAT64 : KNN_SCALAR_FLOAT32;
+  // n < 2^31, dim <= 4096, 8 bytes: the product cannot overflow 64 bits.
+  const uint64_t payload = n * dim * scalar_bytes(kind);
   if (get<uint64_t>(in, kPayloadAt) != payload)
     corrupt(format("its payload size is %llu, but %llu points of dim %u take %llu bytes",
                    ull(get<uint64_t>(in, kPayloadAt)), ull(n), dim, ull(payload)));
-  for (size_t at = kPayloadAt + 8; at < kIndexFormatHeaderBytes; ++at)
+  // In version 1 the scalar field is reserved too.
+  const size_t reserved = version == kIndexFormatVersion ? kScalarAt : kReservedAt;
+  for (size_t at = reserved; at < kIndexFormatHeaderBytes; ++at)
     if (in[at] != 0) corrupt(format("its reserved header byte %zu is not zero", at));
   // Checked against the buffer's length before anything is allocated.
   const uint64_t expected = kIndexFormatHeaderBytes + payload + kIndexFormatChecksumBytes;
@@ -142,9 +156,9 @@ SavedIndex read_serialized_index(const unsigned char* in, size_t bytes,
   if (stored != computed)
     corrupt(
         format("its CRC-32C is 0x%08x but the contents give 0x%08x (corrupted)", stored, computed));
-  points.resize(static_cast<size_t>(n) * dim);
-  if (payload > 0) std::memcpy(points.data(), in + kIndexFormatHeaderBytes, payload);
+  *points = in + kIndexFormatHeaderBytes;
   SavedIndex saved;
+  saved.scalar = kind;
   saved.n = static_cast<int64_t>(n);
   saved.dim = static_cast<int>(dim);
   saved.structure = structure;

@@ -16,7 +16,20 @@ int auto_structure(int backend, int64_t n, int dim) {
   return dim == 3 ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE;
 }
 
-int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit) {
+namespace {
+size_t scalar_size(int scalar) { return scalar == KNN_SCALAR_FLOAT64 ? sizeof(double) : sizeof(float); }
+}  // namespace
+
+size_t device_build_bytes(int structure, int64_t n, int dim, int scalar) {
+  return cuda::index_memory::build_bytes(structure, n, dim, scalar_size(scalar));
+}
+
+size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, int scalar) {
+  return cuda::index_memory::query_bytes(structure, m, k, n, dim, scalar_size(scalar));
+}
+
+int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit,
+                    int scalar) {
   if (requested == KNN_BACKEND_OPENMP) return KNN_BACKEND_OPENMP;
   const bool have_device = cuda::device_count() > 0;
   if (requested == KNN_BACKEND_CUDA) {
@@ -28,12 +41,14 @@ int resolve_backend(int requested, int64_t n, int dim, int structure, size_t dev
   const int planned =
       structure == KNN_STRUCTURE_AUTO ? auto_structure(KNN_BACKEND_CUDA, n, dim) : structure;
   const size_t budget = device_memory_limit > 0 ? device_memory_limit : device_budget();
-  return cuda::index_memory::build_bytes(planned, n, dim) <= budget ? KNN_BACKEND_CUDA
-                                                                    : KNN_BACKEND_OPENMP;
+  return device_build_bytes(planned, n, dim, scalar) <= budget ? KNN_BACKEND_CUDA
+                                                               : KNN_BACKEND_OPENMP;
 }
 
-std::unique_ptr<IndexEngine> build_index_engine(int backend, int structure, const float* points,
-                                                int64_t n, int dim, const IndexParams& params) {
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_index_engine(int backend, int structure,
+                                                             const Scalar* points, int64_t n,
+                                                             int dim, const IndexParams& params) {
   const bool on_device = backend == KNN_BACKEND_CUDA;
   if (structure == KNN_STRUCTURE_AUTO) structure = auto_structure(backend, n, dim);
   if (structure == KNN_STRUCTURE_GRID) {
@@ -42,8 +57,9 @@ std::unique_ptr<IndexEngine> build_index_engine(int backend, int structure, cons
            format("structure KNN_STRUCTURE_GRID needs dim 3, dim is %d; use KNN_STRUCTURE_KDTREE "
                   "or KNN_STRUCTURE_AUTO",
                   dim));
-    std::unique_ptr<IndexEngine> grid = on_device ? cuda::build_grid_index(points, n, params)
-                                                  : omp::build_grid_index(points, n, params);
+    std::unique_ptr<BasicIndexEngine<Scalar>> grid = on_device
+                                                         ? cuda::build_grid_index(points, n, params)
+                                                         : omp::build_grid_index(points, n, params);
     if (grid) return grid;
     structure = KNN_STRUCTURE_KDTREE;  // the data would make a poor grid
   }
@@ -53,5 +69,10 @@ std::unique_ptr<IndexEngine> build_index_engine(int backend, int structure, cons
   return on_device ? cuda::build_kdtree_index(points, n, dim, params)
                    : omp::build_kdtree_index(points, n, dim, params);
 }
+
+template std::unique_ptr<IndexEngine> build_index_engine<float>(int, int, const float*, int64_t,
+                                                                int, const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_index_engine<double>(int, int, const double*, int64_t,
+                                                                   int, const IndexParams&);
 
 }  // namespace knn

@@ -46,19 +46,30 @@ inline bool gpu_kdtree_beats_brute_force(int64_t n, int dim) {
 // The structure AUTO means for n points of dim on `backend` (CUDA or OPENMP).
 int auto_structure(int backend, int64_t n, int dim);
 
+// Device bytes of a build of `structure` over n points of dim coordinates of
+// `scalar` (KNN_SCALAR_*): the CUDA memory model with the scalar's size
+// (8-byte coordinates and distances for float64; indices, keys and offsets
+// unchanged), saturating at SIZE_MAX.
+size_t device_build_bytes(int structure, int64_t n, int dim, int scalar);
+size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, int scalar);
+
 // The backend that serves a build asked with `requested`: OPENMP and CUDA as
 // asked (CUDA without a usable device: KNN_ERR_NO_DEVICE); AUTO picks CUDA
 // when a device is usable and the device estimate of the build fits the
 // budget (device_memory_limit when non-zero, else device_budget()), else
 // OPENMP.
-int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit);
+int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit,
+                    int scalar);
 
 // Builds the engine of `structure` (AUTO resolved here) on `backend` (CUDA or
 // OPENMP). GRID needs dim == 3 (else KNN_ERR_UNSUPPORTED); when the grid
 // engine declines the data, the kd-tree of the same backend serves instead
 // (the engine's structure() says which). `points` must be host memory for
-// OPENMP; for CUDA, params.points_on_device says where it is.
-std::unique_ptr<IndexEngine> build_index_engine(int backend, int structure, const float* points,
-                                                int64_t n, int dim, const IndexParams& params);
+// OPENMP; for CUDA, params.points_on_device says where it is. Scalar is float
+// or double (the engine's precision).
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_index_engine(int backend, int structure,
+                                                             const Scalar* points, int64_t n,
+                                                             int dim, const IndexParams& params);
 
 }  // namespace knn

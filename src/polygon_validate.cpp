@@ -3,6 +3,7 @@
 #include "../common/error.h"
 #include "../common/first_index.h"
 #include "../common/float_math.h"
+#include "../common/pip_predicate.h"
 #include "validate.h"
 
 namespace knn {
@@ -29,13 +30,15 @@ void check_offsets(const int64_t* offsets, int64_t count, const char* name, bool
               name, ll(bad), ll(offsets[bad]), name, ll(bad + 1), ll(offsets[bad + 1])));
 }
 
-bool same_vertex(const float* xy, int64_t a, int64_t b) {
+template <class V>
+bool same_vertex(const V* xy, int64_t a, int64_t b) {
   return xy[2 * a] == xy[2 * b] && xy[2 * a + 1] == xy[2 * b + 1];
 }
 
 // Vertices of ring [begin, end) once consecutive repeats, the closing one
 // included, are dropped; stops counting at 3 (all the check needs).
-int64_t distinct_run_count(const float* xy, int64_t begin, int64_t end) {
+template <class V>
+int64_t distinct_run_count(const V* xy, int64_t begin, int64_t end) {
   int64_t count = 0;
   for (int64_t v = begin; v < end && count < 3; ++v) {
     const int64_t previous = v == begin ? end - 1 : v - 1;
@@ -46,11 +49,37 @@ int64_t distinct_run_count(const float* xy, int64_t begin, int64_t end) {
 
 }  // namespace
 
-PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offsets, int64_t n_rings,
-                             const int64_t* polygon_offsets, int64_t n_polygons) {
+void check_pip_coordinates(const float* xy, int64_t n, const char* what) {
+  check_finite(xy, n, 2, what);
+}
+
+void check_pip_coordinates(const double* xy, int64_t n, const char* what) {
+  const int64_t row = first_index_where(n, [xy](int64_t i) {
+    return !pip::in_exact_range(xy[2 * i]) || !pip::in_exact_range(xy[2 * i + 1]);
+  });
+  if (row == n) return;
+  for (int d = 0; d < 2; ++d) {
+    const double v = xy[2 * row + d];
+    // As the float check words it (validate.cpp: fail_coordinate).
+    if (!is_finite_float(v))
+      fail(KNN_ERR_NONFINITE_INPUT, format("%s %lld has a%s coordinate (dimension %d)", what,
+                                           ll(row), v != v ? " NaN" : "n infinite", d));
+    if (!pip::in_exact_range(v))
+      fail(KNN_ERR_INVALID_ARGUMENT,
+           format("%s %lld has coordinate %.17g (dimension %d); float64 point-in-polygon "
+                  "coordinates must be 0 or of magnitude within [2^-485, 2^500] (about "
+                  "1.0e-146 .. 3.3e150), where the orientation test is exact",
+                  what, ll(row), v, d));
+  }
+}
+
+template <class V>
+PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offsets,
+                                int64_t n_rings, const int64_t* polygon_offsets,
+                                int64_t n_polygons) {
   check_array(polygon_offsets, n_polygons, "polygon_offsets", "n_polygons");
   check_array(ring_offsets, n_rings, "ring_offsets", "n_rings");
-  PolygonSet set;
+  PolygonSet<V> set;
   set.n_polygons = n_polygons;
   set.n_rings = n_rings;
   set.polygon_offsets = polygon_offsets;
@@ -73,7 +102,7 @@ PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offse
   if (vertices_xy == nullptr)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("vertices_xy is NULL while ring_offsets[n_rings] = %lld", ll(set.n_vertices)));
-  check_finite(vertices_xy, set.n_vertices, 2, "vertex");
+  check_pip_coordinates(vertices_xy, set.n_vertices, "vertex");
   const int64_t short_ring = first_index_where(n_rings, [&](int64_t r) {
     return distinct_run_count(vertices_xy, ring_offsets[r], ring_offsets[r + 1]) < 3;
   });
@@ -84,5 +113,10 @@ PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offse
                 ll(short_ring), ll(ring_offsets[short_ring]), ll(ring_offsets[short_ring + 1])));
   return set;
 }
+
+template PolygonSet<float> validate_polygons(const float*, const int64_t*, int64_t, const int64_t*,
+                                             int64_t);
+template PolygonSet<double> validate_polygons(const double*, const int64_t*, int64_t,
+                                              const int64_t*, int64_t);
 
 }  // namespace knn

@@ -19,8 +19,19 @@ namespace knn {
 //    number of vertices;
 //  - each ring keeps at least 3 vertices once consecutive repeats (the
 //    closing repeat of a closed ring included) are dropped;
-//  - every vertex coordinate is finite.
-PolygonSet validate_polygons(const float* vertices_xy, const int64_t* ring_offsets, int64_t n_rings,
-                             const int64_t* polygon_offsets, int64_t n_polygons);
+//  - every vertex coordinate is finite, and for double vertices within the
+//    exact predicate's range (check_pip_coordinates).
+template <class V>
+PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offsets,
+                                int64_t n_rings, const int64_t* polygon_offsets,
+                                int64_t n_polygons);
+
+// The coordinates of n (x, y) rows, named `what` ("point", "vertex") in the
+// message: a NaN or infinite one is KNN_ERR_NONFINITE_INPUT; for doubles,
+// one that is neither 0 nor of magnitude within [2^-485, 2^500]
+// (pip::kMinMagnitude, pip::kMaxMagnitude) is KNN_ERR_INVALID_ARGUMENT.
+// The first bad row is named.
+void check_pip_coordinates(const float* xy, int64_t n, const char* what);
+void check_pip_coordinates(const double* xy, int64_t n, const char* what);
 
 }  // namespace knn

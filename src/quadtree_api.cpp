@@ -51,13 +51,80 @@ int choose_backend(const knn_options& o) {
 
 [[noreturn]] void fail_not_live() {
   fail(KNN_ERR_INVALID_ARGUMENT,
-       "tree is not a live quadtree (already freed, or not made by knn_quadtree_build)");
+       "tree is not a live quadtree (already freed, or not made by knn_quadtree_build or "
+       "knn_quadtree_build_f64)");
 }
 
 const QuadtreeEngine& engine_of(const knn_quadtree* tree) {
   if (tree == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "tree is NULL");
   if (!LiveHandles<knn_quadtree>::instance().contains(tree)) fail_not_live();
   return *tree->engine;
+}
+
+// The float and double entry points share these; P is the points' scalar, V
+// the vertices' (the engines take any mix).
+template <class P>
+void build_tree(const P* xy, int64_t n, const knn_options* opt, knn_quadtree** out) {
+  if (out == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
+  *out = nullptr;
+  check_array(xy, n, "xy", "n");
+  if (n > kMaxPoints)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("n is %lld; a quadtree holds at most %lld points", static_cast<long long>(n),
+                static_cast<long long>(kMaxPoints)));
+  const knn_options o = read_options(opt);
+  check_pip_coordinates(xy, n, "point");
+  const QuadtreeParams params = params_of(o);
+  std::unique_ptr<knn_quadtree> tree(new knn_quadtree);
+  tree->engine = choose_backend(o) == KNN_BACKEND_CUDA ? cuda::build_quadtree(xy, n, params)
+                                                       : omp::build_quadtree(xy, n, params);
+  LiveHandles<knn_quadtree>::instance().add(tree.get());
+  *out = tree.release();
+}
+
+template <class V>
+void count_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t* ring_offsets,
+                  int64_t n_rings, const int64_t* polygon_offsets, int64_t n_polygons,
+                  int64_t* counts, const knn_options* opt) {
+  const QuadtreeEngine& engine = engine_of(tree);
+  check_array(counts, n_polygons, "counts", "n_polygons");
+  const QuadtreeParams params = params_of(read_options(opt));
+  const PolygonSet<V> polygons =
+      validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
+  try {
+    engine.count(polygons, counts, params);
+  } catch (...) {
+    std::fill(counts, counts + n_polygons, int64_t{0});
+    throw;
+  }
+}
+
+template <class V>
+void fill_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t* ring_offsets,
+                 int64_t n_rings, const int64_t* polygon_offsets, int64_t n_polygons,
+                 const int64_t* out_offsets, int64_t* point_indices, const knn_options* opt) {
+  const QuadtreeEngine& engine = engine_of(tree);
+  const QuadtreeParams params = params_of(read_options(opt));
+  const PolygonSet<V> polygons =
+      validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
+  if (n_polygons == 0) return;
+  if (out_offsets == nullptr)
+    fail(KNN_ERR_INVALID_ARGUMENT, format("out_offsets is NULL while n_polygons is %lld",
+                                          static_cast<long long>(n_polygons)));
+  std::vector<int64_t> counts(static_cast<size_t>(n_polygons));
+  engine.count(polygons, counts.data(), params);
+  check_offsets_match_counts(out_offsets, counts.data(), n_polygons, "out_offsets", "polygon");
+  const int64_t total = out_offsets[n_polygons];
+  if (total > 0 && point_indices == nullptr)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("point_indices is NULL while out_offsets[n_polygons] = %lld",
+                static_cast<long long>(total)));
+  try {
+    engine.fill(polygons, out_offsets, point_indices, params);
+  } catch (...) {
+    std::fill(point_indices, point_indices + total, int64_t{-1});
+    throw;
+  }
 }
 
 }  // namespace
@@ -67,24 +134,12 @@ extern "C" {
 
 KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
                                         knn_quadtree** out) {
-  return knn::guarded("knn_quadtree_build", [&] {
-    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-    *out = nullptr;
-    knn::check_array(xy, n, "xy", "n");
-    if (n > knn::kMaxPoints)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("n is %lld; a quadtree holds at most %lld points",
-                            static_cast<long long>(n), static_cast<long long>(knn::kMaxPoints)));
-    const knn_options o = knn::read_options(opt);
-    knn::check_finite(xy, n, 2, "point");
-    const knn::QuadtreeParams params = knn::params_of(o);
-    std::unique_ptr<knn_quadtree> tree(new knn_quadtree);
-    tree->engine = knn::choose_backend(o) == KNN_BACKEND_CUDA
-                       ? knn::cuda::build_quadtree(xy, n, params)
-                       : knn::omp::build_quadtree(xy, n, params);
-    knn::LiveHandles<knn_quadtree>::instance().add(tree.get());
-    *out = tree.release();
-  });
+  return knn::guarded("knn_quadtree_build", [&] { knn::build_tree(xy, n, opt, out); });
+}
+
+KNN_API int KNN_CALL knn_quadtree_build_f64(const double* xy, int64_t n, const knn_options* opt,
+                                            knn_quadtree** out) {
+  return knn::guarded("knn_quadtree_build_f64", [&] { knn::build_tree(xy, n, opt, out); });
 }
 
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree) {
@@ -102,17 +157,20 @@ KNN_API int KNN_CALL knn_points_in_polygons_count(const knn_quadtree* tree,
                                                   int64_t n_polygons, int64_t* counts,
                                                   const knn_options* opt) {
   return knn::guarded("knn_points_in_polygons_count", [&] {
-    const knn::QuadtreeEngine& engine = knn::engine_of(tree);
-    knn::check_array(counts, n_polygons, "counts", "n_polygons");
-    const knn::QuadtreeParams params = knn::params_of(knn::read_options(opt));
-    const knn::PolygonSet polygons =
-        knn::validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
-    try {
-      engine.count(polygons, counts, params);
-    } catch (...) {
-      std::fill(counts, counts + n_polygons, int64_t{0});
-      throw;
-    }
+    knn::count_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons,
+                      counts, opt);
+  });
+}
+
+KNN_API int KNN_CALL knn_points_in_polygons_count_f64(const knn_quadtree* tree,
+                                                      const double* vertices_xy,
+                                                      const int64_t* ring_offsets, int64_t n_rings,
+                                                      const int64_t* polygon_offsets,
+                                                      int64_t n_polygons, int64_t* counts,
+                                                      const knn_options* opt) {
+  return knn::guarded("knn_points_in_polygons_count_f64", [&] {
+    knn::count_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons,
+                      counts, opt);
   });
 }
 
@@ -122,30 +180,19 @@ KNN_API int KNN_CALL knn_points_in_polygons(const knn_quadtree* tree, const floa
                                             const int64_t* out_offsets, int64_t* point_indices,
                                             const knn_options* opt) {
   return knn::guarded("knn_points_in_polygons", [&] {
-    const knn::QuadtreeEngine& engine = knn::engine_of(tree);
-    const knn::QuadtreeParams params = knn::params_of(knn::read_options(opt));
-    const knn::PolygonSet polygons =
-        knn::validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
-    if (n_polygons == 0) return;
-    if (out_offsets == nullptr)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("out_offsets is NULL while n_polygons is %lld",
-                            static_cast<long long>(n_polygons)));
-    std::vector<int64_t> counts(static_cast<size_t>(n_polygons));
-    engine.count(polygons, counts.data(), params);
-    knn::check_offsets_match_counts(out_offsets, counts.data(), n_polygons, "out_offsets",
-                                    "polygon");
-    const int64_t total = out_offsets[n_polygons];
-    if (total > 0 && point_indices == nullptr)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("point_indices is NULL while out_offsets[n_polygons] = %lld",
-                            static_cast<long long>(total)));
-    try {
-      engine.fill(polygons, out_offsets, point_indices, params);
-    } catch (...) {
-      std::fill(point_indices, point_indices + total, int64_t{-1});
-      throw;
-    }
+    knn::fill_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons,
+                     out_offsets, point_indices, opt);
+  });
+}
+
+KNN_API int KNN_CALL knn_points_in_polygons_f64(const knn_quadtree* tree, const double* vertices_xy,
+                                                const int64_t* ring_offsets, int64_t n_rings,
+                                                const int64_t* polygon_offsets, int64_t n_polygons,
+                                                const int64_t* out_offsets, int64_t* point_indices,
+                                                const knn_options* opt) {
+  return knn::guarded("knn_points_in_polygons_f64", [&] {
+    knn::fill_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons,
+                     out_offsets, point_indices, opt);
   });
 }
 

@@ -39,7 +39,8 @@ namespace {
 
 // The first row with a coordinate whose magnitude is not <= limit (NaN and
 // infinities included), or n.
-int64_t first_row_beyond(const float* rows, int64_t n, int dim, float limit) {
+template <typename Scalar>
+int64_t first_row_beyond(const Scalar* rows, int64_t n, int dim, Scalar limit) {
   return first_index_where(n, [rows, dim, limit](int64_t i) {
     for (int d = 0; d < dim; ++d)
       if (!(std::fabs(rows[i * dim + d]) <= limit)) return true;
@@ -47,42 +48,60 @@ int64_t first_row_beyond(const float* rows, int64_t n, int dim, float limit) {
   });
 }
 
-void check_rows(const float* rows, int64_t n, int dim, const char* what, float limit) {
+template <typename Scalar>
+void check_rows(const Scalar* rows, int64_t n, int dim, const char* what, Scalar limit) {
   const int64_t row = first_row_beyond(rows, n, dim, limit);
   if (row == n) return;
   for (int d = 0; d < dim; ++d) {
-    const float v = rows[row * dim + d];
+    const Scalar v = rows[row * dim + d];
     if (!(std::fabs(v) <= limit)) fail_coordinate(v, row, d, dim, limit, what);
   }
 }
 
+// The scalar type's name in messages.
+const char* scalar_name(float) { return "float32"; }
+const char* scalar_name(double) { return "float64"; }
+
 }  // namespace
 
-void fail_coordinate(float value, int64_t row, int d, int dim, float limit, const char* what) {
+template <typename Scalar>
+void fail_coordinate(Scalar value, int64_t row, int d, int dim, Scalar limit, const char* what) {
   if (!is_finite_float(value))
     fail(KNN_ERR_NONFINITE_INPUT,
          format("%s %lld has a%s coordinate (dimension %d)", what, static_cast<long long>(row),
                 value != value ? " NaN" : "n infinite", d));
   fail(KNN_ERR_INVALID_ARGUMENT,
        format("%s %lld has coordinate %g (dimension %d); in %d dimension%s coordinates must lie "
-              "within +-%g, so that squared distances stay finite in float32",
+              "within +-%g, so that squared distances stay finite in %s",
               what, static_cast<long long>(row), static_cast<double>(value), d, dim,
-              dim == 1 ? "" : "s", static_cast<double>(limit)));
+              dim == 1 ? "" : "s", static_cast<double>(limit), scalar_name(value)));
 }
 
-float coordinate_limit(int dim) {
+template <typename Scalar>
+Scalar coordinate_limit(int dim) {
   int ceil_log2 = 0;
   while ((int64_t{1} << ceil_log2) < dim) ++ceil_log2;
-  return std::ldexp(1.0f, (125 - ceil_log2) / 2);
+  return std::ldexp(Scalar{1}, (std::numeric_limits<Scalar>::max_exponent - 3 - ceil_log2) / 2);
 }
 
-void check_finite(const float* rows, int64_t n, int dim, const char* what) {
-  check_rows(rows, n, dim, what, std::numeric_limits<float>::max());
+template <typename Scalar>
+void check_finite(const Scalar* rows, int64_t n, int dim, const char* what) {
+  check_rows(rows, n, dim, what, std::numeric_limits<Scalar>::max());
 }
 
-void check_coordinates(const float* rows, int64_t n, int dim, const char* what) {
-  check_rows(rows, n, dim, what, coordinate_limit(dim));
+template <typename Scalar>
+void check_coordinates(const Scalar* rows, int64_t n, int dim, const char* what) {
+  check_rows(rows, n, dim, what, coordinate_limit<Scalar>(dim));
 }
+
+template float coordinate_limit<float>(int);
+template double coordinate_limit<double>(int);
+template void check_finite<float>(const float*, int64_t, int, const char*);
+template void check_finite<double>(const double*, int64_t, int, const char*);
+template void check_coordinates<float>(const float*, int64_t, int, const char*);
+template void check_coordinates<double>(const double*, int64_t, int, const char*);
+template void fail_coordinate<float>(float, int64_t, int, int, float, const char*);
+template void fail_coordinate<double>(double, int64_t, int, int, double, const char*);
 
 void check_offsets_match_counts(const int64_t* offsets, const int64_t* counts, int64_t rows,
                                 const char* offsets_name, const char* row_name) {

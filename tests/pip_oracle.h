@@ -4,7 +4,9 @@
 // Exact side: every float is an integer multiple of 2^-149, so scaling by
 // 2^149 turns the orientation determinant of float inputs into a determinant
 // of integers (below 2^278 each), which a small sign-magnitude big integer
-// computes exactly. The inside test applies the contract's rule (even-odd
+// computes exactly. Doubles (and mixes) are scaled by 2^-e, e the smallest
+// exponent of the six coordinates' last significant bits, to integers the
+// same way. The inside test applies the contract's rule (even-odd
 // crossings of a ray towards +x, half-open in y, crossing strictly right of
 // the point) with that exact determinant.
 // Independent side: a long double crossing test, used only for points far
@@ -41,6 +43,18 @@ class BigInt {
     for (; shift < 0; ++shift) m /= 2;  // subnormals: the dropped bits are zeros
     r.negative_ = m < 0;
     r.limbs_.push_back(static_cast<uint32_t>(m < 0 ? -m : m));
+    r.shift_left(shift);
+    return r;
+  }
+
+  // m * 2^shift, exactly (shift >= 0).
+  static BigInt shifted(int64_t m, int shift) {
+    BigInt r;
+    if (m == 0) return r;
+    r.negative_ = m < 0;
+    const uint64_t magnitude = m < 0 ? 0 - static_cast<uint64_t>(m) : static_cast<uint64_t>(m);
+    r.limbs_.push_back(static_cast<uint32_t>(magnitude));
+    r.limbs_.push_back(static_cast<uint32_t>(magnitude >> 32));
     r.shift_left(shift);
     return r;
   }
@@ -142,15 +156,41 @@ inline int oracle_orientation(float ax, float ay, float bx, float by, float px, 
   return ((Bx - Ax) * (Py - Ay) - (Px - Ax) * (By - Ay)).sign();
 }
 
+// Exact sign of (bx-ax)*(py-ay) - (px-ax)*(by-ay) for doubles: each nonzero
+// value is m * 2^e with m an integer of at most 53 bits (frexp); all six are
+// scaled by 2^-min(e) to integers.
+inline int oracle_orientation(double ax, double ay, double bx, double by, double px, double py) {
+  const double v[6] = {ax, ay, bx, by, px, py};
+  int64_t mantissa[6] = {0, 0, 0, 0, 0, 0};
+  int exponent[6] = {0, 0, 0, 0, 0, 0};
+  int min_exponent = 1 << 20;
+  for (int i = 0; i < 6; ++i) {
+    if (v[i] == 0.0) continue;
+    int e = 0;
+    const double f = std::frexp(v[i], &e);  // v = f * 2^e, 0.5 <= |f| < 1
+    mantissa[i] = static_cast<int64_t>(std::ldexp(f, 53));
+    exponent[i] = e - 53;
+    min_exponent = std::min(min_exponent, exponent[i]);
+  }
+  BigInt b[6];
+  for (int i = 0; i < 6; ++i)
+    if (mantissa[i] != 0) b[i] = BigInt::shifted(mantissa[i], exponent[i] - min_exponent);
+  return ((b[2] - b[0]) * (b[5] - b[1]) - (b[4] - b[0]) * (b[3] - b[1])).sign();
+}
+
 // ---- Polygon sets ---------------------------------------------------------------
 
-struct Vec2 {
-  float x, y;
+template <class T>
+struct BasicVec2 {
+  T x, y;
 };
+using Vec2 = BasicVec2<float>;
+using Vec2d = BasicVec2<double>;
 
-// The arrays the API takes, built ring by ring.
-struct PolygonArrays {
-  std::vector<float> xy;
+// The arrays the API takes, built ring by ring, vertices of scalar T.
+template <class T>
+struct BasicPolygonArrays {
+  std::vector<T> xy;
   std::vector<int64_t> ring_offsets{0};
   std::vector<int64_t> polygon_offsets{0};
 
@@ -158,18 +198,27 @@ struct PolygonArrays {
   int64_t n_polygons() const { return static_cast<int64_t>(polygon_offsets.size()) - 1; }
 
   // Starts a polygon with its outer ring; add_hole appends rings to it.
-  void add_polygon(const std::vector<Vec2>& outer) {
+  void add_polygon(const std::vector<BasicVec2<T>>& outer) {
     add_ring(outer);
     polygon_offsets.push_back(n_rings());
   }
-  void add_hole(const std::vector<Vec2>& hole) {
+  void add_hole(const std::vector<BasicVec2<T>>& hole) {
     add_ring(hole);
     polygon_offsets.back() = n_rings();
   }
+  // The same polygons with vertices of scalar U (exact from float to double).
+  template <class U>
+  BasicPolygonArrays<U> as() const {
+    BasicPolygonArrays<U> out;
+    out.xy.assign(xy.begin(), xy.end());
+    out.ring_offsets = ring_offsets;
+    out.polygon_offsets = polygon_offsets;
+    return out;
+  }
 
  private:
-  void add_ring(const std::vector<Vec2>& ring) {
-    for (const Vec2& v : ring) {
+  void add_ring(const std::vector<BasicVec2<T>>& ring) {
+    for (const BasicVec2<T>& v : ring) {
       xy.push_back(v.x);
       xy.push_back(v.y);
     }
@@ -177,17 +226,23 @@ struct PolygonArrays {
   }
 };
 
-// The contract's rule with the exact determinant.
-inline bool oracle_inside(const PolygonArrays& set, int64_t polygon, float px, float py) {
+using PolygonArrays = BasicPolygonArrays<float>;
+using PolygonArraysd = BasicPolygonArrays<double>;
+
+// The contract's rule with the exact determinant; a mix of float and double
+// is decided in double (exact conversions).
+template <class T, class P>
+bool oracle_inside(const BasicPolygonArrays<T>& set, int64_t polygon, P px, P py) {
+  using C = decltype(T() + P());
   bool inside = false;
   for (int64_t r = set.polygon_offsets[polygon]; r < set.polygon_offsets[polygon + 1]; ++r) {
     const int64_t begin = set.ring_offsets[r], end = set.ring_offsets[r + 1];
     for (int64_t v = begin; v < end; ++v) {
       const int64_t w = v + 1 < end ? v + 1 : begin;
-      const float ax = set.xy[2 * v], ay = set.xy[2 * v + 1];
-      const float bx = set.xy[2 * w], by = set.xy[2 * w + 1];
+      const C ax = set.xy[2 * v], ay = set.xy[2 * v + 1];
+      const C bx = set.xy[2 * w], by = set.xy[2 * w + 1];
       if ((ay > py) == (by > py)) continue;
-      const int side = oracle_orientation(ax, ay, bx, by, px, py);
+      const int side = oracle_orientation(ax, ay, bx, by, C(px), C(py));
       if (side != 0 && (side > 0) == (by > ay)) inside = !inside;
     }
   }
@@ -195,8 +250,9 @@ inline bool oracle_inside(const PolygonArrays& set, int64_t polygon, float px, f
 }
 
 // Every point against every polygon: polygon p's points, ascending.
-inline std::vector<std::vector<int64_t>> oracle_points_in_polygons(const std::vector<float>& xy,
-                                                                   const PolygonArrays& set) {
+template <class P, class T>
+std::vector<std::vector<int64_t>> oracle_points_in_polygons(const std::vector<P>& xy,
+                                                            const BasicPolygonArrays<T>& set) {
   std::vector<std::vector<int64_t>> result(static_cast<size_t>(set.n_polygons()));
   parallel_for(set.n_polygons(), [&](int64_t p) {
     for (int64_t i = 0; i < static_cast<int64_t>(xy.size() / 2); ++i)

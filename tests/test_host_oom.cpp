@@ -30,6 +30,7 @@
 #include "index_test_helpers.h"
 #include "knn_gpgpu.h"
 #include "oracle.h"
+#include "pip_api_calls.h"
 #include "pip_oracle.h"
 #include "test_data.h"
 
@@ -358,6 +359,121 @@ class HostOom : public ::testing::Test {
             [=] { return out->untouched_or_missing(); }};
   }
 
+  // ---- The float64 family ----------------------------------------------------------------
+  // The same engine code in double: one build walk and one query walk, on the
+  // kd-tree's rows moved into a UTM frame (4.5e6 m), against a float64 brute
+  // force written here.
+
+  struct Rows64 {
+    std::vector<int32_t> idx;
+    std::vector<double> dist;
+    void reset(size_t slots) {
+      idx.assign(slots, kUntouched);
+      dist.assign(slots, static_cast<double>(kUntouchedF));
+    }
+    ::testing::AssertionResult untouched_or_missing() const {
+      const bool untouched =
+          all_equal(idx, kUntouched) && all_equal(dist, static_cast<double>(kUntouchedF));
+      const bool missing =
+          all_equal(idx, int32_t{-1}) && all_equal(dist, std::numeric_limits<double>::infinity());
+      return check(untouched || missing, "the outputs are neither untouched nor all missing");
+    }
+  };
+
+  // The k nearest of each query by the contract's float64 distance, ties by index.
+  static Rows64 oracle_knn64(const std::vector<double>& points, const std::vector<double>& queries,
+                             int dim, int k) {
+    const size_t n = points.size() / dim, m = queries.size() / dim;
+    Rows64 r;
+    r.idx.assign(m * k, -1);
+    r.dist.assign(m * k, std::numeric_limits<double>::infinity());
+    for (size_t i = 0; i < m; ++i) {
+      std::vector<std::pair<double, int32_t>> all;
+      for (size_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int d = 0; d < dim; ++d) {
+          const double t = queries[i * dim + d] - points[j * dim + d];
+          sum = d == 0 ? t * t : sum + t * t;
+        }
+        all.emplace_back(sum, static_cast<int32_t>(j));
+      }
+      std::sort(all.begin(), all.end());
+      for (size_t j = 0; j < std::min<size_t>(k, n); ++j) {
+        r.idx[i * k + j] = all[j].second;
+        r.dist[i * k + j] = all[j].first;
+      }
+    }
+    return r;
+  }
+
+  static std::vector<double> in_utm_frame(const std::vector<float>& rows) {
+    std::vector<double> wide(rows.begin(), rows.end());
+    for (double& x : wide) x = 4.5e6 + x * 1e-3;
+    return wide;
+  }
+
+  static ::testing::AssertionResult same64(const Rows64& want, const Rows64& got) {
+    return check(want.idx == got.idx && std::memcmp(want.dist.data(), got.dist.data(),
+                                                    want.dist.size() * sizeof(double)) == 0,
+                 "the float64 rows differ from the oracle's");
+  }
+
+  Rows64 query64(knn_index* index, const std::vector<double>& queries, const knn_options& o) const {
+    Rows64 r;
+    r.reset(queries.size() / kDim * kK);
+    EXPECT_EQ(
+        knn_index_query_f64(index, queries.data(), static_cast<int64_t>(queries.size()) / kDim, kK,
+                            r.idx.data(), r.dist.data(), &o),
+        KNN_OK)
+        << knn_last_error();
+    return r;
+  }
+
+  Case index_build_f64() {
+    auto out = std::make_shared<knn_index*>(nullptr);
+    const auto points = std::make_shared<std::vector<double>>(in_utm_frame(rows_));
+    const auto queries = std::make_shared<std::vector<double>>(in_utm_frame(query_rows_));
+    const int64_t n = static_cast<int64_t>(points->size()) / kDim;
+    auto want = std::make_shared<Rows64>(oracle_knn64(*points, *queries, kDim, kK));
+    const knn_options o = options_of(KNN_STRUCTURE_KDTREE);
+    return {"knn_index_build_f64 KdTree",
+            [=] { *out = reinterpret_cast<knn_index*>(out.get()); },
+            [=] { return knn_index_build_f64(points->data(), n, kDim, &o, out.get()); },
+            [=] {
+              int scalar = -1;
+              if (knn_index_scalar(*out, &scalar) != KNN_OK || scalar != KNN_SCALAR_FLOAT64)
+                return check(false, "the index built is not a live float64 index");
+              return same64(*want, query64(*out, *queries, o));
+            },
+            [=] { return check(*out == nullptr, "*out is not NULL after a failure"); },
+            [=] {
+              EXPECT_EQ(knn_index_free(*out), KNN_OK);
+              *out = nullptr;
+            }};
+  }
+
+  Case index_query_f64() {
+    const auto points = std::make_shared<std::vector<double>>(in_utm_frame(rows_));
+    const auto queries = std::make_shared<std::vector<double>>(in_utm_frame(query_rows_));
+    const knn_options o = options_of(KNN_STRUCTURE_KDTREE);
+    knn_index* built = nullptr;
+    EXPECT_EQ(knn_index_build_f64(points->data(), static_cast<int64_t>(points->size()) / kDim, kDim,
+                                  &o, &built),
+              KNN_OK)
+        << knn_last_error();
+    std::shared_ptr<knn_index> index(built,
+                                     [](knn_index* i) { EXPECT_EQ(knn_index_free(i), KNN_OK); });
+    auto out = std::make_shared<Rows64>();
+    const int64_t m = static_cast<int64_t>(queries->size()) / kDim;
+    auto want = std::make_shared<Rows64>(oracle_knn64(*points, *queries, kDim, kK));
+    return {"knn_index_query_f64 KdTree", [=] { out->reset(static_cast<size_t>(m) * kK); },
+            [=] {
+              return knn_index_query_f64(index.get(), queries->data(), m, kK, out->idx.data(),
+                                         out->dist.data(), &o);
+            },
+            [=] { return same64(*want, *out); }, [=] { return out->untouched_or_missing(); }};
+  }
+
   // ---- Point in polygon ----------------------------------------------------------------
 
   std::vector<int64_t> pip_counts() const {
@@ -366,21 +482,34 @@ class HostOom : public ::testing::Test {
     return counts;
   }
 
+  // The point-in-polygon cases run for each precision: P the points', V the
+  // vertices' scalar (the _f64 calls when double), on the same values.
+  template <class P>
+  static const char* build_name() {
+    return sizeof(P) == 8 ? "knn_quadtree_build_f64" : "knn_quadtree_build";
+  }
+  template <class V>
+  static const char* count_name() {
+    return sizeof(V) == 8 ? "knn_points_in_polygons_count_f64" : "knn_points_in_polygons_count";
+  }
+  template <class V>
+  static const char* fill_name() {
+    return sizeof(V) == 8 ? "knn_points_in_polygons_f64" : "knn_points_in_polygons";
+  }
+
+  template <class P>
   Case quadtree_build() {
     auto out = std::make_shared<knn_quadtree*>(nullptr);
     const knn_options o = opt_;
     const std::vector<int64_t> want = pip_counts();
-    return {"knn_quadtree_build",
+    const std::vector<P> xy(xy_.begin(), xy_.end());
+    const PolygonArrays polygons = polygons_;
+    return {build_name<P>(),
             [=] { *out = reinterpret_cast<knn_quadtree*>(out.get()); },
-            [=] {
-              return knn_quadtree_build(xy_.data(), static_cast<int64_t>(xy_.size() / 2), &o,
-                                        out.get());
-            },
+            [=] { return knn_test::quadtree_build(xy, o, out.get()); },
             [=] {
               std::vector<int64_t> counts(want.size(), -7);
-              const int status = knn_points_in_polygons_count(
-                  *out, polygons_.xy.data(), polygons_.ring_offsets.data(), polygons_.n_rings(),
-                  polygons_.polygon_offsets.data(), polygons_.n_polygons(), counts.data(), &o);
+              const int status = knn_test::pip_count(*out, polygons, counts.data(), o);
               return check(status == KNN_OK && counts == want, "the quadtree built counts wrong");
             },
             [=] { return check(*out == nullptr, "*out is not NULL after a failure"); },
@@ -390,36 +519,38 @@ class HostOom : public ::testing::Test {
             }};
   }
 
+  template <class P>
   std::shared_ptr<knn_quadtree> shared_quadtree() {
     knn_quadtree* tree = nullptr;
-    EXPECT_EQ(knn_quadtree_build(xy_.data(), static_cast<int64_t>(xy_.size() / 2), &opt_, &tree),
+    EXPECT_EQ(knn_test::quadtree_build(std::vector<P>(xy_.begin(), xy_.end()), opt_, &tree),
               KNN_OK)
         << knn_last_error();
     return std::shared_ptr<knn_quadtree>(
         tree, [](knn_quadtree* t) { EXPECT_EQ(knn_quadtree_free(t), KNN_OK); });
   }
 
+  template <class P, class V>
   Case pip_count() {
-    auto tree = shared_quadtree();
+    auto tree = shared_quadtree<P>();
     auto counts = std::make_shared<std::vector<int64_t>>();
     const std::vector<int64_t> want = pip_counts();
     const knn_options o = opt_;
-    return {
-        "knn_points_in_polygons_count", [=] { counts->assign(want.size(), int64_t{kUntouched}); },
-        [=] {
-          return knn_points_in_polygons_count(
-              tree.get(), polygons_.xy.data(), polygons_.ring_offsets.data(), polygons_.n_rings(),
-              polygons_.polygon_offsets.data(), polygons_.n_polygons(), counts->data(), &o);
-        },
-        [=] { return check(*counts == want, "counts differ from the oracle's"); },
-        [=] {
-          return check(all_equal(*counts, int64_t{kUntouched}) || all_equal(*counts, int64_t{0}),
-                       "counts are neither untouched nor all 0");
-        }};
+    const BasicPolygonArrays<V> polygons = polygons_.as<V>();
+    const std::string name =
+        std::string(count_name<V>()) + (sizeof(P) == 4 ? " (float tree)" : " (double tree)");
+    return {name, [=] { counts->assign(want.size(), int64_t{kUntouched}); },
+            [=] { return knn_test::pip_count(tree.get(), polygons, counts->data(), o); },
+            [=] { return check(*counts == want, "counts differ from the oracle's"); },
+            [=] {
+              return check(
+                  all_equal(*counts, int64_t{kUntouched}) || all_equal(*counts, int64_t{0}),
+                  "counts are neither untouched nor all 0");
+            }};
   }
 
+  template <class P, class V>
   Case pip_fill() {
-    auto tree = shared_quadtree();
+    auto tree = shared_quadtree<P>();
     auto indices = std::make_shared<std::vector<int64_t>>();
     std::vector<int64_t> offsets{0}, want;
     for (const auto& p : pip_) {
@@ -427,19 +558,19 @@ class HostOom : public ::testing::Test {
       want.insert(want.end(), p.begin(), p.end());
     }
     const knn_options o = opt_;
-    return {
-        "knn_points_in_polygons", [=] { indices->assign(want.size(), int64_t{kUntouched}); },
-        [=] {
-          return knn_points_in_polygons(tree.get(), polygons_.xy.data(),
-                                        polygons_.ring_offsets.data(), polygons_.n_rings(),
-                                        polygons_.polygon_offsets.data(), polygons_.n_polygons(),
-                                        offsets.data(), indices->data(), &o);
-        },
-        [=] { return check(*indices == want, "indices differ from the oracle's"); },
-        [=] {
-          return check(all_equal(*indices, int64_t{kUntouched}) || all_equal(*indices, int64_t{-1}),
-                       "indices are neither untouched nor all -1");
-        }};
+    const BasicPolygonArrays<V> polygons = polygons_.as<V>();
+    const std::string name =
+        std::string(fill_name<V>()) + (sizeof(P) == 4 ? " (float tree)" : " (double tree)");
+    return {name, [=] { indices->assign(want.size(), int64_t{kUntouched}); },
+            [=] {
+              return knn_test::pip_fill(tree.get(), polygons, offsets.data(), indices->data(), o);
+            },
+            [=] { return check(*indices == want, "indices differ from the oracle's"); },
+            [=] {
+              return check(
+                  all_equal(*indices, int64_t{kUntouched}) || all_equal(*indices, int64_t{-1}),
+                  "indices are neither untouched nor all -1");
+            }};
   }
 
   std::vector<Case> all_cases() {
@@ -454,9 +585,15 @@ class HostOom : public ::testing::Test {
       cases.push_back(index_radius(s, 4));
       cases.push_back(index_radius(s, 0));
     }
-    cases.push_back(quadtree_build());
-    cases.push_back(pip_count());
-    cases.push_back(pip_fill());
+    cases.push_back(index_build_f64());
+    cases.push_back(index_query_f64());
+    cases.push_back(quadtree_build<float>());
+    cases.push_back(pip_count<float, float>());
+    cases.push_back(pip_fill<float, float>());
+    cases.push_back(quadtree_build<double>());
+    cases.push_back(pip_count<double, double>());
+    cases.push_back(pip_fill<double, double>());
+    cases.push_back(pip_count<float, double>());
     return cases;
   }
 

@@ -7,7 +7,9 @@
 // segment/box test the GPU query prunes with.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "gpu_test_support.h"
 #include "knn_gpgpu.h"
 #include "pip_api_calls.h"
+#include "pip_f64_cases.h"
 #include "pip_oracle.h"
 
 namespace knn_test {
@@ -162,6 +165,125 @@ TEST(PipGpuGeometry, SegmentBoxTestIsExact) {
     EXPECT_GT(meets, 10000);
     EXPECT_GT(misses, 10000);
   }
+}
+
+TEST(PipGpuGeometry, SegmentBoxTestIsExactForDoubles) {
+  // Near-degenerate double geometry at a UTM offset: boxes whose corners lie
+  // on the segment's line or one ulp off it, against the exact oracle
+  // (oracle_orientation on the doubles).
+  std::mt19937_64 rng(70);
+  std::uniform_real_distribution<double> u(-1.0, 1.0), fraction(0.0, 1.0);
+  std::uniform_int_distribution<int> ulps(-1, 1);
+  const double inf = std::numeric_limits<double>::infinity();
+  int meets = 0, misses = 0;
+  for (const double offset : {0.0, 4.5e6, -1e-3}) {
+    for (int trial = 0; trial < 20000; ++trial) {
+      const double ax = offset + u(rng), ay = offset + u(rng);
+      const double bx = offset + u(rng), by = offset + u(rng);
+      // A corner on (or one ulp off) the line through a and b.
+      const double t = 2 * fraction(rng) - 0.5;
+      double cx = ax + t * (bx - ax), cy = ay + t * (by - ay);
+      const int k = ulps(rng);
+      if (k != 0) cx = std::nextafter(cx, k > 0 ? inf : -inf);
+      const double w = std::ldexp(fraction(rng), -(trial % 40));
+      const double h = std::ldexp(fraction(rng), -(trial % 37));
+      const bool corner_low = trial % 2 == 0;
+      const double lo_x = corner_low ? cx : cx - w, lo_y = corner_low ? cy : cy - h;
+      const double hi_x = corner_low ? cx + w : cx, hi_y = corner_low ? cy + h : cy;
+      // Exact oracle: an end in the box, or the segment meeting a side.
+      const auto in_box = [&](double x, double y) {
+        return lo_x <= x && x <= hi_x && lo_y <= y && y <= hi_y;
+      };
+      const auto on_closed = [](double px, double py, double qx, double qy, double x, double y) {
+        return std::min(px, qx) <= x && x <= std::max(px, qx) && std::min(py, qy) <= y &&
+               y <= std::max(py, qy);
+      };
+      const auto meet = [&](double p1x, double p1y, double p2x, double p2y, double q1x,
+                            double q1y, double q2x, double q2y) {
+        const int o1 = oracle_orientation(p1x, p1y, p2x, p2y, q1x, q1y);
+        const int o2 = oracle_orientation(p1x, p1y, p2x, p2y, q2x, q2y);
+        const int o3 = oracle_orientation(q1x, q1y, q2x, q2y, p1x, p1y);
+        const int o4 = oracle_orientation(q1x, q1y, q2x, q2y, p2x, p2y);
+        if (o1 * o2 < 0 && o3 * o4 < 0) return true;
+        return (o1 == 0 && on_closed(p1x, p1y, p2x, p2y, q1x, q1y)) ||
+               (o2 == 0 && on_closed(p1x, p1y, p2x, p2y, q2x, q2y)) ||
+               (o3 == 0 && on_closed(q1x, q1y, q2x, q2y, p1x, p1y)) ||
+               (o4 == 0 && on_closed(q1x, q1y, q2x, q2y, p2x, p2y));
+      };
+      const double corner[4][2] = {{lo_x, lo_y}, {hi_x, lo_y}, {hi_x, hi_y}, {lo_x, hi_y}};
+      bool expected = in_box(ax, ay) || in_box(bx, by);
+      for (int i = 0; i < 4 && !expected; ++i)
+        expected = meet(ax, ay, bx, by, corner[i][0], corner[i][1], corner[(i + 1) % 4][0],
+                        corner[(i + 1) % 4][1]);
+      ASSERT_EQ(knn::quadtree::segment_meets_box(ax, ay, bx, by, lo_x, lo_y, hi_x, hi_y), expected)
+          << "segment (" << ax << "," << ay << ")-(" << bx << "," << by << "), box (" << lo_x
+          << "," << lo_y << ")-(" << hi_x << "," << hi_y << ")";
+      ++(expected ? meets : misses);
+    }
+  }
+  EXPECT_GT(meets, 5000);
+  EXPECT_GT(misses, 5000);
+}
+
+// Float64: the CUDA backend with several leaf capacities against the exact
+// oracle on the shared double cases (pip_f64_cases.h).
+void expect_cuda_matches_oracle_f64(const F64Case& c) {
+  const PipAnswer expected = oracle_points_in_polygons(c.xy, c.polygons);
+  for (const int leaf_size : {0, 1, 7, 1000})
+    expect_same(build_count_fill(c.xy, c.polygons, options(KNN_BACKEND_CUDA, leaf_size)),
+                expected, std::string(c.name) + ", leaf_size " + std::to_string(leaf_size));
+}
+
+TEST(PipGpuF64, UtmLatLonAndTilingMatchOracle) {
+  SKIP_WITHOUT_DEVICE();
+  expect_cuda_matches_oracle_f64(utm_case(71));
+  expect_cuda_matches_oracle_f64(latlon_case(72));
+  const F64Case tiling = tiling_case(73, 5);
+  expect_cuda_matches_oracle_f64(tiling);
+  expect_cuda_matches_oracle_f64(scaled_case(tiling, 498, "tiling scaled by 2^498"));
+  expect_cuda_matches_oracle_f64(scaled_case(tiling, -480, "tiling scaled by 2^-480"));
+  expect_cuda_matches_oracle_f64(extreme_range_case(76));
+}
+
+TEST(PipGpuF64, MixedPrecisionMatchesOracle) {
+  SKIP_WITHOUT_DEVICE();
+  std::mt19937_64 rng(74);
+  const PolygonArrays set = assorted_polygons(rng, -20, 20, 24);
+  const std::vector<float> xy = with_boundary_points(uniform_points(rng, 5000, -25, 25), set);
+  const std::vector<double> xy64(xy.begin(), xy.end());
+  const PolygonArraysd set64 = set.as<double>();
+  const PipAnswer expected = oracle_points_in_polygons(xy64, set64);
+  const knn_options opt = options(KNN_BACKEND_CUDA);
+  expect_same(build_count_fill(xy64, set64, opt), expected, "double tree, double polygons");
+  expect_same(build_count_fill(xy, set64, opt), expected, "float tree, double polygons");
+  expect_same(build_count_fill(xy64, set, opt), expected, "double tree, float polygons");
+  expect_same(build_count_fill(xy, set, opt), expected, "float tree, float polygons");
+}
+
+// Thousands of small double polygons (the thread path) and one of 2 * 10^4
+// vertices (the warp path) at a UTM offset, CUDA against OpenMP.
+TEST(PipGpuF64, ThreadAndWarpPathsMatchOpenMp) {
+  SKIP_WITHOUT_DEVICE();
+  std::mt19937_64 rng(75);
+  const double x0 = 4500000.0, y0 = 5500000.0, mm = 0.001;
+  PolygonArraysd set;
+  for (int j = 0; j < 64; ++j)
+    for (int i = 0; i < 64; ++i) {
+      const double ax = x0 + i * mm, ay = y0 + j * mm;
+      set.add_polygon({{ax, ay}, {ax + mm, ay}, {ax + mm, ay + mm}});
+      set.add_polygon({{ax, ay}, {ax + mm, ay + mm}, {ax, ay + mm}});
+    }
+  set.add_polygon(star_ring(rng, x0 + 0.032, y0 + 0.032, 0.03, 20000));
+  std::uniform_real_distribution<double> u(0.0, 0.064);
+  std::vector<double> xy;
+  for (int k = 0; k < 200000; ++k) push_point(xy, x0 + u(rng), y0 + u(rng));
+  for (int i = 0; i <= 256; ++i)
+    for (int j = 0; j <= 256; ++j) push_point(xy, x0 + i * 0.25 * mm, y0 + j * 0.25 * mm);
+  const PipAnswer expected = build_count_fill(xy, set, options(KNN_BACKEND_OPENMP));
+  expect_same(build_count_fill(xy, set, options(KNN_BACKEND_CUDA)), expected, "CUDA");
+  knn_options chunked = options(KNN_BACKEND_CUDA);
+  chunked.device_memory_limit = size_t{16} << 20;
+  expect_same(build_count_fill(xy, set, chunked), expected, "CUDA, chunked fill");
 }
 
 TEST(PipGpu, UniformPointsAssortedPolygonsMatchOracle) {

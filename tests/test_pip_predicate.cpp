@@ -106,9 +106,9 @@ TEST(PipPredicate, OrientationNeedingMoreThanDoublePrecision) {
       {0.1f, 0.2f, 0.3f, 0.6f, 0.2f, 0.4f},
   };
   for (const OrientationCase& c : cases) expect_orientation(c);
-  EXPECT_EQ(orientation_sign(0, 0, big, big, tiny, tiny), 0);
-  EXPECT_EQ(orientation_sign(0, 0, big, big, tiny, 0), -1);
-  EXPECT_EQ(orientation_sign(-big, -tiny, big, tiny, one, 1e-45f), 1);
+  EXPECT_EQ(orientation_sign<float>(0, 0, big, big, tiny, tiny), 0);
+  EXPECT_EQ(orientation_sign<float>(0, 0, big, big, tiny, 0), -1);
+  EXPECT_EQ(orientation_sign<float>(-big, -tiny, big, tiny, one, 1e-45f), 1);
 }
 
 TEST(PipPredicate, UnitSquareBoundaryGoesRightAndUp) {

@@ -54,14 +54,14 @@ Timing run_shape(int64_t n, int dim, cudaStream_t stream) {
         "copy");
   DeviceBuffer<int32_t> d_idx(static_cast<size_t>(m) * kK);
   DeviceBuffer<float> d_dist(static_cast<size_t>(m) * kK);
-  const BruteForcePoints view{d_points.get(), n, dim};
-  BruteForceRequest request;
+  const BruteForcePoints<float> view{d_points.get(), n, dim};
+  BruteForceRequest<float> request;
   request.row_width = kK;
   request.max_sq = INFINITY;
   const int list_k = knn::cuda::index_memory::brute_force_list_k(kK, false, n);
   const int64_t splits = knn::cuda::index_memory::brute_force_splits(m, n, list_k);
-  knn::cuda::BruteForceScratch scratch(m, splits, list_k);
-  const knn::cuda::BruteForceOutputs out{d_idx.get(), d_dist.get(), nullptr};
+  knn::cuda::BruteForceScratch<float> scratch(m, splits, list_k);
+  const knn::cuda::BruteForceOutputs<float> out{d_idx.get(), d_dist.get(), nullptr};
 
   // Warm-up on a slice of the queries: loads the kernels, wakes the clocks.
   knn::cuda::brute_force_search(view, d_queries.get(), std::min<int64_t>(m, 4096), request, out,

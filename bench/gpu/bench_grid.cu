@@ -78,7 +78,7 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
       std::string(distribution_name(dist)) + " n=" + std::to_string(n) + " m=" + std::to_string(m);
 
   // The grid, kernel-only.
-  std::unique_ptr<knn::cuda::DeviceGrid> grid;
+  std::unique_ptr<knn::cuda::DeviceGrid<float>> grid;
   const double grid_build = median_event_ms(
       stream.get(),
       [&] {

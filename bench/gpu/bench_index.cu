@@ -15,7 +15,14 @@
 //            and end to end for KDTREE, GRID and AUTO;
 //   radius   10^7 uniform points, radius for ~32 neighbours, 10^7 queries:
 //            rows of 32 with counts, and counting only; queries/s.
-// Usage: bench_index [--quick] [--suite futhark|allknn|radius|all] [--leaf N]
+//   f64      float64 against float32 on the same data (issue #22, target:
+//            float64 at most 2x float32): 3-D, n = m = 10^7 (separate query
+//            set), k = 8 and 30, uniform in the unit cube and on the unit
+//            sphere's surface; kd-tree and grid on the device (device
+//            arrays); the float32 run gets the float64 coordinates rounded.
+//            Build and query timed apart; the ratios are printed last.
+//            Not in "all" (it allocates twice the data): --suite f64.
+// Usage: bench_index [--quick] [--suite futhark|allknn|radius|f64|all] [--leaf N]
 //                    [--dim D] [--log-n L] [--kdtree-only] [--k K] [--futhark-k K]
 //   --leaf N: the kd-tree's leaf size (default: the engine's); --dim D: the
 //   futhark rows of dim D only (a dim outside the table: its rows at k = 5);
@@ -88,9 +95,10 @@ std::vector<float> uniform_rows(int64_t n, int dim, uint64_t seed) {
   return rows;
 }
 
-DeviceBuffer<float> on_device(const std::vector<float>& host) {
-  DeviceBuffer<float> d(host.size());
-  knn::cuda::copy_to_device(d.get(), host.data(), host.size() * sizeof(float));
+template <typename Scalar>
+DeviceBuffer<Scalar> on_device(const std::vector<Scalar>& host) {
+  DeviceBuffer<Scalar> d(host.size());
+  knn::cuda::copy_to_device(d.get(), host.data(), host.size() * sizeof(Scalar));
   return d;
 }
 
@@ -281,6 +289,124 @@ void radius_suite(bool quick) {
   row("radius", "kdtree", n, m, dim, 0, 0, count_ms, count_ms, note);
 }
 
+// ---- f64: float64 against float32 ---------------------------------------
+
+// n rows of x, y, z in double: uniform in [0, 1)^3, or uniform on the unit
+// sphere (z uniform in [-1, 1], the angle uniform: equal areas).
+std::vector<double> f64_rows(bool sphere, int64_t n, uint64_t seed) {
+  const RandomStream rng(seed);
+  std::vector<double> rows(static_cast<size_t>(n) * 3);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t c = 3 * static_cast<uint64_t>(i);
+    // 53 random bits a coordinate.
+    const auto unit = [&](uint64_t w) { return static_cast<double>(rng.word(w) >> 11) * 0x1p-53; };
+    double* p = rows.data() + 3 * i;
+    if (sphere) {
+      const double z = 2.0 * unit(c) - 1.0;
+      const double angle = 2.0 * knn::kPi * unit(c + 1);
+      const double ring = std::sqrt(std::max(0.0, 1.0 - z * z));
+      p[0] = ring * std::cos(angle), p[1] = ring * std::sin(angle), p[2] = z;
+    } else {
+      p[0] = unit(c), p[1] = unit(c + 1), p[2] = unit(c + 2);
+    }
+  }
+  return rows;
+}
+
+std::vector<float> rounded_to_float(const std::vector<double>& rows) {
+  std::vector<float> out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) out[i] = static_cast<float>(rows[i]);
+  return out;
+}
+
+struct ScalarTimes {
+  double build_ms, query_ms;
+  bool grid_refused;  // the grid found the data poor: the kd-tree was timed instead
+};
+
+// Build and kNN of m device queries into device rows for one structure in
+// one scalar type; `first_rows` gets the first rows' indices.
+template <typename Scalar>
+ScalarTimes time_scalar(int structure, const std::vector<Scalar>& host_points,
+                        const std::vector<Scalar>& host_queries, int k,
+                        std::vector<int32_t>* first_rows) {
+  const int dim = 3;
+  const int64_t n = static_cast<int64_t>(host_points.size()) / dim;
+  const int64_t m = static_cast<int64_t>(host_queries.size()) / dim;
+  const DeviceBuffer<Scalar> points = on_device(host_points);
+  const DeviceBuffer<Scalar> queries = on_device(host_queries);
+  DeviceBuffer<int32_t> indices(static_cast<size_t>(m) * k);
+  DeviceBuffer<Scalar> sq_distances(static_cast<size_t>(m) * k);
+  knn::IndexParams params;
+  params.points_on_device = true;
+  params.leaf_size = leaf_size;
+  knn::CallParams call;
+  call.queries_on_device = call.outputs_on_device = true;
+  std::unique_ptr<knn::BasicIndexEngine<Scalar>> index;
+  ScalarTimes t{};
+  const auto build = [&] {
+    index = structure == KNN_STRUCTURE_GRID
+                ? knn::cuda::build_grid_index(points.get(), n, params)
+                : knn::cuda::build_kdtree_index(points.get(), n, dim, params);
+    // As the API does: a refused grid falls back to the kd-tree.
+    t.grid_refused = index == nullptr;
+    if (!index) index = knn::cuda::build_kdtree_index(points.get(), n, dim, params);
+  };
+  t.build_ms = timed(idle_device_event_ms, build);
+  t.query_ms = timed(idle_device_event_ms, [&] {
+    index->knn(queries.get(), m, k, indices.get(), sq_distances.get(), call);
+  });
+  first_rows->resize(static_cast<size_t>(std::min<int64_t>(m, 4096)) * k);
+  knn::cuda::copy_to_host(first_rows->data(), indices.get(), first_rows->size() * 4);
+  return t;
+}
+
+void f64_suite(bool quick) {
+  const int64_t n = quick ? 1000000 : 10000000, m = n;
+  struct Ratio {
+    std::string config;
+    double build, query, total;
+  };
+  std::vector<Ratio> ratios;
+  for (const bool sphere : {false, true}) {
+    const std::vector<double> points64 = f64_rows(sphere, n, kReferenceSeed);
+    const std::vector<double> queries64 = f64_rows(sphere, m, kQuerySeed);
+    const std::vector<float> points32 = rounded_to_float(points64);
+    const std::vector<float> queries32 = rounded_to_float(queries64);
+    for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID}) {
+      for (const int k : {8, 30}) {
+        std::vector<int32_t> rows32, rows64;
+        const ScalarTimes f32 = time_scalar(structure, points32, queries32, k, &rows32);
+        const ScalarTimes f64 = time_scalar(structure, points64, queries64, k, &rows64);
+        int64_t same = 0;
+        for (size_t i = 0; i + k <= rows32.size(); i += k)
+          same += std::equal(rows32.begin() + i, rows32.begin() + i + k, rows64.begin() + i);
+        const std::string config =
+            std::string(sphere ? "sphere " : "uniform ") + structure_name(structure) +
+            (f32.grid_refused || f64.grid_refused ? " (refused: kdtree)" : "") +
+            " k=" + std::to_string(k);
+        char note[160];
+        std::snprintf(note, sizeof note, "%s float32, device arrays", config.c_str());
+        row("f64", structure_name(structure), n, m, 3, k, f32.build_ms, f32.query_ms,
+            f32.build_ms + f32.query_ms, note);
+        std::snprintf(note, sizeof note,
+                      "%s float64, device arrays; %lld of the first %zu rows as float32's",
+                      config.c_str(), static_cast<long long>(same), rows32.size() / k);
+        row("f64", structure_name(structure), n, m, 3, k, f64.build_ms, f64.query_ms,
+            f64.build_ms + f64.query_ms, note);
+        ratios.push_back({config, f64.build_ms / f32.build_ms, f64.query_ms / f32.query_ms,
+                          (f64.build_ms + f64.query_ms) / (f32.build_ms + f32.query_ms)});
+      }
+    }
+  }
+  std::printf("\nfloat64 / float32 time (target: at most 2.00)\n");
+  for (const Ratio& r : ratios)
+    std::printf("  %-38s build %5.2fx  query %5.2fx  total %5.2fx\n", r.config.c_str(), r.build,
+                r.query, r.total);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -306,7 +432,7 @@ int main(int argc, char** argv) {
       kdtree_only = true;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--suite futhark|allknn|radius|all] [--leaf N] "
+                   "usage: %s [--quick] [--suite futhark|allknn|radius|f64|all] [--leaf N] "
                    "[--dim D] [--log-n L] [--kdtree-only] [--k K] [--futhark-k K]\n",
                    argv[0]);
       return 2;
@@ -321,6 +447,7 @@ int main(int argc, char** argv) {
     if (suite == "futhark" || suite == "all") futhark_suite(quick);
     if (suite == "allknn" || suite == "all") allknn_suite(quick);
     if (suite == "radius" || suite == "all") radius_suite(quick);
+    if (suite == "f64") f64_suite(quick);
   } catch (const knn::Error& e) {
     std::fprintf(stderr, "bench_index: %s\n", e.what());
     return 1;

@@ -6,14 +6,16 @@
 // warm-up; allocations and the few per-level read-backs included).
 //
 //   1. build over 10^6 .. 10^8 uniform points;
-//   2. 10^8 uniform points x 300 star polygons of ~100 vertices: count, fill;
+//   2. 10^8 uniform points x 300 star polygons of ~100 vertices: count, fill,
+//      in float32 and in float64 (the same values, held as doubles: a tree
+//      built from doubles queried with double vertices), side by side;
 //   3. the seed configuration: points uniform in [0, 1024)^2, N = 3e3 .. 1e8,
 //      ~1.1e6 axis-aligned rectangles in three size classes (10-20 %, 30-60 %,
 //      70-90 % of the area), count phase only, quadtree against a simple GPU
 //      brute force (every rectangle against every point, by coordinate
 //      comparisons); the two must give the same counts.
 // Usage: bench_pip [--quick | --stars]   (--quick: smaller sizes, fewer
-// rectangles; --stars: only the 10^8 x 300 stars case, for a profiler)
+// rectangles; --stars: only the 10^8 x 300 stars case, float32 and float64)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,18 +35,19 @@ using knn::cuda::DeviceBuffer;
 
 namespace {
 
+template <class T>
 struct Polygons {
-  std::vector<float> xy;
+  std::vector<T> xy;
   std::vector<int64_t> ring_offsets{0};
   std::vector<int64_t> polygon_offsets{0};
 
-  void add(const std::vector<float>& ring) {
+  void add(const std::vector<T>& ring) {
     xy.insert(xy.end(), ring.begin(), ring.end());
     ring_offsets.push_back(static_cast<int64_t>(xy.size() / 2));
     polygon_offsets.push_back(static_cast<int64_t>(ring_offsets.size()) - 1);
   }
-  PolygonSet view() const {
-    PolygonSet s;
+  PolygonSet<T> view() const {
+    PolygonSet<T> s;
     s.xy = xy.data();
     s.n_vertices = static_cast<int64_t>(xy.size() / 2);
     s.ring_offsets = ring_offsets.data();
@@ -53,13 +56,22 @@ struct Polygons {
     s.n_polygons = static_cast<int64_t>(polygon_offsets.size()) - 1;
     return s;
   }
+  // The same polygons with vertices of scalar U (exact for float -> double).
+  template <class U>
+  Polygons<U> as() const {
+    Polygons<U> out;
+    out.xy.assign(xy.begin(), xy.end());
+    out.ring_offsets = ring_offsets;
+    out.polygon_offsets = polygon_offsets;
+    return out;
+  }
 };
 
 // `count` concave stars of ~`vertices` vertices, radius up to `radius`, in [0, 1)^2.
-Polygons stars(int count, int vertices, float radius, uint64_t seed) {
+Polygons<float> stars(int count, int vertices, float radius, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(radius, 1 - radius), r(0.5f * radius, radius);
-  Polygons set;
+  Polygons<float> set;
   for (int p = 0; p < count; ++p) {
     const float cx = u(rng), cy = u(rng);
     std::vector<float> ring;
@@ -75,11 +87,11 @@ Polygons stars(int count, int vertices, float radius, uint64_t seed) {
 }
 
 // The seed's rectangles over [0, side)^2: area fractions in three classes.
-Polygons seed_rectangles(int count, float side, uint64_t seed) {
+Polygons<float> seed_rectangles(int count, float side, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const float classes[3][2] = {{0.10f, 0.20f}, {0.30f, 0.60f}, {0.70f, 0.90f}};
   std::uniform_real_distribution<float> unit(0, 1);
-  Polygons set;
+  Polygons<float> set;
   for (int p = 0; p < count; ++p) {
     const float* c = classes[p % 3];
     const float area = (c[0] + (c[1] - c[0]) * unit(rng)) * side * side;
@@ -93,14 +105,17 @@ Polygons seed_rectangles(int count, float side, uint64_t seed) {
   return set;
 }
 
-DeviceBuffer<float> device_uniform_points(int64_t n, float scale, uint64_t seed) {
-  std::vector<float> host(static_cast<size_t>(2 * n));
-  knn_bench::fill_uniform_rows(host.data(), n, 2, seed);
+// Uniform float points, held as T (the same values in either precision).
+template <class T = float>
+DeviceBuffer<T> device_uniform_points(int64_t n, float scale, uint64_t seed) {
+  std::vector<float> rows(static_cast<size_t>(2 * n));
+  knn_bench::fill_uniform_rows(rows.data(), n, 2, seed);
   if (scale != 1.0f)
-    for (float& v : host) v *= scale;
-  DeviceBuffer<float> d(host.size());
+    for (float& v : rows) v *= scale;
+  const std::vector<T> host(rows.begin(), rows.end());
+  DeviceBuffer<T> d(host.size());
   knn::cuda::check(
-      cudaMemcpy(d.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+      cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
       "bench: upload");
   return d;
 }
@@ -121,7 +136,7 @@ __global__ void brute_force_count(const float2* points, int64_t n, const float4*
   if (threadIdx.x % 32 == 0 && mine != 0) atomicAdd(counts + blockIdx.x, mine);
 }
 
-std::vector<int64_t> brute_force(const float* d_points, int64_t n, const Polygons& set) {
+std::vector<int64_t> brute_force(const float* d_points, int64_t n, const Polygons<float>& set) {
   const size_t n_rectangles = set.polygon_offsets.size() - 1;
   std::vector<float4> host(n_rectangles);
   for (size_t p = 0; p < n_rectangles; ++p) {
@@ -153,43 +168,66 @@ void bench_build(bool quick) {
     int64_t nodes = 0;
     const double ms = knn_bench::median_ms([&] {
       const auto tree = knn::cuda::build_quadtree(points.get(), n, QuadtreeParams());
-      nodes = static_cast<const knn::cuda::CudaQuadtree&>(*tree).node_count();
+      nodes = static_cast<const knn::cuda::CudaQuadtree<float>&>(*tree).node_count();
     });
     std::printf("| %lld | %.2f | %lld | %.0f |\n", static_cast<long long>(n), ms,
                 static_cast<long long>(nodes), n / ms / 1e3);
   }
 }
 
-void bench_query(bool quick) {
-  const int64_t n = quick ? 10000000 : 100000000;
-  const DeviceBuffer<float> points = device_uniform_points(n, 1.0f, 12);
+struct QueryTimes {
+  double count_ms, fill_ms, host_fill_ms;
+  int64_t total;  // points inside, over all polygons
+};
+
+// Count, fill to device memory and fill to host memory of n uniform points
+// (seed 12) against `polygons`, both held as T.
+template <class T>
+QueryTimes time_query(int64_t n, const Polygons<float>& polygons) {
+  const DeviceBuffer<T> points = device_uniform_points<T>(n, 1.0f, 12);
   const auto tree = knn::cuda::build_quadtree(points.get(), n, QuadtreeParams());
-  const Polygons set = stars(300, 100, 0.04f, 13);
-  const PolygonSet view = set.view();
-  std::vector<int64_t> counts(300);
-  const double count_ms = knn_bench::median_ms([&] { tree->count(view, counts.data(), {}); });
+  const Polygons<T> set = polygons.template as<T>();
+  const PolygonSet<T> view = set.view();
+  std::vector<int64_t> counts(static_cast<size_t>(view.n_polygons));
+  QueryTimes t{};
+  t.count_ms = knn_bench::median_ms([&] { tree->count(view, counts.data(), {}); });
   std::vector<int64_t> offsets{0};
   for (const int64_t c : counts) offsets.push_back(offsets.back() + c);
-  const int64_t total = offsets.back();
-  DeviceBuffer<int64_t> d_out(static_cast<size_t>(total));
-  const double fill_ms =
-      knn_bench::median_ms([&] { tree->fill(view, offsets.data(), d_out.get(), {}); });
-  std::vector<int64_t> host_out(static_cast<size_t>(total));
-  const double host_fill_ms =
+  t.total = offsets.back();
+  DeviceBuffer<int64_t> d_out(static_cast<size_t>(t.total));
+  t.fill_ms = knn_bench::median_ms([&] { tree->fill(view, offsets.data(), d_out.get(), {}); });
+  std::vector<int64_t> host_out(static_cast<size_t>(t.total));
+  t.host_fill_ms =
       knn_bench::median_ms([&] { tree->fill(view, offsets.data(), host_out.data(), {}); });
+  return t;
+}
+
+void bench_query(bool quick) {
+  const int64_t n = quick ? 10000000 : 100000000;
+  const Polygons<float> set = stars(300, 100, 0.04f, 13);
+  const QueryTimes f32 = time_query<float>(n, set);
+  const QueryTimes f64 = time_query<double>(n, set);
   std::printf(
-      "\n## %lld uniform points x 300 concave stars of 100 vertices (%lld points inside)\n\n",
-      static_cast<long long>(n), static_cast<long long>(total));
-  std::printf(
-      "| phase | ms |\n|---|---|\n| count | %.2f |\n| fill (device output) | %.2f |\n"
-      "| count + fill | %.2f |\n| fill to pageable host memory | %.2f |\n",
-      count_ms, fill_ms, count_ms + fill_ms, host_fill_ms);
+      "\n## %lld uniform points x 300 concave stars of 100 vertices (%lld points inside), "
+      "float32 and float64\n\n",
+      static_cast<long long>(n), static_cast<long long>(f32.total));
+  std::printf("| phase | float32 ms | float64 ms | float64 / float32 |\n|---|---|---|---|\n");
+  const auto row = [](const char* phase, double a, double b) {
+    std::printf("| %s | %.2f | %.2f | %.2fx |\n", phase, a, b, b / a);
+  };
+  row("count", f32.count_ms, f64.count_ms);
+  row("fill (device output)", f32.fill_ms, f64.fill_ms);
+  row("count + fill", f32.count_ms + f32.fill_ms, f64.count_ms + f64.fill_ms);
+  row("fill to pageable host memory", f32.host_fill_ms, f64.host_fill_ms);
+  if (f32.total != f64.total)
+    std::printf("\nTOTALS DIFFER: float32 %lld, float64 %lld\n", static_cast<long long>(f32.total),
+                static_cast<long long>(f64.total));
 }
 
 void bench_seed(bool quick) {
   const int n_rectangles = quick ? 110000 : 1100000;
-  const Polygons set = seed_rectangles(n_rectangles, 1024.0f, 14);
-  const PolygonSet view = set.view();
+  const Polygons<float> set = seed_rectangles(n_rectangles, 1024.0f, 14);
+  const PolygonSet<float> view = set.view();
   std::printf(
       "\n## Seed configuration: points uniform in [0,1024)^2, %d rectangles, count phase\n\n",
       n_rectangles);

@@ -24,10 +24,13 @@ using index_memory::brute_force_splits;
 using index_memory::kBruteRegisterK;
 
 // One thread per query, 128 queries per block; the points pass through a
-// 16 KB shared tile (as many whole rows as fit), loaded coalesced because a
-// run of rows is one contiguous run of floats.
+// 16 KB shared tile (as many whole rows as fit: 4096 floats or 2048
+// doubles), loaded coalesced because a run of rows is one contiguous run of
+// scalars.
 constexpr int kThreadBlock = 128;
-constexpr int kTileFloats = 4096;
+constexpr int kTileBytes = 16384;
+template <typename Scalar>
+constexpr int kTileScalars = kTileBytes / static_cast<int>(sizeof(Scalar));
 constexpr int kDistanceBatch = 4;
 // For a dimension known only at run time, batches of 16: each batch reads
 // the query once from global memory (chunked_distances), and those reads,
@@ -38,15 +41,17 @@ constexpr int kWarpsPerBlock = 4;
 constexpr int kMergeBlock = 256;
 
 // Everything a scan kernel needs (passed by value).
+template <typename Scalar>
 struct ScanArgs {
-  BruteForcePoints points;
-  const float* queries;
+  using Neighbor = BasicNeighbor<Scalar>;
+  BruteForcePoints<Scalar> points;
+  const Scalar* queries;
   int64_t m;
   int list_k;
-  float max_sq;
+  Scalar max_sq;
   int64_t splits, split_size;  // part s covers [s * split_size, (s + 1) * split_size) of n
   // splits == 1: the rows themselves
-  BruteForceOutputs out;
+  BruteForceOutputs<Scalar> out;
   int row_width;
   bool exclude_self;
   int64_t self_first;
@@ -59,17 +64,21 @@ struct PartRange {
   int64_t begin, end;
 };
 
-__device__ PartRange part_range(const ScanArgs& a, int64_t part) {
+template <typename Scalar>
+__device__ PartRange part_range(const ScanArgs<Scalar>& a, int64_t part) {
   const int64_t begin = min(part * a.split_size, a.points.n);
   return PartRange{begin, min(begin + a.split_size, a.points.n)};
 }
 
-__device__ int32_t self_index(const ScanArgs& a, int64_t query) {
+template <typename Scalar>
+__device__ int32_t self_index(const ScanArgs<Scalar>& a, int64_t query) {
   return a.exclude_self ? static_cast<int32_t>(a.self_first + query) : -1;
 }
 
 // Entries of sorted[0, count) closer than e.
-__device__ int rank_in(const Neighbor* sorted, int count, const Neighbor& e) {
+template <typename Scalar>
+__device__ int rank_in(const BasicNeighbor<Scalar>* sorted, int count,
+                       const BasicNeighbor<Scalar>& e) {
   int lo = 0, hi = count;
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
@@ -81,7 +90,9 @@ __device__ int rank_in(const Neighbor* sorted, int count, const Neighbor& e) {
   return lo;
 }
 
-__device__ void store(int32_t* indices, float* sq_distances, int64_t slot, const Neighbor& e) {
+template <typename Scalar>
+__device__ void store(int32_t* indices, Scalar* sq_distances, int64_t slot,
+                      const BasicNeighbor<Scalar>& e) {
   if (indices) indices[slot] = e.index == kNoIndex ? -1 : e.index;
   if (sq_distances) sq_distances[slot] = e.sq_distance;
 }
@@ -90,72 +101,80 @@ __device__ void store(int32_t* indices, float* sq_distances, int64_t slot, const
 // memory: the list without `skip` (the query's own point, -1 for none), then
 // -1 / +infinity. The point's own entry is (0, skip) when present: a point is
 // at distance exactly 0 from itself.
-__device__ void write_row_from_list(const Neighbor* list, int list_k, int32_t skip,
-                                    int32_t* indices, float* sq_distances, int width, int first,
+template <typename Scalar>
+__device__ void write_row_from_list(const BasicNeighbor<Scalar>* list, int list_k, int32_t skip,
+                                    int32_t* indices, Scalar* sq_distances, int width, int first,
                                     int step) {
+  using Neighbor = BasicNeighbor<Scalar>;
   int self_at = list_k;
   if (skip >= 0) {
-    const int at = rank_in(list, list_k, Neighbor{0.0f, skip});
+    const int at = rank_in(list, list_k, Neighbor{Scalar(0), skip});
     if (at < list_k && list[at].index == skip) self_at = at;
   }
   for (int o = first; o < width; o += step) {
     const int j = o + (o >= self_at ? 1 : 0);
-    store(indices, sq_distances, o, j < list_k ? list[j] : Neighbor{kInfinity, kNoIndex});
+    store(indices, sq_distances, o, j < list_k ? list[j] : Neighbor{infinity<Scalar>(), kNoIndex});
   }
 }
 
 // Writes a row from a list held in registers, entry by entry.
+template <typename Scalar>
 struct RowWriter {
   int32_t* indices;
-  float* sq_distances;
+  Scalar* sq_distances;
   int width;
   int32_t skip;
   int written = 0;
 
-  __device__ void put(float d, int32_t i) {
+  __device__ void put(Scalar d, int32_t i) {
     if (i == skip || written == width) return;
-    store(indices, sq_distances, written++, Neighbor{d, i});
+    store(indices, sq_distances, written++, BasicNeighbor<Scalar>{d, i});
   }
   __device__ void finish() {
-    while (written < width) store(indices, sq_distances, written++, Neighbor{kInfinity, kNoIndex});
+    while (written < width)
+      store(indices, sq_distances, written++, BasicNeighbor<Scalar>{infinity<Scalar>(), kNoIndex});
   }
 };
 
 // The list of a counting-only call (radius with max_neighbors 0).
+template <typename Scalar>
 struct NoList {
   __device__ explicit NoList(int) {}
-  __device__ void offer(float, int32_t) {}
+  __device__ void offer(Scalar, int32_t) {}
 };
 
-template <int K>
-__device__ void emit(const RegisterList<K>& list, const ScanArgs& a, int64_t query, int64_t part) {
+template <typename Scalar, int K>
+__device__ void emit(const RegisterList<Scalar, K>& list, const ScanArgs<Scalar>& a, int64_t query,
+                     int64_t part) {
   if (a.splits == 1) {
     const int64_t row = query * a.row_width;
-    RowWriter w{a.out.indices ? a.out.indices + row : nullptr,
-                a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width,
-                self_index(a, query)};
+    RowWriter<Scalar> w{a.out.indices ? a.out.indices + row : nullptr,
+                        a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width,
+                        self_index(a, query)};
 #pragma unroll
     for (int j = 0; j < K; ++j)
       if (j < list.k) w.put(list.dist[j], list.index[j]);
     w.finish();
     return;
   }
-  Neighbor* out = a.part_lists + (query * a.splits + part) * a.list_k;
+  BasicNeighbor<Scalar>* out = a.part_lists + (query * a.splits + part) * a.list_k;
 #pragma unroll
   for (int j = 0; j < K; ++j)
-    if (j < list.k) out[j] = Neighbor{list.dist[j], list.index[j]};
+    if (j < list.k) out[j] = BasicNeighbor<Scalar>{list.dist[j], list.index[j]};
 }
 
 // No list (no points, or counting only): unsplit rows are all missing.
-__device__ void emit(const NoList&, const ScanArgs& a, int64_t query, int64_t) {
+template <typename Scalar>
+__device__ void emit(const NoList<Scalar>&, const ScanArgs<Scalar>& a, int64_t query, int64_t) {
   if (a.splits > 1) return;
   const int64_t row = query * a.row_width;
-  RowWriter w{a.out.indices ? a.out.indices + row : nullptr,
-              a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width, -1};
+  RowWriter<Scalar> w{a.out.indices ? a.out.indices + row : nullptr,
+                      a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width, -1};
   w.finish();
 }
 
-__device__ void emit_count(const ScanArgs& a, int64_t query, int64_t part, int32_t count) {
+template <typename Scalar>
+__device__ void emit_count(const ScanArgs<Scalar>& a, int64_t query, int64_t part, int32_t count) {
   if (a.splits == 1) {
     if (a.out.counts) a.out.counts[query] = count;
   } else {
@@ -171,13 +190,14 @@ __device__ void emit_count(const ScanArgs& a, int64_t query, int64_t part, int32
 // 2.79 -> 0.85 s). Each sum still adds its terms in dimension order from +0,
 // which equals squared_distance bit for bit (+0 + x == x for every square x).
 constexpr int kQueryChunk = 16;
-template <int B>
-__device__ void chunked_distances(const float* q_row, const float* rows, int dim, float (&d)[B]) {
+template <int B, typename Scalar>
+__device__ void chunked_distances(const Scalar* q_row, const Scalar* rows, int dim,
+                                  Scalar (&d)[B]) {
 #pragma unroll
-  for (int u = 0; u < B; ++u) d[u] = 0.0f;
+  for (int u = 0; u < B; ++u) d[u] = Scalar(0);
   int c = 0;
   for (; c + kQueryChunk <= dim; c += kQueryChunk) {
-    float q[kQueryChunk];
+    Scalar q[kQueryChunk];
 #pragma unroll
     for (int e = 0; e < kQueryChunk; ++e) q[e] = q_row[c + e];
 #pragma unroll
@@ -187,7 +207,7 @@ __device__ void chunked_distances(const float* q_row, const float* rows, int dim
         d[u] = add_rn(d[u], square_of_difference(q[e], rows[u * dim + c + e]));
   }
   for (; c < dim; ++c) {
-    const float q = q_row[c];
+    const Scalar q = q_row[c];
 #pragma unroll
     for (int u = 0; u < B; ++u) d[u] = add_rn(d[u], square_of_difference(q, rows[u * dim + c]));
   }
@@ -197,29 +217,29 @@ __device__ void chunked_distances(const float* q_row, const float* rows, int dim
 // part streamed through the shared tile. DIM > 0: the dimension at compile
 // time, the query in registers; DIM == 0: any dimension, the query read in
 // chunks (chunked_distances).
-template <int DIM, class List>
-__global__ void __launch_bounds__(kThreadBlock) scan_thread_per_query(ScanArgs a) {
-  __shared__ __align__(16) float tile[kTileFloats];
+template <typename Scalar, int DIM, class List>
+__global__ void __launch_bounds__(kThreadBlock) scan_thread_per_query(ScanArgs<Scalar> a) {
+  constexpr int kTile = kTileScalars<Scalar>;
+  __shared__ __align__(16) Scalar tile[kTile];
   const int dim = DIM > 0 ? DIM : a.points.dim;
   const int64_t query = blockIdx.x * int64_t{kThreadBlock} + threadIdx.x;
   const bool active = query < a.m;
-  const float* q_row = a.queries + (active ? query : 0) * dim;
-  float q[DIM > 0 ? DIM : 1];
+  const Scalar* q_row = a.queries + (active ? query : 0) * dim;
+  Scalar q[DIM > 0 ? DIM : 1];
   if (DIM > 0) {
 #pragma unroll
-    for (int d = 0; d < (DIM > 0 ? DIM : 1); ++d) q[d] = active ? q_row[d] : 0.0f;
+    for (int d = 0; d < (DIM > 0 ? DIM : 1); ++d) q[d] = active ? q_row[d] : Scalar(0);
   }
   const PartRange range = part_range(a, blockIdx.y);
   constexpr int kBatch = DIM > 0 ? kDistanceBatch : kChunkedBatch;
   // Whole batches per tile where a batch fits, so that only a part's last
   // tile ends in single rows.
-  const int rows_per_tile =
-      kTileFloats / dim >= kBatch ? kTileFloats / dim / kBatch * kBatch : kTileFloats / dim;
+  const int rows_per_tile = kTile / dim >= kBatch ? kTile / dim / kBatch * kBatch : kTile / dim;
   List list(a.list_k);
   int32_t count = 0;
   for (int64_t t0 = range.begin; t0 < range.end; t0 += rows_per_tile) {
     const int rows = static_cast<int>(min(int64_t{rows_per_tile}, range.end - t0));
-    const float* src = a.points.rows + t0 * dim;
+    const Scalar* src = a.points.rows + t0 * dim;
     __syncthreads();  // the previous tile is no longer read
     for (int i = threadIdx.x; i < rows * dim; i += kThreadBlock) tile[i] = src[i];
     __syncthreads();
@@ -228,7 +248,7 @@ __global__ void __launch_bounds__(kThreadBlock) scan_thread_per_query(ScanArgs a
       return DIM > 0 ? squared_distance(q, tile + j * DIM, DIM)
                      : squared_distance(q_row, tile + j * dim, dim);
     };
-    auto consider = [&](float d, int j) {
+    auto consider = [&](Scalar d, int j) {
       if (d <= a.max_sq) {
         ++count;
         list.offer(d, static_cast<int32_t>(t0 + j));
@@ -238,7 +258,7 @@ __global__ void __launch_bounds__(kThreadBlock) scan_thread_per_query(ScanArgs a
     // dependent adds interleave instead of waiting on each other's branches.
     int j = 0;
     for (; j + kBatch <= rows; j += kBatch) {
-      float d[kBatch];
+      Scalar d[kBatch];
       if (DIM > 0) {
 #pragma unroll
         for (int u = 0; u < kBatch; ++u) d[u] = distance(j + u);
@@ -257,22 +277,26 @@ __global__ void __launch_bounds__(kThreadBlock) scan_thread_per_query(ScanArgs a
 
 // One warp per query against one part of the points (blockIdx.y): each lane
 // takes every 32nd point, and the warp merges the batch into its shared list.
-__global__ void scan_warp_per_query(ScanArgs a) {
-  extern __shared__ Neighbor warp_storage[];
+template <typename Scalar>
+__global__ void scan_warp_per_query(ScanArgs<Scalar> a) {
+  using Neighbor = BasicNeighbor<Scalar>;
+  // Raw bytes (an extern array has one type for every instantiation).
+  extern __shared__ __align__(16) unsigned char warp_bytes[];
+  Neighbor* warp_storage = reinterpret_cast<Neighbor*>(warp_bytes);
   const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t query = blockIdx.x * int64_t{warps} + warp;
   if (query >= a.m) return;  // the whole warp: no block-wide barrier below
   const int dim = a.points.dim;
-  WarpList list(warp_storage + warp * (WarpList::bytes(a.list_k) / sizeof(Neighbor)), a.list_k,
-                lane);
-  const float* q_row = a.queries + query * dim;
+  WarpList<Scalar> list(
+      warp_storage + warp * (WarpList<Scalar>::bytes(a.list_k) / sizeof(Neighbor)), a.list_k, lane);
+  const Scalar* q_row = a.queries + query * dim;
   const PartRange range = part_range(a, blockIdx.y);
   int32_t count = 0;
   for (int64_t base = range.begin; base < range.end; base += 32) {
     const int64_t j = base + lane;
-    Neighbor c{kInfinity, kNoIndex};
+    Neighbor c{infinity<Scalar>(), kNoIndex};
     if (j < range.end) {
-      const float d = squared_distance(q_row, a.points.rows + j * dim, dim);
+      const Scalar d = squared_distance(q_row, a.points.rows + j * dim, dim);
       if (d <= a.max_sq) {
         ++count;
         c = Neighbor{d, static_cast<int32_t>(j)};
@@ -301,8 +325,10 @@ __global__ void scan_warp_per_query(ScanArgs a) {
 // other list closer than it; real entries are unique, so places are too.
 // Empty slots, all equal, are placed from the first list only: they fill
 // exactly the places after both lists' real entries.
-__global__ void merge_pairs(const Neighbor* in, int64_t lists, int list_k, int64_t m,
-                            Neighbor* out) {
+template <typename Scalar>
+__global__ void merge_pairs(const BasicNeighbor<Scalar>* in, int64_t lists, int list_k, int64_t m,
+                            BasicNeighbor<Scalar>* out) {
+  using Neighbor = BasicNeighbor<Scalar>;
   const int64_t pairs = (lists + 1) / 2;
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (t >= m * pairs * 2 * list_k) return;
@@ -325,8 +351,9 @@ __global__ void merge_pairs(const Neighbor* in, int64_t lists, int list_k, int64
 
 // The rows of a split search from its merged list (one per query), and the
 // counts summed over the parts; one thread per row slot.
-__global__ void write_merged_rows(const Neighbor* merged, const int32_t* part_counts,
-                                  int64_t splits, int list_k, int64_t m, ScanArgs a) {
+template <typename Scalar>
+__global__ void write_merged_rows(const BasicNeighbor<Scalar>* merged, const int32_t* part_counts,
+                                  int64_t splits, int list_k, int64_t m, ScanArgs<Scalar> a) {
   const int slots = max(a.row_width, 1);
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (t >= m * slots) return;
@@ -346,41 +373,43 @@ __global__ void write_merged_rows(const Neighbor* merged, const int32_t* part_co
   }
 }
 
-template <int DIM, class List>
-void launch_thread_scan(const ScanArgs& a, cudaStream_t stream) {
+template <int DIM, class List, typename Scalar>
+void launch_thread_scan(const ScanArgs<Scalar>& a, cudaStream_t stream) {
   const dim3 grid(grid_for(a.m, kThreadBlock), static_cast<unsigned>(a.splits));
-  scan_thread_per_query<DIM, List><<<grid, kThreadBlock, 0, stream>>>(a);
+  scan_thread_per_query<Scalar, DIM, List><<<grid, kThreadBlock, 0, stream>>>(a);
   check_launch("scan_thread_per_query");
 }
 
-template <class List>
-void launch_thread_scan_for_dim(const ScanArgs& a, cudaStream_t stream) {
+template <class List, typename Scalar>
+void launch_thread_scan_for_dim(const ScanArgs<Scalar>& a, cudaStream_t stream) {
   with_static_dim(a.points.dim, [&](auto static_dim) {
     launch_thread_scan<decltype(static_dim)::value, List>(a, stream);
   });
 }
 
-void launch_warp_scan(const ScanArgs& a, cudaStream_t stream) {
-  const size_t shared_limit =
-      allow_all_dynamic_shared(scan_warp_per_query, "cudaFuncSetAttribute (brute-force warp scan)");
-  const size_t per_warp = WarpList::bytes(a.list_k);
+template <typename Scalar>
+void launch_warp_scan(const ScanArgs<Scalar>& a, cudaStream_t stream) {
+  const size_t shared_limit = allow_all_dynamic_shared(
+      scan_warp_per_query<Scalar>, "cudaFuncSetAttribute (brute-force warp scan)");
+  const size_t per_warp = WarpList<Scalar>::bytes(a.list_k);
   const int warps = static_cast<int>(std::min<size_t>(kWarpsPerBlock, shared_limit / per_warp));
   if (warps == 0)
     fail(KNN_ERR_UNSUPPORTED,
          format("this GPU's shared memory cannot hold a k-list of %d neighbours", a.list_k));
   const size_t shared = per_warp * warps;
   const dim3 grid(grid_for(a.m, warps), static_cast<unsigned>(a.splits));
-  scan_warp_per_query<<<grid, 32 * warps, shared, stream>>>(a);
+  scan_warp_per_query<Scalar><<<grid, 32 * warps, shared, stream>>>(a);
   check_launch("scan_warp_per_query");
 }
 
-void launch_scan(const ScanArgs& a, cudaStream_t stream) {
-  if (a.list_k == 0) return launch_thread_scan_for_dim<NoList>(a, stream);
-  if (a.list_k <= 1) return launch_thread_scan_for_dim<RegisterList<1>>(a, stream);
-  if (a.list_k <= 4) return launch_thread_scan_for_dim<RegisterList<4>>(a, stream);
-  if (a.list_k <= 8) return launch_thread_scan_for_dim<RegisterList<8>>(a, stream);
+template <typename Scalar>
+void launch_scan(const ScanArgs<Scalar>& a, cudaStream_t stream) {
+  if (a.list_k == 0) return launch_thread_scan_for_dim<NoList<Scalar>>(a, stream);
+  if (a.list_k <= 1) return launch_thread_scan_for_dim<RegisterList<Scalar, 1>>(a, stream);
+  if (a.list_k <= 4) return launch_thread_scan_for_dim<RegisterList<Scalar, 4>>(a, stream);
+  if (a.list_k <= 8) return launch_thread_scan_for_dim<RegisterList<Scalar, 8>>(a, stream);
   if (a.list_k <= kBruteRegisterK)
-    return launch_thread_scan_for_dim<RegisterList<kBruteRegisterK>>(a, stream);
+    return launch_thread_scan_for_dim<RegisterList<Scalar, kBruteRegisterK>>(a, stream);
   launch_warp_scan(a, stream);
 }
 
@@ -388,7 +417,8 @@ unsigned merge_blocks(int64_t threads) { return grid_for(threads, kMergeBlock); 
 
 }  // namespace
 
-BruteForceScratch::BruteForceScratch(int64_t queries, int64_t splits, int list_k)
+template <typename Scalar>
+BruteForceScratch<Scalar>::BruteForceScratch(int64_t queries, int64_t splits, int list_k)
     : queries_(queries), splits_(splits), list_k_(list_k) {
   if (splits <= 1 || queries <= 0) return;
   const size_t uq = static_cast<size_t>(queries), us = static_cast<size_t>(splits);
@@ -397,9 +427,11 @@ BruteForceScratch::BruteForceScratch(int64_t queries, int64_t splits, int list_k
   counts_.allocate(uq * us);
 }
 
-void brute_force_search(const BruteForcePoints& points, const float* queries, int64_t m,
-                        const BruteForceRequest& request, const BruteForceOutputs& out,
-                        int64_t splits, BruteForceScratch& scratch, cudaStream_t stream) {
+template <typename Scalar>
+void brute_force_search(const BruteForcePoints<Scalar>& points, const Scalar* queries, int64_t m,
+                        const BruteForceRequest<Scalar>& request,
+                        const BruteForceOutputs<Scalar>& out, int64_t splits,
+                        BruteForceScratch<Scalar>& scratch, cudaStream_t stream) {
   if (m <= 0) return;
   const int list_k = brute_force_list_k(request.row_width, request.exclude_self, points.n);
   if (list_k > kMaxWarpK)
@@ -408,9 +440,9 @@ void brute_force_search(const BruteForcePoints& points, const float* queries, in
                 "(use the kd-tree or the OpenMP backend)",
                 kMaxWarpK, list_k));
   if (splits > 1 &&
-      (scratch.queries_ < m || scratch.splits_ != splits || scratch.list_k_ != list_k))
+      (scratch.queries() < m || scratch.splits() != splits || scratch.list_k() != list_k))
     fail(KNN_ERR_INTERNAL, "brute-force scratch made for another plan");
-  ScanArgs a{};
+  ScanArgs<Scalar> a{};
   a.points = points;
   a.queries = queries;
   a.m = m;
@@ -422,43 +454,56 @@ void brute_force_search(const BruteForcePoints& points, const float* queries, in
   a.row_width = request.row_width;
   a.exclude_self = request.exclude_self;
   a.self_first = request.self_first;
-  a.part_lists = scratch.lists_.get();
-  a.part_counts = scratch.counts_.get();
+  a.part_lists = scratch.lists();
+  a.part_counts = scratch.counts();
   launch_scan(a, stream);
   if (splits == 1) return;
   // log2(splits) rounds, alternating between the two list buffers.
-  Neighbor* from = scratch.lists_.get();
-  Neighbor* to = scratch.merged_.get();
+  BasicNeighbor<Scalar>* from = scratch.lists();
+  BasicNeighbor<Scalar>* to = scratch.merged();
   int64_t lists = splits;
   if (list_k > 0) {
     while (lists > 1) {
       const int64_t pairs = (lists + 1) / 2;
-      merge_pairs<<<merge_blocks(m * pairs * 2 * list_k), kMergeBlock, 0, stream>>>(from, lists,
-                                                                                    list_k, m, to);
+      merge_pairs<Scalar><<<merge_blocks(m * pairs * 2 * list_k), kMergeBlock, 0, stream>>>(
+          from, lists, list_k, m, to);
       check_launch("merge_pairs");
       std::swap(from, to);
       lists = pairs;
     }
   }
-  write_merged_rows<<<merge_blocks(m * std::max(request.row_width, 1)), kMergeBlock, 0, stream>>>(
-      from, scratch.counts_.get(), splits, list_k, m, a);
+  write_merged_rows<Scalar>
+      <<<merge_blocks(m * std::max(request.row_width, 1)), kMergeBlock, 0, stream>>>(
+          from, scratch.counts(), splits, list_k, m, a);
   check_launch("write_merged_rows");
 }
+
+template class BruteForceScratch<float>;
+template class BruteForceScratch<double>;
+template void brute_force_search<float>(const BruteForcePoints<float>&, const float*, int64_t,
+                                        const BruteForceRequest<float>&,
+                                        const BruteForceOutputs<float>&, int64_t,
+                                        BruteForceScratch<float>&, cudaStream_t);
+template void brute_force_search<double>(const BruteForcePoints<double>&, const double*, int64_t,
+                                         const BruteForceRequest<double>&,
+                                         const BruteForceOutputs<double>&, int64_t,
+                                         BruteForceScratch<double>&, cudaStream_t);
 
 namespace {
 
 // The engine: the points resident on the device, each call run over the
 // shared query pipeline with a split scratch per pipeline slot.
-class BruteForceIndex final : public IndexEngine {
+template <typename Scalar>
+class BruteForceIndex final : public BasicIndexEngine<Scalar> {
  public:
-  BruteForceIndex(const float* points, int64_t n, int dim, const IndexParams& params)
+  BruteForceIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
       : n_(n), dim_(dim) {
     const size_t count = static_cast<size_t>(n) * static_cast<size_t>(dim);
     points_.allocate(count);
     if (count == 0) return;
     Stream stream;
     check(
-        cudaMemcpyAsync(points_.get(), points, count * sizeof(float),
+        cudaMemcpyAsync(points_.get(), points, count * sizeof(Scalar),
                         params.points_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
                         stream.get()),
         "cudaMemcpyAsync (brute-force points to device)");
@@ -470,45 +515,46 @@ class BruteForceIndex final : public IndexEngine {
   int64_t size() const override { return n_; }
   int dim() const override { return dim_; }
 
-  void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+  void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
-    BruteForceRequest request;
+    BruteForceRequest<Scalar> request;
     request.row_width = k;
-    request.max_sq = kInfinity;
+    request.max_sq = infinity<Scalar>();
     run(queries, m, request, indices, sq_distances, nullptr, call);
   }
 
-  void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+  void knn_self(int k, bool exclude_self, int32_t* indices, Scalar* sq_distances,
                 const CallParams& call) const override {
-    BruteForceRequest request;
+    BruteForceRequest<Scalar> request;
     request.row_width = k;
-    request.max_sq = kInfinity;
+    request.max_sq = infinity<Scalar>();
     request.exclude_self = exclude_self;
     CallParams self_call = call;
     self_call.queries_on_device = true;
     run(points_.get(), n_, request, indices, sq_distances, nullptr, self_call);
   }
 
-  void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
-              float* sq_distances, int32_t* counts, const CallParams& call) const override {
-    BruteForceRequest request;
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
+    BruteForceRequest<Scalar> request;
     request.row_width = max_neighbors;
-    // The contract's bound: radius * radius rounded to float32 (one
+    // The contract's bound: radius * radius rounded to the scalar type (one
     // operation, so no contraction can change it).
     request.max_sq = radius * radius;
     run(queries, m, request, indices, sq_distances, counts, call);
   }
 
   // The API layer has made the index's device current.
-  void copy_points(float* host_rows) const override {
+  void copy_points(Scalar* host_rows) const override {
     if (n_ > 0)
-      check(cudaMemcpy(host_rows, points_.get(), sizeof(float) * n_ * dim_, cudaMemcpyDeviceToHost),
-            "cudaMemcpy (brute-force points to host)");
+      check(
+          cudaMemcpy(host_rows, points_.get(), sizeof(Scalar) * n_ * dim_, cudaMemcpyDeviceToHost),
+          "cudaMemcpy (brute-force points to host)");
   }
 
  private:
-  void run(const float* queries, int64_t m, const BruteForceRequest& base, int32_t* indices,
-           float* sq_distances, int32_t* counts, const CallParams& call) const {
+  void run(const Scalar* queries, int64_t m, const BruteForceRequest<Scalar>& base,
+           int32_t* indices, Scalar* sq_distances, int32_t* counts, const CallParams& call) const {
     if (m <= 0) return;
     const int list_k = brute_force_list_k(base.row_width, base.exclude_self, n_);
     // One plan for every chunk, from the largest chunk the pipeline runs and
@@ -517,29 +563,29 @@ class BruteForceIndex final : public IndexEngine {
         brute_force_splits(std::min(m, kMaxChunkQueries), n_, list_k, latency_hiding_threads());
     const bool want_indices = indices != nullptr && base.row_width > 0;
     const bool want_sq = sq_distances != nullptr && base.row_width > 0;
-    const size_t per_query = pipeline_bytes_per_query(dim_, base.row_width, want_indices, want_sq,
-                                                      counts != nullptr, call) +
-                             kPipelineSlots * brute_force_scratch_per_query(splits, list_k);
+    const size_t per_query =
+        pipeline_bytes_per_query(dim_, base.row_width, want_indices, want_sq, counts != nullptr,
+                                 call, sizeof(Scalar)) +
+        kPipelineSlots * brute_force_scratch_per_query(splits, list_k, sizeof(Scalar));
     const size_t fixed =
         pipeline_fixed_bytes(call) + kPipelineSlots * brute_force_scratch_fixed(splits);
     const int64_t chunk = std::min(m, chunk_queries_for(per_query, fixed, call));
-    BruteForceScratch scratch[kPipelineSlots];
-    const BruteForcePoints points{points_.get(), n_, dim_};
-    for_each_query_chunk(queries, m, dim_, base.row_width, indices, sq_distances, counts, call,
-                         chunk, [&](const QueryChunk& c, cudaStream_t stream) {
-                           BruteForceScratch& s = scratch[c.slot];
-                           if (splits > 1 && s.queries() == 0)
-                             s = BruteForceScratch(chunk, splits, list_k);
-                           BruteForceRequest request = base;
-                           request.self_first = c.first;
-                           brute_force_search(
-                               points, c.queries, c.count, request,
-                               BruteForceOutputs{c.indices, c.sq_distances, c.counts}, splits, s,
-                               stream);
-                         });
+    BruteForceScratch<Scalar> scratch[kPipelineSlots];
+    const BruteForcePoints<Scalar> points{points_.get(), n_, dim_};
+    for_each_query_chunk<Scalar>(
+        queries, m, dim_, base.row_width, indices, sq_distances, counts, call, chunk,
+        [&](const QueryChunk<Scalar>& c, cudaStream_t stream) {
+          BruteForceScratch<Scalar>& s = scratch[c.slot];
+          if (splits > 1 && s.queries() == 0) s = BruteForceScratch<Scalar>(chunk, splits, list_k);
+          BruteForceRequest<Scalar> request = base;
+          request.self_first = c.first;
+          brute_force_search(points, c.queries, c.count, request,
+                             BruteForceOutputs<Scalar>{c.indices, c.sq_distances, c.counts}, splits,
+                             s, stream);
+        });
   }
 
-  DeviceBuffer<float> points_;
+  DeviceBuffer<Scalar> points_;
   int64_t n_;
   int dim_;
 };
@@ -548,7 +594,12 @@ class BruteForceIndex final : public IndexEngine {
 
 std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_t n, int dim,
                                                      const IndexParams& params) {
-  return std::make_unique<BruteForceIndex>(points, n, dim, params);
+  return std::make_unique<BruteForceIndex<float>>(points, n, dim, params);
+}
+
+std::unique_ptr<IndexEngine64> build_brute_force_index(const double* points, int64_t n, int dim,
+                                                       const IndexParams& params) {
+  return std::make_unique<BruteForceIndex<double>>(points, n, dim, params);
 }
 
 }  // namespace cuda

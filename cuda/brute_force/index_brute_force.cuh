@@ -15,6 +15,10 @@
 // searched by different blocks, and the parts' sorted lists are merged
 // pairwise by rank: (distance, index) pairs are unique, so every entry knows
 // its place in the merged list exactly and the answer is the unsplit one.
+//
+// Scalar: float for the float32 index, double for the float64 one; points,
+// queries and distances are all of that type, and every kernel is the same
+// template for both (instantiated in index_brute_force.cu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,9 +31,10 @@
 namespace knn {
 namespace cuda {
 
-// The indexed points: n rows of dim floats, device memory.
+// The indexed points: n rows of dim scalars, device memory.
+template <typename Scalar>
 struct BruteForcePoints {
-  const float* rows;
+  const Scalar* rows;
   int64_t n;
   int dim;
 };
@@ -39,48 +44,55 @@ struct BruteForcePoints {
 // then -1 / +infinity. With exclude_self, query i of the chunk is point
 // self_first + i and the search keeps one more neighbour than the row shows,
 // dropping that point where it appears (else the last one).
+template <typename Scalar>
 struct BruteForceRequest {
   int row_width = 0;
-  float max_sq = 0.0f;  // +infinity for kNN
+  Scalar max_sq = Scalar(0);  // +infinity for kNN
   bool exclude_self = false;
   int64_t self_first = 0;
 };
 
 // Device outputs of one chunk (count rows); any of them may be null.
+template <typename Scalar>
 struct BruteForceOutputs {
   int32_t* indices;
-  float* sq_distances;
+  Scalar* sq_distances;
   int32_t* counts;  // true number of points within max_sq
 };
 
 // Device scratch of the split search for up to `queries` queries at a time
 // (empty when the plan does not split). Reused across chunks on one stream.
+template <typename Scalar>
 class BruteForceScratch {
  public:
   BruteForceScratch() = default;
   BruteForceScratch(int64_t queries, int64_t splits, int list_k);
   int64_t queries() const { return queries_; }
+  int64_t splits() const { return splits_; }
+  int list_k() const { return list_k_; }
+  BasicNeighbor<Scalar>* lists() const { return lists_.get(); }
+  BasicNeighbor<Scalar>* merged() const { return merged_.get(); }
+  int32_t* counts() const { return counts_.get(); }
 
  private:
-  friend void brute_force_search(const BruteForcePoints&, const float*, int64_t,
-                                 const BruteForceRequest&, const BruteForceOutputs&, int64_t,
-                                 BruteForceScratch&, cudaStream_t);
   int64_t queries_ = 0;
   int64_t splits_ = 1;
   int list_k_ = 0;
-  DeviceBuffer<Neighbor> lists_;   // queries * splits * list_k: each part's list
-  DeviceBuffer<Neighbor> merged_;  // queries * ceil(splits / 2) * list_k: merge rounds
-  DeviceBuffer<int32_t> counts_;   // queries * splits: each part's count
+  DeviceBuffer<BasicNeighbor<Scalar>> lists_;   // queries * splits * list_k: each part's list
+  DeviceBuffer<BasicNeighbor<Scalar>> merged_;  // queries * ceil(splits / 2) * list_k: merges
+  DeviceBuffer<int32_t> counts_;                // queries * splits: each part's count
 };
 
-// Searches m device queries (rows of points.dim floats) against the points
+// Searches m device queries (rows of points.dim scalars) against the points
 // with the reference set split into `splits` parts (brute_force_splits();
 // the scratch must have been made for at least m queries and the same
 // splits and list length when splits > 1). Asynchronous on `stream`.
 // Throws KNN_ERR_UNSUPPORTED when the list would exceed kMaxWarpK.
-void brute_force_search(const BruteForcePoints& points, const float* queries, int64_t m,
-                        const BruteForceRequest& request, const BruteForceOutputs& out,
-                        int64_t splits, BruteForceScratch& scratch, cudaStream_t stream);
+template <typename Scalar>
+void brute_force_search(const BruteForcePoints<Scalar>& points, const Scalar* queries, int64_t m,
+                        const BruteForceRequest<Scalar>& request,
+                        const BruteForceOutputs<Scalar>& out, int64_t splits,
+                        BruteForceScratch<Scalar>& scratch, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace knn

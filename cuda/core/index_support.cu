@@ -24,25 +24,56 @@ unsigned blocks_for(Kernel* kernel, int64_t items) {
   return grid_stride_blocks(kernel, kBlock, items);
 }
 
-__global__ void fill_missing_kernel(int32_t* indices, float* sq_distances, int64_t count) {
+template <typename Scalar>
+__global__ void fill_missing_kernel(int32_t* indices, Scalar* sq_distances, int64_t count) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
     if (indices) indices[i] = -1;
-    if (sq_distances) sq_distances[i] = INFINITY;
+    if (sq_distances) sq_distances[i] = std::numeric_limits<Scalar>::infinity();
   }
 }
 
-__global__ void first_beyond_kernel(const float* values, int64_t count, float limit,
+template <typename Scalar>
+__global__ void first_beyond_kernel(const Scalar* values, int64_t count, Scalar limit,
                                     unsigned long long* first) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    if (!(fabsf(values[i]) <= limit)) {
+    if (!(fabs(values[i]) <= limit)) {
       atomicMin(first, static_cast<unsigned long long>(i));
       return;  // later items of this thread have larger indices
     }
   }
+}
+
+template <typename Scalar>
+void fill_missing(int32_t* indices, Scalar* sq_distances, int64_t count) {
+  if (count <= 0 || (indices == nullptr && sq_distances == nullptr)) return;
+  Stream stream;
+  fill_missing_kernel<Scalar>
+      <<<blocks_for(fill_missing_kernel<Scalar>, count), kBlock, 0, stream.get()>>>(
+          indices, sq_distances, count);
+  check_launch("fill_missing_kernel");
+  stream.synchronize();
+}
+
+template <typename Scalar>
+int64_t first_beyond(const Scalar* values, int64_t count, Scalar limit) {
+  if (count <= 0) return -1;
+  Stream stream;
+  DeviceBuffer<unsigned long long> first(1);
+  check(cudaMemsetAsync(first.get(), 0xff, sizeof(unsigned long long), stream.get()),
+        "cudaMemsetAsync");
+  first_beyond_kernel<Scalar>
+      <<<blocks_for(first_beyond_kernel<Scalar>, count), kBlock, 0, stream.get()>>>(
+          values, count, limit, first.get());
+  check_launch("first_beyond_kernel");
+  unsigned long long found = 0;
+  check(cudaMemcpyAsync(&found, first.get(), sizeof found, cudaMemcpyDeviceToHost, stream.get()),
+        "cudaMemcpyAsync");
+  stream.synchronize();
+  return found == std::numeric_limits<unsigned long long>::max() ? -1 : static_cast<int64_t>(found);
 }
 
 }  // namespace
@@ -64,28 +95,17 @@ void copy_to_device(void* device_dst, const void* host_src, size_t bytes) {
 }
 
 void fill_missing_on_device(int32_t* indices, float* sq_distances, int64_t count) {
-  if (count <= 0 || (indices == nullptr && sq_distances == nullptr)) return;
-  Stream stream;
-  fill_missing_kernel<<<blocks_for(fill_missing_kernel, count), kBlock, 0, stream.get()>>>(
-      indices, sq_distances, count);
-  check_launch("fill_missing_kernel");
-  stream.synchronize();
+  fill_missing(indices, sq_distances, count);
+}
+void fill_missing_on_device(int32_t* indices, double* sq_distances, int64_t count) {
+  fill_missing(indices, sq_distances, count);
 }
 
 int64_t first_beyond_on_device(const float* values, int64_t count, float limit) {
-  if (count <= 0) return -1;
-  Stream stream;
-  DeviceBuffer<unsigned long long> first(1);
-  check(cudaMemsetAsync(first.get(), 0xff, sizeof(unsigned long long), stream.get()),
-        "cudaMemsetAsync");
-  first_beyond_kernel<<<blocks_for(first_beyond_kernel, count), kBlock, 0, stream.get()>>>(
-      values, count, limit, first.get());
-  check_launch("first_beyond_kernel");
-  unsigned long long found = 0;
-  check(cudaMemcpyAsync(&found, first.get(), sizeof found, cudaMemcpyDeviceToHost, stream.get()),
-        "cudaMemcpyAsync");
-  stream.synchronize();
-  return found == std::numeric_limits<unsigned long long>::max() ? -1 : static_cast<int64_t>(found);
+  return first_beyond(values, count, limit);
+}
+int64_t first_beyond_on_device(const double* values, int64_t count, double limit) {
+  return first_beyond(values, count, limit);
 }
 
 }  // namespace cuda

@@ -1,6 +1,8 @@
 // Per-thread k-best lists for the GPU search, both ordered by (squared
 // distance, index). Empty slots hold (+inf, INT32_MAX), which every real
 // point beats, even one at +inf distance; they are written out as -1.
+// Every list is a template over the scalar type of the distances (float, or
+// double for the float64 engines): the same code for both.
 #pragma once
 
 #include <climits>
@@ -12,28 +14,32 @@ namespace knn {
 namespace cuda {
 
 constexpr int32_t kNoIndex = INT_MAX;
-constexpr float kInfinity = std::numeric_limits<float>::infinity();
+// +infinity of the scalar type (host and device: --expt-relaxed-constexpr).
+template <typename Scalar>
+__host__ __device__ constexpr Scalar infinity() {
+  return std::numeric_limits<Scalar>::infinity();
+}
 
 // Up to K neighbours in registers (runtime k <= K): every array index is a
 // compile-time constant after unrolling, so nothing spills to local memory.
-template <int K>
+template <typename Scalar, int K>
 struct RegisterList {
-  float dist[K];
+  Scalar dist[K];
   int32_t index[K];
   int k;
-  float worst_dist = kInfinity;
+  Scalar worst_dist = infinity<Scalar>();
   int32_t worst_index = kNoIndex;
 
   __device__ explicit RegisterList(int k_) : k(k_) {
 #pragma unroll
-    for (int j = 0; j < K; ++j) dist[j] = kInfinity, index[j] = kNoIndex;
+    for (int j = 0; j < K; ++j) dist[j] = infinity<Scalar>(), index[j] = kNoIndex;
   }
 
-  __device__ float bound() const { return worst_dist; }
-  __device__ float dist_at(int j) const { return dist[j]; }
+  __device__ Scalar bound() const { return worst_dist; }
+  __device__ Scalar dist_at(int j) const { return dist[j]; }
   __device__ int32_t index_at(int j) const { return index[j]; }
 
-  __device__ void offer(float d, int32_t i) {
+  __device__ void offer(Scalar d, int32_t i) {
     if (!closer(d, i, worst_dist, worst_index)) return;
     bool placed = false;
 #pragma unroll
@@ -52,7 +58,7 @@ struct RegisterList {
       if (j == k - 1) worst_dist = dist[j], worst_index = index[j];
   }
 
-  __device__ void write(int32_t* out_index, float* out_dist) const {
+  __device__ void write(int32_t* out_index, Scalar* out_dist) const {
 #pragma unroll
     for (int j = 0; j < K; ++j) {
       if (j < k) {
@@ -63,8 +69,8 @@ struct RegisterList {
   }
 };
 
-// The longest SharedList the searches use (8 * kMaxSharedListK bytes a
-// thread): inserts move up to k entries, and by k = 100 a warp per query
+// The longest SharedList the searches use ((sizeof(Scalar) + 4) *
+// kMaxSharedListK bytes a thread): inserts move up to k entries, and by k = 100 a warp per query
 // (warp_list.cuh) is faster again.
 constexpr int kMaxSharedListK = 32;
 
@@ -74,28 +80,34 @@ constexpr int kMaxSharedListK = 32;
 // lanes of a warp touch 32 different banks. Between the register lists
 // (their unrolled insertion costs every slot on every insert) and the warp
 // lists (a warp per query): an insert moves only the entries it passes.
+template <typename Scalar>
 struct SharedList {
-  float* dist;
+  Scalar* dist;
   int32_t* index;
   int stride;
   int k;
-  float worst_dist = kInfinity;
+  Scalar worst_dist = infinity<Scalar>();
   int32_t worst_index = kNoIndex;
 
-  __device__ SharedList(float* dist_, int32_t* index_, int stride_, int k_)
-      : dist(dist_), index(index_), stride(stride_), k(k_) {
-    for (int j = 0; j < k; ++j) dist[j * stride] = kInfinity, index[j * stride] = kNoIndex;
+  // Shared bytes of the lists of `threads` threads of up to k entries each.
+  static __host__ __device__ size_t bytes(int k, int threads) {
+    return (sizeof(Scalar) + sizeof(int32_t)) * size_t(k) * size_t(threads);
   }
 
-  __device__ float bound() const { return worst_dist; }
-  __device__ float dist_at(int j) const { return dist[j * stride]; }
+  __device__ SharedList(Scalar* dist_, int32_t* index_, int stride_, int k_)
+      : dist(dist_), index(index_), stride(stride_), k(k_) {
+    for (int j = 0; j < k; ++j) dist[j * stride] = infinity<Scalar>(), index[j * stride] = kNoIndex;
+  }
+
+  __device__ Scalar bound() const { return worst_dist; }
+  __device__ Scalar dist_at(int j) const { return dist[j * stride]; }
   __device__ int32_t index_at(int j) const { return index[j * stride]; }
 
-  __device__ void offer(float d, int32_t i) {
+  __device__ void offer(Scalar d, int32_t i) {
     if (!closer(d, i, worst_dist, worst_index)) return;
     int j = k - 1;
     for (; j > 0; --j) {
-      const float above_dist = dist[(j - 1) * stride];
+      const Scalar above_dist = dist[(j - 1) * stride];
       const int32_t above_index = index[(j - 1) * stride];
       if (!closer(d, i, above_dist, above_index)) break;
       dist[j * stride] = above_dist, index[j * stride] = above_index;
@@ -104,7 +116,7 @@ struct SharedList {
     worst_dist = dist[(k - 1) * stride], worst_index = index[(k - 1) * stride];
   }
 
-  __device__ void write(int32_t* out_index, float* out_dist) const {
+  __device__ void write(int32_t* out_index, Scalar* out_dist) const {
     for (int j = 0; j < k; ++j) {
       const int32_t i = index[j * stride];
       out_index[j] = i == kNoIndex ? -1 : i;
@@ -116,32 +128,33 @@ struct SharedList {
 // Any k: a max-heap (the farthest candidate at the root) in strided device
 // memory (entry j at [j * stride], threads of a chunk interleaved so that the
 // common top of the heaps is read coalesced), sorted ascending at the end.
+template <typename Scalar>
 struct HeapList {
   int32_t* index;
-  float* dist;
+  Scalar* dist;
   int64_t stride;
   int k;
 
-  __device__ HeapList(int32_t* index_, float* dist_, int64_t stride_, int k_)
+  __device__ HeapList(int32_t* index_, Scalar* dist_, int64_t stride_, int k_)
       : index(index_), dist(dist_), stride(stride_), k(k_) {
-    for (int j = 0; j < k; ++j) at_dist(j) = kInfinity, at_index(j) = kNoIndex;
+    for (int j = 0; j < k; ++j) at_dist(j) = infinity<Scalar>(), at_index(j) = kNoIndex;
   }
 
-  __device__ float& at_dist(int j) const { return dist[j * stride]; }
+  __device__ Scalar& at_dist(int j) const { return dist[j * stride]; }
   __device__ int32_t& at_index(int j) const { return index[j * stride]; }
 
-  __device__ float bound() const { return at_dist(0); }
+  __device__ Scalar bound() const { return at_dist(0); }
 
   // Moves the hole at `pos` down past children farther than (d, i), then
   // fills it with (d, i); the heap spans [0, size).
-  __device__ void sift_down(int pos, int size, float d, int32_t i) {
+  __device__ void sift_down(int pos, int size, Scalar d, int32_t i) {
     for (;;) {
       int child = 2 * pos + 1;
       if (child >= size) break;
-      float cd = at_dist(child);
+      Scalar cd = at_dist(child);
       int32_t ci = at_index(child);
       if (child + 1 < size) {
-        const float rd = at_dist(child + 1);
+        const Scalar rd = at_dist(child + 1);
         const int32_t ri = at_index(child + 1);
         if (closer(cd, ci, rd, ri)) ++child, cd = rd, ci = ri;
       }
@@ -152,14 +165,14 @@ struct HeapList {
     at_dist(pos) = d, at_index(pos) = i;
   }
 
-  __device__ void offer(float d, int32_t i) {
+  __device__ void offer(Scalar d, int32_t i) {
     if (closer(d, i, at_dist(0), at_index(0))) sift_down(0, k, d, i);
   }
 
   // Sorts the heap ascending in place and writes it as a row.
-  __device__ void write(int32_t* out_index, float* out_dist) {
+  __device__ void write(int32_t* out_index, Scalar* out_dist) {
     for (int end = k - 1; end > 0; --end) {
-      const float d = at_dist(end);
+      const Scalar d = at_dist(end);
       const int32_t i = at_index(end);
       at_dist(end) = at_dist(0), at_index(end) = at_index(0);
       sift_down(0, end, d, i);

@@ -21,23 +21,25 @@ namespace cuda {
 namespace {
 
 // What the call wants and where its arrays live.
+template <typename Scalar>
 struct CallShape {
   int dim;
   int row_width;
   bool want_indices, want_sq, want_counts;
   bool stage_in, stage_out;
 
-  size_t query_bytes(int64_t q) const { return sizeof(float) * static_cast<size_t>(q) * dim; }
+  size_t query_bytes(int64_t q) const { return sizeof(Scalar) * static_cast<size_t>(q) * dim; }
   size_t row_values(int64_t q) const { return static_cast<size_t>(q) * row_width; }
 };
 
 // Device and pinned buffers of one slot. Empty buffers (size 0) for what the
 // call does not stage.
+template <typename Scalar>
 struct Slot {
   Stream stream;
-  DeviceBuffer<float> queries;
+  DeviceBuffer<Scalar> queries;
   DeviceBuffer<int32_t> indices;
-  DeviceBuffer<float> sq_distances;
+  DeviceBuffer<Scalar> sq_distances;
   DeviceBuffer<int32_t> counts;
   PinnedLease host_queries;
   PinnedLease host_indices;
@@ -46,14 +48,14 @@ struct Slot {
   int64_t first = 0;
   int64_t count = 0;
 
-  Slot(const CallShape& s, int64_t chunk)
-      : queries(s.stage_in ? s.query_bytes(chunk) / sizeof(float) : 0),
+  Slot(const CallShape<Scalar>& s, int64_t chunk)
+      : queries(s.stage_in ? s.query_bytes(chunk) / sizeof(Scalar) : 0),
         indices(s.stage_out && s.want_indices ? s.row_values(chunk) : 0),
         sq_distances(s.stage_out && s.want_sq ? s.row_values(chunk) : 0),
         counts(s.stage_out && s.want_counts ? static_cast<size_t>(chunk) : 0),
         host_queries(s.stage_in ? s.query_bytes(chunk) : 0),
         host_indices(s.stage_out && s.want_indices ? sizeof(int32_t) * s.row_values(chunk) : 0),
-        host_sq_distances(s.stage_out && s.want_sq ? sizeof(float) * s.row_values(chunk) : 0),
+        host_sq_distances(s.stage_out && s.want_sq ? sizeof(Scalar) * s.row_values(chunk) : 0),
         host_counts(s.stage_out && s.want_counts ? sizeof(int32_t) * chunk : 0) {}
 
   // Work still queued on the stream may read or write these buffers: wait
@@ -92,39 +94,44 @@ int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const Call
   return static_cast<int64_t>(std::min<size_t>(fits, static_cast<size_t>(max_chunk)));
 }
 
-void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_width, int32_t* indices,
-                          float* sq_distances, int32_t* counts, const CallParams& call,
-                          int64_t chunk_queries, const ChunkSearch& search) {
+template <typename Scalar>
+void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_width,
+                          int32_t* indices, Scalar* sq_distances, int32_t* counts,
+                          const CallParams& call, int64_t chunk_queries,
+                          const ChunkSearch<Scalar>& search) {
   if (m <= 0) return;
   const volatile int* cancel = cancel_flag();
   knn_progress* const report = progress();
-  const CallShape shape{dim,
-                        row_width,
-                        indices != nullptr && row_width > 0,
-                        sq_distances != nullptr && row_width > 0,
-                        counts != nullptr,
-                        !call.queries_on_device,
-                        !call.outputs_on_device};
+  const CallShape<Scalar> shape{dim,
+                                row_width,
+                                indices != nullptr && row_width > 0,
+                                sq_distances != nullptr && row_width > 0,
+                                counts != nullptr,
+                                !call.queries_on_device,
+                                !call.outputs_on_device};
   const int64_t chunk = std::max<int64_t>(1, std::min(chunk_queries, m));
   // With more than one chunk a second slot overlaps one chunk's transfers
   // (and, for device arrays, its tail of idle SMs) with the next chunk.
   const int slot_count = m > chunk ? kPipelineSlots : 1;
 
-  std::vector<std::unique_ptr<Slot>> slots;
-  for (int i = 0; i < slot_count; ++i) slots.push_back(std::make_unique<Slot>(shape, chunk));
+  std::vector<std::unique_ptr<Slot<Scalar>>> slots;
+  for (int i = 0; i < slot_count; ++i)
+    slots.push_back(std::make_unique<Slot<Scalar>>(shape, chunk));
 
   // Waits for a slot's chunk and moves its rows to the caller's host arrays.
-  auto deliver = [&](Slot& s) {
+  auto deliver = [&](Slot<Scalar>& s) {
     s.stream.synchronize();
     if (shape.stage_out) {
       const size_t values = shape.row_values(s.count);
       const size_t row0 = shape.row_values(s.first);
       if (shape.want_indices)
-        staging_copy(indices + row0, s.host_indices.as<int32_t>(), values * sizeof(int32_t));
+        staging_copy(indices + row0, s.host_indices.template as<int32_t>(),
+                     values * sizeof(int32_t));
       if (shape.want_sq)
-        staging_copy(sq_distances + row0, s.host_sq_distances.as<float>(), values * sizeof(float));
+        staging_copy(sq_distances + row0, s.host_sq_distances.template as<Scalar>(),
+                     values * sizeof(Scalar));
       if (shape.want_counts)
-        staging_copy(counts + s.first, s.host_counts.as<int32_t>(),
+        staging_copy(counts + s.first, s.host_counts.template as<int32_t>(),
                      static_cast<size_t>(s.count) * sizeof(int32_t));
     }
     progress_add(report, s.count);
@@ -135,20 +142,21 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
   for (int64_t first = 0; first < m; first += chunk, ++turn) {
     throw_if_cancelled(cancel);
     const int slot_index = static_cast<int>(turn % slot_count);
-    Slot& s = *slots[static_cast<size_t>(slot_index)];
+    Slot<Scalar>& s = *slots[static_cast<size_t>(slot_index)];
     if (s.count > 0) deliver(s);
     s.first = first;
     s.count = std::min(chunk, m - first);
     const cudaStream_t stream = s.stream.get();
 
-    QueryChunk c{};
+    QueryChunk<Scalar> c{};
     c.first = first;
     c.count = s.count;
     c.slot = slot_index;
     if (shape.stage_in) {
       const size_t bytes = shape.query_bytes(s.count);
-      staging_copy(s.host_queries.as<float>(), queries + static_cast<size_t>(first) * dim, bytes);
-      check(cudaMemcpyAsync(s.queries.get(), s.host_queries.as<float>(), bytes,
+      staging_copy(s.host_queries.template as<Scalar>(), queries + static_cast<size_t>(first) * dim,
+                   bytes);
+      check(cudaMemcpyAsync(s.queries.get(), s.host_queries.template as<Scalar>(), bytes,
                             cudaMemcpyHostToDevice, stream),
             "cudaMemcpyAsync (queries to device)");
       c.queries = s.queries.get();
@@ -171,18 +179,26 @@ void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_widt
     if (shape.stage_out) {
       const size_t values = shape.row_values(s.count);
       if (shape.want_indices)
-        download(s.indices.get(), s.host_indices.as<int32_t>(), values * sizeof(int32_t), stream);
-      if (shape.want_sq)
-        download(s.sq_distances.get(), s.host_sq_distances.as<float>(), values * sizeof(float),
+        download(s.indices.get(), s.host_indices.template as<int32_t>(), values * sizeof(int32_t),
                  stream);
+      if (shape.want_sq)
+        download(s.sq_distances.get(), s.host_sq_distances.template as<Scalar>(),
+                 values * sizeof(Scalar), stream);
       if (shape.want_counts)
-        download(s.counts.get(), s.host_counts.as<int32_t>(),
+        download(s.counts.get(), s.host_counts.template as<int32_t>(),
                  static_cast<size_t>(s.count) * sizeof(int32_t), stream);
     }
   }
   for (auto& s : slots)
     if (s->count > 0) deliver(*s);
 }
+
+template void for_each_query_chunk<float>(const float*, int64_t, int, int, int32_t*, float*,
+                                          int32_t*, const CallParams&, int64_t,
+                                          const ChunkSearch<float>&);
+template void for_each_query_chunk<double>(const double*, int64_t, int, int, int32_t*, double*,
+                                           int32_t*, const CallParams&, int64_t,
+                                           const ChunkSearch<double>&);
 
 }  // namespace cuda
 }  // namespace knn

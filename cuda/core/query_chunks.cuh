@@ -2,7 +2,9 @@
 // in chunks that fit the device budget. Host arrays are staged through pinned
 // buffers on two slots (two streams), so that one chunk's upload and the
 // previous chunk's download overlap the search; device arrays are used in
-// place. Engines only write the search of one chunk.
+// place. Engines only write the search of one chunk. Templates over the
+// scalar type of the coordinates and distances (float or double), defined
+// once in query_chunks.cu for both.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,13 +20,14 @@ namespace knn {
 namespace cuda {
 
 // One chunk of a call; every pointer is device memory.
+template <typename Scalar>
 struct QueryChunk {
-  const float* queries;  // count * dim floats
-  int64_t first, count;  // the chunk's queries are [first, first + count) of the call
-  int32_t* indices;      // count * row_width slots, or null when the caller passed null
-  float* sq_distances;   // count * row_width slots, or null
-  int32_t* counts;       // count slots (radius calls), or null
-  int slot;              // pipeline slot, 0 .. kPipelineSlots-1 (see below)
+  const Scalar* queries;  // count * dim scalars
+  int64_t first, count;   // the chunk's queries are [first, first + count) of the call
+  int32_t* indices;       // count * row_width slots, or null when the caller passed null
+  Scalar* sq_distances;   // count * row_width slots, or null
+  int32_t* counts;        // count slots (radius calls), or null
+  int slot;               // pipeline slot, 0 .. kPipelineSlots-1 (see below)
 };
 
 // Chunks on different slots (kPipelineSlots, query_chunks_memory.h) may run
@@ -32,16 +35,19 @@ struct QueryChunk {
 // An engine that reuses scratch across chunks keeps one per slot (indexed by
 // QueryChunk::slot).
 
-using ChunkSearch = std::function<void(const QueryChunk&, cudaStream_t)>;
+template <typename Scalar>
+using ChunkSearch = std::function<void(const QueryChunk<Scalar>&, cudaStream_t)>;
 
 // Runs `search` over the call's m queries (host or device as `call` says) in
 // chunks of at most chunk_queries, and delivers the output rows (row_width per
 // query; counts one per query) to the caller's arrays, host or device as
 // `call` says. A null output array is never written. Checks the calling
 // thread's cancel flag between chunks. Returns when every row is delivered.
-void for_each_query_chunk(const float* queries, int64_t m, int dim, int row_width, int32_t* indices,
-                          float* sq_distances, int32_t* counts, const CallParams& call,
-                          int64_t chunk_queries, const ChunkSearch& search);
+template <typename Scalar>
+void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_width,
+                          int32_t* indices, Scalar* sq_distances, int32_t* counts,
+                          const CallParams& call, int64_t chunk_queries,
+                          const ChunkSearch<Scalar>& search);
 
 // Largest chunk whose device bytes (bytes_per_query each, plus fixed_bytes)
 // fit the budget: call.device_memory_limit, or the device's free memory when

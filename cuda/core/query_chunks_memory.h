@@ -17,13 +17,16 @@ constexpr int kPipelineSlots = 2;
 // Device bytes per query the pipeline itself allocates over all slots: the
 // staged queries when they are on the host, the staged output rows when the
 // outputs are on the host; nothing for device arrays (used in place).
+// scalar_bytes: 4 for float32 coordinates and distances, 8 for float64.
 inline size_t pipeline_bytes_per_query(int dim, int row_width, bool want_indices, bool want_sq,
-                                       bool want_counts, const CallParams& call) {
+                                       bool want_counts, const CallParams& call,
+                                       size_t scalar_bytes) {
   size_t per_slot = 0;
-  if (!call.queries_on_device) per_slot += sizeof(float) * static_cast<size_t>(dim);
+  if (!call.queries_on_device) per_slot += scalar_bytes * static_cast<size_t>(dim);
   if (!call.outputs_on_device)
-    per_slot += static_cast<size_t>(row_width) * ((want_indices ? 4 : 0) + (want_sq ? 4 : 0)) +
-                (want_counts ? 4 : 0);
+    per_slot +=
+        static_cast<size_t>(row_width) * ((want_indices ? 4 : 0) + (want_sq ? scalar_bytes : 0)) +
+        (want_counts ? 4 : 0);
   return kPipelineSlots * per_slot;
 }
 

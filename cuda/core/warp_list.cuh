@@ -18,7 +18,9 @@
 // overwritten before it has been read, and the entries before the batch's
 // first rank (most of the list late in a search) are not touched at all.
 // Ranks are unique because (distance, index) pairs are, so no two lanes
-// write the same slot. Empty slots hold (+inf, INT32_MAX).
+// write the same slot. Empty slots hold (+inf, INT32_MAX). A template over
+// the scalar type of the distances, like the lists of knn_lists.cuh (a
+// double entry is 16 bytes: twice the shared memory per k).
 #pragma once
 
 #include "knn_lists.cuh"
@@ -28,7 +30,9 @@ namespace cuda {
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
+template <typename Scalar>
 struct WarpList {
+  using Neighbor = BasicNeighbor<Scalar>;
   Neighbor* list;   // k entries
   Neighbor* batch;  // 32 entries
   int k;
@@ -41,12 +45,12 @@ struct WarpList {
 
   __device__ WarpList(Neighbor* storage, int k_, int lane_)
       : list(storage), batch(storage + k_), k(k_), lane(lane_) {
-    for (int j = lane; j < k; j += 32) list[j] = Neighbor{kInfinity, kNoIndex};
-    worst = Neighbor{kInfinity, kNoIndex};
+    for (int j = lane; j < k; j += 32) list[j] = Neighbor{infinity<Scalar>(), kNoIndex};
+    worst = Neighbor{infinity<Scalar>(), kNoIndex};
     __syncwarp();
   }
 
-  __device__ float bound() const { return worst.sq_distance; }
+  __device__ Scalar bound() const { return worst.sq_distance; }
 
   __device__ bool wants(const Neighbor& c) const { return closer(c, worst); }
 
@@ -80,13 +84,13 @@ struct WarpList {
   // Merges the waiting candidates: call before `list` is read.
   __device__ void flush() {
     __syncwarp();  // the waiting candidates were stored by other lanes
-    merge(lane < waiting ? batch[lane] : Neighbor{kInfinity, kNoIndex});
+    merge(lane < waiting ? batch[lane] : Neighbor{infinity<Scalar>(), kNoIndex});
     __syncwarp();  // before the batch slots are written again
     waiting = 0;
   }
 
   // The list, flushed, as output rows (-1 for empty slots).
-  __device__ void write(int32_t* out_index, float* out_dist) {
+  __device__ void write(int32_t* out_index, Scalar* out_dist) {
     flush();
     for (int j = lane; j < k; j += 32) {
       const Neighbor e = list[j];
@@ -98,7 +102,7 @@ struct WarpList {
  private:
   // Merges one candidate per lane (lanes without one pass (+inf, INT32_MAX)).
   __device__ void merge(Neighbor c) {
-    if (!wants(c)) c = Neighbor{kInfinity, kNoIndex};
+    if (!wants(c)) c = Neighbor{infinity<Scalar>(), kNoIndex};
     const unsigned keep = __ballot_sync(kFullMask, c.index != kNoIndex);
     if (keep == 0) return;
     sort_across_warp(c);
@@ -112,7 +116,7 @@ struct WarpList {
     __syncwarp();
     for (int top = k; top > first; top -= 32) {
       const int j = top - 32 + lane;
-      Neighbor e{kInfinity, kNoIndex};
+      Neighbor e{infinity<Scalar>(), kNoIndex};
       int rank = k;
       if (j >= first) {
         e = list[j];

@@ -2,7 +2,8 @@
 // that serves calls through the shared query pipeline (query_chunks.cuh).
 //
 // Build, all on the device except the few numbers of the layout:
-//   1. the bounding box (a reduction over order-preserving float keys);
+//   1. the bounding box (a reduction over order-preserving keys: 32-bit for
+//      float, 64-bit for double, core/radix_sort_temp.cuh OrderedKey);
 //   2. the layout on the host (common/grid_layout.h, the same function the
 //      OpenMP grid uses, so both choose the same resolution);
 //   3. a cell key per point, a CUB radix sort of (key, index) pairs over the
@@ -12,7 +13,10 @@
 //      before it);
 //   5. the occupancy (sum of squared counts, exact in 64 bits): a poor grid
 //      gives nullptr before the points are reordered;
-//   6. the points gathered in cell order as float4 (x, y, z, index bits).
+//   6. the points gathered in cell order as (x, y, z, index bits)
+//      (core/float4_point.cuh DevicePoint3: a float4, or 32 bytes for double).
+// The build and the engine are templates over the scalar type, one code for
+// the float32 and the float64 index.
 // The resident grid keeps the points in cell order, the cell starts, and the
 // points in input order (the queries of knn_self, and the distances the
 // radius rows recompute when the caller wants no distance row).
@@ -27,6 +31,7 @@
 #include "../core/launch_policy.h"
 #include "../core/memory_model.h"
 #include "../core/query_chunks.cuh"
+#include "../core/radix_sort_temp.cuh"
 #include "../cuda_index.h"
 #include "grid_build.cuh"
 
@@ -43,20 +48,29 @@ unsigned blocks_for(Kernel* kernel, int64_t items) {
   return grid_stride_blocks(kernel, kBlock, items);
 }
 
-__host__ __device__ float float_from_ordered_key(uint32_t key) {
-  const uint32_t u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
-  float f;
+// The value of an ordered key (OrderedKey::of, common/float_math.h): the
+// sign bit set means a non-negative value.
+template <typename Scalar>
+Scalar scalar_from_ordered_key(typename OrderedKey<Scalar>::type key) {
+  using Key = typename OrderedKey<Scalar>::type;
+  constexpr Key kSign = Key{1} << (8 * sizeof(Key) - 1);
+  const Key u = (key & kSign) ? (key & ~kSign) : ~key;
+  Scalar f;
   memcpy(&f, &u, sizeof f);
   return f;
 }
 
 // bounds[0..2]: smallest key per axis, bounds[3..5]: largest.
-__global__ void bounding_box_kernel(const float* xyz, int64_t n, uint32_t* bounds) {
-  uint32_t lo[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu}, hi[3] = {0, 0, 0};
+template <typename Scalar>
+__global__ void bounding_box_kernel(const Scalar* xyz, int64_t n,
+                                    typename OrderedKey<Scalar>::type* bounds) {
+  using Key = typename OrderedKey<Scalar>::type;
+  constexpr Key kNone = ~Key{0};
+  Key lo[3] = {kNone, kNone, kNone}, hi[3] = {0, 0, 0};
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     for (int a = 0; a < 3; ++a) {
-      const uint32_t key = ordered_float_key(xyz[3 * i + a]);
+      const Key key = OrderedKey<Scalar>::of(xyz[3 * i + a]);
       lo[a] = min(lo[a], key);
       hi[a] = max(hi[a], key);
     }
@@ -72,8 +86,9 @@ __global__ void bounding_box_kernel(const float* xyz, int64_t n, uint32_t* bound
   }
 }
 
-__global__ void point_keys_kernel(GridLayout layout, const float* xyz, int64_t n, uint32_t* keys,
-                                  uint32_t* ids) {
+template <typename Scalar>
+__global__ void point_keys_kernel(BasicGridLayout<Scalar> layout, const Scalar* xyz, int64_t n,
+                                  uint32_t* keys, uint32_t* ids) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
@@ -110,13 +125,15 @@ __global__ void squared_counts_kernel(const uint32_t* starts, int64_t cells,
   if (threadIdx.x % 32 == 0 && local != 0) atomicAdd(sum, local);
 }
 
-__global__ void gather_kernel(const float* xyz, const uint32_t* ids, int64_t n, float4* out) {
+template <typename Scalar>
+__global__ void gather_kernel(const Scalar* xyz, const uint32_t* ids, int64_t n,
+                              typename DevicePoint3<Scalar>::Stored* out) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
     const int64_t id = ids[i];
-    out[i] = make_float4(xyz[3 * id], xyz[3 * id + 1], xyz[3 * id + 2],
-                         __int_as_float(static_cast<int32_t>(id)));
+    out[i] = DevicePoint3<Scalar>::make(xyz[3 * id], xyz[3 * id + 1], xyz[3 * id + 2],
+                                        static_cast<int32_t>(id));
   }
 }
 
@@ -127,50 +144,52 @@ int key_bits_for(int64_t cells) {
   return bits;
 }
 
-class GridIndex final : public IndexEngine {
+template <typename Scalar>
+class GridIndex final : public BasicIndexEngine<Scalar> {
  public:
-  explicit GridIndex(std::unique_ptr<DeviceGrid> grid) : grid_(std::move(grid)) {}
+  explicit GridIndex(std::unique_ptr<DeviceGrid<Scalar>> grid) : grid_(std::move(grid)) {}
 
   int backend() const override { return KNN_BACKEND_CUDA; }
   int structure() const override { return KNN_STRUCTURE_GRID; }
   int64_t size() const override { return grid_->n; }
   int dim() const override { return 3; }
 
-  void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+  void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
     run_knn(queries, m, k, false, indices, sq_distances, call);
   }
 
   // The queries are the resident points in input order, used in place.
-  void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+  void knn_self(int k, bool exclude_self, int32_t* indices, Scalar* sq_distances,
                 const CallParams& call) const override {
     CallParams on_device = call;
     on_device.queries_on_device = true;
     run_knn(grid_->points.get(), grid_->n, k, exclude_self, indices, sq_distances, on_device);
   }
 
-  void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
-              float* sq_distances, int32_t* counts, const CallParams& call) const override {
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     if (m <= 0) return;
-    const float r2 = mul_rn(radius, radius);
+    const Scalar r2 = mul_rn(radius, radius);
     const bool want_rows = max_neighbors > 0;
     const int64_t chunk = chunk_for(m, max_neighbors, want_rows && indices != nullptr,
                                     want_rows && sq_distances != nullptr, counts != nullptr, call);
     GridSearchScratch scratch[kPipelineSlots];
-    const GridView grid = grid_->view();
-    for_each_query_chunk(queries, m, 3, max_neighbors, indices, sq_distances, counts, call, chunk,
-                         [&](const QueryChunk& c, cudaStream_t stream) {
-                           GridSearchScratch& s = scratch[c.slot];
-                           if (s.capacity() == 0) s = GridSearchScratch(chunk, grid_->key_bits());
-                           grid_radius(grid, c.queries, c.count, r2, max_neighbors, c.indices,
-                                       c.sq_distances, c.counts, s, stream);
-                         });
+    const GridView<Scalar> grid = grid_->view();
+    for_each_query_chunk<Scalar>(queries, m, 3, max_neighbors, indices, sq_distances, counts, call,
+                                 chunk, [&](const QueryChunk<Scalar>& c, cudaStream_t stream) {
+                                   GridSearchScratch& s = scratch[c.slot];
+                                   if (s.capacity() == 0)
+                                     s = GridSearchScratch(chunk, grid_->key_bits());
+                                   grid_radius(grid, c.queries, c.count, r2, max_neighbors,
+                                               c.indices, c.sq_distances, c.counts, s, stream);
+                                 });
   }
 
   // The API layer has made the index's device current.
-  void copy_points(float* host_rows) const override {
+  void copy_points(Scalar* host_rows) const override {
     if (grid_->n > 0)
-      check(cudaMemcpy(host_rows, grid_->points.get(), sizeof(float) * 3 * grid_->n,
+      check(cudaMemcpy(host_rows, grid_->points.get(), sizeof(Scalar) * 3 * grid_->n,
                        cudaMemcpyDeviceToHost),
             "cudaMemcpy (grid points to host)");
   }
@@ -178,61 +197,70 @@ class GridIndex final : public IndexEngine {
  private:
   static int64_t chunk_for(int64_t m, int row_width, bool want_indices, bool want_sq,
                            bool want_counts, const CallParams& call) {
-    const size_t per_query =
-        pipeline_bytes_per_query(3, row_width, want_indices, want_sq, want_counts, call) +
-        kPipelineSlots * kGridScratchBytesPerQuery;
+    const size_t per_query = pipeline_bytes_per_query(3, row_width, want_indices, want_sq,
+                                                      want_counts, call, sizeof(Scalar)) +
+                             kPipelineSlots * kGridScratchBytesPerQuery;
     const size_t fixed = pipeline_fixed_bytes(call) +
                          kPipelineSlots * (4 * kAllocAlignment + cub_temp_bytes(kMaxChunkQueries));
     return std::min(m, chunk_queries_for(per_query, fixed, call));
   }
 
-  void run_knn(const float* queries, int64_t m, int k, bool exclude_self, int32_t* indices,
-               float* sq_distances, const CallParams& call) const {
+  void run_knn(const Scalar* queries, int64_t m, int k, bool exclude_self, int32_t* indices,
+               Scalar* sq_distances, const CallParams& call) const {
     if (m <= 0) return;
     const int take = exclude_self ? k + 1 : k;
-    if (take > kGridRegisterK && take > grid_max_list_k())
+    if (take > kGridRegisterK && take > grid_max_list_k<Scalar>())
       fail(KNN_ERR_UNSUPPORTED,
            format("the CUDA grid keeps at most %d neighbours per query on this device (k = %d%s)",
-                  grid_max_list_k() - (exclude_self ? 1 : 0), k,
+                  grid_max_list_k<Scalar>() - (exclude_self ? 1 : 0), k,
                   exclude_self ? ", exclude_self" : ""));
     const int64_t chunk = chunk_for(m, k, true, sq_distances != nullptr, false, call);
     GridSearchScratch scratch[kPipelineSlots];
-    const GridView grid = grid_->view();
-    for_each_query_chunk(queries, m, 3, k, indices, sq_distances, nullptr, call, chunk,
-                         [&](const QueryChunk& c, cudaStream_t stream) {
-                           GridSearchScratch& s = scratch[c.slot];
-                           if (s.capacity() == 0) s = GridSearchScratch(chunk, grid_->key_bits());
-                           grid_knn(grid, c.queries, c.count, k, exclude_self ? c.first : -1,
-                                    c.indices, c.sq_distances, s, stream);
-                         });
+    const GridView<Scalar> grid = grid_->view();
+    for_each_query_chunk<Scalar>(queries, m, 3, k, indices, sq_distances, nullptr, call, chunk,
+                                 [&](const QueryChunk<Scalar>& c, cudaStream_t stream) {
+                                   GridSearchScratch& s = scratch[c.slot];
+                                   if (s.capacity() == 0)
+                                     s = GridSearchScratch(chunk, grid_->key_bits());
+                                   grid_knn(grid, c.queries, c.count, k,
+                                            exclude_self ? c.first : -1, c.indices, c.sq_distances,
+                                            s, stream);
+                                 });
   }
 
-  std::unique_ptr<DeviceGrid> grid_;
+  std::unique_ptr<DeviceGrid<Scalar>> grid_;
 };
 
 }  // namespace
 
-int DeviceGrid::key_bits() const { return key_bits_for(layout.cell_count()); }
+template <typename Scalar>
+int DeviceGrid<Scalar>::key_bits() const {
+  return key_bits_for(layout.cell_count());
+}
 
-std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bool points_on_device,
-                                              int target, cudaStream_t stream) {
+template <typename Scalar>
+std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int64_t n,
+                                                      bool points_on_device, int target,
+                                                      cudaStream_t stream) {
+  using Key = typename OrderedKey<Scalar>::type;
   const size_t un = static_cast<size_t>(n);
-  DeviceBuffer<float> xyz(3 * un);
+  DeviceBuffer<Scalar> xyz(3 * un);
   if (n > 0)
-    check(cudaMemcpyAsync(xyz.get(), points, 3 * un * sizeof(float),
+    check(cudaMemcpyAsync(xyz.get(), points, 3 * un * sizeof(Scalar),
                           points_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
                           stream),
           "grid build: copying the points");
 
   // 1-2. Bounding box and layout.
-  float lo[3] = {0.0f, 0.0f, 0.0f}, hi[3] = {0.0f, 0.0f, 0.0f};
+  Scalar lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   if (n > 0) {
-    uint32_t bounds[6] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0, 0, 0};
-    DeviceBuffer<uint32_t> device_bounds(6);
+    constexpr Key kNone = ~Key{0};
+    Key bounds[6] = {kNone, kNone, kNone, 0, 0, 0};
+    DeviceBuffer<Key> device_bounds(6);
     check(
         cudaMemcpyAsync(device_bounds.get(), bounds, sizeof bounds, cudaMemcpyHostToDevice, stream),
         "grid build: box");
-    bounding_box_kernel<<<blocks_for(bounding_box_kernel, n), kBlock, 0, stream>>>(
+    bounding_box_kernel<Scalar><<<blocks_for(bounding_box_kernel<Scalar>, n), kBlock, 0, stream>>>(
         xyz.get(), n, device_bounds.get());
     check_launch("grid bounding box");
     check(
@@ -240,11 +268,12 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
         "grid build: box");
     check(cudaStreamSynchronize(stream), "grid build");
     for (int a = 0; a < 3; ++a) {
-      lo[a] = float_from_ordered_key(bounds[a]);
-      hi[a] = float_from_ordered_key(bounds[3 + a]);
+      lo[a] = scalar_from_ordered_key<Scalar>(bounds[a]);
+      hi[a] = scalar_from_ordered_key<Scalar>(bounds[3 + a]);
     }
   }
-  const GridLayout layout = make_grid_layout(lo, hi, n, target);
+  const BasicGridLayout<Scalar> layout =
+      make_grid_layout(static_cast<const Scalar*>(lo), static_cast<const Scalar*>(hi), n, target);
   const int64_t cells = layout.cell_count();
 
   // 3. Cell keys, sorted with the point indices.
@@ -254,7 +283,7 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
   cub::DoubleBuffer<uint32_t> sort_ids(ids[0].get(), ids[1].get());
   DeviceBuffer<uint32_t> starts(static_cast<size_t>(cells) + 1);
   if (n > 0) {
-    point_keys_kernel<<<blocks_for(point_keys_kernel, n), kBlock, 0, stream>>>(
+    point_keys_kernel<Scalar><<<blocks_for(point_keys_kernel<Scalar>, n), kBlock, 0, stream>>>(
         layout, xyz.get(), n, keys[0].get(), ids[0].get());
     check_launch("grid point keys");
     const int bits = key_bits_for(cells);
@@ -290,14 +319,14 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
   if (grid_is_poor(sum_sq, n, target)) return nullptr;
 
   // 6. Points in cell order.
-  DeviceBuffer<float4> cell_points(un);
+  DeviceBuffer<typename DeviceGrid<Scalar>::CellPoint> cell_points(un);
   if (n > 0) {
-    gather_kernel<<<blocks_for(gather_kernel, n), kBlock, 0, stream>>>(
+    gather_kernel<Scalar><<<blocks_for(gather_kernel<Scalar>, n), kBlock, 0, stream>>>(
         xyz.get(), sort_ids.Current(), n, cell_points.get());
     check_launch("grid gather");
   }
   check(cudaStreamSynchronize(stream), "grid build");
-  auto grid = std::make_unique<DeviceGrid>();
+  auto grid = std::make_unique<DeviceGrid<Scalar>>();
   grid->layout = layout;
   grid->n = n;
   grid->points = std::move(xyz);
@@ -306,14 +335,36 @@ std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bo
   return grid;
 }
 
-std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
-                                              const IndexParams& params) {
+template struct DeviceGrid<float>;
+template struct DeviceGrid<double>;
+template std::unique_ptr<DeviceGrid<float>> build_device_grid<float>(const float*, int64_t, bool,
+                                                                     int, cudaStream_t);
+template std::unique_ptr<DeviceGrid<double>> build_device_grid<double>(const double*, int64_t, bool,
+                                                                       int, cudaStream_t);
+
+namespace {
+
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> grid_index(const Scalar* points, int64_t n,
+                                                     const IndexParams& params) {
   const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
   Stream stream;
-  std::unique_ptr<DeviceGrid> grid =
+  std::unique_ptr<DeviceGrid<Scalar>> grid =
       build_device_grid(points, n, params.points_on_device, target, stream.get());
   if (!grid) return nullptr;
-  return std::make_unique<GridIndex>(std::move(grid));
+  return std::make_unique<GridIndex<Scalar>>(std::move(grid));
+}
+
+}  // namespace
+
+std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
+                                              const IndexParams& params) {
+  return grid_index(points, n, params);
+}
+
+std::unique_ptr<IndexEngine64> build_grid_index(const double* points, int64_t n,
+                                                const IndexParams& params) {
+  return grid_index(points, n, params);
 }
 
 }  // namespace cuda

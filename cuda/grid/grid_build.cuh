@@ -15,15 +15,17 @@ namespace knn {
 namespace cuda {
 
 // Owns the device arrays a GridView points into.
+template <typename Scalar>
 struct DeviceGrid {
-  GridLayout layout;
+  using CellPoint = typename DevicePoint3<Scalar>::Stored;
+  BasicGridLayout<Scalar> layout;
   int64_t n = 0;
-  DeviceBuffer<float> points;        // input order, rows of x, y, z
-  DeviceBuffer<float4> cell_points;  // cell order, original index bits in w
-  DeviceBuffer<uint32_t> starts;     // cell_count + 1
+  DeviceBuffer<Scalar> points;          // input order, rows of x, y, z
+  DeviceBuffer<CellPoint> cell_points;  // cell order, with the original indices
+  DeviceBuffer<uint32_t> starts;        // cell_count + 1
 
-  GridView view() const {
-    return GridView{layout, cell_points.get(), starts.get(), points.get(), n};
+  GridView<Scalar> view() const {
+    return GridView<Scalar>{layout, cell_points.get(), starts.get(), points.get(), n};
   }
   // Bits of a cell key (what the query sort needs).
   int key_bits() const;
@@ -32,8 +34,10 @@ struct DeviceGrid {
 // Builds the grid of n points (rows of x, y, z; device memory when
 // points_on_device, else host memory) aiming at `target` points per cell, on
 // `stream`; returns when done. nullptr when the occupancy shows a poor grid.
-std::unique_ptr<DeviceGrid> build_device_grid(const float* points, int64_t n, bool points_on_device,
-                                              int target, cudaStream_t stream);
+template <typename Scalar>
+std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int64_t n,
+                                                      bool points_on_device, int target,
+                                                      cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace knn

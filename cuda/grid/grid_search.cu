@@ -24,8 +24,9 @@ constexpr int kMaxWarpsPerBlock = 4;
 // Dynamic shared memory a block gets without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
-__global__ void query_keys_kernel(GridLayout layout, const float* queries, int64_t count,
-                                  uint32_t* keys, uint32_t* order) {
+template <typename Scalar>
+__global__ void query_keys_kernel(BasicGridLayout<Scalar> layout, const Scalar* queries,
+                                  int64_t count, uint32_t* keys, uint32_t* order) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   keys[i] = layout.key_of(queries[3 * i], queries[3 * i + 1], queries[3 * i + 2]);
@@ -33,9 +34,10 @@ __global__ void query_keys_kernel(GridLayout layout, const float* queries, int64
 }
 
 // The chunk's query positions in cell order.
-const uint32_t* queries_in_cell_order(const GridView& grid, const float* queries, int64_t count,
-                                      GridSearchScratch& s, cudaStream_t stream) {
-  query_keys_kernel<<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
+template <typename Scalar>
+const uint32_t* queries_in_cell_order(const GridView<Scalar>& grid, const Scalar* queries,
+                                      int64_t count, GridSearchScratch& s, cudaStream_t stream) {
+  query_keys_kernel<Scalar><<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
       grid.layout, queries, count, s.keys[0].get(), s.order[0].get());
   check_launch("grid query keys");
   cub::DoubleBuffer<uint32_t> keys(s.keys[0].get(), s.keys[1].get());
@@ -47,18 +49,20 @@ const uint32_t* queries_in_cell_order(const GridView& grid, const float* queries
   return order.Current();
 }
 
-__device__ void load_query(const float* queries, int64_t i, float q[3]) {
+template <typename Scalar>
+__device__ void load_query(const Scalar* queries, int64_t i, Scalar q[3]) {
   q[0] = queries[3 * i], q[1] = queries[3 * i + 1], q[2] = queries[3 * i + 2];
 }
 
 // The points of cells first_key..last_key (contiguous in cell order).
-template <class Offer>
-__device__ void scan_cells(const GridView& grid, const float q[3], uint32_t first_key,
+template <typename Scalar, class Offer>
+__device__ void scan_cells(const GridView<Scalar>& grid, const Scalar q[3], uint32_t first_key,
                            uint32_t last_key, Offer&& offer) {
+  using P = DevicePoint3<Scalar>;
   const uint32_t end = __ldg(grid.starts + last_key + 1);
   for (uint32_t p = __ldg(grid.starts + first_key); p < end; ++p) {
-    const float4 v = __ldg(grid.cell_points + p);
-    offer(squared_distance3(q[0], q[1], q[2], v.x, v.y, v.z), id_of(v));
+    const typename P::Stored v = P::load(grid.cell_points + p);
+    offer(squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), P::id(v));
   }
 }
 
@@ -66,21 +70,21 @@ __device__ void scan_cells(const GridView& grid, const float q[3], uint32_t firs
 // dropped) in registers (K > 0) or in shared memory (K == kSharedK).
 constexpr int kSharedK = -1;
 
-template <class List>
-__device__ void grid_thread_query(const GridView& grid, const float* queries, int64_t i, int k,
-                                  int take, int64_t self_first, int32_t* indices,
-                                  float* sq_distances, List& list, int length) {
-  float q[3];
+template <typename Scalar, class List>
+__device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* queries, int64_t i,
+                                  int k, int take, int64_t self_first, int32_t* indices,
+                                  Scalar* sq_distances, List& list, int length) {
+  Scalar q[3];
   load_query(queries, i, q);
   if (grid.n > 0)
     walk_shells(
-        grid.layout, q, [&] { return list.bound(); },
+        grid.layout, static_cast<const Scalar*>(q), [&] { return list.bound(); },
         [&](uint32_t first, uint32_t last) {
-          scan_cells(grid, q, first, last, [&](float d, int32_t id) { list.offer(d, id); });
+          scan_cells(grid, q, first, last, [&](Scalar d, int32_t id) { list.offer(d, id); });
         });
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
   int32_t* row = indices + i * k;
-  float* row_sq = sq_distances ? sq_distances + i * k : nullptr;
+  Scalar* row_sq = sq_distances ? sq_distances + i * k : nullptr;
   int out = 0;
 #pragma unroll
   for (int j = 0; j < length; ++j) {
@@ -93,28 +97,32 @@ __device__ void grid_thread_query(const GridView& grid, const float* queries, in
   }
 }
 
-template <int K>
-__global__ void knn_thread_kernel(GridView grid, const float* queries, int64_t count,
+template <typename Scalar, int K>
+__global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
                                   const uint32_t* order, int k, int take, int64_t self_first,
-                                  int32_t* indices, float* sq_distances) {
+                                  int32_t* indices, Scalar* sq_distances) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= count) return;
   const int64_t i = order[t];
   if constexpr (K > 0) {
-    RegisterList<K> list(take);
+    RegisterList<Scalar, K> list(take);
     grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, K);
   } else {
-    extern __shared__ float shared_lists[];
+    // The distances of every thread's list, then the indices (raw bytes: an
+    // extern array has one type for every instantiation).
+    extern __shared__ __align__(16) unsigned char shared_bytes[];
+    Scalar* shared_lists = reinterpret_cast<Scalar*>(shared_bytes);
     const int slots = take * static_cast<int>(blockDim.x);
-    SharedList list(shared_lists + threadIdx.x,
-                    reinterpret_cast<int32_t*>(shared_lists + slots) + threadIdx.x,
-                    static_cast<int>(blockDim.x), take);
+    SharedList<Scalar> list(shared_lists + threadIdx.x,
+                            reinterpret_cast<int32_t*>(shared_lists + slots) + threadIdx.x,
+                            static_cast<int>(blockDim.x), take);
     grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, take);
   }
 }
 
 // Position of `self` in the warp's list, -1 when absent (indices are unique).
-__device__ int position_in_list(const WarpList& list, int32_t self) {
+template <typename Scalar>
+__device__ int position_in_list(const WarpList<Scalar>& list, int32_t self) {
   int found = -1;
   for (int j = list.lane; j < list.k; j += 32)
     if (list.list[j].index == self) found = j;
@@ -125,25 +133,29 @@ __device__ int position_in_list(const WarpList& list, int32_t self) {
 
 // One warp per query, the list in shared memory; the lanes take a cell's
 // points 32 at a time.
-__global__ void knn_warp_kernel(GridView grid, const float* queries, int64_t count,
+template <typename Scalar>
+__global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
                                 const uint32_t* order, int k, int take, int64_t self_first,
-                                int32_t* indices, float* sq_distances) {
-  extern __shared__ Neighbor warp_storage[];
+                                int32_t* indices, Scalar* sq_distances) {
+  using Neighbor = BasicNeighbor<Scalar>;
+  using P = DevicePoint3<Scalar>;
+  extern __shared__ __align__(16) unsigned char warp_bytes[];
+  Neighbor* warp_storage = reinterpret_cast<Neighbor*>(warp_bytes);
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + warp;
   if (t >= count) return;  // the whole warp leaves together
   const int64_t i = order[t];
-  float q[3];
+  Scalar q[3];
   load_query(queries, i, q);
-  WarpList list(
-      warp_storage + static_cast<size_t>(warp) * (WarpList::bytes(take) / sizeof(Neighbor)), take,
-      lane);
+  WarpList<Scalar> list(
+      warp_storage + static_cast<size_t>(warp) * (WarpList<Scalar>::bytes(take) / sizeof(Neighbor)),
+      take, lane);
   // The shell walk's tests read the bound with every candidate merged: a
   // stale one would walk whole shells more.
   if (grid.n > 0)
     walk_shells(
-        grid.layout, q,
+        grid.layout, static_cast<const Scalar*>(q),
         [&] {
           list.flush();
           return list.bound();
@@ -151,10 +163,11 @@ __global__ void knn_warp_kernel(GridView grid, const float* queries, int64_t cou
         [&](uint32_t first, uint32_t last) {
           const uint32_t begin = __ldg(grid.starts + first), end = __ldg(grid.starts + last + 1);
           for (uint32_t base = begin; base < end; base += 32) {
-            Neighbor c{kInfinity, kNoIndex};
+            Neighbor c{infinity<Scalar>(), kNoIndex};
             if (base + lane < end) {
-              const float4 v = grid.cell_points[base + lane];
-              c = Neighbor{squared_distance3(q[0], q[1], q[2], v.x, v.y, v.z), id_of(v)};
+              const typename P::Stored v = grid.cell_points[base + lane];
+              c = Neighbor{squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)),
+                           P::id(v)};
             }
             list.offer(c);
           }
@@ -163,7 +176,7 @@ __global__ void knn_warp_kernel(GridView grid, const float* queries, int64_t cou
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
   const int skip = self >= 0 ? position_in_list(list, self) : -1;
   int32_t* row = indices + i * k;
-  float* row_sq = sq_distances ? sq_distances + i * k : nullptr;
+  Scalar* row_sq = sq_distances ? sq_distances + i * k : nullptr;
   for (int j = lane; j < take; j += 32) {
     if (j == skip) continue;
     const int out = skip >= 0 && j > skip ? j - 1 : j;
@@ -178,25 +191,26 @@ __global__ void knn_warp_kernel(GridView grid, const float* queries, int64_t cou
 // (distance, index) in place. Without a distance row the entries' distances
 // are recomputed from the points in input order: the same function, the
 // same bits.
-__global__ void radius_kernel(GridView grid, const float* queries, int64_t count,
-                              const uint32_t* order, float r2, int max_neighbors, int32_t* indices,
-                              float* sq_distances, int32_t* counts) {
+template <typename Scalar>
+__global__ void radius_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
+                              const uint32_t* order, Scalar r2, int max_neighbors, int32_t* indices,
+                              Scalar* sq_distances, int32_t* counts) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= count) return;
   const int64_t i = order[t];
-  float q[3];
+  Scalar q[3];
   load_query(queries, i, q);
   int32_t* row = max_neighbors > 0 ? indices + i * max_neighbors : nullptr;
-  float* row_sq = sq_distances && max_neighbors > 0 ? sq_distances + i * max_neighbors : nullptr;
+  Scalar* row_sq = sq_distances && max_neighbors > 0 ? sq_distances + i * max_neighbors : nullptr;
   const auto distance_at = [&](int j) {
     if (row_sq) return row_sq[j];
-    const float* p = grid.points + 3 * static_cast<int64_t>(row[j]);
+    const Scalar* p = grid.points + 3 * static_cast<int64_t>(row[j]);
     return squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]);
   };
   int32_t found = 0;
   if (grid.n > 0)
-    walk_ball(grid.layout, q, r2, [&](uint32_t first, uint32_t last) {
-      scan_cells(grid, q, first, last, [&](float d, int32_t id) {
+    walk_ball(grid.layout, static_cast<const Scalar*>(q), r2, [&](uint32_t first, uint32_t last) {
+      scan_cells(grid, q, first, last, [&](Scalar d, int32_t id) {
         if (!(d <= r2)) return;
         const int filled = found < max_neighbors ? found : max_neighbors;
         ++found;
@@ -215,30 +229,32 @@ __global__ void radius_kernel(GridView grid, const float* queries, int64_t count
     });
   for (int j = found < max_neighbors ? found : max_neighbors; j < max_neighbors; ++j) {
     row[j] = -1;
-    if (row_sq) row_sq[j] = kInfinity;
+    if (row_sq) row_sq[j] = infinity<Scalar>();
   }
   if (counts) counts[i] = found;
 }
 
-template <int K>
-void launch_thread_knn(const GridView& grid, const float* queries, int64_t count,
+template <int K, typename Scalar>
+void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
                        const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
-                       float* sq_distances, cudaStream_t stream) {
-  const size_t shared = K == kSharedK ? size_t{8} * take * kThreadBlock : 0;
+                       Scalar* sq_distances, cudaStream_t stream) {
+  const size_t shared = K == kSharedK ? SharedList<Scalar>::bytes(take, kThreadBlock) : 0;
   if (shared > kDefaultSharedBytes)
-    allow_all_dynamic_shared(knn_thread_kernel<K>, "cudaFuncSetAttribute (grid thread search)");
-  knn_thread_kernel<K><<<grid_for(count, kThreadBlock), kThreadBlock, shared, stream>>>(
+    allow_all_dynamic_shared(knn_thread_kernel<Scalar, K>,
+                             "cudaFuncSetAttribute (grid thread search)");
+  knn_thread_kernel<Scalar, K><<<grid_for(count, kThreadBlock), kThreadBlock, shared, stream>>>(
       grid, queries, count, order, k, take, self_first, indices, sq_distances);
   check_launch("grid knn (thread per query)");
 }
 
 }  // namespace
 
+template <typename Scalar>
 int grid_max_list_k() {
   // The largest k whose WarpList::bytes(k) fits one block's shared memory.
   const int shared = device_limits().shared_bytes_optin;
-  int k = shared / static_cast<int>(sizeof(Neighbor));
-  while (k > 0 && WarpList::bytes(k) > static_cast<size_t>(shared)) --k;
+  int k = shared / static_cast<int>(sizeof(BasicNeighbor<Scalar>));
+  while (k > 0 && WarpList<Scalar>::bytes(k) > static_cast<size_t>(shared)) --k;
   return k;
 }
 
@@ -253,9 +269,10 @@ GridSearchScratch::GridSearchScratch(int64_t capacity, int key_bits_) : key_bits
   capacity_ = capacity;
 }
 
-void grid_knn(const GridView& grid, const float* queries, int64_t count, int k, int64_t self_first,
-              int32_t* indices, float* sq_distances, GridSearchScratch& scratch,
-              cudaStream_t stream) {
+template <typename Scalar>
+void grid_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count, int k,
+              int64_t self_first, int32_t* indices, Scalar* sq_distances,
+              GridSearchScratch& scratch, cudaStream_t stream) {
   if (count <= 0) return;
   const uint32_t* order = queries_in_cell_order(grid, queries, count, scratch, stream);
   const int take = self_first >= 0 ? k + 1 : k;
@@ -268,26 +285,38 @@ void grid_knn(const GridView& grid, const float* queries, int64_t count, int k, 
   if (take <= 8) return thread(std::integral_constant<int, 8>());
   if (take <= kGridRegisterK) return thread(std::integral_constant<int, kGridRegisterK>());
   if (take <= kMaxSharedListK) return thread(std::integral_constant<int, kSharedK>());
-  const size_t warp_bytes = WarpList::bytes(take);
+  const size_t warp_bytes = WarpList<Scalar>::bytes(take);
   const int warps =
       static_cast<int>(std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, kMaxWarpsPerBlock));
   const size_t shared = warp_bytes * static_cast<size_t>(warps);
   if (shared > kDefaultSharedBytes)
-    allow_all_dynamic_shared(knn_warp_kernel, "cudaFuncSetAttribute (grid warp search)");
-  knn_warp_kernel<<<grid_for(count, warps), warps * 32, shared, stream>>>(
+    allow_all_dynamic_shared(knn_warp_kernel<Scalar>, "cudaFuncSetAttribute (grid warp search)");
+  knn_warp_kernel<Scalar><<<grid_for(count, warps), warps * 32, shared, stream>>>(
       grid, queries, count, order, k, take, self_first, indices, sq_distances);
   check_launch("grid knn (warp per query)");
 }
 
-void grid_radius(const GridView& grid, const float* queries, int64_t count, float r2,
-                 int max_neighbors, int32_t* indices, float* sq_distances, int32_t* counts,
+template <typename Scalar>
+void grid_radius(const GridView<Scalar>& grid, const Scalar* queries, int64_t count, Scalar r2,
+                 int max_neighbors, int32_t* indices, Scalar* sq_distances, int32_t* counts,
                  GridSearchScratch& scratch, cudaStream_t stream) {
   if (count <= 0) return;
   const uint32_t* order = queries_in_cell_order(grid, queries, count, scratch, stream);
-  radius_kernel<<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
+  radius_kernel<Scalar><<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
       grid, queries, count, order, r2, max_neighbors, indices, sq_distances, counts);
   check_launch("grid radius");
 }
+
+template int grid_max_list_k<float>();
+template int grid_max_list_k<double>();
+template void grid_knn<float>(const GridView<float>&, const float*, int64_t, int, int64_t, int32_t*,
+                              float*, GridSearchScratch&, cudaStream_t);
+template void grid_knn<double>(const GridView<double>&, const double*, int64_t, int, int64_t,
+                               int32_t*, double*, GridSearchScratch&, cudaStream_t);
+template void grid_radius<float>(const GridView<float>&, const float*, int64_t, float, int,
+                                 int32_t*, float*, int32_t*, GridSearchScratch&, cudaStream_t);
+template void grid_radius<double>(const GridView<double>&, const double*, int64_t, double, int,
+                                  int32_t*, double*, int32_t*, GridSearchScratch&, cudaStream_t);
 
 }  // namespace cuda
 }  // namespace knn

@@ -13,6 +13,11 @@
 //     (warp_list.cuh WarpList), the lanes sharing each cell's points;
 // radius walks exactly the cells whose bound is within the radius, one
 // thread per query, keeping its row sorted in place.
+//
+// Scalar: float for the float32 index, double for the float64 one; the
+// points, queries, bounds and distances are all of that type, and the
+// kernels are the same templates for both (cell points in the layout of
+// core/float4_point.cuh DevicePoint3).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,16 +26,19 @@
 
 #include "../../common/grid_layout.h"
 #include "../core/cuda_support.h"
+#include "../core/float4_point.cuh"
 
 namespace knn {
 namespace cuda {
 
 // The resident grid as the kernels read it (device pointers).
+template <typename Scalar>
 struct GridView {
-  GridLayout layout;
-  const float4* cell_points;  // the n points in cell order: x, y, z, original index bits
-  const uint32_t* starts;     // cell_count + 1 positions into cell_points
-  const float* points;        // the n points in input order (rows of x, y, z)
+  using CellPoint = typename DevicePoint3<Scalar>::Stored;
+  BasicGridLayout<Scalar> layout;
+  const CellPoint* cell_points;  // the n points in cell order: x, y, z, original index bits
+  const uint32_t* starts;        // cell_count + 1 positions into cell_points
+  const Scalar* points;          // the n points in input order (rows of x, y, z)
   int64_t n;
 };
 
@@ -41,6 +49,7 @@ constexpr int kGridRegisterK = 16;
 
 // Longest list the warp search can hold on the current device (its shared
 // memory per block); longer requests are refused with KNN_ERR_UNSUPPORTED.
+template <typename Scalar>
 int grid_max_list_k();
 
 // Sort scratch of one pipeline slot, for chunks of up to `capacity` queries.
@@ -62,19 +71,21 @@ class GridSearchScratch {
 // Device bytes the scratch takes per query (keys and order, double-buffered).
 constexpr size_t kGridScratchBytesPerQuery = 16;
 
-// k nearest of `count` queries (rows of 3 floats) into rows of k. With
+// k nearest of `count` queries (rows of 3 scalars) into rows of k. With
 // self_first >= 0 the queries are the indexed points self_first,
 // self_first + 1, ... and each row leaves out its own index (the list keeps
 // k + 1 and drops it, or the last one when it is not among them).
-void grid_knn(const GridView& grid, const float* queries, int64_t count, int k, int64_t self_first,
-              int32_t* indices, float* sq_distances, GridSearchScratch& scratch,
-              cudaStream_t stream);
+template <typename Scalar>
+void grid_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count, int k,
+              int64_t self_first, int32_t* indices, Scalar* sq_distances,
+              GridSearchScratch& scratch, cudaStream_t stream);
 
 // Points within r2 (squared distance <= r2) of each query: rows of
 // max_neighbors (indices may be null only when max_neighbors is 0), counts
 // the true numbers; sq_distances and counts may be null.
-void grid_radius(const GridView& grid, const float* queries, int64_t count, float r2,
-                 int max_neighbors, int32_t* indices, float* sq_distances, int32_t* counts,
+template <typename Scalar>
+void grid_radius(const GridView<Scalar>& grid, const Scalar* queries, int64_t count, Scalar r2,
+                 int max_neighbors, int32_t* indices, Scalar* sq_distances, int32_t* counts,
                  GridSearchScratch& scratch, cudaStream_t stream);
 
 }  // namespace cuda

@@ -178,7 +178,7 @@ struct ThreadVisitor {
 struct WarpVisitor {
   const TreeView& tree;
   const float4& q;
-  WarpList& list;
+  WarpList<float>& list;
   TreeShape shape;
 
   __device__ void node(const float4& p) {
@@ -191,7 +191,7 @@ struct WarpVisitor {
     const int64_t start = shape.segment_start(tree.bucket_level, bucket);
     const int64_t size = shape.subtree_size(tree.bucket_level, bucket);
     for (int64_t base = 0; base < size; base += 32) {
-      Neighbor c{kInfinity, kNoIndex};
+      Neighbor c{infinity<float>(), kNoIndex};
       if (base + list.lane < size) {
         const float4 p = __ldg(&tree.buckets[start + base + list.lane]);
         c = Neighbor{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p)};
@@ -211,8 +211,8 @@ __global__ void __launch_bounds__(128)
   if (t >= m) return;
   const int32_t qi = order[t];
   const float4 q = load_query(queries, qi);
-  RegisterList<K> list(k);
-  ThreadVisitor<RegisterList<K>> visitor{tree, q, list};
+  RegisterList<float, K> list(k);
+  ThreadVisitor<RegisterList<float, K>> visitor{tree, q, list};
   walk_tree(tree, q, visitor);
   const int64_t row = int64_t{qi} * k;
   list.write(indices + row, sq_distances ? sq_distances + row : nullptr);
@@ -229,7 +229,8 @@ __global__ void search_warp_lists(TreeView tree, const Point* __restrict__ queri
   const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t t = blockIdx.x * int64_t{warps} + warp;
   if (t >= m) return;
-  WarpList list(warp_storage + warp * (WarpList::bytes(k) / sizeof(Neighbor)), k, lane);
+  WarpList<float> list(warp_storage + warp * (WarpList<float>::bytes(k) / sizeof(Neighbor)), k,
+                       lane);
   const int32_t qi = order[t];
   const float4 q = load_query(queries, qi);
   WarpVisitor visitor{tree, q, list, TreeShape(tree.n)};
@@ -246,8 +247,8 @@ __global__ void __launch_bounds__(128)
   if (t >= m) return;
   const int32_t qi = order[t];
   const float4 q = load_query(queries, qi);
-  HeapList list(heap_index + t, heap_dist + t, m, k);
-  ThreadVisitor<HeapList> visitor{tree, q, list};
+  HeapList<float> list(heap_index + t, heap_dist + t, m, k);
+  ThreadVisitor<HeapList<float>> visitor{tree, q, list};
   walk_tree(tree, q, visitor);
   const int64_t row = int64_t{qi} * k;
   list.write(indices + row, sq_distances ? sq_distances + row : nullptr);
@@ -352,7 +353,7 @@ void search_on_device(const TreeView& tree, const Point* queries, int64_t m, int
   if (k <= kMaxWarpK) {
     const size_t shared_limit =
         allow_all_dynamic_shared(search_warp_lists, "cudaFuncSetAttribute (warp search)");
-    const size_t per_warp = WarpList::bytes(k);
+    const size_t per_warp = WarpList<float>::bytes(k);
     const int warps = static_cast<int>(std::min<size_t>(kWarpsPerBlock, shared_limit / per_warp));
     if (warps > 0) {
       const size_t shared = per_warp * warps;

@@ -2,7 +2,8 @@
 // no host round trip per level.
 //
 // Each dimension's order (ids sorted by (coordinate, index): a stable CUB
-// radix sort of order-preserving keys over ids in index order) is kept in
+// radix sort of order-preserving keys over ids in index order; 32-bit keys
+// for float, 64-bit for double: OrderedKey) is kept in
 // node order: at every level, the positions of node q's segment in every
 // dimension's order hold node q's points, sorted by that dimension. So:
 //   - a node's tight box is read off the first and last entry of its segment
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "../core/knn_lists.cuh"
 #include "../core/radix_sort_temp.cuh"
 #include "index_kdtree.cuh"
 #include "index_kdtree_memory.h"
@@ -33,36 +35,38 @@ namespace {
 
 constexpr int kBlock = 256;
 
-__global__ void make_dimension_keys(const float* points, int64_t n, int dim, int d, uint32_t* keys,
-                                    int32_t* ids) {
+template <typename Scalar>
+__global__ void make_dimension_keys(const Scalar* points, int64_t n, int dim, int d,
+                                    typename OrderedKey<Scalar>::type* keys, int32_t* ids) {
   const int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (j >= n) return;
-  keys[j] = ordered_float_key(points[j * dim + d]);
+  keys[j] = OrderedKey<Scalar>::of(points[j * dim + d]);
   ids[j] = static_cast<int32_t>(j);
 }
 
 // One thread per node of `level`: its box from the ends of its segment in
 // every order, and (when split_dim is given) the dimension of widest spread,
 // ties to the smaller dimension. Empty segments get the empty box.
-__global__ void node_boxes_and_splits(const float* points, int64_t n, int dim, int level,
-                                      const int32_t* order, float* boxes, int32_t* split_dim) {
+template <typename Scalar>
+__global__ void node_boxes_and_splits(const Scalar* points, int64_t n, int dim, int level,
+                                      const int32_t* order, Scalar* boxes, int32_t* split_dim) {
   const int64_t q = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (q >= (int64_t{1} << level)) return;
   const int64_t start = segment_start(n, level, q);
   const int64_t end = segment_start(n, level, q + 1);
-  float* lo = boxes + (first_node_of_level(level) + q) * 2 * dim;
-  float* hi = lo + dim;
-  float widest = -INFINITY;
+  Scalar* lo = boxes + (first_node_of_level(level) + q) * 2 * dim;
+  Scalar* hi = lo + dim;
+  Scalar widest = -infinity<Scalar>();
   int widest_dim = 0;
   for (int d = 0; d < dim; ++d) {
     if (start == end) {
-      lo[d] = INFINITY, hi[d] = -INFINITY;
+      lo[d] = infinity<Scalar>(), hi[d] = -infinity<Scalar>();
       continue;
     }
-    const float first = points[int64_t{order[d * n + start]} * dim + d];
-    const float last = points[int64_t{order[d * n + end - 1]} * dim + d];
+    const Scalar first = points[int64_t{order[d * n + start]} * dim + d];
+    const Scalar last = points[int64_t{order[d * n + end - 1]} * dim + d];
     lo[d] = first, hi[d] = last;
-    const float spread = sub_rn(last, first);
+    const Scalar spread = sub_rn(last, first);
     if (spread > widest) widest = spread, widest_dim = d;
   }
   if (split_dim) split_dim[q] = widest_dim;
@@ -106,8 +110,9 @@ __global__ void partition_orders(int64_t n, int dims, int level, const int32_t* 
   out[base + dst] = id;
 }
 
-__global__ void gather_buckets(const float* input, int64_t n, int dim, const int32_t* order,
-                               float* points, int32_t* ids) {
+template <typename Scalar>
+__global__ void gather_buckets(const Scalar* input, int64_t n, int dim, const int32_t* order,
+                               Scalar* points, int32_t* ids) {
   const int64_t g = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (g >= n * dim) return;
   const int64_t j = g / dim;
@@ -117,10 +122,11 @@ __global__ void gather_buckets(const float* input, int64_t n, int dim, const int
   if (c == 0) ids[j] = id;
 }
 
-void launch_node_boxes(const BucketTree& t, int level, const int32_t* order, float* boxes,
+template <typename Scalar>
+void launch_node_boxes(const BucketTree<Scalar>& t, int level, const int32_t* order, Scalar* boxes,
                        int32_t* split_dim, cudaStream_t stream) {
   const int64_t nodes = int64_t{1} << level;
-  node_boxes_and_splits<<<grid_for(nodes, kBlock), kBlock, 0, stream>>>(
+  node_boxes_and_splits<Scalar><<<grid_for(nodes, kBlock), kBlock, 0, stream>>>(
       t.input.get(), t.n, t.dim, level, order, boxes, split_dim);
   check_launch("node_boxes_and_splits");
 }
@@ -144,7 +150,9 @@ size_t scan_temp_bytes(int64_t items) {
 // after it, the split phase (split dims, side flags, the scan and its CUB
 // temporaries). Each phase fits within the memory model's figure for it
 // (kdtree_build_bytes counts every buffer in whole pages).
+template <typename Scalar>
 struct BuildScratch {
+  using Key = typename OrderedKey<Scalar>::type;
   int64_t n;
   int dim, levels;
   int scan_dims;  // dimensions whose orders one scan covers
@@ -157,12 +165,13 @@ struct BuildScratch {
         levels(levels_),
         scan_dims(bucket_tree_scan_dims(n_, dim_)),
         scan_items(n_ * scan_dims),
-        sort_temp(checked_cub_temp(pair_sort_temp_bytes(n_), cub_temp_bytes(n_))),
+        sort_temp(checked_cub_temp(pair_sort_temp_bytes<Key>(n_), cub_temp_bytes(n_))),
         scan_temp(levels_ > 0 ? scan_temp_bytes(scan_items) : 0) {}
 
   size_t orders_bytes() const { return 2 * DeviceArena::piece(sizeof(int32_t) * n * dim); }
   size_t sort_phase_bytes() const {
-    return 3 * DeviceArena::piece(sizeof(int32_t) * n) + DeviceArena::piece(sort_temp);
+    return 2 * DeviceArena::piece(sizeof(Key) * n) + DeviceArena::piece(sizeof(int32_t) * n) +
+           DeviceArena::piece(sort_temp);
   }
   size_t split_phase_bytes() const {
     if (levels == 0) return 0;
@@ -178,22 +187,25 @@ struct BuildScratch {
 // double-buffer form of the sort keeps CUB's temporaries to its histograms
 // (the other form would double the keys and ids inside them); the order's own
 // slot is the ids' second buffer.
-void sort_dimensions(const BucketTree& t, const BuildScratch& sizes, int32_t* orders,
-                     DeviceArena& arena, cudaStream_t stream) {
+template <typename Scalar>
+void sort_dimensions(const BucketTree<Scalar>& t, const BuildScratch<Scalar>& sizes,
+                     int32_t* orders, DeviceArena& arena, cudaStream_t stream) {
+  using Key = typename BuildScratch<Scalar>::Key;
   const int64_t n = t.n;
-  uint32_t* keys = arena.take<uint32_t>(n);
-  uint32_t* spare_keys = arena.take<uint32_t>(n);
+  Key* keys = arena.take<Key>(n);
+  Key* spare_keys = arena.take<Key>(n);
   int32_t* ids = arena.take<int32_t>(n);
   unsigned char* temp = arena.take<unsigned char>(sizes.sort_temp);
   for (int d = 0; d < t.dim; ++d) {
     int32_t* order = orders + d * n;
-    make_dimension_keys<<<grid_for(n, kBlock), kBlock, 0, stream>>>(t.input.get(), n, t.dim, d,
-                                                                    keys, ids);
+    make_dimension_keys<Scalar>
+        <<<grid_for(n, kBlock), kBlock, 0, stream>>>(t.input.get(), n, t.dim, d, keys, ids);
     check_launch("make_dimension_keys");
-    cub::DoubleBuffer<uint32_t> k(keys, spare_keys);
+    cub::DoubleBuffer<Key> k(keys, spare_keys);
     cub::DoubleBuffer<int32_t> v(ids, order);
     size_t temp_bytes = sizes.sort_temp;
-    check(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, k, v, n, 0, 32, stream),
+    check(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, k, v, n, 0,
+                                          static_cast<int>(8 * sizeof(Key)), stream),
           "cub::DeviceRadixSort::SortPairs");
     if (v.Current() != order)
       check(cudaMemcpyAsync(order, v.Current(), sizeof(int32_t) * n, cudaMemcpyDeviceToDevice,
@@ -204,7 +216,8 @@ void sort_dimensions(const BucketTree& t, const BuildScratch& sizes, int32_t* or
 
 }  // namespace
 
-void build_bucket_tree(BucketTree& t, cudaStream_t stream) {
+template <typename Scalar>
+void build_bucket_tree(BucketTree<Scalar>& t, cudaStream_t stream) {
   const int64_t n = t.n;
   const int dim = t.dim;
   const int levels = t.levels;
@@ -216,7 +229,7 @@ void build_bucket_tree(BucketTree& t, cudaStream_t stream) {
   t.points.allocate(static_cast<size_t>(n) * dim);
   t.ids.allocate(static_cast<size_t>(n));
 
-  const BuildScratch sizes(n, dim, levels);
+  const BuildScratch<Scalar> sizes(n, dim, levels);
   DeviceArena arena(sizes.bytes());
   int32_t* orders[2] = {arena.take<int32_t>(static_cast<size_t>(n) * dim),
                         arena.take<int32_t>(static_cast<size_t>(n) * dim)};
@@ -252,11 +265,14 @@ void build_bucket_tree(BucketTree& t, cudaStream_t stream) {
     }
   }
   launch_node_boxes(t, levels, orders[current], t.boxes.get(), nullptr, stream);
-  gather_buckets<<<grid_for(n * dim, kBlock), kBlock, 0, stream>>>(
+  gather_buckets<Scalar><<<grid_for(n * dim, kBlock), kBlock, 0, stream>>>(
       t.input.get(), n, dim, orders[current], t.points.get(), t.ids.get());
   check_launch("gather_buckets");
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (kd-tree build)");
 }
+
+template void build_bucket_tree<float>(BucketTree<float>&, cudaStream_t);
+template void build_bucket_tree<double>(BucketTree<double>&, cudaStream_t);
 
 }  // namespace cuda
 }  // namespace knn

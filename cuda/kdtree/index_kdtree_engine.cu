@@ -1,6 +1,7 @@
 // The CUDA bucket kd-tree as an IndexEngine: owns the tree on the device and
 // runs every call through the shared query pipeline (query_chunks.cuh), in
-// chunks sized so that the call stays within its device budget.
+// chunks sized so that the call stays within its device budget. One template
+// over the scalar type serves the float32 and the float64 index.
 #include <climits>
 #include <memory>
 
@@ -27,15 +28,16 @@ class DeviceScope {
   int previous_ = 0;
 };
 
-class KdTreeIndex final : public IndexEngine {
+template <typename Scalar>
+class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  public:
-  KdTreeIndex(const float* points, int64_t n, int dim, const IndexParams& params) {
+  KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params) {
     if (n < 0 || n > INT32_MAX)
       fail(KNN_ERR_INVALID_ARGUMENT,
            format("the CUDA kd-tree indexes up to 2^31-1 points (int32 indices), got n = %lld",
                   static_cast<long long>(n)));
     const int leaf_size = params.leaf_size > 0 ? params.leaf_size : kdtree_default_leaf_size(dim);
-    const size_t needed = kdtree_build_bytes(n, dim, leaf_size);
+    const size_t needed = kdtree_build_bytes(n, dim, leaf_size, sizeof(Scalar));
     if (params.device_memory_limit != 0 && needed > params.device_memory_limit)
       fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
            format("building a CUDA kd-tree of %lld points in %d-D needs %zu device bytes, more "
@@ -49,7 +51,7 @@ class KdTreeIndex final : public IndexEngine {
     tree_.input.allocate(static_cast<size_t>(n) * dim);
     if (n > 0)
       check(cudaMemcpyAsync(
-                tree_.input.get(), points, sizeof(float) * n * dim,
+                tree_.input.get(), points, sizeof(Scalar) * n * dim,
                 params.points_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
                 stream.get()),
             "cudaMemcpyAsync (points to device)");
@@ -61,72 +63,76 @@ class KdTreeIndex final : public IndexEngine {
   int64_t size() const override { return tree_.n; }
   int dim() const override { return tree_.dim; }
 
-  void knn(const float* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+  void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
-    run(queries, m, k, -1.0f, false, indices, sq_distances, nullptr, call);
+    run(queries, m, k, Scalar(-1), false, indices, sq_distances, nullptr, call);
   }
 
-  void knn_self(int k, bool exclude_self, int32_t* indices, float* sq_distances,
+  void knn_self(int k, bool exclude_self, int32_t* indices, Scalar* sq_distances,
                 const CallParams& call) const override {
     CallParams own = call;
     own.queries_on_device = true;  // the index's own copy, in input order
-    run(tree_.input.get(), tree_.n, k, -1.0f, exclude_self, indices, sq_distances, nullptr, own);
+    run(tree_.input.get(), tree_.n, k, Scalar(-1), exclude_self, indices, sq_distances, nullptr,
+        own);
   }
 
-  void radius(const float* queries, int64_t m, float radius, int max_neighbors, int32_t* indices,
-              float* sq_distances, int32_t* counts, const CallParams& call) const override {
-    const float radius_sq = radius * radius;  // rounded to float32, as the contract says
+  void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
+              Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
+    // Rounded to the scalar type, as the contract says (one operation).
+    const Scalar radius_sq = radius * radius;
     run(queries, m, max_neighbors, radius_sq, false, indices, sq_distances, counts, call);
   }
 
-  void copy_points(float* host_rows) const override {
+  void copy_points(Scalar* host_rows) const override {
     const DeviceScope on_device(device_);
     if (tree_.n > 0)
-      check(cudaMemcpy(host_rows, tree_.input.get(), sizeof(float) * tree_.n * tree_.dim,
+      check(cudaMemcpy(host_rows, tree_.input.get(), sizeof(Scalar) * tree_.n * tree_.dim,
                        cudaMemcpyDeviceToHost),
             "cudaMemcpy (index points to host)");
   }
 
  private:
   // Rows of k (kNN: radius_sq < 0) or of max_neighbors = k (radius).
-  void run(const float* queries, int64_t m, int k, float radius_sq, bool exclude_self,
-           int32_t* indices, float* sq_distances, int32_t* counts, const CallParams& call) const {
+  void run(const Scalar* queries, int64_t m, int k, Scalar radius_sq, bool exclude_self,
+           int32_t* indices, Scalar* sq_distances, int32_t* counts, const CallParams& call) const {
     if (m <= 0) return;
     const DeviceScope on_device(device_);
     const int k_search = exclude_self ? k + 1 : k;
     const bool want_indices = indices != nullptr && k > 0;
     const bool want_sq = sq_distances != nullptr && k > 0;
     const bool want_counts = counts != nullptr;
-    const size_t per_query = kdtree_call_bytes_per_query(tree_.dim, k_search, k, exclude_self,
-                                                         want_indices, want_sq, want_counts, call);
+    constexpr size_t kScalarBytes = sizeof(Scalar);
+    const size_t per_query =
+        kdtree_call_bytes_per_query(tree_.dim, k_search, k, exclude_self, want_indices, want_sq,
+                                    want_counts, call, kScalarBytes);
     const int64_t chunk =
         chunk_queries_for(per_query, kdtree_call_fixed_bytes(call), call,
                           kdtree_max_chunk(tree_.dim, k_search, k, exclude_self, want_indices,
-                                           want_sq, want_counts, call));
-    SearchScratch scratch[kPipelineSlots];
-    const BucketTreeView view = tree_.view();
-    for_each_query_chunk(queries, m, tree_.dim, k, indices, sq_distances, counts, call, chunk,
-                         [&](const QueryChunk& c, cudaStream_t stream) {
-                           SearchScratch& s = scratch[c.slot];
-                           SearchRequest request{c.queries, c.count,        k_search, radius_sq,
-                                                 c.indices, c.sq_distances, c.counts, k};
-                           if (exclude_self) {
-                             const size_t wide = static_cast<size_t>(c.count) * k_search;
-                             if (s.wide_index.size() < wide) s.wide_index.allocate(wide);
-                             if (c.sq_distances && s.wide_dist.size() < wide)
-                               s.wide_dist.allocate(wide);
-                             request.indices = s.wide_index.get();
-                             request.sq_distances = c.sq_distances ? s.wide_dist.get() : nullptr;
-                             request.row_width = k_search;
-                           }
-                           search_bucket_tree(view, request, s, stream);
-                           if (exclude_self)
-                             drop_self(s.wide_index.get(), s.wide_dist.get(), c.count, c.first, k,
-                                       c.indices, c.sq_distances, stream);
-                         });
+                                           want_sq, want_counts, call, kScalarBytes));
+    SearchScratch<Scalar> scratch[kPipelineSlots];
+    const BucketTreeView<Scalar> view = tree_.view();
+    for_each_query_chunk<Scalar>(
+        queries, m, tree_.dim, k, indices, sq_distances, counts, call, chunk,
+        [&](const QueryChunk<Scalar>& c, cudaStream_t stream) {
+          SearchScratch<Scalar>& s = scratch[c.slot];
+          SearchRequest<Scalar> request{c.queries, c.count,        k_search, radius_sq,
+                                        c.indices, c.sq_distances, c.counts, k};
+          if (exclude_self) {
+            const size_t wide = static_cast<size_t>(c.count) * k_search;
+            if (s.wide_index.size() < wide) s.wide_index.allocate(wide);
+            if (c.sq_distances && s.wide_dist.size() < wide) s.wide_dist.allocate(wide);
+            request.indices = s.wide_index.get();
+            request.sq_distances = c.sq_distances ? s.wide_dist.get() : nullptr;
+            request.row_width = k_search;
+          }
+          search_bucket_tree(view, request, s, stream);
+          if (exclude_self)
+            drop_self(s.wide_index.get(), s.wide_dist.get(), c.count, c.first, k, c.indices,
+                      c.sq_distances, stream);
+        });
   }
 
-  BucketTree tree_;
+  BucketTree<Scalar> tree_;
   int device_ = 0;
 };
 
@@ -134,7 +140,12 @@ class KdTreeIndex final : public IndexEngine {
 
 std::unique_ptr<IndexEngine> build_kdtree_index(const float* points, int64_t n, int dim,
                                                 const IndexParams& params) {
-  return std::make_unique<KdTreeIndex>(points, n, dim, params);
+  return std::make_unique<KdTreeIndex<float>>(points, n, dim, params);
+}
+
+std::unique_ptr<IndexEngine64> build_kdtree_index(const double* points, int64_t n, int dim,
+                                                  const IndexParams& params) {
+  return std::make_unique<KdTreeIndex<double>>(points, n, dim, params);
 }
 
 }  // namespace cuda

@@ -2,7 +2,9 @@
 // function of the sizes alone. Host-only and header-only, like
 // memory_model.h: knn_estimate_* answer from it without a device, and the
 // engine allocates exactly the buffers counted here (each in whole pages), so
-// the figures are upper bounds of its real peak.
+// the figures are upper bounds of its real peak. scalar_bytes is the size of
+// a coordinate and a squared distance: 4 for the float32 index, 8 for the
+// float64 one.
 #pragma once
 
 #include <algorithm>
@@ -32,7 +34,7 @@ constexpr int kKdTreeDefaultLeafSize = 32;
 // 64 gained up to 5 % at k = 1..5 and lost 14 % at k = 11.
 inline int kdtree_default_leaf_size(int dim) { return dim >= 7 ? 128 : kKdTreeDefaultLeafSize; }
 
-// Floats of the node boxes: 2^(levels+1) - 1 nodes of lo[dim], hi[dim].
+// Scalars of the node boxes: 2^(levels+1) - 1 nodes of lo[dim], hi[dim].
 inline size_t bucket_tree_box_floats(int levels, int dim) {
   return ((size_t{2} << levels) - 1) * 2 * static_cast<size_t>(dim);
 }
@@ -46,34 +48,39 @@ inline int bucket_tree_scan_dims(int64_t n, int dim) {
 
 // What the index keeps on the device: the points in input order and in
 // bucket order, the bucket ids and the node boxes.
-inline size_t kdtree_resident_bytes(int64_t n, int dim, int leaf_size) {
+inline size_t kdtree_resident_bytes(int64_t n, int dim, int leaf_size,
+                                    size_t scalar_bytes = sizeof(float)) {
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   const int levels = bucket_tree_levels(n, leaf_size);
-  return 2 * aligned(un * dim * 4) + aligned(un * 4) +
-         aligned(bucket_tree_box_floats(levels, dim) * 4);
+  return 2 * aligned(un * dim * scalar_bytes) + aligned(un * 4) +
+         aligned(bucket_tree_box_floats(levels, dim) * scalar_bytes);
 }
 
 // Peak of the build: the resident data, two copies of every dimension's
-// order, and the larger of the sort phase (keys twice, ids, CUB) and the
-// split phase (split dims, side flags, the scan and its CUB temporaries).
-inline size_t kdtree_build_bytes(int64_t n, int dim, int leaf_size) {
+// order, and the larger of the sort phase (keys of scalar_bytes twice, ids,
+// CUB) and the split phase (split dims, side flags, the scan and its CUB
+// temporaries).
+inline size_t kdtree_build_bytes(int64_t n, int dim, int leaf_size,
+                                 size_t scalar_bytes = sizeof(float)) {
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   const int levels = bucket_tree_levels(n, leaf_size);
   const int64_t scan_items = (n < 0 ? 0 : n) * bucket_tree_scan_dims(n, dim);
-  const size_t sort_phase = 3 * aligned(un * 4) + cub_temp_bytes(n);
+  const size_t sort_phase = 2 * aligned(un * scalar_bytes) + aligned(un * 4) + cub_temp_bytes(n);
   const size_t split_phase = aligned((size_t{1} << (levels > 0 ? levels - 1 : 0)) * 4) +
                              aligned(un) + aligned(static_cast<size_t>(scan_items) * 4) +
                              cub_temp_bytes(scan_items);
-  return kdtree_resident_bytes(n, dim, leaf_size) + 2 * aligned(un * dim * 4) +
+  return kdtree_resident_bytes(n, dim, leaf_size, scalar_bytes) + 2 * aligned(un * dim * 4) +
          std::max(sort_phase, split_phase);
 }
 
 // Search scratch of one pipeline slot, per query: leaf keys and query order
 // (double-buffered for the radix sort), a byte of CUB temporaries, the heaps
 // of k-lists beyond the warp lists, and for exclude_self the rows of k + 1.
-inline size_t kdtree_scratch_bytes_per_query(int k_search, bool exclude_self) {
+inline size_t kdtree_scratch_bytes_per_query(int k_search, bool exclude_self,
+                                             size_t scalar_bytes = sizeof(float)) {
   const size_t uk = static_cast<size_t>(k_search < 0 ? 0 : k_search);
-  return 4 * 4 + 1 + (k_search > kMaxWarpK ? 8 * uk : 0) + (exclude_self ? 8 * uk : 0);
+  const size_t entry = 4 + scalar_bytes;  // an index and a squared distance
+  return 4 * 4 + 1 + (k_search > kMaxWarpK ? entry * uk : 0) + (exclude_self ? entry * uk : 0);
 }
 
 // Per slot: the CUB base and one page of slack for each of its 9 buffers.
@@ -82,9 +89,11 @@ inline size_t kdtree_scratch_fixed_bytes() { return kCubTempBase + 9 * kAllocAli
 // Bytes per query and fixed bytes of a call's chunks over all slots.
 inline size_t kdtree_call_bytes_per_query(int dim, int k_search, int row_width, bool exclude_self,
                                           bool want_indices, bool want_sq, bool want_counts,
-                                          const CallParams& call) {
-  return pipeline_bytes_per_query(dim, row_width, want_indices, want_sq, want_counts, call) +
-         kPipelineSlots * kdtree_scratch_bytes_per_query(k_search, exclude_self);
+                                          const CallParams& call,
+                                          size_t scalar_bytes = sizeof(float)) {
+  return pipeline_bytes_per_query(dim, row_width, want_indices, want_sq, want_counts, call,
+                                  scalar_bytes) +
+         kPipelineSlots * kdtree_scratch_bytes_per_query(k_search, exclude_self, scalar_bytes);
 }
 inline size_t kdtree_call_fixed_bytes(const CallParams& call) {
   return pipeline_fixed_bytes(call) + kPipelineSlots * kdtree_scratch_fixed_bytes();
@@ -99,25 +108,28 @@ inline size_t kdtree_call_fixed_bytes(const CallParams& call) {
 // 28.6 ms in four chunks, 22.5 ms in one). Chunk positions are int32.
 inline int64_t kdtree_max_chunk(int dim, int k_search, int row_width, bool exclude_self,
                                 bool want_indices, bool want_sq, bool want_counts,
-                                const CallParams& call) {
+                                const CallParams& call, size_t scalar_bytes = sizeof(float)) {
   const CallParams host_call{};
-  const size_t staged = kdtree_call_bytes_per_query(dim, k_search, row_width, exclude_self,
-                                                    want_indices, want_sq, want_counts, host_call);
-  const size_t own = kdtree_call_bytes_per_query(dim, k_search, row_width, exclude_self,
-                                                 want_indices, want_sq, want_counts, call);
+  const size_t staged =
+      kdtree_call_bytes_per_query(dim, k_search, row_width, exclude_self, want_indices, want_sq,
+                                  want_counts, host_call, scalar_bytes);
+  const size_t own =
+      kdtree_call_bytes_per_query(dim, k_search, row_width, exclude_self, want_indices, want_sq,
+                                  want_counts, call, scalar_bytes);
   const size_t ratio = staged / std::max<size_t>(own, 1);
   return std::min<int64_t>(INT32_MAX, kMaxChunkQueries * static_cast<int64_t>(ratio));
 }
 
 // Upper bound of a kNN or radius call with m queries and rows of k on an
 // index of n points: host arrays (all staged), exclude_self, every output.
-inline size_t kdtree_query_bytes(int64_t m, int k, int64_t n, int dim, int leaf_size) {
+inline size_t kdtree_query_bytes(int64_t m, int k, int64_t n, int dim, int leaf_size,
+                                 size_t scalar_bytes = sizeof(float)) {
   const CallParams host_call{};
   const int64_t chunk = std::min<int64_t>(m < 0 ? 0 : m, kMaxChunkQueries);
   const size_t per_query =
-      kdtree_call_bytes_per_query(dim, k + 1, k, true, true, true, true, host_call);
-  return kdtree_resident_bytes(n, dim, leaf_size) + kdtree_call_fixed_bytes(host_call) +
-         static_cast<size_t>(chunk) * per_query;
+      kdtree_call_bytes_per_query(dim, k + 1, k, true, true, true, true, host_call, scalar_bytes);
+  return kdtree_resident_bytes(n, dim, leaf_size, scalar_bytes) +
+         kdtree_call_fixed_bytes(host_call) + static_cast<size_t>(chunk) * per_query;
 }
 
 }  // namespace cuda

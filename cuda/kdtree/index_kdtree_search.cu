@@ -15,7 +15,9 @@
 // warp per query with a shared-memory list (a leaf is scanned 32 points at a
 // time); beyond that a heap in device scratch. The distance loop is unrolled
 // for dim 1..kMaxStaticDim (static_dim.h) with the query in registers, with a
-// run-time-dim fallback for higher dims.
+// run-time-dim fallback for higher dims. Everything is a template over the
+// scalar type (float or double, index_kdtree.cuh), instantiated for both at
+// the end of this file.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
@@ -42,72 +44,75 @@ constexpr int kWarpsPerBlock = 4;
 // that a turn reads its owner's coordinates as broadcasts where it would
 // otherwise shuffle DIM values into registers; for DIM == 0 the owner's row
 // of the query array (the pointer is shuffled).
-template <int DIM>
+template <typename Scalar, int DIM>
 struct QueryPoint {
+  using Value = Scalar;
   static constexpr int kDim = DIM;
-  float c[DIM];
-  const float* rows = nullptr;  // the warp's 32 published queries, DIM floats each
+  Scalar c[DIM];
+  const Scalar* rows = nullptr;  // the warp's 32 published queries, DIM scalars each
 
-  __device__ QueryPoint(const float* q, int) {
+  __device__ QueryPoint(const Scalar* q, int) {
 #pragma unroll
     for (int d = 0; d < DIM; ++d) c[d] = q[d];
   }
   __device__ int dim() const { return DIM; }
-  __device__ const float* coords() const { return c; }
-  __device__ void publish(float* warp_rows, unsigned lanes) {
-    float* row = warp_rows + threadIdx.x % 32 * DIM;
+  __device__ const Scalar* coords() const { return c; }
+  __device__ void publish(Scalar* warp_rows, unsigned lanes) {
+    Scalar* row = warp_rows + threadIdx.x % 32 * DIM;
 #pragma unroll
     for (int d = 0; d < DIM; ++d) row[d] = c[d];
     __syncwarp(lanes);
     rows = warp_rows;
   }
-  __device__ const float* lane_coords(int from, unsigned) const { return rows + from * DIM; }
+  __device__ const Scalar* lane_coords(int from, unsigned) const { return rows + from * DIM; }
 };
 
-template <>
-struct QueryPoint<0> {
+template <typename Scalar>
+struct QueryPoint<Scalar, 0> {
+  using Value = Scalar;
   static constexpr int kDim = 0;
-  const float* c;
+  const Scalar* c;
   int d;
-  __device__ QueryPoint(const float* q, int dim_) : c(q), d(dim_) {}
+  __device__ QueryPoint(const Scalar* q, int dim_) : c(q), d(dim_) {}
   __device__ int dim() const { return d; }
-  __device__ const float* coords() const { return c; }
-  __device__ void publish(float*, unsigned) {}
-  __device__ const float* lane_coords(int from, unsigned lanes) const {
+  __device__ const Scalar* coords() const { return c; }
+  __device__ void publish(Scalar*, unsigned) {}
+  __device__ const Scalar* lane_coords(int from, unsigned lanes) const {
     const auto row = reinterpret_cast<unsigned long long>(c);
-    return reinterpret_cast<const float*>(__shfl_sync(lanes, row, from));
+    return reinterpret_cast<const Scalar*>(__shfl_sync(lanes, row, from));
   }
 };
 
 // The leaf point a lane holds while the lanes take turns over a stretch of a
 // leaf: its coordinates in registers when DIM is known at compile time, so
 // that they are read once per warp rather than once per turn; else its row.
-template <int DIM>
+template <typename Scalar, int DIM>
 struct HeldPoint {
-  float c[DIM];
-  __device__ explicit HeldPoint(const float* p) {
+  Scalar c[DIM];
+  __device__ explicit HeldPoint(const Scalar* p) {
 #pragma unroll
     for (int d = 0; d < DIM; ++d) c[d] = p[d];
   }
-  __device__ const float* coords() const { return c; }
+  __device__ const Scalar* coords() const { return c; }
 };
 
-template <>
-struct HeldPoint<0> {
-  const float* c;
-  __device__ explicit HeldPoint(const float* p) : c(p) {}
-  __device__ const float* coords() const { return c; }
+template <typename Scalar>
+struct HeldPoint<Scalar, 0> {
+  const Scalar* c;
+  __device__ explicit HeldPoint(const Scalar* p) : c(p) {}
+  __device__ const Scalar* coords() const { return c; }
 };
 
 template <class Query>
-__device__ __forceinline__ float point_distance(const Query& q, const float* p) {
+__device__ __forceinline__ typename Query::Value point_distance(const Query& q,
+                                                                const typename Query::Value* p) {
   return squared_distance(q.coords(), p, q.dim());
 }
 
 template <class Query>
-__device__ __forceinline__ float node_distance(const Query& q, const BucketTreeView& t,
-                                               uint32_t node) {
-  const float* lo = t.boxes + int64_t{node} * 2 * q.dim();
+__device__ __forceinline__ typename Query::Value node_distance(
+    const Query& q, const BucketTreeView<typename Query::Value>& t, uint32_t node) {
+  const typename Query::Value* lo = t.boxes + int64_t{node} * 2 * q.dim();
   return box_distance(q.coords(), lo, lo + q.dim(), q.dim());
 }
 
@@ -123,15 +128,16 @@ __device__ __forceinline__ float node_distance(const Query& q, const BucketTreeV
 // that take part (all of them reach every step, scan_leaf included, which
 // is told whether the lane's own bound admits the leaf).
 template <class Query, class Visitor>
-__device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visitor& visitor,
-                                 unsigned lanes) {
+__device__ void walk_bucket_tree(const BucketTreeView<typename Query::Value>& t, const Query& q,
+                                 Visitor& visitor, unsigned lanes) {
+  using Scalar = typename Query::Value;
   uint32_t stack_node[kMaxTreeLevels];
-  float stack_dist[kMaxTreeLevels];
+  Scalar stack_dist[kMaxTreeLevels];
   int top = 0;
   const uint32_t first_leaf = first_node_of_level(t.levels);
   const int voters = __popc(lanes);
   uint32_t node = 0;
-  float dist = node_distance(q, t, 0);
+  Scalar dist = node_distance(q, t, 0);
   for (;;) {
     const bool wanted = dist <= visitor.bound();
     if (__any_sync(lanes, wanted)) {
@@ -141,8 +147,8 @@ __device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visito
                           segment_start(t.n, t.levels, leaf + 1), wanted, lanes);
       } else {
         const uint32_t left = 2 * node + 1;
-        const float dl = node_distance(q, t, left);
-        const float dr = node_distance(q, t, left + 1);
+        const Scalar dl = node_distance(q, t, left);
+        const Scalar dr = node_distance(q, t, left + 1);
         const bool left_first = 2 * __popc(__ballot_sync(lanes, dl <= dr)) >= voters;
         stack_node[top] = left_first ? left + 1 : left;
         stack_dist[top] = left_first ? dr : dl;
@@ -163,20 +169,21 @@ __device__ void walk_bucket_tree(const BucketTreeView& t, const Query& q, Visito
 __host__ __device__ constexpr int part_bits(int levels) { return levels > 29 ? 32 - levels : 3; }
 
 // What every search kernel gets.
+template <typename Scalar>
 struct KernelArgs {
-  BucketTreeView tree;
-  const float* queries;
+  BucketTreeView<Scalar> tree;
+  const Scalar* queries;
   const int32_t* order;      // chunk positions in leaf order
   const uint32_t* home_key;  // home_key[t]: query order[t]'s key (leaf_keys)
   int64_t m;
   int k;
-  float radius_sq;  // < 0: kNN
+  Scalar radius_sq;  // < 0: kNN
   int32_t* indices;
-  float* sq_distances;
+  Scalar* sq_distances;
   int32_t* counts;
   int row_width;
   int32_t* heap_index;
-  float* heap_dist;
+  Scalar* heap_dist;
 };
 
 // Whether the lanes of a warp take turns over a leaf (ThreadVisitor): with
@@ -185,8 +192,8 @@ struct KernelArgs {
 // H100; the heap lists keep the simpler scan too.
 template <class List>
 struct TakesTurns : std::false_type {};
-template <int K>
-struct TakesTurns<RegisterList<K>> : std::integral_constant<bool, (K <= 8)> {};
+template <typename Scalar, int K>
+struct TakesTurns<RegisterList<Scalar, K>> : std::integral_constant<bool, (K <= 8)> {};
 // ...and only when at most max_turns(dim) lanes want the leaf: turns cost a
 // round per wanting lane plus the hand-over of every winner, while a point's
 // distance costs little in few dimensions, where a leaf also holds more
@@ -211,22 +218,23 @@ __host__ __device__ constexpr int max_turns(int dim) { return dim <= 4 ? 0 : (di
 // the leaf scans it.
 template <class Query, class List>
 struct ThreadVisitor {
-  const BucketTreeView& t;
+  using Scalar = typename Query::Value;
+  const BucketTreeView<Scalar>& t;
   const Query& q;
   List& list;
-  float radius_sq;
+  Scalar radius_sq;
   int k;
   int32_t count = 0;
   int64_t home_begin = -1;  // the home leaf's first slot once seed() has scanned it
 
-  __device__ float bound() const { return radius_sq >= 0.0f ? radius_sq : list.bound(); }
+  __device__ Scalar bound() const { return radius_sq >= Scalar(0) ? radius_sq : list.bound(); }
 
   // Scans the query's home leaf (the one it descends to) before the walk, each
   // lane its own, all lanes at once: every list starts full with a near
   // bound, so the walk prunes from its first node, and no lane's first leaf
   // hands the owner up to a leaf's worth of winners one by one in turns. The
   // walk then skips the home leaf.
-  __device__ void seed(const BucketTreeView& tree, uint32_t home) {
+  __device__ void seed(const BucketTreeView<Scalar>& tree, uint32_t home) {
     home_begin = segment_start(tree.n, tree.levels, home);
     scan(home_begin, segment_start(tree.n, tree.levels, int64_t{home} + 1));
   }
@@ -234,7 +242,8 @@ struct ThreadVisitor {
   __device__ void scan_leaf(int64_t begin, int64_t end, bool wanted, unsigned lanes) {
     wanted = wanted && begin != home_begin;
     const unsigned wanting = __ballot_sync(lanes, wanted);
-    if (!TakesTurns<List>::value || radius_sq >= 0.0f || __popc(wanting) > max_turns(q.dim())) {
+    if (!TakesTurns<List>::value || radius_sq >= Scalar(0) ||
+        __popc(wanting) > max_turns(q.dim())) {
       if (wanted) scan(begin, end);
       return;
     }
@@ -251,16 +260,16 @@ struct ThreadVisitor {
     for (int64_t base = begin; base < end; base += stride) {
       const int64_t j = base + rank;
       const bool have = j < end;
-      const HeldPoint<Query::kDim> point(t.points + (have ? j : begin) * q.dim());
+      const HeldPoint<Scalar, Query::kDim> point(t.points + (have ? j : begin) * q.dim());
       const int32_t id = have ? t.ids[j] : kNoIndex;
       for (unsigned turns = wanting; turns != 0; turns &= turns - 1) {
         const int owner = __ffs(turns) - 1;
-        const float d = squared_distance(q.lane_coords(owner, lanes), point.coords(), q.dim());
-        const float owner_bound = __shfl_sync(lanes, list.bound(), owner);
+        const Scalar d = squared_distance(q.lane_coords(owner, lanes), point.coords(), q.dim());
+        const Scalar owner_bound = __shfl_sync(lanes, list.bound(), owner);
         const bool may_win = have && d <= owner_bound;
         for (unsigned wins = __ballot_sync(lanes, may_win); wins != 0; wins &= wins - 1) {
           const int from = __ffs(wins) - 1;
-          const float wd = __shfl_sync(lanes, d, from);
+          const Scalar wd = __shfl_sync(lanes, d, from);
           const int32_t wi = __shfl_sync(lanes, id, from);
           if (lane == owner) list.offer(wd, wi);
         }
@@ -270,8 +279,8 @@ struct ThreadVisitor {
 
   __device__ void scan(int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end; ++j) {
-      const float d = point_distance(q, t.points + j * q.dim());
-      if (radius_sq < 0.0f) {
+      const Scalar d = point_distance(q, t.points + j * q.dim());
+      if (radius_sq < Scalar(0)) {
         list.offer(d, t.ids[j]);
       } else if (d <= radius_sq) {
         ++count;
@@ -281,12 +290,12 @@ struct ThreadVisitor {
   }
 };
 
-template <int DIM, class List>
-__device__ void thread_query(const KernelArgs& a, int32_t qi, uint32_t home, List& list,
-                             float* warp_rows, unsigned lanes) {
-  QueryPoint<DIM> q(a.queries + int64_t{qi} * a.tree.dim, a.tree.dim);
+template <int DIM, typename Scalar, class List>
+__device__ void thread_query(const KernelArgs<Scalar>& a, int32_t qi, uint32_t home, List& list,
+                             Scalar* warp_rows, unsigned lanes) {
+  QueryPoint<Scalar, DIM> q(a.queries + int64_t{qi} * a.tree.dim, a.tree.dim);
   if constexpr (TakesTurns<List>::value) q.publish(warp_rows, lanes);
-  ThreadVisitor<QueryPoint<DIM>, List> visitor{a.tree, q, list, a.radius_sq, a.k};
+  ThreadVisitor<QueryPoint<Scalar, DIM>, List> visitor{a.tree, q, list, a.radius_sq, a.k};
   visitor.seed(a.tree, home);
   walk_bucket_tree(a.tree, q, visitor, lanes);
   if (a.counts) a.counts[qi] = visitor.count;
@@ -303,30 +312,34 @@ __device__ void thread_query(const KernelArgs& a, int32_t qi, uint32_t home, Lis
 // (H100, 2^21 queries, k = 5: 5-D 22.5 -> 19.3 ms, 7-D 96 -> 85 ms). The
 // 16-slot lists keep their registers: held to 80, they spilled their slots
 // and k = 11 ran 3x slower. Held to 64 registers (8 blocks), the turn lists
-// spilled enough to run 1.4x (5-D) to 3.4x (7-D, 12-D) slower.
-template <int K>
-using ThreadList = std::conditional_t<(K > 0), RegisterList<K>, HeapList>;
-template <int K>
-constexpr int search_min_blocks = TakesTurns<ThreadList<K>>::value ? 6 : 1;
+// spilled enough to run 1.4x (5-D) to 3.4x (7-D, 12-D) slower. A double
+// takes two registers, so the double lists are held to 4 blocks (128
+// registers), the same share of the register file per value (not measured).
+template <typename Scalar, int K>
+using ThreadList = std::conditional_t<(K > 0), RegisterList<Scalar, K>, HeapList<Scalar>>;
+template <typename Scalar, int K>
+constexpr int search_min_blocks = TakesTurns<ThreadList<Scalar, K>>::value
+                                      ? (sizeof(Scalar) == sizeof(float) ? 6 : 4)
+                                      : 1;
 
 // K > 0: a register list of up to K; K == 0: a heap in device scratch.
-template <int DIM, int K>
-__global__ void __launch_bounds__(kSearchBlock, search_min_blocks<K>)
-    search_thread_lists(KernelArgs a) {
+template <typename Scalar, int DIM, int K>
+__global__ void __launch_bounds__(kSearchBlock, search_min_blocks<Scalar, K>)
+    search_thread_lists(KernelArgs<Scalar> a) {
   // The published queries of the turns (QueryPoint::publish).
-  constexpr int kWarpFloats = TakesTurns<ThreadList<K>>::value ? 32 * DIM : 0;
-  __shared__ float query_rows[std::max(1, kSearchBlock / 32 * kWarpFloats)];
+  constexpr int kWarpFloats = TakesTurns<ThreadList<Scalar, K>>::value ? 32 * DIM : 0;
+  __shared__ Scalar query_rows[std::max(1, kSearchBlock / 32 * kWarpFloats)];
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const unsigned lanes = __ballot_sync(kFullMask, t < a.m);
   if (t >= a.m) return;
   const int32_t qi = a.order[t];
   const uint32_t home = a.home_key[t] >> part_bits(a.tree.levels);
-  float* warp_rows = query_rows + threadIdx.x / 32 * kWarpFloats;
+  Scalar* warp_rows = query_rows + threadIdx.x / 32 * kWarpFloats;
   if constexpr (K > 0) {
-    RegisterList<K> list(a.k);
+    RegisterList<Scalar, K> list(a.k);
     thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
   } else {
-    HeapList list(a.heap_index + t, a.heap_dist + t, a.m, a.k);
+    HeapList<Scalar> list(a.heap_index + t, a.heap_dist + t, a.m, a.k);
     thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
   }
 }
@@ -335,14 +348,15 @@ __global__ void __launch_bounds__(kSearchBlock, search_min_blocks<K>)
 // in every lane) and a leaf is scanned 32 points at a time, one per lane.
 template <class Query>
 struct WarpVisitor {
-  const BucketTreeView& t;
+  using Scalar = typename Query::Value;
+  const BucketTreeView<Scalar>& t;
   const Query& q;
-  WarpList& list;
-  float radius_sq;
+  WarpList<Scalar>& list;
+  Scalar radius_sq;
   int k;
   int32_t count = 0;
 
-  __device__ float bound() const { return radius_sq >= 0.0f ? radius_sq : list.bound(); }
+  __device__ Scalar bound() const { return radius_sq >= Scalar(0) ? radius_sq : list.bound(); }
 
   // The lanes share one query, so `wanted` is the same in all of them.
   __device__ void scan_leaf(int64_t begin, int64_t end, bool wanted, unsigned) {
@@ -352,27 +366,32 @@ struct WarpVisitor {
   __device__ void scan(int64_t begin, int64_t end) {
     for (int64_t base = begin; base < end; base += 32) {
       const int64_t j = base + list.lane;
-      Neighbor c{kInfinity, kNoIndex};
+      BasicNeighbor<Scalar> c{infinity<Scalar>(), kNoIndex};
       if (j < end) {
-        const float d = point_distance(q, t.points + j * q.dim());
-        if (radius_sq < 0.0f || d <= radius_sq) c = Neighbor{d, t.ids[j]};
+        const Scalar d = point_distance(q, t.points + j * q.dim());
+        if (radius_sq < Scalar(0) || d <= radius_sq) c = BasicNeighbor<Scalar>{d, t.ids[j]};
       }
-      if (radius_sq >= 0.0f) count += __popc(__ballot_sync(kFullMask, c.index != kNoIndex));
+      if (radius_sq >= Scalar(0)) count += __popc(__ballot_sync(kFullMask, c.index != kNoIndex));
       if (k > 0) list.offer(c);
     }
   }
 };
 
-template <int DIM>
-__global__ void search_warp_lists(KernelArgs a) {
-  extern __shared__ Neighbor warp_storage[];
+template <typename Scalar, int DIM>
+__global__ void search_warp_lists(KernelArgs<Scalar> a) {
+  using Entry = BasicNeighbor<Scalar>;
+  // Raw bytes, 16-aligned (an extern array has one type for every
+  // instantiation), cut into each warp's list.
+  extern __shared__ __align__(16) unsigned char warp_bytes[];
+  Entry* warp_storage = reinterpret_cast<Entry*>(warp_bytes);
   const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t t = blockIdx.x * int64_t{warps} + warp;
   if (t >= a.m) return;
-  WarpList list(warp_storage + warp * (WarpList::bytes(a.k) / sizeof(Neighbor)), a.k, lane);
+  WarpList<Scalar> list(warp_storage + warp * (WarpList<Scalar>::bytes(a.k) / sizeof(Entry)), a.k,
+                        lane);
   const int32_t qi = a.order[t];
-  const QueryPoint<DIM> q(a.queries + int64_t{qi} * a.tree.dim, a.tree.dim);
-  WarpVisitor<QueryPoint<DIM>> visitor{a.tree, q, list, a.radius_sq, a.k};
+  const QueryPoint<Scalar, DIM> q(a.queries + int64_t{qi} * a.tree.dim, a.tree.dim);
+  WarpVisitor<QueryPoint<Scalar, DIM>> visitor{a.tree, q, list, a.radius_sq, a.k};
   walk_bucket_tree(a.tree, q, visitor, kFullMask);
   if (a.counts && lane == 0) a.counts[qi] = visitor.count;
   const int64_t row = int64_t{qi} * a.row_width;
@@ -386,29 +405,31 @@ __global__ void search_warp_lists(KernelArgs a) {
 // is home to more queries than a warp, its warps get compact parts of it and
 // walk fewer nodes together (H100, k = 5, n = m, query ms: 7-D 2^21 65.0 ->
 // 62.2, 5-D 2^21 19.3 -> 18.9, k = 11 65.4 -> 61.9).
-__global__ void leaf_keys(BucketTreeView t, const float* queries, int64_t m, uint32_t* keys,
-                          int32_t* order) {
+template <typename Scalar>
+__global__ void leaf_keys(BucketTreeView<Scalar> t, const Scalar* queries, int64_t m,
+                          uint32_t* keys, int32_t* order) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= m) return;
-  const QueryPoint<0> q(queries + i * t.dim, t.dim);
+  const QueryPoint<Scalar, 0> q(queries + i * t.dim, t.dim);
   uint32_t node = 0;
   for (int level = 0; level < t.levels; ++level) {
     const uint32_t left = 2 * node + 1;
     node = node_distance(q, t, left) <= node_distance(q, t, left + 1) ? left : left + 1;
   }
-  const float* lo = t.boxes + int64_t{node} * 2 * t.dim;
-  const float* hi = lo + t.dim;
+  const Scalar* lo = t.boxes + int64_t{node} * 2 * t.dim;
+  const Scalar* hi = lo + t.dim;
   uint32_t key = node - first_node_of_level(t.levels);
   int halved[2] = {-1, -1};
   for (int bit = 0; bit < part_bits(t.levels); ++bit) {
     int widest = -1;
-    float width = -1.0f;
+    Scalar width = Scalar(-1);
     for (int d = 0; d < t.dim; ++d) {
-      const float w = hi[d] - lo[d];
+      const Scalar w = hi[d] - lo[d];
       if (d != halved[0] && d != halved[1] && w > width) widest = d, width = w;
     }
     if (bit < 2) halved[bit] = widest;
-    const bool upper = widest >= 0 && q.c[widest] > 0.5f * lo[widest] + 0.5f * hi[widest];
+    const bool upper =
+        widest >= 0 && q.c[widest] > Scalar(0.5) * lo[widest] + Scalar(0.5) * hi[widest];
     key = key << 1 | (upper ? 1u : 0u);
   }
   keys[i] = key;
@@ -417,8 +438,9 @@ __global__ void leaf_keys(BucketTreeView t, const float* queries, int64_t m, uin
 
 // Rows of k + 1 to rows of k without the query's own index (call index
 // first + i), or without the last entry where it is absent.
-__global__ void drop_self_kernel(const int32_t* wide_index, const float* wide_dist, int64_t count,
-                                 int64_t first, int k, int32_t* indices, float* sq_distances) {
+template <typename Scalar>
+__global__ void drop_self_kernel(const int32_t* wide_index, const Scalar* wide_dist, int64_t count,
+                                 int64_t first, int k, int32_t* indices, Scalar* sq_distances) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= count) return;
   const int32_t self = static_cast<int32_t>(first + i);
@@ -437,22 +459,22 @@ __global__ void drop_self_kernel(const int32_t* wide_index, const float* wide_di
   }
 }
 
-template <int DIM, int K>
-void launch_thread_search(const KernelArgs& a, cudaStream_t stream) {
-  search_thread_lists<DIM, K><<<grid_for(a.m, kSearchBlock), kSearchBlock, 0, stream>>>(a);
+template <int DIM, int K, typename Scalar>
+void launch_thread_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
+  search_thread_lists<Scalar, DIM, K><<<grid_for(a.m, kSearchBlock), kSearchBlock, 0, stream>>>(a);
   check_launch("search_thread_lists");
 }
 
-template <int DIM>
-void launch_warp_search(const KernelArgs& a, cudaStream_t stream) {
-  const size_t shared_limit =
-      allow_all_dynamic_shared(search_warp_lists<DIM>, "cudaFuncSetAttribute (warp search)");
-  const size_t per_warp = WarpList::bytes(a.k);
+template <int DIM, typename Scalar>
+void launch_warp_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
+  const size_t shared_limit = allow_all_dynamic_shared(search_warp_lists<Scalar, DIM>,
+                                                       "cudaFuncSetAttribute (warp search)");
+  const size_t per_warp = WarpList<Scalar>::bytes(a.k);
   const int warps = static_cast<int>(std::min<size_t>(kWarpsPerBlock, shared_limit / per_warp));
   if (warps == 0)
     fail(KNN_ERR_UNSUPPORTED, format("this GPU's shared memory cannot hold a k-list of %d", a.k));
   const size_t shared = per_warp * warps;
-  search_warp_lists<DIM><<<grid_for(a.m, warps), 32 * warps, shared, stream>>>(a);
+  search_warp_lists<Scalar, DIM><<<grid_for(a.m, warps), 32 * warps, shared, stream>>>(a);
   check_launch("search_warp_lists");
 }
 
@@ -463,8 +485,9 @@ void ensure_capacity(DeviceBuffer<T>& buffer, size_t count) {
 
 }  // namespace
 
-void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r, SearchScratch& scratch,
-                        cudaStream_t stream) {
+template <typename Scalar>
+void search_bucket_tree(const BucketTreeView<Scalar>& tree, const SearchRequest<Scalar>& r,
+                        SearchScratch<Scalar>& scratch, cudaStream_t stream) {
   if (r.m == 0) return;
   const size_t m = static_cast<size_t>(r.m);
   for (auto& keys : scratch.keys) ensure_capacity(keys, m);
@@ -472,7 +495,7 @@ void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r, Sear
   const size_t temp_bytes = pair_sort_temp_bytes(r.m);
   ensure_capacity(scratch.cub_temp, checked_cub_temp(temp_bytes, cub_temp_bytes(r.m)));
 
-  leaf_keys<<<grid_for(r.m, kBlock), kBlock, 0, stream>>>(
+  leaf_keys<Scalar><<<grid_for(r.m, kBlock), kBlock, 0, stream>>>(
       tree, r.queries, r.m, scratch.keys[0].get(), scratch.order[0].get());
   check_launch("leaf_keys");
   const int32_t* order = scratch.order[0].get();
@@ -489,8 +512,9 @@ void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r, Sear
     home_key = keys.Current();
   }
 
-  KernelArgs a{tree,      r.queries,      order,    home_key,    r.m,     r.k,    r.radius_sq,
-               r.indices, r.sq_distances, r.counts, r.row_width, nullptr, nullptr};
+  KernelArgs<Scalar> a{tree,        r.queries,   order,     home_key,       r.m,
+                       r.k,         r.radius_sq, r.indices, r.sq_distances, r.counts,
+                       r.row_width, nullptr,     nullptr};
   const ListKind kind = list_kind_for(r.k);
   if (kind == ListKind::kHeap) {
     ensure_capacity(scratch.heap_index, m * r.k);
@@ -510,13 +534,24 @@ void search_bucket_tree(const BucketTreeView& tree, const SearchRequest& r, Sear
   });
 }
 
-void drop_self(const int32_t* wide_index, const float* wide_dist, int64_t count, int64_t first,
-               int k, int32_t* indices, float* sq_distances, cudaStream_t stream) {
+template <typename Scalar>
+void drop_self(const int32_t* wide_index, const Scalar* wide_dist, int64_t count, int64_t first,
+               int k, int32_t* indices, Scalar* sq_distances, cudaStream_t stream) {
   if (count == 0) return;
-  drop_self_kernel<<<grid_for(count, kBlock), kBlock, 0, stream>>>(wide_index, wide_dist, count,
-                                                                   first, k, indices, sq_distances);
+  drop_self_kernel<Scalar><<<grid_for(count, kBlock), kBlock, 0, stream>>>(
+      wide_index, wide_dist, count, first, k, indices, sq_distances);
   check_launch("drop_self_kernel");
 }
+
+template void search_bucket_tree<float>(const BucketTreeView<float>&, const SearchRequest<float>&,
+                                        SearchScratch<float>&, cudaStream_t);
+template void search_bucket_tree<double>(const BucketTreeView<double>&,
+                                         const SearchRequest<double>&, SearchScratch<double>&,
+                                         cudaStream_t);
+template void drop_self<float>(const int32_t*, const float*, int64_t, int64_t, int, int32_t*,
+                               float*, cudaStream_t);
+template void drop_self<double>(const int32_t*, const double*, int64_t, int64_t, int, int32_t*,
+                                double*, cudaStream_t);
 
 }  // namespace cuda
 }  // namespace knn

@@ -3,7 +3,8 @@
 //
 // Layout (all on the device, nothing on the host but sizes):
 //   - the points sorted by Morton key of their quantised coordinates
-//     (stable: index order within a key), as float2, and their original ids;
+//     (stable: index order within a key), as Coord2<P> (P = float or double,
+//     the build's scalar: one template serves both), and their original ids;
 //   - the nodes, level by level (the root is node 0; the children of a node
 //     are contiguous, in Morton order). Every node is a contiguous range
 //     [begin, end) of sorted points and carries the tight bounding box of
@@ -26,8 +27,25 @@
 namespace knn {
 namespace cuda {
 
+// A point (x, y) and a box (min x, min y, max x, max y) of scalar T, aligned
+// as float2/float4 (double2/double4) so that each loads in one instruction.
+template <class T>
+struct alignas(2 * sizeof(T)) Coord2 {
+  T x, y;
+};
+template <class T>
+struct alignas(4 * sizeof(T)) Box4 {
+  T x, y, z, w;
+};
+
+__host__ __device__ inline float min_of(float a, float b) { return fminf(a, b); }
+__host__ __device__ inline double min_of(double a, double b) { return fmin(a, b); }
+__host__ __device__ inline float max_of(float a, float b) { return fmaxf(a, b); }
+__host__ __device__ inline double max_of(double a, double b) { return fmax(a, b); }
+
+template <class P>
 struct QuadNode {
-  float4 box;     // min x, min y, max x, max y of the node's points
+  Box4<P> box;    // min x, min y, max x, max y of the node's points
   int64_t begin;  // sorted points [begin, end)
   int64_t end;
   int32_t first_child;  // index of the first child; -1 for a leaf
@@ -66,16 +84,18 @@ class CubScratch {
 };
 
 // What the query kernels read of a tree.
+template <class P>
 struct QuadtreeView {
-  const QuadNode* nodes;
-  const float2* xy;    // sorted points
-  const int32_t* ids;  // original index of each sorted point
+  const QuadNode<P>* nodes;
+  const Coord2<P>* xy;  // sorted points
+  const int32_t* ids;   // original index of each sorted point
 };
 
+template <class P>
 class CudaQuadtree final : public QuadtreeEngine {
  public:
-  CudaQuadtree(int device, int64_t n, DeviceBuffer<float2> xy, DeviceBuffer<int32_t> ids,
-               DeviceBuffer<QuadNode> nodes)
+  CudaQuadtree(int device, int64_t n, DeviceBuffer<Coord2<P>> xy, DeviceBuffer<int32_t> ids,
+               DeviceBuffer<QuadNode<P>> nodes)
       : device_(device),
         n_(n),
         xy_(std::move(xy)),
@@ -85,19 +105,33 @@ class CudaQuadtree final : public QuadtreeEngine {
   int backend() const override { return KNN_BACKEND_CUDA; }
   int64_t size() const override { return n_; }
   int64_t node_count() const { return static_cast<int64_t>(nodes_.size()); }
-  QuadtreeView view() const { return {nodes_.get(), xy_.get(), ids_.get()}; }
+  QuadtreeView<P> view() const { return {nodes_.get(), xy_.get(), ids_.get()}; }
 
-  void count(const PolygonSet& polygons, int64_t* counts,
+  // Defined in quadtree_query.cu, which instantiates the class for float
+  // and double points.
+  void count(const PolygonSet<float>& polygons, int64_t* counts,
              const QuadtreeParams& call) const override;
-  void fill(const PolygonSet& polygons, const int64_t* out_offsets, int64_t* point_indices,
+  void count(const PolygonSet<double>& polygons, int64_t* counts,
+             const QuadtreeParams& call) const override;
+  void fill(const PolygonSet<float>& polygons, const int64_t* out_offsets, int64_t* point_indices,
             const QuadtreeParams& call) const override;
+  void fill(const PolygonSet<double>& polygons, const int64_t* out_offsets,
+            int64_t* point_indices, const QuadtreeParams& call) const override;
 
  private:
+  // V: the vertices' scalar.
+  template <class V>
+  void count_polygons(const PolygonSet<V>& polygons, int64_t* counts,
+                      const QuadtreeParams& call) const;
+  template <class V>
+  void fill_polygons(const PolygonSet<V>& polygons, const int64_t* out_offsets,
+                     int64_t* point_indices, const QuadtreeParams& call) const;
+
   int device_;
   int64_t n_;
-  DeviceBuffer<float2> xy_;
+  DeviceBuffer<Coord2<P>> xy_;
   DeviceBuffer<int32_t> ids_;
-  DeviceBuffer<QuadNode> nodes_;
+  DeviceBuffer<QuadNode<P>> nodes_;
 };
 
 }  // namespace cuda

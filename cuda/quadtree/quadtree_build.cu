@@ -10,6 +10,8 @@
 //   4. boxes: the leaves partition the sorted points into runs; one scan names
 //      each point's leaf, one CUB reduce-by-key gives every leaf the box of
 //      its points (reading each point once), then unions upwards.
+// One template over the points' scalar P (float or double) builds both
+// precisions.
 #include <thrust/iterator/transform_iterator.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
@@ -26,36 +28,42 @@ namespace {
 
 constexpr int kBlock = 256;
 
+template <class P>
 struct BoxUnion {
-  __host__ __device__ float4 operator()(const float4& a, const float4& b) const {
-    return make_float4(fminf(a.x, b.x), fminf(a.y, b.y), fmaxf(a.z, b.z), fmaxf(a.w, b.w));
+  __host__ __device__ Box4<P> operator()(const Box4<P>& a, const Box4<P>& b) const {
+    return Box4<P>{min_of(a.x, b.x), min_of(a.y, b.y), max_of(a.z, b.z), max_of(a.w, b.w)};
   }
 };
 
+template <class P>
 struct PointAsBox {
-  __host__ __device__ float4 operator()(const float2& p) const {
-    return make_float4(p.x, p.y, p.x, p.y);
+  __host__ __device__ Box4<P> operator()(const Coord2<P>& p) const {
+    return Box4<P>{p.x, p.y, p.x, p.y};
   }
 };
 
 // The identity of BoxUnion.
-__host__ __device__ float4 empty_box() {
-  const float inf = __builtin_huge_valf();
-  return make_float4(inf, inf, -inf, -inf);
+template <class P>
+__host__ __device__ Box4<P> empty_box() {
+  const P inf = static_cast<P>(__builtin_huge_val());
+  return Box4<P>{inf, inf, -inf, -inf};
 }
 
-__global__ void make_keys(const float2* xy, int64_t n, const float4* bbox, uint32_t* keys,
+template <class P>
+__global__ void make_keys(const Coord2<P>* xy, int64_t n, const Box4<P>* bbox, uint32_t* keys,
                           int32_t* ids) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
-  const float4 b = *bbox;
+  const Box4<P> b = *bbox;
   const quadtree::Quantiser q = quadtree::make_quantiser(b.x, b.y, b.z, b.w);
-  const float2 p = xy[i];
+  const Coord2<P> p = xy[i];
   keys[i] = quadtree::point_key(q, p.x, p.y);
   ids[i] = static_cast<int32_t>(i);
 }
 
-__global__ void gather_points(const float2* xy, const int32_t* order, int64_t n, float2* sorted) {
+template <class P>
+__global__ void gather_points(const Coord2<P>* xy, const int32_t* order, int64_t n,
+                              Coord2<P>* sorted) {
   const int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (j >= n) return;
   sorted[j] = xy[order[j]];
@@ -80,11 +88,13 @@ struct ChildRanges {
   int64_t start[5];  // quadrant q spans [start[q], start[q+1])
 };
 
-__device__ bool splits(const QuadNode& node, int depth, int leaf_capacity) {
+template <class P>
+__device__ bool splits(const QuadNode<P>& node, int depth, int leaf_capacity) {
   return node.end - node.begin > leaf_capacity && depth < quadtree::kMaxDepth;
 }
 
-__device__ ChildRanges child_ranges(const QuadNode& node, const uint32_t* keys, int depth) {
+template <class P>
+__device__ ChildRanges child_ranges(const QuadNode<P>& node, const uint32_t* keys, int depth) {
   ChildRanges r;
   r.start[0] = node.begin;
   r.start[4] = node.end;
@@ -93,11 +103,12 @@ __device__ ChildRanges child_ranges(const QuadNode& node, const uint32_t* keys, 
   return r;
 }
 
-__global__ void count_children(const QuadNode* level, int64_t m, const uint32_t* keys, int depth,
-                               int leaf_capacity, int32_t* child_counts) {
+template <class P>
+__global__ void count_children(const QuadNode<P>* level, int64_t m, const uint32_t* keys,
+                               int depth, int leaf_capacity, int32_t* child_counts) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= m) return;
-  const QuadNode node = level[i];
+  const QuadNode<P> node = level[i];
   int count = 0;
   if (splits(node, depth, leaf_capacity)) {
     const ChildRanges r = child_ranges(node, keys, depth);
@@ -108,26 +119,28 @@ __global__ void count_children(const QuadNode* level, int64_t m, const uint32_t*
 
 // Writes the children of the level's splitting nodes into the next level,
 // at their scanned offsets, and links them from their parent.
-__global__ void write_children(QuadNode* level, int64_t m, const uint32_t* keys, int depth,
+template <class P>
+__global__ void write_children(QuadNode<P>* level, int64_t m, const uint32_t* keys, int depth,
                                int leaf_capacity, const int32_t* child_offsets,
-                               int64_t next_level_base, QuadNode* next_level) {
+                               int64_t next_level_base, QuadNode<P>* next_level) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= m) return;
-  QuadNode node = level[i];
+  QuadNode<P> node = level[i];
   if (!splits(node, depth, leaf_capacity)) return;
   const ChildRanges r = child_ranges(node, keys, depth);
   int32_t slot = child_offsets[i];
   node.first_child = static_cast<int32_t>(next_level_base + slot);
   for (int q = 0; q < 4; ++q) {
     if (r.start[q + 1] == r.start[q]) continue;
-    next_level[slot++] = QuadNode{empty_box(), r.start[q], r.start[q + 1], -1, 0};
+    next_level[slot++] = QuadNode<P>{empty_box<P>(), r.start[q], r.start[q + 1], -1, 0};
   }
   node.child_count = slot - child_offsets[i];
   level[i] = node;
 }
 
 // Each leaf's node index at the sorted position of its first point.
-__global__ void mark_leaf_starts(const QuadNode* nodes, int64_t count, int32_t* owner) {
+template <class P>
+__global__ void mark_leaf_starts(const QuadNode<P>* nodes, int64_t count, int32_t* owner) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= count) return;
   if (nodes[i].first_child < 0) owner[nodes[i].begin] = static_cast<int32_t>(i);
@@ -141,21 +154,24 @@ struct LatestMark {
   }
 };
 
-__global__ void scatter_leaf_boxes(const int32_t* leaves, const float4* boxes, int64_t count,
-                                   QuadNode* nodes) {
+template <class P>
+__global__ void scatter_leaf_boxes(const int32_t* leaves, const Box4<P>* boxes, int64_t count,
+                                   QuadNode<P>* nodes) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= count) return;
   nodes[leaves[i]].box = boxes[i];
 }
 
 // Internal nodes of one level take the union of their children's boxes.
-__global__ void union_child_boxes(QuadNode* nodes, int64_t first, int64_t count) {
+template <class P>
+__global__ void union_child_boxes(QuadNode<P>* nodes, int64_t first, int64_t count) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= count) return;
-  QuadNode& node = nodes[first + i];
+  QuadNode<P>& node = nodes[first + i];
   if (node.first_child < 0) return;
-  float4 box = nodes[node.first_child].box;
-  for (int c = 1; c < node.child_count; ++c) box = BoxUnion()(box, nodes[node.first_child + c].box);
+  Box4<P> box = nodes[node.first_child].box;
+  for (int c = 1; c < node.child_count; ++c)
+    box = BoxUnion<P>()(box, nodes[node.first_child + c].box);
   node.box = box;
 }
 
@@ -168,10 +184,11 @@ T read_back(const T* device_value, cudaStream_t stream) {
   return value;
 }
 
-}  // namespace
-
-std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
-                                               const QuadtreeParams& params) {
+template <class P>
+std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const QuadtreeParams& params) {
+  using Node = QuadNode<P>;
+  using Point = Coord2<P>;
+  using Box = Box4<P>;
   if (n > kMaxQuadtreePoints)
     fail(KNN_ERR_UNSUPPORTED,
          format("the CUDA quadtree holds at most %lld points, not %lld",
@@ -185,11 +202,11 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
   const cudaStream_t s = stream.get();
   CubScratch scratch(s);
 
-  DeviceBuffer<float2> sorted_xy(static_cast<size_t>(n));
+  DeviceBuffer<Point> sorted_xy(static_cast<size_t>(n));
   DeviceBuffer<int32_t> sorted_ids(static_cast<size_t>(n));
   if (n == 0)
-    return std::make_unique<CudaQuadtree>(device, n, std::move(sorted_xy), std::move(sorted_ids),
-                                          DeviceBuffer<QuadNode>());
+    return std::make_unique<CudaQuadtree<P>>(device, n, std::move(sorted_xy),
+                                             std::move(sorted_ids), DeviceBuffer<Node>());
   const size_t un = static_cast<size_t>(n);
   const unsigned grid = grid_for(n, kBlock);
 
@@ -197,14 +214,15 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
   DeviceBuffer<uint32_t> keys_a(un), keys_b(un);
   DeviceBuffer<int32_t> ids_b(un);
   {
-    DeviceBuffer<float2> input(un);
-    check(cudaMemcpyAsync(input.get(), xy, un * sizeof(float2), cudaMemcpyDefault, s),
+    DeviceBuffer<Point> input(un);
+    check(cudaMemcpyAsync(input.get(), xy, un * sizeof(Point), cudaMemcpyDefault, s),
           "quadtree build: copying the points to the device");
-    DeviceBuffer<float4> bbox(1);
-    const auto boxes = thrust::make_transform_iterator(input.get(), PointAsBox());
+    DeviceBuffer<Box> bbox(1);
+    const auto boxes = thrust::make_transform_iterator(input.get(), PointAsBox<P>());
     scratch.run(
         [&](void* t, size_t& b) {
-          return cub::DeviceReduce::Reduce(t, b, boxes, bbox.get(), n, BoxUnion(), empty_box(), s);
+          return cub::DeviceReduce::Reduce(t, b, boxes, bbox.get(), n, BoxUnion<P>(),
+                                           empty_box<P>(), s);
         },
         "quadtree build: bounding box");
     make_keys<<<grid, kBlock, 0, s>>>(input.get(), n, bbox.get(), keys_a.get(), sorted_ids.get());
@@ -226,17 +244,17 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
   const uint32_t* sorted_keys = keys_a.get();
 
   // 3. Nodes level by level.
-  std::vector<DeviceBuffer<QuadNode>> levels;
+  std::vector<DeviceBuffer<Node>> levels;
   std::vector<int64_t> level_base;
   levels.emplace_back(1);
   level_base.push_back(0);
-  const QuadNode root{empty_box(), 0, n, -1, 0};
+  const Node root{empty_box<P>(), 0, n, -1, 0};
   check(cudaMemcpyAsync(levels[0].get(), &root, sizeof root, cudaMemcpyHostToDevice, s),
         "quadtree build: root");
   int64_t total_nodes = 1;
   DeviceBuffer<int32_t> counts, offsets;  // per node of a level, grown as levels widen
   for (int depth = 0; depth < quadtree::kMaxDepth; ++depth) {
-    QuadNode* level = levels.back().get();
+    Node* level = levels.back().get();
     const int64_t m = static_cast<int64_t>(levels.back().size());
     // m + 1 entries: the scan's last entry is the size of the next level.
     if (counts.size() < static_cast<size_t>(m) + 1) {
@@ -260,7 +278,7 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
            format("the quadtree of %lld points with leaf capacity %d needs more than 2^31 - 1 "
                   "nodes; use a larger leaf capacity",
                   static_cast<long long>(n), leaf_capacity));
-    DeviceBuffer<QuadNode> next_level(static_cast<size_t>(next));
+    DeviceBuffer<Node> next_level(static_cast<size_t>(next));
     write_children<<<grid_for(m, kBlock), kBlock, 0, s>>>(
         level, m, sorted_keys, depth, leaf_capacity, offsets.get(), total_nodes, next_level.get());
     check_launch("quadtree build: write_children");
@@ -269,10 +287,10 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
     total_nodes += next;
   }
 
-  DeviceBuffer<QuadNode> nodes(static_cast<size_t>(total_nodes));
+  DeviceBuffer<Node> nodes(static_cast<size_t>(total_nodes));
   for (size_t l = 0; l < levels.size(); ++l)
     check(cudaMemcpyAsync(nodes.get() + level_base[l], levels[l].get(),
-                          levels[l].size() * sizeof(QuadNode), cudaMemcpyDeviceToDevice, s),
+                          levels[l].size() * sizeof(Node), cudaMemcpyDeviceToDevice, s),
           "quadtree build: gathering the levels");
   const size_t level_count = levels.size();
   std::vector<int64_t> level_size(level_count);
@@ -296,14 +314,14 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
         },
         "quadtree build: owner scan");
     DeviceBuffer<int32_t> leaves(static_cast<size_t>(total_nodes));
-    DeviceBuffer<float4> leaf_boxes(static_cast<size_t>(total_nodes));
+    DeviceBuffer<Box> leaf_boxes(static_cast<size_t>(total_nodes));
     DeviceBuffer<int64_t> leaf_count(1);
-    const auto point_boxes = thrust::make_transform_iterator(sorted_xy.get(), PointAsBox());
+    const auto point_boxes = thrust::make_transform_iterator(sorted_xy.get(), PointAsBox<P>());
     scratch.run(
         [&](void* t, size_t& b) {
           return cub::DeviceReduce::ReduceByKey(t, b, owner.get(), leaves.get(), point_boxes,
-                                                leaf_boxes.get(), leaf_count.get(), BoxUnion(), n,
-                                                s);
+                                                leaf_boxes.get(), leaf_count.get(), BoxUnion<P>(),
+                                                n, s);
         },
         "quadtree build: leaf boxes");
     const int64_t n_leaves = read_back(leaf_count.get(), s);
@@ -317,8 +335,20 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
     }
     stream.synchronize();
   }
-  return std::make_unique<CudaQuadtree>(device, n, std::move(sorted_xy), std::move(sorted_ids),
-                                        std::move(nodes));
+  return std::make_unique<CudaQuadtree<P>>(device, n, std::move(sorted_xy), std::move(sorted_ids),
+                                           std::move(nodes));
+}
+
+}  // namespace
+
+std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
+                                               const QuadtreeParams& params) {
+  return build_tree(xy, n, params);
+}
+
+std::unique_ptr<QuadtreeEngine> build_quadtree(const double* xy, int64_t n,
+                                               const QuadtreeParams& params) {
+  return build_tree(xy, n, params);
 }
 
 }  // namespace cuda

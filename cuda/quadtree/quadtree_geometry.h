@@ -9,13 +9,14 @@ namespace knn {
 namespace quadtree {
 
 // Whether the segment (a, b) meets the closed box [min_x, max_x] x [min_y,
-// max_y]. Exact for float inputs (separating axes: x, y, and the segment's
+// max_y]. Exact for float inputs and doubles in the predicate's range, T
+// either (separating axes: x, y, and the segment's
 // normal, whose side of each corner the exact orientation predicate
 // decides). A query emits a node whole only when no edge meets its box, so a
 // wrong "no" would lose or add points; a degenerate (zero-length) edge is
 // reported as meeting the box whenever its point lies in it.
-KNN_HD bool segment_meets_box(float ax, float ay, float bx, float by, float min_x, float min_y,
-                              float max_x, float max_y) {
+template <class T>
+KNN_HD bool segment_meets_box(T ax, T ay, T bx, T by, T min_x, T min_y, T max_x, T max_y) {
   if ((ax > bx ? ax : bx) < min_x || (ax < bx ? ax : bx) > max_x || (ay > by ? ay : by) < min_y ||
       (ay < by ? ay : by) > max_y)
     return false;

@@ -12,6 +12,8 @@
 //     box are visited.
 // The two differ only in who walks the edges: WarpEdges spreads them over the
 // lanes of a warp (warp-uniform calls), ThreadEdges loops over them alone.
+// P is the points' scalar and V the vertices' (float or double each); a mix
+// is tested in pip::Common<P, V>, exactly.
 #pragma once
 
 #include <cstdint>
@@ -27,19 +29,22 @@ namespace pip_query {
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kWarp = 32;
 
+template <class V>
 struct PolygonsView {
-  const float* xy;
+  const V* xy;
   const int64_t* ring_offsets;
   const int64_t* polygon_offsets;
-  const float4* boxes;  // of each polygon's outer ring; empty without rings
+  const Box4<V>* boxes;  // of each polygon's outer ring; empty without rings
 };
 
-inline __device__ bool boxes_meet(const float4& a, const float4& b) {
+template <class A, class B>
+__device__ bool boxes_meet(const Box4<A>& a, const Box4<B>& b) {
   return a.x <= b.z && b.x <= a.z && a.y <= b.w && b.y <= a.w;
 }
 
 // Vertices (= edges, the closing edge included) of all rings of polygon p.
-inline __device__ int64_t polygon_edges(const PolygonsView& polys, int64_t p) {
+template <class V>
+__device__ int64_t polygon_edges(const PolygonsView<V>& polys, int64_t p) {
   return polys.ring_offsets[polys.polygon_offsets[p + 1]] -
          polys.ring_offsets[polys.polygon_offsets[p]];
 }
@@ -47,8 +52,8 @@ inline __device__ int64_t polygon_edges(const PolygonsView& polys, int64_t p) {
 // Calls visit(ax, ay, bx, by) for the edges of rings [r0, r1), each edge on
 // one lane, in warp-uniform steps; stops early when visit's results, OR-ed
 // over the warp, say so (kStopOnAny). Returns the lane's XOR of the results.
-template <bool kStopOnAny, class Visit>
-__device__ bool for_warp_edges(const PolygonsView& polys, int64_t r0, int64_t r1, int lane,
+template <bool kStopOnAny, class V, class Visit>
+__device__ bool for_warp_edges(const PolygonsView<V>& polys, int64_t r0, int64_t r1, int lane,
                                Visit visit) {
   bool acc = false;
   for (int64_t r = r0; r < r1; ++r) {
@@ -71,44 +76,51 @@ __device__ bool for_warp_edges(const PolygonsView& polys, int64_t r0, int64_t r1
 
 // The edges of one polygon (rings [r0, r1)) walked by a whole warp; every
 // call must be made by all lanes with the same arguments.
+template <class V>
 struct WarpEdges {
-  const PolygonsView& polys;
+  const PolygonsView<V>& polys;
   int64_t r0, r1;
   int lane;
 
-  __device__ bool meet_box(const float4& box) const {
-    return for_warp_edges<true>(polys, r0, r1, lane, [&](float ax, float ay, float bx, float by) {
-      return quadtree::segment_meets_box(ax, ay, bx, by, box.x, box.y, box.z, box.w);
+  template <class P>
+  __device__ bool meet_box(const Box4<P>& box) const {
+    return for_warp_edges<true>(polys, r0, r1, lane, [&](V ax, V ay, V bx, V by) {
+      return quadtree::segment_meets_box<pip::Common<P, V>>(ax, ay, bx, by, box.x, box.y, box.z,
+                                                            box.w);
     });
   }
   // pip::inside_polygon, with the edges spread over the warp.
-  __device__ bool inside(float px, float py) const {
-    const bool parity =
-        for_warp_edges<false>(polys, r0, r1, lane, [&](float ax, float ay, float bx, float by) {
-          return pip::edge_crosses_ray(ax, ay, bx, by, px, py);
-        });
+  template <class P>
+  __device__ bool inside(P px, P py) const {
+    const bool parity = for_warp_edges<false>(polys, r0, r1, lane, [&](V ax, V ay, V bx, V by) {
+      return pip::edge_crosses_ray<pip::Common<P, V>>(ax, ay, bx, by, px, py);
+    });
     return (__popc(__ballot_sync(kFullMask, parity)) & 1) != 0;
   }
 };
 
 // The edges of one polygon walked by one thread.
+template <class V>
 struct ThreadEdges {
-  const PolygonsView& polys;
+  const PolygonsView<V>& polys;
   int64_t r0, r1;
 
-  __device__ bool meet_box(const float4& box) const {
+  template <class P>
+  __device__ bool meet_box(const Box4<P>& box) const {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = polys.ring_offsets[r];
       const int64_t e = polys.ring_offsets[r + 1];
       if (e - b < 2) continue;  // as pip::ring_crossing_parity
       for (int64_t v = b, u = e - 1; v < e; u = v++)
-        if (quadtree::segment_meets_box(polys.xy[2 * u], polys.xy[2 * u + 1], polys.xy[2 * v],
-                                        polys.xy[2 * v + 1], box.x, box.y, box.z, box.w))
+        if (quadtree::segment_meets_box<pip::Common<P, V>>(polys.xy[2 * u], polys.xy[2 * u + 1],
+                                                           polys.xy[2 * v], polys.xy[2 * v + 1],
+                                                           box.x, box.y, box.z, box.w))
           return true;
     }
     return false;
   }
-  __device__ bool inside(float px, float py) const {
+  template <class P>
+  __device__ bool inside(P px, P py) const {
     return pip::inside_polygon(px, py, polys.xy, polys.ring_offsets, r0, r1);
   }
 };
@@ -120,11 +132,11 @@ enum class NodeClass {
   kDescend,  // an edge touches an internal node: visit its children
 };
 
-template <class Edges>
-__device__ NodeClass classify_node(const Edges& edges, const QuadtreeView& tree,
-                                   const QuadNode& node) {
+template <class Edges, class P>
+__device__ NodeClass classify_node(const Edges& edges, const QuadtreeView<P>& tree,
+                                   const QuadNode<P>& node) {
   if (!edges.meet_box(node.box)) {
-    const float2 p = tree.xy[node.begin];
+    const Coord2<P> p = tree.xy[node.begin];
     return edges.inside(p.x, p.y) ? NodeClass::kInside : NodeClass::kOutside;
   }
   return node.first_child < 0 ? NodeClass::kLeaf : NodeClass::kDescend;

@@ -18,6 +18,9 @@
 // Results do not depend on the path or the visiting order: counts are
 // integer sums, and fill sorts each polygon's indices afterwards (CUB
 // segmented sort), so the answer is the OpenMP engine's, bit for bit.
+//
+// Every kernel is a template over the points' scalar P and the vertices'
+// scalar V (float or double each): one code path for all precisions.
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 #include <cub/device/device_segmented_sort.cuh>
@@ -122,15 +125,15 @@ struct FillSink {
 // that interval counts for none of them and is skipped, exactly. Near a small
 // leaf that leaves a handful of a polygon's edges: the warp loads 32 edges at
 // a time, one per lane, and broadcasts the ones that may count to every lane.
-template <class Sink>
-__device__ void test_leaf_points(const QuadtreeView& tree, const PolygonsView& polys, int64_t r0,
-                                 int64_t r1, int32_t polygon, const QuadNode& node, int lane,
-                                 const Sink& sink) {
-  const float y0 = node.box.y, y1 = node.box.w;
+template <class P, class V, class Sink>
+__device__ void test_leaf_points(const QuadtreeView<P>& tree, const PolygonsView<V>& polys,
+                                 int64_t r0, int64_t r1, int32_t polygon, const QuadNode<P>& node,
+                                 int lane, const Sink& sink) {
+  const P y0 = node.box.y, y1 = node.box.w;
   for (int64_t base = node.begin; base < node.end; base += kWarp) {
     const int64_t j = base + lane;
     const bool has_point = j < node.end;
-    const float2 p = tree.xy[has_point ? j : base];
+    const Coord2<P> p = tree.xy[has_point ? j : base];
     bool parity = false;
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = polys.ring_offsets[r];
@@ -138,21 +141,20 @@ __device__ void test_leaf_points(const QuadtreeView& tree, const PolygonsView& p
       if (e - b < 2) continue;  // as pip::ring_crossing_parity
       for (int64_t step = b; step < e; step += kWarp) {
         const int64_t v = step + lane;
-        float ax = 0.0f, ay = 0.0f, bx = 0.0f, by = 0.0f;
+        V ax = 0, ay = 0, bx = 0, by = 0;
         bool may_count = false;
         if (v < e) {
           const int64_t u = v == b ? e - 1 : v - 1;
           ax = polys.xy[2 * u], ay = polys.xy[2 * u + 1];
           bx = polys.xy[2 * v], by = polys.xy[2 * v + 1];
-          may_count = fminf(ay, by) <= y1 && fmaxf(ay, by) > y0;
+          may_count = min_of(ay, by) <= y1 && max_of(ay, by) > y0;
         }
         for (unsigned edges = __ballot_sync(kFullMask, may_count); edges != 0; edges &= edges - 1) {
           const int from = __ffs(edges) - 1;
-          const float eax = __shfl_sync(kFullMask, ax, from),
-                      eay = __shfl_sync(kFullMask, ay, from);
-          const float ebx = __shfl_sync(kFullMask, bx, from),
-                      eby = __shfl_sync(kFullMask, by, from);
-          parity = parity != pip::edge_crosses_ray(eax, eay, ebx, eby, p.x, p.y);
+          const V eax = __shfl_sync(kFullMask, ax, from), eay = __shfl_sync(kFullMask, ay, from);
+          const V ebx = __shfl_sync(kFullMask, bx, from), eby = __shfl_sync(kFullMask, by, from);
+          parity =
+              parity != pip::edge_crosses_ray<pip::Common<P, V>>(eax, eay, ebx, eby, p.x, p.y);
         }
       }
     }
@@ -160,26 +162,26 @@ __device__ void test_leaf_points(const QuadtreeView& tree, const PolygonsView& p
   }
 }
 
-template <class Sink>
+template <class P, class V, class Sink>
 __global__ void __launch_bounds__(kBlock)
-    visit_pairs(QuadtreeView tree, PolygonsView polys, const Pair* pairs, int64_t count, Pair* next,
-                unsigned long long* next_count, Sink sink) {
+    visit_pairs(QuadtreeView<P> tree, PolygonsView<V> polys, const Pair* pairs, int64_t count,
+                Pair* next, unsigned long long* next_count, Sink sink) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warps = int64_t{gridDim.x} * kWarpsPerBlock;
   for (int64_t w = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / kWarp; w < count;
        w += warps) {
     const Pair pair = pairs[w];
-    const QuadNode node = tree.nodes[pair.node];
+    const QuadNode<P> node = tree.nodes[pair.node];
     const int64_t r0 = polys.polygon_offsets[pair.polygon];
     const int64_t r1 = polys.polygon_offsets[pair.polygon + 1];
-    const WarpEdges edges{polys, r0, r1, lane};
+    const WarpEdges<V> edges{polys, r0, r1, lane};
     const NodeClass kind = classify_node(edges, tree, node);
     if (kind == NodeClass::kInside) {
       sink.whole_range(pair.polygon, node.begin, node.end, tree.ids, lane);
     } else if (kind == NodeClass::kLeaf) {
       test_leaf_points(tree, polys, r0, r1, pair.polygon, node, lane, sink);
     } else if (kind == NodeClass::kDescend) {
-      const float4 polygon_box = polys.boxes[pair.polygon];
+      const Box4<V> polygon_box = polys.boxes[pair.polygon];
       const bool keep = lane < node.child_count &&
                         boxes_meet(tree.nodes[node.first_child + lane].box, polygon_box);
       const unsigned kept = __ballot_sync(kFullMask, keep);
@@ -193,32 +195,35 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 // Box of each polygon's outer ring, a warp per polygon.
-__global__ void polygon_boxes(PolygonsView polys, int64_t n_polygons, float4* boxes) {
+template <class V>
+__global__ void polygon_boxes(PolygonsView<V> polys, int64_t n_polygons, Box4<V>* boxes) {
   const int lane = threadIdx.x % kWarp;
   const int64_t p = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / kWarp;
   if (p >= n_polygons) return;
-  const float inf = __int_as_float(0x7f800000);
-  float4 box = make_float4(inf, inf, -inf, -inf);
+  const V inf = static_cast<V>(__builtin_huge_val());
+  Box4<V> box{inf, inf, -inf, -inf};
   const int64_t r0 = polys.polygon_offsets[p];
   if (r0 < polys.polygon_offsets[p + 1]) {
     for (int64_t v = polys.ring_offsets[r0] + lane; v < polys.ring_offsets[r0 + 1]; v += kWarp) {
-      const float x = polys.xy[2 * v], y = polys.xy[2 * v + 1];
-      box = make_float4(fminf(box.x, x), fminf(box.y, y), fmaxf(box.z, x), fmaxf(box.w, y));
+      const V x = polys.xy[2 * v], y = polys.xy[2 * v + 1];
+      box = Box4<V>{min_of(box.x, x), min_of(box.y, y), max_of(box.z, x), max_of(box.w, y)};
     }
   }
   for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    box.x = fminf(box.x, __shfl_xor_sync(kFullMask, box.x, offset));
-    box.y = fminf(box.y, __shfl_xor_sync(kFullMask, box.y, offset));
-    box.z = fmaxf(box.z, __shfl_xor_sync(kFullMask, box.z, offset));
-    box.w = fmaxf(box.w, __shfl_xor_sync(kFullMask, box.w, offset));
+    box.x = min_of(box.x, __shfl_xor_sync(kFullMask, box.x, offset));
+    box.y = min_of(box.y, __shfl_xor_sync(kFullMask, box.y, offset));
+    box.z = max_of(box.z, __shfl_xor_sync(kFullMask, box.z, offset));
+    box.w = max_of(box.w, __shfl_xor_sync(kFullMask, box.w, offset));
   }
   if (lane == 0) boxes[p] = box;
 }
 
 // Root pairs of polygons [first, last) whose box meets the tree's, but for
 // those of at most thread_max_edges edges (the thread path's).
-__global__ void root_pairs(const QuadNode* nodes, PolygonsView polys, int32_t first, int32_t last,
-                           int64_t thread_max_edges, Pair* pairs, unsigned long long* count) {
+template <class P, class V>
+__global__ void root_pairs(const QuadNode<P>* nodes, PolygonsView<V> polys, int32_t first,
+                           int32_t last, int64_t thread_max_edges, Pair* pairs,
+                           unsigned long long* count) {
   const int64_t p = first + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (p >= last || polygon_edges(polys, p) <= thread_max_edges) return;
   if (boxes_meet(nodes[0].box, polys.boxes[p]))
@@ -286,25 +291,26 @@ void require_polygon_count(int64_t n_polygons) {
 }
 
 // The polygons of one call on the device, with their boxes.
+template <class V>
 class DevicePolygons {
  public:
-  DevicePolygons(const PolygonSet& set, cudaStream_t stream)
+  DevicePolygons(const PolygonSet<V>& set, cudaStream_t stream)
       : xy_(static_cast<size_t>(2 * set.n_vertices)),
         ring_offsets_(static_cast<size_t>(set.n_rings + 1)),
         polygon_offsets_(static_cast<size_t>(set.n_polygons + 1)),
         boxes_(static_cast<size_t>(set.n_polygons)) {
-    copy(xy_.get(), set.xy, xy_.size() * sizeof(float), stream);
+    copy(xy_.get(), set.xy, xy_.size() * sizeof(V), stream);
     copy(ring_offsets_.get(), set.ring_offsets, ring_offsets_.size() * sizeof(int64_t), stream);
     copy(polygon_offsets_.get(), set.polygon_offsets, polygon_offsets_.size() * sizeof(int64_t),
          stream);
-    const PolygonsView v = view();
+    const PolygonsView<V> v = view();
     if (set.n_polygons > 0) {
       polygon_boxes<<<grid_for(set.n_polygons, kWarpsPerBlock), kBlock, 0, stream>>>(
           v, set.n_polygons, boxes_.get());
       check_launch("point in polygon: polygon_boxes");
     }
   }
-  PolygonsView view() const {
+  PolygonsView<V> view() const {
     return {xy_.get(), ring_offsets_.get(), polygon_offsets_.get(), boxes_.get()};
   }
 
@@ -314,15 +320,16 @@ class DevicePolygons {
       check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream),
             "point in polygon: copying the polygons to the device");
   }
-  DeviceBuffer<float> xy_;
+  DeviceBuffer<V> xy_;
   DeviceBuffer<int64_t> ring_offsets_;
   DeviceBuffer<int64_t> polygon_offsets_;
-  DeviceBuffer<float4> boxes_;
+  DeviceBuffer<Box4<V>> boxes_;
 };
 
 // The thread path's edge limit for one call (quadtree_thread_walk.cuh); 0
 // sends every polygon down the warp path.
-int64_t thread_path_max_edges(const PolygonSet& set) {
+template <class V>
+int64_t thread_path_max_edges(const PolygonSet<V>& set) {
   int64_t small = 0;
   for (int64_t p = 0; p < set.n_polygons; ++p)
     if (set.ring_offsets[set.polygon_offsets[p + 1]] - set.ring_offsets[set.polygon_offsets[p]] <=
@@ -334,10 +341,11 @@ int64_t thread_path_max_edges(const PolygonSet& set) {
 // Visits one chunk of polygons: those of at most thread_max_edges edges a
 // thread each (walk_small_polygons, with `Tally`), the others as (polygon,
 // node) pairs slice by slice, depth first (visit_pairs, with `Sink`).
-template <class Sink, class Tally>
+template <class P, class V, class Sink, class Tally>
 class PolygonWalk {
  public:
-  PolygonWalk(QuadtreeView tree, PolygonsView polys, int64_t thread_max_edges, cudaStream_t stream)
+  PolygonWalk(QuadtreeView<P> tree, PolygonsView<V> polys, int64_t thread_max_edges,
+              cudaStream_t stream)
       : tree_(tree),
         polys_(polys),
         thread_max_edges_(thread_max_edges),
@@ -383,8 +391,8 @@ class PolygonWalk {
     }
   }
 
-  QuadtreeView tree_;
-  PolygonsView polys_;
+  QuadtreeView<P> tree_;
+  PolygonsView<V> polys_;
   int64_t thread_max_edges_;
   cudaStream_t stream_;
   DeviceBuffer<unsigned long long> counters_;  // pairs found per depth
@@ -393,19 +401,22 @@ class PolygonWalk {
 
 }  // namespace
 
-void CudaQuadtree::count(const PolygonSet& polygons, int64_t* counts, const QuadtreeParams&) const {
+template <class P>
+template <class V>
+void CudaQuadtree<P>::count_polygons(const PolygonSet<V>& polygons, int64_t* counts,
+                                     const QuadtreeParams&) const {
   if (polygons.n_polygons == 0) return;
   require_polygon_count(polygons.n_polygons);
   DeviceScope scope(device_);
   Stream stream;
   const cudaStream_t s = stream.get();
-  const DevicePolygons polys(polygons, s);
+  const DevicePolygons<V> polys(polygons, s);
   DeviceBuffer<unsigned long long> sums(static_cast<size_t>(polygons.n_polygons));
   check(cudaMemsetAsync(sums.get(), 0, sums.size() * sizeof(unsigned long long), s),
         "point in polygon: cudaMemsetAsync");
   if (n_ > 0) {
-    PolygonWalk<CountSink, ThreadCount> walk(view(), polys.view(), thread_path_max_edges(polygons),
-                                             s);
+    PolygonWalk<P, V, CountSink, ThreadCount> walk(view(), polys.view(),
+                                                   thread_path_max_edges(polygons), s);
     for (int64_t first = 0; first < polygons.n_polygons; first += kSlicePairs) {
       const int64_t last = std::min(first + kSlicePairs, polygons.n_polygons);
       walk.run(static_cast<int32_t>(first), static_cast<int32_t>(last), CountSink{sums.get()},
@@ -418,15 +429,17 @@ void CudaQuadtree::count(const PolygonSet& polygons, int64_t* counts, const Quad
   stream.synchronize();
 }
 
-void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
-                        int64_t* point_indices, const QuadtreeParams& call) const {
+template <class P>
+template <class V>
+void CudaQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t* out_offsets,
+                                    int64_t* point_indices, const QuadtreeParams& call) const {
   const int64_t n_polygons = polygons.n_polygons;
   if (n_polygons == 0 || out_offsets[n_polygons] == out_offsets[0]) return;
   require_polygon_count(n_polygons);
   DeviceScope scope(device_);
   Stream stream;
   const cudaStream_t s = stream.get();
-  const DevicePolygons polys(polygons, s);
+  const DevicePolygons<V> polys(polygons, s);
   DeviceBuffer<int64_t> offsets(static_cast<size_t>(n_polygons + 1));
   check(cudaMemcpyAsync(offsets.get(), out_offsets, offsets.size() * sizeof(int64_t),
                         cudaMemcpyDefault, s),
@@ -448,7 +461,8 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
   CubScratch scratch(s);
   DeviceBuffer<DeferredRange> deferred;
   DeviceBuffer<unsigned long long> deferred_count(1);
-  PolygonWalk<FillSink, ThreadFill> walk(view(), polys.view(), thread_path_max_edges(polygons), s);
+  PolygonWalk<P, V, FillSink, ThreadFill> walk(view(), polys.view(),
+                                               thread_path_max_edges(polygons), s);
   for (int64_t first = 0; first < n_polygons;) {
     int64_t last = first + 1;
     while (last < n_polygons && last - first < kSlicePairs &&
@@ -527,6 +541,33 @@ void CudaQuadtree::fill(const PolygonSet& polygons, const int64_t* out_offsets,
     first = last;
   }
 }
+
+template <class P>
+void CudaQuadtree<P>::count(const PolygonSet<float>& polygons, int64_t* counts,
+                            const QuadtreeParams& call) const {
+  count_polygons(polygons, counts, call);
+}
+
+template <class P>
+void CudaQuadtree<P>::count(const PolygonSet<double>& polygons, int64_t* counts,
+                            const QuadtreeParams& call) const {
+  count_polygons(polygons, counts, call);
+}
+
+template <class P>
+void CudaQuadtree<P>::fill(const PolygonSet<float>& polygons, const int64_t* out_offsets,
+                           int64_t* point_indices, const QuadtreeParams& call) const {
+  fill_polygons(polygons, out_offsets, point_indices, call);
+}
+
+template <class P>
+void CudaQuadtree<P>::fill(const PolygonSet<double>& polygons, const int64_t* out_offsets,
+                           int64_t* point_indices, const QuadtreeParams& call) const {
+  fill_polygons(polygons, out_offsets, point_indices, call);
+}
+
+template class CudaQuadtree<float>;
+template class CudaQuadtree<double>;
 
 }  // namespace cuda
 }  // namespace knn

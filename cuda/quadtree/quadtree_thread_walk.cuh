@@ -127,26 +127,26 @@ struct ThreadFill {
 };
 
 // Polygons [first, last) with at most max_edges edges, a thread each.
-template <class Tally>
-__global__ void walk_small_polygons(QuadtreeView tree, PolygonsView polys, int32_t first,
+template <class P, class V, class Tally>
+__global__ void walk_small_polygons(QuadtreeView<P> tree, PolygonsView<V> polys, int32_t first,
                                     int32_t last, int64_t max_edges, Tally tally) {
   const int64_t p = first + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (p >= last || polygon_edges(polys, p) > max_edges) return;
   const int32_t polygon = static_cast<int32_t>(p);
-  const ThreadEdges edges{polys, polys.polygon_offsets[p], polys.polygon_offsets[p + 1]};
-  const float4 polygon_box = polys.boxes[p];
+  const ThreadEdges<V> edges{polys, polys.polygon_offsets[p], polys.polygon_offsets[p + 1]};
+  const Box4<V> polygon_box = polys.boxes[p];
   int32_t stack[kThreadStack];
   int top = 0;
   if (boxes_meet(tree.nodes[0].box, polygon_box)) stack[top++] = 0;
   tally.start(polygon);
   while (top > 0) {
-    const QuadNode node = tree.nodes[stack[--top]];
+    const QuadNode<P> node = tree.nodes[stack[--top]];
     switch (classify_node(edges, tree, node)) {
       case NodeClass::kOutside: break;
       case NodeClass::kInside: tally.whole_range(node.begin, node.end, tree.ids); break;
       case NodeClass::kLeaf:
         for (int64_t j = node.begin; j < node.end; ++j) {
-          const float2 q = tree.xy[j];
+          const Coord2<P> q = tree.xy[j];
           if (edges.inside(q.x, q.y)) tally.point(j, tree.ids);
         }
         break;
