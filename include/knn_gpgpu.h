@@ -418,8 +418,8 @@ enum knn_structure {
  * and the OpenMP runtime ends the process when it cannot start a team.
  * Several devices. A CUDA index answers knn_index_query, knn_index_query_self,
  * knn_index_radius, knn_index_radius_count and the counting pass of
- * knn_index_radius_fill (its rows are filled on the index's own device) on
- * several devices at once: the index is copied to each chosen device (on
+ * knn_index_radius_fill (its rows are filled on the index's own device), and
+ * their _f64 twins, on several devices at once: the index is copied to each chosen device (on
  * the first call that uses it; the copies live until knn_index_free), the
  * queries are cut into contiguous shares, one per listed device, and every
  * query is answered whole on one device, so the results are bit-identical
@@ -608,9 +608,9 @@ KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, in
  * Each _f64 call is its float twin with double coordinates, radii and
  * squared distances (indices, counts and offsets stay int32 / int64): the
  * same arguments, checks, errors and messages, backends and structures,
- * host or device arrays (a device array holds doubles), output rules on
- * failure, progress, cancellation and thread safety. Read the twin's
- * documentation above for each.
+ * several devices, host or device arrays (a device array holds doubles),
+ * output rules on failure, progress, cancellation and thread safety. Read
+ * the twin's documentation above for each.
  *
  * Exactness, as in float32: the squared distance is the double value
  * ((d0*d0 + d1*d1) + d2*d2) + ... with d_i = q_i - p_i and every operation

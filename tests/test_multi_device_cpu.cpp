@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "../common/error.h"
@@ -259,40 +260,61 @@ knn::CallParams one_thread() {
   return call;
 }
 
-struct Structure {
+// The OpenMP builds of one structure, in the precision of the test.
+template <typename Scalar>
+using EngineOf = std::unique_ptr<knn::BasicIndexEngine<Scalar>>;
+
+template <typename Scalar>
+struct BasicStructure {
   const char* name;
-  std::unique_ptr<knn::IndexEngine> (*build)(const float*, int64_t, int, const knn::IndexParams&);
+  EngineOf<Scalar> (*build)(const Scalar*, int64_t, int, const knn::IndexParams&);
   int dim;
 };
 
-std::unique_ptr<knn::IndexEngine> build_grid(const float* p, int64_t n, int,
-                                             const knn::IndexParams& params) {
+template <typename Scalar>
+EngineOf<Scalar> build_grid(const Scalar* p, int64_t n, int, const knn::IndexParams& params) {
   return knn::omp::build_grid_index(p, n, params);
 }
-std::unique_ptr<knn::IndexEngine> build_kdtree(const float* p, int64_t n, int dim,
-                                               const knn::IndexParams& params) {
+template <typename Scalar>
+EngineOf<Scalar> build_kdtree(const Scalar* p, int64_t n, int dim, const knn::IndexParams& params) {
   return knn::omp::build_kdtree_index(p, n, dim, params);
 }
-std::unique_ptr<knn::IndexEngine> build_brute(const float* p, int64_t n, int dim,
-                                              const knn::IndexParams& params) {
+template <typename Scalar>
+EngineOf<Scalar> build_brute(const Scalar* p, int64_t n, int dim, const knn::IndexParams& params) {
   return knn::omp::build_brute_force_index(p, n, dim, params);
 }
 
-const Structure kStructures[] = {{"kdtree", build_kdtree, 3},
-                                 {"kdtree5", build_kdtree, 5},
-                                 {"brute", build_brute, 2},
-                                 {"grid", build_grid, 3}};
+template <typename Scalar>
+const BasicStructure<Scalar> kStructures[] = {{"kdtree", build_kdtree<Scalar>, 3},
+                                              {"kdtree5", build_kdtree<Scalar>, 5},
+                                              {"brute", build_brute<Scalar>, 2},
+                                              {"grid", build_grid<Scalar>, 3}};
+
+// Rows of the test's precision from the float generators; the float64 rows
+// are scaled by 1 + 2^-40, so that they need a double's mantissa (while
+// duplicates stay duplicates).
+template <typename Scalar>
+std::vector<Scalar> in_precision(const std::vector<float>& rows) {
+  if constexpr (std::is_same_v<Scalar, float>) {
+    return rows;
+  } else {
+    std::vector<double> wide(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) wide[i] = rows[i] * (1.0 + 0x1p-40);
+    return wide;
+  }
+}
 
 // One data set and the split calls on it against the whole calls on the home engine.
+template <typename Scalar>
 struct SplitCase {
-  const Structure& structure;
-  std::vector<float> points;
+  const BasicStructure<Scalar>& structure;
+  std::vector<Scalar> points;
   int64_t n;
-  std::unique_ptr<knn::IndexEngine> home;
-  knn::DeviceReplicas replicas{fake_ops()};
+  EngineOf<Scalar> home;
+  knn::BasicDeviceReplicas<Scalar> replicas{fake_ops()};
   std::map<int, int> builds_on;  // stand-in device -> copies built there
 
-  SplitCase(const Structure& s, std::vector<float> rows)
+  SplitCase(const BasicStructure<Scalar>& s, std::vector<Scalar> rows)
       : structure(s), points(std::move(rows)), n(static_cast<int64_t>(points.size()) / s.dim) {
     home = s.build(points.data(), n, s.dim, knn::IndexParams{});
     if (!home) home = build_kdtree(points.data(), n, s.dim, knn::IndexParams{});  // grid declined
@@ -300,29 +322,32 @@ struct SplitCase {
 
   std::vector<int> prepare(const std::vector<int>& devices) {
     std::mutex mutex;
-    return replicas.prepare(devices, true, *home, 0, [&](const float* host_points) {
+    return replicas.prepare(devices, true, *home, 0, [&](const Scalar* host_points) {
       std::lock_guard<std::mutex> lock(mutex);
       ++builds_on[fake_current];
-      EXPECT_EQ(std::vector<float>(host_points, host_points + points.size()), points);
-      std::unique_ptr<knn::IndexEngine> copy =
-          structure.build(host_points, n, structure.dim, knn::IndexParams{});
+      EXPECT_EQ(std::vector<Scalar>(host_points, host_points + points.size()), points);
+      EngineOf<Scalar> copy = structure.build(host_points, n, structure.dim, knn::IndexParams{});
       return copy ? std::move(copy)
                   : build_kdtree(host_points, n, structure.dim, knn::IndexParams{});
     });
   }
 
-  void split(const std::vector<int>& devices, knn::SplitCall call, const knn::ShareWork& work) {
+  void split(const std::vector<int>& devices, knn::BasicSplitCall<Scalar> call,
+             const knn::BasicShareWork<Scalar>& work) {
     knn::split_over_devices(devices, replicas, *home, 0, call, work);
   }
 };
 
-const knn::ShareWork kKnn = [](const knn::IndexEngine& e, const float* q, int64_t count, int width,
-                               int32_t* i, float* d, int32_t*,
-                               const knn::CallParams& call) { e.knn(q, count, width, i, d, call); };
+template <typename Scalar>
+const knn::BasicShareWork<Scalar> kKnn =
+    [](const knn::BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width,
+       int32_t* i, Scalar* d, int32_t*,
+       const knn::CallParams& call) { e.knn(q, count, width, i, d, call); };
 
 // The listed devices as a call of m queries (and an all-kNN of n rows) uses them.
-void expect_split_equals_whole(SplitCase& c, const std::vector<int>& listed,
-                               const std::vector<float>& queries, int k) {
+template <typename Scalar>
+void expect_split_equals_whole(SplitCase<Scalar>& c, const std::vector<int>& listed,
+                               const std::vector<Scalar>& queries, int k) {
   const int dim = c.structure.dim;
   const int64_t m = static_cast<int64_t>(queries.size()) / dim;
   const size_t slots = static_cast<size_t>(m) * k;
@@ -330,18 +355,18 @@ void expect_split_equals_whole(SplitCase& c, const std::vector<int>& listed,
   const std::vector<int> self_devices = knn::devices_for(DeviceChoice{listed, true}, c.n);
   ASSERT_EQ(c.prepare(devices), devices);
   ASSERT_EQ(c.prepare(self_devices), self_devices);
-  SCOPED_TRACE(std::string(c.structure.name) + " n=" + std::to_string(c.n) +
-               " m=" + std::to_string(m) + " k=" + std::to_string(k) +
+  SCOPED_TRACE(std::string(c.structure.name) + (sizeof(Scalar) == 8 ? " float64" : " float32") +
+               " n=" + std::to_string(c.n) + " m=" + std::to_string(m) + " k=" + std::to_string(k) +
                " shares=" + std::to_string(devices.size()));
   // kNN of queries.
   std::vector<int32_t> want_i(slots), got_i(slots, -7);
-  std::vector<float> want_d(slots), got_d(slots, -7.0f);
+  std::vector<Scalar> want_d(slots), got_d(slots, Scalar{-7});
   c.home->knn(queries.data(), m, k, want_i.data(), want_d.data(), one_thread());
-  knn::SplitCall call;
+  knn::BasicSplitCall<Scalar> call;
   call.queries = queries.data(), call.m = m, call.dim = dim, call.row_width = k;
   call.indices = got_i.data(), call.sq_distances = got_d.data();
   call.call = one_thread();
-  c.split(devices, call, kKnn);
+  c.split(devices, call, kKnn<Scalar>);
   EXPECT_TRUE(knn_test::same_rows(want_i, got_i, m, k));
   EXPECT_TRUE(knn_test::same_bits(want_d, got_d));
 
@@ -349,35 +374,36 @@ void expect_split_equals_whole(SplitCase& c, const std::vector<int>& listed,
   for (bool exclude : {false, true}) {
     const size_t self_slots = static_cast<size_t>(c.n) * k;
     std::vector<int32_t> self_i(self_slots), split_i(self_slots, -7);
-    std::vector<float> self_d(self_slots), split_d(self_slots, -7.0f);
+    std::vector<Scalar> self_d(self_slots), split_d(self_slots, Scalar{-7});
     c.home->knn_self(k, exclude, self_i.data(), self_d.data(), one_thread());
-    knn::SplitCall all;
+    knn::BasicSplitCall<Scalar> all;
     all.queries = c.replicas.host_points(*c.home), all.m = c.n, all.dim = dim;
     all.row_width = k, all.exclude_self = exclude;
     all.indices = split_i.data(), all.sq_distances = split_d.data();
     all.call = one_thread();
-    c.split(self_devices, all, kKnn);
+    c.split(self_devices, all, kKnn<Scalar>);
     EXPECT_TRUE(knn_test::same_rows(self_i, split_i, c.n, k)) << "exclude " << exclude;
     EXPECT_TRUE(knn_test::same_bits(self_d, split_d)) << "exclude " << exclude;
     std::vector<int32_t> only_i(self_slots, -7);
     all.sq_distances = nullptr, all.indices = only_i.data();
-    c.split(self_devices, all, kKnn);
+    c.split(self_devices, all, kKnn<Scalar>);
     EXPECT_TRUE(knn_test::same_rows(self_i, only_i, c.n, k)) << "exclude " << exclude;
   }
 
   // Radius rows and counts, and counting alone.
-  const float radius = 0.3f;
+  const Scalar radius = Scalar{3} / 10;
   const int width = std::max(1, k / 2);
   std::vector<int32_t> ri(static_cast<size_t>(m) * width), rc(static_cast<size_t>(m));
-  std::vector<float> rd(ri.size());
+  std::vector<Scalar> rd(ri.size());
   c.home->radius(queries.data(), m, radius, width, ri.data(), rd.data(), rc.data(), one_thread());
   std::vector<int32_t> si(ri.size(), -7), sc(rc.size(), -7), counted(rc.size(), -7);
-  std::vector<float> sd(rd.size(), -7.0f);
-  const knn::ShareWork rows = [&](const knn::IndexEngine& e, const float* q, int64_t count, int w,
-                                  int32_t* i, float* d, int32_t* n, const knn::CallParams& p) {
+  std::vector<Scalar> sd(rd.size(), Scalar{-7});
+  const knn::BasicShareWork<Scalar> rows = [&](const knn::BasicIndexEngine<Scalar>& e,
+                                               const Scalar* q, int64_t count, int w, int32_t* i,
+                                               Scalar* d, int32_t* n, const knn::CallParams& p) {
     e.radius(q, count, radius, w, i, d, n, p);
   };
-  knn::SplitCall r;
+  knn::BasicSplitCall<Scalar> r;
   r.queries = queries.data(), r.m = m, r.dim = dim, r.row_width = width;
   r.indices = si.data(), r.sq_distances = sd.data(), r.counts = sc.data();
   r.call = one_thread();
@@ -390,15 +416,17 @@ void expect_split_equals_whole(SplitCase& c, const std::vector<int>& listed,
   EXPECT_EQ(counted, rc);
 }
 
-TEST(SplitOverDevices, BitIdenticalToTheWholeCallOnAwkwardData) {
+template <typename Scalar>
+void expect_splits_equal_whole_calls() {
   const std::vector<std::vector<int>> device_lists{{0, 0}, {1, 0, 2}, {0, 1, 1, 2, 0}};
-  for (const Structure& s : kStructures) {
+  for (const BasicStructure<Scalar>& s : kStructures<Scalar>) {
     for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{301}}) {
       for (knn_test::Dist dist : {knn_test::Dist::Uniform, knn_test::Dist::Duplicates}) {
-        SplitCase c(s, knn_test::make_rows(dist, n, s.dim, 11 + n));
+        SplitCase<Scalar> c(s, in_precision<Scalar>(knn_test::make_rows(dist, n, s.dim, 11 + n)));
         for (const std::vector<int>& listed : device_lists) {
           for (int64_t m : {int64_t{1}, int64_t{257}}) {
-            const std::vector<float> queries = knn_test::make_query_rows(dist, m, s.dim, 5 + m);
+            const std::vector<Scalar> queries =
+                in_precision<Scalar>(knn_test::make_query_rows(dist, m, s.dim, 5 + m));
             for (int k : {1, static_cast<int>(n) + 3})
               expect_split_equals_whole(c, listed, queries, k);
           }
@@ -414,8 +442,19 @@ TEST(SplitOverDevices, BitIdenticalToTheWholeCallOnAwkwardData) {
   }
 }
 
+TEST(SplitOverDevices, BitIdenticalToTheWholeCallOnAwkwardData) {
+  expect_splits_equal_whole_calls<float>();
+}
+
+// The _f64 calls take the same split (one template): the float64 engines'
+// rows, bit for bit, on data that needs a double's mantissa.
+TEST(SplitOverDevices, Float64BitIdenticalToTheWholeCallOnAwkwardData) {
+  expect_splits_equal_whole_calls<double>();
+}
+
 TEST(SplitOverDevices, ACopyThatDoesNotFitDropsItsDeviceUnlessTheListWasForced) {
-  SplitCase c(kStructures[0], knn_test::make_rows(knn_test::Dist::Uniform, 100, 3, 3));
+  SplitCase<float> c(kStructures<float>[0],
+                     knn_test::make_rows(knn_test::Dist::Uniform, 100, 3, 3));
   auto build = [&](const float* p) -> std::unique_ptr<knn::IndexEngine> {
     if (fake_current == 2) knn::fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "device 2 is full");
     return build_kdtree(p, c.n, 3, knn::IndexParams{});
@@ -449,7 +488,8 @@ TEST(SplitOverDevices, ACopyThatDoesNotFitDropsItsDeviceUnlessTheListWasForced) 
 }
 
 TEST(SplitOverDevices, AShareThatFailsFailsTheCallAfterTheOthersFinish) {
-  SplitCase c(kStructures[0], knn_test::make_rows(knn_test::Dist::Uniform, 100, 3, 3));
+  SplitCase<float> c(kStructures<float>[0],
+                     knn_test::make_rows(knn_test::Dist::Uniform, 100, 3, 3));
   ASSERT_EQ(c.prepare({0, 1}), (std::vector<int>{0, 1}));
   const std::vector<float> queries = knn_test::make_query_rows(knn_test::Dist::Uniform, 50, 3, 9);
   std::vector<int32_t> idx(50 * 4, -7);
@@ -462,7 +502,7 @@ TEST(SplitOverDevices, AShareThatFailsFailsTheCallAfterTheOthersFinish) {
                                      const knn::CallParams& p) {
     ++ran;
     if (fake_current == 1) knn::fail(KNN_ERR_DEVICE, "the second device failed");
-    kKnn(e, q, count, width, i, d, n, p);
+    kKnn<float>(e, q, count, width, i, d, n, p);
   };
   EXPECT_TRUE(refused(error_of([&] {
                         c.split({0, 1}, call, failing);

@@ -2,7 +2,8 @@
 // devices"): every split answers bit for bit like one device and like the
 // CPU engine. On one GPU a two-way split is forced onto it (devices {0, 0},
 // KNN_DEVICES=0,0); the tests named TwoDevices* use devices 0 and 1 and skip
-// where there is only one. Everything skips without a device.
+// where there is only one. The float64 (_f64) calls take the same split and
+// are checked the same way. Everything skips without a device.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -344,6 +345,212 @@ TEST(MultiGpu, TwoDevicesClassicQueryAllByDefaultAndByList) {
     EXPECT_EQ(cuGetDevice(), 0);
   }
 }
+
+// ---- float64: the _f64 calls split exactly like the float calls -------------------
+
+// Float rows moved to a UTM-like offset (4.5*10^6 m), where only a double
+// tells the points apart: the float64 index is the one answering.
+std::vector<double> utm_rows(const std::vector<float>& rows) {
+  std::vector<double> wide(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) wide[i] = 4.5e6 + rows[i];
+  return wide;
+}
+
+IndexHandle build_index64(const std::vector<double>& points, int dim, const knn_options& o) {
+  knn_index* index = nullptr;
+  const int status = knn_index_build_f64(points.data(), static_cast<int64_t>(points.size()) / dim,
+                                         dim, &o, &index);
+  EXPECT_EQ(status, KNN_OK) << knn_last_error();
+  return IndexHandle(status == KNN_OK ? index : nullptr);
+}
+
+// One call's outputs: rows of indices and squared distances, counts.
+struct Rows64 {
+  std::vector<int32_t> idx;
+  std::vector<double> dist;
+  std::vector<int64_t> counts;
+};
+
+::testing::AssertionResult same_rows64(const Rows64& want, const Rows64& got) {
+  if (want.idx != got.idx) return ::testing::AssertionFailure() << "indices differ";
+  if (want.counts != got.counts) return ::testing::AssertionFailure() << "counts differ";
+  return knn_test::same_bits(want.dist, got.dist);
+}
+
+Rows64 query64(const knn_index* ix, const std::vector<double>& queries, int dim, int k) {
+  const int64_t m = static_cast<int64_t>(queries.size()) / dim;
+  Rows64 r{std::vector<int32_t>(static_cast<size_t>(m) * k, -7),
+           std::vector<double>(static_cast<size_t>(m) * k, -7.0),
+           {}};
+  EXPECT_EQ(knn_index_query_f64(ix, queries.data(), m, k, r.idx.data(), r.dist.data(), nullptr),
+            KNN_OK)
+      << knn_last_error();
+  return r;
+}
+
+Rows64 query_self64(const knn_index* ix, int64_t n, int k, bool exclude) {
+  Rows64 r{std::vector<int32_t>(static_cast<size_t>(n) * k, -7),
+           std::vector<double>(static_cast<size_t>(n) * k, -7.0),
+           {}};
+  EXPECT_EQ(knn_index_query_self_f64(ix, k, exclude, r.idx.data(), r.dist.data()), KNN_OK)
+      << knn_last_error();
+  return r;
+}
+
+// Fixed rows of `width` (0: counting alone), then the counts of
+// radius_count_f64 and the CSR rows of radius_fill_f64 (whose counting pass
+// splits too).
+std::vector<Rows64> radius64(const knn_index* ix, const std::vector<double>& queries, int dim,
+                             double radius, int width) {
+  const int64_t m = static_cast<int64_t>(queries.size()) / dim;
+  std::vector<Rows64> r(3);
+  r[0].idx.assign(static_cast<size_t>(m) * width, -7);
+  r[0].dist.assign(r[0].idx.size(), -7.0);
+  std::vector<int32_t> counts(static_cast<size_t>(m), -7);
+  EXPECT_EQ(
+      knn_index_radius_f64(ix, queries.data(), m, radius, width, width ? r[0].idx.data() : nullptr,
+                           width ? r[0].dist.data() : nullptr, counts.data(), nullptr),
+      KNN_OK)
+      << knn_last_error();
+  r[0].counts.assign(counts.begin(), counts.end());
+  r[1].counts.assign(static_cast<size_t>(m), -7);
+  EXPECT_EQ(knn_index_radius_count_f64(ix, queries.data(), m, radius, r[1].counts.data(), nullptr),
+            KNN_OK)
+      << knn_last_error();
+  std::vector<int64_t> offsets(static_cast<size_t>(m) + 1);
+  EXPECT_EQ(knn_offsets_from_counts(r[1].counts.data(), m, offsets.data()), KNN_OK);
+  r[2].idx.assign(static_cast<size_t>(offsets.back()), -7);
+  r[2].dist.assign(r[2].idx.size(), -7.0);
+  EXPECT_EQ(knn_index_radius_fill_f64(ix, queries.data(), m, radius, offsets.data(),
+                                      r[2].idx.data(), r[2].dist.data(), nullptr),
+            KNN_OK)
+      << knn_last_error();
+  return r;
+}
+
+// Every _f64 call on the CUDA index split over `devices` (and, with a call's
+// own list, on the one-device index) against the CPU engine, bit for bit.
+void expect_f64_calls_agree(const std::vector<double>& points, const std::vector<double>& queries,
+                            int dim, int structure, std::initializer_list<int> devices, int k) {
+  const int64_t n = static_cast<int64_t>(points.size()) / dim;
+  IndexHandle one = build_index64(points, dim, options(KNN_BACKEND_CUDA, structure, {0}));
+  IndexHandle split = build_index64(points, dim, options(KNN_BACKEND_CUDA, structure, devices));
+  IndexHandle cpu = build_index64(points, dim, options(KNN_BACKEND_OPENMP, structure));
+  ASSERT_TRUE(one && split && cpu);
+  const Rows64 want = query64(cpu.get(), queries, dim, k);
+  EXPECT_TRUE(same_rows64(want, query64(one.get(), queries, dim, k)));
+  EXPECT_TRUE(same_rows64(want, query64(split.get(), queries, dim, k)));
+  const knn_options three = options(KNN_BACKEND_AUTO, KNN_STRUCTURE_AUTO, {0, 0, 0});
+  const int64_t m = static_cast<int64_t>(queries.size()) / dim;
+  Rows64 listed{std::vector<int32_t>(static_cast<size_t>(m) * k, -7),
+                std::vector<double>(static_cast<size_t>(m) * k, -7.0),
+                {}};
+  EXPECT_EQ(knn_index_query_f64(one.get(), queries.data(), m, k, listed.idx.data(),
+                                listed.dist.data(), &three),
+            KNN_OK)
+      << knn_last_error();
+  EXPECT_TRUE(same_rows64(want, listed));
+  for (bool exclude : {false, true})
+    EXPECT_TRUE(same_rows64(query_self64(cpu.get(), n, k, exclude),
+                            query_self64(split.get(), n, k, exclude)))
+        << "exclude " << exclude;
+  for (int width : {0, k}) {
+    const std::vector<Rows64> r = radius64(cpu.get(), queries, dim, 0.25, width);
+    const std::vector<Rows64> got = radius64(split.get(), queries, dim, 0.25, width);
+    for (size_t call = 0; call < r.size(); ++call)
+      EXPECT_TRUE(same_rows64(r[call], got[call])) << "width " << width << " call " << call;
+  }
+}
+
+TEST(MultiGpu, Float64ForcedTwoWaySplitOnOneDeviceIsBitIdentical) {
+  SKIP_WITHOUT_DEVICE();
+  for (int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
+    const int dim = structure == KNN_STRUCTURE_BRUTE_FORCE ? 5 : 3;
+    for (int64_t n : {int64_t{7}, int64_t{20011}}) {
+      for (Dist dist : {Dist::Uniform, Dist::Duplicates}) {
+        const std::vector<double> points = utm_rows(knn_test::make_rows(dist, n, dim, 200 + n));
+        for (int64_t m : {int64_t{3}, int64_t{5003}}) {
+          const std::vector<double> queries =
+              utm_rows(knn_test::make_query_rows(dist, m, dim, 9 + m));
+          for (int k : {1, n < 30 ? static_cast<int>(n) + 3 : 33}) {
+            SCOPED_TRACE(knn_test::describe(dist, n, m, k, 0, knn_test::structure_name(structure)) +
+                         " float64");
+            expect_f64_calls_agree(points, queries, dim, structure, {0, 0}, k);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MultiGpu, TwoDevicesFloat64EveryStructureAgrees) {
+  SKIP_WITHOUT_TWO_DEVICES();
+  const std::vector<double> points = utm_rows(knn_test::make_rows(Dist::Duplicates, 30011, 3, 8));
+  const std::vector<double> queries =
+      utm_rows(knn_test::make_query_rows(Dist::Duplicates, 7001, 3, 9));
+  for (int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE})
+    for (std::initializer_list<int> devices :
+         {std::initializer_list<int>{0, 1}, {1, 0}, {1, 1, 0, 0}})
+      expect_f64_calls_agree(points, queries, 3, structure, devices, 12);
+}
+
+#if defined(KNN_TEST_WITH_CUDA)
+// Device arrays of doubles in and out, on the index's device or (two
+// devices) the other one, whose shares then move by peer copies of 8-byte
+// distances and queries.
+void expect_f64_device_arrays_agree(std::initializer_list<int> devices, int array_device) {
+  const int64_t n = 20011, m = 4099;
+  const int k = 9;
+  const std::vector<double> points = utm_rows(knn_test::make_rows(Dist::Uniform, n, 3, 15));
+  const std::vector<double> queries = utm_rows(knn_test::make_query_rows(Dist::Uniform, m, 3, 16));
+  IndexHandle split =
+      build_index64(points, 3, options(KNN_BACKEND_CUDA, KNN_STRUCTURE_KDTREE, devices));
+  IndexHandle cpu = build_index64(points, 3, options(KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE));
+  ASSERT_TRUE(split && cpu);
+  const Rows64 want = query64(cpu.get(), queries, 3, k);
+  const Rows64 want_self = query_self64(cpu.get(), n, k, true);
+  int previous = -1;
+  ASSERT_EQ(cudaGetDevice(&previous), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(array_device), cudaSuccess);
+  {
+    knn_test::DeviceArray<double> q(queries);
+    knn_test::DeviceArray<int32_t> idx(static_cast<size_t>(m) * k);
+    knn_test::DeviceArray<double> dist(static_cast<size_t>(m) * k);
+    knn_test::DeviceArray<int32_t> self_idx(static_cast<size_t>(n) * k);
+    knn_test::DeviceArray<double> self_dist(static_cast<size_t>(n) * k);
+    ASSERT_EQ(cudaSetDevice(previous), cudaSuccess);
+    ASSERT_EQ(knn_index_query_f64(split.get(), q.get(), m, k, idx.get(), dist.get(), nullptr),
+              KNN_OK)
+        << knn_last_error();
+    EXPECT_TRUE(same_rows64(want, Rows64{idx.to_host(static_cast<size_t>(m) * k),
+                                         dist.to_host(static_cast<size_t>(m) * k),
+                                         {}}));
+    ASSERT_EQ(knn_index_query_self_f64(split.get(), k, 1, self_idx.get(), self_dist.get()), KNN_OK)
+        << knn_last_error();
+    EXPECT_TRUE(same_rows64(want_self, Rows64{self_idx.to_host(static_cast<size_t>(n) * k),
+                                              self_dist.to_host(static_cast<size_t>(n) * k),
+                                              {}}));
+    int after = -1;
+    ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+    EXPECT_EQ(after, previous) << "the caller's current device changed";
+  }
+  cudaSetDevice(previous);
+}
+
+TEST(MultiGpu, Float64DeviceArraysOnAForcedSplit) {
+  SKIP_WITHOUT_DEVICE();
+  expect_f64_device_arrays_agree({0, 0}, 0);
+}
+
+TEST(MultiGpu, TwoDevicesFloat64DeviceArraysOnEitherDevice) {
+  SKIP_WITHOUT_TWO_DEVICES();
+  for (std::initializer_list<int> devices : {std::initializer_list<int>{0, 1}, {1, 0}})
+    for (int array_device : {0, 1}) {
+      SCOPED_TRACE("arrays on device " + std::to_string(array_device));
+      expect_f64_device_arrays_agree(devices, array_device);
+    }
+}
+#endif
 
 // A device allocation that fails inside a share: a status and every slot
 // missing, or (where the engine recovers with smaller chunks) the answer.
