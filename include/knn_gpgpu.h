@@ -54,7 +54,10 @@
  *           equal to reference points finds them at distance 0, ordered by
  *           index like any other tie.
  * Devices.  The CUDA backend uses the calling thread's current device (see
- *           cuSetDevice). The library changes no process-wide CUDA state. A
+ *           cuSetDevice); a large call may also use the host's other devices
+ *           (section 3, "Several devices": queryAll and the index API), and
+ *           the caller's current device is the same when the call returns.
+ *           The library changes no process-wide CUDA state. A
  *           library built without CUDA, or run where no GPU is usable, answers
  *           CUDA-only calls with KNN_ERR_NO_DEVICE; automatic calls then run on
  *           the CPU.
@@ -65,13 +68,16 @@
  * Calling convention. KNN_CALL: the platform's default C convention (cdecl on
  *           x86-64 Windows, the System V ABI elsewhere). Structures use natural
  *           alignment; Point and Node have the same layout everywhere, and
- *           knn_options the same on every 64-bit platform (40 bytes).
+ *           knn_options the same on every 64-bit platform (112 bytes, of which
+ *           version 1 is the first 40).
  * Threads of the CPU engine. OpenMP, all cores by default (OMP_NUM_THREADS
  *           and, for the index API, knn_options.threads limit it). Hosts that
  *           call from several threads at once may prefer OMP_WAIT_POLICY=passive.
  * Environment. KNN_DEVICE_MEMORY_LIMIT (bytes) makes the planner act as if
- *           only that much device memory were free; KNN_CPU_SHARE=1/0 forces
- *           the CPU share of queryAll on or off (default: on where it helps).
+ *           only that much device memory were free (on each device);
+ *           KNN_CPU_SHARE=1/0 forces the CPU share of queryAll on or off
+ *           (default: on where it helps); KNN_DEVICES ("all", or "0,1")
+ *           names the devices a call uses (section 3, "Several devices").
  * This release. Every section runs on both engines: the classic 3-D API
  *           (section 2); the index API (section 3): kd-tree and brute force
  *           in any dimension and the uniform grid in 3-D; point-in-polygon
@@ -266,7 +272,14 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
  * that fit, overlaps transfers with compute, splits the tree when the tree
  * itself does not fit and merges the partial lists exactly, runs a share of
  * the queries on the CPU at the same time, and runs on the CPU alone when no
- * device is usable. It never fails for lack of device memory. cuQueryAll runs
+ * device is usable. It never fails for lack of device memory. With several
+ * devices (KNN_DEVICES, or by default every device once there are at least
+ * KNN_MIN_QUERIES_PER_DEVICE queries per device; section 3, "Several
+ * devices") queryAll and cuQueryAll copy the tree to each of them and every
+ * device takes chunks of queries from the same pool, the CPU share beside
+ * them; when the tree does not fit, each device takes the next part of the
+ * split tree and the partial lists are merged exactly. A KNN_DEVICES that is not a device list is
+ * INVALID_ARGUMENT (result untouched). cuQueryAll runs
  * on the GPU only, also in chunks, and fails with DEVICE_OUT_OF_MEMORY when
  * the tree and one small chunk do not fit; mpQueryAll runs on the CPU only.
  * Every path returns the identical result. Errors: INVALID_ARGUMENT (NULL
@@ -392,14 +405,52 @@ enum knn_structure {
  * bytes on 64-bit platforms), in every later release too: fields added later
  * get their defaults when struct_size says they are absent, and a versioned
  * initialiser of their own.
+ * Version 2 adds device_count and devices (several devices, below); set them
+ * after knn_options_init_v2, which writes every field of this struct.
  * Every field is checked where an opt is passed (unknown backend or
- * structure, device < -1, leaf_size < 0, threads < 0: INVALID_ARGUMENT). A
- * build uses all fields; a query or radius call uses only threads and
- * device_memory_limit (0: the build's values) and ignores the others.
+ * structure, device < -1, leaf_size < 0, threads < 0, device_count outside
+ * 0..KNN_MAX_DEVICES, a listed device < 0 or beyond the devices present:
+ * INVALID_ARGUMENT). A build uses all fields; a query or radius call uses
+ * only threads, device_memory_limit (0: the build's values) and the device
+ * list (device_count 0: the build's list) and ignores the others.
  * threads above KNN_MAX_THREADS_PER_PROCESSOR times the number of processors
  * (omp_get_num_procs()) are reduced to that number: more never runs faster,
- * and the OpenMP runtime ends the process when it cannot start a team. */
+ * and the OpenMP runtime ends the process when it cannot start a team.
+ * Several devices. A CUDA index answers knn_index_query, knn_index_query_self,
+ * knn_index_radius, knn_index_radius_count and the counting pass of
+ * knn_index_radius_fill (its rows are filled on the index's own device), and
+ * their _f64 twins, on several devices at once: the index is copied to each chosen device (on
+ * the first call that uses it; the copies live until knn_index_free), the
+ * queries are cut into contiguous shares, one per listed device, and every
+ * query is answered whole on one device, so the results are bit-identical
+ * to one device's. Which devices, first rule that applies:
+ *   1. device >= 0 (the build's, for an index): that device alone;
+ *   2. device_count > 0: devices[0 .. device_count-1], as listed; a device
+ *      listed twice takes two shares (tests use {0, 0} to force a split on
+ *      one GPU);
+ *   3. the environment variable KNN_DEVICES: "all", or device numbers
+ *      separated by commas ("0,1", "0,0"); anything else is INVALID_ARGUMENT;
+ *   4. default: every usable device, once the call has at least
+ *      KNN_MIN_QUERIES_PER_DEVICE queries per device (fewer devices below
+ *      that; one GPU: unchanged, that device alone).
+ *   In the default list the index's own device (for queryAll, the current
+ *   device) takes the first share; a listed one is used as listed. Each
+ *   device plans its chunks from its own free memory (or device_memory_limit,
+ *   which then applies to each device). Device arrays of the caller stay where they
+ *   are: a share on another device copies its queries and rows there and
+ *   back (peer copies). A device that fails fails the call (its status and
+ *   message) after every share has stopped; all outputs then hold the
+ *   missing values. Each device holds a full copy: knn_estimate_build_bytes
+ *   is the need of each device; the index also keeps its points in host
+ *   memory (n * dim floats) from its first split call on, to build the copies
+ *   and to serve all-kNN shares. KNN_MIN_QUERIES_PER_DEVICE is tuning, not
+ *   contract (the answers never depend on it). */
 #define KNN_MAX_THREADS_PER_PROCESSOR 4
+/* The most devices one call uses (entries of knn_options.devices). */
+#define KNN_MAX_DEVICES 16
+/* The default device list (rule 4 above) gives each device at least this
+ * many queries (or points, for all-kNN): below it one device answers sooner. */
+#define KNN_MIN_QUERIES_PER_DEVICE 262144
 typedef struct knn_options {
   size_t struct_size;         /* = sizeof(knn_options)                        */
   int backend;                /* enum knn_backend, default AUTO               */
@@ -410,10 +461,18 @@ typedef struct knn_options {
   size_t device_memory_limit; /* 0 = what the device has free; set it to make
                                  the library plan as if only this many bytes
                                  were free (tests use it to force splitting) */
+  /* version 2 (struct_size >= offsetof(knn_options, devices) + device_count * sizeof(int)) */
+  int device_count;             /* entries of devices in use, 0 = default     */
+  int devices[KNN_MAX_DEVICES]; /* CUDA device numbers, one share each        */
 } knn_options;
 
-/* Fill *opt with the defaults (struct_size included). NULL is ignored. */
+/* Fill *opt with the defaults (struct_size included). NULL is ignored.
+ * knn_options_init writes the version-1 fields only and sets struct_size to
+ * their extent (40 bytes on 64-bit platforms); knn_options_init_v2 writes
+ * every field of this version (device_count 0, devices all -1) and sets
+ * struct_size = sizeof(knn_options). Use the second to set the device list. */
 KNN_API void KNN_CALL knn_options_init(knn_options* opt);
+KNN_API void KNN_CALL knn_options_init_v2(knn_options* opt);
 
 /* Build an index over n points of dim floats each (row-major, n rows). The
  * index owns a copy of the points (on the device for the CUDA backend); the
@@ -549,9 +608,9 @@ KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, in
  * Each _f64 call is its float twin with double coordinates, radii and
  * squared distances (indices, counts and offsets stay int32 / int64): the
  * same arguments, checks, errors and messages, backends and structures,
- * host or device arrays (a device array holds doubles), output rules on
- * failure, progress, cancellation and thread safety. Read the twin's
- * documentation above for each.
+ * several devices, host or device arrays (a device array holds doubles),
+ * output rules on failure, progress, cancellation and thread safety. Read
+ * the twin's documentation above for each.
  *
  * Exactness, as in float32: the squared distance is the double value
  * ((d0*d0 + d1*d1) + d2*d2) + ... with d_i = q_i - p_i and every operation

@@ -15,10 +15,11 @@ namespace knn {
 namespace {
 
 // Refusals the planner gives before any output is written: the tree is not
-// a tree, or no engine of this build can serve the call.
+// a tree, no engine of this build can serve the call, or the device list
+// (KNN_DEVICES) is not one.
 bool refused_before_computing(int status) {
   return status == KNN_ERR_INVALID_TREE || status == KNN_ERR_NO_DEVICE ||
-         status == KNN_ERR_UNSUPPORTED;
+         status == KNN_ERR_UNSUPPORTED || status == KNN_ERR_INVALID_ARGUMENT;
 }
 
 // Runs `compute` once the arguments are valid. A failure once computing has

@@ -23,6 +23,7 @@
 #include "../cuda/index_memory_model.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
+#include "device_replicas.h"
 #include "index_format.h"
 #include "index_planner.h"
 #include "live_handles.h"
@@ -40,6 +41,9 @@ struct knn_index {
   int threads = 0;  // the build's options, defaults of every call
   size_t device_memory_limit = 0;
   int leaf_size = 0;  // as asked (0: the engine's default); serialization saves it
+  // Copies on other devices (several devices per call), of the engine's precision.
+  knn::DeviceReplicas replicas32;
+  knn::BasicDeviceReplicas<double> replicas64;
 
   int scalar() const { return engine64 ? KNN_SCALAR_FLOAT64 : KNN_SCALAR_FLOAT32; }
   // The engine of precision Scalar, or NULL when the index holds the other.
@@ -56,6 +60,20 @@ struct knn_index {
       engine64 = std::move(e);
     else
       engine32 = std::move(e);
+  }
+  template <typename Scalar>
+  const knn::BasicDeviceReplicas<Scalar>& replicas() const {
+    if constexpr (std::is_same_v<Scalar, double>)
+      return replicas64;
+    else
+      return replicas32;
+  }
+  template <typename Scalar>
+  knn::BasicDeviceReplicas<Scalar>& replicas() {
+    if constexpr (std::is_same_v<Scalar, double>)
+      return replicas64;
+    else
+      return replicas32;
   }
   // The precision-free facts, from whichever engine is set.
   int64_t size() const { return engine64 ? engine64->size() : engine32->size(); }
@@ -199,13 +217,18 @@ struct Outputs {
 // every array where it lives; the OpenMP engines get host copies of device
 // queries and write device outputs through host buffers. On a failure after
 // the engine started, every output slot gets the missing value.
-template <typename Scalar, class Call>
-void run_on_engine(const knn_index& index, const Scalar* queries, int64_t m,
-                   const Outputs<Scalar>& out, const knn_options& call_opt, Call call) {
+CallParams call_params(const knn_index& index, const knn_options& call_opt) {
   CallParams params;
   params.threads = call_opt.threads > 0 ? call_opt.threads : index.threads;
   params.device_memory_limit =
       call_opt.device_memory_limit > 0 ? call_opt.device_memory_limit : index.device_memory_limit;
+  return params;
+}
+
+template <typename Scalar, class Call>
+void run_on_engine(const knn_index& index, const Scalar* queries, int64_t m,
+                   const Outputs<Scalar>& out, const knn_options& call_opt, Call call) {
+  CallParams params = call_params(index, call_opt);
   const bool queries_dev = on_device(queries);
   try {
     if (index.backend() == KNN_BACKEND_CUDA) {
@@ -230,6 +253,48 @@ void run_on_engine(const knn_index& index, const Scalar* queries, int64_t m,
     out.fill_missing();
     throw;
   }
+}
+
+// A CUDA index's call on several devices (src/device_replicas.h), when the
+// device choice for m queries names more than the index's own device; false
+// when the one-engine path serves it. On a failure once the shares started,
+// every output slot gets the missing value.
+template <typename Scalar>
+bool run_on_devices(const knn_index& index, const Scalar* queries, int64_t m,
+                    const Outputs<Scalar>& out, int row_width, bool exclude_self,
+                    const knn_options& call_opt, const BasicShareWork<Scalar>& work) {
+  const BasicIndexEngine<Scalar>& home = *index.engine<Scalar>();
+  const BasicDeviceReplicas<Scalar>& replicas = index.replicas<Scalar>();
+  const BasicCopyBuilder<Scalar> build_copy = [&index](const Scalar* host_points) {
+    IndexParams params;
+    params.leaf_size = index.leaf_size;
+    params.threads = index.threads;
+    params.device_memory_limit = index.device_memory_limit;
+    return build_index_engine(KNN_BACKEND_CUDA, index.structure(), host_points, index.size(),
+                              index.dim(), params);
+  };
+  const std::vector<int> devices =
+      replicas.devices_for_call(home, index.device, call_opt, m, build_copy);
+  if (devices.empty()) return false;
+  BasicSplitCall<Scalar> split;
+  split.queries = queries ? queries : replicas.host_points(home);
+  split.m = m;
+  split.dim = index.dim();
+  split.row_width = row_width;
+  split.exclude_self = exclude_self;
+  split.indices = out.indices;
+  split.sq_distances = out.sq_distances;
+  split.counts = out.counts;
+  split.call = call_params(index, call_opt);
+  split.call.queries_on_device = on_device(queries);
+  split.call.outputs_on_device = out.on_device;
+  try {
+    split_over_devices(devices, replicas, home, index.device, split, work);
+  } catch (...) {
+    out.fill_missing();
+    throw;
+  }
+  return true;
 }
 
 [[noreturn]] void fail_not_live() {
@@ -275,10 +340,16 @@ std::vector<int32_t> radius_counts(const knn_index& ix, const Scalar* queries, i
   std::vector<int32_t> counts(static_cast<size_t>(m));
   const Outputs<Scalar> out(nullptr, nullptr, counts.data(), 0, m);
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
-  run_on_engine(ix, queries, m, out, o,
-                [&](const Scalar* q, int32_t*, Scalar*, int32_t* c, const CallParams& call) {
-                  ix.engine<Scalar>()->radius(q, m, radius, 0, nullptr, nullptr, c, call);
-                });
+  const BasicShareWork<Scalar> share = [&](const BasicIndexEngine<Scalar>& e, const Scalar* q,
+                                           int64_t count, int, int32_t*, Scalar*, int32_t* c,
+                                           const CallParams& call) {
+    e.radius(q, count, radius, 0, nullptr, nullptr, c, call);
+  };
+  if (!run_on_devices(ix, queries, m, out, 0, false, o, share))
+    run_on_engine(ix, queries, m, out, o,
+                  [&](const Scalar* q, int32_t*, Scalar*, int32_t* c, const CallParams& call) {
+                    ix.engine<Scalar>()->radius(q, m, radius, 0, nullptr, nullptr, c, call);
+                  });
   stage.finish();
   return counts;
 }
@@ -386,6 +457,7 @@ knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* op
                 dim));
   const int devices = o.backend == KNN_BACKEND_OPENMP ? 0 : cuda::device_count();
   check_device_number(o.device, devices);
+  check_device_list(o, devices);
   DeviceScope scope(devices > 0 ? o.device : -1);
   const bool points_dev = on_device(points);
   check_coordinate_rows(points, n, dim, points_dev, "point");
@@ -423,6 +495,7 @@ knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* op
   index->threads = o.threads;
   index->device_memory_limit = o.device_memory_limit;
   index->leaf_size = o.leaf_size;
+  index->replicas<Scalar>().remember_build(o);
   LiveHandles<knn_index>::instance().add(index.get());
   stage.finish();
   return index.release();
@@ -446,10 +519,14 @@ void query(const char* call, const knn_index* index, const Scalar* queries, int6
   const Outputs<Scalar> out(indices, sq_distances, nullptr, m * k, m);
   check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
-  run_on_engine(ix, queries, m, out, o,
-                [&](const Scalar* q, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
-                  ix.engine<Scalar>()->knn(q, m, k, i, d, params);
-                });
+  const BasicShareWork<Scalar> share =
+      [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width, int32_t* i,
+          Scalar* d, int32_t*, const CallParams& params) { e.knn(q, count, width, i, d, params); };
+  if (!run_on_devices(ix, queries, m, out, k, false, o, share))
+    run_on_engine(ix, queries, m, out, o,
+                  [&](const Scalar* q, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
+                    ix.engine<Scalar>()->knn(q, m, k, i, d, params);
+                  });
   stage.finish();
 }
 
@@ -464,12 +541,18 @@ void query_self(const char* call, const knn_index* index, int k, int exclude_sel
   DeviceScope scope(ix.device);
   const Outputs<Scalar> out(indices, sq_distances, nullptr, n * k, n);
   knn_options defaults;
-  knn_options_init(&defaults);
+  knn_options_init_v2(&defaults);
   const ProgressStage stage(KNN_PROGRESS_QUERY, n);
-  run_on_engine(ix, static_cast<const Scalar*>(nullptr), 0, out, defaults,
-                [&](const Scalar*, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
-                  ix.engine<Scalar>()->knn_self(k, exclude_self != 0, i, d, params);
-                });
+  // On several devices each share asks for the kNN of its points' rows.
+  const BasicShareWork<Scalar> share =
+      [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width, int32_t* i,
+          Scalar* d, int32_t*, const CallParams& params) { e.knn(q, count, width, i, d, params); };
+  const Scalar* const no_queries = nullptr;  // the index's own points
+  if (!run_on_devices(ix, no_queries, n, out, k, exclude_self != 0, defaults, share))
+    run_on_engine(ix, no_queries, 0, out, defaults,
+                  [&](const Scalar*, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
+                    ix.engine<Scalar>()->knn_self(k, exclude_self != 0, i, d, params);
+                  });
   stage.finish();
 }
 
@@ -500,10 +583,17 @@ void radius(const char* call, const knn_index* index, const Scalar* queries, int
   const Outputs<Scalar> out(rows, dists, counts, m * max_neighbors, m);
   check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
-  run_on_engine(ix, queries, m, out, o,
-                [&](const Scalar* q, int32_t* i, Scalar* d, int32_t* c, const CallParams& params) {
-                  ix.engine<Scalar>()->radius(q, m, radius, max_neighbors, i, d, c, params);
-                });
+  const BasicShareWork<Scalar> share = [&](const BasicIndexEngine<Scalar>& e, const Scalar* q,
+                                           int64_t count, int width, int32_t* i, Scalar* d,
+                                           int32_t* c, const CallParams& params) {
+    e.radius(q, count, radius, width, i, d, c, params);
+  };
+  if (!run_on_devices(ix, queries, m, out, max_neighbors, false, o, share))
+    run_on_engine(
+        ix, queries, m, out, o,
+        [&](const Scalar* q, int32_t* i, Scalar* d, int32_t* c, const CallParams& params) {
+          ix.engine<Scalar>()->radius(q, m, radius, max_neighbors, i, d, c, params);
+        });
   stage.finish();
 }
 
@@ -602,16 +692,6 @@ knn_index* deserialize(const SavedIndex& saved, const unsigned char* payload, kn
 }  // namespace knn
 
 extern "C" {
-
-KNN_API void KNN_CALL knn_options_init(knn_options* opt) {
-  if (opt == nullptr) return;
-  // Exactly the version-1 fields: a caller's struct may be that short.
-  std::memset(opt, 0, sizeof(knn_options));
-  opt->struct_size = sizeof(knn_options);
-  opt->backend = KNN_BACKEND_AUTO;
-  opt->device = -1;
-  opt->structure = KNN_STRUCTURE_AUTO;
-}
 
 KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
                                      const knn_options* opt, knn_index** out) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 
 #include "../common/error.h"
 
@@ -11,7 +12,7 @@ namespace knn {
 
 knn_options read_options(const knn_options* opt) {
   knn_options o;
-  knn_options_init(&o);
+  knn_options_init_v2(&o);
   if (opt == nullptr) return o;
   constexpr size_t kMinSize = offsetof(knn_options, backend) + sizeof(int);
   if (opt->struct_size < kMinSize)
@@ -28,7 +29,23 @@ knn_options read_options(const knn_options* opt) {
   KNN_READ_FIELD(leaf_size);
   KNN_READ_FIELD(threads);
   KNN_READ_FIELD(device_memory_limit);
+  KNN_READ_FIELD(device_count);
 #undef KNN_READ_FIELD
+  if (o.device_count < 0 || o.device_count > KNN_MAX_DEVICES)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->device_count is %d; it must be from 0 (default) to KNN_MAX_DEVICES (%d)",
+                o.device_count, KNN_MAX_DEVICES));
+  if (o.device_count > 0 && !has(offsetof(knn_options, devices), sizeof(int) * o.device_count))
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->device_count is %d but opt->struct_size (%zu) does not cover that many "
+                "entries of opt->devices (initialise options with knn_options_init_v2)",
+                o.device_count, opt->struct_size));
+  for (int i = 0; i < o.device_count; ++i) {
+    o.devices[i] = opt->devices[i];
+    if (o.devices[i] < 0)
+      fail(KNN_ERR_INVALID_ARGUMENT,
+           format("opt->devices[%d] is %d; a device number is 0 or more", i, o.devices[i]));
+  }
   if (o.backend < KNN_BACKEND_AUTO || o.backend > KNN_BACKEND_OPENMP)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("opt->backend is %d; it must be KNN_BACKEND_AUTO (0), KNN_BACKEND_CUDA (1) or "
@@ -44,6 +61,31 @@ knn_options read_options(const knn_options* opt) {
   return o;
 }
 
+size_t options_v1_size() { return offsetof(knn_options, device_memory_limit) + sizeof(size_t); }
+
 int max_threads() { return KNN_MAX_THREADS_PER_PROCESSOR * std::max(1, omp_get_num_procs()); }
 
 }  // namespace knn
+
+extern "C" {
+
+KNN_API void KNN_CALL knn_options_init(knn_options* opt) {
+  if (opt == nullptr) return;
+  // Exactly the version-1 fields: a caller's struct may be that short.
+  std::memset(opt, 0, knn::options_v1_size());
+  opt->struct_size = knn::options_v1_size();
+  opt->backend = KNN_BACKEND_AUTO;
+  opt->device = -1;
+  opt->structure = KNN_STRUCTURE_AUTO;
+}
+
+KNN_API void KNN_CALL knn_options_init_v2(knn_options* opt) {
+  if (opt == nullptr) return;
+  std::memset(opt, 0, sizeof(knn_options));
+  knn_options_init(opt);
+  opt->struct_size = sizeof(knn_options);
+  opt->device_count = 0;
+  for (int& device : opt->devices) device = -1;
+}
+
+}  // extern "C"

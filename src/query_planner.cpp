@@ -3,11 +3,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -20,6 +23,7 @@
 #include "../engine/progress.h"
 #include "../openmp/omp_engine.h"
 #include "../openmp/thread_scratch.h"
+#include "device_choice.h"
 
 namespace knn {
 namespace {
@@ -46,24 +50,25 @@ bool env_flag(const char* name, bool fallback) {
 
 bool device_usable() { return cuda::device_count() > 0; }
 
-// Queries handed out from both ends: the GPU takes its chunks from the
+// Queries handed out from both ends: the GPUs take their chunks from the
 // front, CPU threads small ones from the back, until they meet. A CPU thread
 // takes only as much as it can finish, at its own measured rate, well before
-// the GPU would run out of work, so the CPU share never delays the call.
+// the GPUs would run out of work, so the CPU share never delays the call.
 // Every hand-out is a point between chunks where the caller's cancel flag,
 // taken on the calling thread when the pool is made, stops the call.
 class QueryPool : public cuda::DeviceTree::ChunkSource {
  public:
-  QueryPool(int64_t m, int64_t gpu_chunk)
+  // in_flight: the most queries the devices may have taken but not finished.
+  QueryPool(int64_t m, int64_t in_flight)
       : back_(m),
-        gpu_chunk_(gpu_chunk),
+        in_flight_(in_flight),
         start_(std::chrono::steady_clock::now()),
         cancel_(cancel_flag()) {}
 
   int64_t take(int64_t max_queries, int64_t* count) override {
     throw_if_cancelled(cancel_);
     std::lock_guard<std::mutex> lock(mutex_);
-    *count = std::min(max_queries, back_ - front_);
+    *count = closed_ ? 0 : std::min(max_queries, back_ - front_);
     const int64_t first = front_;
     front_ += *count;
     paced_.notify_all();
@@ -76,12 +81,12 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
   int64_t take_for_cpu(double rate, int64_t* count) {
     throw_if_cancelled(cancel_);
     std::unique_lock<std::mutex> lock(mutex_);
-    // Queries the GPU has surely finished: all but the two chunks in flight.
-    paced_.wait(lock, [this] { return closed_ || front_ - 2 * gpu_chunk_ > 0 || back_ == front_; });
+    // Queries the GPUs have surely finished: all but the chunks in flight.
+    paced_.wait(lock, [this] { return closed_ || front_ - in_flight_ > 0 || back_ == front_; });
     const int64_t remaining = back_ - front_;
-    const int64_t gpu_done = front_ - 2 * gpu_chunk_;
+    const int64_t gpu_done = front_ - in_flight_;
     *count = 0;
-    if (closed_ || remaining < 2 * gpu_chunk_ || gpu_done <= 0) return back_;
+    if (closed_ || remaining < in_flight_ || gpu_done <= 0) return back_;
     int64_t want = kCpuProbeQueries;
     if (rate > 0) {
       const double elapsed =
@@ -95,7 +100,13 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
     return back_;
   }
 
-  // No more work for the CPU (the GPU side failed).
+  // Queries no one has taken yet.
+  int64_t remaining() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return back_ - front_;
+  }
+
+  // No more work for anyone (a device failed, or none could serve).
   void close() {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
@@ -106,7 +117,7 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
   std::mutex mutex_;
   int64_t front_ = 0;
   int64_t back_;
-  const int64_t gpu_chunk_;
+  const int64_t in_flight_;
   const std::chrono::steady_clock::time_point start_;
   std::condition_variable paced_;
   bool closed_ = false;
@@ -124,22 +135,21 @@ int64_t fitting_chunk(int64_t m, int k, int64_t n, size_t budget) {
   return chunk;
 }
 
-// GPU search of all m queries against one resident tree. With `cpu_share`,
-// a team of CPU threads (leaving cores for the driver thread's host copies)
-// takes queries from the back of the same pool once the GPU has shown its
-// pace; they stop when they could not finish before it.
-void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int root_dim,
-                     const Point* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
-                     int64_t chunk, bool cpu_share) {
-  QueryPool pool(m, chunk);
-  const int slots = cuda::pipeline_slots(m, chunk);
-  const int helpers = omp_get_max_threads() - cuda::kHostCopyThreads - 1;
-  if (!cpu_share || helpers < 1) {
-    device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
-    return;
-  }
+// GPU search of all m queries against a tree of n nodes: `device_side`
+// serves the pool's chunks on the devices. With `cpu_share`, a team of CPU
+// threads (leaving cores for the driver threads' host copies) takes queries
+// from the back of the same pool once the GPUs have shown their pace; they
+// stop when they could not finish before them.
+void query_with_cpu_share(const Node* tree, int64_t n, int root_dim, const Point* queries,
+                          int64_t m, int k, int32_t* indices, float* sq_distances, int64_t chunk,
+                          int device_count, bool cpu_share,
+                          const std::function<void(QueryPool&)>& device_side) {
+  // Each device has at most its two pipeline slots' chunks in flight.
+  QueryPool pool(m, 2 * chunk * device_count);
+  const int helpers = omp_get_max_threads() - device_count * (cuda::kHostCopyThreads + 1);
+  if (!cpu_share || helpers < 1) return device_side(pool);
   // The CPU search layout of the tree, built once for every chunk the team takes.
-  const omp::SearchTree cpu_tree = omp::classic_search_tree(tree, device_tree.size(), root_dim);
+  const omp::SearchTree cpu_tree = omp::classic_search_tree(tree, n, root_dim);
   std::exception_ptr failure;
   std::mutex failure_mutex;
   auto record = [&] {
@@ -169,13 +179,102 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
     }
   });
   try {
-    device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
+    device_side(pool);
   } catch (...) {
     record();
     pool.close();
   }
   cpu_team.join();
   if (failure) std::rethrow_exception(failure);
+}
+
+// The search of all m queries against one resident tree on the current device.
+void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int root_dim,
+                     const Point* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
+                     int64_t chunk, bool cpu_share) {
+  const int slots = cuda::pipeline_slots(m, chunk);
+  query_with_cpu_share(tree, device_tree.size(), root_dim, queries, m, k, indices, sq_distances,
+                       chunk, 1, cpu_share, [&](QueryPool& pool) {
+                         device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
+                       });
+}
+
+// The tree replicated on every listed device: one copy per distinct device,
+// uploaded and checked on all of them at once; then every listed device (a
+// device listed twice: two host threads sharing its copy and its memory)
+// takes chunks from the one pool, as large as its share of its own free
+// memory allows, until the pool is empty. Each query is answered whole on
+// one device: the result is the one device's. A device whose share of memory
+// cannot hold the tree and a small chunk sits out; when none can,
+// DEVICE_OUT_OF_MEMORY. `chunk` (the caller's device's) paces the CPU share.
+void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t n,
+                      const Point* queries, int64_t m, int k, int32_t* result, int64_t chunk,
+                      bool cpu_share) {
+  const std::vector<int> distinct = [&] {
+    std::vector<int> d(devices);
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    return d;
+  }();
+  auto slot_of = [&](int device) {
+    return static_cast<size_t>(std::lower_bound(distinct.begin(), distinct.end(), device) -
+                               distinct.begin());
+  };
+  std::vector<std::unique_ptr<cuda::DeviceTree>> trees(distinct.size());
+  std::vector<int64_t> chunks(distinct.size(), 0);
+  // Each copy is freed on its own device, whatever happened.
+  auto release = [&] {
+    try {
+      run_shares(distinct, cuda::set_device, [&](int s, int) { trees[s].reset(); });
+    } catch (...) {
+      // Nothing left to report: the call's status says what failed.
+    }
+  };
+  try {
+    run_shares(distinct, cuda::set_device, [&](int s, int device) {
+      const int64_t listed = std::count(devices.begin(), devices.end(), device);
+      chunks[s] = fitting_chunk(m, k, n, device_budget() / static_cast<size_t>(listed));
+      if (chunks[s] > 0) trees[s].reset(new cuda::DeviceTree(tree, n, 0, true));
+    });
+    query_with_cpu_share(tree, n, 0, queries, m, k, result, nullptr, chunk,
+                         static_cast<int>(devices.size()), cpu_share, [&](QueryPool& pool) {
+                           try {
+                             run_shares(devices, cuda::set_device, [&](int, int device) {
+                               const size_t s = slot_of(device);
+                               if (chunks[s] == 0) return;
+                               try {
+                                 trees[s]->query(queries, k, result, nullptr, chunks[s],
+                                                 cuda::pipeline_slots(m, chunks[s]), pool);
+                               } catch (...) {
+                                 pool.close();  // the other devices stop at their next chunk
+                                 throw;
+                               }
+                             });
+                           } catch (...) {
+                             pool.close();
+                             throw;
+                           }
+                           if (pool.remaining() > 0) {
+                             pool.close();
+                             fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
+                                  "no listed device can hold the tree and a chunk of queries");
+                           }
+                         });
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
+}
+
+// The devices a classic query of m queries runs on (include/knn_gpgpu.h,
+// "Several devices": KNN_DEVICES, else every device once m is large enough);
+// just the current device where that is all the call would use.
+std::vector<int> classic_devices(int64_t m) {
+  knn_options defaults;
+  knn_options_init_v2(&defaults);
+  const int current = cuda::current_device();
+  return devices_for(choose_devices(-1, defaults, cuda::device_count(), current), m);
 }
 
 // CPU threads help only where the GPU search, not the host copies, bounds
@@ -276,12 +375,42 @@ float box_bound(const Point& q, const TreePart& part) {
   return sum;
 }
 
-// The tree does not fit: the parts take turns on the device, first each with
+// Runs body(device) once per listed device, each on its own host thread
+// with that device current (run_shares); on the calling thread itself when
+// the list is just its current device, as a one-device call always did.
+void on_each_device(const std::vector<int>& devices, const std::function<void(int)>& body) {
+  if (devices.size() == 1 && devices.front() == cuda::current_device())
+    return body(devices.front());
+  run_shares(devices, cuda::set_device, [&](int, int device) { body(device); });
+}
+
+// The smallest share of device memory a listed device offers (a device
+// listed twice offers each of its two shares half of its budget).
+size_t smallest_budget(const std::vector<int>& devices) {
+  std::mutex mutex;
+  size_t smallest = std::numeric_limits<size_t>::max();
+  on_each_device(devices, [&](int device) {
+    const size_t listed = static_cast<size_t>(std::count(devices.begin(), devices.end(), device));
+    const size_t mine = device_budget() / listed;
+    std::lock_guard<std::mutex> lock(mutex);
+    smallest = std::min(smallest, mine);
+  });
+  return smallest;
+}
+
+// The tree does not fit: the parts take turns on the devices, first each with
 // the queries whose descent leads into it, then each with the other queries
 // whose current k-th neighbour is not nearer than the part's box; their lists
-// are merged exactly into the answer.
+// are merged exactly into the answer. With several devices, each takes the
+// next part as it becomes free: the choice of a part's queries and the merge
+// of its lists hold one lock (they read and write the shared k-th distances),
+// the parts' searches run at the same time. A part chosen against a k-th
+// distance that a later merge lowers serves a few queries more, never fewer,
+// and the merge keeps the k smallest (distance, index) pairs in any order:
+// the answer is the one-device answer.
 void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
-                      int32_t* result, size_t budget) {
+                      int32_t* result, const std::vector<int>& devices) {
+  const size_t budget = smallest_budget(devices);
   const TreeShape shape(n);
   auto part_fits = [&](int levels, int64_t chunk) {
     return fitting_chunk(std::min<int64_t>(m, chunk), k, shape.subtree_size(levels, 0), budget) > 0;
@@ -309,38 +438,18 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
       std::max<int64_t>(1, static_cast<int64_t>(kSplitBlockBytes / (size_t(k) * 8)));
   const size_t rows = static_cast<size_t>(std::min(block, m)) * k;
   std::vector<float> best_dist(rows);
-  std::vector<int32_t> part_idx(rows);
-  std::vector<float> part_dist(rows);
   std::vector<int> home(static_cast<size_t>(std::min(block, m)));
   std::vector<unsigned char> wanted(home.size());
-  std::vector<int64_t> selected;
-  std::vector<Point> selected_queries;
   omp::ThreadScratch<Neighbor> merge_scratch(omp_get_max_threads(), static_cast<size_t>(k));
-  // Runs part p for the queries of the block whose `wanted` flag is set.
-  auto serve = [&](const TreePart& part, const Point* block_queries, int64_t count, int32_t* out) {
-    compact_flagged(wanted.data(), count, selected);
-    const int64_t chosen = static_cast<int64_t>(selected.size());
-    selected_queries.resize(selected.size());
-#pragma omp parallel for schedule(static)
-    for (int64_t s = 0; s < chosen; ++s) selected_queries[s] = block_queries[selected[s]];
-    if (chosen == 0) return;
-    const int64_t size = static_cast<int64_t>(part.nodes.size());
-    const cuda::DeviceTree device_tree(part.nodes.data(), size, part.root_dim, false);
-    const int64_t chunk = fitting_chunk(chosen, k, size, budget);
-    if (chunk == 0) fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "a tree part does not fit on the device");
-    query_on_device(device_tree, part.nodes.data(), part.root_dim, selected_queries.data(), chosen,
-                    k, part_idx.data(), part_dist.data(), chunk, false);
-#pragma omp parallel num_threads(merge_scratch.threads())
-    {
-      Neighbor* const scratch = merge_scratch.mine();
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < chosen; ++s) {
-        const int64_t i = selected[s];
-        merge_rows(out + i * k, best_dist.data() + i * k, part_idx.data() + s * k,
-                   part_dist.data() + s * k, k, scratch);
-      }
-    }
+  // What one device works on: the chosen queries of its part and their lists.
+  struct Work {
+    std::vector<int64_t> selected;
+    std::vector<Point> selected_queries;
+    std::vector<int32_t> part_idx;
+    std::vector<float> part_dist;
   };
+  std::vector<Work> work(devices.size());
+  std::mutex shared_lists;  // wanted, best_dist and the block's rows of result
   // Each query meets several parts: progress counts whole blocks instead.
   knn_progress* const report = progress();
   const ProgressMute per_part;
@@ -353,20 +462,63 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < count; ++i) home[i] = home_part(block_queries[i]);
     for (int pass = 0; pass < 2; ++pass) {
-      for (size_t p = 0; p < parts.size(); ++p) {
-        throw_if_cancelled(cancel);
-        const TreePart& part = parts[p];
-        const int here = static_cast<int>(p);
+      std::atomic<size_t> next_part{0};
+      std::atomic<int> next_worker{0};
+      on_each_device(devices, [&](int) {
+        Work& w = work[static_cast<size_t>(next_worker++)];
+        w.part_idx.resize(rows);
+        w.part_dist.resize(rows);
+        // A failure stops the other devices at their next part.
+        struct StopOthers {
+          std::atomic<size_t>& next;
+          size_t end;
+          bool done = false;
+          ~StopOthers() {
+            if (!done) next = end;
+          }
+        } stop{next_part, parts.size()};
+        for (size_t p = next_part++; p < parts.size(); p = next_part++) {
+          throw_if_cancelled(cancel);
+          const TreePart& part = parts[p];
+          const int here = static_cast<int>(p);
+          {
+            std::lock_guard<std::mutex> lock(shared_lists);
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < count; ++i) {
-          const bool is_home = home[i] == here;
-          const bool full = out[i * k + k - 1] >= 0;
-          wanted[i] = pass == 0 ? is_home
-                                : !is_home && (!full || box_bound(block_queries[i], part) <=
-                                                            best_dist[i * k + k - 1]);
+            for (int64_t i = 0; i < count; ++i) {
+              const bool is_home = home[i] == here;
+              const bool full = out[i * k + k - 1] >= 0;
+              wanted[i] = pass == 0 ? is_home
+                                    : !is_home && (!full || box_bound(block_queries[i], part) <=
+                                                                best_dist[i * k + k - 1]);
+            }
+            compact_flagged(wanted.data(), count, w.selected);
+          }
+          const int64_t chosen = static_cast<int64_t>(w.selected.size());
+          if (chosen == 0) continue;
+          w.selected_queries.resize(w.selected.size());
+#pragma omp parallel for schedule(static)
+          for (int64_t s = 0; s < chosen; ++s) w.selected_queries[s] = block_queries[w.selected[s]];
+          const int64_t size = static_cast<int64_t>(part.nodes.size());
+          const cuda::DeviceTree device_tree(part.nodes.data(), size, part.root_dim, false);
+          const int64_t chunk = fitting_chunk(chosen, k, size, budget);
+          if (chunk == 0)
+            fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "a tree part does not fit on the device");
+          query_on_device(device_tree, part.nodes.data(), part.root_dim, w.selected_queries.data(),
+                          chosen, k, w.part_idx.data(), w.part_dist.data(), chunk, false);
+          std::lock_guard<std::mutex> lock(shared_lists);
+#pragma omp parallel num_threads(merge_scratch.threads())
+          {
+            Neighbor* const scratch = merge_scratch.mine();
+#pragma omp for schedule(static)
+            for (int64_t s = 0; s < chosen; ++s) {
+              const int64_t i = w.selected[s];
+              merge_rows(out + i * k, best_dist.data() + i * k, w.part_idx.data() + s * k,
+                         w.part_dist.data() + s * k, k, scratch);
+            }
+          }
         }
-        serve(part, block_queries, count, out);
-      }
+        stop.done = true;
+      });
     }
     progress_add(report, count);
   }
@@ -423,8 +575,11 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
   const int64_t chunk = fitting_chunk(m, k, n, budget);
   try {
     if (chunk > 0) {
-      const cuda::DeviceTree device_tree(tree, n, 0, true);
       const bool cpu_share = engine == Engine::Auto && want_cpu_share(m, k);
+      const std::vector<int> devices = classic_devices(m);
+      if (devices.size() > 1 || devices.front() != cuda::current_device())
+        return query_on_devices(devices, tree, n, queries, m, k, result, chunk, cpu_share);
+      const cuda::DeviceTree device_tree(tree, n, 0, true);
       return query_on_device(device_tree, tree, 0, queries, m, k, result, nullptr, chunk,
                              cpu_share);
     }
@@ -436,7 +591,7 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
                   static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries), budget));
     }
     omp::check_tree(tree, n);
-    return query_split_tree(queries, m, tree, n, k, result, budget);
+    return query_split_tree(queries, m, tree, n, k, result, classic_devices(m));
   } catch (const Error& e) {
     // queryAll never fails for lack of device memory: the CPU answers instead.
     if (engine == Engine::Cuda || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;

@@ -221,14 +221,16 @@ inline ::testing::AssertionResult same_rows(const std::vector<int>& expected,
   return same_rows(expected.data(), actual.data(), m, k);
 }
 
-// Bit equality of float tables (distances: +infinity padding, -0.0 vs +0.0).
-inline ::testing::AssertionResult same_bits(const std::vector<float>& expected,
-                                            const std::vector<float>& actual) {
+// Bit equality of float or double tables (distances: +infinity padding, -0.0
+// vs +0.0).
+template <typename Scalar>
+::testing::AssertionResult same_bits(const std::vector<Scalar>& expected,
+                                     const std::vector<Scalar>& actual) {
   if (expected.size() != actual.size())
     return ::testing::AssertionFailure()
            << "sizes differ: " << expected.size() << " vs " << actual.size();
   for (size_t i = 0; i < expected.size(); ++i)
-    if (std::memcmp(&expected[i], &actual[i], sizeof(float)) != 0)
+    if (std::memcmp(&expected[i], &actual[i], sizeof(Scalar)) != 0)
       return ::testing::AssertionFailure()
              << "element " << i << ": expected " << expected[i] << ", actual " << actual[i];
   return ::testing::AssertionSuccess();

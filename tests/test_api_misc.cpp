@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -218,13 +219,26 @@ TEST(IndexApi, OptionsInitSetsTheDefaults) {
   knn_options opt;
   std::memset(&opt, 0x5c, sizeof opt);
   knn_options_init(&opt);
-  EXPECT_EQ(opt.struct_size, sizeof(knn_options));
+  // Version 1 only: a caller built against the 40-byte struct gets no write past it.
+  const size_t v1_end = offsetof(knn_options, device_memory_limit) + sizeof(size_t);
+  EXPECT_EQ(opt.struct_size, v1_end);
   EXPECT_EQ(opt.backend, KNN_BACKEND_AUTO);
   EXPECT_EQ(opt.device, -1);
   EXPECT_EQ(opt.structure, KNN_STRUCTURE_AUTO);
   EXPECT_EQ(opt.leaf_size, 0);
   EXPECT_EQ(opt.threads, 0);
   EXPECT_EQ(opt.device_memory_limit, 0u);
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(&opt);
+  for (size_t b = v1_end; b < sizeof opt; ++b) EXPECT_EQ(bytes[b], 0x5c) << "byte " << b;
+
+  knn_options_init_v2(nullptr);  // ignored, no crash
+  std::memset(&opt, 0x5c, sizeof opt);
+  knn_options_init_v2(&opt);
+  EXPECT_EQ(opt.struct_size, sizeof(knn_options));
+  EXPECT_EQ(opt.device, -1);
+  EXPECT_EQ(opt.device_memory_limit, 0u);
+  EXPECT_EQ(opt.device_count, 0);
+  for (int d : opt.devices) EXPECT_EQ(d, -1);
 }
 
 TEST(IndexApi, EstimatesArePositiveAndGrow) {

@@ -33,9 +33,11 @@ KNN_ABI_CHECK(node_array_stride, sizeof(struct Node[2]) == 48);
  * 64-bit platforms, LP64 (Linux, macOS) and LLP64 (Windows) alike: size_t is
  * 8 bytes there, so the layout is the same on both:
  *   struct_size 0, backend 8, device 12, structure 16, leaf_size 20,
- *   threads 24, (4 bytes padding), device_memory_limit 32, size 40.
+ *   threads 24, (4 bytes padding), device_memory_limit 32: version 1 ends
+ *   at 40; version 2 adds device_count 40, devices[16] 44, size 112.
  * On 32-bit platforms (ILP32) size_t is 4 bytes and everything packs:
- *   0, 4, 8, 12, 16, 20, device_memory_limit 24, size 28. */
+ *   0, 4, 8, 12, 16, 20, device_memory_limit 24, version 1 ends at 28;
+ *   device_count 28, devices 32, size 96. */
 #if SIZE_MAX == UINT64_MAX
 KNN_ABI_CHECK(size_t_is_8_bytes, sizeof(size_t) == 8);
 KNN_ABI_CHECK(options_struct_size, offsetof(knn_options, struct_size) == 0);
@@ -45,7 +47,10 @@ KNN_ABI_CHECK(options_structure, offsetof(knn_options, structure) == 16);
 KNN_ABI_CHECK(options_leaf_size, offsetof(knn_options, leaf_size) == 20);
 KNN_ABI_CHECK(options_threads, offsetof(knn_options, threads) == 24);
 KNN_ABI_CHECK(options_device_memory_limit, offsetof(knn_options, device_memory_limit) == 32);
-KNN_ABI_CHECK(options_size, sizeof(knn_options) == 40);
+KNN_ABI_CHECK(options_v1_end, offsetof(knn_options, device_memory_limit) + sizeof(size_t) == 40);
+KNN_ABI_CHECK(options_device_count, offsetof(knn_options, device_count) == 40);
+KNN_ABI_CHECK(options_devices, offsetof(knn_options, devices) == 44);
+KNN_ABI_CHECK(options_size, sizeof(knn_options) == 112);
 #elif SIZE_MAX == UINT32_MAX
 KNN_ABI_CHECK(size_t_is_4_bytes, sizeof(size_t) == 4);
 KNN_ABI_CHECK(options_struct_size, offsetof(knn_options, struct_size) == 0);
@@ -55,7 +60,10 @@ KNN_ABI_CHECK(options_structure, offsetof(knn_options, structure) == 12);
 KNN_ABI_CHECK(options_leaf_size, offsetof(knn_options, leaf_size) == 16);
 KNN_ABI_CHECK(options_threads, offsetof(knn_options, threads) == 20);
 KNN_ABI_CHECK(options_device_memory_limit, offsetof(knn_options, device_memory_limit) == 24);
-KNN_ABI_CHECK(options_size, sizeof(knn_options) == 28);
+KNN_ABI_CHECK(options_v1_end, offsetof(knn_options, device_memory_limit) + sizeof(size_t) == 28);
+KNN_ABI_CHECK(options_device_count, offsetof(knn_options, device_count) == 28);
+KNN_ABI_CHECK(options_devices, offsetof(knn_options, devices) == 32);
+KNN_ABI_CHECK(options_size, sizeof(knn_options) == 96);
 #else
 #error "knn_gpgpu: size_t is neither 32 nor 64 bits; check knn_options' layout by hand"
 #endif

@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,13 +320,22 @@ static void test_options_init(void) {
   knn_options opt;
   memset(&opt, 0xAB, sizeof opt);
   knn_options_init(&opt);
-  EXPECT(opt.struct_size == sizeof(knn_options), "struct_size is %lu",
-         (unsigned long)opt.struct_size);
+  /* Version 1 only: a caller built against the 40-byte struct gets no write past it. */
+  EXPECT(opt.struct_size == offsetof(knn_options, device_memory_limit) + sizeof(size_t),
+         "struct_size is %lu", (unsigned long)opt.struct_size);
   EXPECT(opt.backend == KNN_BACKEND_AUTO, "default backend %d", opt.backend);
   EXPECT(opt.device == -1, "default device %d", opt.device);
   EXPECT(opt.structure == KNN_STRUCTURE_AUTO, "default structure %d", opt.structure);
   EXPECT(opt.device_memory_limit == 0, "default device_memory_limit");
+  EXPECT(opt.device_count == (int)0xABABABAB, "device_count written by knn_options_init");
   knn_options_init(NULL); /* ignored, no crash */
+  memset(&opt, 0xAB, sizeof opt);
+  knn_options_init_v2(&opt);
+  EXPECT(opt.struct_size == sizeof(knn_options), "v2 struct_size is %lu",
+         (unsigned long)opt.struct_size);
+  EXPECT(opt.device_count == 0 && opt.devices[0] == -1 && opt.devices[KNN_MAX_DEVICES - 1] == -1,
+         "v2 device list %d %d", opt.device_count, opt.devices[0]);
+  knn_options_init_v2(NULL);
 }
 
 static void test_classic_random(void) {

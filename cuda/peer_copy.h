@@ -1,0 +1,53 @@
+// Moving a share of a call between the device that holds the caller's
+// arrays and the device that answers the share (src/device_replicas.cpp).
+// Plain C++ like cuda_engine.h; a build without CUDA links
+// src/no_cuda_peer_copy.cpp (no device memory exists there).
+#pragma once
+
+#include <cstddef>
+
+namespace knn {
+namespace cuda {
+
+// The device whose memory p is; -1 for host memory, managed memory (any
+// device reads it in place), NULL, and in builds without CUDA.
+int device_of(const void* p);
+
+// A stream of the current device for copies between devices, so that a
+// share's transfers overlap its search. The driver routes a peer copy over
+// NVLink or PCIe peer-to-peer where the devices can, through the host where
+// they cannot. Destruction waits for the copies still in flight.
+class PeerStream {
+ public:
+  PeerStream();
+  ~PeerStream();
+  PeerStream(const PeerStream&) = delete;
+  PeerStream& operator=(const PeerStream&) = delete;
+  // Enqueues a copy of `bytes` from src (memory of src_device) to dst (memory
+  // of dst_device): cudaMemcpyPeerAsync.
+  void copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes);
+  // Waits for every copy enqueued so far.
+  void wait();
+
+ private:
+  void* stream_ = nullptr;  // cudaStream_t
+};
+
+// Device memory on the current device for the life of the object (freed on
+// that device). Throws KNN_ERR_DEVICE_OUT_OF_MEMORY when it does not fit.
+class PeerStaging {
+ public:
+  explicit PeerStaging(size_t bytes);
+  ~PeerStaging();
+  PeerStaging(const PeerStaging&) = delete;
+  PeerStaging& operator=(const PeerStaging&) = delete;
+  void* get() const { return ptr_; }
+  int device() const { return device_; }
+
+ private:
+  void* ptr_ = nullptr;
+  int device_ = -1;
+};
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,341 @@
+#include "device_replicas.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "../common/error.h"
+#include "../cuda/cuda_engine.h"
+#include "../cuda/cuda_index.h"
+#include "../cuda/peer_copy.h"
+#include "../engine/progress.h"
+
+namespace knn {
+namespace {
+
+// Rows a share stages at a time where it must (peer copies, all-kNN's extra
+// slot): at most this many bytes of rows, so that the staging stays small
+// next to the engine's own chunks.
+constexpr size_t kStagingRowBytes = size_t{256} << 20;
+constexpr int64_t kStagingMaxQueries = int64_t{1} << 20;
+
+// Selects `device` for the scope and the one current before afterwards.
+class SelectedDevice {
+ public:
+  SelectedDevice(const DeviceOps& ops, int device) : ops_(ops), previous_(ops.current()) {
+    if (device != previous_) ops_.select(device);
+  }
+  ~SelectedDevice() {
+    try {
+      if (previous_ >= 0 && ops_.current() != previous_) ops_.select(previous_);
+    } catch (...) {
+      // Freeing a copy has no status to report; the next call selects again.
+    }
+  }
+  SelectedDevice(const SelectedDevice&) = delete;
+  SelectedDevice& operator=(const SelectedDevice&) = delete;
+
+ private:
+  const DeviceOps& ops_;
+  int previous_;
+};
+
+// Drops the row's own index `self` from a row of width + 1 (else its last
+// slot) into `out` (width slots).
+template <class T>
+void drop_self(const int32_t* index_row, const T* row, int width, int32_t self, T* out) {
+  int at = 0;
+  bool dropped = false;
+  for (int j = 0; j <= width && at < width; ++j) {
+    if (!dropped && index_row[j] == self) {
+      dropped = true;
+      continue;
+    }
+    out[at++] = row[j];
+  }
+}
+
+// All-kNN rows of width + 1 on the host for one piece, delivered with the
+// row's own index dropped (else the last slot) into the caller's rows: host
+// memory in place, device memory by one copy per piece.
+template <typename Scalar>
+class ExcludeSelfRows {
+ public:
+  ExcludeSelfRows(int64_t piece, int width, bool want_sq, bool outputs_on_device)
+      : width_(width), on_device_(outputs_on_device) {
+    const size_t rows = static_cast<size_t>(piece);
+    index_.resize(rows * (width + 1));
+    if (want_sq) sq_.resize(index_.size());
+    if (on_device_) {
+      packed_index_.resize(rows * width);
+      if (want_sq) packed_sq_.resize(rows * width);
+    }
+  }
+  int32_t* index() { return index_.data(); }
+  Scalar* sq() { return sq_.empty() ? nullptr : sq_.data(); }
+
+  // Rows [0, n) are those of points first .. first + n - 1.
+  void deliver(int64_t n, int64_t first, int32_t* out_index, Scalar* out_sq) {
+    int32_t* index_dst = on_device_ ? packed_index_.data() : out_index;
+    Scalar* sq_dst = on_device_ ? packed_sq_.data() : out_sq;
+    for (int64_t r = 0; r < n; ++r) {
+      const int32_t self = static_cast<int32_t>(first + r);
+      const int32_t* row = index_.data() + r * (width_ + 1);
+      drop_self(row, row, width_, self, index_dst + r * width_);
+      if (out_sq) drop_self(row, sq_.data() + r * (width_ + 1), width_, self, sq_dst + r * width_);
+    }
+    if (!on_device_) return;
+    const size_t slots = static_cast<size_t>(n) * width_;
+    cuda::copy_to_device(out_index, packed_index_.data(), sizeof(int32_t) * slots);
+    if (out_sq) cuda::copy_to_device(out_sq, packed_sq_.data(), sizeof(Scalar) * slots);
+  }
+
+ private:
+  int width_;
+  bool on_device_;
+  std::vector<int32_t> index_, packed_index_;
+  std::vector<Scalar> sq_, packed_sq_;
+};
+
+}  // namespace
+
+DeviceOps cuda_device_ops() {
+  return DeviceOps{[](int device) { cuda::set_device(device); },
+                   [] { return cuda::current_device(); },
+                   [](const void* p) { return cuda::device_of(p); }};
+}
+
+template <typename Scalar>
+BasicDeviceReplicas<Scalar>::~BasicDeviceReplicas() {
+  for (auto& copy : copies_) {
+    const SelectedDevice on_its_device(ops_, copy.first);
+    copy.second.reset();
+  }
+}
+
+template <typename Scalar>
+void BasicDeviceReplicas<Scalar>::remember_build(const knn_options& o) {
+  build_pinned_ = o.device;
+  build_devices_.assign(o.devices, o.devices + o.device_count);
+}
+
+template <typename Scalar>
+std::vector<int> BasicDeviceReplicas<Scalar>::devices_for_call(
+    const Engine& home, int home_device, const knn_options& call_opt, int64_t work,
+    const BasicCopyBuilder<Scalar>& build) const {
+  if (home.backend() != KNN_BACKEND_CUDA || home_device < 0) return {};
+  knn_options o = call_opt;
+  if (o.device_count == 0) {
+    o.device_count = static_cast<int>(build_devices_.size());
+    std::copy(build_devices_.begin(), build_devices_.end(), o.devices);
+  }
+  const DeviceChoice choice = choose_devices(build_pinned_, o, cuda::device_count(), home_device);
+  const std::vector<int> devices = devices_for(choice, work);
+  if (devices.empty() || (devices.size() == 1 && devices.front() == home_device)) return {};
+  const std::vector<int> usable = prepare(devices, choice.forced, home, home_device, build);
+  if (usable.empty() || (usable.size() == 1 && usable.front() == home_device)) return {};
+  return usable;
+}
+
+template <typename Scalar>
+std::vector<int> BasicDeviceReplicas<Scalar>::prepare(std::vector<int> devices, bool forced,
+                                                      const Engine& home, int home_device,
+                                                      const BasicCopyBuilder<Scalar>& build) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int> missing;
+  for (int d : std::set<int>(devices.begin(), devices.end()))
+    if (d != home_device && copies_.count(d) == 0) missing.push_back(d);
+  if (!missing.empty()) {
+    if (!have_points_) {
+      points_.resize(static_cast<size_t>(home.size()) * static_cast<size_t>(home.dim()));
+      if (!points_.empty()) home.copy_points(points_.data());
+      have_points_ = true;
+    }
+    std::vector<std::unique_ptr<Engine>> built(missing.size());
+    std::vector<int> refused;
+    std::mutex refused_mutex;
+    // The copies made are kept even when another fails: they are freed with
+    // the index, each on its own device, as engines must be.
+    auto keep_built = [&] {
+      for (size_t s = 0; s < missing.size(); ++s)
+        if (built[s]) copies_.emplace(missing[s], std::move(built[s]));
+    };
+    try {
+      run_shares(missing, ops_.select, [&](int s, int) {
+        const ProgressMute not_the_call;  // a copy's build is no part of the call's stage
+        try {
+          built[s] = build(points_.data());
+        } catch (const Error& e) {
+          if (forced || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+          std::lock_guard<std::mutex> refused_lock(refused_mutex);
+          refused.push_back(missing[s]);
+        }
+      });
+    } catch (...) {
+      keep_built();
+      throw;
+    }
+    keep_built();
+    if (!refused.empty()) {
+      devices.erase(
+          std::remove_if(
+              devices.begin(), devices.end(),
+              [&](int d) { return std::find(refused.begin(), refused.end(), d) != refused.end(); }),
+          devices.end());
+    }
+  }
+  return devices;
+}
+
+template <typename Scalar>
+const BasicIndexEngine<Scalar>& BasicDeviceReplicas<Scalar>::on(int device, const Engine& home,
+                                                                int home_device) const {
+  if (device == home_device) return home;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = copies_.find(device);
+  if (found == copies_.end())
+    fail(KNN_ERR_INTERNAL, format("no copy of the index on device %d", device));
+  return *found->second;
+}
+
+template <typename Scalar>
+const Scalar* BasicDeviceReplicas<Scalar>::host_points(const Engine& home) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!have_points_) {
+    points_.resize(static_cast<size_t>(home.size()) * static_cast<size_t>(home.dim()));
+    if (!points_.empty()) home.copy_points(points_.data());
+    have_points_ = true;
+  }
+  return points_.data();
+}
+
+template <typename Scalar>
+void split_over_devices(const std::vector<int>& devices,
+                        const BasicDeviceReplicas<Scalar>& replicas,
+                        const BasicIndexEngine<Scalar>& home, int home_device,
+                        const BasicSplitCall<Scalar>& split, const BasicShareWork<Scalar>& work) {
+  const DeviceOps& ops = replicas.ops();
+  const int shares = static_cast<int>(devices.size());
+  const int queries_owner = split.call.queries_on_device ? ops.owner(split.queries) : -1;
+  const void* any_output = split.indices        ? static_cast<const void*>(split.indices)
+                           : split.sq_distances ? static_cast<const void*>(split.sq_distances)
+                                                : static_cast<const void*>(split.counts);
+  const int outputs_owner = split.call.outputs_on_device ? ops.owner(any_output) : -1;
+  const size_t width = static_cast<size_t>(split.row_width);
+  run_shares(devices, ops.select, [&](int s, int device) {
+    const BasicIndexEngine<Scalar>& engine = replicas.on(device, home, home_device);
+    const int64_t first = share_begin(split.m, shares, s);
+    const int64_t count = share_begin(split.m, shares, s + 1) - first;
+    const Scalar* queries = split.queries + first * split.dim;
+    int32_t* indices = split.indices ? split.indices + first * split.row_width : nullptr;
+    Scalar* sq = split.sq_distances ? split.sq_distances + first * split.row_width : nullptr;
+    int32_t* counts = split.counts ? split.counts + first : nullptr;
+    // Shares on the same device run at once: each plans from its part of
+    // the device's memory, so that together they stay within it.
+    CallParams share_call = split.call;
+    const int64_t alongside = std::count(devices.begin(), devices.end(), device);
+    if (alongside > 1) {
+      const size_t budget = share_call.device_memory_limit > 0 ? share_call.device_memory_limit
+                                                               : cuda::free_device_bytes();
+      share_call.device_memory_limit = budget / static_cast<size_t>(alongside);
+    }
+    // Host and managed memory every device reads in place (owner -1).
+    const bool queries_here =
+        !split.call.queries_on_device || queries_owner < 0 || queries_owner == device;
+    const bool outputs_here =
+        !split.call.outputs_on_device || outputs_owner < 0 || outputs_owner == device;
+    if (queries_here && outputs_here && !split.exclude_self)
+      return work(engine, queries, count, split.row_width, indices, sq, counts, share_call);
+
+    // Staged in pieces: queries of another device copied here, rows written
+    // here (or on the host, for all-kNN's extra slot) and moved to the
+    // caller's. Two buffers of each, so that one piece's copies (on their own
+    // streams) overlap the next piece's search.
+    const int engine_width = split.row_width + (split.exclude_self ? 1 : 0);
+    const size_t row_bytes =
+        std::max<size_t>(1, engine_width * (sizeof(int32_t) + sizeof(Scalar)) + sizeof(int32_t));
+    const int64_t piece = std::min<int64_t>(
+        {count, kStagingMaxQueries, std::max<int64_t>(1, kStagingRowBytes / row_bytes)});
+    const size_t piece_slots = static_cast<size_t>(piece) * engine_width;
+    const bool stage_rows = !split.exclude_self && !outputs_here;
+    CallParams call = share_call;
+    if (!queries_here) call.queries_on_device = true;
+    if (split.exclude_self) call.outputs_on_device = false;
+    struct Buffers {
+      std::unique_ptr<cuda::PeerStaging> queries, indices, sq, counts;
+    } stage[2];
+    for (Buffers& b : stage) {
+      if (!queries_here) b.queries.reset(new cuda::PeerStaging(sizeof(Scalar) * piece * split.dim));
+      if (stage_rows && indices)
+        b.indices.reset(new cuda::PeerStaging(sizeof(int32_t) * piece_slots));
+      if (stage_rows && sq) b.sq.reset(new cuda::PeerStaging(sizeof(Scalar) * piece_slots));
+      if (stage_rows && counts)
+        b.counts.reset(new cuda::PeerStaging(sizeof(int32_t) * static_cast<size_t>(piece)));
+    }
+    // All-kNN's rows of width + 1 on the host, and (device outputs) packed.
+    ExcludeSelfRows<Scalar> host_rows(split.exclude_self ? piece : 0, split.row_width,
+                                      sq != nullptr, split.call.outputs_on_device);
+    // Declared after the buffers: destroyed first, waiting for their copies.
+    std::unique_ptr<cuda::PeerStream> in, out[2];
+    if (!queries_here) in.reset(new cuda::PeerStream);
+    if (stage_rows)
+      for (auto& o : out) o.reset(new cuda::PeerStream);
+    auto fetch = [&](int64_t done, int b) {
+      const int64_t n = std::min(piece, count - done);
+      in->copy(stage[b].queries->get(), device, queries + done * split.dim, queries_owner,
+               sizeof(Scalar) * n * split.dim);
+    };
+    if (in) fetch(0, 0);
+    for (int64_t done = 0, p = 0; done < count; done += piece, ++p) {
+      const int b = static_cast<int>(p % 2);
+      const int64_t n = std::min(piece, count - done);
+      const Scalar* q = queries + done * split.dim;
+      if (in) {
+        in->wait();  // this piece's queries are here
+        if (done + piece < count) fetch(done + piece, 1 - b);
+        q = static_cast<const Scalar*>(stage[b].queries->get());
+      }
+      const size_t at = static_cast<size_t>(done) * width;
+      int32_t* out_index = indices ? indices + at : nullptr;
+      Scalar* out_sq = sq ? sq + at : nullptr;
+      int32_t* out_count = counts ? counts + done : nullptr;
+      if (split.exclude_self) {
+        work(engine, q, n, engine_width, host_rows.index(), host_rows.sq(), nullptr, call);
+        host_rows.deliver(n, first + done, out_index, out_sq);
+      } else if (!stage_rows) {
+        work(engine, q, n, split.row_width, out_index, out_sq, out_count, call);
+      } else {
+        out[b]->wait();  // the rows of the piece before last have left these buffers
+        const Buffers& here = stage[b];
+        work(engine, q, n, split.row_width,
+             here.indices ? static_cast<int32_t*>(here.indices->get()) : nullptr,
+             here.sq ? static_cast<Scalar*>(here.sq->get()) : nullptr,
+             here.counts ? static_cast<int32_t*>(here.counts->get()) : nullptr, call);
+        const size_t piece_slots_here = static_cast<size_t>(n) * width;
+        if (out_index)
+          out[b]->copy(out_index, outputs_owner, here.indices->get(), device,
+                       sizeof(int32_t) * piece_slots_here);
+        if (out_sq)
+          out[b]->copy(out_sq, outputs_owner, here.sq->get(), device,
+                       sizeof(Scalar) * piece_slots_here);
+        if (out_count)
+          out[b]->copy(out_count, outputs_owner, here.counts->get(), device,
+                       sizeof(int32_t) * static_cast<size_t>(n));
+      }
+    }
+    for (auto& o : out)
+      if (o) o->wait();
+  });
+}
+
+// The float32 calls and their _f64 twins.
+template class BasicDeviceReplicas<float>;
+template class BasicDeviceReplicas<double>;
+template void split_over_devices(const std::vector<int>&, const BasicDeviceReplicas<float>&,
+                                 const BasicIndexEngine<float>&, int, const BasicSplitCall<float>&,
+                                 const BasicShareWork<float>&);
+template void split_over_devices(const std::vector<int>&, const BasicDeviceReplicas<double>&,
+                                 const BasicIndexEngine<double>&, int,
+                                 const BasicSplitCall<double>&, const BasicShareWork<double>&);
+
+}  // namespace knn

@@ -1,0 +1,128 @@
+// A CUDA index on several devices (include/knn_gpgpu.h, "Several devices"):
+// copies of the index on the other devices, built on first use, and the
+// split of one call into contiguous shares of queries, each answered whole
+// by the copy on its device, so that the rows are the one device's.
+//
+// Plain C++ over the engine interface: the device operations are
+// parameters, so that the CPU-only tests run the same split over OpenMP
+// engines standing in for devices. One code path for both precisions: each
+// piece is a template over the scalar type (float for the knn_index_* calls,
+// double for their _f64 twins), instantiated for both in device_replicas.cpp.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "../engine/index_engine.h"
+#include "../include/knn_gpgpu.h"
+#include "device_choice.h"
+
+namespace knn {
+
+// How the split selects a device on its threads and finds the current one.
+struct DeviceOps {
+  std::function<void(int device)> select;
+  std::function<int()> current;           // -1: none
+  std::function<int(const void*)> owner;  // the device of a device array, -1 for host memory
+};
+// The CUDA runtime's (cuda::set_device, cuda::current_device, cuda::device_of).
+DeviceOps cuda_device_ops();
+
+// Builds a copy of the index on the current device from its points (host rows).
+template <typename Scalar>
+using BasicCopyBuilder =
+    std::function<std::unique_ptr<BasicIndexEngine<Scalar>>(const Scalar* host_points)>;
+
+template <typename Scalar>
+class BasicDeviceReplicas {
+ public:
+  using Engine = BasicIndexEngine<Scalar>;
+
+  explicit BasicDeviceReplicas(DeviceOps ops = cuda_device_ops()) : ops_(std::move(ops)) {}
+  ~BasicDeviceReplicas();  // frees each copy on its own device
+  BasicDeviceReplicas(const BasicDeviceReplicas&) = delete;
+  BasicDeviceReplicas& operator=(const BasicDeviceReplicas&) = delete;
+
+  // The build's device options, the defaults of every later call.
+  void remember_build(const knn_options& o);
+
+  // The devices a call of `work` queries uses (`call_opt`'s list over the
+  // build's, then KNN_DEVICES, then every device: choose_devices), with
+  // copies made on those that lack one. Empty where the call is the home
+  // engine's alone (not a CUDA engine, or just its own device). Devices of
+  // the default list whose copy does not fit (DEVICE_OUT_OF_MEMORY) are left
+  // out; a listed one fails the call.
+  std::vector<int> devices_for_call(const Engine& home, int home_device,
+                                    const knn_options& call_opt, int64_t work,
+                                    const BasicCopyBuilder<Scalar>& build) const;
+
+  // Makes a copy on each device of `devices` other than home_device that
+  // lacks one, concurrently (one host thread per device), from the home
+  // engine's points. Returns `devices` less those whose copy did not fit
+  // (DEVICE_OUT_OF_MEMORY) unless `forced`, where that fails the call.
+  std::vector<int> prepare(std::vector<int> devices, bool forced, const Engine& home,
+                           int home_device, const BasicCopyBuilder<Scalar>& build) const;
+
+  // The engine on `device`: the home engine on its own device, else the copy.
+  const Engine& on(int device, const Engine& home, int home_device) const;
+
+  // The indexed points in input order on the host (copied from the home
+  // engine once, kept for later all-kNN calls).
+  const Scalar* host_points(const Engine& home) const;
+
+  const DeviceOps& ops() const { return ops_; }
+
+ private:
+  DeviceOps ops_;
+  int build_pinned_ = -1;
+  std::vector<int> build_devices_;
+  mutable std::mutex mutex_;
+  mutable std::map<int, std::unique_ptr<Engine>> copies_;
+  mutable std::vector<Scalar> points_;
+  mutable bool have_points_ = false;
+};
+using DeviceReplicas = BasicDeviceReplicas<float>;
+
+// One call over shares: m queries of dim scalars (host, or device memory as
+// call.queries_on_device says), answered in rows of `row_width` slots
+// (indices/sq_distances, either may be NULL) and one count per query
+// (counts, may be NULL), host or device as call.outputs_on_device says.
+// With exclude_self (all-kNN), the engine is asked for row_width + 1 and the
+// row's own index (its query number) is dropped, else the last slot.
+template <typename Scalar>
+struct BasicSplitCall {
+  const Scalar* queries = nullptr;
+  int64_t m = 0;
+  int dim = 0;
+  int row_width = 0;
+  bool exclude_self = false;
+  int32_t* indices = nullptr;
+  Scalar* sq_distances = nullptr;
+  int32_t* counts = nullptr;
+  CallParams call;
+};
+using SplitCall = BasicSplitCall<float>;
+
+// The engine's work on `count` queries with rows of `width` slots.
+template <typename Scalar>
+using BasicShareWork = std::function<void(
+    const BasicIndexEngine<Scalar>& engine, const Scalar* queries, int64_t count, int width,
+    int32_t* indices, Scalar* sq_distances, int32_t* counts, const CallParams& call)>;
+using ShareWork = BasicShareWork<float>;
+
+// Runs `work` over contiguous shares of the call's queries, share s on
+// devices[s] (run_shares), with replicas.on(device) serving it. Device
+// arrays of another device than the share's are staged through memory of
+// the share's device in pieces (peer copies). Throws the first failure; the
+// caller writes the missing values.
+template <typename Scalar>
+void split_over_devices(const std::vector<int>& devices,
+                        const BasicDeviceReplicas<Scalar>& replicas,
+                        const BasicIndexEngine<Scalar>& home, int home_device,
+                        const BasicSplitCall<Scalar>& split, const BasicShareWork<Scalar>& work);
+
+}  // namespace knn
