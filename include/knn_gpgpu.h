@@ -498,7 +498,14 @@ KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim
                                     int* structure);
 /* k nearest neighbours of m queries (m rows of dim floats): indices[i*k + j]
  * and sq_distances[i*k + j] (may be NULL), nearest first, ties by the smaller
- * index; slots beyond the index's size hold -1 / +infinity. Any k >= 1. */
+ * index; slots beyond the index's size hold -1 / +infinity. Any k >= 1 on
+ * the kd-tree and on the OpenMP backend. On the CUDA backend the brute force
+ * keeps at most 2048 neighbours per query (k, or k + 1 with exclude_self, or
+ * the longest row of a radius or CSR fill call) and the grid what the
+ * device's shared memory holds (2048 or fewer); beyond that the call fails
+ * with KNN_ERR_UNSUPPORTED naming the limit (outputs as for any failure
+ * once computing started): build with KNN_STRUCTURE_KDTREE (or the OpenMP
+ * backend) for longer lists. */
 KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m, int k,
                                      int32_t* indices, float* sq_distances, const knn_options* opt);
 /* All-kNN of the indexed points themselves, in input order: row i (n rows of

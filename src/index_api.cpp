@@ -21,6 +21,7 @@
 #include "../cuda/cuda_engine.h"
 #include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
+#include "../cuda/peer_copy.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
 #include "device_replicas.h"
@@ -273,8 +274,17 @@ bool run_on_devices(const knn_index& index, const Scalar* queries, int64_t m,
     return build_index_engine(KNN_BACKEND_CUDA, index.structure(), host_points, index.size(),
                               index.dim(), params);
   };
-  const std::vector<int> devices =
-      replicas.devices_for_call(home, index.device, call_opt, m, build_copy);
+  std::vector<int> devices = replicas.devices_for_call(home, index.device, call_opt, m, build_copy);
+  // One device, but arrays that another device holds: the engine cannot read
+  // them in place, so its one share is staged by peer copies.
+  const auto elsewhere = [&index](const void* p) {
+    const int owner = cuda::device_of(p);
+    return owner >= 0 && owner != index.device;
+  };
+  if (devices.empty() && index.backend() == KNN_BACKEND_CUDA &&
+      (elsewhere(queries) || elsewhere(out.indices) || elsewhere(out.sq_distances) ||
+       elsewhere(out.counts)))
+    devices = {index.device};
   if (devices.empty()) return false;
   BasicSplitCall<Scalar> split;
   split.queries = queries ? queries : replicas.host_points(home);

@@ -8,6 +8,7 @@
 
 #include "../cuda_engine.h"
 #include "../cuda_index.h"
+#include "../peer_copy.h"
 #include "cuda_support.h"
 #include "launch_policy.h"
 
@@ -23,6 +24,30 @@ template <class Kernel>
 unsigned blocks_for(Kernel* kernel, int64_t items) {
   return grid_stride_blocks(kernel, kBlock, items);
 }
+
+// Makes the device that holds p current for its lifetime (the caller's
+// current device may be another: arrays of several devices per call), and
+// restores the caller's. A kernel must run where the memory it touches is.
+class OnDeviceOf {
+ public:
+  explicit OnDeviceOf(const void* p) {
+    const int owner = device_of(p);
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (owner >= 0 && owner != previous_) {
+      check(cudaSetDevice(owner), "cudaSetDevice");
+      switched_ = true;
+    }
+  }
+  ~OnDeviceOf() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+  OnDeviceOf(const OnDeviceOf&) = delete;
+  OnDeviceOf& operator=(const OnDeviceOf&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
 
 template <typename Scalar>
 __global__ void fill_missing_kernel(int32_t* indices, Scalar* sq_distances, int64_t count) {
@@ -50,6 +75,7 @@ __global__ void first_beyond_kernel(const Scalar* values, int64_t count, Scalar 
 template <typename Scalar>
 void fill_missing(int32_t* indices, Scalar* sq_distances, int64_t count) {
   if (count <= 0 || (indices == nullptr && sq_distances == nullptr)) return;
+  const OnDeviceOf here(indices ? static_cast<const void*>(indices) : sq_distances);
   Stream stream;
   fill_missing_kernel<Scalar>
       <<<blocks_for(fill_missing_kernel<Scalar>, count), kBlock, 0, stream.get()>>>(
@@ -61,6 +87,7 @@ void fill_missing(int32_t* indices, Scalar* sq_distances, int64_t count) {
 template <typename Scalar>
 int64_t first_beyond(const Scalar* values, int64_t count, Scalar limit) {
   if (count <= 0) return -1;
+  const OnDeviceOf here(values);
   Stream stream;
   DeviceBuffer<unsigned long long> first(1);
   check(cudaMemsetAsync(first.get(), 0xff, sizeof(unsigned long long), stream.get()),
