@@ -1,10 +1,10 @@
 // CPU brute force in any dimension: every query against every reference row.
-#include "knn_list.h"
-#include "omp_engine.h"
-
 #include <omp.h>
 
 #include <vector>
+
+#include "knn_list.h"
+#include "omp_engine.h"
 
 namespace knn {
 namespace omp {
@@ -13,9 +13,10 @@ void brute_force(const float* ref, int64_t n, const float* queries, int64_t m, i
                  int32_t* indices, float* sq_distances) {
   // One list per thread, allocated here: an allocation inside the region
   // could throw where nothing catches it.
-  std::vector<BasicNeighborList<float>> lists(static_cast<size_t>(omp_get_max_threads()),
+  const int threads = omp_get_max_threads();
+  std::vector<BasicNeighborList<float>> lists(static_cast<size_t>(threads),
                                               BasicNeighborList<float>(k, n));
-#pragma omp parallel num_threads(static_cast <int>(lists.size()))
+#pragma omp parallel num_threads(threads)
   {
     BasicNeighborList<float>& list = lists[static_cast<size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 64)
