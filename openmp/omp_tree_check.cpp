@@ -4,10 +4,12 @@
 // order against every ancestor's split, the ids), each subtree of the top
 // levels a task.
 #include <atomic>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "../common/error.h"
+#include "../common/first_index.h"
 #include "omp_engine.h"
 
 namespace knn {
@@ -36,8 +38,7 @@ struct Box {
 // levels by its own task.
 class TreeWalk {
  public:
-  TreeWalk(const Node* tree, int64_t n)
-      : tree_(tree), shape_(n), seen_(static_cast<size_t>((n + 31) / 32)) {}
+  TreeWalk(const Node* tree, int64_t n) : tree_(tree), shape_(n), seen_(static_cast<size_t>(n)) {}
 
   // The smallest node of the subtree at i (n if none) whose own fields are
   // wrong (check_node_fields) or that lies outside the box its ancestors'
@@ -51,9 +52,7 @@ class TreeWalk {
     if (check_node_fields(node, shape_, i) != kTreeOk) return i;
     for (int d = 0; d < 3; ++d)
       if (!(box.lo[d] <= node.p[d] && node.p[d] <= box.hi[d])) return i;
-    const uint32_t bit = 1u << (node.id % 32);
-    if (seen_[static_cast<size_t>(node.id / 32)].fetch_or(bit, std::memory_order_relaxed) & bit)
-      repeated_.store(true, std::memory_order_relaxed);
+    seen_[static_cast<size_t>(node.id)].store(1, std::memory_order_relaxed);
     const int dim = split_dim(level, 0);
     Box left = box, right = box;
     left.hi[dim] = node.p[dim];
@@ -72,16 +71,21 @@ class TreeWalk {
     return in_left < in_right ? in_left : in_right;
   }
 
-  // Whether an id was marked twice (meaningful once no defect was found:
-  // the ids are then all in range, and form a permutation unless one
-  // repeats).
-  bool repeated() const { return repeated_.load(std::memory_order_relaxed); }
+  // Whether some id was not marked, meaningful once no defect was found:
+  // the n ids are then all in range, so they form a permutation unless one
+  // repeats, and then another is missing.
+  bool id_missing() const {
+    return first_index_where(shape_.n, [&](int64_t id) {
+             return seen_[static_cast<size_t>(id)].load(std::memory_order_relaxed) == 0;
+           }) < shape_.n;
+  }
 
  private:
   const Node* tree_;
   TreeShape shape_;
-  std::vector<std::atomic<uint32_t>> seen_;  // one bit per id
-  std::atomic<bool> repeated_{false};
+  // One flag per id, set by a plain store (an atomic read-modify-write per
+  // node, as a bitset needs, cost more than the rest of the walk).
+  std::vector<std::atomic<uint8_t>> seen_;
 };
 
 }  // namespace
@@ -97,7 +101,7 @@ void check_tree(const Node* tree, int64_t n) {
   if (first_bad < n)
     fail(KNN_ERR_INVALID_TREE,
          tree_defect_message(first_bad, check_node(tree, shape, first_bad), tree[first_bad].id));
-  if (!walk.repeated()) return;
+  if (!walk.id_missing()) return;
   std::vector<bool> first_seen(static_cast<size_t>(n), false);
   for (int64_t i = 0; i < n; ++i) {
     if (first_seen[tree[i].id])
