@@ -284,7 +284,11 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
  * the tree and one small chunk do not fit; mpQueryAll runs on the CPU only.
  * Every path returns the identical result. Errors: INVALID_ARGUMENT (NULL
  * arrays with positive counts, negative counts, k < 1), NONFINITE_INPUT (a
- * query coordinate), INVALID_TREE, DEVICE_OUT_OF_MEMORY / DEVICE (CUDA only). */
+ * query coordinate), INVALID_TREE, DEVICE_OUT_OF_MEMORY / DEVICE (CUDA only).
+ * Every call checks the whole tree first (one pass over the n_tree nodes,
+ * milliseconds for 10^6), so a host that sends many small query batches to
+ * one tree should build a resident index once (knn_index_build, below),
+ * which answers without per-call tree checks. */
 KNN_API int KNN_CALL queryAll(const knn_point* query_points, const knn_node* tree, int n_qp,
                               int n_tree, int k, int* result);
 KNN_API int KNN_CALL cuQueryAll(const knn_point* query_points, const knn_node* tree, int n_qp,

@@ -1,7 +1,7 @@
-// The search of kd_search.h: one depth-first walk, compiled for each
-// dimension up to kMaxStaticDim (the query and the gaps in registers,
-// the distance loops unrolled) and once for any dimension, and the parallel
-// drivers of kNN, all-kNN and radius queries.
+// The search of kd_search.h: one walk (depth first, tied sides best first),
+// compiled for each dimension up to kMaxStaticDim (the query and the gaps in
+// registers, the distance loops unrolled) and once for any dimension, and the
+// parallel drivers of kNN, all-kNN and radius queries.
 #include "kd_search.h"
 
 #include <algorithm>
@@ -36,14 +36,45 @@ struct WithinRadius {
   }
 };
 
+// A side of a split whose visit is put off: its node, its bound and smallest
+// index (the queue's order), and where its gaps are kept.
+template <typename Scalar>
+struct Deferred {
+  Scalar bound;
+  int32_t min_index, node;
+  size_t gaps_at;
+};
+
+// What a walk writes besides its sink, per thread and reused by every query:
+// the gaps of the node being visited and the queue of deferred sides.
+template <typename Scalar>
+struct WalkScratch {
+  std::vector<Scalar> gaps;
+  std::vector<Deferred<Scalar>> deferred;  // a heap, smallest (bound, min_index) on top
+  std::vector<Scalar> deferred_gaps;       // dim per deferred side
+  explicit WalkScratch(int dim) : gaps(static_cast<size_t>(dim)) {}
+};
+
 // One query's walk. D is the dimension (0: tree.dim at run time). The sink
-// (NeighborList or WithinRadius) says what a subtree must beat, and takes
-// every scanned point at distance <= limit().
+// (BasicNeighborList or WithinRadius) says what a subtree must beat, and
+// takes every scanned point at distance <= limit().
+//
+// Order: depth first, the nearer child by (bound, min_index) first, except
+// where the two children's bounds tie: then the one with the larger indices
+// is deferred, and once the depth-first walk is done the deferred sides are
+// taken up best first, by (bound, min_index) over all of them. Depth first
+// alone degenerates where every distance ties (a cluster whose float32
+// distances all underflow to 0): the nearer subtree's own k smallest indices
+// become the k-th candidate, and the walk then enters ~k leaves of every
+// sibling on the way up; best first, it enters about the leaves of the k
+// smallest indices. Ties between bounds are rare otherwise, so the queue
+// costs nothing on ordinary data.
 template <int D, typename Scalar, class Sink>
 class Walk {
  public:
-  Walk(const BasicSearchTree<Scalar>& tree, const Scalar* query, Scalar* gaps, Sink& sink)
-      : t_(tree), q_(query), gaps_(gaps), sink_(sink) {}
+  Walk(const BasicSearchTree<Scalar>& tree, const Scalar* query, WalkScratch<Scalar>& scratch,
+       Sink& sink)
+      : t_(tree), q_(query), gaps_(scratch.gaps.data()), scratch_(scratch), sink_(sink) {}
 
   void run() {
     if (t_.nodes.empty()) return;
@@ -52,8 +83,13 @@ class Walk {
       gaps_[d] =
           c < t_.lo[d] ? sub_rn(t_.lo[d], c) : (c > t_.hi[d] ? sub_rn(c, t_.hi[d]) : Scalar{0});
     }
-    const Scalar bound = bound_with(0, gaps_[0]);
-    if (sink_.may_improve(bound, t_.nodes[0].min_index)) visit(0, bound);
+    scratch_.deferred.clear();
+    scratch_.deferred_gaps.clear();
+    Side next{0, gaps_[0], bound_with(0, gaps_[0])};
+    if (!sink_.may_improve(next.bound, min_index(next))) return;
+    do {
+      visit(next.node, next.bound);
+    } while (take_deferred(next));
   }
 
  private:
@@ -103,8 +139,14 @@ class Walk {
     Side near{node.first_child, left_gap, left_gap == gap ? bound : bound_with(s, left_gap)};
     Side far{node.first_child + 1, right_gap, right_gap == gap ? bound : bound_with(s, right_gap)};
     // Nearer first; between equal bounds, the smaller indices first (they
-    // win the ties, so the other side may then be skipped).
+    // win the ties, so the other side may then be skipped), and the other
+    // side is deferred.
     if (closer(far.bound, min_index(far), near.bound, min_index(near))) std::swap(near, far);
+    if (far.bound == near.bound) {
+      if (sink_.may_improve(far.bound, min_index(far))) defer(far, s);
+      enter(near, s, gap);
+      return;
+    }
     enter(near, s, gap);
     enter(far, s, gap);
   }
@@ -116,6 +158,35 @@ class Walk {
     gaps_[s] = parent_gap;
   }
 
+  void defer(const Side& side, int s) {
+    const size_t at = scratch_.deferred_gaps.size();
+    scratch_.deferred_gaps.insert(scratch_.deferred_gaps.end(), gaps_, gaps_ + dims());
+    scratch_.deferred_gaps[at + static_cast<size_t>(s)] = side.gap;
+    scratch_.deferred.push_back(Deferred<Scalar>{side.bound, min_index(side), side.node, at});
+    std::push_heap(scratch_.deferred.begin(), scratch_.deferred.end(), Later{});
+  }
+
+  // The deferred side to visit next, its gaps in gaps_; false when none may
+  // improve (every other is at or after the first in (bound, min_index)).
+  bool take_deferred(Side& next) {
+    auto& queue = scratch_.deferred;
+    if (queue.empty() || !sink_.may_improve(queue.front().bound, queue.front().min_index))
+      return false;
+    std::pop_heap(queue.begin(), queue.end(), Later{});
+    const Deferred<Scalar> side = queue.back();
+    queue.pop_back();
+    const Scalar* gaps = scratch_.deferred_gaps.data() + side.gaps_at;
+    std::copy(gaps, gaps + dims(), gaps_);
+    next = Side{side.node, Scalar{0}, side.bound};
+    return true;
+  }
+
+  struct Later {
+    bool operator()(const Deferred<Scalar>& a, const Deferred<Scalar>& b) const {
+      return closer(b.bound, b.min_index, a.bound, a.min_index);
+    }
+  };
+
   int32_t min_index(const Side& side) const {
     return t_.nodes[static_cast<size_t>(side.node)].min_index;
   }
@@ -123,12 +194,14 @@ class Walk {
   const BasicSearchTree<Scalar>& t_;
   const Scalar* q_;
   Scalar* gaps_;
+  WalkScratch<Scalar>& scratch_;
   Sink& sink_;
 };
 
 template <int D, typename Scalar, class Sink>
-void walk(const BasicSearchTree<Scalar>& tree, const Scalar* query, Scalar* gaps, Sink& sink) {
-  Walk<D, Scalar, Sink>(tree, query, gaps, sink).run();
+void walk(const BasicSearchTree<Scalar>& tree, const Scalar* query, WalkScratch<Scalar>& scratch,
+          Sink& sink) {
+  Walk<D, Scalar, Sink>(tree, query, scratch, sink).run();
 }
 
 // Query numbers sorted by the leaf each query falls into (a counting sort).
@@ -161,9 +234,10 @@ std::vector<int64_t> leaf_order(const BasicSearchTree<Scalar>& t, const Scalar* 
 template <typename Scalar>
 struct KnnState {
   BasicNeighborList<Scalar> list;
-  std::vector<Scalar> gaps, query;
+  WalkScratch<Scalar> walk;
+  std::vector<Scalar> query;
   KnnState(int64_t take, const BasicSearchTree<Scalar>& t)
-      : list(take, t.size), gaps(static_cast<size_t>(t.dim)), query(static_cast<size_t>(t.dim)) {}
+      : list(take, t.size), walk(t.dim), query(static_cast<size_t>(t.dim)) {}
 };
 
 }  // namespace
@@ -180,7 +254,7 @@ void search_knn(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int6
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
             state.list.reset();
-            walk<decltype(dim)::value>(tree, queries + q * tree.dim, state.gaps.data(), state.list);
+            walk<decltype(dim)::value>(tree, queries + q * tree.dim, state.walk, state.list);
             state.list.write(k, -1, indices + q * k, sq_distances ? sq_distances + q * k : nullptr);
           }
         });
@@ -203,7 +277,7 @@ void search_knn_self(const BasicSearchTree<Scalar>& tree, int k, bool exclude_se
               state.query[static_cast<size_t>(d)] = tree.plane(d)[p];
             const int32_t self = tree.ids[static_cast<size_t>(p)];
             state.list.reset();
-            walk<decltype(dim)::value>(tree, state.query.data(), state.gaps.data(), state.list);
+            walk<decltype(dim)::value>(tree, state.query.data(), state.walk, state.list);
             const int64_t row = int64_t{self} * k;
             state.list.write(k, exclude_self ? self : -1, indices + row,
                              sq_distances ? sq_distances + row : nullptr);
@@ -220,21 +294,21 @@ void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, i
   const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
   struct RadiusState {
     std::vector<BasicNeighbor<Scalar>> found;
-    std::vector<Scalar> gaps;
+    WalkScratch<Scalar> walk;
   };
   const int64_t row = max_neighbors;
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
         m, kQueriesPerBlock, team, cancel_flag(),
         [&] {
-          return RadiusState{{}, std::vector<Scalar>(static_cast<size_t>(tree.dim))};
+          return RadiusState{{}, WalkScratch<Scalar>(tree.dim)};
         },
         [&](RadiusState& state, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
             state.found.clear();
             WithinRadius<Scalar> sink{r2, max_neighbors > 0 ? &state.found : nullptr};
-            walk<decltype(dim)::value>(tree, queries + q * tree.dim, state.gaps.data(), sink);
+            walk<decltype(dim)::value>(tree, queries + q * tree.dim, state.walk, sink);
             if (max_neighbors == 0) {
               counts[q] = static_cast<int32_t>(sink.count);
               continue;

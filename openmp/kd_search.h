@@ -22,7 +22,11 @@
 // candidate in (distance, index) order: bound < k-th distance, or equal to
 // it with a smaller index somewhere below (min_index). That last rule is what
 // makes duplicates cheap: among equal points the search takes the child with
-// the smaller indices first, and then skips every other one.
+// the smaller indices first, and then skips every other one. Where the two
+// children's bounds tie, the other child is deferred to a queue taken up best
+// first by (bound, min_index) once the depth-first walk ends: where all
+// distances tie (float32 underflow), the walk then enters about the leaves
+// of the k smallest indices instead of ~k leaves per level.
 //
 // Only the changed dimension's gap is updated on a split, and the bound is
 // summed again only when a gap grows (the far side of a split), which is

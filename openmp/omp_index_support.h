@@ -1,7 +1,6 @@
 // What the OpenMP index engines (omp_index_kdtree.cpp, omp_index_brute_force.cpp)
-// share: a k-best list for any k, the writers of result rows (kNN, kNN without
-// the query's own point, radius), and the parallel loop that runs blocks of
-// queries with cancellation and error capture.
+// share: the k-list (knn_list.h), the writer of radius rows, and the parallel
+// loop that runs blocks of queries with cancellation and error capture.
 #pragma once
 
 #include <omp.h>
@@ -21,103 +20,6 @@
 
 namespace knn {
 namespace omp {
-
-// The k best candidates of one query, for any k, of either scalar type. Up to kSortedListMaxK the
-// sorted insertion of KnnList is fastest (few candidates are accepted once the
-// list fills); beyond, a max-heap keeps each insertion O(log k).
-template <typename Scalar>
-class BasicNeighborList {
- public:
-  using Entry = BasicNeighbor<Scalar>;
-  static constexpr int kSortedListMaxK = 128;
-
-  // Keeps min(k, n_points) entries: a row never holds more than the index has
-  // (k is 64-bit: an all-kNN without self asks for k + 1).
-  BasicNeighborList(int64_t k, int64_t n_points)
-      : capacity_(static_cast<int>(std::min<int64_t>(k, n_points))),
-        storage_(static_cast<size_t>(capacity_)) {}
-
-  // Starts a new query; call it before the first offer of every query.
-  void reset() {
-    offered_ = 0;
-    if (capacity_ <= kSortedListMaxK) sorted_.emplace(storage_.data(), capacity_);
-  }
-
-  bool full() const { return offered_ >= capacity_; }
-  // The current k-th candidate; meaningful only when full().
-  const Entry& worst() const {
-    return capacity_ <= kSortedListMaxK ? storage_[static_cast<size_t>(capacity_) - 1]
-                                        : storage_.front();
-  }
-
-  // The distance a point must not exceed to be offered usefully: the k-th
-  // candidate's, or +infinity while the list is not full.
-  Scalar limit() const {
-    return full() && capacity_ > 0 ? worst().sq_distance : std::numeric_limits<Scalar>::infinity();
-  }
-
-  // Whether a region whose points are all at squared distance >= lower_bound
-  // and have indices >= min_index may still hold a candidate that enters.
-  bool may_improve(Scalar lower_bound, int32_t min_index) const {
-    if (capacity_ == 0) return false;
-    if (!full()) return true;
-    const Entry& w = worst();
-    return lower_bound < w.sq_distance || (lower_bound == w.sq_distance && min_index < w.index);
-  }
-
-  void offer(Scalar sq_distance, int32_t index) {
-    if (capacity_ == 0) return;
-    if (capacity_ <= kSortedListMaxK) {
-      // KnnList fills its first `capacity_` offers unconditionally, so after
-      // that many offers it is full and its worst entry is storage_[capacity_-1].
-      sorted_->offer(sq_distance, index);
-      ++offered_;
-      return;
-    }
-    const Entry candidate{sq_distance, index};
-    auto farther = [](const Entry& a, const Entry& b) { return closer(a, b); };
-    if (!full()) {
-      storage_[static_cast<size_t>(offered_++)] = candidate;
-      if (full()) std::make_heap(storage_.begin(), storage_.end(), farther);
-    } else if (closer(candidate, storage_.front())) {
-      std::pop_heap(storage_.begin(), storage_.end(), farther);
-      storage_.back() = candidate;
-      std::push_heap(storage_.begin(), storage_.end(), farther);
-    }
-  }
-
-  // Writes a row of k slots, nearest first, skipping the entry whose index is
-  // `skip` (-1: none) and padding with -1 / +infinity. Ends the query: the
-  // heap is sorted in place.
-  void write(int k, int32_t skip, int32_t* indices, Scalar* sq_distances) {
-    const int found = static_cast<int>(std::min<int64_t>(offered_, capacity_));
-    if (capacity_ > kSortedListMaxK) {
-      auto farther = [](const Entry& a, const Entry& b) { return closer(a, b); };
-      if (full())
-        std::sort_heap(storage_.begin(), storage_.end(), farther);
-      else
-        std::sort(storage_.begin(), storage_.begin() + found, farther);
-    }
-    int j = 0;
-    for (int e = 0; e < found && j < k; ++e) {
-      const Entry& nb = storage_[static_cast<size_t>(e)];
-      if (nb.index == skip) continue;
-      if (indices) indices[j] = nb.index;
-      if (sq_distances) sq_distances[j] = nb.sq_distance;
-      ++j;
-    }
-    for (; j < k; ++j) {
-      if (indices) indices[j] = -1;
-      if (sq_distances) sq_distances[j] = std::numeric_limits<Scalar>::infinity();
-    }
-  }
-
- private:
-  int capacity_;
-  std::vector<Entry> storage_;
-  std::optional<BasicKnnList<Scalar>> sorted_;
-  int64_t offered_ = 0;
-};
 
 // Writes one radius row from the candidates found (any order): sorted by
 // (distance, index), the first max_neighbors kept, -1 / +infinity padding,

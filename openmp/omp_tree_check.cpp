@@ -1,7 +1,10 @@
 // Validation of a caller's Node array before any query reads it, so that a
 // tree that is not a tree gives KNN_ERR_INVALID_TREE instead of wrong answers
-// or reads out of bounds.
+// or reads out of bounds. One pass over the nodes (fields, finiteness, the
+// order against every ancestor's split, the ids), each subtree of the top
+// levels a task.
 #include <atomic>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -31,54 +34,74 @@ struct Box {
   float lo[3], hi[3];
 };
 
-// The smallest node of the subtree at i that lies outside the box its
-// ancestors' splits allow (n if none): the nodes check_node_order rejects,
-// found in O(n) instead of walking every node's ancestors.
-int64_t first_out_of_order(const Node* tree, const TreeShape& shape, int64_t i, int level,
-                           const Box& box) {
-  const int64_t n = shape.n;
-  if (i >= n) return n;
-  const Node& node = tree[i];
-  for (int d = 0; d < 3; ++d)
-    if (!(box.lo[d] <= node.p[d] && node.p[d] <= box.hi[d])) return i;  // below it: larger indices
-  const int dim = split_dim(level, 0);
-  Box left = box, right = box;
-  left.hi[dim] = node.p[dim];
-  right.lo[dim] = node.p[dim];
-  int64_t in_left = n;
-  const int64_t q = i - ((int64_t{1} << level) - 1);
-#pragma omp task if (shape.subtree_size(level + 1, 2 * q) > kTaskCutoff) shared(in_left)
-  in_left = first_out_of_order(tree, shape, 2 * i + 1, level + 1, left);
-  const int64_t in_right = first_out_of_order(tree, shape, 2 * i + 2, level + 1, right);
+// The one pass of the check: every node once, each subtree of the top
+// levels by its own task.
+class TreeWalk {
+ public:
+  TreeWalk(const Node* tree, int64_t n) : tree_(tree), shape_(n), seen_(static_cast<size_t>(n)) {}
+
+  // The smallest node of the subtree at i (n if none) whose own fields are
+  // wrong (check_node_fields) or that lies outside the box its ancestors'
+  // splits allow (what check_node_order rejects, found without walking every
+  // node's ancestors). A subtree is left at its root's defect: the nodes
+  // below it have larger numbers. The ids of the nodes passed are marked.
+  int64_t first_defect(int64_t i, int level, const Box& box) {
+    const int64_t n = shape_.n;
+    if (i >= n) return n;
+    const Node& node = tree_[i];
+    if (check_node_fields(node, shape_, i) != kTreeOk) return i;
+    for (int d = 0; d < 3; ++d)
+      if (!(box.lo[d] <= node.p[d] && node.p[d] <= box.hi[d])) return i;
+    seen_[static_cast<size_t>(node.id)].store(1, std::memory_order_relaxed);
+    const int dim = split_dim(level, 0);
+    Box left = box, right = box;
+    left.hi[dim] = node.p[dim];
+    right.lo[dim] = node.p[dim];
+    int64_t in_left = n, in_right = n;
+    const int64_t q = i - ((int64_t{1} << level) - 1);
+    if (shape_.subtree_size(level + 1, 2 * q) > kTaskCutoff) {
+#pragma omp task shared(in_left)
+      in_left = first_defect(2 * i + 1, level + 1, left);
+      in_right = first_defect(2 * i + 2, level + 1, right);
 #pragma omp taskwait
-  return in_left < in_right ? in_left : in_right;
-}
+    } else {  // no task at all: even an undeferred one costs a runtime call
+      in_left = first_defect(2 * i + 1, level + 1, left);
+      in_right = first_defect(2 * i + 2, level + 1, right);
+    }
+    return in_left < in_right ? in_left : in_right;
+  }
+
+  // Whether some id was not marked, meaningful once no defect was found:
+  // the n ids are then all in range, so they form a permutation unless one
+  // repeats, and then another is missing.
+  bool id_missing() const {
+    return first_index_where(shape_.n, [&](int64_t id) {
+             return seen_[static_cast<size_t>(id)].load(std::memory_order_relaxed) == 0;
+           }) < shape_.n;
+  }
+
+ private:
+  const Node* tree_;
+  TreeShape shape_;
+  // One flag per id, set by a plain store (an atomic read-modify-write per
+  // node, as a bitset needs, cost more than the rest of the walk).
+  std::vector<std::atomic<uint8_t>> seen_;
+};
 
 }  // namespace
 
 void check_tree(const Node* tree, int64_t n) {
   const TreeShape shape(n);
-  const int64_t bad_fields = first_index_where(
-      n, [&](int64_t i) { return check_node_fields(tree[i], shape, i) != kTreeOk; });
+  TreeWalk walk(tree, n);
   const float inf = std::numeric_limits<float>::infinity();
-  int64_t bad_order = n;
+  int64_t first_bad = n;
 #pragma omp parallel
 #pragma omp single
-  bad_order = first_out_of_order(tree, shape, 0, 0, Box{{-inf, -inf, -inf}, {inf, inf, inf}});
-  const int64_t first_bad = bad_fields < bad_order ? bad_fields : bad_order;
+  first_bad = walk.first_defect(0, 0, Box{{-inf, -inf, -inf}, {inf, inf, inf}});
   if (first_bad < n)
     fail(KNN_ERR_INVALID_TREE,
          tree_defect_message(first_bad, check_node(tree, shape, first_bad), tree[first_bad].id));
-
-  // Every id is in range; they form a permutation unless one repeats.
-  std::vector<std::atomic<uint32_t>> seen(static_cast<size_t>((n + 31) / 32));
-  std::atomic<bool> repeated{false};
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t bit = 1u << (tree[i].id % 32);
-    if (seen[tree[i].id / 32].fetch_or(bit, std::memory_order_relaxed) & bit) repeated = true;
-  }
-  if (!repeated) return;
+  if (!walk.id_missing()) return;
   std::vector<bool> first_seen(static_cast<size_t>(n), false);
   for (int64_t i = 0; i < n; ++i) {
     if (first_seen[tree[i].id])

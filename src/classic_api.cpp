@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "../common/first_index.h"
 #include "../cuda/cuda_engine.h"
 #include "../engine/progress.h"
 #include "../openmp/omp_engine.h"
@@ -61,18 +62,21 @@ int build(const char* function, const Point* points, int n, Node* tree, Engine e
 // A caller's tree may be a saved one edited by hand: its points obey the
 // coordinate rule as the build's input does, or squared distances could
 // overflow and order neighbours wrongly. One pass over the array; non-finite
-// coordinates are left to the tree check, which names them.
+// coordinates are left to the tree check, which names them. One parallel
+// pass over the array; the first offending node is named.
 void check_tree_coordinates(const Node* tree, int n_tree) {
   const float limit = coordinate_limit(3);
-  for (int i = 0; i < n_tree; ++i)
-    for (int d = 0; d < 3; ++d) {
-      const float v = tree[i].p[d];
-      if (std::isfinite(v) && std::fabs(v) > limit)
-        fail(KNN_ERR_INVALID_TREE,
-             format("tree node %d has coordinate %g (dimension %d); coordinates must lie within "
-                    "+-%g, as buildKdTree's input must (squared distances would overflow float32)",
-                    i, static_cast<double>(v), d, static_cast<double>(limit)));
-    }
+  auto beyond = [&](float v) { return std::isfinite(v) && std::fabs(v) > limit; };
+  const int64_t i = first_index_where(n_tree, [&](int64_t j) {
+    return beyond(tree[j].p[0]) || beyond(tree[j].p[1]) || beyond(tree[j].p[2]);
+  });
+  if (i == n_tree) return;
+  const int d = beyond(tree[i].p[0]) ? 0 : (beyond(tree[i].p[1]) ? 1 : 2);
+  fail(KNN_ERR_INVALID_TREE,
+       format("tree node %d has coordinate %g (dimension %d); coordinates must lie within "
+              "+-%g, as buildKdTree's input must (squared distances would overflow float32)",
+              static_cast<int>(i), static_cast<double>(tree[i].p[d]), d,
+              static_cast<double>(limit)));
 }
 
 int query(const char* function, const Point* queries, const Node* tree, int n_qp, int n_tree, int k,

@@ -281,6 +281,51 @@ TEST_F(BadInput, GarbageTreeIsRefused) {
   expect_tree_refused(bad, 0);
 }
 
+// Several defects at once in a tree large enough that its check runs as
+// parallel tasks: the first in this order is named, whichever task finds it:
+// a coordinate beyond the limit (any node), then the smallest node whose
+// fields or kd order are wrong, then the first repeated id.
+TEST(BadInputTree, SeveralDefectsNameTheFirstByPrecedence) {
+  const std::vector<Node> tree = build_tree(make_points(Dist::Uniform, 40000, 77));
+  const std::vector<Point> queries = make_query_points(Dist::Uniform, 1, 76);
+  auto expect_named = [&](const std::vector<Node>& bad, const std::string& what, long long node) {
+    std::vector<int> result(4, kSentinelInt);
+    EXPECT_EQ(
+        mpQueryAll(queries.data(), bad.data(), 1, static_cast<int>(bad.size()), 4, result.data()),
+        KNN_ERR_INVALID_TREE);
+    const std::string message = knn_last_error();
+    EXPECT_TRUE(names(message, "node", node) && message.find(what) != std::string::npos) << message;
+    EXPECT_EQ(result, std::vector<int>(4, kSentinelInt));
+  };
+  // Moves node i across the root's split (on x): out of the unit cube, on
+  // the wrong side.
+  auto across_root = [](std::vector<Node>& t, int64_t i) {
+    int64_t top = i;
+    while (top > 2) top = (top - 1) / 2;
+    t[static_cast<size_t>(i)].p[0] = top == 1 ? 2.0f : -1.0f;
+  };
+  std::vector<Node> bad = tree;
+  bad[30000].id = -1;
+  across_root(bad, 20000);
+  expect_named(bad, "breaks the kd order", 20000);
+  bad = tree;
+  bad[100].id = bad[50].id;
+  bad[39999].p[2] = kNaN;
+  expect_named(bad, "NaN or infinite", 39999);
+  bad = tree;
+  bad[25000].p[1] = kInf;
+  across_root(bad, 3);
+  expect_named(bad, "breaks the kd order", 3);
+  bad = tree;
+  bad[5].left = 7;
+  bad[35000].p[1] = 3e38f;  // beyond the coordinate limit
+  expect_named(bad, "has coordinate 3", 35000);
+  bad = tree;
+  bad[30001].id = bad[30000].id;
+  bad[30002].id = bad[12].id;
+  expect_named(bad, "repeats an id", 30001);
+}
+
 // ---- Brute force -----------------------------------------------------------------------------
 
 TEST(BadInputBruteForce, RefusesBadArgumentsWithoutWriting) {
