@@ -141,7 +141,9 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
 
  private:
   // The points of cells first_key..last_key (contiguous in cell order) that
-  // `scan` does not rule out; returns how many were read.
+  // `scan` does not rule out; returns how many were read. kth() gives the
+  // current k-th candidate (the radius search passes a constant one that
+  // rules nothing out).
   template <class Kth, class Offer>
   int64_t scan_cells(const Scalar* q, uint32_t first_key, uint32_t last_key,
                      const CellScan<Scalar>& scan, Kth&& kth, Offer&& offer) const {
@@ -185,12 +187,14 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
 
   void within(const Scalar* q, Scalar r2, std::vector<Entry>& found) const {
     if (n_ == 0) return;
+    const auto anything = [] {
+      return Entry{std::numeric_limits<Scalar>::infinity(), std::numeric_limits<int32_t>::max()};
+    };
     walk_ball(grid_, q, r2, [&](uint32_t first_key, uint32_t last_key) {
-      for (int64_t p = starts_[first_key]; p < starts_[last_key + size_t{1}]; ++p) {
-        const Scalar* c = &coords_[static_cast<size_t>(3 * p)];
-        const Scalar d = squared_distance3(q[0], q[1], q[2], c[0], c[1], c[2]);
-        if (d <= r2) found.push_back(Entry{d, ids_[static_cast<size_t>(p)]});
-      }
+      scan_cells(q, first_key, last_key, CellScan<Scalar>{Scalar(0), 0}, anything,
+                 [&](Scalar d, int32_t id) {
+                   if (d <= r2) found.push_back(Entry{d, id});
+                 });
     });
   }
 
