@@ -1,7 +1,8 @@
 // The OpenMP uniform grid (omp::build_grid_index) against the brute-force
 // oracle: every distribution of test_data.h, awkward sizes, k from 1 to
 // beyond n, queries far outside the box, radius rows and counts, all-kNN
-// with and without self, the clustered fallback, and the exactness of the
+// with and without self, the clustered fallback, collinear and all-tied
+// data (issue #18) with their cost as a ratio, and the exactness of the
 // shell bounds of common/grid_layout.h on their own.
 #include <gtest/gtest.h>
 
