@@ -31,11 +31,12 @@
 // distance is 0) or repeat, bounds equal the k-th distance and the distance
 // alone can never end a walk: only indices decide, and the k smallest may lie
 // at the other end of the data. Two rules keep such searches at O(k) (see
-// walk_shells): a cell's points are stored in ascending index order, so a
-// scan leaves a cell at its first point that ties at best and has a larger
-// index than the k-th (CellScan); and when everything beyond the shells can
-// at best tie, the walk also sweeps the points in index order, which ends
-// the search as soon as it passes the k-th's index.
+// walk_shells): a scan skips every point that ties at best and has a larger
+// index than the k-th, and since a cell's points are stored in ascending
+// index order, the OpenMP scan leaves the cell there (CellScan); and when
+// everything beyond the shells can at best tie, the walk also sweeps the
+// points in index order, which ends the search as soon as it passes the
+// k-th's index.
 //
 // Scalar. The layout is a template over the scalar type of the points
 // (BasicGridLayout<float>, GridLayout, for the float32 index;

@@ -57,26 +57,23 @@ __device__ void load_query(const Scalar* queries, int64_t i, Scalar q[3]) {
 // The points of cells first_key..last_key (contiguous in cell order) that
 // `scan` does not rule out, offered one by one; returns how many were read.
 // kth() gives the current k-th candidate (the radius search passes a
-// constant one that rules nothing out).
+// constant one that rules nothing out). The run is read in one pass, as the
+// warp search reads it: a point ruled out loses itself and is skipped,
+// without leaving the rest of its cell (a cell holds a few points, and the
+// hot loop stays one loop).
 template <typename Scalar, class Kth, class Offer>
 __device__ int64_t scan_cells(const GridView<Scalar>& grid, const Scalar q[3], uint32_t first_key,
                               uint32_t last_key, const CellScan<Scalar>& scan, Kth&& kth,
                               Offer&& offer) {
   using P = DevicePoint3<Scalar>;
-  int64_t read = 0;
-  uint32_t begin = __ldg(grid.starts + first_key);
-  for (uint32_t cell = first_key; cell <= last_key; ++cell) {
-    const uint32_t end = __ldg(grid.starts + cell + 1);
-    for (uint32_t p = begin; p < end; ++p, ++read) {
-      const typename P::Stored v = P::load(grid.cell_points + p);
-      const int32_t id = P::id(v);
-      if (scan.rest_of_cell_loses(id, kth())) break;
-      if (scan.already_offered(id)) continue;
-      offer(squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id);
-    }
-    begin = end;
+  const uint32_t begin = __ldg(grid.starts + first_key), end = __ldg(grid.starts + last_key + 1);
+  for (uint32_t p = begin; p < end; ++p) {
+    const typename P::Stored v = P::load(grid.cell_points + p);
+    const int32_t id = P::id(v);
+    if (scan.rest_of_cell_loses(id, kth()) || scan.already_offered(id)) continue;
+    offer(squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id);
   }
-  return read;
+  return static_cast<int64_t>(end - begin);
 }
 
 // The indexed point `id` (input order).
@@ -182,9 +179,9 @@ __global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, in
       warp_storage + static_cast<size_t>(warp) * (WarpList<Scalar>::bytes(take) / sizeof(Neighbor)),
       take, lane);
   // The shell walk's tests read the k-th with every candidate merged: a
-  // stale one would walk whole shells more. The scans test list.worst as it
-  // stands (stale is never too small), and a cell's points ascend by index:
-  // once one lane's point loses (CellScan), every later one does too.
+  // stale one would walk whole shells more. The scans take a run 32 points
+  // at a time across its cells; a point that CellScan rules out against
+  // list.worst as it stands (stale is never too small) is not offered.
   if (grid.n > 0)
     walk_shells(
         grid.layout, static_cast<const Scalar*>(q),
@@ -193,27 +190,18 @@ __global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, in
           return list.worst;
         },
         [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
-          int64_t read = 0;
-          uint32_t begin = __ldg(grid.starts + first);
-          for (uint32_t cell = first; cell <= last; ++cell) {
-            const uint32_t end = __ldg(grid.starts + cell + 1);
-            for (uint32_t base = begin; base < end; base += 32) {
-              Neighbor c{infinity<Scalar>(), kNoIndex};
-              bool loses = false;
-              if (base + lane < end) {
-                const typename P::Stored v = grid.cell_points[base + lane];
-                const int32_t id = P::id(v);
-                loses = scan.rest_of_cell_loses(id, list.worst);
-                if (!loses && !scan.already_offered(id))
-                  c = Neighbor{squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id};
-              }
-              list.offer(c);
-              read += end - base < 32 ? end - base : 32;
-              if (__any_sync(kFullMask, loses)) break;
+          const uint32_t begin = __ldg(grid.starts + first), end = __ldg(grid.starts + last + 1);
+          for (uint32_t base = begin; base < end; base += 32) {
+            Neighbor c{infinity<Scalar>(), kNoIndex};
+            if (base + lane < end) {
+              const typename P::Stored v = grid.cell_points[base + lane];
+              const int32_t id = P::id(v);
+              if (!scan.rest_of_cell_loses(id, list.worst) && !scan.already_offered(id))
+                c = Neighbor{squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id};
             }
-            begin = end;
+            list.offer(c);
           }
-          return read;
+          return static_cast<int64_t>(end - begin);
         },
         [&](int32_t first, int32_t last, const ShellCube& cube) {
           for (int32_t base = first; base < last; base += 32) {
