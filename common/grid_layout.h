@@ -242,6 +242,12 @@ struct CellScan {
     return id > kth.index && !(bound < kth.sq_distance);
   }
   KNN_HD bool already_offered(int32_t id) const { return id < swept; }
+  // Whether the two tests above can rule out any point of the run: a scan
+  // may take the plain loop when they cannot (the k-th only shrinks, so a
+  // point the plain loop offers in vain is merely one the list rejects).
+  KNN_HD bool may_rule_out(const BasicNeighbor<Scalar>& kth) const {
+    return swept > 0 || !(bound < kth.sq_distance);
+  }
 };
 
 // The cube of cells within Chebyshev distance `radius` of `center`: what the

@@ -147,10 +147,18 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   template <class Kth, class Offer>
   int64_t scan_cells(const Scalar* q, uint32_t first_key, uint32_t last_key,
                      const CellScan<Scalar>& scan, Kth&& kth, Offer&& offer) const {
+    const int64_t begin = starts_[first_key], end = starts_[last_key + size_t{1}];
+    if (!scan.may_rule_out(kth())) {
+      for (int64_t p = begin; p < end; ++p) {
+        const Scalar* c = &coords_[static_cast<size_t>(3 * p)];
+        offer(squared_distance3(q[0], q[1], q[2], c[0], c[1], c[2]), ids_[static_cast<size_t>(p)]);
+      }
+      return end - begin;
+    }
     int64_t read = 0;
     for (uint32_t cell = first_key; cell <= last_key; ++cell) {
-      const int64_t end = starts_[cell + size_t{1}];
-      for (int64_t p = starts_[cell]; p < end; ++p, ++read) {
+      const int64_t cell_end = starts_[cell + size_t{1}];
+      for (int64_t p = starts_[cell]; p < cell_end; ++p, ++read) {
         const int32_t id = ids_[static_cast<size_t>(p)];
         if (scan.rest_of_cell_loses(id, kth())) break;
         if (scan.already_offered(id)) continue;
