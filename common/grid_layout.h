@@ -33,7 +33,7 @@
 // at the other end of the data. Two rules keep such searches at O(k) (see
 // walk_shells): a scan skips every point that ties at best and has a larger
 // index than the k-th, and since a cell's points are stored in ascending
-// index order, a one-thread scan leaves the cell there (CellScan); and when
+// index order, the OpenMP scan leaves the cell there (CellScan); and when
 // everything beyond the shells can at best tie, the walk also sweeps the
 // points in index order, which ends the search as soon as it passes the
 // k-th's index.

@@ -57,34 +57,23 @@ __device__ void load_query(const Scalar* queries, int64_t i, Scalar q[3]) {
 // The points of cells first_key..last_key (contiguous in cell order) that
 // `scan` does not rule out, offered one by one; returns how many were read.
 // kth() gives the current k-th candidate (the radius search passes a
-// constant one that rules nothing out). As the OpenMP scan: the plain loop
-// when CellScan can rule nothing out, else cell by cell, leaving a cell at
-// its first point that loses.
+// constant one that rules nothing out). The run is read in one pass, as the
+// warp search reads it: a point ruled out loses itself and is skipped,
+// without leaving the rest of its cell (a cell holds a few points, and the
+// hot loop stays one loop).
 template <typename Scalar, class Kth, class Offer>
 __device__ int64_t scan_cells(const GridView<Scalar>& grid, const Scalar q[3], uint32_t first_key,
                               uint32_t last_key, const CellScan<Scalar>& scan, Kth&& kth,
                               Offer&& offer) {
   using P = DevicePoint3<Scalar>;
   const uint32_t begin = __ldg(grid.starts + first_key), end = __ldg(grid.starts + last_key + 1);
-  if (!scan.may_rule_out(kth())) {
-    for (uint32_t p = begin; p < end; ++p) {
-      const typename P::Stored v = P::load(grid.cell_points + p);
-      offer(squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), P::id(v));
-    }
-    return static_cast<int64_t>(end - begin);
+  for (uint32_t p = begin; p < end; ++p) {
+    const typename P::Stored v = P::load(grid.cell_points + p);
+    const int32_t id = P::id(v);
+    if (scan.rest_of_cell_loses(id, kth()) || scan.already_offered(id)) continue;
+    offer(squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id);
   }
-  int64_t read = 0;
-  for (uint32_t cell = first_key; cell <= last_key; ++cell) {
-    const uint32_t cell_end = __ldg(grid.starts + cell + 1);
-    for (uint32_t p = __ldg(grid.starts + cell); p < cell_end; ++p, ++read) {
-      const typename P::Stored v = P::load(grid.cell_points + p);
-      const int32_t id = P::id(v);
-      if (scan.rest_of_cell_loses(id, kth())) break;
-      if (scan.already_offered(id)) continue;
-      offer(squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id);
-    }
-  }
-  return read;
+  return static_cast<int64_t>(end - begin);
 }
 
 // The indexed point `id` (input order).
