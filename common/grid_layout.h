@@ -27,6 +27,17 @@
 // A search that stops only when this bound is strictly greater than its k-th
 // distance can miss no point that ties with or beats the k-th.
 //
+// Ties. When squared distances underflow (points 1e-30 apart: every float32
+// distance is 0) or repeat, bounds equal the k-th distance and the distance
+// alone can never end a walk: only indices decide, and the k smallest may lie
+// at the other end of the data. Two rules keep such searches at O(k) (see
+// walk_shells): a scan skips every point that ties at best and has a larger
+// index than the k-th, and since a cell's points are stored in ascending
+// index order, the OpenMP scan leaves the cell there (CellScan); and when
+// everything beyond the shells can at best tie, the walk also sweeps the
+// points in index order, which ends the search as soon as it passes the
+// k-th's index.
+//
 // Scalar. The layout is a template over the scalar type of the points
 // (BasicGridLayout<float>, GridLayout, for the float32 index;
 // BasicGridLayout<double> for the float64 one). Binning and boundaries are
@@ -42,6 +53,7 @@
 
 #include "float_math.h"
 #include "host_device.h"
+#include "neighbor.h"
 
 namespace knn {
 
@@ -195,59 +207,149 @@ struct BasicGridLayout {
 
 using GridLayout = BasicGridLayout<float>;
 
+// The cells of one axis within r of the query's cell qc that lie in the
+// grid, in the order the walk takes them: qc, then the nearer and the
+// farther side alternately going outwards, then the rest of the longer side.
+// Clamped to the grid, so a shell of a flat or collinear data set costs its
+// few cells, not 2r + 1 tests per axis.
+struct OutwardCells {
+  int32_t center, side, near_count, far_count;
+
+  KNN_HD OutwardCells(int32_t qc, int32_t cells, int32_t r, int32_t nearer)
+      : center(qc), side(nearer) {
+    const int32_t below = qc < r ? qc : r;
+    const int32_t above = cells - 1 - qc < r ? cells - 1 - qc : r;
+    near_count = side < 0 ? below : above;
+    far_count = side < 0 ? above : below;
+  }
+  KNN_HD int32_t count() const { return 1 + near_count + far_count; }
+  KNN_HD int32_t at(int32_t i) const {
+    const int32_t both = near_count < far_count ? near_count : far_count;
+    if (i <= 2 * both) return center + (i + 1) / 2 * (i % 2 ? side : -side);
+    return center + (i - both) * (near_count > far_count ? side : -side);
+  }
+};
+
+// What a scan of a run of cells (walk_shells' visit_range) may leave out.
+// Within a cell the points are in ascending index order.
+template <typename Scalar>
+struct CellScan {
+  Scalar bound;   // lower bound of the distance of every point of the run
+  int32_t swept;  // points of a smaller index were offered by the index sweep
+  // Whether the point `id` and the rest of its cell (larger indices, no
+  // nearer than `bound`) can no longer beat the k-th candidate.
+  KNN_HD bool rest_of_cell_loses(int32_t id, const BasicNeighbor<Scalar>& kth) const {
+    return id > kth.index && !(bound < kth.sq_distance);
+  }
+  KNN_HD bool already_offered(int32_t id) const { return id < swept; }
+  // Whether the two tests above can rule out any point of the run: a scan
+  // may take the plain loop when they cannot (the k-th only shrinks, so a
+  // point the plain loop offers in vain is merely one the list rejects).
+  KNN_HD bool may_rule_out(const BasicNeighbor<Scalar>& kth) const {
+    return swept > 0 || !(bound < kth.sq_distance);
+  }
+};
+
+// The cube of cells within Chebyshev distance `radius` of `center`: what the
+// shells have covered.
+struct ShellCube {
+  int32_t center[3], radius;
+  template <typename Scalar>
+  KNN_HD bool contains(const BasicGridLayout<Scalar>& g, Scalar x, Scalar y, Scalar z) const {
+    const int32_t c[3] = {g.cell_on_axis(x, 0), g.cell_on_axis(y, 1), g.cell_on_axis(z, 2)};
+    for (int a = 0; a < 3; ++a)
+      if (c[a] < center[a] - radius || c[a] > center[a] + radius) return false;
+    return true;
+  }
+};
+
+// Index-sweep steps between two reads of the k-th candidate.
+constexpr int32_t kGridSweepStep = 32;
+
 // The k-nearest walk: shells of cells around the query's cell (Chebyshev
 // distance r = 0, 1, ...), ended when the bound of everything beyond the
-// shell exceeds the current k-th distance (kth() is read afresh: it shrinks
-// as visit_range offers points).
+// shell exceeds the current k-th candidate. kth() returns it afresh (it
+// shrinks as points are offered): (+infinity, INT32_MAX) while the list is
+// not full.
 //
 // A shell is walked as runs of cells along x, which are contiguous in cell
-// order: visit_range(first_key, last_key) scans the points of cells
-// first_key..last_key at once. The rows on the shell's z and y faces are
-// whole runs [qx - r, qx + r]; the others hold only the two cells x = qx +- r.
-// A plane or row is skipped when its bound (the x gap taken as the query's
-// own, the smallest on the run) exceeds kth(): float addition is monotone,
-// so ((0 + y^2) + z^2) bounds every cell of the run from below. Planes and
-// rows go from the query's own outwards, the nearer side first, so that the
-// k-th distance shrinks early and prunes the rest.
-template <typename Scalar, class Kth, class VisitRange>
+// order: visit_range(first_key, last_key, scan) offers the points of cells
+// first_key..last_key that scan (a CellScan) does not rule out, and returns
+// how many it read. The rows on the shell's z and y faces are whole runs
+// [qx - r, qx + r]; the others hold only the two cells x = qx +- r. A plane
+// or row is skipped when its bound (the x gap taken as the query's own, the
+// smallest on the run) exceeds the k-th distance: float addition is
+// monotone, so ((0 + y^2) + z^2) bounds every cell of the run from below.
+// Planes and rows go from the query's own outwards, the nearer side first,
+// so that the k-th distance shrinks early and prunes the rest.
+//
+// Ties. When the bound beyond the shell equals the k-th distance, points
+// beyond can only tie, and only those of a smaller index than the k-th can
+// enter. The walk then also sweeps indices upwards from 0:
+// sweep(first, last, cube) offers the points first..last-1 lying outside the
+// cube (those inside were offered by the shells, or ruled out). Once the
+// sweep passes the k-th's index the search is complete. The sweep advances
+// by as many points as the shells have read since its last step, so it
+// costs at most what the walk costs; the shells skip the points it offered
+// (CellScan::swept: a point of a smaller index in a later shell was outside
+// the cube when swept).
+template <typename Scalar, class Kth, class VisitRange, class Sweep>
 KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth&& kth,
-                        VisitRange&& visit_range) {
+                        VisitRange&& visit_range, Sweep&& sweep) {
   const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
   const int32_t side_y = g.nearer_side(q[1], 1, qc[1]), side_z = g.nearer_side(q[2], 2, qc[2]);
   const Scalar own_x = g.box_gap(q[0], 0);
   const Scalar own_x_sq = mul_rn(own_x, own_x);
-  // Offset i of 0, +-1, +-1, +-2, ... (the nearer side first) from the query's cell.
-  const auto outward = [](int32_t i, int32_t side) { return (i + 1) / 2 * (i % 2 ? side : -side); };
+  int32_t swept = 0;   // indices below were offered by the sweep
+  int64_t credit = 0;  // points and runs read by the shells, not yet matched by the sweep
+  const auto visit = [&](uint32_t first_key, uint32_t last_key, Scalar bound) {
+    credit += 1 + visit_range(first_key, last_key, CellScan<Scalar>{bound, swept});
+  };
   for (int32_t r = 0;; ++r) {
     const int32_t x0 = qc[0] - r > 0 ? qc[0] - r : 0;
     const int32_t x1 = qc[0] + r < g.cells[0] - 1 ? qc[0] + r : g.cells[0] - 1;
-    for (int32_t iz = 0; iz <= 2 * r; ++iz) {
-      const int32_t cz = qc[2] + outward(iz, side_z);
-      if (cz < 0 || cz >= g.cells[2]) continue;
+    const OutwardCells zs(qc[2], g.cells[2], r, side_z), ys(qc[1], g.cells[1], r, side_y);
+    for (int32_t iz = 0; iz < zs.count(); ++iz) {
+      const int32_t cz = zs.at(iz);
       const Scalar gz = g.axis_gap(q[2], 2, qc[2], cz);
       const Scalar z_sq = mul_rn(gz, gz);
-      if (z_sq > kth()) continue;
+      if (z_sq > kth().sq_distance) continue;
       const bool z_face = cz == qc[2] - r || cz == qc[2] + r;
-      for (int32_t iy = 0; iy <= 2 * r; ++iy) {
-        const int32_t cy = qc[1] + outward(iy, side_y);
-        if (cy < 0 || cy >= g.cells[1]) continue;
+      for (int32_t iy = 0; iy < ys.count(); ++iy) {
+        const int32_t cy = ys.at(iy);
         const Scalar gy = g.axis_gap(q[1], 1, qc[1], cy);
         const Scalar y_sq = mul_rn(gy, gy);
-        if (add_rn(add_rn(own_x_sq, y_sq), z_sq) > kth()) continue;
+        const Scalar row_bound = add_rn(add_rn(own_x_sq, y_sq), z_sq);
+        if (row_bound > kth().sq_distance) continue;
         if (z_face || cy == qc[1] - r || cy == qc[1] + r) {
-          visit_range(g.key(x0, cy, cz), g.key(x1, cy, cz));
+          visit(g.key(x0, cy, cz), g.key(x1, cy, cz), row_bound);
           continue;
         }
         // The two x faces (r > 0 here: at r = 0 every row is a face row).
         for (int32_t cx = qc[0] - r; cx <= qc[0] + r; cx += 2 * r) {
           if (cx < 0 || cx >= g.cells[0]) continue;
           const Scalar gx = g.axis_gap(q[0], 0, qc[0], cx);
-          if (!(add_rn(add_rn(mul_rn(gx, gx), y_sq), z_sq) > kth()))
-            visit_range(g.key(cx, cy, cz), g.key(cx, cy, cz));
+          const Scalar cell_bound = add_rn(add_rn(mul_rn(gx, gx), y_sq), z_sq);
+          if (!(cell_bound > kth().sq_distance))
+            visit(g.key(cx, cy, cz), g.key(cx, cy, cz), cell_bound);
         }
       }
     }
-    if (g.shell_covers_grid(qc, r) || g.beyond_shell_bound(q, qc, r) > kth()) return;
+    if (g.shell_covers_grid(qc, r)) return;
+    const Scalar beyond = g.beyond_shell_bound(q, qc, r);
+    BasicNeighbor<Scalar> k = kth();
+    if (beyond > k.sq_distance) return;
+    if (beyond < k.sq_distance || k.sq_distance == grid_infinity<Scalar>()) continue;
+    const ShellCube cube{{qc[0], qc[1], qc[2]}, r};
+    while (credit > 0 && swept < k.index) {
+      int32_t step = k.index - swept < kGridSweepStep ? k.index - swept : kGridSweepStep;
+      if (credit < step) step = static_cast<int32_t>(credit);
+      sweep(swept, swept + step, cube);
+      swept += step;
+      credit -= step;
+      k = kth();
+    }
+    if (swept >= k.index) return;
   }
 }
 
@@ -297,15 +399,17 @@ BasicGridLayout<Scalar> make_grid_layout(const Scalar box_lo[3], const Scalar bo
   wanted = std::fmin(std::fmax(wanted, 1.0), cap);
   // Cubic cells over the axes that have an extent; an axis shorter than one
   // cell gets one cell and the others share the count (repeat: dropping an
-  // axis makes the cells of the others larger).
+  // axis makes the cells of the others larger). The side is computed from
+  // logarithms: the product of the extents under- or overflows a double for
+  // float64 data (extents of 1e-200 or 1e200), their logarithms do not.
   bool active[3] = {extent[0] > 0.0, extent[1] > 0.0, extent[2] > 0.0};
   for (int pass = 0; pass < 3; ++pass) {
     int d = 0;
-    double volume = 1.0;
+    double log_volume = 0.0;
     for (int a = 0; a < 3; ++a)
-      if (active[a]) ++d, volume *= extent[a];
+      if (active[a]) ++d, log_volume += std::log(extent[a]);
     if (d == 0) break;
-    const double side = std::pow(volume / wanted, 1.0 / d);
+    const double side = std::exp((log_volume - std::log(wanted)) / d);
     bool dropped = false;
     for (int a = 0; a < 3; ++a)
       if (active[a] && extent[a] < side) active[a] = false, dropped = true;
@@ -316,7 +420,7 @@ BasicGridLayout<Scalar> make_grid_layout(const Scalar box_lo[3], const Scalar bo
             static_cast<int32_t>(std::fmin(std::fmax(std::floor(extent[a] / side), 1.0), cap));
     break;
   }
-  // Rounding of pow may overshoot the cap by a little: trim the largest axis.
+  // Rounding of exp may overshoot the cap by a little: trim the largest axis.
   while (static_cast<double>(g.cells[0]) * g.cells[1] * g.cells[2] > cap) {
     int a = 0;
     for (int b = 1; b < 3; ++b)

@@ -7,8 +7,9 @@
 // (grid_is_poor) the build returns nullptr and the API uses the kd-tree.
 //
 // Search. k nearest: shells of cells around the query's cell, stopped by the
-// exact bounds of grid_layout.h. Radius: exactly the cells whose bound is
-// within the radius. Queries run in cell order, so the queries of one block
+// exact bounds of grid_layout.h, with its index sweep when only ties remain
+// (the points' positions by index serve it). Radius: exactly the cells whose
+// bound is within the radius. Queries run in cell order, so the queries of one block
 // read the same cells. One template over the scalar type (float, double).
 #include <algorithm>
 #include <limits>
@@ -62,11 +63,13 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
         n_(n),
         starts_(std::move(starts)),
         coords_(static_cast<size_t>(3 * n)),
-        ids_(static_cast<size_t>(n)) {
+        ids_(static_cast<size_t>(n)),
+        positions_(static_cast<size_t>(n)) {
     for (int64_t p = 0; p < n; ++p) {
       const int64_t id = order[static_cast<size_t>(p)];
       std::copy(points + 3 * id, points + 3 * id + 3, &coords_[static_cast<size_t>(3 * p)]);
       ids_[static_cast<size_t>(p)] = static_cast<int32_t>(id);
+      positions_[static_cast<size_t>(id)] = static_cast<int32_t>(p);
     }
   }
 
@@ -137,40 +140,78 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   }
 
  private:
-  // The points of cells first_key..last_key (contiguous in cell order).
-  template <class Offer>
-  void scan_cells(const Scalar* q, uint32_t first_key, uint32_t last_key, Offer&& offer) const {
-    for (int64_t p = starts_[first_key]; p < starts_[last_key + size_t{1}]; ++p) {
-      const Scalar* c = &coords_[static_cast<size_t>(3 * p)];
-      offer(squared_distance3(q[0], q[1], q[2], c[0], c[1], c[2]), ids_[static_cast<size_t>(p)]);
+  // The points of cells first_key..last_key (contiguous in cell order) that
+  // `scan` does not rule out; returns how many were read. kth() gives the
+  // current k-th candidate (the radius search passes a constant one that
+  // rules nothing out).
+  template <class Kth, class Offer>
+  int64_t scan_cells(const Scalar* q, uint32_t first_key, uint32_t last_key,
+                     const CellScan<Scalar>& scan, Kth&& kth, Offer&& offer) const {
+    const int64_t begin = starts_[first_key], end = starts_[last_key + size_t{1}];
+    if (!scan.may_rule_out(kth())) {
+      for (int64_t p = begin; p < end; ++p) {
+        const Scalar* c = &coords_[static_cast<size_t>(3 * p)];
+        offer(squared_distance3(q[0], q[1], q[2], c[0], c[1], c[2]), ids_[static_cast<size_t>(p)]);
+      }
+      return end - begin;
     }
+    int64_t read = 0;
+    for (uint32_t cell = first_key; cell <= last_key; ++cell) {
+      const int64_t cell_end = starts_[cell + size_t{1}];
+      for (int64_t p = starts_[cell]; p < cell_end; ++p, ++read) {
+        const int32_t id = ids_[static_cast<size_t>(p)];
+        if (scan.rest_of_cell_loses(id, kth())) break;
+        if (scan.already_offered(id)) continue;
+        const Scalar* c = &coords_[static_cast<size_t>(3 * p)];
+        offer(squared_distance3(q[0], q[1], q[2], c[0], c[1], c[2]), id);
+      }
+    }
+    return read;
   }
 
   void nearest(const Scalar* q, List& list) const {
     list.reset();
     if (n_ == 0) return;
     const auto kth = [&] {
-      return list.full() ? list.worst().sq_distance : std::numeric_limits<Scalar>::infinity();
+      return list.full() ? list.worst()
+                         : Entry{std::numeric_limits<Scalar>::infinity(),
+                                 std::numeric_limits<int32_t>::max()};
     };
-    walk_shells(grid_, q, kth, [&](uint32_t first_key, uint32_t last_key) {
-      scan_cells(q, first_key, last_key, [&](Scalar d, int32_t id) { list.offer(d, id); });
-    });
+    const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
+    walk_shells(
+        grid_, q, kth,
+        [&](uint32_t first_key, uint32_t last_key, const CellScan<Scalar>& scan) {
+          return scan_cells(q, first_key, last_key, scan, kth, offer);
+        },
+        [&](int32_t first, int32_t last, const ShellCube& cube) {
+          for (int32_t id = first; id < last; ++id) {
+            const Scalar* c =
+                &coords_[3 * static_cast<size_t>(positions_[static_cast<size_t>(id)])];
+            if (!cube.contains(grid_, c[0], c[1], c[2]))
+              offer(squared_distance3(q[0], q[1], q[2], c[0], c[1], c[2]), id);
+          }
+        });
   }
 
   void within(const Scalar* q, Scalar r2, std::vector<Entry>& found) const {
     if (n_ == 0) return;
+    const auto anything = [] {
+      return Entry{std::numeric_limits<Scalar>::infinity(), std::numeric_limits<int32_t>::max()};
+    };
     walk_ball(grid_, q, r2, [&](uint32_t first_key, uint32_t last_key) {
-      scan_cells(q, first_key, last_key, [&](Scalar d, int32_t id) {
-        if (d <= r2) found.push_back(Entry{d, id});
-      });
+      scan_cells(q, first_key, last_key, CellScan<Scalar>{Scalar(0), 0}, anything,
+                 [&](Scalar d, int32_t id) {
+                   if (d <= r2) found.push_back(Entry{d, id});
+                 });
     });
   }
 
   BasicGridLayout<Scalar> grid_;
   int64_t n_;
-  std::vector<int64_t> starts_;  // cell_count + 1 positions into coords_/ids_
-  std::vector<Scalar> coords_;   // x, y, z of the points in cell order
-  std::vector<int32_t> ids_;     // their original indices
+  std::vector<int64_t> starts_;     // cell_count + 1 positions into coords_/ids_
+  std::vector<Scalar> coords_;      // x, y, z of the points in cell order
+  std::vector<int32_t> ids_;        // their original indices
+  std::vector<int32_t> positions_;  // the position in cell order of every index
 };
 
 template <typename Scalar>

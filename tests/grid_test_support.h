@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "engine_calls.h"
 #include "index_test_helpers.h"
+#include "test_data.h"
 
 namespace knn_test {
 
@@ -24,6 +26,53 @@ inline std::vector<float> queries_with_outliers(Dist dist, int64_t m, uint64_t s
                           {0.0f, 3e6f, -3e6f},
                           {-1e18f, 1e18f, edge},
                           {edge, -edge, 0.0f}};
+  for (const auto& f : far) q.insert(q.end(), f, f + 3);
+  return q;
+}
+
+// The degenerate sets of issue #18: n collinear points `spacing` apart
+// (at 1e-30 every float32 squared distance underflows to 0, so only the
+// indices order the neighbours, and the k smallest may lie at the far end
+// of the line). Along the x axis, or along the diagonal (1, 2, 3); indices
+// ascend along the line or are shuffled.
+enum class LineShape { Ascending, Shuffled, Diagonal };
+
+inline const char* line_shape_name(LineShape s) {
+  return s == LineShape::Ascending  ? "ascending"
+         : s == LineShape::Shuffled ? "shuffled"
+                                    : "diagonal";
+}
+
+inline std::vector<float> collinear_points(int64_t n, double spacing, LineShape shape) {
+  std::vector<int64_t> step(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) step[static_cast<size_t>(i)] = i;
+  if (shape == LineShape::Shuffled) {
+    Rng rng(0x1173);
+    for (int64_t i = n - 1; i > 0; --i)
+      std::swap(step[static_cast<size_t>(i)], step[static_cast<size_t>(rng.below(i + 1))]);
+  }
+  std::vector<float> rows(static_cast<size_t>(3 * n), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = static_cast<double>(step[static_cast<size_t>(i)]) * spacing;
+    rows[static_cast<size_t>(3 * i)] = static_cast<float>(t);
+    if (shape == LineShape::Diagonal) {
+      rows[static_cast<size_t>(3 * i + 1)] = static_cast<float>(2 * t);
+      rows[static_cast<size_t>(3 * i + 2)] = static_cast<float>(3 * t);
+    }
+  }
+  return rows;
+}
+
+// Queries for a line: every 7th point, the same moved half a spacing off
+// the line, and a few far outside it.
+inline std::vector<float> collinear_queries(const std::vector<float>& line, double spacing) {
+  std::vector<float> q;
+  for (size_t i = 0; i < line.size(); i += 21) {
+    q.insert(q.end(), line.begin() + static_cast<std::ptrdiff_t>(i),
+             line.begin() + static_cast<std::ptrdiff_t>(i) + 3);
+    for (int a = 0; a < 3; ++a) q.push_back(static_cast<float>(line[i + a] + 0.5 * spacing));
+  }
+  const float far[][3] = {{-1.0f, 0.0f, 0.0f}, {0.0f, 1e3f, -1e3f}, {1e6f, 1e6f, 1e6f}};
   for (const auto& f : far) q.insert(q.end(), f, f + 3);
   return q;
 }

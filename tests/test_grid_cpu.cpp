@@ -1,13 +1,17 @@
 // The OpenMP uniform grid (omp::build_grid_index) against the brute-force
 // oracle: every distribution of test_data.h, awkward sizes, k from 1 to
 // beyond n, queries far outside the box, radius rows and counts, all-kNN
-// with and without self, the clustered fallback, and the exactness of the
+// with and without self, the clustered fallback, collinear and all-tied
+// data (issue #18) with their cost as a ratio, and the exactness of the
 // shell bounds of common/grid_layout.h on their own.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <vector>
 
 #include "../common/float_math.h"
@@ -141,6 +145,102 @@ TEST(GridCpuSizes, FlatDataGetsOneCellOnFlatAxes) {
   const std::vector<float> queries = queries_with_outliers(Dist::Plane, 501, 22);
   EXPECT_TRUE(same_knn(oracle_knn(plane.data(), 20000, queries.data(), 506, 3, 8),
                        engine_knn(*grid, queries, 8)));
+}
+
+// ---- Degenerate data (issue #18) -------------------------------------------------
+
+// Collinear points 1e-30 apart (every distance 0: only indices decide; in
+// ascending order the k smallest lie at the far end of the line from most
+// queries) and 1.0 apart, k up to 1000: the oracle's rows, all-kNN, queries
+// on, beside and far from the line, and radius rows.
+TEST(GridCpuDegenerate, CollinearMatchesOracle) {
+  struct Case {
+    double spacing;
+    LineShape shape;
+    int64_t n;
+  };
+  for (const Case c :
+       {Case{1e-30, LineShape::Ascending, 1200}, Case{1e-30, LineShape::Shuffled, 1200},
+        Case{1.0, LineShape::Ascending, 1200}, Case{1.0, LineShape::Shuffled, 1200},
+        Case{1e-30, LineShape::Diagonal, 1000}}) {
+    SCOPED_TRACE(line_shape_name(c.shape));
+    SCOPED_TRACE(c.spacing);
+    const std::vector<float> points = collinear_points(c.n, c.spacing, c.shape);
+    auto grid = build_grid(points);
+    ASSERT_NE(grid, nullptr);
+    const std::vector<float> queries = collinear_queries(points, c.spacing);
+    const int64_t m = static_cast<int64_t>(queries.size() / 3);
+    const KnnResult self = oracle_self(points.data(), c.n, 3, 1000, true);
+    const KnnResult near = oracle_knn(points.data(), c.n, queries.data(), m, 3, 1000);
+    for (const int k : {1, 8, 100, 1000}) {
+      SCOPED_TRACE(k);
+      EXPECT_TRUE(same_knn(first_columns(self, k), engine_self(*grid, k, true)));
+      EXPECT_TRUE(same_knn(first_columns(near, k), engine_knn(*grid, queries, k)));
+    }
+    for (const double radius : {0.0, 4.0 * c.spacing}) {
+      const float r = static_cast<float>(radius);
+      EXPECT_TRUE(same_radius(oracle_radius(points.data(), c.n, queries.data(), m, 3, r, 16),
+                              engine_radius(*grid, queries, r, 16)));
+    }
+  }
+  // Along a diagonal the points fill few cells of a 3-D grid: the build
+  // refuses it (the API serves it with the kd-tree).
+  EXPECT_EQ(build_grid(collinear_points(2100, 1e-30, LineShape::Diagonal)), nullptr);
+}
+
+// The fastest of 5 runs: what the machine's load adds is left out.
+double best_seconds(const std::function<void()>& call) {
+  double best = 0.0;
+  for (int run = 0; run < 5; ++run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = run == 0 ? t : std::min(best, t);
+  }
+  return best;
+}
+
+// The complexity of a search whose distances are all tied: the line 1e-30
+// apart against the same line 1.0 apart (the same cells and walk; distances
+// end the walk there), all-kNN at k = 100, timed as a ratio in one process
+// so that a loaded machine does not matter. Measured 4-13 on two loaded
+// cores: the spread line is the grid's best case (a few cells, each
+// insertion at the end of the list), while a tied query fills its list from
+// its own cells and then replaces every entry with the smallest indices,
+// and each of its squared distances underflows (slow on x86). The limit is
+// the one of the kd-tree's all-tied case (test_cpu_pathological). Without
+// the tie rules every query walked every cell (2,100 points, k = 8: ~100
+// times the spread line; at 10,000 points minutes). A smaller k is not
+// timed: its few milliseconds are at the mercy of the machine's load.
+TEST(GridCpuDegenerate, TiedLineCostsLittleMoreThanSpreadLine) {
+  constexpr int64_t kPoints = 10000;
+  constexpr int k = 100;
+  constexpr double kMaxRatio = 30.0;
+  auto spread = build_grid(collinear_points(kPoints, 1.0, LineShape::Ascending));
+  ASSERT_NE(spread, nullptr);
+  for (const LineShape shape : {LineShape::Ascending, LineShape::Shuffled}) {
+    auto tied = build_grid(collinear_points(kPoints, 1e-30, shape));
+    ASSERT_NE(tied, nullptr);
+    const double base = best_seconds([&] { engine_self(*spread, k, true); });
+    const double seconds = best_seconds([&] { engine_self(*tied, k, true); });
+    std::printf("  1e-30 line (%s), k = %d: %.4f s against %.4f s, ratio %.2f (limit %.0f)\n",
+                line_shape_name(shape), k, seconds, base, seconds / base, kMaxRatio);
+    EXPECT_LE(seconds, kMaxRatio * base) << line_shape_name(shape);
+  }
+}
+
+// Float64 cells from logarithms: extents whose product under- or overflows
+// a double still get cubic cells.
+TEST(GridCpuDegenerate, Float64ExtremeExtentsKeepCubicCells) {
+  for (const double extent : {1e-200, 1.0, 1e200}) {
+    SCOPED_TRACE(extent);
+    const double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {extent, extent, extent};
+    const knn::BasicGridLayout<double> g = knn::make_grid_layout(lo, hi, 8000, 3);
+    EXPECT_EQ(g.cells[0], g.cells[1]);
+    EXPECT_EQ(g.cells[1], g.cells[2]);
+    EXPECT_GE(g.cells[0], 12);
+    EXPECT_LE(g.cell_count(), 8000);
+  }
 }
 
 // Clustered data and heavy duplicates make a poor grid: the build says so

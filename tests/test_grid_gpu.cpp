@@ -1,13 +1,18 @@
 // The CUDA uniform grid (cuda::build_grid_index) against the OpenMP grid and
 // the brute-force oracle: the same bits for every distribution, k across the
 // register and warp paths, all-kNN with and without self, radius rows with
-// and without a distance row, counting calls, the clustered fallback, and
-// calls split into several chunks by a small device budget.
+// and without a distance row, counting calls, the clustered fallback,
+// calls split into several chunks by a small device budget, and collinear
+// and all-tied data (issue #18) with their cost as a ratio.
 //
 // Every test skips with "no CUDA device" where cuGetDeviceCount() is 0.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "../cuda/cuda_index.h"
@@ -165,6 +170,90 @@ TEST(GridGpuSizes, LeafSizeChangesNothingButSpeed) {
     }());
     ASSERT_NE(grid, nullptr);
     EXPECT_TRUE(same_knn(reference, engine_knn(*grid, queries, 16)));
+  }
+}
+
+// ---- Degenerate data (issue #18) -------------------------------------------------
+
+// Collinear points 1e-30 apart (every distance 0: only indices decide) and
+// 1.0 apart: the oracle's and the OpenMP grid's rows for k on every list
+// path (registers, the shared thread list, the warp list), all-kNN, queries
+// and radius rows.
+TEST(GridGpuDegenerate, CollinearMatchesOracleAndOpenMp) {
+  SKIP_WITHOUT_DEVICE();
+  struct Case {
+    double spacing;
+    LineShape shape;
+    int64_t n;
+  };
+  for (const Case c :
+       {Case{1e-30, LineShape::Ascending, 1200}, Case{1e-30, LineShape::Shuffled, 1200},
+        Case{1.0, LineShape::Ascending, 1200}, Case{1.0, LineShape::Shuffled, 1200},
+        Case{1e-30, LineShape::Diagonal, 1000}}) {
+    SCOPED_TRACE(line_shape_name(c.shape));
+    SCOPED_TRACE(c.spacing);
+    const std::vector<float> points = collinear_points(c.n, c.spacing, c.shape);
+    Pair grids = build_both(points);
+    ASSERT_NE(grids.gpu, nullptr);
+    ASSERT_NE(grids.cpu, nullptr);
+    const std::vector<float> queries = collinear_queries(points, c.spacing);
+    const int64_t m = static_cast<int64_t>(queries.size() / 3);
+    const KnnResult self = oracle_self(points.data(), c.n, 3, 1000, true);
+    const KnnResult near = oracle_knn(points.data(), c.n, queries.data(), m, 3, 1000);
+    for (const int k : {1, 8, 16, 31, 100, 1000}) {
+      SCOPED_TRACE(k);
+      const KnnResult gpu_self = engine_self(*grids.gpu, k, true);
+      EXPECT_TRUE(same_knn(first_columns(self, k), gpu_self));
+      EXPECT_TRUE(same_knn(engine_self(*grids.cpu, k, true), gpu_self));
+      const KnnResult gpu_near = engine_knn(*grids.gpu, queries, k);
+      EXPECT_TRUE(same_knn(first_columns(near, k), gpu_near));
+      EXPECT_TRUE(same_knn(engine_knn(*grids.cpu, queries, k), gpu_near));
+    }
+    for (const double radius : {0.0, 4.0 * c.spacing}) {
+      const float r = static_cast<float>(radius);
+      EXPECT_TRUE(same_radius(oracle_radius(points.data(), c.n, queries.data(), m, 3, r, 16),
+                              engine_radius(*grids.gpu, queries, r, 16)));
+    }
+  }
+}
+
+// The fastest of 3 runs.
+double best_seconds(const std::function<void()>& call) {
+  double best = 0.0;
+  for (int run = 0; run < 3; ++run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = run == 0 ? t : std::min(best, t);
+  }
+  return best;
+}
+
+// The sizes of issue #18 (92-126 s on an H100 before the tie rules): all-kNN
+// on the line 1e-30 apart against the same line 1.0 apart, as a ratio, and
+// the rows against the OpenMP grid.
+TEST(GridGpuDegenerate, TiedLineCostsLittleMoreThanSpreadLine) {
+  SKIP_WITHOUT_DEVICE();
+  constexpr double kMaxRatio = 30.0;
+  struct Case {
+    int64_t n;
+    int k;
+  };
+  for (const Case c : {Case{2100, 8}, Case{2100, 100}, Case{20000, 1000}}) {
+    Pair spread = build_both(collinear_points(c.n, 1.0, LineShape::Ascending));
+    ASSERT_NE(spread.gpu, nullptr);
+    for (const LineShape shape : {LineShape::Ascending, LineShape::Shuffled}) {
+      Pair tied = build_both(collinear_points(c.n, 1e-30, shape));
+      ASSERT_NE(tied.gpu, nullptr);
+      const double base = best_seconds([&] { engine_self(*spread.gpu, c.k, true); });
+      KnnResult gpu;
+      const double seconds = best_seconds([&] { gpu = engine_self(*tied.gpu, c.k, true); });
+      std::printf("  1e-30 line (%s), n = %lld, k = %d: %.4f s against %.4f s, ratio %.2f\n",
+                  line_shape_name(shape), static_cast<long long>(c.n), c.k, seconds, base,
+                  seconds / base);
+      EXPECT_LE(seconds, kMaxRatio * base) << line_shape_name(shape) << ", k = " << c.k;
+      EXPECT_TRUE(same_knn(engine_self(*tied.cpu, c.k, true), gpu));
+    }
   }
 }
 

@@ -9,15 +9,20 @@
 // Medians of 5 after a warm-up. Every grid answer is checked against the
 // OpenMP grid on a sample of queries. The engines are timed directly (not
 // through the C ABI), as the table says.
-// Usage: bench_grid [--quick | --sweep-target]
+// Usage: bench_grid [--quick | --sweep-target | --degenerate]
 //   --quick: 2^20 points only; --sweep-target: query time against the target
-//   points per cell (uniform 10^7).
+//   points per cell (uniform 10^7); --degenerate: the collinear and all-tied
+//   sets of issue #18 through the C ABI (GRID and AUTO), checked against the
+//   OpenMP grid.
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../common/grid_layout.h"
@@ -28,6 +33,7 @@
 #include "../../cuda/kdtree/cuda_kdtree_search.h"
 #include "datasets.h"
 #include "device_timer.h"
+#include "knn_gpgpu.h"
 
 using namespace knn_bench;
 
@@ -212,6 +218,80 @@ void sweep_target() {
   }
 }
 
+// n points along x, `spacing` apart (1e-30: every float32 squared distance
+// underflows to 0, so only the indices order the neighbours); indices ascend
+// along the line, or are shuffled.
+std::vector<float> collinear(int64_t n, double spacing, bool shuffled) {
+  std::vector<int64_t> step(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) step[static_cast<size_t>(i)] = i;
+  uint64_t state = 0x1173;
+  for (int64_t i = n - 1; shuffled && i > 0; --i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(step[static_cast<size_t>(i)],
+              step[static_cast<size_t>((state >> 33) % static_cast<uint64_t>(i + 1))]);
+  }
+  std::vector<float> rows(static_cast<size_t>(3 * n), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    rows[static_cast<size_t>(3 * i)] =
+        static_cast<float>(static_cast<double>(step[static_cast<size_t>(i)]) * spacing);
+  return rows;
+}
+
+// Build + all-kNN without self through the C ABI from host arrays; the
+// structure the index reports goes to *used.
+std::vector<int32_t> all_knn_rows(const std::vector<float>& points, int backend, int structure,
+                                  int k, int* used) {
+  const int64_t n = static_cast<int64_t>(points.size() / 3);
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = backend;
+  opt.structure = structure;
+  knn_index* index = nullptr;
+  std::vector<int32_t> rows(static_cast<size_t>(n) * k);
+  int status = knn_index_build(points.data(), n, 3, &opt, &index);
+  if (status == KNN_OK) status = knn_index_info(index, nullptr, nullptr, nullptr, used);
+  if (status == KNN_OK) status = knn_index_query_self(index, k, 1, rows.data(), nullptr);
+  knn_index_free(index);
+  if (status != KNN_OK) throw std::runtime_error(knn_last_error());
+  return rows;
+}
+
+// The degenerate sets of issue #18, which took 92-126 s through the GPU grid
+// before the tie rules of common/grid_layout.h: build + all-kNN, GRID and
+// AUTO on the CUDA backend, host clock, each answer against the OpenMP grid.
+void degenerate() {
+  struct Case {
+    int64_t n;
+    double spacing;
+    bool shuffled;
+    int k;
+  };
+  for (const Case c :
+       {Case{2100, 1e-30, false, 8}, Case{2100, 1e-30, false, 100}, Case{20000, 1e-30, false, 1000},
+        Case{20000, 1e-30, true, 1000}, Case{20000, 1.0, false, 1000}}) {
+    const std::vector<float> points = collinear(c.n, c.spacing, c.shuffled);
+    char config[96];
+    std::snprintf(config, sizeof config, "line n=%lld spacing=%g%s k=%d",
+                  static_cast<long long>(c.n), c.spacing, c.shuffled ? " shuffled" : "", c.k);
+    int cpu_used = -1;
+    const std::vector<int32_t> cpu =
+        all_knn_rows(points, KNN_BACKEND_OPENMP, KNN_STRUCTURE_GRID, c.k, &cpu_used);
+    for (const int structure : {KNN_STRUCTURE_GRID, KNN_STRUCTURE_AUTO}) {
+      int used = -1;
+      std::vector<int32_t> rows;
+      const double ms = median_host_ms(
+          [&] { rows = all_knn_rows(points, KNN_BACKEND_CUDA, structure, c.k, &used); }, 3);
+      const std::string note = std::string(used == KNN_STRUCTURE_GRID ? "grid" : "kd-tree") +
+                               (rows == cpu ? ", == OpenMP " : ", MISMATCH vs OpenMP ") +
+                               (cpu_used == KNN_STRUCTURE_GRID ? "grid" : "kd-tree");
+      print_row(config,
+                structure == KNN_STRUCTURE_GRID ? "GRID build+all-kNN (C ABI)"
+                                                : "AUTO build+all-kNN (C ABI)",
+                ms, note);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   int devices = 0;
@@ -225,13 +305,17 @@ int main(int argc, char** argv) {
       sweep_target();
       return 0;
     }
+    if (argc > 1 && std::strcmp(argv[1], "--degenerate") == 0) {
+      degenerate();
+      return 0;
+    }
     for (int log_n = 20; log_n <= (quick ? 20 : 24); log_n += 2)
       bench(Distribution::Uniform, int64_t{1} << log_n, int64_t{1} << log_n, {1, 8});
     if (!quick) {
       bench(Distribution::Uniform, 10000000, 10000000, {1, 8});
       bench(Distribution::Clustered, 10000000, 10000000, {1, 8});
     }
-  } catch (const knn::Error& e) {
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "failed: %s\n", e.what());
     return 1;
   }

@@ -54,16 +54,33 @@ __device__ void load_query(const Scalar* queries, int64_t i, Scalar q[3]) {
   q[0] = queries[3 * i], q[1] = queries[3 * i + 1], q[2] = queries[3 * i + 2];
 }
 
-// The points of cells first_key..last_key (contiguous in cell order).
-template <typename Scalar, class Offer>
-__device__ void scan_cells(const GridView<Scalar>& grid, const Scalar q[3], uint32_t first_key,
-                           uint32_t last_key, Offer&& offer) {
+// The points of cells first_key..last_key (contiguous in cell order) that
+// `scan` does not rule out, offered one by one; returns how many were read.
+// kth() gives the current k-th candidate (the radius search passes a
+// constant one that rules nothing out). The run is read in one pass, as the
+// warp search reads it: a point ruled out loses itself and is skipped,
+// without leaving the rest of its cell (a cell holds a few points, and the
+// hot loop stays one loop).
+template <typename Scalar, class Kth, class Offer>
+__device__ int64_t scan_cells(const GridView<Scalar>& grid, const Scalar q[3], uint32_t first_key,
+                              uint32_t last_key, const CellScan<Scalar>& scan, Kth&& kth,
+                              Offer&& offer) {
   using P = DevicePoint3<Scalar>;
-  const uint32_t end = __ldg(grid.starts + last_key + 1);
-  for (uint32_t p = __ldg(grid.starts + first_key); p < end; ++p) {
+  const uint32_t begin = __ldg(grid.starts + first_key), end = __ldg(grid.starts + last_key + 1);
+  for (uint32_t p = begin; p < end; ++p) {
     const typename P::Stored v = P::load(grid.cell_points + p);
-    offer(squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), P::id(v));
+    const int32_t id = P::id(v);
+    if (scan.rest_of_cell_loses(id, kth()) || scan.already_offered(id)) continue;
+    offer(squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id);
   }
+  return static_cast<int64_t>(end - begin);
+}
+
+// The indexed point `id` (input order).
+template <typename Scalar>
+__device__ void load_point(const GridView<Scalar>& grid, int32_t id, Scalar p[3]) {
+  const Scalar* row = grid.points + 3 * static_cast<int64_t>(id);
+  p[0] = __ldg(row), p[1] = __ldg(row + 1), p[2] = __ldg(row + 2);
 }
 
 // One thread per query, the list (k + 1 entries when the own index is
@@ -76,11 +93,21 @@ __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* qu
                                   Scalar* sq_distances, List& list, int length) {
   Scalar q[3];
   load_query(queries, i, q);
+  const auto kth = [&] { return BasicNeighbor<Scalar>{list.worst_dist, list.worst_index}; };
+  const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
   if (grid.n > 0)
     walk_shells(
-        grid.layout, static_cast<const Scalar*>(q), [&] { return list.bound(); },
-        [&](uint32_t first, uint32_t last) {
-          scan_cells(grid, q, first, last, [&](Scalar d, int32_t id) { list.offer(d, id); });
+        grid.layout, static_cast<const Scalar*>(q), kth,
+        [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
+          return scan_cells(grid, q, first, last, scan, kth, offer);
+        },
+        [&](int32_t first, int32_t last, const ShellCube& cube) {
+          for (int32_t id = first; id < last; ++id) {
+            Scalar p[3];
+            load_point(grid, id, p);
+            if (!cube.contains(grid.layout, p[0], p[1], p[2]))
+              offer(squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]), id);
+          }
         });
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
   int32_t* row = indices + i * k;
@@ -151,23 +178,40 @@ __global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, in
   WarpList<Scalar> list(
       warp_storage + static_cast<size_t>(warp) * (WarpList<Scalar>::bytes(take) / sizeof(Neighbor)),
       take, lane);
-  // The shell walk's tests read the bound with every candidate merged: a
-  // stale one would walk whole shells more.
+  // The shell walk's tests read the k-th with every candidate merged: a
+  // stale one would walk whole shells more. The scans take a run 32 points
+  // at a time across its cells; a point that CellScan rules out against
+  // list.worst as it stands (stale is never too small) is not offered.
   if (grid.n > 0)
     walk_shells(
         grid.layout, static_cast<const Scalar*>(q),
         [&] {
           list.flush();
-          return list.bound();
+          return list.worst;
         },
-        [&](uint32_t first, uint32_t last) {
+        [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
           const uint32_t begin = __ldg(grid.starts + first), end = __ldg(grid.starts + last + 1);
           for (uint32_t base = begin; base < end; base += 32) {
             Neighbor c{infinity<Scalar>(), kNoIndex};
             if (base + lane < end) {
               const typename P::Stored v = grid.cell_points[base + lane];
-              c = Neighbor{squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)),
-                           P::id(v)};
+              const int32_t id = P::id(v);
+              if (!scan.rest_of_cell_loses(id, list.worst) && !scan.already_offered(id))
+                c = Neighbor{squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id};
+            }
+            list.offer(c);
+          }
+          return static_cast<int64_t>(end - begin);
+        },
+        [&](int32_t first, int32_t last, const ShellCube& cube) {
+          for (int32_t base = first; base < last; base += 32) {
+            Neighbor c{infinity<Scalar>(), kNoIndex};
+            const int32_t id = base + lane;
+            if (id < last) {
+              Scalar p[3];
+              load_point(grid, id, p);
+              if (!cube.contains(grid.layout, p[0], p[1], p[2]))
+                c = Neighbor{squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]), id};
             }
             list.offer(c);
           }
@@ -210,22 +254,24 @@ __global__ void radius_kernel(GridView<Scalar> grid, const Scalar* queries, int6
   int32_t found = 0;
   if (grid.n > 0)
     walk_ball(grid.layout, static_cast<const Scalar*>(q), r2, [&](uint32_t first, uint32_t last) {
-      scan_cells(grid, q, first, last, [&](Scalar d, int32_t id) {
-        if (!(d <= r2)) return;
-        const int filled = found < max_neighbors ? found : max_neighbors;
-        ++found;
-        if (max_neighbors == 0) return;
-        if (filled == max_neighbors &&
-            !closer(d, id, distance_at(max_neighbors - 1), row[max_neighbors - 1]))
-          return;
-        int j = filled < max_neighbors ? filled : max_neighbors - 1;
-        for (; j > 0 && closer(d, id, distance_at(j - 1), row[j - 1]); --j) {
-          row[j] = row[j - 1];
-          if (row_sq) row_sq[j] = row_sq[j - 1];
-        }
-        row[j] = id;
-        if (row_sq) row_sq[j] = d;
-      });
+      const auto anything = [] { return BasicNeighbor<Scalar>{infinity<Scalar>(), kNoIndex}; };
+      scan_cells(grid, q, first, last, CellScan<Scalar>{Scalar(0), 0}, anything,
+                 [&](Scalar d, int32_t id) {
+                   if (!(d <= r2)) return;
+                   const int filled = found < max_neighbors ? found : max_neighbors;
+                   ++found;
+                   if (max_neighbors == 0) return;
+                   if (filled == max_neighbors &&
+                       !closer(d, id, distance_at(max_neighbors - 1), row[max_neighbors - 1]))
+                     return;
+                   int j = filled < max_neighbors ? filled : max_neighbors - 1;
+                   for (; j > 0 && closer(d, id, distance_at(j - 1), row[j - 1]); --j) {
+                     row[j] = row[j - 1];
+                     if (row_sq) row_sq[j] = row_sq[j - 1];
+                   }
+                   row[j] = id;
+                   if (row_sq) row_sq[j] = d;
+                 });
     });
   for (int j = found < max_neighbors ? found : max_neighbors; j < max_neighbors; ++j) {
     row[j] = -1;
