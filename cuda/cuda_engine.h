@@ -56,7 +56,7 @@ class DeviceTree {
 
  private:
   struct Impl;
-  Impl* impl_;
+  [[maybe_unused]] Impl* impl_;  // unused by the stubs of a build without CUDA
 };
 
 }  // namespace cuda

@@ -30,7 +30,8 @@ class PeerStream {
   void wait();
 
  private:
-  void* stream_ = nullptr;  // cudaStream_t
+  // Unused by the stubs of a build without CUDA (src/no_cuda_peer_copy.cpp).
+  [[maybe_unused]] void* stream_ = nullptr;  // cudaStream_t
 };
 
 // Device memory on the current device for the life of the object (freed on

@@ -430,6 +430,9 @@ namespace KnnGpgpu
                                                    [Out] int[] ind);
 
         [DllImport(Lib, CallingConvention = Cdecl)] internal static extern void knn_options_init(IntPtr opt);
+        // Version 2 (device list at offsets 40 and 44 on 64-bit, 112 bytes); KnnOptions keeps
+        // version 1 and KNN_DEVICES chooses devices for it.
+        [DllImport(Lib, CallingConvention = Cdecl)] internal static extern void knn_options_init_v2(IntPtr opt);
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern int knn_index_build(IntPtr points, long n, int dim, IntPtr opt,
                                                    out IndexHandle index);
@@ -569,6 +572,7 @@ namespace KnnGpgpu
         internal static int knn_brute_force(float[] r, int nr, float[] q, int nq, int dim, int k, float[] d, int[] i)
         { return NativeMethods.knn_brute_force(r, nr, q, nq, dim, k, d, i); }
         [MethodImpl(Late)] internal static void knn_options_init(IntPtr o) { NativeMethods.knn_options_init(o); }
+        [MethodImpl(Late)] internal static void knn_options_init_v2(IntPtr o) { NativeMethods.knn_options_init_v2(o); }
         [MethodImpl(Late)]
         internal static int knn_index_build(IntPtr p, long n, int dim, IntPtr o, out IndexHandle h)
         { return NativeMethods.knn_index_build(p, n, dim, o, out h); }

@@ -297,6 +297,28 @@ static class Tests
         return (int)raw.Invoke(null, new object[] { IntPtr.Zero, 5, IntPtr.Zero });
     }
 
+    // knn_options_init_v2 writes the whole version-2 struct: its size, the version-1
+    // defaults and an empty device list (16 entries of -1).
+    static void OptionsVersion2Defaults()
+    {
+        if (IntPtr.Size != 8) return;
+        var native = typeof(Knn).Assembly.GetType("KnnGpgpu.NativeMethods");
+        var init = native.GetMethod("knn_options_init_v2", BindingFlags.Static | BindingFlags.NonPublic);
+        IntPtr block = Marshal.AllocHGlobal(1024);
+        try
+        {
+            for (int i = 0; i < 1024; ++i) Marshal.WriteByte(block, i, 0x5A);
+            init.Invoke(null, new object[] { block });
+            Check(Marshal.ReadInt64(block, 0) == 112, "v2 struct_size 112");
+            Check(Marshal.ReadInt32(block, 12) == -1, "v2 device -1");
+            Check(Marshal.ReadInt32(block, 40) == 0, "v2 device_count 0");
+            bool empty = true;
+            for (int i = 0; i < 16; ++i) empty &= Marshal.ReadInt32(block, 44 + 4 * i) == -1;
+            Check(empty, "v2 devices all -1");
+        }
+        finally { Marshal.FreeHGlobal(block); }
+    }
+
     static void LastErrorIsPerThread()
     {
         var pts = Cloud(8, 64, 3);
@@ -1131,7 +1153,7 @@ static class Tests
             }
         }
         string expectedDir = args.Length == 2 && args[0] == "--expect-loaded-from" ? Path.GetFullPath(args[1]) : null;
-        var tests = new Action[] { LayoutMatchesC, EveryHeaderFunctionIsBound, BuildAndQueryMatchTheOracle,
+        var tests = new Action[] { LayoutMatchesC, EveryHeaderFunctionIsBound, OptionsVersion2Defaults, BuildAndQueryMatchTheOracle,
                                    BruteForceBitIdentical, MemoryHelpers, BadInputThrows, LastErrorIsPerThread,
                                    DeviceFunctions, IndexOraclesAgreeWithBruteForce, IndexQueryMatchesOracle,
                                    IndexQueryForms, IndexQuerySelf, IndexRadius, IndexRadiusCsr, IndexSerialize,

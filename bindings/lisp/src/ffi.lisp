@@ -64,6 +64,9 @@
 
 ;;; Index API
 (cffi:defcfun ("knn_options_init" %options-init) :void (opt :pointer))
+;; Version 2 (device list at offsets 40 and 44 on 64-bit, 112 bytes); the
+;; OPTIONS structure keeps version 1 and KNN_DEVICES chooses devices for it.
+(cffi:defcfun ("knn_options_init_v2" %options-init-v2) :void (opt :pointer))
 (cffi:defcfun ("knn_index_build" %index-build) :int
   (points :pointer) (n :int64) (dim :int) (opt :pointer) (out :pointer))
 (cffi:defcfun ("knn_index_free" %index-free) :int (index :pointer))
@@ -146,7 +149,7 @@
     "getTreeSize" "getNeededBytesForBuildingKdTree" "getNeededBytesForQueryAll"
     "getNeededBytesInSearch" "getFreeBytesOnGpu" "cuSetDevice" "cuGetDevice"
     "cuGetDeviceCount" "knn_brute_force"
-    "knn_options_init" "knn_index_build" "knn_index_free" "knn_index_info" "knn_index_query"
+    "knn_options_init" "knn_options_init_v2" "knn_index_build" "knn_index_free" "knn_index_info" "knn_index_query"
     "knn_index_query_self" "knn_index_radius" "knn_index_radius_count"
     "knn_offsets_from_counts" "knn_index_radius_fill" "knn_index_serialized_size"
     "knn_index_serialize" "knn_index_deserialize" "knn_estimate_build_bytes"

@@ -292,7 +292,17 @@
       (check (equal (list knn::backend knn::structure knn::threads knn::device-memory-limit
                           knn::device)
                     '(2 3 3 4096 -1)))))
-  (check-signals knn:knn-usage-error (knn::backend-code :opencl)))
+  (check-signals knn:knn-usage-error (knn::backend-code :opencl))
+  ;; knn_options_init_v2 writes the whole version-2 struct: its size, the
+  ;; version-1 defaults and an empty device list (16 entries of -1).
+  (cffi:with-foreign-pointer (p knn::+options-scratch-bytes+)
+    (dotimes (i knn::+options-scratch-bytes+) (setf (cffi:mem-aref p :uint8 i) #x5A))
+    (knn::%options-init-v2 p)
+    (when (= (cffi:foreign-type-size :pointer) 8)
+      (check (= (cffi:mem-ref p :uint64 0) 112))
+      (check (= (cffi:mem-ref p :int 12) -1))
+      (check (= (cffi:mem-ref p :int 40) 0))
+      (check (loop for i below 16 always (= (cffi:mem-ref p :int (+ 44 (* 4 i))) -1))))))
 
 ;;; ---- the index API against the oracle ----------------------------------------------
 (defun index-backends () (append '(:auto :openmp) (and (has-device) '(:cuda))))

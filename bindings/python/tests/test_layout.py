@@ -10,7 +10,7 @@ import numpy as np
 
 import knn_gpgpu as knn
 from knn_gpgpu import _library
-from knn_gpgpu._types import OptionsStruct, ProgressStruct
+from knn_gpgpu._types import MAX_DEVICES, OptionsStruct, OptionsV2Struct, ProgressStruct
 
 from conftest import header_path
 
@@ -112,3 +112,16 @@ def test_options_defaults_from_library(lib):
     assert "openmp" in repr(opt)
     # the binding's own structure accepted where the prototypes want OptionsStruct
     assert lib.knn_estimate_build_bytes(1000, 3, ctypes.byref(opt)) > 0
+
+
+def test_options_version_2_defaults_from_the_library(lib):
+    # knn_options_init_v2 writes the whole version-2 struct: its own size, the
+    # version-1 defaults and an empty device list (every entry -1).
+    opt = OptionsV2Struct()
+    ctypes.memset(ctypes.byref(opt), 0x5A, ctypes.sizeof(opt))
+    lib.knn_options_init_v2(ctypes.byref(opt))
+    assert opt.struct_size == ctypes.sizeof(OptionsV2Struct) == 112
+    assert (opt.backend, opt.device, opt.structure, opt.leaf_size, opt.threads) == (0, -1, 0, 0, 0)
+    assert opt.device_memory_limit == 0
+    assert opt.device_count == 0
+    assert list(opt.devices) == [-1] * MAX_DEVICES

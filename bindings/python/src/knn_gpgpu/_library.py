@@ -33,7 +33,8 @@ import threading
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._types import IndexHandle, Node, OptionsStruct, Point, ProgressStruct, QuadtreeHandle
+from ._types import (IndexHandle, Node, OptionsStruct, OptionsV2Struct, Point, ProgressStruct,
+                     QuadtreeHandle)
 from .errors import LibraryNotFoundError, make_error
 
 #: Major version of the C ABI this binding is written for.
@@ -79,6 +80,7 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
                                 _P_INT]),
     # index API
     "knn_options_init": (None, [_P_OPT]),
+    "knn_options_init_v2": (None, [POINTER(OptionsV2Struct)]),
     "knn_index_build": (c_int, [_P_FLOAT, c_int64, c_int, _P_OPT, POINTER(_P_INDEX)]),
     "knn_index_free": (c_int, [_P_INDEX]),
     "knn_index_info": (c_int, [_P_INDEX, _P_INT64, _P_INT, _P_INT, _P_INT]),

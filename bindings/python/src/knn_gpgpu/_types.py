@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+from typing import Any
 
 import numpy as np
 
@@ -105,6 +106,22 @@ class OptionsStruct(ctypes.Structure):
                 ("leaf_size", ctypes.c_int),
                 ("threads", ctypes.c_int),
                 ("device_memory_limit", ctypes.c_size_t)]
+
+
+MAX_DEVICES = 16  # KNN_MAX_DEVICES
+
+
+class OptionsV2Struct(OptionsStruct):
+    """Raw ``knn_options`` version 2 layout (112 bytes on 64-bit): version 1
+    plus the device list of a call (``device_count``, ``devices``), filled by
+    ``knn_options_init_v2``. :class:`knn_gpgpu.Options` keeps version 1; the
+    ``KNN_DEVICES`` environment variable chooses devices for it."""
+
+    device_count: int
+    devices: Any
+
+    _fields_ = [("device_count", ctypes.c_int),
+                ("devices", ctypes.c_int * MAX_DEVICES)]
 
 
 class ProgressStage(enum.IntEnum):
