@@ -29,7 +29,7 @@ bool within(size_t struct_size, size_t offset, size_t bytes) {
 // The options the library must act on.
 knn_options effective(const unsigned char* block, size_t struct_size) {
   knn_options opt;
-  knn_options_init(&opt);
+  knn_options_init_v2(&opt);
   auto take = [&](auto& field) {
     const size_t offset = static_cast<size_t>(reinterpret_cast<const unsigned char*>(&field) -
                                               reinterpret_cast<const unsigned char*>(&opt));
@@ -42,6 +42,8 @@ knn_options effective(const unsigned char* block, size_t struct_size) {
   take(opt.leaf_size);
   take(opt.threads);
   take(opt.device_memory_limit);
+  take(opt.device_count);
+  for (int& device : opt.devices) take(device);
   return opt;
 }
 
@@ -62,13 +64,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<unsigned char[]> block(new unsigned char[block_size]);
   // Plausible field values most of the time, raw bytes otherwise.
   knn_options plausible;
-  knn_options_init(&plausible);
+  knn_options_init_v2(&plausible);
   plausible.backend = in.ConsumeIntegralInRange<int>(-1, 3);
   plausible.device = in.ConsumeIntegralInRange<int>(-2, 1);
   plausible.structure = in.ConsumeIntegralInRange<int>(-1, 4);
   plausible.leaf_size = in.ConsumeIntegralInRange<int>(-1, 40);
   plausible.threads = in.ConsumeIntegralInRange<int>(-1, 3);
   plausible.device_memory_limit = in.ConsumeIntegralInRange<size_t>(0, 1 << 20);
+  plausible.device_count = in.ConsumeIntegralInRange<int>(-1, 3);
+  for (int i = 0; i < 3; ++i) plausible.devices[i] = in.ConsumeIntegralInRange<int>(-1, 1);
   if (in.ConsumeBool()) {
     const std::vector<uint8_t> raw = in.ConsumeBytes<uint8_t>(block_size);
     std::memset(block.get(), 0, block_size);
@@ -100,7 +104,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                          eff.device >= -1 && eff.structure >= KNN_STRUCTURE_AUTO &&
                          eff.structure <= KNN_STRUCTURE_BRUTE_FORCE && eff.leaf_size >= 0 &&
                          eff.threads >= 0;
-  const bool valid = covers_backend && fields_ok;
+  // Version 2: a device count of 0..KNN_MAX_DEVICES whose entries struct_size
+  // covers, each a device number (0 or more).
+  bool devices_ok =
+      eff.device_count >= 0 && eff.device_count <= KNN_MAX_DEVICES &&
+      (eff.device_count == 0 || within(struct_size, offsetof(knn_options, devices),
+                                       sizeof(int) * static_cast<size_t>(eff.device_count)));
+  for (int i = 0; devices_ok && i < eff.device_count; ++i) devices_ok = eff.devices[i] >= 0;
+  const bool valid = covers_backend && fields_ok && devices_ok;
   // Only the backend that will serve the call can refuse a device number
   // beyond those present; without a device that is CUDA, which has none.
   const bool cuda_wanted = eff.backend == KNN_BACKEND_CUDA;
