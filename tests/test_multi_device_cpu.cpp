@@ -27,6 +27,7 @@
 #include "../src/device_choice.h"
 #include "../src/device_replicas.h"
 #include "index_test_helpers.h"
+#include "scoped_env.h"
 #include "test_data.h"
 
 namespace {
@@ -57,28 +58,7 @@ std::pair<int, std::string> error_of(F f) {
   return ::testing::AssertionSuccess();
 }
 
-// Sets an environment variable for the scope, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using knn_test::ScopedEnv;
 
 knn_options v2_options() {
   knn_options o;

@@ -15,6 +15,7 @@
 #include "classic_helpers.h"
 #include "gpu_test_support.h"
 #include "index_test_helpers.h"
+#include "scoped_env.h"
 #include "test_data.h"
 
 namespace {
@@ -29,28 +30,7 @@ using knn_test::RadiusResult;
     if (cuGetDeviceCount() < 2) GTEST_SKIP() << "fewer than two CUDA devices"; \
   } while (0)
 
-// Sets an environment variable for the scope, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) had_ = true, old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using knn_test::ScopedEnv;
 
 knn_options options(int backend, int structure, std::initializer_list<int> devices = {}) {
   knn_options o;
