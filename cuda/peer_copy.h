@@ -14,9 +14,11 @@ namespace cuda {
 int device_of(const void* p);
 
 // A stream of the current device for copies between devices, so that a
-// share's transfers overlap its search. The driver routes a peer copy over
-// NVLink or PCIe peer-to-peer where the devices can, through the host where
-// they cannot. Destruction waits for the copies still in flight.
+// share's transfers overlap its search. copy() first enables peer access
+// between the two devices (both directions, once per pair per process), so
+// that the copy takes NVLink or PCIe peer-to-peer where the devices have it;
+// where they have not, the driver stages it through the host. Destruction
+// waits for the copies still in flight.
 class PeerStream {
  public:
   PeerStream();

@@ -440,15 +440,19 @@ enum knn_structure {
  *   In the default list the index's own device (for queryAll, the current
  *   device) takes the first share; a listed one is used as listed. Each
  *   device plans its chunks from its own free memory (or device_memory_limit,
- *   which then applies to each device). Device arrays of the caller stay where they
- *   are: a share on another device copies its queries and rows there and
- *   back (peer copies). A device that fails fails the call (its status and
- *   message) after every share has stopped; all outputs then hold the
- *   missing values. Each device holds a full copy: knn_estimate_build_bytes
- *   is the need of each device; the index also keeps its points in host
- *   memory (n * dim floats) from its first split call on, to build the copies
- *   and to serve all-kNN shares. KNN_MIN_QUERIES_PER_DEVICE is tuning, not
- *   contract (the answers never depend on it). */
+ *   which then applies to each device). Device arrays of the caller stay where
+ *   they are: a share on another device copies its queries and rows there and
+ *   back (peer copies). For those copies the library enables peer access
+ *   between the two devices (cudaDeviceEnablePeerAccess, both directions, once
+ *   per pair per process) where the hardware allows it, so that they take
+ *   NVLink or PCIe peer-to-peer instead of host memory; a host that enabled it
+ *   already is unaffected. A device that fails fails the call (its status and
+ *   message) after every share has stopped; all outputs then hold the missing
+ *   values. Each device holds a full copy: knn_estimate_build_bytes is the
+ *   need of each device; the index also keeps its points in host memory (n *
+ *   dim floats) from its first split call on, to build the copies and to serve
+ *   all-kNN shares. KNN_MIN_QUERIES_PER_DEVICE is tuning, not contract (the
+ *   answers never depend on it). */
 #define KNN_MAX_THREADS_PER_PROCESSOR 4
 /* The most devices one call uses (entries of knn_options.devices). */
 #define KNN_MAX_DEVICES 16

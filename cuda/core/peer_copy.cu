@@ -1,8 +1,42 @@
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <utility>
+
 #include "../peer_copy.h"
 #include "cuda_support.h"
 
 namespace knn {
 namespace cuda {
+
+namespace {
+// Opens the direct route (NVLink or PCIe peer-to-peer) between two devices
+// where the hardware has one, in both directions: without peer access the
+// driver stages every peer copy through host memory, which made the shares
+// of a multi-device call wait on the host link. Tried once per pair per
+// process; a pair without a route, or a context already at its peer limit,
+// keeps the staged route (the copies are correct either way). A pair the
+// host enabled itself reports "already enabled", which is success here.
+void open_peer_route(int a, int b) {
+  if (a == b || a < 0 || b < 0) return;
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> tried;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!tried.insert({std::min(a, b), std::max(a, b)}).second) return;
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  for (const auto& [from, to] : {std::pair<int, int>{a, b}, std::pair<int, int>{b, a}}) {
+    int possible = 0;
+    if (cudaDeviceCanAccessPeer(&possible, from, to) != cudaSuccess || !possible) continue;
+    if (cudaSetDevice(from) == cudaSuccess) cudaDeviceEnablePeerAccess(to, 0);
+  }
+  cudaSetDevice(current);
+  cudaGetLastError();  // "already enabled" or "too many peers": the staged route stays
+}
+}  // namespace
 
 int device_of(const void* p) {
   if (p == nullptr) return -1;
@@ -29,6 +63,7 @@ PeerStream::~PeerStream() {
 
 void PeerStream::copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
   if (bytes == 0) return;
+  open_peer_route(dst_device, src_device);
   check(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes,
                             static_cast<cudaStream_t>(stream_)),
         "cudaMemcpyPeerAsync");
