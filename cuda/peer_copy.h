@@ -13,6 +13,13 @@ namespace cuda {
 // device reads it in place), NULL, and in builds without CUDA.
 int device_of(const void* p);
 
+// Whether kernels and copies on `device` read and write memory of `owner` in
+// place (peer access, NVLink or PCIe peer-to-peer), after enabling peer access
+// between the two where the hardware allows it (both directions, once per
+// pair per process). False for the same device, a negative one, and in builds
+// without CUDA.
+bool reaches_in_place(int device, int owner);
+
 // A stream of the current device for copies between devices, so that a
 // share's transfers overlap its search. copy() first enables peer access
 // between the two devices (both directions, once per pair per process), so

@@ -102,7 +102,8 @@ class ExcludeSelfRows {
 DeviceOps cuda_device_ops() {
   return DeviceOps{[](int device) { cuda::set_device(device); },
                    [] { return cuda::current_device(); },
-                   [](const void* p) { return cuda::device_of(p); }};
+                   [](const void* p) { return cuda::device_of(p); },
+                   [](int device, int owner) { return cuda::reaches_in_place(device, owner); }};
 }
 
 template <typename Scalar>
@@ -239,11 +240,13 @@ void split_over_devices(const std::vector<int>& devices,
                                                                : cuda::free_device_bytes();
       share_call.device_memory_limit = budget / static_cast<size_t>(alongside);
     }
-    // Host and managed memory every device reads in place (owner -1).
-    const bool queries_here =
-        !split.call.queries_on_device || queries_owner < 0 || queries_owner == device;
-    const bool outputs_here =
-        !split.call.outputs_on_device || outputs_owner < 0 || outputs_owner == device;
+    // Host and managed memory every device reads in place (owner -1), and so
+    // does a device with peer access to the owner.
+    auto in_reach = [&](int owner) {
+      return owner < 0 || owner == device || (ops.reaches && ops.reaches(device, owner));
+    };
+    const bool queries_here = !split.call.queries_on_device || in_reach(queries_owner);
+    const bool outputs_here = !split.call.outputs_on_device || in_reach(outputs_owner);
     if (queries_here && outputs_here && !split.exclude_self)
       return work(engine, queries, count, split.row_width, indices, sq, counts, share_call);
 

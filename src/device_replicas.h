@@ -28,8 +28,12 @@ struct DeviceOps {
   std::function<void(int device)> select;
   std::function<int()> current;           // -1: none
   std::function<int(const void*)> owner;  // the device of a device array, -1 for host memory
+  // Whether work on `device` reads and writes memory of `owner` in place
+  // (peer access); when it does, a share uses the caller's arrays directly.
+  std::function<bool(int device, int owner)> reaches;
 };
-// The CUDA runtime's (cuda::set_device, cuda::current_device, cuda::device_of).
+// The CUDA runtime's (cuda::set_device, cuda::current_device, cuda::device_of,
+// cuda::reaches_in_place).
 DeviceOps cuda_device_ops();
 
 // Builds a copy of the index on the current device from its points (host rows).
@@ -117,7 +121,9 @@ using ShareWork = BasicShareWork<float>;
 // Runs `work` over contiguous shares of the call's queries, share s on
 // devices[s] (run_shares), with replicas.on(device) serving it. Device
 // arrays of another device than the share's are staged through memory of
-// the share's device in pieces (peer copies). Throws the first failure; the
+// the share's device in pieces (peer copies), unless the share's device
+// reaches them in place (peer access: its kernels then read the queries and
+// write the rows over NVLink or PCIe directly). Throws the first failure; the
 // caller writes the missing values.
 template <typename Scalar>
 void split_over_devices(const std::vector<int>& devices,

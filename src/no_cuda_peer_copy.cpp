@@ -7,6 +7,7 @@ namespace knn {
 namespace cuda {
 
 int device_of(const void*) { return -1; }
+bool reaches_in_place(int, int) { return false; }
 
 PeerStream::PeerStream() {
   fail(KNN_ERR_NO_DEVICE, "this knn_gpgpu was built without CUDA (KNN_WITH_CUDA=OFF)");

@@ -18,7 +18,12 @@
 //
 //   bench_multi_gpu [--quick] [--n-self N] [--k-self K] [--n-dev N] [--m-dev M]
 //                   [--k-dev K] [--repeats R] [--devices 0,1] [--rows self,classic,device]
-//                   [--exclude-self]
+//                   [--exclude-self] [--shares]
+// --shares adds, after the device row, the time of each share of a two-way
+// split run alone: the first half on device 0, the second half on the second
+// listed device from device 0's arrays (staged), and the same half on that
+// device from arrays of its own, so that the cost of the staging and of any
+// serialization between the shares can be read off.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -54,7 +59,8 @@ const char* kUsage =
     "  --devices LIST the multi-device list, e.g. 0,1 (default: every device)\n"
     "  --rows LIST    any of self,classic,device (default: all three)\n"
     "  --exclude-self the self row drops each point itself (on several devices\n"
-    "                 its k + 1 rows then pass through host memory once more)\n";
+    "                 its k + 1 rows then pass through host memory once more)\n"
+    "  --shares       also time each half of a two-way device-row split alone\n";
 
 struct Settings {
   int64_t n_self = 100000000;
@@ -66,6 +72,7 @@ struct Settings {
   std::vector<int> devices;
   std::string rows = "self,classic,device";
   bool exclude_self = false;
+  bool shares = false;
 };
 
 void cuda_check(cudaError_t err, const char* what) {
@@ -180,6 +187,52 @@ std::string copies_check(const std::vector<size_t>& before, const std::vector<in
   return s.str();
 }
 
+// --shares: each half of the device row's two-way split alone (see the top).
+void time_shares(const Settings& s, knn_index* one, knn_index* all, const float* d_queries,
+                 int64_t m, int k, int32_t* d_idx, float* d_dist) {
+  const int second = s.devices.at(1);
+  const int64_t half = m / 2, rest = m - half;
+  const size_t rest_slots = static_cast<size_t>(rest) * k;
+  const knn_options on_second = options_for({second});
+  // The second half's queries and rows in memory of the second device.
+  cuda_check(cudaSetDevice(second), "cudaSetDevice");
+  float *own_queries = nullptr, *own_dist = nullptr;
+  int32_t* own_idx = nullptr;
+  cuda_check(cudaMalloc(&own_queries, static_cast<size_t>(rest) * 3 * 4), "cudaMalloc");
+  cuda_check(cudaMalloc(&own_idx, rest_slots * 4), "cudaMalloc");
+  cuda_check(cudaMalloc(&own_dist, rest_slots * 4), "cudaMalloc");
+  cuda_check(cudaMemcpyPeer(own_queries, second, d_queries + half * 3, 0,
+                            static_cast<size_t>(rest) * 3 * 4),
+             "cudaMemcpyPeer");
+  cuda_check(cudaSetDevice(0), "cudaSetDevice");
+  const std::vector<knn_bench::Contender> parts{
+      {[&] {
+         check_status(knn_index_query(one, d_queries, half, k, d_idx, d_dist, nullptr),
+                      "knn_index_query");
+       },
+       nullptr},
+      {[&] {
+         check_status(knn_index_query(all, d_queries + half * 3, rest, k, d_idx + half * k,
+                                      d_dist + half * k, &on_second),
+                      "knn_index_query");
+       },
+       nullptr},
+      {[&] {
+         check_status(knn_index_query(all, own_queries, rest, k, own_idx, own_dist, &on_second),
+                      "knn_index_query");
+       },
+       nullptr}};
+  const std::vector<knn_bench::Timing> t = knn_bench::measure_interleaved(parts, s.repeats);
+  std::printf(
+      "  shares alone: first half on device 0 %.1f ms; second half on device %d from "
+      "device 0's arrays %.1f ms, from its own %.1f ms\n",
+      t[0].median_ms, second, t[1].median_ms, t[2].median_ms);
+  std::fflush(stdout);
+  cudaFree(own_queries);
+  cudaFree(own_idx);
+  cudaFree(own_dist);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,6 +260,8 @@ int main(int argc, char** argv) {
       std::stringstream list(cl.value_after(argc, argv, &i));
       for (std::string item; std::getline(list, item, ',');)
         s.devices.push_back(static_cast<int>(cl.count(item, "device", 0, KNN_MAX_DEVICES - 1)));
+    } else if (a == "--shares") {
+      s.shares = true;
     } else if (a == "--exclude-self") {
       s.exclude_self = true;
     } else if (a == "--rows") {
@@ -349,6 +404,7 @@ int main(int argc, char** argv) {
               throw std::runtime_error("every row is missing: the run computed nothing");
             return "same, all " + std::to_string(m) + " rows;" + copies_check(before, s.devices);
           }));
+      if (s.shares) time_shares(s, one, all, d_queries, m, k, d_idx, d_dist);
       knn_index_free(one);
       knn_index_free(all);
       cudaFree(d_points);

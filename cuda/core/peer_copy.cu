@@ -1,6 +1,6 @@
 #include <algorithm>
+#include <map>
 #include <mutex>
-#include <set>
 #include <utility>
 
 #include "../peer_copy.h"
@@ -12,31 +12,41 @@ namespace cuda {
 namespace {
 // Opens the direct route (NVLink or PCIe peer-to-peer) between two devices
 // where the hardware has one, in both directions: without peer access the
-// driver stages every peer copy through host memory, which made the shares
-// of a multi-device call wait on the host link. Tried once per pair per
-// process; a pair without a route, or a context already at its peer limit,
-// keeps the staged route (the copies are correct either way). A pair the
-// host enabled itself reports "already enabled", which is success here.
-void open_peer_route(int a, int b) {
-  if (a == b || a < 0 || b < 0) return;
+// driver stages every peer copy through host memory, and kernels cannot
+// reach the other device's memory at all. Tried once per pair per process;
+// a pair without a route, or a context already at its peer limit, keeps the
+// staged route (the copies are correct either way). A pair the host enabled
+// itself reports "already enabled", which is success here. Returns whether
+// `from` reaches `to`'s memory in place.
+bool open_peer_route(int from, int to) {
+  if (from == to || from < 0 || to < 0) return false;
   static std::mutex mutex;
-  static std::set<std::pair<int, int>> tried;
+  static std::map<std::pair<int, int>, bool> reaches;  // (from, to) -> enabled
   std::lock_guard<std::mutex> lock(mutex);
-  if (!tried.insert({std::min(a, b), std::max(a, b)}).second) return;
+  const auto known = reaches.find({from, to});
+  if (known != reaches.end()) return known->second;
   int current = -1;
   if (cudaGetDevice(&current) != cudaSuccess) {
     cudaGetLastError();
-    return;
+    return false;
   }
-  for (const auto& [from, to] : {std::pair<int, int>{a, b}, std::pair<int, int>{b, a}}) {
+  for (const auto& [a, b] : {std::pair<int, int>{from, to}, std::pair<int, int>{to, from}}) {
     int possible = 0;
-    if (cudaDeviceCanAccessPeer(&possible, from, to) != cudaSuccess || !possible) continue;
-    if (cudaSetDevice(from) == cudaSuccess) cudaDeviceEnablePeerAccess(to, 0);
+    bool enabled = false;
+    if (cudaDeviceCanAccessPeer(&possible, a, b) == cudaSuccess && possible &&
+        cudaSetDevice(a) == cudaSuccess) {
+      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+      enabled = e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled;
+    }
+    reaches[{a, b}] = enabled;
   }
   cudaSetDevice(current);
-  cudaGetLastError();  // "already enabled" or "too many peers": the staged route stays
+  cudaGetLastError();  // "already enabled" or "too many peers": not the caller's error
+  return reaches[{from, to}];
 }
 }  // namespace
+
+bool reaches_in_place(int device, int owner) { return open_peer_route(device, owner); }
 
 int device_of(const void* p) {
   if (p == nullptr) return -1;
@@ -63,7 +73,7 @@ PeerStream::~PeerStream() {
 
 void PeerStream::copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
   if (bytes == 0) return;
-  open_peer_route(dst_device, src_device);
+  open_peer_route(dst_device, src_device);  // the route, where there is one
   check(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes,
                             static_cast<cudaStream_t>(stream_)),
         "cudaMemcpyPeerAsync");
