@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "../cuda/index_memory_model.h"
 #include "../engine/index_engine.h"
 #include "../include/knn_gpgpu.h"
 
@@ -54,11 +55,11 @@ int auto_structure(int backend, int64_t n, int dim);
 // whichever serves. serving_structure says which, from the call's list length.
 
 // The longest list per query the CUDA grid and brute force keep (their warp
-// lists in shared memory, cuda/core/memory_model.h kMaxWarpK); beyond it they
-// refuse (KNN_ERR_UNSUPPORTED), the kd-tree has no limit. The brute force keeps
-// at most n entries, so it refuses only above n points too; the grid's limit
-// is the device's shared memory (never below this on a device with 48 KiB).
-constexpr int kGpuMaxListK = 2048;
+// lists in shared memory); beyond it they refuse (KNN_ERR_UNSUPPORTED), the
+// kd-tree has no limit. The brute force keeps at most n entries, so it
+// refuses only above n points too; the grid's limit is the device's shared
+// memory (never below this on a device with 48 KiB per block).
+constexpr int kGpuMaxListK = cuda::kMaxWarpK;
 // On the GPU the grid leads at short lists and the kd-tree at long ones.
 // Measured on the H100 (device arrays, build + query ms, 2026-11-25, issue
 // #18): 10^7 x 10^7, k = 30: grid 38.7, kd-tree 140.9; 10^6 x 10^6, k = 100:
