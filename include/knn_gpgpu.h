@@ -468,8 +468,8 @@ enum knn_structure {
  *   that too): knn_estimate_build_bytes is the need of each device (for an
  *   AUTO index with both, knn_estimate_query_bytes); the index also keeps its
  *   points in host memory (n * dim floats) from its first split call on, to
- *   build the copies and to serve all-kNN shares. KNN_MIN_QUERIES_PER_DEVICE is tuning, not
- *   contract (the answers never depend on it). */
+ *   build the copies and to serve all-kNN shares. KNN_MIN_QUERIES_PER_DEVICE
+ *   is tuning, not contract (the answers never depend on it). */
 #define KNN_MAX_THREADS_PER_PROCESSOR 4
 /* The most devices one call uses (entries of knn_options.devices). */
 #define KNN_MAX_DEVICES 16
@@ -626,10 +626,11 @@ KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes, con
  * the structure opt asks for (AUTO or NULL: the largest of the structures the
  * planner may pick; for a call on more than 2048 points also the kd-tree an
  * AUTO index may add beside it, its build or its resident tree with the
- * call's scratch, since any earlier call may have added it). No device needed; they compute in 64
- * bits, grow with every argument and return 0 for negative sizes, dim < 1 or k < 1, and SIZE_MAX
- * for sizes no index serves (n > INT32_MAX, dim > KNN_INDEX_MAX_DIM) or whose byte count does not
- * fit a size_t. */
+ * call's scratch, since any earlier call may have added it). No device
+ * needed; they compute in 64 bits, grow with every argument and return 0 for
+ * negative sizes, dim < 1 or k < 1, and SIZE_MAX for sizes no index serves
+ * (n > INT32_MAX, dim > KNN_INDEX_MAX_DIM) or whose byte count does not fit a
+ * size_t. */
 KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options* opt);
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
                                                  const knn_options* opt);
