@@ -29,6 +29,7 @@
 #include "host_alloc_hook.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
+#include "scoped_env.h"
 #include "test_data.h"
 
 namespace {
@@ -550,6 +551,47 @@ TEST_P(AutoQuery, ConcurrentLongListQueriesAndALoadedIndexAnswerAlike) {
   EXPECT_TRUE(knn_test::same_knn(want, knn_test::query_index(loaded, queries, 3, k)));
   EXPECT_EQ(knn_test::serialize(loaded), saved);
   EXPECT_EQ(knn_index_free(loaded), KNN_OK);
+}
+
+// A kd-tree build that runs out of device memory (the call's first device
+// allocation failed through KNN_FAULT_DEVICE_ALLOC, cuda/core/
+// fault_injection.cpp) leaves a grid's call to the grid, with no error, and
+// the next call builds the kd-tree; where the primary cannot serve (a brute
+// force at k > 2048) the call fails with that status and missing values.
+TEST(AutoQueryGpu, ADeviceOutOfMemoryInTheKdTreeBuildFallsBackToThePrimary) {
+  if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  knn_options o;
+  knn_options_init(&o);
+  o.backend = kCuda;
+  for (const int64_t n : {int64_t{20000}, int64_t{5000}}) {
+    const bool grid = n > 16384;  // else AUTO's brute force on the GPU
+    const int k = grid ? 100 : 2100;
+    SCOPED_TRACE(grid ? "grid primary, k = 100" : "brute-force primary, k = 2100");
+    const std::vector<float> points = knn_test::make_rows(Dist::Uniform, n, 3, 101);
+    const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, 30, 3, 102);
+    const knn_test::KnnResult want =
+        knn_test::oracle_knn(points.data(), n, queries.data(), 30, 3, k);
+    knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
+    ASSERT_TRUE(automatic);
+    std::vector<int32_t> idx(static_cast<size_t>(30) * k, -7);
+    std::vector<float> sq(idx.size(), -7.0f);
+    {
+      const knn_test::ScopedEnv fault("KNN_FAULT_DEVICE_ALLOC", grid ? "1#grid" : "1#brute");
+      const int status =
+          knn_index_query(automatic.get(), queries.data(), 30, k, idx.data(), sq.data(), nullptr);
+      if (grid) {
+        EXPECT_EQ(status, KNN_OK) << knn_last_error();
+        EXPECT_STREQ(knn_last_error(), "");
+        EXPECT_EQ(std::vector<int>(idx.begin(), idx.end()), want.idx);
+        EXPECT_TRUE(knn_test::same_bits(want.dist, sq));
+      } else {
+        EXPECT_EQ(status, KNN_ERR_DEVICE_OUT_OF_MEMORY) << knn_last_error();
+        EXPECT_EQ(idx, std::vector<int32_t>(idx.size(), -1));
+        EXPECT_EQ(sq, std::vector<float>(sq.size(), std::numeric_limits<float>::infinity()));
+      }
+    }
+    EXPECT_TRUE(knn_test::same_knn(want, knn_test::query_index(automatic.get(), queries, 3, k)));
+  }
 }
 
 // CPU: AUTO's brute force up to 2048 points (the rows are capped by n there);
