@@ -10,6 +10,7 @@
 // (skipped without a device) are where the API really adds it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -416,6 +417,24 @@ TEST_P(AutoQuery, AnswersLikeEveryStructureAndTheOracleAtEveryK) {
     EXPECT_TRUE(knn_test::same_knn(knn_test::query_index(kd.get(), queries, 3, k), got));
     if (k <= knn::kGpuMaxListK) {  // the CUDA grid refuses longer lists
       EXPECT_TRUE(knn_test::same_knn(knn_test::query_index(grid.get(), queries, 3, k), got));
+    }
+  }
+  // Split over device lists: shares of one device ({0, 0}), and where there
+  // are two, copies of the structure that serves on the other device.
+  if (GetParam().backend == kCuda) {
+    std::vector<std::vector<int>> lists{{0, 0}};
+    if (cuGetDeviceCount() >= 2) lists.push_back({1, 0}), lists.push_back({0, 1, 1});
+    for (const std::vector<int>& list : lists) {
+      knn_options split;
+      knn_options_init_v2(&split);
+      split.device_count = static_cast<int>(list.size());
+      std::copy(list.begin(), list.end(), split.devices);
+      for (int k : {8, 100, 2100}) {
+        SCOPED_TRACE("split k=" + std::to_string(k) + " over " + std::to_string(list.size()));
+        EXPECT_TRUE(
+            knn_test::same_knn(knn_test::query_index(kd.get(), queries, 3, k),
+                               knn_test::query_index(automatic.get(), queries, 3, k, &split)));
+      }
     }
   }
   for (int k : {8, knn::kGpuGridKdTreeMinK - 1, 100}) {
