@@ -380,7 +380,7 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   or device) leaves the call to the primary structure where it can serve it
  *   (no error; a later call tries again), else the call fails with that
  *   status. On the CPU the OpenMP grid is faster than the OpenMP kd-tree at
- *   every k measured (1 to 1000) and no CPU structure limits k: an AUTO index
+ *   every k measured (8 to 1000) and no CPU structure limits k: an AUTO index
  *   on the CPU keeps its primary structure alone. An index built with an
  *   explicit structure never adds one. These thresholds are tuning, not
  *   contract: a later release may move them (the answers never change).
