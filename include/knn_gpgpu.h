@@ -359,11 +359,30 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   brute force for up to 2048 points on the CPU (16384 on the GPU), for
  *   dim > 16 (a kd-tree prunes little there), and on the GPU for dim 13..16
  *   below 2^(dim + 4) points (the measured H100 crossover); the grid for dim
- *   3, the kd-tree otherwise. The grid is the faster 3-D structure for k up to 32
- *   (H100, all-kNN of 10^7 points, k = 30: 37 vs 140 ms with the kd-tree)
- *   but not for long lists (k = 100: 330 vs 250 ms); AUTO decides at build
- *   time, before k is known, so ask for KNN_STRUCTURE_KDTREE when the
- *   queries will take k well above 32. These thresholds are tuning, not
+ *   3, the kd-tree otherwise: the index's primary structure, chosen at
+ *   build time and reported by knn_index_info.
+ *   AUTO also decides at query time, when k is known. On the GPU the grid is
+ *   the faster 3-D structure for short lists (H100, 10^7 x 10^7, k = 30: 39
+ *   vs 141 ms with the kd-tree, build included) but not for long ones (10^6
+ *   x 10^6, k = 100: 34 vs 20 ms; all-kNN of 10^7, k = 100: 330 vs 232 ms),
+ *   and the GPU grid and brute force keep at most 2048 neighbours per query
+ *   (below). So an AUTO index on the GPU adds a kd-tree beside its primary
+ *   structure at the first kNN or all-kNN call with k >= 64 (k + 1 with
+ *   exclude_self) on a grid, and at the first call of any kind whose lists
+ *   the primary refuses (k, k + 1, or a radius or CSR row beyond 2048 on a
+ *   grid, or on a brute force of more than 2048 points); from then on those
+ *   calls are served by the kd-tree, the others by the primary. The kd-tree
+ *   is built once (concurrent callers wait for the first one's build), from
+ *   the index's own points (copied through host memory: n * dim scalars for
+ *   the time of the build), with the default leaf size, on the index's
+ *   device; it lives until knn_index_free and its device memory counts in
+ *   knn_estimate_query_bytes. A kd-tree build that runs out of memory (host
+ *   or device) leaves the call to the primary structure where it can serve it
+ *   (no error; a later call tries again), else the call fails with that
+ *   status. On the CPU the OpenMP grid is faster than the OpenMP kd-tree at
+ *   every k measured (8 to 1000) and no CPU structure limits k: an AUTO index
+ *   on the CPU keeps its primary structure alone. An index built with an
+ *   explicit structure never adds one. These thresholds are tuning, not
  *   contract: a later release may move them (the answers never change).
  * Devices. The CUDA backend builds on opt->device when it is >= 0, else on
  *   the calling thread's current device; the index remembers its device and
@@ -441,18 +460,21 @@ enum knn_structure {
  *   device) takes the first share; a listed one is used as listed. Each
  *   device plans its chunks from its own free memory (or device_memory_limit,
  *   which then applies to each device). Device arrays of the caller stay where
- *   they are: a share on another device copies its queries and rows there and
- *   back (peer copies). For those copies the library enables peer access
- *   between the two devices (cudaDeviceEnablePeerAccess, both directions, once
- *   per pair per process) where the hardware allows it, so that they take
- *   NVLink or PCIe peer-to-peer instead of host memory; a host that enabled it
- *   already is unaffected. A device that fails fails the call (its status and
- *   message) after every share has stopped; all outputs then hold the missing
- *   values. Each device holds a full copy: knn_estimate_build_bytes is the
- *   need of each device; the index also keeps its points in host memory (n *
- *   dim floats) from its first split call on, to build the copies and to serve
- *   all-kNN shares. KNN_MIN_QUERIES_PER_DEVICE is tuning, not contract (the
- *   answers never depend on it). */
+ *   they are: a share on another device with peer access to them (NVLink or
+ *   PCIe peer-to-peer) reads the queries and writes the rows in place, and one
+ *   without copies them there and back in pieces (peer copies). For this the
+ *   library enables peer access between the devices of a call
+ *   (cudaDeviceEnablePeerAccess, both directions, once per pair per process)
+ *   where the hardware allows it; a host that enabled it already is
+ *   unaffected. A device that fails fails the call (its status and message)
+ *   after every share has stopped; all outputs then hold the missing values.
+ *   Each device holds a full copy of the structure that serves the call (an
+ *   AUTO index whose kd-tree serves long lists copies that too):
+ *   knn_estimate_build_bytes is the need of each device (for an AUTO index
+ *   with both, knn_estimate_query_bytes); the index also keeps its points in
+ *   host memory (n * dim floats) from its first split call on, to build the
+ *   copies and to serve all-kNN shares. KNN_MIN_QUERIES_PER_DEVICE is tuning,
+ *   not contract (the answers never depend on it). */
 #define KNN_MAX_THREADS_PER_PROCESSOR 4
 /* The most devices one call uses (entries of knn_options.devices). */
 #define KNN_MAX_DEVICES 16
@@ -501,7 +523,9 @@ KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
  * freed memory. (An address that a later build reuses is that later index.) */
 KNN_API int KNN_CALL knn_index_free(knn_index* index);
 /* Size, dimension, backend and structure that actually serve the index (never
- * AUTO); any output pointer may be NULL. */
+ * AUTO; for an AUTO index its primary structure, even once it has added a
+ * kd-tree for long lists, see "Structures" above); any output pointer may be
+ * NULL. */
 KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim, int* backend,
                                     int* structure);
 /* k nearest neighbours of m queries (m rows of dim floats): indices[i*k + j]
@@ -512,8 +536,9 @@ KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim
  * the longest row of a radius or CSR fill call) and the grid what the
  * device's shared memory holds (2048 or fewer); beyond that the call fails
  * with KNN_ERR_UNSUPPORTED naming the limit (outputs as for any failure
- * once computing started): build with KNN_STRUCTURE_KDTREE (or the OpenMP
- * backend) for longer lists. */
+ * once computing started): an AUTO index answers such calls through the
+ * kd-tree it adds (see "Structures" above); with an explicit structure build
+ * with KNN_STRUCTURE_KDTREE (or the OpenMP backend) for longer lists. */
 KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m, int k,
                                      int32_t* indices, float* sq_distances, const knn_options* opt);
 /* All-kNN of the indexed points themselves, in input order: row i (n rows of
@@ -585,8 +610,13 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  * loaded index answers bit-identically to the saved one on either backend:
  * an index saved from the GPU loads on the CPU and back.
  * Options at load: opt's backend, device, threads and device_memory_limit
- * apply as in knn_index_build; its structure and leaf_size are ignored (the
- * buffer's serve).
+ * apply as in knn_index_build; its leaf_size is ignored and the buffer's
+ * structure serves. The format records the structure that served, not
+ * whether AUTO chose it, and a kd-tree an AUTO index added is not saved: a
+ * load whose opt->structure is KNN_STRUCTURE_AUTO (the default, and NULL)
+ * makes an AUTO index with the buffer's structure as its primary (it adds
+ * its kd-tree again on first use), any other value an index of the buffer's
+ * structure alone.
  * A buffer that is truncated, has trailing bytes, a bad magic, header field
  * or checksum is refused with INVALID_ARGUMENT saying which; a later format
  * version or the other byte order is UNSUPPORTED. Every size in the buffer is
@@ -599,10 +629,13 @@ KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes, con
 
 /* Device bytes a CUDA index build / a kNN call on it would need at most, for
  * the structure opt asks for (AUTO or NULL: the largest of the structures the
- * planner may pick). No device needed; they compute in 64 bits, grow with
- * every argument and return 0 for negative sizes, dim < 1 or k < 1, and
- * SIZE_MAX for sizes no index serves (n > INT32_MAX, dim > KNN_INDEX_MAX_DIM)
- * or whose byte count does not fit a size_t. */
+ * planner may pick; for a call on more than 2048 points also the kd-tree an
+ * AUTO index may add beside it, its build or its resident tree with the
+ * call's scratch, since any earlier call may have added it). No device
+ * needed; they compute in 64 bits, grow with every argument and return 0 for
+ * negative sizes, dim < 1 or k < 1, and SIZE_MAX for sizes no index serves
+ * (n > INT32_MAX, dim > KNN_INDEX_MAX_DIM) or whose byte count does not fit a
+ * size_t. */
 KNN_API size_t KNN_CALL knn_estimate_build_bytes(int64_t n, int dim, const knn_options* opt);
 KNN_API size_t KNN_CALL knn_estimate_query_bytes(int64_t m, int k, int64_t n, int dim,
                                                  const knn_options* opt);

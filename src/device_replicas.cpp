@@ -109,7 +109,7 @@ DeviceOps cuda_device_ops() {
 template <typename Scalar>
 BasicDeviceReplicas<Scalar>::~BasicDeviceReplicas() {
   for (auto& copy : copies_) {
-    const SelectedDevice on_its_device(ops_, copy.first);
+    const SelectedDevice on_its_device(ops_, copy.first.device);
     copy.second.reset();
   }
 }
@@ -143,9 +143,10 @@ std::vector<int> BasicDeviceReplicas<Scalar>::prepare(std::vector<int> devices, 
                                                       const Engine& home, int home_device,
                                                       const BasicCopyBuilder<Scalar>& build) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  const int structure = home.structure();
   std::vector<int> missing;
   for (int d : std::set<int>(devices.begin(), devices.end()))
-    if (d != home_device && copies_.count(d) == 0) missing.push_back(d);
+    if (d != home_device && copies_.count(CopyKey{d, structure}) == 0) missing.push_back(d);
   if (!missing.empty()) {
     if (!have_points_) {
       points_.resize(static_cast<size_t>(home.size()) * static_cast<size_t>(home.dim()));
@@ -159,7 +160,7 @@ std::vector<int> BasicDeviceReplicas<Scalar>::prepare(std::vector<int> devices, 
     // the index, each on its own device, as engines must be.
     auto keep_built = [&] {
       for (size_t s = 0; s < missing.size(); ++s)
-        if (built[s]) copies_.emplace(missing[s], std::move(built[s]));
+        if (built[s]) copies_.emplace(CopyKey{missing[s], structure}, std::move(built[s]));
     };
     try {
       run_shares(missing, ops_.select, [&](int s, int) {
@@ -193,9 +194,10 @@ const BasicIndexEngine<Scalar>& BasicDeviceReplicas<Scalar>::on(int device, cons
                                                                 int home_device) const {
   if (device == home_device) return home;
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto found = copies_.find(device);
+  const auto found = copies_.find(CopyKey{device, home.structure()});
   if (found == copies_.end())
-    fail(KNN_ERR_INTERNAL, format("no copy of the index on device %d", device));
+    fail(KNN_ERR_INTERNAL,
+         format("no copy of the index's structure %d on device %d", home.structure(), device));
   return *found->second;
 }
 

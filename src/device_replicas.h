@@ -1,5 +1,7 @@
 // A CUDA index on several devices (include/knn_gpgpu.h, "Several devices"):
-// copies of the index on the other devices, built on first use, and the
+// copies of the index on the other devices, built on first use (one per
+// device and structure: an AUTO index that serves a call from its query-time
+// kd-tree, src/lazy_kdtree.h, serves it from kd-tree copies), and the
 // split of one call into contiguous shares of queries, each answered whole
 // by the copy on its device, so that the rows are the one device's.
 //
@@ -36,7 +38,8 @@ struct DeviceOps {
 // cuda::reaches_in_place).
 DeviceOps cuda_device_ops();
 
-// Builds a copy of the index on the current device from its points (host rows).
+// Builds a copy of the home engine (its structure) on the current device
+// from the index's points (host rows).
 template <typename Scalar>
 using BasicCopyBuilder =
     std::function<std::unique_ptr<BasicIndexEngine<Scalar>>(const Scalar* host_points)>;
@@ -64,14 +67,15 @@ class BasicDeviceReplicas {
                                     const knn_options& call_opt, int64_t work,
                                     const BasicCopyBuilder<Scalar>& build) const;
 
-  // Makes a copy on each device of `devices` other than home_device that
-  // lacks one, concurrently (one host thread per device), from the home
-  // engine's points. Returns `devices` less those whose copy did not fit
+  // Makes a copy of the home engine's structure on each device of `devices`
+  // other than home_device that lacks one, concurrently (one host thread per
+  // device), from the home engine's points. Returns `devices` less those whose copy did not fit
   // (DEVICE_OUT_OF_MEMORY) unless `forced`, where that fails the call.
   std::vector<int> prepare(std::vector<int> devices, bool forced, const Engine& home,
                            int home_device, const BasicCopyBuilder<Scalar>& build) const;
 
-  // The engine on `device`: the home engine on its own device, else the copy.
+  // The engine on `device`: the home engine on its own device, else the copy
+  // of its structure.
   const Engine& on(int device, const Engine& home, int home_device) const;
 
   // The indexed points in input order on the host (copied from the home
@@ -85,7 +89,14 @@ class BasicDeviceReplicas {
   int build_pinned_ = -1;
   std::vector<int> build_devices_;
   mutable std::mutex mutex_;
-  mutable std::map<int, std::unique_ptr<Engine>> copies_;
+  struct CopyKey {
+    int device;
+    int structure;
+    bool operator<(const CopyKey& o) const {
+      return device != o.device ? device < o.device : structure < o.structure;
+    }
+  };
+  mutable std::map<CopyKey, std::unique_ptr<Engine>> copies_;
   mutable std::vector<Scalar> points_;
   mutable bool have_points_ = false;
 };

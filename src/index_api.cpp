@@ -27,6 +27,7 @@
 #include "device_replicas.h"
 #include "index_format.h"
 #include "index_planner.h"
+#include "lazy_kdtree.h"
 #include "live_handles.h"
 #include "options.h"
 #include "validate.h"
@@ -42,6 +43,12 @@ struct knn_index {
   int threads = 0;  // the build's options, defaults of every call
   size_t device_memory_limit = 0;
   int leaf_size = 0;  // as asked (0: the engine's default); serialization saves it
+  // Built with KNN_STRUCTURE_AUTO (or loaded asking for it): the engine is
+  // the primary structure, and calls it serves worse or not at all are
+  // served by a kd-tree the index adds on first use (src/lazy_kdtree.h).
+  bool automatic = false;
+  knn::BasicLazyKdTree<float> kdtree32;
+  knn::BasicLazyKdTree<double> kdtree64;
   // Copies on other devices (several devices per call), of the engine's precision.
   knn::DeviceReplicas replicas32;
   knn::BasicDeviceReplicas<double> replicas64;
@@ -61,6 +68,13 @@ struct knn_index {
       engine64 = std::move(e);
     else
       engine32 = std::move(e);
+  }
+  template <typename Scalar>
+  const knn::BasicLazyKdTree<Scalar>& lazy_kdtree() const {
+    if constexpr (std::is_same_v<Scalar, double>)
+      return kdtree64;
+    else
+      return kdtree32;
   }
   template <typename Scalar>
   const knn::BasicDeviceReplicas<Scalar>& replicas() const {
@@ -256,23 +270,59 @@ void run_on_engine(const knn_index& index, const Scalar* queries, int64_t m,
   }
 }
 
+// The build options of the index's primary structure (`primary`), or of the
+// kd-tree an AUTO index adds: the library's default leaf size (the index's
+// leaf_size was asked of its primary structure; for a grid it is the cell
+// occupancy).
+IndexParams build_params(const knn_index& index, bool primary) {
+  IndexParams params;
+  params.leaf_size = primary ? index.leaf_size : 0;
+  params.threads = index.threads;
+  params.device_memory_limit = index.device_memory_limit;
+  return params;
+}
+
+// The engine that serves a call with lists of list_k entries per query
+// (src/index_planner.h, serving_structure): the index's own, or for an AUTO
+// index the kd-tree it adds, built here on first use from the index's points
+// on its backend and device (the caller has made that device current). On a
+// failure the outputs get the missing values.
+template <typename Scalar>
+const BasicIndexEngine<Scalar>& serving_engine(const knn_index& ix, int list_k, CallKind kind,
+                                               const Outputs<Scalar>& out) {
+  const BasicIndexEngine<Scalar>& primary = *ix.engine<Scalar>();
+  if (!ix.automatic) return primary;
+  const int backend = primary.backend(), structure = primary.structure();
+  const int serving = serving_structure(backend, structure, ix.size(), list_k, kind);
+  const bool primary_serves = !primary_refuses(backend, structure, ix.size(), list_k);
+  try {
+    return ix.lazy_kdtree<Scalar>().serving(primary, serving, primary_serves, [&] {
+      std::vector<Scalar> points(static_cast<size_t>(ix.size()) * static_cast<size_t>(ix.dim()));
+      if (!points.empty()) primary.copy_points(points.data());
+      return build_index_engine(backend, KNN_STRUCTURE_KDTREE, points.data(), ix.size(), ix.dim(),
+                                build_params(ix, false));
+    });
+  } catch (...) {
+    out.fill_missing();
+    throw;
+  }
+}
+
 // A CUDA index's call on several devices (src/device_replicas.h), when the
 // device choice for m queries names more than the index's own device; false
 // when the one-engine path serves it. On a failure once the shares started,
 // every output slot gets the missing value.
 template <typename Scalar>
-bool run_on_devices(const knn_index& index, const Scalar* queries, int64_t m,
-                    const Outputs<Scalar>& out, int row_width, bool exclude_self,
-                    const knn_options& call_opt, const BasicShareWork<Scalar>& work) {
-  const BasicIndexEngine<Scalar>& home = *index.engine<Scalar>();
+bool run_on_devices(const knn_index& index, const BasicIndexEngine<Scalar>& home,
+                    const Scalar* queries, int64_t m, const Outputs<Scalar>& out, int row_width,
+                    bool exclude_self, const knn_options& call_opt,
+                    const BasicShareWork<Scalar>& work) {
   const BasicDeviceReplicas<Scalar>& replicas = index.replicas<Scalar>();
-  const BasicCopyBuilder<Scalar> build_copy = [&index](const Scalar* host_points) {
-    IndexParams params;
-    params.leaf_size = index.leaf_size;
-    params.threads = index.threads;
-    params.device_memory_limit = index.device_memory_limit;
-    return build_index_engine(KNN_BACKEND_CUDA, index.structure(), host_points, index.size(),
-                              index.dim(), params);
+  // Copies of the engine that serves the call: the index's own with its
+  // options, or AUTO's kd-tree as serving_engine builds it.
+  const BasicCopyBuilder<Scalar> build_copy = [&index, &home](const Scalar* host_points) {
+    return build_index_engine(KNN_BACKEND_CUDA, home.structure(), host_points, index.size(),
+                              index.dim(), build_params(index, &home == index.engine<Scalar>()));
   };
   std::vector<int> devices = replicas.devices_for_call(home, index.device, call_opt, m, build_copy);
   // One device, but arrays that another device holds: the engine cannot read
@@ -355,10 +405,11 @@ std::vector<int32_t> radius_counts(const knn_index& ix, const Scalar* queries, i
                                            const CallParams& call) {
     e.radius(q, count, radius, 0, nullptr, nullptr, c, call);
   };
-  if (!run_on_devices(ix, queries, m, out, 0, false, o, share))
+  const BasicIndexEngine<Scalar>& engine = serving_engine(ix, 0, CallKind::Radius, out);
+  if (!run_on_devices(ix, engine, queries, m, out, 0, false, o, share))
     run_on_engine(ix, queries, m, out, o,
                   [&](const Scalar* q, int32_t*, Scalar*, int32_t* c, const CallParams& call) {
-                    ix.engine<Scalar>()->radius(q, m, radius, 0, nullptr, nullptr, c, call);
+                    engine.radius(q, m, radius, 0, nullptr, nullptr, c, call);
                   });
   stage.finish();
   return counts;
@@ -399,10 +450,11 @@ void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Sca
       if (sq_distances) rows_sq.resize(slots);
       const Outputs<Scalar> staged(rows_index.data(), sq_distances ? rows_sq.data() : nullptr,
                                    nullptr, run * width, run);
+      const BasicIndexEngine<Scalar>& engine =
+          serving_engine(ix, static_cast<int>(width), CallKind::Radius, staged);
       run_on_engine(ix, queries + first * dim, run, staged, o,
                     [&](const Scalar* q, int32_t* i, Scalar* d, int32_t*, const CallParams& call) {
-                      ix.engine<Scalar>()->radius(q, run, radius, static_cast<int>(width), i, d,
-                                                  nullptr, call);
+                      engine.radius(q, run, radius, static_cast<int>(width), i, d, nullptr, call);
                     });
       int32_t* index_dst = indices + begin;
       Scalar* sq_dst = sq_distances ? sq_distances + begin : nullptr;
@@ -505,6 +557,7 @@ knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* op
   index->threads = o.threads;
   index->device_memory_limit = o.device_memory_limit;
   index->leaf_size = o.leaf_size;
+  index->automatic = o.structure == KNN_STRUCTURE_AUTO;
   index->replicas<Scalar>().remember_build(o);
   LiveHandles<knn_index>::instance().add(index.get());
   stage.finish();
@@ -532,10 +585,11 @@ void query(const char* call, const knn_index* index, const Scalar* queries, int6
   const BasicShareWork<Scalar> share =
       [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width, int32_t* i,
           Scalar* d, int32_t*, const CallParams& params) { e.knn(q, count, width, i, d, params); };
-  if (!run_on_devices(ix, queries, m, out, k, false, o, share))
+  const BasicIndexEngine<Scalar>& engine = serving_engine(ix, k, CallKind::Nearest, out);
+  if (!run_on_devices(ix, engine, queries, m, out, k, false, o, share))
     run_on_engine(ix, queries, m, out, o,
                   [&](const Scalar* q, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
-                    ix.engine<Scalar>()->knn(q, m, k, i, d, params);
+                    engine.knn(q, m, k, i, d, params);
                   });
   stage.finish();
 }
@@ -558,10 +612,13 @@ void query_self(const char* call, const knn_index* index, int k, int exclude_sel
       [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width, int32_t* i,
           Scalar* d, int32_t*, const CallParams& params) { e.knn(q, count, width, i, d, params); };
   const Scalar* const no_queries = nullptr;  // the index's own points
-  if (!run_on_devices(ix, no_queries, n, out, k, exclude_self != 0, defaults, share))
+  // The engine keeps k + 1 per row where it drops the point itself.
+  const int list_k = exclude_self != 0 && k < INT32_MAX ? k + 1 : k;
+  const BasicIndexEngine<Scalar>& engine = serving_engine(ix, list_k, CallKind::Nearest, out);
+  if (!run_on_devices(ix, engine, no_queries, n, out, k, exclude_self != 0, defaults, share))
     run_on_engine(ix, no_queries, 0, out, defaults,
                   [&](const Scalar*, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
-                    ix.engine<Scalar>()->knn_self(k, exclude_self != 0, i, d, params);
+                    engine.knn_self(k, exclude_self != 0, i, d, params);
                   });
   stage.finish();
 }
@@ -598,11 +655,12 @@ void radius(const char* call, const knn_index* index, const Scalar* queries, int
                                            int32_t* c, const CallParams& params) {
     e.radius(q, count, radius, width, i, d, c, params);
   };
-  if (!run_on_devices(ix, queries, m, out, max_neighbors, false, o, share))
+  const BasicIndexEngine<Scalar>& engine = serving_engine(ix, max_neighbors, CallKind::Radius, out);
+  if (!run_on_devices(ix, engine, queries, m, out, max_neighbors, false, o, share))
     run_on_engine(
         ix, queries, m, out, o,
         [&](const Scalar* q, int32_t* i, Scalar* d, int32_t* c, const CallParams& params) {
-          ix.engine<Scalar>()->radius(q, m, radius, max_neighbors, i, d, c, params);
+          engine.radius(q, m, radius, max_neighbors, i, d, c, params);
         });
   stage.finish();
 }
@@ -687,15 +745,21 @@ void serialize(const knn_index& ix, const BasicIndexEngine<Scalar>& engine, unsi
 }
 
 // The index of a checked buffer's points (`payload`, unaligned) of precision
-// Scalar, rebuilt with the saved structure and leaf size.
+// Scalar, rebuilt with the saved structure and leaf size. The format records
+// the structure that served, not whether AUTO chose it: a load that asks for
+// AUTO (the default) makes the loaded index automatic (its kd-tree, if a call
+// wants one, is rebuilt on first use like any AUTO index's).
 template <typename Scalar>
 knn_index* deserialize(const SavedIndex& saved, const unsigned char* payload, knn_options o) {
   std::vector<Scalar> points(static_cast<size_t>(saved.n) * static_cast<size_t>(saved.dim));
   if (!points.empty()) std::memcpy(points.data(), payload, points.size() * sizeof(Scalar));
+  const bool automatic = o.structure == KNN_STRUCTURE_AUTO;
   o.struct_size = sizeof o;
   o.structure = saved.structure;
   o.leaf_size = saved.leaf_size;
-  return build(points.data(), saved.n, saved.dim, &o);
+  knn_index* index = build(points.data(), saved.n, saved.dim, &o);
+  index->automatic = automatic;  // not yet returned: no other thread sees it
+  return index;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "index_planner.h"
 
+#include <algorithm>
+
 #include "../common/error.h"
 #include "../cuda/cuda_engine.h"
 #include "../cuda/cuda_index.h"
@@ -16,6 +18,19 @@ int auto_structure(int backend, int64_t n, int dim) {
   return dim == 3 ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE;
 }
 
+bool primary_refuses(int backend, int primary, int64_t n, int list_k) {
+  if (backend != KNN_BACKEND_CUDA) return false;
+  if (primary == KNN_STRUCTURE_BRUTE_FORCE) return std::min<int64_t>(list_k, n) > kGpuMaxListK;
+  return primary == KNN_STRUCTURE_GRID && list_k > kGpuMaxListK;
+}
+
+int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind) {
+  if (primary == KNN_STRUCTURE_KDTREE || backend != KNN_BACKEND_CUDA) return primary;
+  if (primary_refuses(backend, primary, n, list_k)) return KNN_STRUCTURE_KDTREE;
+  const bool long_lists = kind == CallKind::Nearest && list_k >= kGpuGridKdTreeMinK;
+  return primary == KNN_STRUCTURE_GRID && long_lists ? KNN_STRUCTURE_KDTREE : primary;
+}
+
 namespace {
 size_t scalar_size(int scalar) {
   return scalar == KNN_SCALAR_FLOAT64 ? sizeof(double) : sizeof(float);
@@ -27,7 +42,17 @@ size_t device_build_bytes(int structure, int64_t n, int dim, int scalar) {
 }
 
 size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, int scalar) {
-  return cuda::index_memory::query_bytes(structure, m, k, n, dim, scalar_size(scalar));
+  namespace memory = cuda::index_memory;
+  const size_t bytes = scalar_size(scalar);
+  const size_t one = memory::query_bytes(structure, m, k, n, dim, bytes);
+  if (structure != KNN_STRUCTURE_AUTO || n <= kGpuMaxListK) return one;
+  // Every primary (an upper bound of its resident part), and beside it the
+  // kd-tree's build peak, or the kd-tree resident with the call's scratch.
+  const size_t kdtree =
+      std::max(memory::kdtree_build_bytes(n, dim, bytes),
+               cuda::kdtree_query_bytes(m, k, n, dim, cuda::kKdTreeDefaultLeafSize, bytes));
+  return std::max(
+      one, cuda::saturating_add(memory::build_bytes(KNN_STRUCTURE_AUTO, n, dim, bytes), kdtree));
 }
 
 int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit,

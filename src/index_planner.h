@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "../cuda/index_memory_model.h"
 #include "../engine/index_engine.h"
 #include "../include/knn_gpgpu.h"
 
@@ -43,13 +44,59 @@ inline bool gpu_kdtree_beats_brute_force(int64_t n, int dim) {
   return dim <= kKdTreeMaxUsefulDim && n >= (int64_t{1} << (dim + 4));
 }
 
-// The structure AUTO means for n points of dim on `backend` (CUDA or OPENMP).
+// The structure AUTO means for n points of dim on `backend` (CUDA or OPENMP),
+// chosen at build time: the index's primary structure.
 int auto_structure(int backend, int64_t n, int dim);
+
+// ---- AUTO at query time ---------------------------------------------------------
+// An AUTO index keeps its primary structure and may add a kd-tree of the same
+// backend and precision at the first call that the kd-tree serves better or
+// that the primary cannot serve (src/lazy_kdtree.h); the answers are the same
+// whichever serves. serving_structure says which, from the call's list length.
+
+// The longest list per query the CUDA grid and brute force keep (their warp
+// lists in shared memory); beyond it they refuse (KNN_ERR_UNSUPPORTED), the
+// kd-tree has no limit. The brute force keeps at most n entries, so it
+// refuses only above n points too; the grid's limit is the device's shared
+// memory (never below this on a device with 48 KiB per block).
+constexpr int kGpuMaxListK = cuda::kMaxWarpK;
+// On the GPU the grid leads at short lists and the kd-tree at long ones.
+// Measured on the H100 (device arrays, build + query ms, 2026-11-25, issue
+// #18): 10^7 x 10^7, k = 30: grid 38.7, kd-tree 140.9; 10^6 x 10^6, k = 100:
+// grid 33.7, kd-tree 20.3; all-kNN of 10^7, k = 100: grid 329.9, kd-tree
+// 232.0. The crossover lies between k = 30 and 100; the grid's warp search
+// grows with the list while the kd-tree's cost per neighbour stays flat: a
+// first choice between the measured points, to be re-tuned on the device.
+constexpr int kGpuGridKdTreeMinK = 64;
+// On the CPU the OpenMP grid never lost to the OpenMP kd-tree (2 cores,
+// uniform 3-D, n = m = 10^6, query ms grid vs kd-tree, 2026-11-25: k = 8 1036
+// vs 2508, 16: 1542 vs 3743, 32: 2536 vs 6790, 64: 4046 vs 11734, 100: 5824
+// vs 17979; n = m = 10^5: k = 400 4189 vs 6699, k = 1000 9067 vs 17765), and
+// neither CPU structure limits k: an OpenMP index never adds a kd-tree.
+
+// What a call needs of a structure: the k nearest (kNN, all-kNN: speed and
+// the list limit decide) or radius rows (only the list limit: the grid's
+// radius rows have none, and no measurement says the kd-tree's are faster).
+enum class CallKind { Nearest, Radius };
+
+// The structure that serves a call of an AUTO index on `backend` whose
+// primary structure is `primary` (KDTREE, GRID or BRUTE_FORCE), over n
+// points, with lists of list_k entries per query (k, k + 1 with
+// exclude_self, max_neighbors of a radius row; 0 for counting): `primary`, or
+// KNN_STRUCTURE_KDTREE where that serves the call faster or `primary` cannot
+// serve it at all (primary_refuses).
+int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind);
+// True when `primary` on `backend` refuses lists of list_k over n points.
+bool primary_refuses(int backend, int primary, int64_t n, int list_k);
 
 // Device bytes of a build of `structure` over n points of dim coordinates of
 // `scalar` (KNN_SCALAR_*): the CUDA memory model with the scalar's size
 // (8-byte coordinates and distances for float64; indices, keys and offsets
 // unchanged), saturating at SIZE_MAX.
+// For AUTO the query figure also counts, from n > kGpuMaxListK points on
+// (below, no call makes an AUTO index add one), the kd-tree that calls at
+// long lists add beside the primary structure: the primary, and the
+// kd-tree's build or its resident tree with the call.
 size_t device_build_bytes(int structure, int64_t n, int dim, int scalar);
 size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, int scalar);
 

@@ -1,0 +1,623 @@
+// AUTO at query time (issue #18, item 2): the planner's decision
+// (serving_structure), the kd-tree an AUTO index adds on first use
+// (BasicLazyKdTree) run over OpenMP engines (one build whatever the number of
+// threads that ask, memory failures answered by the primary structure, host
+// allocation failures injected at every allocation of the build), device
+// copies kept per structure, the memory estimates, and the API: an AUTO index
+// answers like every explicit structure and the oracle below and above the
+// thresholds, float32 and float64. On the CPU an AUTO index never adds the
+// kd-tree (the OpenMP grid never lost, src/index_planner.h); the CUDA configs
+// (skipped without a device) are where the API really adds it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../common/error.h"
+#include "../engine/index_engine.h"
+#include "../src/device_replicas.h"
+#include "../src/index_planner.h"
+#include "../src/lazy_kdtree.h"
+#include "host_alloc_hook.h"
+#include "index_oracle.h"
+#include "index_test_helpers.h"
+#include "scoped_env.h"
+#include "test_data.h"
+
+namespace {
+
+using knn::CallKind;
+using knn_test::Dist;
+namespace alloc_hook = knn_test::alloc_hook;
+
+constexpr int kCuda = KNN_BACKEND_CUDA, kCpu = KNN_BACKEND_OPENMP;
+constexpr int kGrid = KNN_STRUCTURE_GRID, kKdTree = KNN_STRUCTURE_KDTREE,
+              kBrute = KNN_STRUCTURE_BRUTE_FORCE;
+
+// ---- The decision ------------------------------------------------------------------
+
+TEST(ServingStructure, GpuGridGivesWayToTheKdTreeFromLongListsOfNeighbours) {
+  const int64_t n = 10000000;
+  for (int k : {1, 8, 16, 30, knn::kGpuGridKdTreeMinK - 1})
+    EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest), kGrid) << k;
+  for (int k : {knn::kGpuGridKdTreeMinK, 100, 2048, 2049, 100000})
+    EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest), kKdTree) << k;
+  // Radius rows stay on the grid up to the list limit.
+  for (int width : {0, 1, 100, knn::kGpuMaxListK})
+    EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, width, CallKind::Radius), kGrid) << width;
+  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, knn::kGpuMaxListK + 1, CallKind::Radius),
+            kKdTree);
+}
+
+TEST(ServingStructure, GpuBruteForceGivesWayOnlyWhereItWouldRefuse) {
+  for (CallKind kind : {CallKind::Nearest, CallKind::Radius}) {
+    // Its lists hold at most n entries: at most 2048 points never refuse.
+    for (int k : {1, 100, 2048, 5000, 1 << 30})
+      EXPECT_EQ(knn::serving_structure(kCuda, kBrute, 2048, k, kind), kBrute) << k;
+    for (int k : {1, 100, 2048})
+      EXPECT_EQ(knn::serving_structure(kCuda, kBrute, 16384, k, kind), kBrute) << k;
+    for (int k : {2049, 16384, 1 << 30})
+      EXPECT_EQ(knn::serving_structure(kCuda, kBrute, 16384, k, kind), kKdTree) << k;
+  }
+  EXPECT_FALSE(knn::primary_refuses(kCuda, kBrute, 2049, 2048));
+  EXPECT_TRUE(knn::primary_refuses(kCuda, kBrute, 2049, 2049));
+  EXPECT_FALSE(knn::primary_refuses(kCuda, kBrute, 2048, 2049));
+  EXPECT_TRUE(knn::primary_refuses(kCuda, kGrid, 20000, 2049));
+  EXPECT_FALSE(knn::primary_refuses(kCuda, kKdTree, 20000, 1 << 30));
+}
+
+TEST(ServingStructure, TheCpuAndTheKdTreeKeepTheirStructure) {
+  for (int k : {1, 64, 100, 2049, 1 << 30}) {
+    for (CallKind kind : {CallKind::Nearest, CallKind::Radius}) {
+      for (int primary : {kGrid, kKdTree, kBrute}) {
+        EXPECT_EQ(knn::serving_structure(kCpu, primary, 10000000, k, kind), primary) << k;
+        EXPECT_FALSE(knn::primary_refuses(kCpu, primary, 10000000, k));
+      }
+      EXPECT_EQ(knn::serving_structure(kCuda, kKdTree, 10000000, k, kind), kKdTree) << k;
+    }
+  }
+}
+
+// ---- The lazy kd-tree over OpenMP engines ---------------------------------------------
+
+template <typename Scalar>
+using EngineOf = std::unique_ptr<knn::BasicIndexEngine<Scalar>>;
+
+// Rows of the test's precision; the float64 rows need a double's mantissa.
+template <typename Scalar>
+std::vector<Scalar> in_precision(const std::vector<float>& rows) {
+  std::vector<Scalar> out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i)
+    out[i] = static_cast<Scalar>(rows[i]) * (sizeof(Scalar) == 8 ? 1.0 + 0x1p-40 : 1.0);
+  return out;
+}
+
+knn::CallParams two_threads() {
+  knn::CallParams call;
+  call.threads = 2;
+  return call;
+}
+
+// A primary grid of n 3-D points and the kd-tree build an index would hand
+// the holder (the points from the primary, in input order), counting builds.
+template <typename Scalar>
+struct LazyCase {
+  std::vector<Scalar> points;
+  int64_t n;
+  EngineOf<Scalar> primary;
+  knn::BasicLazyKdTree<Scalar> lazy;
+  std::atomic<int> builds{0};
+
+  explicit LazyCase(int64_t count, Dist dist = Dist::Uniform)
+      : points(in_precision<Scalar>(knn_test::make_rows(dist, count, 3, 41))), n(count) {
+    primary = knn::omp::build_grid_index(points.data(), n, knn::IndexParams{});
+  }
+  typename knn::BasicLazyKdTree<Scalar>::Builder builder() {
+    return [this] {
+      ++builds;
+      std::vector<Scalar> rows(points.size());
+      primary->copy_points(rows.data());
+      return knn::omp::build_kdtree_index(rows.data(), n, 3, knn::IndexParams{});
+    };
+  }
+};
+
+// kNN rows of `engine` for the queries, k per row.
+template <typename Scalar>
+std::pair<std::vector<int>, std::vector<Scalar>> knn_rows(const knn::BasicIndexEngine<Scalar>& e,
+                                                          const std::vector<Scalar>& queries,
+                                                          int k) {
+  const int64_t m = static_cast<int64_t>(queries.size()) / 3;
+  std::vector<int> idx(static_cast<size_t>(m) * k, -7);
+  std::vector<Scalar> sq(idx.size(), Scalar{-7});
+  e.knn(queries.data(), m, k, idx.data(), sq.data(), two_threads());
+  return {idx, sq};
+}
+
+template <typename Scalar>
+void expect_lazy_kdtree_answers_like_the_primary() {
+  LazyCase<Scalar> c(3000);
+  ASSERT_TRUE(c.primary);
+  ASSERT_EQ(c.primary->structure(), kGrid);
+  // The primary's own structure: no build.
+  EXPECT_EQ(&c.lazy.serving(*c.primary, kGrid, true, c.builder()), c.primary.get());
+  EXPECT_EQ(c.builds.load(), 0);
+  EXPECT_EQ(c.lazy.built(), nullptr);
+  const auto& kd = c.lazy.serving(*c.primary, kKdTree, true, c.builder());
+  EXPECT_EQ(kd.structure(), kKdTree);
+  EXPECT_EQ(c.lazy.built(), &kd);
+  EXPECT_EQ(&c.lazy.serving(*c.primary, kKdTree, true, c.builder()), &kd);
+  EXPECT_EQ(c.builds.load(), 1);
+  const std::vector<Scalar> queries =
+      in_precision<Scalar>(knn_test::make_query_rows(Dist::Uniform, 200, 3, 43));
+  for (int k : {1, 64, 100, 2100}) {
+    const auto want = knn_rows(*c.primary, queries, k), got = knn_rows(kd, queries, k);
+    EXPECT_TRUE(knn_test::same_rows(want.first, got.first, 200, k)) << k;
+    EXPECT_TRUE(knn_test::same_bits(want.second, got.second)) << k;
+  }
+  for (bool exclude : {false, true}) {
+    const int k = 70;
+    std::vector<int> wi(static_cast<size_t>(c.n) * k), gi(wi.size(), -7);
+    std::vector<Scalar> wd(wi.size()), gd(wi.size(), Scalar{-7});
+    c.primary->knn_self(k, exclude, wi.data(), wd.data(), two_threads());
+    kd.knn_self(k, exclude, gi.data(), gd.data(), two_threads());
+    EXPECT_TRUE(knn_test::same_rows(wi, gi, c.n, k)) << exclude;
+    EXPECT_TRUE(knn_test::same_bits(wd, gd)) << exclude;
+  }
+}
+
+TEST(LazyKdTree, BuiltOnceOnFirstUseAndAnswersLikeThePrimary) {
+  expect_lazy_kdtree_answers_like_the_primary<float>();
+}
+
+TEST(LazyKdTree, Float64BuiltOnceOnFirstUseAndAnswersLikeThePrimary) {
+  expect_lazy_kdtree_answers_like_the_primary<double>();
+}
+
+TEST(LazyKdTree, ThreadsAskingAtOnceShareOneBuildAndOneAnswer) {
+  LazyCase<float> c(20000);
+  ASSERT_TRUE(c.primary);
+  const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, 300, 3, 47);
+  const auto want = knn_rows(*c.primary, queries, 100);
+  constexpr int kThreads = 8;
+  std::vector<const knn::IndexEngine*> served(kThreads, nullptr);
+  std::vector<std::pair<std::vector<int>, std::vector<float>>> rows(kThreads);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready.load() < kThreads) std::this_thread::yield();
+      served[t] = &c.lazy.serving(*c.primary, kKdTree, true, c.builder());
+      rows[t] = knn_rows(*served[t], queries, 100);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(c.builds.load(), 1);
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(served[t], c.lazy.built()) << t;
+    EXPECT_TRUE(knn_test::same_rows(want.first, rows[t].first, 300, 100)) << t;
+    EXPECT_TRUE(knn_test::same_bits(want.second, rows[t].second)) << t;
+  }
+}
+
+TEST(LazyKdTree, AMemoryFailureLeavesTheCallToThePrimaryAndALaterCallTriesAgain) {
+  LazyCase<float> c(3000);
+  ASSERT_TRUE(c.primary);
+  for (int status : {KNN_ERR_DEVICE_OUT_OF_MEMORY, KNN_ERR_HOST_OUT_OF_MEMORY}) {
+    const auto full = [&]() -> EngineOf<float> { knn::fail(status, "the device is full"); };
+    EXPECT_EQ(&c.lazy.serving(*c.primary, kKdTree, true, full), c.primary.get());
+    EXPECT_EQ(c.lazy.built(), nullptr);
+    // Where the primary cannot serve the call, the memory failure is the call's.
+    try {
+      c.lazy.serving(*c.primary, kKdTree, false, full);
+      ADD_FAILURE() << "no failure where the primary cannot serve";
+    } catch (const knn::Error& e) {
+      EXPECT_EQ(e.status(), status);
+      EXPECT_STREQ(e.what(), "the device is full");
+    }
+  }
+  const auto no_memory = []() -> EngineOf<float> { throw std::bad_alloc(); };
+  EXPECT_EQ(&c.lazy.serving(*c.primary, kKdTree, true, no_memory), c.primary.get());
+  EXPECT_THROW(c.lazy.serving(*c.primary, kKdTree, false, no_memory), std::bad_alloc);
+  // Any other failure is the call's, whoever could serve it.
+  const auto broken = []() -> EngineOf<float> { knn::fail(KNN_ERR_DEVICE, "fell off the bus"); };
+  EXPECT_THROW(c.lazy.serving(*c.primary, kKdTree, true, broken), knn::Error);
+  EXPECT_EQ(c.lazy.built(), nullptr);
+  // Then a build that works.
+  EXPECT_EQ(c.lazy.serving(*c.primary, kKdTree, true, c.builder()).structure(), kKdTree);
+  EXPECT_EQ(c.builds.load(), 1);
+}
+
+// Every allocation of the kd-tree's build made to fail in turn (the copy of
+// the points and the OpenMP engine's own): the primary answers each time,
+// nothing is left behind, and once no allocation fails the kd-tree is built.
+TEST(LazyKdTree, AHostAllocationFailureAnywhereInTheBuildFallsBackCleanly) {
+  LazyCase<float> c(3000);
+  ASSERT_TRUE(c.primary);
+  const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, 50, 3, 53);
+  const auto want = knn_rows(*c.primary, queries, 80);
+  bool built = false;
+  int fallbacks = 0;
+  for (int64_t nth = 1; nth < 10000 && !built; ++nth) {
+    SCOPED_TRACE("allocation " + std::to_string(nth));
+    const int64_t live_before = alloc_hook::live_count();
+    {
+      knn::BasicLazyKdTree<float> lazy;
+      alloc_hook::arm(nth, alloc_hook::Mode::Transient);
+      const knn::IndexEngine* served = nullptr;
+      try {
+        served = &lazy.serving(*c.primary, kKdTree, true, c.builder());
+      } catch (...) {
+        alloc_hook::disarm();
+        FAIL() << "the build's memory failure escaped the call";
+      }
+      const bool failed = alloc_hook::failed() > 0;
+      alloc_hook::disarm();
+      built = !failed;
+      fallbacks += failed ? 1 : 0;
+      EXPECT_EQ(served, failed ? c.primary.get() : lazy.built());
+      const auto got = knn_rows(*served, queries, 80);
+      EXPECT_TRUE(knn_test::same_rows(want.first, got.first, 50, 80));
+      EXPECT_TRUE(knn_test::same_bits(want.second, got.second));
+    }
+    EXPECT_EQ(alloc_hook::live_count(), live_before);
+  }
+  EXPECT_TRUE(built);
+  EXPECT_GT(fallbacks, 2);  // the copy of the points and the engine's own buffers
+  std::printf("[          ] %d allocations of the build failed in turn\n", fallbacks);
+}
+
+// ---- Device copies per structure (OpenMP engines standing in for devices) ------------
+
+thread_local int fake_current = -1;
+
+knn::DeviceOps fake_ops() {
+  return knn::DeviceOps{[](int d) { fake_current = d; }, [] { return fake_current; },
+                        [](const void*) { return -1; }};
+}
+
+TEST(DeviceCopies, EachDeviceKeepsACopyOfTheStructureThatServesTheCall) {
+  LazyCase<float> c(3000);
+  ASSERT_TRUE(c.primary);
+  const knn::IndexEngine& kd = c.lazy.serving(*c.primary, kKdTree, true, c.builder());
+  knn::BasicDeviceReplicas<float> replicas{fake_ops()};
+  std::atomic<int> copies{0};
+  const knn::BasicCopyBuilder<float> build_like = [&](const float* host_points) {
+    ++copies;
+    return knn::omp::build_kdtree_index(host_points, c.n, 3, knn::IndexParams{});
+  };
+  const knn::BasicCopyBuilder<float> build_grid = [&](const float* host_points) {
+    ++copies;
+    return knn::omp::build_grid_index(host_points, c.n, knn::IndexParams{});
+  };
+  fake_current = 0;
+  EXPECT_EQ(replicas.prepare({0, 1}, true, *c.primary, 0, build_grid), (std::vector<int>{0, 1}));
+  EXPECT_EQ(copies.load(), 1);
+  EXPECT_EQ(replicas.on(1, *c.primary, 0).structure(), kGrid);
+  // The kd-tree serves a call: device 1 gets a kd-tree copy beside the grid.
+  EXPECT_EQ(replicas.prepare({0, 1}, true, kd, 0, build_like), (std::vector<int>{0, 1}));
+  EXPECT_EQ(copies.load(), 2);
+  EXPECT_EQ(replicas.on(1, kd, 0).structure(), kKdTree);
+  EXPECT_EQ(replicas.on(1, *c.primary, 0).structure(), kGrid);
+  EXPECT_EQ(&replicas.on(0, kd, 0), &kd);
+  // Asked again, neither is built twice.
+  replicas.prepare({0, 1}, true, kd, 0, build_like);
+  replicas.prepare({0, 1}, true, *c.primary, 0, build_grid);
+  EXPECT_EQ(copies.load(), 2);
+  EXPECT_THROW(replicas.on(2, kd, 0), knn::Error);
+}
+
+// ---- Memory estimates ---------------------------------------------------------------
+
+TEST(AutoEstimates, CountTheKdTreeBesideThePrimaryAndGrowWithEveryArgument) {
+  knn_options opt;
+  knn_options_init(&opt);
+  const auto with = [&opt](int structure) {
+    opt.structure = structure;
+    return &opt;
+  };
+  for (int64_t n : {int64_t{2049}, int64_t{20000}, int64_t{1000000}}) {
+    for (int k : {1, 8, 100, 3000}) {
+      for (int dim : {2, 3, 20}) {
+        const int64_t m = 100000;
+        // Every structure AUTO may keep, and the kd-tree beside it.
+        const size_t both = knn_estimate_build_bytes(n, dim, with(KNN_STRUCTURE_AUTO)) +
+                            knn_estimate_build_bytes(n, dim, with(KNN_STRUCTURE_KDTREE));
+        EXPECT_GE(knn_estimate_query_bytes(m, k, n, dim, with(KNN_STRUCTURE_AUTO)), both)
+            << n << " " << k << " " << dim;
+        const size_t both64 = knn_estimate_build_bytes_f64(n, dim, with(KNN_STRUCTURE_AUTO)) +
+                              knn_estimate_build_bytes_f64(n, dim, with(KNN_STRUCTURE_KDTREE));
+        EXPECT_GE(knn_estimate_query_bytes_f64(m, k, n, dim, with(KNN_STRUCTURE_AUTO)), both64);
+        // Never below an explicit structure's figure.
+        for (int s : {kGrid, kKdTree, kBrute}) {
+          if (s == kGrid && dim != 3) continue;
+          EXPECT_GE(knn_estimate_query_bytes(m, k, n, dim, with(KNN_STRUCTURE_AUTO)),
+                    knn_estimate_query_bytes(m, k, n, dim, with(s)));
+        }
+      }
+    }
+  }
+  // Non-decreasing in each argument across the point where the kd-tree counts.
+  size_t previous = 0;
+  for (int64_t n : {1, 100, 2048, 2049, 16384, 16385, 1000000}) {
+    const size_t bytes = knn_estimate_query_bytes(1000, 100, n, 3, nullptr);
+    EXPECT_GE(bytes, previous) << n;
+    previous = bytes;
+  }
+  previous = 0;
+  for (int dim = 1; dim <= 20; ++dim) {
+    const size_t bytes = knn_estimate_query_bytes(1000, 100, 100000, dim, nullptr);
+    EXPECT_GE(bytes, previous) << dim;
+    previous = bytes;
+  }
+  previous = 0;
+  for (int k : {1, 63, 64, 2048, 2049, 100000}) {
+    const size_t bytes = knn_estimate_query_bytes(1000, k, 100000, 3, nullptr);
+    EXPECT_GE(bytes, previous) << k;
+    previous = bytes;
+  }
+}
+
+// ---- The API: AUTO against every explicit structure and the oracle ------------------------
+
+struct ApiCase {
+  int backend;
+  int64_t grid_n;   // above AUTO's brute-force size: the primary is the grid
+  int64_t brute_n;  // AUTO's brute force, above the GPU's 2048-entry lists
+};
+
+class AutoQuery : public ::testing::TestWithParam<ApiCase> {
+ protected:
+  void SetUp() override {
+    if (GetParam().backend == kCuda && cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+  knn_options options(int structure) const {
+    knn_options o;
+    knn_options_init(&o);
+    o.backend = GetParam().backend;
+    o.structure = structure;
+    return o;
+  }
+};
+
+std::string case_name(const ::testing::TestParamInfo<ApiCase>& info) {
+  return knn_test::backend_name(info.param.backend);
+}
+
+// kNN, all-kNN with and without the point itself, radius rows and CSR rows of
+// an AUTO index against the explicit structures of the same backend (bit for
+// bit) and the oracle, at k around the thresholds.
+TEST_P(AutoQuery, AnswersLikeEveryStructureAndTheOracleAtEveryK) {
+  const int64_t n = GetParam().grid_n;
+  const std::vector<float> points = knn_test::make_rows(Dist::Uniform, n, 3, 61);
+  const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, 60, 3, 62);
+  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, options(KNN_STRUCTURE_AUTO));
+  knn_test::IndexHandle grid = knn_test::build_index(points, 3, options(kGrid));
+  knn_test::IndexHandle kd = knn_test::build_index(points, 3, options(kKdTree));
+  ASSERT_TRUE(automatic && grid && kd);
+  int structure = -1;
+  ASSERT_EQ(knn_index_info(automatic.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);
+  EXPECT_EQ(structure, kGrid);  // the primary, whatever serves a call
+  for (int k : {1, 8, knn::kGpuGridKdTreeMinK - 1, knn::kGpuGridKdTreeMinK, 100, 2100}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    const knn_test::KnnResult want =
+        knn_test::oracle_knn(points.data(), n, queries.data(), 60, 3, k);
+    const knn_test::KnnResult got = knn_test::query_index(automatic.get(), queries, 3, k);
+    EXPECT_TRUE(knn_test::same_knn(want, got));
+    EXPECT_TRUE(knn_test::same_knn(knn_test::query_index(kd.get(), queries, 3, k), got));
+    if (k <= knn::kGpuMaxListK) {  // the CUDA grid refuses longer lists
+      EXPECT_TRUE(knn_test::same_knn(knn_test::query_index(grid.get(), queries, 3, k), got));
+    }
+  }
+  // Split over device lists: shares of one device ({0, 0}), and where there
+  // are two, copies of the structure that serves on the other device.
+  if (GetParam().backend == kCuda) {
+    std::vector<std::vector<int>> lists{{0, 0}};
+    if (cuGetDeviceCount() >= 2) lists.push_back({1, 0}), lists.push_back({0, 1, 1});
+    for (const std::vector<int>& list : lists) {
+      knn_options split;
+      knn_options_init_v2(&split);
+      split.device_count = static_cast<int>(list.size());
+      std::copy(list.begin(), list.end(), split.devices);
+      for (int k : {8, 100, 2100}) {
+        SCOPED_TRACE("split k=" + std::to_string(k) + " over " + std::to_string(list.size()));
+        EXPECT_TRUE(
+            knn_test::same_knn(knn_test::query_index(kd.get(), queries, 3, k),
+                               knn_test::query_index(automatic.get(), queries, 3, k, &split)));
+      }
+    }
+  }
+  for (int k : {8, knn::kGpuGridKdTreeMinK - 1, 100}) {
+    for (bool exclude : {false, true}) {
+      SCOPED_TRACE("self k=" + std::to_string(k) + " exclude=" + std::to_string(exclude));
+      EXPECT_TRUE(knn_test::same_knn(knn_test::query_self(kd.get(), n, k, exclude),
+                                     knn_test::query_self(automatic.get(), n, k, exclude)));
+    }
+  }
+  const float radius = 0.3f;
+  for (int width : {0, 100, 2100}) {
+    const knn_test::RadiusResult got =
+        knn_test::radius_index(automatic.get(), queries, 3, radius, width);
+    EXPECT_TRUE(knn_test::same_radius(
+        knn_test::oracle_radius(points.data(), n, queries.data(), 60, 3, radius, width), got))
+        << width;
+  }
+}
+
+// The brute force AUTO keeps for small n on the GPU refuses lists beyond 2048
+// entries; an AUTO index answers them through its kd-tree, rows and CSR rows.
+TEST_P(AutoQuery, ListsBeyondTheBruteForceLimitAreAnswered) {
+  const int64_t n = GetParam().brute_n;
+  const std::vector<float> points = knn_test::make_rows(Dist::Clustered, n, 3, 71);
+  const std::vector<float> queries = knn_test::make_query_rows(Dist::Clustered, 5, 3, 72);
+  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, options(KNN_STRUCTURE_AUTO));
+  knn_test::IndexHandle kd = knn_test::build_index(points, 3, options(kKdTree));
+  ASSERT_TRUE(automatic && kd);
+  const int k = 2100;
+  EXPECT_TRUE(knn_test::same_knn(knn_test::oracle_knn(points.data(), n, queries.data(), 5, 3, k),
+                                 knn_test::query_index(automatic.get(), queries, 3, k)));
+  EXPECT_TRUE(knn_test::same_knn(knn_test::query_self(kd.get(), n, k, true),
+                                 knn_test::query_self(automatic.get(), n, k, true)));
+  // Every point within the radius: rows of n, then CSR rows of n each.
+  const float everything = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(knn_test::same_radius(
+      knn_test::oracle_radius(points.data(), n, queries.data(), 5, 3, everything, k),
+      knn_test::radius_index(automatic.get(), queries, 3, everything, k)));
+  std::vector<int64_t> counts(5, -1), offsets(6, -1);
+  ASSERT_EQ(knn_index_radius_count(automatic.get(), queries.data(), 5, everything, counts.data(),
+                                   nullptr),
+            KNN_OK)
+      << knn_last_error();
+  ASSERT_EQ(knn_offsets_from_counts(counts.data(), 5, offsets.data()), KNN_OK);
+  std::vector<int32_t> got(static_cast<size_t>(offsets[5]), -7), want(got.size(), -7);
+  std::vector<float> got_d(got.size()), want_d(got.size());
+  ASSERT_EQ(knn_index_radius_fill(automatic.get(), queries.data(), 5, everything, offsets.data(),
+                                  got.data(), got_d.data(), nullptr),
+            KNN_OK)
+      << knn_last_error();
+  ASSERT_EQ(knn_index_radius_fill(kd.get(), queries.data(), 5, everything, offsets.data(),
+                                  want.data(), want_d.data(), nullptr),
+            KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(knn_test::same_bits(want_d, got_d));
+}
+
+// The _f64 family: AUTO against the explicit float64 brute force, bit for bit.
+TEST_P(AutoQuery, Float64AnswersLikeTheBruteForceAtEveryK) {
+  const int64_t n = GetParam().grid_n;
+  const std::vector<double> points =
+      in_precision<double>(knn_test::make_rows(Dist::Uniform, n, 3, 81));
+  const std::vector<double> queries =
+      in_precision<double>(knn_test::make_query_rows(Dist::Uniform, 40, 3, 82));
+  knn_index* automatic = nullptr;
+  knn_index* brute = nullptr;
+  knn_options a = options(KNN_STRUCTURE_AUTO), b = options(kBrute);
+  ASSERT_EQ(knn_index_build_f64(points.data(), n, 3, &a, &automatic), KNN_OK) << knn_last_error();
+  ASSERT_EQ(knn_index_build_f64(points.data(), n, 3, &b, &brute), KNN_OK) << knn_last_error();
+  for (int k : {8, knn::kGpuGridKdTreeMinK, 100}) {
+    std::vector<int32_t> gi(static_cast<size_t>(40) * k), wi(gi.size());
+    std::vector<double> gd(gi.size()), wd(gi.size());
+    ASSERT_EQ(knn_index_query_f64(automatic, queries.data(), 40, k, gi.data(), gd.data(), nullptr),
+              KNN_OK)
+        << knn_last_error();
+    ASSERT_EQ(knn_index_query_f64(brute, queries.data(), 40, k, wi.data(), wd.data(), nullptr),
+              KNN_OK)
+        << knn_last_error();
+    EXPECT_EQ(gi, wi) << k;
+    EXPECT_TRUE(knn_test::same_bits(wd, gd)) << k;
+    std::vector<int32_t> si(static_cast<size_t>(n) * k), ti(si.size());
+    ASSERT_EQ(knn_index_query_self_f64(automatic, k, 1, si.data(), nullptr), KNN_OK);
+    ASSERT_EQ(knn_index_query_self_f64(brute, k, 1, ti.data(), nullptr), KNN_OK);
+    EXPECT_EQ(si, ti) << k;
+  }
+  EXPECT_EQ(knn_index_free(automatic), KNN_OK);
+  EXPECT_EQ(knn_index_free(brute), KNN_OK);
+}
+
+// Several threads query one AUTO index at long lists at once (on the GPU the
+// first ones build its kd-tree while the others wait): every answer is the
+// explicit kd-tree's, and a saved AUTO index loads as one.
+TEST_P(AutoQuery, ConcurrentLongListQueriesAndALoadedIndexAnswerAlike) {
+  const int64_t n = GetParam().grid_n;
+  const std::vector<float> points = knn_test::make_rows(Dist::Uniform, n, 3, 91);
+  const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, 200, 3, 92);
+  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, options(KNN_STRUCTURE_AUTO));
+  knn_test::IndexHandle kd = knn_test::build_index(points, 3, options(kKdTree));
+  ASSERT_TRUE(automatic && kd);
+  const int k = 100;
+  const knn_test::KnnResult want = knn_test::query_index(kd.get(), queries, 3, k);
+  constexpr int kThreads = 6;
+  std::vector<knn_test::KnnResult> got(kThreads);
+  std::vector<int> status(kThreads, -1);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      knn_test::KnnResult& r = got[t];
+      r.m = 200, r.k = k;
+      r.idx.assign(200 * k, -7), r.dist.assign(200 * k, -7.0f);
+      knn_options one;
+      knn_options_init(&one);
+      one.threads = 1;
+      status[t] = knn_index_query(automatic.get(), queries.data(), 200, k, r.idx.data(),
+                                  r.dist.data(), &one);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(status[t], KNN_OK) << t;
+    EXPECT_TRUE(knn_test::same_knn(want, got[t])) << t;
+  }
+  // Saved with its primary only, loaded (asking for AUTO) and queried again.
+  const std::vector<unsigned char> saved = knn_test::serialize(automatic.get());
+  knn_index* loaded = nullptr;
+  knn_options load = options(KNN_STRUCTURE_AUTO);
+  ASSERT_EQ(knn_index_deserialize(saved.data(), saved.size(), &load, &loaded), KNN_OK)
+      << knn_last_error();
+  int structure = -1;
+  EXPECT_EQ(knn_index_info(loaded, nullptr, nullptr, nullptr, &structure), KNN_OK);
+  EXPECT_EQ(structure, kGrid);
+  EXPECT_TRUE(knn_test::same_knn(want, knn_test::query_index(loaded, queries, 3, k)));
+  EXPECT_EQ(knn_test::serialize(loaded), saved);
+  EXPECT_EQ(knn_index_free(loaded), KNN_OK);
+}
+
+// A kd-tree build that runs out of device memory (the call's first device
+// allocation failed through KNN_FAULT_DEVICE_ALLOC, cuda/core/
+// fault_injection.cpp) leaves a grid's call to the grid, with no error, and
+// the next call builds the kd-tree; where the primary cannot serve (a brute
+// force at k > 2048) the call fails with that status and missing values.
+TEST(AutoQueryGpu, ADeviceOutOfMemoryInTheKdTreeBuildFallsBackToThePrimary) {
+  if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  knn_options o;
+  knn_options_init(&o);
+  o.backend = kCuda;
+  for (const int64_t n : {int64_t{20000}, int64_t{5000}}) {
+    const bool grid = n > 16384;  // else AUTO's brute force on the GPU
+    const int k = grid ? 100 : 2100;
+    SCOPED_TRACE(grid ? "grid primary, k = 100" : "brute-force primary, k = 2100");
+    const std::vector<float> points = knn_test::make_rows(Dist::Uniform, n, 3, 101);
+    const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, 30, 3, 102);
+    const knn_test::KnnResult want =
+        knn_test::oracle_knn(points.data(), n, queries.data(), 30, 3, k);
+    knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
+    ASSERT_TRUE(automatic);
+    std::vector<int32_t> idx(static_cast<size_t>(30) * k, -7);
+    std::vector<float> sq(idx.size(), -7.0f);
+    {
+      const knn_test::ScopedEnv fault("KNN_FAULT_DEVICE_ALLOC", grid ? "1#grid" : "1#brute");
+      const int status =
+          knn_index_query(automatic.get(), queries.data(), 30, k, idx.data(), sq.data(), nullptr);
+      if (grid) {
+        EXPECT_EQ(status, KNN_OK) << knn_last_error();
+        EXPECT_STREQ(knn_last_error(), "");
+        EXPECT_EQ(std::vector<int>(idx.begin(), idx.end()), want.idx);
+        EXPECT_TRUE(knn_test::same_bits(want.dist, sq));
+      } else {
+        EXPECT_EQ(status, KNN_ERR_DEVICE_OUT_OF_MEMORY) << knn_last_error();
+        EXPECT_EQ(idx, std::vector<int32_t>(idx.size(), -1));
+        EXPECT_EQ(sq, std::vector<float>(sq.size(), std::numeric_limits<float>::infinity()));
+      }
+    }
+    EXPECT_TRUE(knn_test::same_knn(want, knn_test::query_index(automatic.get(), queries, 3, k)));
+  }
+}
+
+// CPU: AUTO's brute force up to 2048 points (the rows are capped by n there);
+// GPU: up to 16384, so 5000 points make its lists of 2100 refused by the
+// brute force itself.
+INSTANTIATE_TEST_SUITE_P(Backends, AutoQuery,
+                         ::testing::Values(ApiCase{kCpu, 3000, 1500}, ApiCase{kCuda, 20000, 5000}),
+                         case_name);
+
+}  // namespace
