@@ -48,18 +48,6 @@ unsigned blocks_for(Kernel* kernel, int64_t items) {
   return grid_stride_blocks(kernel, kBlock, items);
 }
 
-// The value of an ordered key (OrderedKey::of, common/float_math.h): the
-// sign bit set means a non-negative value.
-template <typename Scalar>
-Scalar scalar_from_ordered_key(typename OrderedKey<Scalar>::type key) {
-  using Key = typename OrderedKey<Scalar>::type;
-  constexpr Key kSign = Key{1} << (8 * sizeof(Key) - 1);
-  const Key u = (key & kSign) ? (key & ~kSign) : ~key;
-  Scalar f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 // bounds[0..2]: smallest key per axis, bounds[3..5]: largest.
 template <typename Scalar>
 __global__ void bounding_box_kernel(const Scalar* xyz, int64_t n,
