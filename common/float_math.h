@@ -52,6 +52,31 @@ KNN_HD Scalar squared_distance3(Scalar qx, Scalar qy, Scalar qz, Scalar px, Scal
                 square_of_difference(qz, pz));
 }
 
+// The gap from c to the interval [lo, hi] (0 inside it), in the point
+// distance's own subtraction: every rounded op is monotone, so it is never
+// more than |fl(p - c)| for any p in the interval. The one per-axis bound of
+// every engine's pruning (kd-tree boxes, the grid's box).
+template <typename Scalar>
+KNN_HD Scalar interval_gap(Scalar c, Scalar lo, Scalar hi) {
+  return c < lo ? sub_rn(lo, c) : (c > hi ? sub_rn(c, hi) : Scalar(0));
+}
+
+// Squared distance from q to the nearest point of the box [lo, hi] (dim
+// coordinates each), in the point distance's own operations and order, in
+// the index's scalar type (float, or double): every rounded op is monotone,
+// so the result is never more than squared_distance(q, p) of any point p
+// inside the box, and pruning a node only when it is strictly greater than
+// the k-th distance is exact. An empty box (lo = +inf, hi = -inf) is at +inf.
+template <typename Scalar>
+KNN_HD Scalar box_distance(const Scalar* q, const Scalar* lo, const Scalar* hi, int dim) {
+  Scalar sum = Scalar(0);
+  for (int d = 0; d < dim; ++d) {
+    const Scalar gap = interval_gap(q[d], lo[d], hi[d]);
+    sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
+  }
+  return sum;
+}
+
 // The layout of an IEEE-754 scalar: the unsigned integer of its width, its
 // sign bit and the bits of its exponent field.
 template <typename Scalar>

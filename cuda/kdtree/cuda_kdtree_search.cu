@@ -102,17 +102,11 @@ __global__ void bucket_boxes(const float4* buckets, int bucket_level, TreeShape 
   boxes[2 * q + 1] = hi;
 }
 
-// Squared distance from q to the nearest point of the box [lo, hi], in the
-// distance's own float arithmetic: never more than the distance of any point
-// inside, so pruning on it is exact.
+// box_distance (common/float_math.h) of float4 points: a lower bound of the
+// distance of every point inside, so pruning on it is exact.
 __device__ __forceinline__ float box_bound(const float4& q, const float4& lo, const float4& hi) {
-  float sum = 0.0f;
-  for (int d = 0; d < 3; ++d) {
-    const float c = coord(q, d), l = coord(lo, d), h = coord(hi, d);
-    const float gap = c < l ? sub_rn(l, c) : (c > h ? sub_rn(c, h) : 0.0f);
-    sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
-  }
-  return sum;
+  const float qc[3] = {q.x, q.y, q.z}, loc[3] = {lo.x, lo.y, lo.z}, hic[3] = {hi.x, hi.y, hi.z};
+  return box_distance(qc, loc, hic, 3);
 }
 
 // The walk of one query over the tree. In heap order the parent of node b
