@@ -75,21 +75,6 @@ __device__ int32_t self_index(const ScanArgs<Scalar>& a, int64_t query) {
   return a.exclude_self ? static_cast<int32_t>(a.self_first + query) : -1;
 }
 
-// Entries of sorted[0, count) closer than e.
-template <typename Scalar>
-__device__ int rank_in(const BasicNeighbor<Scalar>* sorted, int count,
-                       const BasicNeighbor<Scalar>& e) {
-  int lo = 0, hi = count;
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (closer(sorted[mid], e))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 template <typename Scalar>
 __device__ void store(int32_t* indices, Scalar* sq_distances, int64_t slot,
                       const BasicNeighbor<Scalar>& e) {
