@@ -13,21 +13,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-// Makes the index's device current for a call and restores the caller's.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 template <typename Scalar>
 class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  public:
