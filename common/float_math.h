@@ -52,45 +52,102 @@ KNN_HD Scalar squared_distance3(Scalar qx, Scalar qy, Scalar qz, Scalar px, Scal
                 square_of_difference(qz, pz));
 }
 
-KNN_HD uint32_t float_bits(float f) {
+// The gap from c to the interval [lo, hi] (0 inside it), in the point
+// distance's own subtraction: every rounded op is monotone, so it is never
+// more than |fl(p - c)| for any p in the interval. The one per-axis bound of
+// every engine's pruning (kd-tree boxes, the grid's box).
+template <typename Scalar>
+KNN_HD Scalar interval_gap(Scalar c, Scalar lo, Scalar hi) {
+  return c < lo ? sub_rn(lo, c) : (c > hi ? sub_rn(c, hi) : Scalar(0));
+}
+
+// Squared distance from q to the nearest point of the box [lo, hi] (dim
+// coordinates each), in the point distance's own operations and order, in
+// the index's scalar type (float, or double): every rounded op is monotone,
+// so the result is never more than squared_distance(q, p) of any point p
+// inside the box, and pruning a node only when it is strictly greater than
+// the k-th distance is exact. An empty box (lo = +inf, hi = -inf) is at +inf.
+template <typename Scalar>
+KNN_HD Scalar box_distance(const Scalar* q, const Scalar* lo, const Scalar* hi, int dim) {
+  Scalar sum = Scalar(0);
+  for (int d = 0; d < dim; ++d) {
+    const Scalar gap = interval_gap(q[d], lo[d], hi[d]);
+    sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
+  }
+  return sum;
+}
+
+// The layout of an IEEE-754 scalar: the unsigned integer of its width, its
+// sign bit and the bits of its exponent field.
+template <typename Scalar>
+struct FloatLayout;
+template <>
+struct FloatLayout<float> {
+  using Bits = uint32_t;
+  static constexpr Bits kSign = 0x80000000u;
+  static constexpr Bits kExponent = 0x7f800000u;
+};
+template <>
+struct FloatLayout<double> {
+  using Bits = uint64_t;
+  static constexpr Bits kSign = 0x8000000000000000ull;
+  static constexpr Bits kExponent = 0x7ff0000000000000ull;
+};
+template <typename Scalar>
+using FloatBits = typename FloatLayout<Scalar>::Bits;
+
+template <typename Scalar>
+KNN_HD FloatBits<Scalar> bits_of(Scalar f) {
 #if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
+  if constexpr (sizeof(Scalar) == 4)
+    return __float_as_uint(f);
+  else
+    return static_cast<uint64_t>(__double_as_longlong(f));
 #else
-  uint32_t u;
+  FloatBits<Scalar> u;
   std::memcpy(&u, &f, sizeof u);
   return u;
 #endif
 }
 
-// A key whose unsigned order is the float order: radix sorts on it sort by
-// value. -0.0 maps to the key of +0.0 because the two compare equal, and the
-// tree build must treat them as a tie (broken by index) on both backends.
-KNN_HD uint32_t ordered_float_key(float f) {
-  uint32_t u = float_bits(f);
-  if (u == 0x80000000u) u = 0;
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-KNN_HD uint64_t double_bits(double f) {
+template <typename Scalar>
+KNN_HD Scalar scalar_of_bits(FloatBits<Scalar> u) {
 #if defined(__CUDA_ARCH__)
-  return static_cast<uint64_t>(__double_as_longlong(f));
+  if constexpr (sizeof(Scalar) == 4)
+    return __uint_as_float(u);
+  else
+    return __longlong_as_double(static_cast<long long>(u));
 #else
-  uint64_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
+  Scalar f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
 #endif
 }
 
-// The float64 twin of ordered_float_key.
-KNN_HD uint64_t ordered_double_key(double f) {
-  uint64_t u = double_bits(f);
-  if (u == 0x8000000000000000ull) u = 0;
-  return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
+// A key whose unsigned order is the float order (32 bits for float, 64 for
+// double): radix sorts on it sort by value. -0.0 maps to the key of +0.0
+// because the two compare equal, and the tree build must treat them as a
+// tie (broken by index) on both backends.
+template <typename Scalar>
+KNN_HD FloatBits<Scalar> ordered_key(Scalar f) {
+  constexpr FloatBits<Scalar> kSign = FloatLayout<Scalar>::kSign;
+  FloatBits<Scalar> u = bits_of(f);
+  if (u == kSign) u = 0;
+  return (u & kSign) ? ~u : (u | kSign);
 }
 
-KNN_HD bool is_finite_float(float f) { return (float_bits(f) & 0x7f800000u) != 0x7f800000u; }
-KNN_HD bool is_finite_float(double f) {
-  return (double_bits(f) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+// The value of an ordered key: the sign bit set means a non-negative value.
+// The key of -0.0 gives +0.0.
+template <typename Scalar>
+KNN_HD Scalar scalar_from_ordered_key(FloatBits<Scalar> key) {
+  constexpr FloatBits<Scalar> kSign = FloatLayout<Scalar>::kSign;
+  return scalar_of_bits<Scalar>((key & kSign) ? (key & ~kSign) : ~key);
+}
+
+template <typename Scalar>
+KNN_HD bool is_finite_float(Scalar f) {
+  constexpr FloatBits<Scalar> kExponent = FloatLayout<Scalar>::kExponent;
+  return (bits_of(f) & kExponent) != kExponent;
 }
 
 }  // namespace knn

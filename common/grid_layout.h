@@ -127,11 +127,7 @@ struct BasicGridLayout {
 
   // Scalar lower bound of |fl(p_a - q)| over all indexed points (0 inside the
   // box). Exact without margins: p_a >= box_lo[a], and rounding is monotone.
-  KNN_HD Scalar box_gap(Scalar q, int a) const {
-    if (q < box_lo[a]) return sub_rn(box_lo[a], q);
-    if (q > box_hi[a]) return sub_rn(q, box_hi[a]);
-    return Scalar(0);
-  }
+  KNN_HD Scalar box_gap(Scalar q, int a) const { return interval_gap(q, box_lo[a], box_hi[a]); }
 
   // Scalar lower bound of |fl(p_a - q)| over the points of cell c on axis a,
   // seen from a query in cell qc (see the header comment); +infinity for a

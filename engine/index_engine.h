@@ -67,21 +67,21 @@ class BasicIndexEngine {
 using IndexEngine = BasicIndexEngine<float>;
 using IndexEngine64 = BasicIndexEngine<double>;
 
+// The OpenMP engines, for Scalar float and double (instantiated where they
+// are defined).
 namespace omp {
-std::unique_ptr<IndexEngine> build_kdtree_index(const float* points, int64_t n, int dim,
-                                                const IndexParams& params);
-std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_t n, int dim,
-                                                     const IndexParams& params);
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar* points, int64_t n,
+                                                             int dim, const IndexParams& params);
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar* points, int64_t n,
+                                                                  int dim,
+                                                                  const IndexParams& params);
 // dim == 3 only. Returns nullptr when the data would make a poor grid
 // (clustered: the caller falls back to the kd-tree and reports that).
-std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
-                                              const IndexParams& params);
-std::unique_ptr<IndexEngine64> build_kdtree_index(const double* points, int64_t n, int dim,
-                                                  const IndexParams& params);
-std::unique_ptr<IndexEngine64> build_brute_force_index(const double* points, int64_t n, int dim,
-                                                       const IndexParams& params);
-std::unique_ptr<IndexEngine64> build_grid_index(const double* points, int64_t n,
-                                                const IndexParams& params);
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points, int64_t n,
+                                                           const IndexParams& params);
 }  // namespace omp
 
 }  // namespace knn

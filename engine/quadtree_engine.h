@@ -53,18 +53,17 @@ class QuadtreeEngine {
                     int64_t* point_indices, const QuadtreeParams& call) const = 0;
 };
 
-// Both builds take float or double points (double ones within the exact
-// predicate's range, checked by the caller).
+// Both builds take float or double points (Scalar; double ones within the
+// exact predicate's range, checked by the caller), instantiated for the two
+// where they are defined.
 namespace omp {
-std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
-                                               const QuadtreeParams& params);
-std::unique_ptr<QuadtreeEngine> build_quadtree(const double* xy, int64_t n,
+template <typename Scalar>
+std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar* xy, int64_t n,
                                                const QuadtreeParams& params);
 }  // namespace omp
 namespace cuda {
-std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
-                                               const QuadtreeParams& params);
-std::unique_ptr<QuadtreeEngine> build_quadtree(const double* xy, int64_t n,
+template <typename Scalar>
+std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar* xy, int64_t n,
                                                const QuadtreeParams& params);
 }  // namespace cuda
 

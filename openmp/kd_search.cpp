@@ -78,11 +78,7 @@ class Walk {
 
   void run() {
     if (t_.nodes.empty()) return;
-    for (int d = 0; d < dims(); ++d) {
-      const Scalar c = q_[d];
-      gaps_[d] =
-          c < t_.lo[d] ? sub_rn(t_.lo[d], c) : (c > t_.hi[d] ? sub_rn(c, t_.hi[d]) : Scalar{0});
-    }
+    for (int d = 0; d < dims(); ++d) gaps_[d] = interval_gap(q_[d], t_.lo[d], t_.hi[d]);
     scratch_.deferred.clear();
     scratch_.deferred_gaps.clear();
     Side next{0, gaps_[0], bound_with(0, gaps_[0])};

@@ -246,15 +246,15 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
 
 }  // namespace
 
-std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
-                                              const IndexParams& params) {
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points, int64_t n,
+                                                           const IndexParams& params) {
   return build_grid(points, n, params);
 }
 
-std::unique_ptr<IndexEngine64> build_grid_index(const double* points, int64_t n,
-                                                const IndexParams& params) {
-  return build_grid(points, n, params);
-}
+template std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_grid_index(const double*, int64_t,
+                                                         const IndexParams&);
 
 }  // namespace omp
 }  // namespace knn

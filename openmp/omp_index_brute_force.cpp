@@ -131,15 +131,16 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
 
 }  // namespace
 
-std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_t n, int dim,
-                                                     const IndexParams&) {
-  return std::make_unique<BruteForceIndex<float>>(points, n, dim);
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar* points, int64_t n,
+                                                                  int dim, const IndexParams&) {
+  return std::make_unique<BruteForceIndex<Scalar>>(points, n, dim);
 }
 
-std::unique_ptr<IndexEngine64> build_brute_force_index(const double* points, int64_t n, int dim,
-                                                       const IndexParams&) {
-  return std::make_unique<BruteForceIndex<double>>(points, n, dim);
-}
+template std::unique_ptr<IndexEngine> build_brute_force_index(const float*, int64_t, int,
+                                                              const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_brute_force_index(const double*, int64_t, int,
+                                                                const IndexParams&);
 
 }  // namespace omp
 }  // namespace knn

@@ -465,15 +465,16 @@ void OmpQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t*
 
 }  // namespace
 
-std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
+template <typename Scalar>
+std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar* xy, int64_t n,
                                                const QuadtreeParams& params) {
-  return std::unique_ptr<QuadtreeEngine>(new OmpQuadtree<float>(xy, n, params));
+  return std::unique_ptr<QuadtreeEngine>(new OmpQuadtree<Scalar>(xy, n, params));
 }
 
-std::unique_ptr<QuadtreeEngine> build_quadtree(const double* xy, int64_t n,
-                                               const QuadtreeParams& params) {
-  return std::unique_ptr<QuadtreeEngine>(new OmpQuadtree<double>(xy, n, params));
-}
+template std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t,
+                                                        const QuadtreeParams&);
+template std::unique_ptr<QuadtreeEngine> build_quadtree(const double*, int64_t,
+                                                        const QuadtreeParams&);
 
 }  // namespace omp
 }  // namespace knn

@@ -30,36 +30,57 @@ void DeviceTree::query(const Point*, int, int32_t*, float*, int64_t, int, ChunkS
 bool is_device_pointer(const void*) { return false; }
 void copy_to_host(void*, const void*, size_t) { no_cuda(); }
 void copy_to_device(void*, const void*, size_t) { no_cuda(); }
-void fill_missing_on_device(int32_t*, float*, int64_t) { no_cuda(); }
-void fill_missing_on_device(int32_t*, double*, int64_t) { no_cuda(); }
-int64_t first_beyond_on_device(const float*, int64_t, float) { no_cuda(); }
-int64_t first_beyond_on_device(const double*, int64_t, double) { no_cuda(); }
-std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, int, const IndexParams&) {
+template <typename Scalar>
+void fill_missing_on_device(int32_t*, Scalar*, int64_t) {
   no_cuda();
 }
-std::unique_ptr<IndexEngine> build_brute_force_index(const float*, int64_t, int,
-                                                     const IndexParams&) {
+template void fill_missing_on_device(int32_t*, float*, int64_t);
+template void fill_missing_on_device(int32_t*, double*, int64_t);
+
+template <typename Scalar>
+int64_t first_beyond_on_device(const Scalar*, int64_t, Scalar) {
   no_cuda();
 }
-std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&) {
+template int64_t first_beyond_on_device(const float*, int64_t, float);
+template int64_t first_beyond_on_device(const double*, int64_t, double);
+
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar*, int64_t, int,
+                                                             const IndexParams&) {
   no_cuda();
 }
-std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_t, int, const IndexParams&) {
+template std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, int,
+                                                         const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_t, int,
+                                                           const IndexParams&);
+
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar*, int64_t, int,
+                                                                  const IndexParams&) {
   no_cuda();
 }
-std::unique_ptr<IndexEngine64> build_brute_force_index(const double*, int64_t, int,
-                                                       const IndexParams&) {
+template std::unique_ptr<IndexEngine> build_brute_force_index(const float*, int64_t, int,
+                                                              const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_brute_force_index(const double*, int64_t, int,
+                                                                const IndexParams&);
+
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar*, int64_t,
+                                                           const IndexParams&) {
   no_cuda();
 }
-std::unique_ptr<IndexEngine64> build_grid_index(const double*, int64_t, const IndexParams&) {
+template std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_grid_index(const double*, int64_t,
+                                                         const IndexParams&);
+
+template <typename Scalar>
+std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar*, int64_t, const QuadtreeParams&) {
   no_cuda();
 }
-std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t, const QuadtreeParams&) {
-  no_cuda();
-}
-std::unique_ptr<QuadtreeEngine> build_quadtree(const double*, int64_t, const QuadtreeParams&) {
-  no_cuda();
-}
+template std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t,
+                                                        const QuadtreeParams&);
+template std::unique_ptr<QuadtreeEngine> build_quadtree(const double*, int64_t,
+                                                        const QuadtreeParams&);
 
 }  // namespace cuda
 }  // namespace knn

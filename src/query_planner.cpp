@@ -362,17 +362,10 @@ void compact_flagged(const unsigned char* flags, int64_t count, std::vector<int6
   }
 }
 
-// Squared distance from q to the box, in the distance's float arithmetic: a
-// lower bound of the distance to every point in it (as on the device).
+// Squared distance from q to the part's box (box_distance, as on the
+// device): a lower bound of the distance to every point in it.
 float box_bound(const Point& q, const TreePart& part) {
-  float sum = 0.0f;
-  for (int d = 0; d < 3; ++d) {
-    const float c = q.p[d];
-    const float gap =
-        c < part.lo[d] ? sub_rn(part.lo[d], c) : (c > part.hi[d] ? sub_rn(c, part.hi[d]) : 0.0f);
-    sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
-  }
-  return sum;
+  return box_distance(q.p, part.lo, part.hi, 3);
 }
 
 // Runs body(device) once per listed device, each on its own host thread

@@ -14,11 +14,8 @@
 // against the brute-force oracle.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,9 +23,11 @@
 #include "knn_gpgpu.h"
 #include "oracle.h"
 #include "test_data.h"
+#include "timing.h"
 
 namespace {
 
+using knn_test::median_seconds;
 using knn_test::Rng;
 
 constexpr int64_t kPoints = 100000;
@@ -47,17 +46,6 @@ constexpr double kMaxRatioAllTied = 8.0;
 // Rows ten times longer cost at most this factor more (the output is ten
 // times larger).
 constexpr double kMaxLongRowRatio = 16.0;
-
-double median_seconds(const std::function<void()>& call) {
-  std::vector<double> times;
-  for (int run = 0; run < 3; ++run) {
-    const auto t0 = std::chrono::steady_clock::now();
-    call();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[1];
-}
 
 // 32 rows spread over the queries, checked against the brute-force oracle.
 void expect_sample_exact(const std::vector<float>& ref, const std::vector<float>& queries, int dim,
@@ -153,7 +141,7 @@ ClassicRun classic_query(const std::vector<float>& points, const std::vector<flo
   std::vector<Node> tree(p.size());
   EXPECT_EQ(mpBuildKdTree(p.data(), static_cast<int>(p.size()), tree.data()), KNN_OK);
   ClassicRun run{std::vector<int32_t>(q.size() * k), 0.0};
-  run.seconds = median_seconds([&] {
+  run.seconds = median_seconds(3, [&] {
     EXPECT_EQ(mpQueryAll(q.data(), tree.data(), static_cast<int>(q.size()),
                          static_cast<int>(tree.size()), k, run.indices.data()),
               KNN_OK);
@@ -219,7 +207,7 @@ IndexRun index_query(const std::vector<float>& points, const std::vector<float>&
   const Index index(points, dim);
   const int64_t m = static_cast<int64_t>(queries.size()) / dim;
   IndexRun run{std::vector<int32_t>(static_cast<size_t>(m) * k), 0.0};
-  run.seconds = median_seconds([&] {
+  run.seconds = median_seconds(3, [&] {
     EXPECT_EQ(
         knn_index_query(index.index, queries.data(), m, k, run.indices.data(), nullptr, nullptr),
         KNN_OK);
@@ -230,7 +218,7 @@ IndexRun index_query(const std::vector<float>& points, const std::vector<float>&
 IndexRun index_self(const std::vector<float>& points, int dim, int k) {
   const Index index(points, dim);
   IndexRun run{std::vector<int32_t>(points.size() / dim * k), 0.0};
-  run.seconds = median_seconds([&] {
+  run.seconds = median_seconds(3, [&] {
     EXPECT_EQ(knn_index_query_self(index.index, k, 0, run.indices.data(), nullptr), KNN_OK);
   });
   return run;

@@ -7,17 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <vector>
 
 #include "../common/float_math.h"
 #include "../common/grid_layout.h"
 #include "grid_test_support.h"
 #include "test_data.h"
+#include "timing.h"
 
 namespace knn_test {
 namespace {
@@ -188,18 +187,6 @@ TEST(GridCpuDegenerate, CollinearMatchesOracle) {
   EXPECT_EQ(build_grid(collinear_points(2100, 1e-30, LineShape::Diagonal)), nullptr);
 }
 
-// The fastest of 5 runs: what the machine's load adds is left out.
-double best_seconds(const std::function<void()>& call) {
-  double best = 0.0;
-  for (int run = 0; run < 5; ++run) {
-    const auto t0 = std::chrono::steady_clock::now();
-    call();
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = run == 0 ? t : std::min(best, t);
-  }
-  return best;
-}
-
 // The complexity of a search whose distances are all tied: the line 1e-30
 // apart against the same line 1.0 apart (the same cells and walk; distances
 // end the walk there), all-kNN at k = 100, timed as a ratio in one process
@@ -221,8 +208,8 @@ TEST(GridCpuDegenerate, TiedLineCostsLittleMoreThanSpreadLine) {
   for (const LineShape shape : {LineShape::Ascending, LineShape::Shuffled}) {
     auto tied = build_grid(collinear_points(kPoints, 1e-30, shape));
     ASSERT_NE(tied, nullptr);
-    const double base = best_seconds([&] { engine_self(*spread, k, true); });
-    const double seconds = best_seconds([&] { engine_self(*tied, k, true); });
+    const double base = best_seconds(5, [&] { engine_self(*spread, k, true); });
+    const double seconds = best_seconds(5, [&] { engine_self(*tied, k, true); });
     std::printf("  1e-30 line (%s), k = %d: %.4f s against %.4f s, ratio %.2f (limit %.0f)\n",
                 line_shape_name(shape), k, seconds, base, seconds / base, kMaxRatio);
     EXPECT_LE(seconds, kMaxRatio * base) << line_shape_name(shape);

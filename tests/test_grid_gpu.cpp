@@ -9,16 +9,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <vector>
 
 #include "../cuda/cuda_index.h"
 #include "gpu_test_support.h"
 #include "grid_test_support.h"
 #include "test_data.h"
+#include "timing.h"
 
 namespace knn_test {
 namespace {
@@ -217,18 +216,6 @@ TEST(GridGpuDegenerate, CollinearMatchesOracleAndOpenMp) {
   }
 }
 
-// The fastest of 3 runs.
-double best_seconds(const std::function<void()>& call) {
-  double best = 0.0;
-  for (int run = 0; run < 3; ++run) {
-    const auto t0 = std::chrono::steady_clock::now();
-    call();
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = run == 0 ? t : std::min(best, t);
-  }
-  return best;
-}
-
 // The sizes of issue #18 (92-126 s on an H100 before the tie rules): all-kNN
 // on the line 1e-30 apart against the same line 1.0 apart, as a ratio, and
 // the rows against the OpenMP grid.
@@ -245,9 +232,9 @@ TEST(GridGpuDegenerate, TiedLineCostsLittleMoreThanSpreadLine) {
     for (const LineShape shape : {LineShape::Ascending, LineShape::Shuffled}) {
       Pair tied = build_both(collinear_points(c.n, 1e-30, shape));
       ASSERT_NE(tied.gpu, nullptr);
-      const double base = best_seconds([&] { engine_self(*spread.gpu, c.k, true); });
+      const double base = best_seconds(3, [&] { engine_self(*spread.gpu, c.k, true); });
       KnnResult gpu;
-      const double seconds = best_seconds([&] { gpu = engine_self(*tied.gpu, c.k, true); });
+      const double seconds = best_seconds(3, [&] { gpu = engine_self(*tied.gpu, c.k, true); });
       std::printf("  1e-30 line (%s), n = %lld, k = %d: %.4f s against %.4f s, ratio %.2f\n",
                   line_shape_name(shape), static_cast<long long>(c.n), c.k, seconds, base,
                   seconds / base);

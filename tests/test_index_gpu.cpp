@@ -5,8 +5,9 @@
 // 1 past the register, warp and heap list limits and beyond n, every data
 // shape of test_data.h, all-kNN with and without self, radius rows and
 // counts, leaf sizes, device-resident inputs and outputs, a forced small
-// device budget. The tree's shape arithmetic, its box bound and the memory
-// model are checked on the host; every device test skips without a device.
+// device budget. The tree's shape arithmetic and the memory model are
+// checked on the host (its box bound, common/float_math.h, in
+// test_float_math); every device test skips without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -97,35 +98,6 @@ TEST(KdTreeShape, SegmentsTileThePointsAndChildrenSplitTheirParent) {
         }
       }
     }
-}
-
-// The box of a point set against every point of it, for queries inside and
-// outside, on data whose differences overflow, vanish or cancel.
-TEST(KdTreeShape, BoxDistanceNeverExceedsAPointDistance) {
-  for (const Dist dist : all_dists())
-    for (const int dim : {1, 3, 7}) {
-      SCOPED_TRACE(std::string(dist_name(dist)) + " dim=" + std::to_string(dim));
-      const int64_t n = 50, m = 200;
-      const std::vector<float> points = make_rows(dist, n, dim, 5);
-      const std::vector<float> queries = make_query_rows(dist, m, dim, 6);
-      std::vector<float> lo(points.begin(), points.begin() + dim), hi = lo;
-      for (int64_t j = 0; j < n; ++j)
-        for (int d = 0; d < dim; ++d) {
-          lo[d] = std::min(lo[d], points[j * dim + d]);
-          hi[d] = std::max(hi[d], points[j * dim + d]);
-        }
-      for (int64_t i = 0; i < m; ++i) {
-        const float* q = &queries[i * dim];
-        const float bound = knn::cuda::box_distance(q, lo.data(), hi.data(), dim);
-        for (int64_t j = 0; j < n; ++j)
-          ASSERT_LE(bound, contract_sq_distance(q, &points[j * dim], dim))
-              << "query " << i << " point " << j;
-      }
-      // A point of the set is inside the box.
-      EXPECT_EQ(knn::cuda::box_distance(&points[0], lo.data(), hi.data(), dim), 0.0f);
-    }
-  const float lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY}, q[2] = {0.0f, 1.0f};
-  EXPECT_EQ(knn::cuda::box_distance(q, lo, hi, 2), INFINITY) << "the empty box";
 }
 
 TEST(KdTreeMemory, EstimatesGrowAndCoverTheEnginesBufferList) {

@@ -411,12 +411,11 @@ TEST(Float64Bounds, BoxDistanceIsALowerBoundInDouble) {
       for (int d = 0; d < dim; ++d)
         lo[d] = std::min(lo[d], points[j * dim + d]), hi[d] = std::max(hi[d], points[j * dim + d]);
     for (int64_t i = 0; i < 100; ++i) {
-      const double bound =
-          knn::cuda::box_distance(queries.data() + i * dim, lo.data(), hi.data(), dim);
+      const double bound = knn::box_distance(queries.data() + i * dim, lo.data(), hi.data(), dim);
       for (int64_t j = 0; j < 500; ++j)
         ASSERT_LE(bound, distance(queries.data() + i * dim, points.data() + j * dim, dim));
     }
-    EXPECT_EQ(knn::cuda::box_distance(points.data(), lo.data(), hi.data(), dim), 0.0);
+    EXPECT_EQ(knn::box_distance(points.data(), lo.data(), hi.data(), dim), 0.0);
   }
 }
 

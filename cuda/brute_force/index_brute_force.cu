@@ -75,21 +75,6 @@ __device__ int32_t self_index(const ScanArgs<Scalar>& a, int64_t query) {
   return a.exclude_self ? static_cast<int32_t>(a.self_first + query) : -1;
 }
 
-// Entries of sorted[0, count) closer than e.
-template <typename Scalar>
-__device__ int rank_in(const BasicNeighbor<Scalar>* sorted, int count,
-                       const BasicNeighbor<Scalar>& e) {
-  int lo = 0, hi = count;
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (closer(sorted[mid], e))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 template <typename Scalar>
 __device__ void store(int32_t* indices, Scalar* sq_distances, int64_t slot,
                       const BasicNeighbor<Scalar>& e) {
@@ -592,15 +577,17 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
 
 }  // namespace
 
-std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_t n, int dim,
-                                                     const IndexParams& params) {
-  return std::make_unique<BruteForceIndex<float>>(points, n, dim, params);
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar* points, int64_t n,
+                                                                  int dim,
+                                                                  const IndexParams& params) {
+  return std::make_unique<BruteForceIndex<Scalar>>(points, n, dim, params);
 }
 
-std::unique_ptr<IndexEngine64> build_brute_force_index(const double* points, int64_t n, int dim,
-                                                       const IndexParams& params) {
-  return std::make_unique<BruteForceIndex<double>>(points, n, dim, params);
-}
+template std::unique_ptr<IndexEngine> build_brute_force_index(const float*, int64_t, int,
+                                                              const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_brute_force_index(const double*, int64_t, int,
+                                                                const IndexParams&);
 
 }  // namespace cuda
 }  // namespace knn

@@ -124,6 +124,22 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+// Makes an engine's device current for one call and restores the caller's
+// afterwards.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (device != previous_) check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceScope() { cudaSetDevice(previous_); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 // The memory helpers promise an upper bound of CUB's temporary storage
 // (memory_model.h); a larger request is a bug in that bound, reported as such.
 inline size_t checked_cub_temp(size_t requested, size_t bound) {

@@ -121,19 +121,19 @@ void copy_to_device(void* device_dst, const void* host_src, size_t bytes) {
   check(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
 }
 
-void fill_missing_on_device(int32_t* indices, float* sq_distances, int64_t count) {
+template <typename Scalar>
+void fill_missing_on_device(int32_t* indices, Scalar* sq_distances, int64_t count) {
   fill_missing(indices, sq_distances, count);
 }
-void fill_missing_on_device(int32_t* indices, double* sq_distances, int64_t count) {
-  fill_missing(indices, sq_distances, count);
-}
+template void fill_missing_on_device(int32_t*, float*, int64_t);
+template void fill_missing_on_device(int32_t*, double*, int64_t);
 
-int64_t first_beyond_on_device(const float* values, int64_t count, float limit) {
+template <typename Scalar>
+int64_t first_beyond_on_device(const Scalar* values, int64_t count, Scalar limit) {
   return first_beyond(values, count, limit);
 }
-int64_t first_beyond_on_device(const double* values, int64_t count, double limit) {
-  return first_beyond(values, count, limit);
-}
+template int64_t first_beyond_on_device(const float*, int64_t, float);
+template int64_t first_beyond_on_device(const double*, int64_t, double);
 
 }  // namespace cuda
 }  // namespace knn

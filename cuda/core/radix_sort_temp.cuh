@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "../../common/float_math.h"
 #include "cuda_support.h"
@@ -12,20 +13,14 @@
 namespace knn {
 namespace cuda {
 
-// Order-preserving unsigned keys of coordinates (common/float_math.h):
-// ascending keys are ascending values, -0 and +0 alike. 32 bits for float,
-// 64 for double.
+// Order-preserving unsigned keys of coordinates (ordered_key,
+// common/float_math.h): ascending keys are ascending values, -0 and +0
+// alike. 32 bits for float, 64 for double, the latter spelt unsigned long
+// long as the device atomics and shuffles take it.
 template <typename Scalar>
-struct OrderedKey;
-template <>
-struct OrderedKey<float> {
-  using type = uint32_t;
-  static KNN_HD type of(float v) { return ordered_float_key(v); }
-};
-template <>
-struct OrderedKey<double> {
-  using type = unsigned long long;  // uint64_t, spelt as the device atomics take it
-  static KNN_HD type of(double v) { return ordered_double_key(v); }
+struct OrderedKey {
+  using type = std::conditional_t<sizeof(Scalar) == 4, uint32_t, unsigned long long>;
+  static KNN_HD type of(Scalar v) { return ordered_key(v); }
 };
 
 // Temporary bytes of cub::DeviceRadixSort::SortPairs (double-buffer form)

@@ -30,6 +30,21 @@ namespace cuda {
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
+// Entries of sorted[0, count) closer than e (binary search).
+template <typename Scalar>
+__device__ int rank_in(const BasicNeighbor<Scalar>* sorted, int count,
+                       const BasicNeighbor<Scalar>& e) {
+  int lo = 0, hi = count;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (closer(sorted[mid], e))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 template <typename Scalar>
 struct WarpList {
   using Neighbor = BasicNeighbor<Scalar>;
@@ -111,7 +126,7 @@ struct WarpList {
     // Ranks of the batch entries: their own position plus the list entries
     // closer than them, read before the list changes.
     int batch_rank = k;
-    if (lane < count) batch_rank = lane + lower_bound(list, k, c);
+    if (lane < count) batch_rank = lane + rank_in(list, k, c);
     const int first = __shfl_sync(kFullMask, batch_rank, 0);
     __syncwarp();
     for (int top = k; top > first; top -= 32) {
@@ -120,7 +135,7 @@ struct WarpList {
       int rank = k;
       if (j >= first) {
         e = list[j];
-        rank = j + lower_bound(batch, count, e);
+        rank = j + rank_in(batch, count, e);
       }
       __syncwarp();
       if (rank < k) list[rank] = e;
@@ -130,19 +145,6 @@ struct WarpList {
     __syncwarp();
     worst = list[k - 1];
     __syncwarp();
-  }
-
-  // Entries of sorted[0, count) closer than e.
-  static __device__ int lower_bound(const Neighbor* sorted, int count, const Neighbor& e) {
-    int lo = 0, hi = count;
-    while (lo < hi) {
-      const int mid = (lo + hi) >> 1;
-      if (closer(sorted[mid], e))
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    return lo;
   }
 
   __device__ void sort_across_warp(Neighbor& c) const {

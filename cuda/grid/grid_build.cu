@@ -48,18 +48,6 @@ unsigned blocks_for(Kernel* kernel, int64_t items) {
   return grid_stride_blocks(kernel, kBlock, items);
 }
 
-// The value of an ordered key (OrderedKey::of, common/float_math.h): the
-// sign bit set means a non-negative value.
-template <typename Scalar>
-Scalar scalar_from_ordered_key(typename OrderedKey<Scalar>::type key) {
-  using Key = typename OrderedKey<Scalar>::type;
-  constexpr Key kSign = Key{1} << (8 * sizeof(Key) - 1);
-  const Key u = (key & kSign) ? (key & ~kSign) : ~key;
-  Scalar f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 // bounds[0..2]: smallest key per axis, bounds[3..5]: largest.
 template <typename Scalar>
 __global__ void bounding_box_kernel(const Scalar* xyz, int64_t n,
@@ -357,15 +345,15 @@ std::unique_ptr<BasicIndexEngine<Scalar>> grid_index(const Scalar* points, int64
 
 }  // namespace
 
-std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
-                                              const IndexParams& params) {
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points, int64_t n,
+                                                           const IndexParams& params) {
   return grid_index(points, n, params);
 }
 
-std::unique_ptr<IndexEngine64> build_grid_index(const double* points, int64_t n,
-                                                const IndexParams& params) {
-  return grid_index(points, n, params);
-}
+template std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_grid_index(const double*, int64_t,
+                                                         const IndexParams&);
 
 }  // namespace cuda
 }  // namespace knn

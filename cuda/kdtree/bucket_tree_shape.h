@@ -42,22 +42,5 @@ KNN_HD int64_t segment_of(int64_t n, int level, int64_t j) { return (((j + 1) <<
 
 KNN_HD uint32_t first_node_of_level(int level) { return (uint32_t{1} << level) - 1; }
 
-// Squared distance from q to the nearest point of the box [lo, hi] (dim
-// coordinates each), in the point distance's own operations and order, in
-// the index's scalar type (float, or double): every rounded op is monotone,
-// so the result is never more than squared_distance(q, p) of any point p
-// inside the box, and pruning a node only when it is strictly greater than
-// the k-th distance is exact. An empty box (lo = +inf, hi = -inf) is at +inf.
-template <typename Scalar>
-KNN_HD Scalar box_distance(const Scalar* q, const Scalar* lo, const Scalar* hi, int dim) {
-  Scalar sum = Scalar(0);
-  for (int d = 0; d < dim; ++d) {
-    const Scalar c = q[d];
-    const Scalar gap = c < lo[d] ? sub_rn(lo[d], c) : (c > hi[d] ? sub_rn(c, hi[d]) : Scalar(0));
-    sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
-  }
-  return sum;
-}
-
 }  // namespace cuda
 }  // namespace knn

@@ -33,7 +33,7 @@ __global__ void make_axis_keys(const Point* points, int64_t n, int dim, uint32_t
                                int32_t* ids) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= n) return;
-  keys[i] = ordered_float_key(points[i].p[dim]);
+  keys[i] = ordered_key(points[i].p[dim]);
   ids[i] = static_cast<int32_t>(i);
 }
 

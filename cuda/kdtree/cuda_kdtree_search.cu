@@ -17,11 +17,6 @@ namespace {
 
 constexpr int kMortonBitsPerAxis = 10;
 
-__device__ __forceinline__ float key_to_float(uint32_t key) {
-  const uint32_t u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
-  return __uint_as_float(u);
-}
-
 __global__ void convert_nodes_kernel(const Node* nodes, int64_t n, float4* out, uint32_t* box,
                                      TreeCheck check) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
@@ -36,7 +31,7 @@ __global__ void convert_nodes_kernel(const Node* nodes, int64_t n, float4* out, 
       atomicMin(&check.first_node[nd.id], static_cast<uint32_t>(global));
   }
   for (int d = 0; d < 3; ++d) {
-    const uint32_t key = ordered_float_key(nd.p[d]);
+    const uint32_t key = ordered_key(nd.p[d]);
     atomicMin(&box[d], key);
     atomicMax(&box[3 + d], key);
   }
@@ -60,7 +55,8 @@ __global__ void morton_keys(const Point* queries, int64_t m, const uint32_t* box
   if (i >= m) return;
   uint32_t code = 0;
   for (int d = 0; d < 3; ++d) {
-    const float lo = key_to_float(box[d]), hi = key_to_float(box[3 + d]);
+    const float lo = scalar_from_ordered_key<float>(box[d]),
+                hi = scalar_from_ordered_key<float>(box[3 + d]);
     const float extent = hi - lo;
     float t = extent > 0.0f ? (queries[i].p[d] - lo) / extent : 0.0f;
     t = fminf(fmaxf(t, 0.0f), 1.0f);
@@ -106,17 +102,11 @@ __global__ void bucket_boxes(const float4* buckets, int bucket_level, TreeShape 
   boxes[2 * q + 1] = hi;
 }
 
-// Squared distance from q to the nearest point of the box [lo, hi], in the
-// distance's own float arithmetic: never more than the distance of any point
-// inside, so pruning on it is exact.
+// box_distance (common/float_math.h) of float4 points: a lower bound of the
+// distance of every point inside, so pruning on it is exact.
 __device__ __forceinline__ float box_bound(const float4& q, const float4& lo, const float4& hi) {
-  float sum = 0.0f;
-  for (int d = 0; d < 3; ++d) {
-    const float c = coord(q, d), l = coord(lo, d), h = coord(hi, d);
-    const float gap = c < l ? sub_rn(l, c) : (c > h ? sub_rn(c, h) : 0.0f);
-    sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
-  }
-  return sum;
+  const float qc[3] = {q.x, q.y, q.z}, loc[3] = {lo.x, lo.y, lo.z}, hic[3] = {hi.x, hi.y, hi.z};
+  return box_distance(qc, loc, hic, 3);
 }
 
 // The walk of one query over the tree. In heap order the parent of node b

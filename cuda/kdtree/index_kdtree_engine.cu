@@ -13,21 +13,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-// Makes the index's device current for a call and restores the caller's.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 template <typename Scalar>
 class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  public:
@@ -138,15 +123,16 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
 
 }  // namespace
 
-std::unique_ptr<IndexEngine> build_kdtree_index(const float* points, int64_t n, int dim,
-                                                const IndexParams& params) {
-  return std::make_unique<KdTreeIndex<float>>(points, n, dim, params);
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar* points, int64_t n,
+                                                             int dim, const IndexParams& params) {
+  return std::make_unique<KdTreeIndex<Scalar>>(points, n, dim, params);
 }
 
-std::unique_ptr<IndexEngine64> build_kdtree_index(const double* points, int64_t n, int dim,
-                                                  const IndexParams& params) {
-  return std::make_unique<KdTreeIndex<double>>(points, n, dim, params);
-}
+template std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, int,
+                                                         const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_t, int,
+                                                           const IndexParams&);
 
 }  // namespace cuda
 }  // namespace knn

@@ -6,7 +6,7 @@
 // warp walk together. With one thread per query, each first scans its home
 // leaf (ThreadVisitor::seed). A walk is depth-first with an explicit stack,
 // nearer child first; a node is skipped only when its box distance (a lower
-// bound of every point's distance in it, bucket_tree_shape.h) is strictly
+// bound of every point's distance in it, common/float_math.h) is strictly
 // greater than the bound (the k-th distance for kNN, the squared radius for
 // radius calls), so the answer is exact and equals the CPU engine's bit for
 // bit.

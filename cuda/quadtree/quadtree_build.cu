@@ -341,15 +341,16 @@ std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const Quadtre
 
 }  // namespace
 
-std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
+template <typename Scalar>
+std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar* xy, int64_t n,
                                                const QuadtreeParams& params) {
   return build_tree(xy, n, params);
 }
 
-std::unique_ptr<QuadtreeEngine> build_quadtree(const double* xy, int64_t n,
-                                               const QuadtreeParams& params) {
-  return build_tree(xy, n, params);
-}
+template std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t,
+                                                        const QuadtreeParams&);
+template std::unique_ptr<QuadtreeEngine> build_quadtree(const double*, int64_t,
+                                                        const QuadtreeParams&);
 
 }  // namespace cuda
 }  // namespace knn

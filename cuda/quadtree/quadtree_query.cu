@@ -266,21 +266,6 @@ T read_back(const T* device_value, cudaStream_t stream) {
   return value;
 }
 
-// Makes the tree's device current for one call, then restores the caller's.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (device != previous_) check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 // Polygon ids are 32-bit in the work items.
 void require_polygon_count(int64_t n_polygons) {
   if (n_polygons > int64_t{0x7ffffffe})
