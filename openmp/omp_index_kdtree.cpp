@@ -503,6 +503,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
       search_.allocate(dim_, 0, 0);
       return;
     }
+    throw_if_cancelled(cancel);  // the tasks poll before large nodes only
     // Every leaf holds more than half a leaf (its parent held more than a
     // leaf and split in halves), so this bounds the node count.
     const int64_t max_leaves = n_ / ((int64_t{leaf_size_} + 1) / 2) + 1;
