@@ -93,18 +93,27 @@ struct SplitKey<double> {
 // whose partition has no branch on the comparison (Lomuto's scheme with the
 // swap made unconditional), as the keys of a split are a coin toss against
 // the pivot and std::nth_element's partition mispredicts about every other
-// key. The pivot is the median of three; should a range shrink too slowly
-// (an unlucky order), std::nth_element finishes it.
+// key. The pivot is the median of three keys at pseudo-random places (a
+// fixed sequence: the same keys give the same work), so that no ordered
+// pattern of the input (sorted, reversed, organ pipe) makes it the range's
+// end; should ranges still shrink too slowly, std::nth_element finishes.
 template <typename Key>
 Key select_rank(Key* keys, int64_t count, int64_t rank) {
   int64_t lo = 0, hi = count;  // rank lies in [lo, hi)
-  for (int rounds = 0; hi - lo > 16; ++rounds) {
-    if (rounds == 64) break;
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] < keys[lo]) std::swap(keys[mid], keys[lo]);
-    if (keys[hi - 1] < keys[mid]) std::swap(keys[hi - 1], keys[mid]);
-    if (keys[mid] < keys[lo]) std::swap(keys[mid], keys[lo]);
-    std::swap(keys[mid], keys[hi - 1]);  // the median of three, as the pivot, last
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  const auto place = [&] {  // splitmix64: a place in [lo, hi)
+    state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return lo + static_cast<int64_t>(z % static_cast<uint64_t>(hi - lo));
+  };
+  for (int poor = 0; hi - lo > 16 && poor < 8;) {
+    int64_t a = place(), b = place(), c = place();
+    if (keys[b] < keys[a]) std::swap(a, b);
+    if (keys[c] < keys[b]) b = keys[c] < keys[a] ? a : c;
+    std::swap(keys[b], keys[hi - 1]);  // the median of the three, as the pivot, last
     const Key pivot = keys[hi - 1];
     int64_t below = lo;  // [lo, below) < pivot <= [below, i)
     for (int64_t i = lo; i < hi - 1; ++i) {
@@ -116,10 +125,12 @@ Key select_rank(Key* keys, int64_t count, int64_t rank) {
     }
     std::swap(keys[below], keys[hi - 1]);
     if (rank == below) return keys[rank];
+    const int64_t before = hi - lo;
     if (rank < below)
       hi = below;
     else
       lo = below + 1;
+    poor += 8 * (hi - lo) > 7 * before;  // kept more than 7/8 of the range
   }
   std::nth_element(keys + lo, keys + rank, keys + hi);
   return keys[rank];
