@@ -11,13 +11,15 @@
 // depends on n and leaf_size alone (make_shape).
 //
 // Build. A node's split selects the median's key (select_rank over the
-// node's keys) and then moves the node's rows into the other of two buffers,
-// the lower half first, each half in its previous order, fitting the
-// children's boxes on the way: one streaming pass, reading and writing in
-// order. Subtrees run as OpenMP tasks; the largest nodes also cut their
-// passes into chunks run as tasks. Every step has one possible result (the
-// order is total, the moves stable, boxes are minima and maxima), so the tree
-// is the same for any thread count.
+// node's keys), moves the node's rows into the other of two buffers, the
+// lower half first, each half in its previous order (one streaming pass,
+// reading and writing in order), and fits the two halves' boxes there (a
+// second pass, over rows just written). Subtrees run as OpenMP tasks; the
+// largest nodes also cut their passes into chunks run as tasks. Every step
+// has one possible result (the order is total, the moves stable, boxes are
+// minima and maxima), so the tree is the same for any thread count. The
+// leaves are gathered into the search's planes at the end (hand_over), each
+// from the buffer its depth left it in.
 //
 // Search: kd_search.h, on the tree handed over at the end of the build (the
 // split's two sides become the children's bounds on the split dimension,
@@ -144,6 +146,7 @@ struct KdNode {
   int32_t first_chunk = -1;    // chunked nodes: the slot of their first chunk's results
   int64_t size() const { return int64_t{end} - begin; }
   int32_t mid() const { return begin + (end - begin) / 2; }
+  int64_t chunks() const { return (size() + kChunkPoints - 1) / kChunkPoints; }  // if chunked
 };
 
 template <typename Scalar>
@@ -249,7 +252,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
       body(int64_t{-1}, int64_t{node.begin}, int64_t{node.end});
       return;
     }
-    const int64_t chunks = (node.size() + kChunkPoints - 1) / kChunkPoints;
+    const int64_t chunks = node.chunks();
 #pragma omp taskloop grainsize(1) default(shared)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t first = node.begin + c * kChunkPoints;
@@ -266,7 +269,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
       KdNode node = nodes_[i];
       if (node.size() > kChunkedNodePoints) {
         node.first_chunk = static_cast<int32_t>(chunk_slots);
-        chunk_slots += (node.size() + kChunkPoints - 1) / kChunkPoints;
+        chunk_slots += node.chunks();
       }
       if (node.size() > leaf_size_) {
         node.first_child = static_cast<int32_t>(nodes_.size());
@@ -331,7 +334,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
       Scalar* const into[2] = {chunk_box(slot, 0), chunk_box(slot, 1)};
       fit(first, last, into);
     });
-    const int64_t chunks = (node.size() + kChunkPoints - 1) / kChunkPoints;
+    const int64_t chunks = node.chunks();
     empty_box(boxes[0]);
     empty_box(boxes[1]);  // the same box as boxes[0] for the root
     for (int side = 0; side < 2; ++side)
@@ -401,7 +404,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
       // The chunks' keys side by side from the node's first position (each
       // moves down, never over keys still to move).
       int64_t below = 0, inside = 0;
-      const int64_t chunks = (size + kChunkPoints - 1) / kChunkPoints;
+      const int64_t chunks = node.chunks();
       for (int64_t c = 0; c < chunks; ++c) {
         const size_t slot = static_cast<size_t>(node.first_chunk + c);
         const Key* from = &keys[c * kChunkPoints];
@@ -462,7 +465,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
         for (int64_t p = first; p < last; ++p) lower += key_at(buffer, p, dim) < median;
         chunk_lefts_[static_cast<size_t>(slot)] = lower;
       });
-      const int64_t chunks = (node.size() + kChunkPoints - 1) / kChunkPoints;
+      const int64_t chunks = node.chunks();
       int64_t lower_before = 0;
       for (int64_t c = 0; c < chunks; ++c) {
         const int64_t lower = chunk_lefts_[static_cast<size_t>(node.first_chunk + c)];
