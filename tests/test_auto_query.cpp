@@ -283,7 +283,7 @@ thread_local int fake_current = -1;
 
 knn::DeviceOps fake_ops() {
   return knn::DeviceOps{[](int d) { fake_current = d; }, [] { return fake_current; },
-                        [](const void*) { return -1; }};
+                        [](const void*) { return -1; }, [](int, int) { return false; }};
 }
 
 TEST(DeviceCopies, EachDeviceKeepsACopyOfTheStructureThatServesTheCall) {

@@ -229,4 +229,51 @@ TEST(Cancel, FlagSetDuringLongBuildStopsIt) {
   EXPECT_TRUE(all_missing(tree));
 }
 
+// The OpenMP index kd-tree's build: a flag set before the call stops it at
+// once; a flag set while it runs (4 * 2^20 points in buckets of one: a long
+// build) stops it before its next large subtree. Either way no index comes
+// back, and the next build works.
+TEST(Cancel, IndexKdTreeBuildStopsOnTheFlag) {
+  const int dim = 3;
+  const int64_t n = int64_t{1} << 22;
+  const std::vector<float> points = make_rows(Dist::Uniform, n, dim, 29);
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_OPENMP;
+  opt.structure = KNN_STRUCTURE_KDTREE;
+  opt.leaf_size = 1;
+  volatile int flag = 1;
+  knn_index* index = nullptr;
+  {
+    CancelScope scope(&flag);
+    EXPECT_EQ(knn_index_build(points.data(), 1000, dim, &opt, &index), KNN_ERR_CANCELLED);
+    EXPECT_EQ(index, nullptr);
+  }
+  flag = 0;
+  std::atomic<bool> started{false};
+  Clock::time_point set_at;
+  std::thread canceller([&] {
+    while (!started.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    set_at = Clock::now();
+    raise_from_another_thread(flag);
+  });
+  int status = -1;
+  {
+    CancelScope scope(&flag);
+    started = true;
+    status = knn_index_build(points.data(), n, dim, &opt, &index);
+  }
+  const Clock::time_point returned = Clock::now();
+  canceller.join();
+  ASSERT_EQ(status, KNN_ERR_CANCELLED)
+      << status_text(status) << " (the build finished before the flag was set)";
+  EXPECT_EQ(index, nullptr);
+  const double lag = std::chrono::duration<double>(returned - set_at).count();
+  EXPECT_LT(lag, 2.0) << "the build went on for " << lag << " s after the flag was set";
+  // Unaffected afterwards.
+  ASSERT_EQ(knn_index_build(points.data(), 5000, dim, &opt, &index), KNN_OK) << knn_last_error();
+  EXPECT_EQ(knn_index_free(index), KNN_OK);
+}
+
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "classic_helpers.h"
+#include "index_test_helpers.h"
 #include "knn_gpgpu.h"
 #include "oracle.h"
 #include "test_data.h"
@@ -77,6 +78,53 @@ TEST_P(Determinism, ThreadCountChangesNothing) {
       knn_brute_force(&points[0].p[0], bn, &queries[0].p[0], bm, 3, k, sq_t.data(), ind_t.data()));
   EXPECT_EQ(ind_1, ind_t);
   EXPECT_TRUE(same_bits(sq_1, sq_t));
+}
+
+// The OpenMP index kd-tree: n large enough that the first two levels split
+// in chunks run as tasks (more than 131072 points a node), the answers
+// equal to the oracle's and the same for 1, 3 and all threads, in float32
+// (against the brute-force oracle) and float64 (against the float64
+// brute-force index), in a dimension with its own compiled loops (3) and
+// one without (7).
+TEST_P(Determinism, IndexKdTreeAnswersAreTheSameForAnyThreadCount) {
+  const Dist dist = GetParam();
+  const int64_t n = 270001, m = 200;
+  const int k = 8;
+  for (int dim : {3, 7}) {
+    const uint64_t seed = 77 + dim;
+    SCOPED_TRACE(describe(dist, n, m, k, seed, ("dim=" + std::to_string(dim)).c_str()));
+    const std::vector<float> points = make_rows(dist, n, dim, seed);
+    const std::vector<float> queries = make_query_rows(dist, m, dim, seed + 1);
+    const KnnResult want = oracle_knn(points.data(), n, queries.data(), m, dim, k);
+    const std::vector<double> points64(points.begin(), points.end());
+    const std::vector<double> queries64(queries.begin(), queries.end());
+    const auto query64 = [&](int structure, int threads) {
+      const knn_options opt = options_for({KNN_BACKEND_OPENMP, structure}, threads);
+      knn_index* index = nullptr;
+      EXPECT_EQ(knn_index_build_f64(points64.data(), n, dim, &opt, &index), KNN_OK)
+          << knn_last_error();
+      std::pair<std::vector<int32_t>, std::vector<double>> rows{
+          std::vector<int32_t>(static_cast<size_t>(m) * k, -7),
+          std::vector<double>(static_cast<size_t>(m) * k, -7.0)};
+      EXPECT_EQ(knn_index_query_f64(index, queries64.data(), m, k, rows.first.data(),
+                                    rows.second.data(), &opt),
+                KNN_OK)
+          << knn_last_error();
+      EXPECT_EQ(knn_index_free(index), KNN_OK);
+      return rows;
+    };
+    const auto want64 = query64(KNN_STRUCTURE_BRUTE_FORCE, 0);
+    for (int threads : {1, 3, 0}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      const knn_options opt = options_for({KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE}, threads);
+      IndexHandle index = build_index(points, dim, opt);
+      ASSERT_TRUE(index);
+      EXPECT_TRUE(same_knn(want, query_index(index.get(), queries, dim, k, &opt)));
+      const auto got64 = query64(KNN_STRUCTURE_KDTREE, threads);
+      EXPECT_EQ(got64.first, want64.first);
+      EXPECT_TRUE(same_bits(got64.second, want64.second));
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Distributions, Determinism,
