@@ -74,7 +74,7 @@ template <>
 struct SplitKey<float> {
   uint64_t bits;
   static SplitKey of(float coordinate, int32_t id) {
-    return SplitKey{uint64_t{ordered_float_key(coordinate)} << 32 | static_cast<uint32_t>(id)};
+    return SplitKey{uint64_t{ordered_key(coordinate)} << 32 | static_cast<uint32_t>(id)};
   }
   bool operator<(const SplitKey& other) const { return bits < other.bits; }
 };
@@ -84,7 +84,7 @@ struct SplitKey<double> {
   uint64_t coordinate;
   uint32_t id;
   static SplitKey of(double coordinate, int32_t id) {
-    return SplitKey{ordered_double_key(coordinate), static_cast<uint32_t>(id)};
+    return SplitKey{ordered_key(coordinate), static_cast<uint32_t>(id)};
   }
   bool operator<(const SplitKey& other) const {  // no branch: see select_rank
     return (coordinate < other.coordinate) | ((coordinate == other.coordinate) & (id < other.id));
