@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <utility>
 
 #include "../common/float_math.h"
 #include "../common/static_dim.h"
@@ -110,7 +112,9 @@ class Walk {
     return sum;
   }
 
-  // The node's own points, kScanLanes at a time (the planes are padded).
+  // The node's own points, kScanLanes at a time (the planes are padded). A
+  // block none of whose lanes reaches the limit (most blocks, once the list
+  // is full) is rejected by one vector comparison.
   void scan(const BasicSearchNode<Scalar>& node) {
     for (int32_t p0 = node.begin; p0 < node.end; p0 += kScanLanes) {
       Scalar acc[kScanLanes];
@@ -121,6 +125,13 @@ class Walk {
         const Scalar c = q_[d];
         for (int j = 0; j < kScanLanes; ++j) acc[j] = add_rn(acc[j], square_of_difference(c, x[j]));
       }
+      // The nearest lane by halving: element-wise minima, which stay in
+      // vector registers (an or over per-lane comparisons did not).
+      Scalar nearest[kScanLanes];
+      std::copy(acc, acc + kScanLanes, nearest);
+      for (int width = kScanLanes / 2; width > 0; width /= 2)
+        for (int j = 0; j < width; ++j) nearest[j] = std::min(nearest[j], nearest[j + width]);
+      if (!(nearest[0] <= sink_.limit())) continue;
       const int count = std::min(kScanLanes, node.end - p0);
       for (int j = 0; j < count; ++j)
         if (acc[j] <= sink_.limit()) sink_.offer(acc[j], t_.ids[static_cast<size_t>(p0 + j)]);
@@ -204,28 +215,71 @@ void walk(const BasicSearchTree<Scalar>& tree, const Scalar* query, WalkScratch<
   Walk<D, Scalar, Sink>(tree, query, scratch, sink).run();
 }
 
-// Query numbers sorted by the leaf each query falls into (a counting sort).
+// Query numbers in the order of the part of the tree they fall into, left
+// to right: a stable counting sort on the first levels of each query's
+// descent (at most kOrderLevels, fewer for fewer queries, and fewer for
+// large teams: the counts are per thread). Every step runs on the team; the
+// order is the same for any team size.
+constexpr int kOrderLevels = 16;
+constexpr int64_t kOrderCounts = int64_t{1} << 20;  // bins x threads, at most
+
 template <typename Scalar>
-std::vector<int64_t> leaf_order(const BasicSearchTree<Scalar>& t, const Scalar* queries, int64_t m,
-                                int threads) {
-  std::vector<int64_t> order(static_cast<size_t>(m));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  if (t.nodes.empty() || m < 2 * kQueriesPerBlock) return order;
-  std::vector<int32_t> leaf(static_cast<size_t>(m));
-  std::vector<int64_t> start(t.nodes.size() + 1, 0);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < m; ++i) {
-    const Scalar* q = queries + i * t.dim;
-    int32_t node = 0;
-    for (const BasicSearchNode<Scalar>* nd = &t.nodes[0]; nd->first_child >= 0;
-         nd = &t.nodes[static_cast<size_t>(node)])
-      node = nd->first_child + (q[nd->split_dim] <= nd->left_max ? 0 : 1);
-    leaf[static_cast<size_t>(i)] = node;
+std::unique_ptr<int64_t[]> leaf_order(const BasicSearchTree<Scalar>& t, const Scalar* queries,
+                                      int64_t m, int threads) {
+  std::unique_ptr<int64_t[]> order(new int64_t[static_cast<size_t>(m)]);
+  if (t.nodes.empty() || m < 2 * kQueriesPerBlock) {
+    std::iota(order.get(), order.get() + m, int64_t{0});
+    return order;
   }
-  for (const int32_t l : leaf) ++start[static_cast<size_t>(l) + 1];
-  std::partial_sum(start.begin(), start.end(), start.begin());
-  for (int64_t i = 0; i < m; ++i)
-    order[static_cast<size_t>(start[static_cast<size_t>(leaf[static_cast<size_t>(i)])]++)] = i;
+  int levels = 0;
+  while (levels < kOrderLevels && (int64_t{threads} << (levels + 1)) <= kOrderCounts &&
+         (int64_t{4} << levels) < m)
+    ++levels;
+  const int64_t bins = int64_t{1} << levels;
+  std::unique_ptr<uint32_t[]> bin(new uint32_t[static_cast<size_t>(m)]);
+  std::unique_ptr<int64_t[]> counts(new int64_t[static_cast<size_t>(bins * threads)]);
+  std::unique_ptr<int64_t[]> bin_start(new int64_t[static_cast<size_t>(bins)]);
+#pragma omp parallel num_threads(threads)
+  {
+    const int me = omp_get_thread_num(), team = omp_get_num_threads();
+    const int64_t first = m * me / team, last = m * (me + 1) / team;
+    int64_t* const mine = counts.get() + me * bins;
+    std::fill(mine, mine + bins, int64_t{0});
+    for (int64_t i = first; i < last; ++i) {
+      const Scalar* q = queries + i * t.dim;
+      uint32_t path = 0;
+      int depth = 0;
+      for (const BasicSearchNode<Scalar>* nd = &t.nodes[0]; nd->first_child >= 0 && depth < levels;
+           ++depth) {
+        const uint32_t right = q[nd->split_dim] <= nd->left_max ? 0 : 1;
+        path = 2 * path + right;
+        nd = &t.nodes[static_cast<size_t>(nd->first_child + right)];
+      }
+      bin[static_cast<size_t>(i)] = path << (levels - depth);
+      ++mine[path << (levels - depth)];
+    }
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < bins; ++b) {
+      int64_t total = 0;
+      for (int th = 0; th < team; ++th) total += counts[static_cast<size_t>(th * bins + b)];
+      bin_start[static_cast<size_t>(b)] = total;
+    }
+#pragma omp single
+    {
+      int64_t sum = 0;
+      for (int64_t b = 0; b < bins; ++b)
+        sum += std::exchange(bin_start[static_cast<size_t>(b)], sum);
+    }
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < bins; ++b) {
+      int64_t next = bin_start[static_cast<size_t>(b)];
+      for (int th = 0; th < team; ++th)
+        next += std::exchange(counts[static_cast<size_t>(th * bins + b)], next);
+    }
+    for (int64_t i = first; i < last; ++i)
+      order[static_cast<size_t>(mine[bin[static_cast<size_t>(i)]]++)] = i;
+  }
   return order;
 }
 
@@ -246,7 +300,7 @@ template <typename Scalar>
 void search_knn(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, int k,
                 int threads, int32_t* indices, Scalar* sq_distances) {
   const int team = thread_count(threads);
-  const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
+  const std::unique_ptr<int64_t[]> order = leaf_order(tree, queries, m, team);
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
         m, kQueriesPerBlock, team, cancel_flag(), [&] { return KnnState<Scalar>(k, tree); },
@@ -291,7 +345,7 @@ void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, i
                    int max_neighbors, int threads, int32_t* indices, Scalar* sq_distances,
                    int32_t* counts) {
   const int team = thread_count(threads);
-  const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
+  const std::unique_ptr<int64_t[]> order = leaf_order(tree, queries, m, team);
   struct RadiusState {
     std::vector<BasicNeighbor<Scalar>> found;
     WalkScratch<Scalar> walk;
