@@ -53,7 +53,8 @@ template <typename Scalar>
 struct WalkScratch {
   std::vector<Scalar> gaps;
   std::vector<Deferred<Scalar>> deferred;  // a heap, smallest (bound, min_index) on top
-  std::vector<Scalar> deferred_gaps;       // dim per deferred side
+  std::vector<Scalar> deferred_gaps;       // dim per deferred side, the first gaps_used in use
+  size_t gaps_used = 0;
   explicit WalkScratch(int dim) : gaps(static_cast<size_t>(dim)) {}
 };
 
@@ -86,7 +87,7 @@ class Walk {
           c < t_.lo[d] ? sub_rn(t_.lo[d], c) : (c > t_.hi[d] ? sub_rn(c, t_.hi[d]) : Scalar{0});
     }
     scratch_.deferred.clear();
-    scratch_.deferred_gaps.clear();
+    scratch_.gaps_used = 0;
     Side next{0, gaps_[0], bound_with(0, gaps_[0])};
     if (!sink_.may_improve(next.bound, min_index(next))) return;
     do {
@@ -170,9 +171,14 @@ class Walk {
   }
 
   void defer(const Side& side, int s) {
-    const size_t at = scratch_.deferred_gaps.size();
-    scratch_.deferred_gaps.insert(scratch_.deferred_gaps.end(), gaps_, gaps_ + dims());
-    scratch_.deferred_gaps[at + static_cast<size_t>(s)] = side.gap;
+    // The store only grows (where every side of a tied cluster is deferred,
+    // a vector insertion per side cost a sixth of the search).
+    std::vector<Scalar>& store = scratch_.deferred_gaps;
+    const size_t at = scratch_.gaps_used, dim = static_cast<size_t>(dims());
+    if (store.size() < at + dim) store.resize(std::max(2 * store.size(), at + dim));
+    for (size_t d = 0; d < dim; ++d) store[at + d] = gaps_[d];  // a few scalars: no memcpy call
+    store[at + static_cast<size_t>(s)] = side.gap;
+    scratch_.gaps_used = at + dim;
     scratch_.deferred.push_back(Deferred<Scalar>{side.bound, min_index(side), side.node, at});
     std::push_heap(scratch_.deferred.begin(), scratch_.deferred.end(), Later{});
   }
@@ -187,7 +193,7 @@ class Walk {
     const Deferred<Scalar> side = queue.back();
     queue.pop_back();
     const Scalar* gaps = scratch_.deferred_gaps.data() + side.gaps_at;
-    std::copy(gaps, gaps + dims(), gaps_);
+    for (int d = 0; d < dims(); ++d) gaps_[d] = gaps[d];
     next = Side{side.node, Scalar{0}, side.bound};
     return true;
   }
