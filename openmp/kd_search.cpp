@@ -126,13 +126,6 @@ class Walk {
         const Scalar c = q_[d];
         for (int j = 0; j < kScanLanes; ++j) acc[j] = add_rn(acc[j], square_of_difference(c, x[j]));
       }
-      // The nearest lane by halving: element-wise minima, which stay in
-      // vector registers (an or over per-lane comparisons did not).
-      Scalar nearest[kScanLanes];
-      std::copy(acc, acc + kScanLanes, nearest);
-      for (int width = kScanLanes / 2; width > 0; width /= 2)
-        for (int j = 0; j < width; ++j) nearest[j] = std::min(nearest[j], nearest[j + width]);
-      if (!(nearest[0] <= sink_.limit())) continue;
       const int count = std::min(kScanLanes, node.end - p0);
       for (int j = 0; j < count; ++j)
         if (acc[j] <= sink_.limit()) sink_.offer(acc[j], t_.ids[static_cast<size_t>(p0 + j)]);
@@ -223,11 +216,12 @@ void walk(const BasicSearchTree<Scalar>& tree, const Scalar* query, WalkScratch<
 
 // Query numbers in the order of the part of the tree they fall into, left
 // to right: a stable counting sort on the first levels of each query's
-// descent (at most kOrderLevels, fewer for fewer queries, and fewer for
-// large teams: the counts are per thread). Every step runs on the team; the
-// order is the same for any team size.
+// descent (at most kOrderLevels, no more bins than queries, and fewer on
+// teams so large that their counts would pass kOrderCounts). Every step runs
+// on the team, each thread counting into its own bins. The order only
+// decides which queries share a cache; every row is the same in any order.
 constexpr int kOrderLevels = 16;
-constexpr int64_t kOrderCounts = int64_t{1} << 20;  // bins x threads, at most
+constexpr int64_t kOrderCounts = int64_t{1} << 22;  // bins x threads, at most (32 MiB)
 
 template <typename Scalar>
 std::unique_ptr<int64_t[]> leaf_order(const BasicSearchTree<Scalar>& t, const Scalar* queries,
@@ -238,8 +232,8 @@ std::unique_ptr<int64_t[]> leaf_order(const BasicSearchTree<Scalar>& t, const Sc
     return order;
   }
   int levels = 0;
-  while (levels < kOrderLevels && (int64_t{threads} << (levels + 1)) <= kOrderCounts &&
-         (int64_t{4} << levels) < m)
+  while (levels < kOrderLevels && (int64_t{2} << levels) <= m &&
+         (int64_t{threads} << (levels + 1)) <= kOrderCounts)
     ++levels;
   const int64_t bins = int64_t{1} << levels;
   std::unique_ptr<uint32_t[]> bin(new uint32_t[static_cast<size_t>(m)]);

@@ -99,7 +99,10 @@ class BasicNeighborList {
     const Entry candidate{sq_distance, index};
     if (!closer(candidate, bar_)) return;
     if (!heap()) {
-      insert_sorted(candidate);
+      int slot = full() ? capacity_ - 1 : size_++;
+      for (; slot > 0 && closer(candidate, entries_[static_cast<size_t>(slot) - 1]); --slot)
+        entries_[static_cast<size_t>(slot)] = entries_[static_cast<size_t>(slot) - 1];
+      entries_[static_cast<size_t>(slot)] = candidate;
     } else if (!full()) {
       entries_[static_cast<size_t>(size_++)] = candidate;
       if (full()) std::make_heap(entries_.begin(), entries_.end(), Nearer{});
@@ -133,33 +136,6 @@ class BasicNeighborList {
   struct Nearer {
     bool operator()(const Entry& a, const Entry& b) const { return closer(a, b); }
   };
-
-  // Inserts into the sorted list, dropping the last entry when it is full.
-  // A short list is searched and shifted from the end in one loop; a long
-  // one is searched by bisection and shifted by one block copy (the element
-  // loop took ~3/4 of the instructions of a search at k = 100).
-  void insert_sorted(const Entry& candidate) {
-    constexpr int kShortList = 16;
-    Entry* const at = entries_.data();
-    const int kept = full() ? capacity_ - 1 : size_++;
-    int slot = kept;
-    if (kept <= kShortList) {
-      for (; slot > 0 && closer(candidate, at[slot - 1]); --slot) at[slot] = at[slot - 1];
-    } else {
-      slot = 0;
-      for (int count = kept; count > 0;) {
-        const int half = count / 2;
-        if (closer(at[slot + half], candidate)) {
-          slot += half + 1;
-          count -= half + 1;
-        } else {
-          count = half;
-        }
-      }
-      std::copy_backward(at + slot, at + kept, at + kept + 1);
-    }
-    at[slot] = candidate;
-  }
 
   // Puts the candidate in the heap's front slot and sifts it down: one pass
   // of about log2(k) steps, where std::pop_heap + std::push_heap take two.
