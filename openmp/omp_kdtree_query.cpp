@@ -12,9 +12,9 @@
 //
 // The check. A node is wrong when its own fields are (check_node_fields) or
 // when it lies outside the box its ancestors' splits allow (what
-// check_node_order rejects, without walking every node's ancestors: a
-// bucket's box comes from its ancestors once, its nodes' boxes from their
-// parents'). The error names the smallest wrong node: nodes below a wrong
+// check_node_order rejects, without walking every node's ancestors: each
+// node's box comes from its parent's, the upper levels a level at a time).
+// The error names the smallest wrong node: nodes below a wrong
 // one have larger numbers, so a defect found under it never changes the
 // minimum. Then the ids must form a permutation. Upper nodes and buckets are
 // independent work items, so the check and the read are one parallel pass
@@ -99,24 +99,6 @@ class TreeCheck {
   std::vector<std::atomic<uint8_t>> seen_;
 };
 
-// The box of node i from its ancestors' splits (each dimension's bound from
-// the nearest ancestor that sets it).
-Box box_of(const Node* tree, int64_t i, int root_dim) {
-  const float inf = std::numeric_limits<float>::infinity();
-  Box box{{-inf, -inf, -inf}, {inf, inf, inf}};
-  bool lo_set[3] = {}, hi_set[3] = {};
-  for (int64_t child = i; child > 0;) {
-    const int64_t parent = (child - 1) / 2;
-    const int dim = split_dim(node_level(parent), root_dim);
-    const bool left = child == 2 * parent + 1;
-    bool& set = left ? hi_set[dim] : lo_set[dim];
-    if (!set) (left ? box.hi : box.lo)[dim] = tree[parent].p[dim];
-    set = true;
-    child = parent;
-  }
-  return box;
-}
-
 // The one pass over a caller's array: into `out` unless NULL, through
 // `check` unless NULL (a whole tree: root_dim 0).
 void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeCheck* check) {
@@ -132,15 +114,37 @@ void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeC
   const int64_t buckets = int64_t{1} << cut;
   if (out) out->allocate(3, n, upper + buckets);
   std::vector<float> boxes(out ? static_cast<size_t>(buckets) * 6 : 0);
+  // The check's boxes of the nodes down to the bucket roots, each from its
+  // parent's, a level at a time.
+  std::vector<Box> node_box(check ? static_cast<size_t>(upper + buckets) : 0);
+  auto child_box = [&](int64_t g, const Box& parent_box, int parent_level) {
+    const int64_t parent = (g - 1) / 2;
+    const int dim = split_dim(parent_level, root_dim);
+    Box b = parent_box;
+    (g == 2 * parent + 1 ? b.hi : b.lo)[dim] = tree[parent].p[dim];
+    return b;
+  };
   auto place = [&](int64_t position, const Node& node) {
     for (int d = 0; d < 3; ++d) out->plane(d)[position] = node.p[d];
     out->ids[static_cast<size_t>(position)] = node.id;
   };
 #pragma omp parallel
   {
+    if (check) {
+      const float inf = std::numeric_limits<float>::infinity();
+#pragma omp single
+      node_box[0] = Box{{-inf, -inf, -inf}, {inf, inf, inf}};
+      for (int level = 1; level <= cut; ++level) {
+        const int64_t first = (int64_t{1} << level) - 1;
+#pragma omp for schedule(static)
+        for (int64_t g = first; g < 2 * first + 1; ++g)
+          node_box[static_cast<size_t>(g)] =
+              child_box(g, node_box[static_cast<size_t>((g - 1) / 2)], level - 1);
+      }
+    }
 #pragma omp for schedule(static) nowait
     for (int64_t i = 0; i < upper; ++i) {
-      if (check) check->node(tree, i, box_of(tree, i, root_dim));
+      if (check) check->node(tree, i, node_box[static_cast<size_t>(i)]);
       if (!out) continue;
       const int dim = split_dim(node_level(i), root_dim);
       SearchNode& s = out->nodes[static_cast<size_t>(i)];
@@ -155,7 +159,7 @@ void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeC
     for (int64_t q = 0; q < buckets; ++q) {
       const int64_t root = upper + q;
       Box box[kBucketNodes];  // of the bucket's nodes, numbered as a heap from its root
-      if (check) box[0] = box_of(tree, root, root_dim);
+      if (check) box[0] = node_box[static_cast<size_t>(root)];
       int64_t position = upper + shape.segment_start(cut, q);
       SearchNode* s = out ? &out->nodes[static_cast<size_t>(root)] : nullptr;
       float* lo = out ? &boxes[static_cast<size_t>(q) * 6] : nullptr;
@@ -172,12 +176,7 @@ void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeC
           const Node& node = tree[g];
           if (check) {
             const int64_t local = width - 1 + (g - first);
-            if (local > 0) {
-              const int64_t parent = (g - 1) / 2;
-              const int dim = split_dim(level - 1, root_dim);
-              Box& b = box[local] = box[(local - 1) / 2];
-              (g == 2 * parent + 1 ? b.hi : b.lo)[dim] = tree[parent].p[dim];
-            }
+            if (local > 0) box[local] = child_box(g, box[(local - 1) / 2], level - 1);
             check->node(tree, g, box[local]);
           }
           if (!s) continue;
