@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <utility>
 
 #include "../common/float_math.h"
 #include "../common/static_dim.h"
@@ -51,7 +53,8 @@ template <typename Scalar>
 struct WalkScratch {
   std::vector<Scalar> gaps;
   std::vector<Deferred<Scalar>> deferred;  // a heap, smallest (bound, min_index) on top
-  std::vector<Scalar> deferred_gaps;       // dim per deferred side
+  std::vector<Scalar> deferred_gaps;       // dim per deferred side, the first gaps_used in use
+  size_t gaps_used = 0;
   explicit WalkScratch(int dim) : gaps(static_cast<size_t>(dim)) {}
 };
 
@@ -80,7 +83,7 @@ class Walk {
     if (t_.nodes.empty()) return;
     for (int d = 0; d < dims(); ++d) gaps_[d] = interval_gap(q_[d], t_.lo[d], t_.hi[d]);
     scratch_.deferred.clear();
-    scratch_.deferred_gaps.clear();
+    scratch_.gaps_used = 0;
     Side next{0, gaps_[0], bound_with(0, gaps_[0])};
     if (!sink_.may_improve(next.bound, min_index(next))) return;
     do {
@@ -106,7 +109,9 @@ class Walk {
     return sum;
   }
 
-  // The node's own points, kScanLanes at a time (the planes are padded).
+  // The node's own points, kScanLanes at a time (the planes are padded). A
+  // block none of whose lanes reaches the limit (most blocks, once the list
+  // is full) is rejected by one vector comparison.
   void scan(const BasicSearchNode<Scalar>& node) {
     for (int32_t p0 = node.begin; p0 < node.end; p0 += kScanLanes) {
       Scalar acc[kScanLanes];
@@ -155,9 +160,14 @@ class Walk {
   }
 
   void defer(const Side& side, int s) {
-    const size_t at = scratch_.deferred_gaps.size();
-    scratch_.deferred_gaps.insert(scratch_.deferred_gaps.end(), gaps_, gaps_ + dims());
-    scratch_.deferred_gaps[at + static_cast<size_t>(s)] = side.gap;
+    // The store only grows (where every side of a tied cluster is deferred,
+    // a vector insertion per side cost a sixth of the search).
+    std::vector<Scalar>& store = scratch_.deferred_gaps;
+    const size_t at = scratch_.gaps_used, dim = static_cast<size_t>(dims());
+    if (store.size() < at + dim) store.resize(std::max(2 * store.size(), at + dim));
+    for (size_t d = 0; d < dim; ++d) store[at + d] = gaps_[d];  // a few scalars: no memcpy call
+    store[at + static_cast<size_t>(s)] = side.gap;
+    scratch_.gaps_used = at + dim;
     scratch_.deferred.push_back(Deferred<Scalar>{side.bound, min_index(side), side.node, at});
     std::push_heap(scratch_.deferred.begin(), scratch_.deferred.end(), Later{});
   }
@@ -172,7 +182,7 @@ class Walk {
     const Deferred<Scalar> side = queue.back();
     queue.pop_back();
     const Scalar* gaps = scratch_.deferred_gaps.data() + side.gaps_at;
-    std::copy(gaps, gaps + dims(), gaps_);
+    for (int d = 0; d < dims(); ++d) gaps_[d] = gaps[d];
     next = Side{side.node, Scalar{0}, side.bound};
     return true;
   }
@@ -200,28 +210,72 @@ void walk(const BasicSearchTree<Scalar>& tree, const Scalar* query, WalkScratch<
   Walk<D, Scalar, Sink>(tree, query, scratch, sink).run();
 }
 
-// Query numbers sorted by the leaf each query falls into (a counting sort).
+// Query numbers in the order of the part of the tree they fall into, left
+// to right: a stable counting sort on the first levels of each query's
+// descent (at most kOrderLevels, no more bins than queries, and fewer on
+// teams so large that their counts would pass kOrderCounts). Every step runs
+// on the team, each thread counting into its own bins. The order only
+// decides which queries share a cache; every row is the same in any order.
+constexpr int kOrderLevels = 16;
+constexpr int64_t kOrderCounts = int64_t{1} << 22;  // bins x threads, at most (32 MiB)
+
 template <typename Scalar>
-std::vector<int64_t> leaf_order(const BasicSearchTree<Scalar>& t, const Scalar* queries, int64_t m,
-                                int threads) {
-  std::vector<int64_t> order(static_cast<size_t>(m));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  if (t.nodes.empty() || m < 2 * kQueriesPerBlock) return order;
-  std::vector<int32_t> leaf(static_cast<size_t>(m));
-  std::vector<int64_t> start(t.nodes.size() + 1, 0);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < m; ++i) {
-    const Scalar* q = queries + i * t.dim;
-    int32_t node = 0;
-    for (const BasicSearchNode<Scalar>* nd = &t.nodes[0]; nd->first_child >= 0;
-         nd = &t.nodes[static_cast<size_t>(node)])
-      node = nd->first_child + (q[nd->split_dim] <= nd->left_max ? 0 : 1);
-    leaf[static_cast<size_t>(i)] = node;
+std::unique_ptr<int64_t[]> leaf_order(const BasicSearchTree<Scalar>& t, const Scalar* queries,
+                                      int64_t m, int threads) {
+  std::unique_ptr<int64_t[]> order(new int64_t[static_cast<size_t>(m)]);
+  if (t.nodes.empty() || m < 2 * kQueriesPerBlock) {
+    std::iota(order.get(), order.get() + m, int64_t{0});
+    return order;
   }
-  for (const int32_t l : leaf) ++start[static_cast<size_t>(l) + 1];
-  std::partial_sum(start.begin(), start.end(), start.begin());
-  for (int64_t i = 0; i < m; ++i)
-    order[static_cast<size_t>(start[static_cast<size_t>(leaf[static_cast<size_t>(i)])]++)] = i;
+  int levels = 0;
+  while (levels < kOrderLevels && (int64_t{2} << levels) <= m &&
+         (int64_t{threads} << (levels + 1)) <= kOrderCounts)
+    ++levels;
+  const int64_t bins = int64_t{1} << levels;
+  std::unique_ptr<uint32_t[]> bin(new uint32_t[static_cast<size_t>(m)]);
+  std::unique_ptr<int64_t[]> counts(new int64_t[static_cast<size_t>(bins * threads)]);
+  std::unique_ptr<int64_t[]> bin_start(new int64_t[static_cast<size_t>(bins)]);
+#pragma omp parallel num_threads(threads)
+  {
+    const int me = omp_get_thread_num(), team = omp_get_num_threads();
+    const int64_t first = m * me / team, last = m * (me + 1) / team;
+    int64_t* const mine = counts.get() + me * bins;
+    std::fill(mine, mine + bins, int64_t{0});
+    for (int64_t i = first; i < last; ++i) {
+      const Scalar* q = queries + i * t.dim;
+      uint32_t path = 0;
+      int depth = 0;
+      for (const BasicSearchNode<Scalar>* nd = &t.nodes[0]; nd->first_child >= 0 && depth < levels;
+           ++depth) {
+        const uint32_t right = q[nd->split_dim] <= nd->left_max ? 0 : 1;
+        path = 2 * path + right;
+        nd = &t.nodes[static_cast<size_t>(nd->first_child + right)];
+      }
+      bin[static_cast<size_t>(i)] = path << (levels - depth);
+      ++mine[path << (levels - depth)];
+    }
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < bins; ++b) {
+      int64_t total = 0;
+      for (int th = 0; th < team; ++th) total += counts[static_cast<size_t>(th * bins + b)];
+      bin_start[static_cast<size_t>(b)] = total;
+    }
+#pragma omp single
+    {
+      int64_t sum = 0;
+      for (int64_t b = 0; b < bins; ++b)
+        sum += std::exchange(bin_start[static_cast<size_t>(b)], sum);
+    }
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < bins; ++b) {
+      int64_t next = bin_start[static_cast<size_t>(b)];
+      for (int th = 0; th < team; ++th)
+        next += std::exchange(counts[static_cast<size_t>(th * bins + b)], next);
+    }
+    for (int64_t i = first; i < last; ++i)
+      order[static_cast<size_t>(mine[bin[static_cast<size_t>(i)]]++)] = i;
+  }
   return order;
 }
 
@@ -242,7 +296,7 @@ template <typename Scalar>
 void search_knn(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, int k,
                 int threads, int32_t* indices, Scalar* sq_distances) {
   const int team = thread_count(threads);
-  const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
+  const std::unique_ptr<int64_t[]> order = leaf_order(tree, queries, m, team);
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
         m, kQueriesPerBlock, team, cancel_flag(), [&] { return KnnState<Scalar>(k, tree); },
@@ -287,7 +341,7 @@ void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, i
                    int max_neighbors, int threads, int32_t* indices, Scalar* sq_distances,
                    int32_t* counts) {
   const int team = thread_count(threads);
-  const std::vector<int64_t> order = leaf_order(tree, queries, m, team);
+  const std::unique_ptr<int64_t[]> order = leaf_order(tree, queries, m, team);
   struct RadiusState {
     std::vector<BasicNeighbor<Scalar>> found;
     WalkScratch<Scalar> walk;

@@ -68,10 +68,15 @@ class BasicNeighborList {
   BasicNeighborList(int64_t k, int64_t n_points)
       : capacity_(static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(k, n_points)))),
         entries_(static_cast<size_t>(capacity_)),
-        scratch_(heap() ? static_cast<size_t>(capacity_) : 0) {}
+        scratch_(heap() ? static_cast<size_t>(capacity_) : 0) {
+    reset();
+  }
 
   // Starts a new query; call it before the first offer of every query.
-  void reset() { size_ = 0; }
+  void reset() {
+    size_ = 0;
+    bar_ = capacity_ > 0 ? kOpen : kClosed;
+  }
 
   bool full() const { return size_ == capacity_; }
   // The k-th candidate; meaningful only when full() and the capacity is not 0.
@@ -80,23 +85,19 @@ class BasicNeighborList {
   }
 
   // The distance a point must not exceed to be offered usefully: the k-th
-  // candidate's, or +infinity while the list is not full.
-  Scalar limit() const {
-    return full() && capacity_ > 0 ? worst().sq_distance : std::numeric_limits<Scalar>::infinity();
-  }
+  // candidate's, +infinity while the list is not full (-infinity at
+  // capacity 0).
+  Scalar limit() const { return bar_.sq_distance; }
 
   // Whether a region whose points are all at squared distance >= lower_bound
   // and have indices >= min_index may still hold a candidate that enters.
   bool may_improve(Scalar lower_bound, int32_t min_index) const {
-    if (capacity_ == 0) return false;
-    if (!full()) return true;
-    const Entry& w = worst();
-    return lower_bound < w.sq_distance || (lower_bound == w.sq_distance && min_index < w.index);
+    return closer(lower_bound, min_index, bar_.sq_distance, bar_.index);
   }
 
   void offer(Scalar sq_distance, int32_t index) {
     const Entry candidate{sq_distance, index};
-    if (full() && (capacity_ == 0 || !closer(candidate, worst()))) return;
+    if (!closer(candidate, bar_)) return;
     if (!heap()) {
       int slot = full() ? capacity_ - 1 : size_++;
       for (; slot > 0 && closer(candidate, entries_[static_cast<size_t>(slot) - 1]); --slot)
@@ -108,6 +109,7 @@ class BasicNeighborList {
     } else {
       replace_worst(candidate);
     }
+    if (full()) bar_ = worst();
   }
 
   // Writes a row of k slots, nearest first, leaving out the entry whose index
@@ -150,10 +152,20 @@ class BasicNeighborList {
   }
   bool heap() const { return capacity_ > kSortedListMaxK; }
 
+  // The bar of an open list: every candidate a search can produce (a finite
+  // distance) is closer. A list of capacity 0 takes none.
+  static constexpr Entry kOpen{std::numeric_limits<Scalar>::infinity(),
+                               std::numeric_limits<int32_t>::max()};
+  static constexpr Entry kClosed{-std::numeric_limits<Scalar>::infinity(),
+                                 std::numeric_limits<int32_t>::min()};
+
   int capacity_;
   std::vector<Entry> entries_;  // sorted, or a heap once full
   std::vector<Entry> scratch_;  // radix_sort's second buffer (heap lists only)
   int size_ = 0;
+  // What a candidate must be closer than to enter: the k-th entry once the
+  // list is full (kept here so that the search's hot tests read one field).
+  Entry bar_ = kOpen;
 };
 
 }  // namespace omp

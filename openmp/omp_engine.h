@@ -23,11 +23,11 @@ void check_tree(const Node* tree, int64_t n);
 // one tree answers many batches. The tree is trusted: check it first.
 SearchTree classic_search_tree(const Node* tree, int64_t n, int root_dim);
 
-// k nearest tree nodes of each of m queries. Row i of `indices` (and of
-// `sq_distances` unless NULL) is at offset i*k; slots past the tree's size get
-// -1 / +infinity. root_dim is the split dimension of tree[0] (non-zero for a
-// subtree cut from a larger tree). The tree is trusted: check it first.
-void query_kdtree(const Node* tree, int64_t n, int root_dim, const Point* queries, int64_t m, int k,
+// check_tree, then the k nearest tree nodes of each of m queries, the check
+// and the read of the tree into the search layout being one parallel pass.
+// Row i of `indices` (and of `sq_distances` unless NULL) is at offset i*k;
+// slots past the tree's size get -1 / +infinity.
+void query_kdtree(const Node* tree, int64_t n, const Point* queries, int64_t m, int k,
                   int32_t* indices, float* sq_distances);
 
 // Exact k nearest rows of `ref` (n rows of dim floats) for m query rows.

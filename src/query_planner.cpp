@@ -554,10 +554,7 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
                 int32_t* result, Engine engine) {
   if (m == 0) return;
   throw_if_cancelled(cancel_flag());
-  auto on_cpu = [&] {
-    omp::check_tree(tree, n);
-    omp::query_kdtree(tree, n, 0, queries, m, k, result, nullptr);
-  };
+  auto on_cpu = [&] { omp::query_kdtree(tree, n, queries, m, k, result, nullptr); };
   if (engine == Engine::OpenMP) return on_cpu();
   const bool gpu_ok = device_usable();
   if (!gpu_ok) {

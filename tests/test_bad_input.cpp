@@ -324,6 +324,22 @@ TEST(BadInputTree, SeveralDefectsNameTheFirstByPrecedence) {
   bad[30001].id = bad[30000].id;
   bad[30002].id = bad[12].id;
   expect_named(bad, "repeats an id", 30001);
+  // One ulp across the split of its parent alone, deep in the bottom levels
+  // (where the CPU reads a subtree as one bucket), with a later defect in
+  // another bucket and one in the same bucket below it.
+  auto past_parent = [](std::vector<Node>& t, int64_t i) {
+    const int64_t parent = (i - 1) / 2;
+    int level = 0;
+    while ((int64_t{2} << level) - 1 <= parent) ++level;
+    const int dim = level % 3;
+    const float split = t[static_cast<size_t>(parent)].p[dim];
+    t[static_cast<size_t>(i)].p[dim] = std::nextafter(split, i % 2 == 1 ? kInf : -kInf);
+  };
+  bad = tree;
+  past_parent(bad, 16400);
+  past_parent(bad, 2 * 16400 + 1);
+  bad[39000].id = -1;
+  expect_named(bad, "breaks the kd order", 16400);
 }
 
 // ---- Brute force -----------------------------------------------------------------------------
