@@ -367,7 +367,7 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   x 10^6, k = 100: 34 vs 20 ms; all-kNN of 10^7, k = 100: 330 vs 232 ms),
  *   and the GPU grid and brute force keep at most 2048 neighbours per query
  *   (below). So an AUTO index on the GPU adds a kd-tree beside its primary
- *   structure at the first kNN or all-kNN call with k >= 64 (k + 1 with
+ *   structure at the first kNN or all-kNN call with k >= 33 (k + 1 with
  *   exclude_self) on a grid, and at the first call of any kind whose lists
  *   the primary refuses (k, k + 1, or a radius or CSR row beyond 2048 on a
  *   grid, or on a brute force of more than 2048 points); from then on those

@@ -60,14 +60,14 @@ int auto_structure(int backend, int64_t n, int dim);
 // refuses only above n points too; the grid's limit is the device's shared
 // memory (never below this on a device with 48 KiB per block).
 constexpr int kGpuMaxListK = cuda::kMaxWarpK;
-// On the GPU the grid leads at short lists and the kd-tree at long ones.
-// Measured on the H100 (device arrays, build + query ms, 2026-11-25, issue
-// #18): 10^7 x 10^7, k = 30: grid 38.7, kd-tree 140.9; 10^6 x 10^6, k = 100:
-// grid 33.7, kd-tree 20.3; all-kNN of 10^7, k = 100: grid 329.9, kd-tree
-// 232.0. The crossover lies between k = 30 and 100; the grid's warp search
-// grows with the list while the kd-tree's cost per neighbour stays flat: a
-// first choice between the measured points, to be re-tuned on the device.
-constexpr int kGpuGridKdTreeMinK = 64;
+// On the GPU the grid leads at short lists and the kd-tree at long ones. The
+// grid answers lists of up to 32 (kMaxSharedListK in cuda/core/knn_lists.cuh)
+// with one thread per query and longer ones with a warp per query, and that
+// step is the crossover. Measured on the H100 (all-kNN of 10^7 uniform
+// points, device arrays, build + query ms, `bench_index --suite allknn --k K`,
+// 2026-11-25): k = 30: grid 37.9, kd-tree about 130; k = 48: grid 204.0,
+// kd-tree 162.8; k = 64: 238.2 against 181.4; k = 100: 363.2 against 231.6.
+constexpr int kGpuGridKdTreeMinK = 33;
 // On the CPU the OpenMP grid never lost to the OpenMP kd-tree (2 cores,
 // uniform 3-D, n = m = 10^6, query ms grid vs kd-tree, 2026-11-25: k = 8 1036
 // vs 2508, 16: 1542 vs 3743, 32: 2536 vs 6790, 64: 4046 vs 11734, 100: 5824
