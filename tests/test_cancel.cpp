@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -38,6 +39,35 @@ void raise_from_another_thread(volatile int& flag) {
 #else
   flag = 1;  // MSVC: a volatile store, as the header allows
 #endif
+}
+
+// Runs `call` under `flag` with another thread raising the flag 10 ms after
+// the call began; returns the call's status and how long the call went on
+// after the flag was raised (seconds).
+struct LateCancel {
+  int status = -1;
+  double lag_seconds = 0;
+};
+LateCancel cancel_10ms_into(volatile int& flag, const std::function<int()>& call) {
+  flag = 0;
+  std::atomic<bool> started{false};
+  Clock::time_point set_at;
+  std::thread canceller([&] {
+    while (!started.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    set_at = Clock::now();
+    raise_from_another_thread(flag);
+  });
+  LateCancel result;
+  {
+    CancelScope scope(&flag);
+    started = true;
+    result.status = call();
+  }
+  const Clock::time_point returned = Clock::now();
+  canceller.join();
+  result.lag_seconds = std::chrono::duration<double>(returned - set_at).count();
+  return result;
 }
 
 bool all_missing(const std::vector<int>& result) {
@@ -206,26 +236,12 @@ TEST(Cancel, FlagSetDuringLongBuildStopsIt) {
     for (float& c : p.p) c = static_cast<float>(rng.uniform());
   std::vector<Node> tree = sentinel_tree(points.size());
   volatile int flag = 0;
-  std::atomic<bool> started{false};
-  Clock::time_point set_at;
-  std::thread canceller([&] {
-    while (!started.load()) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    set_at = Clock::now();
-    raise_from_another_thread(flag);
-  });
-  int status = -1;
-  {
-    CancelScope scope(&flag);
-    started = true;
-    status = mpBuildKdTree(points.data(), n, tree.data());
-  }
-  const Clock::time_point returned = Clock::now();
-  canceller.join();
-  ASSERT_EQ(status, KNN_ERR_CANCELLED)
-      << status_text(status) << " (the build finished before the flag was set)";
-  const double lag = std::chrono::duration<double>(returned - set_at).count();
-  EXPECT_LT(lag, 2.0) << "the build went on for " << lag << " s after the flag was set";
+  const LateCancel run =
+      cancel_10ms_into(flag, [&] { return mpBuildKdTree(points.data(), n, tree.data()); });
+  ASSERT_EQ(run.status, KNN_ERR_CANCELLED)
+      << status_text(run.status) << " (the build finished before the flag was set)";
+  EXPECT_LT(run.lag_seconds, 2.0) << "the build went on for " << run.lag_seconds
+                                  << " s after the flag was set";
   EXPECT_TRUE(all_missing(tree));
 }
 
@@ -249,28 +265,13 @@ TEST(Cancel, IndexKdTreeBuildStopsOnTheFlag) {
     EXPECT_EQ(knn_index_build(points.data(), 1000, dim, &opt, &index), KNN_ERR_CANCELLED);
     EXPECT_EQ(index, nullptr);
   }
-  flag = 0;
-  std::atomic<bool> started{false};
-  Clock::time_point set_at;
-  std::thread canceller([&] {
-    while (!started.load()) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    set_at = Clock::now();
-    raise_from_another_thread(flag);
-  });
-  int status = -1;
-  {
-    CancelScope scope(&flag);
-    started = true;
-    status = knn_index_build(points.data(), n, dim, &opt, &index);
-  }
-  const Clock::time_point returned = Clock::now();
-  canceller.join();
-  ASSERT_EQ(status, KNN_ERR_CANCELLED)
-      << status_text(status) << " (the build finished before the flag was set)";
+  const LateCancel run =
+      cancel_10ms_into(flag, [&] { return knn_index_build(points.data(), n, dim, &opt, &index); });
+  ASSERT_EQ(run.status, KNN_ERR_CANCELLED)
+      << status_text(run.status) << " (the build finished before the flag was set)";
   EXPECT_EQ(index, nullptr);
-  const double lag = std::chrono::duration<double>(returned - set_at).count();
-  EXPECT_LT(lag, 2.0) << "the build went on for " << lag << " s after the flag was set";
+  EXPECT_LT(run.lag_seconds, 2.0) << "the build went on for " << run.lag_seconds
+                                  << " s after the flag was set";
   // Unaffected afterwards.
   ASSERT_EQ(knn_index_build(points.data(), 5000, dim, &opt, &index), KNN_OK) << knn_last_error();
   EXPECT_EQ(knn_index_free(index), KNN_OK);
