@@ -36,6 +36,14 @@ int64_t first_beyond_on_device(const Scalar* values, int64_t count, Scalar limit
 template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar* points, int64_t n,
                                                              int dim, const IndexParams& params);
+// The kd-tree of the points of `source`, a CUDA engine of the current
+// device, built from a temporary device copy of them
+// (copy_points_to_device), freed on return: the points never pass through
+// host memory. The copy counts against params.device_memory_limit; a copy
+// that cannot be allocated throws KNN_ERR_DEVICE_OUT_OF_MEMORY.
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(
+    const BasicIndexEngine<Scalar>& source, const IndexParams& params);
 template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar* points, int64_t n,
                                                                   int dim,

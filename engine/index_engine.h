@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "../common/error.h"
+
 namespace knn {
 
 // Options of a build, resolved (no zeros meaning "default" left).
@@ -60,6 +62,13 @@ class BasicIndexEngine {
   // The indexed points in input order (size() rows of dim() scalars) into host
   // memory: what serialization saves (the structure is rebuilt on load).
   virtual void copy_points(Scalar* host_rows) const = 0;
+  // The same rows into memory of the engine's device, done on return: what
+  // the kd-tree an AUTO CUDA index adds at query time is built from, so that
+  // the points never pass through host memory. CUDA engines only.
+  virtual void copy_points_to_device(Scalar* device_rows) const {
+    (void)device_rows;
+    fail(KNN_ERR_INTERNAL, "copy_points_to_device asked of an engine without device memory");
+  }
 };
 
 // The float32 engines serve knn_index_build and its calls, the float64 ones

@@ -55,6 +55,15 @@ template std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_
                                                            const IndexParams&);
 
 template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(const BasicIndexEngine<Scalar>&,
+                                                                const IndexParams&) {
+  no_cuda();
+}
+template std::unique_ptr<IndexEngine> build_kdtree_index_of(const IndexEngine&, const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_kdtree_index_of(const IndexEngine64&,
+                                                              const IndexParams&);
+
+template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar*, int64_t, int,
                                                                   const IndexParams&) {
   no_cuda();

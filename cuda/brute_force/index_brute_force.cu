@@ -8,6 +8,7 @@
 #include "../core/knn_lists.cuh"
 #include "../core/launch_policy.h"
 #include "../core/query_chunks.cuh"
+#include "../core/resident_rows_engine.cuh"
 #include "../core/warp_list.cuh"
 #include "../cuda_index.h"
 #include "../index_memory_model.h"
@@ -479,7 +480,7 @@ namespace {
 // The engine: the points resident on the device, each call run over the
 // shared query pipeline with a split scratch per pipeline slot.
 template <typename Scalar>
-class BruteForceIndex final : public BasicIndexEngine<Scalar> {
+class BruteForceIndex final : public ResidentRowsEngine<Scalar> {
  public:
   BruteForceIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
       : n_(n), dim_(dim) {
@@ -529,15 +530,9 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
     run(queries, m, request, indices, sq_distances, counts, call);
   }
 
-  // The API layer has made the index's device current.
-  void copy_points(Scalar* host_rows) const override {
-    if (n_ > 0)
-      check(
-          cudaMemcpy(host_rows, points_.get(), sizeof(Scalar) * n_ * dim_, cudaMemcpyDeviceToHost),
-          "cudaMemcpy (brute-force points to host)");
-  }
-
  private:
+  const Scalar* resident_rows() const override { return points_.get(); }
+
   void run(const Scalar* queries, int64_t m, const BruteForceRequest<Scalar>& base,
            int32_t* indices, Scalar* sq_distances, int32_t* counts, const CallParams& call) const {
     if (m <= 0) return;

@@ -32,6 +32,7 @@
 #include "../core/memory_model.h"
 #include "../core/query_chunks.cuh"
 #include "../core/radix_sort_temp.cuh"
+#include "../core/resident_rows_engine.cuh"
 #include "../cuda_index.h"
 #include "grid_build.cuh"
 
@@ -133,7 +134,7 @@ int key_bits_for(int64_t cells) {
 }
 
 template <typename Scalar>
-class GridIndex final : public BasicIndexEngine<Scalar> {
+class GridIndex final : public ResidentRowsEngine<Scalar> {
  public:
   explicit GridIndex(std::unique_ptr<DeviceGrid<Scalar>> grid) : grid_(std::move(grid)) {}
 
@@ -174,15 +175,9 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
                                  });
   }
 
-  // The API layer has made the index's device current.
-  void copy_points(Scalar* host_rows) const override {
-    if (grid_->n > 0)
-      check(cudaMemcpy(host_rows, grid_->points.get(), sizeof(Scalar) * 3 * grid_->n,
-                       cudaMemcpyDeviceToHost),
-            "cudaMemcpy (grid points to host)");
-  }
-
  private:
+  const Scalar* resident_rows() const override { return grid_->points.get(); }
+
   static int64_t chunk_for(int64_t m, int row_width, bool want_indices, bool want_sq,
                            bool want_counts, const CallParams& call) {
     const size_t per_query = pipeline_bytes_per_query(3, row_width, want_indices, want_sq,

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "../core/query_chunks.cuh"
+#include "../core/resident_rows_engine.cuh"
 #include "../cuda_index.h"
 #include "index_kdtree.cuh"
 
@@ -14,7 +15,7 @@ namespace cuda {
 namespace {
 
 template <typename Scalar>
-class KdTreeIndex final : public BasicIndexEngine<Scalar> {
+class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
  public:
   KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params) {
     if (n < 0 || n > INT32_MAX)
@@ -28,7 +29,6 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
            format("building a CUDA kd-tree of %lld points in %d-D needs %zu device bytes, more "
                   "than device_memory_limit (%zu)",
                   static_cast<long long>(n), dim, needed, params.device_memory_limit));
-    check(cudaGetDevice(&device_), "cudaGetDevice");
     tree_.n = n;
     tree_.dim = dim;
     tree_.levels = bucket_tree_levels(n, leaf_size);
@@ -68,20 +68,14 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     run(queries, m, max_neighbors, radius_sq, false, indices, sq_distances, counts, call);
   }
 
-  void copy_points(Scalar* host_rows) const override {
-    const DeviceScope on_device(device_);
-    if (tree_.n > 0)
-      check(cudaMemcpy(host_rows, tree_.input.get(), sizeof(Scalar) * tree_.n * tree_.dim,
-                       cudaMemcpyDeviceToHost),
-            "cudaMemcpy (index points to host)");
-  }
-
  private:
+  const Scalar* resident_rows() const override { return tree_.input.get(); }
+
   // Rows of k (kNN: radius_sq < 0) or of max_neighbors = k (radius).
   void run(const Scalar* queries, int64_t m, int k, Scalar radius_sq, bool exclude_self,
            int32_t* indices, Scalar* sq_distances, int32_t* counts, const CallParams& call) const {
     if (m <= 0) return;
-    const DeviceScope on_device(device_);
+    const DeviceScope on_device(this->device());
     const int k_search = exclude_self ? k + 1 : k;
     const bool want_indices = indices != nullptr && k > 0;
     const bool want_sq = sq_distances != nullptr && k > 0;
@@ -118,7 +112,6 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
   }
 
   BucketTree<Scalar> tree_;
-  int device_ = 0;
 };
 
 }  // namespace
@@ -133,6 +126,35 @@ template std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, 
                                                          const IndexParams&);
 template std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_t, int,
                                                            const IndexParams&);
+
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(
+    const BasicIndexEngine<Scalar>& source, const IndexParams& params) {
+  const int64_t n = source.size();
+  const int dim = source.dim();
+  const size_t count = static_cast<size_t>(n) * static_cast<size_t>(dim);
+  // The copy is device memory of the build too: it counts against the limit.
+  const size_t copy_bytes = count * sizeof(Scalar);
+  IndexParams from_copy = params;
+  from_copy.points_on_device = true;
+  if (params.device_memory_limit != 0) {
+    if (copy_bytes >= params.device_memory_limit)
+      fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
+           format("the device copy of %lld points in %d-D for a CUDA kd-tree needs %zu device "
+                  "bytes, not less than device_memory_limit (%zu)",
+                  static_cast<long long>(n), dim, copy_bytes, params.device_memory_limit));
+    from_copy.device_memory_limit = params.device_memory_limit - copy_bytes;
+  }
+  DeviceBuffer<Scalar> rows(count);
+  if (count > 0) source.copy_points_to_device(rows.get());
+  // The engine copies the rows into storage of its own (KdTreeIndex), so the
+  // copy goes when this returns.
+  return build_kdtree_index(rows.get(), n, dim, from_copy);
+}
+
+template std::unique_ptr<IndexEngine> build_kdtree_index_of(const IndexEngine&, const IndexParams&);
+template std::unique_ptr<IndexEngine64> build_kdtree_index_of(const IndexEngine64&,
+                                                              const IndexParams&);
 
 }  // namespace cuda
 }  // namespace knn
