@@ -285,8 +285,9 @@ IndexParams build_params(const knn_index& index, bool primary) {
 // The engine that serves a call with lists of list_k entries per query
 // (src/index_planner.h, serving_structure): the index's own, or for an AUTO
 // index the kd-tree it adds, built here on first use from the index's points
-// on its backend and device (the caller has made that device current). On a
-// failure the outputs get the missing values.
+// on its backend and device (the caller has made that device current): a
+// CUDA index's points go device to device, an OpenMP index's are copied on
+// the host. On a failure the outputs get the missing values.
 template <typename Scalar>
 const BasicIndexEngine<Scalar>& serving_engine(const knn_index& ix, int list_k, CallKind kind,
                                                const Outputs<Scalar>& out) {
@@ -297,6 +298,8 @@ const BasicIndexEngine<Scalar>& serving_engine(const knn_index& ix, int list_k, 
   const bool primary_serves = !primary_refuses(backend, structure, ix.size(), list_k);
   try {
     return ix.lazy_kdtree<Scalar>().serving(primary, serving, primary_serves, [&] {
+      if (backend == KNN_BACKEND_CUDA)
+        return cuda::build_kdtree_index_of(primary, build_params(ix, false));
       std::vector<Scalar> points(static_cast<size_t>(ix.size()) * static_cast<size_t>(ix.dim()));
       if (!points.empty()) primary.copy_points(points.data());
       return build_index_engine(backend, KNN_STRUCTURE_KDTREE, points.data(), ix.size(), ix.dim(),

@@ -47,9 +47,12 @@ size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, i
   const size_t one = memory::query_bytes(structure, m, k, n, dim, bytes);
   if (structure != KNN_STRUCTURE_AUTO || n <= kGpuMaxListK) return one;
   // Every primary (an upper bound of its resident part), and beside it the
-  // kd-tree's build peak, or the kd-tree resident with the call's scratch.
+  // kd-tree's build peak with the device copy of the points it is built from
+  // (cuda::build_kdtree_index_of), or the kd-tree resident with the call's
+  // scratch.
   const size_t kdtree =
-      std::max(memory::kdtree_build_bytes(n, dim, bytes),
+      std::max(cuda::saturating_add(memory::kdtree_build_bytes(n, dim, bytes),
+                                    memory::points_bytes(n, dim, bytes)),
                cuda::kdtree_query_bytes(m, k, n, dim, cuda::kKdTreeDefaultLeafSize, bytes));
   return std::max(
       one, cuda::saturating_add(memory::build_bytes(KNN_STRUCTURE_AUTO, n, dim, bytes), kdtree));
