@@ -7,7 +7,10 @@
 // answers like every explicit structure and the oracle below and above the
 // thresholds, float32 and float64. On the CPU an AUTO index never adds the
 // kd-tree (the OpenMP grid never lost, src/index_planner.h); the CUDA configs
-// (skipped without a device) are where the API really adds it.
+// (skipped without a device) are where the API really adds it, from a device
+// copy of the primary's points (each CUDA engine's copy_points_to_device,
+// checked bit for bit), on device and host arrays, and with that copy's
+// allocation failed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,18 +18,22 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "../common/error.h"
+#include "../cuda/cuda_index.h"
 #include "../engine/index_engine.h"
 #include "../src/device_replicas.h"
 #include "../src/index_planner.h"
 #include "../src/lazy_kdtree.h"
+#include "gpu_test_support.h"
 #include "host_alloc_hook.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
@@ -572,9 +579,10 @@ TEST_P(AutoQuery, ConcurrentLongListQueriesAndALoadedIndexAnswerAlike) {
   EXPECT_EQ(knn_index_free(loaded), KNN_OK);
 }
 
-// A kd-tree build that runs out of device memory (the call's first device
-// allocation failed through KNN_FAULT_DEVICE_ALLOC, cuda/core/
-// fault_injection.cpp) leaves a grid's call to the grid, with no error, and
+// A kd-tree build that runs out of device memory (KNN_FAULT_DEVICE_ALLOC,
+// cuda/core/fault_injection.cpp: the call's first device allocation is the
+// device copy of the points the kd-tree is built from, the second the
+// kd-tree's own storage) leaves a grid's call to the grid, with no error, and
 // the next call builds the kd-tree; where the primary cannot serve (a brute
 // force at k > 2048) the call fails with that status and missing values.
 TEST(AutoQueryGpu, ADeviceOutOfMemoryInTheKdTreeBuildFallsBackToThePrimary) {
@@ -582,10 +590,18 @@ TEST(AutoQueryGpu, ADeviceOutOfMemoryInTheKdTreeBuildFallsBackToThePrimary) {
   knn_options o;
   knn_options_init(&o);
   o.backend = kCuda;
-  for (const int64_t n : {int64_t{20000}, int64_t{5000}}) {
+  struct FaultCase {
+    int64_t n;
+    const char* allocation;  // KNN_FAULT_DEVICE_ALLOC
+  };
+  for (const FaultCase& c :
+       {FaultCase{20000, "1#grid, points copy"}, FaultCase{20000, "2#grid, kd-tree storage"},
+        FaultCase{5000, "1#brute, points copy"}}) {
+    const int64_t n = c.n;
     const bool grid = n > 16384;  // else AUTO's brute force on the GPU
     const int k = grid ? 100 : 2100;
-    SCOPED_TRACE(grid ? "grid primary, k = 100" : "brute-force primary, k = 2100");
+    SCOPED_TRACE(std::string(grid ? "grid primary, k = 100: " : "brute-force primary, k = 2100: ") +
+                 c.allocation);
     const std::vector<float> points = knn_test::make_rows(Dist::Uniform, n, 3, 101);
     const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, 30, 3, 102);
     const knn_test::KnnResult want =
@@ -595,7 +611,7 @@ TEST(AutoQueryGpu, ADeviceOutOfMemoryInTheKdTreeBuildFallsBackToThePrimary) {
     std::vector<int32_t> idx(static_cast<size_t>(30) * k, -7);
     std::vector<float> sq(idx.size(), -7.0f);
     {
-      const knn_test::ScopedEnv fault("KNN_FAULT_DEVICE_ALLOC", grid ? "1#grid" : "1#brute");
+      const knn_test::ScopedEnv fault("KNN_FAULT_DEVICE_ALLOC", c.allocation);
       const int status =
           knn_index_query(automatic.get(), queries.data(), 30, k, idx.data(), sq.data(), nullptr);
       if (grid) {
@@ -612,6 +628,131 @@ TEST(AutoQueryGpu, ADeviceOutOfMemoryInTheKdTreeBuildFallsBackToThePrimary) {
     EXPECT_TRUE(knn_test::same_knn(want, knn_test::query_index(automatic.get(), queries, 3, k)));
   }
 }
+
+#if defined(KNN_TEST_WITH_CUDA)
+// Every CUDA engine writes its points in input order into device memory
+// (what the kd-tree an AUTO index adds is built from) and into host memory,
+// both bit for bit the rows it was built from, float and double, from host
+// and from device points.
+template <typename Scalar>
+void expect_engines_copy_their_input_rows() {
+  constexpr int64_t n = 20000;
+  for (const int dim : {3, 5}) {
+    const std::vector<Scalar> points =
+        in_precision<Scalar>(knn_test::make_rows(Dist::Uniform, n, dim, 111));
+    const knn_test::DeviceArray<Scalar> device_points(points);
+    for (const bool from_device : {false, true}) {
+      knn::IndexParams params;
+      params.points_on_device = from_device;
+      const Scalar* source = from_device ? device_points.get() : points.data();
+      std::vector<std::unique_ptr<knn::BasicIndexEngine<Scalar>>> engines;
+      engines.push_back(knn::cuda::build_kdtree_index(source, n, dim, params));
+      engines.push_back(knn::cuda::build_brute_force_index(source, n, dim, params));
+      if (dim == 3) engines.push_back(knn::cuda::build_grid_index(source, n, params));
+      for (const auto& engine : engines) {
+        ASSERT_TRUE(engine);
+        SCOPED_TRACE("structure " + std::to_string(engine->structure()) + ", dim " +
+                     std::to_string(dim) + (from_device ? ", device points" : ", host points"));
+        const knn_test::DeviceArray<Scalar> rows(points.size());
+        engine->copy_points_to_device(rows.get());
+        const std::vector<Scalar> on_device = rows.to_host(points.size());
+        EXPECT_EQ(std::memcmp(on_device.data(), points.data(), points.size() * sizeof(Scalar)), 0);
+        std::vector<Scalar> on_host(points.size(), Scalar(-7));
+        engine->copy_points(on_host.data());
+        EXPECT_EQ(std::memcmp(on_host.data(), points.data(), points.size() * sizeof(Scalar)), 0);
+      }
+    }
+  }
+}
+
+TEST(AutoQueryGpu, EveryEngineCopiesItsPointsToTheDeviceInInputOrder) {
+  SKIP_WITHOUT_DEVICE();
+  expect_engines_copy_their_input_rows<float>();
+  expect_engines_copy_their_input_rows<double>();
+}
+
+// The API's build and query of either scalar type (knn_index_build or
+// knn_index_build_f64 and their queries).
+int build_any(const float* points, int64_t n, const knn_options* o, knn_index** out) {
+  return knn_index_build(points, n, 3, o, out);
+}
+int build_any(const double* points, int64_t n, const knn_options* o, knn_index** out) {
+  return knn_index_build_f64(points, n, 3, o, out);
+}
+int query_any(knn_index* index, const float* queries, int64_t m, int k, int32_t* indices,
+              float* sq_distances) {
+  return knn_index_query(index, queries, m, k, indices, sq_distances, nullptr);
+}
+int query_any(knn_index* index, const double* queries, int64_t m, int k, int32_t* indices,
+              double* sq_distances) {
+  return knn_index_query_f64(index, queries, m, k, indices, sq_distances, nullptr);
+}
+
+// The kd-tree an AUTO grid index adds, built from the grid's device copy of
+// the points: its first call on device arrays, then host arrays, answer bit
+// for bit like an explicit kd-tree (and, in float32, the oracle), at k = 100
+// (the kd-tree serves, the grid could) and 2100 (beyond the grid's lists),
+// for an index built from host and from device points.
+template <typename Scalar>
+void expect_lazy_kdtree_from_device_points_answers_like_an_explicit_one() {
+  constexpr int64_t n = 20000, m = 40;
+  const std::vector<Scalar> points =
+      in_precision<Scalar>(knn_test::make_rows(Dist::Uniform, n, 3, 121));
+  const std::vector<Scalar> queries =
+      in_precision<Scalar>(knn_test::make_query_rows(Dist::Uniform, m, 3, 122));
+  const knn_test::DeviceArray<Scalar> device_points(points), device_queries(queries);
+  knn_options o;
+  knn_options_init(&o);
+  o.backend = kCuda;
+  o.structure = kKdTree;
+  knn_index* explicit_kd = nullptr;
+  ASSERT_EQ(build_any(points.data(), n, &o, &explicit_kd), KNN_OK) << knn_last_error();
+  knn_test::IndexHandle kd(explicit_kd);
+  o.structure = KNN_STRUCTURE_AUTO;
+  for (const bool from_device : {false, true}) {
+    knn_index* raw = nullptr;
+    ASSERT_EQ(build_any(from_device ? device_points.get() : points.data(), n, &o, &raw), KNN_OK)
+        << knn_last_error();
+    knn_test::IndexHandle automatic(raw);
+    int structure = -1;
+    ASSERT_EQ(knn_index_info(automatic.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);
+    EXPECT_EQ(structure, kGrid);
+    for (const int k : {100, 2100}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + (from_device ? ", device points" : ", host points"));
+      const size_t slots = static_cast<size_t>(m) * k;
+      std::vector<int32_t> want_i(slots, -7), host_i(slots, -7);
+      std::vector<Scalar> want_d(slots, Scalar(-7)), host_d(slots, Scalar(-7));
+      ASSERT_EQ(query_any(kd.get(), queries.data(), m, k, want_i.data(), want_d.data()), KNN_OK)
+          << knn_last_error();
+      const knn_test::DeviceArray<int32_t> device_i(slots);
+      const knn_test::DeviceArray<Scalar> device_d(slots);
+      ASSERT_EQ(
+          query_any(automatic.get(), device_queries.get(), m, k, device_i.get(), device_d.get()),
+          KNN_OK)
+          << knn_last_error();
+      ASSERT_EQ(query_any(automatic.get(), queries.data(), m, k, host_i.data(), host_d.data()),
+                KNN_OK)
+          << knn_last_error();
+      EXPECT_EQ(device_i.to_host(slots), want_i);
+      EXPECT_TRUE(knn_test::same_bits(want_d, device_d.to_host(slots)));
+      EXPECT_EQ(host_i, want_i);
+      EXPECT_TRUE(knn_test::same_bits(want_d, host_d));
+      if constexpr (std::is_same_v<Scalar, float>) {
+        const knn_test::KnnResult oracle =
+            knn_test::oracle_knn(points.data(), n, queries.data(), m, 3, k);
+        EXPECT_EQ(std::vector<int>(host_i.begin(), host_i.end()), oracle.idx);
+        EXPECT_TRUE(knn_test::same_bits(oracle.dist, host_d));
+      }
+    }
+  }
+}
+
+TEST(AutoQueryGpu, TheLazyKdTreeBuiltFromDevicePointsAnswersOnDeviceAndHostArrays) {
+  SKIP_WITHOUT_DEVICE();
+  expect_lazy_kdtree_from_device_points_answers_like_an_explicit_one<float>();
+  expect_lazy_kdtree_from_device_points_answers_like_an_explicit_one<double>();
+}
+#endif
 
 // CPU: AUTO's brute force up to 2048 points (the rows are capped by n there);
 // GPU: up to 16384, so 5000 points make its lists of 2100 refused by the
