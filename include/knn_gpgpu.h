@@ -373,9 +373,10 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   grid, or on a brute force of more than 2048 points); from then on those
  *   calls are served by the kd-tree, the others by the primary. The kd-tree
  *   is built once (concurrent callers wait for the first one's build), from
- *   the index's own points (copied through host memory: n * dim scalars for
- *   the time of the build), with the default leaf size, on the index's
- *   device; it lives until knn_index_free and its device memory counts in
+ *   the index's own points (copied device to device, never through host
+ *   memory: n * dim scalars of device memory for the time of the build,
+ *   counted in device_memory_limit), with the default leaf size, on the
+ *   index's device; it lives until knn_index_free and its device memory counts in
  *   knn_estimate_query_bytes. A kd-tree build that runs out of memory (host
  *   or device) leaves the call to the primary structure where it can serve it
  *   (no error; a later call tries again), else the call fails with that
