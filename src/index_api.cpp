@@ -271,12 +271,15 @@ void run_on_engine(const knn_index& index, const Scalar* queries, int64_t m,
 }
 
 // The build options of the index's primary structure (`primary`), or of the
-// kd-tree an AUTO index adds: the library's default leaf size (the index's
-// leaf_size was asked of its primary structure; for a grid it is the cell
-// occupancy).
+// kd-tree an AUTO index adds: the library's leaf size (the index's leaf_size
+// was asked of its primary structure; for a grid it is the cell occupancy),
+// on the GPU the one for the long lists that alone reach that kd-tree.
 IndexParams build_params(const knn_index& index, bool primary) {
   IndexParams params;
-  params.leaf_size = primary ? index.leaf_size : 0;
+  params.leaf_size = primary ? index.leaf_size
+                     : index.backend() == KNN_BACKEND_CUDA
+                         ? cuda::kdtree_long_list_leaf_size(index.dim())
+                         : 0;
   params.threads = index.threads;
   params.device_memory_limit = index.device_memory_limit;
   return params;

@@ -171,12 +171,17 @@ TEST(KdTreeMemory, DeviceArrayChunksTakeNoMoreThanTheSameCallFromHostArrays) {
 TEST(KdTreeMemory, DefaultLeafSizeDependsOnDimensionAndEstimatesUseTheSmallest) {
   for (int dim = 1; dim <= 32; ++dim) {
     const int leaf = knn::cuda::kdtree_default_leaf_size(dim);
-    EXPECT_EQ(leaf, dim >= 7 ? 128 : 32) << "dim " << dim;
-    EXPECT_GE(leaf, knn::cuda::kKdTreeDefaultLeafSize);
+    EXPECT_EQ(leaf, dim >= 7 ? 128 : dim <= 3 ? 64 : 32) << "dim " << dim;
+    const int long_list_leaf = knn::cuda::kdtree_long_list_leaf_size(dim);
+    EXPECT_EQ(long_list_leaf, dim <= 3 ? 128 : leaf) << "dim " << dim;
     // A larger leaf means a shallower tree, so the estimate made with the
-    // smallest default bounds the tree actually built.
-    EXPECT_LE(knn::cuda::kdtree_build_bytes(1000003, dim, leaf),
-              knn::cuda::kdtree_build_bytes(1000003, dim, knn::cuda::kKdTreeDefaultLeafSize));
+    // smallest default bounds the trees actually built (AUTO's lazy kd-tree
+    // included).
+    for (const int built : {leaf, long_list_leaf}) {
+      EXPECT_GE(built, knn::cuda::kKdTreeDefaultLeafSize);
+      EXPECT_LE(knn::cuda::kdtree_build_bytes(1000003, dim, built),
+                knn::cuda::kdtree_build_bytes(1000003, dim, knn::cuda::kKdTreeDefaultLeafSize));
+    }
   }
 }
 
