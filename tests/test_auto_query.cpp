@@ -33,6 +33,7 @@
 #include "../src/device_replicas.h"
 #include "../src/index_planner.h"
 #include "../src/lazy_kdtree.h"
+#include "fake_devices.h"
 #include "gpu_test_support.h"
 #include "host_alloc_hook.h"
 #include "index_oracle.h"
@@ -286,18 +287,11 @@ TEST(LazyKdTree, AHostAllocationFailureAnywhereInTheBuildFallsBackCleanly) {
 
 // ---- Device copies per structure (OpenMP engines standing in for devices) ------------
 
-thread_local int fake_current = -1;
-
-knn::DeviceOps fake_ops() {
-  return knn::DeviceOps{[](int d) { fake_current = d; }, [] { return fake_current; },
-                        [](const void*) { return -1; }, [](int, int) { return false; }};
-}
-
 TEST(DeviceCopies, EachDeviceKeepsACopyOfTheStructureThatServesTheCall) {
   LazyCase<float> c(3000);
   ASSERT_TRUE(c.primary);
   const knn::IndexEngine& kd = c.lazy.serving(*c.primary, kKdTree, true, c.builder());
-  knn::BasicDeviceReplicas<float> replicas{fake_ops()};
+  knn::BasicDeviceReplicas<float> replicas{knn_test::fake_ops()};
   std::atomic<int> copies{0};
   const knn::BasicCopyBuilder<float> build_like = [&](const float* host_points) {
     ++copies;
@@ -307,7 +301,7 @@ TEST(DeviceCopies, EachDeviceKeepsACopyOfTheStructureThatServesTheCall) {
     ++copies;
     return knn::omp::build_grid_index(host_points, c.n, knn::IndexParams{});
   };
-  fake_current = 0;
+  knn_test::fake_current = 0;
   EXPECT_EQ(replicas.prepare({0, 1}, true, *c.primary, 0, build_grid), (std::vector<int>{0, 1}));
   EXPECT_EQ(copies.load(), 1);
   EXPECT_EQ(replicas.on(1, *c.primary, 0).structure(), kGrid);

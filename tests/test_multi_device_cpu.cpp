@@ -26,6 +26,7 @@
 #include "../engine/progress.h"
 #include "../src/device_choice.h"
 #include "../src/device_replicas.h"
+#include "fake_devices.h"
 #include "index_test_helpers.h"
 #include "scoped_env.h"
 #include "test_data.h"
@@ -177,35 +178,28 @@ TEST(DeviceChoice, SharesAreContiguousBalancedAndOverflowFree) {
 
 // ---- The share threads ----------------------------------------------------------
 
-thread_local int fake_current = -1;
-
-knn::DeviceOps fake_ops() {
-  return knn::DeviceOps{[](int d) { fake_current = d; }, [] { return fake_current; },
-                        [](const void*) { return -1; }, [](int, int) { return false; }};
-}
-
 TEST(RunShares, EachShareOnItsOwnThreadAndDeviceWithTheCallersFlagAndProgress) {
   volatile int flag = 0;
   knn::set_cancel_flag(&flag);
   knn_progress record{};
   knn::set_progress(&record);
-  fake_current = 5;
+  knn_test::fake_current = 5;
   const std::vector<int> devices{0, 1, 0};
   std::mutex mutex;
   std::set<std::thread::id> threads;
   std::vector<int> seen(devices.size(), -1);
-  knn::run_shares(devices, fake_ops().select, [&](int s, int device) {
+  knn::run_shares(devices, knn_test::fake_ops().select, [&](int s, int device) {
     std::lock_guard<std::mutex> lock(mutex);
     threads.insert(std::this_thread::get_id());
     EXPECT_EQ(device, devices[s]);
-    seen[s] = fake_current;
+    seen[s] = knn_test::fake_current;
     EXPECT_EQ(knn::cancel_flag(), &flag);
     EXPECT_EQ(knn::progress(), &record);
   });
   EXPECT_EQ(seen, devices);
   EXPECT_EQ(threads.size(), devices.size());
   EXPECT_EQ(threads.count(std::this_thread::get_id()), 0u);
-  EXPECT_EQ(fake_current, 5);  // the caller's device untouched
+  EXPECT_EQ(knn_test::fake_current, 5);  // the caller's device untouched
   knn::set_cancel_flag(nullptr);
   knn::set_progress(nullptr);
 }
@@ -213,7 +207,7 @@ TEST(RunShares, EachShareOnItsOwnThreadAndDeviceWithTheCallersFlagAndProgress) {
 TEST(RunShares, AFailureOtherThanCancellationWinsAndEveryShareFinishes) {
   std::atomic<int> finished{0};
   auto result = error_of([&] {
-    knn::run_shares({0, 1, 2, 3}, fake_ops().select, [&](int s, int) {
+    knn::run_shares({0, 1, 2, 3}, knn_test::fake_ops().select, [&](int s, int) {
       ++finished;
       if (s == 0) knn::throw_cancelled();
       if (s == 2) knn::fail(KNN_ERR_DEVICE, "share 2 failed");
@@ -223,7 +217,7 @@ TEST(RunShares, AFailureOtherThanCancellationWinsAndEveryShareFinishes) {
   EXPECT_EQ(finished.load(), 4);
   EXPECT_TRUE(refused(result, KNN_ERR_DEVICE, "share 2 failed"));
   result = error_of([&] {
-    knn::run_shares({0, 1}, fake_ops().select, [&](int s, int) {
+    knn::run_shares({0, 1}, knn_test::fake_ops().select, [&](int s, int) {
       if (s == 1) knn::throw_cancelled();
     });
   });
@@ -291,7 +285,7 @@ struct SplitCase {
   std::vector<Scalar> points;
   int64_t n;
   EngineOf<Scalar> home;
-  knn::BasicDeviceReplicas<Scalar> replicas{fake_ops()};
+  knn::BasicDeviceReplicas<Scalar> replicas{knn_test::fake_ops()};
   std::map<int, int> builds_on;  // stand-in device -> copies built there
 
   SplitCase(const BasicStructure<Scalar>& s, std::vector<Scalar> rows)
@@ -304,7 +298,7 @@ struct SplitCase {
     std::mutex mutex;
     return replicas.prepare(devices, true, *home, 0, [&](const Scalar* host_points) {
       std::lock_guard<std::mutex> lock(mutex);
-      ++builds_on[fake_current];
+      ++builds_on[knn_test::fake_current];
       EXPECT_EQ(std::vector<Scalar>(host_points, host_points + points.size()), points);
       EngineOf<Scalar> copy = structure.build(host_points, n, structure.dim, knn::IndexParams{});
       return copy ? std::move(copy)
@@ -436,7 +430,7 @@ TEST(SplitOverDevices, ACopyThatDoesNotFitDropsItsDeviceUnlessTheListWasForced) 
   SplitCase<float> c(kStructures<float>[0],
                      knn_test::make_rows(knn_test::Dist::Uniform, 100, 3, 3));
   auto build = [&](const float* p) -> std::unique_ptr<knn::IndexEngine> {
-    if (fake_current == 2) knn::fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "device 2 is full");
+    if (knn_test::fake_current == 2) knn::fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "device 2 is full");
     return build_kdtree(p, c.n, 3, knn::IndexParams{});
   };
   EXPECT_EQ(c.replicas.prepare({0, 2, 1}, false, *c.home, 0, build), (std::vector<int>{0, 1}));
@@ -447,7 +441,7 @@ TEST(SplitOverDevices, ACopyThatDoesNotFitDropsItsDeviceUnlessTheListWasForced) 
   // A copy made beside the failed one (device 3) is kept, not made again.
   std::atomic<int> built_on_three{0};
   auto counting = [&](const float* p) -> std::unique_ptr<knn::IndexEngine> {
-    if (fake_current == 3) ++built_on_three;
+    if (knn_test::fake_current == 3) ++built_on_three;
     return build(p);
   };
   EXPECT_TRUE(refused(error_of([&] {
@@ -481,7 +475,7 @@ TEST(SplitOverDevices, AShareThatFailsFailsTheCallAfterTheOthersFinish) {
                                      int width, int32_t* i, float* d, int32_t* n,
                                      const knn::CallParams& p) {
     ++ran;
-    if (fake_current == 1) knn::fail(KNN_ERR_DEVICE, "the second device failed");
+    if (knn_test::fake_current == 1) knn::fail(KNN_ERR_DEVICE, "the second device failed");
     kKnn<float>(e, q, count, width, i, d, n, p);
   };
   EXPECT_TRUE(refused(error_of([&] {
