@@ -199,6 +199,33 @@ void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeC
   // points pushed into it).
   std::vector<Box> subtree(check ? static_cast<size_t>(upper + buckets) : 0);
   std::vector<Box> extent(out ? static_cast<size_t>(upper + buckets) : 0);
+  // The upper nodes, bottom up. A search node has no points of its own; each
+  // side is bounded on the split dimension by the extent of its points
+  // (nanoflann's tight split bounds: a query between the two sides' points is
+  // at a distance from both).
+  auto finish_upper = [&](int64_t i, int level) {
+    const size_t left = static_cast<size_t>(2 * i + 1), right = left + 1;
+    if (check) {
+      check->order(tree, i, level, subtree[left], &subtree[right]);
+      Box& b = subtree[static_cast<size_t>(i)];
+      b = Box::empty();
+      b.add(tree[i].p);
+      b.add(subtree[left]);
+      b.add(subtree[right]);
+    }
+    if (!out) return;
+    SearchNode& s = out->nodes[static_cast<size_t>(i)];
+    const int dim = split_dim(level, root_dim);
+    s.first_child = static_cast<int32_t>(left);
+    s.split_dim = dim;
+    s.left_max = extent[left].hi[dim];
+    s.right_min = extent[right].lo[dim];
+    s.begin = s.end = 0;
+    s.min_index = std::min(out->nodes[left].min_index, out->nodes[right].min_index);
+    Box& e = extent[static_cast<size_t>(i)];
+    e = extent[left];
+    e.add(extent[right]);
+  };
   // Work items of kChunkBuckets neighbouring buckets, read a level at a time,
   // bottom up: each level of a chunk is one contiguous run of the array (a
   // bucket at a time, the five levels' short runs far apart in memory made
@@ -277,34 +304,11 @@ void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeC
         extent[static_cast<size_t>(upper + q)] = e[c];
       }
     }
-  }
-  // The upper nodes, bottom up. A search node has no points of its own; each
-  // side is bounded on the split dimension by the extent of its points
-  // (nanoflann's tight split bounds: a query between the two sides' points is
-  // at a distance from both).
-  for (int64_t i = upper - 1; i >= 0; --i) {
-    const size_t left = static_cast<size_t>(2 * i + 1), right = left + 1;
-    const int level = node_level(i);
-    if (check) {
-      check->order(tree, i, level, subtree[left], &subtree[right]);
-      Box& b = subtree[static_cast<size_t>(i)];
-      b = Box::empty();
-      b.add(tree[i].p);
-      b.add(subtree[left]);
-      b.add(subtree[right]);
+    for (int level = cut - 1; level >= 0; --level) {
+      const int64_t first = (int64_t{1} << level) - 1;
+#pragma omp for schedule(static)
+      for (int64_t i = first; i < 2 * first + 1; ++i) finish_upper(i, level);
     }
-    if (!out) continue;
-    SearchNode& s = out->nodes[static_cast<size_t>(i)];
-    const int dim = split_dim(level, root_dim);
-    s.first_child = static_cast<int32_t>(left);
-    s.split_dim = dim;
-    s.left_max = extent[left].hi[dim];
-    s.right_min = extent[right].lo[dim];
-    s.begin = s.end = 0;
-    s.min_index = std::min(out->nodes[left].min_index, out->nodes[right].min_index);
-    Box& e = extent[static_cast<size_t>(i)];
-    e = extent[left];
-    e.add(extent[right]);
   }
   if (!out) return;
   for (int d = 0; d < 3; ++d) {
