@@ -342,6 +342,40 @@ TEST(BadInputTree, SeveralDefectsNameTheFirstByPrecedence) {
   expect_named(bad, "breaks the kd order", 16400);
 }
 
+// One node moved one ulp across the split of a random ancestor (its parent
+// or higher: then it stays on its side of every nearer one), anywhere in the
+// tree: the CPU check compares each node's subtrees with its split, so a
+// node that obeys its parent but not a grandparent must still be named.
+TEST(BadInputTree, ANodeAcrossAnyAncestorsSplitIsNamed) {
+  const int64_t n = 5000;  // 13 levels: upper nodes and buckets both hit
+  const std::vector<Node> tree = build_tree(make_points(Dist::Uniform, n, 31));
+  const std::vector<Point> queries = make_query_points(Dist::Uniform, 1, 32);
+  Rng rng(33);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t i = 1 + static_cast<int64_t>(rng.next() % static_cast<uint64_t>(n - 1));
+    int depth = 0;  // levels between i and the root
+    for (int64_t a = i; a > 0; a = (a - 1) / 2) ++depth;
+    const int up = 1 + static_cast<int>(rng.next() % static_cast<uint64_t>(depth));
+    int64_t child = i, ancestor = (i - 1) / 2;
+    for (int step = 1; step < up; ++step) child = ancestor, ancestor = (ancestor - 1) / 2;
+    const int ancestor_level = depth - up;
+    const int dim = ancestor_level % 3;
+    const float split = tree[static_cast<size_t>(ancestor)].p[dim];
+    const bool in_left = child == 2 * ancestor + 1;
+    std::vector<Node> bad = tree;
+    bad[static_cast<size_t>(i)].p[dim] =
+        std::nextafter(split, in_left ? std::numeric_limits<float>::infinity() : -1.0f);
+    std::vector<int> result(4, kSentinelInt);
+    ASSERT_EQ(mpQueryAll(queries.data(), bad.data(), 1, static_cast<int>(n), 4, result.data()),
+              KNN_ERR_INVALID_TREE)
+        << "node " << i << " across the split of node " << ancestor;
+    const std::string message = knn_last_error();
+    EXPECT_TRUE(names(message, "node", i) &&
+                message.find("breaks the kd order") != std::string::npos)
+        << message << " (node " << i << " across the split of node " << ancestor << ")";
+  }
+}
+
 // ---- Brute force -----------------------------------------------------------------------------
 
 TEST(BadInputBruteForce, RefusesBadArgumentsWithoutWriting) {
