@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../../common/index_leaf_size.h"
 #include "../core/memory_model.h"
 #include "../core/query_chunks_memory.h"
 #include "bucket_tree_shape.h"
@@ -19,20 +20,9 @@
 namespace knn {
 namespace cuda {
 
-// Default leaf (bucket) size: a warp's worth of points, so that the warp
-// search scans a leaf in one step and the thread search amortises a node
-// visit over many distance computations; the smallest default, so the
-// estimates made with it bound every default tree.
-constexpr int kKdTreeDefaultLeafSize = 32;
-
-// From 7-D, where a query wants many leaves and the lanes take turns over
-// each (cuda/kdtree/index_kdtree_search.cu), four warps' worth: a quarter of the
-// nodes to walk for the same points, while a turn's points cost little once
-// each lane holds its point through the turns. H100, k = 5, n = m, build
-// included, against 64: 7-D 2^21 70.0 -> 65.7 ms, 9-D 2^20 104.8 -> 100.6 ms,
-// 12-D 2^19 177.2 -> 160.5 ms; 256 was slower at every 7..12-D size. In 5-D
-// 64 gained up to 5 % at k = 1..5 and lost 14 % at k = 11.
-inline int kdtree_default_leaf_size(int dim) { return dim >= 7 ? 128 : kKdTreeDefaultLeafSize; }
+// The default leaf size and its rule by dim: common/index_leaf_size.h.
+using knn::kdtree_default_leaf_size;
+using knn::kKdTreeDefaultLeafSize;
 
 // Scalars of the node boxes: 2^(levels+1) - 1 nodes of lo[dim], hi[dim].
 inline size_t bucket_tree_box_floats(int levels, int dim) {
