@@ -350,11 +350,12 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   automatic GPU build that runs out of device memory anyway, or that the
  *   GPU engine cannot serve, is built on the CPU instead.
  * Structures. KNN_STRUCTURE_KDTREE: a bucket kd-tree (leaf_size points per
- *   bucket; default 32 on the CPU, on the GPU 64 up to dim 3, 32 in dims 4
- *   to 6 and 128 from dim 7), any dimension. KNN_STRUCTURE_GRID: a
- *   uniform grid, dim 3 only (other dims: KNN_ERR_UNSUPPORTED); on data that
- *   would make a poor grid (strongly clustered) the kd-tree serves instead,
- *   and knn_index_info reports KNN_STRUCTURE_KDTREE. KNN_STRUCTURE_BRUTE_FORCE:
+ *   bucket; default 32 up to dim 6 and 128 from dim 7 on the CPU and the
+ *   GPU, except 64 up to dim 3 on the GPU), any dimension.
+ *   KNN_STRUCTURE_GRID: a uniform grid, dim 3 only (other dims:
+ *   KNN_ERR_UNSUPPORTED); on data that would make a poor grid (strongly
+ *   clustered) the kd-tree serves instead, and knn_index_info reports
+ *   KNN_STRUCTURE_KDTREE. KNN_STRUCTURE_BRUTE_FORCE:
  *   every query against every point, any dimension. KNN_STRUCTURE_AUTO:
  *   brute force for up to 2048 points on the CPU (16384 on the GPU), for
  *   dim > 16 (a kd-tree prunes little there), and on the GPU for dim 13..16

@@ -22,6 +22,17 @@ namespace {
 // queries of a block walk the same part of the tree.
 constexpr int64_t kQueriesPerBlock = 256;
 
+// Marks a loop over the lanes of a scan block, to be vectorized across the
+// lanes. Left to itself, GCC unrolls such a short loop first and then
+// vectorizes the loop over the dimensions around it instead, gathering each
+// vector from four planes a scalar at a time: the scan ran 1.4x slower in
+// 8-D, 1.9x in 16-D (GCC 12, x86-64 SSE2).
+#if defined(__GNUC__)
+#define KNN_EACH_LANE _Pragma("GCC unroll 1")
+#else
+#define KNN_EACH_LANE
+#endif
+
 // A radius query's sink: every point the scan lets through (distance <= r2)
 // is kept; subtrees whose bound exceeds r2 are skipped.
 template <typename Scalar>
@@ -114,18 +125,35 @@ class Walk {
   // is full) is rejected by one vector comparison.
   void scan(const BasicSearchNode<Scalar>& node) {
     for (int32_t p0 = node.begin; p0 < node.end; p0 += kScanLanes) {
-      Scalar acc[kScanLanes];
-      const Scalar* x0 = t_.plane(0) + p0;
-      for (int j = 0; j < kScanLanes; ++j) acc[j] = square_of_difference(q_[0], x0[j]);
-      for (int d = 1; d < dims(); ++d) {
-        const Scalar* x = t_.plane(d) + p0;
-        const Scalar c = q_[d];
-        for (int j = 0; j < kScanLanes; ++j) acc[j] = add_rn(acc[j], square_of_difference(c, x[j]));
-      }
+      Scalar sums[kScanLanes];
+      block_distances(p0, sums);
+      if (!any_within(sums)) continue;
       const int count = std::min(kScanLanes, node.end - p0);
       for (int j = 0; j < count; ++j)
-        if (acc[j] <= sink_.limit()) sink_.offer(acc[j], t_.ids[static_cast<size_t>(p0 + j)]);
+        if (sums[j] <= sink_.limit()) sink_.offer(sums[j], t_.ids[static_cast<size_t>(p0 + j)]);
     }
+  }
+
+  // The squared distances of the kScanLanes points from position p0, each
+  // summed in dimension order: one vector operation per dimension and step.
+  void block_distances(int32_t p0, Scalar (&sums)[kScanLanes]) const {
+    const Scalar* x0 = t_.plane(0) + p0;
+    KNN_EACH_LANE
+    for (int j = 0; j < kScanLanes; ++j) sums[j] = square_of_difference(q_[0], x0[j]);
+    for (int d = 1; d < dims(); ++d) {
+      const Scalar* x = t_.plane(d) + p0;
+      const Scalar c = q_[d];
+      KNN_EACH_LANE
+      for (int j = 0; j < kScanLanes; ++j) sums[j] = add_rn(sums[j], square_of_difference(c, x[j]));
+    }
+  }
+
+  bool any_within(const Scalar (&sums)[kScanLanes]) const {
+    const Scalar limit = sink_.limit();
+    int any = 0;
+    KNN_EACH_LANE
+    for (int j = 0; j < kScanLanes; ++j) any |= sums[j] <= limit;
+    return any != 0;
   }
 
   void visit(int32_t index, Scalar bound) {

@@ -38,6 +38,7 @@
 
 #include "../common/error.h"
 #include "../common/float_math.h"
+#include "../common/index_leaf_size.h"
 #include "../engine/cancel.h"
 #include "../engine/index_engine.h"
 #include "../engine/progress.h"
@@ -48,11 +49,6 @@
 namespace knn {
 namespace omp {
 namespace {
-
-// Library default bucket size: large enough that the box tests per visited
-// point stay cheap, small enough that a leaf scan stays short (see
-// bench/bench_index_cpu.cpp for the measurements).
-constexpr int kDefaultLeafSize = 32;
 
 // Subtrees of at most this many points are built by the task that reaches
 // them (one task, one cancel check and one progress report each).
@@ -153,7 +149,10 @@ template <typename Scalar>
 class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  public:
   KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
-      : n_(n), dim_(dim), leaf_size_(params.leaf_size > 0 ? params.leaf_size : kDefaultLeafSize) {
+      : n_(n),
+        dim_(dim),
+        leaf_size_(params.leaf_size > 0 ? params.leaf_size
+                                        : kdtree_default_leaf_size(dim, LeafSizeFor::kCpu)) {
     build(points, thread_count(params.threads), cancel_flag());
   }
 

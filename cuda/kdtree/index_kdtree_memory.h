@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../../common/index_leaf_size.h"
 #include "../core/memory_model.h"
 #include "../core/query_chunks_memory.h"
 #include "bucket_tree_shape.h"
@@ -19,37 +20,11 @@
 namespace knn {
 namespace cuda {
 
-// Default leaf (bucket) size: a warp's worth of points, so that the warp
-// search scans a leaf in one step and the thread search amortises a node
-// visit over many distance computations; the smallest default, so the
-// estimates made with it bound every default tree.
-constexpr int kKdTreeDefaultLeafSize = 32;
-
-// From 7-D, where a query wants many leaves and the lanes take turns over
-// each (cuda/kdtree/index_kdtree_search.cu), four warps' worth: a quarter of the
-// nodes to walk for the same points, while a turn's points cost little once
-// each lane holds its point through the turns. H100, k = 5, n = m, build
-// included, against 64: 7-D 2^21 70.0 -> 65.7 ms, 9-D 2^20 104.8 -> 100.6 ms,
-// 12-D 2^19 177.2 -> 160.5 ms; 256 was slower at every 7..12-D size. In 5-D
-// 64 gained up to 5 % at k = 1..5 and lost 14 % at k = 11.
-//
-// Up to 3-D, two warps' worth: the warp lists (k > 16) scan a leaf 32 points
-// a step, and bigger leaves spare them node visits, while the thread lists
-// (k <= 16) are indifferent to 64. H100, 10^7 points and queries, float32,
-// build + query ms, leaf 32 / 64 / 128: uniform k = 8 66.1 / 66.2 / 73.2,
-// k = 30 139.2 / 123.3 / 113.2; sphere surface k = 8 45.2 / 44.3 / 46.4,
-// k = 30 95.5 / 86.4 / 81.2; all-kNN k = 100 231.3 / 205.7 / 185.9.
+// The default leaf sizes and their rules by dim: common/index_leaf_size.h.
+using knn::kdtree_long_list_leaf_size;
+using knn::kKdTreeDefaultLeafSize;
 inline int kdtree_default_leaf_size(int dim) {
-  return dim >= 7 ? 128 : dim <= 3 ? 2 * kKdTreeDefaultLeafSize : kKdTreeDefaultLeafSize;
-}
-
-// The leaf size of a kd-tree that only serves lists of more than 16 (the
-// warp lists): an AUTO index's second, lazy kd-tree, which serves only the
-// lists its grid or brute force hand on. Up to 3-D 128 (the figures above:
-// 10-20 % faster than 64 at k = 30 and 100); from 4-D the default, which was
-// measured there.
-inline int kdtree_long_list_leaf_size(int dim) {
-  return dim <= 3 ? 4 * kKdTreeDefaultLeafSize : kdtree_default_leaf_size(dim);
+  return knn::kdtree_default_leaf_size(dim, LeafSizeFor::kGpu);
 }
 
 // Scalars of the node boxes: 2^(levels+1) - 1 nodes of lo[dim], hi[dim].
