@@ -244,6 +244,13 @@ void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeC
     int64_t position[kChunkBuckets];
     int32_t min_index[kChunkBuckets];
     Box e[kChunkBuckets];
+    // A point into bucket c's next slot, its extent and smallest index.
+    auto place = [&](int c, const Node& node) {
+      for (int d = 0; d < 3; ++d) out->plane(d)[position[c]] = node.p[d];
+      out->ids[static_cast<size_t>(position[c]++)] = node.id;
+      e[c].add(node.p);
+      min_index[c] = std::min(min_index[c], node.id);
+    };
 #pragma omp for schedule(dynamic, 1)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       const int64_t q0 = chunk * kChunkBuckets;
@@ -278,12 +285,7 @@ void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeC
               if (right) b.add(*right);
             }
           }
-          if (out) {
-            for (int d = 0; d < 3; ++d) out->plane(d)[position[c]] = node.p[d];
-            out->ids[static_cast<size_t>(position[c]++)] = node.id;
-            e[c].add(node.p);
-            min_index[c] = std::min(min_index[c], node.id);
-          }
+          if (out) place(c, node);
         }
       }
       for (int c = 0; c < count; ++c) {
@@ -291,13 +293,8 @@ void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeC
         if (check) subtree[static_cast<size_t>(upper + q)] = mine[c * kBucketNodes];
         if (!out) continue;
         for (int64_t j = pushed.first[static_cast<size_t>(q)];
-             j < pushed.first[static_cast<size_t>(q) + 1]; ++j) {
-          const Node& node = tree[pushed.nodes[static_cast<size_t>(j)]];
-          for (int d = 0; d < 3; ++d) out->plane(d)[position[c]] = node.p[d];
-          out->ids[static_cast<size_t>(position[c]++)] = node.id;
-          e[c].add(node.p);
-          min_index[c] = std::min(min_index[c], node.id);
-        }
+             j < pushed.first[static_cast<size_t>(q) + 1]; ++j)
+          place(c, tree[pushed.nodes[static_cast<size_t>(j)]]);
         SearchNode& s = out->nodes[static_cast<size_t>(upper + q)];
         s.end = static_cast<int32_t>(position[c]);
         s.min_index = min_index[c];
