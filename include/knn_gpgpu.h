@@ -376,14 +376,16 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   is built once (concurrent callers wait for the first one's build), from
  *   the index's own points (copied device to device, never through host
  *   memory: n * dim scalars of device memory for the time of the build,
- *   counted in device_memory_limit), with the default leaf size, on the
- *   index's device; it lives until knn_index_free and its device memory counts in
- *   knn_estimate_query_bytes. A kd-tree build that runs out of memory (host
- *   or device) leaves the call to the primary structure where it can serve it
- *   (no error; a later call tries again), else the call fails with that
- *   status. On the CPU the OpenMP grid is faster than the OpenMP kd-tree at
- *   every k measured (8 to 1000) and no CPU structure limits k: an AUTO index
- *   on the CPU keeps its primary structure alone. An index built with an
+ *   counted in device_memory_limit), on the index's device, with leaves
+ *   sized for the long lists that alone reach it (128 points up to dim 3,
+ *   the default above from dim 4); it lives until knn_index_free and its
+ *   device memory counts in knn_estimate_query_bytes. A kd-tree build that
+ *   runs out of memory (host or device) leaves the call to the primary
+ *   structure where it can serve it (no error; a later call tries again),
+ *   else the call fails with that status. On the CPU the OpenMP grid is
+ *   faster than the OpenMP kd-tree at every k measured (8 to 1000) and no
+ *   CPU structure limits k: an AUTO index on the CPU keeps its primary
+ *   structure alone. An index built with an
  *   explicit structure never adds one. These thresholds are tuning, not
  *   contract: a later release may move them (the answers never change).
  * Devices. The CUDA backend builds on opt->device when it is >= 0, else on
