@@ -56,6 +56,7 @@ class PeerStaging {
 
  private:
   void* ptr_ = nullptr;
+  size_t bytes_ = 0;  // the block's, in whole allocation pages
   int device_ = -1;
 };
 

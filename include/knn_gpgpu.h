@@ -57,7 +57,13 @@
  *           cuSetDevice); a large call may also use the host's other devices
  *           (section 3, "Several devices": queryAll and the index API), and
  *           the caller's current device is the same when the call returns.
- *           The library changes no process-wide CUDA state. A
+ *           The library changes no process-wide CUDA state. Memory it
+ *           has used is kept for the next call, up to a cap, and freed at
+ *           exit: pinned host staging up to 1 GiB, and on each device up to
+ *           1 GiB or a sixteenth of its memory, whichever is less (asking
+ *           the driver for memory serializes the threads of a process);
+ *           getFreeBytesOnGpu and the planners count those idle bytes as
+ *           free. A
  *           library built without CUDA, or run where no GPU is usable, answers
  *           CUDA-only calls with KNN_ERR_NO_DEVICE; automatic calls then run on
  *           the CPU.
@@ -316,7 +322,8 @@ KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree);
  * choice); excludes the tree, queries and results. */
 KNN_API size_t KNN_CALL getNeededBytesInSearch(int n_qp, int k, int n_tree, int thread_num,
                                                int block_num);
-/* Free bytes on the calling thread's current device; 0 when there is none. */
+/* Free bytes on the calling thread's current device, counting the device
+ * memory the library keeps idle for its next call; 0 when there is none. */
 KNN_API size_t KNN_CALL getFreeBytesOnGpu(void);
 
 /* Device selection for the calling thread (wraps cudaSetDevice/GetDevice).

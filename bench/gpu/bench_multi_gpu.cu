@@ -23,7 +23,9 @@
 // split run alone: the first half on device 0, the second half on the second
 // listed device from device 0's arrays (staged), and the same half on that
 // device from arrays of its own, so that the cost of the staging and of any
-// serialization between the shares can be read off.
+// serialization between the shares can be read off; then both halves at
+// once on two host threads, from each device's own arrays and from device
+// 0's, which separates what running at once costs from what crossing costs.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -35,6 +37,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../bench_timer.h"
@@ -205,28 +208,47 @@ void time_shares(const Settings& s, knn_index* one, knn_index* all, const float*
                             static_cast<size_t>(rest) * 3 * 4),
              "cudaMemcpyPeer");
   cuda_check(cudaSetDevice(0), "cudaSetDevice");
-  const std::vector<knn_bench::Contender> parts{
-      {[&] {
-         check_status(knn_index_query(one, d_queries, half, k, d_idx, d_dist, nullptr),
-                      "knn_index_query");
-       },
-       nullptr},
-      {[&] {
-         check_status(knn_index_query(all, d_queries + half * 3, rest, k, d_idx + half * k,
-                                      d_dist + half * k, &on_second),
-                      "knn_index_query");
-       },
-       nullptr},
-      {[&] {
-         check_status(knn_index_query(all, own_queries, rest, k, own_idx, own_dist, &on_second),
-                      "knn_index_query");
-       },
-       nullptr}};
+  auto first_half = [&] {
+    check_status(knn_index_query(one, d_queries, half, k, d_idx, d_dist, nullptr),
+                 "knn_index_query");
+  };
+  auto second_from_first = [&] {
+    check_status(knn_index_query(all, d_queries + half * 3, rest, k, d_idx + half * k,
+                                 d_dist + half * k, &on_second),
+                 "knn_index_query");
+  };
+  auto second_from_own = [&] {
+    check_status(knn_index_query(all, own_queries, rest, k, own_idx, own_dist, &on_second),
+                 "knn_index_query");
+  };
+  // Both halves at once on two host threads: from each device's own arrays
+  // (nothing crosses between the devices), and with the second half on
+  // device 0's arrays as the split runs it.
+  auto at_once = [&](const std::function<void()>& other) {
+    std::exception_ptr failed;
+    std::thread second_thread([&] {
+      try {
+        other();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    first_half();
+    second_thread.join();
+    if (failed) std::rethrow_exception(failed);
+  };
+  const std::vector<knn_bench::Contender> parts{{first_half, nullptr},
+                                                {second_from_first, nullptr},
+                                                {second_from_own, nullptr},
+                                                {[&] { at_once(second_from_own); }, nullptr},
+                                                {[&] { at_once(second_from_first); }, nullptr}};
   const std::vector<knn_bench::Timing> t = knn_bench::measure_interleaved(parts, s.repeats);
   std::printf(
       "  shares alone: first half on device 0 %.1f ms; second half on device %d from "
-      "device 0's arrays %.1f ms, from its own %.1f ms\n",
-      t[0].median_ms, second, t[1].median_ms, t[2].median_ms);
+      "device 0's arrays %.1f ms, from its own %.1f ms\n"
+      "  both halves at once on two threads: each from its own device's arrays %.1f ms; "
+      "the second from device 0's arrays %.1f ms\n",
+      t[0].median_ms, second, t[1].median_ms, t[2].median_ms, t[3].median_ms, t[4].median_ms);
   std::fflush(stdout);
   cudaFree(own_queries);
   cudaFree(own_idx);

@@ -45,7 +45,9 @@ size_t free_device_bytes() {
   if (device_count() == 0) return 0;
   size_t free_bytes = 0, total = 0;
   check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
-  return free_bytes;
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  return free_bytes + idle_device_bytes(device);
 }
 
 bool device_may_use_in_place(const void* p, int device) {

@@ -38,6 +38,29 @@ bool device_may_use_in_place(const void* p, int device);
 // one.
 void inject_device_alloc_fault(size_t bytes);
 
+// A block of device memory: the engine's one way to get it
+// (device_blocks.cu). take_device_block gives at least `bytes` (in whole
+// allocation pages) on the current device, reusing an idle block of the
+// same size where the device keeps one; throws
+// KNN_ERR_DEVICE_OUT_OF_MEMORY when none fits. give_back_device_block waits
+// for the block's device, as cudaFree does, then keeps the block for reuse
+// or frees it; it never throws.
+struct DeviceBlock {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  int device = -1;
+};
+DeviceBlock take_device_block(size_t bytes);
+void give_back_device_block(const DeviceBlock& block) noexcept;
+// Bytes that `device` keeps idle for reuse (free_device_bytes counts them).
+size_t idle_device_bytes(int device);
+// Every stream the engine opens is noted (on the current device) while it
+// is open: a block given back is handed out again only after the work
+// queued on them by then (device_blocks.cu). A stream is forgotten once its
+// work is done.
+void note_open_stream(cudaStream_t stream);
+void forget_open_stream(cudaStream_t stream) noexcept;
+
 template <class T>
 class DeviceBuffer {
  public:
@@ -45,11 +68,11 @@ class DeviceBuffer {
   explicit DeviceBuffer(size_t count) { allocate(count); }
   ~DeviceBuffer() { release(); }
   DeviceBuffer(DeviceBuffer&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), count_(o.count_) {}
+      : block_(std::exchange(o.block_, DeviceBlock{})), count_(std::exchange(o.count_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     release();
-    ptr_ = std::exchange(o.ptr_, nullptr);
-    count_ = o.count_;
+    block_ = std::exchange(o.block_, DeviceBlock{});
+    count_ = std::exchange(o.count_, 0);
     return *this;
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -59,21 +82,18 @@ class DeviceBuffer {
     release();
     if (count == 0) return;
     inject_device_alloc_fault(count * sizeof(T));
-    void* p = nullptr;
-    check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc");
-    ptr_ = static_cast<T*>(p);
+    block_ = take_device_block(count * sizeof(T));
     count_ = count;
   }
-  T* get() const { return ptr_; }
+  T* get() const { return static_cast<T*>(block_.ptr); }
   size_t size() const { return count_; }
 
  private:
   void release() {
-    if (ptr_) cudaFree(ptr_);
-    ptr_ = nullptr;
+    give_back_device_block(std::exchange(block_, DeviceBlock{}));
     count_ = 0;
   }
-  T* ptr_ = nullptr;
+  DeviceBlock block_;
   size_t count_ = 0;
 };
 
@@ -111,9 +131,20 @@ class Stream {
  public:
   Stream() {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    try {
+      note_open_stream(stream_);
+    } catch (...) {
+      cudaStreamDestroy(stream_);
+      throw;
+    }
   }
+  // Waits for the stream's work: buffers given back after it may be reused.
   ~Stream() {
-    if (stream_) cudaStreamDestroy(stream_);
+    if (!stream_) return;
+    cudaStreamSynchronize(stream_);
+    forget_open_stream(stream_);
+    cudaStreamDestroy(stream_);
+    cudaGetLastError();  // a failed stream's error was reported where it arose
   }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;

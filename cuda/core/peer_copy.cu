@@ -61,12 +61,19 @@ int device_of(const void* p) {
 PeerStream::PeerStream() {
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  try {
+    note_open_stream(stream);
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    throw;
+  }
   stream_ = stream;
 }
 
 PeerStream::~PeerStream() {
   const cudaStream_t stream = static_cast<cudaStream_t>(stream_);
   cudaStreamSynchronize(stream);  // no copy may outlive its staging buffer
+  forget_open_stream(stream);
   cudaStreamDestroy(stream);
   cudaGetLastError();  // the call's status already reports a failed copy
 }
@@ -87,17 +94,12 @@ PeerStaging::PeerStaging(size_t bytes) {
   check(cudaGetDevice(&device_), "cudaGetDevice");
   if (bytes == 0) return;
   inject_device_alloc_fault(bytes);
-  check(cudaMalloc(&ptr_, bytes), "cudaMalloc (peer staging)");
+  const DeviceBlock block = take_device_block(bytes);
+  ptr_ = block.ptr;
+  bytes_ = block.bytes;
 }
 
-PeerStaging::~PeerStaging() {
-  if (ptr_ == nullptr) return;
-  int current = -1;
-  cudaGetDevice(&current);
-  if (current != device_) cudaSetDevice(device_);
-  cudaFree(ptr_);
-  if (current != device_) cudaSetDevice(current);
-}
+PeerStaging::~PeerStaging() { give_back_device_block(DeviceBlock{ptr_, bytes_, device_}); }
 
 }  // namespace cuda
 }  // namespace knn

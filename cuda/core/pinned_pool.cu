@@ -2,10 +2,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <vector>
 
 #include "../cuda_engine.h"
+#include "block_cache.h"
 #include "cuda_support.h"
 #include "pinned_pool.h"
 
@@ -13,74 +15,35 @@ namespace knn {
 namespace cuda {
 namespace {
 
-// Pinned bytes kept idle between calls at most.
+// Pinned bytes kept idle between calls at most; blocks are rounded up to
+// whole granules so that similar calls reuse each other's, and a block
+// serves any smaller request.
 constexpr size_t kPoolCap = size_t{1} << 30;
-// Blocks are rounded up to this so that similar calls reuse each other's.
 constexpr size_t kGranule = size_t{4} << 20;
-
-struct Block {
-  void* ptr;
-  size_t bytes;
-};
 
 void free_idle_at_exit();
 
-class PinnedPool {
- public:
-  Block take(size_t bytes) {
-    bytes = (bytes + kGranule - 1) / kGranule * kGranule;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto best = free_.end();
-      for (auto it = free_.begin(); it != free_.end(); ++it)
-        if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
-      if (best != free_.end()) {
-        const Block b = *best;
-        free_.erase(best);
-        idle_ -= b.bytes;
-        return b;
-      }
-    }
-    void* p = nullptr;
-    const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
-    if (err == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      fail(KNN_ERR_HOST_OUT_OF_MEMORY, "cudaHostAlloc: pinned host memory exhausted");
-    }
-    check(err, "cudaHostAlloc");
-    free_idle_at_exit();
-    return Block{p, bytes};
+void* pin(size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    fail(KNN_ERR_HOST_OUT_OF_MEMORY, "cudaHostAlloc: pinned host memory exhausted");
   }
-
-  void release_idle() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const Block& b : free_) cudaFreeHost(b.ptr);
-    free_.clear();
-    idle_ = 0;
-  }
-
-  void give_back(Block b) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (idle_ + b.bytes <= kPoolCap) {
-        free_.push_back(b);
-        idle_ += b.bytes;
-        return;
-      }
-    }
-    cudaFreeHost(b.ptr);
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<Block> free_;
-  size_t idle_ = 0;
-};
+  check(err, "cudaHostAlloc");
+  free_idle_at_exit();
+  return p;
+}
 
 // Never destroyed: a destructor would run after the CUDA runtime has shut
 // down. The idle buffers are freed at exit instead (free_idle_at_exit).
-PinnedPool& pool() {
-  static PinnedPool* instance = new PinnedPool;
+BlockCache& pool() {
+  // A lease ends after the copies that used it (the pipeline waits for its
+  // stream before it gives a lease back): no fences.
+  static BlockCache* instance = new BlockCache(
+      BlockCache::Policy{kGranule, kPoolCap, std::numeric_limits<double>::infinity()},
+      BlockCache::Owner{pin, [](void* p) { cudaFreeHost(p); }, [](void*) { return true; },
+                        [](void*) {}});
   return *instance;
 }
 
@@ -101,13 +64,13 @@ void free_idle_at_exit() {
 
 PinnedLease::PinnedLease(size_t bytes) {
   if (bytes == 0) return;
-  const Block b = pool().take(bytes);
+  const BlockCache::Block b = pool().take(bytes);
   ptr_ = b.ptr;
   bytes_ = b.bytes;
 }
 
 PinnedLease::~PinnedLease() {
-  if (ptr_) pool().give_back(Block{ptr_, bytes_});
+  if (ptr_) pool().give_back(BlockCache::Block{ptr_, bytes_});
 }
 
 void staging_copy(void* dst, const void* src, size_t bytes) {

@@ -78,8 +78,7 @@ int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const Call
   size_t budget = call.device_memory_limit;
   const char* source = "device_memory_limit";
   if (budget == 0) {
-    size_t free_bytes = 0, total_bytes = 0;
-    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    const size_t free_bytes = free_device_bytes();
     // Leave a tenth for the allocator's fragmentation and other users.
     budget = free_bytes - free_bytes / 10;
     source = "free device memory";

@@ -1,0 +1,150 @@
+// Memory blocks kept for reuse between calls, up to a cap of idle bytes: the
+// one cache behind the pinned staging buffers (pinned_pool.cu) and the
+// engine's device memory (device_blocks.cu). Getting such memory from the
+// driver costs more than the work that uses it: pinning hundreds of
+// megabytes costs more than the transfers it speeds up, and cudaMalloc and
+// cudaFree serialize the host threads of a process, so the shares of one
+// call on two devices waited for each other's allocations.
+//
+// Plain C++ (no CUDA): the owner passes the functions that get and free a
+// block, and a unit test drives the policy without a device.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace knn {
+namespace cuda {
+
+class BlockCache {
+ public:
+  // fence: where the owner records when the work that used the block has
+  // passed (device blocks: events on the streams that may use it); NULL
+  // when it has.
+  struct Block {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+    void* fence = nullptr;
+  };
+  struct Policy {
+    size_t granule;       // every block's size is a multiple of this
+    size_t idle_cap;      // idle bytes kept at most
+    double max_oversize;  // a block serves a request of up to this many times fewer bytes
+  };
+  // get(bytes) returns the new block's address or throws; release(ptr)
+  // frees it; passed(fence) says whether a fence has passed, without
+  // waiting; drop(fence) frees it. None of the last three throws.
+  struct Owner {
+    std::function<void*(size_t)> get;
+    std::function<void(void*)> release;
+    std::function<bool(void*)> passed;
+    std::function<void(void*)> drop;
+  };
+  BlockCache(Policy policy, Owner owner) : policy_(policy), owner_(std::move(owner)) {}
+  ~BlockCache() { release_idle(); }
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
+
+  size_t rounded(size_t bytes) const {
+    return (bytes + policy_.granule - 1) / policy_.granule * policy_.granule;
+  }
+
+  // The smallest idle block that serves `bytes` and whose fence has passed,
+  // else a new one of rounded(bytes): a block still in use by work in
+  // flight is never handed out, and never waited for. Where the new one
+  // does not fit (get throws), the idle blocks are freed and it is asked
+  // for once more.
+  Block take(size_t bytes) {
+    const size_t want = rounded(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto best = idle_.end();
+      for (auto it = idle_.begin(); it != idle_.end(); ++it)
+        if (serves(*it, want) && (best == idle_.end() || it->bytes < best->bytes) &&
+            fence_passed(*it))
+          best = it;
+      if (best != idle_.end()) {
+        const Block b = *best;
+        idle_.erase(best);
+        idle_bytes_ -= b.bytes;
+        return Block{b.ptr, b.bytes, nullptr};
+      }
+    }
+    try {
+      return Block{owner_.get(want), want, nullptr};
+    } catch (...) {
+      if (release_idle() == 0) throw;
+    }
+    return Block{owner_.get(want), want, nullptr};
+  }
+
+  // Keeps b for reuse, freeing the oldest idle blocks as needed to stay
+  // within the cap; a block larger than the cap is freed.
+  void give_back(Block b) {
+    if (b.ptr == nullptr) return;
+    std::vector<Block> freed;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (b.bytes > policy_.idle_cap) {
+        freed.push_back(b);
+      } else {
+        size_t drop = 0;
+        while (idle_bytes_ + b.bytes > policy_.idle_cap) {
+          idle_bytes_ -= idle_[drop].bytes;
+          freed.push_back(idle_[drop++]);
+        }
+        idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(drop));
+        idle_.push_back(b);
+        idle_bytes_ += b.bytes;
+      }
+    }
+    for (const Block& f : freed) free(f);
+  }
+
+  // Frees every idle block; returns the bytes freed.
+  size_t release_idle() {
+    std::vector<Block> freed;
+    size_t bytes = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      freed.swap(idle_);
+      bytes = idle_bytes_;
+      idle_bytes_ = 0;
+    }
+    for (const Block& f : freed) free(f);
+    return bytes;
+  }
+
+  size_t idle_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return idle_bytes_;
+  }
+
+ private:
+  bool serves(const Block& b, size_t want) const {
+    return b.bytes >= want && static_cast<double>(b.bytes) <= policy_.max_oversize * want;
+  }
+  // Drops a passed fence, so that it is asked about once.
+  bool fence_passed(Block& b) {
+    if (b.fence == nullptr) return true;
+    if (!owner_.passed(b.fence)) return false;
+    owner_.drop(std::exchange(b.fence, nullptr));
+    return true;
+  }
+  void free(const Block& b) {
+    if (b.fence) owner_.drop(b.fence);
+    owner_.release(b.ptr);
+  }
+
+  Policy policy_;
+  Owner owner_;
+  mutable std::mutex mutex_;
+  std::vector<Block> idle_;  // oldest first
+  size_t idle_bytes_ = 0;
+};
+
+}  // namespace cuda
+}  // namespace knn
