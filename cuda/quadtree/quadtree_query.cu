@@ -30,6 +30,7 @@
 
 #include "../../common/pip_predicate.h"
 #include "../../common/quadtree_layout.h"
+#include "../cuda_engine.h"
 #include "quadtree.cuh"
 #include "quadtree_node_class.cuh"
 #include "quadtree_thread_walk.cuh"
@@ -429,11 +430,8 @@ void CudaQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t
                         cudaMemcpyDefault, s),
         "point in polygon: copying out_offsets");
 
-  // Chunks of whole polygons whose output fits in half the device memory.
-  size_t free_bytes = 0, total_bytes = 0;
-  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-  const size_t budget =
-      call.device_memory_limit > 0 ? std::min(call.device_memory_limit, free_bytes) : free_bytes;
+  // Chunks of whole polygons whose output fits in half the call's budget.
+  const size_t budget = device_budget(call.device_memory_limit).bytes();
   const int64_t chunk_items =
       std::max(kMinFillChunkItems, static_cast<int64_t>(budget / 2 / kFillBytesPerItem));
 
