@@ -73,8 +73,25 @@
  * Threads of the CPU engine. OpenMP, all cores by default (OMP_NUM_THREADS
  *           and, for the index API, knn_options.threads limit it). Hosts that
  *           call from several threads at once may prefer OMP_WAIT_POLICY=passive.
- * Environment. KNN_DEVICE_MEMORY_LIMIT (bytes) makes the planner act as if
- *           only that much device memory were free (on each device);
+ * Device memory. Every GPU plan of a call (its chunks of queries, the tree
+ *           split of queryAll, the point-in-polygon fill, the choice of the
+ *           GPU by buildKdTree and by an index build with KNN_BACKEND_AUTO,
+ *           which take it only when the build's estimate fits) takes one
+ *           budget per device: knn_options.device_memory_limit when non-zero
+ *           (index and point-in-polygon calls), else KNN_DEVICE_MEMORY_LIMIT
+ *           when set, but never more than the device's free memory less a
+ *           margin of max(256 MiB, free / 16) (the CUDA context grows, the
+ *           allocator fragments, other threads and processes allocate); with
+ *           neither limit, that free memory less the margin. It counts what
+ *           the call allocates, beside an index's resident structure. A CUDA
+ *           kd-tree index build whose estimate exceeds the limit in force is
+ *           refused with DEVICE_OUT_OF_MEMORY; other builds with an explicit
+ *           backend allocate what they need (knn_estimate_build_bytes).
+ * Environment. KNN_DEVICE_MEMORY_LIMIT: the limit above, for every call
+ *           whose options set no device_memory_limit (the classic calls have
+ *           none), in bytes, decimal digits only; unset, empty or 0: no
+ *           limit; any other value ("8G", "-1") makes the calls that read it
+ *           fail with INVALID_ARGUMENT. It applies on each device.
  *           KNN_CPU_SHARE=1/0 forces the CPU share of queryAll on or off
  *           (default: on where it helps); KNN_DEVICES ("all", or "0,1")
  *           names the devices a call uses (section 3, "Several devices").
@@ -267,13 +284,13 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
 /* All k nearest neighbours of n_qp query points in a tree of n_tree nodes.
  * result[i*k + j] (n_qp * k ints, 64-bit offsets) receives the original index
  * (Node.id) of query i's j-th nearest point; -1 where n_tree < k.
- * queryAll plans from the device's free memory (or the environment variable
- * KNN_DEVICE_MEMORY_LIMIT, in bytes, when set): it runs the queries in chunks
- * that fit, overlaps transfers with compute, splits the tree when the tree
- * itself does not fit and merges the partial lists exactly, runs a share of
- * the queries on the CPU at the same time, and runs on the CPU alone when no
- * device is usable. It never fails for lack of device memory. With several
- * devices (KNN_DEVICES, or by default every device once there are at least
+ * queryAll plans within the device budget ("Device memory", general rules
+ * above: the free memory less the margin, or KNN_DEVICE_MEMORY_LIMIT): it
+ * runs the queries in chunks that fit, overlaps transfers with compute,
+ * splits the tree when the tree itself does not fit and merges the partial
+ * lists exactly, runs a share of the queries on the CPU at the same time,
+ * and runs on the CPU alone when no device is usable. It never fails for lack of device memory.
+ * With several devices (KNN_DEVICES, or by default every device once there are at least
  * KNN_MIN_QUERIES_PER_DEVICE queries per device; section 3, "Several
  * devices") queryAll and cuQueryAll copy the tree to each of them and every
  * device takes chunks of queries from the same pool, the CPU share beside
@@ -462,8 +479,9 @@ enum knn_structure {
  *      that; one GPU: unchanged, that device alone).
  *   In the default list the index's own device (for queryAll, the current
  *   device) takes the first share; a listed one is used as listed. Each
- *   device plans its chunks from its own free memory (or device_memory_limit,
- *   which then applies to each device). Device arrays of the caller stay where
+ *   device plans its chunks within its own budget (general rules, "Device
+ *   memory"; a limit applies to each device, and shares of a device listed
+ *   twice divide its budget). Device arrays of the caller stay where
  *   they are: a share on another device with peer access to them (NVLink or
  *   PCIe peer-to-peer) reads the queries and writes the rows in place, and one
  *   without copies them there and back in pieces (peer copies). For this the
@@ -492,9 +510,11 @@ typedef struct knn_options {
   int structure;              /* enum knn_structure, default AUTO             */
   int leaf_size;              /* points per leaf/bucket, 0 = library default  */
   int threads;                /* CPU threads, 0 = all cores                   */
-  size_t device_memory_limit; /* 0 = what the device has free; set it to make
-                                 the library plan as if only this many bytes
-                                 were free (tests use it to force splitting) */
+  size_t device_memory_limit; /* 0 = KNN_DEVICE_MEMORY_LIMIT, else the free
+                                 memory less the margin; set it to make the
+                                 library plan as if only this many bytes
+                                 were free, on each device ("Device memory",
+                                 general rules; tests use it to force chunks) */
   /* version 2 (struct_size >= offsetof(knn_options, devices) + device_count * sizeof(int)) */
   int device_count;             /* entries of devices in use, 0 = default     */
   int devices[KNN_MAX_DEVICES]; /* CUDA device numbers, one share each        */

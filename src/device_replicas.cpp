@@ -267,9 +267,8 @@ void split_over_devices(const std::vector<int>& devices,
     CallParams share_call = split.call;
     const int64_t alongside = std::count(devices.begin(), devices.end(), device);
     if (alongside > 1)
-      share_call.device_memory_limit =
-          cuda::device_budget(share_call.device_memory_limit).bytes() /
-          static_cast<size_t>(alongside);
+      share_call.device_memory_limit = cuda::device_budget(share_call.device_memory_limit).bytes() /
+                                       static_cast<size_t>(alongside);
     // Host and managed memory every device reads in place (owner -1), and so
     // does a device with peer access to the owner.
     auto in_reach = [&](int owner) {

@@ -69,9 +69,9 @@ int resolve_backend(int requested, int64_t n, int dim, int structure, size_t dev
   if (!have_device) return KNN_BACKEND_OPENMP;
   const int planned =
       structure == KNN_STRUCTURE_AUTO ? auto_structure(KNN_BACKEND_CUDA, n, dim) : structure;
-  return device_build_bytes(planned, n, dim, scalar) <= cuda::device_budget(device_memory_limit).bytes()
-             ? KNN_BACKEND_CUDA
-             : KNN_BACKEND_OPENMP;
+  const size_t budget = cuda::device_budget(device_memory_limit).bytes();
+  return device_build_bytes(planned, n, dim, scalar) <= budget ? KNN_BACKEND_CUDA
+                                                               : KNN_BACKEND_OPENMP;
 }
 
 template <typename Scalar>

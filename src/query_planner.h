@@ -1,7 +1,7 @@
 // The planner behind queryAll/cuQueryAll/mpQueryAll and buildKdTree: it
 // decides which engine runs what, from the device budget (cuda::device_budget:
-// KNN_DEVICE_MEMORY_LIMIT, else free memory less a margin), and composes the engines (chunked GPU queries, a CPU
-// share at the same time, a tree split with an exact merge, CPU fallback).
+// KNN_DEVICE_MEMORY_LIMIT, else free memory less a margin), and composes the engines (chunked GPU
+// queries, a CPU share at the same time, a tree split with an exact merge, CPU fallback).
 #pragma once
 
 #include <cstddef>

@@ -135,7 +135,8 @@ TEST(DeviceBudget, TooSmallForOneQueryIsRefusedSayingWhy) {
   // A full device: the message gives the free memory and the margin.
   const knn::DeviceBudget full = knn::device_budget_of(0, nullptr, 100 * kMiB);
   const std::string why = refusal([&] { knn::queries_within_budget(full, 1, 0, 100); }).second;
-  EXPECT_TRUE(contains(why, "0 bytes, the device's 104857600 free bytes less a margin of 268435456"))
+  EXPECT_TRUE(
+      contains(why, "0 bytes, the device's 104857600 free bytes less a margin of 268435456"))
       << why;
 }
 

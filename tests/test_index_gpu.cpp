@@ -22,12 +22,14 @@
 #include "../cuda/index_memory_model.h"
 #include "../cuda/kdtree/bucket_tree_shape.h"
 #include "../cuda/kdtree/index_kdtree_memory.h"
+#include "../engine/device_budget.h"
 #include "engine_calls.h"
 #include "gpu_test_support.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
 #include "knn_gpgpu.h"
 #include "oracle.h"
+#include "scoped_env.h"
 #include "test_data.h"
 
 #if defined(KNN_TEST_WITH_CUDA)
@@ -346,6 +348,41 @@ TEST(KdTreeGpu, SmallDeviceBudgetGivesTheSameAnswer) {
                   k, true, call)));
   call.device_memory_limit = size_t{1} << 20;
   EXPECT_EQ(status_of([&] { engine_self(*gpu, k, true, call); }), KNN_ERR_DEVICE_OUT_OF_MEMORY);
+}
+
+// KNN_DEVICE_MEMORY_LIMIT limits the calls that set no device_memory_limit
+// of their own (the index engines ignored it before and planned from the
+// free memory), the call's own limit wins over it, and a value that is no
+// number of bytes is refused.
+TEST(KdTreeGpu, EnvironmentLimitAppliesWhereTheCallSetsNone) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 3, k = 30;
+  const int64_t n = 100003;
+  const std::vector<float> points = make_rows(Dist::Uniform, n, dim, 63);
+  Engine gpu = gpu_tree(points, dim);
+  const KnnResult whole = engine_self(*gpu, k, true);
+  const knn::CallParams no_limit;
+  {
+    const ScopedEnv tiny(knn::kDeviceMemoryLimitVar, "1048576");
+    std::string message;
+    try {
+      engine_self(*gpu, k, true, no_limit);
+    } catch (const knn::Error& e) {
+      EXPECT_EQ(e.status(), KNN_ERR_DEVICE_OUT_OF_MEMORY);
+      message = e.what();
+    }
+    EXPECT_NE(message.find("budget is 1048576 bytes, the KNN_DEVICE_MEMORY_LIMIT"),
+              std::string::npos)
+        << "message: " << message;
+    knn::CallParams own;
+    own.device_memory_limit = size_t{64} << 20;
+    EXPECT_TRUE(same_knn(whole, engine_self(*gpu, k, true, own)));
+  }
+  {
+    const ScopedEnv malformed(knn::kDeviceMemoryLimitVar, "64MiB");
+    EXPECT_EQ(status_of([&] { engine_self(*gpu, k, true, no_limit); }), KNN_ERR_INVALID_ARGUMENT);
+  }
+  EXPECT_TRUE(same_knn(whole, engine_self(*gpu, k, true, no_limit)));
 }
 
 #if defined(KNN_TEST_WITH_CUDA)
