@@ -191,8 +191,8 @@ TEST_F(FaultInjection, MalformedMemoryLimitIsRefused) {
   build_with(&buildKdTree, points_, &status);
   EXPECT_EQ(status, KNN_ERR_INVALID_ARGUMENT) << status_text(status);
   setenv("KNN_DEVICE_MEMORY_LIMIT", "0", 1);  // no limit, as device_memory_limit = 0
-  EXPECT_TRUE(same_rows(expected_, query_with(&cuQueryAll, queries_, tree_, kK, &status), kQueries,
-                        kK));
+  EXPECT_TRUE(
+      same_rows(expected_, query_with(&cuQueryAll, queries_, tree_, kK, &status), kQueries, kK));
   EXPECT_EQ(status, KNN_OK) << status_text(status);
   unsetenv("KNN_DEVICE_MEMORY_LIMIT");
 }
