@@ -101,6 +101,19 @@ inline DeviceBudget device_budget_of(size_t call_limit, const char* environment,
   return budget;
 }
 
+// Refuses a build of `what` whose device estimate `needed` exceeds the limit
+// in force, with KNN_ERR_DEVICE_OUT_OF_MEMORY naming both. Only a limit the
+// caller set bounds a build: without one, a build allocates what it needs
+// (an automatic backend has compared the estimate with the whole budget
+// first), and a device short of it says so at the allocation.
+inline void require_build_within_limit(const DeviceBudget& budget, size_t needed,
+                                       const std::string& what) {
+  if (budget.limit != 0 && needed > budget.limit)
+    fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
+         format("%s needs %zu device bytes, more than the %s (%zu)", what.c_str(), needed,
+                budget.limit_source, budget.limit));
+}
+
 // The most queries, at most max_queries, whose fixed_bytes plus
 // bytes_per_query each fit the budget; KNN_ERR_DEVICE_OUT_OF_MEMORY, saying
 // what one query needs and what the budget is, when not even one fits.

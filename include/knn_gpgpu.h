@@ -84,9 +84,10 @@
  *           allocator fragments, other threads and processes allocate); with
  *           neither limit, that free memory less the margin. It counts what
  *           the call allocates, beside an index's resident structure. A CUDA
- *           kd-tree index build whose estimate exceeds the limit in force is
- *           refused with DEVICE_OUT_OF_MEMORY; other builds with an explicit
- *           backend allocate what they need (knn_estimate_build_bytes).
+ *           index build (kd-tree, grid, brute force) whose device estimate
+ *           exceeds the limit in force is refused with DEVICE_OUT_OF_MEMORY
+ *           (an AUTO backend builds on the CPU instead); without a limit a
+ *           build allocates what it needs (at most knn_estimate_build_bytes).
  * Environment. KNN_DEVICE_MEMORY_LIMIT: the limit above, for every call
  *           whose options set no device_memory_limit (the classic calls have
  *           none), in bytes, decimal digits only; unset, empty or 0: no

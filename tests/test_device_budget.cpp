@@ -3,7 +3,8 @@
 // build's backend, the point-in-polygon fill, the shares of a split call),
 // on the host: the margin, the reading of KNN_DEVICE_MEMORY_LIMIT, the
 // precedence device_memory_limit > KNN_DEVICE_MEMORY_LIMIT > free memory,
-// and the refusal of a budget too small for one query, with its message.
+// the refusal of a budget too small for one query and of a build beyond the
+// limit, with their messages.
 // The figures are worked out by hand here, not by the rule's own code.
 #include <gtest/gtest.h>
 
@@ -138,6 +139,28 @@ TEST(DeviceBudget, TooSmallForOneQueryIsRefusedSayingWhy) {
   EXPECT_TRUE(
       contains(why, "0 bytes, the device's 104857600 free bytes less a margin of 268435456"))
       << why;
+}
+
+TEST(DeviceBudget, ABuildBeyondTheLimitInForceIsRefusedAndNoneWithout) {
+  const std::string what = "building a CUDA grid of 1000 points";
+  // Within, or exactly at, the limit: built.
+  const knn::DeviceBudget option = knn::device_budget_of(64 * kMiB, nullptr, 80 * kGiB);
+  EXPECT_EQ(refusal([&] { knn::require_build_within_limit(option, 64 * kMiB, what); }).first,
+            KNN_OK);
+  const auto [status, message] =
+      refusal([&] { knn::require_build_within_limit(option, 64 * kMiB + 1, what); });
+  EXPECT_EQ(status, KNN_ERR_DEVICE_OUT_OF_MEMORY);
+  EXPECT_EQ(message,
+            "building a CUDA grid of 1000 points needs 67108865 device bytes, more than the "
+            "device_memory_limit (67108864)");
+  const knn::DeviceBudget env = knn::device_budget_of(0, "4096", 80 * kGiB);
+  EXPECT_EQ(refusal([&] { knn::require_build_within_limit(env, 4097, what); }).second,
+            "building a CUDA grid of 1000 points needs 4097 device bytes, more than the "
+            "KNN_DEVICE_MEMORY_LIMIT (4096)");
+  // Without a limit a build is not refused beforehand, even beyond the free
+  // memory: the allocation says whether the device holds it.
+  const knn::DeviceBudget none = knn::device_budget_of(0, nullptr, 1 * kGiB);
+  EXPECT_EQ(refusal([&] { knn::require_build_within_limit(none, 2 * kGiB, what); }).first, KNN_OK);
 }
 
 }  // namespace

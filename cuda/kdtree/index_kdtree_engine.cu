@@ -24,13 +24,10 @@ class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
            format("the CUDA kd-tree indexes up to 2^31-1 points (int32 indices), got n = %lld",
                   static_cast<long long>(n)));
     const int leaf_size = params.leaf_size > 0 ? params.leaf_size : kdtree_default_leaf_size(dim);
-    const size_t needed = kdtree_build_bytes(n, dim, leaf_size, sizeof(Scalar));
-    const DeviceBudget budget = device_budget(params.device_memory_limit);
-    if (budget.limit != 0 && needed > budget.limit)
-      fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
-           format("building a CUDA kd-tree of %lld points in %d-D needs %zu device bytes, more "
-                  "than the %s (%zu)",
-                  static_cast<long long>(n), dim, needed, budget.limit_source, budget.limit));
+    require_build_within_limit(
+        device_budget(params.device_memory_limit),
+        kdtree_build_bytes(n, dim, leaf_size, sizeof(Scalar)),
+        format("building a CUDA kd-tree of %lld points in %d-D", static_cast<long long>(n), dim));
     tree_.n = n;
     tree_.dim = dim;
     tree_.levels = bucket_tree_levels(n, leaf_size);
