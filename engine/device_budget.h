@@ -80,7 +80,7 @@ struct DeviceBudget {
       return format("%zu bytes, the %s", limit, limit_source);
     return format("%zu bytes, the device's %zu free bytes less a margin of %zu%s", bytes(),
                   free_bytes, device_memory_margin(free_bytes),
-                  limit > 0 ? format(" (below the %s of %zu)", limit_source, limit).c_str() : "");
+                  limit > 0 ? format(" (less than the %s, %zu)", limit_source, limit).c_str() : "");
   }
 };
 

@@ -272,12 +272,11 @@ typedef struct KNN_NODE_TAG knn_node;
  * owned (getTreeSize(n) bytes) and can be saved and loaded by the host. */
 
 /* Build the tree of n points into `tree` (getTreeSize(n) bytes).
- * buildKdTree runs on the GPU when one is usable and the build fits in its
- * free memory, otherwise on the CPU; the result is identical. cuBuildKdTree
- * runs on the GPU only (KNN_ERR_NO_DEVICE without one), mpBuildKdTree on the
- * CPU only (all cores). Errors: NULL points/tree with n > 0, n < 0
- * (INVALID_ARGUMENT); a NaN/Inf coordinate (NONFINITE_INPUT, naming the
- * point); device failures (DEVICE_OUT_OF_MEMORY, DEVICE). */
+ * buildKdTree runs on the GPU when one is usable and the build fits its
+ * device budget ("Device memory", general rules), otherwise on the CPU; the result is identical.
+ * cuBuildKdTree runs on the GPU only (KNN_ERR_NO_DEVICE without one), mpBuildKdTree on the CPU only
+ * (all cores). Errors: NULL points/tree with n > 0, n < 0 (INVALID_ARGUMENT); a NaN/Inf coordinate
+ * (NONFINITE_INPUT, naming the point); device failures (DEVICE_OUT_OF_MEMORY, DEVICE). */
 KNN_API int KNN_CALL buildKdTree(const knn_point* points, int n, knn_node* tree);
 KNN_API int KNN_CALL cuBuildKdTree(const knn_point* points, int n, knn_node* tree);
 KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tree);
@@ -317,9 +316,9 @@ KNN_API int KNN_CALL mpQueryAll(const knn_point* query_points, const knn_node* t
 /* Memory helpers. They compute in 64 bits, need no device, return 0 for
  * negative arguments and SIZE_MAX where the byte count does not fit a
  * size_t (they never wrap to a smaller figure). They are honest: a GPU call whose need is at most
- * the device's free memory does not fail for lack of it, and its peak device use stays within the
- * figure (every buffer is counted in whole 2 MiB pages of the device allocator; a device test
- * measures the real peak). */
+ * its device budget (the free memory less the margin, "Device memory" in the general rules) does
+ * not fail for lack of memory, and its peak device use stays within the figure (every buffer is
+ * counted in whole 2 MiB pages of the device allocator; a device test measures the real peak). */
 /* Bytes of the Node array of an n-node tree. */
 KNN_API size_t KNN_CALL getTreeSize(int n_tree);
 /* Device bytes cuBuildKdTree needs for n points. */
@@ -327,7 +326,7 @@ KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree);
 /* Device bytes to run the whole call at once: the tree and every query's
  * result rows on the device together. cuQueryAll streams the queries in
  * chunks (at most 2^19 queries each), so its real peak is usually far lower;
- * queryAll plans its chunks from the free memory when less than this is free. */
+ * queryAll plans its chunks within the device budget when less than this fits it. */
 KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree);
 /* Device bytes of the search kernels' own working storage for n_qp queries,
  * run as block_num blocks of thread_num threads (0 for either: the library's
@@ -363,8 +362,10 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  * Backends. KNN_BACKEND_CUDA: the GPU (KNN_ERR_NO_DEVICE without one); the
  *   index lives in device memory between calls. KNN_BACKEND_OPENMP: the CPU.
  *   KNN_BACKEND_AUTO: the GPU when a device is usable and the build's device
- *   estimate (knn_estimate_build_bytes) fits its free memory (or
- *   device_memory_limit, or KNN_DEVICE_MEMORY_LIMIT), else the CPU; an
+ *   estimate (knn_estimate_build_bytes) fits the device budget (general
+ *   rules, "Device memory": device_memory_limit, else
+ *   KNN_DEVICE_MEMORY_LIMIT, never beyond the free memory less the margin),
+ *   else the CPU; an
  *   automatic GPU build that runs out of device memory anyway, or that the
  *   GPU engine cannot serve, is built on the CPU instead.
  * Structures. KNN_STRUCTURE_KDTREE: a bucket kd-tree (leaf_size points per

@@ -104,7 +104,7 @@ TEST(DeviceBudget, ALimitNeverGoesBeyondTheFreeMemoryLessTheMargin) {
   const knn::DeviceBudget budget = knn::device_budget_of(16 * kGiB, nullptr, 8 * kGiB);
   EXPECT_EQ(budget.limit, 16 * kGiB);
   EXPECT_EQ(budget.bytes(), 8 * kGiB - 512 * kMiB);
-  EXPECT_TRUE(contains(budget.describe(), "(below the device_memory_limit of 17179869184)"))
+  EXPECT_TRUE(contains(budget.describe(), "(less than the device_memory_limit, 17179869184)"))
       << budget.describe();
   EXPECT_EQ(knn::device_budget_of(0, "17179869184", 8 * kGiB).bytes(), 8 * kGiB - 512 * kMiB);
   // Without a device the budget is 0 whatever the limit.
