@@ -7,8 +7,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "../common/kdtree_layout.h"
+#include "../engine/device_budget.h"
 #include "core/memory_model.h"
 
 namespace knn {
@@ -19,6 +21,15 @@ int device_count();
 void set_device(int device);
 int current_device();        // -1 when there is none
 size_t free_device_bytes();  // 0 when there is no device
+
+// What a call may allocate on the current device, the one budget of every
+// GPU plan (engine/device_budget.h): call_limit (device_memory_limit; 0:
+// none), else KNN_DEVICE_MEMORY_LIMIT, never more than the device's free
+// memory less the margin. 0 bytes without a device. A malformed
+// KNN_DEVICE_MEMORY_LIMIT throws KNN_ERR_INVALID_ARGUMENT.
+inline DeviceBudget device_budget(size_t call_limit) {
+  return device_budget_of(call_limit, std::getenv(kDeviceMemoryLimitVar), free_device_bytes());
+}
 
 // ---- Tree build (device bytes: memory_model.h) ----------------------------
 // Builds the tree of n host points into the host array `tree`.

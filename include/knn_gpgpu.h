@@ -79,8 +79,26 @@
  * Threads of the CPU engine. OpenMP, all cores by default (OMP_NUM_THREADS
  *           and, for the index API, knn_options.threads limit it). Hosts that
  *           call from several threads at once may prefer OMP_WAIT_POLICY=passive.
- * Environment. KNN_DEVICE_MEMORY_LIMIT (bytes) makes the planner act as if
- *           only that much device memory were free (on each device);
+ * Device memory. Every GPU plan of a call (its chunks of queries, the tree
+ *           split of queryAll, the point-in-polygon fill, the choice of the
+ *           GPU by buildKdTree and by an index build with KNN_BACKEND_AUTO,
+ *           which take it only when the build's estimate fits) takes one
+ *           budget per device: knn_options.device_memory_limit when non-zero
+ *           (index and point-in-polygon calls), else KNN_DEVICE_MEMORY_LIMIT
+ *           when set, but never more than the device's free memory less a
+ *           margin of max(256 MiB, free / 16) (the CUDA context grows, the
+ *           allocator fragments, other threads and processes allocate); with
+ *           neither limit, that free memory less the margin. It counts what
+ *           the call allocates, beside an index's resident structure. A CUDA
+ *           index build (kd-tree, grid, brute force) whose device estimate
+ *           exceeds the limit in force is refused with DEVICE_OUT_OF_MEMORY
+ *           (an AUTO backend builds on the CPU instead); without a limit a
+ *           build allocates what it needs (at most knn_estimate_build_bytes).
+ * Environment. KNN_DEVICE_MEMORY_LIMIT: the limit above, for every call
+ *           whose options set no device_memory_limit (the classic calls have
+ *           none), in bytes, decimal digits only; unset, empty or 0: no
+ *           limit; any other value ("8G", "-1") makes the calls that read it
+ *           fail with INVALID_ARGUMENT. It applies on each device.
  *           KNN_CPU_SHARE=1/0 forces the CPU share of queryAll on or off
  *           (default: on where it helps); KNN_DEVICES ("all", or "0,1")
  *           names the devices a call uses (section 3, "Several devices").
@@ -260,12 +278,11 @@ typedef struct KNN_NODE_TAG knn_node;
  * owned (getTreeSize(n) bytes) and can be saved and loaded by the host. */
 
 /* Build the tree of n points into `tree` (getTreeSize(n) bytes).
- * buildKdTree runs on the GPU when one is usable and the build fits in its
- * free memory, otherwise on the CPU; the result is identical. cuBuildKdTree
- * runs on the GPU only (KNN_ERR_NO_DEVICE without one), mpBuildKdTree on the
- * CPU only (all cores). Errors: NULL points/tree with n > 0, n < 0
- * (INVALID_ARGUMENT); a NaN/Inf coordinate (NONFINITE_INPUT, naming the
- * point); device failures (DEVICE_OUT_OF_MEMORY, DEVICE). */
+ * buildKdTree runs on the GPU when one is usable and the build fits its
+ * device budget ("Device memory", general rules), otherwise on the CPU; the result is identical.
+ * cuBuildKdTree runs on the GPU only (KNN_ERR_NO_DEVICE without one), mpBuildKdTree on the CPU only
+ * (all cores). Errors: NULL points/tree with n > 0, n < 0 (INVALID_ARGUMENT); a NaN/Inf coordinate
+ * (NONFINITE_INPUT, naming the point); device failures (DEVICE_OUT_OF_MEMORY, DEVICE). */
 KNN_API int KNN_CALL buildKdTree(const knn_point* points, int n, knn_node* tree);
 KNN_API int KNN_CALL cuBuildKdTree(const knn_point* points, int n, knn_node* tree);
 KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tree);
@@ -273,13 +290,13 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
 /* All k nearest neighbours of n_qp query points in a tree of n_tree nodes.
  * result[i*k + j] (n_qp * k ints, 64-bit offsets) receives the original index
  * (Node.id) of query i's j-th nearest point; -1 where n_tree < k.
- * queryAll plans from the device's free memory (or the environment variable
- * KNN_DEVICE_MEMORY_LIMIT, in bytes, when set): it runs the queries in chunks
- * that fit, overlaps transfers with compute, splits the tree when the tree
- * itself does not fit and merges the partial lists exactly, runs a share of
- * the queries on the CPU at the same time, and runs on the CPU alone when no
- * device is usable. It never fails for lack of device memory. With several
- * devices (KNN_DEVICES, or by default every device once there are at least
+ * queryAll plans within the device budget ("Device memory", general rules
+ * above: the free memory less the margin, or KNN_DEVICE_MEMORY_LIMIT): it
+ * runs the queries in chunks that fit, overlaps transfers with compute,
+ * splits the tree when the tree itself does not fit and merges the partial
+ * lists exactly, runs a share of the queries on the CPU at the same time,
+ * and runs on the CPU alone when no device is usable. It never fails for lack of device memory.
+ * With several devices (KNN_DEVICES, or by default every device once there are at least
  * KNN_MIN_QUERIES_PER_DEVICE queries per device; section 3, "Several
  * devices") queryAll and cuQueryAll copy the tree to each of them and every
  * device takes chunks of queries from the same pool, the CPU share beside
@@ -305,9 +322,9 @@ KNN_API int KNN_CALL mpQueryAll(const knn_point* query_points, const knn_node* t
 /* Memory helpers. They compute in 64 bits, need no device, return 0 for
  * negative arguments and SIZE_MAX where the byte count does not fit a
  * size_t (they never wrap to a smaller figure). They are honest: a GPU call whose need is at most
- * the device's free memory does not fail for lack of it, and its peak device use stays within the
- * figure (every buffer is counted in whole 2 MiB pages of the device allocator; a device test
- * measures the real peak). */
+ * its device budget (the free memory less the margin, "Device memory" in the general rules) does
+ * not fail for lack of memory, and its peak device use stays within the figure (every buffer is
+ * counted in whole 2 MiB pages of the device allocator; a device test measures the real peak). */
 /* Bytes of the Node array of an n-node tree. */
 KNN_API size_t KNN_CALL getTreeSize(int n_tree);
 /* Device bytes cuBuildKdTree needs for n points. */
@@ -315,7 +332,7 @@ KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree);
 /* Device bytes to run the whole call at once: the tree and every query's
  * result rows on the device together. cuQueryAll streams the queries in
  * chunks (at most 2^19 queries each), so its real peak is usually far lower;
- * queryAll plans its chunks from the free memory when less than this is free. */
+ * queryAll plans its chunks within the device budget when less than this fits it. */
 KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree);
 /* Device bytes of the search kernels' own working storage for n_qp queries,
  * run as block_num blocks of thread_num threads (0 for either: the library's
@@ -352,8 +369,10 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  * Backends. KNN_BACKEND_CUDA: the GPU (KNN_ERR_NO_DEVICE without one); the
  *   index lives in device memory between calls. KNN_BACKEND_OPENMP: the CPU.
  *   KNN_BACKEND_AUTO: the GPU when a device is usable and the build's device
- *   estimate (knn_estimate_build_bytes) fits its free memory (or
- *   device_memory_limit, or KNN_DEVICE_MEMORY_LIMIT), else the CPU; an
+ *   estimate (knn_estimate_build_bytes) fits the device budget (general
+ *   rules, "Device memory": device_memory_limit, else
+ *   KNN_DEVICE_MEMORY_LIMIT, never beyond the free memory less the margin),
+ *   else the CPU; an
  *   automatic GPU build that runs out of device memory anyway, or that the
  *   GPU engine cannot serve, is built on the CPU instead.
  * Structures. KNN_STRUCTURE_KDTREE: a bucket kd-tree (leaf_size points per
@@ -469,8 +488,9 @@ enum knn_structure {
  *      that; one GPU: unchanged, that device alone).
  *   In the default list the index's own device (for queryAll, the current
  *   device) takes the first share; a listed one is used as listed. Each
- *   device plans its chunks from its own free memory (or device_memory_limit,
- *   which then applies to each device). Device arrays of the caller stay where
+ *   device plans its chunks within its own budget (general rules, "Device
+ *   memory"; a limit applies to each device, and shares of a device listed
+ *   twice divide its budget). Device arrays of the caller stay where
  *   they are: a share on another device with peer access to them (NVLink or
  *   PCIe peer-to-peer) reads the queries and writes the rows in place, and one
  *   without copies them there and back in pieces (peer copies). For this the
@@ -499,9 +519,11 @@ typedef struct knn_options {
   int structure;              /* enum knn_structure, default AUTO             */
   int leaf_size;              /* points per leaf/bucket, 0 = library default  */
   int threads;                /* CPU threads, 0 = all cores                   */
-  size_t device_memory_limit; /* 0 = what the device has free; set it to make
-                                 the library plan as if only this many bytes
-                                 were free (tests use it to force splitting) */
+  size_t device_memory_limit; /* 0 = KNN_DEVICE_MEMORY_LIMIT, else the free
+                                 memory less the margin; set it to make the
+                                 library plan as if only this many bytes
+                                 were free, on each device ("Device memory",
+                                 general rules; tests use it to force chunks) */
   /* version 2 (struct_size >= offsetof(knn_options, devices) + device_count * sizeof(int)) */
   int device_count;             /* entries of devices in use, 0 = default     */
   int devices[KNN_MAX_DEVICES]; /* CUDA device numbers, one share each        */

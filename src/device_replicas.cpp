@@ -104,13 +104,13 @@ class ExcludeSelfRows {
 // On two H200s (10^7 x 10^7, k = 8) that share took 25.6 ms reading in place
 // and 23.0 ms from queries of its own; the copy costs about 0.2 ms, and the
 // split went from 1.68x to 1.79x. The copy takes at most half of the
-// share's budget, which loses what it takes; NULL where it does not fit,
-// and the share reads in place.
+// share's budget (cuda::device_budget), which from then on is the share's
+// explicit limit less the copy; NULL where it does not fit, and the share
+// reads in place.
 template <typename Scalar>
 std::unique_ptr<cuda::PeerStaging> queries_copied_here(const Scalar* queries, size_t bytes,
                                                        int owner, int device, CallParams& call) {
-  const size_t budget =
-      call.device_memory_limit > 0 ? call.device_memory_limit : cuda::free_device_bytes();
+  const size_t budget = cuda::device_budget(call.device_memory_limit).bytes();
   if (bytes == 0 || bytes > budget / 2) return nullptr;
   std::unique_ptr<cuda::PeerStaging> copy;
   try {
@@ -122,7 +122,7 @@ std::unique_ptr<cuda::PeerStaging> queries_copied_here(const Scalar* queries, si
   cuda::PeerStream stream;
   stream.copy(copy->get(), device, queries, owner, bytes);
   stream.wait();
-  if (call.device_memory_limit > 0) call.device_memory_limit -= bytes;
+  call.device_memory_limit = budget - bytes;  // > 0: bytes <= budget / 2
   return copy;
 }
 
@@ -263,14 +263,12 @@ void split_over_devices(const std::vector<int>& devices,
     Scalar* sq = split.sq_distances ? split.sq_distances + first * split.row_width : nullptr;
     int32_t* counts = split.counts ? split.counts + first : nullptr;
     // Shares on the same device run at once: each plans from its part of
-    // the device's memory, so that together they stay within it.
+    // the device's budget, so that together they stay within it.
     CallParams share_call = split.call;
     const int64_t alongside = std::count(devices.begin(), devices.end(), device);
-    if (alongside > 1) {
-      const size_t budget = share_call.device_memory_limit > 0 ? share_call.device_memory_limit
-                                                               : cuda::free_device_bytes();
-      share_call.device_memory_limit = budget / static_cast<size_t>(alongside);
-    }
+    if (alongside > 1)
+      share_call.device_memory_limit = cuda::device_budget(share_call.device_memory_limit).bytes() /
+                                       static_cast<size_t>(alongside);
     // Host and managed memory every device reads in place (owner -1), and so
     // does a device with peer access to the owner.
     auto in_reach = [&](int owner) {

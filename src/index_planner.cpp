@@ -6,7 +6,6 @@
 #include "../cuda/cuda_engine.h"
 #include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
-#include "query_planner.h"
 
 namespace knn {
 
@@ -70,7 +69,7 @@ int resolve_backend(int requested, int64_t n, int dim, int structure, size_t dev
   if (!have_device) return KNN_BACKEND_OPENMP;
   const int planned =
       structure == KNN_STRUCTURE_AUTO ? auto_structure(KNN_BACKEND_CUDA, n, dim) : structure;
-  const size_t budget = device_memory_limit > 0 ? device_memory_limit : device_budget();
+  const size_t budget = cuda::device_budget(device_memory_limit).bytes();
   return device_build_bytes(planned, n, dim, scalar) <= budget ? KNN_BACKEND_CUDA
                                                                : KNN_BACKEND_OPENMP;
 }

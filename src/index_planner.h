@@ -103,8 +103,7 @@ size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, i
 // The backend that serves a build asked with `requested`: OPENMP and CUDA as
 // asked (CUDA without a usable device: KNN_ERR_NO_DEVICE); AUTO picks CUDA
 // when a device is usable and the device estimate of the build fits the
-// budget (device_memory_limit when non-zero, else device_budget()), else
-// OPENMP.
+// budget (cuda::device_budget(device_memory_limit)), else OPENMP.
 int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit,
                     int scalar);
 

@@ -50,6 +50,10 @@ bool env_flag(const char* name, bool fallback) {
 
 bool device_usable() { return cuda::device_count() > 0; }
 
+// The classic calls have no options: their budget on the current device is
+// KNN_DEVICE_MEMORY_LIMIT's, else the free memory's (cuda::device_budget).
+size_t classic_budget() { return cuda::device_budget(0).bytes(); }
+
 // Queries handed out from both ends: the GPUs take their chunks from the
 // front, CPU threads small ones from the back, until they meet. A CPU thread
 // takes only as much as it can finish, at its own measured rate, well before
@@ -233,7 +237,7 @@ void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t
   try {
     run_shares(distinct, cuda::set_device, [&](int s, int device) {
       const int64_t listed = std::count(devices.begin(), devices.end(), device);
-      chunks[s] = fitting_chunk(m, k, n, device_budget() / static_cast<size_t>(listed));
+      chunks[s] = fitting_chunk(m, k, n, classic_budget() / static_cast<size_t>(listed));
       if (chunks[s] > 0) trees[s].reset(new cuda::DeviceTree(tree, n, 0, true));
     });
     query_with_cpu_share(tree, n, 0, queries, m, k, result, nullptr, chunk,
@@ -384,7 +388,7 @@ size_t smallest_budget(const std::vector<int>& devices) {
   size_t smallest = std::numeric_limits<size_t>::max();
   on_each_device(devices, [&](int device) {
     const size_t listed = static_cast<size_t>(std::count(devices.begin(), devices.end(), device));
-    const size_t mine = device_budget() / listed;
+    const size_t mine = classic_budget() / listed;
     std::lock_guard<std::mutex> lock(mutex);
     smallest = std::min(smallest, mine);
   });
@@ -519,18 +523,6 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
 
 }  // namespace
 
-size_t device_budget() {
-  if (const char* limit = std::getenv("KNN_DEVICE_MEMORY_LIMIT")) {
-    char* end = nullptr;
-    const unsigned long long bytes = std::strtoull(limit, &end, 10);
-    if (end != limit) return static_cast<size_t>(bytes);
-  }
-  const size_t free_bytes = cuda::free_device_bytes();
-  // Leave room for the CUDA context's own growth and other users.
-  const size_t margin = std::max<size_t>(size_t{256} << 20, free_bytes / 32);
-  return free_bytes > margin ? free_bytes - margin : 0;
-}
-
 void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
   if (n == 0) return;
   throw_if_cancelled(cancel_flag());
@@ -540,7 +532,7 @@ void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
     if (!gpu_ok) fail(KNN_ERR_NO_DEVICE, "no usable CUDA device");
     return cuda::build_kdtree(points, n, tree);
   }
-  if (gpu_ok && n >= kMinGpuBuildPoints && cuda::build_bytes(n) <= device_budget()) {
+  if (gpu_ok && n >= kMinGpuBuildPoints && cuda::build_bytes(n) <= classic_budget()) {
     try {
       return cuda::build_kdtree(points, n, tree);
     } catch (const Error& e) {
@@ -561,8 +553,8 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
     if (engine == Engine::Cuda) fail(KNN_ERR_NO_DEVICE, "no usable CUDA device");
     return on_cpu();
   }
-  const size_t budget = device_budget();
-  const int64_t chunk = fitting_chunk(m, k, n, budget);
+  const DeviceBudget budget = cuda::device_budget(0);
+  const int64_t chunk = fitting_chunk(m, k, n, budget.bytes());
   try {
     if (chunk > 0) {
       const bool cpu_share = engine == Engine::Auto && want_cpu_share(m, k);
@@ -576,9 +568,10 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
     if (engine == Engine::Cuda) {
       omp::check_tree(tree, n);  // a tree that is not a tree says so first
       fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
-           format("the tree (%lld nodes) and one chunk of queries need %zu device bytes; %zu are "
-                  "available (queryAll splits the tree instead)",
-                  static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries), budget));
+           format("the tree (%lld nodes) and one chunk of queries need %zu device bytes; the "
+                  "device budget is %s (queryAll splits the tree instead)",
+                  static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries),
+                  budget.describe().c_str()));
     }
     omp::check_tree(tree, n);
     return query_split_tree(queries, m, tree, n, k, result, classic_devices(m));

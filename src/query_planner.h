@@ -1,7 +1,7 @@
 // The planner behind queryAll/cuQueryAll/mpQueryAll and buildKdTree: it
-// decides which engine runs what, from the device's free memory (or the limit
-// the caller forces), and composes the engines (chunked GPU queries, a CPU
-// share at the same time, a tree split with an exact merge, CPU fallback).
+// decides which engine runs what, from the device budget (cuda::device_budget:
+// KNN_DEVICE_MEMORY_LIMIT, else free memory less a margin), and composes the engines (chunked GPU
+// queries, a CPU share at the same time, a tree split with an exact merge, CPU fallback).
 #pragma once
 
 #include <cstddef>
@@ -12,10 +12,6 @@
 namespace knn {
 
 enum class Engine { Auto, Cuda, OpenMP };
-
-// Device bytes the planner may use: KNN_DEVICE_MEMORY_LIMIT when set (bytes),
-// else the current device's free memory less a safety margin.
-size_t device_budget();
 
 void build_tree(const Point* points, int64_t n, Node* tree, Engine engine);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "classic_helpers.h"
@@ -170,6 +171,30 @@ TEST_F(FaultInjection, MemoryLimitBelowOneChunk) {
   const std::vector<int> again = query_with(&cuQueryAll, queries_, tree_, kK, &status);
   EXPECT_EQ(status, KNN_OK) << status_text(status);
   EXPECT_TRUE(same_rows(expected_, again, kQueries, kK));
+}
+
+// A KNN_DEVICE_MEMORY_LIMIT that is no number of bytes is refused, not read
+// as another limit ("8G" was 8 bytes, which sent queryAll to the CPU and
+// failed cuQueryAll for memory); the classic build reads it too.
+TEST_F(FaultInjection, MalformedMemoryLimitIsRefused) {
+  setenv("KNN_DEVICE_MEMORY_LIMIT", "8G", 1);
+  for (auto [query, name] : {std::pair<QueryFn, const char*>{&queryAll, "queryAll"},
+                             std::pair<QueryFn, const char*>{&cuQueryAll, "cuQueryAll"}}) {
+    int status = -1;
+    query_with(query, queries_, tree_, kK, &status);
+    EXPECT_EQ(status, KNN_ERR_INVALID_ARGUMENT) << name << ": " << status_text(status);
+    EXPECT_NE(std::string(knn_last_error()).find("KNN_DEVICE_MEMORY_LIMIT is \"8G\""),
+              std::string::npos)
+        << name << ": " << knn_last_error();
+  }
+  int status = -1;
+  build_with(&buildKdTree, points_, &status);
+  EXPECT_EQ(status, KNN_ERR_INVALID_ARGUMENT) << status_text(status);
+  setenv("KNN_DEVICE_MEMORY_LIMIT", "0", 1);  // no limit, as device_memory_limit = 0
+  EXPECT_TRUE(
+      same_rows(expected_, query_with(&cuQueryAll, queries_, tree_, kK, &status), kQueries, kK));
+  EXPECT_EQ(status, KNN_OK) << status_text(status);
+  unsetenv("KNN_DEVICE_MEMORY_LIMIT");
 }
 
 // Many calls in a row, on every path: the device's free memory must come

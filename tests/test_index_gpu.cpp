@@ -22,12 +22,14 @@
 #include "../cuda/index_memory_model.h"
 #include "../cuda/kdtree/bucket_tree_shape.h"
 #include "../cuda/kdtree/index_kdtree_memory.h"
+#include "../engine/device_budget.h"
 #include "engine_calls.h"
 #include "gpu_test_support.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
 #include "knn_gpgpu.h"
 #include "oracle.h"
+#include "scoped_env.h"
 #include "test_data.h"
 
 #if defined(KNN_TEST_WITH_CUDA)
@@ -346,6 +348,81 @@ TEST(KdTreeGpu, SmallDeviceBudgetGivesTheSameAnswer) {
                   k, true, call)));
   call.device_memory_limit = size_t{1} << 20;
   EXPECT_EQ(status_of([&] { engine_self(*gpu, k, true, call); }), KNN_ERR_DEVICE_OUT_OF_MEMORY);
+}
+
+// KNN_DEVICE_MEMORY_LIMIT limits the calls that set no device_memory_limit
+// of their own (the index engines ignored it before and planned from the
+// free memory), the call's own limit wins over it, and a value that is no
+// number of bytes is refused.
+TEST(KdTreeGpu, EnvironmentLimitAppliesWhereTheCallSetsNone) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 3, k = 30;
+  const int64_t n = 100003;
+  const std::vector<float> points = make_rows(Dist::Uniform, n, dim, 63);
+  Engine gpu = gpu_tree(points, dim);
+  const KnnResult whole = engine_self(*gpu, k, true);
+  const knn::CallParams no_limit;
+  {
+    const ScopedEnv tiny(knn::kDeviceMemoryLimitVar, "1048576");
+    std::string message;
+    try {
+      engine_self(*gpu, k, true, no_limit);
+    } catch (const knn::Error& e) {
+      EXPECT_EQ(e.status(), KNN_ERR_DEVICE_OUT_OF_MEMORY);
+      message = e.what();
+    }
+    EXPECT_NE(message.find("budget is 1048576 bytes, the KNN_DEVICE_MEMORY_LIMIT"),
+              std::string::npos)
+        << "message: " << message;
+    knn::CallParams own;
+    own.device_memory_limit = size_t{64} << 20;
+    EXPECT_TRUE(same_knn(whole, engine_self(*gpu, k, true, own)));
+  }
+  {
+    const ScopedEnv malformed(knn::kDeviceMemoryLimitVar, "64MiB");
+    EXPECT_EQ(status_of([&] { engine_self(*gpu, k, true, no_limit); }), KNN_ERR_INVALID_ARGUMENT);
+  }
+  EXPECT_TRUE(same_knn(whole, engine_self(*gpu, k, true, no_limit)));
+}
+
+// Every CUDA index build honours the limit in force (device_memory_limit,
+// else KNN_DEVICE_MEMORY_LIMIT) against its estimate, not the kd-tree alone:
+// an explicit CUDA build beyond it is refused, an AUTO build goes to the CPU.
+TEST(IndexGpuBuild, EveryStructureHonoursTheLimitInForce) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 3;
+  const int64_t n = 100003;
+  const std::vector<float> points = make_rows(Dist::Uniform, n, dim, 65);
+  const size_t limit = size_t{1} << 20;  // below every structure's estimate
+  for (const bool from_environment : {false, true}) {
+    const ScopedEnv env(knn::kDeviceMemoryLimitVar,
+                        from_environment ? std::to_string(limit).c_str() : nullptr);
+    for (const int structure :
+         {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
+      SCOPED_TRACE(std::string(from_environment ? "environment" : "option") + ", structure " +
+                   std::to_string(structure));
+      knn_options opt;
+      knn_options_init_v2(&opt);
+      opt.structure = structure;
+      opt.device_memory_limit = from_environment ? 0 : limit;
+      opt.backend = KNN_BACKEND_CUDA;
+      knn_index* index = nullptr;
+      EXPECT_EQ(knn_index_build(points.data(), n, dim, &opt, &index), KNN_ERR_DEVICE_OUT_OF_MEMORY);
+      EXPECT_EQ(index, nullptr);
+      const std::string why = knn_last_error();
+      EXPECT_NE(why.find(std::string("more than the ") +
+                         (from_environment ? "KNN_DEVICE_MEMORY_LIMIT" : "device_memory_limit") +
+                         " (1048576)"),
+                std::string::npos)
+          << why;
+      opt.backend = KNN_BACKEND_AUTO;
+      ASSERT_EQ(knn_index_build(points.data(), n, dim, &opt, &index), KNN_OK) << knn_last_error();
+      int backend = -1;
+      EXPECT_EQ(knn_index_info(index, nullptr, nullptr, &backend, nullptr), KNN_OK);
+      EXPECT_EQ(backend, KNN_BACKEND_OPENMP);
+      knn_index_free(index);
+    }
+  }
 }
 
 #if defined(KNN_TEST_WITH_CUDA)

@@ -10,6 +10,7 @@
 #include "../core/query_chunks.cuh"
 #include "../core/resident_rows_engine.cuh"
 #include "../core/warp_list.cuh"
+#include "../cuda_engine.h"
 #include "../cuda_index.h"
 #include "../index_memory_model.h"
 #include "index_brute_force.cuh"
@@ -484,6 +485,10 @@ class BruteForceIndex final : public ResidentRowsEngine<Scalar> {
  public:
   BruteForceIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
       : n_(n), dim_(dim) {
+    require_build_within_limit(device_budget(params.device_memory_limit),
+                               index_memory::brute_force_build_bytes(n, dim, sizeof(Scalar)),
+                               format("building a CUDA brute force of %lld points in %d-D",
+                                      static_cast<long long>(n), dim));
     const size_t count = static_cast<size_t>(n) * static_cast<size_t>(dim);
     points_.allocate(count);
     if (count == 0) return;

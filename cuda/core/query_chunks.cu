@@ -75,22 +75,8 @@ void download(const void* device_src, void* pinned_dst, size_t bytes, cudaStream
 
 int64_t chunk_queries_for(size_t bytes_per_query, size_t fixed_bytes, const CallParams& call,
                           int64_t max_chunk) {
-  size_t budget = call.device_memory_limit;
-  const char* source = "device_memory_limit";
-  if (budget == 0) {
-    const size_t free_bytes = free_device_bytes();
-    // Leave a tenth for the allocator's fragmentation and other users.
-    budget = free_bytes - free_bytes / 10;
-    source = "free device memory";
-  }
-  const size_t per_query = std::max<size_t>(bytes_per_query, 1);
-  if (budget < fixed_bytes || (budget - fixed_bytes) / per_query < 1)
-    fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
-         format("a query chunk needs %zu device bytes fixed plus %zu per query, but the budget "
-                "(%s) is %zu bytes",
-                fixed_bytes, bytes_per_query, source, budget));
-  const size_t fits = (budget - fixed_bytes) / per_query;
-  return static_cast<int64_t>(std::min<size_t>(fits, static_cast<size_t>(max_chunk)));
+  return queries_within_budget(device_budget(call.device_memory_limit), bytes_per_query,
+                               fixed_bytes, max_chunk);
 }
 
 template <typename Scalar>

@@ -50,9 +50,10 @@ void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_wid
                           const ChunkSearch<Scalar>& search);
 
 // Largest chunk whose device bytes (bytes_per_query each, plus fixed_bytes)
-// fit the budget: call.device_memory_limit, or the device's free memory when
-// that is 0. Capped at max_chunk (kMaxChunkQueries, memory_model.h, unless
-// the engine allows more). Throws
+// fit the call's budget on the current device (device_budget, cuda_engine.h:
+// call.device_memory_limit, else KNN_DEVICE_MEMORY_LIMIT, never beyond the
+// free memory less the margin). Capped at max_chunk (kMaxChunkQueries,
+// memory_model.h, unless the engine allows more). Throws
 // KNN_ERR_DEVICE_OUT_OF_MEMORY when not even one query fits.
 // bytes_per_query should include the pipeline's own staging per query:
 // pipeline_bytes_per_query() and pipeline_fixed_bytes() (query_chunks_memory.h).

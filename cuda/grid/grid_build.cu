@@ -33,7 +33,9 @@
 #include "../core/query_chunks.cuh"
 #include "../core/radix_sort_temp.cuh"
 #include "../core/resident_rows_engine.cuh"
+#include "../cuda_engine.h"
 #include "../cuda_index.h"
+#include "../index_memory_model.h"
 #include "grid_build.cuh"
 
 namespace knn {
@@ -330,6 +332,9 @@ namespace {
 template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> grid_index(const Scalar* points, int64_t n,
                                                      const IndexParams& params) {
+  require_build_within_limit(
+      device_budget(params.device_memory_limit), index_memory::grid_build_bytes(n, sizeof(Scalar)),
+      format("building a CUDA grid of %lld points", static_cast<long long>(n)));
   const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
   Stream stream;
   std::unique_ptr<DeviceGrid<Scalar>> grid =

@@ -7,6 +7,7 @@
 
 #include "../core/query_chunks.cuh"
 #include "../core/resident_rows_engine.cuh"
+#include "../cuda_engine.h"
 #include "../cuda_index.h"
 #include "index_kdtree.cuh"
 
@@ -23,12 +24,10 @@ class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
            format("the CUDA kd-tree indexes up to 2^31-1 points (int32 indices), got n = %lld",
                   static_cast<long long>(n)));
     const int leaf_size = params.leaf_size > 0 ? params.leaf_size : kdtree_default_leaf_size(dim);
-    const size_t needed = kdtree_build_bytes(n, dim, leaf_size, sizeof(Scalar));
-    if (params.device_memory_limit != 0 && needed > params.device_memory_limit)
-      fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
-           format("building a CUDA kd-tree of %lld points in %d-D needs %zu device bytes, more "
-                  "than device_memory_limit (%zu)",
-                  static_cast<long long>(n), dim, needed, params.device_memory_limit));
+    require_build_within_limit(
+        device_budget(params.device_memory_limit),
+        kdtree_build_bytes(n, dim, leaf_size, sizeof(Scalar)),
+        format("building a CUDA kd-tree of %lld points in %d-D", static_cast<long long>(n), dim));
     tree_.n = n;
     tree_.dim = dim;
     tree_.levels = bucket_tree_levels(n, leaf_size);
@@ -137,13 +136,14 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(
   const size_t copy_bytes = count * sizeof(Scalar);
   IndexParams from_copy = params;
   from_copy.points_on_device = true;
-  if (params.device_memory_limit != 0) {
-    if (copy_bytes >= params.device_memory_limit)
+  const DeviceBudget budget = device_budget(params.device_memory_limit);
+  if (budget.limit != 0) {
+    if (copy_bytes >= budget.limit)
       fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
            format("the device copy of %lld points in %d-D for a CUDA kd-tree needs %zu device "
-                  "bytes, not less than device_memory_limit (%zu)",
-                  static_cast<long long>(n), dim, copy_bytes, params.device_memory_limit));
-    from_copy.device_memory_limit = params.device_memory_limit - copy_bytes;
+                  "bytes, not less than the %s (%zu)",
+                  static_cast<long long>(n), dim, copy_bytes, budget.limit_source, budget.limit));
+    from_copy.device_memory_limit = budget.limit - copy_bytes;
   }
   DeviceBuffer<Scalar> rows(count);
   if (count > 0) source.copy_points_to_device(rows.get());

@@ -430,10 +430,8 @@ void CudaQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t
                         cudaMemcpyDefault, s),
         "point in polygon: copying out_offsets");
 
-  // Chunks of whole polygons whose output fits in half the device memory.
-  const size_t free_bytes = free_device_bytes();
-  const size_t budget =
-      call.device_memory_limit > 0 ? std::min(call.device_memory_limit, free_bytes) : free_bytes;
+  // Chunks of whole polygons whose output fits in half the call's budget.
+  const size_t budget = device_budget(call.device_memory_limit).bytes();
   const int64_t chunk_items =
       std::max(kMinFillChunkItems, static_cast<int64_t>(budget / 2 / kFillBytesPerItem));
 

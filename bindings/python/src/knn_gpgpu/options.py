@@ -36,9 +36,10 @@ class Options(OptionsStruct):
     Fields: ``backend`` (:class:`Backend` or "auto"/"cuda"/"openmp"),
     ``device`` (-1 = current), ``structure`` (:class:`IndexStructure` or
     "auto"/"kdtree"/"grid"/"brute_force"), ``leaf_size`` (0 = default),
-    ``threads`` (0 = all cores), ``device_memory_limit`` (bytes, 0 = what is
-    free). ``struct_size`` is never larger than this binding's structure, so a
-    newer library reads only the fields the binding knows (and defaults the rest).
+    ``threads`` (0 = all cores), ``device_memory_limit`` (bytes per device;
+    0 = KNN_DEVICE_MEMORY_LIMIT, else the free memory less a margin).
+    ``struct_size`` is never larger than this binding's structure, so a newer
+    library reads only the fields the binding knows (and defaults the rest).
     """
 
     def __init__(self, *, backend: Optional[Union[int, str]] = None,
