@@ -33,6 +33,17 @@ constexpr int64_t kQueriesPerBlock = 256;
 #define KNN_EACH_LANE
 #endif
 
+// The position of the lowest set bit of a non-zero mask.
+inline int lowest_set_bit(unsigned bits) {
+#if defined(__GNUC__)
+  return __builtin_ctz(bits);
+#else
+  int j = 0;
+  for (; !(bits & 1u); bits >>= 1) ++j;
+  return j;
+#endif
+}
+
 // A radius query's sink: every point the scan lets through (distance <= r2)
 // is kept; subtrees whose bound exceeds r2 are skipped.
 template <typename Scalar>
@@ -122,15 +133,22 @@ class Walk {
 
   // The node's own points, kScanLanes at a time (the planes are padded). A
   // block none of whose lanes reaches the limit (most blocks, once the list
-  // is full) is rejected by one vector comparison.
+  // is full) is rejected by one vector comparison; in the others only the
+  // lanes within the limit at the block's start are visited, by their bits
+  // (each is tested again, as the limit shrinks with every offer). Against a
+  // test of every lane: mpQueryAll 9% faster at k = 100 (where some 40% of
+  // the lanes of the blocks that get through enter, an unpredictable branch
+  // each), 3% at k = 8 (10^6 uniform points, 2 threads).
   void scan(const BasicSearchNode<Scalar>& node) {
     for (int32_t p0 = node.begin; p0 < node.end; p0 += kScanLanes) {
       Scalar sums[kScanLanes];
       block_distances(p0, sums);
-      if (!any_within(sums)) continue;
       const int count = std::min(kScanLanes, node.end - p0);
-      for (int j = 0; j < count; ++j)
+      for (unsigned lanes = lanes_within(sums) & ((1u << count) - 1); lanes != 0;
+           lanes &= lanes - 1) {
+        const int j = lowest_set_bit(lanes);
         if (sums[j] <= sink_.limit()) sink_.offer(sums[j], t_.ids[static_cast<size_t>(p0 + j)]);
+      }
     }
   }
 
@@ -148,12 +166,12 @@ class Walk {
     }
   }
 
-  bool any_within(const Scalar (&sums)[kScanLanes]) const {
+  unsigned lanes_within(const Scalar (&sums)[kScanLanes]) const {
     const Scalar limit = sink_.limit();
-    int any = 0;
+    unsigned lanes = 0;
     KNN_EACH_LANE
-    for (int j = 0; j < kScanLanes; ++j) any |= sums[j] <= limit;
-    return any != 0;
+    for (int j = 0; j < kScanLanes; ++j) lanes |= static_cast<unsigned>(sums[j] <= limit) << j;
+    return lanes;
   }
 
   void visit(int32_t index, Scalar bound) {
