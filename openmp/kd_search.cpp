@@ -137,9 +137,10 @@ class Walk {
   // lanes within the limit are visited, by the bits of the comparison's
   // mask, each tested again as the limit shrinks with every offer. Against a
   // test of every lane (a branch that goes either way while the list fills
-  // and at large k), query time on 10^6 uniform points, 1-2 shared cores:
-  // mpQueryAll 5-9% less at k = 8, 9-12% at k = 100; the index kd-tree at
-  // k = 100 8-11% less in 3-D, 3-4% in 8-D.
+  // and at large k), query time on 10^6 uniform points, 2 threads, medians
+  // of 3-5 paired runs: mpQueryAll 9% less at k = 8 (10^6 queries), 12% at
+  // k = 100 (725 -> 639 ms, 2 * 10^5 queries); the index kd-tree at k = 100
+  // 9% less in 3-D and in 8-D.
   void scan(const BasicSearchNode<Scalar>& node) {
     for (int32_t p0 = node.begin; p0 < node.end; p0 += kScanLanes) {
       Scalar sums[kScanLanes];
