@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <utility>
@@ -18,6 +19,19 @@
 
 namespace knn {
 namespace cuda {
+
+// Registers Release to run at exit, once. Caches are never destroyed (a
+// destructor would run after the CUDA runtime has shut down); their owners
+// call this after their first CUDA call instead, when the runtime has
+// registered its own teardown: exit handlers run in reverse order, so the
+// idle blocks go back while the runtime still works (and leak checkers such
+// as compute-sanitizer's see none). glibc also runs a shared library's
+// handlers when it is unloaded. Blocks a call still holds are not touched.
+template <void (*Release)()>
+void release_at_exit() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { std::atexit(Release); });
+}
 
 class BlockCache {
  public:

@@ -43,7 +43,7 @@ void on_device(int device, F f) {
   if (current != device && current >= 0) cudaSetDevice(current);
 }
 
-void free_idle_at_exit();
+void release_idle_blocks();
 
 // The engine's open streams, by device.
 class OpenStreams {
@@ -130,7 +130,7 @@ class DeviceCaches {
                                     },
                                     [device](void* p) { on_device(device, [p] { cudaFree(p); }); },
                                     fence_passed, drop_fence}));
-      free_idle_at_exit();
+      release_at_exit<release_idle_blocks>();
     }
     return *cache;
   }
@@ -154,20 +154,12 @@ class DeviceCaches {
   std::vector<std::unique_ptr<BlockCache>> caches_;
 };
 
-// Never destroyed: a destructor would run after the CUDA runtime has shut
-// down. The idle blocks are freed at exit instead, while the runtime still
-// works (the exit handler is registered after the runtime's own).
 DeviceCaches& caches() {
   static DeviceCaches* instance = new DeviceCaches;
   return *instance;
 }
 
 void release_idle_blocks() { caches().release_idle(); }
-
-void free_idle_at_exit() {
-  static std::once_flag registered;
-  std::call_once(registered, [] { std::atexit(release_idle_blocks); });
-}
 
 }  // namespace
 

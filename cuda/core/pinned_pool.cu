@@ -21,7 +21,7 @@ namespace {
 constexpr size_t kPoolCap = size_t{1} << 30;
 constexpr size_t kGranule = size_t{4} << 20;
 
-void free_idle_at_exit();
+void release_idle_blocks();
 
 void* pin(size_t bytes) {
   void* p = nullptr;
@@ -31,12 +31,10 @@ void* pin(size_t bytes) {
     fail(KNN_ERR_HOST_OUT_OF_MEMORY, "cudaHostAlloc: pinned host memory exhausted");
   }
   check(err, "cudaHostAlloc");
-  free_idle_at_exit();
+  release_at_exit<release_idle_blocks>();
   return p;
 }
 
-// Never destroyed: a destructor would run after the CUDA runtime has shut
-// down. The idle buffers are freed at exit instead (free_idle_at_exit).
 BlockCache& pool() {
   // A lease ends after the copies that used it (the pipeline waits for its
   // stream before it gives a lease back): no fences.
@@ -47,18 +45,7 @@ BlockCache& pool() {
   return *instance;
 }
 
-// Registered once, after the first pinned allocation: the CUDA runtime has
-// registered its own teardown by then, and exit handlers run in reverse
-// order, so the idle buffers go back while the runtime still works (and
-// leak checkers such as compute-sanitizer's see none). glibc runs a shared
-// library's handlers when it is unloaded too. Buffers a call still holds are
-// not touched.
 void release_idle_blocks() { pool().release_idle(); }
-
-void free_idle_at_exit() {
-  static std::once_flag registered;
-  std::call_once(registered, [] { std::atexit(release_idle_blocks); });
-}
 
 }  // namespace
 
