@@ -34,8 +34,8 @@ std::vector<Entry<Scalar>> candidates(int count, int64_t n_points, int distinct,
   std::uniform_int_distribution<int> value(0, distinct - 1);
   std::vector<Entry<Scalar>> out;
   for (int i = 0; i < count; ++i)
-    out.push_back(Entry<Scalar>{static_cast<Scalar>(value(rng)) * Scalar(0.25),
-                                ids[static_cast<size_t>(i)]});
+    out.push_back(
+        Entry<Scalar>{static_cast<Scalar>(value(rng)) * Scalar(0.25), ids[static_cast<size_t>(i)]});
   const auto nearer = [](const Entry<Scalar>& a, const Entry<Scalar>& b) {
     return knn::closer(a, b);
   };
