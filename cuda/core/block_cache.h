@@ -50,7 +50,8 @@ class BlockCache {
   };
   // get(bytes) returns the new block's address or throws; release(ptr)
   // frees it; passed(fence) says whether a fence has passed, without
-  // waiting; drop(fence) frees it. None of the last three throws.
+  // waiting; drop(fence) frees it. None of the last three throws; the last
+  // two may be empty for an owner that never sets a fence.
   struct Owner {
     std::function<void*(size_t)> get;
     std::function<void(void*)> release;

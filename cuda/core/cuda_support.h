@@ -54,12 +54,13 @@ DeviceBlock take_device_block(size_t bytes);
 void give_back_device_block(const DeviceBlock& block) noexcept;
 // Bytes that `device` keeps idle for reuse (free_device_bytes counts them).
 size_t idle_device_bytes(int device);
-// Every stream the engine opens is noted (on the current device) while it
-// is open: a block given back is handed out again only after the work
-// queued on them by then (device_blocks.cu). A stream is forgotten once its
-// work is done.
-void note_open_stream(cudaStream_t stream);
-void forget_open_stream(cudaStream_t stream) noexcept;
+// The engine's streams (Stream, PeerStream): a non-blocking stream of the
+// current device, known to the block fences while it is open, so that a
+// block given back is handed out again only after the work queued on it by
+// then (device_blocks.cu). close_stream waits for the stream's work first,
+// so that buffers given back after it may be reused at once.
+cudaStream_t open_stream();
+void close_stream(cudaStream_t stream) noexcept;
 
 template <class T>
 class DeviceBuffer {
@@ -129,23 +130,8 @@ class DeviceArena {
 
 class Stream {
  public:
-  Stream() {
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    try {
-      note_open_stream(stream_);
-    } catch (...) {
-      cudaStreamDestroy(stream_);
-      throw;
-    }
-  }
-  // Waits for the stream's work: buffers given back after it may be reused.
-  ~Stream() {
-    if (!stream_) return;
-    cudaStreamSynchronize(stream_);
-    forget_open_stream(stream_);
-    cudaStreamDestroy(stream_);
-    cudaGetLastError();  // a failed stream's error was reported where it arose
-  }
+  Stream() : stream_(open_stream()) {}
+  ~Stream() { close_stream(stream_); }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   cudaStream_t get() const { return stream_; }

@@ -12,7 +12,8 @@
 // own other stream; instead the block carries a fence, an event recorded on
 // every stream the engine has open on its device, and is handed out again
 // only once they have all passed. Every stream of the engine is known here
-// (Stream and PeerStream note theirs), and no engine work runs on any other.
+// (Stream and PeerStream open theirs through open_stream), and no engine
+// work runs on any other.
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -188,18 +189,31 @@ void give_back_device_block(const DeviceBlock& b) noexcept {
   on_device(b.device, [&] { cudaFree(b.ptr); });
 }
 
-void note_open_stream(cudaStream_t stream) {
+cudaStream_t open_stream() {
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
-  open_streams().note(stream, device);
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  try {
+    open_streams().note(stream, device);
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  return stream;
 }
 
-void forget_open_stream(cudaStream_t stream) noexcept {
+void close_stream(cudaStream_t stream) noexcept {
+  if (stream == nullptr) return;
+  cudaStreamSynchronize(stream);
   try {
     open_streams().forget(stream);
   } catch (...) {
-    // A mutex that cannot lock: the stream stays listed, costing one event.
+    // A mutex that cannot lock: the stream stays listed, and the fences
+    // recorded on it fail, so blocks given back meanwhile are freed.
   }
+  cudaStreamDestroy(stream);
+  cudaGetLastError();  // a failed stream's error was reported where it arose
 }
 
 size_t idle_device_bytes(int device) {

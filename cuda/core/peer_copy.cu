@@ -58,25 +58,11 @@ int device_of(const void* p) {
   return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
 }
 
-PeerStream::PeerStream() {
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  try {
-    note_open_stream(stream);
-  } catch (...) {
-    cudaStreamDestroy(stream);
-    throw;
-  }
-  stream_ = stream;
-}
+PeerStream::PeerStream() : stream_(open_stream()) {}
 
-PeerStream::~PeerStream() {
-  const cudaStream_t stream = static_cast<cudaStream_t>(stream_);
-  cudaStreamSynchronize(stream);  // no copy may outlive its staging buffer
-  forget_open_stream(stream);
-  cudaStreamDestroy(stream);
-  cudaGetLastError();  // the call's status already reports a failed copy
-}
+// No copy may outlive its staging buffer; the call's status already reports
+// a failed copy.
+PeerStream::~PeerStream() { close_stream(static_cast<cudaStream_t>(stream_)); }
 
 void PeerStream::copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
   if (bytes == 0) return;

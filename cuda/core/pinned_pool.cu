@@ -40,8 +40,7 @@ BlockCache& pool() {
   // stream before it gives a lease back): no fences.
   static BlockCache* instance = new BlockCache(
       BlockCache::Policy{kGranule, kPoolCap, std::numeric_limits<double>::infinity()},
-      BlockCache::Owner{pin, [](void* p) { cudaFreeHost(p); }, [](void*) { return true; },
-                        [](void*) {}});
+      BlockCache::Owner{pin, [](void* p) { cudaFreeHost(p); }, nullptr, nullptr});
   return *instance;
 }
 
