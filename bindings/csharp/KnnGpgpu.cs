@@ -801,7 +801,7 @@ namespace KnnGpgpu
             Loader.Ensure();
             return Native.getNeededBytesInSearch(nQp, k, nTree, threadNum, blockNum).ToUInt64();
         }
-        /// <summary>Free bytes on the current device; 0 without one.</summary>
+        /// <summary>Free bytes on the current device, counting the device memory the library keeps idle for its next call; 0 without one.</summary>
         public static ulong FreeBytesOnGpu() { Loader.Ensure(); return Native.getFreeBytesOnGpu().ToUInt64(); }
         /// <summary>cuSetDevice: KnnNoDeviceException without devices.</summary>
         public static void SetDevice(int device) { Loader.Ensure(); Check(Native.cuSetDevice(device), "cuSetDevice"); }

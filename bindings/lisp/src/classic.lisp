@@ -85,7 +85,8 @@ has fewer than K points. RESULT may supply that vector. BACKEND :auto
                                  (c-int thread-num "thread_num") (c-int block-num "block_num"))))
 
 (defun free-bytes-on-gpu ()
-  "getFreeBytesOnGpu: free bytes on the current device, 0 without one."
+  "getFreeBytesOnGpu: free bytes on the current device, counting the device
+ memory the library keeps idle for its next call; 0 without one."
   (with-c-float-environment (%get-free-bytes-on-gpu)))
 
 (defun set-device (device)

@@ -145,7 +145,8 @@ def needed_bytes_in_search(n_qp: int, k: int, n_tree: int, thread_num: int = 0,
 
 
 def free_bytes_on_gpu() -> int:
-    """Free bytes on the calling thread's current device; 0 when there is none."""
+    """Free bytes on the calling thread's current device, counting the device
+    memory the library keeps idle for its next call; 0 when there is none."""
     return int(native().getFreeBytesOnGpu())
 
 
