@@ -44,6 +44,33 @@ inline int lowest_set_bit(unsigned bits) {
 #endif
 }
 
+// Asks for the cache line at `p` ahead of its use: a query's coordinates (a
+// read) and its result row (a write) are at a random place for each query
+// taken in leaf order, and each was a cache miss that the walk then waited
+// on (a seventh of mpQueryAll's time at k = 8, 10^6 queries).
+inline void prefetch_line(const void* p, bool for_write) {
+#if defined(__GNUC__)
+  if (for_write)
+    __builtin_prefetch(p, 1);
+  else
+    __builtin_prefetch(p, 0);
+#else
+  (void)p;
+  (void)for_write;
+#endif
+}
+
+// The first and last line of a row of `count` values.
+template <typename T>
+void prefetch_row(const T* row, int64_t count, bool for_write) {
+  prefetch_line(row, for_write);
+  prefetch_line(row + count - 1, for_write);
+}
+
+// How many queries ahead of the walk their coordinates and rows are asked
+// for: one walk takes far longer than a miss, so the next but one suffices.
+constexpr int64_t kPrefetchAhead = 2;
+
 // A radius query's sink: every point the scan lets through (distance <= r2)
 // is kept; subtrees whose bound exceeds r2 are skipped.
 template <typename Scalar>
@@ -355,6 +382,12 @@ void search_knn(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int6
         m, kQueriesPerBlock, team, cancel_flag(), [&] { return KnnState<Scalar>(k, tree); },
         [&](KnnState<Scalar>& state, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
+            if (i + kPrefetchAhead < m) {
+              const int64_t ahead = order[static_cast<size_t>(i + kPrefetchAhead)];
+              prefetch_row(queries + ahead * tree.dim, tree.dim, false);
+              prefetch_row(indices + ahead * k, k, true);
+              if (sq_distances) prefetch_row(sq_distances + ahead * k, k, true);
+            }
             const int64_t q = order[static_cast<size_t>(i)];
             state.list.reset();
             walk<decltype(dim)::value>(tree, queries + q * tree.dim, state.walk, state.list);
@@ -376,6 +409,11 @@ void search_knn_self(const BasicSearchTree<Scalar>& tree, int k, bool exclude_se
         [&](KnnState<Scalar>& state, int64_t b) {
           // Positions are in tree order: consecutive points are neighbours.
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n, (b + 1) * kQueriesPerBlock); ++p) {
+            if (p + kPrefetchAhead < n) {
+              const int64_t ahead = int64_t{tree.ids[static_cast<size_t>(p + kPrefetchAhead)]} * k;
+              prefetch_row(indices + ahead, k, true);
+              if (sq_distances) prefetch_row(sq_distances + ahead, k, true);
+            }
             for (int d = 0; d < tree.dim; ++d)
               state.query[static_cast<size_t>(d)] = tree.plane(d)[p];
             const int32_t self = tree.ids[static_cast<size_t>(p)];
@@ -408,6 +446,9 @@ void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, i
         },
         [&](RadiusState& state, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
+            if (i + kPrefetchAhead < m)
+              prefetch_row(queries + order[static_cast<size_t>(i + kPrefetchAhead)] * tree.dim,
+                           tree.dim, false);
             const int64_t q = order[static_cast<size_t>(i)];
             state.found.clear();
             WithinRadius<Scalar> sink{r2, max_neighbors > 0 ? &state.found : nullptr};

@@ -93,15 +93,42 @@ if [[ ! -f $WINEPREFIX/system.reg ]]; then
 fi
 
 status=0
+failed=()  # programs that failed twice
+flaky=()   # programs that failed once and then passed
+LOGS=$BUILD/wine-logs
+mkdir -p "$LOGS"
+# run_once FOLDER LOG PROGRAM ARGS...: one Wine run, its output shown and kept.
+run_once() {
+  local dir=$1 log=$2 rc=0
+  shift 2
+  (cd "$dir" && timeout 600 "$WINE" "$@") >"$log" 2>&1 || rc=$?
+  cat "$log"
+  return $rc
+}
 # run_exe FOLDER PROGRAM ARGS...: the .exe files find knn_gpgpu.dll in their
-# own folder, as on Windows.
+# own folder, as on Windows. A program that fails is run once more, so that
+# one failure under the emulator (a Wine hiccup on a loaded 2-core machine)
+# is told apart from a failing test; either way its failing lines are
+# repeated in the summary at the end, and a second failure fails the check.
 run_exe() {
-  local dir=$1 t=$SECONDS rc=0
+  local dir=$1 t=$SECONDS rc=0 name
   shift
+  name=$(basename "$1" .exe)
   say "running $* under $(basename "$WINE")"
-  (cd "$dir" && timeout 600 "$WINE" "$@") || rc=$?
+  run_once "$dir" "$LOGS/$name.log" "$@" || rc=$?
   say "$1: exit code $rc, $((SECONDS - t)) s"
-  [[ $rc -eq 0 ]] || status=1
+  [[ $rc -eq 0 ]] && return 0
+  cp "$LOGS/$name.log" "$LOGS/$name.first.log"
+  say "running $1 again after exit code $rc"
+  rc=0
+  run_once "$dir" "$LOGS/$name.log" "$@" || rc=$?
+  say "$1 (second run): exit code $rc"
+  if [[ $rc -eq 0 ]]; then flaky+=("$name"); else failed+=("$name"); status=1; fi
+}
+# The lines of a program's log that say what failed.
+failure_lines() {
+  grep -E 'Failure|FAILED|Expected|Which is|error|abort|exception|Value of|Actual' "$1" |
+    head -25 | sed 's/^/    /'
 }
 t=$SECONDS
 run_exe "$TESTS" ./abi_c_api_test.exe
@@ -128,5 +155,13 @@ done
 # Let the Wine server of this prefix exit before returning.
 if [[ -n $WINESERVER ]]; then timeout 60 "$WINESERVER" -w || true; fi
 say "tests under Wine took $((SECONDS - t)) s"
-[[ $status -eq 0 ]] || fail "a Windows test failed under Wine"
+for name in "${flaky[@]}"; do
+  say "WARNING: $name failed once and passed when run again; its first run said:"
+  failure_lines "$LOGS/$name.first.log"
+done
+for name in "${failed[@]}"; do
+  say "$name failed twice; its last run said:"
+  failure_lines "$LOGS/$name.log"
+done
+[[ $status -eq 0 ]] || fail "failed under Wine: ${failed[*]}"
 say "OK"
