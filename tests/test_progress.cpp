@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -21,6 +20,14 @@ struct Observation {
 
 // Polls `record` from another thread until `running` clears; the readers'
 // order (sequence, stage, total, done) is the one the header documents.
+// It yields between reads rather than sleeping: a sleep of 50 us lasts a
+// millisecond or more on Windows (and under Wine), few enough reads that a
+// fast machine could finish a stage between two of them. Only changes are
+// kept.
+bool same(const Observation& a, const Observation& b) {
+  return a.sequence == b.sequence && a.stage == b.stage && a.total == b.total && a.done == b.done;
+}
+
 class Poller {
  public:
   explicit Poller(const knn_progress* record) : record_(record) {
@@ -31,8 +38,8 @@ class Poller {
         o.stage = __atomic_load_n(&record_->stage, __ATOMIC_ACQUIRE);
         o.total = __atomic_load_n(&record_->total, __ATOMIC_ACQUIRE);
         o.done = __atomic_load_n(&record_->done, __ATOMIC_ACQUIRE);
-        seen_.push_back(o);
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (seen_.empty() || !same(seen_.back(), o)) seen_.push_back(o);
+        std::this_thread::yield();
       }
     });
   }
