@@ -321,18 +321,32 @@ std::unique_ptr<int64_t[]> leaf_order(const BasicSearchTree<Scalar>& t, const Sc
     const int64_t first = m * me / team, last = m * (me + 1) / team;
     int64_t* const mine = counts.get() + me * bins;
     std::fill(mine, mine + bins, int64_t{0});
-    for (int64_t i = first; i < last; ++i) {
-      const Scalar* q = queries + i * t.dim;
-      uint32_t path = 0;
-      int depth = 0;
-      for (const BasicSearchNode<Scalar>* nd = &t.nodes[0]; nd->first_child >= 0 && depth < levels;
-           ++depth) {
-        const uint32_t right = q[nd->split_dim] <= nd->left_max ? 0 : 1;
-        path = 2 * path + right;
-        nd = &t.nodes[static_cast<size_t>(nd->first_child + right)];
+    // kDescents queries go down side by side, a level at a time: their node
+    // loads are independent, so the misses of the lower levels overlap
+    // (mpQueryAll, k = 8, 10^6 x 10^6, 2 threads: 420-455 -> 402-407 ms;
+    // 4 side by side gained nothing, 16 no more than 8).
+    constexpr int kDescents = 8;
+    for (int64_t i0 = first; i0 < last; i0 += kDescents) {
+      const int lanes = static_cast<int>(std::min<int64_t>(kDescents, last - i0));
+      const BasicSearchNode<Scalar>* nd[kDescents];
+      uint32_t path[kDescents];
+      int depth[kDescents];
+      for (int j = 0; j < lanes; ++j) nd[j] = &t.nodes[0], path[j] = 0, depth[j] = 0;
+      for (int level = 0; level < levels; ++level) {
+        for (int j = 0; j < lanes; ++j) {
+          if (nd[j]->first_child < 0) continue;
+          const Scalar* q = queries + (i0 + j) * t.dim;
+          const uint32_t right = q[nd[j]->split_dim] <= nd[j]->left_max ? 0 : 1;
+          path[j] = 2 * path[j] + right;
+          ++depth[j];
+          nd[j] = &t.nodes[static_cast<size_t>(nd[j]->first_child + right)];
+        }
       }
-      bin[static_cast<size_t>(i)] = path << (levels - depth);
-      ++mine[path << (levels - depth)];
+      for (int j = 0; j < lanes; ++j) {
+        const uint32_t b = path[j] << (levels - depth[j]);
+        bin[static_cast<size_t>(i0 + j)] = b;
+        ++mine[b];
+      }
     }
 #pragma omp barrier
 #pragma omp for schedule(static)
