@@ -18,16 +18,16 @@ struct Observation {
   int64_t total, done;
 };
 
+bool same(const Observation& a, const Observation& b) {
+  return a.sequence == b.sequence && a.stage == b.stage && a.total == b.total && a.done == b.done;
+}
+
 // Polls `record` from another thread until `running` clears; the readers'
 // order (sequence, stage, total, done) is the one the header documents.
 // It yields between reads rather than sleeping: a sleep of 50 us lasts a
 // millisecond or more on Windows (and under Wine), few enough reads that a
 // fast machine could finish a stage between two of them. Only changes are
 // kept.
-bool same(const Observation& a, const Observation& b) {
-  return a.sequence == b.sequence && a.stage == b.stage && a.total == b.total && a.done == b.done;
-}
-
 class Poller {
  public:
   explicit Poller(const knn_progress* record) : record_(record) {
