@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../common/grid_layout.h"
 #include "../include/knn_gpgpu.h"
 #include "core/memory_model.h"
 #include "kdtree/index_kdtree_memory.h"
@@ -45,11 +46,13 @@ inline size_t kdtree_build_bytes(int64_t n, int dim, size_t scalar_bytes = sizeo
 
 // Uniform grid (3-D): the points in input order, the points in cell order
 // with their ids (4 scalars a point: two points_bytes cover both), a cell
-// key and index per point double-buffered for the sort, cell offsets (at most
-// one cell per point plus one), CUB temporaries.
+// key and index per point double-buffered for the sort, 32-bit cell starts
+// (grid_max_cells: a grid refined for a surface has up to 16 cells a point)
+// and the occupancy sum, CUB temporaries.
 inline size_t grid_build_bytes(int64_t n, size_t scalar_bytes = sizeof(float)) {
   const size_t un = count(n);
-  return 2 * points_bytes(n, 3, scalar_bytes) + 4 * aligned(un * 8) + aligned((un + 1) * 8) +
+  const size_t starts = (static_cast<size_t>(grid_max_cells(n)) + 1) * sizeof(uint32_t);
+  return 2 * points_bytes(n, 3, scalar_bytes) + 4 * aligned(un * 8) + aligned(starts) + aligned(8) +
          cub_temp_bytes(n);
 }
 

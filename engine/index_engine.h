@@ -25,6 +25,7 @@ struct IndexParams {
   int threads = 0;                 // CPU threads; 0 = all cores
   size_t device_memory_limit = 0;  // 0 = what the device has free
   bool points_on_device = false;   // CUDA engines: `points` is a device pointer
+  bool refine_grid = true;         // a poor grid tries finer cells (grid_layout.h "Surfaces")
 };
 
 // Per-call settings. The OpenMP engines are only ever handed host arrays;

@@ -379,9 +379,11 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   bucket; default 32 up to dim 6 and 128 from dim 7 on the CPU and the
  *   GPU, except 64 up to dim 3 on the GPU), any dimension.
  *   KNN_STRUCTURE_GRID: a uniform grid, dim 3 only (other dims:
- *   KNN_ERR_UNSUPPORTED); on data that would make a poor grid (strongly
- *   clustered) the kd-tree serves instead, and knn_index_info reports
- *   KNN_STRUCTURE_KDTREE. KNN_STRUCTURE_BRUTE_FORCE:
+ *   KNN_ERR_UNSUPPORTED). Points on a surface (a scan, a CAD model's
+ *   skin) get finer cells than their bounding box suggests, up to 16 cells
+ *   a point; on data that would still make a poor grid (strongly
+ *   clustered, all points equal) the kd-tree serves instead, and
+ *   knn_index_info reports KNN_STRUCTURE_KDTREE. KNN_STRUCTURE_BRUTE_FORCE:
  *   every query against every point, any dimension. KNN_STRUCTURE_AUTO:
  *   brute force for up to 2048 points on the CPU (16384 on the GPU), for
  *   dim > 16 (a kd-tree prunes little there), and on the GPU for dim 13..16
@@ -408,10 +410,10 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   device memory counts in knn_estimate_query_bytes. A kd-tree build that
  *   runs out of memory (host or device) leaves the call to the primary
  *   structure where it can serve it (no error; a later call tries again),
- *   else the call fails with that status. On the CPU the OpenMP grid is
- *   faster than the OpenMP kd-tree at every k measured (8 to 1000) and no
- *   CPU structure limits k: an AUTO index on the CPU keeps its primary
- *   structure alone. An index built with an
+ *   else the call fails with that status. No CPU structure limits k: an
+ *   AUTO index on the CPU keeps its primary structure alone, and takes the
+ *   kd-tree where the grid would need finer cells for a surface (on the CPU
+ *   the kd-tree is faster there; on the GPU the finer grid is). An index built with an
  *   explicit structure never adds one. These thresholds are tuning, not
  *   contract: a later release may move them (the answers never change).
  * Devices. The CUDA backend builds on opt->device when it is >= 0, else on

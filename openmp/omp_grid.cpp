@@ -3,8 +3,10 @@
 // Build. The grid's resolution comes from the bounding box and n
 // (common/grid_layout.h); every point gets its cell key, a counting sort by
 // key (stable: a cell's points keep ascending index) gives the points in cell
-// order and the start of every cell. When the occupancy shows clustered data
-// (grid_is_poor) the build returns nullptr and the API uses the kd-tree.
+// order and the start of every cell. When the occupancy shows a poor grid,
+// the points are binned again with finer cells as for a surface
+// (finer_grid_layout); when no grid is good (clustered data, all points
+// equal) the build returns nullptr and the API uses the kd-tree.
 //
 // Search. k nearest: shells of cells around the query's cell, stopped by the
 // exact bounds of grid_layout.h, with its index sweep when only ties remain
@@ -28,13 +30,23 @@ namespace {
 constexpr int64_t kQueriesPerBlock = 256;
 
 // Positions 0..count-1 ordered by key (stable), and with starts != nullptr
-// the first position of every key (cells + 1 entries).
+// the first position of every key (cells + 1 entries). A counting sort over
+// the cells; a batch of queries far smaller than the grid (a refined grid has
+// up to 16 cells a point) is sorted by comparison instead, so that its cost
+// follows the batch and not the grid.
 std::vector<int64_t> order_by_key(const std::vector<uint32_t>& keys, int64_t cells,
                                   std::vector<int64_t>* starts) {
+  std::vector<int64_t> order(keys.size());
+  if (!starts && static_cast<int64_t>(keys.size()) < cells / 4) {
+    for (size_t i = 0; i < keys.size(); ++i) order[i] = static_cast<int64_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return keys[static_cast<size_t>(a)] < keys[static_cast<size_t>(b)];
+    });
+    return order;
+  }
   std::vector<int64_t> first(static_cast<size_t>(cells) + 1, 0);
   for (const uint32_t key : keys) ++first[key + size_t{1}];
   for (int64_t c = 0; c < cells; ++c) first[c + 1] += first[c];
-  std::vector<int64_t> order(keys.size());
   std::vector<int64_t> next(first.begin(), first.end() - 1);
   for (size_t i = 0; i < keys.size(); ++i)
     order[static_cast<size_t>(next[keys[i]]++)] = static_cast<int64_t>(i);
@@ -231,16 +243,19 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
       lo[a] = l, hi[a] = h;
     }
   }
-  const BasicGridLayout<Scalar> grid = make_grid_layout(lo, hi, n, target);
-  std::vector<int64_t> starts;
-  const std::vector<int64_t> order =
-      order_by_key(cell_keys(grid, points, n, threads), grid.cell_count(), &starts);
-  uint64_t sum_sq = 0;
-  for (int64_t c = 0; c < grid.cell_count(); ++c) {
-    const uint64_t count = static_cast<uint64_t>(starts[c + 1] - starts[c]);
-    sum_sq += count * count;
+  BasicGridLayout<Scalar> grid = make_grid_layout(lo, hi, n, target);
+  std::vector<int64_t> starts, order;
+  for (int refinements = 0;; ++refinements) {
+    order = order_by_key(cell_keys(grid, points, n, threads), grid.cell_count(), &starts);
+    uint64_t sum_sq = 0;
+    for (int64_t c = 0; c < grid.cell_count(); ++c) {
+      const uint64_t count = static_cast<uint64_t>(starts[c + 1] - starts[c]);
+      sum_sq += count * count;
+    }
+    if (grid_is_kept(sum_sq, n, target, refinements)) break;
+    if (!params.refine_grid || !finer_grid_layout(grid, sum_sq, n, target, refinements, grid))
+      return nullptr;
   }
-  if (grid_is_poor(sum_sq, n, target)) return nullptr;
   return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts));
 }
 

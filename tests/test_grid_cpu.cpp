@@ -241,6 +241,102 @@ TEST(GridCpuOccupancy, PoorGridsAreRefused) {
   EXPECT_NE(build_grid(make_rows(Dist::LargeOffset, 20000, 3, 31)), nullptr);
 }
 
+// The sum of squared cell counts of `points` binned by `g` (grid_is_poor's
+// measure), counted here independently of the engines.
+uint64_t squared_counts(const knn::GridLayout& g, const std::vector<float>& points) {
+  std::vector<uint64_t> count(static_cast<size_t>(g.cell_count()), 0);
+  for (size_t i = 0; i < points.size(); i += 3)
+    ++count[g.key_of(points[i], points[i + 1], points[i + 2])];
+  uint64_t sum = 0;
+  for (const uint64_t c : count) sum += c * c;
+  return sum;
+}
+
+knn::GridLayout first_layout(const std::vector<float>& points, int target) {
+  float lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) {
+    lo[a] = hi[a] = points[a];
+    for (size_t i = a; i < points.size(); i += 3)
+      lo[a] = std::min(lo[a], points[i]), hi[a] = std::max(hi[a], points[i]);
+  }
+  return knn::make_grid_layout(lo, hi, static_cast<int64_t>(points.size() / 3), target);
+}
+
+// Points on a surface make a poor first grid; the finer grid chosen for a
+// surface is good (within the cap), the build keeps it, and the answers stay
+// the oracle's. AUTO on the CPU takes the kd-tree instead (it is faster
+// there) and answers alike.
+TEST(GridCpuSurfaces, TiltedPlaneGetsFinerCells) {
+  const int64_t n = 20000;
+  const int target = knn::kGridDefaultPointsPerCell;
+  const std::vector<float> points = tilted_plane(n, 61);
+  const knn::GridLayout first = first_layout(points, target);
+  const uint64_t first_sum = squared_counts(first, points);
+  ASSERT_TRUE(knn::grid_is_poor(first_sum, n, target)) << knn::mean_own_cell(first_sum, n);
+  knn::GridLayout finer{};
+  ASSERT_TRUE(knn::finer_grid_layout(first, first_sum, n, target, 0, finer));
+  EXPECT_GE(finer.cell_count(), 2 * first.cell_count());
+  EXPECT_LE(finer.cell_count(), knn::grid_max_cells(n));
+  EXPECT_TRUE(knn::grid_is_kept(squared_counts(finer, points), n, target, 1))
+      << knn::mean_own_cell(squared_counts(finer, points), n);
+
+  ASSERT_NE(build_grid(points), nullptr);
+  knn::IndexParams no_refinement;
+  no_refinement.refine_grid = false;
+  EXPECT_EQ(knn::omp::build_grid_index(points.data(), n, no_refinement), nullptr);
+
+  std::vector<float> queries = tilted_plane(500, 62);
+  const std::vector<float> outliers = queries_with_outliers(Dist::Uniform, 0, 63);
+  queries.insert(queries.end(), outliers.begin(), outliers.end());
+  const int64_t m = static_cast<int64_t>(queries.size() / 3);
+  const KnnResult expected = oracle_knn(points.data(), n, queries.data(), m, 3, 12);
+  for (const int structure : {KNN_STRUCTURE_GRID, KNN_STRUCTURE_AUTO}) {
+    SCOPED_TRACE(structure);
+    IndexHandle index = build_index(points, 3, IndexConfig{KNN_BACKEND_OPENMP, structure});
+    ASSERT_TRUE(index);
+    int served = -1;
+    ASSERT_EQ(knn_index_info(index.get(), nullptr, nullptr, nullptr, &served), KNN_OK);
+    EXPECT_EQ(served, structure == KNN_STRUCTURE_GRID ? KNN_STRUCTURE_GRID : KNN_STRUCTURE_KDTREE);
+    EXPECT_TRUE(same_knn(expected, query_index(index.get(), queries, 3, 12)));
+    EXPECT_TRUE(
+        same_knn(oracle_self(points.data(), n, 3, 6, true), query_self(index.get(), n, 6, true)));
+    EXPECT_TRUE(same_radius(oracle_radius(points.data(), n, queries.data(), m, 3, 0.02f, 24),
+                            radius_index(index.get(), queries, 3, 0.02f, 24)));
+  }
+}
+
+// No finer grid where it cannot help or is not allowed: all points equal
+// (no axis has an extent), a grid at the cap already, refinements spent;
+// and a refined grid is kept only when it is good, a first one unless poor.
+TEST(GridCpuSurfaces, RefinementStopsWhereItCannotHelp) {
+  const int64_t n = 20000;
+  const int target = knn::kGridDefaultPointsPerCell;
+  const uint64_t all_in_one = static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
+  knn::GridLayout out{};
+  const knn::GridLayout equal = first_layout(make_rows(Dist::Identical, n, 3, 71), target);
+  EXPECT_EQ(equal.cell_count(), 1);
+  EXPECT_FALSE(knn::finer_grid_layout(equal, all_in_one, n, target, 0, out));
+
+  const std::vector<float> plane = tilted_plane(n, 72);
+  const knn::GridLayout first = first_layout(plane, target);
+  const uint64_t sum = squared_counts(first, plane);
+  EXPECT_FALSE(knn::finer_grid_layout(first, sum, n, target, knn::kGridMaxRefinements, out));
+  ASSERT_TRUE(knn::finer_grid_layout(first, all_in_one, n, target, 0, out));
+  EXPECT_LE(out.cell_count(), knn::grid_max_cells(n));  // capped, however poor
+  EXPECT_FALSE(knn::finer_grid_layout(out, all_in_one, n, target, 1, out));
+
+  const double wanted = static_cast<double>(target + 1);
+  const auto sum_for = [&](double mean_own) {
+    return static_cast<uint64_t>(mean_own * static_cast<double>(n));
+  };
+  EXPECT_TRUE(knn::grid_is_kept(sum_for(knn::kGridPoorOccupancyFactor * wanted), n, target, 0));
+  EXPECT_FALSE(
+      knn::grid_is_kept(sum_for(knn::kGridPoorOccupancyFactor * wanted + 1), n, target, 0));
+  EXPECT_TRUE(knn::grid_is_kept(sum_for(knn::kGridRefinedOccupancyFactor * wanted), n, target, 1));
+  EXPECT_FALSE(
+      knn::grid_is_kept(sum_for(knn::kGridRefinedOccupancyFactor * wanted + 1), n, target, 1));
+}
+
 // The target points per cell (IndexParams.leaf_size) changes the grid, never
 // the answer.
 TEST(GridCpuOccupancy, LeafSizeChangesNothingButSpeed) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "../cuda/cuda_index.h"
@@ -26,9 +27,10 @@ struct Pair {
   std::unique_ptr<knn::IndexEngine> gpu, cpu;
 };
 
-Pair build_both(const std::vector<float>& points, int leaf_size = 0) {
+Pair build_both(const std::vector<float>& points, int leaf_size = 0, bool refine = true) {
   knn::IndexParams params;
   params.leaf_size = leaf_size;
+  params.refine_grid = refine;
   const int64_t n = static_cast<int64_t>(points.size() / 3);
   return Pair{knn::cuda::build_grid_index(points.data(), n, params),
               knn::omp::build_grid_index(points.data(), n, params)};
@@ -128,6 +130,48 @@ TEST(GridGpuOccupancy, SameDecisionAsOpenMp) {
     EXPECT_EQ(grids.gpu == nullptr, grids.cpu == nullptr);
   }
   EXPECT_EQ(build_both(make_rows(Dist::Clustered, 20000, 3, 31)).gpu, nullptr);
+}
+
+// A surface makes a poor first grid; both engines bin it again with the
+// same finer cells (or, told not to, both refuse it), and answer alike and
+// as the oracle, in float32 and float64.
+TEST(GridGpuOccupancy, SurfacesGetTheSameFinerGridAsOpenMp) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 20000;
+  const std::vector<float> points = tilted_plane(n, 61);
+  const Pair refused = build_both(points, 0, false);
+  EXPECT_EQ(refused.gpu, nullptr);
+  EXPECT_EQ(refused.cpu, nullptr);
+  Pair grids = build_both(points);
+  ASSERT_NE(grids.gpu, nullptr);
+  ASSERT_NE(grids.cpu, nullptr);
+  std::vector<float> queries = tilted_plane(700, 62);
+  const std::vector<float> outliers = queries_with_outliers(Dist::Uniform, 0, 63);
+  queries.insert(queries.end(), outliers.begin(), outliers.end());
+  const int64_t m = static_cast<int64_t>(queries.size() / 3);
+  for (const int k : {1, 8, 30, 100}) {
+    SCOPED_TRACE(k);
+    const KnnResult gpu = engine_knn(*grids.gpu, queries, k);
+    EXPECT_TRUE(same_knn(engine_knn(*grids.cpu, queries, k), gpu));
+    EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, 3, k), gpu));
+  }
+  EXPECT_TRUE(
+      same_knn(oracle_self(points.data(), n, 3, 8, true), engine_self(*grids.gpu, 8, true)));
+  EXPECT_TRUE(same_radius(engine_radius(*grids.cpu, queries, 0.02f, 24),
+                          engine_radius(*grids.gpu, queries, 0.02f, 24)));
+  const std::vector<double> points64(points.begin(), points.end());
+  const std::vector<double> queries64(queries.begin(), queries.end());
+  const auto gpu64 = knn::cuda::build_grid_index(points64.data(), n, knn::IndexParams{});
+  const auto cpu64 = knn::omp::build_grid_index(points64.data(), n, knn::IndexParams{});
+  ASSERT_NE(gpu64, nullptr);
+  ASSERT_NE(cpu64, nullptr);
+  const auto rows64 = [&](const knn::IndexEngine64& e) {
+    std::vector<int32_t> indices(static_cast<size_t>(m) * 8, -7);
+    std::vector<double> sq(indices.size(), -7.0);
+    e.knn(queries64.data(), m, 8, indices.data(), sq.data(), knn::CallParams{});
+    return std::make_pair(indices, sq);
+  };
+  EXPECT_EQ(rows64(*cpu64), rows64(*gpu64));
 }
 
 // Larger uniform and flat data, queries without distances, and a device

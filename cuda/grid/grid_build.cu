@@ -223,10 +223,54 @@ int DeviceGrid<Scalar>::key_bits() const {
   return key_bits_for(layout.cell_count());
 }
 
+namespace {
+
+// Steps 3-5 of the build for one layout: the cell keys sorted with the point
+// indices (sort_keys / sort_ids hold the input, then the result), the start
+// of every cell, and the occupancy (sum of squared cell counts).
+template <typename Scalar>
+uint64_t bin_points(const BasicGridLayout<Scalar>& layout, const Scalar* xyz, int64_t n,
+                    cub::DoubleBuffer<uint32_t>& sort_keys, cub::DoubleBuffer<uint32_t>& sort_ids,
+                    uint32_t* starts, cudaStream_t stream) {
+  const int64_t cells = layout.cell_count();
+  if (n == 0) {
+    check(cudaMemsetAsync(starts, 0, (static_cast<size_t>(cells) + 1) * sizeof(uint32_t), stream),
+          "grid build: empty starts");
+    return 0;
+  }
+  point_keys_kernel<Scalar><<<blocks_for(point_keys_kernel<Scalar>, n), kBlock, 0, stream>>>(
+      layout, xyz, n, sort_keys.Current(), sort_ids.Current());
+  check_launch("grid point keys");
+  const int bits = key_bits_for(cells);
+  size_t temp_bytes = 0;
+  check(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, sort_keys, sort_ids,
+                                        static_cast<int>(n), 0, bits, stream),
+        "grid build sort (size)");
+  DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(n)));
+  check(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, sort_keys, sort_ids,
+                                        static_cast<int>(n), 0, bits, stream),
+        "grid build sort");
+  cell_starts_kernel<<<blocks_for(cell_starts_kernel, n), kBlock, 0, stream>>>(sort_keys.Current(),
+                                                                               n, cells, starts);
+  check_launch("grid cell starts");
+  unsigned long long sum_sq = 0;
+  DeviceBuffer<unsigned long long> device_sum(1);
+  check(cudaMemsetAsync(device_sum.get(), 0, sizeof sum_sq, stream), "grid occupancy");
+  squared_counts_kernel<<<blocks_for(squared_counts_kernel, cells), kBlock, 0, stream>>>(
+      starts, cells, device_sum.get());
+  check_launch("grid occupancy");
+  check(cudaMemcpyAsync(&sum_sq, device_sum.get(), sizeof sum_sq, cudaMemcpyDeviceToHost, stream),
+        "grid occupancy");
+  check(cudaStreamSynchronize(stream), "grid build");
+  return sum_sq;
+}
+
+}  // namespace
+
 template <typename Scalar>
 std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int64_t n,
                                                       bool points_on_device, int target,
-                                                      cudaStream_t stream) {
+                                                      bool refine, cudaStream_t stream) {
   using Key = typename OrderedKey<Scalar>::type;
   const size_t un = static_cast<size_t>(n);
   DeviceBuffer<Scalar> xyz(3 * un);
@@ -257,51 +301,28 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int6
       hi[a] = scalar_from_ordered_key<Scalar>(bounds[3 + a]);
     }
   }
-  const BasicGridLayout<Scalar> layout =
+  BasicGridLayout<Scalar> layout =
       make_grid_layout(static_cast<const Scalar*>(lo), static_cast<const Scalar*>(hi), n, target);
-  const int64_t cells = layout.cell_count();
 
-  // 3. Cell keys, sorted with the point indices.
+  // 3-5 for each layout tried (a poor grid is binned again with finer cells,
+  // common/grid_layout.h "Surfaces"); the old cell starts go before the new.
   DeviceBuffer<uint32_t> keys[2] = {DeviceBuffer<uint32_t>(un), DeviceBuffer<uint32_t>(un)};
   DeviceBuffer<uint32_t> ids[2] = {DeviceBuffer<uint32_t>(un), DeviceBuffer<uint32_t>(un)};
   cub::DoubleBuffer<uint32_t> sort_keys(keys[0].get(), keys[1].get());
   cub::DoubleBuffer<uint32_t> sort_ids(ids[0].get(), ids[1].get());
-  DeviceBuffer<uint32_t> starts(static_cast<size_t>(cells) + 1);
-  if (n > 0) {
-    point_keys_kernel<Scalar><<<blocks_for(point_keys_kernel<Scalar>, n), kBlock, 0, stream>>>(
-        layout, xyz.get(), n, keys[0].get(), ids[0].get());
-    check_launch("grid point keys");
-    const int bits = key_bits_for(cells);
-    size_t temp_bytes = 0;
-    check(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, sort_keys, sort_ids,
-                                          static_cast<int>(n), 0, bits, stream),
-          "grid build sort (size)");
-    DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(n)));
-    check(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, sort_keys, sort_ids,
-                                          static_cast<int>(n), 0, bits, stream),
-          "grid build sort");
-    // 4. Cell starts.
-    cell_starts_kernel<<<blocks_for(cell_starts_kernel, n), kBlock, 0, stream>>>(
-        sort_keys.Current(), n, cells, starts.get());
-    check_launch("grid cell starts");
-  } else {
-    check(cudaMemsetAsync(starts.get(), 0, starts.size() * sizeof(uint32_t), stream),
-          "grid build: empty starts");
+  DeviceBuffer<uint32_t> starts;
+  for (int refinements = 0;; ++refinements) {
+    const int64_t cells = layout.cell_count();
+    starts = DeviceBuffer<uint32_t>();
+    starts.allocate(static_cast<size_t>(cells) + 1);
+    const uint64_t sum_sq =
+        bin_points(layout, xyz.get(), n, sort_keys, sort_ids, starts.get(), stream);
+    if (grid_is_kept(sum_sq, n, target, refinements)) break;
+    if (!refine || !finer_grid_layout(layout, sum_sq, n, target, refinements, layout))
+      return nullptr;
+    sort_keys = cub::DoubleBuffer<uint32_t>(keys[0].get(), keys[1].get());
+    sort_ids = cub::DoubleBuffer<uint32_t>(ids[0].get(), ids[1].get());
   }
-
-  // 5. Occupancy.
-  unsigned long long sum_sq = 0;
-  if (n > 0) {
-    DeviceBuffer<unsigned long long> device_sum(1);
-    check(cudaMemsetAsync(device_sum.get(), 0, sizeof sum_sq, stream), "grid occupancy");
-    squared_counts_kernel<<<blocks_for(squared_counts_kernel, cells), kBlock, 0, stream>>>(
-        starts.get(), cells, device_sum.get());
-    check_launch("grid occupancy");
-    check(cudaMemcpyAsync(&sum_sq, device_sum.get(), sizeof sum_sq, cudaMemcpyDeviceToHost, stream),
-          "grid occupancy");
-    check(cudaStreamSynchronize(stream), "grid build");
-  }
-  if (grid_is_poor(sum_sq, n, target)) return nullptr;
 
   // 6. Points in cell order.
   DeviceBuffer<typename DeviceGrid<Scalar>::CellPoint> cell_points(un);
@@ -323,9 +344,9 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int6
 template struct DeviceGrid<float>;
 template struct DeviceGrid<double>;
 template std::unique_ptr<DeviceGrid<float>> build_device_grid<float>(const float*, int64_t, bool,
-                                                                     int, cudaStream_t);
+                                                                     int, bool, cudaStream_t);
 template std::unique_ptr<DeviceGrid<double>> build_device_grid<double>(const double*, int64_t, bool,
-                                                                       int, cudaStream_t);
+                                                                       int, bool, cudaStream_t);
 
 namespace {
 
@@ -337,8 +358,8 @@ std::unique_ptr<BasicIndexEngine<Scalar>> grid_index(const Scalar* points, int64
       format("building a CUDA grid of %lld points", static_cast<long long>(n)));
   const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
   Stream stream;
-  std::unique_ptr<DeviceGrid<Scalar>> grid =
-      build_device_grid(points, n, params.points_on_device, target, stream.get());
+  std::unique_ptr<DeviceGrid<Scalar>> grid = build_device_grid(
+      points, n, params.points_on_device, target, params.refine_grid, stream.get());
   if (!grid) return nullptr;
   return std::make_unique<GridIndex<Scalar>>(std::move(grid));
 }

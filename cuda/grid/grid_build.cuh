@@ -33,11 +33,13 @@ struct DeviceGrid {
 
 // Builds the grid of n points (rows of x, y, z; device memory when
 // points_on_device, else host memory) aiming at `target` points per cell, on
-// `stream`; returns when done. nullptr when the occupancy shows a poor grid.
+// `stream`; returns when done. A poor grid is binned again with finer cells
+// when `refine` (common/grid_layout.h "Surfaces"); nullptr when no grid
+// tried is good.
 template <typename Scalar>
 std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int64_t n,
                                                       bool points_on_device, int target,
-                                                      cudaStream_t stream);
+                                                      bool refine, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace knn
