@@ -14,15 +14,17 @@
 // they fill few cells, and fill them far above the target (10^7 points on a
 // sphere, n/3 cells: 136 points in a point's own cell). There the own-cell
 // count falls with the cell's area rather than its volume, so a poor grid is
-// binned again with finer cells, chosen for a surface (finer_grid_layout),
-// up to kGridMaxRefinedCellsPerPoint cells a point; the finer grid is kept
+// binned again with finer cells (finer_grid_layout: the growth law measured
+// between the grid and one of cells twice as wide tells a surface from a
+// cluster), up to kGridMaxRefinedCellsPerPoint cells a point; the finer grid is kept
 // only when it is good (kGridRefinedOccupancyFactor), else the data is
 // refused as before (clusters, all points equal) and the index uses its
 // kd-tree. Only empty cells are added, and a walk reads a row of cells as
 // one run, so they cost the search little. H100, 10^7 points on a sphere,
 // 10^7 queries on it, float32, build + query: k = 8 22.7 ms (kd-tree 40.3),
-// k = 30 41.3 ms (kd-tree 84.7). Curves (a helix) and Gaussian clusters stay
-// poor within the cap and are refused.
+// k = 30 41.3 ms (kd-tree 84.7). Gaussian clusters and curves, for which
+// the law predicts no good grid within the cap, are refused without another
+// binning.
 //
 // Exactness. Cells are found in double arithmetic (the same IEEE operations
 // on both backends, so both bin every point alike). A search visits cells and
@@ -97,6 +99,13 @@ constexpr int64_t kGridMinPointsToJudge = 1024;
 constexpr int kGridMaxRefinements = 2;
 constexpr double kGridMaxRefinedCellsPerPoint = 16.0;
 constexpr double kGridRefinedOccupancyFactor = 3.0;
+// A finer grid is tried only when its predicted occupancy is within this
+// factor of the one it must meet (the prediction assumes one growth law
+// over a range of scales; 10^7 points on a sphere: predicted 10, found 11),
+// and only for data whose occupancy grows at least as side^this (below,
+// finer cells barely split the points).
+constexpr double kGridRefinedPredictionSlack = 2.0;
+constexpr double kGridMinOccupancyExponent = 0.5;
 
 // HUGE_VAL, not numeric_limits: callable from device code without
 // --expt-relaxed-constexpr (hosts such as the benchmarks compile this header).
@@ -129,6 +138,22 @@ struct BasicGridLayout {
   int32_t cells[3];
 
   KNN_HD int64_t cell_count() const { return int64_t{cells[0]} * cells[1] * cells[2]; }
+
+  // The coarse grid: cells twice as wide on every axis, each a block of up
+  // to 2 x 2 x 2 cells (finer_grid_layout compares its occupancy with this
+  // grid's). Its cell count, and the coarse cell that holds cell `key`.
+  KNN_HD int64_t coarse_cell_count() const {
+    return int64_t{(cells[0] + 1) / 2} * ((cells[1] + 1) / 2) * ((cells[2] + 1) / 2);
+  }
+  KNN_HD uint32_t coarse_key_of_cell(uint32_t key) const {
+    const uint32_t x = key % static_cast<uint32_t>(cells[0]);
+    const uint32_t yz = key / static_cast<uint32_t>(cells[0]);
+    const uint32_t y = yz % static_cast<uint32_t>(cells[1]);
+    const uint32_t z = yz / static_cast<uint32_t>(cells[1]);
+    return (z / 2 * static_cast<uint32_t>((cells[1] + 1) / 2) + y / 2) *
+               static_cast<uint32_t>((cells[0] + 1) / 2) +
+           x / 2;
+  }
 
   // The cell of coordinate x on axis a, clamped into the grid (queries outside
   // the box belong to the nearest cell).
@@ -499,23 +524,45 @@ inline bool grid_is_kept(uint64_t sum_of_squared_counts, int64_t n, int target,
          mean_own_cell(sum_of_squared_counts, n) <= kGridRefinedOccupancyFactor * (target + 1);
 }
 
-// The next try after grid `g`, which was not kept (see "Surfaces" above):
-// finer cells chosen as if the points lay on a surface, where the own-cell
-// count falls as cells^(-2/3). False when no finer grid is allowed: the
-// refinements are spent, the cap is reached, or the cells would not shrink
-// (all points equal: no axis has an extent).
+// How a point's own-cell count grows with the cell side, as side^e, from
+// the grid's occupancy and its coarse grid's (cells twice as wide): e =
+// log2(coarse / own), about 3 where the points fill space at this scale, 2
+// on a surface, 1 on a curve, 0 where the cells no longer split them.
+inline double occupancy_exponent(uint64_t sum_of_squared_counts, uint64_t coarse_sum) {
+  if (sum_of_squared_counts == 0 || coarse_sum == 0) return 0.0;
+  return std::fmin(
+      std::log2(static_cast<double>(coarse_sum) / static_cast<double>(sum_of_squared_counts)), 3.0);
+}
+
+// The next try after grid `g`, which was not kept (see "Surfaces" above),
+// from its occupancy (sum of squared counts) and its coarse grid's. The
+// own-cell count falls as cells^(-e / s) (e: occupancy_exponent, s: the axes
+// with more than one cell); the finer grid is the one that law brings to the
+// target, capped, and it is tried only when the law predicts it good enough
+// to keep (within kGridRefinedPredictionSlack): Gaussian clusters and curves
+// are refused here, before a binning that could not succeed. False when no
+// finer grid is tried: the refinements are spent, the cells would not split
+// the points (all points equal), the cap is reached, or the prediction fails.
 template <typename Scalar>
-bool finer_grid_layout(const BasicGridLayout<Scalar>& g, uint64_t sum_of_squared_counts, int64_t n,
-                       int target, int refinements_done, BasicGridLayout<Scalar>& out) {
+bool finer_grid_layout(const BasicGridLayout<Scalar>& g, uint64_t sum_of_squared_counts,
+                       uint64_t coarse_sum, int64_t n, int target, int refinements_done,
+                       BasicGridLayout<Scalar>& out) {
   if (refinements_done >= kGridMaxRefinements || n < kGridMinPointsToJudge) return false;
+  int split_axes = 0;
+  for (int a = 0; a < 3; ++a) split_axes += g.cells[a] > 1;
+  const double e = occupancy_exponent(sum_of_squared_counts, coarse_sum);
+  if (split_axes == 0 || !(e >= kGridMinOccupancyExponent)) return false;
   const double cells = static_cast<double>(g.cell_count());
-  const double ratio = mean_own_cell(sum_of_squared_counts, n) / (target + 1);
+  const double own = mean_own_cell(sum_of_squared_counts, n), goal = target + 1.0;
   const double cap = static_cast<double>(grid_max_cells(n));
-  const double wanted = std::fmin(cells * ratio * std::sqrt(ratio), cap);
+  const double wanted = std::fmin(cells * std::pow(own / goal, split_axes / e), cap);
   // Less than twice the cells changes too little to pay for another binning.
   if (!(wanted >= 2.0 * cells)) return false;
   out = grid_layout_with_cells(g.box_lo, g.box_hi, wanted, cap);
-  return static_cast<double>(out.cell_count()) >= 2.0 * cells;
+  const double finer = static_cast<double>(out.cell_count());
+  if (!(finer >= 2.0 * cells)) return false;
+  const double predicted = own * std::pow(cells / finer, e / split_axes);
+  return predicted <= kGridRefinedPredictionSlack * kGridRefinedOccupancyFactor * goal;
 }
 
 }  // namespace knn

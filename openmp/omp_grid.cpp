@@ -253,8 +253,14 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
       sum_sq += count * count;
     }
     if (grid_is_kept(sum_sq, n, target, refinements)) break;
-    if (!params.refine_grid || !finer_grid_layout(grid, sum_sq, n, target, refinements, grid))
-      return nullptr;
+    if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
+    std::vector<uint64_t> coarse(static_cast<size_t>(grid.coarse_cell_count()), 0);
+    for (int64_t c = 0; c < grid.cell_count(); ++c)
+      coarse[grid.coarse_key_of_cell(static_cast<uint32_t>(c))] +=
+          static_cast<uint64_t>(starts[c + 1] - starts[c]);
+    uint64_t coarse_sum = 0;
+    for (const uint64_t count : coarse) coarse_sum += count * count;
+    if (!finer_grid_layout(grid, sum_sq, coarse_sum, n, target, refinements, grid)) return nullptr;
   }
   return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts));
 }

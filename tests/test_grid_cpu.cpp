@@ -252,6 +252,21 @@ uint64_t squared_counts(const knn::GridLayout& g, const std::vector<float>& poin
   return sum;
 }
 
+// The same sum over cells twice as wide (2 x 2 x 2 blocks of g's cells),
+// from the points' cell coordinates.
+uint64_t coarse_squared_counts(const knn::GridLayout& g, const std::vector<float>& points) {
+  const int64_t cx = (g.cells[0] + 1) / 2, cy = (g.cells[1] + 1) / 2, cz = (g.cells[2] + 1) / 2;
+  std::vector<uint64_t> count(static_cast<size_t>(cx * cy * cz), 0);
+  for (size_t i = 0; i < points.size(); i += 3) {
+    const int64_t x = g.cell_on_axis(points[i], 0) / 2, y = g.cell_on_axis(points[i + 1], 1) / 2,
+                  z = g.cell_on_axis(points[i + 2], 2) / 2;
+    ++count[static_cast<size_t>((z * cy + y) * cx + x)];
+  }
+  uint64_t sum = 0;
+  for (const uint64_t c : count) sum += c * c;
+  return sum;
+}
+
 knn::GridLayout first_layout(const std::vector<float>& points, int target) {
   float lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
@@ -274,7 +289,11 @@ TEST(GridCpuSurfaces, TiltedPlaneGetsFinerCells) {
   const uint64_t first_sum = squared_counts(first, points);
   ASSERT_TRUE(knn::grid_is_poor(first_sum, n, target)) << knn::mean_own_cell(first_sum, n);
   knn::GridLayout finer{};
-  ASSERT_TRUE(knn::finer_grid_layout(first, first_sum, n, target, 0, finer));
+  const uint64_t coarse_sum = coarse_squared_counts(first, points);
+  const double exponent = knn::occupancy_exponent(first_sum, coarse_sum);
+  EXPECT_GT(exponent, 1.6);  // a surface: the own-cell count grows as side^2
+  EXPECT_LT(exponent, 2.4);
+  ASSERT_TRUE(knn::finer_grid_layout(first, first_sum, coarse_sum, n, target, 0, finer));
   EXPECT_GE(finer.cell_count(), 2 * first.cell_count());
   EXPECT_LE(finer.cell_count(), knn::grid_max_cells(n));
   EXPECT_TRUE(knn::grid_is_kept(squared_counts(finer, points), n, target, 1))
@@ -306,8 +325,10 @@ TEST(GridCpuSurfaces, TiltedPlaneGetsFinerCells) {
 }
 
 // No finer grid where it cannot help or is not allowed: all points equal
-// (no axis has an extent), a grid at the cap already, refinements spent;
-// and a refined grid is kept only when it is good, a first one unless poor.
+// (no axis has an extent), clusters that no grid within the cap serves (the
+// growth law says so before any binning), a grid at the cap already,
+// refinements spent; and a refined grid is kept only when it is good, a
+// first one unless poor.
 TEST(GridCpuSurfaces, RefinementStopsWhereItCannotHelp) {
   const int64_t n = 20000;
   const int target = knn::kGridDefaultPointsPerCell;
@@ -315,15 +336,26 @@ TEST(GridCpuSurfaces, RefinementStopsWhereItCannotHelp) {
   knn::GridLayout out{};
   const knn::GridLayout equal = first_layout(make_rows(Dist::Identical, n, 3, 71), target);
   EXPECT_EQ(equal.cell_count(), 1);
-  EXPECT_FALSE(knn::finer_grid_layout(equal, all_in_one, n, target, 0, out));
+  EXPECT_FALSE(knn::finer_grid_layout(equal, all_in_one, all_in_one, n, target, 0, out));
+
+  const std::vector<float> blobs = make_rows(Dist::Clustered, n, 3, 73);
+  const knn::GridLayout clustered = first_layout(blobs, target);
+  const uint64_t blob_sum = squared_counts(clustered, blobs);
+  ASSERT_TRUE(knn::grid_is_poor(blob_sum, n, target));
+  EXPECT_FALSE(knn::finer_grid_layout(clustered, blob_sum, coarse_squared_counts(clustered, blobs),
+                                      n, target, 0, out));
 
   const std::vector<float> plane = tilted_plane(n, 72);
   const knn::GridLayout first = first_layout(plane, target);
-  const uint64_t sum = squared_counts(first, plane);
-  EXPECT_FALSE(knn::finer_grid_layout(first, sum, n, target, knn::kGridMaxRefinements, out));
-  ASSERT_TRUE(knn::finer_grid_layout(first, all_in_one, n, target, 0, out));
-  EXPECT_LE(out.cell_count(), knn::grid_max_cells(n));  // capped, however poor
-  EXPECT_FALSE(knn::finer_grid_layout(out, all_in_one, n, target, 1, out));
+  const uint64_t sum = squared_counts(first, plane), coarse = coarse_squared_counts(first, plane);
+  EXPECT_FALSE(
+      knn::finer_grid_layout(first, sum, coarse, n, target, knn::kGridMaxRefinements, out));
+  EXPECT_FALSE(knn::finer_grid_layout(first, sum, sum, n, target, 0, out));  // exponent 0
+  // Capped however poor, and tried only where the law predicts a good grid.
+  EXPECT_FALSE(knn::finer_grid_layout(first, all_in_one, 4 * all_in_one, n, target, 0, out));
+  EXPECT_LE(out.cell_count(), knn::grid_max_cells(n));
+  ASSERT_TRUE(knn::finer_grid_layout(first, sum, coarse, n, target, 0, out));
+  EXPECT_FALSE(knn::finer_grid_layout(out, all_in_one, 4 * all_in_one, n, target, 1, out));
 
   const double wanted = static_cast<double>(target + 1);
   const auto sum_for = [&](double mean_own) {

@@ -12,7 +12,9 @@
 //      that begins a run of its key fills the starts of the empty cells
 //      before it);
 //   5. the occupancy (sum of squared counts, exact in 64 bits): a poor grid
-//      gives nullptr before the points are reordered;
+//      is binned again (3-5) with finer cells where the occupancy of cells
+//      twice as wide predicts a good finer grid (common/grid_layout.h
+//      "Surfaces"), else gives nullptr before the points are reordered;
 //   6. the points gathered in cell order as (x, y, z, index bits)
 //      (core/float4_point.cuh DevicePoint3: a float4, or 32 bytes for double).
 // The build and the engine are templates over the scalar type, one code for
@@ -102,18 +104,41 @@ __global__ void cell_starts_kernel(const uint32_t* sorted_keys, int64_t n, int64
   }
 }
 
-__global__ void squared_counts_kernel(const uint32_t* starts, int64_t cells,
-                                      unsigned long long* sum) {
+// A cell's count from the cell starts, or a count stored as it is.
+struct CountFromStarts {
+  const uint32_t* starts;
+  __device__ uint32_t operator()(int64_t c) const { return starts[c + 1] - starts[c]; }
+};
+struct StoredCount {
+  const uint32_t* counts;
+  __device__ uint32_t operator()(int64_t c) const { return counts[c]; }
+};
+
+// sum += the squares of items counts (exact: 64-bit integers).
+template <class Count>
+__global__ void squared_counts_kernel(Count count_of, int64_t items, unsigned long long* sum) {
   unsigned long long local = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cells;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < items;
        c += stride) {
-    const unsigned long long count = starts[c + 1] - starts[c];
+    const unsigned long long count = count_of(c);
     local += count * count;
   }
   for (int offset = 16; offset > 0; offset >>= 1)
     local += __shfl_xor_sync(0xffffffffu, local, offset);
   if (threadIdx.x % 32 == 0 && local != 0) atomicAdd(sum, local);
+}
+
+// The count of every coarse cell (BasicGridLayout::coarse_key_of_cell).
+template <typename Scalar>
+__global__ void coarse_counts_kernel(BasicGridLayout<Scalar> layout, const uint32_t* starts,
+                                     int64_t cells, uint32_t* coarse) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cells;
+       c += stride) {
+    const uint32_t count = starts[c + 1] - starts[c];
+    if (count != 0) atomicAdd(&coarse[layout.coarse_key_of_cell(static_cast<uint32_t>(c))], count);
+  }
 }
 
 template <typename Scalar>
@@ -225,6 +250,22 @@ int DeviceGrid<Scalar>::key_bits() const {
 
 namespace {
 
+// The sum of the squared counts of `items` cells, waited for.
+template <class Count>
+uint64_t sum_of_squares(Count count_of, int64_t items, cudaStream_t stream) {
+  unsigned long long sum = 0;
+  DeviceBuffer<unsigned long long> device_sum(1);
+  check(cudaMemsetAsync(device_sum.get(), 0, sizeof sum, stream), "grid occupancy");
+  squared_counts_kernel<Count>
+      <<<blocks_for(squared_counts_kernel<Count>, items), kBlock, 0, stream>>>(count_of, items,
+                                                                               device_sum.get());
+  check_launch("grid occupancy");
+  check(cudaMemcpyAsync(&sum, device_sum.get(), sizeof sum, cudaMemcpyDeviceToHost, stream),
+        "grid occupancy");
+  check(cudaStreamSynchronize(stream), "grid build");
+  return sum;
+}
+
 // Steps 3-5 of the build for one layout: the cell keys sorted with the point
 // indices (sort_keys / sort_ids hold the input, then the result), the start
 // of every cell, and the occupancy (sum of squared cell counts).
@@ -253,16 +294,22 @@ uint64_t bin_points(const BasicGridLayout<Scalar>& layout, const Scalar* xyz, in
   cell_starts_kernel<<<blocks_for(cell_starts_kernel, n), kBlock, 0, stream>>>(sort_keys.Current(),
                                                                                n, cells, starts);
   check_launch("grid cell starts");
-  unsigned long long sum_sq = 0;
-  DeviceBuffer<unsigned long long> device_sum(1);
-  check(cudaMemsetAsync(device_sum.get(), 0, sizeof sum_sq, stream), "grid occupancy");
-  squared_counts_kernel<<<blocks_for(squared_counts_kernel, cells), kBlock, 0, stream>>>(
-      starts, cells, device_sum.get());
-  check_launch("grid occupancy");
-  check(cudaMemcpyAsync(&sum_sq, device_sum.get(), sizeof sum_sq, cudaMemcpyDeviceToHost, stream),
-        "grid occupancy");
-  check(cudaStreamSynchronize(stream), "grid build");
-  return sum_sq;
+  return sum_of_squares(CountFromStarts{starts}, cells, stream);
+}
+
+// The occupancy of the coarse grid of `layout` (cells twice as wide).
+template <typename Scalar>
+uint64_t coarse_occupancy(const BasicGridLayout<Scalar>& layout, const uint32_t* starts,
+                          cudaStream_t stream) {
+  const int64_t cells = layout.cell_count(), coarse_cells = layout.coarse_cell_count();
+  DeviceBuffer<uint32_t> coarse(static_cast<size_t>(coarse_cells));
+  check(cudaMemsetAsync(coarse.get(), 0, coarse.size() * sizeof(uint32_t), stream),
+        "grid coarse occupancy");
+  coarse_counts_kernel<Scalar>
+      <<<blocks_for(coarse_counts_kernel<Scalar>, cells), kBlock, 0, stream>>>(layout, starts,
+                                                                               cells, coarse.get());
+  check_launch("grid coarse counts");
+  return sum_of_squares(StoredCount{coarse.get()}, coarse_cells, stream);
 }
 
 }  // namespace
@@ -318,7 +365,9 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int6
     const uint64_t sum_sq =
         bin_points(layout, xyz.get(), n, sort_keys, sort_ids, starts.get(), stream);
     if (grid_is_kept(sum_sq, n, target, refinements)) break;
-    if (!refine || !finer_grid_layout(layout, sum_sq, n, target, refinements, layout))
+    if (!refine || refinements == kGridMaxRefinements) return nullptr;
+    const uint64_t coarse_sum = coarse_occupancy(layout, starts.get(), stream);
+    if (!finer_grid_layout(layout, sum_sq, coarse_sum, n, target, refinements, layout))
       return nullptr;
     sort_keys = cub::DoubleBuffer<uint32_t>(keys[0].get(), keys[1].get());
     sort_ids = cub::DoubleBuffer<uint32_t>(ids[0].get(), ids[1].get());
