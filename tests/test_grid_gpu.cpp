@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "../cuda/cuda_index.h"
 #include "gpu_test_support.h"
 #include "grid_test_support.h"
+#include "scoped_env.h"
 #include "test_data.h"
 #include "timing.h"
 
@@ -172,6 +174,42 @@ TEST(GridGpuOccupancy, SurfacesGetTheSameFinerGridAsOpenMp) {
     return std::make_pair(indices, sq);
   };
   EXPECT_EQ(rows64(*cpu64), rows64(*gpu64));
+}
+
+// A finer grid whose cell starts cannot be allocated is given up, not the
+// build. Failing each device allocation of a GRID build over a surface in
+// turn: the build fails cleanly (DEVICE_OUT_OF_MEMORY, no index) or builds;
+// where the finer grid's allocation failed the kd-tree serves; every index
+// built answers as the oracle.
+TEST(GridGpuOccupancy, AFinerGridThatDoesNotFitGivesWayToTheKdTree) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 20000;
+  const std::vector<float> points = tilted_plane(n, 61);
+  const std::vector<float> queries = tilted_plane(300, 62);
+  const KnnResult expected = oracle_knn(points.data(), n, queries.data(), 300, 3, 8);
+  const knn_options opt = options_for({KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID});
+  bool kd_tree_served = false, grid_served = false;
+  for (int fail_at = 1; fail_at <= 64 && !grid_served; ++fail_at) {
+    SCOPED_TRACE(fail_at);
+    knn_index* raw = nullptr;
+    int status;
+    {
+      const ScopedEnv fault("KNN_FAULT_DEVICE_ALLOC", (std::to_string(fail_at) + "#finer").c_str());
+      status = knn_index_build(points.data(), n, 3, &opt, &raw);
+    }
+    IndexHandle index(raw);
+    if (status != KNN_OK) {
+      EXPECT_EQ(status, KNN_ERR_DEVICE_OUT_OF_MEMORY) << knn_last_error();
+      EXPECT_EQ(raw, nullptr);
+      continue;
+    }
+    int structure = -1;
+    ASSERT_EQ(knn_index_info(index.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);
+    (structure == KNN_STRUCTURE_GRID ? grid_served : kd_tree_served) = true;
+    EXPECT_TRUE(same_knn(expected, query_index(index.get(), queries, 3, 8)));
+  }
+  EXPECT_TRUE(grid_served);  // past the build's last allocation nothing fails
+  EXPECT_TRUE(kd_tree_served);
 }
 
 // Larger uniform and flat data, queries without distances, and a device

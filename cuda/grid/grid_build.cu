@@ -250,6 +250,19 @@ int DeviceGrid<Scalar>::key_bits() const {
 
 namespace {
 
+// The cell starts of a layout. A finer grid that does not fit the device is
+// given up like any grid not kept (false: the index uses its kd-tree) rather
+// than failing the build; the first grid's failure is the build's.
+bool allocate_starts(DeviceBuffer<uint32_t>& starts, int64_t cells, bool finer) {
+  try {
+    starts.allocate(static_cast<size_t>(cells) + 1);
+    return true;
+  } catch (const Error& e) {
+    if (!finer || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+    return false;
+  }
+}
+
 // The sum of the squared counts of `items` cells, waited for.
 template <class Count>
 uint64_t sum_of_squares(Count count_of, int64_t items, cudaStream_t stream) {
@@ -361,7 +374,7 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int6
   for (int refinements = 0;; ++refinements) {
     const int64_t cells = layout.cell_count();
     starts = DeviceBuffer<uint32_t>();
-    starts.allocate(static_cast<size_t>(cells) + 1);
+    if (!allocate_starts(starts, cells, refinements > 0)) return nullptr;
     const uint64_t sum_sq =
         bin_points(layout, xyz.get(), n, sort_keys, sort_ids, starts.get(), stream);
     if (grid_is_kept(sum_sq, n, target, refinements)) break;
