@@ -29,28 +29,35 @@ namespace {
 
 constexpr int64_t kQueriesPerBlock = 256;
 
-// Positions 0..count-1 ordered by key (stable), and with starts != nullptr
-// the first position of every key (cells + 1 entries). A counting sort over
-// the cells; a batch of queries far smaller than the grid (a refined grid has
-// up to 16 cells a point) is sorted by comparison instead, so that its cost
-// follows the batch and not the grid.
-std::vector<int64_t> order_by_key(const std::vector<uint32_t>& keys, int64_t cells,
-                                  std::vector<int64_t>* starts) {
-  std::vector<int64_t> order(keys.size());
-  if (!starts && static_cast<int64_t>(keys.size()) < cells / 4) {
-    for (size_t i = 0; i < keys.size(); ++i) order[i] = static_cast<int64_t>(i);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return keys[static_cast<size_t>(a)] < keys[static_cast<size_t>(b)];
-    });
-    return order;
-  }
-  std::vector<int64_t> first(static_cast<size_t>(cells) + 1, 0);
+// Positions 0..count-1 ordered by key (stable) by a counting sort over the
+// cells, and with starts != nullptr the first position of every key (cells +
+// 1 entries of Position: 32 bits for the points of an index, which number
+// fewer than 2^31, so a refined grid's starts take 4 bytes a cell).
+template <typename Position>
+std::vector<int64_t> counting_order(const std::vector<uint32_t>& keys, int64_t cells,
+                                    std::vector<Position>* starts) {
+  std::vector<Position> first(static_cast<size_t>(cells) + 1, 0);
   for (const uint32_t key : keys) ++first[key + size_t{1}];
   for (int64_t c = 0; c < cells; ++c) first[c + 1] += first[c];
-  std::vector<int64_t> next(first.begin(), first.end() - 1);
+  std::vector<int64_t> order(keys.size());
+  std::vector<Position> next(first.begin(), first.end() - 1);
   for (size_t i = 0; i < keys.size(); ++i)
     order[static_cast<size_t>(next[keys[i]]++)] = static_cast<int64_t>(i);
   if (starts) *starts = std::move(first);
+  return order;
+}
+
+// Queries ordered by key (stable): the counting sort, or, for a batch far
+// smaller than the grid (a refined grid has up to 16 cells a point), a
+// comparison sort, so that the cost follows the batch and not the grid.
+std::vector<int64_t> query_order(const std::vector<uint32_t>& keys, int64_t cells) {
+  if (static_cast<int64_t>(keys.size()) >= cells / 4)
+    return counting_order<int64_t>(keys, cells, nullptr);
+  std::vector<int64_t> order(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) order[i] = static_cast<int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return keys[static_cast<size_t>(a)] < keys[static_cast<size_t>(b)];
+  });
   return order;
 }
 
@@ -70,7 +77,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   using List = BasicNeighborList<Scalar>;
   using Entry = BasicNeighbor<Scalar>;
   GridIndex(const BasicGridLayout<Scalar>& grid, const Scalar* points, int64_t n,
-            const std::vector<int64_t>& order, std::vector<int64_t> starts)
+            const std::vector<int64_t>& order, std::vector<uint32_t> starts)
       : grid_(grid),
         n_(n),
         starts_(std::move(starts)),
@@ -94,7 +101,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
            const CallParams& call) const override {
     const int threads = thread_count(call.threads);
     const std::vector<int64_t> order =
-        order_by_key(cell_keys(grid_, queries, m, threads), grid_.cell_count(), nullptr);
+        query_order(cell_keys(grid_, queries, m, threads), grid_.cell_count());
     for_each_block(
         m, kQueriesPerBlock, threads, cancel_flag(), [&] { return List(k, n_); },
         [&](List& list, int64_t b) {
@@ -129,7 +136,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     const Scalar r2 = mul_rn(radius, radius);
     const int threads = thread_count(call.threads);
     const std::vector<int64_t> order =
-        order_by_key(cell_keys(grid_, queries, m, threads), grid_.cell_count(), nullptr);
+        query_order(cell_keys(grid_, queries, m, threads), grid_.cell_count());
     const int64_t row = max_neighbors;
     for_each_block(
         m, kQueriesPerBlock, threads, cancel_flag(), [] { return std::vector<Entry>(); },
@@ -220,7 +227,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
 
   BasicGridLayout<Scalar> grid_;
   int64_t n_;
-  std::vector<int64_t> starts_;     // cell_count + 1 positions into coords_/ids_
+  std::vector<uint32_t> starts_;    // cell_count + 1 positions into coords_/ids_
   std::vector<Scalar> coords_;      // x, y, z of the points in cell order
   std::vector<int32_t> ids_;        // their original indices
   std::vector<int32_t> positions_;  // the position in cell order of every index
@@ -244,20 +251,20 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
     }
   }
   BasicGridLayout<Scalar> grid = make_grid_layout(lo, hi, n, target);
-  std::vector<int64_t> starts, order;
+  std::vector<uint32_t> starts;
+  std::vector<int64_t> order;
   for (int refinements = 0;; ++refinements) {
-    order = order_by_key(cell_keys(grid, points, n, threads), grid.cell_count(), &starts);
+    order = counting_order(cell_keys(grid, points, n, threads), grid.cell_count(), &starts);
     uint64_t sum_sq = 0;
     for (int64_t c = 0; c < grid.cell_count(); ++c) {
-      const uint64_t count = static_cast<uint64_t>(starts[c + 1] - starts[c]);
+      const uint64_t count = starts[c + 1] - starts[c];
       sum_sq += count * count;
     }
     if (grid_is_kept(sum_sq, n, target, refinements)) break;
     if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
     std::vector<uint64_t> coarse(static_cast<size_t>(grid.coarse_cell_count()), 0);
     for (int64_t c = 0; c < grid.cell_count(); ++c)
-      coarse[grid.coarse_key_of_cell(static_cast<uint32_t>(c))] +=
-          static_cast<uint64_t>(starts[c + 1] - starts[c]);
+      coarse[grid.coarse_key_of_cell(static_cast<uint32_t>(c))] += starts[c + 1] - starts[c];
     uint64_t coarse_sum = 0;
     for (const uint64_t count : coarse) coarse_sum += count * count;
     if (!finer_grid_layout(grid, sum_sq, coarse_sum, n, target, refinements, grid)) return nullptr;
