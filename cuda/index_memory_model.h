@@ -46,13 +46,14 @@ inline size_t kdtree_build_bytes(int64_t n, int dim, size_t scalar_bytes = sizeo
 
 // Uniform grid (3-D): the points in input order, the points in cell order
 // with their ids (4 scalars a point: two points_bytes cover both), a cell
-// key and index per point double-buffered for the sort, 32-bit cell starts
-// (grid_max_cells: a grid refined for a surface has up to 16 cells a point)
-// and the occupancy sum, CUB temporaries.
+// key and index per point double-buffered for the sort (counted at 8 bytes
+// each, which also covers the occupancy sums and the coarse counts of a
+// grid being judged), 32-bit cell starts (grid_max_cells: a grid refined
+// for a surface has up to 16 cells a point), CUB temporaries.
 inline size_t grid_build_bytes(int64_t n, size_t scalar_bytes = sizeof(float)) {
   const size_t un = count(n);
   const size_t starts = (static_cast<size_t>(grid_max_cells(n)) + 1) * sizeof(uint32_t);
-  return 2 * points_bytes(n, 3, scalar_bytes) + 4 * aligned(un * 8) + aligned(starts) + aligned(8) +
+  return 2 * points_bytes(n, 3, scalar_bytes) + 4 * aligned(un * 8) + aligned(starts) +
          cub_temp_bytes(n);
 }
 
