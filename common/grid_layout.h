@@ -501,18 +501,17 @@ inline int64_t grid_max_cells(int64_t n) {
 }
 
 // Occupancy seen from the points: sum over cells of count^2, divided by n,
-// is the mean number of points in a point's own cell. True when that is far
-// above a uniform grid's (target + 1).
-// The sum is exact (64-bit integers) on both engines, so both decide alike.
-inline bool grid_is_poor(uint64_t sum_of_squared_counts, int64_t n, int target) {
-  if (n < kGridMinPointsToJudge) return false;
-  const double mean_own_cell = static_cast<double>(sum_of_squared_counts) / static_cast<double>(n);
-  return mean_own_cell > kGridPoorOccupancyFactor * (target + 1);
-}
-
-// The mean number of points in a point's own cell (see grid_is_poor).
+// is the mean number of points in a point's own cell.
 inline double mean_own_cell(uint64_t sum_of_squared_counts, int64_t n) {
   return n > 0 ? static_cast<double>(sum_of_squared_counts) / static_cast<double>(n) : 0.0;
+}
+
+// True when a point's own cell holds far more than a uniform grid's
+// (target + 1). The sum is exact (64-bit integers) on both engines, so both
+// decide alike.
+inline bool grid_is_poor(uint64_t sum_of_squared_counts, int64_t n, int target) {
+  if (n < kGridMinPointsToJudge) return false;
+  return mean_own_cell(sum_of_squared_counts, n) > kGridPoorOccupancyFactor * (target + 1);
 }
 
 // Whether a grid binned again with finer cells (after_refinements > 0) is
@@ -556,9 +555,8 @@ bool finer_grid_layout(const BasicGridLayout<Scalar>& g, uint64_t sum_of_squared
   const double own = mean_own_cell(sum_of_squared_counts, n), goal = target + 1.0;
   const double cap = static_cast<double>(grid_max_cells(n));
   const double wanted = std::fmin(cells * std::pow(own / goal, split_axes / e), cap);
-  // Less than twice the cells changes too little to pay for another binning.
-  if (!(wanted >= 2.0 * cells)) return false;
   out = grid_layout_with_cells(g.box_lo, g.box_hi, wanted, cap);
+  // Less than twice the cells changes too little to pay for another binning.
   const double finer = static_cast<double>(out.cell_count());
   if (!(finer >= 2.0 * cells)) return false;
   const double predicted = own * std::pow(cells / finer, e / split_axes);
