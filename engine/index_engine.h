@@ -37,6 +37,9 @@ struct CallParams {
   bool outputs_on_device = false;
 };
 
+// The most queries share_of_isolated_queries reads.
+constexpr int64_t kPlacementSampleQueries = 4096;
+
 template <typename Scalar>
 class BasicIndexEngine {
  public:
@@ -60,6 +63,18 @@ class BasicIndexEngine {
   virtual void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors,
                       int32_t* indices, Scalar* sq_distances, int32_t* counts,
                       const CallParams& call) const = 0;
+  // The share of queries that lie where this structure's search grows long:
+  // for the 3-D grid, those with no indexed point in the 3 x 3 x 3 cells
+  // around their own (inside a scanned object, far off a surface), whose
+  // walk of shells may cross most of the grid's empty cells. Estimated from
+  // at most kPlacementSampleQueries evenly spaced queries (rows of dim()
+  // scalars, where call.queries_on_device says); 0 for structures whose
+  // search does not depend on it.
+  virtual double share_of_isolated_queries(const Scalar* queries, int64_t m,
+                                           const CallParams& call) const {
+    (void)queries, (void)m, (void)call;
+    return 0.0;
+  }
   // The indexed points in input order (size() rows of dim() scalars) into host
   // memory: what serialization saves (the structure is rebuilt on load).
   virtual void copy_points(Scalar* host_rows) const = 0;

@@ -400,7 +400,14 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   exclude_self) on a grid, and at the first call of any kind whose lists
  *   the primary refuses (k, k + 1, or a radius or CSR row beyond 2048 on a
  *   grid, or on a brute force of more than 2048 points); from then on those
- *   calls are served by the kd-tree, the others by the primary. The kd-tree
+ *   calls are served by the kd-tree, the others by the primary. A kNN call
+ *   on a grid whose queries lie away from the points is served by the
+ *   kd-tree too: when more than 1 in 64 of an evenly spaced sample of its
+ *   queries (at most 4096) has no point in the 3 x 3 x 3 grid cells around
+ *   its own (queries inside a scanned object or far off its surface, where
+ *   a grid's search crosses row after row of empty cells: H100, 10^6
+ *   points on a sphere, 10^5 queries in its bounding cube, k = 8: 51 ms
+ *   against 2190 ms on the grid). The kd-tree
  *   is built once (concurrent callers wait for the first one's build), from
  *   the index's own points (copied device to device, never through host
  *   memory: n * dim scalars of device memory for the time of the build,

@@ -290,16 +290,25 @@ IndexParams build_params(const knn_index& index, bool primary) {
 // index the kd-tree it adds, built here on first use from the index's points
 // on its backend and device (the caller has made that device current): a
 // CUDA index's points go device to device, an OpenMP index's are copied on
-// the host. On a failure the outputs get the missing values.
+// the host. On a failure the outputs get the missing values. A kNN call
+// passes its m queries, whose placement may decide (serving_structure).
 template <typename Scalar>
 const BasicIndexEngine<Scalar>& serving_engine(const knn_index& ix, int list_k, CallKind kind,
-                                               const Outputs<Scalar>& out) {
+                                               const Outputs<Scalar>& out,
+                                               const Scalar* queries = nullptr, int64_t m = 0) {
   const BasicIndexEngine<Scalar>& primary = *ix.engine<Scalar>();
   if (!ix.automatic) return primary;
   const int backend = primary.backend(), structure = primary.structure();
-  const int serving = serving_structure(backend, structure, ix.size(), list_k, kind);
   const bool primary_serves = !primary_refuses(backend, structure, ix.size(), list_k);
   try {
+    double isolated_share = 0.0;
+    if (queries != nullptr && reads_isolated_share(backend, structure, list_k, kind)) {
+      CallParams placement;
+      placement.queries_on_device = on_device(queries);
+      isolated_share = primary.share_of_isolated_queries(queries, m, placement);
+    }
+    const int serving =
+        serving_structure(backend, structure, ix.size(), list_k, kind, isolated_share);
     return ix.lazy_kdtree<Scalar>().serving(primary, serving, primary_serves, [&] {
       if (backend == KNN_BACKEND_CUDA)
         return cuda::build_kdtree_index_of(primary, build_params(ix, false));
@@ -591,7 +600,8 @@ void query(const char* call, const knn_index* index, const Scalar* queries, int6
   const BasicShareWork<Scalar> share =
       [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width, int32_t* i,
           Scalar* d, int32_t*, const CallParams& params) { e.knn(q, count, width, i, d, params); };
-  const BasicIndexEngine<Scalar>& engine = serving_engine(ix, k, CallKind::Nearest, out);
+  const BasicIndexEngine<Scalar>& engine =
+      serving_engine(ix, k, CallKind::Nearest, out, queries, m);
   if (!run_on_devices(ix, engine, queries, m, out, k, false, o, share))
     run_on_engine(ix, queries, m, out, o,
                   [&](const Scalar* q, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {

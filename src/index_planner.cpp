@@ -23,11 +23,19 @@ bool primary_refuses(int backend, int primary, int64_t n, int list_k) {
   return primary == KNN_STRUCTURE_GRID && list_k > kGpuMaxListK;
 }
 
-int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind) {
+bool reads_isolated_share(int backend, int primary, int list_k, CallKind kind) {
+  return backend == KNN_BACKEND_CUDA && primary == KNN_STRUCTURE_GRID &&
+         kind == CallKind::Nearest && list_k < kGpuGridKdTreeMinK;
+}
+
+int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
+                      double isolated_share) {
   if (primary == KNN_STRUCTURE_KDTREE || backend != KNN_BACKEND_CUDA) return primary;
   if (primary_refuses(backend, primary, n, list_k)) return KNN_STRUCTURE_KDTREE;
   const bool long_lists = kind == CallKind::Nearest && list_k >= kGpuGridKdTreeMinK;
-  return primary == KNN_STRUCTURE_GRID && long_lists ? KNN_STRUCTURE_KDTREE : primary;
+  const bool isolated = reads_isolated_share(backend, primary, list_k, kind) &&
+                        isolated_share > kGpuGridMaxIsolatedShare;
+  return primary == KNN_STRUCTURE_GRID && (long_lists || isolated) ? KNN_STRUCTURE_KDTREE : primary;
 }
 
 namespace {

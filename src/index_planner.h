@@ -68,6 +68,15 @@ constexpr int kGpuMaxListK = cuda::kMaxWarpK;
 // 2026-11-25): k = 30: grid 37.9, kd-tree about 130; k = 48: grid 204.0,
 // kd-tree 162.8; k = 64: 238.2 against 181.4; k = 100: 363.2 against 231.6.
 constexpr int kGpuGridKdTreeMinK = 33;
+// Nor does the grid lead for queries away from the points (inside a scanned
+// object, off a surface: a grid refined for the surface has most of its
+// cells empty there, and a walk of shells crosses them cell row by cell
+// row). H100, 10^6 points on a sphere, k = 8, 10^5 queries uniform in its
+// bounding cube: see bench/RESULTS.md "Queries away from a surface". So a
+// kNN call whose sampled queries (share_of_isolated_queries) have more
+// than this share with no point in the 3 x 3 x 3 cells around their own
+// is served by the kd-tree.
+constexpr double kGpuGridMaxIsolatedShare = 1.0 / 64;
 // On the CPU the OpenMP grid never lost to the OpenMP kd-tree (2 cores,
 // uniform 3-D, n = m = 10^6, query ms grid vs kd-tree, 2026-11-25: k = 8 1036
 // vs 2508, 16: 1542 vs 3743, 32: 2536 vs 6790, 64: 4046 vs 11734, 100: 5824
@@ -82,10 +91,16 @@ enum class CallKind { Nearest, Radius };
 // The structure that serves a call of an AUTO index on `backend` whose
 // primary structure is `primary` (KDTREE, GRID or BRUTE_FORCE), over n
 // points, with lists of list_k entries per query (k, k + 1 with
-// exclude_self, max_neighbors of a radius row; 0 for counting): `primary`, or
-// KNN_STRUCTURE_KDTREE where that serves the call faster or `primary` cannot
-// serve it at all (primary_refuses).
-int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind);
+// exclude_self, max_neighbors of a radius row; 0 for counting), and for a
+// kNN call the share of its queries away from the points (the primary's
+// share_of_isolated_queries): `primary`, or KNN_STRUCTURE_KDTREE where that
+// serves the call faster or `primary` cannot serve it at all
+// (primary_refuses).
+int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
+                      double isolated_share = 0.0);
+// Whether serving_structure may read the isolated share for such a call (it
+// costs a pass over a sample of the queries).
+bool reads_isolated_share(int backend, int primary, int list_k, CallKind kind);
 // True when `primary` on `backend` refuses lists of list_k over n points.
 bool primary_refuses(int backend, int primary, int64_t n, int list_k);
 

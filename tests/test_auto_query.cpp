@@ -66,6 +66,30 @@ TEST(ServingStructure, GpuGridGivesWayToTheKdTreeFromLongListsOfNeighbours) {
             kKdTree);
 }
 
+// A kNN call whose queries lie away from the points (the grid's
+// share_of_isolated_queries above kGpuGridMaxIsolatedShare) goes to the
+// kd-tree; the share is read only where the grid would serve a kNN call.
+TEST(ServingStructure, GpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
+  const int64_t n = 1000000;
+  const double limit = knn::kGpuGridMaxIsolatedShare;
+  for (int k : {1, 8, 32}) {
+    EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, k, CallKind::Nearest)) << k;
+    for (double share : {0.0, limit / 2, limit})
+      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, share), kGrid) << k;
+    for (double share : {limit * 1.01, 0.5, 1.0})
+      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, share), kKdTree) << k;
+  }
+  EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, knn::kGpuGridKdTreeMinK, CallKind::Nearest));
+  EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, 8, CallKind::Radius));
+  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, 8, CallKind::Radius, 1.0), kGrid);
+  for (int primary : {kKdTree, kBrute}) {
+    EXPECT_FALSE(knn::reads_isolated_share(kCuda, primary, 8, CallKind::Nearest));
+    EXPECT_EQ(knn::serving_structure(kCuda, primary, 16384, 8, CallKind::Nearest, 1.0), primary);
+  }
+  EXPECT_FALSE(knn::reads_isolated_share(kCpu, kGrid, 8, CallKind::Nearest));
+  EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, 8, CallKind::Nearest, 1.0), kGrid);
+}
+
 TEST(ServingStructure, GpuBruteForceGivesWayOnlyWhereItWouldRefuse) {
   for (CallKind kind : {CallKind::Nearest, CallKind::Radius}) {
     // Its lists hold at most n entries: at most 2048 points never refuse.

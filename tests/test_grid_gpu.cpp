@@ -1,7 +1,8 @@
 // The CUDA uniform grid (cuda::build_grid_index) against the OpenMP grid and
 // the brute-force oracle: the same bits for every distribution, k across the
 // register and warp paths, all-kNN with and without self, radius rows with
-// and without a distance row, counting calls, the clustered fallback,
+// and without a distance row, counting calls, the clustered fallback, the
+// share of queries away from the points (what AUTO's choice reads),
 // calls split into several chunks by a small device budget, and collinear
 // and all-tied data (issue #18) with their cost as a ratio.
 //
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "../cuda/cuda_index.h"
+#include "../src/index_planner.h"
 #include "gpu_test_support.h"
 #include "grid_test_support.h"
 #include "scoped_env.h"
@@ -174,6 +176,82 @@ TEST(GridGpuOccupancy, SurfacesGetTheSameFinerGridAsOpenMp) {
     return std::make_pair(indices, sq);
   };
   EXPECT_EQ(rows64(*cpu64), rows64(*gpu64));
+}
+
+// Queries away from a surface: the grid counts as isolated the queries with
+// no point in the 3 x 3 x 3 cells around their own (all of those 0.5 above
+// a tilted plane refined to cells about 0.02 wide, hardly any on it; from
+// host and device arrays alike, over at most kPlacementSampleQueries), and
+// an AUTO index answers them as the oracle (the kd-tree serves such calls,
+// src/index_planner.h) in float32 and float64.
+TEST(GridGpuOccupancy, QueriesAwayFromTheSurfaceAreCountedIsolated) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 20000;
+  const std::vector<float> points = tilted_plane(n, 61);
+  const auto grid = knn::cuda::build_grid_index(points.data(), n, knn::IndexParams{});
+  ASSERT_NE(grid, nullptr);
+  const std::vector<float> on = tilted_plane(6000, 62);
+  std::vector<float> off = on;
+  for (size_t i = 2; i < off.size(); i += 3) off[i] += 0.5f;
+  std::vector<float> few_off;  // 0.5 above the plane, inside its box
+  for (int i = 0; i < 10; ++i) {
+    const float x = -0.9f + 0.1f * static_cast<float>(i), y = -0.5f;
+    few_off.insert(few_off.end(), {x, y, 0.3f * x + 0.2f * y + 5.5f});
+  }
+  std::vector<float> mixed(on.begin(), on.begin() + 3 * 3000);
+  mixed.insert(mixed.end(), off.begin(), off.begin() + 3 * 3000);
+  const auto share = [&](const std::vector<float>& queries, bool on_device) {
+    const int64_t m = static_cast<int64_t>(queries.size() / 3);
+    knn::CallParams call;
+    call.queries_on_device = on_device;
+#if defined(KNN_TEST_WITH_CUDA)
+    if (on_device) {
+      const DeviceArray<float> device_queries(queries);
+      return grid->share_of_isolated_queries(device_queries.get(), m, call);
+    }
+#endif
+    return grid->share_of_isolated_queries(queries.data(), m, call);
+  };
+#if defined(KNN_TEST_WITH_CUDA)
+  for (const bool on_device : {false, true}) {
+#else
+  for (const bool on_device : {false}) {
+#endif
+    SCOPED_TRACE(on_device ? "device queries" : "host queries");
+    const double off_share = share(off, on_device);
+    EXPECT_LT(share(on, on_device), knn::kGpuGridMaxIsolatedShare);
+    EXPECT_GT(off_share, 0.9);  // not 1: near the plane's top corner a query
+                                // above the box is clamped into cells of it
+    EXPECT_NEAR(share(mixed, on_device), off_share / 2, 0.02);
+    EXPECT_EQ(share(few_off, on_device), 1.0);
+  }
+  EXPECT_EQ(grid->share_of_isolated_queries(off.data(), 0, knn::CallParams{}), 0.0);
+
+  IndexHandle automatic = build_index(points, 3, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_AUTO});
+  ASSERT_TRUE(automatic);
+  const int64_t m = static_cast<int64_t>(mixed.size() / 3);
+  for (const auto* queries : {&off, &mixed}) {
+    const int64_t count = static_cast<int64_t>(queries->size() / 3);
+    EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries->data(), count, 3, 8),
+                         query_index(automatic.get(), *queries, 3, 8)));
+  }
+  const std::vector<double> points64(points.begin(), points.end());
+  const std::vector<double> mixed64(mixed.begin(), mixed.end());
+  knn_options opt = options_for({KNN_BACKEND_CUDA, KNN_STRUCTURE_AUTO});
+  knn_index* raw = nullptr;
+  ASSERT_EQ(knn_index_build_f64(points64.data(), n, 3, &opt, &raw), KNN_OK) << knn_last_error();
+  IndexHandle automatic64(raw);
+  std::vector<int32_t> idx64(static_cast<size_t>(m) * 8, -7);
+  std::vector<double> sq64(idx64.size(), -7.0);
+  ASSERT_EQ(knn_index_query_f64(automatic64.get(), mixed64.data(), m, 8, idx64.data(), sq64.data(),
+                                nullptr),
+            KNN_OK);
+  const auto kdtree64 = knn::omp::build_kdtree_index(points64.data(), n, 3, knn::IndexParams{});
+  std::vector<int32_t> want_idx(idx64.size(), -7);
+  std::vector<double> want_sq(idx64.size(), -7.0);
+  kdtree64->knn(mixed64.data(), m, 8, want_idx.data(), want_sq.data(), knn::CallParams{});
+  EXPECT_EQ(idx64, want_idx);
+  EXPECT_EQ(sq64, want_sq);
 }
 
 // A finer grid whose cell starts cannot be allocated is given up, not the

@@ -22,7 +22,14 @@
 //            arrays); the float32 run gets the float64 coordinates rounded.
 //            Build and query timed apart; the ratios are printed last.
 //            Not in "all" (it allocates twice the data): --suite f64.
-// Usage: bench_index [--quick] [--suite futhark|allknn|radius|f64|all] [--leaf N]
+//   placement  queries away from a surface (issue #18): 10^6 points on the
+//            unit sphere, 10^5 queries on it, uniform in its bounding cube,
+//            and on it with 1 in 50 moved into the cube; k = 8, AUTO, GRID
+//            and KDTREE through the API on device arrays (AUTO's kd-tree,
+//            when the call's placement asks for it, is built in its first
+//            call: each sample builds an index and queries it once); rows
+//            checked equal to KDTREE's. --suite placement.
+// Usage: bench_index [--quick] [--suite futhark|allknn|radius|f64|placement|all] [--leaf N]
 //                    [--dim D] [--log-n L] [--kdtree-only] [--k K] [--futhark-k K]
 //   --leaf N: the kd-tree's leaf size (default: the engine's); --dim D: the
 //   futhark rows of dim D only (a dim outside the table: its rows at k = 5);
@@ -407,6 +414,57 @@ void f64_suite(bool quick) {
   std::fflush(stdout);
 }
 
+void placement_suite(bool quick) {
+  const int64_t n = quick ? 100000 : 1000000, m = n / 10;
+  const int k = 8;
+  const std::vector<float> points = rounded_to_float(f64_rows(true, n, kReferenceSeed));
+  const std::vector<float> on_surface = rounded_to_float(f64_rows(true, m, kQuerySeed));
+  std::vector<float> in_cube = rounded_to_float(f64_rows(false, m, kQuerySeed));
+  for (float& c : in_cube) c = 2.0f * c - 1.0f;
+  std::vector<float> mixed = on_surface;
+  for (int64_t i = 0; i < m; i += 50)
+    std::copy_n(in_cube.begin() + 3 * i, 3, mixed.begin() + 3 * i);
+  const DeviceBuffer<float> device_points = on_device(points);
+  DeviceBuffer<int32_t> indices(static_cast<size_t>(m) * k);
+  DeviceBuffer<float> sq_distances(static_cast<size_t>(m) * k);
+  const struct {
+    const char* name;
+    const std::vector<float>* rows;
+  } sets[] = {
+      {"on the sphere", &on_surface}, {"in its cube", &in_cube}, {"1 in 50 in its cube", &mixed}};
+  for (const auto& set : sets) {
+    const DeviceBuffer<float> queries = on_device(*set.rows);
+    std::vector<int32_t> kdtree_rows;
+    for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_AUTO}) {
+      knn_options opt;
+      knn_options_init(&opt);
+      opt.backend = KNN_BACKEND_CUDA;
+      opt.structure = structure;
+      knn_index* index = nullptr;
+      const auto build = [&] {
+        knn_index_free(index);
+        must(knn_index_build(device_points.get(), n, 3, &opt, &index), "knn_index_build");
+      };
+      const double build_ms = timed(idle_device_event_ms, build);
+      const double total_ms = timed(idle_device_event_ms, [&] {
+        build();
+        must(
+            knn_index_query(index, queries.get(), m, k, indices.get(), sq_distances.get(), nullptr),
+            "knn_index_query");
+      });
+      knn_index_free(index);
+      std::vector<int32_t> rows(static_cast<size_t>(m) * k);
+      knn::cuda::copy_to_host(rows.data(), indices.get(), rows.size() * 4);
+      if (structure == KNN_STRUCTURE_KDTREE) kdtree_rows = rows;
+      const std::string note = std::string("10^") + (quick ? "5" : "6") +
+                               " points on the unit sphere, queries " + set.name +
+                               (rows == kdtree_rows ? "; rows = KDTREE's" : "; ROWS DIFFER");
+      row("place", structure_name(structure), n, m, 3, k, build_ms, total_ms - build_ms, total_ms,
+          note);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -431,10 +489,11 @@ int main(int argc, char** argv) {
     } else if (a == "--kdtree-only") {
       kdtree_only = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--quick] [--suite futhark|allknn|radius|f64|all] [--leaf N] "
-                   "[--dim D] [--log-n L] [--kdtree-only] [--k K] [--futhark-k K]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--suite futhark|allknn|radius|f64|placement|all] [--leaf N] "
+          "[--dim D] [--log-n L] [--kdtree-only] [--k K] [--futhark-k K]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -448,6 +507,7 @@ int main(int argc, char** argv) {
     if (suite == "allknn" || suite == "all") allknn_suite(quick);
     if (suite == "radius" || suite == "all") radius_suite(quick);
     if (suite == "f64") f64_suite(quick);
+    if (suite == "placement") placement_suite(quick);
   } catch (const knn::Error& e) {
     std::fprintf(stderr, "bench_index: %s\n", e.what());
     return 1;

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "../../common/float_math.h"
 #include "../../common/grid_layout.h"
@@ -181,6 +182,29 @@ class GridIndex final : public ResidentRowsEngine<Scalar> {
     CallParams on_device = call;
     on_device.queries_on_device = true;
     run_knn(grid_->points.get(), grid_->n, k, exclude_self, indices, sq_distances, on_device);
+  }
+
+  // Host queries: the sample is gathered here and copied up in one piece.
+  double share_of_isolated_queries(const Scalar* queries, int64_t m,
+                                   const CallParams& call) const override {
+    if (m <= 0 || grid_->n == 0) return 0.0;
+    const int64_t sample = std::min(m, kPlacementSampleQueries);
+    Stream stream;
+    int64_t isolated;
+    if (call.queries_on_device) {
+      isolated = count_isolated_queries(grid_->view(), queries, m, sample, stream.get());
+    } else {
+      std::vector<Scalar> rows(static_cast<size_t>(3 * sample));
+      for (int64_t i = 0; i < sample; ++i)
+        std::copy_n(queries + 3 * (i * m / sample), 3, rows.begin() + 3 * i);
+      DeviceBuffer<Scalar> device_rows(rows.size());
+      check(cudaMemcpyAsync(device_rows.get(), rows.data(), rows.size() * sizeof(Scalar),
+                            cudaMemcpyHostToDevice, stream.get()),
+            "grid placement: copying the sample");
+      isolated =
+          count_isolated_queries(grid_->view(), device_rows.get(), sample, sample, stream.get());
+    }
+    return static_cast<double>(isolated) / static_cast<double>(sample);
   }
 
   void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,

@@ -280,6 +280,31 @@ __global__ void radius_kernel(GridView<Scalar> grid, const Scalar* queries, int6
   if (counts) counts[i] = found;
 }
 
+// One thread per sampled query: whether the 3 x 3 x 3 cells around its own
+// (clamped to the grid) hold no point, read as the three rows along x of
+// each of the nine (y, z) pairs.
+template <typename Scalar>
+__global__ void isolated_queries_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
+                                        int64_t sample, unsigned long long* isolated) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= sample) return;
+  Scalar q[3];
+  load_query(queries, t * count / sample, q);
+  const BasicGridLayout<Scalar>& g = grid.layout;
+  int32_t lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) {
+    const int32_t c = g.cell_on_axis(q[a], a);
+    lo[a] = c > 0 ? c - 1 : 0;
+    hi[a] = c + 1 < g.cells[a] ? c + 1 : g.cells[a] - 1;
+  }
+  for (int32_t cz = lo[2]; cz <= hi[2]; ++cz)
+    for (int32_t cy = lo[1]; cy <= hi[1]; ++cy)
+      if (__ldg(grid.starts + g.key(hi[0], cy, cz) + 1) !=
+          __ldg(grid.starts + g.key(lo[0], cy, cz)))
+        return;
+  atomicAdd(isolated, 1ull);
+}
+
 template <int K, typename Scalar>
 void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
                        const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
@@ -353,12 +378,33 @@ void grid_radius(const GridView<Scalar>& grid, const Scalar* queries, int64_t co
   check_launch("grid radius");
 }
 
+template <typename Scalar>
+int64_t count_isolated_queries(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
+                               int64_t sample, cudaStream_t stream) {
+  if (sample <= 0 || grid.n == 0) return 0;
+  unsigned long long isolated = 0;
+  DeviceBuffer<unsigned long long> device_isolated(1);
+  check(cudaMemsetAsync(device_isolated.get(), 0, sizeof isolated, stream), "grid placement");
+  isolated_queries_kernel<Scalar><<<grid_for(sample, kThreadBlock), kThreadBlock, 0, stream>>>(
+      grid, queries, count, sample, device_isolated.get());
+  check_launch("grid placement");
+  check(cudaMemcpyAsync(&isolated, device_isolated.get(), sizeof isolated, cudaMemcpyDeviceToHost,
+                        stream),
+        "grid placement");
+  check(cudaStreamSynchronize(stream), "grid placement");
+  return static_cast<int64_t>(isolated);
+}
+
 template int grid_max_list_k<float>();
 template int grid_max_list_k<double>();
 template void grid_knn<float>(const GridView<float>&, const float*, int64_t, int, int64_t, int32_t*,
                               float*, GridSearchScratch&, cudaStream_t);
 template void grid_knn<double>(const GridView<double>&, const double*, int64_t, int, int64_t,
                                int32_t*, double*, GridSearchScratch&, cudaStream_t);
+template int64_t count_isolated_queries<float>(const GridView<float>&, const float*, int64_t,
+                                               int64_t, cudaStream_t);
+template int64_t count_isolated_queries<double>(const GridView<double>&, const double*, int64_t,
+                                                int64_t, cudaStream_t);
 template void grid_radius<float>(const GridView<float>&, const float*, int64_t, float, int,
                                  int32_t*, float*, int32_t*, GridSearchScratch&, cudaStream_t);
 template void grid_radius<double>(const GridView<double>&, const double*, int64_t, double, int,

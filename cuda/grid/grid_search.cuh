@@ -88,5 +88,12 @@ void grid_radius(const GridView<Scalar>& grid, const Scalar* queries, int64_t co
                  int max_neighbors, int32_t* indices, Scalar* sq_distances, int32_t* counts,
                  GridSearchScratch& scratch, cudaStream_t stream);
 
+// How many of `sample` evenly spaced queries out of `count` (rows of 3
+// scalars, device memory; row i * count / sample) have no indexed point in
+// the 3 x 3 x 3 cells around their own; waited for.
+template <typename Scalar>
+int64_t count_isolated_queries(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
+                               int64_t sample, cudaStream_t stream);
+
 }  // namespace cuda
 }  // namespace knn
