@@ -383,7 +383,11 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   skin) get finer cells than their bounding box suggests, up to 16 cells
  *   a point; on data that would still make a poor grid (strongly
  *   clustered, all points equal) the kd-tree serves instead, and
- *   knn_index_info reports KNN_STRUCTURE_KDTREE. KNN_STRUCTURE_BRUTE_FORCE:
+ *   knn_index_info reports KNN_STRUCTURE_KDTREE. A grid's kNN search slows
+ *   down for queries away from the points (inside a scanned object, far
+ *   off its surface: its walk crosses the empty cells between), so an AUTO
+ *   index hands such calls to a kd-tree (below); an explicit grid serves
+ *   them itself. KNN_STRUCTURE_BRUTE_FORCE:
  *   every query against every point, any dimension. KNN_STRUCTURE_AUTO:
  *   brute force for up to 2048 points on the CPU (16384 on the GPU), for
  *   dim > 16 (a kd-tree prunes little there), and on the GPU for dim 13..16
