@@ -339,9 +339,15 @@ constexpr int32_t kGridSweepStep = 32;
 // costs at most what the walk costs; the shells skip the points it offered
 // (CellScan::swept: a point of a smaller index in a later shell was outside
 // the cube when swept).
-template <typename Scalar, class Kth, class VisitRange, class Sweep>
+//
+// keep_walking(r) is asked after each shell r that does not cover the grid,
+// before the test that may end the search; false ends the walk there,
+// unfinished (the CUDA grid hands a query whose 27 cells of shells 0 and 1
+// held no point to a scan of every point). The overload without it always
+// walks on.
+template <typename Scalar, class Kth, class VisitRange, class Sweep, class KeepWalking>
 KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth&& kth,
-                        VisitRange&& visit_range, Sweep&& sweep) {
+                        VisitRange&& visit_range, Sweep&& sweep, KeepWalking&& keep_walking) {
   const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
   const int32_t side_y = g.nearer_side(q[1], 1, qc[1]), side_z = g.nearer_side(q[2], 2, qc[2]);
   const Scalar own_x = g.box_gap(q[0], 0);
@@ -382,6 +388,7 @@ KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth
       }
     }
     if (g.shell_covers_grid(qc, r)) return;
+    if (!keep_walking(r)) return;
     const Scalar beyond = g.beyond_shell_bound(q, qc, r);
     BasicNeighbor<Scalar> k = kth();
     if (beyond > k.sq_distance) return;
@@ -397,6 +404,12 @@ KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth
     }
     if (swept >= k.index) return;
   }
+}
+
+template <typename Scalar, class Kth, class VisitRange, class Sweep>
+KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth&& kth,
+                        VisitRange&& visit_range, Sweep&& sweep) {
+  walk_shells(g, q, kth, visit_range, sweep, [](int32_t) { return true; });
 }
 
 // The radius walk: every cell whose bound is within r2 (the square of the

@@ -383,11 +383,12 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   skin) get finer cells than their bounding box suggests, up to 16 cells
  *   a point; on data that would still make a poor grid (strongly
  *   clustered, all points equal) the kd-tree serves instead, and
- *   knn_index_info reports KNN_STRUCTURE_KDTREE. A grid's kNN search slows
- *   down for queries away from the points (inside a scanned object, far
- *   off its surface: its walk crosses the empty cells between), so an AUTO
- *   index hands such calls to a kd-tree (below); an explicit grid serves
- *   them itself. KNN_STRUCTURE_BRUTE_FORCE:
+ *   knn_index_info reports KNN_STRUCTURE_KDTREE. A kNN query with no point
+ *   in the 3 x 3 x 3 grid cells around its own (inside a scanned object,
+ *   off its surface, an outlier) is answered by a scan of every point (O(n)
+ *   for that query) rather than a walk across the empty cells; an AUTO
+ *   index hands calls with many such queries to a kd-tree (below).
+ *   KNN_STRUCTURE_BRUTE_FORCE:
  *   every query against every point, any dimension. KNN_STRUCTURE_AUTO:
  *   brute force for up to 2048 points on the CPU (16384 on the GPU), for
  *   dim > 16 (a kd-tree prunes little there), and on the GPU for dim 13..16
@@ -406,12 +407,11 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   grid, or on a brute force of more than 2048 points); from then on those
  *   calls are served by the kd-tree, the others by the primary. A kNN call
  *   on a grid whose queries lie away from the points is served by the
- *   kd-tree too: when more than 1 in 64 of an evenly spaced sample of its
- *   queries (at most 4096) has no point in the 3 x 3 x 3 grid cells around
- *   its own (queries inside a scanned object or far off its surface, where
- *   a grid's search crosses row after row of empty cells: H100, 10^6
- *   points on a sphere, 10^5 queries in its bounding cube, k = 8: 51 ms
- *   against 2190 ms on the grid). The kd-tree
+ *   kd-tree too: when the share of an evenly spaced sample of its queries
+ *   (at most 4096) with no point in the 3 x 3 x 3 grid cells around their
+ *   own, times n, exceeds 131072 (the grid scans all n points for each
+ *   such query; H100, 10^6 points on a sphere, 10^5 queries in its
+ *   bounding cube, k = 8: 51 ms against 384 ms on the grid). The kd-tree
  *   is built once (concurrent callers wait for the first one's build), from
  *   the index's own points (copied device to device, never through host
  *   memory: n * dim scalars of device memory for the time of the build,

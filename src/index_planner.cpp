@@ -34,7 +34,7 @@ int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind 
   if (primary_refuses(backend, primary, n, list_k)) return KNN_STRUCTURE_KDTREE;
   const bool long_lists = kind == CallKind::Nearest && list_k >= kGpuGridKdTreeMinK;
   const bool isolated = reads_isolated_share(backend, primary, list_k, kind) &&
-                        isolated_share > kGpuGridMaxIsolatedShare;
+                        isolated_share * static_cast<double>(n) > kGpuGridMaxIsolatedScan;
   return primary == KNN_STRUCTURE_GRID && (long_lists || isolated) ? KNN_STRUCTURE_KDTREE : primary;
 }
 

@@ -68,15 +68,17 @@ constexpr int kGpuMaxListK = cuda::kMaxWarpK;
 // 2026-11-25): k = 30: grid 37.9, kd-tree about 130; k = 48: grid 204.0,
 // kd-tree 162.8; k = 64: 238.2 against 181.4; k = 100: 363.2 against 231.6.
 constexpr int kGpuGridKdTreeMinK = 33;
-// Nor does the grid lead for queries away from the points (inside a scanned
-// object, off a surface: a grid refined for the surface has most of its
-// cells empty there, and a walk of shells crosses them cell row by cell
-// row). H100, 10^6 points on a sphere, k = 8, 10^5 queries uniform in its
-// bounding cube: see bench/RESULTS.md "Queries away from a surface". So a
-// kNN call whose sampled queries (share_of_isolated_queries) have more
-// than this share with no point in the 3 x 3 x 3 cells around their own
-// is served by the kd-tree.
-constexpr double kGpuGridMaxIsolatedShare = 1.0 / 64;
+// Nor does the grid lead for many queries away from the points (inside a
+// scanned object, off a surface): the grid scans all n points for each
+// query with no point in the 3 x 3 x 3 cells around its own (its walk of
+// shells would cross row after row of empty cells), the kd-tree descends to
+// it. So a kNN call whose sampled queries (share_of_isolated_queries) make
+// share x n above this is served by the kd-tree. H100, 10^6 points on a
+// sphere, 10^5 queries, k = 8, build + query ms (bench/RESULTS.md "Queries
+// away from a surface"): all in its bounding cube, grid 389, kd-tree 46;
+// 1 in 50 there, grid 12.7, kd-tree 19.7 (a warp of the kd-tree search
+// waits for its slowest query).
+constexpr double kGpuGridMaxIsolatedScan = 131072.0;
 // On the CPU the OpenMP grid never lost to the OpenMP kd-tree (2 cores,
 // uniform 3-D, n = m = 10^6, query ms grid vs kd-tree, 2026-11-25: k = 8 1036
 // vs 2508, 16: 1542 vs 3743, 32: 2536 vs 6790, 64: 4046 vs 11734, 100: 5824

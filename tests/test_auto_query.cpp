@@ -67,18 +67,24 @@ TEST(ServingStructure, GpuGridGivesWayToTheKdTreeFromLongListsOfNeighbours) {
 }
 
 // A kNN call whose queries lie away from the points (the grid's
-// share_of_isolated_queries above kGpuGridMaxIsolatedShare) goes to the
-// kd-tree; the share is read only where the grid would serve a kNN call.
+// share_of_isolated_queries, times n, above kGpuGridMaxIsolatedScan) goes to
+// the kd-tree; the share is read only where the grid would serve a kNN call.
 TEST(ServingStructure, GpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
-  const int64_t n = 1000000;
-  const double limit = knn::kGpuGridMaxIsolatedShare;
-  for (int k : {1, 8, 32}) {
-    EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, k, CallKind::Nearest)) << k;
-    for (double share : {0.0, limit / 2, limit})
-      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, share), kGrid) << k;
-    for (double share : {limit * 1.01, 0.5, 1.0})
-      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, share), kKdTree) << k;
+  const double limit = knn::kGpuGridMaxIsolatedScan;
+  for (const int64_t n : {int64_t{1000000}, int64_t{100000000}}) {
+    const double share = limit / static_cast<double>(n);
+    for (int k : {1, 8, 32}) {
+      EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, k, CallKind::Nearest)) << k;
+      for (double s : {0.0, share / 2, share})
+        EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, s), kGrid) << s;
+      for (double s : {share * 1.01, 0.5, 1.0})
+        EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, s), kKdTree)
+            << s;
+    }
   }
+  // However isolated, a small grid scans its points for them.
+  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, 100000, 8, CallKind::Nearest, 1.0), kGrid);
+  const int64_t n = 10000000;
   EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, knn::kGpuGridKdTreeMinK, CallKind::Nearest));
   EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, 8, CallKind::Radius));
   EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, 8, CallKind::Radius, 1.0), kGrid);

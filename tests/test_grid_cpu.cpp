@@ -324,6 +324,25 @@ TEST(GridCpuSurfaces, TiltedPlaneGetsFinerCells) {
   }
 }
 
+// Queries away from a surface (0.5 above a tilted plane whose finer grid has
+// cells about 0.02 wide): no point lies in the 27 cells around theirs, so
+// the search scans every point for them instead of walking shells of empty
+// cells; the answers are the oracle's, mixed with queries on the plane.
+TEST(GridCpuSurfaces, QueriesAwayFromTheSurfaceMatchTheOracle) {
+  const int64_t n = 20000;
+  const std::vector<float> points = tilted_plane(n, 61);
+  const auto grid = build_grid(points);
+  ASSERT_NE(grid, nullptr);
+  std::vector<float> queries = tilted_plane(400, 62);
+  for (size_t i = 2; i < queries.size(); i += 6) queries[i] += 0.5f;  // every other one
+  const int64_t m = static_cast<int64_t>(queries.size() / 3);
+  for (const int k : {1, 8, 30, 100}) {
+    SCOPED_TRACE(k);
+    EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, 3, k),
+                         engine_knn(*grid, queries, k)));
+  }
+}
+
 // No finer grid where it cannot help or is not allowed: all points equal
 // (no axis has an extent), clusters that no grid within the cap serves (the
 // growth law says so before any binning), a grid at the cap already,

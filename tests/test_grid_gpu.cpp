@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "../cuda/cuda_index.h"
-#include "../src/index_planner.h"
 #include "gpu_test_support.h"
 #include "grid_test_support.h"
 #include "scoped_env.h"
@@ -181,9 +180,10 @@ TEST(GridGpuOccupancy, SurfacesGetTheSameFinerGridAsOpenMp) {
 // Queries away from a surface: the grid counts as isolated the queries with
 // no point in the 3 x 3 x 3 cells around their own (all of those 0.5 above
 // a tilted plane refined to cells about 0.02 wide, hardly any on it; from
-// host and device arrays alike, over at most kPlacementSampleQueries), and
-// an AUTO index answers them as the oracle (the kd-tree serves such calls,
-// src/index_planner.h) in float32 and float64.
+// host and device arrays alike, over at most kPlacementSampleQueries); the
+// grid answers them (scanning every point) and an AUTO index does (the
+// kd-tree serves such calls, src/index_planner.h) as the oracle, in float32
+// and float64.
 TEST(GridGpuOccupancy, QueriesAwayFromTheSurfaceAreCountedIsolated) {
   SKIP_WITHOUT_DEVICE();
   const int64_t n = 20000;
@@ -219,13 +219,25 @@ TEST(GridGpuOccupancy, QueriesAwayFromTheSurfaceAreCountedIsolated) {
 #endif
     SCOPED_TRACE(on_device ? "device queries" : "host queries");
     const double off_share = share(off, on_device);
-    EXPECT_LT(share(on, on_device), knn::kGpuGridMaxIsolatedShare);
+    EXPECT_LT(share(on, on_device), 0.01);
     EXPECT_GT(off_share, 0.9);  // not 1: near the plane's top corner a query
                                 // above the box is clamped into cells of it
     EXPECT_NEAR(share(mixed, on_device), off_share / 2, 0.02);
     EXPECT_EQ(share(few_off, on_device), 1.0);
   }
   EXPECT_EQ(grid->share_of_isolated_queries(off.data(), 0, knn::CallParams{}), 0.0);
+
+  // The grid itself answers them (an isolated query scans every point, by
+  // one warp, in every list path), as the oracle and the OpenMP grid do.
+  const auto cpu_grid = knn::omp::build_grid_index(points.data(), n, knn::IndexParams{});
+  ASSERT_NE(cpu_grid, nullptr);
+  for (const int k : {1, 8, 16, 30, 100}) {
+    SCOPED_TRACE(k);
+    const int64_t count = static_cast<int64_t>(mixed.size() / 3);
+    const KnnResult gpu = engine_knn(*grid, mixed, k);
+    EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, mixed.data(), count, 3, k), gpu));
+    EXPECT_TRUE(same_knn(engine_knn(*cpu_grid, mixed, k), gpu));
+  }
 
   IndexHandle automatic = build_index(points, 3, IndexConfig{KNN_BACKEND_CUDA, KNN_STRUCTURE_AUTO});
   ASSERT_TRUE(automatic);

@@ -538,10 +538,10 @@ size_t small_budget(Structure s, int64_t n, int64_t m, int width, bool exclude_s
       per_query = kdtree_call_bytes_per_query(3, width + (exclude_self ? 1 : 0), width,
                                               exclude_self, true, true, want_counts, call, 8);
       break;
-    case Structure::Grid:  // 16 scratch bytes a query (kGridScratchBytesPerQuery)
+    case Structure::Grid:  // 20 scratch bytes a query (kGridScratchBytesPerQuery)
       fixed = pipeline_fixed_bytes(call) +
               kPipelineSlots * (4 * kAllocAlignment + cub_temp_bytes(kMaxChunkQueries));
-      per_query = pipeline + kPipelineSlots * 16;
+      per_query = pipeline + kPipelineSlots * 20;
       break;
     case Structure::BruteForce: {
       const int list_k = index_memory::brute_force_list_k(width, exclude_self, n);

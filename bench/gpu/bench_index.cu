@@ -463,6 +463,44 @@ void placement_suite(bool quick) {
           note);
     }
   }
+  // All-kNN of a scan with outliers: 1 point in 1000 moved into the cube
+  // [-2, 2]^3 (the points that are their own queries lie away from the rest).
+  std::vector<float> scan = points;
+  for (int64_t i = 0; i < n; i += 1000)
+    for (int a = 0; a < 3; ++a) scan[3 * i + a] = 2.0f * in_cube[3 * ((i / 1000) % m) + a];
+  const DeviceBuffer<float> device_scan = on_device(scan);
+  DeviceBuffer<int32_t> self_indices(static_cast<size_t>(n) * k);
+  DeviceBuffer<float> self_sq(static_cast<size_t>(n) * k);
+  std::vector<int32_t> kdtree_rows;
+  for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_AUTO}) {
+    knn_options opt;
+    knn_options_init(&opt);
+    opt.backend = KNN_BACKEND_CUDA;
+    opt.structure = structure;
+    knn_index* index = nullptr;
+    const auto build = [&] {
+      knn_index_free(index);
+      must(knn_index_build(device_scan.get(), n, 3, &opt, &index), "knn_index_build");
+    };
+    const double build_ms = timed(idle_device_event_ms, build);
+    const double total_ms = timed(idle_device_event_ms, [&] {
+      build();
+      must(knn_index_query_self(index, k, 0, self_indices.get(), self_sq.get()),
+           "knn_index_query_self");
+    });
+    int served = -1;
+    knn_index_info(index, nullptr, nullptr, nullptr, &served);
+    knn_index_free(index);
+    std::vector<int32_t> rows(static_cast<size_t>(n) * k);
+    knn::cuda::copy_to_host(rows.data(), self_indices.get(), rows.size() * 4);
+    if (structure == KNN_STRUCTURE_KDTREE) kdtree_rows = rows;
+    const std::string note = std::string("all-kNN, 10^") + (quick ? "5" : "6") +
+                             " points on the unit sphere, 1 in 1000 moved into [-2, 2]^3; built " +
+                             structure_name(served) +
+                             (rows == kdtree_rows ? "; rows = KDTREE's" : "; ROWS DIFFER");
+    row("place", structure_name(structure), n, n, 3, k, build_ms, total_ms - build_ms, total_ms,
+        note);
+  }
 }
 
 }  // namespace

@@ -83,6 +83,38 @@ __device__ void load_point(const GridView<Scalar>& grid, int32_t id, Scalar p[3]
   p[0] = __ldg(row), p[1] = __ldg(row + 1), p[2] = __ldg(row + 2);
 }
 
+// Whether the 3 x 3 x 3 cells around q's own (clamped to the grid) hold no
+// point, read as the rows along x of the nine (y, z) pairs. Such a query
+// lies away from the points (inside a scanned object, off a surface, an
+// outlier), where the walk of shells would cross row after row of empty
+// cells: the k-nearest search, which finds it so after shells 0 and 1 (the
+// same 27 cells, none pruned while no candidate is known), scans all points
+// for it instead (one warp, in cell order: O(n)), and AUTO reads the share
+// of such queries (count_isolated_queries).
+template <typename Scalar>
+__device__ bool isolated(const GridView<Scalar>& grid, const Scalar q[3]) {
+  const BasicGridLayout<Scalar>& g = grid.layout;
+  int32_t lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) {
+    const int32_t c = g.cell_on_axis(q[a], a);
+    lo[a] = c > 0 ? c - 1 : 0;
+    hi[a] = c + 1 < g.cells[a] ? c + 1 : g.cells[a] - 1;
+  }
+  for (int32_t cz = lo[2]; cz <= hi[2]; ++cz)
+    for (int32_t cy = lo[1]; cy <= hi[1]; ++cy)
+      if (__ldg(grid.starts + g.key(hi[0], cy, cz) + 1) !=
+          __ldg(grid.starts + g.key(lo[0], cy, cz)))
+        return false;
+  return true;
+}
+
+// Queries the thread search hands to the warp search (isolated ones): their
+// positions, and how many (device counter, zeroed before each search).
+struct HandedOver {
+  uint32_t* queries;
+  unsigned* count;
+};
+
 // One thread per query, the list (k + 1 entries when the own index is
 // dropped) in registers (K > 0) or in shared memory (K == kSharedK).
 constexpr int kSharedK = -1;
@@ -90,16 +122,21 @@ constexpr int kSharedK = -1;
 template <typename Scalar, class List>
 __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* queries, int64_t i,
                                   int k, int take, int64_t self_first, int32_t* indices,
-                                  Scalar* sq_distances, List& list, int length) {
+                                  Scalar* sq_distances, List& list, int length,
+                                  HandedOver handed_over) {
   Scalar q[3];
   load_query(queries, i, q);
   const auto kth = [&] { return BasicNeighbor<Scalar>{list.worst_dist, list.worst_index}; };
   const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
+  int64_t seen = 0;  // points read by the shells
+  bool isolated_query = false;
   if (grid.n > 0)
     walk_shells(
         grid.layout, static_cast<const Scalar*>(q), kth,
         [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
-          return scan_cells(grid, q, first, last, scan, kth, offer);
+          const int64_t read = scan_cells(grid, q, first, last, scan, kth, offer);
+          seen += read;
+          return read;
         },
         [&](int32_t first, int32_t last, const ShellCube& cube) {
           for (int32_t id = first; id < last; ++id) {
@@ -108,7 +145,15 @@ __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* qu
             if (!cube.contains(grid.layout, p[0], p[1], p[2]))
               offer(squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]), id);
           }
+        },
+        [&](int32_t r) {
+          isolated_query = r == 1 && seen == 0;
+          return !isolated_query;
         });
+  if (isolated_query) {
+    handed_over.queries[atomicAdd(handed_over.count, 1u)] = static_cast<uint32_t>(i);
+    return;
+  }
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
   int32_t* row = indices + i * k;
   Scalar* row_sq = sq_distances ? sq_distances + i * k : nullptr;
@@ -127,13 +172,14 @@ __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* qu
 template <typename Scalar, int K>
 __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
                                   const uint32_t* order, int k, int take, int64_t self_first,
-                                  int32_t* indices, Scalar* sq_distances) {
+                                  int32_t* indices, Scalar* sq_distances, HandedOver handed_over) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= count) return;
   const int64_t i = order[t];
   if constexpr (K > 0) {
     RegisterList<Scalar, K> list(take);
-    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, K);
+    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, K,
+                      handed_over);
   } else {
     // The distances of every thread's list, then the indices (raw bytes: an
     // extern array has one type for every instantiation).
@@ -143,7 +189,8 @@ __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, 
     SharedList<Scalar> list(shared_lists + threadIdx.x,
                             reinterpret_cast<int32_t*>(shared_lists + slots) + threadIdx.x,
                             static_cast<int>(blockDim.x), take);
-    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, take);
+    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, take,
+                      handed_over);
   }
 }
 
@@ -158,31 +205,37 @@ __device__ int position_in_list(const WarpList<Scalar>& list, int32_t self) {
   return found;
 }
 
-// One warp per query, the list in shared memory; the lanes take a cell's
-// points 32 at a time.
+// The k nearest of query i by one warp (see knn_warp_kernel).
 template <typename Scalar>
-__global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
-                                const uint32_t* order, int k, int take, int64_t self_first,
-                                int32_t* indices, Scalar* sq_distances) {
+__device__ void warp_query(const GridView<Scalar>& grid, const Scalar* queries, int64_t i, int k,
+                           int take, int64_t self_first, int32_t* indices, Scalar* sq_distances,
+                           WarpList<Scalar> list, int lane) {
   using Neighbor = BasicNeighbor<Scalar>;
   using P = DevicePoint3<Scalar>;
-  extern __shared__ __align__(16) unsigned char warp_bytes[];
-  Neighbor* warp_storage = reinterpret_cast<Neighbor*>(warp_bytes);
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + warp;
-  if (t >= count) return;  // the whole warp leaves together
-  const int64_t i = order[t];
   Scalar q[3];
   load_query(queries, i, q);
-  WarpList<Scalar> list(
-      warp_storage + static_cast<size_t>(warp) * (WarpList<Scalar>::bytes(take) / sizeof(Neighbor)),
-      take, lane);
-  // The shell walk's tests read the k-th with every candidate merged: a
-  // stale one would walk whole shells more. The scans take a run 32 points
-  // at a time across its cells; a point that CellScan rules out against
-  // list.worst as it stands (stale is never too small) is not offered.
-  if (grid.n > 0)
+  // The scans take a run 32 points at a time across its cells; a point that
+  // CellScan rules out against list.worst as it stands (stale is never too
+  // small) is not offered.
+  const auto scan_run = [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
+    const uint32_t begin = __ldg(grid.starts + first), end = __ldg(grid.starts + last + 1);
+    for (uint32_t base = begin; base < end; base += 32) {
+      Neighbor c{infinity<Scalar>(), kNoIndex};
+      if (base + lane < end) {
+        const typename P::Stored v = grid.cell_points[base + lane];
+        const int32_t id = P::id(v);
+        if (!scan.rest_of_cell_loses(id, list.worst) && !scan.already_offered(id))
+          c = Neighbor{squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id};
+      }
+      list.offer(c);
+    }
+    return static_cast<int64_t>(end - begin);
+  };
+  int64_t seen = 0;  // points read by the shells
+  bool isolated_query = false;
+  if (grid.n > 0) {
+    // The shell walk's tests read the k-th with every candidate merged: a
+    // stale one would walk whole shells more.
     walk_shells(
         grid.layout, static_cast<const Scalar*>(q),
         [&] {
@@ -190,18 +243,9 @@ __global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, in
           return list.worst;
         },
         [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
-          const uint32_t begin = __ldg(grid.starts + first), end = __ldg(grid.starts + last + 1);
-          for (uint32_t base = begin; base < end; base += 32) {
-            Neighbor c{infinity<Scalar>(), kNoIndex};
-            if (base + lane < end) {
-              const typename P::Stored v = grid.cell_points[base + lane];
-              const int32_t id = P::id(v);
-              if (!scan.rest_of_cell_loses(id, list.worst) && !scan.already_offered(id))
-                c = Neighbor{squared_distance3(q[0], q[1], q[2], P::x(v), P::y(v), P::z(v)), id};
-            }
-            list.offer(c);
-          }
-          return static_cast<int64_t>(end - begin);
+          const int64_t read = scan_run(first, last, scan);
+          seen += read;
+          return read;
         },
         [&](int32_t first, int32_t last, const ShellCube& cube) {
           for (int32_t base = first; base < last; base += 32) {
@@ -215,7 +259,16 @@ __global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, in
             }
             list.offer(c);
           }
+        },
+        [&](int32_t r) {
+          isolated_query = r == 1 && seen == 0;
+          return !isolated_query;
         });
+    // Every cell as one run, bound 0 (a lower bound of every distance).
+    if (isolated_query)
+      scan_run(0, static_cast<uint32_t>(grid.layout.cell_count() - 1),
+               CellScan<Scalar>{Scalar(0), 0});
+  }
   list.flush();
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
   const int skip = self >= 0 ? position_in_list(list, self) : -1;
@@ -229,6 +282,32 @@ __global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, in
     row[out] = e.index == kNoIndex ? -1 : e.index;
     if (row_sq) row_sq[out] = e.sq_distance;
   }
+}
+
+// One warp per query, the list in shared memory; the lanes take a cell's
+// points 32 at a time. An isolated query scans every cell as one run. The
+// warps stride over the queries order[0 .. count) (count: `count`, or
+// *device_count when given: the queries the thread search handed over).
+template <typename Scalar>
+__global__ void knn_warp_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
+                                const unsigned* device_count, const uint32_t* order, int k,
+                                int take, int64_t self_first, int32_t* indices,
+                                Scalar* sq_distances) {
+  using Neighbor = BasicNeighbor<Scalar>;
+  extern __shared__ __align__(16) unsigned char warp_bytes[];
+  Neighbor* warp_storage = reinterpret_cast<Neighbor*>(warp_bytes);
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t total = device_count ? static_cast<int64_t>(*device_count) : count;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + warp; t < total;
+       t += warps)  // the whole warp takes the same t
+    warp_query(
+        grid, queries, order[t], k, take, self_first, indices, sq_distances,
+        WarpList<Scalar>(warp_storage + static_cast<size_t>(warp) *
+                                            (WarpList<Scalar>::bytes(take) / sizeof(Neighbor)),
+                         take, lane),
+        lane);
 }
 
 // One thread per query; the row (max_neighbors slots) is kept sorted by
@@ -280,42 +359,55 @@ __global__ void radius_kernel(GridView<Scalar> grid, const Scalar* queries, int6
   if (counts) counts[i] = found;
 }
 
-// One thread per sampled query: whether the 3 x 3 x 3 cells around its own
-// (clamped to the grid) hold no point, read as the three rows along x of
-// each of the nine (y, z) pairs.
+// One thread per sampled query: whether it is isolated.
 template <typename Scalar>
 __global__ void isolated_queries_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
-                                        int64_t sample, unsigned long long* isolated) {
+                                        int64_t sample, unsigned long long* isolated_count) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= sample) return;
   Scalar q[3];
   load_query(queries, t * count / sample, q);
-  const BasicGridLayout<Scalar>& g = grid.layout;
-  int32_t lo[3], hi[3];
-  for (int a = 0; a < 3; ++a) {
-    const int32_t c = g.cell_on_axis(q[a], a);
-    lo[a] = c > 0 ? c - 1 : 0;
-    hi[a] = c + 1 < g.cells[a] ? c + 1 : g.cells[a] - 1;
-  }
-  for (int32_t cz = lo[2]; cz <= hi[2]; ++cz)
-    for (int32_t cy = lo[1]; cy <= hi[1]; ++cy)
-      if (__ldg(grid.starts + g.key(hi[0], cy, cz) + 1) !=
-          __ldg(grid.starts + g.key(lo[0], cy, cz)))
-        return;
-  atomicAdd(isolated, 1ull);
+  if (isolated(grid, q)) atomicAdd(isolated_count, 1ull);
+}
+
+// The warp search over order[0 .. count), or over the queries the thread
+// search handed over (device_count given: as many warps as keep the device
+// busy, striding over them).
+template <typename Scalar>
+void launch_warp_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
+                     const unsigned* device_count, const uint32_t* order, int k, int take,
+                     int64_t self_first, int32_t* indices, Scalar* sq_distances,
+                     cudaStream_t stream) {
+  const size_t warp_bytes = WarpList<Scalar>::bytes(take);
+  const int warps =
+      static_cast<int>(std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, kMaxWarpsPerBlock));
+  const size_t shared = warp_bytes * static_cast<size_t>(warps);
+  if (shared > kDefaultSharedBytes)
+    allow_all_dynamic_shared(knn_warp_kernel<Scalar>, "cudaFuncSetAttribute (grid warp search)");
+  const unsigned blocks = device_count
+                              ? grid_stride_blocks(knn_warp_kernel<Scalar>, warps * 32, count * 32)
+                              : grid_for(count, warps);
+  knn_warp_kernel<Scalar><<<blocks, warps * 32, shared, stream>>>(
+      grid, queries, count, device_count, order, k, take, self_first, indices, sq_distances);
+  check_launch("grid knn (warp per query)");
 }
 
 template <int K, typename Scalar>
 void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
                        const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
-                       Scalar* sq_distances, cudaStream_t stream) {
+                       Scalar* sq_distances, GridSearchScratch& s, cudaStream_t stream) {
   const size_t shared = K == kSharedK ? SharedList<Scalar>::bytes(take, kThreadBlock) : 0;
   if (shared > kDefaultSharedBytes)
     allow_all_dynamic_shared(knn_thread_kernel<Scalar, K>,
                              "cudaFuncSetAttribute (grid thread search)");
+  check(cudaMemsetAsync(s.handed_over_count.get(), 0, sizeof(unsigned), stream),
+        "grid knn (handed over)");
+  const HandedOver handed_over{s.handed_over.get(), s.handed_over_count.get()};
   knn_thread_kernel<Scalar, K><<<grid_for(count, kThreadBlock), kThreadBlock, shared, stream>>>(
-      grid, queries, count, order, k, take, self_first, indices, sq_distances);
+      grid, queries, count, order, k, take, self_first, indices, sq_distances, handed_over);
   check_launch("grid knn (thread per query)");
+  launch_warp_knn(grid, queries, count, s.handed_over_count.get(), s.handed_over.get(), k, take,
+                  self_first, indices, sq_distances, stream);
 }
 
 }  // namespace
@@ -332,6 +424,8 @@ int grid_max_list_k() {
 GridSearchScratch::GridSearchScratch(int64_t capacity, int key_bits_) : key_bits(key_bits_) {
   const size_t c = static_cast<size_t>(capacity);
   for (int b = 0; b < 2; ++b) keys[b].allocate(c), order[b].allocate(c);
+  handed_over.allocate(c);
+  handed_over_count.allocate(1);
   cub::DoubleBuffer<uint32_t> k(nullptr, nullptr), o(nullptr, nullptr);
   check(cub::DeviceRadixSort::SortPairs(nullptr, cub_bytes, k, o, static_cast<int>(capacity), 0,
                                         key_bits),
@@ -349,22 +443,15 @@ void grid_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count
   const int take = self_first >= 0 ? k + 1 : k;
   const auto thread = [&](auto tag) {
     launch_thread_knn<decltype(tag)::value>(grid, queries, count, order, k, take, self_first,
-                                            indices, sq_distances, stream);
+                                            indices, sq_distances, scratch, stream);
   };
   if (take <= 1) return thread(std::integral_constant<int, 1>());
   if (take <= 4) return thread(std::integral_constant<int, 4>());
   if (take <= 8) return thread(std::integral_constant<int, 8>());
   if (take <= kGridRegisterK) return thread(std::integral_constant<int, kGridRegisterK>());
   if (take <= kMaxSharedListK) return thread(std::integral_constant<int, kSharedK>());
-  const size_t warp_bytes = WarpList<Scalar>::bytes(take);
-  const int warps =
-      static_cast<int>(std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, kMaxWarpsPerBlock));
-  const size_t shared = warp_bytes * static_cast<size_t>(warps);
-  if (shared > kDefaultSharedBytes)
-    allow_all_dynamic_shared(knn_warp_kernel<Scalar>, "cudaFuncSetAttribute (grid warp search)");
-  knn_warp_kernel<Scalar><<<grid_for(count, warps), warps * 32, shared, stream>>>(
-      grid, queries, count, order, k, take, self_first, indices, sq_distances);
-  check_launch("grid knn (warp per query)");
+  launch_warp_knn(grid, queries, count, nullptr, order, k, take, self_first, indices, sq_distances,
+                  stream);
 }
 
 template <typename Scalar>

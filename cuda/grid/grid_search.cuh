@@ -3,7 +3,10 @@
 //
 // Queries are sorted by cell key first, so the threads of a warp serve
 // neighbouring queries and read the same cells (their points stay in L1/L2).
-// k nearest walks the shells of common/grid_layout.h with the exact bounds:
+// k nearest walks the shells of common/grid_layout.h with the exact bounds
+// (a query with no point in the 3 x 3 x 3 cells around its own scans every
+// point instead, by one warp: the walk would cross row after row of empty
+// cells):
 //   - lists of up to kGridRegisterK entries: one thread per query, the list
 //     in registers (knn_lists.cuh RegisterList);
 //   - up to kMaxSharedListK: one thread per query, the list in shared memory
@@ -60,6 +63,10 @@ class GridSearchScratch {
   int64_t capacity() const { return capacity_; }
 
   DeviceBuffer<uint32_t> keys[2], order[2];
+  // The queries the thread search hands to the warp search (isolated ones:
+  // grid_search.cu) and their count.
+  DeviceBuffer<uint32_t> handed_over;
+  DeviceBuffer<unsigned> handed_over_count;
   DeviceBuffer<unsigned char> cub_temp;
   size_t cub_bytes = 0;
   int key_bits = 1;
@@ -68,8 +75,9 @@ class GridSearchScratch {
   int64_t capacity_ = 0;
 };
 
-// Device bytes the scratch takes per query (keys and order, double-buffered).
-constexpr size_t kGridScratchBytesPerQuery = 16;
+// Device bytes the scratch takes per query (keys and order, double-buffered,
+// and a handed-over position).
+constexpr size_t kGridScratchBytesPerQuery = 20;
 
 // k nearest of `count` queries (rows of 3 scalars) into rows of k. With
 // self_first >= 0 the queries are the indexed points self_first,
