@@ -78,8 +78,7 @@ TEST(ServingStructure, GpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
       for (double s : {0.0, share / 2, share})
         EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, s), kGrid) << s;
       for (double s : {share * 1.01, 0.5, 1.0})
-        EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, s), kKdTree)
-            << s;
+        EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, s), kKdTree) << s;
     }
   }
   // However isolated, a small grid scans its points for them.
