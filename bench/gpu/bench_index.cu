@@ -414,9 +414,42 @@ void f64_suite(bool quick) {
   std::fflush(stdout);
 }
 
+// Build over device points and one call through the API for `structure`:
+// the build's ms, build + call ms (each sample a new index), and the
+// structure the index reports.
+struct ApiTimes {
+  double build_ms, total_ms;
+  int served;
+};
+
+ApiTimes time_api(const float* device_points, int64_t n, int structure,
+                  const std::function<void(knn_index*)>& call) {
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_CUDA;
+  opt.structure = structure;
+  knn_index* index = nullptr;
+  const auto build = [&] {
+    knn_index_free(index);
+    must(knn_index_build(device_points, n, 3, &opt, &index), "knn_index_build");
+  };
+  ApiTimes t{};
+  t.build_ms = timed(idle_device_event_ms, build);
+  t.total_ms = timed(idle_device_event_ms, [&] {
+    build();
+    call(index);
+  });
+  t.served = -1;
+  knn_index_info(index, nullptr, nullptr, nullptr, &t.served);
+  knn_index_free(index);
+  return t;
+}
+
 void placement_suite(bool quick) {
   const int64_t n = quick ? 100000 : 1000000, m = n / 10;
   const int k = 8;
+  const std::string points_note =
+      std::string("10^") + (quick ? "5" : "6") + " points on the unit sphere";
   const std::vector<float> points = rounded_to_float(f64_rows(true, n, kReferenceSeed));
   const std::vector<float> on_surface = rounded_to_float(f64_rows(true, m, kQuerySeed));
   std::vector<float> in_cube = rounded_to_float(f64_rows(false, m, kQuerySeed));
@@ -424,9 +457,29 @@ void placement_suite(bool quick) {
   std::vector<float> mixed = on_surface;
   for (int64_t i = 0; i < m; i += 50)
     std::copy_n(in_cube.begin() + 3 * i, 3, mixed.begin() + 3 * i);
+  // All-kNN of a scan with outliers: 1 point in 1000 moved into the cube
+  // [-2, 2]^3 (the points that are their own queries lie away from the rest).
+  std::vector<float> scan = points;
+  for (int64_t i = 0; i < n; i += 1000)
+    for (int a = 0; a < 3; ++a) scan[3 * i + a] = 2.0f * in_cube[3 * ((i / 1000) % m) + a];
+  DeviceBuffer<int32_t> indices(static_cast<size_t>(n) * k);
+  DeviceBuffer<float> sq_distances(static_cast<size_t>(n) * k);
+  // One data set and call for KDTREE, GRID and AUTO; rows checked equal.
+  const auto rows_of = [&](const DeviceBuffer<float>& device_points, int64_t count,
+                           const std::string& note, const std::function<void(knn_index*)>& call) {
+    std::vector<int32_t> kdtree_rows;
+    for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_AUTO}) {
+      const ApiTimes t = time_api(device_points.get(), n, structure, call);
+      std::vector<int32_t> rows(static_cast<size_t>(count) * k);
+      knn::cuda::copy_to_host(rows.data(), indices.get(), rows.size() * 4);
+      if (structure == KNN_STRUCTURE_KDTREE) kdtree_rows = rows;
+      row("place", structure_name(structure), n, count, 3, k, t.build_ms, t.total_ms - t.build_ms,
+          t.total_ms,
+          note + "; built " + structure_name(t.served) +
+              (rows == kdtree_rows ? "; rows = KDTREE's" : "; ROWS DIFFER"));
+    }
+  };
   const DeviceBuffer<float> device_points = on_device(points);
-  DeviceBuffer<int32_t> indices(static_cast<size_t>(m) * k);
-  DeviceBuffer<float> sq_distances(static_cast<size_t>(m) * k);
   const struct {
     const char* name;
     const std::vector<float>* rows;
@@ -434,73 +487,16 @@ void placement_suite(bool quick) {
       {"on the sphere", &on_surface}, {"in its cube", &in_cube}, {"1 in 50 in its cube", &mixed}};
   for (const auto& set : sets) {
     const DeviceBuffer<float> queries = on_device(*set.rows);
-    std::vector<int32_t> kdtree_rows;
-    for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_AUTO}) {
-      knn_options opt;
-      knn_options_init(&opt);
-      opt.backend = KNN_BACKEND_CUDA;
-      opt.structure = structure;
-      knn_index* index = nullptr;
-      const auto build = [&] {
-        knn_index_free(index);
-        must(knn_index_build(device_points.get(), n, 3, &opt, &index), "knn_index_build");
-      };
-      const double build_ms = timed(idle_device_event_ms, build);
-      const double total_ms = timed(idle_device_event_ms, [&] {
-        build();
-        must(
-            knn_index_query(index, queries.get(), m, k, indices.get(), sq_distances.get(), nullptr),
-            "knn_index_query");
-      });
-      knn_index_free(index);
-      std::vector<int32_t> rows(static_cast<size_t>(m) * k);
-      knn::cuda::copy_to_host(rows.data(), indices.get(), rows.size() * 4);
-      if (structure == KNN_STRUCTURE_KDTREE) kdtree_rows = rows;
-      const std::string note = std::string("10^") + (quick ? "5" : "6") +
-                               " points on the unit sphere, queries " + set.name +
-                               (rows == kdtree_rows ? "; rows = KDTREE's" : "; ROWS DIFFER");
-      row("place", structure_name(structure), n, m, 3, k, build_ms, total_ms - build_ms, total_ms,
-          note);
-    }
-  }
-  // All-kNN of a scan with outliers: 1 point in 1000 moved into the cube
-  // [-2, 2]^3 (the points that are their own queries lie away from the rest).
-  std::vector<float> scan = points;
-  for (int64_t i = 0; i < n; i += 1000)
-    for (int a = 0; a < 3; ++a) scan[3 * i + a] = 2.0f * in_cube[3 * ((i / 1000) % m) + a];
-  const DeviceBuffer<float> device_scan = on_device(scan);
-  DeviceBuffer<int32_t> self_indices(static_cast<size_t>(n) * k);
-  DeviceBuffer<float> self_sq(static_cast<size_t>(n) * k);
-  std::vector<int32_t> kdtree_rows;
-  for (const int structure : {KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_AUTO}) {
-    knn_options opt;
-    knn_options_init(&opt);
-    opt.backend = KNN_BACKEND_CUDA;
-    opt.structure = structure;
-    knn_index* index = nullptr;
-    const auto build = [&] {
-      knn_index_free(index);
-      must(knn_index_build(device_scan.get(), n, 3, &opt, &index), "knn_index_build");
-    };
-    const double build_ms = timed(idle_device_event_ms, build);
-    const double total_ms = timed(idle_device_event_ms, [&] {
-      build();
-      must(knn_index_query_self(index, k, 0, self_indices.get(), self_sq.get()),
-           "knn_index_query_self");
+    rows_of(device_points, m, points_note + ", queries " + set.name, [&](knn_index* index) {
+      must(knn_index_query(index, queries.get(), m, k, indices.get(), sq_distances.get(), nullptr),
+           "knn_index_query");
     });
-    int served = -1;
-    knn_index_info(index, nullptr, nullptr, nullptr, &served);
-    knn_index_free(index);
-    std::vector<int32_t> rows(static_cast<size_t>(n) * k);
-    knn::cuda::copy_to_host(rows.data(), self_indices.get(), rows.size() * 4);
-    if (structure == KNN_STRUCTURE_KDTREE) kdtree_rows = rows;
-    const std::string note = std::string("all-kNN, 10^") + (quick ? "5" : "6") +
-                             " points on the unit sphere, 1 in 1000 moved into [-2, 2]^3; built " +
-                             structure_name(served) +
-                             (rows == kdtree_rows ? "; rows = KDTREE's" : "; ROWS DIFFER");
-    row("place", structure_name(structure), n, n, 3, k, build_ms, total_ms - build_ms, total_ms,
-        note);
   }
+  rows_of(on_device(scan), n, "all-kNN, " + points_note + ", 1 in 1000 moved into [-2, 2]^3",
+          [&](knn_index* index) {
+            must(knn_index_query_self(index, k, 0, indices.get(), sq_distances.get()),
+                 "knn_index_query_self");
+          });
 }
 
 }  // namespace
