@@ -343,8 +343,7 @@ constexpr int32_t kGridSweepStep = 32;
 // keep_walking(r) is asked after each shell r that does not cover the grid,
 // before the test that may end the search; false ends the walk there,
 // unfinished (the CUDA grid hands a query whose 27 cells of shells 0 and 1
-// held no point to a scan of every point). The overload without it always
-// walks on.
+// held no point to a scan of every point).
 template <typename Scalar, class Kth, class VisitRange, class Sweep, class KeepWalking>
 KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth&& kth,
                         VisitRange&& visit_range, Sweep&& sweep, KeepWalking&& keep_walking) {
@@ -404,12 +403,6 @@ KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth
     }
     if (swept >= k.index) return;
   }
-}
-
-template <typename Scalar, class Kth, class VisitRange, class Sweep>
-KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth&& kth,
-                        VisitRange&& visit_range, Sweep&& sweep) {
-  walk_shells(g, q, kth, visit_range, sweep, [](int32_t) { return true; });
 }
 
 // The radius walk: every cell whose bound is within r2 (the square of the

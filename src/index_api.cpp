@@ -302,7 +302,7 @@ const BasicIndexEngine<Scalar>& serving_engine(const knn_index& ix, int list_k, 
   const bool primary_serves = !primary_refuses(backend, structure, ix.size(), list_k);
   try {
     double isolated_share = 0.0;
-    if (queries != nullptr && reads_isolated_share(backend, structure, list_k, kind)) {
+    if (queries != nullptr && reads_isolated_share(backend, structure, ix.size(), list_k, kind)) {
       CallParams placement;
       placement.queries_on_device = on_device(queries);
       isolated_share = primary.share_of_isolated_queries(queries, m, placement);

@@ -23,9 +23,10 @@ bool primary_refuses(int backend, int primary, int64_t n, int list_k) {
   return primary == KNN_STRUCTURE_GRID && list_k > kGpuMaxListK;
 }
 
-bool reads_isolated_share(int backend, int primary, int list_k, CallKind kind) {
+bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind) {
   return backend == KNN_BACKEND_CUDA && primary == KNN_STRUCTURE_GRID &&
-         kind == CallKind::Nearest && list_k < kGpuGridKdTreeMinK;
+         kind == CallKind::Nearest &&
+         list_k<kGpuGridKdTreeMinK&& static_cast<double>(n)> kGpuGridMaxIsolatedScan;
 }
 
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
@@ -33,7 +34,7 @@ int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind 
   if (primary == KNN_STRUCTURE_KDTREE || backend != KNN_BACKEND_CUDA) return primary;
   if (primary_refuses(backend, primary, n, list_k)) return KNN_STRUCTURE_KDTREE;
   const bool long_lists = kind == CallKind::Nearest && list_k >= kGpuGridKdTreeMinK;
-  const bool isolated = reads_isolated_share(backend, primary, list_k, kind) &&
+  const bool isolated = reads_isolated_share(backend, primary, n, list_k, kind) &&
                         isolated_share * static_cast<double>(n) > kGpuGridMaxIsolatedScan;
   return primary == KNN_STRUCTURE_GRID && (long_lists || isolated) ? KNN_STRUCTURE_KDTREE : primary;
 }

@@ -101,8 +101,10 @@ enum class CallKind { Nearest, Radius };
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
                       double isolated_share = 0.0);
 // Whether serving_structure may read the isolated share for such a call (it
-// costs a pass over a sample of the queries).
-bool reads_isolated_share(int backend, int primary, int list_k, CallKind kind);
+// costs a pass over a sample of the queries): not where the grid would not
+// serve a kNN call anyway, nor over n <= kGpuGridMaxIsolatedScan points,
+// where no share can tip the choice.
+bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind);
 // True when `primary` on `backend` refuses lists of list_k over n points.
 bool primary_refuses(int backend, int primary, int64_t n, int list_k);
 

@@ -74,24 +74,29 @@ TEST(ServingStructure, GpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
   for (const int64_t n : {int64_t{1000000}, int64_t{100000000}}) {
     const double share = limit / static_cast<double>(n);
     for (int k : {1, 8, 32}) {
-      EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, k, CallKind::Nearest)) << k;
+      EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, n, k, CallKind::Nearest)) << k;
       for (double s : {0.0, share / 2, share})
         EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, s), kGrid) << s;
       for (double s : {share * 1.01, 0.5, 1.0})
         EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, s), kKdTree) << s;
     }
   }
-  // However isolated, a small grid scans its points for them.
+  // However isolated, a small grid scans its points for them, so the share
+  // is not even read there.
   EXPECT_EQ(knn::serving_structure(kCuda, kGrid, 100000, 8, CallKind::Nearest, 1.0), kGrid);
+  const auto small = static_cast<int64_t>(knn::kGpuGridMaxIsolatedScan);
+  EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, small, 8, CallKind::Nearest));
+  EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, small + 1, 8, CallKind::Nearest));
   const int64_t n = 10000000;
-  EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, knn::kGpuGridKdTreeMinK, CallKind::Nearest));
-  EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, 8, CallKind::Radius));
+  EXPECT_FALSE(
+      knn::reads_isolated_share(kCuda, kGrid, n, knn::kGpuGridKdTreeMinK, CallKind::Nearest));
+  EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, n, 8, CallKind::Radius));
   EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, 8, CallKind::Radius, 1.0), kGrid);
   for (int primary : {kKdTree, kBrute}) {
-    EXPECT_FALSE(knn::reads_isolated_share(kCuda, primary, 8, CallKind::Nearest));
+    EXPECT_FALSE(knn::reads_isolated_share(kCuda, primary, n, 8, CallKind::Nearest));
     EXPECT_EQ(knn::serving_structure(kCuda, primary, 16384, 8, CallKind::Nearest, 1.0), primary);
   }
-  EXPECT_FALSE(knn::reads_isolated_share(kCpu, kGrid, 8, CallKind::Nearest));
+  EXPECT_FALSE(knn::reads_isolated_share(kCpu, kGrid, n, 8, CallKind::Nearest));
   EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, 8, CallKind::Nearest, 1.0), kGrid);
 }
 

@@ -181,9 +181,9 @@ TEST(GridGpuOccupancy, SurfacesGetTheSameFinerGridAsOpenMp) {
 // no point in the 3 x 3 x 3 cells around their own (all of those 0.5 above
 // a tilted plane refined to cells about 0.02 wide, hardly any on it; from
 // host and device arrays alike, over at most kPlacementSampleQueries); the
-// grid answers them (scanning every point) and an AUTO index does (the
-// kd-tree serves such calls, src/index_planner.h) as the oracle, in float32
-// and float64.
+// grid answers them (scanning every point) and an AUTO index does as the
+// oracle, in float32 and float64 (at this size AUTO keeps the grid: the
+// kd-tree takes over where the share times n is large, src/index_planner.h).
 TEST(GridGpuOccupancy, QueriesAwayFromTheSurfaceAreCountedIsolated) {
   SKIP_WITHOUT_DEVICE();
   const int64_t n = 20000;
