@@ -340,21 +340,28 @@ constexpr int32_t kGridSweepStep = 32;
 // (CellScan::swept: a point of a smaller index in a later shell was outside
 // the cube when swept).
 //
-// keep_walking(r) is asked after each shell r that does not cover the grid,
-// before the test that may end the search; false ends the walk there,
-// unfinished (the CUDA grid hands a query whose 27 cells of shells 0 and 1
-// held no point to a scan of every point).
-template <typename Scalar, class Kth, class VisitRange, class Sweep, class KeepWalking>
-KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth&& kth,
-                        VisitRange&& visit_range, Sweep&& sweep, KeepWalking&& keep_walking) {
+// Isolated queries. When shells 0 and 1 (the 3 x 3 x 3 cells around the
+// query's own, none pruned while no candidate is known) read no point and
+// the grid extends beyond them, the query lies away from the points (inside
+// a scanned object, off a surface, an outlier): its walk would cross row
+// after row of empty cells. The walk then ends there, unfinished, and says
+// so; the caller offers every point instead (one run over all cells: O(n)).
+enum class ShellWalk { Complete, Isolated };
+
+template <typename Scalar, class Kth, class VisitRange, class Sweep>
+KNN_HD ShellWalk walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth&& kth,
+                             VisitRange&& visit_range, Sweep&& sweep) {
   const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
   const int32_t side_y = g.nearer_side(q[1], 1, qc[1]), side_z = g.nearer_side(q[2], 2, qc[2]);
   const Scalar own_x = g.box_gap(q[0], 0);
   const Scalar own_x_sq = mul_rn(own_x, own_x);
   int32_t swept = 0;   // indices below were offered by the sweep
   int64_t credit = 0;  // points and runs read by the shells, not yet matched by the sweep
+  int64_t read = 0;    // points read by the shells
   const auto visit = [&](uint32_t first_key, uint32_t last_key, Scalar bound) {
-    credit += 1 + visit_range(first_key, last_key, CellScan<Scalar>{bound, swept});
+    const int64_t points = visit_range(first_key, last_key, CellScan<Scalar>{bound, swept});
+    read += points;
+    credit += 1 + points;
   };
   for (int32_t r = 0;; ++r) {
     const int32_t x0 = qc[0] - r > 0 ? qc[0] - r : 0;
@@ -386,11 +393,11 @@ KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth
         }
       }
     }
-    if (g.shell_covers_grid(qc, r)) return;
-    if (!keep_walking(r)) return;
+    if (g.shell_covers_grid(qc, r)) return ShellWalk::Complete;
+    if (r == 1 && read == 0) return ShellWalk::Isolated;
     const Scalar beyond = g.beyond_shell_bound(q, qc, r);
     BasicNeighbor<Scalar> k = kth();
-    if (beyond > k.sq_distance) return;
+    if (beyond > k.sq_distance) return ShellWalk::Complete;
     if (beyond < k.sq_distance || k.sq_distance == grid_infinity<Scalar>()) continue;
     const ShellCube cube{{qc[0], qc[1], qc[2]}, r};
     while (credit > 0 && swept < k.index) {
@@ -401,7 +408,7 @@ KNN_HD void walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth
       credit -= step;
       k = kth();
     }
-    if (swept >= k.index) return;
+    if (swept >= k.index) return ShellWalk::Complete;
   }
 }
 

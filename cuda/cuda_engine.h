@@ -9,8 +9,11 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include <memory>
+
 #include "../common/kdtree_layout.h"
 #include "../engine/device_budget.h"
+#include "../engine/index_engine.h"
 #include "core/memory_model.h"
 
 namespace knn {
@@ -64,6 +67,13 @@ class DeviceTree {
   };
   void query(const Point* queries, int k, int32_t* indices, float* sq_distances, int64_t chunk,
              int slots, ChunkSource& source) const;
+
+  // The tree's points binned as the index API's grid (cuda_index.h,
+  // build_grid_index), from the nodes already on the device: the points
+  // take their input order back from the nodes' ids, so the grid answers
+  // with the same indices (Node.id) and the same ties as the tree. nullptr
+  // when the points make a poor grid. params.points_on_device is implied.
+  std::unique_ptr<IndexEngine> grid_of_points(const IndexParams& params) const;
 
  private:
   struct Impl;

@@ -197,14 +197,10 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
                                  std::numeric_limits<int32_t>::max()};
     };
     const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
-    int64_t seen = 0;  // points read by the shells
-    bool isolated = false;
-    walk_shells(
+    const ShellWalk walk = walk_shells(
         grid_, q, kth,
         [&](uint32_t first_key, uint32_t last_key, const CellScan<Scalar>& scan) {
-          const int64_t read = scan_cells(q, first_key, last_key, scan, kth, offer);
-          seen += read;
-          return read;
+          return scan_cells(q, first_key, last_key, scan, kth, offer);
         },
         [&](int32_t first, int32_t last, const ShellCube& cube) {
           for (int32_t id = first; id < last; ++id) {
@@ -213,15 +209,10 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
             if (!cube.contains(grid_, c[0], c[1], c[2]))
               offer(squared_distance3(q[0], q[1], q[2], c[0], c[1], c[2]), id);
           }
-        },
-        [&](int32_t r) {
-          isolated = r == 1 && seen == 0;
-          return !isolated;
         });
-    // No point in the 27 cells around the query's own (inside a scanned
-    // object, off a surface, an outlier): every point in cell order, O(n),
-    // instead of shells of empty cells (the CUDA grid does the same).
-    if (isolated)
+    // An isolated query (grid_layout.h): every point in cell order, as the
+    // CUDA grid does.
+    if (walk == ShellWalk::Isolated)
       scan_cells(q, 0, static_cast<uint32_t>(grid_.cell_count() - 1),
                  CellScan<Scalar>{Scalar(0), 0}, kth, offer);
   }

@@ -138,9 +138,10 @@ KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree) {
 
 KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree) {
   // The whole call at once: the tree and every query's result rows on the
-  // device together (cuQueryAll streams smaller chunks, so it needs less).
+  // device together (cuQueryAll streams smaller chunks, so it needs less),
+  // or the grid of the tree's points where that may answer.
   if (n_qp < 0 || k < 0 || n_tree < 0) return 0;
-  return knn::cuda::query_bytes(n_qp, k, n_tree, n_qp);
+  return knn::query_bytes_needed(n_qp, k, n_tree);
 }
 
 KNN_API size_t KNN_CALL getNeededBytesInSearch(int n_qp, int k, int n_tree, int thread_num,

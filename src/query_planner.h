@@ -15,6 +15,10 @@ enum class Engine { Auto, Cuda, OpenMP };
 
 void build_tree(const Point* points, int64_t n, Node* tree, Engine engine);
 
+// Device bytes of a whole GPU call of m queries with k neighbours against n
+// nodes, whichever device-side form answers it (getNeededBytesForQueryAll).
+size_t query_bytes_needed(int64_t m, int k, int64_t n);
+
 // Checks the tree (KNN_ERR_INVALID_TREE) on the engine that runs, then
 // answers; result gets m rows of k indices.
 void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,

@@ -154,6 +154,33 @@ TEST_F(FaultInjection, QueryOnDeviceFailsCleanlyAtEveryAllocation) {
   }
 }
 
+// Uniform points make a good grid: cuQueryAll answers on the grid of the
+// tree's points (src/query_planner.cpp), whose allocations are walked here.
+TEST_F(FaultInjection, QueryOnTheGridOfTheTreesPointsFailsCleanlyAtEveryAllocation) {
+  const std::vector<Point> points = make_points(Dist::Uniform, kPoints, 83);
+  const std::vector<Node> tree = build_tree(points);
+  const std::vector<Point> queries = make_query_points(Dist::Uniform, kQueries, 84);
+  const std::vector<int> expected = query_ok(&mpQueryAll, "mpQueryAll", queries, tree, kK);
+  std::vector<int> result;
+  const int passed = walk_cuda_call(
+      "cuQueryAll",
+      [&] {
+        result.assign(expected.size(), kSentinelInt);
+        return cuQueryAll(queries.data(), tree.data(), kQueries, kPoints, kK, result.data());
+      },
+      [&] { return all_missing(result); });
+  EXPECT_GT(passed, 1) << "cuQueryAll made no device allocation";
+  EXPECT_TRUE(same_rows(expected, result, kQueries, kK));
+  for (int n = 1; n <= passed; ++n) {
+    std::vector<int> automatic(expected.size(), kSentinelInt);
+    const int status = with_fault(n, [&] {
+      return queryAll(queries.data(), tree.data(), kQueries, kPoints, kK, automatic.data());
+    });
+    ASSERT_EQ(status, KNN_OK) << "queryAll, allocation " << n << ": " << status_text(status);
+    ASSERT_TRUE(same_rows(expected, automatic, kQueries, kK)) << "allocation " << n;
+  }
+}
+
 TEST_F(FaultInjection, MemoryLimitBelowOneChunk) {
   setenv("KNN_DEVICE_MEMORY_LIMIT", "4096", 1);
   int status = -1;

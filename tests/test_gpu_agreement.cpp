@@ -167,6 +167,46 @@ TEST_P(GpuQuery, MillionPointsMillionQueries) {
   ASSERT_TRUE(same_rows(cpu, query_ok(&queryAll, "queryAll", queries, tree, k), m, k));
 }
 
+// Short lists with about as many queries as points: the planner answers
+// them on the grid of the tree's points (src/query_planner.cpp) where the
+// points make a good grid, else on the tree. Either way the rows are the
+// CPU's, on every distribution.
+TEST_P(GpuQuery, ShortListsOnTheGridOfTheTreesPoints) {
+  const Dist dist = GetParam();
+  const int n = many_ties(dist) ? 20000 : 80000;
+  const int m = many_ties(dist) ? 5000 : n;
+  const std::vector<Point> points = make_points(dist, n, 91);
+  const std::vector<Node> tree = build_tree(points);
+  for (int k : {1, 4, 8, 16, 17, 31, 32}) {
+    const std::vector<Point> queries = mixed_queries(dist, points, m, 92 + k);
+    SCOPED_TRACE(describe(dist, n, m, k, 92 + k));
+    const std::vector<int> cpu = query_ok(&mpQueryAll, "mpQueryAll", queries, tree, k);
+    ASSERT_TRUE(same_rows(cpu, query_ok(&cuQueryAll, "cuQueryAll", queries, tree, k), m, k))
+        << "cuQueryAll vs mpQueryAll";
+    ASSERT_TRUE(same_rows(cpu, query_ok(&queryAll, "queryAll", queries, tree, k), m, k))
+        << "queryAll vs mpQueryAll";
+  }
+}
+
+// Queries away from a plane of points: a few of them (the grid answers and
+// scans every point for those) or all of them (the tree answers instead).
+TEST(GpuQueryPlacement, QueriesOffAPlaneOfPoints) {
+  SKIP_WITHOUT_DEVICE();
+  const int n = 150000, m = 60000, k = 8;
+  const std::vector<Point> points = make_points(Dist::Plane, n, 93);
+  const std::vector<Node> tree = build_tree(points);
+  for (int every : {1, 50}) {
+    std::vector<Point> queries = make_query_points(Dist::Uniform, m, 94 + every);
+    for (int i = 0; i < m; ++i) queries[i].p[2] = i % every == 0 ? 3.0f - queries[i].p[2] : 0.25f;
+    SCOPED_TRACE("1 query in " + std::to_string(every) + " off the plane");
+    const std::vector<int> cpu = query_ok(&mpQueryAll, "mpQueryAll", queries, tree, k);
+    ASSERT_TRUE(same_rows(cpu, query_ok(&cuQueryAll, "cuQueryAll", queries, tree, k), m, k))
+        << "cuQueryAll vs mpQueryAll";
+    ASSERT_TRUE(same_rows(cpu, query_ok(&queryAll, "queryAll", queries, tree, k), m, k))
+        << "queryAll vs mpQueryAll";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDistributions, GpuBuild, ::testing::ValuesIn(all_dists()), DistName());
 INSTANTIATE_TEST_SUITE_P(AllDistributions, GpuQuery, ::testing::ValuesIn(all_dists()), DistName());
 

@@ -24,10 +24,14 @@ constexpr int kMaxWarpsPerBlock = 4;
 // Dynamic shared memory a block gets without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
+// Also zeroes the count of queries the thread search hands over (the
+// chunk's search runs after it on the same stream): no memset of its own.
 template <typename Scalar>
 __global__ void query_keys_kernel(BasicGridLayout<Scalar> layout, const Scalar* queries,
-                                  int64_t count, uint32_t* keys, uint32_t* order) {
+                                  int64_t count, uint32_t* keys, uint32_t* order,
+                                  unsigned* handed_over_count) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i == 0) *handed_over_count = 0;
   if (i >= count) return;
   keys[i] = layout.key_of(queries[3 * i], queries[3 * i + 1], queries[3 * i + 2]);
   order[i] = static_cast<uint32_t>(i);
@@ -38,7 +42,7 @@ template <typename Scalar>
 const uint32_t* queries_in_cell_order(const GridView<Scalar>& grid, const Scalar* queries,
                                       int64_t count, GridSearchScratch& s, cudaStream_t stream) {
   query_keys_kernel<Scalar><<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
-      grid.layout, queries, count, s.keys[0].get(), s.order[0].get());
+      grid.layout, queries, count, s.keys[0].get(), s.order[0].get(), s.handed_over_count.get());
   check_launch("grid query keys");
   cub::DoubleBuffer<uint32_t> keys(s.keys[0].get(), s.keys[1].get());
   cub::DoubleBuffer<uint32_t> order(s.order[0].get(), s.order[1].get());
@@ -109,7 +113,7 @@ __device__ bool isolated(const GridView<Scalar>& grid, const Scalar q[3]) {
 }
 
 // Queries the thread search hands to the warp search (isolated ones): their
-// positions, and how many (device counter, zeroed before each search).
+// positions, and how many (device counter, zeroed by query_keys_kernel).
 struct HandedOver {
   uint32_t* queries;
   unsigned* count;
@@ -128,28 +132,20 @@ __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* qu
   load_query(queries, i, q);
   const auto kth = [&] { return BasicNeighbor<Scalar>{list.worst_dist, list.worst_index}; };
   const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
-  int64_t seen = 0;  // points read by the shells
-  bool isolated_query = false;
-  if (grid.n > 0)
-    walk_shells(
-        grid.layout, static_cast<const Scalar*>(q), kth,
-        [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
-          const int64_t read = scan_cells(grid, q, first, last, scan, kth, offer);
-          seen += read;
-          return read;
-        },
-        [&](int32_t first, int32_t last, const ShellCube& cube) {
-          for (int32_t id = first; id < last; ++id) {
-            Scalar p[3];
-            load_point(grid, id, p);
-            if (!cube.contains(grid.layout, p[0], p[1], p[2]))
-              offer(squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]), id);
-          }
-        },
-        [&](int32_t r) {
-          isolated_query = r == 1 && seen == 0;
-          return !isolated_query;
-        });
+  const bool isolated_query =
+      grid.n > 0 && walk_shells(
+                        grid.layout, static_cast<const Scalar*>(q), kth,
+                        [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
+                          return scan_cells(grid, q, first, last, scan, kth, offer);
+                        },
+                        [&](int32_t first, int32_t last, const ShellCube& cube) {
+                          for (int32_t id = first; id < last; ++id) {
+                            Scalar p[3];
+                            load_point(grid, id, p);
+                            if (!cube.contains(grid.layout, p[0], p[1], p[2]))
+                              offer(squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]), id);
+                          }
+                        }) == ShellWalk::Isolated;
   if (isolated_query) {
     handed_over.queries[atomicAdd(handed_over.count, 1u)] = static_cast<uint32_t>(i);
     return;
@@ -231,22 +227,16 @@ __device__ void warp_query(const GridView<Scalar>& grid, const Scalar* queries, 
     }
     return static_cast<int64_t>(end - begin);
   };
-  int64_t seen = 0;  // points read by the shells
-  bool isolated_query = false;
   if (grid.n > 0) {
     // The shell walk's tests read the k-th with every candidate merged: a
     // stale one would walk whole shells more.
-    walk_shells(
+    const ShellWalk walk = walk_shells(
         grid.layout, static_cast<const Scalar*>(q),
         [&] {
           list.flush();
           return list.worst;
         },
-        [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
-          const int64_t read = scan_run(first, last, scan);
-          seen += read;
-          return read;
-        },
+        scan_run,
         [&](int32_t first, int32_t last, const ShellCube& cube) {
           for (int32_t base = first; base < last; base += 32) {
             Neighbor c{infinity<Scalar>(), kNoIndex};
@@ -259,13 +249,9 @@ __device__ void warp_query(const GridView<Scalar>& grid, const Scalar* queries, 
             }
             list.offer(c);
           }
-        },
-        [&](int32_t r) {
-          isolated_query = r == 1 && seen == 0;
-          return !isolated_query;
         });
     // Every cell as one run, bound 0 (a lower bound of every distance).
-    if (isolated_query)
+    if (walk == ShellWalk::Isolated)
       scan_run(0, static_cast<uint32_t>(grid.layout.cell_count() - 1),
                CellScan<Scalar>{Scalar(0), 0});
   }
@@ -400,8 +386,6 @@ void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int6
   if (shared > kDefaultSharedBytes)
     allow_all_dynamic_shared(knn_thread_kernel<Scalar, K>,
                              "cudaFuncSetAttribute (grid thread search)");
-  check(cudaMemsetAsync(s.handed_over_count.get(), 0, sizeof(unsigned), stream),
-        "grid knn (handed over)");
   const HandedOver handed_over{s.handed_over.get(), s.handed_over_count.get()};
   knn_thread_kernel<Scalar, K><<<grid_for(count, kThreadBlock), kThreadBlock, shared, stream>>>(
       grid, queries, count, order, k, take, self_first, indices, sq_distances, handed_over);

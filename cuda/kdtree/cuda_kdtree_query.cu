@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "../../engine/progress.h"
+#include "../core/launch_policy.h"
 #include "../core/pinned_pool.h"
 #include "../cuda_engine.h"
+#include "../cuda_index.h"
 #include "cuda_kdtree_search.h"
 
 namespace knn {
@@ -50,6 +52,19 @@ void report_tree_defect(const Node* tree, int64_t n, int root_dim, unsigned long
   if (first_repeat < static_cast<unsigned long long>(n))
     fail(KNN_ERR_INVALID_TREE, tree_defect_message(static_cast<int64_t>(first_repeat),
                                                    kTreeDuplicateId, tree[first_repeat].id));
+}
+
+// Each node's point into row Node.id of `rows`: the points in the order the
+// tree was built from (the ids are a permutation: the tree check saw to it).
+__global__ void points_in_input_order_kernel(const float4* nodes, int64_t n, float* rows) {
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float4 node = nodes[i];
+    float* row = rows + 3 * static_cast<int64_t>(__float_as_int(node.w));
+    row[0] = node.x;
+    row[1] = node.y;
+    row[2] = node.z;
+  }
 }
 
 }  // namespace
@@ -121,6 +136,22 @@ DeviceTree::DeviceTree(const Node* tree, int64_t n, int root_dim, bool check_tre
 DeviceTree::~DeviceTree() { delete impl_; }
 
 int64_t DeviceTree::size() const { return impl_->n; }
+
+std::unique_ptr<IndexEngine> DeviceTree::grid_of_points(const IndexParams& params) const {
+  const int64_t n = impl_->n;
+  DeviceBuffer<float> rows(3 * static_cast<size_t>(n));
+  if (n > 0) {
+    Stream stream;
+    constexpr int kBlock = 256;
+    points_in_input_order_kernel<<<grid_stride_blocks(points_in_input_order_kernel, kBlock, n),
+                                   kBlock, 0, stream.get()>>>(impl_->nodes.get(), n, rows.get());
+    check_launch("tree points in input order");
+    stream.synchronize();
+  }
+  IndexParams on_device = params;
+  on_device.points_on_device = true;
+  return build_grid_index<float>(rows.get(), n, on_device);
+}
 
 void DeviceTree::query(const Point* queries, int k, int32_t* indices, float* sq_distances,
                        int64_t chunk, int slot_count, ChunkSource& source) const {
