@@ -7,6 +7,7 @@
 #include "../../common/static_dim.h"
 #include "../core/knn_lists.cuh"
 #include "../core/launch_policy.h"
+#include "../core/pinned_pool.h"
 #include "../core/query_chunks.cuh"
 #include "../core/resident_rows_engine.cuh"
 #include "../core/warp_list.cuh"
@@ -493,12 +494,8 @@ class BruteForceIndex final : public ResidentRowsEngine<Scalar> {
     points_.allocate(count);
     if (count == 0) return;
     Stream stream;
-    check(
-        cudaMemcpyAsync(points_.get(), points, count * sizeof(Scalar),
-                        params.points_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
-                        stream.get()),
-        "cudaMemcpyAsync (brute-force points to device)");
-    stream.synchronize();
+    copy_points_in(points_.get(), points, count * sizeof(Scalar), params.points_on_device,
+                   stream.get());
   }
 
   int backend() const override { return KNN_BACKEND_CUDA; }

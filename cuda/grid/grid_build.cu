@@ -33,6 +33,7 @@
 #include "../core/cuda_support.h"
 #include "../core/launch_policy.h"
 #include "../core/memory_model.h"
+#include "../core/pinned_pool.h"
 #include "../core/query_chunks.cuh"
 #include "../core/radix_sort_temp.cuh"
 #include "../core/resident_rows_engine.cuh"
@@ -358,11 +359,7 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int6
   using Key = typename OrderedKey<Scalar>::type;
   const size_t un = static_cast<size_t>(n);
   DeviceBuffer<Scalar> xyz(3 * un);
-  if (n > 0)
-    check(cudaMemcpyAsync(xyz.get(), points, 3 * un * sizeof(Scalar),
-                          points_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
-                          stream),
-          "grid build: copying the points");
+  copy_points_in(xyz.get(), points, 3 * un * sizeof(Scalar), points_on_device, stream);
 
   // 1-2. Bounding box and layout.
   Scalar lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};

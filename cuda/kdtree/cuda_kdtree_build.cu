@@ -19,6 +19,7 @@
 
 #include "../core/float4_point.cuh"
 #include "../core/memory_model.h"
+#include "../core/pinned_pool.h"
 #include "../core/radix_sort_temp.cuh"
 #include "../cuda_engine.h"
 #include "cuda_kdtree_build.h"
@@ -354,13 +355,9 @@ void build_kdtree(const Point* points, int64_t n, Node* tree) {
   DeviceBuffer<Point> d_points(static_cast<size_t>(n));
   DeviceBuffer<Node> d_tree(static_cast<size_t>(n));
   BuildWorkspace ws(n);
-  check(cudaMemcpyAsync(d_points.get(), points, sizeof(Point) * n, cudaMemcpyHostToDevice,
-                        stream.get()),
-        "cudaMemcpyAsync points");
+  upload_staged(d_points.get(), points, sizeof(Point) * static_cast<size_t>(n), stream.get());
   build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
-  check(cudaMemcpyAsync(tree, d_tree.get(), sizeof(Node) * n, cudaMemcpyDeviceToHost, stream.get()),
-        "cudaMemcpyAsync tree");
-  stream.synchronize();
+  download_staged(tree, d_tree.get(), sizeof(Node) * static_cast<size_t>(n), stream.get());
 }
 
 }  // namespace cuda

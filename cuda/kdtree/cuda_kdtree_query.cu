@@ -102,17 +102,20 @@ DeviceTree::DeviceTree(const Node* tree, int64_t n, int root_dim, bool check_tre
       check(cudaMemsetAsync(first_node.get(), 0xff, sizeof(uint32_t) * n, stream.get()),
             "cudaMemsetAsync");
     }
+    // Pieces of whole nodes through pinned staging into one device staging
+    // buffer, each converted there: the stream orders a piece's copy after
+    // the previous piece's conversion.
     DeviceBuffer<Node> staging(static_cast<size_t>(std::min(n, kUploadNodes)));
-    for (int64_t first = 0; first < n; first += kUploadNodes) {
-      const int64_t count = std::min(kUploadNodes, n - first);
-      check(cudaMemcpyAsync(staging.get(), tree + first, sizeof(Node) * count,
-                            cudaMemcpyHostToDevice, stream.get()),
-            "cudaMemcpyAsync tree");
-      checker.offset = first;
-      convert_nodes(staging.get(), count, impl_->nodes.get() + first, impl_->box_keys.get(),
-                    stream.get(), checker);
-      stream.synchronize();  // the staging buffer is reused by the next piece
-    }
+    upload_staged_pieces(
+        tree, sizeof(Node) * static_cast<size_t>(n), sizeof(Node) * kUploadNodes, stream.get(),
+        [&](size_t at, size_t bytes, const void* pinned) {
+          check(cudaMemcpyAsync(staging.get(), pinned, bytes, cudaMemcpyHostToDevice, stream.get()),
+                "cudaMemcpyAsync tree");
+          const int64_t first = static_cast<int64_t>(at / sizeof(Node));
+          checker.offset = first;
+          convert_nodes(staging.get(), static_cast<int64_t>(bytes / sizeof(Node)),
+                        impl_->nodes.get() + first, impl_->box_keys.get(), stream.get(), checker);
+        });
     if (checker.first_bad) {
       check_tree_order_and_ids(impl_->nodes.get(), n, root_dim, checker, stream.get());
       unsigned long long found[2];

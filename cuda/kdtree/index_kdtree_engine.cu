@@ -5,6 +5,7 @@
 #include <climits>
 #include <memory>
 
+#include "../core/pinned_pool.h"
 #include "../core/query_chunks.cuh"
 #include "../core/resident_rows_engine.cuh"
 #include "../cuda_engine.h"
@@ -33,12 +34,8 @@ class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
     tree_.levels = bucket_tree_levels(n, leaf_size);
     Stream stream;
     tree_.input.allocate(static_cast<size_t>(n) * dim);
-    if (n > 0)
-      check(cudaMemcpyAsync(
-                tree_.input.get(), points, sizeof(Scalar) * n * dim,
-                params.points_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
-                stream.get()),
-            "cudaMemcpyAsync (points to device)");
+    copy_points_in(tree_.input.get(), points, sizeof(Scalar) * n * dim, params.points_on_device,
+                   stream.get());
     build_bucket_tree(tree_, stream.get());
   }
 
