@@ -334,9 +334,9 @@ KNN_API size_t KNN_CALL getTreeSize(int n_tree);
 /* Device bytes cuBuildKdTree needs for n points. */
 KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree);
 /* Device bytes to run the whole call at once: the tree and every query's
- * result rows on the device together, or, where the grid of the tree's points
- * may answer (queryAll above), the tree, the grid and a pipeline of queries if
- * that is more. cuQueryAll streams the queries in
+ * result rows on the device together, or, for trees of more than 16384 nodes
+ * (where the grid of the tree's points may answer, queryAll above), the tree,
+ * the grid and a pipeline of queries if that is more. cuQueryAll streams the queries in
  * chunks (at most 2^19 queries each), so its real peak is usually far lower;
  * queryAll plans its chunks within the device budget when less than this fits it. */
 KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree);

@@ -590,7 +590,10 @@ void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
 
 size_t query_bytes_needed(int64_t m, int k, int64_t n) {
   const size_t tree_search = cuda::query_bytes(m, k, n, m);
-  if (!grid_may_serve(m, k, n)) return tree_search;
+  // Every tree the grid may serve counts the grid path, whatever m and k:
+  // the figure must not shrink when a caller asks for more (m >= n / 4 and
+  // k < 33 would make it shrink with n and at k = 33).
+  if (n <= kGpuBruteForceMaxPoints) return tree_search;
   return std::max(tree_search, cuda::index_memory::classic_grid_query_bytes(m, k, n));
 }
 
