@@ -132,26 +132,34 @@ TEST_F(FaultInjection, BuildOnDeviceFailsCleanlyAtEveryAllocation) {
   }
 }
 
-TEST_F(FaultInjection, QueryOnDeviceFailsCleanlyAtEveryAllocation) {
+// Walks every device allocation of cuQueryAll over these queries and tree
+// (clean failures until it succeeds), then fails each of them under queryAll,
+// which never fails for lack of device memory: the CPU answers.
+void walk_query_calls(const std::vector<Point>& queries, const std::vector<Node>& tree,
+                      const std::vector<int>& expected) {
+  const int m = static_cast<int>(queries.size()), n = static_cast<int>(tree.size());
   std::vector<int> result;
   const int passed = walk_cuda_call(
       "cuQueryAll",
       [&] {
-        result.assign(expected_.size(), kSentinelInt);
-        return cuQueryAll(queries_.data(), tree_.data(), kQueries, kPoints, kK, result.data());
+        result.assign(expected.size(), kSentinelInt);
+        return cuQueryAll(queries.data(), tree.data(), m, n, kK, result.data());
       },
       [&] { return all_missing(result); });
   EXPECT_GT(passed, 1) << "cuQueryAll made no device allocation";
-  EXPECT_TRUE(same_rows(expected_, result, kQueries, kK));
-  // queryAll never fails for lack of device memory: the CPU answers.
-  for (int n = 1; n <= passed; ++n) {
-    std::vector<int> automatic(expected_.size(), kSentinelInt);
-    const int status = with_fault(n, [&] {
-      return queryAll(queries_.data(), tree_.data(), kQueries, kPoints, kK, automatic.data());
-    });
-    ASSERT_EQ(status, KNN_OK) << "queryAll, allocation " << n << ": " << status_text(status);
-    ASSERT_TRUE(same_rows(expected_, automatic, kQueries, kK)) << "allocation " << n;
+  EXPECT_TRUE(same_rows(expected, result, m, kK));
+  for (int nth = 1; nth <= passed; ++nth) {
+    std::vector<int> automatic(expected.size(), kSentinelInt);
+    const int status = with_fault(
+        nth, [&] { return queryAll(queries.data(), tree.data(), m, n, kK, automatic.data()); });
+    ASSERT_EQ(status, KNN_OK) << "queryAll, allocation " << nth << ": " << status_text(status);
+    ASSERT_TRUE(same_rows(expected, automatic, m, kK)) << "allocation " << nth;
   }
+}
+
+// The fixture's clustered points.
+TEST_F(FaultInjection, QueryOnDeviceFailsCleanlyAtEveryAllocation) {
+  walk_query_calls(queries_, tree_, expected_);
 }
 
 // Uniform points make a good grid: cuQueryAll answers on the grid of the
@@ -160,25 +168,7 @@ TEST_F(FaultInjection, QueryOnTheGridOfTheTreesPointsFailsCleanlyAtEveryAllocati
   const std::vector<Point> points = make_points(Dist::Uniform, kPoints, 83);
   const std::vector<Node> tree = build_tree(points);
   const std::vector<Point> queries = make_query_points(Dist::Uniform, kQueries, 84);
-  const std::vector<int> expected = query_ok(&mpQueryAll, "mpQueryAll", queries, tree, kK);
-  std::vector<int> result;
-  const int passed = walk_cuda_call(
-      "cuQueryAll",
-      [&] {
-        result.assign(expected.size(), kSentinelInt);
-        return cuQueryAll(queries.data(), tree.data(), kQueries, kPoints, kK, result.data());
-      },
-      [&] { return all_missing(result); });
-  EXPECT_GT(passed, 1) << "cuQueryAll made no device allocation";
-  EXPECT_TRUE(same_rows(expected, result, kQueries, kK));
-  for (int n = 1; n <= passed; ++n) {
-    std::vector<int> automatic(expected.size(), kSentinelInt);
-    const int status = with_fault(n, [&] {
-      return queryAll(queries.data(), tree.data(), kQueries, kPoints, kK, automatic.data());
-    });
-    ASSERT_EQ(status, KNN_OK) << "queryAll, allocation " << n << ": " << status_text(status);
-    ASSERT_TRUE(same_rows(expected, automatic, kQueries, kK)) << "allocation " << n;
-  }
+  walk_query_calls(queries, tree, query_ok(&mpQueryAll, "mpQueryAll", queries, tree, kK));
 }
 
 TEST_F(FaultInjection, MemoryLimitBelowOneChunk) {
