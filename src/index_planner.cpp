@@ -25,8 +25,8 @@ bool primary_refuses(int backend, int primary, int64_t n, int list_k) {
 
 bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind) {
   return backend == KNN_BACKEND_CUDA && primary == KNN_STRUCTURE_GRID &&
-         kind == CallKind::Nearest &&
-         list_k<kGpuGridKdTreeMinK&& static_cast<double>(n)> kGpuGridMaxIsolatedScan;
+         kind == CallKind::Nearest && (list_k < kGpuGridKdTreeMinK) &&
+         (static_cast<double>(n) > kGpuGridMaxIsolatedScan);
 }
 
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,

@@ -1,7 +1,7 @@
 // The reuse policy of cuda/core/block_cache.h (pinned staging and device
 // memory), driven by counting get/free functions on the host: what is
 // reused, what is freed, the cap on idle bytes, and the retry after a
-// failed get.
+// failed get, and a block given back when no host memory is left to note it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "../cuda/core/block_cache.h"
+#include "host_alloc_hook.h"
 
 namespace {
 
@@ -138,6 +139,34 @@ TEST(BlockCache, AFailedGetFreesTheIdleBlocksAndTriesOnce) {
   // Nothing idle to free: the failure reaches the caller, and nothing leaks.
   EXPECT_THROW(cache.take(kGranule), std::bad_alloc);
   cache.give_back(b);
+  cache.release_idle();
+  EXPECT_TRUE(m.live.empty());
+}
+
+// Destructors give blocks back, so give_back must not throw: with no host
+// memory to note the block, it frees it.
+TEST(BlockCache, ABlockThatCannotBeNotedIsFreed) {
+  namespace hook = knn_test::alloc_hook;
+  Memory m;
+  BlockCache cache = m.cache(1 << 20, 1.0);
+  const BlockCache::Block a = cache.take(kGranule);
+  hook::arm(1, hook::Mode::Persistent);
+  bool threw = false;
+  try {
+    cache.give_back(a);
+  } catch (...) {
+    threw = true;
+  }
+  const int64_t failed = hook::failed();
+  hook::disarm();
+  EXPECT_FALSE(threw);
+  EXPECT_GT(failed, 0) << "give_back allocated nothing: the test proves nothing";
+  EXPECT_EQ(m.live.count(a.ptr), 0u);
+  EXPECT_EQ(cache.idle_bytes(), 0u);
+  // With memory again, blocks are kept as before.
+  const BlockCache::Block b = cache.take(kGranule);
+  cache.give_back(b);
+  EXPECT_EQ(cache.idle_bytes(), kGranule);
   cache.release_idle();
   EXPECT_TRUE(m.live.empty());
 }

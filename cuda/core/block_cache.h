@@ -97,26 +97,34 @@ class BlockCache {
   }
 
   // Keeps b for reuse, freeing the oldest idle blocks as needed to stay
-  // within the cap; a block larger than the cap is freed.
-  void give_back(Block b) {
+  // within the cap; a block larger than the cap is freed, and so is one that
+  // there is no host memory to note. Never throws: destructors give blocks
+  // back. Blocks over the cap are freed under the lock, which only threads
+  // giving back to this cache wait for.
+  void give_back(Block b) noexcept {
     if (b.ptr == nullptr) return;
-    std::vector<Block> freed;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (b.bytes > policy_.idle_cap) {
-        freed.push_back(b);
-      } else {
-        size_t drop = 0;
-        while (idle_bytes_ + b.bytes > policy_.idle_cap) {
-          idle_bytes_ -= idle_[drop].bytes;
-          freed.push_back(idle_[drop++]);
-        }
-        idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(drop));
-        idle_.push_back(b);
-        idle_bytes_ += b.bytes;
+    std::unique_lock<std::mutex> lock(mutex_);
+    bool keep = b.bytes <= policy_.idle_cap;
+    if (keep) {
+      try {
+        idle_.reserve(idle_.size() + 1);
+      } catch (...) {
+        keep = false;
       }
     }
-    for (const Block& f : freed) free(f);
+    if (!keep) {
+      lock.unlock();
+      free(b);
+      return;
+    }
+    while (idle_bytes_ + b.bytes > policy_.idle_cap) {
+      const Block oldest = idle_.front();
+      idle_.erase(idle_.begin());
+      idle_bytes_ -= oldest.bytes;
+      free(oldest);
+    }
+    idle_.push_back(b);  // reserved above
+    idle_bytes_ += b.bytes;
   }
 
   // Frees every idle block; returns the bytes freed.
