@@ -71,8 +71,9 @@ class DeviceTree {
   // The tree's points binned as the index API's grid (cuda_index.h,
   // build_grid_index), from the nodes already on the device: the points
   // take their input order back from the nodes' ids, so the grid answers
-  // with the same indices (Node.id) and the same ties as the tree. nullptr
-  // when the points make a poor grid. params.points_on_device is implied.
+  // with the same indices (Node.id) and the same ties as the tree, and the
+  // grid keeps them as its points in input order (no copy). nullptr when the
+  // points make a poor grid.
   std::unique_ptr<IndexEngine> grid_of_points(const IndexParams& params) const;
 
  private:

@@ -23,7 +23,7 @@ build_dir=${KNN_BUILD_DIR:-build}
 with_cuda=${KNN_WITH_CUDA:-AUTO}
 jobs=${KNN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
-step() { printf '\n==== %s\n' "$*"; }
+step() { printf '\n==== [%4d s] %s\n' "$SECONDS" "$*"; }
 die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
 
 # ---- Packages ------------------------------------------------------------------
@@ -87,6 +87,7 @@ if [ -d scripts/checks ]; then
 fi
 
 echo
+echo "test.sh took $SECONDS s"
 if ((${#failed[@]})); then
   echo "FAILED: ${failed[*]}"
   exit 1

@@ -301,14 +301,10 @@ const BasicIndexEngine<Scalar>& serving_engine(const knn_index& ix, int list_k, 
   const int backend = primary.backend(), structure = primary.structure();
   const bool primary_serves = !primary_refuses(backend, structure, ix.size(), list_k);
   try {
-    double isolated_share = 0.0;
-    if (queries != nullptr && reads_isolated_share(backend, structure, ix.size(), list_k, kind)) {
-      CallParams placement;
-      placement.queries_on_device = on_device(queries);
-      isolated_share = primary.share_of_isolated_queries(queries, m, placement);
-    }
+    const bool queries_on_device =
+        queries != nullptr && backend == KNN_BACKEND_CUDA && on_device(queries);
     const int serving =
-        serving_structure(backend, structure, ix.size(), list_k, kind, isolated_share);
+        structure_serving_call(primary, ix.size(), list_k, kind, queries, m, queries_on_device);
     return ix.lazy_kdtree<Scalar>().serving(primary, serving, primary_serves, [&] {
       if (backend == KNN_BACKEND_CUDA)
         return cuda::build_kdtree_index_of(primary, build_params(ix, false));

@@ -39,6 +39,25 @@ int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind 
   return primary == KNN_STRUCTURE_GRID && (long_lists || isolated) ? KNN_STRUCTURE_KDTREE : primary;
 }
 
+template <typename Scalar>
+int structure_serving_call(const BasicIndexEngine<Scalar>& primary, int64_t n, int list_k,
+                           CallKind kind, const Scalar* queries, int64_t m,
+                           bool queries_on_device) {
+  const int backend = primary.backend(), structure = primary.structure();
+  double isolated_share = 0.0;
+  if (queries != nullptr && reads_isolated_share(backend, structure, n, list_k, kind)) {
+    CallParams placement;
+    placement.queries_on_device = queries_on_device;
+    isolated_share = primary.share_of_isolated_queries(queries, m, placement);
+  }
+  return serving_structure(backend, structure, n, list_k, kind, isolated_share);
+}
+
+template int structure_serving_call<float>(const IndexEngine&, int64_t, int, CallKind, const float*,
+                                           int64_t, bool);
+template int structure_serving_call<double>(const IndexEngine64&, int64_t, int, CallKind,
+                                            const double*, int64_t, bool);
+
 namespace {
 size_t scalar_size(int scalar) {
   return scalar == KNN_SCALAR_FLOAT64 ? sizeof(double) : sizeof(float);

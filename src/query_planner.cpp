@@ -217,9 +217,14 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
 // the grid is tried only from m >= n / kGridQueriesPerPointDivisor.
 constexpr int64_t kGridQueriesPerPointDivisor = 4;
 
+// Where an AUTO index of the tree's points would be a grid that serves lists
+// of k (the planner's own rules; once the grid is binned, query_on_grid asks
+// them again with the queries' placement).
 bool grid_may_serve(int64_t m, int k, int64_t n) {
-  return k < kGpuGridKdTreeMinK && n > kGpuBruteForceMaxPoints &&
-         m >= n / kGridQueriesPerPointDivisor;
+  return m >= n / kGridQueriesPerPointDivisor &&
+         auto_structure(KNN_BACKEND_CUDA, n, 3) == KNN_STRUCTURE_GRID &&
+         serving_structure(KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID, n, k, CallKind::Nearest) ==
+             KNN_STRUCTURE_GRID;
 }
 
 // Answers the call on the grid of the tree's points when the points make a
@@ -235,15 +240,10 @@ bool query_on_grid(std::unique_ptr<cuda::DeviceTree>& device_tree, const Point* 
   const std::unique_ptr<IndexEngine> grid = device_tree->grid_of_points(params);
   if (!grid) return false;
   const float* rows = reinterpret_cast<const float*>(queries);
-  CallParams call;
-  const double isolated =
-      reads_isolated_share(KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID, n, k, CallKind::Nearest)
-          ? grid->share_of_isolated_queries(rows, m, call)
-          : 0.0;
-  if (serving_structure(KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID, n, k, CallKind::Nearest, isolated) !=
-      KNN_STRUCTURE_GRID)
+  if (structure_serving_call(*grid, n, k, CallKind::Nearest, rows, m, false) != KNN_STRUCTURE_GRID)
     return false;
   device_tree.reset();
+  CallParams call;
   call.device_memory_limit = budget - cuda::index_memory::grid_build_bytes(n);
   grid->knn(rows, m, k, result, nullptr, call);
   return true;

@@ -39,6 +39,7 @@
 #include "../core/resident_rows_engine.cuh"
 #include "../cuda_engine.h"
 #include "../cuda_index.h"
+#include "../device_grid_index.h"
 #include "../index_memory_model.h"
 #include "grid_build.cuh"
 
@@ -356,10 +357,17 @@ template <typename Scalar>
 std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int64_t n,
                                                       bool points_on_device, int target,
                                                       bool refine, cudaStream_t stream) {
+  DeviceBuffer<Scalar> xyz(3 * static_cast<size_t>(n));
+  copy_points_in(xyz.get(), points, xyz.size() * sizeof(Scalar), points_on_device, stream);
+  return build_device_grid(std::move(xyz), n, target, refine, stream);
+}
+
+template <typename Scalar>
+std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, int64_t n,
+                                                      int target, bool refine,
+                                                      cudaStream_t stream) {
   using Key = typename OrderedKey<Scalar>::type;
   const size_t un = static_cast<size_t>(n);
-  DeviceBuffer<Scalar> xyz(3 * un);
-  copy_points_in(xyz.get(), points, 3 * un * sizeof(Scalar), points_on_device, stream);
 
   // 1-2. Bounding box and layout.
   Scalar lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
@@ -431,18 +439,28 @@ template std::unique_ptr<DeviceGrid<float>> build_device_grid<float>(const float
 template std::unique_ptr<DeviceGrid<double>> build_device_grid<double>(const double*, int64_t, bool,
                                                                        int, bool, cudaStream_t);
 
+template std::unique_ptr<DeviceGrid<float>> build_device_grid<float>(DeviceBuffer<float>, int64_t,
+                                                                     int, bool, cudaStream_t);
+template std::unique_ptr<DeviceGrid<double>> build_device_grid<double>(DeviceBuffer<double>,
+                                                                       int64_t, int, bool,
+                                                                       cudaStream_t);
+
 namespace {
 
 template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> grid_index(const Scalar* points, int64_t n,
-                                                     const IndexParams& params) {
+void require_grid_build_fits(int64_t n, const IndexParams& params) {
   require_build_within_limit(
       device_budget(params.device_memory_limit), index_memory::grid_build_bytes(n, sizeof(Scalar)),
       format("building a CUDA grid of %lld points", static_cast<long long>(n)));
+}
+
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> grid_engine(DeviceBuffer<Scalar> xyz, int64_t n,
+                                                      const IndexParams& params,
+                                                      cudaStream_t stream) {
   const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
-  Stream stream;
-  std::unique_ptr<DeviceGrid<Scalar>> grid = build_device_grid(
-      points, n, params.points_on_device, target, params.refine_grid, stream.get());
+  std::unique_ptr<DeviceGrid<Scalar>> grid =
+      build_device_grid(std::move(xyz), n, target, params.refine_grid, stream);
   if (!grid) return nullptr;
   return std::make_unique<GridIndex<Scalar>>(std::move(grid));
 }
@@ -452,12 +470,27 @@ std::unique_ptr<BasicIndexEngine<Scalar>> grid_index(const Scalar* points, int64
 template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points, int64_t n,
                                                            const IndexParams& params) {
-  return grid_index(points, n, params);
+  require_grid_build_fits<Scalar>(n, params);
+  Stream stream;
+  DeviceBuffer<Scalar> xyz(3 * static_cast<size_t>(n));
+  copy_points_in(xyz.get(), points, xyz.size() * sizeof(Scalar), params.points_on_device,
+                 stream.get());
+  return grid_engine(std::move(xyz), n, params, stream.get());
+}
+
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(DeviceBuffer<Scalar> xyz, int64_t n,
+                                                           const IndexParams& params) {
+  require_grid_build_fits<Scalar>(n, params);
+  Stream stream;
+  return grid_engine(std::move(xyz), n, params, stream.get());
 }
 
 template std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&);
 template std::unique_ptr<IndexEngine64> build_grid_index(const double*, int64_t,
                                                          const IndexParams&);
+template std::unique_ptr<IndexEngine> build_grid_index(DeviceBuffer<float>, int64_t,
+                                                       const IndexParams&);
 
 }  // namespace cuda
 }  // namespace knn

@@ -40,6 +40,11 @@ template <typename Scalar>
 std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int64_t n,
                                                       bool points_on_device, int target,
                                                       bool refine, cudaStream_t stream);
+// The same over points already in a device buffer (rows of x, y, z), which
+// the grid keeps as its points in input order instead of a copy.
+template <typename Scalar>
+std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, int64_t n,
+                                                      int target, bool refine, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace knn

@@ -3,6 +3,7 @@
 // transfers and host copies overlap the other's search.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "../../engine/progress.h"
@@ -10,6 +11,7 @@
 #include "../core/pinned_pool.h"
 #include "../cuda_engine.h"
 #include "../cuda_index.h"
+#include "../device_grid_index.h"
 #include "cuda_kdtree_search.h"
 
 namespace knn {
@@ -72,10 +74,25 @@ __global__ void points_in_input_order_kernel(const float4* nodes, int64_t n, flo
 struct DeviceTree::Impl {
   DeviceBuffer<float4> nodes;
   DeviceBuffer<uint32_t> box_keys{6};
+  // The warp search's buckets and boxes, laid out at the first query: a tree
+  // whose points the grid answers (grid_of_points) never needs them. Two
+  // host threads may query one tree (a device listed twice).
   DeviceBuffer<float4> buckets;
   DeviceBuffer<float4> boxes;
+  std::once_flag buckets_laid_out;
   int64_t n;
   int root_dim;
+
+  void lay_out_buckets() {
+    std::call_once(buckets_laid_out, [this] {
+      const int64_t top = (int64_t{1} << bucket_level_for(n)) - 1;
+      buckets.allocate(static_cast<size_t>(n - top));
+      boxes.allocate(static_cast<size_t>(2 * (top + 1)));
+      Stream stream;
+      layout_buckets(view(), buckets.get(), boxes.get(), stream.get());
+      stream.synchronize();
+    });
+  }
 
   TreeView view() const {
     return TreeView{nodes.get(),   n,          root_dim, box_keys.get(), bucket_level_for(n),
@@ -125,10 +142,6 @@ DeviceTree::DeviceTree(const Node* tree, int64_t n, int root_dim, bool check_tre
       stream.synchronize();
       report_tree_defect(tree, n, root_dim, found[0], found[1]);
     }
-    const int64_t top = (int64_t{1} << bucket_level_for(n)) - 1;
-    impl_->buckets.allocate(static_cast<size_t>(n - top));
-    impl_->boxes.allocate(static_cast<size_t>(2 * (top + 1)));
-    layout_buckets(impl_->view(), impl_->buckets.get(), impl_->boxes.get(), stream.get());
     stream.synchronize();
   } catch (...) {
     delete impl_;
@@ -151,9 +164,7 @@ std::unique_ptr<IndexEngine> DeviceTree::grid_of_points(const IndexParams& param
     check_launch("tree points in input order");
     stream.synchronize();
   }
-  IndexParams on_device = params;
-  on_device.points_on_device = true;
-  return build_grid_index<float>(rows.get(), n, on_device);
+  return build_grid_index(std::move(rows), n, params);
 }
 
 void DeviceTree::query(const Point* queries, int k, int32_t* indices, float* sq_distances,
@@ -171,6 +182,7 @@ void DeviceTree::query(const Point* queries, int k, int32_t* indices, float* sq_
     s.count = 0;
   };
   try {
+    impl_->lay_out_buckets();
     for (int i = 0; i < slot_count; ++i)
       slots.push_back(new Slot(chunk, k, sq_distances != nullptr));
     const TreeView tree = impl_->view();

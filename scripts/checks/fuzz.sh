@@ -32,7 +32,9 @@ command -v clang++ >/dev/null 2>&1 || {
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 mkdir -p "$DIR"
 say "configure and build $DIR (clang, $flags)"
+# -O1 -g1 (line tables), as the sanitizer builds: half the compile time.
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   -DKNN_BUILD_FUZZERS=ON -DKNN_WITH_CUDA=OFF -DKNN_BUILD_TESTS=OFF -DKNN_BUILD_BENCH=OFF \
   "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" \
   "-DCMAKE_SHARED_LINKER_FLAGS=$flags" >"$DIR/fuzz-configure.log" 2>&1 || {
