@@ -105,11 +105,12 @@ inline size_t query_bytes(int structure, int64_t m, int k, int64_t n, int dim,
 
 // A classic query (queryAll, cuQueryAll) that the grid of the tree's points
 // answers (src/query_planner.cpp): while the points are binned, the uploaded
-// tree (memory_model.h tree_bytes) and the grid's build (whose points in
-// input order are the tree's, scattered back); then the grid alone with the
-// call's pipeline, two slots of at most kMaxChunkQueries queries.
+// tree (memory_model.h uploaded_tree_bytes: its buckets are laid out only
+// for its own search) and the grid's build (whose points in input order are
+// the tree's, scattered back); then the grid alone with the call's pipeline,
+// two slots of at most kMaxChunkQueries queries.
 inline size_t classic_grid_query_bytes(int64_t m, int k, int64_t n) {
-  const size_t binning = saturating_add(tree_bytes(n), grid_build_bytes(n));
+  const size_t binning = saturating_add(uploaded_tree_bytes(n), grid_build_bytes(n));
   const int64_t chunk = std::min(m, kMaxChunkQueries);
   const size_t querying =
       saturating_add(grid_build_bytes(n), saturating_mul(kPipelineSlots, call_bytes(chunk, k, 3)));

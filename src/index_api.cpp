@@ -47,6 +47,9 @@ struct knn_index {
   // the primary structure, and calls it serves worse or not at all are
   // served by a kd-tree the index adds on first use (src/lazy_kdtree.h).
   bool automatic = false;
+  // Put on the GPU by KNN_BACKEND_AUTO: a call the device has no memory for
+  // is answered on the CPU instead (answer_call).
+  bool cpu_fallback = false;
   knn::BasicLazyKdTree<float> kdtree32;
   knn::BasicLazyKdTree<double> kdtree64;
   // Copies on other devices (several devices per call), of the engine's precision.
@@ -240,26 +243,28 @@ CallParams call_params(const knn_index& index, const knn_options& call_opt) {
   return params;
 }
 
-template <typename Scalar, class Call>
-void run_on_engine(const knn_index& index, const Scalar* queries, int64_t m,
-                   const Outputs<Scalar>& out, const knn_options& call_opt, Call call) {
+template <typename Scalar>
+void run_on_engine(const knn_index& index, const BasicIndexEngine<Scalar>& engine,
+                   const Scalar* queries, int64_t m, int row_width, const Outputs<Scalar>& out,
+                   const knn_options& call_opt, const BasicShareWork<Scalar>& work) {
   CallParams params = call_params(index, call_opt);
   const bool queries_dev = on_device(queries);
   try {
-    if (index.backend() == KNN_BACKEND_CUDA) {
+    if (engine.backend() == KNN_BACKEND_CUDA) {
       params.queries_on_device = queries_dev;
       params.outputs_on_device = out.on_device;
-      return call(queries, out.indices, out.sq_distances, out.counts, params);
+      return work(engine, queries, m, row_width, out.indices, out.sq_distances, out.counts, params);
     }
     std::vector<Scalar> host_queries;
     if (queries_dev) host_queries = copy_rows_to_host(queries, m, index.dim());
     const Scalar* q = queries_dev ? host_queries.data() : queries;
-    if (!out.on_device) return call(q, out.indices, out.sq_distances, out.counts, params);
+    if (!out.on_device)
+      return work(engine, q, m, row_width, out.indices, out.sq_distances, out.counts, params);
     std::vector<int32_t> indices(out.indices ? static_cast<size_t>(out.slots) : 0);
     std::vector<Scalar> sq(out.sq_distances ? static_cast<size_t>(out.slots) : 0);
     std::vector<int32_t> counts(out.counts ? static_cast<size_t>(out.rows) : 0);
-    call(q, out.indices ? indices.data() : nullptr, out.sq_distances ? sq.data() : nullptr,
-         out.counts ? counts.data() : nullptr, params);
+    work(engine, q, m, row_width, out.indices ? indices.data() : nullptr,
+         out.sq_distances ? sq.data() : nullptr, out.counts ? counts.data() : nullptr, params);
     if (out.indices) cuda::copy_to_device(out.indices, indices.data(), indices.size() * 4);
     if (out.sq_distances)
       cuda::copy_to_device(out.sq_distances, sq.data(), sq.size() * sizeof(Scalar));
@@ -301,10 +306,7 @@ const BasicIndexEngine<Scalar>& serving_engine(const knn_index& ix, int list_k, 
   const int backend = primary.backend(), structure = primary.structure();
   const bool primary_serves = !primary_refuses(backend, structure, ix.size(), list_k);
   try {
-    const bool queries_on_device =
-        queries != nullptr && backend == KNN_BACKEND_CUDA && on_device(queries);
-    const int serving =
-        structure_serving_call(primary, ix.size(), list_k, kind, queries, m, queries_on_device);
+    const int serving = structure_serving_call(primary, ix.size(), list_k, kind, queries, m);
     return ix.lazy_kdtree<Scalar>().serving(primary, serving, primary_serves, [&] {
       if (backend == KNN_BACKEND_CUDA)
         return cuda::build_kdtree_index_of(primary, build_params(ix, false));
@@ -368,6 +370,70 @@ bool run_on_devices(const knn_index& index, const BasicIndexEngine<Scalar>& home
   return true;
 }
 
+// The CPU engine that answers the calls of an index KNN_BACKEND_AUTO put on
+// the GPU when its device has no memory for them: the structure the index
+// was built with (AUTO: the CPU's own choice), over a host copy of the
+// points, built at the call's first need and freed when the call returns.
+// A later call tries the device again.
+template <typename Scalar>
+class CpuFallback {
+ public:
+  explicit CpuFallback(const knn_index& index) : index_(index) {}
+
+  const BasicIndexEngine<Scalar>& engine() {
+    if (!engine_) {
+      const BasicIndexEngine<Scalar>& primary = *index_.engine<Scalar>();
+      std::vector<Scalar> points(static_cast<size_t>(index_.size()) *
+                                 static_cast<size_t>(index_.dim()));
+      if (!points.empty()) primary.copy_points(points.data());
+      engine_ = build_index_engine(
+          KNN_BACKEND_OPENMP, index_.automatic ? KNN_STRUCTURE_AUTO : primary.structure(),
+          points.data(), index_.size(), index_.dim(), build_params(index_, true));
+    }
+    return *engine_;
+  }
+
+ private:
+  const knn_index& index_;
+  std::unique_ptr<BasicIndexEngine<Scalar>> engine_;
+};
+
+// What one call asks of the index: m queries (null: the index's points) with
+// output rows of row_width slots, and the list length and kind by which
+// serving_engine picks the structure.
+template <typename Scalar>
+struct CallShape {
+  const Scalar* queries;
+  int64_t m;
+  int row_width;
+  int list_k;
+  CallKind kind;
+  bool exclude_self;
+};
+
+// Answers one call: on the engine that serves it, over the devices the call
+// names (run_on_devices, with `share` for each device's part; a null share
+// keeps the call on one device) or on that engine alone with `whole`. An
+// index KNN_BACKEND_AUTO put on the GPU whose device has no memory for the
+// call answers it with `whole` on the CPU (CpuFallback), which writes every
+// output; any other failure leaves the missing values and is reported.
+template <typename Scalar>
+void answer_call(const knn_index& ix, const CallShape<Scalar>& call, const Outputs<Scalar>& out,
+                 const knn_options& o, const BasicShareWork<Scalar>& share,
+                 const BasicShareWork<Scalar>& whole, CpuFallback<Scalar>& fallback) {
+  try {
+    const BasicIndexEngine<Scalar>& engine =
+        serving_engine(ix, call.list_k, call.kind, out, call.queries, call.m);
+    if (share && run_on_devices(ix, engine, call.queries, call.m, out, call.row_width,
+                                call.exclude_self, o, share))
+      return;
+    return run_on_engine(ix, engine, call.queries, call.m, call.row_width, out, o, whole);
+  } catch (const Error& e) {
+    if (!ix.cpu_fallback || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+  }
+  run_on_engine(ix, fallback.engine(), call.queries, call.m, call.row_width, out, o, whole);
+}
+
 [[noreturn]] void fail_not_live() {
   fail(KNN_ERR_INVALID_ARGUMENT,
        "index is not a live index (already freed, or not made by knn_index_build, "
@@ -416,12 +482,9 @@ std::vector<int32_t> radius_counts(const knn_index& ix, const Scalar* queries, i
                                            const CallParams& call) {
     e.radius(q, count, radius, 0, nullptr, nullptr, c, call);
   };
-  const BasicIndexEngine<Scalar>& engine = serving_engine(ix, 0, CallKind::Radius, out);
-  if (!run_on_devices(ix, engine, queries, m, out, 0, false, o, share))
-    run_on_engine(ix, queries, m, out, o,
-                  [&](const Scalar* q, int32_t*, Scalar*, int32_t* c, const CallParams& call) {
-                    engine.radius(q, m, radius, 0, nullptr, nullptr, c, call);
-                  });
+  CpuFallback<Scalar> fallback(ix);
+  answer_call(ix, CallShape<Scalar>{queries, m, 0, 0, CallKind::Radius, false}, out, o, share,
+              share, fallback);
   stage.finish();
   return counts;
 }
@@ -444,6 +507,12 @@ void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Sca
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
   std::vector<int32_t> rows_index, packed_index;
   std::vector<Scalar> rows_sq, packed_sq;
+  const BasicShareWork<Scalar> rows = [&](const BasicIndexEngine<Scalar>& e, const Scalar* q,
+                                          int64_t count, int width, int32_t* i, Scalar* d, int32_t*,
+                                          const CallParams& call) {
+    e.radius(q, count, radius, width, i, d, nullptr, call);
+  };
+  CpuFallback<Scalar> fallback(ix);
   for (int64_t first = 0; first < m;) {
     int64_t last = first + 1;
     int64_t width = counts[static_cast<size_t>(first)];
@@ -461,12 +530,11 @@ void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Sca
       if (sq_distances) rows_sq.resize(slots);
       const Outputs<Scalar> staged(rows_index.data(), sq_distances ? rows_sq.data() : nullptr,
                                    nullptr, run * width, run);
-      const BasicIndexEngine<Scalar>& engine =
-          serving_engine(ix, static_cast<int>(width), CallKind::Radius, staged);
-      run_on_engine(ix, queries + first * dim, run, staged, o,
-                    [&](const Scalar* q, int32_t* i, Scalar* d, int32_t*, const CallParams& call) {
-                      engine.radius(q, run, radius, static_cast<int>(width), i, d, nullptr, call);
-                    });
+      const int row_width = static_cast<int>(width);
+      answer_call(ix,
+                  CallShape<Scalar>{queries + first * dim, run, row_width, row_width,
+                                    CallKind::Radius, false},
+                  staged, o, BasicShareWork<Scalar>(), rows, fallback);
       int32_t* index_dst = indices + begin;
       Scalar* sq_dst = sq_distances ? sq_distances + begin : nullptr;
       if (outputs_on_device) {
@@ -569,6 +637,7 @@ knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* op
   index->device_memory_limit = o.device_memory_limit;
   index->leaf_size = o.leaf_size;
   index->automatic = o.structure == KNN_STRUCTURE_AUTO;
+  index->cpu_fallback = o.backend == KNN_BACKEND_AUTO && index->device >= 0;
   index->replicas<Scalar>().remember_build(o);
   LiveHandles<knn_index>::instance().add(index.get());
   stage.finish();
@@ -596,13 +665,9 @@ void query(const char* call, const knn_index* index, const Scalar* queries, int6
   const BasicShareWork<Scalar> share =
       [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width, int32_t* i,
           Scalar* d, int32_t*, const CallParams& params) { e.knn(q, count, width, i, d, params); };
-  const BasicIndexEngine<Scalar>& engine =
-      serving_engine(ix, k, CallKind::Nearest, out, queries, m);
-  if (!run_on_devices(ix, engine, queries, m, out, k, false, o, share))
-    run_on_engine(ix, queries, m, out, o,
-                  [&](const Scalar* q, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
-                    engine.knn(q, m, k, i, d, params);
-                  });
+  CpuFallback<Scalar> fallback(ix);
+  answer_call(ix, CallShape<Scalar>{queries, m, k, k, CallKind::Nearest, false}, out, o, share,
+              share, fallback);
   stage.finish();
 }
 
@@ -626,12 +691,13 @@ void query_self(const char* call, const knn_index* index, int k, int exclude_sel
   const Scalar* const no_queries = nullptr;  // the index's own points
   // The engine keeps k + 1 per row where it drops the point itself.
   const int list_k = exclude_self != 0 && k < INT32_MAX ? k + 1 : k;
-  const BasicIndexEngine<Scalar>& engine = serving_engine(ix, list_k, CallKind::Nearest, out);
-  if (!run_on_devices(ix, engine, no_queries, n, out, k, exclude_self != 0, defaults, share))
-    run_on_engine(ix, no_queries, 0, out, defaults,
-                  [&](const Scalar*, int32_t* i, Scalar* d, int32_t*, const CallParams& params) {
-                    engine.knn_self(k, exclude_self != 0, i, d, params);
-                  });
+  // On one engine, its own all-kNN.
+  const BasicShareWork<Scalar> whole =
+      [&](const BasicIndexEngine<Scalar>& e, const Scalar*, int64_t, int, int32_t* i, Scalar* d,
+          int32_t*, const CallParams& params) { e.knn_self(k, exclude_self != 0, i, d, params); };
+  CpuFallback<Scalar> fallback(ix);
+  answer_call(ix, CallShape<Scalar>{no_queries, n, k, list_k, CallKind::Nearest, exclude_self != 0},
+              out, defaults, share, whole, fallback);
   stage.finish();
 }
 
@@ -667,13 +733,10 @@ void radius(const char* call, const knn_index* index, const Scalar* queries, int
                                            int32_t* c, const CallParams& params) {
     e.radius(q, count, radius, width, i, d, c, params);
   };
-  const BasicIndexEngine<Scalar>& engine = serving_engine(ix, max_neighbors, CallKind::Radius, out);
-  if (!run_on_devices(ix, engine, queries, m, out, max_neighbors, false, o, share))
-    run_on_engine(
-        ix, queries, m, out, o,
-        [&](const Scalar* q, int32_t* i, Scalar* d, int32_t* c, const CallParams& params) {
-          engine.radius(q, m, radius, max_neighbors, i, d, c, params);
-        });
+  CpuFallback<Scalar> fallback(ix);
+  answer_call(ix,
+              CallShape<Scalar>{queries, m, max_neighbors, max_neighbors, CallKind::Radius, false},
+              out, o, share, share, fallback);
   stage.finish();
 }
 

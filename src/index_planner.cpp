@@ -41,22 +41,22 @@ int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind 
 
 template <typename Scalar>
 int structure_serving_call(const BasicIndexEngine<Scalar>& primary, int64_t n, int list_k,
-                           CallKind kind, const Scalar* queries, int64_t m,
-                           bool queries_on_device) {
+                           CallKind kind, const Scalar* queries, int64_t m) {
   const int backend = primary.backend(), structure = primary.structure();
   double isolated_share = 0.0;
   if (queries != nullptr && reads_isolated_share(backend, structure, n, list_k, kind)) {
+    // Asked only here, where the answer is used: it costs a driver call.
     CallParams placement;
-    placement.queries_on_device = queries_on_device;
+    placement.queries_on_device = cuda::is_device_pointer(queries);
     isolated_share = primary.share_of_isolated_queries(queries, m, placement);
   }
   return serving_structure(backend, structure, n, list_k, kind, isolated_share);
 }
 
 template int structure_serving_call<float>(const IndexEngine&, int64_t, int, CallKind, const float*,
-                                           int64_t, bool);
+                                           int64_t);
 template int structure_serving_call<double>(const IndexEngine64&, int64_t, int, CallKind,
-                                            const double*, int64_t, bool);
+                                            const double*, int64_t);
 
 namespace {
 size_t scalar_size(int scalar) {

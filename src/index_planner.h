@@ -108,11 +108,12 @@ bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallK
 // serving_structure for a call on an AUTO index of n points whose primary
 // engine is `primary`, the isolated share read from the primary over the
 // call's queries where reads_isolated_share allows (queries null: all-kNN,
-// whose queries are the points). Every AUTO call decides here: index calls
-// and the classic queries that the grid of a tree's points may answer.
+// whose queries are the points; the queries may be host or device memory).
+// Every AUTO call decides here: index calls and the classic queries that the
+// grid of a tree's points may answer.
 template <typename Scalar>
 int structure_serving_call(const BasicIndexEngine<Scalar>& primary, int64_t n, int list_k,
-                           CallKind kind, const Scalar* queries, int64_t m, bool queries_on_device);
+                           CallKind kind, const Scalar* queries, int64_t m);
 // True when `primary` on `backend` refuses lists of list_k over n points.
 bool primary_refuses(int backend, int primary, int64_t n, int list_k);
 

@@ -240,7 +240,7 @@ bool query_on_grid(std::unique_ptr<cuda::DeviceTree>& device_tree, const Point* 
   const std::unique_ptr<IndexEngine> grid = device_tree->grid_of_points(params);
   if (!grid) return false;
   const float* rows = reinterpret_cast<const float*>(queries);
-  if (structure_serving_call(*grid, n, k, CallKind::Nearest, rows, m, false) != KNN_STRUCTURE_GRID)
+  if (structure_serving_call(*grid, n, k, CallKind::Nearest, rows, m) != KNN_STRUCTURE_GRID)
     return false;
   device_tree.reset();
   CallParams call;

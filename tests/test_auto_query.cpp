@@ -657,6 +657,82 @@ TEST(AutoQueryGpu, ADeviceOutOfMemoryInTheKdTreeBuildFallsBackToThePrimary) {
   }
 }
 
+// An index that KNN_BACKEND_AUTO put on the GPU answers every call that its
+// device has no memory for (KNN_DEVICE_MEMORY_LIMIT below one query) on the
+// CPU, exactly, with no error (src/index_api.cpp, CpuFallback): kNN at a
+// short list (the grid's) and a long one (the kd-tree AUTO adds, whose build
+// does not fit either), all-kNN, radius rows and CSR radius rows. An index
+// built for KNN_BACKEND_CUDA still fails with DEVICE_OUT_OF_MEMORY and the
+// missing values, and once memory is back both answer on the device.
+TEST(AutoQueryGpu, ACallTheDeviceHasNoMemoryForIsAnsweredOnTheCpu) {
+  if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const int64_t n = 20000, m = 300;
+  const float radius = 0.1f;
+  const int max_neighbors = 64;
+  const std::vector<float> points = knn_test::make_rows(Dist::Uniform, n, 3, 131);
+  const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, m, 3, 132);
+  knn_options o;
+  knn_options_init(&o);
+  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
+  o.backend = kCuda;
+  knn_test::IndexHandle on_device = knn_test::build_index(points, 3, o);
+  ASSERT_TRUE(automatic && on_device);
+  int backend = -1;
+  ASSERT_EQ(knn_index_info(automatic.get(), nullptr, nullptr, &backend, nullptr), KNN_OK);
+  ASSERT_EQ(backend, kCuda) << "AUTO must put this index on the GPU";
+  const knn_test::RadiusResult within =
+      knn_test::oracle_radius(points.data(), n, queries.data(), m, 3, radius, max_neighbors);
+  ASSERT_LT(*std::max_element(within.counts.begin(), within.counts.end()), max_neighbors);
+  for (const bool memory_back : {false, true}) {
+    SCOPED_TRACE(memory_back ? "memory back" : "no device memory for one query");
+    const knn_test::ScopedEnv limit("KNN_DEVICE_MEMORY_LIMIT", memory_back ? "0" : "4096");
+    for (const int k : {8, 100})
+      EXPECT_TRUE(
+          knn_test::same_knn(knn_test::oracle_knn(points.data(), n, queries.data(), m, 3, k),
+                             knn_test::query_index(automatic.get(), queries, 3, k)))
+          << "k = " << k;
+    EXPECT_TRUE(knn_test::same_knn(knn_test::oracle_self(points.data(), n, 3, 8, true),
+                                   knn_test::query_self(automatic.get(), n, 8, true)));
+    EXPECT_TRUE(knn_test::same_radius(
+        within, knn_test::radius_index(automatic.get(), queries, 3, radius, max_neighbors)));
+    std::vector<int64_t> counts(static_cast<size_t>(m), -7), offsets(static_cast<size_t>(m) + 1, 0);
+    ASSERT_EQ(
+        knn_index_radius_count(automatic.get(), queries.data(), m, radius, counts.data(), nullptr),
+        KNN_OK)
+        << knn_last_error();
+    for (int64_t i = 0; i < m; ++i) {
+      EXPECT_EQ(counts[static_cast<size_t>(i)], within.counts[static_cast<size_t>(i)]) << i;
+      offsets[static_cast<size_t>(i) + 1] =
+          offsets[static_cast<size_t>(i)] + within.counts[static_cast<size_t>(i)];
+    }
+    std::vector<int32_t> csr(static_cast<size_t>(offsets.back()), -7);
+    std::vector<float> csr_sq(csr.size(), -7.0f);
+    ASSERT_EQ(knn_index_radius_fill(automatic.get(), queries.data(), m, radius, offsets.data(),
+                                    csr.data(), csr_sq.data(), nullptr),
+              KNN_OK)
+        << knn_last_error();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < within.counts[static_cast<size_t>(i)]; ++j) {
+        const size_t at = static_cast<size_t>(offsets[static_cast<size_t>(i)] + j);
+        const size_t want = static_cast<size_t>(i * max_neighbors + j);
+        ASSERT_EQ(csr[at], within.idx[want]) << "query " << i << ", hit " << j;
+        ASSERT_EQ(std::memcmp(&csr_sq[at], &within.dist[want], sizeof(float)), 0)
+            << "query " << i << ", hit " << j;
+      }
+    std::vector<int32_t> idx(static_cast<size_t>(m) * 8, -7);
+    std::vector<float> sq(idx.size(), -7.0f);
+    const int status =
+        knn_index_query(on_device.get(), queries.data(), m, 8, idx.data(), sq.data(), nullptr);
+    if (memory_back) {
+      EXPECT_EQ(status, KNN_OK) << knn_last_error();
+      continue;
+    }
+    EXPECT_EQ(status, KNN_ERR_DEVICE_OUT_OF_MEMORY) << knn_last_error();
+    EXPECT_EQ(idx, std::vector<int32_t>(idx.size(), -1));
+    EXPECT_EQ(sq, std::vector<float>(sq.size(), std::numeric_limits<float>::infinity()));
+  }
+}
+
 #if defined(KNN_TEST_WITH_CUDA)
 // Every CUDA engine writes its points in input order into device memory
 // (what the kd-tree an AUTO index adds is built from) and into host memory,

@@ -68,17 +68,25 @@ inline int bucket_level_for(int64_t n) {
   return levels > kBucketLevels ? levels - kBucketLevels : 0;
 }
 
-// A tree resident for queries: one float4 (x, y, z, id) per node, the same
-// points again grouped by bucket, a box per bucket, the tree's bounding box,
-// and while it is uploaded the staging buffer and the check's words (the
+// A tree as uploaded: one float4 (x, y, z, id) per node, the tree's bounding
+// box, and while it is uploaded the staging buffer and the check's words (the
 // first node of every id, two defect words).
-inline size_t tree_bytes(int64_t n) {
+inline size_t uploaded_tree_bytes(int64_t n) {
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   const size_t staging = static_cast<size_t>(n < kUploadNodes ? n : kUploadNodes) * 24;
-  const size_t boxes = (size_t{1} << bucket_level_for(n)) * 32;
-  return 2 * aligned(un * 16) + aligned(boxes) + aligned(64) + aligned(staging) + aligned(un * 4) +
-         aligned(16);
+  return aligned(un * 16) + aligned(64) + aligned(staging) + aligned(un * 4) + aligned(16);
 }
+
+// What the warp search lays out at a tree's first search of its own: the
+// points again grouped by bucket and a box per bucket.
+inline size_t bucket_bytes(int64_t n) {
+  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
+  const size_t boxes = (size_t{1} << bucket_level_for(n)) * 32;
+  return aligned(un * 16) + aligned(boxes);
+}
+
+// A tree resident for its own searches.
+inline size_t tree_bytes(int64_t n) { return uploaded_tree_bytes(n) + bucket_bytes(n); }
 
 // The search keeps k-lists of up to this many entries in shared memory (one
 // list per warp) and larger ones as heaps in device scratch.

@@ -454,13 +454,13 @@ void require_grid_build_fits(int64_t n, const IndexParams& params) {
       format("building a CUDA grid of %lld points", static_cast<long long>(n)));
 }
 
+int grid_target(const IndexParams& params) {
+  return params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
+}
+
+// The index over a grid build's result; nullptr when the data made no grid.
 template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> grid_engine(DeviceBuffer<Scalar> xyz, int64_t n,
-                                                      const IndexParams& params,
-                                                      cudaStream_t stream) {
-  const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
-  std::unique_ptr<DeviceGrid<Scalar>> grid =
-      build_device_grid(std::move(xyz), n, target, params.refine_grid, stream);
+std::unique_ptr<BasicIndexEngine<Scalar>> grid_engine(std::unique_ptr<DeviceGrid<Scalar>> grid) {
   if (!grid) return nullptr;
   return std::make_unique<GridIndex<Scalar>>(std::move(grid));
 }
@@ -472,10 +472,8 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points,
                                                            const IndexParams& params) {
   require_grid_build_fits<Scalar>(n, params);
   Stream stream;
-  DeviceBuffer<Scalar> xyz(3 * static_cast<size_t>(n));
-  copy_points_in(xyz.get(), points, xyz.size() * sizeof(Scalar), params.points_on_device,
-                 stream.get());
-  return grid_engine(std::move(xyz), n, params, stream.get());
+  return grid_engine(build_device_grid(points, n, params.points_on_device, grid_target(params),
+                                       params.refine_grid, stream.get()));
 }
 
 template <typename Scalar>
@@ -483,7 +481,8 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(DeviceBuffer<Scalar> 
                                                            const IndexParams& params) {
   require_grid_build_fits<Scalar>(n, params);
   Stream stream;
-  return grid_engine(std::move(xyz), n, params, stream.get());
+  return grid_engine(
+      build_device_grid(std::move(xyz), n, grid_target(params), params.refine_grid, stream.get()));
 }
 
 template std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&);
