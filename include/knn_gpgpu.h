@@ -380,7 +380,15 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   KNN_DEVICE_MEMORY_LIMIT, never beyond the free memory less the margin),
  *   else the CPU; an
  *   automatic GPU build that runs out of device memory anyway, or that the
- *   GPU engine cannot serve, is built on the CPU instead.
+ *   GPU engine cannot serve, is built on the CPU instead. A call on an index
+ *   that KNN_BACKEND_AUTO put on the GPU, which runs out of device memory
+ *   (the device budget holds not even one query, or an allocation fails), is
+ *   answered on the CPU instead, with the same results and no error: the
+ *   CPU engine of the index's structure (AUTO: the CPU's choice) is built
+ *   for that call from a host copy of the points (n * dim scalars of host
+ *   memory and the CPU build's time) and freed before it returns; the next
+ *   call tries the device again. An index built for KNN_BACKEND_CUDA fails
+ *   such a call with DEVICE_OUT_OF_MEMORY (below, "Errors").
  * Structures. KNN_STRUCTURE_KDTREE: a bucket kd-tree (leaf_size points per
  *   bucket; default 32 up to dim 6 and 128 from dim 7 on the CPU and the
  *   GPU, except 64 up to dim 3 on the GPU), any dimension.
@@ -427,10 +435,12 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   device memory counts in knn_estimate_query_bytes. A kd-tree build that
  *   runs out of memory (host or device) leaves the call to the primary
  *   structure where it can serve it (no error; a later call tries again),
- *   else the call fails with that status. No CPU structure limits k: an
- *   AUTO index on the CPU keeps its primary structure alone, and takes the
- *   kd-tree where the grid would need finer cells for a surface (on the CPU
- *   the kd-tree is faster there; on the GPU the finer grid is). An index built with an
+ *   else the call fails with that status (for device memory on an index
+ *   that KNN_BACKEND_AUTO put on the GPU, the CPU answers instead:
+ *   "Backends" above). No CPU structure limits k: an AUTO index on the CPU
+ *   keeps its primary structure alone, and takes the kd-tree where the grid
+ *   would need finer cells for a surface (on the CPU the kd-tree is faster
+ *   there; on the GPU the finer grid is). An index built with an
  *   explicit structure never adds one. These thresholds are tuning, not
  *   contract: a later release may move them (the answers never change).
  * Devices. The CUDA backend builds on opt->device when it is >= 0, else on
