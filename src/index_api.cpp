@@ -431,7 +431,14 @@ void answer_call(const knn_index& ix, const CallShape<Scalar>& call, const Outpu
   } catch (const Error& e) {
     if (!ix.cpu_fallback || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
   }
-  run_on_engine(ix, fallback.engine(), call.queries, call.m, call.row_width, out, o, whole);
+  const BasicIndexEngine<Scalar>* cpu = nullptr;
+  try {
+    cpu = &fallback.engine();
+  } catch (...) {
+    out.fill_missing();  // the device attempt may have failed before it began
+    throw;
+  }
+  run_on_engine(ix, *cpu, call.queries, call.m, call.row_width, out, o, whole);
 }
 
 [[noreturn]] void fail_not_live() {

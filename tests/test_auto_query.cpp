@@ -851,6 +851,51 @@ void expect_lazy_kdtree_from_device_points_answers_like_an_explicit_one() {
   }
 }
 
+// The CPU fallback of an AUTO-placed index (above) on device arrays: points,
+// queries and outputs in device memory, float32 and float64; the rows it
+// writes through host buffers are bit for bit an OpenMP index's.
+template <typename Scalar>
+void expect_the_cpu_fallback_to_answer_on_device_arrays() {
+  constexpr int64_t n = 20000, m = 40;
+  constexpr int k = 12;
+  const std::vector<Scalar> points =
+      in_precision<Scalar>(knn_test::make_rows(Dist::Clustered, n, 3, 141));
+  const std::vector<Scalar> queries =
+      in_precision<Scalar>(knn_test::make_query_rows(Dist::Clustered, m, 3, 142));
+  const knn_test::DeviceArray<Scalar> device_points(points), device_queries(queries);
+  knn_options o;
+  knn_options_init(&o);
+  o.backend = kCpu;
+  knn_index* raw = nullptr;
+  ASSERT_EQ(build_any(points.data(), n, &o, &raw), KNN_OK) << knn_last_error();
+  const knn_test::IndexHandle on_cpu(raw);
+  o.backend = KNN_BACKEND_AUTO;
+  ASSERT_EQ(build_any(device_points.get(), n, &o, &raw), KNN_OK) << knn_last_error();
+  const knn_test::IndexHandle automatic(raw);
+  int backend = -1;
+  ASSERT_EQ(knn_index_info(automatic.get(), nullptr, nullptr, &backend, nullptr), KNN_OK);
+  ASSERT_EQ(backend, kCuda) << "AUTO must put this index on the GPU";
+  const size_t slots = static_cast<size_t>(m) * k;
+  std::vector<int32_t> want_i(slots, -7);
+  std::vector<Scalar> want_d(slots, Scalar(-7));
+  ASSERT_EQ(query_any(on_cpu.get(), queries.data(), m, k, want_i.data(), want_d.data()), KNN_OK)
+      << knn_last_error();
+  const knn_test::ScopedEnv limit("KNN_DEVICE_MEMORY_LIMIT", "4096");
+  const knn_test::DeviceArray<int32_t> device_i(slots);
+  const knn_test::DeviceArray<Scalar> device_d(slots);
+  ASSERT_EQ(query_any(automatic.get(), device_queries.get(), m, k, device_i.get(), device_d.get()),
+            KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(device_i.to_host(slots), want_i);
+  EXPECT_TRUE(knn_test::same_bits(want_d, device_d.to_host(slots)));
+}
+
+TEST(AutoQueryGpu, TheCpuFallbackAnswersOnDeviceArraysInBothPrecisions) {
+  SKIP_WITHOUT_DEVICE();
+  expect_the_cpu_fallback_to_answer_on_device_arrays<float>();
+  expect_the_cpu_fallback_to_answer_on_device_arrays<double>();
+}
+
 TEST(AutoQueryGpu, TheLazyKdTreeBuiltFromDevicePointsAnswersOnDeviceAndHostArrays) {
   SKIP_WITHOUT_DEVICE();
   expect_lazy_kdtree_from_device_points_answers_like_an_explicit_one<float>();
