@@ -792,6 +792,19 @@ int query_any(knn_index* index, const double* queries, int64_t m, int k, int32_t
   return knn_index_query_f64(index, queries, m, k, indices, sq_distances, nullptr);
 }
 
+// n points and m queries of `dist` in Scalar (3-D; the queries from seed + 1),
+// on the host and copied to the device.
+template <typename Scalar>
+struct HostAndDeviceRows {
+  HostAndDeviceRows(Dist dist, int64_t n, int64_t m, uint64_t seed)
+      : points(in_precision<Scalar>(knn_test::make_rows(dist, n, 3, seed))),
+        queries(in_precision<Scalar>(knn_test::make_query_rows(dist, m, 3, seed + 1))),
+        device_points(points),
+        device_queries(queries) {}
+  const std::vector<Scalar> points, queries;
+  const knn_test::DeviceArray<Scalar> device_points, device_queries;
+};
+
 // The kd-tree an AUTO grid index adds, built from the grid's device copy of
 // the points: its first call on device arrays, then host arrays, answer bit
 // for bit like an explicit kd-tree (and, in float32, the oracle), at k = 100
@@ -800,22 +813,19 @@ int query_any(knn_index* index, const double* queries, int64_t m, int k, int32_t
 template <typename Scalar>
 void expect_lazy_kdtree_from_device_points_answers_like_an_explicit_one() {
   constexpr int64_t n = 20000, m = 40;
-  const std::vector<Scalar> points =
-      in_precision<Scalar>(knn_test::make_rows(Dist::Uniform, n, 3, 121));
-  const std::vector<Scalar> queries =
-      in_precision<Scalar>(knn_test::make_query_rows(Dist::Uniform, m, 3, 122));
-  const knn_test::DeviceArray<Scalar> device_points(points), device_queries(queries);
+  const HostAndDeviceRows<Scalar> rows(Dist::Uniform, n, m, 121);
   knn_options o;
   knn_options_init(&o);
   o.backend = kCuda;
   o.structure = kKdTree;
   knn_index* explicit_kd = nullptr;
-  ASSERT_EQ(build_any(points.data(), n, &o, &explicit_kd), KNN_OK) << knn_last_error();
+  ASSERT_EQ(build_any(rows.points.data(), n, &o, &explicit_kd), KNN_OK) << knn_last_error();
   knn_test::IndexHandle kd(explicit_kd);
   o.structure = KNN_STRUCTURE_AUTO;
   for (const bool from_device : {false, true}) {
     knn_index* raw = nullptr;
-    ASSERT_EQ(build_any(from_device ? device_points.get() : points.data(), n, &o, &raw), KNN_OK)
+    ASSERT_EQ(build_any(from_device ? rows.device_points.get() : rows.points.data(), n, &o, &raw),
+              KNN_OK)
         << knn_last_error();
     knn_test::IndexHandle automatic(raw);
     int structure = -1;
@@ -826,15 +836,16 @@ void expect_lazy_kdtree_from_device_points_answers_like_an_explicit_one() {
       const size_t slots = static_cast<size_t>(m) * k;
       std::vector<int32_t> want_i(slots, -7), host_i(slots, -7);
       std::vector<Scalar> want_d(slots, Scalar(-7)), host_d(slots, Scalar(-7));
-      ASSERT_EQ(query_any(kd.get(), queries.data(), m, k, want_i.data(), want_d.data()), KNN_OK)
+      ASSERT_EQ(query_any(kd.get(), rows.queries.data(), m, k, want_i.data(), want_d.data()),
+                KNN_OK)
           << knn_last_error();
       const knn_test::DeviceArray<int32_t> device_i(slots);
       const knn_test::DeviceArray<Scalar> device_d(slots);
-      ASSERT_EQ(
-          query_any(automatic.get(), device_queries.get(), m, k, device_i.get(), device_d.get()),
-          KNN_OK)
+      ASSERT_EQ(query_any(automatic.get(), rows.device_queries.get(), m, k, device_i.get(),
+                          device_d.get()),
+                KNN_OK)
           << knn_last_error();
-      ASSERT_EQ(query_any(automatic.get(), queries.data(), m, k, host_i.data(), host_d.data()),
+      ASSERT_EQ(query_any(automatic.get(), rows.queries.data(), m, k, host_i.data(), host_d.data()),
                 KNN_OK)
           << knn_last_error();
       EXPECT_EQ(device_i.to_host(slots), want_i);
@@ -843,7 +854,7 @@ void expect_lazy_kdtree_from_device_points_answers_like_an_explicit_one() {
       EXPECT_TRUE(knn_test::same_bits(want_d, host_d));
       if constexpr (std::is_same_v<Scalar, float>) {
         const knn_test::KnnResult oracle =
-            knn_test::oracle_knn(points.data(), n, queries.data(), m, 3, k);
+            knn_test::oracle_knn(rows.points.data(), n, rows.queries.data(), m, 3, k);
         EXPECT_EQ(std::vector<int>(host_i.begin(), host_i.end()), oracle.idx);
         EXPECT_TRUE(knn_test::same_bits(oracle.dist, host_d));
       }
@@ -858,19 +869,15 @@ template <typename Scalar>
 void expect_the_cpu_fallback_to_answer_on_device_arrays() {
   constexpr int64_t n = 20000, m = 40;
   constexpr int k = 12;
-  const std::vector<Scalar> points =
-      in_precision<Scalar>(knn_test::make_rows(Dist::Clustered, n, 3, 141));
-  const std::vector<Scalar> queries =
-      in_precision<Scalar>(knn_test::make_query_rows(Dist::Clustered, m, 3, 142));
-  const knn_test::DeviceArray<Scalar> device_points(points), device_queries(queries);
+  const HostAndDeviceRows<Scalar> rows(Dist::Clustered, n, m, 141);
   knn_options o;
   knn_options_init(&o);
   o.backend = kCpu;
   knn_index* raw = nullptr;
-  ASSERT_EQ(build_any(points.data(), n, &o, &raw), KNN_OK) << knn_last_error();
+  ASSERT_EQ(build_any(rows.points.data(), n, &o, &raw), KNN_OK) << knn_last_error();
   const knn_test::IndexHandle on_cpu(raw);
   o.backend = KNN_BACKEND_AUTO;
-  ASSERT_EQ(build_any(device_points.get(), n, &o, &raw), KNN_OK) << knn_last_error();
+  ASSERT_EQ(build_any(rows.device_points.get(), n, &o, &raw), KNN_OK) << knn_last_error();
   const knn_test::IndexHandle automatic(raw);
   int backend = -1;
   ASSERT_EQ(knn_index_info(automatic.get(), nullptr, nullptr, &backend, nullptr), KNN_OK);
@@ -878,13 +885,15 @@ void expect_the_cpu_fallback_to_answer_on_device_arrays() {
   const size_t slots = static_cast<size_t>(m) * k;
   std::vector<int32_t> want_i(slots, -7);
   std::vector<Scalar> want_d(slots, Scalar(-7));
-  ASSERT_EQ(query_any(on_cpu.get(), queries.data(), m, k, want_i.data(), want_d.data()), KNN_OK)
+  ASSERT_EQ(query_any(on_cpu.get(), rows.queries.data(), m, k, want_i.data(), want_d.data()),
+            KNN_OK)
       << knn_last_error();
   const knn_test::ScopedEnv limit("KNN_DEVICE_MEMORY_LIMIT", "4096");
   const knn_test::DeviceArray<int32_t> device_i(slots);
   const knn_test::DeviceArray<Scalar> device_d(slots);
-  ASSERT_EQ(query_any(automatic.get(), device_queries.get(), m, k, device_i.get(), device_d.get()),
-            KNN_OK)
+  ASSERT_EQ(
+      query_any(automatic.get(), rows.device_queries.get(), m, k, device_i.get(), device_d.get()),
+      KNN_OK)
       << knn_last_error();
   EXPECT_EQ(device_i.to_host(slots), want_i);
   EXPECT_TRUE(knn_test::same_bits(want_d, device_d.to_host(slots)));
