@@ -290,6 +290,16 @@ IndexParams build_params(const knn_index& index, bool primary) {
   return params;
 }
 
+// An engine of `structure` on `backend` over a host copy of `source`'s points.
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_from_host_copy(
+    const BasicIndexEngine<Scalar>& source, int backend, int structure, const IndexParams& params) {
+  std::vector<Scalar> points(static_cast<size_t>(source.size()) *
+                             static_cast<size_t>(source.dim()));
+  if (!points.empty()) source.copy_points(points.data());
+  return build_index_engine(backend, structure, points.data(), source.size(), source.dim(), params);
+}
+
 // The engine that serves a call with lists of list_k entries per query
 // (src/index_planner.h, serving_structure): the index's own, or for an AUTO
 // index the kd-tree it adds, built here on first use from the index's points
@@ -310,10 +320,7 @@ const BasicIndexEngine<Scalar>& serving_engine(const knn_index& ix, int list_k, 
     return ix.lazy_kdtree<Scalar>().serving(primary, serving, primary_serves, [&] {
       if (backend == KNN_BACKEND_CUDA)
         return cuda::build_kdtree_index_of(primary, build_params(ix, false));
-      std::vector<Scalar> points(static_cast<size_t>(ix.size()) * static_cast<size_t>(ix.dim()));
-      if (!points.empty()) primary.copy_points(points.data());
-      return build_index_engine(backend, KNN_STRUCTURE_KDTREE, points.data(), ix.size(), ix.dim(),
-                                build_params(ix, false));
+      return build_from_host_copy(primary, backend, KNN_STRUCTURE_KDTREE, build_params(ix, false));
     });
   } catch (...) {
     out.fill_missing();
@@ -383,12 +390,9 @@ class CpuFallback {
   const BasicIndexEngine<Scalar>& engine() {
     if (!engine_) {
       const BasicIndexEngine<Scalar>& primary = *index_.engine<Scalar>();
-      std::vector<Scalar> points(static_cast<size_t>(index_.size()) *
-                                 static_cast<size_t>(index_.dim()));
-      if (!points.empty()) primary.copy_points(points.data());
-      engine_ = build_index_engine(
-          KNN_BACKEND_OPENMP, index_.automatic ? KNN_STRUCTURE_AUTO : primary.structure(),
-          points.data(), index_.size(), index_.dim(), build_params(index_, true));
+      engine_ = build_from_host_copy(primary, KNN_BACKEND_OPENMP,
+                                     index_.automatic ? KNN_STRUCTURE_AUTO : primary.structure(),
+                                     build_params(index_, true));
     }
     return *engine_;
   }

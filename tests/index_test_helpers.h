@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -155,6 +156,68 @@ inline RadiusResult radius_index(const knn_index* index, const std::vector<float
       opt);
   EXPECT_EQ(status, KNN_OK) << knn_last_error();
   return r;
+}
+
+// Radius search into CSR rows through the API, and its rows against the
+// radius oracle with every hit kept.
+struct Csr {
+  std::vector<int64_t> counts, offsets;
+  std::vector<int32_t> idx;
+  std::vector<float> dist;
+};
+
+// Count, offsets, fill through the API; sq_distances only when asked.
+inline Csr radius_csr(const knn_index* index, const std::vector<float>& queries, int dim,
+                      float radius, bool want_dist = true) {
+  Csr r;
+  const int64_t m = static_cast<int64_t>(queries.size()) / dim;
+  const float* q = queries.empty() ? nullptr : queries.data();
+  r.counts.assign(static_cast<size_t>(m), -7);
+  EXPECT_EQ(knn_index_radius_count(index, q, m, radius, r.counts.data(), nullptr), KNN_OK)
+      << knn_last_error();
+  r.offsets.assign(static_cast<size_t>(m) + 1, -7);
+  EXPECT_EQ(knn_offsets_from_counts(r.counts.data(), m, r.offsets.data()), KNN_OK)
+      << knn_last_error();
+  const size_t total = static_cast<size_t>(r.offsets.back());
+  r.idx.assign(total, -7);
+  r.dist.assign(total, -7.0f);
+  EXPECT_EQ(
+      knn_index_radius_fill(index, q, m, radius, r.offsets.data(), total ? r.idx.data() : nullptr,
+                            want_dist && total ? r.dist.data() : nullptr, nullptr),
+      KNN_OK)
+      << knn_last_error();
+  return r;
+}
+
+// The oracle's rows (every hit kept) against the CSR rows.
+inline ::testing::AssertionResult same_as_oracle(const RadiusResult& want, const Csr& got,
+                                                 bool dist) {
+  int64_t at = 0;
+  for (int64_t i = 0; i < want.m; ++i) {
+    const int count = want.counts[static_cast<size_t>(i)];
+    if (got.counts[static_cast<size_t>(i)] != count)
+      return ::testing::AssertionFailure()
+             << "query " << i << ": count " << got.counts[static_cast<size_t>(i)] << ", oracle "
+             << count;
+    if (got.offsets[static_cast<size_t>(i)] != at)
+      return ::testing::AssertionFailure()
+             << "offsets[" << i << "] is " << got.offsets[static_cast<size_t>(i)] << ", want "
+             << at;
+    for (int j = 0; j < count; ++j, ++at) {
+      const size_t w = static_cast<size_t>(i) * want.max_neighbors + j;
+      const size_t g = static_cast<size_t>(at);
+      if (got.idx[g] != want.idx[w])
+        return ::testing::AssertionFailure() << "query " << i << " entry " << j << ": index "
+                                             << got.idx[g] << ", oracle " << want.idx[w];
+      const float expected = dist ? want.dist[w] : -7.0f;  // untouched without sq_distances
+      if (std::memcmp(&got.dist[g], &expected, sizeof expected) != 0)
+        return ::testing::AssertionFailure() << "query " << i << " entry " << j << ": distance "
+                                             << got.dist[g] << ", want " << expected;
+    }
+  }
+  if (static_cast<int64_t>(got.idx.size()) != at)
+    return ::testing::AssertionFailure() << "total " << got.idx.size() << ", oracle " << at;
+  return ::testing::AssertionSuccess();
 }
 
 // Indices equal and distances bit-equal.

@@ -695,30 +695,8 @@ TEST(AutoQueryGpu, ACallTheDeviceHasNoMemoryForIsAnsweredOnTheCpu) {
                                    knn_test::query_self(automatic.get(), n, 8, true)));
     EXPECT_TRUE(knn_test::same_radius(
         within, knn_test::radius_index(automatic.get(), queries, 3, radius, max_neighbors)));
-    std::vector<int64_t> counts(static_cast<size_t>(m), -7), offsets(static_cast<size_t>(m) + 1, 0);
-    ASSERT_EQ(
-        knn_index_radius_count(automatic.get(), queries.data(), m, radius, counts.data(), nullptr),
-        KNN_OK)
-        << knn_last_error();
-    for (int64_t i = 0; i < m; ++i) {
-      EXPECT_EQ(counts[static_cast<size_t>(i)], within.counts[static_cast<size_t>(i)]) << i;
-      offsets[static_cast<size_t>(i) + 1] =
-          offsets[static_cast<size_t>(i)] + within.counts[static_cast<size_t>(i)];
-    }
-    std::vector<int32_t> csr(static_cast<size_t>(offsets.back()), -7);
-    std::vector<float> csr_sq(csr.size(), -7.0f);
-    ASSERT_EQ(knn_index_radius_fill(automatic.get(), queries.data(), m, radius, offsets.data(),
-                                    csr.data(), csr_sq.data(), nullptr),
-              KNN_OK)
-        << knn_last_error();
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < within.counts[static_cast<size_t>(i)]; ++j) {
-        const size_t at = static_cast<size_t>(offsets[static_cast<size_t>(i)] + j);
-        const size_t want = static_cast<size_t>(i * max_neighbors + j);
-        ASSERT_EQ(csr[at], within.idx[want]) << "query " << i << ", hit " << j;
-        ASSERT_EQ(std::memcmp(&csr_sq[at], &within.dist[want], sizeof(float)), 0)
-            << "query " << i << ", hit " << j;
-      }
+    EXPECT_TRUE(knn_test::same_as_oracle(
+        within, knn_test::radius_csr(automatic.get(), queries, 3, radius), true));
     std::vector<int32_t> idx(static_cast<size_t>(m) * 8, -7);
     std::vector<float> sq(idx.size(), -7.0f);
     const int status =

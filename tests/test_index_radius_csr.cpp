@@ -18,65 +18,6 @@
 namespace knn_test {
 namespace {
 
-struct Csr {
-  std::vector<int64_t> counts, offsets;
-  std::vector<int32_t> idx;
-  std::vector<float> dist;
-};
-
-// Count, offsets, fill through the API; sq_distances only when asked.
-Csr radius_csr(const knn_index* index, const std::vector<float>& queries, int dim, float radius,
-               bool want_dist = true) {
-  Csr r;
-  const int64_t m = static_cast<int64_t>(queries.size()) / dim;
-  const float* q = queries.empty() ? nullptr : queries.data();
-  r.counts.assign(static_cast<size_t>(m), -7);
-  EXPECT_EQ(knn_index_radius_count(index, q, m, radius, r.counts.data(), nullptr), KNN_OK)
-      << knn_last_error();
-  r.offsets.assign(static_cast<size_t>(m) + 1, -7);
-  EXPECT_EQ(knn_offsets_from_counts(r.counts.data(), m, r.offsets.data()), KNN_OK)
-      << knn_last_error();
-  const size_t total = static_cast<size_t>(r.offsets.back());
-  r.idx.assign(total, -7);
-  r.dist.assign(total, -7.0f);
-  EXPECT_EQ(
-      knn_index_radius_fill(index, q, m, radius, r.offsets.data(), total ? r.idx.data() : nullptr,
-                            want_dist && total ? r.dist.data() : nullptr, nullptr),
-      KNN_OK)
-      << knn_last_error();
-  return r;
-}
-
-// The oracle's rows (every hit kept) against the CSR rows.
-::testing::AssertionResult same_as_oracle(const RadiusResult& want, const Csr& got, bool dist) {
-  int64_t at = 0;
-  for (int64_t i = 0; i < want.m; ++i) {
-    const int count = want.counts[static_cast<size_t>(i)];
-    if (got.counts[static_cast<size_t>(i)] != count)
-      return ::testing::AssertionFailure()
-             << "query " << i << ": count " << got.counts[static_cast<size_t>(i)] << ", oracle "
-             << count;
-    if (got.offsets[static_cast<size_t>(i)] != at)
-      return ::testing::AssertionFailure()
-             << "offsets[" << i << "] is " << got.offsets[static_cast<size_t>(i)] << ", want "
-             << at;
-    for (int j = 0; j < count; ++j, ++at) {
-      const size_t w = static_cast<size_t>(i) * want.max_neighbors + j;
-      const size_t g = static_cast<size_t>(at);
-      if (got.idx[g] != want.idx[w])
-        return ::testing::AssertionFailure() << "query " << i << " entry " << j << ": index "
-                                             << got.idx[g] << ", oracle " << want.idx[w];
-      const float expected = dist ? want.dist[w] : -7.0f;  // untouched without sq_distances
-      if (std::memcmp(&got.dist[g], &expected, sizeof expected) != 0)
-        return ::testing::AssertionFailure() << "query " << i << " entry " << j << ": distance "
-                                             << got.dist[g] << ", want " << expected;
-    }
-  }
-  if (static_cast<int64_t>(got.idx.size()) != at)
-    return ::testing::AssertionFailure() << "total " << got.idx.size() << ", oracle " << at;
-  return ::testing::AssertionSuccess();
-}
-
 class RadiusCsr : public ::testing::TestWithParam<IndexConfig> {
  protected:
   void SetUp() override { KNN_SKIP_WITHOUT_BACKEND(GetParam()); }
