@@ -8,6 +8,9 @@
 #   KNN_BUILD_DIR   build directory (default: build)
 #   KNN_WITH_CUDA   AUTO (default: the CUDA engine when nvcc is found), ON, OFF
 #   KNN_JOBS        parallel build and test jobs (default: all cores)
+#   KNN_CUDA_ARCHITECTURES  CMAKE_CUDA_ARCHITECTURES of the main build
+#                   (default: the project's list, CMakeLists.txt); .ci/run
+#                   sets one architecture
 #
 # Steps: install the Debian packages that are missing (apt-get update once,
 # only then), configure (Release, warnings as errors: KNN_WARNINGS_AS_ERRORS),
@@ -22,6 +25,8 @@ repo_root=$(pwd)
 build_dir=${KNN_BUILD_DIR:-build}
 with_cuda=${KNN_WITH_CUDA:-AUTO}
 jobs=${KNN_JOBS:-$(nproc 2>/dev/null || echo 2)}
+cuda_archs=()
+[ -n "${KNN_CUDA_ARCHITECTURES:-}" ] && cuda_archs=("-DCMAKE_CUDA_ARCHITECTURES=$KNN_CUDA_ARCHITECTURES")
 
 step() { printf '\n==== [%4d s] %s\n' "$SECONDS" "$*"; }
 die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
@@ -55,9 +60,9 @@ else
 fi
 
 # ---- Configure and build -------------------------------------------------------------
-step "configure $build_dir (Release, KNN_WITH_CUDA=$with_cuda)"
+step "configure $build_dir (Release, KNN_WITH_CUDA=$with_cuda${KNN_CUDA_ARCHITECTURES:+, CUDA architectures $KNN_CUDA_ARCHITECTURES})"
 cmake -S "$repo_root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
-  -DKNN_WITH_CUDA="$with_cuda" -DKNN_BUILD_TESTS=ON -DKNN_WARNINGS_AS_ERRORS=ON ||
+  -DKNN_WITH_CUDA="$with_cuda" -DKNN_BUILD_TESTS=ON -DKNN_WARNINGS_AS_ERRORS=ON "${cuda_archs[@]}" ||
   die "configure failed"
 
 step "build ($jobs jobs)"
