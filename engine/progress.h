@@ -23,6 +23,12 @@ void progress_begin(knn_progress* p, int stage, int64_t total);
 void progress_add(knn_progress* p, int64_t units);
 // The stage is complete: done = total.
 void progress_finish(knn_progress* p);
+// Units done so far of the current stage (0 for NULL).
+int64_t progress_done(const knn_progress* p);
+// Begins the current stage again from `done` units (sequence + 1, stage and
+// total kept), for work that starts over: a device call that the CPU answers
+// again, from what the stage had done before that call.
+void progress_restart(knn_progress* p, int64_t done);
 
 // The progress of one call on the calling thread: begins a stage where a
 // progress is registered, and completes it when finish() is called (a call

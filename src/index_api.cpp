@@ -425,6 +425,8 @@ template <typename Scalar>
 void answer_call(const knn_index& ix, const CallShape<Scalar>& call, const Outputs<Scalar>& out,
                  const knn_options& o, const BasicShareWork<Scalar>& share,
                  const BasicShareWork<Scalar>& whole, CpuFallback<Scalar>& fallback) {
+  knn_progress* const stage = progress();
+  const int64_t done_before = progress_done(stage);
   try {
     const BasicIndexEngine<Scalar>& engine =
         serving_engine(ix, call.list_k, call.kind, out, call.queries, call.m);
@@ -442,6 +444,10 @@ void answer_call(const knn_index& ix, const CallShape<Scalar>& call, const Outpu
     out.fill_missing();  // the device attempt may have failed before it began
     throw;
   }
+  // The CPU answers the whole call again: its stage begins again where the
+  // device attempt began, so that the units the attempt reported are not
+  // counted twice.
+  progress_restart(stage, done_before);
   run_on_engine(ix, *cpu, call.queries, call.m, call.row_width, out, o, whole);
 }
 

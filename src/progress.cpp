@@ -70,6 +70,14 @@ void progress_finish(knn_progress* p) {
   if (p != nullptr) store64(&p->done, load64(&p->total));
 }
 
+int64_t progress_done(const knn_progress* p) { return p != nullptr ? load64(&p->done) : 0; }
+
+void progress_restart(knn_progress* p, int64_t done) {
+  if (p == nullptr) return;
+  store64(&p->done, done);
+  add32(&p->sequence, 1);
+}
+
 }  // namespace knn
 
 extern "C" KNN_API int KNN_CALL knn_set_progress(knn_progress* progress) {

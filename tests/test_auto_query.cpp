@@ -711,6 +711,63 @@ TEST(AutoQueryGpu, ACallTheDeviceHasNoMemoryForIsAnsweredOnTheCpu) {
   }
 }
 
+// A CSR fill whose device attempt at one staging run fails for memory
+// (KNN_FAULT_DEVICE_ALLOC walks the call's device allocations) and which the
+// CPU then answers: the rows equal the device's, and the progress stage
+// begins again from the rows done before that run (sequence + 1), so that a
+// reader polling it never sees more rows done than the call has; without
+// the restart the run's rows were counted by the attempt and again by the
+// CPU.
+TEST(AutoQueryGpu, AFallbackRunBeginsItsProgressStageAgain) {
+  if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const int64_t n = 20000, m = 20000;
+  const float radius = 0.2f;  // about 500 points a query: several staging runs
+  const std::vector<float> points = knn_test::make_rows(Dist::Uniform, n, 3, 141);
+  const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, m, 3, 142);
+  knn_options o;
+  knn_options_init(&o);
+  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
+  ASSERT_TRUE(automatic);
+  const knn_test::Csr want = knn_test::radius_csr(automatic.get(), queries, 3, radius);
+  ASSERT_GT(want.offsets.back(), int64_t{1} << 23) << "the fill must take several staging runs";
+  knn_progress record{};
+  ASSERT_EQ(knn_set_progress(&record), KNN_OK);
+  int fallbacks = 0;
+  for (int fault = 1; fault <= 16; ++fault) {
+    SCOPED_TRACE("device allocation " + std::to_string(fault) + " fails");
+    std::vector<int32_t> idx(want.idx.size(), -7);
+    std::vector<float> dist(want.dist.size(), -7.0f);
+    std::atomic<bool> stop{false}, overshoot{false};
+    std::thread reader([&] {
+      while (!stop.load()) {
+        const int32_t stage = __atomic_load_n(&record.stage, __ATOMIC_ACQUIRE);
+        const int64_t total = __atomic_load_n(&record.total, __ATOMIC_ACQUIRE);
+        const int64_t done = __atomic_load_n(&record.done, __ATOMIC_ACQUIRE);
+        if (stage == KNN_PROGRESS_QUERY && done > total) overshoot = true;
+      }
+    });
+    const int32_t sequence = record.sequence;
+    int status = KNN_OK;
+    {
+      const knn_test::ScopedEnv env("KNN_FAULT_DEVICE_ALLOC",
+                                    (std::to_string(fault) + "#fill").c_str());
+      status = knn_index_radius_fill(automatic.get(), queries.data(), m, radius,
+                                     want.offsets.data(), idx.data(), dist.data(), nullptr);
+    }
+    stop = true;
+    reader.join();
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    EXPECT_EQ(idx, want.idx);
+    EXPECT_EQ(dist, want.dist);
+    EXPECT_FALSE(overshoot.load()) << "a reader saw more rows done than the call has";
+    EXPECT_EQ(record.done, m);
+    EXPECT_EQ(record.total, m);
+    fallbacks += record.sequence - sequence - 1;
+  }
+  ASSERT_EQ(knn_set_progress(nullptr), KNN_OK);
+  EXPECT_GT(fallbacks, 0) << "no staging run fell back to the CPU";
+}
+
 #if defined(KNN_TEST_WITH_CUDA)
 // Every CUDA engine writes its points in input order into device memory
 // (what the kd-tree an AUTO index adds is built from) and into host memory,
