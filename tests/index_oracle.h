@@ -22,19 +22,13 @@ inline KnnResult oracle_self(const float* points, int64_t n, int dim, int k, boo
   r.k = k;
   r.idx.assign(static_cast<size_t>(n) * k, -1);
   r.dist.assign(static_cast<size_t>(n) * k, std::numeric_limits<float>::infinity());
+  const int64_t competitors = exclude_self ? n - 1 : n;
+  const size_t keep = static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(k, competitors)));
   parallel_for(n, [&](int64_t i) {
-    std::vector<std::pair<float, int>> cand;
-    cand.reserve(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j)
-      if (!(exclude_self && j == i))
-        cand.push_back(
-            {contract_sq_distance(points + i * dim, points + j * dim, dim), static_cast<int>(j)});
-    const size_t keep = std::min(cand.size(), static_cast<size_t>(k));
-    std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(keep), cand.end());
-    for (size_t j = 0; j < keep; ++j) {
-      r.idx[static_cast<size_t>(i) * k + j] = cand[j].second;
-      r.dist[static_cast<size_t>(i) * k + j] = cand[j].first;
-    }
+    KBest best(keep);
+    offer_rows(points + i * dim, points, n, dim, exclude_self ? i : -1, best);
+    best.write(r.idx.data() + static_cast<size_t>(i) * k,
+               r.dist.data() + static_cast<size_t>(i) * k);
   });
   return r;
 }
@@ -46,6 +40,17 @@ struct RadiusResult {
   std::vector<float> dist;  // m * max_neighbors, +infinity past the hits
   std::vector<int> counts;  // m true counts
 };
+
+// Appends to hits the rows of points (n rows of dim) within contract
+// distance r2 of q; only the hits leave the unchecked loop (oracle.h).
+KNN_ORACLE_UNCHECKED inline void collect_within(const float* q, const float* points, int64_t n,
+                                                int dim, float r2,
+                                                std::vector<std::pair<float, int>>& hits) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float d = contract_sq_distance(q, points + j * dim, dim);
+    if (d <= r2) hits.push_back({d, static_cast<int>(j)});
+  }
+}
 
 // The points with contract distance <= radius*radius (float32 product), in
 // (distance, index) order, max_neighbors per row, and the true counts.
@@ -61,10 +66,7 @@ inline RadiusResult oracle_radius(const float* points, int64_t n, const float* q
   const float r2 = f32_mul(radius, radius);
   parallel_for(m, [&](int64_t i) {
     std::vector<std::pair<float, int>> hits;
-    for (int64_t j = 0; j < n; ++j) {
-      const float d = contract_sq_distance(queries + i * dim, points + j * dim, dim);
-      if (d <= r2) hits.push_back({d, static_cast<int>(j)});
-    }
+    collect_within(queries + i * dim, points, n, dim, r2, hits);
     std::sort(hits.begin(), hits.end());
     r.counts[static_cast<size_t>(i)] = static_cast<int>(hits.size());
     for (size_t j = 0; j < hits.size() && j < static_cast<size_t>(max_neighbors); ++j) {
