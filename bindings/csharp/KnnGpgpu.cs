@@ -1535,7 +1535,9 @@ namespace KnnGpgpu
 
     /// <summary>A record for knn_set_progress: native memory the library updates per chunk of
     /// work of the calls made by the thread that registered it; read it from any thread.
-    /// Within a stage Done grows from 0 to Total; Sequence counts the stages begun.
+    /// Within a stage Done never decreases and ends at Total; a stage begins at 0, or, when a
+    /// GPU call's CPU fallback begins it again, at what the stage had done before that call.
+    /// Sequence counts the stages begun.
     /// <code>using (var p = new KnnProgress()) using (p.Register()) { ...long calls... }</code></summary>
     public sealed class KnnProgress : KnnThreadRecord
     {

@@ -5,8 +5,10 @@
 ;;;;       ...long calls; another thread reads (knn:progress-snapshot progress)...))
 ;;;;
 ;;;; The record is a foreign knn_progress owned by the PROGRESS object; the
-;;;; library updates it per chunk of work. Within a stage DONE grows from 0 to
-;;;; TOTAL; SEQUENCE counts the stages begun (one call may run several).
+;;;; library updates it per chunk of work. Within a stage DONE never decreases
+;;;; and ends at TOTAL; a stage begins at 0, or, when a GPU call's CPU fallback
+;;;; begins it again, at what the stage had done before that call. SEQUENCE
+;;;; counts the stages begun (one call may run several).
 
 (in-package #:knn-gpgpu)
 

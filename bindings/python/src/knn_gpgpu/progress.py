@@ -9,8 +9,10 @@
 
 The record is a C ``knn_progress`` owned by the :class:`Progress` object; the
 library updates it per chunk of work of the calls the registering thread
-makes. Within a stage ``done`` grows from 0 to ``total``; ``sequence`` counts
-the stages begun (one call may run several).
+makes. Within a stage ``done`` never decreases and ends at ``total``; a stage
+begins at 0, or, when a GPU call's CPU fallback begins it again, at what the
+stage had done before that call. ``sequence`` counts the stages begun (one
+call may run several).
 """
 
 from __future__ import annotations
