@@ -242,6 +242,7 @@ struct ThreadVisitor {
   __device__ void scan_leaf(int64_t begin, int64_t end, bool wanted, unsigned lanes) {
     wanted = wanted && begin != home_begin;
     const unsigned wanting = __ballot_sync(lanes, wanted);
+    if (wanting == 0) return;  // wanted only as the home leaf, which seed() scanned
     if (!TakesTurns<List>::value || radius_sq >= Scalar(0) ||
         __popc(wanting) > max_turns(q.dim())) {
       if (wanted) scan(begin, end);
@@ -404,13 +405,17 @@ __global__ void search_warp_lists(KernelArgs<Scalar> a) {
 // of its third (part_bits). Close queries get close keys, and where a leaf
 // is home to more queries than a warp, its warps get compact parts of it and
 // walk fewer nodes together (H100, k = 5, n = m, query ms: 7-D 2^21 65.0 ->
-// 62.2, 5-D 2^21 19.3 -> 18.9, k = 11 65.4 -> 61.9).
-template <typename Scalar>
+// 62.2, 5-D 2^21 19.3 -> 18.9, k = 11 65.4 -> 61.9). The descent keeps the
+// query in registers where DIM is known; with the leaf scan that returns at
+// once when only a home leaf is wanted (ThreadVisitor::scan_leaf), 3-D, 10^7
+// points and queries, k = 1: 20.4-20.9 -> 19.3-19.7 ms of query (H100,
+// 2026-11-27; k = 8: 44.2-44.6 -> 43.4-43.9).
+template <typename Scalar, int DIM>
 __global__ void leaf_keys(BucketTreeView<Scalar> t, const Scalar* queries, int64_t m,
                           uint32_t* keys, int32_t* order) {
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= m) return;
-  const QueryPoint<Scalar, 0> q(queries + i * t.dim, t.dim);
+  const QueryPoint<Scalar, DIM> q(queries + i * t.dim, t.dim);
   uint32_t node = 0;
   for (int level = 0; level < t.levels; ++level) {
     const uint32_t left = 2 * node + 1;
@@ -495,8 +500,10 @@ void search_bucket_tree(const BucketTreeView<Scalar>& tree, const SearchRequest<
   const size_t temp_bytes = pair_sort_temp_bytes(r.m);
   ensure_capacity(scratch.cub_temp, checked_cub_temp(temp_bytes, cub_temp_bytes(r.m)));
 
-  leaf_keys<Scalar><<<grid_for(r.m, kBlock), kBlock, 0, stream>>>(
-      tree, r.queries, r.m, scratch.keys[0].get(), scratch.order[0].get());
+  with_static_dim(tree.dim, [&](auto static_dim) {
+    leaf_keys<Scalar, decltype(static_dim)::value><<<grid_for(r.m, kBlock), kBlock, 0, stream>>>(
+        tree, r.queries, r.m, scratch.keys[0].get(), scratch.order[0].get());
+  });
   check_launch("leaf_keys");
   const int32_t* order = scratch.order[0].get();
   const uint32_t* home_key = scratch.keys[0].get();
