@@ -21,6 +21,7 @@
 #include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
 #include "../cuda/kdtree/bucket_tree_shape.h"
+#include "../cuda/kdtree/index_kdtree.cuh"
 #include "../cuda/kdtree/index_kdtree_memory.h"
 #include "../engine/device_budget.h"
 #include "engine_calls.h"
@@ -201,6 +202,107 @@ TEST(IndexSupport, HostMemoryIsNotDeviceMemory) {
     EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   }
 #endif
+}
+
+// ---- The device build against the tree's definition ---------------------------------
+
+// Builds the device tree of `rows` and checks every node on the host: its box
+// is the tight box of its segment's points, and an inner node's children are
+// the (coordinate, index) median split of its widest side (the largest
+// spread in the scalar's arithmetic, ties to the smaller dimension). Every
+// bucket row is its id's input row (-0.0 may come back as +0.0: one key).
+template <typename Scalar>
+void expect_median_tree(const std::vector<Scalar>& rows, int64_t n, int dim, int leaf) {
+  namespace kd = knn::cuda;
+  kd::BucketTree<Scalar> tree;
+  tree.n = n, tree.dim = dim, tree.levels = kd::bucket_tree_levels(n, leaf);
+  tree.input.allocate(rows.size());
+  if (!rows.empty()) {
+    ASSERT_EQ(cudaMemcpy(tree.input.get(), rows.data(), rows.size() * sizeof(Scalar),
+                         cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  kd::build_bucket_tree(tree, nullptr);
+  const auto download = [](const auto& buffer, size_t count) {
+    std::vector<std::remove_const_t<std::remove_pointer_t<decltype(buffer.get())>>> host(count);
+    if (count) {
+      EXPECT_EQ(
+          cudaMemcpy(host.data(), buffer.get(), count * sizeof(host[0]), cudaMemcpyDeviceToHost),
+          cudaSuccess);
+    }
+    return host;
+  };
+  const std::vector<int32_t> ids = download(tree.ids, static_cast<size_t>(n));
+  const std::vector<Scalar> points = download(tree.points, static_cast<size_t>(n) * dim);
+  const std::vector<Scalar> boxes =
+      download(tree.boxes, kd::bucket_tree_box_floats(tree.levels, dim));
+  std::vector<char> seen(static_cast<size_t>(n), 0);
+  for (int64_t j = 0; j < n; ++j) {
+    ASSERT_TRUE(ids[j] >= 0 && ids[j] < n && !seen[ids[j]]) << "ids are not a permutation";
+    seen[ids[j]] = 1;
+    for (int d = 0; d < dim; ++d)
+      ASSERT_EQ(points[j * dim + d], rows[int64_t{ids[j]} * dim + d]) << "bucket row " << j;
+  }
+  const Scalar inf = std::numeric_limits<Scalar>::infinity();
+  for (int level = 0; level <= tree.levels; ++level)
+    for (int64_t q = 0; q < (int64_t{1} << level); ++q) {
+      const int64_t start = kd::segment_start(n, level, q),
+                    end = kd::segment_start(n, level, q + 1);
+      const Scalar* lo = boxes.data() + (kd::first_node_of_level(level) + q) * 2 * dim;
+      const Scalar* hi = lo + dim;
+      Scalar widest = -inf;
+      int widest_dim = 0;
+      for (int d = 0; d < dim; ++d) {
+        Scalar low = inf, high = -inf;
+        for (int64_t j = start; j < end; ++j)
+          low = std::min(low, points[j * dim + d]), high = std::max(high, points[j * dim + d]);
+        ASSERT_TRUE(lo[d] == low && hi[d] == high)
+            << "box of node " << q << " of level " << level << ", dim " << d;
+        const Scalar spread = high - low;  // one rounding, as on the device
+        if (start < end && spread > widest) widest = spread, widest_dim = d;
+      }
+      if (level == tree.levels || start == end) continue;
+      const int64_t mid = kd::segment_start(n, level + 1, 2 * q + 1);
+      // (coordinate, index) order: the left child's largest below the right's least.
+      const auto key = [&](int64_t j) {
+        return std::make_pair(points[j * dim + widest_dim], ids[j]);
+      };
+      auto left_max = key(start), right_min = key(end - 1);
+      for (int64_t j = start; j < mid; ++j) left_max = std::max(left_max, key(j));
+      for (int64_t j = mid; j < end; ++j) right_min = std::min(right_min, key(j));
+      if (mid > start && mid < end) {
+        ASSERT_LT(left_max, right_min) << "split of node " << q << " of level " << level;
+      }
+    }
+}
+
+// Both tiers of the build (levels split in global memory, subtrees in shared
+// memory), the path with neither (rows too wide for shared memory), every
+// data shape, leaves of 1 and 2 (empty leaves), float and double.
+TEST(KdTreeGpuBuild, EveryNodeIsTheMedianSplitOfItsWidestSide) {
+  SKIP_WITHOUT_DEVICE();
+  for (const Dist dist :
+       {Dist::Uniform, Dist::Clustered, Dist::Identical, Dist::Duplicates, Dist::Plane, Dist::Line,
+        Dist::Grid, Dist::LargeOffset, Dist::SignedZero, Dist::Tiny, Dist::Huge})
+    for (const int dim : {1, 3, 7})
+      for (const int64_t n : {1, 2, 3, 1000, 4097, 70001}) {
+        SCOPED_TRACE(describe(dist, n, 0, 0, 61, ("dim=" + std::to_string(dim)).c_str()));
+        const std::vector<float> rows = make_rows(dist, n, dim, 61 + n);
+        for (const int leaf : {1, 2, 64}) expect_median_tree(rows, n, dim, leaf);
+        if (n == 4097) {
+          std::vector<double> wide(rows.size());
+          for (size_t i = 0; i < rows.size(); ++i)
+            wide[i] = rows[i] + (rows[i] == 0 ? 0.0 : rows[i] * 1e-12 * static_cast<double>(i % 7));
+          expect_median_tree(wide, n, dim, 2);
+          expect_median_tree(wide, n, dim, 64);
+        }
+      }
+  for (const Dist dist : {Dist::Uniform, Dist::Clustered, Dist::Duplicates}) {
+    const std::vector<float> rows = make_rows(dist, 1500001, 3, 62);
+    expect_median_tree(rows, 1500001, 3, 64);
+    const std::vector<float> wide = make_rows(dist, 700, 1500, 63);
+    expect_median_tree(wide, 700, 1500, 128);
+  }
 }
 
 // ---- kNN against the oracle and the OpenMP engine ----------------------------------------

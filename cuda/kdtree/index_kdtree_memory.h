@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "../../common/index_leaf_size.h"
+#include "../core/launch_policy.h"
 #include "../core/memory_model.h"
 #include "../core/query_chunks_memory.h"
 #include "bucket_tree_shape.h"
@@ -32,11 +33,66 @@ inline size_t bucket_tree_box_floats(int levels, int dim) {
   return ((size_t{2} << levels) - 1) * 2 * static_cast<size_t>(dim);
 }
 
-// Dimensions whose orders one CUB scan covers in the build (its item count is
-// an int).
-inline int bucket_tree_scan_dims(int64_t n, int dim) {
-  if (n <= 0) return dim;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(dim, INT_MAX / n)));
+// The plan of the build (index_kdtree_build.cu): the levels up to
+// shared_level - 1 are split in global memory, tile by tile; from
+// shared_level on, one block builds each subtree in its shared memory
+// (levels + 1: every level in global memory). shared_budget is the shared
+// memory the build may give a block.
+constexpr int64_t kKdBuildTile = 4096;  // entries of a segment one block of a level handles
+struct BucketTreeBuildPlan {
+  int shared_level = 0;
+  int64_t shared_points = 0;    // most points of a segment at shared_level
+  int64_t global_segments = 0;  // segments of the deepest level split in global memory
+  int64_t global_tiles = 0;     // most tiles of a level split in global memory
+};
+
+// Shared memory of a block that builds the subtree of `points` points:
+// every dimension's keys and the ids, twice (a stable partition reads one
+// copy and writes the other).
+inline size_t kdtree_build_shared_bytes(int64_t points, int dim, size_t key_bytes) {
+  return 2 * static_cast<size_t>(points) * (static_cast<size_t>(dim) * key_bytes + 4);
+}
+
+inline BucketTreeBuildPlan bucket_tree_build_plan(int64_t n, int dim, int levels, size_t key_bytes,
+                                                  size_t shared_budget) {
+  BucketTreeBuildPlan plan;
+  plan.shared_level = levels + 1;
+  for (int level = 0; level <= levels; ++level) {
+    const int64_t most = (n + (int64_t{1} << level) - 1) >> level;
+    if (most <= kKdBuildSharedSegmentPoints &&
+        kdtree_build_shared_bytes(most, dim, key_bytes) <= shared_budget) {
+      plan.shared_level = level;
+      plan.shared_points = most;
+      break;
+    }
+    plan.global_segments = int64_t{1} << level;
+    plan.global_tiles = std::max(plan.global_tiles,
+                                 plan.global_segments * ((most + kKdBuildTile - 1) / kKdBuildTile));
+  }
+  return plan;
+}
+
+// The shared memory the build gives a block on a device that lets a block
+// opt in to `optin` bytes (launch_policy.h).
+inline size_t kdtree_build_shared_budget(size_t optin) { return optin / kKdBuildSharedFraction; }
+
+// Bytes of one split rule of the global levels (index_kdtree_build.cu).
+constexpr size_t kKdBuildRuleBytes = 16;
+
+// The build's scratch: every dimension's keys (key_bytes = scalar_bytes
+// each) and the ids, twice, and per segment of the global levels its key box,
+// split dimension, split rule and 256-bin digit histogram, and per tile two
+// counts.
+inline size_t kdtree_build_scratch_bytes(int64_t n, int dim, int levels, size_t key_bytes,
+                                         size_t shared_budget) {
+  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
+  const BucketTreeBuildPlan plan =
+      bucket_tree_build_plan(n < 0 ? 0 : n, dim, levels, key_bytes, shared_budget);
+  const size_t segments = static_cast<size_t>(plan.global_segments);
+  return 2 * aligned(un * dim * key_bytes) + 2 * aligned(un * 4) +
+         2 * aligned(segments * dim * key_bytes) + aligned(segments * 4) +
+         aligned(segments * kKdBuildRuleBytes) + aligned(segments * 256 * 4) +
+         aligned(static_cast<size_t>(plan.global_tiles) * 8);
 }
 
 // What the index keeps on the device: the points in input order and in
@@ -49,21 +105,15 @@ inline size_t kdtree_resident_bytes(int64_t n, int dim, int leaf_size,
          aligned(bucket_tree_box_floats(levels, dim) * scalar_bytes);
 }
 
-// Peak of the build: the resident data, two copies of every dimension's
-// order, and the larger of the sort phase (keys of scalar_bytes twice, ids,
-// CUB) and the split phase (split dims, side flags, the scan and its CUB
-// temporaries).
+// Peak of the build: the resident data and the build's scratch, planned with
+// the shared memory every device gives a block (fewer points a block, more
+// segments in global memory: an upper bound for every device).
 inline size_t kdtree_build_bytes(int64_t n, int dim, int leaf_size,
                                  size_t scalar_bytes = sizeof(float)) {
-  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   const int levels = bucket_tree_levels(n, leaf_size);
-  const int64_t scan_items = (n < 0 ? 0 : n) * bucket_tree_scan_dims(n, dim);
-  const size_t sort_phase = 2 * aligned(un * scalar_bytes) + aligned(un * 4) + cub_temp_bytes(n);
-  const size_t split_phase = aligned((size_t{1} << (levels > 0 ? levels - 1 : 0)) * 4) +
-                             aligned(un) + aligned(static_cast<size_t>(scan_items) * 4) +
-                             cub_temp_bytes(scan_items);
-  return kdtree_resident_bytes(n, dim, leaf_size, scalar_bytes) + 2 * aligned(un * dim * 4) +
-         std::max(sort_phase, split_phase);
+  return kdtree_resident_bytes(n, dim, leaf_size, scalar_bytes) +
+         kdtree_build_scratch_bytes(n, dim, levels, scalar_bytes,
+                                    kdtree_build_shared_budget(kMinSharedBytesPerBlock));
 }
 
 // Search scratch of one pipeline slot, per query: leaf keys and query order
