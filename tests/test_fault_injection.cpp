@@ -47,6 +47,12 @@ class FaultInjection : public ::testing::Test {
     ASSERT_EQ(status, KNN_OK) << status_text(status);
     query_with(&cuQueryAll, queries_, tree_, kK, &status);
     ASSERT_EQ(status, KNN_OK) << status_text(status);
+    // Uniform points take the grid of the tree's points, whose kernels load
+    // at their first call too.
+    const std::vector<Point> uniform = make_points(Dist::Uniform, kPoints, 85);
+    query_with(&cuQueryAll, make_query_points(Dist::Uniform, kQueries, 86), build_tree(uniform), kK,
+               &status);
+    ASSERT_EQ(status, KNN_OK) << status_text(status);
   }
   void TearDown() override {
     unsetenv("KNN_FAULT_DEVICE_ALLOC");

@@ -5,8 +5,12 @@
 // A device test checks the peak against these figures.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+
+#include "../../common/kdtree_layout.h"
+#include "launch_policy.h"
 
 namespace knn {
 namespace cuda {
@@ -36,23 +40,82 @@ inline size_t cub_temp_bytes(int64_t items) {
   return aligned(kCubTempBase + static_cast<size_t>(items < 0 ? 0 : items));
 }
 
-// The build partitions its arrays in tiles of this many entries; each tile
-// keeps two 12-byte counts (its total and the tiles before it).
-constexpr int64_t kPartitionTile = 1024;
+// ---- The median-split build of both kd-trees (cuda/kdtree/median_split.cuh) ----
+// Levels before shared_level are split in global memory, tile by tile; from
+// shared_level on, one block builds each subtree in its shared memory
+// (last_level + 1: every level in global memory).
+constexpr int64_t kSplitTile = 4096;  // entries of a segment one block of a level handles
+constexpr size_t kSplitRuleBytes = 16;
+struct SplitBuildPlan {
+  int shared_level = 0;
+  int64_t shared_points = 0;    // most points of a segment at shared_level
+  int64_t global_segments = 0;  // segments of the deepest level split in global memory
+  int64_t global_tiles = 0;     // most tiles of a level split in global memory
+};
 
-inline int64_t partition_tiles(int64_t n) {
-  return n <= 0 ? 0 : (n + kPartitionTile - 1) / kPartitionTile;
+// Shared memory of a block that builds the subtree of `points` points: every
+// dimension's keys and the ids, twice (a stable partition reads one copy
+// and writes the other).
+inline size_t split_build_shared_bytes(int64_t points, int dims, size_t key_bytes) {
+  return 2 * static_cast<size_t>(points) * (static_cast<size_t>(dims) * key_bytes + 4);
 }
 
-// Build of n points: the points, four arrays of (x, y, z, id) entries (three
-// sorted by one axis each, plus one to partition into), sort keys and ids
-// (double-buffered), the partition tiles' counts, the tree itself and CUB's
-// temporaries.
+// The shared memory the build gives a block on a device that lets a block
+// opt in to `optin` bytes (launch_policy.h).
+inline size_t split_build_shared_budget(size_t optin) { return optin / kKdBuildSharedFraction; }
+
+// Levels 0..last_level of a tree whose segments of level l hold at most
+// most_at(l) points.
+template <class MostAt>
+SplitBuildPlan split_build_plan(int last_level, int dims, size_t key_bytes, size_t shared_budget,
+                                MostAt most_at) {
+  SplitBuildPlan plan;
+  plan.shared_level = last_level + 1;
+  for (int level = 0; level <= last_level; ++level) {
+    const int64_t most = most_at(level);
+    if (most <= kKdBuildSharedSegmentPoints &&
+        split_build_shared_bytes(most, dims, key_bytes) <= shared_budget) {
+      plan.shared_level = level;
+      plan.shared_points = most;
+      break;
+    }
+    plan.global_segments = int64_t{1} << level;
+    plan.global_tiles =
+        std::max(plan.global_tiles, plan.global_segments * ((most + kSplitTile - 1) / kSplitTile));
+  }
+  return plan;
+}
+
+// The build's scratch: every dimension's keys (key_bytes each) and the ids,
+// twice, and per segment of the global levels its key ranges, split
+// dimension, split rule and 256-bin digit histogram, and per tile two counts.
+inline size_t split_build_scratch_bytes(int64_t n, int dims, size_t key_bytes,
+                                        const SplitBuildPlan& plan) {
+  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
+  const size_t segments = static_cast<size_t>(plan.global_segments);
+  return 2 * aligned(un * dims * key_bytes) + 2 * aligned(un * 4) +
+         2 * aligned(segments * dims * key_bytes) + aligned(segments * 4) +
+         aligned(segments * kSplitRuleBytes) + aligned(segments * 256 * 4) +
+         aligned(static_cast<size_t>(plan.global_tiles) * 8);
+}
+
+// The classic tree's build runs levels 0..levels-1, and a segment of level l
+// holds at most the leftmost node's subtree.
+inline SplitBuildPlan classic_build_plan(int64_t n, size_t shared_budget) {
+  const TreeShape shape(n < 0 ? 0 : n);
+  return split_build_plan(shape.levels - 1, 3, sizeof(uint32_t), shared_budget,
+                          [shape](int level) { return shape.subtree_size(level, 0); });
+}
+
+// Build of n points: the points, the tree itself and the build's scratch,
+// planned with the shared memory every device gives a block (more segments
+// in global memory than on any real device: an upper bound).
 inline size_t build_bytes(int64_t n) {
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
-  const size_t tiles = static_cast<size_t>(partition_tiles(n));
-  return aligned(un * 12) + 4 * aligned(un * 16) + 4 * aligned(un * 4) + 2 * aligned(tiles * 12) +
-         aligned(un * 24) + cub_temp_bytes(n) + aligned(64) + aligned(24);
+  const SplitBuildPlan plan =
+      classic_build_plan(n, split_build_shared_budget(kMinSharedBytesPerBlock));
+  return aligned(un * 12) + aligned(un * 24) +
+         split_build_scratch_bytes(n, 3, sizeof(uint32_t), plan);
 }
 
 // Nodes are uploaded through a device staging buffer of at most this many.

@@ -13,7 +13,6 @@
 #include <cstdint>
 
 #include "../../common/index_leaf_size.h"
-#include "../core/launch_policy.h"
 #include "../core/memory_model.h"
 #include "../core/query_chunks_memory.h"
 #include "bucket_tree_shape.h"
@@ -33,66 +32,12 @@ inline size_t bucket_tree_box_floats(int levels, int dim) {
   return ((size_t{2} << levels) - 1) * 2 * static_cast<size_t>(dim);
 }
 
-// The plan of the build (index_kdtree_build.cu): the levels up to
-// shared_level - 1 are split in global memory, tile by tile; from
-// shared_level on, one block builds each subtree in its shared memory
-// (levels + 1: every level in global memory). shared_budget is the shared
-// memory the build may give a block.
-constexpr int64_t kKdBuildTile = 4096;  // entries of a segment one block of a level handles
-struct BucketTreeBuildPlan {
-  int shared_level = 0;
-  int64_t shared_points = 0;    // most points of a segment at shared_level
-  int64_t global_segments = 0;  // segments of the deepest level split in global memory
-  int64_t global_tiles = 0;     // most tiles of a level split in global memory
-};
-
-// Shared memory of a block that builds the subtree of `points` points:
-// every dimension's keys and the ids, twice (a stable partition reads one
-// copy and writes the other).
-inline size_t kdtree_build_shared_bytes(int64_t points, int dim, size_t key_bytes) {
-  return 2 * static_cast<size_t>(points) * (static_cast<size_t>(dim) * key_bytes + 4);
-}
-
-inline BucketTreeBuildPlan bucket_tree_build_plan(int64_t n, int dim, int levels, size_t key_bytes,
-                                                  size_t shared_budget) {
-  BucketTreeBuildPlan plan;
-  plan.shared_level = levels + 1;
-  for (int level = 0; level <= levels; ++level) {
-    const int64_t most = (n + (int64_t{1} << level) - 1) >> level;
-    if (most <= kKdBuildSharedSegmentPoints &&
-        kdtree_build_shared_bytes(most, dim, key_bytes) <= shared_budget) {
-      plan.shared_level = level;
-      plan.shared_points = most;
-      break;
-    }
-    plan.global_segments = int64_t{1} << level;
-    plan.global_tiles = std::max(plan.global_tiles,
-                                 plan.global_segments * ((most + kKdBuildTile - 1) / kKdBuildTile));
-  }
-  return plan;
-}
-
-// The shared memory the build gives a block on a device that lets a block
-// opt in to `optin` bytes (launch_policy.h).
-inline size_t kdtree_build_shared_budget(size_t optin) { return optin / kKdBuildSharedFraction; }
-
-// Bytes of one split rule of the global levels (index_kdtree_build.cu).
-constexpr size_t kKdBuildRuleBytes = 16;
-
-// The build's scratch: every dimension's keys (key_bytes = scalar_bytes
-// each) and the ids, twice, and per segment of the global levels its key box,
-// split dimension, split rule and 256-bin digit histogram, and per tile two
-// counts.
-inline size_t kdtree_build_scratch_bytes(int64_t n, int dim, int levels, size_t key_bytes,
-                                         size_t shared_budget) {
-  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
-  const BucketTreeBuildPlan plan =
-      bucket_tree_build_plan(n < 0 ? 0 : n, dim, levels, key_bytes, shared_budget);
-  const size_t segments = static_cast<size_t>(plan.global_segments);
-  return 2 * aligned(un * dim * key_bytes) + 2 * aligned(un * 4) +
-         2 * aligned(segments * dim * key_bytes) + aligned(segments * 4) +
-         aligned(segments * kKdBuildRuleBytes) + aligned(segments * 256 * 4) +
-         aligned(static_cast<size_t>(plan.global_tiles) * 8);
+// The bucket tree's build (median_split.cuh) runs levels 0..levels, and a
+// segment of level l holds at most ceil(n / 2^l) points.
+inline SplitBuildPlan bucket_tree_build_plan(int64_t n, int dim, int levels, size_t key_bytes,
+                                             size_t shared_budget) {
+  return split_build_plan(levels, dim, key_bytes, shared_budget,
+                          [n](int level) { return (n + (int64_t{1} << level) - 1) >> level; });
 }
 
 // What the index keeps on the device: the points in input order and in
@@ -110,10 +55,12 @@ inline size_t kdtree_resident_bytes(int64_t n, int dim, int leaf_size,
 // segments in global memory: an upper bound for every device).
 inline size_t kdtree_build_bytes(int64_t n, int dim, int leaf_size,
                                  size_t scalar_bytes = sizeof(float)) {
-  const int levels = bucket_tree_levels(n, leaf_size);
+  const int64_t points = n < 0 ? 0 : n;
+  const SplitBuildPlan plan =
+      bucket_tree_build_plan(points, dim, bucket_tree_levels(points, leaf_size), scalar_bytes,
+                             split_build_shared_budget(kMinSharedBytesPerBlock));
   return kdtree_resident_bytes(n, dim, leaf_size, scalar_bytes) +
-         kdtree_build_scratch_bytes(n, dim, levels, scalar_bytes,
-                                    kdtree_build_shared_budget(kMinSharedBytesPerBlock));
+         split_build_scratch_bytes(points, dim, scalar_bytes, plan);
 }
 
 // Search scratch of one pipeline slot, per query: leaf keys and query order
