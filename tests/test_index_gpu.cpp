@@ -21,7 +21,6 @@
 #include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
 #include "../cuda/kdtree/bucket_tree_shape.h"
-#include "../cuda/kdtree/index_kdtree.cuh"
 #include "../cuda/kdtree/index_kdtree_memory.h"
 #include "../engine/device_budget.h"
 #include "engine_calls.h"
@@ -35,6 +34,8 @@
 
 #if defined(KNN_TEST_WITH_CUDA)
 #include <cuda_runtime.h>
+
+#include "../cuda/kdtree/index_kdtree.cuh"
 #endif
 
 namespace knn_test {
@@ -206,6 +207,8 @@ TEST(IndexSupport, HostMemoryIsNotDeviceMemory) {
 
 // ---- The device build against the tree's definition ---------------------------------
 
+#if defined(KNN_TEST_WITH_CUDA)
+
 // Builds the device tree of `rows` and checks every node on the host: its box
 // is the tight box of its segment's points, and an inner node's children are
 // the (coordinate, index) median split of its widest side (the largest
@@ -304,6 +307,7 @@ TEST(KdTreeGpuBuild, EveryNodeIsTheMedianSplitOfItsWidestSide) {
     expect_median_tree(wide, 700, 1500, 128);
   }
 }
+#endif  // KNN_TEST_WITH_CUDA
 
 // ---- kNN against the oracle and the OpenMP engine ----------------------------------------
 

@@ -373,11 +373,10 @@ static __global__ void scan_tile_sides(int64_t tiles, unsigned long long* tile_c
 // of this level's arrays to the next level's (the node's own point, where
 // the tree keeps one, to the node).
 template <class Splits, typename Key>
-__global__ void partition_tiles(Splits s, const Key* keys, const int32_t* ids, int64_t n,
-                                int dims, int level, int64_t tiles, const int32_t* split_dim,
-                                const SplitRule<Key>* rules,
-                                const unsigned long long* tile_before, Key* to_keys,
-                                int32_t* to_ids) {
+__global__ void partition_tiles(Splits s, const Key* keys, const int32_t* ids, int64_t n, int dims,
+                                int level, int64_t tiles, const int32_t* split_dim,
+                                const SplitRule<Key>* rules, const unsigned long long* tile_before,
+                                Key* to_keys, int32_t* to_ids) {
   const TileOf tile(s, level, tiles, kSplitTile);
   const SplitRule<Key> rule = rules[tile.q];
   const uint32_t equal_left = equal_left_of<Splits>(rule);
@@ -394,8 +393,8 @@ __global__ void partition_tiles(Splits s, const Key* keys, const int32_t* ids, i
     const bool valid = j < tile.last;
     const Key key = valid ? split_keys[j] : Key{0};
     const bool lt = valid && key < rule.pivot, eq = valid && key == rule.pivot;
-    const RowPlace place = place_in_row(lt, eq, lt_run, eq_run, slots[row & 1], warp, kWarps,
-                                        [] { __syncthreads(); });
+    const RowPlace place =
+        place_in_row(lt, eq, lt_run, eq_run, slots[row & 1], warp, kWarps, [] { __syncthreads(); });
     lt_run += place.lt_row, eq_run += place.eq_row;
     if (!valid) continue;
     const Destination to = destination<Splits::kNodePoints>(
@@ -505,10 +504,9 @@ __global__ void __launch_bounds__(kBlock)
     const bool splits = s.splits(node_level);
     if constexpr (Splits::kNodePoints) {
       if (s.most_points(node_level) <= 32) {
-        place_small_subtrees(s, node_level, q0 << depth, 1 << depth,
-                             keys_in_shared + current * buffer_keys,
-                             ids_in_shared + current * capacity, capacity,
-                             s.start(node_level, q0 << depth));
+        place_small_subtrees(
+            s, node_level, q0 << depth, 1 << depth, keys_in_shared + current * buffer_keys,
+            ids_in_shared + current * capacity, capacity, s.start(node_level, q0 << depth));
         break;
       }
     }
@@ -529,7 +527,8 @@ __global__ void __launch_bounds__(kBlock)
     for (int sub = group.id; sub < subs; sub += groups) {
       const int64_t q = (q0 << depth) + sub;
       const uint32_t sub_start = static_cast<uint32_t>(s.start(node_level, q) - base);
-      const uint32_t sub_size = static_cast<uint32_t>(s.start(node_level, q + 1) - base) - sub_start;
+      const uint32_t sub_size =
+          static_cast<uint32_t>(s.start(node_level, q + 1) - base) - sub_start;
       // The key ranges (the node box, or the split dimension's alone).
       int split = 0, d_end = dims;
       if constexpr (!Splits::kBoxes) split = s.split_dim(node_level), d_end = split + 1;
@@ -553,8 +552,8 @@ __global__ void __launch_bounds__(kBlock)
           if constexpr (Splits::kBoxes) {
             s.write_box(node_level, q, d, sub_size == 0, lo, hi);
             if (sub_size > 0) {
-              const Scalar spread = sub_rn(scalar_from_ordered_key<Scalar>(hi),
-                                           scalar_from_ordered_key<Scalar>(lo));
+              const Scalar spread =
+                  sub_rn(scalar_from_ordered_key<Scalar>(hi), scalar_from_ordered_key<Scalar>(lo));
               if (spread > widest) widest = spread, split = d, split_low = lo, split_high = hi;
             }
           } else {
@@ -710,11 +709,10 @@ void build(const Splits& s, const Scalar* points, int64_t n, int dims, const Spl
         (most + kSplitTile * kHistogramTiles - 1) / (kSplitTile * kHistogramTiles);
     for (int pass = 0; pass < Digits<Key, 8>::kCount; ++pass) {
       histogram_digit<<<static_cast<unsigned>(nodes * histogram_blocks), kBlock, 0, stream>>>(
-          s, w.keys[current], n, level, histogram_blocks, w.split_dim, w.rules, pass,
-          w.histograms);
+          s, w.keys[current], n, level, histogram_blocks, w.split_dim, w.rules, pass, w.histograms);
       check_launch("histogram_digit");
-      choose_digit<Key><<<grid_for(nodes * 32, kBlock), kBlock, 0, stream>>>(
-          nodes, pass, w.histograms, w.rules);
+      choose_digit<Key>
+          <<<grid_for(nodes * 32, kBlock), kBlock, 0, stream>>>(nodes, pass, w.histograms, w.rules);
       check_launch("choose_digit");
     }
     count_tile_sides<<<blocks, kBlock, 0, stream>>>(s, w.keys[current], n, level, tiles,
@@ -722,10 +720,9 @@ void build(const Splits& s, const Scalar* points, int64_t n, int dims, const Spl
     check_launch("count_tile_sides");
     scan_tile_sides<<<static_cast<unsigned>(nodes), kBlock, 0, stream>>>(tiles, w.tile_counts);
     check_launch("scan_tile_sides");
-    partition_tiles<<<blocks, kBlock, 0, stream>>>(s, w.keys[current], w.ids[current], n, dims,
-                                                   level, tiles, w.split_dim, w.rules,
-                                                   w.tile_counts, w.keys[1 - current],
-                                                   w.ids[1 - current]);
+    partition_tiles<<<blocks, kBlock, 0, stream>>>(
+        s, w.keys[current], w.ids[current], n, dims, level, tiles, w.split_dim, w.rules,
+        w.tile_counts, w.keys[1 - current], w.ids[1 - current]);
     check_launch("partition_tiles");
     current = 1 - current;
   }
@@ -733,9 +730,9 @@ void build(const Splits& s, const Scalar* points, int64_t n, int dims, const Spl
     const size_t shared = split_build_shared_bytes(plan.shared_points, dims, sizeof(Key));
     allow_all_dynamic_shared(split_subtrees<Scalar, Splits>,
                              "cudaFuncSetAttribute (split_subtrees)");
-    split_subtrees<Scalar><<<static_cast<unsigned>(int64_t{1} << plan.shared_level), kBlock,
-                             shared, stream>>>(s, w.keys[current], w.ids[current], n, dims,
-                                               plan.shared_level, plan.shared_points);
+    split_subtrees<Scalar>
+        <<<static_cast<unsigned>(int64_t{1} << plan.shared_level), kBlock, shared, stream>>>(
+            s, w.keys[current], w.ids[current], n, dims, plan.shared_level, plan.shared_points);
     check_launch("split_subtrees");
   } else if constexpr (Splits::kBucketOrder) {
     place_bucket_points<<<grid_for(n, kBlock), kBlock, 0, stream>>>(s, w.ids[current], n);
