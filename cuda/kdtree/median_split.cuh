@@ -27,7 +27,9 @@
 // and the partition are one kernel each. Once the segments of a level fit in
 // a block's shared memory (kKdBuildSharedSegmentPoints,
 // core/launch_policy.h), one block loads a segment and builds its whole
-// subtree there, its warps shared among the level's sub-segments.
+// subtree there, each warp taking whole sub-segments of a level (so a warp
+// syncs only with itself; the first levels of a subtree keep fewer warps
+// busy).
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -413,18 +415,6 @@ __global__ void partition_tiles(Splits s, const Key* keys, const int32_t* ids, i
 
 // ---- Subtrees in shared memory ------------------------------------------
 
-// A group of warps that works on one sub-segment at a time; groups of one
-// warp sync as a warp, larger ones on a named barrier of their own.
-struct WarpGroup {
-  int id, warps, threads, rank;  // rank: the thread's place in the group
-  __device__ void sync() const {
-    if (warps == 1)
-      __syncwarp();
-    else
-      asm volatile("bar.sync %0, %1;" ::"r"(id + 1), "r"(threads) : "memory");
-  }
-};
-
 // The last levels of a tree that keeps a point in every node, once every
 // subtree of `level` holds at most 32 points: one warp per subtree, a point
 // per lane that never moves. At each level a lane's rank among the lanes of
@@ -465,9 +455,10 @@ __device__ void place_small_subtrees(const Splits& s, int level, int64_t first_q
 }
 
 // One block per segment of `level` (at most `capacity` points): the levels
-// level..s.last_level() of its subtree (boxes, splits, nodes), then
-// s.finish_segment with its points in their final order. Dynamic shared
-// memory: every dimension's keys and the ids, twice.
+// level..s.last_level() of its subtree (boxes, splits, nodes), then, for the
+// bucket tree, its points in bucket order. Each warp takes whole
+// sub-segments, so it syncs only with itself. Dynamic shared memory: every
+// dimension's keys and the ids, twice.
 template <typename Scalar, class Splits>
 __global__ void __launch_bounds__(kBlock)
     split_subtrees(Splits s, const typename OrderedKey<Scalar>::type* keys, const int32_t* ids,
@@ -478,11 +469,8 @@ __global__ void __launch_bounds__(kBlock)
   const int64_t buffer_keys = capacity * dims;  // buffer b: keys from b * buffer_keys
   Key* const keys_in_shared = reinterpret_cast<Key*>(shared);
   int32_t* const ids_in_shared = reinterpret_cast<int32_t*>(keys_in_shared + 2 * buffer_keys);
-  __shared__ Key warp_low[kWarps], warp_high[kWarps];
-  __shared__ uint32_t bins[kWarps][16];
-  __shared__ uint32_t slots[2][kWarps];
-  __shared__ SplitRule<Key> group_rule[kWarps];
-  __shared__ int32_t group_dim[kWarps];
+  __shared__ uint32_t warp_bins[kWarps][16];
+  __shared__ SplitRule<Key> warp_rule[kWarps];
 
   const int64_t q0 = blockIdx.x;
   {
@@ -497,123 +485,103 @@ __global__ void __launch_bounds__(kBlock)
   __syncthreads();
 
   const int warp = threadIdx.x / 32;
-  const unsigned lane = threadIdx.x % 32;
+  const int lane = threadIdx.x % 32;
+  uint32_t* const bins = warp_bins[warp];
   int current = 0;
   for (int depth = 0; level + depth <= s.last_level(); ++depth) {
     const int node_level = level + depth;
     const bool splits = s.splits(node_level);
-    if constexpr (Splits::kNodePoints) {
-      if (s.most_points(node_level) <= 32) {
-        place_small_subtrees(
-            s, node_level, q0 << depth, 1 << depth, keys_in_shared + current * buffer_keys,
-            ids_in_shared + current * capacity, capacity, s.start(node_level, q0 << depth));
-        break;
-      }
-    }
-    const int subs = 1 << depth;
-    const int group_warps = max(1, kWarps / subs);
-    const WarpGroup group{warp / group_warps, group_warps, group_warps * 32,
-                          static_cast<int>(threadIdx.x) % (group_warps * 32)};
-    const int groups = kWarps / group_warps;
-    const int first_warp = group.id * group_warps;
     // Positions relative to where the block's points start at this level
     // and the next.
     const int64_t base = s.start(node_level, q0 << depth);
     const int64_t next_base = splits ? s.start(node_level + 1, q0 << (depth + 1)) : 0;
+    if constexpr (Splits::kNodePoints) {
+      if (s.most_points(node_level) <= 32) {
+        place_small_subtrees(s, node_level, q0 << depth, 1 << depth,
+                             keys_in_shared + current * buffer_keys,
+                             ids_in_shared + current * capacity, capacity, base);
+        break;
+      }
+    }
     const Key* from_keys = keys_in_shared + current * buffer_keys;
     const int32_t* from_ids = ids_in_shared + current * capacity;
     Key* to_keys = keys_in_shared + (1 - current) * buffer_keys;
     int32_t* to_ids = ids_in_shared + (1 - current) * capacity;
-    for (int sub = group.id; sub < subs; sub += groups) {
+    for (int sub = warp; sub < (1 << depth); sub += kWarps) {
       const int64_t q = (q0 << depth) + sub;
       const uint32_t sub_start = static_cast<uint32_t>(s.start(node_level, q) - base);
       const uint32_t sub_size =
           static_cast<uint32_t>(s.start(node_level, q + 1) - base) - sub_start;
-      // The key ranges (the node box, or the split dimension's alone).
+      // The key ranges (the node box, or the split dimension's alone); every
+      // lane ends with the same split and range.
       int split = 0, d_end = dims;
       if constexpr (!Splits::kBoxes) split = s.split_dim(node_level), d_end = split + 1;
       Key split_low = 0, split_high = 0;
       Scalar widest = -infinity<Scalar>();
       for (int d = Splits::kBoxes ? 0 : split; d < d_end; ++d) {
         Key lo = ~Key{0}, hi = 0;
-        for (uint32_t p = group.rank; p < sub_size; p += group.threads) {
+        for (uint32_t p = lane; p < sub_size; p += 32) {
           const Key key = from_keys[d * capacity + sub_start + p];
           lo = key < lo ? key : lo;
           hi = key > hi ? key : hi;
         }
         lo = warp_min(lo), hi = warp_max(hi);
-        if (lane == 0) warp_low[warp] = lo, warp_high[warp] = hi;
-        group.sync();
-        if (group.rank == 0) {
-          for (int w = first_warp; w < first_warp + group_warps; ++w) {
-            lo = warp_low[w] < lo ? warp_low[w] : lo;
-            hi = warp_high[w] > hi ? warp_high[w] : hi;
+        if constexpr (Splits::kBoxes) {
+          if (lane == 0) s.write_box(node_level, q, d, sub_size == 0, lo, hi);
+          if (sub_size > 0) {
+            const Scalar spread =
+                sub_rn(scalar_from_ordered_key<Scalar>(hi), scalar_from_ordered_key<Scalar>(lo));
+            if (spread > widest) widest = spread, split = d, split_low = lo, split_high = hi;
           }
-          if constexpr (Splits::kBoxes) {
-            s.write_box(node_level, q, d, sub_size == 0, lo, hi);
-            if (sub_size > 0) {
-              const Scalar spread =
-                  sub_rn(scalar_from_ordered_key<Scalar>(hi), scalar_from_ordered_key<Scalar>(lo));
-              if (spread > widest) widest = spread, split = d, split_low = lo, split_high = hi;
-            }
-          } else {
-            split_low = lo, split_high = hi;
-          }
+        } else {
+          split_low = lo, split_high = hi;
         }
-        group.sync();
       }
       if (!splits) continue;
-      if (group.rank == 0) {
-        group_rule[group.id] =
-            start_rule<Key, 4>(split_low, split_high, wanted_rank(s, node_level, q, sub_size));
-        group_dim[group.id] = split;
-      }
-      group.sync();
-      SplitRule<Key> rule = group_rule[group.id];
-      const Key* split_keys = from_keys + group_dim[group.id] * capacity + sub_start;
+      SplitRule<Key> rule =
+          start_rule<Key, 4>(split_low, split_high, wanted_rank(s, node_level, q, sub_size));
+      const Key* split_keys = from_keys + split * capacity + sub_start;
       // The select, one 4-bit digit a pass.
       for (int pass = rule.pass; pass < D::kCount; ++pass) {
-        if (group.rank < 16) bins[group.id][group.rank] = 0;
-        group.sync();
+        if (lane < 16) bins[lane] = 0;
+        __syncwarp();
         const Key above = D::above(pass);
         const int shift = D::shift(pass);
-        for (uint32_t row = 0; row < sub_size; row += group.threads) {
-          const uint32_t p = row + group.rank;
+        for (uint32_t row = 0; row < sub_size; row += 32) {
+          const uint32_t p = row + lane;
           int digit = 16;  // none
           if (p < sub_size) {
             const Key key = split_keys[p];
             if ((key & above) == rule.pivot) digit = static_cast<int>((key >> shift) & D::kMask);
           }
           const unsigned peers = __match_any_sync(0xffffffffu, digit);
-          if (digit < 16 && lane == static_cast<unsigned>(__ffs(peers) - 1))
-            atomicAdd(&bins[group.id][digit], static_cast<uint32_t>(__popc(peers)));
+          if (digit < 16 && lane == __ffs(peers) - 1)
+            atomicAdd(&bins[digit], static_cast<uint32_t>(__popc(peers)));
         }
-        group.sync();
-        if (group.rank == 0) {
+        __syncwarp();
+        if (lane == 0) {
           uint32_t r = static_cast<uint32_t>(rule.rank);
           int b = 0;
-          while (r >= bins[group.id][b]) r -= bins[group.id][b++];
+          while (r >= bins[b]) r -= bins[b++];
           rule.pivot |= static_cast<Key>(b) << shift;
           rule.rank = static_cast<int32_t>(r);
-          group_rule[group.id] = rule;
+          warp_rule[warp] = rule;
         }
-        group.sync();
-        rule = group_rule[group.id];
+        __syncwarp();
+        rule = warp_rule[warp];
       }
       // The stable partition into the other buffer.
       const uint32_t equal_left = equal_left_of<Splits>(rule);
       const uint32_t left_start = static_cast<uint32_t>(s.start(node_level + 1, 2 * q) - next_base);
       const uint32_t right_start =
           static_cast<uint32_t>(s.start(node_level + 1, 2 * q + 1) - next_base);
-      uint32_t lt_run = 0, eq_run = 0, row = 0;
-      for (uint32_t first = 0; first < sub_size; first += group.threads, ++row) {
-        const uint32_t p = first + group.rank;
+      uint32_t lt_run = 0, eq_run = 0;
+      for (uint32_t row = 0; row < sub_size; row += 32) {
+        const uint32_t p = row + lane;
         const bool valid = p < sub_size;
         const Key key = valid ? split_keys[p] : Key{0};
         const bool lt = valid && key < rule.pivot, eq = valid && key == rule.pivot;
-        const RowPlace place =
-            place_in_row(lt, eq, lt_run, eq_run, slots[row & 1] + first_warp, warp - first_warp,
-                         group_warps, [&group] { group.sync(); });
+        const RowPlace place = place_in_row(lt, eq, lt_run, eq_run, nullptr, 0, 1, [] {});
         lt_run += place.lt_row, eq_run += place.eq_row;
         if (!valid) continue;
         const Destination to = destination<Splits::kNodePoints>(lt, eq, place, p, equal_left);
@@ -628,7 +596,6 @@ __global__ void __launch_bounds__(kBlock)
           to_keys[d * capacity + dst] = from_keys[d * capacity + sub_start + p];
         to_ids[dst] = from_ids[sub_start + p];
       }
-      group.sync();
     }
     __syncthreads();
     if (splits) current = 1 - current;
