@@ -44,13 +44,14 @@ unsigned grid_stride_blocks(Kernel* kernel, int block, int64_t items) {
   return grid_stride_blocks(reinterpret_cast<const void*>(kernel), block, items);
 }
 
-// The kd-tree build (cuda/kdtree/index_kdtree_build.cu) splits large
-// segments level by level in global memory and finishes a subtree in one
-// block's shared memory once its segment holds at most this many points and
-// takes at most 1/kKdBuildSharedFraction of the shared memory a block may opt
-// in to (two buffers of the segment's keys and ids), so that several blocks
-// share an SM. Every device lets a block take 48 KB, so the memory model
-// (index_kdtree_memory.h), which knows no device, plans with that floor.
+// Both kd-tree builds (cuda/kdtree/median_split.cuh) split large segments
+// level by level in global memory and finish a subtree in one block's shared
+// memory once its segment holds at most this many points and takes at most
+// 1/kKdBuildSharedFraction of the shared memory a block may opt in to (two
+// buffers of the segment's keys and ids), so that several blocks share an
+// SM. Every device lets a block take 48 KB, so the memory model
+// (split_build_plan, memory_model.h), which knows no device, plans with that
+// floor.
 constexpr int64_t kKdBuildSharedSegmentPoints = 2048;
 constexpr int kKdBuildSharedFraction = 2;
 constexpr size_t kMinSharedBytesPerBlock = 48 * 1024;

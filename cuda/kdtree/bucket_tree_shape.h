@@ -24,11 +24,15 @@ namespace cuda {
 // leaf_size >= 1 never need more).
 constexpr int kMaxTreeLevels = 31;
 
+// The most points a node of `level` holds: ceil(n / 2^level).
+KNN_HD int64_t bucket_tree_most_points(int64_t n, int level) {
+  return (n + (int64_t{1} << level) - 1) >> level;
+}
+
 // Fewest split levels that leave at most leaf_size points in every leaf.
 KNN_HD int bucket_tree_levels(int64_t n, int leaf_size) {
   int levels = 0;
-  while (levels < kMaxTreeLevels && ((n + (int64_t{1} << levels) - 1) >> levels) > leaf_size)
-    ++levels;
+  while (levels < kMaxTreeLevels && bucket_tree_most_points(n, levels) > leaf_size) ++levels;
   return levels;
 }
 

@@ -38,7 +38,7 @@ struct BucketSplits {
     return segment_start(n, level + 1, 2 * q + 1) - start(level, q);
   }
   __host__ __device__ int64_t most_points(int level) const {
-    return (n + (int64_t{1} << level) - 1) >> level;
+    return bucket_tree_most_points(n, level);
   }
   __host__ __device__ bool splits(int level) const { return level < levels; }
   __host__ __device__ int last_level() const { return levels; }

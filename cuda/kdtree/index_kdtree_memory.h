@@ -32,12 +32,11 @@ inline size_t bucket_tree_box_floats(int levels, int dim) {
   return ((size_t{2} << levels) - 1) * 2 * static_cast<size_t>(dim);
 }
 
-// The bucket tree's build (median_split.cuh) runs levels 0..levels, and a
-// segment of level l holds at most ceil(n / 2^l) points.
+// The bucket tree's build (median_split.cuh) runs levels 0..levels.
 inline SplitBuildPlan bucket_tree_build_plan(int64_t n, int dim, int levels, size_t key_bytes,
                                              size_t shared_budget) {
   return split_build_plan(levels, dim, key_bytes, shared_budget,
-                          [n](int level) { return (n + (int64_t{1} << level) - 1) >> level; });
+                          [n](int level) { return bucket_tree_most_points(n, level); });
 }
 
 // What the index keeps on the device: the points in input order and in
