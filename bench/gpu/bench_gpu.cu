@@ -118,34 +118,17 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
     // Kernel-only: build + search with everything on the device.
     Point* d_points = device_copy(points);
     Point* d_queries = device_copy(queries);
-    Node* d_tree = nullptr;
-    float4* d_nodes = nullptr;
-    uint32_t* d_box = nullptr;
     int32_t* d_idx = nullptr;
     float* d_dist = nullptr;
-    knn::cuda::check(cudaMalloc(&d_tree, sizeof(Node) * n), "malloc");
-    knn::cuda::check(cudaMalloc(&d_nodes, sizeof(float4) * n), "malloc");
-    knn::cuda::check(cudaMalloc(&d_box, 6 * sizeof(uint32_t)), "malloc");
     knn::cuda::check(cudaMalloc(&d_idx, sizeof(int32_t) * m * k), "malloc");
     knn::cuda::check(cudaMalloc(&d_dist, sizeof(float) * m * k), "malloc");
-    knn::cuda::BuildWorkspace ws(n);
-    knn::cuda::SearchScratch scratch(m, k);
-    const int bucket_level = knn::cuda::bucket_level_for(n);
-    float4* d_buckets = nullptr;
-    float4* d_boxes = nullptr;
-    knn::cuda::check(cudaMalloc(&d_buckets, sizeof(float4) * n), "malloc");
-    knn::cuda::check(cudaMalloc(&d_boxes, sizeof(float4) * 2 << bucket_level), "malloc");
-    const knn::cuda::TreeView view{d_nodes, n, 0, d_box, bucket_level, d_buckets, d_boxes};
-    auto build = [&] {
-      knn::cuda::build_kdtree_on_device(d_points, n, d_tree, ws, stream);
-      knn::cuda::reset_box(d_box, stream);
-      knn::cuda::convert_nodes(
-          d_tree, n, d_nodes, d_box, stream,
-          knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
-      knn::cuda::layout_buckets(view, d_buckets, d_boxes, stream);
-    };
+    knn::cuda::PointTree point_tree;
+    knn::cuda::PointTreeScratch scratch(m, k);
+    // The tree's search form, built from the points (what an index builds).
+    auto build = [&] { knn::cuda::build_point_tree(d_points, n, point_tree, stream); };
     auto search = [&] {
-      knn::cuda::search_on_device(view, d_queries, m, k, d_idx, d_dist, scratch, stream);
+      knn::cuda::search_on_device(point_tree.view(), d_queries, m, k, d_idx, d_dist, scratch,
+                                  stream);
     };
     const double build_ms = median_event_ms(stream, build, kRepeats);
     const double search_ms = median_event_ms(stream, search, kRepeats);
@@ -155,8 +138,7 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
     report("query kernel-only " + tag, search_ms,
            ok ? "== CPU (20000 sampled)" : "MISMATCH vs CPU");
     report("build+query kernel-only " + tag, build_ms + search_ms);
-    cudaFree(d_points), cudaFree(d_queries), cudaFree(d_tree), cudaFree(d_nodes), cudaFree(d_box);
-    cudaFree(d_idx), cudaFree(d_dist), cudaFree(d_buckets), cudaFree(d_boxes);
+    cudaFree(d_points), cudaFree(d_queries), cudaFree(d_idx), cudaFree(d_dist);
   }
   {
     std::vector<int> result(static_cast<size_t>(m) * k);

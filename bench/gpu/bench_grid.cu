@@ -121,27 +121,11 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
     print_row(base, "kd-tree index engine build", 0, std::string("failed: ") + e.what());
   }
 
-  // The classic kd-tree, kernel-only (as bench_gpu.cu times it).
-  knn::cuda::DeviceBuffer<Node> d_tree(static_cast<size_t>(n));
-  knn::cuda::DeviceBuffer<float4> d_nodes(static_cast<size_t>(n)),
-      d_buckets(static_cast<size_t>(n));
-  knn::cuda::DeviceBuffer<uint32_t> d_box(6);
-  const int bucket_level = knn::cuda::bucket_level_for(n);
-  knn::cuda::DeviceBuffer<float4> d_boxes(size_t{2} << bucket_level);
-  knn::cuda::BuildWorkspace ws(n);
-  const knn::cuda::TreeView view{d_nodes.get(), n, 0, d_box.get(), bucket_level, d_buckets.get(),
-                                 d_boxes.get()};
+  // The classic kd-tree's search form, kernel-only (as bench_gpu.cu times it).
+  knn::cuda::PointTree point_tree;
   const double classic_build = median_event_ms(
       stream.get(),
-      [&] {
-        knn::cuda::build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
-        knn::cuda::reset_box(d_box.get(), stream.get());
-        knn::cuda::convert_nodes(
-            d_tree.get(), n, d_nodes.get(), d_box.get(), stream.get(),
-            knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
-        knn::cuda::layout_buckets(view, d_buckets.get(), d_boxes.get(), stream.get());
-      },
-      kRepeats);
+      [&] { knn::cuda::build_point_tree(d_points.get(), n, point_tree, stream.get()); }, kRepeats);
 
   for (const int k : ks) {
     const std::string config = base + " k=" + std::to_string(k);
@@ -171,12 +155,12 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
         print_row(config, "kd-tree index engine call", 0, std::string("failed: ") + e.what());
       }
     }
-    knn::cuda::SearchScratch classic_scratch(m, k);
+    knn::cuda::PointTreeScratch classic_scratch(m, k);
     const double classic = median_event_ms(
         stream.get(),
         [&] {
-          knn::cuda::search_on_device(view, d_queries.get(), m, k, d_idx.get(), d_dist.get(),
-                                      classic_scratch, stream.get());
+          knn::cuda::search_on_device(point_tree.view(), d_queries.get(), m, k, d_idx.get(),
+                                      d_dist.get(), classic_scratch, stream.get());
         },
         kRepeats);
     print_row(config, "classic kd-tree query kernel-only", classic,

@@ -36,6 +36,11 @@ struct RegisterList {
   }
 
   __device__ Scalar bound() const { return worst_dist; }
+  // Whether a point at a squared distance >= lower_bound with an index >=
+  // min_index could still enter: the test that prunes ties by index.
+  __device__ bool admits(Scalar lower_bound, int32_t min_index) const {
+    return closer(lower_bound, min_index, worst_dist, worst_index);
+  }
   __device__ Scalar dist_at(int j) const { return dist[j]; }
   __device__ int32_t index_at(int j) const { return index[j]; }
 
@@ -144,6 +149,9 @@ struct HeapList {
   __device__ int32_t& at_index(int j) const { return index[j * stride]; }
 
   __device__ Scalar bound() const { return at_dist(0); }
+  __device__ bool admits(Scalar lower_bound, int32_t min_index) const {
+    return closer(lower_bound, min_index, at_dist(0), at_index(0));
+  }
 
   // Moves the hole at `pos` down past children farther than (d, i), then
   // fills it with (d, i); the heap spans [0, size).

@@ -66,6 +66,10 @@ struct WarpList {
   }
 
   __device__ Scalar bound() const { return worst.sq_distance; }
+  // RegisterList::admits, from the list's k-th.
+  __device__ bool admits(Scalar lower_bound, int32_t min_index) const {
+    return closer(lower_bound, min_index, worst.sq_distance, worst.index);
+  }
 
   __device__ bool wants(const Neighbor& c) const { return closer(c, worst); }
 

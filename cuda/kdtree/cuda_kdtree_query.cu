@@ -23,7 +23,7 @@ struct Slot {
   DeviceBuffer<Point> queries;
   DeviceBuffer<int32_t> indices;
   DeviceBuffer<float> sq_distances;
-  SearchScratch scratch;
+  PointTreeScratch scratch;
   PinnedLease host_queries;
   PinnedLease host_indices;
   PinnedLease host_sq_distances;
@@ -72,42 +72,29 @@ __global__ void points_in_input_order_kernel(const float4* nodes, int64_t n, flo
 }  // namespace
 
 struct DeviceTree::Impl {
-  DeviceBuffer<float4> nodes;
-  DeviceBuffer<uint32_t> box_keys{6};
-  // The warp search's buckets and boxes, laid out at the first query: a tree
-  // whose points the grid answers (grid_of_points) never needs them. Two
-  // host threads may query one tree (a device listed twice).
-  DeviceBuffer<float4> buckets;
-  DeviceBuffer<float4> boxes;
+  PointTree tree;
+  // The buckets are laid out at the first query: a tree whose points the
+  // grid answers (grid_of_points) never needs them. Two host threads may
+  // query one tree (a device listed twice).
   std::once_flag buckets_laid_out;
-  int64_t n;
-  int root_dim;
 
   void lay_out_buckets() {
     std::call_once(buckets_laid_out, [this] {
-      const int64_t top = (int64_t{1} << bucket_level_for(n)) - 1;
-      buckets.allocate(static_cast<size_t>(n - top));
-      boxes.allocate(static_cast<size_t>(2 * (top + 1)));
       Stream stream;
-      layout_buckets(view(), buckets.get(), boxes.get(), stream.get());
-      stream.synchronize();
+      tree.lay_out_buckets(stream.get());
     });
-  }
-
-  TreeView view() const {
-    return TreeView{nodes.get(),   n,          root_dim, box_keys.get(), bucket_level_for(n),
-                    buckets.get(), boxes.get()};
   }
 };
 
 DeviceTree::DeviceTree(const Node* tree, int64_t n, int root_dim, bool check_tree)
     : impl_(new Impl) {
   try {
-    impl_->n = n;
-    impl_->root_dim = root_dim;
-    impl_->nodes.allocate(static_cast<size_t>(n));
+    PointTree& own = impl_->tree;
+    own.n = n;
+    own.root_dim = root_dim;
+    own.nodes.allocate(static_cast<size_t>(n));
     Stream stream;
-    reset_box(impl_->box_keys.get(), stream.get());
+    reset_box(own.box_keys.get(), stream.get());
     // The check's words: first bad node, first repeated id, first node per id.
     DeviceBuffer<unsigned long long> defects(check_tree ? 2 : 0);
     DeviceBuffer<uint32_t> first_node(check_tree ? static_cast<size_t>(n) : 0);
@@ -131,10 +118,10 @@ DeviceTree::DeviceTree(const Node* tree, int64_t n, int root_dim, bool check_tre
           const int64_t first = static_cast<int64_t>(at / sizeof(Node));
           checker.offset = first;
           convert_nodes(staging.get(), static_cast<int64_t>(bytes / sizeof(Node)),
-                        impl_->nodes.get() + first, impl_->box_keys.get(), stream.get(), checker);
+                        own.nodes.get() + first, own.box_keys.get(), stream.get(), checker);
         });
     if (checker.first_bad) {
-      check_tree_order_and_ids(impl_->nodes.get(), n, root_dim, checker, stream.get());
+      check_tree_order_and_ids(own.nodes.get(), n, root_dim, checker, stream.get());
       unsigned long long found[2];
       check(
           cudaMemcpyAsync(found, defects.get(), sizeof found, cudaMemcpyDeviceToHost, stream.get()),
@@ -151,16 +138,17 @@ DeviceTree::DeviceTree(const Node* tree, int64_t n, int root_dim, bool check_tre
 
 DeviceTree::~DeviceTree() { delete impl_; }
 
-int64_t DeviceTree::size() const { return impl_->n; }
+int64_t DeviceTree::size() const { return impl_->tree.n; }
 
 std::unique_ptr<IndexEngine> DeviceTree::grid_of_points(const IndexParams& params) const {
-  const int64_t n = impl_->n;
+  const int64_t n = impl_->tree.n;
   DeviceBuffer<float> rows(3 * static_cast<size_t>(n));
   if (n > 0) {
     Stream stream;
     constexpr int kBlock = 256;
     points_in_input_order_kernel<<<grid_stride_blocks(points_in_input_order_kernel, kBlock, n),
-                                   kBlock, 0, stream.get()>>>(impl_->nodes.get(), n, rows.get());
+                                   kBlock, 0, stream.get()>>>(impl_->tree.nodes.get(), n,
+                                                              rows.get());
     check_launch("tree points in input order");
     stream.synchronize();
   }
@@ -185,7 +173,7 @@ void DeviceTree::query(const Point* queries, int k, int32_t* indices, float* sq_
     impl_->lay_out_buckets();
     for (int i = 0; i < slot_count; ++i)
       slots.push_back(new Slot(chunk, k, sq_distances != nullptr));
-    const TreeView tree = impl_->view();
+    const TreeView tree = impl_->tree.view();
     for (int64_t turn = 0;; ++turn) {
       Slot& s = *slots[turn % slot_count];
       if (s.count > 0) drain(s);

@@ -1,14 +1,17 @@
 // GPU kNN search of the heap-ordered kd-tree: queries sorted by Morton code
 // for locality; small k in registers, one thread per query; larger k one warp
 // per query with a shared-memory list; beyond that a heap in device memory.
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 
 #include "../core/float4_point.cuh"
 #include "../core/knn_lists.cuh"
+#include "../core/launch_policy.h"
 #include "../core/radix_sort_temp.cuh"
 #include "../core/warp_list.cuh"
+#include "cuda_kdtree_build.h"
 #include "cuda_kdtree_search.h"
 
 namespace knn {
@@ -39,6 +42,36 @@ __global__ void convert_nodes_kernel(const Node* nodes, int64_t n, float4* out, 
 
 __global__ void reset_box_kernel(uint32_t* box) {
   if (threadIdx.x < 3) box[threadIdx.x] = 0xffffffffu, box[3 + threadIdx.x] = 0u;
+}
+
+// The box of n points as order-preserving keys (box starts as the empty
+// box): each thread's least and largest keys, a block's reduced, then one
+// atomic per block and bound.
+constexpr int kBoxBlock = 256;
+struct KeyMin {
+  __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return min(a, b); }
+};
+struct KeyMax {
+  __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return max(a, b); }
+};
+__global__ void __launch_bounds__(kBoxBlock)
+    point_box_keys_kernel(const Point* points, int64_t n, uint32_t* box) {
+  using Reduce = cub::BlockReduce<uint32_t, kBoxBlock>;
+  __shared__ typename Reduce::TempStorage storage;
+  uint32_t low[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu}, high[3] = {0u, 0u, 0u};
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
+    for (int d = 0; d < 3; ++d) {
+      const uint32_t key = ordered_key(points[i].p[d]);
+      low[d] = min(low[d], key), high[d] = max(high[d], key);
+    }
+  for (int d = 0; d < 3; ++d) {
+    const uint32_t block_low = Reduce(storage).Reduce(low[d], KeyMin());
+    __syncthreads();
+    const uint32_t block_high = Reduce(storage).Reduce(high[d], KeyMax());
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMin(&box[d], block_low), atomicMax(&box[3 + d], block_high);
+  }
 }
 
 __device__ __forceinline__ uint32_t spread_bits(uint32_t v) {
@@ -102,6 +135,27 @@ __global__ void bucket_boxes(const float4* buckets, int bucket_level, TreeShape 
   boxes[2 * q + 1] = hi;
 }
 
+// The least id of node i's subtree from its children's (already done).
+__global__ void subtree_min_ids_of_level(const float4* nodes, int64_t n, int level,
+                                         int32_t* min_ids) {
+  const int64_t i = (int64_t{1} << level) - 1 + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= n || i >= (int64_t{2} << level) - 1) return;
+  int32_t least = id_of(nodes[i]);
+  for (int64_t child = 2 * i + 1; child <= 2 * i + 2 && child < n; ++child)
+    least = min(least, min_ids[child]);
+  min_ids[i] = least;
+}
+
+// The least id of the subtree of 1-based heap number b (b > n: none).
+__device__ __forceinline__ int32_t least_id_below(const TreeView& tree, uint32_t b) {
+  if (tree.min_ids == nullptr) return -1;
+  return b <= tree.n ? __ldg(&tree.min_ids[b - 1]) : kNoIndex;
+}
+
+__device__ __forceinline__ int32_t bucket_least_id(const TreeView& tree, int64_t bucket) {
+  return least_id_below(tree, static_cast<uint32_t>((int64_t{1} << tree.bucket_level) + bucket));
+}
+
 // box_distance (common/float_math.h) of float4 points: a lower bound of the
 // distance of every point inside, so pruning on it is exact.
 __device__ __forceinline__ float box_bound(const float4& q, const float4& lo, const float4& hi) {
@@ -116,8 +170,9 @@ __device__ __forceinline__ float box_bound(const float4& q, const float4& lo, co
 // than the k-th candidate, else up) or from the far child (up). At the bucket
 // level the visitor decides whether to enter the subtree (it may scan the
 // bucket itself and decline). The plane bound is computed in the distance's
-// own float arithmetic and only a bound strictly greater than the k-th
-// distance prunes, so the answer is exact and equal to the CPU engine's.
+// own float arithmetic and prunes only where neither it nor, at a tie, the
+// subtree's least id can beat the k-th (visitor.admits), so the answer is
+// exact and equal to the CPU engine's.
 template <class Visitor>
 __device__ void walk_tree(const TreeView& tree, const float4& q, Visitor& visitor) {
   const uint32_t n = static_cast<uint32_t>(tree.n);
@@ -139,7 +194,8 @@ __device__ void walk_tree(const TreeView& tree, const float4& q, Visitor& visito
     uint32_t next = b >> 1;
     if (arriving)
       next = near_child;
-    else if (from == near_child && mul_rn(diff, diff) <= visitor.bound())
+    else if (from == near_child &&
+             visitor.admits(mul_rn(diff, diff), least_id_below(tree, near_child ^ 1u)))
       next = near_child ^ 1u;
     from = b, b = next;
   }
@@ -156,9 +212,12 @@ struct ThreadVisitor {
   __device__ void node(const float4& p) {
     list.offer(squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p));
   }
-  __device__ float bound() const { return list.bound(); }
+  __device__ bool admits(float lower_bound, int32_t min_id) const {
+    return list.admits(lower_bound, min_id);
+  }
   __device__ bool enter_bucket(int64_t bucket) const {
-    return box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]) <= list.bound();
+    return list.admits(box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]),
+                       bucket_least_id(tree, bucket));
   }
 };
 
@@ -174,9 +233,12 @@ struct WarpVisitor {
   __device__ void node(const float4& p) {
     list.offer_uniform(Neighbor{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p)});
   }
-  __device__ float bound() const { return list.bound(); }
+  __device__ bool admits(float lower_bound, int32_t min_id) const {
+    return list.admits(lower_bound, min_id);
+  }
   __device__ bool enter_bucket(int64_t bucket) {
-    if (box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]) > list.bound())
+    if (!list.admits(box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]),
+                     bucket_least_id(tree, bucket)))
       return false;
     const int64_t start = shape.segment_start(tree.bucket_level, bucket);
     const int64_t size = shape.subtree_size(tree.bucket_level, bucket);
@@ -258,7 +320,7 @@ void launch_register_search(const TreeView& tree, const Point* queries, const in
 
 }  // namespace
 
-SearchScratch::SearchScratch(int64_t capacity, int k) : capacity_(capacity), k_(k) {
+PointTreeScratch::PointTreeScratch(int64_t capacity, int k) : capacity_(capacity), k_(k) {
   if (capacity == 0) return;
   for (auto& keys : keys_) keys.allocate(static_cast<size_t>(capacity));
   for (auto& o : order_) o.allocate(static_cast<size_t>(capacity));
@@ -315,8 +377,44 @@ void reset_box(uint32_t* box_keys, cudaStream_t stream) {
   check_launch("reset_box");
 }
 
+void subtree_min_ids(const TreeView& tree, int32_t* min_ids, cudaStream_t stream) {
+  for (int level = tree_levels(tree.n) - 1; level >= 0; --level) {
+    const int64_t nodes = int64_t{1} << level;
+    subtree_min_ids_of_level<<<grid_for(nodes, 256), 256, 0, stream>>>(tree.nodes, tree.n, level,
+                                                                       min_ids);
+    check_launch("subtree_min_ids_of_level");
+  }
+}
+
+void PointTree::lay_out_buckets(cudaStream_t stream) {
+  const int64_t top = (int64_t{1} << bucket_level_for(n)) - 1;
+  buckets.allocate(static_cast<size_t>(n - top));
+  boxes.allocate(static_cast<size_t>(2 * (top + 1)));
+  min_ids.allocate(static_cast<size_t>(n));
+  layout_buckets(view(), buckets.get(), boxes.get(), stream);
+  subtree_min_ids(view(), min_ids.get(), stream);
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (point tree buckets)");
+}
+
+void build_point_tree(const Point* points, int64_t n, PointTree& tree, cudaStream_t stream) {
+  tree.n = n;
+  tree.root_dim = 0;
+  tree.nodes.allocate(static_cast<size_t>(n));
+  reset_box(tree.box_keys.get(), stream);
+  if (n > 0) {
+    point_box_keys_kernel<<<grid_stride_blocks(point_box_keys_kernel, kBoxBlock, n), kBoxBlock, 0,
+                            stream>>>(points, n, tree.box_keys.get());
+    check_launch("point_box_keys");
+    // The build's scratch goes before the buckets come (memory_model.h
+    // point_tree_build_bytes counts the larger of the two).
+    BuildWorkspace ws(n);
+    build_search_nodes_on_device(points, n, tree.nodes.get(), ws, stream);
+  }
+  tree.lay_out_buckets(stream);
+}
+
 void search_on_device(const TreeView& tree, const Point* queries, int64_t m, int k,
-                      int32_t* indices, float* sq_distances, SearchScratch& scratch,
+                      int32_t* indices, float* sq_distances, PointTreeScratch& scratch,
                       cudaStream_t stream) {
   if (m == 0) return;
   if (m > scratch.capacity() || k > scratch.k()) fail(KNN_ERR_INTERNAL, "search scratch too small");

@@ -18,6 +18,10 @@ namespace cuda {
 // buckets: bucket q holds its subtree's nodes contiguously from
 // TreeShape::segment_start(bucket_level, q), in the subtree's own heap order,
 // and boxes[2q], boxes[2q+1] are its points' lower and upper corners.
+// min_ids[i], where present, is the least id in node i's subtree: a subtree
+// whose bound only ties the k-th distance is skipped when none of its ids
+// can beat the k-th's, so that equal points (all points equal, duplicates,
+// distances that underflow to 0) cost O(k log n) a query, not O(n).
 struct TreeView {
   const float4* nodes;
   int64_t n;
@@ -26,23 +30,52 @@ struct TreeView {
   int bucket_level;
   const float4* buckets;
   const float4* boxes;
+  const int32_t* min_ids;  // null: ties prune nothing
 };
 
 // Fills tree.buckets (n - (2^bucket_level - 1) entries) and tree.boxes
 // (2 * 2^bucket_level entries) from tree.nodes.
 void layout_buckets(const TreeView& tree, float4* buckets, float4* boxes, cudaStream_t stream);
+// Fills min_ids (n entries) from tree.nodes, a level at a time from the bottom.
+void subtree_min_ids(const TreeView& tree, int32_t* min_ids, cudaStream_t stream);
+
+// The device data behind a TreeView: the nodes, the box of their points as
+// order-preserving keys, and the buckets and boxes, laid out on demand (a
+// classic tree that the grid answers never needs them).
+struct PointTree {
+  int64_t n = 0;
+  int root_dim = 0;
+  DeviceBuffer<float4> nodes;
+  DeviceBuffer<uint32_t> box_keys{6};
+  DeviceBuffer<float4> buckets;
+  DeviceBuffer<float4> boxes;
+  DeviceBuffer<int32_t> min_ids;
+
+  TreeView view() const {
+    return TreeView{nodes.get(),   n,           root_dim,     box_keys.get(), bucket_level_for(n),
+                    buckets.get(), boxes.get(), min_ids.get()};
+  }
+  // Allocates and fills the buckets, boxes and least ids from the nodes, and
+  // waits.
+  void lay_out_buckets(cudaStream_t stream);
+};
+
+// Builds into `tree` (empty) the tree of n device points, finds their box
+// and lays out the buckets, and waits: the search form of the tree
+// build_kdtree_on_device builds, with the same nodes in the same places.
+void build_point_tree(const Point* points, int64_t n, PointTree& tree, cudaStream_t stream);
 
 // Scratch of a search over up to `capacity` queries with up to k neighbours
 // (sizes: memory_model.h).
-class SearchScratch {
+class PointTreeScratch {
  public:
-  SearchScratch(int64_t capacity, int k);
+  PointTreeScratch(int64_t capacity, int k);
   int64_t capacity() const { return capacity_; }
   int k() const { return k_; }
 
  private:
   friend void search_on_device(const TreeView&, const Point*, int64_t, int, int32_t*, float*,
-                               SearchScratch&, cudaStream_t);
+                               PointTreeScratch&, cudaStream_t);
   int64_t capacity_;
   int k_;
   DeviceBuffer<uint32_t> keys_[2];
@@ -78,7 +111,7 @@ void reset_box(uint32_t* box_keys, cudaStream_t stream);
 // (both device arrays of m*k; the search keeps its k-lists there for large k).
 // Queries run in Morton order of the tree's box for memory locality.
 void search_on_device(const TreeView& tree, const Point* queries, int64_t m, int k,
-                      int32_t* indices, float* sq_distances, SearchScratch& scratch,
+                      int32_t* indices, float* sq_distances, PointTreeScratch& scratch,
                       cudaStream_t stream);
 
 }  // namespace cuda
