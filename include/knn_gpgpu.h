@@ -392,15 +392,7 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   such a call with DEVICE_OUT_OF_MEMORY (below, "Errors").
  * Structures. KNN_STRUCTURE_KDTREE: a bucket kd-tree (leaf_size points per
  *   bucket; default 32 up to dim 6 and 128 from dim 7 on the CPU and the
- *   GPU, except 64 up to dim 3 on the GPU), any dimension. On the GPU a
- *   float32 kd-tree in 3-D answers kNN and all-kNN calls with k <= 16 (k + 1
- *   with exclude_self) that ask for indices from a second form of the same
- *   tree, with a point in every node, which searches short lists faster: it
- *   is built at the first such call, on the index's device from the index's
- *   points, and kept until knn_index_free (about 32 bytes a point, 52 while
- *   it is built; counted in knn_estimate_query_bytes). A call whose device
- *   budget cannot hold that build, or whose build runs out of device
- *   memory, is answered from the buckets, with the same results.
+ *   GPU, except 64 up to dim 3 on the GPU), any dimension.
  *   KNN_STRUCTURE_GRID: a uniform grid, dim 3 only (other dims:
  *   KNN_ERR_UNSUPPORTED). Points on a surface (a scan, a CAD model's
  *   skin) get finer cells than their bounding box suggests, up to 16 cells
@@ -450,8 +442,7 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   keeps its primary structure alone, and takes the kd-tree where the grid
  *   would need finer cells for a surface (on the CPU the kd-tree is faster
  *   there; on the GPU the finer grid is). An index built with an
- *   explicit structure never adds another one (the kd-tree's point form
- *   above is the same structure). These thresholds are tuning, not
+ *   explicit structure never adds one. These thresholds are tuning, not
  *   contract: a later release may move them (the answers never change).
  * Devices. The CUDA backend builds on opt->device when it is >= 0, else on
  *   the calling thread's current device; the index remembers its device and

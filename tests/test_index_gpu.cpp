@@ -16,7 +16,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../cuda/cuda_index.h"
@@ -130,14 +129,6 @@ TEST(KdTreeMemory, EstimatesGrowAndCoverTheEnginesBufferList) {
   EXPECT_GT(knn::cuda::kdtree_query_bytes(1000, warp_k, 100003, 3, leaf),
             knn::cuda::kdtree_query_bytes(1000, warp_k - 1, 100003, 3, leaf) +
                 2 * 1000 * size_t{8} * warp_k);
-  // A 3-D float32 index may keep a point tree for short lists; no other does.
-  EXPECT_GE(knn::cuda::kdtree_query_bytes(1000, 8, 10000000, 3, leaf),
-            knn::cuda::kdtree_resident_bytes(10000000, 3, leaf) +
-                knn::cuda::point_tree_build_bytes(10000000));
-  EXPECT_GE(knn::cuda::point_tree_build_bytes(10000000), size_t{10000000} * 32);
-  EXPECT_LT(knn::cuda::kdtree_query_bytes(1000, 8, 10000000, 3, leaf, sizeof(double)),
-            knn::cuda::kdtree_resident_bytes(10000000, 3, leaf, sizeof(double)) +
-                knn::cuda::point_tree_build_bytes(10000000));
   for (const int structure : {KNN_STRUCTURE_AUTO, KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID})
     EXPECT_GE(plan::query_bytes(structure, 1 << 20, 30, 10000000, 3),
               knn::cuda::kdtree_query_bytes(1 << 20, 30, 10000000, 3, leaf));
@@ -463,71 +454,6 @@ TEST(KdTreeGpu, SmallDeviceBudgetGivesTheSameAnswer) {
                   k, true, call)));
   call.device_memory_limit = size_t{1} << 20;
   EXPECT_EQ(status_of([&] { engine_self(*gpu, k, true, call); }), KNN_ERR_DEVICE_OUT_OF_MEMORY);
-}
-
-// Short lists of a 3-D float32 index run on its point tree
-// (index_kdtree_memory.h, kPointTreeMaxK), built at the first call that
-// wants it. A call whose point tree build runs out of device memory (the
-// call's first device allocation failing) runs on the bucket tree, and so
-// does a call whose budget cannot hold the build. All answer as the OpenMP
-// engine does, bit for bit, on every data shape (all points equal and
-// distances that underflow to 0 included: ties are pruned by index, so
-// those stay fast), at list lengths inside the point tree's range and at
-// the first one past it, for kNN and all-kNN with and without self; and
-// callers that make the first call at the same moment all get that answer.
-TEST(KdTreeGpu, PointTreeAndBucketTreeGiveTheSameShortLists) {
-  SKIP_WITHOUT_DEVICE();
-  const int dim = 3;
-  const int64_t n = 60013, m = 900;
-  int fault = 0;
-  const auto on_buckets = [&fault](const auto& call) {
-    const ScopedEnv first_allocation_fails("KNN_FAULT_DEVICE_ALLOC",
-                                           ("1#point tree " + std::to_string(++fault)).c_str());
-    return call();
-  };
-  for (const Dist dist : all_dists()) {
-    SCOPED_TRACE(dist_name(dist));
-    const std::vector<float> points = make_rows(dist, n, dim, 71);
-    const std::vector<float> queries = make_query_rows(dist, m, dim, 72);
-    Engine cpu = cpu_tree(points, dim);
-    Engine gpu = gpu_tree(points, dim);
-    for (const int k :
-         {1, 2, 3, 7, 8, 9, 15, knn::cuda::kPointTreeMaxK, knn::cuda::kPointTreeMaxK + 1}) {
-      const KnnResult want = engine_knn(*cpu, queries, k);
-      Engine fresh = gpu_tree(points, dim);
-      EXPECT_TRUE(same_knn(want, on_buckets([&] { return engine_knn(*fresh, queries, k); })))
-          << "k=" << k;
-      EXPECT_TRUE(same_knn(want, engine_knn(*gpu, queries, k))) << "k=" << k;
-    }
-    for (const bool exclude : {false, true}) {
-      const KnnResult want = engine_self(*cpu, 8, exclude);
-      EXPECT_TRUE(same_knn(want, engine_self(*gpu, 8, exclude))) << "exclude=" << exclude;
-    }
-  }
-  // Enough points that the build needs more than the call's chunks.
-  const int64_t many = 2000003;
-  const std::vector<float> points = make_rows(Dist::Clustered, many, dim, 73);
-  const std::vector<float> queries = make_query_rows(Dist::Clustered, m, dim, 74);
-  const KnnResult want = engine_knn(*cpu_tree(points, dim), queries, 8);
-  knn::CallParams no_room;
-  no_room.device_memory_limit = knn::cuda::point_tree_build_bytes(many) - 1;
-  ASSERT_GT(no_room.device_memory_limit, knn::cuda::kdtree_call_fixed_bytes(no_room) +
-                                             m * knn::cuda::kdtree_call_bytes_per_query(
-                                                     dim, 8, 8, false, true, true, false, no_room));
-  EXPECT_TRUE(same_knn(want, engine_knn(*gpu_tree(points, dim), queries, 8, no_room)));
-  Engine shared = gpu_tree(points, dim);
-  std::vector<KnnResult> got(4);
-  std::vector<std::thread> callers;
-  for (KnnResult& r : got)
-    callers.emplace_back([&] {
-      try {
-        r = engine_knn(*shared, queries, 8);
-      } catch (const knn::Error& e) {
-        ADD_FAILURE() << e.what();
-      }
-    });
-  for (std::thread& t : callers) t.join();
-  for (const KnnResult& r : got) EXPECT_TRUE(same_knn(want, r));
 }
 
 // KNN_DEVICE_MEMORY_LIMIT limits the calls that set no device_memory_limit

@@ -118,14 +118,26 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
     // Kernel-only: build + search with everything on the device.
     Point* d_points = device_copy(points);
     Point* d_queries = device_copy(queries);
+    Node* d_tree = nullptr;
     int32_t* d_idx = nullptr;
     float* d_dist = nullptr;
+    knn::cuda::check(cudaMalloc(&d_tree, sizeof(Node) * n), "malloc");
     knn::cuda::check(cudaMalloc(&d_idx, sizeof(int32_t) * m * k), "malloc");
     knn::cuda::check(cudaMalloc(&d_dist, sizeof(float) * m * k), "malloc");
-    knn::cuda::PointTree point_tree;
+    knn::cuda::BuildWorkspace ws(n);
     knn::cuda::PointTreeScratch scratch(m, k);
-    // The tree's search form, built from the points (what an index builds).
-    auto build = [&] { knn::cuda::build_point_tree(d_points, n, point_tree, stream); };
+    knn::cuda::PointTree point_tree;
+    point_tree.n = n;
+    point_tree.nodes.allocate(static_cast<size_t>(n));
+    // The build and what the engine does with its nodes before a search.
+    auto build = [&] {
+      knn::cuda::build_kdtree_on_device(d_points, n, d_tree, ws, stream);
+      knn::cuda::reset_box(point_tree.box_keys.get(), stream);
+      knn::cuda::convert_nodes(
+          d_tree, n, point_tree.nodes.get(), point_tree.box_keys.get(), stream,
+          knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
+      point_tree.lay_out_buckets(stream);
+    };
     auto search = [&] {
       knn::cuda::search_on_device(point_tree.view(), d_queries, m, k, d_idx, d_dist, scratch,
                                   stream);
@@ -138,7 +150,7 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
     report("query kernel-only " + tag, search_ms,
            ok ? "== CPU (20000 sampled)" : "MISMATCH vs CPU");
     report("build+query kernel-only " + tag, build_ms + search_ms);
-    cudaFree(d_points), cudaFree(d_queries), cudaFree(d_idx), cudaFree(d_dist);
+    cudaFree(d_points), cudaFree(d_queries), cudaFree(d_tree), cudaFree(d_idx), cudaFree(d_dist);
   }
   {
     std::vector<int> result(static_cast<size_t>(m) * k);

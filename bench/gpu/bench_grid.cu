@@ -121,11 +121,23 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
     print_row(base, "kd-tree index engine build", 0, std::string("failed: ") + e.what());
   }
 
-  // The classic kd-tree's search form, kernel-only (as bench_gpu.cu times it).
+  // The classic kd-tree, kernel-only (as bench_gpu.cu times it).
+  knn::cuda::DeviceBuffer<Node> d_tree(static_cast<size_t>(n));
   knn::cuda::PointTree point_tree;
+  point_tree.n = n;
+  point_tree.nodes.allocate(static_cast<size_t>(n));
+  knn::cuda::BuildWorkspace ws(n);
   const double classic_build = median_event_ms(
       stream.get(),
-      [&] { knn::cuda::build_point_tree(d_points.get(), n, point_tree, stream.get()); }, kRepeats);
+      [&] {
+        knn::cuda::build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
+        knn::cuda::reset_box(point_tree.box_keys.get(), stream.get());
+        knn::cuda::convert_nodes(
+            d_tree.get(), n, point_tree.nodes.get(), point_tree.box_keys.get(), stream.get(),
+            knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
+        point_tree.lay_out_buckets(stream.get());
+      },
+      kRepeats);
 
   for (const int k : ks) {
     const std::string config = base + " k=" + std::to_string(k);

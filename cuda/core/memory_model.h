@@ -152,18 +152,6 @@ inline size_t bucket_bytes(int64_t n) {
 // A tree resident for its own searches.
 inline size_t tree_bytes(int64_t n) { return uploaded_tree_bytes(n) + bucket_bytes(n); }
 
-// A tree built on the device for searches only (cuda_kdtree_search.h,
-// build_point_tree): its nodes and box, beside them the build's scratch and,
-// once that has gone, the buckets. Also an upper bound of what it keeps.
-inline size_t point_tree_build_bytes(int64_t n) {
-  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
-  const SplitBuildPlan plan =
-      classic_build_plan(n, split_build_shared_budget(kMinSharedBytesPerBlock));
-  const size_t scratch = split_build_scratch_bytes(n, 3, sizeof(uint32_t), plan);
-  return aligned(un * 16) + aligned(6 * sizeof(uint32_t)) +
-         (scratch > bucket_bytes(n) ? scratch : bucket_bytes(n));
-}
-
 // The search keeps k-lists of up to this many entries in shared memory (one
 // list per warp) and larger ones as heaps in device scratch.
 constexpr int kMaxWarpK = 2048;

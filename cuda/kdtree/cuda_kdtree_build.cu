@@ -17,27 +17,8 @@ namespace knn {
 namespace cuda {
 namespace {
 
-// Where a placed node goes: the classic Node array, or the float4 nodes of
-// the search (cuda_kdtree_search.h), which need no child links.
-struct ClassicNodes {
-  Node* tree;
-  __device__ void write(const TreeShape& shape, int64_t node, const Point& p, int32_t id) const {
-    tree[node] = Node{{p.p[0], p.p[1], p.p[2]},
-                      static_cast<int>(shape.child_or_none(2 * node + 1)),
-                      static_cast<int>(shape.child_or_none(2 * node + 2)),
-                      id};
-  }
-};
-struct SearchNodes {
-  float4* nodes;
-  __device__ void write(const TreeShape&, int64_t node, const Point& p, int32_t id) const {
-    nodes[node] = make_float4(p.p[0], p.p[1], p.p[2], __int_as_float(id));
-  }
-};
-
 // The classic tree for median_split::build. At level l the points still to
 // place are kept in node order: node q's from TreeShape::segment_start(l, q).
-template <class Nodes>
 struct HeapSplits {
   static constexpr bool kNodePoints = true;    // the median stays in the node
   static constexpr bool kBoxes = false;        // axes cycle; no node boxes
@@ -45,7 +26,7 @@ struct HeapSplits {
 
   TreeShape shape;
   const Point* points;
-  Nodes out;
+  Node* tree;
 
   __host__ __device__ int64_t start(int level, int64_t q) const {
     return shape.segment_start(level, q);
@@ -58,16 +39,14 @@ struct HeapSplits {
   __host__ __device__ int last_level() const { return shape.levels - 1; }
   __device__ int split_dim(int level) const { return knn::split_dim(level, 0); }
   __device__ void place_node(int level, int64_t q, int32_t id) const {
-    out.write(shape, (int64_t{1} << level) - 1 + q, points[id], id);
+    const int64_t node = (int64_t{1} << level) - 1 + q;
+    const Point p = points[id];
+    tree[node] = Node{{p.p[0], p.p[1], p.p[2]},
+                      static_cast<int>(shape.child_or_none(2 * node + 1)),
+                      static_cast<int>(shape.child_or_none(2 * node + 2)),
+                      id};
   }
 };
-
-template <class Nodes>
-void build_on_device(const Point* points, int64_t n, Nodes out, const SplitBuildPlan& plan,
-                     DeviceArena& arena, cudaStream_t stream) {
-  const HeapSplits<Nodes> splits{TreeShape(n), points, out};
-  median_split::build(splits, reinterpret_cast<const float*>(points), n, 3, plan, arena, stream);
-}
 
 }  // namespace
 
@@ -80,14 +59,9 @@ void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWor
                             cudaStream_t stream) {
   if (n == 0) return;
   if (n != ws.capacity()) fail(KNN_ERR_INTERNAL, "build workspace of another size");
-  build_on_device(points, n, ClassicNodes{tree}, ws.plan_, ws.arena_, stream);
-}
-
-void build_search_nodes_on_device(const Point* points, int64_t n, float4* nodes, BuildWorkspace& ws,
-                                  cudaStream_t stream) {
-  if (n == 0) return;
-  if (n != ws.capacity()) fail(KNN_ERR_INTERNAL, "build workspace of another size");
-  build_on_device(points, n, SearchNodes{nodes}, ws.plan_, ws.arena_, stream);
+  const HeapSplits splits{TreeShape(n), points, tree};
+  median_split::build(splits, reinterpret_cast<const float*>(points), n, 3, ws.plan_, ws.arena_,
+                      stream);
 }
 
 void build_kdtree(const Point* points, int64_t n, Node* tree) {

@@ -19,8 +19,6 @@ class BuildWorkspace {
 
  private:
   friend void build_kdtree_on_device(const Point*, int64_t, Node*, BuildWorkspace&, cudaStream_t);
-  friend void build_search_nodes_on_device(const Point*, int64_t, float4*, BuildWorkspace&,
-                                           cudaStream_t);
   int64_t n_;
   SplitBuildPlan plan_;
   DeviceArena arena_;  // the build's scratch (split_build_scratch_bytes)
@@ -30,12 +28,6 @@ class BuildWorkspace {
 // the device array `tree`, on `stream`, and waits for it.
 void build_kdtree_on_device(const Point* points, int64_t n, Node* tree, BuildWorkspace& ws,
                             cudaStream_t stream);
-
-// The same tree written as the search's float4 nodes (x, y, z, id;
-// cuda_kdtree_search.h TreeView), root splitting on x: what a 3-D float32
-// index searches its short lists on (index_kdtree_engine.cu).
-void build_search_nodes_on_device(const Point* points, int64_t n, float4* nodes, BuildWorkspace& ws,
-                                  cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace knn

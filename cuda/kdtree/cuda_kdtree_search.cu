@@ -1,17 +1,14 @@
 // GPU kNN search of the heap-ordered kd-tree: queries sorted by Morton code
 // for locality; small k in registers, one thread per query; larger k one warp
 // per query with a shared-memory list; beyond that a heap in device memory.
-#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 
 #include "../core/float4_point.cuh"
 #include "../core/knn_lists.cuh"
-#include "../core/launch_policy.h"
 #include "../core/radix_sort_temp.cuh"
 #include "../core/warp_list.cuh"
-#include "cuda_kdtree_build.h"
 #include "cuda_kdtree_search.h"
 
 namespace knn {
@@ -42,36 +39,6 @@ __global__ void convert_nodes_kernel(const Node* nodes, int64_t n, float4* out, 
 
 __global__ void reset_box_kernel(uint32_t* box) {
   if (threadIdx.x < 3) box[threadIdx.x] = 0xffffffffu, box[3 + threadIdx.x] = 0u;
-}
-
-// The box of n points as order-preserving keys (box starts as the empty
-// box): each thread's least and largest keys, a block's reduced, then one
-// atomic per block and bound.
-constexpr int kBoxBlock = 256;
-struct KeyMin {
-  __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return min(a, b); }
-};
-struct KeyMax {
-  __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return max(a, b); }
-};
-__global__ void __launch_bounds__(kBoxBlock)
-    point_box_keys_kernel(const Point* points, int64_t n, uint32_t* box) {
-  using Reduce = cub::BlockReduce<uint32_t, kBoxBlock>;
-  __shared__ typename Reduce::TempStorage storage;
-  uint32_t low[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu}, high[3] = {0u, 0u, 0u};
-  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
-    for (int d = 0; d < 3; ++d) {
-      const uint32_t key = ordered_key(points[i].p[d]);
-      low[d] = min(low[d], key), high[d] = max(high[d], key);
-    }
-  for (int d = 0; d < 3; ++d) {
-    const uint32_t block_low = Reduce(storage).Reduce(low[d], KeyMin());
-    __syncthreads();
-    const uint32_t block_high = Reduce(storage).Reduce(high[d], KeyMax());
-    __syncthreads();
-    if (threadIdx.x == 0) atomicMin(&box[d], block_low), atomicMax(&box[3 + d], block_high);
-  }
 }
 
 __device__ __forceinline__ uint32_t spread_bits(uint32_t v) {
@@ -152,8 +119,20 @@ __device__ __forceinline__ int32_t least_id_below(const TreeView& tree, uint32_t
   return b <= tree.n ? __ldg(&tree.min_ids[b - 1]) : kNoIndex;
 }
 
-__device__ __forceinline__ int32_t bucket_least_id(const TreeView& tree, int64_t bucket) {
-  return least_id_below(tree, static_cast<uint32_t>((int64_t{1} << tree.bucket_level) + bucket));
+// Whether the subtree of heap number b, none of whose points is nearer than
+// lower_bound, may hold a point that enters `list`: a bound below the k-th
+// distance may, one above it may not, and at a tie the subtree's least id
+// decides (read only then, so untied walks load nothing more).
+template <class List>
+__device__ __forceinline__ bool subtree_may_enter(const List& list, const TreeView& tree,
+                                                  float lower_bound, uint32_t b) {
+  const float kth = list.bound();
+  if (lower_bound != kth) return lower_bound < kth;
+  return list.admits(lower_bound, least_id_below(tree, b));
+}
+
+__device__ __forceinline__ uint32_t bucket_root(const TreeView& tree, int64_t bucket) {
+  return static_cast<uint32_t>((int64_t{1} << tree.bucket_level) + bucket);
 }
 
 // box_distance (common/float_math.h) of float4 points: a lower bound of the
@@ -171,7 +150,7 @@ __device__ __forceinline__ float box_bound(const float4& q, const float4& lo, co
 // level the visitor decides whether to enter the subtree (it may scan the
 // bucket itself and decline). The plane bound is computed in the distance's
 // own float arithmetic and prunes only where neither it nor, at a tie, the
-// subtree's least id can beat the k-th (visitor.admits), so the answer is
+// subtree's least id can beat the k-th (subtree_may_enter), so the answer is
 // exact and equal to the CPU engine's.
 template <class Visitor>
 __device__ void walk_tree(const TreeView& tree, const float4& q, Visitor& visitor) {
@@ -194,8 +173,7 @@ __device__ void walk_tree(const TreeView& tree, const float4& q, Visitor& visito
     uint32_t next = b >> 1;
     if (arriving)
       next = near_child;
-    else if (from == near_child &&
-             visitor.admits(mul_rn(diff, diff), least_id_below(tree, near_child ^ 1u)))
+    else if (from == near_child && visitor.may_enter(mul_rn(diff, diff), near_child ^ 1u))
       next = near_child ^ 1u;
     from = b, b = next;
   }
@@ -212,12 +190,13 @@ struct ThreadVisitor {
   __device__ void node(const float4& p) {
     list.offer(squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p));
   }
-  __device__ bool admits(float lower_bound, int32_t min_id) const {
-    return list.admits(lower_bound, min_id);
+  __device__ bool may_enter(float lower_bound, uint32_t b) const {
+    return subtree_may_enter(list, tree, lower_bound, b);
   }
   __device__ bool enter_bucket(int64_t bucket) const {
-    return list.admits(box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]),
-                       bucket_least_id(tree, bucket));
+    return subtree_may_enter(list, tree,
+                             box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]),
+                             bucket_root(tree, bucket));
   }
 };
 
@@ -233,12 +212,13 @@ struct WarpVisitor {
   __device__ void node(const float4& p) {
     list.offer_uniform(Neighbor{squared_distance3(q.x, q.y, q.z, p.x, p.y, p.z), id_of(p)});
   }
-  __device__ bool admits(float lower_bound, int32_t min_id) const {
-    return list.admits(lower_bound, min_id);
+  __device__ bool may_enter(float lower_bound, uint32_t b) const {
+    return subtree_may_enter(list, tree, lower_bound, b);
   }
   __device__ bool enter_bucket(int64_t bucket) {
-    if (!list.admits(box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]),
-                     bucket_least_id(tree, bucket)))
+    if (!subtree_may_enter(list, tree,
+                           box_bound(q, tree.boxes[2 * bucket], tree.boxes[2 * bucket + 1]),
+                           bucket_root(tree, bucket)))
       return false;
     const int64_t start = shape.segment_start(tree.bucket_level, bucket);
     const int64_t size = shape.subtree_size(tree.bucket_level, bucket);
@@ -394,23 +374,6 @@ void PointTree::lay_out_buckets(cudaStream_t stream) {
   layout_buckets(view(), buckets.get(), boxes.get(), stream);
   subtree_min_ids(view(), min_ids.get(), stream);
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (point tree buckets)");
-}
-
-void build_point_tree(const Point* points, int64_t n, PointTree& tree, cudaStream_t stream) {
-  tree.n = n;
-  tree.root_dim = 0;
-  tree.nodes.allocate(static_cast<size_t>(n));
-  reset_box(tree.box_keys.get(), stream);
-  if (n > 0) {
-    point_box_keys_kernel<<<grid_stride_blocks(point_box_keys_kernel, kBoxBlock, n), kBoxBlock, 0,
-                            stream>>>(points, n, tree.box_keys.get());
-    check_launch("point_box_keys");
-    // The build's scratch goes before the buckets come (memory_model.h
-    // point_tree_build_bytes counts the larger of the two).
-    BuildWorkspace ws(n);
-    build_search_nodes_on_device(points, n, tree.nodes.get(), ws, stream);
-  }
-  tree.lay_out_buckets(stream);
 }
 
 void search_on_device(const TreeView& tree, const Point* queries, int64_t m, int k,

@@ -40,8 +40,8 @@ void layout_buckets(const TreeView& tree, float4* buckets, float4* boxes, cudaSt
 void subtree_min_ids(const TreeView& tree, int32_t* min_ids, cudaStream_t stream);
 
 // The device data behind a TreeView: the nodes, the box of their points as
-// order-preserving keys, and the buckets and boxes, laid out on demand (a
-// classic tree that the grid answers never needs them).
+// order-preserving keys, and the buckets, boxes and least ids, laid out on
+// demand (a classic tree that the grid answers never needs them).
 struct PointTree {
   int64_t n = 0;
   int root_dim = 0;
@@ -59,11 +59,6 @@ struct PointTree {
   // waits.
   void lay_out_buckets(cudaStream_t stream);
 };
-
-// Builds into `tree` (empty) the tree of n device points, finds their box
-// and lays out the buckets, and waits: the search form of the tree
-// build_kdtree_on_device builds, with the same nodes in the same places.
-void build_point_tree(const Point* points, int64_t n, PointTree& tree, cudaStream_t stream);
 
 // Scratch of a search over up to `capacity` queries with up to k neighbours
 // (sizes: memory_model.h).

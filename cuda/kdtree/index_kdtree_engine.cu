@@ -4,15 +4,12 @@
 // over the scalar type serves the float32 and the float64 index.
 #include <climits>
 #include <memory>
-#include <mutex>
-#include <type_traits>
 
 #include "../core/pinned_pool.h"
 #include "../core/query_chunks.cuh"
 #include "../core/resident_rows_engine.cuh"
 #include "../cuda_engine.h"
 #include "../cuda_index.h"
-#include "cuda_kdtree_search.h"
 #include "index_kdtree.cuh"
 
 namespace knn {
@@ -83,14 +80,11 @@ class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
     const size_t per_query =
         kdtree_call_bytes_per_query(tree_.dim, k_search, k, exclude_self, want_indices, want_sq,
                                     want_counts, call, kScalarBytes);
-    const PointTree* point_tree =
-        radius_sq < 0 && (want_indices || exclude_self) ? point_tree_for(k_search, call) : nullptr;
     const int64_t chunk =
         chunk_queries_for(per_query, kdtree_call_fixed_bytes(call), call,
                           kdtree_max_chunk(tree_.dim, k_search, k, exclude_self, want_indices,
                                            want_sq, want_counts, call, kScalarBytes));
     SearchScratch<Scalar> scratch[kPipelineSlots];
-    std::unique_ptr<PointTreeScratch> point_scratch[kPipelineSlots];
     const BucketTreeView<Scalar> view = tree_.view();
     for_each_query_chunk<Scalar>(
         queries, m, tree_.dim, k, indices, sq_distances, counts, call, chunk,
@@ -106,59 +100,14 @@ class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
             request.sq_distances = c.sq_distances ? s.wide_dist.get() : nullptr;
             request.row_width = k_search;
           }
-          if constexpr (std::is_same<Scalar, float>::value) {
-            if (point_tree) {
-              std::unique_ptr<PointTreeScratch>& own = point_scratch[c.slot];
-              if (!own) own = std::make_unique<PointTreeScratch>(std::min(chunk, m), k_search);
-              search_on_device(point_tree->view(), reinterpret_cast<const Point*>(request.queries),
-                               request.m, k_search, request.indices, request.sq_distances, *own,
-                               stream);
-            } else {
-              search_bucket_tree(view, request, s, stream);
-            }
-          } else {
-            search_bucket_tree(view, request, s, stream);
-          }
+          search_bucket_tree(view, request, s, stream);
           if (exclude_self)
             drop_self(s.wide_index.get(), s.wide_dist.get(), c.count, c.first, k, c.indices,
                       c.sq_distances, stream);
         });
   }
 
-  // The point tree (index_kdtree_memory.h, kPointTreeMaxK) for a kNN call
-  // with lists of k_search that writes indices (the point tree's search
-  // always does), else nullptr. Built at the first call that wants it, from
-  // the index's points in input order (ids are input indices), and kept; a
-  // second caller waits for the first one's. A build that the call's device
-  // budget cannot hold, or that runs out of device memory, leaves the call to
-  // the bucket tree, whose answer is the same, and a later call tries again.
-  const PointTree* point_tree_for(int k_search, const CallParams& call) const {
-    if constexpr (!std::is_same<Scalar, float>::value) {
-      return nullptr;
-    } else {
-      if (tree_.dim != 3 || k_search < 1 || k_search > kPointTreeMaxK) return nullptr;
-      std::lock_guard<std::mutex> lock(point_tree_mutex_);
-      if (point_tree_ ||
-          point_tree_build_bytes(tree_.n) > device_budget(call.device_memory_limit).bytes())
-        return point_tree_.get();
-      std::unique_ptr<PointTree> tree;
-      try {
-        tree = std::make_unique<PointTree>();
-        Stream stream;
-        build_point_tree(reinterpret_cast<const Point*>(tree_.input.get()), tree_.n, *tree,
-                         stream.get());
-      } catch (const Error& e) {
-        if (e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
-        return nullptr;
-      }
-      point_tree_ = std::move(tree);
-      return point_tree_.get();
-    }
-  }
-
   BucketTree<Scalar> tree_;
-  mutable std::mutex point_tree_mutex_;
-  mutable std::unique_ptr<PointTree> point_tree_;
 };
 
 }  // namespace

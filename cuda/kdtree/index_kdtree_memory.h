@@ -39,18 +39,6 @@ inline SplitBuildPlan bucket_tree_build_plan(int64_t n, int dim, int levels, siz
                           [n](int level) { return bucket_tree_most_points(n, level); });
 }
 
-// Short kNN lists of a 3-D float32 index run on the point tree of its
-// points (cuda_kdtree_search.h: a point in every node, one thread per query,
-// its list in registers), which the index builds at the first call that
-// wants it and keeps (index_kdtree_engine.cu): 2.4x faster than the bucket
-// tree's search at k = 8 on 10^7 clustered points. Lists up to the point
-// tree search's register lists; from there the bucket tree's warp lists are
-// as fast.
-constexpr int kPointTreeMaxK = 16;
-inline bool kdtree_keeps_point_tree(int dim, size_t scalar_bytes) {
-  return dim == 3 && scalar_bytes == sizeof(float);
-}
-
 // What the index keeps on the device: the points in input order and in
 // bucket order, the bucket ids and the node boxes.
 inline size_t kdtree_resident_bytes(int64_t n, int dim, int leaf_size,
@@ -122,17 +110,14 @@ inline int64_t kdtree_max_chunk(int dim, int k_search, int row_width, bool exclu
 }
 
 // Upper bound of a kNN or radius call with m queries and rows of k on an
-// index of n points: host arrays (all staged), exclude_self, every output,
-// and the point tree a 3-D float32 index may build and keep.
+// index of n points: host arrays (all staged), exclude_self, every output.
 inline size_t kdtree_query_bytes(int64_t m, int k, int64_t n, int dim, int leaf_size,
                                  size_t scalar_bytes = sizeof(float)) {
   const CallParams host_call{};
   const int64_t chunk = std::min<int64_t>(m < 0 ? 0 : m, kMaxChunkQueries);
   const size_t per_query =
       kdtree_call_bytes_per_query(dim, k + 1, k, true, true, true, true, host_call, scalar_bytes);
-  const size_t point_tree =
-      kdtree_keeps_point_tree(dim, scalar_bytes) ? point_tree_build_bytes(n) : 0;
-  return kdtree_resident_bytes(n, dim, leaf_size, scalar_bytes) + point_tree +
+  return kdtree_resident_bytes(n, dim, leaf_size, scalar_bytes) +
          kdtree_call_fixed_bytes(host_call) + static_cast<size_t>(chunk) * per_query;
 }
 
