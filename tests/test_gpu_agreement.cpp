@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -20,6 +19,7 @@
 #include "knn_gpgpu.h"
 #include "oracle.h"
 #include "test_data.h"
+#include "timing.h"
 
 namespace knn_test {
 namespace {
@@ -198,35 +198,24 @@ TEST_P(GpuQuery, ShortListsOnTheGridOfTheTreesPoints) {
 TEST(GpuQueryTies, AllEqualPointsCostAboutWhatDistinctPointsDo) {
   SKIP_WITHOUT_DEVICE();
   const int n = 1 << 18, m = 1 << 16;
-  const auto median_ms = [&](const std::vector<Point>& queries, const std::vector<Node>& tree,
-                             int k, std::vector<int>* rows) {
-    std::vector<double> ms;
-    for (int repeat = 0; repeat < 3; ++repeat) {
-      const auto start = std::chrono::steady_clock::now();
-      *rows = query_ok(&cuQueryAll, "cuQueryAll", queries, tree, k);
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[1];
-  };
   const std::vector<Point> equal = make_points(Dist::Identical, n, 95);
   const std::vector<Point> distinct = make_points(Dist::Uniform, n, 96);
   const std::vector<Node> equal_tree = build_tree(equal);
   const std::vector<Node> distinct_tree = build_tree(distinct);
+  const std::vector<Point> at_the_point(m, equal[0]);
+  const std::vector<Point> among_distinct(distinct.begin(), distinct.begin() + m);
   for (const int k : {1, 8, 16, 33}) {
     SCOPED_TRACE("k = " + std::to_string(k));
-    std::vector<int> rows, distinct_rows;
-    const std::vector<Point> at_the_point(m, equal[0]);
-    const double tied = median_ms(at_the_point, equal_tree, k, &rows);
-    const double untied = median_ms(std::vector<Point>(distinct.begin(), distinct.begin() + m),
-                                    distinct_tree, k, &distinct_rows);
+    std::vector<int> rows;
+    const double tied = median_seconds(
+        3, [&] { rows = query_ok(&cuQueryAll, "cuQueryAll", at_the_point, equal_tree, k); });
+    const double untied = median_seconds(
+        3, [&] { query_ok(&cuQueryAll, "cuQueryAll", among_distinct, distinct_tree, k); });
     std::vector<int> want;
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < k; ++j) want.push_back(j);
     EXPECT_EQ(rows, want);
-    EXPECT_LT(tied, 20.0 * untied + 50.0) << "all equal " << tied << " ms, distinct " << untied;
+    EXPECT_LT(tied, 20.0 * untied + 0.05) << "all equal " << tied << " s, distinct " << untied;
   }
 }
 

@@ -115,7 +115,6 @@ __global__ void subtree_min_ids_of_level(const float4* nodes, int64_t n, int lev
 
 // The least id of the subtree of 1-based heap number b (b > n: none).
 __device__ __forceinline__ int32_t least_id_below(const TreeView& tree, uint32_t b) {
-  if (tree.min_ids == nullptr) return -1;
   return b <= tree.n ? __ldg(&tree.min_ids[b - 1]) : kNoIndex;
 }
 

@@ -18,7 +18,7 @@ namespace cuda {
 // buckets: bucket q holds its subtree's nodes contiguously from
 // TreeShape::segment_start(bucket_level, q), in the subtree's own heap order,
 // and boxes[2q], boxes[2q+1] are its points' lower and upper corners.
-// min_ids[i], where present, is the least id in node i's subtree: a subtree
+// min_ids[i] is the least id in node i's subtree: a subtree
 // whose bound only ties the k-th distance is skipped when none of its ids
 // can beat the k-th's, so that equal points (all points equal, duplicates,
 // distances that underflow to 0) cost O(k log n) a query, not O(n).
@@ -30,7 +30,7 @@ struct TreeView {
   int bucket_level;
   const float4* buckets;
   const float4* boxes;
-  const int32_t* min_ids;  // null: ties prune nothing
+  const int32_t* min_ids;  // laid out with the buckets
 };
 
 // Fills tree.buckets (n - (2^bucket_level - 1) entries) and tree.boxes
