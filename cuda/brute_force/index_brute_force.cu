@@ -139,16 +139,12 @@ __device__ void emit(const RegisterList<Scalar, K>& list, const ScanArgs<Scalar>
     RowWriter<Scalar> w{a.out.indices ? a.out.indices + row : nullptr,
                         a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width,
                         self_index(a, query)};
-#pragma unroll
-    for (int j = 0; j < K; ++j)
-      if (j < list.k) w.put(list.dist[j], list.index[j]);
+    list.for_each([&](int, Scalar d, int32_t i) { w.put(d, i); });
     w.finish();
     return;
   }
   BasicNeighbor<Scalar>* out = a.part_lists + (query * a.splits + part) * a.list_k;
-#pragma unroll
-  for (int j = 0; j < K; ++j)
-    if (j < list.k) out[j] = BasicNeighbor<Scalar>{list.dist[j], list.index[j]};
+  list.for_each([&](int j, Scalar d, int32_t i) { out[j] = BasicNeighbor<Scalar>{d, i}; });
 }
 
 // No list (no points, or counting only): unsplit rows are all missing.

@@ -22,34 +22,37 @@ __host__ __device__ constexpr Scalar infinity() {
 
 // Up to K neighbours in registers (runtime k <= K): every array index is a
 // compile-time constant after unrolling, so nothing spills to local memory.
+// The real entries are the last k slots; the first K - k hold sentinels at
+// -infinity, which no point passes, so an insertion never tests k and the
+// k-th is always slot K - 1. (With a test of k at every slot and the k-th
+// picked out by a second unrolled loop, an insertion cost about twice the
+// instructions, and the insertions are most of a short-list search.)
 template <typename Scalar, int K>
 struct RegisterList {
   Scalar dist[K];
   int32_t index[K];
   int k;
-  Scalar worst_dist = infinity<Scalar>();
-  int32_t worst_index = kNoIndex;
 
   __device__ explicit RegisterList(int k_) : k(k_) {
 #pragma unroll
-    for (int j = 0; j < K; ++j) dist[j] = infinity<Scalar>(), index[j] = kNoIndex;
+    for (int j = 0; j < K; ++j)
+      dist[j] = j < K - k ? -infinity<Scalar>() : infinity<Scalar>(), index[j] = kNoIndex;
   }
 
-  __device__ Scalar bound() const { return worst_dist; }
+  __device__ Scalar bound() const { return dist[K - 1]; }
+  __device__ BasicNeighbor<Scalar> kth() const { return {dist[K - 1], index[K - 1]}; }
   // Whether a point at a squared distance >= lower_bound with an index >=
   // min_index could still enter: the test that prunes ties by index.
   __device__ bool admits(Scalar lower_bound, int32_t min_index) const {
-    return closer(lower_bound, min_index, worst_dist, worst_index);
+    return closer(lower_bound, min_index, dist[K - 1], index[K - 1]);
   }
-  __device__ Scalar dist_at(int j) const { return dist[j]; }
-  __device__ int32_t index_at(int j) const { return index[j]; }
 
   __device__ void offer(Scalar d, int32_t i) {
-    if (!closer(d, i, worst_dist, worst_index)) return;
+    if (!closer(d, i, dist[K - 1], index[K - 1])) return;
     bool placed = false;
 #pragma unroll
     for (int j = K - 1; j > 0; --j) {
-      if (j < k && !placed) {
+      if (!placed) {
         if (closer(d, i, dist[j - 1], index[j - 1])) {
           dist[j] = dist[j - 1], index[j] = index[j - 1];
         } else {
@@ -58,19 +61,21 @@ struct RegisterList {
       }
     }
     if (!placed) dist[0] = d, index[0] = i;
+  }
+
+  // f(j, dist, index) for the k entries, nearest first (j = 0 .. k-1).
+  template <class F>
+  __device__ void for_each(F f) const {
 #pragma unroll
     for (int j = 0; j < K; ++j)
-      if (j == k - 1) worst_dist = dist[j], worst_index = index[j];
+      if (j >= K - k) f(j - (K - k), dist[j], index[j]);
   }
 
   __device__ void write(int32_t* out_index, Scalar* out_dist) const {
-#pragma unroll
-    for (int j = 0; j < K; ++j) {
-      if (j < k) {
-        out_index[j] = index[j] == kNoIndex ? -1 : index[j];
-        if (out_dist) out_dist[j] = dist[j];
-      }
-    }
+    for_each([&](int j, Scalar d, int32_t i) {
+      out_index[j] = i == kNoIndex ? -1 : i;
+      if (out_dist) out_dist[j] = d;
+    });
   }
 };
 
@@ -105,8 +110,13 @@ struct SharedList {
   }
 
   __device__ Scalar bound() const { return worst_dist; }
-  __device__ Scalar dist_at(int j) const { return dist[j * stride]; }
-  __device__ int32_t index_at(int j) const { return index[j * stride]; }
+  __device__ BasicNeighbor<Scalar> kth() const { return {worst_dist, worst_index}; }
+
+  // f(j, dist, index) for the k entries, nearest first.
+  template <class F>
+  __device__ void for_each(F f) const {
+    for (int j = 0; j < k; ++j) f(j, dist[j * stride], index[j * stride]);
+  }
 
   __device__ void offer(Scalar d, int32_t i) {
     if (!closer(d, i, worst_dist, worst_index)) return;

@@ -125,12 +125,11 @@ constexpr int kSharedK = -1;
 
 template <typename Scalar, class List>
 __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* queries, int64_t i,
-                                  int k, int take, int64_t self_first, int32_t* indices,
-                                  Scalar* sq_distances, List& list, int length,
-                                  HandedOver handed_over) {
+                                  int k, int64_t self_first, int32_t* indices, Scalar* sq_distances,
+                                  List& list, HandedOver handed_over) {
   Scalar q[3];
   load_query(queries, i, q);
-  const auto kth = [&] { return BasicNeighbor<Scalar>{list.worst_dist, list.worst_index}; };
+  const auto kth = [&] { return list.kth(); };
   const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
   const bool isolated_query =
       grid.n > 0 && walk_shells(
@@ -154,15 +153,13 @@ __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* qu
   int32_t* row = indices + i * k;
   Scalar* row_sq = sq_distances ? sq_distances + i * k : nullptr;
   int out = 0;
-#pragma unroll
-  for (int j = 0; j < length; ++j) {
-    const int32_t index = list.index_at(j);
-    if (j < take && out < k && index != self) {
+  list.for_each([&](int, Scalar d, int32_t index) {
+    if (out < k && index != self) {
       row[out] = index == kNoIndex ? -1 : index;
-      if (row_sq) row_sq[out] = list.dist_at(j);
+      if (row_sq) row_sq[out] = d;
       ++out;
     }
-  }
+  });
 }
 
 template <typename Scalar, int K>
@@ -174,8 +171,7 @@ __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, 
   const int64_t i = order[t];
   if constexpr (K > 0) {
     RegisterList<Scalar, K> list(take);
-    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, K,
-                      handed_over);
+    grid_thread_query(grid, queries, i, k, self_first, indices, sq_distances, list, handed_over);
   } else {
     // The distances of every thread's list, then the indices (raw bytes: an
     // extern array has one type for every instantiation).
@@ -185,8 +181,7 @@ __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, 
     SharedList<Scalar> list(shared_lists + threadIdx.x,
                             reinterpret_cast<int32_t*>(shared_lists + slots) + threadIdx.x,
                             static_cast<int>(blockDim.x), take);
-    grid_thread_query(grid, queries, i, k, take, self_first, indices, sq_distances, list, take,
-                      handed_over);
+    grid_thread_query(grid, queries, i, k, self_first, indices, sq_distances, list, handed_over);
   }
 }
 

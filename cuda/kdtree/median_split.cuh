@@ -74,22 +74,35 @@ struct Digits {
   }
 };
 
+// The least and largest key of a set (empty: low above high). `merged` is
+// the reduction operator of the key-range reductions below.
 template <typename Key>
-__device__ Key warp_min(Key v) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const Key other = __shfl_xor_sync(0xffffffffu, v, offset);
-    v = other < v ? other : v;
+struct KeyRange {
+  Key low, high;
+  __device__ static KeyRange empty() { return {~Key{0}, Key{0}}; }
+  __device__ void add(Key key) {
+    low = key < low ? key : low;
+    high = key > high ? key : high;
   }
-  return v;
-}
+};
+template <typename Key>
+struct MergeKeyRanges {
+  __device__ KeyRange<Key> operator()(const KeyRange<Key>& a, const KeyRange<Key>& b) const {
+    return {b.low < a.low ? b.low : a.low, b.high > a.high ? b.high : a.high};
+  }
+};
 
+// A warp's key range in every lane. Hand-written rather than
+// cub::WarpReduce, which hands the result to lane 0 alone; every lane of the
+// one-warp tier goes on to split with it.
 template <typename Key>
-__device__ Key warp_max(Key v) {
+__device__ KeyRange<Key> warp_key_range(KeyRange<Key> range) {
   for (int offset = 16; offset > 0; offset /= 2) {
-    const Key other = __shfl_xor_sync(0xffffffffu, v, offset);
-    v = other > v ? other : v;
+    const KeyRange<Key> other{__shfl_xor_sync(0xffffffffu, range.low, offset),
+                              __shfl_xor_sync(0xffffffffu, range.high, offset)};
+    range = MergeKeyRanges<Key>()(range, other);
   }
-  return v;
+  return range;
 }
 
 // A segment's select and, once it is done, its split. While the select runs,
@@ -126,23 +139,29 @@ struct RowPlace {
   uint32_t lt_row, eq_row;
 };
 
-// `slots` holds one packed count per warp of the row (unused when the row is
-// one warp); `sync` waits for every warp of the row.
-template <class Sync>
-__device__ RowPlace place_in_row(bool lt, bool eq, uint32_t lt_run, uint32_t eq_run,
-                                 uint32_t* slots, int warp, int warps, Sync sync) {
+// The counts of one warp's row of 32 entries; lt_run and eq_run count the
+// keys below and equal to the pivot before the row.
+__device__ inline RowPlace place_in_warp_row(bool lt, bool eq, uint32_t lt_run, uint32_t eq_run) {
   const unsigned lane = threadIdx.x % 32;
   const unsigned lt_ballot = __ballot_sync(0xffffffffu, lt);
   const unsigned eq_ballot = __ballot_sync(0xffffffffu, eq);
   const unsigned below = (1u << lane) - 1;
-  RowPlace place{lt_run + __popc(lt_ballot & below), eq_run + __popc(eq_ballot & below),
-                 static_cast<uint32_t>(__popc(lt_ballot)),
-                 static_cast<uint32_t>(__popc(eq_ballot))};
-  if (warps == 1) return place;
-  if (lane == 0) slots[warp] = place.lt_row | place.eq_row << 16;
-  sync();
+  return RowPlace{lt_run + __popc(lt_ballot & below), eq_run + __popc(eq_ballot & below),
+                  static_cast<uint32_t>(__popc(lt_ballot)),
+                  static_cast<uint32_t>(__popc(eq_ballot))};
+}
+
+// The counts of a block's row of kBlock entries, the warps' counts combined
+// through `slots` (one packed count per warp; the caller alternates two sets
+// of slots between rows, so one barrier a row suffices).
+__device__ inline RowPlace place_in_block_row(bool lt, bool eq, uint32_t lt_run, uint32_t eq_run,
+                                              uint32_t* slots) {
+  const int warp = threadIdx.x / 32;
+  RowPlace place = place_in_warp_row(lt, eq, lt_run, eq_run);
+  if (threadIdx.x % 32 == 0) slots[warp] = place.lt_row | place.eq_row << 16;
+  __syncthreads();
   uint32_t lt_row = 0, eq_row = 0;
-  for (int w = 0; w < warps; ++w) {
+  for (int w = 0; w < kWarps; ++w) {
     const uint32_t packed = slots[w];
     if (w == warp) place.lt_before += lt_row, place.eq_before += eq_row;
     lt_row += packed & 0xffffu, eq_row += packed >> 16;
@@ -217,29 +236,20 @@ template <class Splits, typename Key>
 __global__ void segment_key_ranges(Splits s, const Key* keys, int64_t n, int dims, int level,
                                    int64_t tiles, Key* low, Key* high) {
   const TileOf tile(s, level, tiles, kSplitTile);
-  __shared__ Key warp_low[kWarps], warp_high[kWarps];
-  const int warp = threadIdx.x / 32;
+  using Reduce = cub::BlockReduce<KeyRange<Key>, kBlock>;
+  __shared__ typename Reduce::TempStorage reduce;
   int d0 = 0, d1 = dims;
   if constexpr (!Splits::kBoxes) d0 = s.split_dim(level), d1 = d0 + 1;
   for (int d = d0; d < d1; ++d) {
-    Key lo = ~Key{0}, hi = 0;
-    for (int64_t j = tile.first + threadIdx.x; j < tile.last; j += kBlock) {
-      const Key key = keys[d * n + j];
-      lo = key < lo ? key : lo;
-      hi = key > hi ? key : hi;
-    }
-    lo = warp_min(lo), hi = warp_max(hi);
-    if (threadIdx.x % 32 == 0) warp_low[warp] = lo, warp_high[warp] = hi;
-    __syncthreads();
+    KeyRange<Key> range = KeyRange<Key>::empty();
+    for (int64_t j = tile.first + threadIdx.x; j < tile.last; j += kBlock)
+      range.add(keys[d * n + j]);
+    range = Reduce(reduce).Reduce(range, MergeKeyRanges<Key>());
     if (threadIdx.x == 0 && tile.first < tile.last) {
-      for (int w = 1; w < kWarps; ++w) {
-        lo = warp_low[w] < lo ? warp_low[w] : lo;
-        hi = warp_high[w] > hi ? warp_high[w] : hi;
-      }
-      atomicMin(low + tile.q * dims + d, lo);
-      atomicMax(high + tile.q * dims + d, hi);
+      atomicMin(low + tile.q * dims + d, range.low);
+      atomicMax(high + tile.q * dims + d, range.high);
     }
-    __syncthreads();
+    __syncthreads();  // the next dimension reuses `reduce`
   }
 }
 
@@ -386,7 +396,6 @@ __global__ void partition_tiles(Splits s, const Key* keys, const int32_t* ids, i
   const int64_t right_start = s.start(level + 1, 2 * tile.q + 1);
   const Key* split_keys = keys + split_dim[tile.q] * n;
   __shared__ uint32_t slots[2][kWarps];
-  const int warp = threadIdx.x / 32;
   uint32_t lt_run = static_cast<uint32_t>(tile_before[blockIdx.x] >> 32);
   uint32_t eq_run = static_cast<uint32_t>(tile_before[blockIdx.x]);
   for (int row = 0; row < kTileRows; ++row) {
@@ -395,8 +404,7 @@ __global__ void partition_tiles(Splits s, const Key* keys, const int32_t* ids, i
     const bool valid = j < tile.last;
     const Key key = valid ? split_keys[j] : Key{0};
     const bool lt = valid && key < rule.pivot, eq = valid && key == rule.pivot;
-    const RowPlace place =
-        place_in_row(lt, eq, lt_run, eq_run, slots[row & 1], warp, kWarps, [] { __syncthreads(); });
+    const RowPlace place = place_in_block_row(lt, eq, lt_run, eq_run, slots[row & 1]);
     lt_run += place.lt_row, eq_run += place.eq_row;
     if (!valid) continue;
     const Destination to = destination<Splits::kNodePoints>(
@@ -519,13 +527,11 @@ __global__ void __launch_bounds__(kBlock)
       Key split_low = 0, split_high = 0;
       Scalar widest = -infinity<Scalar>();
       for (int d = Splits::kBoxes ? 0 : split; d < d_end; ++d) {
-        Key lo = ~Key{0}, hi = 0;
-        for (uint32_t p = lane; p < sub_size; p += 32) {
-          const Key key = from_keys[d * capacity + sub_start + p];
-          lo = key < lo ? key : lo;
-          hi = key > hi ? key : hi;
-        }
-        lo = warp_min(lo), hi = warp_max(hi);
+        KeyRange<Key> range = KeyRange<Key>::empty();
+        for (uint32_t p = lane; p < sub_size; p += 32)
+          range.add(from_keys[d * capacity + sub_start + p]);
+        range = warp_key_range(range);
+        const Key lo = range.low, hi = range.high;
         if constexpr (Splits::kBoxes) {
           if (lane == 0) s.write_box(node_level, q, d, sub_size == 0, lo, hi);
           if (sub_size > 0) {
@@ -581,7 +587,7 @@ __global__ void __launch_bounds__(kBlock)
         const bool valid = p < sub_size;
         const Key key = valid ? split_keys[p] : Key{0};
         const bool lt = valid && key < rule.pivot, eq = valid && key == rule.pivot;
-        const RowPlace place = place_in_row(lt, eq, lt_run, eq_run, nullptr, 0, 1, [] {});
+        const RowPlace place = place_in_warp_row(lt, eq, lt_run, eq_run);
         lt_run += place.lt_row, eq_run += place.eq_row;
         if (!valid) continue;
         const Destination to = destination<Splits::kNodePoints>(lt, eq, place, p, equal_left);
