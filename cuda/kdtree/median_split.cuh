@@ -74,8 +74,8 @@ struct Digits {
   }
 };
 
-// The least and largest key of a set (empty: low above high). `merged` is
-// the reduction operator of the key-range reductions below.
+// The least and largest key of a set (empty: low above high);
+// MergeKeyRanges is the operator of the key-range reductions below.
 template <typename Key>
 struct KeyRange {
   Key low, high;
