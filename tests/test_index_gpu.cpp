@@ -13,9 +13,11 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../cuda/cuda_index.h"
@@ -235,8 +237,22 @@ void expect_median_tree(const std::vector<Scalar>& rows, int64_t n, int dim, int
     }
     return host;
   };
-  const std::vector<int32_t> ids = download(tree.ids, static_cast<size_t>(n));
-  const std::vector<Scalar> points = download(tree.points, static_cast<size_t>(n) * dim);
+  std::vector<int32_t> ids;
+  std::vector<Scalar> points;
+  if (kd::packs_bucket_points(dim)) {
+    // Four scalars a point: x, y, z and the index's bits (int32 in a float,
+    // int64 in a double).
+    const std::vector<Scalar> packed = download(tree.packed, static_cast<size_t>(n) * 4);
+    for (int64_t j = 0; j < n; ++j) {
+      points.insert(points.end(), packed.begin() + 4 * j, packed.begin() + 4 * j + 3);
+      std::conditional_t<sizeof(Scalar) == 4, int32_t, int64_t> id;
+      std::memcpy(&id, &packed[4 * j + 3], sizeof id);
+      ids.push_back(static_cast<int32_t>(id));
+    }
+  } else {
+    ids = download(tree.ids, static_cast<size_t>(n));
+    points = download(tree.points, static_cast<size_t>(n) * dim);
+  }
   const std::vector<Scalar> boxes =
       download(tree.boxes, kd::bucket_tree_box_floats(tree.levels, dim));
   std::vector<char> seen(static_cast<size_t>(n), 0);

@@ -5,9 +5,12 @@
 // the search runs queries sorted by leaf, so the threads of a warp mostly
 // read the same point at the same time (one broadcast), and one point is
 // one or two cache lines for the dims we serve; SoA would spread a point over
-// dim lines. ids[j] is the caller's index of bucket slot j. Every node, inner
-// or leaf, has a tight box (lo[dim], hi[dim]) in heap order; nothing else is
-// stored (the split value is implied by the children's boxes).
+// dim lines. ids[j] is the caller's index of bucket slot j. A 3-D tree packs
+// each point with its index instead (packs_bucket_points): four scalars
+// (x, y, z, the index's bits), read as one DevicePoint3 (core/float4_point.cuh),
+// so that one load brings a point and its index. Every node, inner or leaf,
+// has a tight box (lo[dim], hi[dim]) in heap order; nothing else is stored
+// (the split value is implied by the children's boxes).
 //
 // Scalar: float for the float32 index, double for the float64 one; the
 // points, boxes, queries and distances are all of that type, and the build
@@ -34,8 +37,9 @@ struct BucketTreeView {
   int64_t n;
   int dim;
   int levels;
-  const Scalar* points;  // n * dim, bucket order
-  const int32_t* ids;    // n
+  const Scalar* points;  // n * dim, bucket order (null when packed)
+  const int32_t* ids;    // n (null when packed)
+  const Scalar* packed;  // packs_bucket_points(dim): n * 4, bucket order; else null
   const Scalar* boxes;   // (2^(levels+1) - 1) * 2 * dim: lo then hi per node
 };
 
@@ -50,10 +54,12 @@ struct BucketTree {
   DeviceBuffer<Scalar> input;
   DeviceBuffer<Scalar> points;
   DeviceBuffer<int32_t> ids;
+  DeviceBuffer<Scalar> packed;
   DeviceBuffer<Scalar> boxes;
 
   BucketTreeView<Scalar> view() const {
-    return BucketTreeView<Scalar>{n, dim, levels, points.get(), ids.get(), boxes.get()};
+    return BucketTreeView<Scalar>{n,         dim,          levels,     points.get(),
+                                  ids.get(), packed.get(), boxes.get()};
   }
 };
 

@@ -8,6 +8,7 @@
 // them in (coordinate, index) order goes left, and every point ends in a
 // leaf. Every node, inner or leaf, gets its tight box; the bucket order is
 // the leaves' points, each leaf's in index order.
+#include "../core/float4_point.cuh"
 #include "index_kdtree.cuh"
 #include "index_kdtree_memory.h"
 #include "median_split.cuh"
@@ -27,8 +28,9 @@ struct BucketSplits {
   int64_t n;
   int dim, levels;
   const Scalar* input;  // rows in the caller's order
-  Scalar* points;       // rows in bucket order
+  Scalar* points;       // rows in bucket order, or null when packed
   int32_t* ids;
+  Scalar* packed;  // packs_bucket_points(dim): points with their ids in bucket order, else null
   Scalar* boxes;
 
   __host__ __device__ int64_t start(int level, int64_t q) const {
@@ -49,7 +51,14 @@ struct BucketSplits {
   }
   // The caller's row, bit for bit (a key holds -0.0 as +0.0).
   __device__ void place_bucket_point(int64_t j, int32_t id) const {
-    for (int d = 0; d < dim; ++d) points[j * dim + d] = input[int64_t{id} * dim + d];
+    const Scalar* row = input + int64_t{id} * dim;
+    if (packed != nullptr) {
+      using Point = DevicePoint3<Scalar>;
+      reinterpret_cast<typename Point::Stored*>(packed)[j] =
+          Point::make(row[0], row[1], row[2], id);
+      return;
+    }
+    for (int d = 0; d < dim; ++d) points[j * dim + d] = row[d];
     ids[j] = id;
   }
 };
@@ -61,12 +70,15 @@ void build_bucket_tree(BucketTree<Scalar>& t, cudaStream_t stream) {
   using Key = typename OrderedKey<Scalar>::type;
   const int64_t n = t.n;
   t.boxes.allocate(bucket_tree_box_floats(t.levels, t.dim));
-  if (n > 0) {
+  if (n > 0 && packs_bucket_points(t.dim)) {
+    t.packed.allocate(static_cast<size_t>(n) * 4);
+  } else if (n > 0) {
     t.points.allocate(static_cast<size_t>(n) * t.dim);
     t.ids.allocate(static_cast<size_t>(n));
   }
   const BucketSplits<Scalar> splits{
-      n, t.dim, t.levels, t.input.get(), t.points.get(), t.ids.get(), t.boxes.get()};
+      n,           t.dim,          t.levels,     t.input.get(), t.points.get(),
+      t.ids.get(), t.packed.get(), t.boxes.get()};
   if (n == 0) {  // one empty leaf: its empty box
     median_split::choose_splits<Scalar>
         <<<1, 1, 0, stream>>>(splits, t.dim, 0, nullptr, nullptr, nullptr, nullptr);

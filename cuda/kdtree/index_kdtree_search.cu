@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "../../common/static_dim.h"
+#include "../core/float4_point.cuh"
 #include "../core/knn_lists.cuh"
 #include "../core/radix_sort_temp.cuh"
 #include "../core/warp_list.cuh"
@@ -83,30 +84,48 @@ struct QueryPoint<Scalar, 0> {
   }
 };
 
-// The leaf point a lane holds while the lanes take turns over a stretch of a
-// leaf: its coordinates in registers when DIM is known at compile time, so
-// that they are read once per warp rather than once per turn; else its row.
+// A bucket point as the search reads it: its coordinates in registers when
+// DIM is known at compile time (else its row), and its index. A 3-D tree
+// packs the two (packs_bucket_points), so one load brings both; other dims
+// keep rows and ids apart, and the id is read only when it is asked for (a
+// point that enters a list). Lanes that take turns over a leaf each hold one
+// such point, read once per warp rather than once per turn.
 template <typename Scalar, int DIM>
-struct HeldPoint {
+struct BucketPoint {
   Scalar c[DIM];
-  __device__ explicit HeldPoint(const Scalar* p) {
+  __device__ BucketPoint(const BucketTreeView<Scalar>& t, int64_t j) {
 #pragma unroll
-    for (int d = 0; d < DIM; ++d) c[d] = p[d];
+    for (int d = 0; d < DIM; ++d) c[d] = t.points[j * DIM + d];
   }
   __device__ const Scalar* coords() const { return c; }
+  __device__ int32_t id(const BucketTreeView<Scalar>& t, int64_t j) const { return t.ids[j]; }
 };
 
 template <typename Scalar>
-struct HeldPoint<Scalar, 0> {
-  const Scalar* c;
-  __device__ explicit HeldPoint(const Scalar* p) : c(p) {}
+struct BucketPoint<Scalar, 3> {
+  using Packed = DevicePoint3<Scalar>;
+  Scalar c[3];
+  int32_t packed_id;
+  __device__ BucketPoint(const BucketTreeView<Scalar>& t, int64_t j) {
+    const auto v = Packed::load(reinterpret_cast<const typename Packed::Stored*>(t.packed) + j);
+    c[0] = Packed::x(v), c[1] = Packed::y(v), c[2] = Packed::z(v);
+    packed_id = Packed::id(v);
+  }
   __device__ const Scalar* coords() const { return c; }
+  __device__ int32_t id(const BucketTreeView<Scalar>&, int64_t) const { return packed_id; }
 };
 
-template <class Query>
-__device__ __forceinline__ typename Query::Value point_distance(const Query& q,
-                                                                const typename Query::Value* p) {
-  return squared_distance(q.coords(), p, q.dim());
+template <typename Scalar>
+struct BucketPoint<Scalar, 0> {
+  const Scalar* c;
+  __device__ BucketPoint(const BucketTreeView<Scalar>& t, int64_t j) : c(t.points + j * t.dim) {}
+  __device__ const Scalar* coords() const { return c; }
+  __device__ int32_t id(const BucketTreeView<Scalar>& t, int64_t j) const { return t.ids[j]; }
+};
+
+template <class Query, class Point>
+__device__ __forceinline__ typename Query::Value point_distance(const Query& q, const Point& p) {
+  return squared_distance(q.coords(), p.coords(), q.dim());
 }
 
 template <class Query>
@@ -261,8 +280,8 @@ struct ThreadVisitor {
     for (int64_t base = begin; base < end; base += stride) {
       const int64_t j = base + rank;
       const bool have = j < end;
-      const HeldPoint<Scalar, Query::kDim> point(t.points + (have ? j : begin) * q.dim());
-      const int32_t id = have ? t.ids[j] : kNoIndex;
+      const BucketPoint<Scalar, Query::kDim> point(t, have ? j : begin);
+      const int32_t id = have ? point.id(t, j) : kNoIndex;
       for (unsigned turns = wanting; turns != 0; turns &= turns - 1) {
         const int owner = __ffs(turns) - 1;
         const Scalar d = squared_distance(q.lane_coords(owner, lanes), point.coords(), q.dim());
@@ -280,12 +299,13 @@ struct ThreadVisitor {
 
   __device__ void scan(int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end; ++j) {
-      const Scalar d = point_distance(q, t.points + j * q.dim());
+      const BucketPoint<Scalar, Query::kDim> point(t, j);
+      const Scalar d = point_distance(q, point);
       if (radius_sq < Scalar(0)) {
-        list.offer(d, t.ids[j]);
+        list.offer(d, point.id(t, j));
       } else if (d <= radius_sq) {
         ++count;
-        if (k > 0) list.offer(d, t.ids[j]);
+        if (k > 0) list.offer(d, point.id(t, j));
       }
     }
   }
@@ -369,8 +389,9 @@ struct WarpVisitor {
       const int64_t j = base + list.lane;
       BasicNeighbor<Scalar> c{infinity<Scalar>(), kNoIndex};
       if (j < end) {
-        const Scalar d = point_distance(q, t.points + j * q.dim());
-        if (radius_sq < Scalar(0) || d <= radius_sq) c = BasicNeighbor<Scalar>{d, t.ids[j]};
+        const BucketPoint<Scalar, Query::kDim> point(t, j);
+        const Scalar d = point_distance(q, point);
+        if (radius_sq < Scalar(0) || d <= radius_sq) c = BasicNeighbor<Scalar>{d, point.id(t, j)};
       }
       if (radius_sq >= Scalar(0)) count += __popc(__ballot_sync(kFullMask, c.index != kNoIndex));
       if (k > 0) list.offer(c);
