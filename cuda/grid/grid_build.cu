@@ -6,15 +6,19 @@
 //      float, 64-bit for double, core/radix_sort_temp.cuh OrderedKey);
 //   2. the layout on the host (common/grid_layout.h, the same function the
 //      OpenMP grid uses, so both choose the same resolution);
-//   3. a cell key per point, a CUB radix sort of (key, index) pairs over the
+//   3. a cell key per point, the count of every cell (an atomic histogram of
+//      the keys) and the occupancy (sum of squared counts, exact in 64 bits): a poor grid is
+//      counted again with finer cells where the occupancy of cells twice as
+//      wide predicts a good finer grid (common/grid_layout.h "Surfaces"),
+//      else gives nullptr. A grid is judged before any sort, so data the
+//      grid refuses (clusters, curves) costs one pass over the points per
+//      layout tried, not a sort (H100, 10^7 points in 64 Gaussian blobs,
+//      AUTO build: see bench/RESULTS.md);
+//   4. for the grid kept, a CUB radix sort of its (key, index) pairs over the
 //      key's bits only; equal keys keep ascending index (the sort is stable);
-//   4. the start of every cell in one pass over the sorted keys (each point
+//   5. the start of every cell in one pass over the sorted keys (each point
 //      that begins a run of its key fills the starts of the empty cells
 //      before it);
-//   5. the occupancy (sum of squared counts, exact in 64 bits): a poor grid
-//      is binned again (3-5) with finer cells where the occupancy of cells
-//      twice as wide predicts a good finer grid (common/grid_layout.h
-//      "Surfaces"), else gives nullptr before the points are reordered;
 //   6. the points gathered in cell order as (x, y, z, index bits)
 //      (core/float4_point.cuh DevicePoint3: a float4, or 32 bytes for double).
 // The build and the engine are templates over the scalar type, one code for
@@ -82,14 +86,18 @@ __global__ void bounding_box_kernel(const Scalar* xyz, int64_t n,
   }
 }
 
+// The cell key of every point, with its index beside it for the sort, and
+// the count of every cell (an atomic histogram of the keys).
 template <typename Scalar>
-__global__ void point_keys_kernel(BasicGridLayout<Scalar> layout, const Scalar* xyz, int64_t n,
-                                  uint32_t* keys, uint32_t* ids) {
+__global__ void cell_keys_kernel(BasicGridLayout<Scalar> layout, const Scalar* xyz, int64_t n,
+                                 uint32_t* keys, uint32_t* ids, uint32_t* counts) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
-    keys[i] = layout.key_of(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
+    const uint32_t key = layout.key_of(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
+    keys[i] = key;
     ids[i] = static_cast<uint32_t>(i);
+    atomicAdd(&counts[key], 1u);
   }
 }
 
@@ -107,11 +115,7 @@ __global__ void cell_starts_kernel(const uint32_t* sorted_keys, int64_t n, int64
   }
 }
 
-// A cell's count from the cell starts, or a count stored as it is.
-struct CountFromStarts {
-  const uint32_t* starts;
-  __device__ uint32_t operator()(int64_t c) const { return starts[c + 1] - starts[c]; }
-};
+// A cell's count as stored.
 struct StoredCount {
   const uint32_t* counts;
   __device__ uint32_t operator()(int64_t c) const { return counts[c]; }
@@ -134,12 +138,12 @@ __global__ void squared_counts_kernel(Count count_of, int64_t items, unsigned lo
 
 // The count of every coarse cell (BasicGridLayout::coarse_key_of_cell).
 template <typename Scalar>
-__global__ void coarse_counts_kernel(BasicGridLayout<Scalar> layout, const uint32_t* starts,
+__global__ void coarse_counts_kernel(BasicGridLayout<Scalar> layout, const uint32_t* counts,
                                      int64_t cells, uint32_t* coarse) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cells;
        c += stride) {
-    const uint32_t count = starts[c + 1] - starts[c];
+    const uint32_t count = counts[c];
     if (count != 0) atomicAdd(&coarse[layout.coarse_key_of_cell(static_cast<uint32_t>(c))], count);
   }
 }
@@ -305,22 +309,33 @@ uint64_t sum_of_squares(Count count_of, int64_t items, cudaStream_t stream) {
   return sum;
 }
 
-// Steps 3-5 of the build for one layout: the cell keys sorted with the point
-// indices (sort_keys / sort_ids hold the input, then the result), the start
-// of every cell, and the occupancy (sum of squared cell counts).
+// Step 3 of the build for one layout: the cell key of every point into
+// sort_keys (its index into sort_ids), the count of every cell into `counts`
+// (cells entries), and the occupancy (sum of squared cell counts).
 template <typename Scalar>
-uint64_t bin_points(const BasicGridLayout<Scalar>& layout, const Scalar* xyz, int64_t n,
-                    cub::DoubleBuffer<uint32_t>& sort_keys, cub::DoubleBuffer<uint32_t>& sort_ids,
-                    uint32_t* starts, cudaStream_t stream) {
+uint64_t count_cells(const BasicGridLayout<Scalar>& layout, const Scalar* xyz, int64_t n,
+                     cub::DoubleBuffer<uint32_t>& sort_keys, cub::DoubleBuffer<uint32_t>& sort_ids,
+                     uint32_t* counts, cudaStream_t stream) {
   const int64_t cells = layout.cell_count();
+  check(cudaMemsetAsync(counts, 0, static_cast<size_t>(cells) * sizeof(uint32_t), stream),
+        "grid build: cell counts");
+  if (n == 0) return 0;
+  cell_keys_kernel<Scalar><<<blocks_for(cell_keys_kernel<Scalar>, n), kBlock, 0, stream>>>(
+      layout, xyz, n, sort_keys.Current(), sort_ids.Current(), counts);
+  check_launch("grid cell keys");
+  return sum_of_squares(StoredCount{counts}, cells, stream);
+}
+
+// Steps 4-5 for the layout kept: the cell keys sorted with the point indices
+// (sort_keys / sort_ids hold count_cells' output, then the result) and the
+// start of every cell.
+void bin_points(int64_t cells, int64_t n, cub::DoubleBuffer<uint32_t>& sort_keys,
+                cub::DoubleBuffer<uint32_t>& sort_ids, uint32_t* starts, cudaStream_t stream) {
   if (n == 0) {
     check(cudaMemsetAsync(starts, 0, (static_cast<size_t>(cells) + 1) * sizeof(uint32_t), stream),
           "grid build: empty starts");
-    return 0;
+    return;
   }
-  point_keys_kernel<Scalar><<<blocks_for(point_keys_kernel<Scalar>, n), kBlock, 0, stream>>>(
-      layout, xyz, n, sort_keys.Current(), sort_ids.Current());
-  check_launch("grid point keys");
   const int bits = key_bits_for(cells);
   size_t temp_bytes = 0;
   check(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, sort_keys, sort_ids,
@@ -333,19 +348,18 @@ uint64_t bin_points(const BasicGridLayout<Scalar>& layout, const Scalar* xyz, in
   cell_starts_kernel<<<blocks_for(cell_starts_kernel, n), kBlock, 0, stream>>>(sort_keys.Current(),
                                                                                n, cells, starts);
   check_launch("grid cell starts");
-  return sum_of_squares(CountFromStarts{starts}, cells, stream);
 }
 
 // The occupancy of the coarse grid of `layout` (cells twice as wide).
 template <typename Scalar>
-uint64_t coarse_occupancy(const BasicGridLayout<Scalar>& layout, const uint32_t* starts,
+uint64_t coarse_occupancy(const BasicGridLayout<Scalar>& layout, const uint32_t* counts,
                           cudaStream_t stream) {
   const int64_t cells = layout.cell_count(), coarse_cells = layout.coarse_cell_count();
   DeviceBuffer<uint32_t> coarse(static_cast<size_t>(coarse_cells));
   check(cudaMemsetAsync(coarse.get(), 0, coarse.size() * sizeof(uint32_t), stream),
         "grid coarse occupancy");
   coarse_counts_kernel<Scalar>
-      <<<blocks_for(coarse_counts_kernel<Scalar>, cells), kBlock, 0, stream>>>(layout, starts,
+      <<<blocks_for(coarse_counts_kernel<Scalar>, cells), kBlock, 0, stream>>>(layout, counts,
                                                                                cells, coarse.get());
   check_launch("grid coarse counts");
   return sum_of_squares(StoredCount{coarse.get()}, coarse_cells, stream);
@@ -393,8 +407,9 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
   BasicGridLayout<Scalar> layout =
       make_grid_layout(static_cast<const Scalar*>(lo), static_cast<const Scalar*>(hi), n, target);
 
-  // 3-5 for each layout tried (a poor grid is binned again with finer cells,
-  // common/grid_layout.h "Surfaces"); the old cell starts go before the new.
+  // 3 for each layout tried (a poor grid is counted again with finer cells,
+  // common/grid_layout.h "Surfaces"); the counts of the layout kept are
+  // overwritten by its starts (4-5), and an old layout's go before the new.
   DeviceBuffer<uint32_t> keys[2] = {DeviceBuffer<uint32_t>(un), DeviceBuffer<uint32_t>(un)};
   DeviceBuffer<uint32_t> ids[2] = {DeviceBuffer<uint32_t>(un), DeviceBuffer<uint32_t>(un)};
   cub::DoubleBuffer<uint32_t> sort_keys(keys[0].get(), keys[1].get());
@@ -405,15 +420,14 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
     starts = DeviceBuffer<uint32_t>();
     if (!allocate_starts(starts, cells, refinements > 0)) return nullptr;
     const uint64_t sum_sq =
-        bin_points(layout, xyz.get(), n, sort_keys, sort_ids, starts.get(), stream);
+        count_cells(layout, xyz.get(), n, sort_keys, sort_ids, starts.get(), stream);
     if (grid_is_kept(sum_sq, n, target, refinements)) break;
     if (!refine || refinements == kGridMaxRefinements) return nullptr;
     const uint64_t coarse_sum = coarse_occupancy(layout, starts.get(), stream);
     if (!finer_grid_layout(layout, sum_sq, coarse_sum, n, target, refinements, layout))
       return nullptr;
-    sort_keys = cub::DoubleBuffer<uint32_t>(keys[0].get(), keys[1].get());
-    sort_ids = cub::DoubleBuffer<uint32_t>(ids[0].get(), ids[1].get());
   }
+  bin_points(layout.cell_count(), n, sort_keys, sort_ids, starts.get(), stream);
 
   // 6. Points in cell order.
   DeviceBuffer<typename DeviceGrid<Scalar>::CellPoint> cell_points(un);
