@@ -2,18 +2,20 @@
 // that serves calls through the shared query pipeline (query_chunks.cuh).
 //
 // Build, all on the device except the few numbers of the layout:
-//   1. the bounding box (a reduction over order-preserving keys: 32-bit for
-//      float, 64-bit for double, core/radix_sort_temp.cuh OrderedKey);
+//   1. the bounding box (a core/key_range.cuh KeyRange reduction over
+//      order-preserving keys: 32-bit for float, 64-bit for double,
+//      core/radix_sort_temp.cuh OrderedKey);
 //   2. the layout on the host (common/grid_layout.h, the same function the
 //      OpenMP grid uses, so both choose the same resolution);
 //   3. a cell key per point, the count of every cell (an atomic histogram of
-//      the keys) and the occupancy (sum of squared counts, exact in 64 bits): a poor grid is
-//      counted again with finer cells where the occupancy of cells twice as
-//      wide predicts a good finer grid (common/grid_layout.h "Surfaces"),
-//      else gives nullptr. A grid is judged before any sort, so data the
-//      grid refuses (clusters, curves) costs one pass over the points per
-//      layout tried, not a sort (H100, 10^7 points in 64 Gaussian blobs,
-//      AUTO build: see bench/RESULTS.md);
+//      the keys) and the occupancy (sum of squared counts, exact in 64
+//      bits): a poor grid is counted again with finer cells where the
+//      occupancy of cells twice as wide predicts a good finer grid
+//      (common/grid_layout.h "Surfaces"), else gives nullptr. Each layout is
+//      judged before any sort, so data the grid refuses (clusters, curves)
+//      costs a pass over the points, not a sort (H200, AUTO build of 10^7
+//      points in 64 Gaussian blobs: 7.08 -> 6.74 ms, the kd-tree alone
+//      6.22; a grid kept pays the histogram, uniform 1.05 -> 1.16 ms);
 //   4. for the grid kept, a CUB radix sort of its (key, index) pairs over the
 //      key's bits only; equal keys keep ascending index (the sort is stable);
 //   5. the start of every cell in one pass over the sorted keys (each point
@@ -26,6 +28,7 @@
 // The resident grid keeps the points in cell order, the cell starts, and the
 // points in input order (the queries of knn_self, and the distances the
 // radius rows recompute when the caller wants no distance row).
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
@@ -35,6 +38,7 @@
 #include "../../common/float_math.h"
 #include "../../common/grid_layout.h"
 #include "../core/cuda_support.h"
+#include "../core/key_range.cuh"
 #include "../core/launch_policy.h"
 #include "../core/memory_model.h"
 #include "../core/pinned_pool.h"
@@ -65,23 +69,15 @@ template <typename Scalar>
 __global__ void bounding_box_kernel(const Scalar* xyz, int64_t n,
                                     typename OrderedKey<Scalar>::type* bounds) {
   using Key = typename OrderedKey<Scalar>::type;
-  constexpr Key kNone = ~Key{0};
-  Key lo[3] = {kNone, kNone, kNone}, hi[3] = {0, 0, 0};
+  KeyRange<Key> axis[3] = {KeyRange<Key>::empty(), KeyRange<Key>::empty(), KeyRange<Key>::empty()};
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    for (int a = 0; a < 3; ++a) {
-      const Key key = OrderedKey<Scalar>::of(xyz[3 * i + a]);
-      lo[a] = min(lo[a], key);
-      hi[a] = max(hi[a], key);
-    }
+    for (int a = 0; a < 3; ++a) axis[a].add(OrderedKey<Scalar>::of(xyz[3 * i + a]));
   for (int a = 0; a < 3; ++a) {
-    for (int offset = 16; offset > 0; offset >>= 1) {
-      lo[a] = min(lo[a], __shfl_xor_sync(0xffffffffu, lo[a], offset));
-      hi[a] = max(hi[a], __shfl_xor_sync(0xffffffffu, hi[a], offset));
-    }
+    const KeyRange<Key> warp = warp_key_range(axis[a]);
     if (threadIdx.x % 32 == 0) {
-      atomicMin(&bounds[a], lo[a]);
-      atomicMax(&bounds[3 + a], hi[a]);
+      atomicMin(&bounds[a], warp.low);
+      atomicMax(&bounds[3 + a], warp.high);
     }
   }
 }
@@ -115,25 +111,21 @@ __global__ void cell_starts_kernel(const uint32_t* sorted_keys, int64_t n, int64
   }
 }
 
-// A cell's count as stored.
-struct StoredCount {
-  const uint32_t* counts;
-  __device__ uint32_t operator()(int64_t c) const { return counts[c]; }
-};
-
-// sum += the squares of items counts (exact: 64-bit integers).
-template <class Count>
-__global__ void squared_counts_kernel(Count count_of, int64_t items, unsigned long long* sum) {
+// sum += the squares of items counts (exact: 64-bit integers), one atomic
+// per block.
+__global__ void __launch_bounds__(kBlock)
+    squared_counts_kernel(const uint32_t* counts, int64_t items, unsigned long long* sum) {
+  using Reduce = cub::BlockReduce<unsigned long long, kBlock>;
+  __shared__ typename Reduce::TempStorage reduce;
   unsigned long long local = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < items;
        c += stride) {
-    const unsigned long long count = count_of(c);
+    const unsigned long long count = counts[c];
     local += count * count;
   }
-  for (int offset = 16; offset > 0; offset >>= 1)
-    local += __shfl_xor_sync(0xffffffffu, local, offset);
-  if (threadIdx.x % 32 == 0 && local != 0) atomicAdd(sum, local);
+  const unsigned long long block = Reduce(reduce).Sum(local);
+  if (threadIdx.x == 0 && block != 0) atomicAdd(sum, block);
 }
 
 // The count of every coarse cell (BasicGridLayout::coarse_key_of_cell).
@@ -294,14 +286,12 @@ bool allocate_starts(DeviceBuffer<uint32_t>& starts, int64_t cells, bool finer) 
 }
 
 // The sum of the squared counts of `items` cells, waited for.
-template <class Count>
-uint64_t sum_of_squares(Count count_of, int64_t items, cudaStream_t stream) {
+uint64_t sum_of_squares(const uint32_t* counts, int64_t items, cudaStream_t stream) {
   unsigned long long sum = 0;
   DeviceBuffer<unsigned long long> device_sum(1);
   check(cudaMemsetAsync(device_sum.get(), 0, sizeof sum, stream), "grid occupancy");
-  squared_counts_kernel<Count>
-      <<<blocks_for(squared_counts_kernel<Count>, items), kBlock, 0, stream>>>(count_of, items,
-                                                                               device_sum.get());
+  squared_counts_kernel<<<blocks_for(squared_counts_kernel, items), kBlock, 0, stream>>>(
+      counts, items, device_sum.get());
   check_launch("grid occupancy");
   check(cudaMemcpyAsync(&sum, device_sum.get(), sizeof sum, cudaMemcpyDeviceToHost, stream),
         "grid occupancy");
@@ -323,7 +313,7 @@ uint64_t count_cells(const BasicGridLayout<Scalar>& layout, const Scalar* xyz, i
   cell_keys_kernel<Scalar><<<blocks_for(cell_keys_kernel<Scalar>, n), kBlock, 0, stream>>>(
       layout, xyz, n, sort_keys.Current(), sort_ids.Current(), counts);
   check_launch("grid cell keys");
-  return sum_of_squares(StoredCount{counts}, cells, stream);
+  return sum_of_squares(counts, cells, stream);
 }
 
 // Steps 4-5 for the layout kept: the cell keys sorted with the point indices
@@ -362,7 +352,7 @@ uint64_t coarse_occupancy(const BasicGridLayout<Scalar>& layout, const uint32_t*
       <<<blocks_for(coarse_counts_kernel<Scalar>, cells), kBlock, 0, stream>>>(layout, counts,
                                                                                cells, coarse.get());
   check_launch("grid coarse counts");
-  return sum_of_squares(StoredCount{coarse.get()}, coarse_cells, stream);
+  return sum_of_squares(coarse.get(), coarse_cells, stream);
 }
 
 }  // namespace

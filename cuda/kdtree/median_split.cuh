@@ -39,6 +39,7 @@
 
 #include "../../common/float_math.h"
 #include "../core/cuda_support.h"
+#include "../core/key_range.cuh"
 #include "../core/knn_lists.cuh"
 #include "../core/memory_model.h"
 #include "../core/radix_sort_temp.cuh"
@@ -73,37 +74,6 @@ struct Digits {
     return (kKeyBits - 1 - msb) / kBits;
   }
 };
-
-// The least and largest key of a set (empty: low above high);
-// MergeKeyRanges is the operator of the key-range reductions below.
-template <typename Key>
-struct KeyRange {
-  Key low, high;
-  __device__ static KeyRange empty() { return {~Key{0}, Key{0}}; }
-  __device__ void add(Key key) {
-    low = key < low ? key : low;
-    high = key > high ? key : high;
-  }
-};
-template <typename Key>
-struct MergeKeyRanges {
-  __device__ KeyRange<Key> operator()(const KeyRange<Key>& a, const KeyRange<Key>& b) const {
-    return {b.low < a.low ? b.low : a.low, b.high > a.high ? b.high : a.high};
-  }
-};
-
-// A warp's key range in every lane. Hand-written rather than
-// cub::WarpReduce, which hands the result to lane 0 alone; every lane of the
-// one-warp tier goes on to split with it.
-template <typename Key>
-__device__ KeyRange<Key> warp_key_range(KeyRange<Key> range) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const KeyRange<Key> other{__shfl_xor_sync(0xffffffffu, range.low, offset),
-                              __shfl_xor_sync(0xffffffffu, range.high, offset)};
-    range = MergeKeyRanges<Key>()(range, other);
-  }
-  return range;
-}
 
 // A segment's select and, once it is done, its split. While the select runs,
 // pivot holds the digits chosen so far and `rank` the rank of the wanted
