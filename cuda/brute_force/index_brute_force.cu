@@ -139,12 +139,12 @@ __device__ void emit(const RegisterList<Scalar, K>& list, const ScanArgs<Scalar>
     RowWriter<Scalar> w{a.out.indices ? a.out.indices + row : nullptr,
                         a.out.sq_distances ? a.out.sq_distances + row : nullptr, a.row_width,
                         self_index(a, query)};
-    list.for_each([&](int, Scalar d, int32_t i) { w.put(d, i); });
+    list.for_each_sorted([&](int, Scalar d, int32_t i) { w.put(d, i); });
     w.finish();
     return;
   }
   BasicNeighbor<Scalar>* out = a.part_lists + (query * a.splits + part) * a.list_k;
-  list.for_each([&](int j, Scalar d, int32_t i) { out[j] = BasicNeighbor<Scalar>{d, i}; });
+  list.for_each_sorted([&](int j, Scalar d, int32_t i) { out[j] = BasicNeighbor<Scalar>{d, i}; });
 }
 
 // No list (no points, or counting only): unsplit rows are all missing.

@@ -67,90 +67,46 @@ struct RegisterList {
 
   // f(j, dist, index) for the k entries, nearest first (j = 0 .. k-1).
   template <class F>
-  __device__ void for_each(F f) const {
+  __device__ void for_each_sorted(F f) const {
 #pragma unroll
     for (int j = 0; j < K; ++j)
       if (j >= K - k) f(j - (K - k), dist[j], index[j]);
   }
 
   __device__ void write(int32_t* out_index, Scalar* out_dist) const {
-    for_each([&](int j, Scalar d, int32_t i) {
+    for_each_sorted([&](int j, Scalar d, int32_t i) {
       out_index[j] = i == kNoIndex ? -1 : i;
       if (out_dist) out_dist[j] = d;
     });
   }
 };
 
-// The longest SharedList the searches use ((sizeof(Scalar) + 4) *
-// kMaxSharedListK bytes a thread): inserts move up to k entries, and by k = 100 a warp per query
-// (warp_list.cuh) is faster again.
+// The longest list a thread keeps in shared memory (a HeapList of
+// (sizeof(Scalar) + 4) * k bytes a thread, the grid's thread search from
+// k = 17): beyond it a warp per query (warp_list.cuh).
 constexpr int kMaxSharedListK = 32;
 
-// Up to a few dozen neighbours of one thread in shared memory, sorted
-// ascending by insertion. Entry j of a thread is at [j * stride] from its
-// base, the threads of a block interleaved (stride = block size), so the
-// lanes of a warp touch 32 different banks. Between the register lists
-// (their unrolled insertion costs every slot on every insert) and the warp
-// lists (a warp per query): an insert moves only the entries it passes.
-template <typename Scalar>
-struct SharedList {
-  Scalar* dist;
-  int32_t* index;
-  int stride;
-  int k;
-  Scalar worst_dist = infinity<Scalar>();
-  int32_t worst_index = kNoIndex;
-
-  // Shared bytes of the lists of `threads` threads of up to k entries each.
-  static __host__ __device__ size_t bytes(int k, int threads) {
-    return (sizeof(Scalar) + sizeof(int32_t)) * size_t(k) * size_t(threads);
-  }
-
-  __device__ SharedList(Scalar* dist_, int32_t* index_, int stride_, int k_)
-      : dist(dist_), index(index_), stride(stride_), k(k_) {
-    for (int j = 0; j < k; ++j) dist[j * stride] = infinity<Scalar>(), index[j * stride] = kNoIndex;
-  }
-
-  __device__ Scalar bound() const { return worst_dist; }
-  __device__ BasicNeighbor<Scalar> kth() const { return {worst_dist, worst_index}; }
-
-  // f(j, dist, index) for the k entries, nearest first.
-  template <class F>
-  __device__ void for_each(F f) const {
-    for (int j = 0; j < k; ++j) f(j, dist[j * stride], index[j * stride]);
-  }
-
-  __device__ void offer(Scalar d, int32_t i) {
-    if (!closer(d, i, worst_dist, worst_index)) return;
-    int j = k - 1;
-    for (; j > 0; --j) {
-      const Scalar above_dist = dist[(j - 1) * stride];
-      const int32_t above_index = index[(j - 1) * stride];
-      if (!closer(d, i, above_dist, above_index)) break;
-      dist[j * stride] = above_dist, index[j * stride] = above_index;
-    }
-    dist[j * stride] = d, index[j * stride] = i;
-    worst_dist = dist[(k - 1) * stride], worst_index = index[(k - 1) * stride];
-  }
-
-  __device__ void write(int32_t* out_index, Scalar* out_dist) const {
-    for (int j = 0; j < k; ++j) {
-      const int32_t i = index[j * stride];
-      out_index[j] = i == kNoIndex ? -1 : i;
-      if (out_dist) out_dist[j] = dist[j * stride];
-    }
-  }
-};
-
-// Any k: a max-heap (the farthest candidate at the root) in strided device
-// memory (entry j at [j * stride], threads of a chunk interleaved so that the
-// common top of the heaps is read coalesced), sorted ascending at the end.
+// Any k: a max-heap (the farthest candidate at the root) in strided memory,
+// sorted ascending at the end. In device memory for the lists beyond the
+// warp lists (entry j at [j * stride], the threads of a chunk interleaved so
+// that the common top of the heaps is read coalesced); in shared memory for
+// the grid's lists of 17..kMaxSharedListK (stride = block size, so the
+// lanes of a warp touch 32 banks). An insertion costs a sift-down of log k
+// levels where a sorted list moves every entry it passes: H100, the grid,
+// 10^7 x 10^7 query ms against a sorted list in shared memory, every index
+// equal: uniform k = 17 23.1 -> 19.6, k = 24 30.5 -> 23.3, k = 30 39.1 ->
+// 31.5; on a sphere k = 20 25.8 -> 19.7, k = 30 39.4 -> 27.1.
 template <typename Scalar>
 struct HeapList {
   int32_t* index;
   Scalar* dist;
   int64_t stride;
   int k;
+
+  // Shared bytes of the lists of `threads` threads of up to k entries each.
+  static __host__ __device__ size_t bytes(int k, int threads) {
+    return (sizeof(Scalar) + sizeof(int32_t)) * size_t(k) * size_t(threads);
+  }
 
   __device__ HeapList(int32_t* index_, Scalar* dist_, int64_t stride_, int k_)
       : index(index_), dist(dist_), stride(stride_), k(k_) {
@@ -189,19 +145,27 @@ struct HeapList {
     if (closer(d, i, at_dist(0), at_index(0))) sift_down(0, k, d, i);
   }
 
-  // Sorts the heap ascending in place and writes it as a row.
-  __device__ void write(int32_t* out_index, Scalar* out_dist) {
+  __device__ BasicNeighbor<Scalar> kth() const { return {at_dist(0), at_index(0)}; }
+
+  // f(j, dist, index) for the k entries, nearest first, after sorting them
+  // in place: the end of the list, which is no longer a heap afterwards.
+  template <class F>
+  __device__ void for_each_sorted(F f) {
     for (int end = k - 1; end > 0; --end) {
       const Scalar d = at_dist(end);
       const int32_t i = at_index(end);
       at_dist(end) = at_dist(0), at_index(end) = at_index(0);
       sift_down(0, end, d, i);
     }
-    for (int j = 0; j < k; ++j) {
-      const int32_t i = at_index(j);
+    for (int j = 0; j < k; ++j) f(j, at_dist(j), at_index(j));
+  }
+
+  // Sorts the heap ascending in place and writes it as a row.
+  __device__ void write(int32_t* out_index, Scalar* out_dist) {
+    for_each_sorted([&](int j, Scalar d, int32_t i) {
       out_index[j] = i == kNoIndex ? -1 : i;
-      if (out_dist) out_dist[j] = at_dist(j);
-    }
+      if (out_dist) out_dist[j] = d;
+    });
   }
 };
 

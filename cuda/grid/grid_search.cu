@@ -120,7 +120,7 @@ struct HandedOver {
 };
 
 // One thread per query, the list (k + 1 entries when the own index is
-// dropped) in registers (K > 0) or in shared memory (K == kSharedK).
+// dropped) in registers (K > 0) or a heap in shared memory (K == kSharedK).
 constexpr int kSharedK = -1;
 
 template <typename Scalar, class List>
@@ -153,7 +153,7 @@ __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* qu
   int32_t* row = indices + i * k;
   Scalar* row_sq = sq_distances ? sq_distances + i * k : nullptr;
   int out = 0;
-  list.for_each([&](int, Scalar d, int32_t index) {
+  list.for_each_sorted([&](int, Scalar d, int32_t index) {
     if (out < k && index != self) {
       row[out] = index == kNoIndex ? -1 : index;
       if (row_sq) row_sq[out] = d;
@@ -178,9 +178,8 @@ __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, 
     extern __shared__ __align__(16) unsigned char shared_bytes[];
     Scalar* shared_lists = reinterpret_cast<Scalar*>(shared_bytes);
     const int slots = take * static_cast<int>(blockDim.x);
-    SharedList<Scalar> list(shared_lists + threadIdx.x,
-                            reinterpret_cast<int32_t*>(shared_lists + slots) + threadIdx.x,
-                            static_cast<int>(blockDim.x), take);
+    HeapList<Scalar> list(reinterpret_cast<int32_t*>(shared_lists + slots) + threadIdx.x,
+                          shared_lists + threadIdx.x, static_cast<int>(blockDim.x), take);
     grid_thread_query(grid, queries, i, k, self_first, indices, sq_distances, list, handed_over);
   }
 }
@@ -377,7 +376,7 @@ template <int K, typename Scalar>
 void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
                        const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
                        Scalar* sq_distances, GridSearchScratch& s, cudaStream_t stream) {
-  const size_t shared = K == kSharedK ? SharedList<Scalar>::bytes(take, kThreadBlock) : 0;
+  const size_t shared = K == kSharedK ? HeapList<Scalar>::bytes(take, kThreadBlock) : 0;
   if (shared > kDefaultSharedBytes)
     allow_all_dynamic_shared(knn_thread_kernel<Scalar, K>,
                              "cudaFuncSetAttribute (grid thread search)");
