@@ -53,7 +53,8 @@ TEST_P(GridGpu, KnnMatchesOpenMpAndOracle) {
     ASSERT_NE(grids.cpu, nullptr);
     EXPECT_EQ(grids.gpu->backend(), KNN_BACKEND_CUDA);
     EXPECT_EQ(grids.gpu->structure(), KNN_STRUCTURE_GRID);
-    // 1..16: one thread per query (each register size); 17 and up: a warp.
+    // 1..16: one thread per query (each register size); 17..32: one thread
+    // per query with a heap in shared memory; 33 and up: a warp.
     for (const int k : {1, 3, 8, 16, 17, 33, 100, 1024}) {
       SCOPED_TRACE(describe(GetParam(), n, m, k, seed));
       const KnnResult gpu = engine_knn(*grids.gpu, queries, k);
@@ -69,7 +70,8 @@ TEST_P(GridGpu, SelfMatchesOracle) {
   const std::vector<float> points = make_rows(GetParam(), n, 3, 5);
   Pair grids = build_both(points);
   ASSERT_NE(grids.gpu, nullptr);
-  // k = 15 with exclude_self keeps 16 (registers), k = 16 keeps 17 (a warp).
+  // k = 15 with exclude_self keeps 16 (registers), k = 16 keeps 17 (a heap in
+  // shared memory).
   for (const int k : {1, 8, 15, 16, 100}) {
     for (const bool exclude : {false, true}) {
       SCOPED_TRACE(describe(GetParam(), n, n, k, 5, exclude ? "exclude_self" : "with self"));
