@@ -40,15 +40,19 @@ inline SplitBuildPlan bucket_tree_build_plan(int64_t n, int dim, int levels, siz
 }
 
 // What the index keeps on the device: the points in input order and in
-// bucket order with their ids (packed in 3-D, bucket_tree_shape.h
-// packs_bucket_points: four scalars a point), and the node boxes.
+// bucket order with their ids, and the node boxes. A 3-D tree packs a bucket
+// point with its id (bucket_tree_shape.h packs_bucket_points: four scalars,
+// one allocation); it is counted as the larger of that and a row and an id
+// allocated apart, so that the figure never falls below a lower dim's (the
+// estimates grow with every argument, knn_gpgpu.h).
 inline size_t kdtree_resident_bytes(int64_t n, int dim, int leaf_size,
                                     size_t scalar_bytes = sizeof(float)) {
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   const int levels = bucket_tree_levels(n, leaf_size);
+  const size_t rows_and_ids = aligned(un * dim * scalar_bytes) + aligned(un * 4);
   const size_t bucket_points = packs_bucket_points(dim)
-                                   ? aligned(un * 4 * scalar_bytes)
-                                   : aligned(un * dim * scalar_bytes) + aligned(un * 4);
+                                   ? std::max(aligned(un * 4 * scalar_bytes), rows_and_ids)
+                                   : rows_and_ids;
   return aligned(un * dim * scalar_bytes) + bucket_points +
          aligned(bucket_tree_box_floats(levels, dim) * scalar_bytes);
 }
