@@ -411,12 +411,12 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   3, the kd-tree otherwise: the index's primary structure, chosen at
  *   build time and reported by knn_index_info.
  *   AUTO also decides at query time, when k is known. On the GPU the grid is
- *   the faster 3-D structure for short lists (H100, 10^7 x 10^7, k = 30: 39
- *   vs 141 ms with the kd-tree, build included) but not for long ones (10^6
- *   x 10^6, k = 100: 34 vs 20 ms; all-kNN of 10^7, k = 100: 330 vs 232 ms),
- *   and the GPU grid and brute force keep at most 2048 neighbours per query
- *   (below). So an AUTO index on the GPU adds a kd-tree beside its primary
- *   structure at the first kNN or all-kNN call with k >= 33 (k + 1 with
+ *   the faster 3-D structure for short and middling lists (H200, 10^7 x
+ *   10^7 uniform, query: k = 64 82 vs 139 ms with the kd-tree) but not for
+ *   long ones (on a sphere, k = 100: 166 vs 123 ms; 10^6 x 10^6, k = 128: 34
+ *   vs 18 ms), and the GPU grid and brute force keep at most 2048 neighbours
+ *   per query (below). So an AUTO index on the GPU adds a kd-tree beside its
+ *   primary structure at the first kNN or all-kNN call with k >= 65 (k + 1 with
  *   exclude_self) on a grid, and at the first call of any kind whose lists
  *   the primary refuses (k, k + 1, or a radius or CSR row beyond 2048 on a
  *   grid, or on a brute force of more than 2048 points); from then on those

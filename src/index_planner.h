@@ -61,13 +61,15 @@ int auto_structure(int backend, int64_t n, int dim);
 // memory (never below this on a device with 48 KiB per block).
 constexpr int kGpuMaxListK = cuda::kMaxWarpK;
 // On the GPU the grid leads at short lists and the kd-tree at long ones. The
-// grid answers lists of up to 32 (kMaxSharedListK in cuda/core/knn_lists.cuh)
-// with one thread per query and longer ones with a warp per query, and that
-// step is the crossover. Measured on the H100 (all-kNN of 10^7 uniform
-// points, device arrays, build + query ms, `bench_index --suite allknn --k K`,
-// 2026-11-25): k = 30: grid 37.9, kd-tree about 130; k = 48: grid 204.0,
-// kd-tree 162.8; k = 64: 238.2 against 181.4; k = 100: 363.2 against 231.6.
-constexpr int kGpuGridKdTreeMinK = 33;
+// grid answers lists of up to kMaxSharedListK (cuda/core/memory_model.h) with
+// one thread per query, from k = 17 a heap in shared memory, whose threads
+// an SM holds fewer of as k grows. H200, 10^7 x 10^7, device arrays, query
+// ms, 2026-11-27 (.peers/probe/ab2.sh): uniform k = 64 grid 82.2, kd-tree
+// 138.7; k = 100 169.5 against 185.0; on a sphere, k = 100 165.8 against
+// 123.0; 10^6 x 10^6 uniform, k = 100 15.8 against 15.7, k = 128 33.7
+// against 17.9. (Before the heaps, the grid's warp lists lost from k = 33:
+// H100, all-kNN of 10^7, k = 48 grid 204.0, kd-tree 162.8.)
+constexpr int kGpuGridKdTreeMinK = 65;
 // Nor does the grid lead for many queries away from the points (inside a
 // scanned object, off a surface): the grid scans all n points for each
 // query with no point in the 3 x 3 x 3 cells around its own (its walk of

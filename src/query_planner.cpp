@@ -592,7 +592,7 @@ size_t query_bytes_needed(int64_t m, int k, int64_t n) {
   const size_t tree_search = cuda::query_bytes(m, k, n, m);
   // Every tree the grid may serve counts the grid path, whatever m and k:
   // the figure must not shrink when a caller asks for more (m >= n / 4 and
-  // k < 33 would make it shrink with n and at k = 33).
+  // k < kGpuGridKdTreeMinK would make it shrink with n and at that k).
   if (n <= kGpuBruteForceMaxPoints) return tree_search;
   return std::max(tree_search, cuda::index_memory::classic_grid_query_bytes(m, k, n));
 }

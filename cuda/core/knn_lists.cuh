@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "../../common/neighbor.h"
+#include "memory_model.h"
 
 namespace knn {
 namespace cuda {
@@ -81,17 +82,12 @@ struct RegisterList {
   }
 };
 
-// The longest list a thread keeps in shared memory (a HeapList of
-// (sizeof(Scalar) + 4) * k bytes a thread, the grid's thread search from
-// k = 17): beyond it a warp per query (warp_list.cuh).
-constexpr int kMaxSharedListK = 32;
-
 // Any k: a max-heap (the farthest candidate at the root) in strided memory,
 // sorted ascending at the end. In device memory for the lists beyond the
 // warp lists (entry j at [j * stride], the threads of a chunk interleaved so
 // that the common top of the heaps is read coalesced); in shared memory for
-// the grid's lists of 17..kMaxSharedListK (stride = block size, so the
-// lanes of a warp touch 32 banks). An insertion costs a sift-down of log k
+// the thread searches' lists of 17..kMaxSharedListK (stride = block size, so
+// the lanes of a warp touch 32 banks). An insertion costs a sift-down of log k
 // levels where a sorted list moves every entry it passes: H100, the grid,
 // 10^7 x 10^7 query ms against a sorted list in shared memory, every index
 // equal: uniform k = 17 23.1 -> 19.6, k = 24 30.5 -> 23.3, k = 30 39.1 ->
@@ -102,6 +98,10 @@ struct HeapList {
   Scalar* dist;
   int64_t stride;
   int k;
+  // The root, kept in registers: every candidate is tested against it, and
+  // it changes only when one enters.
+  Scalar top_dist = infinity<Scalar>();
+  int32_t top_index = kNoIndex;
 
   // Shared bytes of the lists of `threads` threads of up to k entries each.
   static __host__ __device__ size_t bytes(int k, int threads) {
@@ -116,13 +116,14 @@ struct HeapList {
   __device__ Scalar& at_dist(int j) const { return dist[j * stride]; }
   __device__ int32_t& at_index(int j) const { return index[j * stride]; }
 
-  __device__ Scalar bound() const { return at_dist(0); }
+  __device__ Scalar bound() const { return top_dist; }
   __device__ bool admits(Scalar lower_bound, int32_t min_index) const {
-    return closer(lower_bound, min_index, at_dist(0), at_index(0));
+    return closer(lower_bound, min_index, top_dist, top_index);
   }
 
   // Moves the hole at `pos` down past children farther than (d, i), then
-  // fills it with (d, i); the heap spans [0, size).
+  // fills it with (d, i); the heap spans [0, size). (Four children a node,
+  // half the levels, ran 1-3 % slower on the grid: H200, k = 30 and 100.)
   __device__ void sift_down(int pos, int size, Scalar d, int32_t i) {
     for (;;) {
       int child = 2 * pos + 1;
@@ -142,10 +143,12 @@ struct HeapList {
   }
 
   __device__ void offer(Scalar d, int32_t i) {
-    if (closer(d, i, at_dist(0), at_index(0))) sift_down(0, k, d, i);
+    if (!closer(d, i, top_dist, top_index)) return;
+    sift_down(0, k, d, i);
+    top_dist = at_dist(0), top_index = at_index(0);
   }
 
-  __device__ BasicNeighbor<Scalar> kth() const { return {at_dist(0), at_index(0)}; }
+  __device__ BasicNeighbor<Scalar> kth() const { return {top_dist, top_index}; }
 
   // f(j, dist, index) for the k entries, nearest first, after sorting them
   // in place: the end of the list, which is no longer a heap afterwards.

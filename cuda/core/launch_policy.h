@@ -56,6 +56,15 @@ constexpr int64_t kKdBuildSharedSegmentPoints = 2048;
 constexpr int kKdBuildSharedFraction = 2;
 constexpr size_t kMinSharedBytesPerBlock = 48 * 1024;
 
+// Threads of a block whose threads each keep a list of `bytes_per_thread` in
+// shared memory (HeapList), out of the `allowance` bytes of dynamic shared
+// memory the block may take: whole warps, at most `preferred`; 0 when not
+// even one warp's lists fit (the caller then takes a warp per query).
+constexpr int shared_list_threads(size_t bytes_per_thread, size_t allowance, int preferred) {
+  const size_t fit = bytes_per_thread > 0 ? allowance / bytes_per_thread / 32 * 32 : 0;
+  return static_cast<int>(fit < static_cast<size_t>(preferred) ? fit : preferred);
+}
+
 // Threads a search wants in flight to hide memory latency: half of what the
 // device holds at once (on the H100, 132 SMs x 2048 / 2 = 135,168).
 int64_t latency_hiding_threads();

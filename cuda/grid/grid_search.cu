@@ -372,16 +372,28 @@ void launch_warp_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_
   check_launch("grid knn (warp per query)");
 }
 
+// Threads a block of the thread search with heaps of `take` in shared memory
+// gets (0: the lists do not fit; the warp search serves), with the kernel
+// allowed all of the shared memory a block may opt in to.
+template <typename Scalar>
+int thread_heap_block(int take) {
+  const size_t allowance = allow_all_dynamic_shared(knn_thread_kernel<Scalar, kSharedK>,
+                                                    "cudaFuncSetAttribute (grid thread search)");
+  return shared_list_threads(HeapList<Scalar>::bytes(take, 1), allowance, kThreadBlock);
+}
+
 template <int K, typename Scalar>
 void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
                        const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
                        Scalar* sq_distances, GridSearchScratch& s, cudaStream_t stream) {
-  const size_t shared = K == kSharedK ? HeapList<Scalar>::bytes(take, kThreadBlock) : 0;
-  if (shared > kDefaultSharedBytes)
-    allow_all_dynamic_shared(knn_thread_kernel<Scalar, K>,
-                             "cudaFuncSetAttribute (grid thread search)");
+  int threads = kThreadBlock;
+  size_t shared = 0;
+  if constexpr (K == kSharedK) {
+    threads = thread_heap_block<Scalar>(take);
+    shared = HeapList<Scalar>::bytes(take, threads);
+  }
   const HandedOver handed_over{s.handed_over.get(), s.handed_over_count.get()};
-  knn_thread_kernel<Scalar, K><<<grid_for(count, kThreadBlock), kThreadBlock, shared, stream>>>(
+  knn_thread_kernel<Scalar, K><<<grid_for(count, threads), threads, shared, stream>>>(
       grid, queries, count, order, k, take, self_first, indices, sq_distances, handed_over);
   check_launch("grid knn (thread per query)");
   launch_warp_knn(grid, queries, count, s.handed_over_count.get(), s.handed_over.get(), k, take,
@@ -427,7 +439,8 @@ void grid_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count
   if (take <= 4) return thread(std::integral_constant<int, 4>());
   if (take <= 8) return thread(std::integral_constant<int, 8>());
   if (take <= kGridRegisterK) return thread(std::integral_constant<int, kGridRegisterK>());
-  if (take <= kMaxSharedListK) return thread(std::integral_constant<int, kSharedK>());
+  if (take <= kMaxSharedListK && thread_heap_block<Scalar>(take) > 0)
+    return thread(std::integral_constant<int, kSharedK>());
   launch_warp_knn(grid, queries, count, nullptr, order, k, take, self_first, indices, sq_distances,
                   stream);
 }

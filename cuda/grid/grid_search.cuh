@@ -9,11 +9,14 @@
 // cells):
 //   - lists of up to kGridRegisterK entries: one thread per query, the list
 //     in registers (knn_lists.cuh RegisterList);
-//   - up to kMaxSharedListK: one thread per query, the list a heap in shared
-//     memory (knn_lists.cuh HeapList; a sorted list there was 3x faster than
-//     a warp per query for 10^7 points, k = 30, on an H100, but 1.6x slower
-//     at k = 100; the heap is 1.2-1.45x faster than the sorted list);
-//   - longer lists: one warp per query, the list in shared memory
+//   - up to kMaxSharedListK (128): one thread per query, the list a heap in
+//     shared memory (knn_lists.cuh HeapList), as many threads a block as the
+//     device's shared memory holds heaps for (a sorted list there was 3x
+//     faster than a warp per query for 10^7 points, k = 30, on an H100, but
+//     1.6x slower at k = 100; the heap is 1.2-1.45x faster than the sorted
+//     list at k = 17..30, and 2.2x faster than a warp per query at k = 100);
+//   - longer lists, or where not even a warp's heaps fit the shared memory:
+//     one warp per query, the list in shared memory
 //     (warp_list.cuh WarpList), the lanes sharing each cell's points;
 // radius walks exactly the cells whose bound is within the radius, one
 // thread per query, keeping its row sorted in place.

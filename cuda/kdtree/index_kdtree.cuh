@@ -110,14 +110,24 @@ void drop_self(const int32_t* wide_index, const Scalar* wide_dist, int64_t count
 
 // Which k-list the search uses for k. Register lists stop at 16: a list of
 // 32 took 213 registers per thread (12% occupancy; 3-D all-kNN of 10^7 with
-// k = 30 ran 386 ms on an H100); the warp search takes 36.
-enum class ListKind { kRegister1, kRegister8, kRegister16, kWarp, kHeap };
+// k = 30 ran 386 ms on an H100). Up to kKdTreeMaxSharedHeapK a heap per
+// thread in shared memory (a warp per query where the device's shared memory
+// cannot hold a warp's heaps), up to kMaxWarpK a warp per query, beyond that
+// a heap per thread in device scratch. The heaps lead the warp lists at
+// short lists and fall behind as they leave fewer threads on an SM: H200,
+// 3-D, 10^7 x 10^7 uniform, query ms, every index equal, warp lists against
+// heaps (of four children a node in that run): k = 17 88.0 -> 37.2, k = 30 101.7 -> 56.7 (clustered
+// 101.7 -> 59.8), k = 48 122.5 -> 94.0, k = 64 138.7 -> 141.9, k = 100 185.0 -> 271.8 (on a sphere
+// 123.0 -> 176.1).
+constexpr int kKdTreeMaxSharedHeapK = 48;
+enum class ListKind { kRegister1, kRegister8, kRegister16, kSharedHeap, kWarp, kHeap };
 KNN_HD ListKind list_kind_for(int k) {
-  return k <= 1           ? ListKind::kRegister1
-         : k <= 8         ? ListKind::kRegister8
-         : k <= 16        ? ListKind::kRegister16
-         : k <= kMaxWarpK ? ListKind::kWarp
-                          : ListKind::kHeap;
+  return k <= 1                       ? ListKind::kRegister1
+         : k <= 8                     ? ListKind::kRegister8
+         : k <= 16                    ? ListKind::kRegister16
+         : k <= kKdTreeMaxSharedHeapK ? ListKind::kSharedHeap
+         : k <= kMaxWarpK             ? ListKind::kWarp
+                                      : ListKind::kHeap;
 }
 
 }  // namespace cuda

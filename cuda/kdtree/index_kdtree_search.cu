@@ -11,9 +11,10 @@
 // radius calls), so the answer is exact and equals the CPU engine's bit for
 // bit.
 //
-// k-lists: k <= 16 in registers, one thread per query; up to kMaxWarpK one
-// warp per query with a shared-memory list (a leaf is scanned 32 points at a
-// time); beyond that a heap in device scratch. The distance loop is unrolled
+// k-lists (list_kind_for): k <= 16 in registers and up to kMaxSharedListK a
+// heap in shared memory, one thread per query; up to kMaxWarpK one warp per
+// query with a shared-memory list (a leaf is scanned 32 points at a time);
+// beyond that a heap in device scratch. The distance loop is unrolled
 // for dim 1..kMaxStaticDim (static_dim.h) with the query in registers, with a
 // run-time-dim fallback for higher dims. Everything is a template over the
 // scalar type (float or double, index_kdtree.cuh), instantiated for both at
@@ -26,6 +27,7 @@
 #include "../../common/static_dim.h"
 #include "../core/float4_point.cuh"
 #include "../core/knn_lists.cuh"
+#include "../core/launch_policy.h"
 #include "../core/radix_sort_temp.cuh"
 #include "../core/warp_list.cuh"
 #include "index_kdtree.cuh"
@@ -343,7 +345,10 @@ constexpr int search_min_blocks = TakesTurns<ThreadList<Scalar, K>>::value
                                       ? (sizeof(Scalar) == sizeof(float) ? 6 : 4)
                                       : 1;
 
-// K > 0: a register list of up to K; K == 0: a heap in device scratch.
+// K > 0: a register list of up to K; K == kSharedHeapK: a heap in shared
+// memory; K == 0: a heap in device scratch.
+constexpr int kSharedHeapK = -1;
+
 template <typename Scalar, int DIM, int K>
 __global__ void __launch_bounds__(kSearchBlock, search_min_blocks<Scalar, K>)
     search_thread_lists(KernelArgs<Scalar> a) {
@@ -358,6 +363,15 @@ __global__ void __launch_bounds__(kSearchBlock, search_min_blocks<Scalar, K>)
   Scalar* warp_rows = query_rows + threadIdx.x / 32 * kWarpFloats;
   if constexpr (K > 0) {
     RegisterList<Scalar, K> list(a.k);
+    thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
+  } else if constexpr (K == kSharedHeapK) {
+    // The distances of every thread's heap, then the indices (raw bytes: an
+    // extern array has one type for every instantiation).
+    extern __shared__ __align__(16) unsigned char heap_bytes[];
+    Scalar* heap_dist = reinterpret_cast<Scalar*>(heap_bytes);
+    const int slots = a.k * static_cast<int>(blockDim.x);
+    HeapList<Scalar> list(reinterpret_cast<int32_t*>(heap_dist + slots) + threadIdx.x,
+                          heap_dist + threadIdx.x, static_cast<int>(blockDim.x), a.k);
     thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
   } else {
     HeapList<Scalar> list(a.heap_index + t, a.heap_dist + t, a.m, a.k);
@@ -492,6 +506,24 @@ void launch_thread_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
 }
 
 template <int DIM, typename Scalar>
+void launch_warp_search(const KernelArgs<Scalar>& a, cudaStream_t stream);
+
+// Heaps in shared memory: as many threads a block as the device's shared
+// memory holds lists for, up to kSearchBlock; a warp per query where not even
+// a warp's lists fit.
+template <int DIM, typename Scalar>
+void launch_shared_heap_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
+  const auto kernel = search_thread_lists<Scalar, DIM, kSharedHeapK>;
+  const size_t allowance =
+      allow_all_dynamic_shared(kernel, "cudaFuncSetAttribute (thread search, shared heaps)");
+  const size_t per_thread = HeapList<Scalar>::bytes(a.k, 1);
+  const int threads = shared_list_threads(per_thread, allowance, kSearchBlock);
+  if (threads == 0) return launch_warp_search<DIM>(a, stream);
+  kernel<<<grid_for(a.m, threads), threads, per_thread * threads, stream>>>(a);
+  check_launch("search_thread_lists (shared heaps)");
+}
+
+template <int DIM, typename Scalar>
 void launch_warp_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
   const size_t shared_limit = allow_all_dynamic_shared(search_warp_lists<Scalar, DIM>,
                                                        "cudaFuncSetAttribute (warp search)");
@@ -556,6 +588,7 @@ void search_bucket_tree(const BucketTreeView<Scalar>& tree, const SearchRequest<
       case ListKind::kRegister1: return launch_thread_search<D, 1>(a, stream);
       case ListKind::kRegister8: return launch_thread_search<D, 8>(a, stream);
       case ListKind::kRegister16: return launch_thread_search<D, 16>(a, stream);
+      case ListKind::kSharedHeap: return launch_shared_heap_search<D>(a, stream);
       case ListKind::kWarp: return launch_warp_search<D>(a, stream);
       case ListKind::kHeap: return launch_thread_search<D, 0>(a, stream);
     }
