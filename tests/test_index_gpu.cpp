@@ -240,13 +240,14 @@ void expect_median_tree(const std::vector<Scalar>& rows, int64_t n, int dim, int
   std::vector<int32_t> ids;
   std::vector<Scalar> points;
   if (kd::packs_bucket_points(dim)) {
-    // Four scalars a point: x, y, z and the index's bits (int32 in a float,
-    // int64 in a double).
-    const std::vector<Scalar> packed = download(tree.packed, static_cast<size_t>(n) * 4);
+    // x, y, z and the index's bits (int32 in a float, int64 in a double).
+    constexpr int width = kd::kPackedPointScalars;
+    static_assert(width == 4, "a packed point is x, y, z and the index");
+    const std::vector<Scalar> packed = download(tree.packed, static_cast<size_t>(n) * width);
     for (int64_t j = 0; j < n; ++j) {
-      points.insert(points.end(), packed.begin() + 4 * j, packed.begin() + 4 * j + 3);
+      points.insert(points.end(), packed.begin() + width * j, packed.begin() + width * j + 3);
       std::conditional_t<sizeof(Scalar) == 4, int32_t, int64_t> id;
-      std::memcpy(&id, &packed[4 * j + 3], sizeof id);
+      std::memcpy(&id, &packed[width * j + 3], sizeof id);
       ids.push_back(static_cast<int32_t>(id));
     }
   } else {

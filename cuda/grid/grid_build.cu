@@ -82,7 +82,8 @@ __global__ void bounding_box_kernel(const Scalar* xyz, int64_t n,
   }
 }
 
-// The cell key of every point, with its index beside it for the sort, and
+// The cell key of every point, its index beside it for the sort (ids may be
+// null: written for an earlier layout, which the sort has not touched), and
 // the count of every cell (an atomic histogram of the keys).
 template <typename Scalar>
 __global__ void cell_keys_kernel(BasicGridLayout<Scalar> layout, const Scalar* xyz, int64_t n,
@@ -92,7 +93,7 @@ __global__ void cell_keys_kernel(BasicGridLayout<Scalar> layout, const Scalar* x
        i += stride) {
     const uint32_t key = layout.key_of(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
     keys[i] = key;
-    ids[i] = static_cast<uint32_t>(i);
+    if (ids) ids[i] = static_cast<uint32_t>(i);
     atomicAdd(&counts[key], 1u);
   }
 }
@@ -300,18 +301,19 @@ uint64_t sum_of_squares(const uint32_t* counts, int64_t items, cudaStream_t stre
 }
 
 // Step 3 of the build for one layout: the cell key of every point into
-// sort_keys (its index into sort_ids), the count of every cell into `counts`
-// (cells entries), and the occupancy (sum of squared cell counts).
+// sort_keys (its index into sort_ids for the first layout tried; later ones
+// find them there), the count of every cell into `counts` (cells entries),
+// and the occupancy (sum of squared cell counts).
 template <typename Scalar>
 uint64_t count_cells(const BasicGridLayout<Scalar>& layout, const Scalar* xyz, int64_t n,
                      cub::DoubleBuffer<uint32_t>& sort_keys, cub::DoubleBuffer<uint32_t>& sort_ids,
-                     uint32_t* counts, cudaStream_t stream) {
+                     bool first_layout, uint32_t* counts, cudaStream_t stream) {
   const int64_t cells = layout.cell_count();
   check(cudaMemsetAsync(counts, 0, static_cast<size_t>(cells) * sizeof(uint32_t), stream),
         "grid build: cell counts");
   if (n == 0) return 0;
   cell_keys_kernel<Scalar><<<blocks_for(cell_keys_kernel<Scalar>, n), kBlock, 0, stream>>>(
-      layout, xyz, n, sort_keys.Current(), sort_ids.Current(), counts);
+      layout, xyz, n, sort_keys.Current(), first_layout ? sort_ids.Current() : nullptr, counts);
   check_launch("grid cell keys");
   return sum_of_squares(counts, cells, stream);
 }
@@ -409,8 +411,8 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
     const int64_t cells = layout.cell_count();
     starts = DeviceBuffer<uint32_t>();
     if (!allocate_starts(starts, cells, refinements > 0)) return nullptr;
-    const uint64_t sum_sq =
-        count_cells(layout, xyz.get(), n, sort_keys, sort_ids, starts.get(), stream);
+    const uint64_t sum_sq = count_cells(layout, xyz.get(), n, sort_keys, sort_ids, refinements == 0,
+                                        starts.get(), stream);
     if (grid_is_kept(sum_sq, n, target, refinements)) break;
     if (!refine || refinements == kGridMaxRefinements) return nullptr;
     const uint64_t coarse_sum = coarse_occupancy(layout, starts.get(), stream);

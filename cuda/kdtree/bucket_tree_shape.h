@@ -46,11 +46,13 @@ KNN_HD int64_t segment_of(int64_t n, int level, int64_t j) { return (((j + 1) <<
 
 KNN_HD uint32_t first_node_of_level(int level) { return (uint32_t{1} << level) - 1; }
 
-// Whether the tree keeps each bucket point with its index in four scalars
-// (x, y, z, the index's bits; index_kdtree.cuh) rather than rows and ids
-// apart: in 3-D, where one load (16 bytes for float, two for double) then
-// brings both, for the bytes of a row and an id (float; double: 32 against 28).
-KNN_HD bool packs_bucket_points(int dim) { return dim == 3; }
+// Whether the tree keeps each bucket point with its index in
+// kPackedPointScalars scalars (x, y, z, the index's bits; index_kdtree.cuh)
+// rather than rows and ids apart: in 3-D, where one load (16 bytes for
+// float, two for double) then brings both, for the bytes of a row and an id
+// (float; double: 32 against 28).
+constexpr int kPackedPointScalars = 4;
+KNN_HD constexpr bool packs_bucket_points(int dim) { return dim == 3; }
 
 }  // namespace cuda
 }  // namespace knn

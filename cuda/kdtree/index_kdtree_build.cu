@@ -71,7 +71,7 @@ void build_bucket_tree(BucketTree<Scalar>& t, cudaStream_t stream) {
   const int64_t n = t.n;
   t.boxes.allocate(bucket_tree_box_floats(t.levels, t.dim));
   if (n > 0 && packs_bucket_points(t.dim)) {
-    t.packed.allocate(static_cast<size_t>(n) * 4);
+    t.packed.allocate(static_cast<size_t>(n) * kPackedPointScalars);
   } else if (n > 0) {
     t.points.allocate(static_cast<size_t>(n) * t.dim);
     t.ids.allocate(static_cast<size_t>(n));

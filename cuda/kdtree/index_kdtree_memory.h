@@ -50,9 +50,10 @@ inline size_t kdtree_resident_bytes(int64_t n, int dim, int leaf_size,
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   const int levels = bucket_tree_levels(n, leaf_size);
   const size_t rows_and_ids = aligned(un * dim * scalar_bytes) + aligned(un * 4);
-  const size_t bucket_points = packs_bucket_points(dim)
-                                   ? std::max(aligned(un * 4 * scalar_bytes), rows_and_ids)
-                                   : rows_and_ids;
+  const size_t bucket_points =
+      packs_bucket_points(dim)
+          ? std::max(aligned(un * kPackedPointScalars * scalar_bytes), rows_and_ids)
+          : rows_and_ids;
   return aligned(un * dim * scalar_bytes) + bucket_points +
          aligned(bucket_tree_box_floats(levels, dim) * scalar_bytes);
 }

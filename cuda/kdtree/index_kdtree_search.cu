@@ -87,12 +87,13 @@ struct QueryPoint<Scalar, 0> {
 };
 
 // A bucket point as the search reads it: its coordinates in registers when
-// DIM is known at compile time (else its row), and its index. A 3-D tree
-// packs the two (packs_bucket_points), so one load brings both; other dims
-// keep rows and ids apart, and the id is read only when it is asked for (a
-// point that enters a list). Lanes that take turns over a leaf each hold one
-// such point, read once per warp rather than once per turn.
-template <typename Scalar, int DIM>
+// DIM is known at compile time (else its row), and its index. A tree that
+// packs its points with their ids (packs_bucket_points: 3-D) is read in one
+// load of both; other dims keep rows and ids apart, and the id is read only
+// when it is asked for (a point that enters a list). Lanes that take turns
+// over a leaf each hold one such point, read once per warp rather than once
+// per turn.
+template <typename Scalar, int DIM, bool Packed = packs_bucket_points(DIM)>
 struct BucketPoint {
   Scalar c[DIM];
   __device__ BucketPoint(const BucketTreeView<Scalar>& t, int64_t j) {
@@ -103,9 +104,12 @@ struct BucketPoint {
   __device__ int32_t id(const BucketTreeView<Scalar>& t, int64_t j) const { return t.ids[j]; }
 };
 
-template <typename Scalar>
-struct BucketPoint<Scalar, 3> {
+template <typename Scalar, int DIM>
+struct BucketPoint<Scalar, DIM, true> {
+  static_assert(DIM == 3, "a packed point holds x, y and z");
   using Packed = DevicePoint3<Scalar>;
+  static_assert(sizeof(typename Packed::Stored) == kPackedPointScalars * sizeof(Scalar),
+                "the build packs kPackedPointScalars scalars a point");
   Scalar c[3];
   int32_t packed_id;
   __device__ BucketPoint(const BucketTreeView<Scalar>& t, int64_t j) {
@@ -118,7 +122,7 @@ struct BucketPoint<Scalar, 3> {
 };
 
 template <typename Scalar>
-struct BucketPoint<Scalar, 0> {
+struct BucketPoint<Scalar, 0, false> {
   const Scalar* c;
   __device__ BucketPoint(const BucketTreeView<Scalar>& t, int64_t j) : c(t.points + j * t.dim) {}
   __device__ const Scalar* coords() const { return c; }
