@@ -86,8 +86,9 @@ struct RegisterList {
 // sorted ascending at the end. In device memory for the lists beyond the
 // warp lists (entry j at [j * stride], the threads of a chunk interleaved so
 // that the common top of the heaps is read coalesced); in shared memory for
-// the thread searches' lists of 17..kMaxSharedListK (stride = block size, so
-// the lanes of a warp touch 32 banks). An insertion costs a sift-down of log k
+// the thread searches' lists from 17 (the grid's up to kMaxSharedListK, the
+// kd-tree's up to kKdTreeMaxSharedHeapK; stride = block size, so the lanes
+// of a warp touch 32 banks). An insertion costs a sift-down of log k
 // levels where a sorted list moves every entry it passes: H100, the grid,
 // 10^7 x 10^7 query ms against a sorted list in shared memory, every index
 // equal: uniform k = 17 23.1 -> 19.6, k = 24 30.5 -> 23.3, k = 30 39.1 ->

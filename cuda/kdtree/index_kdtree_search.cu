@@ -11,7 +11,7 @@
 // radius calls), so the answer is exact and equals the CPU engine's bit for
 // bit.
 //
-// k-lists (list_kind_for): k <= 16 in registers and up to kMaxSharedListK a
+// k-lists (list_kind_for): k <= 16 in registers and up to kKdTreeMaxSharedHeapK a
 // heap in shared memory, one thread per query; up to kMaxWarpK one warp per
 // query with a shared-memory list (a leaf is scanned 32 points at a time);
 // beyond that a heap in device scratch. The distance loop is unrolled
