@@ -53,8 +53,8 @@ TEST_P(GridGpu, KnnMatchesOpenMpAndOracle) {
     ASSERT_NE(grids.cpu, nullptr);
     EXPECT_EQ(grids.gpu->backend(), KNN_BACKEND_CUDA);
     EXPECT_EQ(grids.gpu->structure(), KNN_STRUCTURE_GRID);
-    // 1..16: one thread per query (each register size); 17..32: one thread
-    // per query with a heap in shared memory; 33 and up: a warp.
+    // 1..16: one thread per query (each register size); 17..128: one thread
+    // per query with a heap in shared memory; beyond: a warp per query.
     for (const int k : {1, 3, 8, 16, 17, 33, 100, 1024}) {
       SCOPED_TRACE(describe(GetParam(), n, m, k, seed));
       const KnnResult gpu = engine_knn(*grids.gpu, queries, k);
