@@ -297,7 +297,7 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
  * splits the tree when the tree itself does not fit and merges the partial
  * lists exactly, runs a share of the queries on the CPU at the same time,
  * and runs on the CPU alone when no device is usable. It never fails for lack of device memory.
- * On one device, lists of k < 33 with at least n_tree / 4 queries over more than 16384 nodes are
+ * On one device, lists of k < 65 with at least n_tree / 4 queries over more than 16384 nodes are
  * answered on the grid of the tree's points (the index API's GRID, binned from the uploaded
  * tree) where the points make a good grid and the queries lie on them, as an AUTO index would
  * answer them; the rows are the same.
