@@ -56,7 +56,9 @@ class PeerStaging {
 
  private:
   void* ptr_ = nullptr;
-  size_t bytes_ = 0;  // the block's, in whole allocation pages
+  // The block's, in whole allocation pages; unused by the stubs of a build
+  // without CUDA.
+  [[maybe_unused]] size_t bytes_ = 0;
   int device_ = -1;
 };
 

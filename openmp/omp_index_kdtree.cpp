@@ -205,11 +205,14 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
       body(int64_t{-1}, int64_t{node.begin}, int64_t{node.end});
       return;
     }
-    const int64_t chunks = node.chunks();
+    // An unsigned count: clang's taskloop compares its own unsigned trip
+    // count with the loop's bound and warns (-Wsign-compare) on a signed one.
+    const uint64_t chunks = static_cast<uint64_t>(node.chunks());
 #pragma omp taskloop grainsize(1) default(shared)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t first = node.begin + c * kChunkPoints;
-      body(node.first_chunk + c, first, std::min(first + kChunkPoints, int64_t{node.end}));
+    for (uint64_t c = 0; c < chunks; ++c) {
+      const int64_t chunk = static_cast<int64_t>(c);
+      const int64_t first = node.begin + chunk * kChunkPoints;
+      body(node.first_chunk + chunk, first, std::min(first + kChunkPoints, int64_t{node.end}));
     }
   }
 
