@@ -173,13 +173,9 @@ __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, 
     RegisterList<Scalar, K> list(take);
     grid_thread_query(grid, queries, i, k, self_first, indices, sq_distances, list, handed_over);
   } else {
-    // The distances of every thread's list, then the indices (raw bytes: an
-    // extern array has one type for every instantiation).
+    // Raw bytes: an extern array has one type for every instantiation.
     extern __shared__ __align__(16) unsigned char shared_bytes[];
-    Scalar* shared_lists = reinterpret_cast<Scalar*>(shared_bytes);
-    const int slots = take * static_cast<int>(blockDim.x);
-    HeapList<Scalar> list(reinterpret_cast<int32_t*>(shared_lists + slots) + threadIdx.x,
-                          shared_lists + threadIdx.x, static_cast<int>(blockDim.x), take);
+    HeapList<Scalar> list = HeapList<Scalar>::in_shared(shared_bytes, take);
     grid_thread_query(grid, queries, i, k, self_first, indices, sq_distances, list, handed_over);
   }
 }
@@ -382,16 +378,14 @@ int thread_heap_block(int take) {
   return shared_list_threads(HeapList<Scalar>::bytes(take, 1), allowance, kThreadBlock);
 }
 
+// The thread search with lists of K (kSharedK: heaps in shared memory,
+// `threads` a block as thread_heap_block gave).
 template <int K, typename Scalar>
 void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
                        const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
-                       Scalar* sq_distances, GridSearchScratch& s, cudaStream_t stream) {
-  int threads = kThreadBlock;
-  size_t shared = 0;
-  if constexpr (K == kSharedK) {
-    threads = thread_heap_block<Scalar>(take);
-    shared = HeapList<Scalar>::bytes(take, threads);
-  }
+                       Scalar* sq_distances, GridSearchScratch& s, cudaStream_t stream,
+                       int threads = kThreadBlock) {
+  const size_t shared = K == kSharedK ? HeapList<Scalar>::bytes(take, threads) : 0;
   const HandedOver handed_over{s.handed_over.get(), s.handed_over_count.get()};
   knn_thread_kernel<Scalar, K><<<grid_for(count, threads), threads, shared, stream>>>(
       grid, queries, count, order, k, take, self_first, indices, sq_distances, handed_over);
@@ -439,8 +433,11 @@ void grid_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count
   if (take <= 4) return thread(std::integral_constant<int, 4>());
   if (take <= 8) return thread(std::integral_constant<int, 8>());
   if (take <= kGridRegisterK) return thread(std::integral_constant<int, kGridRegisterK>());
-  if (take <= kMaxSharedListK && thread_heap_block<Scalar>(take) > 0)
-    return thread(std::integral_constant<int, kSharedK>());
+  if (take <= kMaxSharedListK) {
+    if (const int threads = thread_heap_block<Scalar>(take); threads > 0)
+      return launch_thread_knn<kSharedK>(grid, queries, count, order, k, take, self_first, indices,
+                                         sq_distances, scratch, stream, threads);
+  }
   launch_warp_knn(grid, queries, count, nullptr, order, k, take, self_first, indices, sq_distances,
                   stream);
 }

@@ -369,13 +369,9 @@ __global__ void __launch_bounds__(kSearchBlock, search_min_blocks<Scalar, K>)
     RegisterList<Scalar, K> list(a.k);
     thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
   } else if constexpr (K == kSharedHeapK) {
-    // The distances of every thread's heap, then the indices (raw bytes: an
-    // extern array has one type for every instantiation).
+    // Raw bytes: an extern array has one type for every instantiation.
     extern __shared__ __align__(16) unsigned char heap_bytes[];
-    Scalar* heap_dist = reinterpret_cast<Scalar*>(heap_bytes);
-    const int slots = a.k * static_cast<int>(blockDim.x);
-    HeapList<Scalar> list(reinterpret_cast<int32_t*>(heap_dist + slots) + threadIdx.x,
-                          heap_dist + threadIdx.x, static_cast<int>(blockDim.x), a.k);
+    HeapList<Scalar> list = HeapList<Scalar>::in_shared(heap_bytes, a.k);
     thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
   } else {
     HeapList<Scalar> list(a.heap_index + t, a.heap_dist + t, a.m, a.k);
