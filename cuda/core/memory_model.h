@@ -156,10 +156,12 @@ inline size_t tree_bytes(int64_t n) { return uploaded_tree_bytes(n) + bucket_byt
 // HeapList of knn_lists.cuh, (sizeof(Scalar) + 4) * k bytes a thread, from
 // k = 17; the kd-tree's heaps stop at kKdTreeMaxSharedHeapK) where the
 // device's shared memory holds a warp's lists (launch_policy.h,
-// shared_list_threads); beyond it a warp per query (warp_list.cuh). The heaps leave fewer threads
-// on an SM as k grows (at k = 100 in float, 256 on an H100) and still lead the warp lists there:
-// H200, the grid, 10^7 x 10^7 uniform, query ms, every index equal, warp lists against heaps: k =
-// 48 201.7 -> 50.1, k = 100 362.2 -> 165.2; on a sphere, k = 100 214.2 -> 160.7.
+// shared_list_threads); beyond it a warp per query (warp_list.cuh). The
+// heaps leave fewer threads on an SM as k grows (at k = 100 in float, 256
+// on an H100) and still lead the warp lists there: H200, the grid, 10^7 x
+// 10^7 uniform, query ms, every index equal, warp lists against heaps:
+// k = 48 201.7 -> 50.1, k = 100 362.2 -> 165.2; on a sphere, k = 100
+// 214.2 -> 160.7.
 constexpr int kMaxSharedListK = 128;
 
 // The search keeps k-lists of up to this many entries in shared memory (one
