@@ -519,6 +519,13 @@ inline double mean_own_cell(uint64_t sum_of_squared_counts, int64_t n) {
   return n > 0 ? static_cast<double>(sum_of_squared_counts) / static_cast<double>(n) : 0.0;
 }
 
+// How many times the points of a uniform grid (target + 1) a point's own
+// cell holds on average: about 1 where the points fill their box, more on
+// surfaces and in clusters.
+inline double grid_crowding(uint64_t sum_of_squared_counts, int64_t n, int target) {
+  return mean_own_cell(sum_of_squared_counts, n) / (target + 1);
+}
+
 // True when a point's own cell holds far more than a uniform grid's
 // (target + 1). The sum is exact (64-bit integers) on both engines, so both
 // decide alike.

@@ -23,18 +23,28 @@ bool primary_refuses(int backend, int primary, int64_t n, int list_k) {
   return primary == KNN_STRUCTURE_GRID && list_k > kGpuMaxListK;
 }
 
-bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind) {
+namespace {
+// Whether the CUDA grid's search leads the kd-tree's at kNN lists of list_k
+// (index_planner.h: kGpuGridKdTreeMinK, kGpuGridEvenMaxListK).
+bool grid_leads_at(int list_k, double crowding) {
+  const bool even = crowding > 0.0 && crowding <= kGpuGridEvenCrowding;
+  return even ? list_k <= kGpuGridEvenMaxListK : list_k < kGpuGridKdTreeMinK;
+}
+}  // namespace
+
+bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind,
+                          double crowding) {
   return backend == KNN_BACKEND_CUDA && primary == KNN_STRUCTURE_GRID &&
-         kind == CallKind::Nearest && (list_k < kGpuGridKdTreeMinK) &&
+         kind == CallKind::Nearest && grid_leads_at(list_k, crowding) &&
          (static_cast<double>(n) > kGpuGridMaxIsolatedScan);
 }
 
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
-                      double isolated_share) {
+                      double isolated_share, double crowding) {
   if (primary == KNN_STRUCTURE_KDTREE || backend != KNN_BACKEND_CUDA) return primary;
   if (primary_refuses(backend, primary, n, list_k)) return KNN_STRUCTURE_KDTREE;
-  const bool long_lists = kind == CallKind::Nearest && list_k >= kGpuGridKdTreeMinK;
-  const bool isolated = reads_isolated_share(backend, primary, n, list_k, kind) &&
+  const bool long_lists = kind == CallKind::Nearest && !grid_leads_at(list_k, crowding);
+  const bool isolated = reads_isolated_share(backend, primary, n, list_k, kind, crowding) &&
                         isolated_share * static_cast<double>(n) > kGpuGridMaxIsolatedScan;
   return primary == KNN_STRUCTURE_GRID && (long_lists || isolated) ? KNN_STRUCTURE_KDTREE : primary;
 }
@@ -44,13 +54,14 @@ int structure_serving_call(const BasicIndexEngine<Scalar>& primary, int64_t n, i
                            CallKind kind, const Scalar* queries, int64_t m) {
   const int backend = primary.backend(), structure = primary.structure();
   double isolated_share = 0.0;
-  if (queries != nullptr && reads_isolated_share(backend, structure, n, list_k, kind)) {
+  const double crowding = primary.crowding();
+  if (queries != nullptr && reads_isolated_share(backend, structure, n, list_k, kind, crowding)) {
     // Asked only here, where the answer is used: it costs a driver call.
     CallParams placement;
     placement.queries_on_device = cuda::is_device_pointer(queries);
     isolated_share = primary.share_of_isolated_queries(queries, m, placement);
   }
-  return serving_structure(backend, structure, n, list_k, kind, isolated_share);
+  return serving_structure(backend, structure, n, list_k, kind, isolated_share, crowding);
 }
 
 template int structure_serving_call<float>(const IndexEngine&, int64_t, int, CallKind, const float*,

@@ -70,6 +70,19 @@ constexpr int kGpuMaxListK = cuda::kMaxWarpK;
 // against 17.9. (Before the heaps, the grid's warp lists lost from k = 33:
 // H100, all-kNN of 10^7, k = 48 grid 204.0, kd-tree 162.8.)
 constexpr int kGpuGridKdTreeMinK = 65;
+// Where the points fill their box, the grid's heaps still lead at k = 100:
+// H100, 2026-11-28, device arrays, query ms (.peers/harness): all-kNN of
+// 10^7 uniform points at k = 100, grid 164.8, kd-tree 185.1; 10^6 x 10^6,
+// 15.43 against 15.50. So a grid whose crowding (index_engine.h) is at most
+// kGpuGridEvenCrowding keeps lists of up to kGpuGridEvenMaxListK entries
+// (k = 100 with the query's own point dropped); the rule above holds for
+// the others. Uniform data bins at about 1.0; a surface crowds its first
+// grid far more (20000 points on a plane: about 10; its finer grid is
+// another matter), and on a sphere the kd-tree wins from k = 65 as above.
+// On uniform data the kd-tree wins from k = 128 (10^6 x 10^6, H200: 17.9
+// against 33.7).
+constexpr double kGpuGridEvenCrowding = 2.0;
+constexpr int kGpuGridEvenMaxListK = 101;
 // Nor does the grid lead for many queries away from the points (inside a
 // scanned object, off a surface): the grid scans all n points for each
 // query with no point in the 3 x 3 x 3 cells around its own (its walk of
@@ -97,16 +110,18 @@ enum class CallKind { Nearest, Radius };
 // points, with lists of list_k entries per query (k, k + 1 with
 // exclude_self, max_neighbors of a radius row; 0 for counting), and for a
 // kNN call the share of its queries away from the points (the primary's
-// share_of_isolated_queries): `primary`, or KNN_STRUCTURE_KDTREE where that
+// share_of_isolated_queries) and the primary's crowding (0: not known, as
+// crowded as a surface): `primary`, or KNN_STRUCTURE_KDTREE where that
 // serves the call faster or `primary` cannot serve it at all
 // (primary_refuses).
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
-                      double isolated_share = 0.0);
+                      double isolated_share = 0.0, double crowding = 0.0);
 // Whether serving_structure may read the isolated share for such a call (it
 // costs a pass over a sample of the queries): not where the grid would not
 // serve a kNN call anyway, nor over n <= kGpuGridMaxIsolatedScan points,
 // where no share can tip the choice.
-bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind);
+bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind,
+                          double crowding = 0.0);
 // serving_structure for a call on an AUTO index of n points whose primary
 // engine is `primary`, the isolated share read from the primary over the
 // call's queries where reads_isolated_share allows (queries null: all-kNN,

@@ -66,6 +66,41 @@ TEST(ServingStructure, GpuGridGivesWayToTheKdTreeFromLongListsOfNeighbours) {
             kKdTree);
 }
 
+// Over a grid whose points fill their box (crowding at most
+// kGpuGridEvenCrowding) the grid keeps lists up to kGpuGridEvenMaxListK
+// entries, and reads the isolated share for them; over a crowded or unknown
+// one (0) it keeps them below kGpuGridKdTreeMinK.
+TEST(ServingStructure, GpuGridOverAFilledBoxKeepsLongerLists) {
+  const int64_t n = 10000000;
+  for (double even : {0.9, 1.0, knn::kGpuGridEvenCrowding}) {
+    for (int k : {8, knn::kGpuGridKdTreeMinK, 100, knn::kGpuGridEvenMaxListK}) {
+      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, 0.0, even), kGrid)
+          << even << " " << k;
+      EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, n, k, CallKind::Nearest, even)) << k;
+      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, 0.5, even), kKdTree)
+          << even << " " << k;
+    }
+    for (int k : {knn::kGpuGridEvenMaxListK + 1, 128, 2048, 2049}) {
+      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, 0.0, even), kKdTree)
+          << even << " " << k;
+      EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, n, k, CallKind::Nearest, even)) << k;
+    }
+  }
+  for (double crowded : {0.0, knn::kGpuGridEvenCrowding * 1.01, 2.8, 10.0}) {
+    EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, knn::kGpuGridKdTreeMinK - 1,
+                                     CallKind::Nearest, 0.0, crowded),
+              kGrid);
+    for (int k : {knn::kGpuGridKdTreeMinK, 100, knn::kGpuGridEvenMaxListK})
+      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, 0.0, crowded),
+                kKdTree)
+          << crowded << " " << k;
+  }
+  // Radius rows and the other primaries and backends are not affected.
+  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, 1000, CallKind::Radius, 0.0, 1.0), kGrid);
+  EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, 1000, CallKind::Nearest, 0.0, 1.0), kGrid);
+  EXPECT_EQ(knn::serving_structure(kCuda, kBrute, n, 100, CallKind::Nearest, 0.0, 1.0), kBrute);
+}
+
 // A kNN call whose queries lie away from the points (the grid's
 // share_of_isolated_queries, times n, above kGpuGridMaxIsolatedScan) goes to
 // the kd-tree; the share is read only where the grid would serve a kNN call.

@@ -277,6 +277,37 @@ knn::GridLayout first_layout(const std::vector<float>& points, int target) {
   return knn::make_grid_layout(lo, hi, static_cast<int64_t>(points.size() / 3), target);
 }
 
+// How well the points fill their box (the engine's crowding): the first
+// layout's sum of squared counts, counted here, over n (target + 1), in
+// float32 and float64. Uniform points fill their box (a point's own cell
+// holds about target + 1); a plane crowds it (about 40 against 4), and keeps
+// that figure though its finer grid is the one searched.
+TEST(GridCpuOccupancy, CrowdingTellsFilledBoxesFromSurfaces) {
+  const int target = knn::kGridDefaultPointsPerCell;
+  const auto counted = [&](const std::vector<float>& points) {
+    const int64_t n = static_cast<int64_t>(points.size() / 3);
+    return knn::mean_own_cell(squared_counts(first_layout(points, target), points), n) /
+           (target + 1);
+  };
+  const std::vector<float> uniform = make_rows(Dist::Uniform, 200000, 3, 41);
+  const std::vector<float> plane = tilted_plane(20000, 61);
+  for (const std::vector<float>* points : {&uniform, &plane}) {
+    const int64_t n = static_cast<int64_t>(points->size() / 3);
+    const auto grid = build_grid(*points);
+    ASSERT_NE(grid, nullptr);
+    const std::vector<double> points64(points->begin(), points->end());
+    const auto grid64 = knn::omp::build_grid_index(points64.data(), n, knn::IndexParams{});
+    ASSERT_NE(grid64, nullptr);
+    EXPECT_DOUBLE_EQ(grid->crowding(), counted(*points)) << n;
+    EXPECT_DOUBLE_EQ(grid64->crowding(), grid->crowding()) << n;
+  }
+  EXPECT_GT(build_grid(uniform)->crowding(), 0.9);
+  EXPECT_LT(build_grid(uniform)->crowding(), 1.3);
+  EXPECT_GT(build_grid(plane)->crowding(), knn::kGridPoorOccupancyFactor);
+  EXPECT_EQ(knn::omp::build_kdtree_index(uniform.data(), 200000, 3, knn::IndexParams{})->crowding(),
+            0.0);
+}
+
 // Points on a surface make a poor first grid; the finer grid chosen for a
 // surface is good (within the cap), the build keeps it, and the answers stay
 // the oracle's. AUTO on the CPU takes the kd-tree instead (it is faster

@@ -137,6 +137,23 @@ TEST(GridGpuOccupancy, SameDecisionAsOpenMp) {
   EXPECT_EQ(build_both(make_rows(Dist::Clustered, 20000, 3, 31)).gpu, nullptr);
 }
 
+// Both engines report the same crowding (the first layout's occupancy, an
+// exact integer sum on both), the figure AUTO reads to keep long lists on
+// the grid (src/index_planner.h).
+TEST(GridGpuOccupancy, SameCrowdingAsOpenMp) {
+  SKIP_WITHOUT_DEVICE();
+  std::vector<std::vector<float>> sets{tilted_plane(20000, 61),
+                                       make_rows(Dist::Uniform, 200000, 3, 41)};
+  for (const Dist dist : all_dists()) sets.push_back(make_rows(dist, 20000, 3, 31));
+  for (const std::vector<float>& points : sets) {
+    const Pair grids = build_both(points);
+    if (grids.cpu == nullptr) continue;  // refused by both (SameDecisionAsOpenMp)
+    ASSERT_NE(grids.gpu, nullptr);
+    EXPECT_GT(grids.gpu->crowding(), 0.0);
+    EXPECT_EQ(grids.gpu->crowding(), grids.cpu->crowding()) << points.size() / 3;
+  }
+}
+
 // A surface makes a poor first grid; both engines bin it again with the
 // same finer cells (or, told not to, both refuse it), and answer alike and
 // as the oracle, in float32 and float64.

@@ -169,6 +169,7 @@ class GridIndex final : public ResidentRowsEngine<Scalar> {
   int structure() const override { return KNN_STRUCTURE_GRID; }
   int64_t size() const override { return grid_->n; }
   int dim() const override { return 3; }
+  double crowding() const override { return grid_->crowding; }
 
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
@@ -407,12 +408,14 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
   cub::DoubleBuffer<uint32_t> sort_keys(keys[0].get(), keys[1].get());
   cub::DoubleBuffer<uint32_t> sort_ids(ids[0].get(), ids[1].get());
   DeviceBuffer<uint32_t> starts;
+  double crowding = 0.0;
   for (int refinements = 0;; ++refinements) {
     const int64_t cells = layout.cell_count();
     starts = DeviceBuffer<uint32_t>();
     if (!allocate_starts(starts, cells, refinements > 0)) return nullptr;
     const uint64_t sum_sq = count_cells(layout, xyz.get(), n, sort_keys, sort_ids, refinements == 0,
                                         starts.get(), stream);
+    if (refinements == 0) crowding = grid_crowding(sum_sq, n, target);
     if (grid_is_kept(sum_sq, n, target, refinements)) break;
     if (!refine || refinements == kGridMaxRefinements) return nullptr;
     const uint64_t coarse_sum = coarse_occupancy(layout, starts.get(), stream);
@@ -435,6 +438,7 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
   grid->points = std::move(xyz);
   grid->cell_points = std::move(cell_points);
   grid->starts = std::move(starts);
+  grid->crowding = crowding;
   return grid;
 }
 
