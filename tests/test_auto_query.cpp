@@ -48,6 +48,11 @@ using knn_test::Dist;
 namespace alloc_hook = knn_test::alloc_hook;
 
 constexpr int kCuda = KNN_BACKEND_CUDA, kCpu = KNN_BACKEND_OPENMP;
+// A list the kd-tree an AUTO CUDA grid index adds serves even where the
+// points fill their box (the uniform data of these tests), which the grid
+// itself could serve.
+constexpr int kKdTreeServedK = 128;
+static_assert(kKdTreeServedK > knn::kGpuGridEvenMaxListK && kKdTreeServedK <= knn::kGpuMaxListK);
 constexpr int kGrid = KNN_STRUCTURE_GRID, kKdTree = KNN_STRUCTURE_KDTREE,
               kBrute = KNN_STRUCTURE_BRUTE_FORCE;
 
@@ -478,7 +483,8 @@ TEST_P(AutoQuery, AnswersLikeEveryStructureAndTheOracleAtEveryK) {
   int structure = -1;
   ASSERT_EQ(knn_index_info(automatic.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);
   EXPECT_EQ(structure, kGrid);  // the primary, whatever serves a call
-  for (int k : {1, 8, knn::kGpuGridKdTreeMinK - 1, knn::kGpuGridKdTreeMinK, 100, 2100}) {
+  for (int k :
+       {1, 8, knn::kGpuGridKdTreeMinK - 1, knn::kGpuGridKdTreeMinK, 100, kKdTreeServedK, 2100}) {
     SCOPED_TRACE("k=" + std::to_string(k));
     const knn_test::KnnResult want =
         knn_test::oracle_knn(points.data(), n, queries.data(), 60, 3, k);
@@ -499,7 +505,7 @@ TEST_P(AutoQuery, AnswersLikeEveryStructureAndTheOracleAtEveryK) {
       knn_options_init_v2(&split);
       split.device_count = static_cast<int>(list.size());
       std::copy(list.begin(), list.end(), split.devices);
-      for (int k : {8, 100, 2100}) {
+      for (int k : {8, 100, kKdTreeServedK, 2100}) {
         SCOPED_TRACE("split k=" + std::to_string(k) + " over " + std::to_string(list.size()));
         EXPECT_TRUE(
             knn_test::same_knn(knn_test::query_index(kd.get(), queries, 3, k),
@@ -507,7 +513,7 @@ TEST_P(AutoQuery, AnswersLikeEveryStructureAndTheOracleAtEveryK) {
       }
     }
   }
-  for (int k : {8, knn::kGpuGridKdTreeMinK - 1, 100}) {
+  for (int k : {8, knn::kGpuGridKdTreeMinK - 1, 100, kKdTreeServedK}) {
     for (bool exclude : {false, true}) {
       SCOPED_TRACE("self k=" + std::to_string(k) + " exclude=" + std::to_string(exclude));
       EXPECT_TRUE(knn_test::same_knn(knn_test::query_self(kd.get(), n, k, exclude),
@@ -575,7 +581,7 @@ TEST_P(AutoQuery, Float64AnswersLikeTheBruteForceAtEveryK) {
   knn_options a = options(KNN_STRUCTURE_AUTO), b = options(kBrute);
   ASSERT_EQ(knn_index_build_f64(points.data(), n, 3, &a, &automatic), KNN_OK) << knn_last_error();
   ASSERT_EQ(knn_index_build_f64(points.data(), n, 3, &b, &brute), KNN_OK) << knn_last_error();
-  for (int k : {8, knn::kGpuGridKdTreeMinK, 100}) {
+  for (int k : {8, knn::kGpuGridKdTreeMinK, 100, kKdTreeServedK}) {
     std::vector<int32_t> gi(static_cast<size_t>(40) * k), wi(gi.size());
     std::vector<double> gd(gi.size()), wd(gi.size());
     ASSERT_EQ(knn_index_query_f64(automatic, queries.data(), 40, k, gi.data(), gd.data(), nullptr),
@@ -605,7 +611,7 @@ TEST_P(AutoQuery, ConcurrentLongListQueriesAndALoadedIndexAnswerAlike) {
   knn_test::IndexHandle automatic = knn_test::build_index(points, 3, options(KNN_STRUCTURE_AUTO));
   knn_test::IndexHandle kd = knn_test::build_index(points, 3, options(kKdTree));
   ASSERT_TRUE(automatic && kd);
-  const int k = 100;
+  const int k = kKdTreeServedK;
   const knn_test::KnnResult want = knn_test::query_index(kd.get(), queries, 3, k);
   constexpr int kThreads = 6;
   std::vector<knn_test::KnnResult> got(kThreads);
@@ -662,8 +668,8 @@ TEST(AutoQueryGpu, ADeviceOutOfMemoryInTheKdTreeBuildFallsBackToThePrimary) {
         FaultCase{5000, "1#brute, points copy"}}) {
     const int64_t n = c.n;
     const bool grid = n > 16384;  // else AUTO's brute force on the GPU
-    const int k = grid ? 100 : 2100;
-    SCOPED_TRACE(std::string(grid ? "grid primary, k = 100: " : "brute-force primary, k = 2100: ") +
+    const int k = grid ? kKdTreeServedK : 2100;
+    SCOPED_TRACE(std::string(grid ? "grid primary, k = 128: " : "brute-force primary, k = 2100: ") +
                  c.allocation);
     const std::vector<float> points = knn_test::make_rows(Dist::Uniform, n, 3, 101);
     const std::vector<float> queries = knn_test::make_query_rows(Dist::Uniform, 30, 3, 102);
@@ -721,7 +727,7 @@ TEST(AutoQueryGpu, ACallTheDeviceHasNoMemoryForIsAnsweredOnTheCpu) {
   for (const bool memory_back : {false, true}) {
     SCOPED_TRACE(memory_back ? "memory back" : "no device memory for one query");
     const knn_test::ScopedEnv limit("KNN_DEVICE_MEMORY_LIMIT", memory_back ? "0" : "4096");
-    for (const int k : {8, 100})
+    for (const int k : {8, 100, kKdTreeServedK})
       EXPECT_TRUE(
           knn_test::same_knn(knn_test::oracle_knn(points.data(), n, queries.data(), m, 3, k),
                              knn_test::query_index(automatic.get(), queries, 3, k)))
@@ -879,7 +885,7 @@ struct HostAndDeviceRows {
 
 // The kd-tree an AUTO grid index adds, built from the grid's device copy of
 // the points: its first call on device arrays, then host arrays, answer bit
-// for bit like an explicit kd-tree (and, in float32, the oracle), at k = 100
+// for bit like an explicit kd-tree (and, in float32, the oracle), at k = 128
 // (the kd-tree serves, the grid could) and 2100 (beyond the grid's lists),
 // for an index built from host and from device points.
 template <typename Scalar>
@@ -903,7 +909,7 @@ void expect_lazy_kdtree_from_device_points_answers_like_an_explicit_one() {
     int structure = -1;
     ASSERT_EQ(knn_index_info(automatic.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);
     EXPECT_EQ(structure, kGrid);
-    for (const int k : {100, 2100}) {
+    for (const int k : {kKdTreeServedK, 2100}) {
       SCOPED_TRACE("k=" + std::to_string(k) + (from_device ? ", device points" : ", host points"));
       const size_t slots = static_cast<size_t>(m) * k;
       std::vector<int32_t> want_i(slots, -7), host_i(slots, -7);
