@@ -412,15 +412,20 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   build time and reported by knn_index_info.
  *   AUTO also decides at query time, when k is known. On the GPU the grid is
  *   the faster 3-D structure for short and middling lists (H200, 10^7 x
- *   10^7 uniform, query: k = 64 82 vs 139 ms with the kd-tree) but not for
- *   long ones (on a sphere, k = 100: 166 vs 123 ms; 10^6 x 10^6, k = 128: 34
- *   vs 18 ms), and the GPU grid and brute force keep at most 2048 neighbours
- *   per query (below). So an AUTO index on the GPU adds a kd-tree beside its
- *   primary structure at the first kNN or all-kNN call with k >= 65 (k + 1 with
- *   exclude_self) on a grid, and at the first call of any kind whose lists
- *   the primary refuses (k, k + 1, or a radius or CSR row beyond 2048 on a
- *   grid, or on a brute force of more than 2048 points); from then on those
- *   calls are served by the kd-tree, the others by the primary. A kNN call
+ *   10^7 uniform, query: k = 64 82 vs 139 ms with the kd-tree; H100,
+ *   uniform all-kNN of 10^7 at k = 100: 165 vs 185 ms) but not for long
+ *   ones on surfaces (on a sphere, k = 100: 166 vs 123 ms) nor for the
+ *   longest (10^6 x 10^6, k = 128: 34 vs 18 ms), and the GPU grid and brute
+ *   force keep at most 2048 neighbours per query (below). So an AUTO index
+ *   on the GPU adds a kd-tree beside its primary structure at the first kNN
+ *   or all-kNN call whose lists (k, k + 1 with exclude_self) hold 65 or more
+ *   entries on a grid whose points crowd their bounding box (surfaces,
+ *   clusters: a point's own cell in the first grid binned over the box
+ *   holds on average more than twice what evenly spread points give it),
+ *   or more than 101 on a grid whose points fill it, and at the first call
+ *   of any kind whose lists the primary refuses (k, k + 1, or a radius or
+ *   CSR row beyond 2048 on a grid, or on a brute force of more than 2048
+ *   points); from then on those calls are served by the kd-tree, the others by the primary. A kNN call
  *   on a grid whose queries lie away from the points is served by the
  *   kd-tree too: when the share of an evenly spaced sample of its queries
  *   (at most 4096) with no point in the 3 x 3 x 3 grid cells around their
