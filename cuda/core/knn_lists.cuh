@@ -125,7 +125,7 @@ struct HeapList {
     // built once full would be built by each lane at its own moment, the
     // others waiting (H100, the grid, 10^7 x 10^7 uniform, k = 100: 166 ->
     // 218 ms). Nor do winners wait in registers to enter with the other
-    // lanes' (4 to 16 waiting: 8 to 20 % slower at k = 30 to 100).
+    // lanes' (4 to 16 waiting: 2 to 20 % slower at k = 30 to 100).
     for (int j = 0; j < k; ++j) at_dist(j) = infinity<Scalar>(), at_index(j) = kNoIndex;
   }
 
