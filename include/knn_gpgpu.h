@@ -411,42 +411,40 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   3, the kd-tree otherwise: the index's primary structure, chosen at
  *   build time and reported by knn_index_info.
  *   AUTO also decides at query time, when k is known. On the GPU the grid is
- *   the faster 3-D structure for short and middling lists (H200, 10^7 x
- *   10^7 uniform, query: k = 64 82 vs 139 ms with the kd-tree; H100,
- *   uniform all-kNN of 10^7 at k = 100: 165 vs 185 ms) but not for long
- *   ones on surfaces (on a sphere, k = 100: 166 vs 123 ms) nor for the
- *   longest (10^6 x 10^6, k = 128: 34 vs 18 ms), and the GPU grid and brute
- *   force keep at most 2048 neighbours per query (below). So an AUTO index
- *   on the GPU adds a kd-tree beside its primary structure at the first kNN
- *   or all-kNN call whose lists (k, k + 1 with exclude_self) hold 65 or more
- *   entries on a grid whose points crowd their bounding box (surfaces,
- *   clusters: a point's own cell in the first grid binned over the box
- *   holds on average more than twice what evenly spread points give it),
- *   or more than 101 on a grid whose points fill it, and at the first call
- *   of any kind whose lists the primary refuses (k, k + 1, or a radius or
- *   CSR row beyond 2048 on a grid, or on a brute force of more than 2048
- *   points); from then on those calls are served by the kd-tree, the others by the primary. A kNN call
- *   on a grid whose queries lie away from the points is served by the
- *   kd-tree too: when the share of an evenly spaced sample of its queries
- *   (at most 4096) with no point in the 3 x 3 x 3 grid cells around their
- *   own, times n, exceeds 131072 (the grid scans all n points for each
- *   such query; H100, 10^6 points on a sphere, 10^5 queries in its
- *   bounding cube, k = 8: 51 ms against 384 ms on the grid). The kd-tree
- *   is built once (concurrent callers wait for the first one's build), from
- *   the index's own points (copied device to device, never through host
- *   memory: n * dim scalars of device memory for the time of the build,
- *   counted in device_memory_limit), on the index's device, with leaves
- *   sized for the long lists that alone reach it (128 points up to dim 3,
- *   the default above from dim 4); it lives until knn_index_free and its
- *   device memory counts in knn_estimate_query_bytes. A kd-tree build that
- *   runs out of memory (host or device) leaves the call to the primary
- *   structure where it can serve it (no error; a later call tries again),
- *   else the call fails with that status (for device memory on an index
- *   that KNN_BACKEND_AUTO put on the GPU, the CPU answers instead:
- *   "Backends" above). No CPU structure limits k: an AUTO index on the CPU
- *   keeps its primary structure alone, and takes the kd-tree where the grid
- *   would need finer cells for a surface (on the CPU the kd-tree is faster
- *   there; on the GPU the finer grid is). An index built with an
+ *   the faster 3-D structure for short and middling lists (H200, 10^7 x 10^7
+ *   uniform, query: k = 64 82 vs 139 ms with the kd-tree; H100, uniform all-kNN
+ *   of 10^7 at k = 100: 165 vs 185 ms) but not for long ones on surfaces (on a
+ *   sphere, k = 100: 166 vs 123 ms) nor for the longest (10^6 x 10^6, k = 128:
+ *   34 vs 18 ms), and the GPU grid and brute force keep at most 2048 neighbours
+ *   per query (below). So an AUTO index on the GPU adds a kd-tree beside its
+ *   primary structure at the first kNN or all-kNN call whose lists (k, k + 1
+ *   with exclude_self) hold 65 or more entries on a grid whose points crowd
+ *   their bounding box (surfaces, clusters: a point's own cell in the first
+ *   grid binned over the box holds on average more than twice what evenly
+ *   spread points give it), or more than 101 on a grid whose points fill it,
+ *   and at the first call of any kind whose lists the primary refuses (k,
+ *   k + 1, or a radius or CSR row beyond 2048 on a grid, or on a brute force of
+ *   more than 2048 points); from then on those calls are served by the kd-tree,
+ *   the others by the primary. A kNN call on a grid whose queries lie away from
+ *   the points is served by the kd-tree too: when the share of an evenly spaced
+ *   sample of its queries (at most 4096) with no point in the 3 x 3 x 3 grid
+ *   cells around their own, times n, exceeds 131072 (the grid scans all n
+ *   points for each such query; H100, 10^6 points on a sphere, 10^5 queries in
+ *   its bounding cube, k = 8: 51 ms against 384 ms on the grid). The kd-tree is
+ *   built once (concurrent callers wait for the first one's build), from the
+ *   index's own points (copied device to device, never through host memory:
+ *   n * dim scalars of device memory for the time of the build, counted in
+ *   device_memory_limit), on the index's device, with leaves sized for the long
+ *   lists that alone reach it (128 points up to dim 3, the default above from
+ *   dim 4); it lives until knn_index_free and its device memory counts in
+ *   knn_estimate_query_bytes. A kd-tree build that runs out of memory (host or
+ *   device) leaves the call to the primary structure where it can serve it (no
+ *   error; a later call tries again), else the call fails with that status (for
+ *   device memory on an index that KNN_BACKEND_AUTO put on the GPU, the CPU
+ *   answers instead: "Backends" above). No CPU structure limits k: an AUTO
+ *   index on the CPU keeps its primary structure alone, and takes the kd-tree
+ *   where the grid would need finer cells for a surface (on the CPU the kd-tree
+ *   is faster there; on the GPU the finer grid is). An index built with an
  *   explicit structure never adds one. These thresholds are tuning, not
  *   contract: a later release may move them (the answers never change).
  * Devices. The CUDA backend builds on opt->device when it is >= 0, else on
