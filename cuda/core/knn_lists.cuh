@@ -7,8 +7,11 @@
 
 #include <climits>
 #include <limits>
+#include <type_traits>
 
 #include "../../common/neighbor.h"
+#include "cuda_support.h"
+#include "launch_policy.h"
 #include "memory_model.h"
 
 namespace knn {
@@ -82,101 +85,170 @@ struct RegisterList {
   }
 };
 
-// Any k: a max-heap (the farthest candidate at the root) in strided memory,
-// sorted ascending at the end. In device memory for the lists beyond the
-// warp lists (entry j at [j * stride], the threads of a chunk interleaved so
-// that the common top of the heaps is read coalesced); in shared memory for
-// the thread searches' lists from 17 (the grid's up to kMaxSharedListK, the
-// kd-tree's up to kKdTreeMaxSharedHeapK; stride = block size, so the lanes
-// of a warp touch 32 banks). An insertion costs a sift-down of log k
-// levels where a sorted list moves every entry it passes: H100, the grid,
-// 10^7 x 10^7 query ms against a sorted list in shared memory, every index
-// equal: uniform k = 17 23.1 -> 19.6, k = 24 30.5 -> 23.3, k = 30 39.1 ->
-// 31.5; on a sphere k = 20 25.8 -> 19.7, k = 30 39.4 -> 27.1.
+// Where a heap keeps its entries, entry j at [j * stride]. Split slots: a
+// distance array and an index array, for any scalar type.
 template <typename Scalar>
-struct HeapList {
+struct SplitHeapSlots {
+  using Entry = BasicNeighbor<Scalar>;
   int32_t* index;
   Scalar* dist;
   int64_t stride;
+
+  // A block's dynamic shared memory for `k` entries a thread: every
+  // thread's distances, then every thread's indices.
+  static __device__ SplitHeapSlots in_shared(unsigned char* shared, int k) {
+    Scalar* dists = reinterpret_cast<Scalar*>(shared);
+    int32_t* indices = reinterpret_cast<int32_t*>(dists + size_t(k) * blockDim.x);
+    return {indices + threadIdx.x, dists + threadIdx.x, blockDim.x};
+  }
+
+  static __device__ Entry entry(Scalar d, int32_t i) { return {d, i}; }
+  static __device__ BasicNeighbor<Scalar> neighbor(Entry e) { return e; }
+  static __device__ bool before(Entry a, Entry b) { return closer(a, b); }
+  __device__ Entry load(int j) const { return {dist[j * stride], index[j * stride]}; }
+  __device__ void store(int j, Entry e) const {
+    dist[j * stride] = e.sq_distance, index[j * stride] = e.index;
+  }
+};
+
+// Packed slots, float only: one 64-bit word an entry, the distance's bits
+// above the index's. A squared distance is never negative (not even -0: a
+// square is +0 or more, and so is a sum of them) and never NaN once offered
+// (NaN is closer than nothing), and the index is never negative, so the
+// words order as (distance, index) do: a level of a sift loads two words and
+// compares them once, where split slots load four values and compare pairs.
+struct PackedHeapSlots {
+  using Entry = uint64_t;
+  uint64_t* key;
+  int64_t stride;
+
+  static __device__ PackedHeapSlots in_shared(unsigned char* shared, int) {
+    return {reinterpret_cast<uint64_t*>(shared) + threadIdx.x, blockDim.x};
+  }
+
+  static __device__ Entry entry(float d, int32_t i) {
+    return uint64_t{__float_as_uint(d)} << 32 | static_cast<uint32_t>(i);
+  }
+  static __device__ BasicNeighbor<float> neighbor(Entry e) {
+    return {__uint_as_float(static_cast<uint32_t>(e >> 32)), static_cast<int32_t>(e)};
+  }
+  static __device__ bool before(Entry a, Entry b) { return a < b; }
+  __device__ Entry load(int j) const { return key[j * stride]; }
+  __device__ void store(int j, Entry e) const { key[j * stride] = e; }
+};
+
+// Any k: a max-heap (the farthest candidate at the root), sorted ascending
+// at the end. In device memory for the lists beyond the warp lists (split
+// slots, the threads of a chunk interleaved so that the common top of the
+// heaps is read coalesced); in shared memory for the thread searches' lists
+// from 17 (SharedHeapList: the grid's up to kMaxSharedListK, the kd-tree's
+// up to kKdTreeMaxSharedHeapK; stride = block size, so the lanes of a warp
+// touch consecutive banks). An insertion costs a sift-down of log k levels
+// where a sorted list moves every entry it passes: H100, the grid, 10^7 x
+// 10^7 query ms against a sorted list in shared memory, every index equal:
+// uniform k = 17 23.1 -> 19.6, k = 24 30.5 -> 23.3, k = 30 39.1 -> 31.5; on
+// a sphere k = 20 25.8 -> 19.7, k = 30 39.4 -> 27.1.
+template <typename Scalar, class Slots = SplitHeapSlots<Scalar>>
+struct HeapList {
+  using Entry = typename Slots::Entry;
+  Slots slots;
   int k;
-  // The root, kept in registers: every candidate is tested against it, and
-  // it changes only when one enters.
+  // The k-th so far, kept in registers: every candidate is tested against
+  // it. (+inf, kNoIndex) until the heap is full, then the root.
   Scalar top_dist = infinity<Scalar>();
   int32_t top_index = kNoIndex;
+  // Entries held: the heap spans [0, size). Last: declared after k, its
+  // place in the layout made nvcc 13.0 store the double lists' distances
+  // to global instead of shared memory (sm_90, -O3), a fault at the first
+  // insertion.
+  int size = 0;
 
-  // Shared bytes of the lists of `threads` threads of up to k entries each.
+  // Shared bytes of the lists of `threads` threads of up to k entries each
+  // (either kind of slots).
   static __host__ __device__ size_t bytes(int k, int threads) {
     return (sizeof(Scalar) + sizeof(int32_t)) * size_t(k) * size_t(threads);
   }
 
   // The list of this thread in a block's dynamic shared memory `shared`
-  // (HeapList::bytes(k, blockDim.x) of it): every thread's distances, then
-  // every thread's indices, entry j of thread t at [j * blockDim.x + t].
+  // (bytes(k, blockDim.x) of it), entry j of thread t in slot j * blockDim.x
+  // + t.
   static __device__ HeapList in_shared(unsigned char* shared, int k) {
-    Scalar* dists = reinterpret_cast<Scalar*>(shared);
-    int32_t* indices = reinterpret_cast<int32_t*>(dists + size_t(k) * blockDim.x);
-    return HeapList(indices + threadIdx.x, dists + threadIdx.x, blockDim.x, k);
+    return HeapList(Slots::in_shared(shared, k), k);
   }
 
-  __device__ HeapList(int32_t* index_, Scalar* dist_, int64_t stride_, int k_)
-      : index(index_), dist(dist_), stride(stride_), k(k_) {
-    // Sentinels, not an empty heap filled by appending: every lane of a warp
-    // then sifts its first k candidates in step with the others, where a heap
-    // built once full would be built by each lane at its own moment, the
-    // others waiting (H100, the grid, 10^7 x 10^7 uniform, k = 100: 166 ->
-    // 218 ms). Nor do winners wait in registers to enter with the other
-    // lanes' (4 to 16 waiting: 2 to 20 % slower at k = 30 to 100).
-    for (int j = 0; j < k; ++j) at_dist(j) = infinity<Scalar>(), at_index(j) = kNoIndex;
-  }
-
-  __device__ Scalar& at_dist(int j) const { return dist[j * stride]; }
-  __device__ int32_t& at_index(int j) const { return index[j * stride]; }
+  __device__ HeapList(Slots slots_, int k_) : slots(slots_), k(k_) {}
 
   __device__ Scalar bound() const { return top_dist; }
   __device__ bool admits(Scalar lower_bound, int32_t min_index) const {
     return closer(lower_bound, min_index, top_dist, top_index);
   }
 
-  // Moves the hole at `pos` down past children farther than (d, i), then
-  // fills it with (d, i); the heap spans [0, size). (Four children a node,
-  // half the levels, ran 1-3 % slower on the grid: H200, k = 30 and 100.)
-  __device__ void sift_down(int pos, int size, Scalar d, int32_t i) {
+  // Moves the hole at `pos` down past children farther than e, then fills
+  // it with e; the heap spans [0, end). (Four children a node, half the
+  // levels, ran 1-3 % slower on the grid: H200, k = 30 and 100.)
+  __device__ void sift_down(int pos, int end, Entry e) {
     for (;;) {
       int child = 2 * pos + 1;
-      if (child >= size) break;
-      Scalar cd = at_dist(child);
-      int32_t ci = at_index(child);
-      if (child + 1 < size) {
-        const Scalar rd = at_dist(child + 1);
-        const int32_t ri = at_index(child + 1);
-        if (closer(cd, ci, rd, ri)) ++child, cd = rd, ci = ri;
+      if (child >= end) break;
+      Entry c = slots.load(child);
+      if (child + 1 < end) {
+        const Entry right = slots.load(child + 1);
+        if (Slots::before(c, right)) ++child, c = right;
       }
-      if (!closer(d, i, cd, ci)) break;
-      at_dist(pos) = cd, at_index(pos) = ci;
+      if (!Slots::before(e, c)) break;
+      slots.store(pos, c);
       pos = child;
     }
-    at_dist(pos) = d, at_index(pos) = i;
+    slots.store(pos, e);
   }
 
+  // Until the heap holds k, a candidate enters at the end and rises past
+  // nearer parents: about two levels on average, where entering at the root
+  // of a heap padded with sentinels sinks every one of the first k to the
+  // bottom. Nor is the heap built once full: each lane of a warp would build
+  // it at its own moment, the others waiting (H100, the grid, 10^7 x 10^7
+  // uniform, k = 100: 166 -> 218 ms). Nor do winners wait in registers to
+  // enter with the other lanes' (4 to 16 waiting: 2 to 20 % slower at k =
+  // 30 to 100).
   __device__ void offer(Scalar d, int32_t i) {
     if (!closer(d, i, top_dist, top_index)) return;
-    sift_down(0, k, d, i);
-    top_dist = at_dist(0), top_index = at_index(0);
+    const Entry e = Slots::entry(d, i);
+    if (size < k) {
+      int pos = size++;
+      while (pos > 0) {
+        const int parent = (pos - 1) / 2;
+        const Entry p = slots.load(parent);
+        if (!Slots::before(p, e)) break;
+        slots.store(pos, p);
+        pos = parent;
+      }
+      slots.store(pos, e);
+      if (size < k) return;
+    } else {
+      sift_down(0, k, e);
+    }
+    const BasicNeighbor<Scalar> top = Slots::neighbor(slots.load(0));
+    top_dist = top.sq_distance, top_index = top.index;
   }
 
   __device__ BasicNeighbor<Scalar> kth() const { return {top_dist, top_index}; }
 
   // f(j, dist, index) for the k entries, nearest first, after sorting them
-  // in place: the end of the list, which is no longer a heap afterwards.
+  // in place (the heap is no longer one afterwards); the slots no candidate
+  // filled come last as (+inf, kNoIndex).
   template <class F>
   __device__ void for_each_sorted(F f) {
-    for (int end = k - 1; end > 0; --end) {
-      const Scalar d = at_dist(end);
-      const int32_t i = at_index(end);
-      at_dist(end) = at_dist(0), at_index(end) = at_index(0);
-      sift_down(0, end, d, i);
+    for (int end = size - 1; end > 0; --end) {
+      const Entry last = slots.load(end);
+      slots.store(end, slots.load(0));
+      sift_down(0, end, last);
     }
-    for (int j = 0; j < k; ++j) f(j, at_dist(j), at_index(j));
+    for (int j = 0; j < k; ++j) {
+      const BasicNeighbor<Scalar> e = j < size
+                                          ? Slots::neighbor(slots.load(j))
+                                          : BasicNeighbor<Scalar>{infinity<Scalar>(), kNoIndex};
+      f(j, e.sq_distance, e.index);
+    }
   }
 
   // Sorts the heap ascending in place and writes it as a row.
@@ -187,6 +259,22 @@ struct HeapList {
     });
   }
 };
+
+// A heap in shared memory: packed slots where the scalar is float.
+template <typename Scalar>
+using SharedHeapList =
+    HeapList<Scalar, std::conditional_t<std::is_same_v<Scalar, float>, PackedHeapSlots,
+                                        SplitHeapSlots<Scalar>>>;
+
+// Threads a block of `kernel`, whose threads each keep a SharedHeapList of
+// up to k entries in dynamic shared memory, gets (at most `preferred`; 0
+// when not even a warp's lists fit), with the kernel allowed all of the
+// shared memory a block may opt in to.
+template <typename Scalar, class Kernel>
+int shared_heap_threads(Kernel* kernel, int k, int preferred, const char* what) {
+  const size_t allowance = allow_all_dynamic_shared(kernel, what);
+  return shared_list_threads(SharedHeapList<Scalar>::bytes(k, 1), allowance, preferred);
+}
 
 }  // namespace cuda
 }  // namespace knn

@@ -175,7 +175,7 @@ __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, 
   } else {
     // Raw bytes: an extern array has one type for every instantiation.
     extern __shared__ __align__(16) unsigned char shared_bytes[];
-    HeapList<Scalar> list = HeapList<Scalar>::in_shared(shared_bytes, take);
+    SharedHeapList<Scalar> list = SharedHeapList<Scalar>::in_shared(shared_bytes, take);
     grid_thread_query(grid, queries, i, k, self_first, indices, sq_distances, list, handed_over);
   }
 }
@@ -369,13 +369,11 @@ void launch_warp_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_
 }
 
 // Threads a block of the thread search with heaps of `take` in shared memory
-// gets (0: the lists do not fit; the warp search serves), with the kernel
-// allowed all of the shared memory a block may opt in to.
+// gets (0: the lists do not fit; the warp search serves).
 template <typename Scalar>
 int thread_heap_block(int take) {
-  const size_t allowance = allow_all_dynamic_shared(knn_thread_kernel<Scalar, kSharedK>,
-                                                    "cudaFuncSetAttribute (grid thread search)");
-  return shared_list_threads(HeapList<Scalar>::bytes(take, 1), allowance, kThreadBlock);
+  return shared_heap_threads<Scalar>(knn_thread_kernel<Scalar, kSharedK>, take, kThreadBlock,
+                                     "cudaFuncSetAttribute (grid thread search)");
 }
 
 // The thread search with lists of K (kSharedK: heaps in shared memory,
@@ -385,7 +383,7 @@ void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int6
                        const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
                        Scalar* sq_distances, GridSearchScratch& s, cudaStream_t stream,
                        int threads = kThreadBlock) {
-  const size_t shared = K == kSharedK ? HeapList<Scalar>::bytes(take, threads) : 0;
+  const size_t shared = K == kSharedK ? SharedHeapList<Scalar>::bytes(take, threads) : 0;
   const HandedOver handed_over{s.handed_over.get(), s.handed_over_count.get()};
   knn_thread_kernel<Scalar, K><<<grid_for(count, threads), threads, shared, stream>>>(
       grid, queries, count, order, k, take, self_first, indices, sq_distances, handed_over);

@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(128)
   if (t >= m) return;
   const int32_t qi = order[t];
   const float4 q = load_query(queries, qi);
-  HeapList<float> list(heap_index + t, heap_dist + t, m, k);
+  HeapList<float> list({heap_index + t, heap_dist + t, m}, k);
   ThreadVisitor<HeapList<float>> visitor{tree, q, list};
   walk_tree(tree, q, visitor);
   const int64_t row = int64_t{qi} * k;

@@ -371,10 +371,10 @@ __global__ void __launch_bounds__(kSearchBlock, search_min_blocks<Scalar, K>)
   } else if constexpr (K == kSharedHeapK) {
     // Raw bytes: an extern array has one type for every instantiation.
     extern __shared__ __align__(16) unsigned char heap_bytes[];
-    HeapList<Scalar> list = HeapList<Scalar>::in_shared(heap_bytes, a.k);
+    SharedHeapList<Scalar> list = SharedHeapList<Scalar>::in_shared(heap_bytes, a.k);
     thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
   } else {
-    HeapList<Scalar> list(a.heap_index + t, a.heap_dist + t, a.m, a.k);
+    HeapList<Scalar> list({a.heap_index + t, a.heap_dist + t, a.m}, a.k);
     thread_query<DIM>(a, qi, home, list, warp_rows, lanes);
   }
 }
@@ -514,12 +514,11 @@ void launch_warp_search(const KernelArgs<Scalar>& a, cudaStream_t stream);
 template <int DIM, typename Scalar>
 void launch_shared_heap_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
   const auto kernel = search_thread_lists<Scalar, DIM, kSharedHeapK>;
-  const size_t allowance =
-      allow_all_dynamic_shared(kernel, "cudaFuncSetAttribute (thread search, shared heaps)");
-  const size_t per_thread = HeapList<Scalar>::bytes(a.k, 1);
-  const int threads = shared_list_threads(per_thread, allowance, kSearchBlock);
+  const int threads = shared_heap_threads<Scalar>(
+      kernel, a.k, kSearchBlock, "cudaFuncSetAttribute (thread search, shared heaps)");
   if (threads == 0) return launch_warp_search<DIM>(a, stream);
-  kernel<<<grid_for(a.m, threads), threads, per_thread * threads, stream>>>(a);
+  kernel<<<grid_for(a.m, threads), threads, SharedHeapList<Scalar>::bytes(a.k, threads), stream>>>(
+      a);
   check_launch("search_thread_lists (shared heaps)");
 }
 
