@@ -113,9 +113,9 @@ struct SplitHeapSlots {
 
 // Packed slots, float only: one 64-bit word an entry, the distance's bits
 // above the index's. A squared distance is never negative (not even -0: a
-// square is +0 or more, and so is a sum of them) and never NaN once offered
-// (NaN is closer than nothing), and the index is never negative, so the
-// words order as (distance, index) do: a level of a sift loads two words and
+// square is +0 or more, and so is a sum of them), a NaN passes no closer()
+// test and so never enters, and the index is never negative: the words
+// order as (distance, index) do. A level of a sift loads two words and
 // compares them once, where split slots load four values and compare pairs.
 struct PackedHeapSlots {
   using Entry = uint64_t;
