@@ -99,6 +99,19 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   int dim() const override { return 3; }
   double crowding() const override { return crowding_; }
 
+  // Queries in device memory (an OpenMP index called with device arrays)
+  // are read only once copied to the host to be answered: 0 for them.
+  double share_of_isolated_queries(const Scalar* queries, int64_t m,
+                                   const CallParams& call) const override {
+    if (m <= 0 || n_ == 0 || call.queries_on_device) return 0.0;
+    const int64_t sample = std::min(m, kPlacementSampleQueries);
+    const auto start = [&](uint32_t key) { return starts_[key]; };
+    int64_t isolated = 0;
+    for (int64_t t = 0; t < sample; ++t)
+      isolated += no_point_around(grid_, queries + 3 * (t * m / sample), start) ? 1 : 0;
+    return static_cast<double>(isolated) / static_cast<double>(sample);
+  }
+
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
     const int threads = thread_count(call.threads);
@@ -213,10 +226,12 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
           }
         });
     // An isolated query (grid_layout.h): every point in cell order, as the
-    // CUDA grid does.
-    if (walk == ShellWalk::Isolated)
+    // CUDA grid does, into an emptied list (the walk's points come again).
+    if (walk == ShellWalk::Isolated) {
+      list.reset();
       scan_cells(q, 0, static_cast<uint32_t>(grid_.cell_count() - 1),
                  CellScan<Scalar>{Scalar(0), 0}, kth, offer);
+    }
   }
 
   void within(const Scalar* q, Scalar r2, std::vector<Entry>& found) const {

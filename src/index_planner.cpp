@@ -30,22 +30,29 @@ bool grid_leads_at(int list_k, double crowding) {
   const bool even = crowding > 0.0 && crowding <= kGpuGridEvenCrowding;
   return even ? list_k <= kGpuGridEvenMaxListK : list_k < kGpuGridKdTreeMinK;
 }
+
+// The isolated share x n above which the grid of `backend` gives way.
+double max_isolated_scan(int backend) {
+  return backend == KNN_BACKEND_CUDA ? kGpuGridMaxIsolatedScan : kCpuGridMaxIsolatedScan;
+}
 }  // namespace
 
 bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind,
                           double crowding) {
-  return backend == KNN_BACKEND_CUDA && primary == KNN_STRUCTURE_GRID &&
-         kind == CallKind::Nearest && grid_leads_at(list_k, crowding) &&
-         (static_cast<double>(n) > kGpuGridMaxIsolatedScan);
+  // The OpenMP grid leads at every k (index_planner.h).
+  const bool grid_serves = backend != KNN_BACKEND_CUDA || grid_leads_at(list_k, crowding);
+  return primary == KNN_STRUCTURE_GRID && kind == CallKind::Nearest && grid_serves &&
+         static_cast<double>(n) > max_isolated_scan(backend);
 }
 
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
                       double isolated_share, double crowding) {
-  if (primary == KNN_STRUCTURE_KDTREE || backend != KNN_BACKEND_CUDA) return primary;
+  if (primary == KNN_STRUCTURE_KDTREE) return primary;
+  const bool isolated = reads_isolated_share(backend, primary, n, list_k, kind, crowding) &&
+                        isolated_share * static_cast<double>(n) > max_isolated_scan(backend);
+  if (backend != KNN_BACKEND_CUDA) return isolated ? KNN_STRUCTURE_KDTREE : primary;
   if (primary_refuses(backend, primary, n, list_k)) return KNN_STRUCTURE_KDTREE;
   const bool long_lists = kind == CallKind::Nearest && !grid_leads_at(list_k, crowding);
-  const bool isolated = reads_isolated_share(backend, primary, n, list_k, kind, crowding) &&
-                        isolated_share * static_cast<double>(n) > kGpuGridMaxIsolatedScan;
   return primary == KNN_STRUCTURE_GRID && (long_lists || isolated) ? KNN_STRUCTURE_KDTREE : primary;
 }
 

@@ -84,21 +84,28 @@ constexpr int kGpuGridKdTreeMinK = 65;
 constexpr double kGpuGridEvenCrowding = 2.0;
 constexpr int kGpuGridEvenMaxListK = 101;
 // Nor does the grid lead for many queries away from the points (inside a
-// scanned object, off a surface): the grid scans all n points for each
-// query with no point in the 3 x 3 x 3 cells around its own (its walk of
-// shells would cross row after row of empty cells), the kd-tree descends to
-// it. So a kNN call whose sampled queries (share_of_isolated_queries) make
+// scanned object, off a surface): for a query with no point in the 3 x 3
+// x 3 cells around its own the grid may walk row after row of empty cells
+// and then scan all n points (common/grid_layout.h, walk_shells), where the
+// kd-tree descends to it. So a kNN call whose sampled queries (share_of_isolated_queries) make
 // share x n above this is served by the kd-tree. H100, 10^6 points on a
 // sphere, 10^5 queries, k = 8, build + query ms (bench/RESULTS.md "Queries
 // away from a surface"): all in its bounding cube, grid 389, kd-tree 46;
 // 1 in 50 there, grid 12.7, kd-tree 19.7 (a warp of the kd-tree search
 // waits for its slowest query).
 constexpr double kGpuGridMaxIsolatedScan = 131072.0;
-// On the CPU the OpenMP grid never lost to the OpenMP kd-tree (2 cores,
-// uniform 3-D, n = m = 10^6, query ms grid vs kd-tree, 2026-11-25: k = 8 1036
-// vs 2508, 16: 1542 vs 3743, 32: 2536 vs 6790, 64: 4046 vs 11734, 100: 5824
-// vs 17979; n = m = 10^5: k = 400 4189 vs 6699, k = 1000 9067 vs 17765), and
-// neither CPU structure limits k: an OpenMP index never adds a kd-tree.
+// On the CPU the OpenMP grid never lost to the OpenMP kd-tree at any k
+// (2 cores, uniform 3-D, n = m = 10^6, query ms grid vs kd-tree, 2026-11-25:
+// k = 8 1036 vs 2508, 16: 1542 vs 3743, 32: 2536 vs 6790, 64: 4046 vs
+// 11734, 100: 5824 vs 17979; n = m = 10^5: k = 400 4189 vs 6699, k = 1000
+// 9067 vs 17765), and neither CPU structure limits k, but its scan of all
+// points for a query away from them costs as the GPU's does: 10^6 points on
+// a sphere, 10^5 queries in its cube, k = 8, 2 cores: grid 157 s, kd-tree
+// 6.2 s (2026-11-28), about 1.6 ns a point and query against 1.5 us a
+// query the grid saves at k = 8 (12 at k = 100). So an OpenMP AUTO index
+// adds its kd-tree for a kNN call whose isolated share x n is above this,
+// the saving at k = 8 to 100 in points scanned.
+constexpr double kCpuGridMaxIsolatedScan = 4096.0;
 
 // What a call needs of a structure: the k nearest (kNN, all-kNN: speed and
 // the list limit decide) or radius rows (only the list limit: the grid's
@@ -118,8 +125,8 @@ int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind 
                       double isolated_share = 0.0, double crowding = 0.0);
 // Whether serving_structure may read the isolated share for such a call (it
 // costs a pass over a sample of the queries): not where the grid would not
-// serve a kNN call anyway, nor over n <= kGpuGridMaxIsolatedScan points,
-// where no share can tip the choice.
+// serve a kNN call anyway, nor over n <= kGpuGridMaxIsolatedScan points
+// (kCpuGridMaxIsolatedScan on the CPU), where no share can tip the choice.
 bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind,
                           double crowding = 0.0);
 // serving_structure for a call on an AUTO index of n points whose primary

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -76,6 +77,47 @@ inline std::vector<float> tilted_plane(int64_t n, uint64_t seed) {
     rows[i + 1] = static_cast<float>(y);
     rows[i + 2] = static_cast<float>(0.3 * x + 0.2 * y + 5.0);
   }
+  return rows;
+}
+
+// n points uniform in the unit cube less its middle [0.2, 0.8]^3 (a volume
+// scan of a hollow object): the box stays filled enough for a first grid to
+// be kept, and a query in the hole has no point within 0.1 at least.
+inline std::vector<float> hollow_box(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> rows;
+  rows.reserve(static_cast<size_t>(3 * n));
+  while (rows.size() < static_cast<size_t>(3 * n)) {
+    double p[3];
+    bool inside = true;
+    for (double& c : p) c = rng.uniform(0.0, 1.0), inside = inside && c > 0.2 && c < 0.8;
+    if (!inside)
+      rows.insert(rows.end(),
+                  {static_cast<float>(p[0]), static_cast<float>(p[1]), static_cast<float>(p[2])});
+  }
+  return rows;
+}
+
+// n points whose density along x grows as x^3 (y and z uniform in [0, 1)):
+// filled enough for a first grid to be kept, and ever sparser towards
+// x = 0, where a query's 3 x 3 x 3 cells often hold no point though its
+// nearest lie a few cells on.
+inline std::vector<float> density_ramp(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> rows(static_cast<size_t>(3 * n));
+  for (size_t i = 0; i < rows.size(); i += 3) {
+    rows[i] = static_cast<float>(std::pow(rng.uniform(0.0, 1.0), 0.25));
+    rows[i + 1] = static_cast<float>(rng.uniform(0.0, 1.0));
+    rows[i + 2] = static_cast<float>(rng.uniform(0.0, 1.0));
+  }
+  return rows;
+}
+
+// m queries uniform in [lo, hi)^3.
+inline std::vector<float> queries_in_cube(int64_t m, double lo, double hi, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> rows(static_cast<size_t>(3 * m));
+  for (float& c : rows) c = static_cast<float>(rng.uniform(lo, hi));
   return rows;
 }
 

@@ -5,8 +5,9 @@
 // allocation failures injected at every allocation of the build), device
 // copies kept per structure, the memory estimates, and the API: an AUTO index
 // answers like every explicit structure and the oracle below and above the
-// thresholds, float32 and float64. On the CPU an AUTO index never adds the
-// kd-tree (the OpenMP grid never lost, src/index_planner.h); the CUDA configs
+// thresholds, float32 and float64. On the CPU an AUTO index adds the
+// kd-tree only for queries away from the points (src/index_planner.h); the
+// CUDA configs
 // (skipped without a device) are where the API really adds it, from a device
 // copy of the primary's points (each CUDA engine's copy_points_to_device,
 // checked bit for bit), on device and host arrays, and with that copy's
@@ -35,6 +36,7 @@
 #include "../src/lazy_kdtree.h"
 #include "fake_devices.h"
 #include "gpu_test_support.h"
+#include "grid_test_support.h"
 #include "host_alloc_hook.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
@@ -136,8 +138,67 @@ TEST(ServingStructure, GpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
     EXPECT_FALSE(knn::reads_isolated_share(kCuda, primary, n, 8, CallKind::Nearest));
     EXPECT_EQ(knn::serving_structure(kCuda, primary, 16384, 8, CallKind::Nearest, 1.0), primary);
   }
-  EXPECT_FALSE(knn::reads_isolated_share(kCpu, kGrid, n, 8, CallKind::Nearest));
-  EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, 8, CallKind::Nearest, 1.0), kGrid);
+}
+
+// On the CPU too (the OpenMP grid leads at every k, but scans every point
+// for a query away from them), from kCpuGridMaxIsolatedScan, at any k.
+TEST(ServingStructure, CpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
+  const double limit = knn::kCpuGridMaxIsolatedScan;
+  for (const int64_t n : {int64_t{1000000}, int64_t{100000000}}) {
+    const double share = limit / static_cast<double>(n);
+    for (int k : {1, 8, 100, 1000}) {
+      EXPECT_TRUE(knn::reads_isolated_share(kCpu, kGrid, n, k, CallKind::Nearest)) << k;
+      for (double s : {0.0, share / 2, share})
+        EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, k, CallKind::Nearest, s, 1.0), kGrid) << s;
+      for (double s : {share * 1.01, 0.5, 1.0})
+        EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, k, CallKind::Nearest, s, 1.0), kKdTree)
+            << s;
+    }
+  }
+  const auto small = static_cast<int64_t>(knn::kCpuGridMaxIsolatedScan);
+  EXPECT_FALSE(knn::reads_isolated_share(kCpu, kGrid, small, 8, CallKind::Nearest));
+  EXPECT_TRUE(knn::reads_isolated_share(kCpu, kGrid, small + 1, 8, CallKind::Nearest));
+  EXPECT_EQ(knn::serving_structure(kCpu, kGrid, small, 8, CallKind::Nearest, 1.0), kGrid);
+  const int64_t n = 10000000;
+  EXPECT_FALSE(knn::reads_isolated_share(kCpu, kGrid, n, 8, CallKind::Radius));
+  EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, 8, CallKind::Radius, 1.0), kGrid);
+  for (int primary : {kKdTree, kBrute}) {
+    EXPECT_FALSE(knn::reads_isolated_share(kCpu, primary, n, 8, CallKind::Nearest));
+    EXPECT_EQ(knn::serving_structure(kCpu, primary, n, 8, CallKind::Nearest, 1.0), primary);
+  }
+}
+
+// An OpenMP AUTO index over a hollow box: a call whose queries lie deep in
+// the hole goes to the kd-tree (structure_serving_call over the OpenMP grid,
+// which reads the queries' share), one among the points stays on the grid;
+// through the API the AUTO index answers both as an explicit kd-tree does.
+TEST(AutoQueryCpu, QueriesDeepInTheHoleOfAHollowBoxGoToTheKdTree) {
+  const int64_t n = 20000, m = 2000;
+  const std::vector<float> points = knn_test::hollow_box(n, 91);
+  const std::vector<float> deep = knn_test::queries_in_cube(m, 0.3, 0.7, 92);
+  const std::vector<float> among = knn_test::hollow_box(m, 93);
+  const auto grid = knn::omp::build_grid_index(points.data(), n, knn::IndexParams{});
+  ASSERT_NE(grid, nullptr);
+  for (int k : {1, 8, 100, 1000}) {
+    EXPECT_EQ(knn::structure_serving_call(*grid, n, k, CallKind::Nearest, deep.data(), m), kKdTree)
+        << k;
+    EXPECT_EQ(knn::structure_serving_call(*grid, n, k, CallKind::Nearest, among.data(), m), kGrid)
+        << k;
+  }
+  knn_options o;
+  knn_options_init(&o);
+  o.backend = kCpu;
+  o.structure = KNN_STRUCTURE_AUTO;
+  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
+  o.structure = kKdTree;
+  knn_test::IndexHandle kd = knn_test::build_index(points, 3, o);
+  ASSERT_TRUE(automatic && kd);
+  for (const auto* queries : {&deep, &among})
+    for (int k : {1, 8, 100}) {
+      SCOPED_TRACE(k);
+      EXPECT_TRUE(knn_test::same_knn(knn_test::query_index(kd.get(), *queries, 3, k),
+                                     knn_test::query_index(automatic.get(), *queries, 3, k)));
+    }
 }
 
 TEST(ServingStructure, GpuBruteForceGivesWayOnlyWhereItWouldRefuse) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 #include "../common/float_math.h"
@@ -310,6 +311,164 @@ TEST(GridCpuOccupancy, CrowdingTellsFilledBoxesFromSurfaces) {
   EXPECT_GT(crowding[1], knn::kGridPoorOccupancyFactor);
   EXPECT_EQ(knn::omp::build_kdtree_index(uniform.data(), 200000, 3, knn::IndexParams{})->crowding(),
             0.0);
+}
+
+// The k-nearest walk of grid_layout.h over a grid binned here (counting
+// sort by cell key), with a list of the k best kept in a sorted vector: how
+// it ended for q, and how many points its shells read.
+struct WalkOutcome {
+  knn::ShellWalk walk;
+  int64_t read;
+};
+class BinnedPoints {
+ public:
+  BinnedPoints(const knn::GridLayout& g, const std::vector<float>& points)
+      : g_(g), points_(points), starts_(static_cast<size_t>(g.cell_count()) + 1, 0) {
+    const int64_t n = static_cast<int64_t>(points.size() / 3);
+    std::vector<uint32_t> key(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      key[i] = g.key_of(points[3 * i], points[3 * i + 1], points[3 * i + 2]);
+      ++starts_[key[i] + size_t{1}];
+    }
+    for (size_t c = 1; c < starts_.size(); ++c) starts_[c] += starts_[c - 1];
+    std::vector<uint32_t> next(starts_.begin(), starts_.end() - 1);
+    ids_.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ids_[next[key[i]]++] = static_cast<int32_t>(i);
+  }
+
+  WalkOutcome walk(const float q[3], int k) const {
+    std::vector<knn::Neighbor> best;  // sorted, at most k
+    const auto kth = [&] {
+      return static_cast<int>(best.size()) == k
+                 ? best.back()
+                 : knn::Neighbor{std::numeric_limits<float>::infinity(), INT32_MAX};
+    };
+    const auto offer = [&](float d, int32_t id) {
+      const knn::Neighbor c{d, id};
+      if (static_cast<int>(best.size()) == k && !knn::closer(c, best.back())) return;
+      best.insert(std::upper_bound(best.begin(), best.end(), c,
+                                   [](const knn::Neighbor& a, const knn::Neighbor& b) {
+                                     return knn::closer(a, b);
+                                   }),
+                  c);
+      if (static_cast<int>(best.size()) > k) best.pop_back();
+    };
+    const auto distance = [&](int32_t id) {
+      const float* p = &points_[3 * static_cast<size_t>(id)];
+      return knn::squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]);
+    };
+    int64_t read = 0;
+    const knn::ShellWalk walk = knn::walk_shells(
+        g_, q, kth,
+        [&](uint32_t first, uint32_t last, const knn::CellScan<float>& scan) {
+          for (uint32_t p = starts_[first]; p < starts_[last + size_t{1}]; ++p) {
+            const int32_t id = ids_[p];
+            if (scan.already_offered(id)) continue;
+            offer(distance(id), id);
+          }
+          read += starts_[last + size_t{1}] - starts_[first];
+          return static_cast<int64_t>(starts_[last + size_t{1}] - starts_[first]);
+        },
+        [&](int32_t first, int32_t last, const knn::ShellCube& cube) {
+          for (int32_t id = first; id < last; ++id) {
+            const float* p = &points_[3 * static_cast<size_t>(id)];
+            if (!cube.contains(g_, p[0], p[1], p[2])) offer(distance(id), id);
+          }
+        });
+    return {walk, read};
+  }
+
+ private:
+  knn::GridLayout g_;
+  const std::vector<float>& points_;
+  std::vector<uint32_t> starts_;
+  std::vector<int32_t> ids_;
+};
+
+// Queries where the points thin out (a density ramp) or stop (the hole of a
+// hollow box): a walk whose list is not full after isolated_walk_runs runs
+// gives up (ShellWalk::Isolated, here seen to happen after its shells read
+// points, at the longer lists), and the search then scans every point into
+// an emptied list; a walk whose points lie a few shells on goes on and
+// finishes. Both answer as the oracle.
+TEST(GridCpuIsolated, WalksThatGiveUpOrGoOnAnswerAsTheOracle) {
+  const int64_t n = 200000;
+  struct Case {
+    const char* name;
+    std::vector<float> points, queries;
+  };
+  const Case cases[] = {{"hollow box", hollow_box(n, 71), queries_in_cube(120, 0.25, 0.75, 72)},
+                        {"density ramp", density_ramp(n, 73), queries_in_cube(120, 0.0, 0.1, 74)}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int64_t m = static_cast<int64_t>(c.queries.size() / 3);
+    const auto grid = build_grid(c.points);
+    ASSERT_NE(grid, nullptr) << "the box is filled enough to keep a grid";
+    const BinnedPoints binned(first_layout(c.points, knn::kGridDefaultPointsPerCell), c.points);
+    int gave_up_after_reading = 0, finished = 0;
+    for (const int k : {1, 8, 50, 400, 20000}) {
+      SCOPED_TRACE(k);
+      for (int64_t i = 0; i < m; ++i) {
+        const WalkOutcome w = binned.walk(&c.queries[3 * static_cast<size_t>(i)], k);
+        gave_up_after_reading += w.walk == knn::ShellWalk::Isolated && w.read > 0;
+        finished += w.walk == knn::ShellWalk::Complete;
+      }
+      EXPECT_TRUE(same_knn(oracle_knn(c.points.data(), n, c.queries.data(), m, 3, k),
+                           engine_knn(*grid, c.queries, k)));
+    }
+    EXPECT_GT(gave_up_after_reading, 0);
+    EXPECT_GT(finished, 0);
+  }
+}
+
+// The OpenMP grid's share of isolated queries (no point in the 3 x 3 x 3
+// cells around their own) against a count here over the points' cells: all
+// of those deep in the hole of a hollow box, none of those among its points.
+TEST(GridCpuIsolated, ShareOfIsolatedQueriesCountsTheEmptyNeighbourhoods) {
+  const int64_t n = 200000;
+  const std::vector<float> points = hollow_box(n, 81);
+  const auto grid = build_grid(points);
+  ASSERT_NE(grid, nullptr);
+  const knn::GridLayout g = first_layout(points, knn::kGridDefaultPointsPerCell);
+  std::vector<char> occupied(static_cast<size_t>(g.cell_count()), 0);
+  for (size_t i = 0; i < points.size(); i += 3)
+    occupied[g.key_of(points[i], points[i + 1], points[i + 2])] = 1;
+  const auto counted = [&](const std::vector<float>& queries) {
+    const int64_t m = static_cast<int64_t>(queries.size() / 3);
+    const int64_t sample = std::min<int64_t>(m, knn::kPlacementSampleQueries);
+    int64_t isolated = 0;
+    for (int64_t t = 0; t < sample; ++t) {
+      const float* q = &queries[3 * static_cast<size_t>(t * m / sample)];
+      int32_t c[3];
+      for (int a = 0; a < 3; ++a) c[a] = g.cell_on_axis(q[a], a);
+      bool any = false;
+      for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+          for (int dx = -1; dx <= 1; ++dx) {
+            const int32_t x = c[0] + dx, y = c[1] + dy, z = c[2] + dz;
+            if (x >= 0 && y >= 0 && z >= 0 && x < g.cells[0] && y < g.cells[1] && z < g.cells[2])
+              any = any || occupied[g.key(x, y, z)];
+          }
+      isolated += any ? 0 : 1;
+    }
+    return static_cast<double>(isolated) / static_cast<double>(sample);
+  };
+  const std::vector<float> deep = queries_in_cube(5000, 0.3, 0.7, 82);
+  const std::vector<float> among = hollow_box(3000, 83);
+  std::vector<float> mixed(deep.begin(), deep.begin() + 3 * 1000);
+  mixed.insert(mixed.end(), among.begin(), among.end());
+  const std::vector<float>* const sets[] = {&deep, &among, &mixed};
+  for (const std::vector<float>* queries : sets) {
+    const int64_t m = static_cast<int64_t>(queries->size() / 3);
+    EXPECT_DOUBLE_EQ(grid->share_of_isolated_queries(queries->data(), m, knn::CallParams{}),
+                     counted(*queries));
+  }
+  EXPECT_EQ(grid->share_of_isolated_queries(deep.data(), 5000, knn::CallParams{}), 1.0);
+  EXPECT_EQ(grid->share_of_isolated_queries(among.data(), 3000, knn::CallParams{}), 0.0);
+  EXPECT_EQ(grid->share_of_isolated_queries(deep.data(), 0, knn::CallParams{}), 0.0);
+  knn::CallParams on_device;
+  on_device.queries_on_device = true;  // not read: 0
+  EXPECT_EQ(grid->share_of_isolated_queries(deep.data(), 5000, on_device), 0.0);
 }
 
 // Points on a surface make a poor first grid; the finer grid chosen for a

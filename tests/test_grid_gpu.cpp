@@ -285,6 +285,35 @@ TEST(GridGpuOccupancy, QueriesAwayFromTheSurfaceAreCountedIsolated) {
   EXPECT_EQ(sq64, want_sq);
 }
 
+// The walks that give up or go on (test_grid_cpu, GridCpuIsolated) on the
+// CUDA grid: a hollow box's hole and a density ramp's sparse end, at lists
+// of every path (registers, heaps, a warp per query, and the warp search the
+// thread search hands its give-ups to), answer as the OpenMP grid, and the
+// share of isolated queries is the OpenMP grid's.
+TEST(GridGpuIsolated, WalksThatGiveUpOrGoOnAnswerAsTheOpenMpGrid) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 200000;
+  struct Case {
+    const char* name;
+    std::vector<float> points, queries;
+  };
+  const Case cases[] = {{"hollow box", hollow_box(n, 71), queries_in_cube(500, 0.25, 0.75, 72)},
+                        {"density ramp", density_ramp(n, 73), queries_in_cube(500, 0.0, 0.1, 74)}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int64_t m = static_cast<int64_t>(c.queries.size() / 3);
+    const auto gpu = knn::cuda::build_grid_index(c.points.data(), n, knn::IndexParams{});
+    const auto cpu = knn::omp::build_grid_index(c.points.data(), n, knn::IndexParams{});
+    ASSERT_TRUE(gpu && cpu);
+    EXPECT_EQ(gpu->share_of_isolated_queries(c.queries.data(), m, knn::CallParams{}),
+              cpu->share_of_isolated_queries(c.queries.data(), m, knn::CallParams{}));
+    for (const int k : {1, 8, 30, 100, 400, 2000}) {
+      SCOPED_TRACE(k);
+      EXPECT_TRUE(same_knn(engine_knn(*cpu, c.queries, k), engine_knn(*gpu, c.queries, k)));
+    }
+  }
+}
+
 // A finer grid whose cell starts cannot be allocated is given up, not the
 // build. Failing each device allocation of a GRID build over a surface in
 // turn: the build fails cleanly (DEVICE_OUT_OF_MEMORY, no index) or builds;

@@ -87,29 +87,11 @@ __device__ void load_point(const GridView<Scalar>& grid, int32_t id, Scalar p[3]
   p[0] = __ldg(row), p[1] = __ldg(row + 1), p[2] = __ldg(row + 2);
 }
 
-// Whether the 3 x 3 x 3 cells around q's own (clamped to the grid) hold no
-// point, read as the rows along x of the nine (y, z) pairs. Such a query
-// lies away from the points (inside a scanned object, off a surface, an
-// outlier), where the walk of shells would cross row after row of empty
-// cells: the k-nearest search, which finds it so after shells 0 and 1 (the
-// same 27 cells, none pruned while no candidate is known), scans all points
-// for it instead (one warp, in cell order: O(n)), and AUTO reads the share
-// of such queries (count_isolated_queries).
+// Whether q has no point in the 3 x 3 x 3 cells around its own
+// (grid_layout.h, no_point_around).
 template <typename Scalar>
 __device__ bool isolated(const GridView<Scalar>& grid, const Scalar q[3]) {
-  const BasicGridLayout<Scalar>& g = grid.layout;
-  int32_t lo[3], hi[3];
-  for (int a = 0; a < 3; ++a) {
-    const int32_t c = g.cell_on_axis(q[a], a);
-    lo[a] = c > 0 ? c - 1 : 0;
-    hi[a] = c + 1 < g.cells[a] ? c + 1 : g.cells[a] - 1;
-  }
-  for (int32_t cz = lo[2]; cz <= hi[2]; ++cz)
-    for (int32_t cy = lo[1]; cy <= hi[1]; ++cy)
-      if (__ldg(grid.starts + g.key(hi[0], cy, cz) + 1) !=
-          __ldg(grid.starts + g.key(lo[0], cy, cz)))
-        return false;
-  return true;
+  return no_point_around(grid.layout, q, [&](uint32_t key) { return __ldg(grid.starts + key); });
 }
 
 // Queries the thread search hands to the warp search (isolated ones): their
@@ -240,10 +222,13 @@ __device__ void warp_query(const GridView<Scalar>& grid, const Scalar* queries, 
             list.offer(c);
           }
         });
-    // Every cell as one run, bound 0 (a lower bound of every distance).
-    if (walk == ShellWalk::Isolated)
+    // Every cell as one run, bound 0 (a lower bound of every distance), into
+    // an emptied list (the walk's points come again).
+    if (walk == ShellWalk::Isolated) {
+      list = WarpList<Scalar>(list.list, take, lane);
       scan_run(0, static_cast<uint32_t>(grid.layout.cell_count() - 1),
                CellScan<Scalar>{Scalar(0), 0});
+    }
   }
   list.flush();
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
