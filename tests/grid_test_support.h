@@ -121,6 +121,20 @@ inline std::vector<float> queries_in_cube(int64_t m, double lo, double hi, uint6
   return rows;
 }
 
+// Points with a region the grid's walks cross empty or nearly so, and m
+// queries there: a hollow box's hole (queries in [0.25, 0.75]^3, some deep
+// in it, some near its walls) and a density ramp's sparse end (x < 0.1).
+struct SparseRegionCase {
+  const char* name;
+  std::vector<float> points, queries;
+};
+inline std::vector<SparseRegionCase> sparse_region_cases(int64_t n, int64_t m) {
+  std::vector<SparseRegionCase> cases;
+  cases.push_back({"hollow box", hollow_box(n, 71), queries_in_cube(m, 0.25, 0.75, 72)});
+  cases.push_back({"density ramp", density_ramp(n, 73), queries_in_cube(m, 0.0, 0.1, 74)});
+  return cases;
+}
+
 // Queries for a line: every 7th point, the same moved half a spacing off
 // the line, and a few far outside it.
 inline std::vector<float> collinear_queries(const std::vector<float>& line, double spacing) {

@@ -393,13 +393,7 @@ class BinnedPoints {
 // finishes. Both answer as the oracle.
 TEST(GridCpuIsolated, WalksThatGiveUpOrGoOnAnswerAsTheOracle) {
   const int64_t n = 200000;
-  struct Case {
-    const char* name;
-    std::vector<float> points, queries;
-  };
-  const Case cases[] = {{"hollow box", hollow_box(n, 71), queries_in_cube(120, 0.25, 0.75, 72)},
-                        {"density ramp", density_ramp(n, 73), queries_in_cube(120, 0.0, 0.1, 74)}};
-  for (const Case& c : cases) {
+  for (const SparseRegionCase& c : sparse_region_cases(n, 120)) {
     SCOPED_TRACE(c.name);
     const int64_t m = static_cast<int64_t>(c.queries.size() / 3);
     const auto grid = build_grid(c.points);

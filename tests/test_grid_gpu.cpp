@@ -293,13 +293,7 @@ TEST(GridGpuOccupancy, QueriesAwayFromTheSurfaceAreCountedIsolated) {
 TEST(GridGpuIsolated, WalksThatGiveUpOrGoOnAnswerAsTheOpenMpGrid) {
   SKIP_WITHOUT_DEVICE();
   const int64_t n = 200000;
-  struct Case {
-    const char* name;
-    std::vector<float> points, queries;
-  };
-  const Case cases[] = {{"hollow box", hollow_box(n, 71), queries_in_cube(500, 0.25, 0.75, 72)},
-                        {"density ramp", density_ramp(n, 73), queries_in_cube(500, 0.0, 0.1, 74)}};
-  for (const Case& c : cases) {
+  for (const SparseRegionCase& c : sparse_region_cases(n, 500)) {
     SCOPED_TRACE(c.name);
     const int64_t m = static_cast<int64_t>(c.queries.size() / 3);
     const auto gpu = knn::cuda::build_grid_index(c.points.data(), n, knn::IndexParams{});
