@@ -398,11 +398,13 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   skin) get finer cells than their bounding box suggests, up to 16 cells
  *   a point; on data that would still make a poor grid (strongly
  *   clustered, all points equal) the kd-tree serves instead, and
- *   knn_index_info reports KNN_STRUCTURE_KDTREE. A kNN query with no point
- *   in the 3 x 3 x 3 grid cells around its own (inside a scanned object,
- *   off its surface, an outlier) is answered by a scan of every point (O(n)
- *   for that query) rather than a walk across the empty cells; an AUTO
- *   index hands calls with many such queries to a kd-tree (below).
+ *   knn_index_info reports KNN_STRUCTURE_KDTREE. A kNN query whose walk of
+ *   cells crosses empty ones for long (inside a scanned object, off its
+ *   surface, an outlier) is answered by a scan of every point (O(n) for
+ *   that query) rather than a walk across all of them; where the points only
+ *   thin out the walk goes on to them. An AUTO index hands calls with many
+ *   queries that have no point in the 3 x 3 x 3 grid cells around their own
+ *   to a kd-tree (below).
  *   KNN_STRUCTURE_BRUTE_FORCE:
  *   every query against every point, any dimension. KNN_STRUCTURE_AUTO:
  *   brute force for up to 2048 points on the CPU (16384 on the GPU), for
@@ -442,11 +444,14 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   error; a later call tries again), else the call fails with that status (for
  *   device memory on an index that KNN_BACKEND_AUTO put on the GPU, the CPU
  *   answers instead: "Backends" above). No CPU structure limits k: an AUTO
- *   index on the CPU keeps its primary structure alone, and takes the kd-tree
- *   where the grid would need finer cells for a surface (on the CPU the kd-tree
- *   is faster there; on the GPU the finer grid is). An index built with an
- *   explicit structure never adds one. These thresholds are tuning, not
- *   contract: a later release may move them (the answers never change).
+ *   index on the CPU adds the kd-tree only for kNN calls whose queries lie
+ *   away from the points (the share as above, times n, above 4096: the
+ *   OpenMP grid's scan costs as the GPU's does), and takes the kd-tree as
+ *   its primary where the grid would need finer cells for a surface (on the
+ *   CPU the kd-tree is faster there; on the GPU the finer grid is). An index
+ *   built with an explicit structure never adds one. These thresholds are
+ *   tuning, not contract: a later release may move them (the answers never
+ *   change).
  * Devices. The CUDA backend builds on opt->device when it is >= 0, else on
  *   the calling thread's current device; the index remembers its device and
  *   every later call on it runs there. The caller's current device is
