@@ -312,17 +312,16 @@ struct ShellCube {
 // Index-sweep steps between two reads of the k-th candidate.
 constexpr int32_t kGridSweepStep = 32;
 
-// Runs (a row of cells, or one cell) a k-nearest walk may visit while its
-// list is not yet full before it gives up (ShellWalk::Isolated): at least
-// kGridIsolatedMinRuns (shells out to r = 10 or so), and 1 in
-// kGridIsolatedCellsPerRun of the grid's cells (a run costs about what a
-// point of the scan of every point that replaces the walk costs, and that
-// scan reads about target points a cell).
-constexpr int64_t kGridIsolatedMinRuns = 4096;
-constexpr int64_t kGridIsolatedCellsPerRun = 64;
-template <typename Scalar>
-KNN_HD int64_t isolated_walk_runs(const BasicGridLayout<Scalar>& g) {
-  const int64_t share = g.cell_count() / kGridIsolatedCellsPerRun;
+// Runs (a row of cells, or one cell) a k-nearest walk over n points may
+// visit while its list is not yet full before it gives up
+// (ShellWalk::Isolated): 1 in kGridIsolatedPointsPerRun of the points, so
+// that a walk that gives up costs at most half the scan of every point that
+// replaces it (on the GPU one lane walks while a warp scans, 32 points a
+// step), and at least kGridIsolatedMinRuns (shells out to r = 4 or so).
+constexpr int64_t kGridIsolatedMinRuns = 256;
+constexpr int64_t kGridIsolatedPointsPerRun = 64;
+KNN_HD int64_t isolated_walk_runs(int64_t n) {
+  const int64_t share = n / kGridIsolatedPointsPerRun;
   return share > kGridIsolatedMinRuns ? share : kGridIsolatedMinRuns;
 }
 
@@ -357,9 +356,10 @@ KNN_HD int64_t isolated_walk_runs(const BasicGridLayout<Scalar>& g) {
 // Isolated queries. A query away from the points (inside a scanned object,
 // off a surface, an outlier) would walk shell after shell of empty cells,
 // row by row, until its list fills. So a walk that has visited more runs
-// than isolated_walk_runs with its list not yet full ends there, unfinished,
-// and says so; the caller offers every point instead (one run over all
-// cells: O(n)), which costs about as much as the runs allowed. A query where
+// than runs_allowed (isolated_walk_runs) with its list not yet full ends
+// there, unfinished, and says so; the caller offers every point instead
+// (one run over all cells: O(n)), which costs more than the runs allowed
+// did. A query where
 // the points merely thin out (a density ramp, the far edge of a scan) fills
 // its list a few shells on and finishes its walk: ending every walk whose
 // 3 x 3 x 3 cells held no point sent such queries to the O(n) scan (10^7
@@ -368,8 +368,9 @@ KNN_HD int64_t isolated_walk_runs(const BasicGridLayout<Scalar>& g) {
 enum class ShellWalk { Complete, Isolated };
 
 template <typename Scalar, class Kth, class VisitRange, class Sweep>
-KNN_HD ShellWalk walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3], Kth&& kth,
-                             VisitRange&& visit_range, Sweep&& sweep) {
+KNN_HD ShellWalk walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3],
+                             int64_t runs_allowed, Kth&& kth, VisitRange&& visit_range,
+                             Sweep&& sweep) {
   const int32_t qc[3] = {g.cell_on_axis(q[0], 0), g.cell_on_axis(q[1], 1), g.cell_on_axis(q[2], 2)};
   const int32_t side_y = g.nearer_side(q[1], 1, qc[1]), side_z = g.nearer_side(q[2], 2, qc[2]);
   const Scalar own_x = g.box_gap(q[0], 0);
@@ -377,7 +378,6 @@ KNN_HD ShellWalk walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3]
   int32_t swept = 0;   // indices below were offered by the sweep
   int64_t credit = 0;  // points and runs read by the shells, not yet matched by the sweep
   int64_t runs = 0;    // runs visited
-  const int64_t runs_allowed = isolated_walk_runs(g);
   const auto visit = [&](uint32_t first_key, uint32_t last_key, Scalar bound) {
     const int64_t points = visit_range(first_key, last_key, CellScan<Scalar>{bound, swept});
     ++runs;

@@ -213,7 +213,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     };
     const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
     const ShellWalk walk = walk_shells(
-        grid_, q, kth,
+        grid_, q, isolated_walk_runs(n_), kth,
         [&](uint32_t first_key, uint32_t last_key, const CellScan<Scalar>& scan) {
           return scan_cells(q, first_key, last_key, scan, kth, offer);
         },

@@ -359,7 +359,7 @@ class BinnedPoints {
     };
     int64_t read = 0;
     const knn::ShellWalk walk = knn::walk_shells(
-        g_, q, kth,
+        g_, q, knn::isolated_walk_runs(static_cast<int64_t>(points_.size() / 3)), kth,
         [&](uint32_t first, uint32_t last, const knn::CellScan<float>& scan) {
           for (uint32_t p = starts_[first]; p < starts_[last + size_t{1}]; ++p) {
             const int32_t id = ids_[p];

@@ -115,7 +115,7 @@ __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* qu
   const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
   const bool isolated_query =
       grid.n > 0 && walk_shells(
-                        grid.layout, static_cast<const Scalar*>(q), kth,
+                        grid.layout, static_cast<const Scalar*>(q), isolated_walk_runs(grid.n), kth,
                         [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
                           return scan_cells(grid, q, first, last, scan, kth, offer);
                         },
@@ -203,7 +203,7 @@ __device__ void warp_query(const GridView<Scalar>& grid, const Scalar* queries, 
     // The shell walk's tests read the k-th with every candidate merged: a
     // stale one would walk whole shells more.
     const ShellWalk walk = walk_shells(
-        grid.layout, static_cast<const Scalar*>(q),
+        grid.layout, static_cast<const Scalar*>(q), isolated_walk_runs(grid.n),
         [&] {
           list.flush();
           return list.worst;
