@@ -359,12 +359,11 @@ KNN_HD int64_t isolated_walk_runs(int64_t n) {
 // than runs_allowed (isolated_walk_runs) with its list not yet full ends
 // there, unfinished, and says so; the caller offers every point instead
 // (one run over all cells: O(n)), which costs more than the runs allowed
-// did. A query where
-// the points merely thin out (a density ramp, the far edge of a scan) fills
-// its list a few shells on and finishes its walk: ending every walk whose
-// 3 x 3 x 3 cells held no point sent such queries to the O(n) scan (10^7
-// points of density rising as x, k = 72: 1455 ms against the kd-tree's 149,
-// H200).
+// did. A query where the points merely thin out (a density ramp, the far
+// edge of a scan) fills its list a few shells on and finishes its walk:
+// ending every walk whose 3 x 3 x 3 cells held no point sent such queries
+// to the O(n) scan (10^7 points of density rising as x, k = 72: 1455 ms
+// against the kd-tree's 149, H200).
 enum class ShellWalk { Complete, Isolated };
 
 template <typename Scalar, class Kth, class VisitRange, class Sweep>
