@@ -78,7 +78,7 @@ KNN_HD Scalar box_distance(const Scalar* q, const Scalar* lo, const Scalar* hi, 
 }
 
 // The layout of an IEEE-754 scalar: the unsigned integer of its width, its
-// sign bit and the bits of its exponent field.
+// sign bit, the bits of its exponent field and the width of its mantissa.
 template <typename Scalar>
 struct FloatLayout;
 template <>
@@ -86,12 +86,14 @@ struct FloatLayout<float> {
   using Bits = uint32_t;
   static constexpr Bits kSign = 0x80000000u;
   static constexpr Bits kExponent = 0x7f800000u;
+  static constexpr int kMantissaBits = 23;
 };
 template <>
 struct FloatLayout<double> {
   using Bits = uint64_t;
   static constexpr Bits kSign = 0x8000000000000000ull;
   static constexpr Bits kExponent = 0x7ff0000000000000ull;
+  static constexpr int kMantissaBits = 52;
 };
 template <typename Scalar>
 using FloatBits = typename FloatLayout<Scalar>::Bits;

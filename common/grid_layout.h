@@ -431,26 +431,32 @@ KNN_HD ShellWalk walk_shells(const BasicGridLayout<Scalar>& g, const Scalar q[3]
   }
 }
 
-// Whether the 3 x 3 x 3 cells around q's own (clamped to the grid) hold no
-// point, read as the rows along x of the nine (y, z) pairs; start(key) is
-// the position of cell key's first point in cell order (start(key + 1) its
-// end). Such a query may lie away from the points (inside a scanned object,
-// off a surface, an outlier), where walk_shells may cross row after row of
-// empty cells until its runs allowed are spent and the search then scans
-// every point for it: AUTO reads the share of such queries
-// (share_of_isolated_queries).
+// The points in the 3 x 3 x 3 cells around q's own (clamped to the grid),
+// read as the rows along x of the nine (y, z) pairs; start(key) is the
+// position of cell key's first point in cell order (start(key + 1) its end).
 template <typename Scalar, class Start>
-KNN_HD bool no_point_around(const BasicGridLayout<Scalar>& g, const Scalar q[3], Start&& start) {
+KNN_HD int64_t points_around(const BasicGridLayout<Scalar>& g, const Scalar q[3], Start&& start) {
   int32_t lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
     const int32_t c = g.cell_on_axis(q[a], a);
     lo[a] = c > 0 ? c - 1 : 0;
     hi[a] = c + 1 < g.cells[a] ? c + 1 : g.cells[a] - 1;
   }
+  int64_t points = 0;
   for (int32_t cz = lo[2]; cz <= hi[2]; ++cz)
     for (int32_t cy = lo[1]; cy <= hi[1]; ++cy)
-      if (start(g.key(hi[0], cy, cz) + 1) != start(g.key(lo[0], cy, cz))) return false;
-  return true;
+      points += start(g.key(hi[0], cy, cz) + 1) - start(g.key(lo[0], cy, cz));
+  return points;
+}
+
+// Whether those cells hold no point. Such a query may lie away from the
+// points (inside a scanned object, off a surface, an outlier), where
+// walk_shells may cross row after row of empty cells until its runs allowed
+// are spent and the search then scans every point for it: AUTO reads the
+// share of such queries (share_of_isolated_queries).
+template <typename Scalar, class Start>
+KNN_HD bool no_point_around(const BasicGridLayout<Scalar>& g, const Scalar q[3], Start&& start) {
+  return points_around(g, q, start) == 0;
 }
 
 // The radius walk: every cell whose bound is within r2 (the square of the
@@ -558,13 +564,6 @@ inline int64_t grid_max_cells(int64_t n) {
 // is the mean number of points in a point's own cell.
 inline double mean_own_cell(uint64_t sum_of_squared_counts, int64_t n) {
   return n > 0 ? static_cast<double>(sum_of_squared_counts) / static_cast<double>(n) : 0.0;
-}
-
-// How many times the points of a uniform grid (target + 1) a point's own
-// cell holds on average: about 1 where the points fill their box, more on
-// surfaces and in clusters.
-inline double grid_crowding(uint64_t sum_of_squared_counts, int64_t n, int target) {
-  return mean_own_cell(sum_of_squared_counts, n) / (target + 1);
 }
 
 // True when a point's own cell holds far more than a uniform grid's

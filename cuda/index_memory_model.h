@@ -19,6 +19,7 @@
 #include "../common/grid_layout.h"
 #include "../include/knn_gpgpu.h"
 #include "core/memory_model.h"
+#include "grid/grid_memory.h"
 #include "kdtree/index_kdtree_memory.h"
 
 namespace knn {
@@ -93,8 +94,13 @@ inline size_t call_bytes(int64_t m, int k, int dim, size_t scalar_bytes = sizeof
 // the resident index is counted as its build: an upper bound).
 inline size_t query_bytes(int structure, int64_t m, int k, int64_t n, int dim,
                           size_t scalar_bytes = sizeof(float)) {
-  const size_t rough =
-      build_bytes(structure, n, dim, scalar_bytes) + call_bytes(m, k, dim, scalar_bytes);
+  // A grid's binned rows where a grid may serve (counted from dim 3 on, so
+  // that no estimate falls as dim grows).
+  const bool grid_may_serve =
+      dim >= 3 && (structure == KNN_STRUCTURE_GRID || structure == KNN_STRUCTURE_AUTO);
+  const size_t rough = build_bytes(structure, n, dim, scalar_bytes) +
+                       call_bytes(m, k, dim, scalar_bytes) +
+                       (grid_may_serve ? grid_binned_call_bytes(m, k, scalar_bytes) : 0);
   // Every structure but brute force may be served by the kd-tree (the grid
   // falls back to it): its exact bound, two pipeline slots and exclude_self
   // included (index_kdtree_memory.h).
@@ -112,8 +118,9 @@ inline size_t query_bytes(int structure, int64_t m, int k, int64_t n, int dim,
 inline size_t classic_grid_query_bytes(int64_t m, int k, int64_t n) {
   const size_t binning = saturating_add(uploaded_tree_bytes(n), grid_build_bytes(n));
   const int64_t chunk = std::min(m, kMaxChunkQueries);
-  const size_t querying =
-      saturating_add(grid_build_bytes(n), saturating_mul(kPipelineSlots, call_bytes(chunk, k, 3)));
+  const size_t querying = saturating_add(
+      saturating_add(grid_build_bytes(n), saturating_mul(kPipelineSlots, call_bytes(chunk, k, 3))),
+      grid_binned_call_bytes(m, k, sizeof(float)));
   return std::max(binning, querying);
 }
 

@@ -75,12 +75,6 @@ class BasicIndexEngine {
     (void)queries, (void)m, (void)call;
     return 0.0;
   }
-  // How well the points fill their bounding box: for the 3-D grid, the
-  // grid_crowding of the first layout it binned (cells of the target count
-  // over the box, before any finer grid for a surface): about 1 where the
-  // points fill the box, more on surfaces and in clusters, the same on both
-  // backends; 0 where it does not apply.
-  virtual double crowding() const { return 0.0; }
   // The indexed points in input order (size() rows of dim() scalars) into host
   // memory: what serialization saves (the structure is rebuilt on load).
   virtual void copy_points(Scalar* host_rows) const = 0;

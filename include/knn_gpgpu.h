@@ -297,7 +297,7 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
  * splits the tree when the tree itself does not fit and merges the partial
  * lists exactly, runs a share of the queries on the CPU at the same time,
  * and runs on the CPU alone when no device is usable. It never fails for lack of device memory.
- * On one device, lists of k < 65 with at least n_tree / 4 queries over more than 16384 nodes are
+ * On one device, lists of k <= 256 with at least n_tree / 4 queries over more than 16384 nodes are
  * answered on the grid of the tree's points (the index API's GRID, binned from the uploaded
  * tree) where the points make a good grid and the queries lie on them, as an AUTO index would
  * answer them; the rows are the same.
@@ -413,18 +413,14 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   3, the kd-tree otherwise: the index's primary structure, chosen at
  *   build time and reported by knn_index_info.
  *   AUTO also decides at query time, when k is known. On the GPU the grid is
- *   the faster 3-D structure for short and middling lists (H200, 10^7 x 10^7
- *   uniform, query: k = 64 82 vs 139 ms with the kd-tree; H100, uniform all-kNN
- *   of 10^7 at k = 100: 165 vs 185 ms) but not for long ones on surfaces (on a
- *   sphere, k = 100: 166 vs 123 ms) nor for the longest (10^6 x 10^6, k = 128:
- *   34 vs 18 ms), and the GPU grid and brute force keep at most 2048 neighbours
- *   per query (below). So an AUTO index on the GPU adds a kd-tree beside its
- *   primary structure at the first kNN or all-kNN call whose lists (k, k + 1
- *   with exclude_self) hold 65 or more entries on a grid whose points crowd
- *   their bounding box (surfaces, clusters: a point's own cell in the first
- *   grid binned over the box holds on average more than twice what evenly
- *   spread points give it), or more than 101 on a grid whose points fill it,
- *   and at the first call of any kind whose lists the primary refuses (k,
+ *   the faster 3-D structure for every list of up to 256 neighbours (H200,
+ *   10^7 x 10^7, query: uniform k = 100 78 vs 185 ms with the kd-tree, on a
+ *   sphere's surface 76 vs 123 ms; k = 256 on the sphere 273 vs 267 ms), the
+ *   kd-tree for longer ones, and the GPU grid and brute force keep at most
+ *   2048 neighbours per query (below). So an AUTO index on the GPU adds a
+ *   kd-tree beside its primary structure at the first kNN or all-kNN call
+ *   whose lists (k, k + 1 with exclude_self) hold more than 256 entries on a
+ *   grid, and at the first call of any kind whose lists the primary refuses (k,
  *   k + 1, or a radius or CSR row beyond 2048 on a grid, or on a brute force of
  *   more than 2048 points); from then on those calls are served by the kd-tree,
  *   the others by the primary. A kNN call on a grid whose queries lie away from

@@ -77,10 +77,9 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   using List = BasicNeighborList<Scalar>;
   using Entry = BasicNeighbor<Scalar>;
   GridIndex(const BasicGridLayout<Scalar>& grid, const Scalar* points, int64_t n,
-            const std::vector<int64_t>& order, std::vector<uint32_t> starts, double crowding)
+            const std::vector<int64_t>& order, std::vector<uint32_t> starts)
       : grid_(grid),
         n_(n),
-        crowding_(crowding),
         starts_(std::move(starts)),
         coords_(static_cast<size_t>(3 * n)),
         ids_(static_cast<size_t>(n)),
@@ -97,7 +96,6 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   int structure() const override { return KNN_STRUCTURE_GRID; }
   int64_t size() const override { return n_; }
   int dim() const override { return 3; }
-  double crowding() const override { return crowding_; }
 
   // Queries in device memory (an OpenMP index called with device arrays)
   // are read only once copied to the host to be answered: 0 for them.
@@ -249,7 +247,6 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
 
   BasicGridLayout<Scalar> grid_;
   int64_t n_;
-  double crowding_;                 // grid_crowding of the first layout binned
   std::vector<uint32_t> starts_;    // cell_count + 1 positions into coords_/ids_
   std::vector<Scalar> coords_;      // x, y, z of the points in cell order
   std::vector<int32_t> ids_;        // their original indices
@@ -276,7 +273,6 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
   BasicGridLayout<Scalar> grid = make_grid_layout(lo, hi, n, target);
   std::vector<uint32_t> starts;
   std::vector<int64_t> order;
-  double crowding = 0.0;
   for (int refinements = 0;; ++refinements) {
     order = counting_order(cell_keys(grid, points, n, threads), grid.cell_count(), &starts);
     uint64_t sum_sq = 0;
@@ -284,7 +280,6 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
       const uint64_t count = starts[c + 1] - starts[c];
       sum_sq += count * count;
     }
-    if (refinements == 0) crowding = grid_crowding(sum_sq, n, target);
     if (grid_is_kept(sum_sq, n, target, refinements)) break;
     if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
     std::vector<uint64_t> coarse(static_cast<size_t>(grid.coarse_cell_count()), 0);
@@ -294,7 +289,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
     for (const uint64_t count : coarse) coarse_sum += count * count;
     if (!finer_grid_layout(grid, sum_sq, coarse_sum, n, target, refinements, grid)) return nullptr;
   }
-  return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts), crowding);
+  return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts));
 }
 
 }  // namespace

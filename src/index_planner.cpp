@@ -25,11 +25,8 @@ bool primary_refuses(int backend, int primary, int64_t n, int list_k) {
 
 namespace {
 // Whether the CUDA grid's search leads the kd-tree's at kNN lists of list_k
-// (index_planner.h: kGpuGridKdTreeMinK, kGpuGridEvenMaxListK).
-bool grid_leads_at(int list_k, double crowding) {
-  const bool even = crowding > 0.0 && crowding <= kGpuGridEvenCrowding;
-  return even ? list_k <= kGpuGridEvenMaxListK : list_k < kGpuGridKdTreeMinK;
-}
+// (index_planner.h: kGpuGridMaxLeadingK).
+bool grid_leads_at(int list_k) { return list_k <= kGpuGridMaxLeadingK; }
 
 // The isolated share x n above which the grid of `backend` gives way.
 double max_isolated_scan(int backend) {
@@ -37,22 +34,21 @@ double max_isolated_scan(int backend) {
 }
 }  // namespace
 
-bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind,
-                          double crowding) {
+bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind) {
   // The OpenMP grid leads at every k (index_planner.h).
-  const bool grid_serves = backend != KNN_BACKEND_CUDA || grid_leads_at(list_k, crowding);
+  const bool grid_serves = backend != KNN_BACKEND_CUDA || grid_leads_at(list_k);
   return primary == KNN_STRUCTURE_GRID && kind == CallKind::Nearest && grid_serves &&
          static_cast<double>(n) > max_isolated_scan(backend);
 }
 
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
-                      double isolated_share, double crowding) {
+                      double isolated_share) {
   if (primary == KNN_STRUCTURE_KDTREE) return primary;
-  const bool isolated = reads_isolated_share(backend, primary, n, list_k, kind, crowding) &&
+  const bool isolated = reads_isolated_share(backend, primary, n, list_k, kind) &&
                         isolated_share * static_cast<double>(n) > max_isolated_scan(backend);
   if (backend != KNN_BACKEND_CUDA) return isolated ? KNN_STRUCTURE_KDTREE : primary;
   if (primary_refuses(backend, primary, n, list_k)) return KNN_STRUCTURE_KDTREE;
-  const bool long_lists = kind == CallKind::Nearest && !grid_leads_at(list_k, crowding);
+  const bool long_lists = kind == CallKind::Nearest && !grid_leads_at(list_k);
   return primary == KNN_STRUCTURE_GRID && (long_lists || isolated) ? KNN_STRUCTURE_KDTREE : primary;
 }
 
@@ -61,14 +57,13 @@ int structure_serving_call(const BasicIndexEngine<Scalar>& primary, int64_t n, i
                            CallKind kind, const Scalar* queries, int64_t m) {
   const int backend = primary.backend(), structure = primary.structure();
   double isolated_share = 0.0;
-  const double crowding = primary.crowding();
-  if (queries != nullptr && reads_isolated_share(backend, structure, n, list_k, kind, crowding)) {
+  if (queries != nullptr && reads_isolated_share(backend, structure, n, list_k, kind)) {
     // Asked only here, where the answer is used: it costs a driver call.
     CallParams placement;
     placement.queries_on_device = cuda::is_device_pointer(queries);
     isolated_share = primary.share_of_isolated_queries(queries, m, placement);
   }
-  return serving_structure(backend, structure, n, list_k, kind, isolated_share, crowding);
+  return serving_structure(backend, structure, n, list_k, kind, isolated_share);
 }
 
 template int structure_serving_call<float>(const IndexEngine&, int64_t, int, CallKind, const float*,

@@ -60,29 +60,19 @@ int auto_structure(int backend, int64_t n, int dim);
 // refuses only above n points too; the grid's limit is the device's shared
 // memory (never below this on a device with 48 KiB per block).
 constexpr int kGpuMaxListK = cuda::kMaxWarpK;
-// On the GPU the grid leads at short lists and the kd-tree at long ones. The
-// grid answers lists of up to kMaxSharedListK (cuda/core/memory_model.h) with
-// one thread per query, from k = 17 a heap in shared memory, whose threads
-// an SM holds fewer of as k grows. H200, 10^7 x 10^7, device arrays, query
-// ms, 2026-11-27 (.peers/probe/ab2.sh): uniform k = 64 grid 82.2, kd-tree
-// 138.7; k = 100 169.5 against 185.0; on a sphere, k = 100 165.8 against
-// 123.0; 10^6 x 10^6 uniform, k = 100 15.8 against 15.7, k = 128 33.7
-// against 17.9. (Before the heaps, the grid's warp lists lost from k = 33:
-// H100, all-kNN of 10^7, k = 48 grid 204.0, kd-tree 162.8.)
-constexpr int kGpuGridKdTreeMinK = 65;
-// Where the points fill their box, the grid's heaps still lead at k = 100:
-// H100, 2026-11-28, device arrays, query ms (.peers/harness): all-kNN of
-// 10^7 uniform points at k = 100, grid 164.8, kd-tree 185.1; 10^6 x 10^6,
-// 15.43 against 15.50. So a grid whose crowding (index_engine.h) is at most
-// kGpuGridEvenCrowding keeps lists of up to kGpuGridEvenMaxListK entries
-// (k = 100 with the query's own point dropped); the rule above holds for
-// the others. Uniform data bins at about 1.0; a surface crowds its first
-// grid far more (20000 points on a plane: about 10; its finer grid is
-// another matter), and on a sphere the kd-tree wins from k = 65 as above.
-// On uniform data the kd-tree wins from k = 128 (10^6 x 10^6, H200: 17.9
-// against 33.7).
-constexpr double kGpuGridEvenCrowding = 2.0;
-constexpr int kGpuGridEvenMaxListK = 101;
+// On the GPU the grid leads at every list its thread search keeps (up to
+// kGpuGridMaxLeadingK entries: registers, heaps, then binned rows from 45,
+// cuda/grid/grid_memory.h) and the kd-tree beyond, where the grid's lists
+// are a warp's each. H200, 2026-12-01, 10^7 x 10^7, device arrays, query ms
+// (.peers/probe/ab.cpp), grid against kd-tree: uniform k = 100 77.7 against
+// 184.9, k = 128 123.3 against 212.8; on a sphere k = 64 59.0 against 90.5,
+// k = 100 75.7 against 123.1, k = 128 122.4 against 141.9, k = 200 152.2
+// against 210.0, k = 256 273.4 against 267.2; 10^6 x 10^6 uniform, k = 256
+// 27.0 against 34.5. (With the rows' kernel held to 80 registers, 5-15 %
+// slower: uniform 10^7 k = 200 173.9 against 306.1, k = 256 294.8 against
+// 387.0.) Before the binned rows the grid's heaps lost to the kd-tree from
+// k = 65 (on a sphere, k = 100: 165.8 against 123.0).
+constexpr int kGpuGridMaxLeadingK = cuda::kMaxBinnedTake;
 // Nor does the grid lead for many queries away from the points (inside a
 // scanned object, off a surface): for a query with no point in the 3 x 3
 // x 3 cells around its own the grid may walk row after row of empty cells
@@ -118,18 +108,16 @@ enum class CallKind { Nearest, Radius };
 // points, with lists of list_k entries per query (k, k + 1 with
 // exclude_self, max_neighbors of a radius row; 0 for counting), and for a
 // kNN call the share of its queries away from the points (the primary's
-// share_of_isolated_queries) and the primary's crowding (0: not known, as
-// crowded as a surface): `primary`, or KNN_STRUCTURE_KDTREE where that
+// share_of_isolated_queries): `primary`, or KNN_STRUCTURE_KDTREE where that
 // serves the call faster or `primary` cannot serve it at all
 // (primary_refuses).
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
-                      double isolated_share = 0.0, double crowding = 0.0);
+                      double isolated_share = 0.0);
 // Whether serving_structure may read the isolated share for such a call (it
 // costs a pass over a sample of the queries): not where the grid would not
 // serve a kNN call anyway, nor over n <= kGpuGridMaxIsolatedScan points
 // (kCpuGridMaxIsolatedScan on the CPU), where no share can tip the choice.
-bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind,
-                          double crowding = 0.0);
+bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallKind kind);
 // serving_structure for a call on an AUTO index of n points whose primary
 // engine is `primary`, the isolated share read from the primary over the
 // call's queries where reads_isolated_share allows (queries null: all-kNN,

@@ -211,7 +211,7 @@ void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int 
 // 18 against 45, k = 30 37 against 106; bench/RESULTS.md), so a classic
 // query runs where an AUTO index would run it: on the grid of the tree's
 // points (binned from the uploaded tree, index_planner.h serving_structure:
-// lists below kGpuGridKdTreeMinK, more points than the GPU brute force
+// lists up to kGpuGridMaxLeadingK, more points than the GPU brute force
 // takes, few queries away from the points). Binning costs about what n / 6
 // queries save (0.2-0.44 ns a point against 2.7 ns a query at k = 8), so
 // the grid is tried only from m >= n / kGridQueriesPerPointDivisor.
@@ -592,7 +592,7 @@ size_t query_bytes_needed(int64_t m, int k, int64_t n) {
   const size_t tree_search = cuda::query_bytes(m, k, n, m);
   // Every tree the grid may serve counts the grid path, whatever m and k:
   // the figure must not shrink when a caller asks for more (m >= n / 4 and
-  // k < kGpuGridKdTreeMinK would make it shrink with n and at that k).
+  // k <= kGpuGridMaxLeadingK would make it shrink with n and at that k).
   if (n <= kGpuBruteForceMaxPoints) return tree_search;
   return std::max(tree_search, cuda::index_memory::classic_grid_query_bytes(m, k, n));
 }

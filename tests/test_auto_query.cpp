@@ -50,11 +50,10 @@ using knn_test::Dist;
 namespace alloc_hook = knn_test::alloc_hook;
 
 constexpr int kCuda = KNN_BACKEND_CUDA, kCpu = KNN_BACKEND_OPENMP;
-// A list the kd-tree an AUTO CUDA grid index adds serves even where the
-// points fill their box (the uniform data of these tests), which the grid
-// itself could serve.
-constexpr int kKdTreeServedK = 128;
-static_assert(kKdTreeServedK > knn::kGpuGridEvenMaxListK && kKdTreeServedK <= knn::kGpuMaxListK);
+// A list the kd-tree an AUTO CUDA grid index adds serves, which the grid
+// itself could serve (its warp lists).
+constexpr int kKdTreeServedK = 300;
+static_assert(kKdTreeServedK > knn::kGpuGridMaxLeadingK && kKdTreeServedK <= knn::kGpuMaxListK);
 constexpr int kGrid = KNN_STRUCTURE_GRID, kKdTree = KNN_STRUCTURE_KDTREE,
               kBrute = KNN_STRUCTURE_BRUTE_FORCE;
 
@@ -62,50 +61,18 @@ constexpr int kGrid = KNN_STRUCTURE_GRID, kKdTree = KNN_STRUCTURE_KDTREE,
 
 TEST(ServingStructure, GpuGridGivesWayToTheKdTreeFromLongListsOfNeighbours) {
   const int64_t n = 10000000;
-  for (int k : {1, 8, 16, 30, knn::kGpuGridKdTreeMinK - 1})
+  for (int k : {1, 8, 16, 30, 64, 100, 128, knn::kGpuGridMaxLeadingK})
     EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest), kGrid) << k;
-  for (int k : {knn::kGpuGridKdTreeMinK, 100, 2048, 2049, 100000})
+  for (int k : {knn::kGpuGridMaxLeadingK + 1, kKdTreeServedK, 2048, 2049, 100000})
     EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest), kKdTree) << k;
   // Radius rows stay on the grid up to the list limit.
   for (int width : {0, 1, 100, knn::kGpuMaxListK})
     EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, width, CallKind::Radius), kGrid) << width;
   EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, knn::kGpuMaxListK + 1, CallKind::Radius),
             kKdTree);
-}
-
-// Over a grid whose points fill their box (crowding at most
-// kGpuGridEvenCrowding) the grid keeps lists up to kGpuGridEvenMaxListK
-// entries, and reads the isolated share for them; over a crowded or unknown
-// one (0) it keeps them below kGpuGridKdTreeMinK.
-TEST(ServingStructure, GpuGridOverAFilledBoxKeepsLongerLists) {
-  const int64_t n = 10000000;
-  for (double even : {0.9, 1.0, knn::kGpuGridEvenCrowding}) {
-    for (int k : {8, knn::kGpuGridKdTreeMinK, 100, knn::kGpuGridEvenMaxListK}) {
-      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, 0.0, even), kGrid)
-          << even << " " << k;
-      EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, n, k, CallKind::Nearest, even)) << k;
-      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, 0.5, even), kKdTree)
-          << even << " " << k;
-    }
-    for (int k : {knn::kGpuGridEvenMaxListK + 1, 128, 2048, 2049}) {
-      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, 0.0, even), kKdTree)
-          << even << " " << k;
-      EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, n, k, CallKind::Nearest, even)) << k;
-    }
-  }
-  for (double crowded : {0.0, knn::kGpuGridEvenCrowding * 1.01, 2.8, 10.0}) {
-    EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, knn::kGpuGridKdTreeMinK - 1,
-                                     CallKind::Nearest, 0.0, crowded),
-              kGrid);
-    for (int k : {knn::kGpuGridKdTreeMinK, 100, knn::kGpuGridEvenMaxListK})
-      EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, 0.0, crowded),
-                kKdTree)
-          << crowded << " " << k;
-  }
-  // Radius rows and the other primaries and backends are not affected.
-  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, 1000, CallKind::Radius, 0.0, 1.0), kGrid);
-  EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, 1000, CallKind::Nearest, 0.0, 1.0), kGrid);
-  EXPECT_EQ(knn::serving_structure(kCuda, kBrute, n, 100, CallKind::Nearest, 0.0, 1.0), kBrute);
+  // The other backend and primaries are not affected.
+  EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, 1000, CallKind::Nearest), kGrid);
+  EXPECT_EQ(knn::serving_structure(kCuda, kBrute, n, 100, CallKind::Nearest), kBrute);
 }
 
 // A kNN call whose queries lie away from the points (the grid's
@@ -115,7 +82,7 @@ TEST(ServingStructure, GpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
   const double limit = knn::kGpuGridMaxIsolatedScan;
   for (const int64_t n : {int64_t{1000000}, int64_t{100000000}}) {
     const double share = limit / static_cast<double>(n);
-    for (int k : {1, 8, 32}) {
+    for (int k : {1, 8, 32, 100, knn::kGpuGridMaxLeadingK}) {
       EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, n, k, CallKind::Nearest)) << k;
       for (double s : {0.0, share / 2, share})
         EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, s), kGrid) << s;
@@ -131,7 +98,7 @@ TEST(ServingStructure, GpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
   EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, small + 1, 8, CallKind::Nearest));
   const int64_t n = 10000000;
   EXPECT_FALSE(
-      knn::reads_isolated_share(kCuda, kGrid, n, knn::kGpuGridKdTreeMinK, CallKind::Nearest));
+      knn::reads_isolated_share(kCuda, kGrid, n, knn::kGpuGridMaxLeadingK + 1, CallKind::Nearest));
   EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, n, 8, CallKind::Radius));
   EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, 8, CallKind::Radius, 1.0), kGrid);
   for (int primary : {kKdTree, kBrute}) {
@@ -149,10 +116,9 @@ TEST(ServingStructure, CpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
     for (int k : {1, 8, 100, 1000}) {
       EXPECT_TRUE(knn::reads_isolated_share(kCpu, kGrid, n, k, CallKind::Nearest)) << k;
       for (double s : {0.0, share / 2, share})
-        EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, k, CallKind::Nearest, s, 1.0), kGrid) << s;
+        EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, k, CallKind::Nearest, s), kGrid) << s;
       for (double s : {share * 1.01, 0.5, 1.0})
-        EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, k, CallKind::Nearest, s, 1.0), kKdTree)
-            << s;
+        EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, k, CallKind::Nearest, s), kKdTree) << s;
     }
   }
   const auto small = static_cast<int64_t>(knn::kCpuGridMaxIsolatedScan);
@@ -544,8 +510,7 @@ TEST_P(AutoQuery, AnswersLikeEveryStructureAndTheOracleAtEveryK) {
   int structure = -1;
   ASSERT_EQ(knn_index_info(automatic.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);
   EXPECT_EQ(structure, kGrid);  // the primary, whatever serves a call
-  for (int k :
-       {1, 8, knn::kGpuGridKdTreeMinK - 1, knn::kGpuGridKdTreeMinK, 100, kKdTreeServedK, 2100}) {
+  for (int k : {1, 8, 44, 45, 100, knn::kGpuGridMaxLeadingK, kKdTreeServedK, 2100}) {
     SCOPED_TRACE("k=" + std::to_string(k));
     const knn_test::KnnResult want =
         knn_test::oracle_knn(points.data(), n, queries.data(), 60, 3, k);
@@ -574,7 +539,7 @@ TEST_P(AutoQuery, AnswersLikeEveryStructureAndTheOracleAtEveryK) {
       }
     }
   }
-  for (int k : {8, knn::kGpuGridKdTreeMinK - 1, 100, kKdTreeServedK}) {
+  for (int k : {8, 44, 100, knn::kGpuGridMaxLeadingK, kKdTreeServedK}) {
     for (bool exclude : {false, true}) {
       SCOPED_TRACE("self k=" + std::to_string(k) + " exclude=" + std::to_string(exclude));
       EXPECT_TRUE(knn_test::same_knn(knn_test::query_self(kd.get(), n, k, exclude),
@@ -642,7 +607,7 @@ TEST_P(AutoQuery, Float64AnswersLikeTheBruteForceAtEveryK) {
   knn_options a = options(KNN_STRUCTURE_AUTO), b = options(kBrute);
   ASSERT_EQ(knn_index_build_f64(points.data(), n, 3, &a, &automatic), KNN_OK) << knn_last_error();
   ASSERT_EQ(knn_index_build_f64(points.data(), n, 3, &b, &brute), KNN_OK) << knn_last_error();
-  for (int k : {8, knn::kGpuGridKdTreeMinK, 100, kKdTreeServedK}) {
+  for (int k : {8, 64, 100, kKdTreeServedK}) {
     std::vector<int32_t> gi(static_cast<size_t>(40) * k), wi(gi.size());
     std::vector<double> gd(gi.size()), wd(gi.size());
     ASSERT_EQ(knn_index_query_f64(automatic, queries.data(), 40, k, gi.data(), gd.data(), nullptr),

@@ -142,24 +142,24 @@ TEST_F(FaultInjection, BuildOnDeviceFailsCleanlyAtEveryAllocation) {
 // (clean failures until it succeeds), then fails each of them under queryAll,
 // which never fails for lack of device memory: the CPU answers.
 void walk_query_calls(const std::vector<Point>& queries, const std::vector<Node>& tree,
-                      const std::vector<int>& expected) {
+                      const std::vector<int>& expected, int k = kK) {
   const int m = static_cast<int>(queries.size()), n = static_cast<int>(tree.size());
   std::vector<int> result;
   const int passed = walk_cuda_call(
       "cuQueryAll",
       [&] {
         result.assign(expected.size(), kSentinelInt);
-        return cuQueryAll(queries.data(), tree.data(), m, n, kK, result.data());
+        return cuQueryAll(queries.data(), tree.data(), m, n, k, result.data());
       },
       [&] { return all_missing(result); });
   EXPECT_GT(passed, 1) << "cuQueryAll made no device allocation";
-  EXPECT_TRUE(same_rows(expected, result, m, kK));
+  EXPECT_TRUE(same_rows(expected, result, m, k));
   for (int nth = 1; nth <= passed; ++nth) {
     std::vector<int> automatic(expected.size(), kSentinelInt);
     const int status = with_fault(
-        nth, [&] { return queryAll(queries.data(), tree.data(), m, n, kK, automatic.data()); });
+        nth, [&] { return queryAll(queries.data(), tree.data(), m, n, k, automatic.data()); });
     ASSERT_EQ(status, KNN_OK) << "queryAll, allocation " << nth << ": " << status_text(status);
-    ASSERT_TRUE(same_rows(expected, automatic, m, kK)) << "allocation " << nth;
+    ASSERT_TRUE(same_rows(expected, automatic, m, k)) << "allocation " << nth;
   }
 }
 
@@ -175,6 +175,19 @@ TEST_F(FaultInjection, QueryOnTheGridOfTheTreesPointsFailsCleanlyAtEveryAllocati
   const std::vector<Node> tree = build_tree(points);
   const std::vector<Point> queries = make_query_points(Dist::Uniform, kQueries, 84);
   walk_query_calls(queries, tree, query_ok(&mpQueryAll, "mpQueryAll", queries, tree, kK));
+}
+
+// The same grid with lists of 30: binned rows (cuda/core/binned_rows.cuh),
+// whose kernels load at their first call (the warm-up here).
+TEST_F(FaultInjection, QueryOnTheGridWithBinnedRowsFailsCleanlyAtEveryAllocation) {
+  constexpr int k = 30;
+  const std::vector<Point> points = make_points(Dist::Uniform, kPoints, 87);
+  const std::vector<Node> tree = build_tree(points);
+  const std::vector<Point> queries = make_query_points(Dist::Uniform, kQueries, 88);
+  int status = -1;
+  query_with(&cuQueryAll, queries, tree, k, &status);
+  ASSERT_EQ(status, KNN_OK) << status_text(status);
+  walk_query_calls(queries, tree, query_ok(&mpQueryAll, "mpQueryAll", queries, tree, k), k);
 }
 
 TEST_F(FaultInjection, MemoryLimitBelowOneChunk) {

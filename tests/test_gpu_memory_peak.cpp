@@ -85,5 +85,49 @@ INSTANTIATE_TEST_SUITE_P(Sizes, GpuMemoryPeak,
                                            Case{Dist::Clustered, 3000000, 2000000, 100},
                                            Case{Dist::Uniform, 200000, 50000, 3000}));
 
+// The index API's grid from host arrays (staged through the pipeline), with
+// lists in registers (k = 8), binned rows (k = 100, and 255 with
+// exclude_self: 256 entries, the largest rows) and warp lists (k = 300):
+// what a query call takes beyond the resident index stays within
+// knn_estimate_query_bytes for GRID.
+TEST(GpuMemoryPeakIndex, GridCallsWithinTheEstimate) {
+  if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  unsetenv("KNN_DEVICE_MEMORY_LIMIT");
+  const int64_t n = 1000000, m = 1000000;
+  const std::vector<float> points = make_rows(Dist::Uniform, n, 3, 73);
+  const std::vector<float> queries = make_query_rows(Dist::Uniform, m, 3, 74);
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_CUDA;
+  opt.structure = KNN_STRUCTURE_GRID;
+  knn_index* index = nullptr;
+  ASSERT_EQ(knn_index_build(points.data(), n, 3, &opt, &index), KNN_OK) << knn_last_error();
+  int structure = -1;
+  ASSERT_EQ(knn_index_info(index, nullptr, nullptr, nullptr, &structure), KNN_OK);
+  ASSERT_EQ(structure, KNN_STRUCTURE_GRID);
+  struct Call {
+    int k;
+    bool self;
+  };
+  for (const Call c : {Call{8, false}, Call{100, false}, Call{255, true}, Call{300, false}}) {
+    std::vector<int32_t> indices(static_cast<size_t>(m) * c.k);
+    std::vector<float> sq(indices.size());
+    auto query = [&] {
+      const int status =
+          c.self ? knn_index_query_self(index, c.k, 1, indices.data(), sq.data())
+                 : knn_index_query(index, queries.data(), m, c.k, indices.data(), sq.data(), &opt);
+      ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    };
+    query();  // warm-up: the context's own allocations stay
+    const size_t peak = peak_device_use(query);
+    const size_t need = knn_estimate_query_bytes(m, c.k, n, 3, &opt);
+    EXPECT_LE(peak, need) << "k " << c.k;
+    std::printf("grid index, n %lld m %lld k %d%s: query peak %.1f MiB of %.1f\n",
+                static_cast<long long>(n), static_cast<long long>(m), c.k,
+                c.self ? " (all-kNN, exclude_self)" : "", peak / 1048576.0, need / 1048576.0);
+  }
+  EXPECT_EQ(knn_index_free(index), KNN_OK);
+}
+
 }  // namespace
 }  // namespace knn_test

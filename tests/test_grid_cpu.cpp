@@ -278,41 +278,6 @@ knn::GridLayout first_layout(const std::vector<float>& points, int target) {
   return knn::make_grid_layout(lo, hi, static_cast<int64_t>(points.size() / 3), target);
 }
 
-// How well the points fill their box (the engine's crowding): the first
-// layout's sum of squared counts, counted here, over n (target + 1), in
-// float32 and float64. Uniform points fill their box (a point's own cell
-// holds about target + 1); a plane crowds it (about 40 against 4), and keeps
-// that figure though its finer grid is the one searched.
-TEST(GridCpuOccupancy, CrowdingTellsFilledBoxesFromSurfaces) {
-  const int target = knn::kGridDefaultPointsPerCell;
-  const auto counted = [&](const std::vector<float>& points) {
-    const int64_t n = static_cast<int64_t>(points.size() / 3);
-    return knn::mean_own_cell(squared_counts(first_layout(points, target), points), n) /
-           (target + 1);
-  };
-  const std::vector<float> uniform = make_rows(Dist::Uniform, 200000, 3, 41);
-  const std::vector<float> plane = tilted_plane(20000, 61);
-  const std::vector<float>* sets[] = {&uniform, &plane};
-  double crowding[2] = {0.0, 0.0};
-  for (int s = 0; s < 2; ++s) {
-    const std::vector<float>& points = *sets[s];
-    const int64_t n = static_cast<int64_t>(points.size() / 3);
-    const auto grid = build_grid(points);
-    ASSERT_NE(grid, nullptr);
-    const std::vector<double> points64(points.begin(), points.end());
-    const auto grid64 = knn::omp::build_grid_index(points64.data(), n, knn::IndexParams{});
-    ASSERT_NE(grid64, nullptr);
-    crowding[s] = grid->crowding();
-    EXPECT_DOUBLE_EQ(crowding[s], counted(points)) << n;
-    EXPECT_DOUBLE_EQ(grid64->crowding(), crowding[s]) << n;
-  }
-  EXPECT_GT(crowding[0], 0.9);
-  EXPECT_LT(crowding[0], 1.3);
-  EXPECT_GT(crowding[1], knn::kGridPoorOccupancyFactor);
-  EXPECT_EQ(knn::omp::build_kdtree_index(uniform.data(), 200000, 3, knn::IndexParams{})->crowding(),
-            0.0);
-}
-
 // The k-nearest walk of grid_layout.h over a grid binned here (counting
 // sort by cell key), with a list of the k best kept in a sorted vector: how
 // it ended for q, and how many points its shells read.

@@ -53,9 +53,10 @@ TEST_P(GridGpu, KnnMatchesOpenMpAndOracle) {
     ASSERT_NE(grids.cpu, nullptr);
     EXPECT_EQ(grids.gpu->backend(), KNN_BACKEND_CUDA);
     EXPECT_EQ(grids.gpu->structure(), KNN_STRUCTURE_GRID);
-    // 1..16: one thread per query (each register size); 17..128: one thread
-    // per query with a heap in shared memory; beyond: a warp per query.
-    for (const int k : {1, 3, 8, 16, 17, 33, 100, 1024}) {
+    // 1..16: one thread per query (each register size); 17..44: one thread
+    // per query with a heap in shared memory; 45..256: one thread per query
+    // appending to a binned row; beyond: a warp per query.
+    for (const int k : {1, 3, 8, 16, 17, 33, 44, 45, 100, 1024}) {
       SCOPED_TRACE(describe(GetParam(), n, m, k, seed));
       const KnnResult gpu = engine_knn(*grids.gpu, queries, k);
       EXPECT_TRUE(same_knn(engine_knn(*grids.cpu, queries, k), gpu));
@@ -71,8 +72,8 @@ TEST_P(GridGpu, SelfMatchesOracle) {
   Pair grids = build_both(points);
   ASSERT_NE(grids.gpu, nullptr);
   // k = 15 with exclude_self keeps 16 (registers), k = 16 keeps 17 (a heap in
-  // shared memory).
-  for (const int k : {1, 8, 15, 16, 100}) {
+  // shared memory), k = 44 keeps 45 (a binned row).
+  for (const int k : {1, 8, 15, 16, 44, 100}) {
     for (const bool exclude : {false, true}) {
       SCOPED_TRACE(describe(GetParam(), n, n, k, 5, exclude ? "exclude_self" : "with self"));
       EXPECT_TRUE(same_knn(oracle_self(points.data(), n, 3, k, exclude),
@@ -135,23 +136,6 @@ TEST(GridGpuOccupancy, SameDecisionAsOpenMp) {
     EXPECT_EQ(grids.gpu == nullptr, grids.cpu == nullptr);
   }
   EXPECT_EQ(build_both(make_rows(Dist::Clustered, 20000, 3, 31)).gpu, nullptr);
-}
-
-// Both engines report the same crowding (the first layout's occupancy, an
-// exact integer sum on both), the figure AUTO reads to keep long lists on
-// the grid (src/index_planner.h).
-TEST(GridGpuOccupancy, SameCrowdingAsOpenMp) {
-  SKIP_WITHOUT_DEVICE();
-  std::vector<std::vector<float>> sets{tilted_plane(20000, 61),
-                                       make_rows(Dist::Uniform, 200000, 3, 41)};
-  for (const Dist dist : all_dists()) sets.push_back(make_rows(dist, 20000, 3, 31));
-  for (const std::vector<float>& points : sets) {
-    const Pair grids = build_both(points);
-    if (grids.cpu == nullptr) continue;  // refused by both (SameDecisionAsOpenMp)
-    ASSERT_NE(grids.gpu, nullptr);
-    EXPECT_GT(grids.gpu->crowding(), 0.0);
-    EXPECT_EQ(grids.gpu->crowding(), grids.cpu->crowding()) << points.size() / 3;
-  }
 }
 
 // A surface makes a poor first grid; both engines bin it again with the
@@ -365,6 +349,50 @@ TEST(GridGpuSizes, LargeCallsAgreeWithOpenMp) {
       EXPECT_EQ(chunked, cpu.idx);
     }
     EXPECT_TRUE(same_knn(engine_self(*grids.cpu, 8, true), engine_self(*grids.gpu, 8, true)));
+  }
+}
+
+// Lists of 45 to kMaxBinnedTake (256) entries are binned rows
+// (core/binned_rows.cuh): at 10^5 points, on both sides of the heaps' last
+// list and of every row size (capacities 128, 256 and 512) and into the
+// warp lists beyond, kNN
+// and all-kNN, and a device budget that cuts several chunks; on a surface
+// (a refined grid); and on points so close that their squared distances
+// underflow to 0, where the rows overflow and hand their queries to the
+// warp search.
+TEST(GridGpuBinnedRows, EveryRowSizeAgreesWithOpenMp) {
+  SKIP_WITHOUT_DEVICE();
+  struct Set {
+    const char* name;
+    std::vector<float> points, queries;
+  };
+  const Set sets[] = {
+      {"uniform", make_rows(Dist::Uniform, 100003, 3, 91),
+       queries_with_outliers(Dist::Uniform, 20011, 92)},
+      {"tilted plane", tilted_plane(100003, 93), tilted_plane(20011, 94)},
+      {"tiny", make_rows(Dist::Tiny, 30011, 3, 95), make_query_rows(Dist::Tiny, 3001, 3, 96)}};
+  for (const Set& s : sets) {
+    SCOPED_TRACE(s.name);
+    const int64_t m = static_cast<int64_t>(s.queries.size() / 3);
+    Pair grids = build_both(s.points);
+    ASSERT_NE(grids.gpu, nullptr);
+    for (const int k : {17, 44, 45, 64, 65, 100, 128, 129, 255, 256, 257}) {
+      SCOPED_TRACE(k);
+      EXPECT_TRUE(
+          same_knn(engine_knn(*grids.cpu, s.queries, k), engine_knn(*grids.gpu, s.queries, k)));
+    }
+    for (const int k : {16, 44, 100, 255})
+      for (const bool exclude : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "self, k " << k << (exclude ? ", exclude" : ""));
+        EXPECT_TRUE(
+            same_knn(engine_self(*grids.cpu, k, exclude), engine_self(*grids.gpu, k, exclude)));
+      }
+    knn::CallParams small;
+    small.device_memory_limit = size_t{96} << 20;
+    const int k = 100;
+    std::vector<int> chunked(static_cast<size_t>(m) * k, -7);
+    grids.gpu->knn(s.queries.data(), m, k, chunked.data(), nullptr, small);
+    EXPECT_EQ(chunked, engine_knn(*grids.cpu, s.queries, k).idx);
   }
 }
 

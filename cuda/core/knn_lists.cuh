@@ -111,14 +111,45 @@ struct SplitHeapSlots {
   }
 };
 
-// Packed slots, float only: one 64-bit word an entry, the distance's bits
-// above the index's. A squared distance is never negative (not even -0: a
-// square is +0 or more, and so is a sum of them), a NaN passes no closer()
-// test and so never enters, and the index is never negative: the words
-// order as (distance, index) do. A level of a sift loads two words and
-// compares them once, where split slots load four values and compare pairs.
+// A neighbour as one value that compares in the contract's (distance,
+// index) order: for float one 64-bit word, the distance's bits above the
+// index's (a squared distance is never negative, not even -0: a square is
+// +0 or more, and so is a sum of them; a NaN passes no closer() test and so
+// never enters a list; an index is never negative: the words order as the
+// pairs do), so that one integer comparison orders two entries; for double
+// the pair itself. The heaps' packed slots and the binned rows
+// (binned_rows.cuh) store neighbours this way.
+template <typename Scalar>
+struct NeighborKey;
+
+template <>
+struct NeighborKey<float> {
+  using Type = uint64_t;
+  static __device__ Type make(float d, int32_t i) {
+    return uint64_t{__float_as_uint(d)} << 32 | static_cast<uint32_t>(i);
+  }
+  static __device__ float distance(Type e) {
+    return __uint_as_float(static_cast<uint32_t>(e >> 32));
+  }
+  static __device__ int32_t index(Type e) { return static_cast<int32_t>(e); }
+  static __device__ bool before(Type a, Type b) { return a < b; }
+};
+
+template <>
+struct NeighborKey<double> {
+  using Type = BasicNeighbor<double>;
+  static __device__ Type make(double d, int32_t i) { return {d, i}; }
+  static __device__ double distance(const Type& e) { return e.sq_distance; }
+  static __device__ int32_t index(const Type& e) { return e.index; }
+  static __device__ bool before(const Type& a, const Type& b) { return closer(a, b); }
+};
+
+// Packed slots, float only: one NeighborKey<float> word an entry. A level of
+// a sift loads two words and compares them once, where split slots load four
+// values and compare pairs.
 struct PackedHeapSlots {
-  using Entry = uint64_t;
+  using Key = NeighborKey<float>;
+  using Entry = Key::Type;
   uint64_t* key;
   int64_t stride;
 
@@ -126,13 +157,11 @@ struct PackedHeapSlots {
     return {reinterpret_cast<uint64_t*>(shared) + threadIdx.x, blockDim.x};
   }
 
-  static __device__ Entry entry(float d, int32_t i) {
-    return uint64_t{__float_as_uint(d)} << 32 | static_cast<uint32_t>(i);
-  }
+  static __device__ Entry entry(float d, int32_t i) { return Key::make(d, i); }
   static __device__ BasicNeighbor<float> neighbor(Entry e) {
-    return {__uint_as_float(static_cast<uint32_t>(e >> 32)), static_cast<int32_t>(e)};
+    return {Key::distance(e), Key::index(e)};
   }
-  static __device__ bool before(Entry a, Entry b) { return a < b; }
+  static __device__ bool before(Entry a, Entry b) { return Key::before(a, b); }
   __device__ Entry load(int j) const { return key[j * stride]; }
   __device__ void store(int j, Entry e) const { key[j * stride] = e; }
 };
@@ -141,7 +170,7 @@ struct PackedHeapSlots {
 // at the end. In device memory for the lists beyond the warp lists (split
 // slots, the threads of a chunk interleaved so that the common top of the
 // heaps is read coalesced); in shared memory for the thread searches' lists
-// from 17 (SharedHeapList: the grid's up to kMaxSharedListK, the kd-tree's
+// from 17 (SharedHeapList: the grid's up to kGridMaxHeapTake, the kd-tree's
 // up to kKdTreeMaxSharedHeapK; stride = block size, so the lanes of a warp
 // touch consecutive banks). An insertion costs a sift-down of log k levels
 // where a sorted list moves every entry it passes: H100, the grid, 10^7 x

@@ -152,17 +152,24 @@ inline size_t bucket_bytes(int64_t n) {
 // A tree resident for its own searches.
 inline size_t tree_bytes(int64_t n) { return uploaded_tree_bytes(n) + bucket_bytes(n); }
 
-// The longest list a thread of the grid search keeps in shared memory (a
-// HeapList of knn_lists.cuh, (sizeof(Scalar) + 4) * k bytes a thread, from
-// k = 17; the kd-tree's heaps stop at kKdTreeMaxSharedHeapK) where the
-// device's shared memory holds a warp's lists (launch_policy.h,
-// shared_list_threads); beyond it a warp per query (warp_list.cuh). The
-// heaps leave fewer threads on an SM as k grows (at k = 100 in float, 256
-// on an H100) and still lead the warp lists there: H200, the grid, 10^7 x
-// 10^7 uniform, query ms, every index equal, warp lists against heaps:
-// k = 48 201.7 -> 50.1, k = 100 362.2 -> 165.2; on a sphere, k = 100
-// 214.2 -> 160.7.
-constexpr int kMaxSharedListK = 128;
+// Binned rows (binned_rows.cuh): the lists of thread searches that append
+// their candidates unsorted to a row of device memory and sort it at the
+// end. A row holds a power of two entries, at least twice the list (an
+// append beyond the row hands the query to the warp lists) and at most
+// kMaxBinnedRowCapacity, so lists of up to kMaxBinnedTake entries.
+constexpr int kMaxBinnedRowCapacity = 512;
+constexpr int kMaxBinnedTake = kMaxBinnedRowCapacity / 2;
+constexpr int binned_row_capacity(int take) {
+  int capacity = 64;
+  while (capacity < 2 * take) capacity *= 2;
+  return capacity;
+}
+// Device bytes a query of such a search takes: its row (a neighbour in two
+// scalars' bytes, binned_rows.cuh NeighborKey: 8 for float, 16 for double)
+// and how the row ends (the same size again).
+constexpr size_t binned_rows_bytes_per_query(int take, size_t scalar_bytes) {
+  return (static_cast<size_t>(binned_row_capacity(take)) + 1) * 2 * scalar_bytes;
+}
 
 // The search keeps k-lists of up to this many entries in shared memory (one
 // list per warp) and larger ones as heaps in device scratch.

@@ -169,7 +169,6 @@ class GridIndex final : public ResidentRowsEngine<Scalar> {
   int structure() const override { return KNN_STRUCTURE_GRID; }
   int64_t size() const override { return grid_->n; }
   int dim() const override { return 3; }
-  double crowding() const override { return grid_->crowding; }
 
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
@@ -212,7 +211,7 @@ class GridIndex final : public ResidentRowsEngine<Scalar> {
     if (m <= 0) return;
     const Scalar r2 = mul_rn(radius, radius);
     const bool want_rows = max_neighbors > 0;
-    const int64_t chunk = chunk_for(m, max_neighbors, want_rows && indices != nullptr,
+    const int64_t chunk = chunk_for(m, max_neighbors, 0, want_rows && indices != nullptr,
                                     want_rows && sq_distances != nullptr, counts != nullptr, call);
     GridSearchScratch scratch[kPipelineSlots];
     const GridView<Scalar> grid = grid_->view();
@@ -229,13 +228,14 @@ class GridIndex final : public ResidentRowsEngine<Scalar> {
  private:
   const Scalar* resident_rows() const override { return grid_->points.get(); }
 
-  static int64_t chunk_for(int64_t m, int row_width, bool want_indices, bool want_sq,
+  // take: the entries of a kNN call's lists (0 for radius calls).
+  static int64_t chunk_for(int64_t m, int row_width, int take, bool want_indices, bool want_sq,
                            bool want_counts, const CallParams& call) {
     const size_t per_query = pipeline_bytes_per_query(3, row_width, want_indices, want_sq,
                                                       want_counts, call, sizeof(Scalar)) +
-                             kPipelineSlots * kGridScratchBytesPerQuery;
-    const size_t fixed = pipeline_fixed_bytes(call) +
-                         kPipelineSlots * (4 * kAllocAlignment + cub_temp_bytes(kMaxChunkQueries));
+                             kPipelineSlots * grid_scratch_bytes_per_query(take, sizeof(Scalar));
+    const size_t fixed =
+        pipeline_fixed_bytes(call) + kPipelineSlots * grid_scratch_fixed_bytes(take);
     return std::min(m, chunk_queries_for(per_query, fixed, call));
   }
 
@@ -248,7 +248,7 @@ class GridIndex final : public ResidentRowsEngine<Scalar> {
            format("the CUDA grid keeps at most %d neighbours per query on this device (k = %d%s)",
                   grid_max_list_k<Scalar>() - (exclude_self ? 1 : 0), k,
                   exclude_self ? ", exclude_self" : ""));
-    const int64_t chunk = chunk_for(m, k, true, sq_distances != nullptr, false, call);
+    const int64_t chunk = chunk_for(m, k, take, true, sq_distances != nullptr, false, call);
     GridSearchScratch scratch[kPipelineSlots];
     const GridView<Scalar> grid = grid_->view();
     for_each_query_chunk<Scalar>(queries, m, 3, k, indices, sq_distances, nullptr, call, chunk,
@@ -408,14 +408,12 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
   cub::DoubleBuffer<uint32_t> sort_keys(keys[0].get(), keys[1].get());
   cub::DoubleBuffer<uint32_t> sort_ids(ids[0].get(), ids[1].get());
   DeviceBuffer<uint32_t> starts;
-  double crowding = 0.0;
   for (int refinements = 0;; ++refinements) {
     const int64_t cells = layout.cell_count();
     starts = DeviceBuffer<uint32_t>();
     if (!allocate_starts(starts, cells, refinements > 0)) return nullptr;
     const uint64_t sum_sq = count_cells(layout, xyz.get(), n, sort_keys, sort_ids, refinements == 0,
                                         starts.get(), stream);
-    if (refinements == 0) crowding = grid_crowding(sum_sq, n, target);
     if (grid_is_kept(sum_sq, n, target, refinements)) break;
     if (!refine || refinements == kGridMaxRefinements) return nullptr;
     const uint64_t coarse_sum = coarse_occupancy(layout, starts.get(), stream);
@@ -438,7 +436,6 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
   grid->points = std::move(xyz);
   grid->cell_points = std::move(cell_points);
   grid->starts = std::move(starts);
-  grid->crowding = crowding;
   return grid;
 }
 

@@ -23,7 +23,6 @@ struct DeviceGrid {
   DeviceBuffer<Scalar> points;          // input order, rows of x, y, z
   DeviceBuffer<CellPoint> cell_points;  // cell order, with the original indices
   DeviceBuffer<uint32_t> starts;        // cell_count + 1
-  double crowding = 0.0;                // grid_crowding of the first layout binned
 
   GridView<Scalar> view() const {
     return GridView<Scalar>{layout, cell_points.get(), starts.get(), points.get(), n};

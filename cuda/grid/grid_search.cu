@@ -8,6 +8,7 @@
 
 #include "../../common/float_math.h"
 #include "../../common/neighbor.h"
+#include "../core/binned_rows.cuh"
 #include "../core/float4_point.cuh"
 #include "../core/knn_lists.cuh"
 #include "../core/launch_policy.h"
@@ -94,43 +95,42 @@ __device__ bool isolated(const GridView<Scalar>& grid, const Scalar q[3]) {
   return no_point_around(grid.layout, q, [&](uint32_t key) { return __ldg(grid.starts + key); });
 }
 
-// Queries the thread search hands to the warp search (isolated ones): their
-// positions, and how many (device counter, zeroed by query_keys_kernel).
+// Queries the thread search hands to the warp search (isolated ones, and
+// those whose binned rows overflow): their positions, and how many (device
+// counter, zeroed by query_keys_kernel).
 struct HandedOver {
   uint32_t* queries;
   unsigned* count;
+  __device__ void add(int64_t i) const { queries[atomicAdd(count, 1u)] = static_cast<uint32_t>(i); }
 };
 
-// One thread per query, the list (k + 1 entries when the own index is
-// dropped) in registers (K > 0) or a heap in shared memory (K == kSharedK).
-constexpr int kSharedK = -1;
-
+// Walks the shells of query q into `list`; false when the walk gave up (a
+// query away from the points, which the warp search answers).
 template <typename Scalar, class List>
-__device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* queries, int64_t i,
-                                  int k, int64_t self_first, int32_t* indices, Scalar* sq_distances,
-                                  List& list, HandedOver handed_over) {
-  Scalar q[3];
-  load_query(queries, i, q);
+__device__ bool walk_query(const GridView<Scalar>& grid, const Scalar q[3], List& list) {
+  if (grid.n == 0) return true;
   const auto kth = [&] { return list.kth(); };
   const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
-  const bool isolated_query =
-      grid.n > 0 && walk_shells(
-                        grid.layout, static_cast<const Scalar*>(q), isolated_walk_runs(grid.n), kth,
-                        [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
-                          return scan_cells(grid, q, first, last, scan, kth, offer);
-                        },
-                        [&](int32_t first, int32_t last, const ShellCube& cube) {
-                          for (int32_t id = first; id < last; ++id) {
-                            Scalar p[3];
-                            load_point(grid, id, p);
-                            if (!cube.contains(grid.layout, p[0], p[1], p[2]))
-                              offer(squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]), id);
-                          }
-                        }) == ShellWalk::Isolated;
-  if (isolated_query) {
-    handed_over.queries[atomicAdd(handed_over.count, 1u)] = static_cast<uint32_t>(i);
-    return;
-  }
+  return walk_shells(
+             grid.layout, q, isolated_walk_runs(grid.n), kth,
+             [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
+               return scan_cells(grid, q, first, last, scan, kth, offer);
+             },
+             [&](int32_t first, int32_t last, const ShellCube& cube) {
+               for (int32_t id = first; id < last; ++id) {
+                 Scalar p[3];
+                 load_point(grid, id, p);
+                 if (!cube.contains(grid.layout, p[0], p[1], p[2]))
+                   offer(squared_distance3(q[0], q[1], q[2], p[0], p[1], p[2]), id);
+               }
+             }) != ShellWalk::Isolated;
+}
+
+// Query i's row of k from a list that sorts itself (RegisterList, HeapList),
+// its own index (self_first + i, when self_first >= 0) left out.
+template <typename Scalar, class List>
+__device__ void write_row(List& list, int64_t i, int k, int64_t self_first, int32_t* indices,
+                          Scalar* sq_distances) {
   const int32_t self = self_first >= 0 ? static_cast<int32_t>(self_first + i) : -1;
   int32_t* row = indices + i * k;
   Scalar* row_sq = sq_distances ? sq_distances + i * k : nullptr;
@@ -144,21 +144,70 @@ __device__ void grid_thread_query(const GridView<Scalar>& grid, const Scalar* qu
   });
 }
 
+// A guess of query q's take-th squared distance, which places its binned
+// row's bins (kth_bins.h; the guess moves no answer, only the cost): the
+// points of the 3 x 3 x 3 cells around its own, grown to take as the radius
+// to the power of the grid's split axes from the block's half width, beyond
+// q's distance to the points' box.
+template <typename Scalar>
+__device__ Scalar kth_guess(const GridView<Scalar>& grid, const Scalar q[3], int take) {
+  const BasicGridLayout<Scalar>& g = grid.layout;
+  const int64_t around =
+      points_around(g, q, [&](uint32_t key) { return __ldg(grid.starts + key); });
+  double width = 0.0, outside = 0.0;
+  int axes = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double gap = static_cast<double>(g.box_gap(q[a], a));
+    outside += gap * gap;
+    if (g.cells[a] > 1) width = fmax(width, g.width[a]), ++axes;
+  }
+  const float ratio = static_cast<float>(take) / static_cast<float>(around > 0 ? around : 1);
+  const double growth = axes > 0 ? exp2f(log2f(ratio) / static_cast<float>(axes)) : 1.0f;
+  const double radius = sqrt(outside) + 1.5 * width * growth;
+  return static_cast<Scalar>(radius * radius);
+}
+
+// One thread per query: the list (k + 1 entries when the own index is
+// dropped) in registers (K > 0), a heap in shared memory (K == kSharedK), or
+// a binned row (K == kBinnedK), which sort_binned_rows turns into the
+// query's row afterwards.
+constexpr int kSharedK = -1;
+constexpr int kBinnedK = -2;
+
 template <typename Scalar, int K>
 __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
                                   const uint32_t* order, int k, int take, int64_t self_first,
-                                  int32_t* indices, Scalar* sq_distances, HandedOver handed_over) {
+                                  int32_t* indices, Scalar* sq_distances, HandedOver handed_over,
+                                  BinnedRows<Scalar> rows) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= count) return;
   const int64_t i = order[t];
+  Scalar q[3];
+  load_query(queries, i, q);
+  const auto answer = [&](auto& list) {
+    if (walk_query(grid, q, list))
+      write_row(list, i, k, self_first, indices, sq_distances);
+    else
+      handed_over.add(i);
+  };
+  // Raw bytes: an extern array has one type for every instantiation.
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
   if constexpr (K > 0) {
     RegisterList<Scalar, K> list(take);
-    grid_thread_query(grid, queries, i, k, self_first, indices, sq_distances, list, handed_over);
-  } else {
-    // Raw bytes: an extern array has one type for every instantiation.
-    extern __shared__ __align__(16) unsigned char shared_bytes[];
+    answer(list);
+  } else if constexpr (K == kSharedK) {
     SharedHeapList<Scalar> list = SharedHeapList<Scalar>::in_shared(shared_bytes, take);
-    grid_thread_query(grid, queries, i, k, self_first, indices, sq_distances, list, handed_over);
+    answer(list);
+  } else {
+    BinnedRowList<Scalar> list(rows.entries + t * rows.capacity, rows.capacity,
+                               SharedBinCounters::in_shared(shared_bytes), take,
+                               kth_guess(grid, q, take));
+    if (walk_query(grid, q, list) && !list.overflowed()) {
+      rows.ends[t] = list.end();
+    } else {
+      rows.ends[t] = BinnedRowEnd<Scalar>{0, kRowHandedOver};
+      handed_over.add(i);
+    }
   }
 }
 
@@ -362,17 +411,35 @@ int thread_heap_block(int take) {
 }
 
 // The thread search with lists of K (kSharedK: heaps in shared memory,
-// `threads` a block as thread_heap_block gave).
+// `threads` a block as thread_heap_block gave; kBinnedK: binned rows, which
+// the rows' sort then turns into the output rows), then the warp search over
+// the queries it handed over.
 template <int K, typename Scalar>
 void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
                        const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
                        Scalar* sq_distances, GridSearchScratch& s, cudaStream_t stream,
                        int threads = kThreadBlock) {
-  const size_t shared = K == kSharedK ? SharedHeapList<Scalar>::bytes(take, threads) : 0;
+  BinnedRows<Scalar> rows{nullptr, nullptr, 0};
+  size_t shared = 0;
+  if constexpr (K == kSharedK) shared = SharedHeapList<Scalar>::bytes(take, threads);
+  if constexpr (K == kBinnedK) {
+    using Entry = typename BinnedRows<Scalar>::Entry;
+    rows.capacity = binned_row_capacity(take);
+    const size_t queries_held = static_cast<size_t>(s.capacity());
+    const size_t entries = queries_held * rows.capacity * sizeof(Entry);
+    const size_t ends = queries_held * sizeof(BinnedRowEnd<Scalar>);
+    if (s.binned_entries.size() < entries) s.binned_entries.allocate(entries);
+    if (s.binned_ends.size() < ends) s.binned_ends.allocate(ends);
+    rows.entries = reinterpret_cast<Entry*>(s.binned_entries.get());
+    rows.ends = reinterpret_cast<BinnedRowEnd<Scalar>*>(s.binned_ends.get());
+    shared = SharedBinCounters::bytes(threads);
+  }
   const HandedOver handed_over{s.handed_over.get(), s.handed_over_count.get()};
   knn_thread_kernel<Scalar, K><<<grid_for(count, threads), threads, shared, stream>>>(
-      grid, queries, count, order, k, take, self_first, indices, sq_distances, handed_over);
+      grid, queries, count, order, k, take, self_first, indices, sq_distances, handed_over, rows);
   check_launch("grid knn (thread per query)");
+  if constexpr (K == kBinnedK)
+    sort_binned_rows(rows, order, count, k, take, self_first, indices, sq_distances, stream);
   launch_warp_knn(grid, queries, count, s.handed_over_count.get(), s.handed_over.get(), k, take,
                   self_first, indices, sq_distances, stream);
 }
@@ -416,7 +483,8 @@ void grid_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count
   if (take <= 4) return thread(std::integral_constant<int, 4>());
   if (take <= 8) return thread(std::integral_constant<int, 8>());
   if (take <= kGridRegisterK) return thread(std::integral_constant<int, kGridRegisterK>());
-  if (take <= kMaxSharedListK) {
+  if (grid_lists_are_binned(take)) return thread(std::integral_constant<int, kBinnedK>());
+  if (take <= kGridMaxHeapTake) {
     if (const int threads = thread_heap_block<Scalar>(take); threads > 0)
       return launch_thread_knn<kSharedK>(grid, queries, count, order, k, take, self_first, indices,
                                          sq_distances, scratch, stream, threads);

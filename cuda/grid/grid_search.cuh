@@ -7,16 +7,12 @@
 // (a query with no point in the 3 x 3 x 3 cells around its own scans every
 // point instead, by one warp: the walk would cross row after row of empty
 // cells):
-//   - lists of up to kGridRegisterK entries: one thread per query, the list
-//     in registers (knn_lists.cuh RegisterList);
-//   - up to kMaxSharedListK (128): one thread per query, the list a heap in
-//     shared memory (knn_lists.cuh HeapList), as many threads a block as the
-//     device's shared memory holds heaps for (a sorted list there was 3x
-//     faster than a warp per query for 10^7 points, k = 30, on an H100, but
-//     1.6x slower at k = 100; the heap is 1.2-1.45x faster than the sorted
-//     list at k = 17..30, and 2.2x faster than a warp per query at k = 100);
-//   - longer lists, or where not even a warp's heaps fit the shared memory:
-//     one warp per query, the list in shared memory
+//   - lists of up to kGridRegisterK entries (grid_memory.h): one thread per
+//     query, the list in registers (knn_lists.cuh RegisterList);
+//   - up to kMaxBinnedTake (256): one thread per query appending its
+//     candidates to a binned row (core/binned_rows.cuh), which a warp sorts
+//     afterwards; a query whose row overflows goes to the warp search;
+//   - longer lists: one warp per query, the list in shared memory
 //     (warp_list.cuh WarpList), the lanes sharing each cell's points;
 // radius walks exactly the cells whose bound is within the radius, one
 // thread per query, keeping its row sorted in place.
@@ -34,6 +30,7 @@
 #include "../../common/grid_layout.h"
 #include "../core/cuda_support.h"
 #include "../core/float4_point.cuh"
+#include "grid_memory.h"
 
 namespace knn {
 namespace cuda {
@@ -49,11 +46,6 @@ struct GridView {
   int64_t n;
 };
 
-// Longest list kept in registers, one thread per query. A 32-entry register
-// list takes 238 registers and measured no faster than the warp search at
-// k = 32, so lists beyond 16 go to the warp search.
-constexpr int kGridRegisterK = 16;
-
 // Longest list the warp search can hold on the current device (its shared
 // memory per block); longer requests are refused with KNN_ERR_UNSUPPORTED.
 template <typename Scalar>
@@ -67,21 +59,21 @@ class GridSearchScratch {
   int64_t capacity() const { return capacity_; }
 
   DeviceBuffer<uint32_t> keys[2], order[2];
-  // The queries the thread search hands to the warp search (isolated ones:
-  // grid_search.cu) and their count.
+  // The queries the thread search hands to the warp search (isolated ones,
+  // and those whose binned rows overflow: grid_search.cu) and their count.
   DeviceBuffer<uint32_t> handed_over;
   DeviceBuffer<unsigned> handed_over_count;
   DeviceBuffer<unsigned char> cub_temp;
+  // The binned rows of a chunk and their ends (binned_rows.cuh), allocated
+  // at the first chunk that keeps its lists there
+  // (grid_scratch_bytes_per_query, grid_memory.h, counts them).
+  DeviceBuffer<unsigned char> binned_entries, binned_ends;
   size_t cub_bytes = 0;
   int key_bits = 1;
 
  private:
   int64_t capacity_ = 0;
 };
-
-// Device bytes the scratch takes per query (keys and order, double-buffered,
-// and a handed-over position).
-constexpr size_t kGridScratchBytesPerQuery = 20;
 
 // k nearest of `count` queries (rows of 3 scalars) into rows of k. With
 // self_first >= 0 the queries are the indexed points self_first,
