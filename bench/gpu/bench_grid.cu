@@ -184,7 +184,7 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
 
 // Grid query time against the target points per cell (IndexParams.leaf_size),
 // uniform 10^7 x 10^7: the measurements behind kGridDefaultPointsPerCell and
-// kGridRegisterK (k = 16 is the last register list, k = 17 the first warp).
+// kGridRegisterK (k = 16 is the last register list, k = 17 the first heap).
 void sweep_target() {
   const int64_t n = 10000000;
   const std::vector<Point> points = reference_points(Distribution::Uniform, n);

@@ -10,6 +10,7 @@
 
 #include "binned_rows.cuh"
 #include "cuda_support.h"
+#include "launch_policy.h"
 #include "memory_model.h"
 #include "warp_list.cuh"
 
@@ -18,7 +19,6 @@ namespace cuda {
 namespace {
 
 constexpr int kSortWarps = 4;
-constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
 __device__ uint64_t shuffle_xor(uint64_t e, int mask) {
   return __shfl_xor_sync(kFullMask, e, mask);
@@ -164,7 +164,7 @@ void sort_binned_rows(const BinnedRows<Scalar>& rows, const uint32_t* order, int
   using Entry = typename NeighborKey<Scalar>::Type;
   const size_t per_warp = sizeof(Entry) * static_cast<size_t>(rows.capacity);
   const int warps = static_cast<int>(
-      std::max<size_t>(1, std::min<size_t>(kSortWarps, kDefaultSharedBytes / per_warp)));
+      std::max<size_t>(1, std::min<size_t>(kSortWarps, kMinSharedBytesPerBlock / per_warp)));
   const SortArgs<Scalar> a{rows, order, count, k, take, self_first, indices, sq_distances};
   sort_binned_rows_kernel<Scalar>
       <<<grid_for(count, warps), 32 * warps, per_warp * warps, stream>>>(a);

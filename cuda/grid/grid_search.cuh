@@ -7,13 +7,18 @@
 // (a query with no point in the 3 x 3 x 3 cells around its own scans every
 // point instead, by one warp: the walk would cross row after row of empty
 // cells):
-//   - lists of up to kGridRegisterK entries (grid_memory.h): one thread per
-//     query, the list in registers (knn_lists.cuh RegisterList);
+//   - lists of up to kGridRegisterK entries (grid_memory.h, which gives the
+//     limits and their figures): one thread per query, the list in
+//     registers (knn_lists.cuh RegisterList);
+//   - up to kGridMaxHeapTake (44): one thread per query, the list a heap in
+//     shared memory (knn_lists.cuh HeapList), as many threads a block as
+//     the device's shared memory holds heaps for;
 //   - up to kMaxBinnedTake (256): one thread per query appending its
 //     candidates to a binned row (core/binned_rows.cuh), which a warp sorts
 //     afterwards; a query whose row overflows goes to the warp search;
-//   - longer lists: one warp per query, the list in shared memory
-//     (warp_list.cuh WarpList), the lanes sharing each cell's points;
+//   - longer lists, or heaps that do not fit the shared memory: one warp
+//     per query, the list in shared memory (warp_list.cuh WarpList), the
+//     lanes sharing each cell's points;
 // radius walks exactly the cells whose bound is within the radius, one
 // thread per query, keeping its row sorted in place.
 //
