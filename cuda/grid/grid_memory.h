@@ -62,9 +62,10 @@ inline size_t grid_scratch_fixed_bytes(int take) {
 // Beyond kMaxBinnedTake the warp lists take no rows, but they are counted
 // all the same, so that no estimate falls as k grows.
 inline size_t grid_binned_call_bytes(int64_t m, int k, size_t scalar_bytes) {
-  if (k + 1 <= kGridMaxHeapTake || m <= 0) return 0;
+  const int64_t widest = int64_t{k} + 1;  // k may be INT_MAX
+  if (widest <= kGridMaxHeapTake || m <= 0) return 0;
   const size_t chunk = static_cast<size_t>(std::min(m, kMaxChunkQueries));
-  const int take = std::min(k + 1, kMaxBinnedTake);
+  const int take = static_cast<int>(std::min<int64_t>(widest, kMaxBinnedTake));
   const size_t rows = aligned(
       saturating_mul(chunk, static_cast<size_t>(binned_row_capacity(take)) * 2 * scalar_bytes));
   return kPipelineSlots * (rows + aligned(chunk * 2 * scalar_bytes));
