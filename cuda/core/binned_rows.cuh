@@ -80,9 +80,10 @@ struct SharedBinCounters {
 //
 // Appends wait in registers until they fill a 32-byte sector (kStaged
 // entries: four float keys, two double pairs), which is written whole: the
-// appends of a warp's lanes go to 32 rows, and a scattered store of 8 bytes
-// costs the memory system as much as one of 16 and leaves its sector part
-// written.
+// lanes of a warp append to 32 rows, so every store is scattered, and two
+// 16-byte stores a sector are fewer than four of 8 bytes and leave no
+// sector part written (with the occupancy masks of kth_bins.h and the
+// lane-major sort, 14-25 % off the query, bench/RESULTS.md).
 template <typename Scalar>
 struct BinnedRowList {
   using Key = NeighborKey<Scalar>;
