@@ -38,10 +38,13 @@ inline DeviceBudget device_budget(size_t call_limit) {
 // Builds the tree of n host points into the host array `tree`.
 void build_kdtree(const Point* points, int64_t n, Node* tree);
 
-// ---- kNN queries against a tree resident on the device -----------------
+// ---- Classic queries: the tree's points on the device -------------------
 // Host threads that copy between the caller's arrays and pinned staging.
 constexpr int kHostCopyThreads = 8;
 
+// A classic tree on the current device, for the engines that answer its
+// queries: the tree's own heap layout serves no search (src/query_planner.cpp
+// builds the grid or the bucket kd-tree of its points and queries that).
 class DeviceTree {
  public:
   // Uploads a host Node array of n nodes whose root splits on root_dim; with
@@ -54,27 +57,14 @@ class DeviceTree {
 
   int64_t size() const;
 
-  // kNN of host queries into host rows of k (indices, and sq_distances
-  // unless NULL), in chunks of at most `chunk` queries, on `slots` pipeline
-  // slots (2: double-buffered on two streams with pinned staging, so that
-  // transfers overlap the search).
-  // `next_chunk` hands out work: it returns the first query of the next chunk
-  // to run and its size (0 when none is left), so that CPU threads can take
-  // chunks from the same pool at the same time.
-  struct ChunkSource {
-    virtual ~ChunkSource() = default;
-    virtual int64_t take(int64_t max_queries, int64_t* count) = 0;
-  };
-  void query(const Point* queries, int k, int32_t* indices, float* sq_distances, int64_t chunk,
-             int slots, ChunkSource& source) const;
-
-  // The tree's points binned as the index API's grid (cuda_index.h,
-  // build_grid_index), from the nodes already on the device: the points
-  // take their input order back from the nodes' ids, so the grid answers
-  // with the same indices (Node.id) and the same ties as the tree, and the
-  // grid keeps them as its points in input order (no copy). nullptr when the
-  // points make a poor grid.
+  // The tree's points as an index engine of the current device, from the
+  // nodes already there: the points take their input order back from the
+  // nodes' ids, so the engine answers with the same indices (Node.id) and
+  // the same ties as the tree, and keeps them as its points in input order
+  // (no copy). The grid (cuda_index.h build_grid_index; nullptr when the
+  // points make a poor grid) or the bucket kd-tree (build_kdtree_index).
   std::unique_ptr<IndexEngine> grid_of_points(const IndexParams& params) const;
+  std::unique_ptr<IndexEngine> kdtree_of_points(const IndexParams& params) const;
 
  private:
   struct Impl;

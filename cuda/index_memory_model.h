@@ -111,10 +111,9 @@ inline size_t query_bytes(int structure, int64_t m, int k, int64_t n, int dim,
 
 // A classic query (queryAll, cuQueryAll) that the grid of the tree's points
 // answers (src/query_planner.cpp): while the points are binned, the uploaded
-// tree (memory_model.h uploaded_tree_bytes: its buckets are laid out only
-// for its own search) and the grid's build (whose points in input order are
-// the tree's, scattered back); then the grid alone with the call's pipeline,
-// two slots of at most kMaxChunkQueries queries.
+// tree (memory_model.h uploaded_tree_bytes) and the grid's build (whose
+// points in input order are the tree's, scattered back); then the grid alone
+// with the call's pipeline, two slots of at most kMaxChunkQueries queries.
 inline size_t classic_grid_query_bytes(int64_t m, int k, int64_t n) {
   const size_t binning = saturating_add(uploaded_tree_bytes(n), grid_build_bytes(n));
   const int64_t chunk = std::min(m, kMaxChunkQueries);
@@ -122,6 +121,38 @@ inline size_t classic_grid_query_bytes(int64_t m, int k, int64_t n) {
       saturating_add(grid_build_bytes(n), saturating_mul(kPipelineSlots, call_bytes(chunk, k, 3))),
       grid_binned_call_bytes(m, k, sizeof(float)));
   return std::max(binning, querying);
+}
+
+// A classic query that the bucket kd-tree of the tree's points answers, all
+// m queries at once (getNeededBytesForQueryAll; the pipeline's chunks take
+// less): while the tree is built, the uploaded tree and the kd-tree's build
+// (whose input rows are the tree's points); then the kd-tree with every
+// query's staging, rows and scratch (counted for two slots: an upper bound).
+// The default leaf size counts the most nodes, so the figure bounds the
+// leaves of every k (src/query_planner.cpp classic_leaf_size).
+inline size_t classic_kdtree_query_bytes(int64_t m, int k, int64_t n) {
+  const CallParams host_call{};
+  const size_t building =
+      saturating_add(uploaded_tree_bytes(n), kdtree_build_bytes(n, 3, sizeof(float)));
+  const size_t per_query = cuda::kdtree_call_bytes_per_query(3, k, k, false, true, true, false,
+                                                             host_call, sizeof(float));
+  const size_t querying = saturating_add(cuda::kdtree_resident_bytes(n, 3, kKdTreeDefaultLeafSize) +
+                                             cuda::kdtree_call_fixed_bytes(host_call),
+                                         saturating_mul(count(m), per_query));
+  return std::max(building, querying);
+}
+
+// The search's own scratch in such calls (getNeededBytesInSearch): the
+// kd-tree's for all m queries at once, the grid's for its chunks.
+inline size_t classic_kdtree_search_bytes(int64_t m, int k) {
+  return saturating_add(saturating_mul(count(m), cuda::kdtree_scratch_bytes_per_query(k, false)),
+                        cuda::kdtree_scratch_fixed_bytes());
+}
+inline size_t classic_grid_search_bytes(int64_t m, int k) {
+  const size_t chunk = count(std::min(m, kMaxChunkQueries));
+  return saturating_add(kPipelineSlots * (chunk * grid_scratch_bytes_per_query(0, sizeof(float)) +
+                                          grid_scratch_fixed_bytes(std::min(k, kMaxBinnedTake))),
+                        grid_binned_call_bytes(m, k, sizeof(float)));
 }
 
 // ---- Brute force: the search plan and its scratch (cuda/brute_force/index_brute_force.cu) ----

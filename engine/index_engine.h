@@ -28,6 +28,16 @@ struct IndexParams {
   bool refine_grid = true;         // a poor grid tries finer cells (grid_layout.h "Surfaces")
 };
 
+// Where a call's queries come from when others share them: take() hands out
+// the next run of at most max_queries of the call's m queries, [first, first
+// + *count), and *count == 0 when none is left. Several engines (one per
+// device) and CPU threads may take from one source at the same time, each
+// answering the rows of the queries it took (src/query_planner.cpp).
+struct QuerySource {
+  virtual ~QuerySource() = default;
+  virtual int64_t take(int64_t max_queries, int64_t* count) = 0;
+};
+
 // Per-call settings. The OpenMP engines are only ever handed host arrays;
 // the CUDA engines take each array where the flags say it lives.
 struct CallParams {
@@ -35,6 +45,9 @@ struct CallParams {
   size_t device_memory_limit = 0;
   bool queries_on_device = false;
   bool outputs_on_device = false;
+  // CUDA engines' kNN calls: answer only the queries taken from here (null:
+  // all m of them).
+  QuerySource* query_source = nullptr;
 };
 
 // The most queries share_of_isolated_queries reads.

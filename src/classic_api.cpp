@@ -149,7 +149,7 @@ KNN_API size_t KNN_CALL getNeededBytesInSearch(int n_qp, int k, int n_tree, int 
   // The engine picks its own launch shape from the device; the search's own
   // storage depends on the queries and k (results are counted by the caller).
   if (n_qp < 0 || k < 0 || n_tree < 0 || thread_num < 0 || block_num < 0) return 0;
-  return knn::cuda::search_scratch_bytes(n_qp, k);
+  return knn::search_bytes_needed(n_qp, k, n_tree);
 }
 
 KNN_API size_t KNN_CALL getFreeBytesOnGpu(void) {

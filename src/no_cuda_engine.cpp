@@ -23,10 +23,8 @@ struct DeviceTree::Impl {};
 DeviceTree::DeviceTree(const Node*, int64_t, int, bool) : impl_(nullptr) { no_cuda(); }
 DeviceTree::~DeviceTree() = default;
 int64_t DeviceTree::size() const { return 0; }
-void DeviceTree::query(const Point*, int, int32_t*, float*, int64_t, int, ChunkSource&) const {
-  no_cuda();
-}
 std::unique_ptr<IndexEngine> DeviceTree::grid_of_points(const IndexParams&) const { no_cuda(); }
+std::unique_ptr<IndexEngine> DeviceTree::kdtree_of_points(const IndexParams&) const { no_cuda(); }
 
 bool is_device_pointer(const void*) { return false; }
 void copy_to_host(void*, const void*, size_t) { no_cuda(); }

@@ -19,6 +19,7 @@
 #include "../common/float_math.h"
 #include "../common/neighbor.h"
 #include "../cuda/cuda_engine.h"
+#include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
@@ -62,12 +63,13 @@ size_t classic_budget() { return cuda::device_budget(0).bytes(); }
 // the GPUs would run out of work, so the CPU share never delays the call.
 // Every hand-out is a point between chunks where the caller's cancel flag,
 // taken on the calling thread when the pool is made, stops the call.
-class QueryPool : public cuda::DeviceTree::ChunkSource {
+class QueryPool : public QuerySource {
  public:
-  // in_flight: the most queries the devices may have taken but not finished.
-  QueryPool(int64_t m, int64_t in_flight)
+  // devices: the engines taking chunks from the front, each with at most
+  // cuda::kPipelineSlots of them in flight.
+  QueryPool(int64_t m, int devices)
       : back_(m),
-        in_flight_(in_flight),
+        devices_(devices),
         start_(std::chrono::steady_clock::now()),
         cancel_(cancel_flag()) {}
 
@@ -75,6 +77,7 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
     throw_if_cancelled(cancel_);
     std::lock_guard<std::mutex> lock(mutex_);
     *count = closed_ ? 0 : std::min(max_queries, back_ - front_);
+    largest_chunk_ = std::max(largest_chunk_, max_queries);
     const int64_t first = front_;
     front_ += *count;
     paced_.notify_all();
@@ -88,11 +91,12 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
     throw_if_cancelled(cancel_);
     std::unique_lock<std::mutex> lock(mutex_);
     // Queries the GPUs have surely finished: all but the chunks in flight.
-    paced_.wait(lock, [this] { return closed_ || front_ - in_flight_ > 0 || back_ == front_; });
+    auto in_flight = [this] { return cuda::kPipelineSlots * largest_chunk_ * devices_; };
+    paced_.wait(lock, [&] { return closed_ || front_ - in_flight() > 0 || back_ == front_; });
     const int64_t remaining = back_ - front_;
-    const int64_t gpu_done = front_ - in_flight_;
+    const int64_t gpu_done = front_ - in_flight();
     *count = 0;
-    if (closed_ || remaining < in_flight_ || gpu_done <= 0) return back_;
+    if (closed_ || remaining < in_flight() || gpu_done <= 0) return back_;
     int64_t want = kCpuProbeQueries;
     if (rate > 0) {
       const double elapsed =
@@ -123,22 +127,20 @@ class QueryPool : public cuda::DeviceTree::ChunkSource {
   std::mutex mutex_;
   int64_t front_ = 0;
   int64_t back_;
-  const int64_t in_flight_;
+  const int64_t devices_;
+  int64_t largest_chunk_ = 0;  // the largest chunk a device asked for
   const std::chrono::steady_clock::time_point start_;
   std::condition_variable paced_;
   bool closed_ = false;
   const volatile int* const cancel_;
 };
 
-// The largest chunk (a multiple of kMinChunkQueries, at most m and the
-// engine's maximum) whose pipeline fits next to the tree; 0 if none does.
-int64_t fitting_chunk(int64_t m, int k, int64_t n, size_t budget) {
-  int64_t chunk = std::min<int64_t>(cuda::kMaxChunkQueries, m);
-  while (chunk > 0 && cuda::query_bytes(m, k, n, chunk) > budget) {
-    if (chunk <= kMinChunkQueries) return 0;
-    chunk = std::max<int64_t>(kMinChunkQueries, chunk / 2);
-  }
-  return chunk;
+// Device bytes of a classic call on the tree's points with at most a small
+// chunk of queries at a time: whether the device can serve it at all (the
+// tree split serves it otherwise).
+bool device_holds(int64_t m, int k, int64_t n, size_t budget) {
+  return cuda::index_memory::classic_kdtree_query_bytes(std::min(m, kMinChunkQueries), k, n) <=
+         budget;
 }
 
 // GPU search of all m queries against a tree of n nodes: `device_side`
@@ -147,11 +149,9 @@ int64_t fitting_chunk(int64_t m, int k, int64_t n, size_t budget) {
 // from the back of the same pool once the GPUs have shown their pace; they
 // stop when they could not finish before them.
 void query_with_cpu_share(const Node* tree, int64_t n, int root_dim, const Point* queries,
-                          int64_t m, int k, int32_t* indices, float* sq_distances, int64_t chunk,
-                          int device_count, bool cpu_share,
-                          const std::function<void(QueryPool&)>& device_side) {
-  // Each device has at most its two pipeline slots' chunks in flight.
-  QueryPool pool(m, 2 * chunk * device_count);
+                          int64_t m, int k, int32_t* indices, float* sq_distances, int device_count,
+                          bool cpu_share, const std::function<void(QueryPool&)>& device_side) {
+  QueryPool pool(m, device_count);
   const int helpers = omp_get_max_threads() - device_count * (cuda::kHostCopyThreads + 1);
   if (!cpu_share || helpers < 1) return device_side(pool);
   // The CPU search layout of the tree, built once for every chunk the team takes.
@@ -194,31 +194,26 @@ void query_with_cpu_share(const Node* tree, int64_t n, int root_dim, const Point
   if (failure) std::rethrow_exception(failure);
 }
 
-// The search of all m queries against one resident tree on the current device.
-void query_on_device(const cuda::DeviceTree& device_tree, const Node* tree, int root_dim,
-                     const Point* queries, int64_t m, int k, int32_t* indices, float* sq_distances,
-                     int64_t chunk, bool cpu_share) {
-  const int slots = cuda::pipeline_slots(m, chunk);
-  query_with_cpu_share(tree, device_tree.size(), root_dim, queries, m, k, indices, sq_distances,
-                       chunk, 1, cpu_share, [&](QueryPool& pool) {
-                         device_tree.query(queries, k, indices, sq_distances, chunk, slots, pool);
-                       });
-}
-
-// ---- Short lists: the grid of the tree's points ----------------------------------
-// The index API's grid answers short lists 2-3x faster than the tree's own
-// search (H100, 10^7 x 10^7 uniform, device arrays, query ms: k = 8 grid
-// 18 against 45, k = 30 37 against 106; bench/RESULTS.md), so a classic
-// query runs where an AUTO index would run it: on the grid of the tree's
-// points (binned from the uploaded tree, index_planner.h serving_structure:
-// lists up to kGpuGridMaxLeadingK, more points than the GPU brute force
-// takes, few queries away from the points). Binning costs about what n / 6
-// queries save (0.2-0.44 ns a point against 2.7 ns a query at k = 8), so
-// the grid is tried only from m >= n / kGridQueriesPerPointDivisor.
+// ---- The engines of a classic query ---------------------------------------------
+// A classic query runs on an index engine of the tree's points, built on the
+// device from the uploaded tree (cuda::DeviceTree) and served through the
+// index API's query pipeline: the grid where an AUTO index of the points
+// would serve the call on a grid, else the bucket kd-tree. Both answer with
+// the tree's indices (Node.id) and its ties, so the answer is the CPU
+// engine's whichever serves.
+//
+// The grid: it answers short lists 2-3x faster than the kd-tree (H200, 10^7
+// x 10^7 uniform, device arrays, build + query ms: k = 8 11.6 against 35.1,
+// k = 30 29.7 against 58.0; bench/RESULTS.md) where the points make a good
+// grid and the queries lie on them (index_planner.h serving_structure: lists
+// up to kGpuGridMaxLeadingK, more points than the GPU brute force takes).
+// Binning costs about what n / 6 queries save (0.2-0.44 ns a point against
+// 2.7 ns a query at k = 8), so the grid is tried only from m >= n /
+// kGridQueriesPerPointDivisor.
 constexpr int64_t kGridQueriesPerPointDivisor = 4;
 
 // Where an AUTO index of the tree's points would be a grid that serves lists
-// of k (the planner's own rules; once the grid is binned, query_on_grid asks
+// of k (the planner's own rules; once the grid is binned, classic_engine asks
 // them again with the queries' placement).
 bool grid_may_serve(int64_t m, int k, int64_t n) {
   return m >= n / kGridQueriesPerPointDivisor &&
@@ -227,39 +222,82 @@ bool grid_may_serve(int64_t m, int k, int64_t n) {
              KNN_STRUCTURE_GRID;
 }
 
-// Answers the call on the grid of the tree's points when the points make a
-// good grid and the queries lie on them (false: the tree answers). The tree
-// is released before the grid answers; the call's pipeline plans within the
-// budget less the grid.
-bool query_on_grid(std::unique_ptr<cuda::DeviceTree>& device_tree, const Point* queries, int64_t m,
-                   int k, int32_t* result, size_t budget) {
-  const int64_t n = device_tree->size();
-  IndexParams params;  // the grid's default cell size, refined for surfaces
-  params.refine_grid = true;
-  params.device_memory_limit = budget;
-  const std::unique_ptr<IndexEngine> grid = device_tree->grid_of_points(params);
-  if (!grid) return false;
-  const float* rows = reinterpret_cast<const float*>(queries);
-  if (structure_serving_call(*grid, n, k, CallKind::Nearest, rows, m) != KNN_STRUCTURE_GRID)
-    return false;
-  device_tree.reset();
-  CallParams call;
-  call.device_memory_limit = budget - cuda::index_memory::grid_build_bytes(n);
-  grid->knn(rows, m, k, result, nullptr, call);
-  return true;
+// The kd-tree's leaves for lists of k: the index API's (index_leaf_size.h),
+// whose long lists (the warp lists) want larger leaves.
+int classic_leaf_size(int k) {
+  return k > 16 ? kdtree_long_list_leaf_size(3) : kdtree_default_leaf_size(3, LeafSizeFor::kGpu);
 }
 
-// The tree replicated on every listed device: one copy per distinct device,
-// uploaded and checked on all of them at once; then every listed device (a
-// device listed twice: two host threads sharing its copy and its memory)
-// takes chunks from the one pool, as large as its share of its own free
-// memory allows, until the pool is empty. Each query is answered whole on
-// one device: the result is the one device's. A device whose share of memory
-// cannot hold the tree and a small chunk sits out; when none can,
-// DEVICE_OUT_OF_MEMORY. `chunk` (the caller's device's) paces the CPU share.
+// A classic call's engine on the current device and what it keeps there.
+struct ClassicEngine {
+  std::unique_ptr<IndexEngine> engine;
+  size_t resident_bytes = 0;
+};
+
+// The engine of the tree's points that serves m queries with k neighbours
+// within `budget` device bytes. With `try_grid`, the grid where it serves
+// (the upload goes before the grid answers: classic_grid_query_bytes), else
+// the kd-tree.
+ClassicEngine classic_engine(const cuda::DeviceTree& uploaded, const Point* queries, int64_t m,
+                             int k, size_t budget, bool try_grid) {
+  const int64_t n = uploaded.size();
+  if (try_grid && grid_may_serve(m, k, n) &&
+      cuda::index_memory::classic_grid_query_bytes(m, k, n) <= budget) {
+    IndexParams params;  // the grid's default cell size, refined for surfaces
+    params.refine_grid = true;
+    params.device_memory_limit = budget;
+    std::unique_ptr<IndexEngine> grid = uploaded.grid_of_points(params);
+    if (grid &&
+        structure_serving_call(*grid, n, k, CallKind::Nearest,
+                               reinterpret_cast<const float*>(queries), m) == KNN_STRUCTURE_GRID)
+      return ClassicEngine{std::move(grid), cuda::index_memory::grid_build_bytes(n)};
+  }
+  // The build's budget leaves out the upload and the rows it adopts (counted
+  // in the kd-tree's build bytes): the planner admitted all of them.
+  const size_t held = cuda::uploaded_tree_bytes(n) + cuda::aligned(sizeof(float) * 3 * size_t(n));
+  IndexParams params;
+  params.leaf_size = classic_leaf_size(k);
+  params.device_memory_limit = budget > held ? budget - held : 1;
+  return ClassicEngine{uploaded.kdtree_of_points(params),
+                       cuda::kdtree_resident_bytes(n, 3, params.leaf_size)};
+}
+
+// The rows of the queries `source` hands out (all m where it is null), on
+// the current device, within `budget` less what the engine keeps there.
+void classic_knn(const ClassicEngine& on, const Point* queries, int64_t m, int k, int32_t* indices,
+                 float* sq_distances, size_t budget, QuerySource* source) {
+  CallParams call;
+  call.device_memory_limit = budget > on.resident_bytes ? budget - on.resident_bytes : 1;
+  call.query_source = source;
+  on.engine->knn(reinterpret_cast<const float*>(queries), m, k, indices, sq_distances, call);
+}
+
+// The search of all m queries against the tree on the current device, with
+// a CPU share where the kd-tree serves the call (the grid is too quick for
+// one to pay).
+void query_on_device(const Node* tree, int64_t n, const Point* queries, int64_t m, int k,
+                     int32_t* result, size_t budget, bool cpu_share) {
+  const ClassicEngine on = [&] {
+    const cuda::DeviceTree uploaded(tree, n, 0, true);
+    return classic_engine(uploaded, queries, m, k, budget, true);
+  }();  // the upload is freed before the queries run
+  cpu_share = cpu_share && on.engine->structure() == KNN_STRUCTURE_KDTREE;
+  query_with_cpu_share(
+      tree, n, 0, queries, m, k, result, nullptr, 1, cpu_share,
+      [&](QueryPool& pool) { classic_knn(on, queries, m, k, result, nullptr, budget, &pool); });
+}
+
+// The tree's points on every listed device: one engine per distinct device,
+// built on all of them at once (each from its own upload and check, each
+// choosing as one device would: the answers are the same); then
+// every listed device (a device listed twice: two host threads sharing its
+// engine and its memory) takes chunks from the one pool, as large as its
+// share of its own free memory allows, until the pool is empty. Each query
+// is answered whole on one device: the result is the one device's. A device
+// whose share of memory cannot hold the tree and a small chunk sits out;
+// when none can, DEVICE_OUT_OF_MEMORY.
 void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t n,
-                      const Point* queries, int64_t m, int k, int32_t* result, int64_t chunk,
-                      bool cpu_share) {
+                      const Point* queries, int64_t m, int k, int32_t* result, bool cpu_share) {
   const std::vector<int> distinct = [&] {
     std::vector<int> d(devices);
     std::sort(d.begin(), d.end());
@@ -270,12 +308,12 @@ void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t
     return static_cast<size_t>(std::lower_bound(distinct.begin(), distinct.end(), device) -
                                distinct.begin());
   };
-  std::vector<std::unique_ptr<cuda::DeviceTree>> trees(distinct.size());
-  std::vector<int64_t> chunks(distinct.size(), 0);
-  // Each copy is freed on its own device, whatever happened.
+  std::vector<ClassicEngine> engines(distinct.size());
+  std::vector<size_t> shares(distinct.size(), 0);
+  // Each engine is freed on its own device, whatever happened.
   auto release = [&] {
     try {
-      run_shares(distinct, cuda::set_device, [&](int s, int) { trees[s].reset(); });
+      run_shares(distinct, cuda::set_device, [&](int s, int) { engines[s].engine.reset(); });
     } catch (...) {
       // Nothing left to report: the call's status says what failed.
     }
@@ -283,18 +321,20 @@ void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t
   try {
     run_shares(distinct, cuda::set_device, [&](int s, int device) {
       const int64_t listed = std::count(devices.begin(), devices.end(), device);
-      chunks[s] = fitting_chunk(m, k, n, classic_budget() / static_cast<size_t>(listed));
-      if (chunks[s] > 0) trees[s].reset(new cuda::DeviceTree(tree, n, 0, true));
+      shares[s] = classic_budget() / static_cast<size_t>(listed);
+      if (!device_holds(m, k, n, shares[s])) return;
+      const cuda::DeviceTree uploaded(tree, n, 0, true);
+      engines[s] = classic_engine(uploaded, queries, m, k, shares[s], true);
     });
-    query_with_cpu_share(tree, n, 0, queries, m, k, result, nullptr, chunk,
+    query_with_cpu_share(tree, n, 0, queries, m, k, result, nullptr,
                          static_cast<int>(devices.size()), cpu_share, [&](QueryPool& pool) {
                            try {
                              run_shares(devices, cuda::set_device, [&](int, int device) {
                                const size_t s = slot_of(device);
-                               if (chunks[s] == 0) return;
+                               if (!engines[s].engine) return;
                                try {
-                                 trees[s]->query(queries, k, result, nullptr, chunks[s],
-                                                 cuda::pipeline_slots(m, chunks[s]), pool);
+                                 classic_knn(engines[s], queries, m, k, result, nullptr, shares[s],
+                                             &pool);
                                } catch (...) {
                                  pool.close();  // the other devices stop at their next chunk
                                  throw;
@@ -356,41 +396,47 @@ void merge_rows(int32_t* a_idx, float* a_dist, const int32_t* b_idx, const float
     a_idx[out] = scratch[out].index, a_dist[out] = scratch[out].sq_distance;
 }
 
-// A part of a split tree: its nodes in heap layout, the split dimension of
-// its root, and the box of its points.
+// A part of a split tree: its points in ascending order of their ids, so
+// that an engine's indices into them keep the ids' order (and with it the
+// ties of the whole tree), the ids, and the box of its points.
 struct TreePart {
-  std::vector<Node> nodes;
-  int root_dim;
-  int64_t subtree;  // position of its root on the cut level; -1 for the top
+  int64_t subtree;           // position of its root on the cut level; -1 for the top
+  std::vector<int32_t> ids;  // ascending
+  std::vector<float> rows;   // x, y, z of ids[j] from 3 j
   float lo[3], hi[3];
 };
 
-void relink_and_box(TreePart& part) {
-  const TreeShape shape(static_cast<int64_t>(part.nodes.size()));
+TreePart make_part(int64_t subtree, std::vector<const Node*> nodes) {
+  std::sort(nodes.begin(), nodes.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
+  TreePart part{subtree, {}, {}, {}, {}};
+  part.ids.reserve(nodes.size());
+  part.rows.reserve(3 * nodes.size());
   for (int d = 0; d < 3; ++d)
     part.lo[d] = std::numeric_limits<float>::infinity(), part.hi[d] = -part.lo[d];
-  for (int64_t i = 0; i < shape.n; ++i) {
-    Node& node = part.nodes[i];
-    node.left = static_cast<int>(shape.child_or_none(2 * i + 1));
-    node.right = static_cast<int>(shape.child_or_none(2 * i + 2));
-    for (int d = 0; d < 3; ++d)
-      part.lo[d] = std::min(part.lo[d], node.p[d]), part.hi[d] = std::max(part.hi[d], node.p[d]);
+  for (const Node* node : nodes) {
+    part.ids.push_back(node->id);
+    for (int d = 0; d < 3; ++d) {
+      part.rows.push_back(node->p[d]);
+      part.lo[d] = std::min(part.lo[d], node->p[d]), part.hi[d] = std::max(part.hi[d], node->p[d]);
+    }
   }
+  return part;
 }
 
-// Cuts the tree into its top `levels` levels (a complete tree itself) and the
-// 2^levels subtrees below them, each re-laid out in heap order.
+// Cuts the tree into its top `levels` levels and the 2^levels subtrees below
+// them.
 std::vector<TreePart> split_tree(const Node* tree, int64_t n, int levels) {
   std::vector<TreePart> parts;
   const int64_t top = (int64_t{1} << levels) - 1;
-  parts.push_back(TreePart{std::vector<Node>(tree, tree + top), 0, -1, {}, {}});
+  std::vector<const Node*> nodes;
+  for (int64_t i = 0; i < top; ++i) nodes.push_back(tree + i);
+  parts.push_back(make_part(-1, std::move(nodes)));
   for (int64_t q = 0; q < (int64_t{1} << levels); ++q) {
-    TreePart part{{}, levels % 3, q, {}, {}};
+    nodes.clear();
     for (int64_t width = 1, first = top + q; first < n; width *= 2, first = 2 * first + 1)
-      for (int64_t g = first; g < std::min(n, first + width); ++g) part.nodes.push_back(tree[g]);
-    if (!part.nodes.empty()) parts.push_back(std::move(part));
+      for (int64_t g = first; g < std::min(n, first + width); ++g) nodes.push_back(tree + g);
+    if (!nodes.empty()) parts.push_back(make_part(q, nodes));
   }
-  for (TreePart& part : parts) relink_and_box(part);
   return parts;
 }
 
@@ -456,7 +502,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
   const size_t budget = smallest_budget(devices);
   const TreeShape shape(n);
   auto part_fits = [&](int levels, int64_t chunk) {
-    return fitting_chunk(std::min<int64_t>(m, chunk), k, shape.subtree_size(levels, 0), budget) > 0;
+    return device_holds(std::min<int64_t>(m, chunk), k, shape.subtree_size(levels, 0), budget);
   };
   // Few parts, but each with chunks large enough to fill the GPU if possible.
   int levels = 1;
@@ -541,13 +587,18 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
           w.selected_queries.resize(w.selected.size());
 #pragma omp parallel for schedule(static)
           for (int64_t s = 0; s < chosen; ++s) w.selected_queries[s] = block_queries[w.selected[s]];
-          const int64_t size = static_cast<int64_t>(part.nodes.size());
-          const cuda::DeviceTree device_tree(part.nodes.data(), size, part.root_dim, false);
-          const int64_t chunk = fitting_chunk(chosen, k, size, budget);
-          if (chunk == 0)
-            fail(KNN_ERR_DEVICE_OUT_OF_MEMORY, "a tree part does not fit on the device");
-          query_on_device(device_tree, part.nodes.data(), part.root_dim, w.selected_queries.data(),
-                          chosen, k, w.part_idx.data(), w.part_dist.data(), chunk, false);
+          const int64_t size = static_cast<int64_t>(part.ids.size());
+          IndexParams params;
+          params.leaf_size = classic_leaf_size(k);
+          params.device_memory_limit = budget;
+          const ClassicEngine on{cuda::build_kdtree_index(part.rows.data(), size, 3, params),
+                                 cuda::kdtree_resident_bytes(size, 3, params.leaf_size)};
+          classic_knn(on, w.selected_queries.data(), chosen, k, w.part_idx.data(),
+                      w.part_dist.data(), budget, nullptr);
+          // The part's positions back to the tree's ids.
+#pragma omp parallel for schedule(static)
+          for (int64_t e = 0; e < chosen * k; ++e)
+            if (w.part_idx[e] >= 0) w.part_idx[e] = part.ids[w.part_idx[e]];
           std::lock_guard<std::mutex> lock(shared_lists);
 #pragma omp parallel num_threads(merge_scratch.threads())
           {
@@ -589,12 +640,18 @@ void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
 }
 
 size_t query_bytes_needed(int64_t m, int k, int64_t n) {
-  const size_t tree_search = cuda::query_bytes(m, k, n, m);
+  const size_t tree_search = cuda::index_memory::classic_kdtree_query_bytes(m, k, n);
   // Every tree the grid may serve counts the grid path, whatever m and k:
   // the figure must not shrink when a caller asks for more (m >= n / 4 and
   // k <= kGpuGridMaxLeadingK would make it shrink with n and at that k).
   if (n <= kGpuBruteForceMaxPoints) return tree_search;
   return std::max(tree_search, cuda::index_memory::classic_grid_query_bytes(m, k, n));
+}
+
+size_t search_bytes_needed(int64_t m, int k, int64_t n) {
+  const size_t tree_search = cuda::index_memory::classic_kdtree_search_bytes(m, k);
+  if (n <= kGpuBruteForceMaxPoints) return tree_search;
+  return std::max(tree_search, cuda::index_memory::classic_grid_search_bytes(m, k));
 }
 
 void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
@@ -609,28 +666,23 @@ void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, in
     return on_cpu();
   }
   const DeviceBudget budget = cuda::device_budget(0);
-  const int64_t chunk = fitting_chunk(m, k, n, budget.bytes());
   try {
-    if (chunk > 0) {
+    if (device_holds(m, k, n, budget.bytes())) {
       const bool cpu_share = engine == Engine::Auto && want_cpu_share(m, k);
       const std::vector<int> devices = classic_devices(m);
       if (devices.size() > 1 || devices.front() != cuda::current_device())
-        return query_on_devices(devices, tree, n, queries, m, k, result, chunk, cpu_share);
-      auto device_tree = std::make_unique<cuda::DeviceTree>(tree, n, 0, true);
-      if (grid_may_serve(m, k, n) &&
-          cuda::index_memory::classic_grid_query_bytes(m, k, n) <= budget.bytes() &&
-          query_on_grid(device_tree, queries, m, k, result, budget.bytes()))
-        return;
-      return query_on_device(*device_tree, tree, 0, queries, m, k, result, nullptr, chunk,
-                             cpu_share);
+        return query_on_devices(devices, tree, n, queries, m, k, result, cpu_share);
+      return query_on_device(tree, n, queries, m, k, result, budget.bytes(), cpu_share);
     }
     if (engine == Engine::Cuda) {
       omp::check_tree(tree, n);  // a tree that is not a tree says so first
       fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
-           format("the tree (%lld nodes) and one chunk of queries need %zu device bytes; the "
-                  "device budget is %s (queryAll splits the tree instead)",
-                  static_cast<long long>(n), cuda::query_bytes(m, k, n, kMinChunkQueries),
-                  budget.describe().c_str()));
+           format(
+               "the tree (%lld nodes) and one chunk of queries need %zu device bytes; the "
+               "device budget is %s (queryAll splits the tree instead)",
+               static_cast<long long>(n),
+               cuda::index_memory::classic_kdtree_query_bytes(std::min(m, kMinChunkQueries), k, n),
+               budget.describe().c_str()));
     }
     omp::check_tree(tree, n);
     return query_split_tree(queries, m, tree, n, k, result, classic_devices(m));

@@ -18,6 +18,9 @@ void build_tree(const Point* points, int64_t n, Node* tree, Engine engine);
 // Device bytes of a whole GPU call of m queries with k neighbours against n
 // nodes, whichever device-side form answers it (getNeededBytesForQueryAll).
 size_t query_bytes_needed(int64_t m, int k, int64_t n);
+// Device bytes of the search's own scratch in such a call (the tree, the
+// queries and the rows excluded: getNeededBytesInSearch).
+size_t search_bytes_needed(int64_t m, int k, int64_t n);
 
 // Checks the tree (KNN_ERR_INVALID_TREE) on the engine that runs, then
 // answers; result gets m rows of k indices.

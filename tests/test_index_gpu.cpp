@@ -33,6 +33,7 @@
 #include "oracle.h"
 #include "scoped_env.h"
 #include "test_data.h"
+#include "timing.h"
 
 #if defined(KNN_TEST_WITH_CUDA)
 #include <cuda_runtime.h>
@@ -256,6 +257,7 @@ void expect_median_tree(const std::vector<Scalar>& rows, int64_t n, int dim, int
   }
   const std::vector<Scalar> boxes =
       download(tree.boxes, kd::bucket_tree_box_floats(tree.levels, dim));
+  const std::vector<int32_t> min_ids = download(tree.min_ids, kd::bucket_tree_nodes(tree.levels));
   std::vector<char> seen(static_cast<size_t>(n), 0);
   for (int64_t j = 0; j < n; ++j) {
     ASSERT_TRUE(ids[j] >= 0 && ids[j] < n && !seen[ids[j]]) << "ids are not a permutation";
@@ -270,6 +272,10 @@ void expect_median_tree(const std::vector<Scalar>& rows, int64_t n, int dim, int
                     end = kd::segment_start(n, level, q + 1);
       const Scalar* lo = boxes.data() + (kd::first_node_of_level(level) + q) * 2 * dim;
       const Scalar* hi = lo + dim;
+      int32_t least = std::numeric_limits<int32_t>::max();  // an empty leaf's
+      for (int64_t j = start; j < end; ++j) least = std::min(least, ids[j]);
+      ASSERT_EQ(min_ids[kd::first_node_of_level(level) + q], least)
+          << "least id of node " << q << " of level " << level;
       Scalar widest = -inf;
       int widest_dim = 0;
       for (int d = 0; d < dim; ++d) {
@@ -415,6 +421,49 @@ TEST(KdTreeGpu, MillionsOfPointsStayWithinTheMemoryModel) {
   Engine gpu = gpu_tree(points, dim);
   EXPECT_TRUE(same_knn(oracle_knn(points.data(), n, queries.data(), m, dim, k),
                        engine_knn(*gpu, queries, k)));
+}
+
+// Equal points: every squared distance is 0 (all points equal, or points
+// 1e-30 apart on a line, whose squared distances from the line's start
+// underflow), so every row is the k smallest indices, and a walk that pruned only on distance would
+// scan every leaf for every query. The least ids (BucketTreeView::min_ids) skip a tied node whose
+// ids cannot beat the k-th: these queries cost about what queries among distinct points do, on
+// every kind of list (registers, shared heaps, warp lists, heaps beyond them).
+TEST(KdTreeGpu, TiedPointsCostAboutWhatDistinctPointsDo) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 3;
+  const int64_t n = int64_t{1} << 18, m = int64_t{1} << 16;
+  std::vector<float> equal(static_cast<size_t>(n) * dim, 0.5f);
+  std::vector<float> underflow(static_cast<size_t>(n) * dim, 0.0f);
+  for (int64_t i = 0; i < n; ++i) underflow[i * dim] = 1e-30f * static_cast<float>(i % 1000);
+  const std::vector<float> distinct = make_rows(Dist::Uniform, n, dim, 43);
+  const std::vector<float> at_the_point(static_cast<size_t>(m) * dim, 0.5f);
+  const std::vector<float> on_the_line(static_cast<size_t>(m) * dim, 0.0f);
+  const std::vector<float> among_distinct(distinct.begin(), distinct.begin() + m * dim);
+  const Engine equal_tree = gpu_tree(equal, dim);
+  const Engine underflow_tree = gpu_tree(underflow, dim);
+  const Engine distinct_tree = gpu_tree(distinct, dim);
+  for (const int k : {1, 8, 16, 33, 100, knn::cuda::kMaxWarpK + 1}) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    const int64_t rows = k <= 16 ? m : k <= 100 ? m / 4 : 256;  // longer lists, fewer queries
+    const std::vector<float> q_equal(at_the_point.begin(), at_the_point.begin() + rows * dim);
+    const std::vector<float> q_line(on_the_line.begin(), on_the_line.begin() + rows * dim);
+    const std::vector<float> q_distinct(among_distinct.begin(),
+                                        among_distinct.begin() + rows * dim);
+    KnnResult tied, underflowed;
+    const double tied_s = median_seconds(3, [&] { tied = engine_knn(*equal_tree, q_equal, k); });
+    const double underflow_s =
+        median_seconds(3, [&] { underflowed = engine_knn(*underflow_tree, q_line, k); });
+    const double untied_s = median_seconds(3, [&] { engine_knn(*distinct_tree, q_distinct, k); });
+    std::vector<int> want;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int j = 0; j < k; ++j) want.push_back(j);
+    EXPECT_EQ(tied.idx, want);
+    EXPECT_EQ(underflowed.idx, want);  // (1e-30 j)^2 underflows to 0 in float
+    EXPECT_LT(tied_s, 20.0 * untied_s + 0.05) << "equal " << tied_s << " s, distinct " << untied_s;
+    EXPECT_LT(underflow_s, 20.0 * untied_s + 0.05)
+        << "underflowing " << underflow_s << " s, distinct " << untied_s;
+  }
 }
 
 // Beyond the warp lists: heaps in device scratch, and exclude_self taking k+1

@@ -1,6 +1,7 @@
 // GPU benchmark of the kd-tree engine.
-//   kernel-only: the engine's device functions with points/queries already on
-//                the device, timed with CUDA events (median after a warm-up);
+//   kernel-only: the classic build and the kd-tree engine of the points with
+//                points/queries already on the device, timed with CUDA events
+//                (median after a warm-up);
 //   end to end:  the C ABI (buildKdTree, cuQueryAll, queryAll) from pageable
 //                host arrays, timed with the host clock.
 // Every timed query configuration is checked against the CPU engine on a
@@ -18,11 +19,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "../../common/index_leaf_size.h"
+#include "../../cuda/cuda_index.h"
 #include "../../cuda/kdtree/cuda_kdtree_build.h"
-#include "../../cuda/kdtree/cuda_kdtree_search.h"
 #include "datasets.h"
 #include "device_timer.h"
 #include "knn_gpgpu.h"
@@ -115,7 +118,10 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
   const std::string tag =
       dist + " n=" + std::to_string(n) + " m=" + std::to_string(m) + " k=" + std::to_string(k);
   {
-    // Kernel-only: build + search with everything on the device.
+    // Kernel-only: the classic build, then the engine a classic query runs
+    // on where the grid does not serve it (the bucket kd-tree of the
+    // points, leaves as queryAll takes them for k), with everything on the
+    // device; its build and its call timed with CUDA events.
     Point* d_points = device_copy(points);
     Point* d_queries = device_copy(queries);
     Node* d_tree = nullptr;
@@ -125,23 +131,18 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
     knn::cuda::check(cudaMalloc(&d_idx, sizeof(int32_t) * m * k), "malloc");
     knn::cuda::check(cudaMalloc(&d_dist, sizeof(float) * m * k), "malloc");
     knn::cuda::BuildWorkspace ws(n);
-    knn::cuda::PointTreeScratch scratch(m, k);
-    knn::cuda::PointTree point_tree;
-    point_tree.n = n;
-    point_tree.nodes.allocate(static_cast<size_t>(n));
-    // The build and what the engine does with its nodes before a search.
+    knn::IndexParams params;
+    params.points_on_device = true;
+    params.leaf_size = k > 16 ? knn::kdtree_long_list_leaf_size(3)
+                              : knn::kdtree_default_leaf_size(3, knn::LeafSizeFor::kGpu);
+    knn::CallParams on_device;
+    on_device.queries_on_device = on_device.outputs_on_device = true;
+    std::unique_ptr<knn::IndexEngine> engine;
     auto build = [&] {
       knn::cuda::build_kdtree_on_device(d_points, n, d_tree, ws, stream);
-      knn::cuda::reset_box(point_tree.box_keys.get(), stream);
-      knn::cuda::convert_nodes(
-          d_tree, n, point_tree.nodes.get(), point_tree.box_keys.get(), stream,
-          knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
-      point_tree.lay_out_buckets(stream);
+      engine = knn::cuda::build_kdtree_index(&d_points->p[0], n, 3, params);
     };
-    auto search = [&] {
-      knn::cuda::search_on_device(point_tree.view(), d_queries, m, k, d_idx, d_dist, scratch,
-                                  stream);
-    };
+    auto search = [&] { engine->knn(&d_queries->p[0], m, k, d_idx, d_dist, on_device); };
     const double build_ms = median_event_ms(stream, build, kRepeats);
     const double search_ms = median_event_ms(stream, search, kRepeats);
     std::vector<int32_t> gpu(static_cast<size_t>(m) * k);
@@ -150,6 +151,7 @@ void bench_query(const std::string& dist, int64_t n, int64_t m, int k, bool self
     report("query kernel-only " + tag, search_ms,
            ok ? "== CPU (20000 sampled)" : "MISMATCH vs CPU");
     report("build+query kernel-only " + tag, build_ms + search_ms);
+    engine.reset();
     cudaFree(d_points), cudaFree(d_queries), cudaFree(d_tree), cudaFree(d_idx), cudaFree(d_dist);
   }
   {

@@ -4,8 +4,9 @@
 //                      part of the search);
 //   grid engine call:  the index engine's knn with device arrays (chunk
 //                      pipeline included), host clock;
-//   kd-tree index:     cuda::build_kdtree_index's engine, same call, host clock;
-//   classic kd-tree:   build_kdtree_on_device + search_on_device, CUDA events.
+//   kd-tree index:     cuda::build_kdtree_index's engine, same call, host clock
+//                      (the engine classic queries run on where the grid
+//                      does not serve them).
 // Medians of 5 after a warm-up. Every grid answer is checked against the
 // OpenMP grid on a sample of queries. The engines are timed directly (not
 // through the C ABI), as the table says.
@@ -29,8 +30,6 @@
 #include "../../cuda/core/memory_model.h"
 #include "../../cuda/cuda_index.h"
 #include "../../cuda/grid/grid_build.cuh"
-#include "../../cuda/kdtree/cuda_kdtree_build.h"
-#include "../../cuda/kdtree/cuda_kdtree_search.h"
 #include "datasets.h"
 #include "device_timer.h"
 #include "knn_gpgpu.h"
@@ -121,24 +120,6 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
     print_row(base, "kd-tree index engine build", 0, std::string("failed: ") + e.what());
   }
 
-  // The classic kd-tree, kernel-only (as bench_gpu.cu times it).
-  knn::cuda::DeviceBuffer<Node> d_tree(static_cast<size_t>(n));
-  knn::cuda::PointTree point_tree;
-  point_tree.n = n;
-  point_tree.nodes.allocate(static_cast<size_t>(n));
-  knn::cuda::BuildWorkspace ws(n);
-  const double classic_build = median_event_ms(
-      stream.get(),
-      [&] {
-        knn::cuda::build_kdtree_on_device(d_points.get(), n, d_tree.get(), ws, stream.get());
-        knn::cuda::reset_box(point_tree.box_keys.get(), stream.get());
-        knn::cuda::convert_nodes(
-            d_tree.get(), n, point_tree.nodes.get(), point_tree.box_keys.get(), stream.get(),
-            knn::cuda::TreeCheck{knn::TreeShape(n), 0, nullptr, nullptr, nullptr});
-        point_tree.lay_out_buckets(stream.get());
-      },
-      kRepeats);
-
   for (const int k : ks) {
     const std::string config = base + " k=" + std::to_string(k);
     if (grid) {
@@ -167,16 +148,6 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
         print_row(config, "kd-tree index engine call", 0, std::string("failed: ") + e.what());
       }
     }
-    knn::cuda::PointTreeScratch classic_scratch(m, k);
-    const double classic = median_event_ms(
-        stream.get(),
-        [&] {
-          knn::cuda::search_on_device(point_tree.view(), d_queries.get(), m, k, d_idx.get(),
-                                      d_dist.get(), classic_scratch, stream.get());
-        },
-        kRepeats);
-    print_row(config, "classic kd-tree query kernel-only", classic,
-              "build " + std::to_string(classic_build) + " ms");
   }
 }
 

@@ -121,36 +121,16 @@ inline size_t build_bytes(int64_t n) {
 // Nodes are uploaded through a device staging buffer of at most this many.
 constexpr int64_t kUploadNodes = int64_t{1} << 18;
 
-// The warp search reads the subtrees below this many levels from the bottom
-// as buckets of at most 2^kBucketLevels - 1 points.
-constexpr int kBucketLevels = 6;
-
-inline int bucket_level_for(int64_t n) {
-  int levels = 0;
-  while ((int64_t{1} << levels) - 1 < n) ++levels;
-  return levels > kBucketLevels ? levels - kBucketLevels : 0;
-}
-
-// A tree as uploaded: one float4 (x, y, z, id) per node, the tree's bounding
-// box, and while it is uploaded the staging buffer and the check's words (the
-// first node of every id, two defect words).
+// A classic tree as uploaded (kdtree/classic_tree_upload.cu): one float4
+// (x, y, z, id) per node, and while it is uploaded the staging buffer and the
+// check's words (the first node of every id, two defect words); then the
+// rows of its points in input order, which the engine of the points keeps
+// (counted with the engine's build).
 inline size_t uploaded_tree_bytes(int64_t n) {
   const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
   const size_t staging = static_cast<size_t>(n < kUploadNodes ? n : kUploadNodes) * 24;
-  return aligned(un * 16) + aligned(64) + aligned(staging) + aligned(un * 4) + aligned(16);
+  return aligned(un * 16) + aligned(staging) + aligned(un * 4) + aligned(16);
 }
-
-// What the search lays out at a tree's first search of its own: the points
-// again grouped by bucket, a box per bucket and the least id of every
-// node's subtree.
-inline size_t bucket_bytes(int64_t n) {
-  const size_t un = static_cast<size_t>(n < 0 ? 0 : n);
-  const size_t boxes = (size_t{1} << bucket_level_for(n)) * 32;
-  return aligned(un * 16) + aligned(boxes) + aligned(un * 4);
-}
-
-// A tree resident for its own searches.
-inline size_t tree_bytes(int64_t n) { return uploaded_tree_bytes(n) + bucket_bytes(n); }
 
 // Binned rows (binned_rows.cuh): the lists of thread searches that append
 // their candidates unsorted to a row of device memory and sort it at the
@@ -171,43 +151,15 @@ constexpr size_t binned_rows_bytes_per_query(int take, size_t scalar_bytes) {
   return (static_cast<size_t>(binned_row_capacity(take)) + 1) * 2 * scalar_bytes;
 }
 
-// The search keeps k-lists of up to this many entries in shared memory (one
+// The searches keep k-lists of up to this many entries in shared memory (one
 // list per warp) and larger ones as heaps in device scratch.
 constexpr int kMaxWarpK = 2048;
-
-// Search scratch for one chunk of m queries: Morton keys and query order
-// (double-buffered for the radix sort), the sort's temporaries, and for
-// k > kMaxWarpK the heaps.
-inline size_t search_scratch_bytes(int64_t m, int k) {
-  const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
-  const size_t heaps =
-      k > kMaxWarpK ? saturating_mul(2, aligned(saturating_mul(um * 4, static_cast<size_t>(k))))
-                    : 0;
-  return saturating_add(4 * aligned(um * 4) + cub_temp_bytes(m), heaps);
-}
-
-// One pipeline slot for a chunk of m queries and k neighbours: the queries,
-// the result rows (indices and squared distances) and the search scratch.
-inline size_t chunk_bytes(int64_t m, int k) {
-  const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
-  const size_t uk = static_cast<size_t>(k < 0 ? 0 : k);
-  const size_t rows = saturating_mul(2, aligned(saturating_mul(um * 4, uk)));
-  return saturating_add(saturating_add(aligned(um * 12), rows), search_scratch_bytes(m, k));
-}
 
 // The queries of a call run in chunks of at most this many; two slots are in
 // flight so that transfers overlap the search.
 constexpr int64_t kMaxChunkQueries = int64_t{1} << 19;
 
 inline int pipeline_slots(int64_t m, int64_t chunk) { return m > chunk ? 2 : 1; }
-
-// Device bytes to answer m queries with chunks of `chunk` against n nodes.
-inline size_t query_bytes(int64_t m, int k, int64_t n, int64_t chunk) {
-  if (m <= 0) return tree_bytes(n);
-  const int64_t c = chunk < m ? chunk : m;
-  return saturating_add(
-      tree_bytes(n), saturating_mul(static_cast<size_t>(pipeline_slots(m, c)), chunk_bytes(c, k)));
-}
 
 }  // namespace cuda
 }  // namespace knn

@@ -123,14 +123,23 @@ void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_wid
     s.count = 0;
   };
 
-  int64_t turn = 0;
-  for (int64_t first = 0; first < m; first += chunk, ++turn) {
+  // The next chunk: the call's queries in order, or the shared source's.
+  int64_t next = 0;
+  auto take = [&](int64_t* count) {
+    if (call.query_source != nullptr) return call.query_source->take(chunk, count);
+    *count = std::min(chunk, m - next);
+    next += *count;
+    return next - *count;
+  };
+
+  for (int64_t turn = 0;; ++turn) {
     throw_if_cancelled(cancel);
     const int slot_index = static_cast<int>(turn % slot_count);
     Slot<Scalar>& s = *slots[static_cast<size_t>(slot_index)];
     if (s.count > 0) deliver(s);
+    const int64_t first = take(&s.count);
+    if (s.count == 0) break;
     s.first = first;
-    s.count = std::min(chunk, m - first);
     const cudaStream_t stream = s.stream.get();
 
     QueryChunk<Scalar> c{};

@@ -39,7 +39,8 @@ template <typename Scalar>
 using ChunkSearch = std::function<void(const QueryChunk<Scalar>&, cudaStream_t)>;
 
 // Runs `search` over the call's m queries (host or device as `call` says) in
-// chunks of at most chunk_queries, and delivers the output rows (row_width per
+// chunks of at most chunk_queries (taken from call.query_source where there
+// is one: then only those), and delivers the output rows (row_width per
 // query; counts one per query) to the caller's arrays, host or device as
 // `call` says. A null output array is never written. Checks the calling
 // thread's cancel flag between chunks. Returns when every row is delivered.

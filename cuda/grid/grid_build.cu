@@ -47,7 +47,7 @@
 #include "../core/resident_rows_engine.cuh"
 #include "../cuda_engine.h"
 #include "../cuda_index.h"
-#include "../device_grid_index.h"
+#include "../device_rows_index.h"
 #include "../index_memory_model.h"
 #include "grid_build.cuh"
 

@@ -37,10 +37,11 @@ struct BucketTreeView {
   int64_t n;
   int dim;
   int levels;
-  const Scalar* points;  // n * dim, bucket order (null when packed)
-  const int32_t* ids;    // n (null when packed)
-  const Scalar* packed;  // packs_bucket_points(dim): n * 4, bucket order; else null
-  const Scalar* boxes;   // (2^(levels+1) - 1) * 2 * dim: lo then hi per node
+  const Scalar* points;    // n * dim, bucket order (null when packed)
+  const int32_t* ids;      // n (null when packed)
+  const Scalar* packed;    // packs_bucket_points(dim): n * 4, bucket order; else null
+  const Scalar* boxes;     // (2^(levels+1) - 1) * 2 * dim: lo then hi per node
+  const int32_t* min_ids;  // 2^(levels+1) - 1: the least id below each node
 };
 
 // The device data of one tree. `input` keeps the points in the caller's order
@@ -56,10 +57,11 @@ struct BucketTree {
   DeviceBuffer<int32_t> ids;
   DeviceBuffer<Scalar> packed;
   DeviceBuffer<Scalar> boxes;
+  DeviceBuffer<int32_t> min_ids;
 
   BucketTreeView<Scalar> view() const {
-    return BucketTreeView<Scalar>{n,         dim,          levels,     points.get(),
-                                  ids.get(), packed.get(), boxes.get()};
+    return BucketTreeView<Scalar>{n,         dim,          levels,      points.get(),
+                                  ids.get(), packed.get(), boxes.get(), min_ids.get()};
   }
 };
 

@@ -9,6 +9,7 @@
 // leaf. Every node, inner or leaf, gets its tight box; the bucket order is
 // the leaves' points, each leaf's in index order.
 #include "../core/float4_point.cuh"
+#include "../core/knn_lists.cuh"
 #include "index_kdtree.cuh"
 #include "index_kdtree_memory.h"
 #include "median_split.cuh"
@@ -63,6 +64,44 @@ struct BucketSplits {
   }
 };
 
+// The least id of each leaf's points (kNoIndex for an empty leaf).
+template <typename Scalar>
+__global__ void leaf_min_ids(BucketTreeView<Scalar> t, int32_t* min_ids) {
+  const int64_t leaf = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (leaf >= (int64_t{1} << t.levels)) return;
+  int32_t least = kNoIndex;
+  for (int64_t j = segment_start(t.n, t.levels, leaf); j < segment_start(t.n, t.levels, leaf + 1);
+       ++j) {
+    const int32_t id =
+        t.packed != nullptr
+            ? DevicePoint3<Scalar>::id(
+                  reinterpret_cast<const typename DevicePoint3<Scalar>::Stored*>(t.packed)[j])
+            : t.ids[j];
+    least = min(least, id);
+  }
+  min_ids[first_node_of_level(t.levels) + leaf] = least;
+}
+
+// The least ids of one level's nodes from their children's.
+__global__ void inner_min_ids(int level, int32_t* min_ids) {
+  const int64_t q = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (q >= (int64_t{1} << level)) return;
+  const int64_t node = first_node_of_level(level) + q;
+  min_ids[node] = min(min_ids[2 * node + 1], min_ids[2 * node + 2]);
+}
+
+template <typename Scalar>
+void fill_min_ids(const BucketTree<Scalar>& t, int32_t* min_ids, cudaStream_t stream) {
+  constexpr int kBlock = 256;
+  const int64_t leaves = int64_t{1} << t.levels;
+  leaf_min_ids<Scalar><<<grid_for(leaves, kBlock), kBlock, 0, stream>>>(t.view(), min_ids);
+  check_launch("leaf_min_ids");
+  for (int level = t.levels - 1; level >= 0; --level) {
+    inner_min_ids<<<grid_for(int64_t{1} << level, kBlock), kBlock, 0, stream>>>(level, min_ids);
+    check_launch("inner_min_ids");
+  }
+}
+
 }  // namespace
 
 template <typename Scalar>
@@ -70,6 +109,7 @@ void build_bucket_tree(BucketTree<Scalar>& t, cudaStream_t stream) {
   using Key = typename OrderedKey<Scalar>::type;
   const int64_t n = t.n;
   t.boxes.allocate(bucket_tree_box_floats(t.levels, t.dim));
+  t.min_ids.allocate(bucket_tree_nodes(t.levels));
   if (n > 0 && packs_bucket_points(t.dim)) {
     t.packed.allocate(static_cast<size_t>(n) * kPackedPointScalars);
   } else if (n > 0) {
@@ -83,6 +123,7 @@ void build_bucket_tree(BucketTree<Scalar>& t, cudaStream_t stream) {
     median_split::choose_splits<Scalar>
         <<<1, 1, 0, stream>>>(splits, t.dim, 0, nullptr, nullptr, nullptr, nullptr);
     check_launch("choose_splits");
+    fill_min_ids(t, t.min_ids.get(), stream);
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (kd-tree build)");
     return;
   }
@@ -91,6 +132,8 @@ void build_bucket_tree(BucketTree<Scalar>& t, cudaStream_t stream) {
                              split_build_shared_budget(device_limits().shared_bytes_optin));
   DeviceArena arena(split_build_scratch_bytes(n, t.dim, sizeof(Key), plan));
   median_split::build(splits, t.input.get(), n, t.dim, plan, arena, stream);
+  fill_min_ids(t, t.min_ids.get(), stream);
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (kd-tree least ids)");
 }
 
 template void build_bucket_tree<float>(BucketTree<float>&, cudaStream_t);

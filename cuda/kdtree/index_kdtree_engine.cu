@@ -10,6 +10,7 @@
 #include "../core/resident_rows_engine.cuh"
 #include "../cuda_engine.h"
 #include "../cuda_index.h"
+#include "../device_rows_index.h"
 #include "index_kdtree.cuh"
 
 namespace knn {
@@ -19,23 +20,21 @@ namespace {
 template <typename Scalar>
 class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
  public:
+  // Over a copy of `points` (host or device as params says).
   KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params) {
-    if (n < 0 || n > INT32_MAX)
-      fail(KNN_ERR_INVALID_ARGUMENT,
-           format("the CUDA kd-tree indexes up to 2^31-1 points (int32 indices), got n = %lld",
-                  static_cast<long long>(n)));
-    const int leaf_size = params.leaf_size > 0 ? params.leaf_size : kdtree_default_leaf_size(dim);
-    require_build_within_limit(
-        device_budget(params.device_memory_limit),
-        kdtree_build_bytes(n, dim, leaf_size, sizeof(Scalar)),
-        format("building a CUDA kd-tree of %lld points in %d-D", static_cast<long long>(n), dim));
-    tree_.n = n;
-    tree_.dim = dim;
-    tree_.levels = bucket_tree_levels(n, leaf_size);
+    shape(n, dim, params, 0);
     Stream stream;
     tree_.input.allocate(static_cast<size_t>(n) * dim);
     copy_points_in(tree_.input.get(), points, sizeof(Scalar) * n * dim, params.points_on_device,
                    stream.get());
+    build_bucket_tree(tree_, stream.get());
+  }
+  // Over device rows that it keeps as its points in input order (already
+  // allocated: the build needs the rest of its bytes).
+  KdTreeIndex(DeviceBuffer<Scalar> rows, int64_t n, int dim, const IndexParams& params) {
+    shape(n, dim, params, aligned(rows.size() * sizeof(Scalar)));
+    tree_.input = std::move(rows);
+    Stream stream;
     build_bucket_tree(tree_, stream.get());
   }
 
@@ -66,6 +65,24 @@ class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
 
  private:
   const Scalar* resident_rows() const override { return tree_.input.get(); }
+
+  // The tree's size, dimension and levels, once n and the build's device
+  // bytes (less those `allocated` already) are admitted.
+  void shape(int64_t n, int dim, const IndexParams& params, size_t allocated) {
+    if (n < 0 || n > INT32_MAX)
+      fail(KNN_ERR_INVALID_ARGUMENT,
+           format("the CUDA kd-tree indexes up to 2^31-1 points (int32 indices), got n = %lld",
+                  static_cast<long long>(n)));
+    const int leaf_size = params.leaf_size > 0 ? params.leaf_size : kdtree_default_leaf_size(dim);
+    const size_t build_bytes = kdtree_build_bytes(n, dim, leaf_size, sizeof(Scalar));
+    require_build_within_limit(
+        device_budget(params.device_memory_limit),
+        build_bytes > allocated ? build_bytes - allocated : 0,
+        format("building a CUDA kd-tree of %lld points in %d-D", static_cast<long long>(n), dim));
+    tree_.n = n;
+    tree_.dim = dim;
+    tree_.levels = bucket_tree_levels(n, leaf_size);
+  }
 
   // Rows of k (kNN: radius_sq < 0) or of max_neighbors = k (radius).
   void run(const Scalar* queries, int64_t m, int k, Scalar radius_sq, bool exclude_self,
@@ -122,6 +139,15 @@ template std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, 
                                                          const IndexParams&);
 template std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_t, int,
                                                            const IndexParams&);
+
+template <typename Scalar>
+std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(DeviceBuffer<Scalar> rows, int64_t n,
+                                                             int dim, const IndexParams& params) {
+  return std::make_unique<KdTreeIndex<Scalar>>(std::move(rows), n, dim, params);
+}
+
+template std::unique_ptr<IndexEngine> build_kdtree_index(DeviceBuffer<float>, int64_t, int,
+                                                         const IndexParams&);
 
 template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(

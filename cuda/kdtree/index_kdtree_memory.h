@@ -27,9 +27,12 @@ inline int kdtree_default_leaf_size(int dim) {
   return knn::kdtree_default_leaf_size(dim, LeafSizeFor::kGpu);
 }
 
-// Scalars of the node boxes: 2^(levels+1) - 1 nodes of lo[dim], hi[dim].
+// Nodes of a tree of `levels` split levels, inner and leaves.
+inline size_t bucket_tree_nodes(int levels) { return (size_t{2} << levels) - 1; }
+
+// Scalars of the node boxes: lo[dim], hi[dim] per node.
 inline size_t bucket_tree_box_floats(int levels, int dim) {
-  return ((size_t{2} << levels) - 1) * 2 * static_cast<size_t>(dim);
+  return bucket_tree_nodes(levels) * 2 * static_cast<size_t>(dim);
 }
 
 // The bucket tree's build (median_split.cuh) runs levels 0..levels.
@@ -40,7 +43,7 @@ inline SplitBuildPlan bucket_tree_build_plan(int64_t n, int dim, int levels, siz
 }
 
 // What the index keeps on the device: the points in input order and in
-// bucket order with their ids, and the node boxes. A 3-D tree packs a bucket
+// bucket order with their ids, and the node boxes and least ids. A 3-D tree packs a bucket
 // point with its id (bucket_tree_shape.h packs_bucket_points: four scalars,
 // one allocation); it is counted as the larger of that and a row and an id
 // allocated apart, so that the figure never falls below a lower dim's (the
@@ -55,7 +58,8 @@ inline size_t kdtree_resident_bytes(int64_t n, int dim, int leaf_size,
           ? std::max(aligned(un * kPackedPointScalars * scalar_bytes), rows_and_ids)
           : rows_and_ids;
   return aligned(un * dim * scalar_bytes) + bucket_points +
-         aligned(bucket_tree_box_floats(levels, dim) * scalar_bytes);
+         aligned(bucket_tree_box_floats(levels, dim) * scalar_bytes) +
+         aligned(bucket_tree_nodes(levels) * sizeof(int32_t));
 }
 
 // Peak of the build: the resident data and the build's scratch, planned with

@@ -6,10 +6,11 @@
 // warp walk together. With one thread per query, each first scans its home
 // leaf (ThreadVisitor::seed). A walk is depth-first with an explicit stack,
 // nearer child first; a node is skipped only when its box distance (a lower
-// bound of every point's distance in it, common/float_math.h) is strictly
-// greater than the bound (the k-th distance for kNN, the squared radius for
-// radius calls), so the answer is exact and equals the CPU engine's bit for
-// bit.
+// bound of every point's distance in it, common/float_math.h) is greater
+// than the bound (the k-th distance for kNN, the squared radius for radius
+// calls), or for kNN equal to the k-th distance with no id below the node
+// (BucketTreeView::min_ids) that could beat the k-th's, so the answer is
+// exact and equals the CPU engine's bit for bit.
 //
 // k-lists (list_kind_for): k <= 16 in registers and up to kKdTreeMaxSharedHeapK a
 // heap in shared memory, one thread per query; up to kMaxWarpK one warp per
@@ -134,6 +135,26 @@ __device__ __forceinline__ typename Query::Value point_distance(const Query& q, 
   return squared_distance(q.coords(), p.coords(), q.dim());
 }
 
+// The least id of node's points.
+template <typename Scalar>
+__device__ __forceinline__ int32_t least_id(const BucketTreeView<Scalar>& t, uint32_t node) {
+  return __ldg(&t.min_ids[node]);
+}
+
+// Whether a kNN list (or a radius call: radius_sq >= 0) wants a node whose
+// points are at a squared distance of at least lower_bound: below the k-th
+// distance it does, above it it does not, and at a tie the node's least id
+// decides (read only then, so untied walks load nothing more).
+template <typename Scalar, class List>
+__device__ __forceinline__ bool wants_node(const List& list, Scalar radius_sq,
+                                           const BucketTreeView<Scalar>& t, Scalar lower_bound,
+                                           uint32_t node) {
+  if (radius_sq >= Scalar(0)) return lower_bound <= radius_sq;
+  const Scalar kth = list.bound();
+  if (lower_bound != kth) return lower_bound < kth;
+  return list.admits(lower_bound, least_id(t, node));
+}
+
 template <class Query>
 __device__ __forceinline__ typename Query::Value node_distance(
     const Query& q, const BucketTreeView<typename Query::Value>& t, uint32_t node) {
@@ -143,15 +164,15 @@ __device__ __forceinline__ typename Query::Value node_distance(
 
 // Depth-first walk, nearer child first, taken by the lanes of a warp
 // together (each lane its own query, or all lanes one query): a node is
-// entered when any lane's bound admits it, the nearer child is the one most
-// lanes find nearer, and a lane scans a leaf only when its own bound admits
-// the leaf. Lanes of neighbouring queries want mostly the same nodes, so a
-// warp reads each box and each leaf point once for all its lanes instead of
-// diverging into 32 walks (H100, k = 5, n = m: 2^21 points in 5-D 61 -> 45
-// ms, 2^20 in 9-D 580 -> 284 ms). Exact for every lane: a subtree is skipped
-// only when its box is beyond every lane's bound. `lanes` holds the lanes
-// that take part (all of them reach every step, scan_leaf included, which
-// is told whether the lane's own bound admits the leaf).
+// entered when any lane wants it (wants_node), the nearer child is the one
+// most lanes find nearer (at equal distances the one with the smaller least
+// id, which wins the ties: then the other is skipped where its ids cannot
+// beat the k-th), and a lane scans a leaf only when it wants the leaf itself. Lanes of neighbouring
+// queries want mostly the same nodes, so a warp reads each box and each leaf point once for all its
+// lanes instead of diverging into 32 walks (H100, k = 5, n = m: 2^21 points in 5-D 61 -> 45 ms,
+// 2^20 in 9-D 580 -> 284 ms). Exact for every lane: a subtree is skipped only when its box is
+// beyond every lane's bound. `lanes` holds the lanes that take part (all of them reach every step,
+// scan_leaf included, which is told whether the lane's own bound admits the leaf).
 template <class Query, class Visitor>
 __device__ void walk_bucket_tree(const BucketTreeView<typename Query::Value>& t, const Query& q,
                                  Visitor& visitor, unsigned lanes) {
@@ -164,7 +185,7 @@ __device__ void walk_bucket_tree(const BucketTreeView<typename Query::Value>& t,
   uint32_t node = 0;
   Scalar dist = node_distance(q, t, 0);
   for (;;) {
-    const bool wanted = dist <= visitor.bound();
+    const bool wanted = visitor.wants(dist, node);
     if (__any_sync(lanes, wanted)) {
       if (node >= first_leaf) {
         const int64_t leaf = node - first_leaf;
@@ -174,7 +195,9 @@ __device__ void walk_bucket_tree(const BucketTreeView<typename Query::Value>& t,
         const uint32_t left = 2 * node + 1;
         const Scalar dl = node_distance(q, t, left);
         const Scalar dr = node_distance(q, t, left + 1);
-        const bool left_first = 2 * __popc(__ballot_sync(lanes, dl <= dr)) >= voters;
+        const bool left_nearer =
+            dl < dr || (dl == dr && least_id(t, left) <= least_id(t, left + 1));
+        const bool left_first = 2 * __popc(__ballot_sync(lanes, left_nearer)) >= voters;
         stack_node[top] = left_first ? left + 1 : left;
         stack_dist[top] = left_first ? dr : dl;
         ++top;
@@ -252,7 +275,9 @@ struct ThreadVisitor {
   int32_t count = 0;
   int64_t home_begin = -1;  // the home leaf's first slot once seed() has scanned it
 
-  __device__ Scalar bound() const { return radius_sq >= Scalar(0) ? radius_sq : list.bound(); }
+  __device__ bool wants(Scalar lower_bound, uint32_t node) const {
+    return wants_node(list, radius_sq, t, lower_bound, node);
+  }
 
   // Scans the query's home leaf (the one it descends to) before the walk, each
   // lane its own, all lanes at once: every list starts full with a near
@@ -391,7 +416,9 @@ struct WarpVisitor {
   int k;
   int32_t count = 0;
 
-  __device__ Scalar bound() const { return radius_sq >= Scalar(0) ? radius_sq : list.bound(); }
+  __device__ bool wants(Scalar lower_bound, uint32_t node) const {
+    return wants_node(list, radius_sq, t, lower_bound, node);
+  }
 
   // The lanes share one query, so `wanted` is the same in all of them.
   __device__ void scan_leaf(int64_t begin, int64_t end, bool wanted, unsigned) {
