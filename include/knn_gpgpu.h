@@ -298,10 +298,9 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
  * lists exactly, runs a share of the queries on the CPU at the same time,
  * and runs on the CPU alone when no device is usable. It never fails for lack of device memory.
  * On the GPU a query runs on an index of the tree's points, made on the device from the uploaded
- * and checked tree: lists of k <= 256 with at least n_tree / 4 queries over more than 16384 nodes
- * on the grid (the index API's GRID) where the points make a good grid and the queries lie on
- * them, as an AUTO index would answer them, and every other call on the bucket kd-tree (the
- * index API's KDTREE); the rows are the same.
+ * and checked tree: lists of k <= 256 over more than 16384 nodes on the grid (the index API's GRID)
+ * where the points make a good grid and the queries lie on them, as an AUTO index would answer
+ * them, and every other call on the bucket kd-tree (the index API's KDTREE); the rows are the same.
  * With several devices (KNN_DEVICES, or by default every device once there are at least
  * KNN_MIN_QUERIES_PER_DEVICE queries per device; section 3, "Several
  * devices") queryAll and cuQueryAll copy the tree to each of them and every
@@ -336,11 +335,11 @@ KNN_API size_t KNN_CALL getTreeSize(int n_tree);
 /* Device bytes cuBuildKdTree needs for n points. */
 KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree);
 /* Device bytes to run the whole call at once: the tree (as uploaded, and the kd-tree of its
- * points) and every query's result rows on the device together, or, for trees of more than 16384 nodes
- * (where the grid of the tree's points may answer, queryAll above), the tree,
- * the grid and a pipeline of queries if that is more. cuQueryAll streams the queries in
- * chunks (at most 2^19 queries each), so its real peak is usually far lower;
- * queryAll plans its chunks within the device budget when less than this fits it. */
+ * points) and every query's result rows on the device together, or, for trees of more than 16384
+ * nodes (where the grid of the tree's points may answer, queryAll above), the tree, the grid and a
+ * pipeline of queries if that is more. cuQueryAll streams the queries in chunks (at most 2^19
+ * queries each), so its real peak is usually far lower; queryAll plans its chunks within the device
+ * budget when less than this fits it. */
 KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree);
 /* Device bytes of the search kernels' own working storage for n_qp queries,
  * run as block_num blocks of thread_num threads (0 for either: the library's

@@ -203,21 +203,16 @@ void query_with_cpu_share(const Node* tree, int64_t n, int root_dim, const Point
 // engine's whichever serves.
 //
 // The grid: it answers short lists 2-3x faster than the kd-tree (H200, 10^7
-// x 10^7 uniform, device arrays, build + query ms: k = 8 11.6 against 35.1,
-// k = 30 29.7 against 58.0; bench/RESULTS.md) where the points make a good
+// x 10^7 uniform, device arrays, build + query ms: k = 8 11.2 against 33.4,
+// k = 30 29.5 against 59.2; bench/RESULTS.md) where the points make a good
 // grid and the queries lie on them (index_planner.h serving_structure: lists
-// up to kGpuGridMaxLeadingK, more points than the GPU brute force takes).
-// Binning costs about what n / 6 queries save (0.2-0.44 ns a point against
-// 2.7 ns a query at k = 8), so the grid is tried only from m >= n /
-// kGridQueriesPerPointDivisor.
-constexpr int64_t kGridQueriesPerPointDivisor = 4;
-
-// Where an AUTO index of the tree's points would be a grid that serves lists
-// of k (the planner's own rules; once the grid is binned, classic_engine asks
-// them again with the queries' placement).
-bool grid_may_serve(int64_t m, int k, int64_t n) {
-  return m >= n / kGridQueriesPerPointDivisor &&
-         auto_structure(KNN_BACKEND_CUDA, n, 3) == KNN_STRUCTURE_GRID &&
+// up to kGpuGridMaxLeadingK, more points than the GPU brute force takes),
+// and it is also the cheaper build (10^7 points: 1.2 ms against 6.3), so it
+// is tried whatever the number of queries: with 10^6 queries against 10^7
+// points the kd-tree's build made a call 40 % slower than the classic point
+// tree had been.
+bool grid_may_serve(int k, int64_t n) {
+  return auto_structure(KNN_BACKEND_CUDA, n, 3) == KNN_STRUCTURE_GRID &&
          serving_structure(KNN_BACKEND_CUDA, KNN_STRUCTURE_GRID, n, k, CallKind::Nearest) ==
              KNN_STRUCTURE_GRID;
 }
@@ -241,7 +236,7 @@ struct ClassicEngine {
 ClassicEngine classic_engine(const cuda::DeviceTree& uploaded, const Point* queries, int64_t m,
                              int k, size_t budget, bool try_grid) {
   const int64_t n = uploaded.size();
-  if (try_grid && grid_may_serve(m, k, n) &&
+  if (try_grid && grid_may_serve(k, n) &&
       cuda::index_memory::classic_grid_query_bytes(m, k, n) <= budget) {
     IndexParams params;  // the grid's default cell size, refined for surfaces
     params.refine_grid = true;
@@ -642,8 +637,8 @@ void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
 size_t query_bytes_needed(int64_t m, int k, int64_t n) {
   const size_t tree_search = cuda::index_memory::classic_kdtree_query_bytes(m, k, n);
   // Every tree the grid may serve counts the grid path, whatever m and k:
-  // the figure must not shrink when a caller asks for more (m >= n / 4 and
-  // k <= kGpuGridMaxLeadingK would make it shrink with n and at that k).
+  // the figure must not shrink when a caller asks for more (k <=
+  // kGpuGridMaxLeadingK would make it shrink at that k).
   if (n <= kGpuBruteForceMaxPoints) return tree_search;
   return std::max(tree_search, cuda::index_memory::classic_grid_query_bytes(m, k, n));
 }
