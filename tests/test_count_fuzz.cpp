@@ -2,9 +2,9 @@
 // fuzzed with adversarial values (-1, 0, 1, 2^31 - 1, 2^31, 2^32, 2^62,
 // INT64_MAX, INT64_MIN, SIZE_MAX cast, the edges of PTRDIFF_MAX / element
 // size) and random combinations from a fixed seed, over small real buffers
-// (issue 51, item 2). For each call the test works out from the header's
-// rules alone, in 128-bit arithmetic of its own, whether the counts are
-// impossible (a negative count, k < 1, an array whose byte count exceeds
+// (issue 51, item 2). For each call the header's rules alone
+// (tests/count_rules.h, 128-bit arithmetic of its own) say whether the
+// counts are impossible (a negative count, k < 1, an array whose byte count exceeds
 // PTRDIFF_MAX, m + 1 offsets that overflow, n beyond an index's int32 ids):
 //   - refused: KNN_ERR_INVALID_ARGUMENT, a message naming the call, every
 //     output untouched (poisoned, compared byte for byte), *out NULL; and the
@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "count_rules.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
 #include "oracle.h"
@@ -38,17 +39,7 @@
 namespace knn_test {
 namespace {
 
-using Wide = __int128;
-constexpr Wide kMaxBytes = PTRDIFF_MAX;
-
-// rows * row_length elements of `bytes` each cannot be one array.
-bool beyond(int64_t rows, int64_t row_length, int bytes) {
-  if (rows <= 0 || row_length <= 0) return false;
-  const Wide elements = Wide{rows} * Wide{row_length};
-  return elements > kMaxBytes || elements * bytes > kMaxBytes;
-}
-// rows + 1 int64 offsets cannot be one array.
-bool offsets_beyond(int64_t rows) { return Wide{rows} + 1 > kMaxBytes / 8; }
+using knn_counts::Wide;
 
 const std::vector<int64_t>& adversarial_counts() {
   static const std::vector<int64_t> v = {-1,
@@ -317,8 +308,7 @@ class IndexCalls {
   // knn_index_query: counts m and k.
   void query_case(int64_t m, int k) {
     const std::string call = named<Scalar>("knn_index_query");
-    const bool refuse =
-        m < 0 || k < 1 || beyond(m, k, sizeof(Scalar)) || beyond(m, d_.dim, sizeof(Scalar));
+    const bool refuse = knn_counts::index_query_refused(m, k, d_.dim, sizeof(Scalar));
     if (!refuse && (m > d_.q || Wide{m} * k > static_cast<Wide>(kSlots))) {
       ++tallies()[call].skipped;
       return;
@@ -366,8 +356,7 @@ class IndexCalls {
   // knn_index_radius: m and max_neighbors.
   void radius_case(int64_t m, int max_neighbors) {
     const std::string call = named<Scalar>("knn_index_radius");
-    const bool refuse = m < 0 || max_neighbors < 0 || beyond(m, max_neighbors, sizeof(Scalar)) ||
-                        beyond(m, d_.dim, sizeof(Scalar));
+    const bool refuse = knn_counts::index_radius_refused(m, max_neighbors, d_.dim, sizeof(Scalar));
     if (!refuse && (m > d_.q || Wide{m} * max_neighbors > static_cast<Wide>(kSlots))) {
       ++tallies()[call].skipped;
       return;
@@ -394,7 +383,7 @@ class IndexCalls {
   // knn_index_radius_count: m.
   void radius_count_case(int64_t m) {
     const std::string call = named<Scalar>("knn_index_radius_count");
-    const bool refuse = m < 0 || beyond(m, d_.dim, sizeof(Scalar)) || beyond(m, 1, 8);
+    const bool refuse = knn_counts::radius_count_refused(m, d_.dim, sizeof(Scalar));
     if (!refuse && m > d_.q) {
       ++tallies()[call].skipped;
       return;
@@ -420,7 +409,7 @@ class IndexCalls {
   // min(m, q) queries' counts, so that only m decides).
   void radius_fill_case(int64_t m) {
     const std::string call = named<Scalar>("knn_index_radius_fill");
-    const bool refuse = m < 0 || beyond(m, d_.dim, sizeof(Scalar)) || offsets_beyond(m);
+    const bool refuse = knn_counts::radius_fill_refused(m, d_.dim, sizeof(Scalar));
     if (!refuse && m > d_.q) {
       ++tallies()[call].skipped;
       return;
@@ -534,7 +523,7 @@ void fuzz_index_calls(const Data& d, uint64_t seed) {
 template <class Scalar>
 void build_case(const Data& d, int64_t n, int dim) {
   const std::string call = named<Scalar>("knn_index_build");
-  const bool refuse = n < 0 || n > INT32_MAX || dim < 1 || dim > KNN_INDEX_MAX_DIM;
+  const bool refuse = knn_counts::index_build_refused(n, dim);
   const int64_t have = static_cast<int64_t>(d.points.size());
   if (!refuse && Wide{n} * dim > have) {
     ++tallies()[call].skipped;
@@ -563,7 +552,7 @@ void build_case(const Data& d, int64_t n, int dim) {
 template <class Scalar>
 void quadtree_build_case(const Data& d, int64_t n) {
   const std::string call = named<Scalar>("knn_quadtree_build");
-  const bool refuse = n < 0 || n > INT32_MAX;
+  const bool refuse = knn_counts::quadtree_build_refused(n);
   if (!refuse && n * 2 > static_cast<int64_t>(d.points.size())) {
     ++tallies()[call].skipped;
     return;
@@ -606,8 +595,7 @@ class PipCalls {
   ~PipCalls() { knn_quadtree_free(tree_); }
 
   int documented(int64_t n_polygons, int64_t n_rings, bool* refuse, bool* fits) const {
-    *refuse =
-        n_polygons < 0 || n_rings < 0 || offsets_beyond(n_polygons) || offsets_beyond(n_rings);
+    *refuse = knn_counts::polygon_counts_refused(n_polygons, n_rings);
     *fits = n_polygons <= set_.n_polygons() && n_rings <= set_.n_rings();
     if (*refuse || !*fits) return KNN_ERR_INVALID_ARGUMENT;
     const bool prefix = (n_polygons == 0 && n_rings == 0) ||
@@ -646,7 +634,7 @@ class PipCalls {
       rings[n_rings] = last_ring_offset;
       // A vertex array of that many (x, y) pairs cannot exist: refused;
       // one that can is the caller's word and cannot be checked here.
-      if (!beyond(last_ring_offset, 2, sizeof(V))) return;
+      if (!knn_counts::vertex_count_refused(last_ring_offset, sizeof(V))) return;
       refuse = true;
       want = KNN_ERR_INVALID_ARGUMENT;
     }
@@ -760,7 +748,7 @@ class ClassicCalls {
 
   void query_case(int n_qp, int n_tree, int k,
                   int (*fn)(const Point*, const Node*, int, int, int, int*), const char* call) {
-    const bool refuse = n_qp < 0 || n_tree < 0 || k < 1 || beyond(n_qp, k, 4);
+    const bool refuse = knn_counts::classic_query_refused(n_qp, n_tree, k);
     if (!refuse && (n_qp > d_.q || n_tree > d_.n || Wide{n_qp} * k > static_cast<Wide>(kSlots))) {
       ++tallies()[call].skipped;
       return;
@@ -791,8 +779,7 @@ class ClassicCalls {
 
   void brute_force_case(int n_ref, int n_query, int dim, int k) {
     const char* call = "knn_brute_force";
-    const bool refuse = n_ref < 0 || n_query < 0 || dim < 1 || k < 1 || beyond(n_ref, dim, 4) ||
-                        beyond(n_query, dim, 4) || beyond(n_query, k, 4);
+    const bool refuse = knn_counts::brute_force_refused(n_ref, n_query, dim, k);
     if (!refuse && (Wide{n_ref} * dim > static_cast<Wide>(d_.points.size()) ||
                     Wide{n_query} * dim > static_cast<Wide>(d_.queries.size()) ||
                     Wide{n_query} * k > static_cast<Wide>(kSlots))) {
@@ -956,7 +943,7 @@ TEST(CountFuzz, OffsetsFromCounts) {
   std::vector<int64_t> ms = adversarial_counts();
   for (int i = 0; i < kRandomCalls; ++i) ms.push_back(random.any64(5));
   for (int64_t m : ms) {
-    const bool refuse = m < 0 || offsets_beyond(m);
+    const bool refuse = knn_counts::offsets_from_counts_refused(m);
     if (!refuse && m > 5) {
       ++tallies()["knn_offsets_from_counts"].skipped;
       continue;
