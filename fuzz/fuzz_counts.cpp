@@ -144,7 +144,7 @@ int radius_fill(const knn_index* x, const double* q, int64_t m, const int64_t* o
 
 template <class Scalar>
 void index_calls(FuzzedDataProvider& in, const Data& d) {
-  using knn_counts::Wide;
+  using knn_counts::product_above;
   constexpr bool wide = sizeof(Scalar) == 8;
   const knn_index* index = wide ? d.index64 : d.index32;
   const Scalar* queries;
@@ -158,7 +158,7 @@ void index_calls(FuzzedDataProvider& in, const Data& d) {
     case 0: {  // kNN
       const int k = next_count32(in);
       const bool refuse = knn_counts::index_query_refused(m, k, d.dim, scalar);
-      if (!refuse && (m > kQueries || Wide{m} * k > static_cast<Wide>(kSlots))) return;
+      if (!refuse && (m > kQueries || product_above(m, k, kSlots))) return;
       std::vector<int32_t> idx = poisoned<int32_t>(kSlots);
       std::vector<Scalar> dist = poisoned<Scalar>(kSlots);
       const int status = query(index, queries, m, k, idx.data(), dist.data(), &d.opt);
@@ -170,7 +170,7 @@ void index_calls(FuzzedDataProvider& in, const Data& d) {
     case 1: {  // fixed rows of radius neighbours
       const int max_neighbors = next_count32(in);
       const bool refuse = knn_counts::index_radius_refused(m, max_neighbors, d.dim, scalar);
-      if (!refuse && (m > kQueries || Wide{m} * max_neighbors > static_cast<Wide>(kSlots))) return;
+      if (!refuse && (m > kQueries || product_above(m, max_neighbors, kSlots))) return;
       std::vector<int32_t> idx = poisoned<int32_t>(kSlots), counts = poisoned<int32_t>(kSlots);
       std::vector<Scalar> dist = poisoned<Scalar>(kSlots);
       const int status =
@@ -229,10 +229,9 @@ void other_calls(FuzzedDataProvider& in, const Data& d) {
       const int n_ref = next_count32(in), n_query = next_count32(in);
       const int dim = next_count32(in), k = next_count32(in);
       const bool refuse = knn_counts::brute_force_refused(n_ref, n_query, dim, k);
-      if (!refuse &&
-          (knn_counts::Wide{n_ref} * dim > static_cast<knn_counts::Wide>(d.points.size()) ||
-           knn_counts::Wide{n_query} * dim > static_cast<knn_counts::Wide>(d.queries.size()) ||
-           knn_counts::Wide{n_query} * k > static_cast<knn_counts::Wide>(kSlots)))
+      if (!refuse && (knn_counts::product_above(n_ref, dim, d.points.size()) ||
+                      knn_counts::product_above(n_query, dim, d.queries.size()) ||
+                      knn_counts::product_above(n_query, k, kSlots)))
         return;
       std::vector<int> idx = poisoned<int>(kSlots);
       std::vector<float> dist = poisoned<float>(kSlots);
@@ -246,9 +245,7 @@ void other_calls(FuzzedDataProvider& in, const Data& d) {
       if (d.dim != 3) return;
       const int n_qp = next_count32(in), k = next_count32(in);
       const bool refuse = knn_counts::classic_query_refused(n_qp, static_cast<int>(kPoints), k);
-      if (!refuse &&
-          (n_qp > kQueries || knn_counts::Wide{n_qp} * k > static_cast<knn_counts::Wide>(kSlots)))
-        return;
+      if (!refuse && (n_qp > kQueries || knn_counts::product_above(n_qp, k, kSlots))) return;
       std::vector<Node> tree(kPoints);
       expect(mpBuildKdTree(reinterpret_cast<const Point*>(d.points.data()),
                            static_cast<int>(kPoints), tree.data()) == KNN_OK,

@@ -14,17 +14,36 @@
 
 namespace knn_counts {
 
-using Wide = __int128;
-constexpr Wide kMaxBytes = PTRDIFF_MAX;
+// a * b of two non-negative int64 values, exactly, as a 128-bit (high, low)
+// pair built from 32-bit halves (portable: MSVC has no __int128).
+struct Product {
+  uint64_t high, low;
+};
+inline Product multiply(uint64_t a, uint64_t b) {
+  const uint64_t a0 = a & 0xFFFFFFFFu, a1 = a >> 32, b0 = b & 0xFFFFFFFFu, b1 = b >> 32;
+  const uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  const uint64_t middle = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
+  return {p11 + (p01 >> 32) + (p10 >> 32) + (middle >> 32), (middle << 32) | (p00 & 0xFFFFFFFFu)};
+}
+// a * b > limit, for a, b >= 0.
+inline bool product_above(int64_t a, int64_t b, uint64_t limit) {
+  const Product p = multiply(static_cast<uint64_t>(a), static_cast<uint64_t>(b));
+  return p.high != 0 || p.low > limit;
+}
+
+constexpr uint64_t kMaxBytes = PTRDIFF_MAX;
 
 // rows * row_length elements of `bytes` each cannot be one array.
 inline bool beyond(int64_t rows, int64_t row_length, int bytes) {
   if (rows <= 0 || row_length <= 0) return false;
-  const Wide elements = Wide{rows} * Wide{row_length};
-  return elements > kMaxBytes || elements * bytes > kMaxBytes;
+  if (product_above(rows, row_length, kMaxBytes)) return true;
+  const int64_t elements = rows * row_length;  // at most PTRDIFF_MAX here
+  return product_above(elements, bytes, kMaxBytes);
 }
-// rows + 1 int64 offsets cannot be one array.
-inline bool offsets_beyond(int64_t rows) { return Wide{rows} + 1 > kMaxBytes / 8; }
+// rows + 1 int64 offsets cannot be one array: (rows + 1) * 8 > PTRDIFF_MAX.
+inline bool offsets_beyond(int64_t rows) {
+  return rows >= 0 && (rows == INT64_MAX || product_above(rows + 1, 8, kMaxBytes));
+}
 
 // The index API; `scalar` is 4 for the float calls, 8 for the _f64 ones.
 inline bool index_query_refused(int64_t m, int k, int dim, int scalar) {

@@ -39,7 +39,7 @@
 namespace knn_test {
 namespace {
 
-using knn_counts::Wide;
+using knn_counts::product_above;
 
 const std::vector<int64_t>& adversarial_counts() {
   static const std::vector<int64_t> v = {-1,
@@ -309,7 +309,7 @@ class IndexCalls {
   void query_case(int64_t m, int k) {
     const std::string call = named<Scalar>("knn_index_query");
     const bool refuse = knn_counts::index_query_refused(m, k, d_.dim, sizeof(Scalar));
-    if (!refuse && (m > d_.q || Wide{m} * k > static_cast<Wide>(kSlots))) {
+    if (!refuse && (m > d_.q || product_above(m, k, kSlots))) {
       ++tallies()[call].skipped;
       return;
     }
@@ -357,7 +357,7 @@ class IndexCalls {
   void radius_case(int64_t m, int max_neighbors) {
     const std::string call = named<Scalar>("knn_index_radius");
     const bool refuse = knn_counts::index_radius_refused(m, max_neighbors, d_.dim, sizeof(Scalar));
-    if (!refuse && (m > d_.q || Wide{m} * max_neighbors > static_cast<Wide>(kSlots))) {
+    if (!refuse && (m > d_.q || product_above(m, max_neighbors, kSlots))) {
       ++tallies()[call].skipped;
       return;
     }
@@ -525,7 +525,7 @@ void build_case(const Data& d, int64_t n, int dim) {
   const std::string call = named<Scalar>("knn_index_build");
   const bool refuse = knn_counts::index_build_refused(n, dim);
   const int64_t have = static_cast<int64_t>(d.points.size());
-  if (!refuse && Wide{n} * dim > have) {
+  if (!refuse && product_above(n, dim, static_cast<uint64_t>(have))) {
     ++tallies()[call].skipped;
     return;
   }
@@ -749,7 +749,7 @@ class ClassicCalls {
   void query_case(int n_qp, int n_tree, int k,
                   int (*fn)(const Point*, const Node*, int, int, int, int*), const char* call) {
     const bool refuse = knn_counts::classic_query_refused(n_qp, n_tree, k);
-    if (!refuse && (n_qp > d_.q || n_tree > d_.n || Wide{n_qp} * k > static_cast<Wide>(kSlots))) {
+    if (!refuse && (n_qp > d_.q || n_tree > d_.n || product_above(n_qp, k, kSlots))) {
       ++tallies()[call].skipped;
       return;
     }
@@ -780,9 +780,9 @@ class ClassicCalls {
   void brute_force_case(int n_ref, int n_query, int dim, int k) {
     const char* call = "knn_brute_force";
     const bool refuse = knn_counts::brute_force_refused(n_ref, n_query, dim, k);
-    if (!refuse && (Wide{n_ref} * dim > static_cast<Wide>(d_.points.size()) ||
-                    Wide{n_query} * dim > static_cast<Wide>(d_.queries.size()) ||
-                    Wide{n_query} * k > static_cast<Wide>(kSlots))) {
+    if (!refuse &&
+        (product_above(n_ref, dim, d_.points.size()) ||
+         product_above(n_query, dim, d_.queries.size()) || product_above(n_query, k, kSlots))) {
       ++tallies()[call].skipped;
       return;
     }
@@ -897,8 +897,11 @@ void estimate_cases(uint64_t seed) {
       } else if (n > INT32_MAX || dim > KNN_INDEX_MAX_DIM) {
         ASSERT_EQ(b, SIZE_MAX);
       } else if (m > 0) {
-        ASSERT_GE(Wide{b}, std::min<Wide>(Wide{m} * k * 4, SIZE_MAX))  // the rows at least
-            << "m " << m << " k " << k;
+        // The rows at least; SIZE_MAX where their bytes do not fit a size_t.
+        if (product_above(m, k, SIZE_MAX / 4))
+          ASSERT_EQ(b, SIZE_MAX) << "m " << m << " k " << k;
+        else
+          ASSERT_GE(b, static_cast<size_t>(m) * static_cast<size_t>(k) * 4) << "m " << m;
       }
     }
     const int a = counts.pick_int(100), b = counts.pick_int(100), c = counts.pick_int(100);
@@ -910,7 +913,7 @@ void estimate_cases(uint64_t seed) {
     if (a < 0 || b < 0 || c < 0) {
       ASSERT_EQ(all, 0u);
     } else {
-      ASSERT_GE(Wide{all}, Wide{a} * b * 4);
+      ASSERT_GE(all, static_cast<size_t>(a) * static_cast<size_t>(b) * 4);  // < 2^64
     }
     const size_t search = getNeededBytesInSearch(a, b, c, counts.pick_int(4), counts.pick_int(4));
     (void)search;
