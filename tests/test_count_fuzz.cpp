@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "count_rules.h"
+#include "gpu_test_support.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
 #include "oracle.h"
@@ -202,10 +203,10 @@ Data make_data(int dim, uint64_t seed) {
   return d;
 }
 
-knn_options cpu_options() {
+knn_options cpu_options(int backend = KNN_BACKEND_OPENMP) {
   knn_options o;
   knn_options_init(&o);
-  o.backend = KNN_BACKEND_OPENMP;
+  o.backend = backend;
   o.structure = KNN_STRUCTURE_KDTREE;
   o.threads = 1;
   return o;
@@ -300,7 +301,7 @@ constexpr float kRadius = 3.0f;
 template <class Scalar>
 class IndexCalls {
  public:
-  explicit IndexCalls(const Data& d) : d_(d), opt_(cpu_options()) {
+  IndexCalls(const Data& d, int backend) : d_(d), opt_(cpu_options(backend)) {
     EXPECT_EQ(build(rows_of<Scalar>(d, false), d.n, d.dim, &opt_, &index_.handle), KNN_OK)
         << knn_last_error();
   }
@@ -494,8 +495,9 @@ class IndexCalls {
 };
 
 template <class Scalar>
-void fuzz_index_calls(const Data& d, uint64_t seed) {
-  IndexCalls<Scalar> calls(d);
+void fuzz_index_calls(const Data& d, uint64_t seed, int backend = KNN_BACKEND_OPENMP) {
+  IndexCalls<Scalar> calls(d, backend);
+  if (::testing::Test::HasFailure()) return;
   for (int64_t m : adversarial_counts()) {
     for (int k : adversarial_ints()) {
       calls.query_case(m, k);
@@ -938,6 +940,18 @@ TEST(CountFuzz, IndexCallsFloat64) {
   }
   expect_exercised({"knn_index_query_f64", "knn_index_query_self_f64", "knn_index_radius_f64",
                     "knn_index_radius_count_f64", "knn_index_radius_fill_f64"});
+}
+
+// The same on the CUDA engines (the checks come before any engine, so a
+// device must refuse the same counts and answer the same rows).
+TEST(CountFuzz, IndexCallsCuda) {
+  SKIP_WITHOUT_DEVICE();
+  for (int dim : {1, 3}) {
+    fuzz_index_calls<float>(make_data(dim, 71 + dim), 801 + dim, KNN_BACKEND_CUDA);
+    if (HasFatalFailure()) return;
+    fuzz_index_calls<double>(make_data(dim, 81 + dim), 901 + dim, KNN_BACKEND_CUDA);
+    if (HasFatalFailure()) return;
+  }
 }
 
 TEST(CountFuzz, OffsetsFromCounts) {
