@@ -43,6 +43,13 @@
  * Counts.   n = 0 is valid and does nothing. Negative counts, NULL arrays with
  *           a positive count, and k < 1 are KNN_ERR_INVALID_ARGUMENT. Offsets
  *           are computed in 64 bits (i * k for 10^8 queries and k = 100 works).
+ *           A count no array can match is KNN_ERR_INVALID_ARGUMENT naming it,
+ *           refused before anything is read, allocated or written: an array
+ *           of count (or rows * row length: m * k, m * dim, n_qp * k,
+ *           n_ref * dim...) elements whose byte count exceeds PTRDIFF_MAX,
+ *           and count + 1 offsets (m + 1, n_rings + 1, n_polygons + 1) beyond
+ *           it. Counts below that are the caller's word: the arrays must
+ *           hold them.
  * Results.  Exact and deterministic: the k nearest reference points by squared
  *           Euclidean distance, ascending, ties broken by the smaller original
  *           index. The squared distance is the float32 value
@@ -311,7 +318,8 @@ KNN_API int KNN_CALL mpBuildKdTree(const knn_point* points, int n, knn_node* tre
  * on the GPU only, also in chunks, and fails with DEVICE_OUT_OF_MEMORY when
  * the tree and one small chunk do not fit; mpQueryAll runs on the CPU only.
  * Every path returns the identical result. Errors: INVALID_ARGUMENT (NULL
- * arrays with positive counts, negative counts, k < 1), NONFINITE_INPUT (a
+ * arrays with positive counts, negative counts, k < 1, n_qp * k result ints
+ * beyond PTRDIFF_MAX bytes), NONFINITE_INPUT (a
  * query coordinate), INVALID_TREE, DEVICE_OUT_OF_MEMORY / DEVICE (CUDA only).
  * Every call checks the whole tree first (one pass over the n_tree nodes,
  * milliseconds for 10^6), so a host that sends many small query batches to
@@ -360,7 +368,9 @@ KNN_API int KNN_CALL cuGetDeviceCount(void);
 
 /* Exact brute-force kNN in any dimension (CPU). ref holds n_ref rows of dim
  * floats, query n_query rows. sq_dist and ind receive n_query * k values,
- * row i at offset i*k; either may be NULL when not wanted. dim >= 1. */
+ * row i at offset i*k; either may be NULL when not wanted. dim >= 1;
+ * n_ref * dim, n_query * dim and n_query * k floats within PTRDIFF_MAX bytes
+ * (else INVALID_ARGUMENT, nothing read or written). */
 KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* query, int n_query,
                                      int dim, int k, float* sq_dist, int* ind);
 
@@ -461,8 +471,10 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   the host and write device outputs through host buffers. The outputs of one
  *   call must be all host or all device memory (else INVALID_ARGUMENT).
  * Errors. Validation failures (NULL pointers with positive counts, negative
- *   counts, n > 2147483647 (indices are int32), m * k, m * max_neighbors or
- *   m * dim beyond what a 4-byte array can address, dim out of range, k < 1, a
+ *   counts, n > 2147483647 (indices are int32), m * k, n * k (all-kNN),
+ *   m * max_neighbors or m * dim elements of the call's scalar (4 bytes, 8
+ *   for the _f64 calls) or m counts beyond PTRDIFF_MAX bytes, m + 1 offsets
+ *   likewise (the CSR calls), dim out of range, k < 1, a
  *   negative or NaN radius, max_neighbors < 0, bad options, a handle that is
  *   not a live index, NaN/Inf coordinates naming the first bad point or query
  *   and dimension) leave every output untouched. Failures after computing has
@@ -685,7 +697,9 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  * its kd-tree again on first use), any other value an index of the buffer's
  * structure alone.
  * A buffer that is truncated, has trailing bytes, a bad magic, header field
- * or checksum is refused with INVALID_ARGUMENT saying which; a later format
+ * or checksum is refused with INVALID_ARGUMENT saying which, and so is bytes
+ * beyond PTRDIFF_MAX (no buffer is that large: refused before the header is
+ * read); a later format
  * version or the other byte order is UNSUPPORTED. Every size in the buffer is
  * checked against `bytes` before anything is allocated, so a hostile buffer
  * costs at most its own size. Other errors: as knn_index_build. */
@@ -819,7 +833,10 @@ KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
  * ring keeps at least 3 vertices once consecutive repeats (the closing repeat
  * of a closed ring included) are dropped, so a closed triangle of 4 vertices
  * is fine and a back-and-forth segment is not; arrays non-NULL where they
- * have entries (n_rings = n_polygons = 0 takes NULLs). A NaN/Inf vertex is
+ * have entries (n_rings = n_polygons = 0 takes NULLs); n_rings + 1 and
+ * n_polygons + 1 offsets, and ring_offsets[n_rings] vertices of two scalars,
+ * within PTRDIFF_MAX bytes (checked before the arrays are read). A NaN/Inf
+ * vertex is
  * KNN_ERR_NONFINITE_INPUT naming the vertex.
  * Inside rule: even-odd crossings of a ray from the point towards +x over all
  * rings of the polygon (holes included). An edge (a, b) counts when exactly

@@ -27,7 +27,11 @@
  *           local engine error or a cancelled flag makes all ranks fail with
  *           that status; knn_mpi_last_error() says which rank and why
  *           ("knn_dindex_build: rank 2: point 12 has a NaN coordinate
- *           (dimension 1)"; the lowest failing rank is named). The library
+ *           (dimension 1)"; the lowest failing rank is named). Points and
+ *           queries are checked (finite, within knn_gpgpu.h's coordinate
+ *           limit) on the rank that passes them, before any moves to
+ *           another rank, so the message names that rank and the row as
+ *           the caller numbered it there. The library
  *           never aborts the job: it works on a duplicate of the caller's
  *           communicator whose error handler is MPI_ERRORS_RETURN. An MPI
  *           call that fails is KNN_ERR_INTERNAL with MPI's message; after
@@ -166,7 +170,9 @@ KNN_MPI_API int KNN_CALL knn_dindex_info(const knn_dindex* index, int64_t* n_glo
 /* Collective. The k nearest of this rank's m_local queries (rows of dim
  * floats) among all points: indices[i*k + j] (global) and sq_distances[i*k +
  * j] (may be NULL) for this rank's query i. k must be the same on every rank;
- * m_local may differ and be 0 (queries may then be NULL). */
+ * m_local may differ and be 0 (queries may then be NULL); m_local * k
+ * beyond PTRDIFF_MAX / 8 slots is INVALID_ARGUMENT (n_local * k for
+ * knn_dindex_query_self, m_local * max_neighbors for knn_dindex_radius). */
 KNN_MPI_API int KNN_CALL knn_dindex_query(const knn_dindex* index, const float* queries,
                                           int64_t m_local, int k, int64_t* indices,
                                           float* sq_distances);

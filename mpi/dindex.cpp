@@ -22,11 +22,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../common/coordinate_limit.h"
 #include "collective.h"
 #include "decomposition.h"
 #include "knn_gpgpu.h"
@@ -112,14 +115,42 @@ void require(bool ok, int status, const std::string& message) {
   if (!ok) throw Failure(status, message);
 }
 
-void check_finite(const float* rows, int64_t n, int dim, const char* what) {
+// The core library's coordinate rule (finite, and within
+// knn::coordinate_limit(dim)), checked on the caller's own rows before any of
+// them moves to another rank: the message names the row as the caller
+// numbered it on this rank. Checked after the move, the local engine would
+// name another rank and that rank's row of the point.
+void check_coordinates(const float* rows, int64_t n, int dim, const char* what) {
+  const float limit = knn::coordinate_limit(dim);
   for (int64_t i = 0; i < n; ++i)
-    for (int d = 0; d < dim; ++d)
-      if (!std::isfinite(rows[i * dim + d]))
+    for (int d = 0; d < dim; ++d) {
+      const float v = rows[i * dim + d];
+      if (!std::isfinite(v))
         throw Failure(KNN_ERR_NONFINITE_INPUT,
                       std::string(what) + " " + std::to_string(i) + " has a " +
-                          (std::isnan(rows[i * dim + d]) ? "NaN" : "infinite") +
-                          " coordinate (dimension " + std::to_string(d) + ")");
+                          (std::isnan(v) ? "NaN" : "infinite") + " coordinate (dimension " +
+                          std::to_string(d) + ")");
+      if (std::fabs(v) > limit) {
+        char text[300];
+        std::snprintf(text, sizeof text,
+                      "%s %lld has coordinate %g (dimension %d); in %d dimension%s coordinates "
+                      "must lie within +-%g, so that squared distances stay finite in float32",
+                      what, static_cast<long long>(i), static_cast<double>(v), d, dim,
+                      dim == 1 ? "" : "s", static_cast<double>(limit));
+        throw Failure(KNN_ERR_INVALID_ARGUMENT, text);
+      }
+    }
+}
+
+// Rows of `width` output slots of 8 bytes (int64 indices; the float
+// distances take less) for `rows` rows fit the address space.
+void check_slots(int64_t rows, int64_t width, const char* what) {
+  const int64_t max_slots = PTRDIFF_MAX / static_cast<int64_t>(sizeof(int64_t));
+  if (rows > 0 && width > max_slots / rows)
+    throw Failure(KNN_ERR_INVALID_ARGUMENT,
+                  std::string(what) + " = " + std::to_string(rows) + " * " + std::to_string(width) +
+                      " output slots of 8 bytes exceed the " + std::to_string(max_slots) +
+                      " an array can address");
 }
 
 // Every rank passed the same value (else INVALID_ARGUMENT on every rank).
@@ -530,7 +561,7 @@ int knn_dindex_build(knn_mpi_comm comm, const float* points, int64_t n_local, in
               dim >= 1 && dim <= KNN_INDEX_MAX_DIM, KNN_ERR_INVALID_ARGUMENT,
               "dim " + std::to_string(dim) + " is out of 1.." + std::to_string(KNN_INDEX_MAX_DIM));
           require(out != nullptr, KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-          check_finite(points, n_local, dim, "point");
+          check_coordinates(points, n_local, dim, "point");
         });
         // The deadline of a rank whose options failed was agreed away above;
         // from here every rank holds its own valid options.
@@ -589,7 +620,8 @@ int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_lo
           require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
           require(m_local == 0 || (queries && indices), KNN_ERR_INVALID_ARGUMENT,
                   "queries or indices is NULL");
-          check_finite(queries, m_local, x.dim, "query");
+          check_slots(m_local, k, "m_local * k");
+          check_coordinates(queries, m_local, x.dim, "query");
         });
         require_same(c, k, "k");
         armed = true;
@@ -650,6 +682,7 @@ int knn_dindex_query_self(const knn_dindex* index, int k, int exclude_self, int6
         c.phase("validation", deadline, [&] {
           require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
           require(x.n_local == 0 || indices, KNN_ERR_INVALID_ARGUMENT, "indices is NULL");
+          check_slots(x.n_local, k, "n_local * k");
         });
         require_same(c, k, "k");
         require_same(c, exclude_self != 0, "exclude_self");
@@ -703,7 +736,8 @@ int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_l
                   "counts is NULL in a counting call (max_neighbors = 0)");
           require(m_local == 0 || max_neighbors == 0 || indices, KNN_ERR_INVALID_ARGUMENT,
                   "indices is NULL");
-          check_finite(queries, m_local, x.dim, "query");
+          check_slots(m_local, max_neighbors, "m_local * max_neighbors");
+          check_coordinates(queries, m_local, x.dim, "query");
         });
         uint32_t radius_bits;
         std::memcpy(&radius_bits, &radius, sizeof radius_bits);

@@ -86,6 +86,7 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_array(tree, n_tree, "tree", "n_tree");
     check_k(k);
     check_array(result, n_qp, "result", "n_qp");
+    check_slots(n_qp, k, sizeof(int), "n_qp * k");
     check_coordinates(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
     check_tree_coordinates(tree, n_tree);
     const ProgressStage stage(KNN_PROGRESS_QUERY, n_qp);
@@ -182,6 +183,9 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
     if (dim < 1)
       knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("dim is %d; it must be at least 1", dim));
     knn::check_k(k);
+    knn::check_slots(n_ref, dim, sizeof(float), "n_ref * dim");
+    knn::check_slots(n_query, dim, sizeof(float), "n_query * dim");
+    knn::check_slots(n_query, k, sizeof(float), "n_query * k");
     knn::check_coordinates(ref, n_ref, dim, "reference point");
     knn::check_coordinates(query, n_query, dim, "query point");
     knn::omp::brute_force(ref, n_ref, query, n_query, dim, k, reinterpret_cast<int32_t*>(ind),

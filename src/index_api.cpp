@@ -672,8 +672,8 @@ void query(const char* call, const knn_index* index, const Scalar* queries, int6
   check_array(queries, m, "queries", "m");
   check_k(k);
   check_array(indices, m, "indices", "m");
-  check_slots(m, k, "m * k");
-  check_slots(m, ix.dim(), "m * dim");
+  check_slots(m, k, sizeof(Scalar), "m * k");
+  check_slots(m, ix.dim(), sizeof(Scalar), "m * dim");
   if (m == 0) return;
   DeviceScope scope(ix.device);
   const Outputs<Scalar> out(indices, sq_distances, nullptr, m * k, m);
@@ -695,6 +695,7 @@ void query_self(const char* call, const knn_index* index, int k, int exclude_sel
   check_k(k);
   const int64_t n = ix.size();
   check_array(indices, n, "indices", "the index's point count");
+  check_slots(n, k, sizeof(Scalar), "n * k (the index's points times k)");
   if (n == 0) return;
   DeviceScope scope(ix.device);
   const Outputs<Scalar> out(indices, sq_distances, nullptr, n * k, n);
@@ -736,8 +737,8 @@ void radius(const char* call, const knn_index* index, const Scalar* queries, int
   } else {
     check_array(indices, m, "indices", "m");
   }
-  check_slots(m, max_neighbors, "m * max_neighbors");
-  check_slots(m, ix.dim(), "m * dim");
+  check_slots(m, max_neighbors, sizeof(Scalar), "m * max_neighbors");
+  check_slots(m, ix.dim(), sizeof(Scalar), "m * dim");
   if (m == 0) return;
   DeviceScope scope(ix.device);
   int32_t* const rows = max_neighbors > 0 ? indices : nullptr;
@@ -765,6 +766,8 @@ void radius_count(const char* call, const knn_index* index, const Scalar* querie
   check_array(queries, m, "queries", "m");
   check_radius(radius);
   check_array(counts, m, "counts", "m");
+  check_slots(m, ix.dim(), sizeof(Scalar), "m * dim");
+  check_slots(m, 1, sizeof(int64_t), "m * 1 (the counts)");
   if (m == 0) return;
   DeviceScope scope(ix.device);
   const bool counts_on_device = on_device(counts);
@@ -798,6 +801,8 @@ void radius_fill(const char* call, const knn_index* index, const Scalar* queries
   const knn_options o = read_index_options(opt);
   check_array(queries, m, "queries", "m");
   check_radius(radius);
+  check_slots(m, ix.dim(), sizeof(Scalar), "m * dim");
+  check_offsets_size(m, "offsets", "m");
   if (offsets == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "offsets is NULL");
   if (m == 0) return;
   DeviceScope scope(ix.device);
@@ -974,6 +979,7 @@ KNN_API int KNN_CALL knn_index_radius_count_f64(const knn_index* index, const do
 KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, int64_t* offsets) {
   return knn::guarded("knn_offsets_from_counts", [&] {
     knn::check_array(counts, m, "counts", "m");
+    knn::check_offsets_size(m, "offsets", "m");
     if (offsets == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "offsets is NULL");
     // Checked in full before the first write: a refused call leaves offsets untouched.
     int64_t total = 0;
@@ -1048,6 +1054,11 @@ KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes, con
     // NULL with 0 bytes is an empty buffer: refused below as truncated.
     if (buffer == nullptr && bytes > 0)
       knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));
+    // Refused before the header is read: no buffer is that large.
+    if (bytes > static_cast<size_t>(PTRDIFF_MAX))
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("bytes is %zu; no buffer holds more than %lld bytes", bytes,
+                            static_cast<long long>(PTRDIFF_MAX)));
     const unsigned char* payload = nullptr;
     const knn::SavedIndex saved =
         knn::read_serialized_index(static_cast<const unsigned char*>(buffer), bytes, &payload);

@@ -78,6 +78,8 @@ PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offset
                                 const int64_t* polygon_offsets, int64_t n_polygons) {
   check_array(polygon_offsets, n_polygons, "polygon_offsets", "n_polygons");
   check_array(ring_offsets, n_rings, "ring_offsets", "n_rings");
+  check_offsets_size(n_polygons, "polygon_offsets", "n_polygons");
+  check_offsets_size(n_rings, "ring_offsets", "n_rings");
   PolygonSet<V> set;
   set.n_polygons = n_polygons;
   set.n_rings = n_rings;
@@ -98,6 +100,7 @@ PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offset
   if (n_rings == 0) return set;
   check_offsets(ring_offsets, n_rings, "ring_offsets", false, "ring");
   set.n_vertices = ring_offsets[n_rings];
+  check_slots(set.n_vertices, 2, sizeof(V), "ring_offsets[n_rings] * 2 (vertex coordinates)");
   if (vertices_xy == nullptr)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("vertices_xy is NULL while ring_offsets[n_rings] = %lld", ll(set.n_vertices)));

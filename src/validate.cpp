@@ -25,14 +25,24 @@ void check_k(int k) {
   if (k < 1) fail(KNN_ERR_INVALID_ARGUMENT, format("k is %d; it must be at least 1", k));
 }
 
-void check_slots(int64_t rows, int64_t row_length, const char* what) {
-  // 4-byte slots addressed by ptrdiff_t: beyond this no caller array exists.
-  constexpr int64_t kMaxSlots = PTRDIFF_MAX / 4;
-  if (row_length > 0 && rows > kMaxSlots / row_length)
+void check_slots(int64_t rows, int64_t row_length, size_t element_bytes, const char* what) {
+  // Arrays are addressed by ptrdiff_t: beyond this no caller array exists.
+  const int64_t max_elements = PTRDIFF_MAX / static_cast<int64_t>(element_bytes);
+  if (rows > 0 && row_length > max_elements / rows)
     fail(KNN_ERR_INVALID_ARGUMENT,
-         format("%s = %lld * %lld output slots exceed the %lld a 4-byte array can address", what,
-                static_cast<long long>(rows), static_cast<long long>(row_length),
-                static_cast<long long>(kMaxSlots)));
+         format("%s = %lld * %lld elements of %zu bytes exceed the %lld such an array can address",
+                what, static_cast<long long>(rows), static_cast<long long>(row_length),
+                element_bytes, static_cast<long long>(max_elements)));
+}
+
+void check_offsets_size(int64_t rows, const char* array, const char* rows_name) {
+  constexpr int64_t kMaxRows = PTRDIFF_MAX / static_cast<int64_t>(sizeof(int64_t)) - 1;
+  if (rows > kMaxRows)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("%s is %lld; %s holds %s + 1 int64 entries, more than an array can address "
+                "(%s is at most %lld)",
+                rows_name, static_cast<long long>(rows), array, rows_name, rows_name,
+                static_cast<long long>(kMaxRows)));
 }
 
 namespace {
@@ -78,13 +88,6 @@ void fail_coordinate(Scalar value, int64_t row, int d, int dim, Scalar limit, co
 }
 
 template <typename Scalar>
-Scalar coordinate_limit(int dim) {
-  int ceil_log2 = 0;
-  while ((int64_t{1} << ceil_log2) < dim) ++ceil_log2;
-  return std::ldexp(Scalar{1}, (std::numeric_limits<Scalar>::max_exponent - 3 - ceil_log2) / 2);
-}
-
-template <typename Scalar>
 void check_finite(const Scalar* rows, int64_t n, int dim, const char* what) {
   check_rows(rows, n, dim, what, std::numeric_limits<Scalar>::max());
 }
@@ -94,8 +97,6 @@ void check_coordinates(const Scalar* rows, int64_t n, int dim, const char* what)
   check_rows(rows, n, dim, what, coordinate_limit<Scalar>(dim));
 }
 
-template float coordinate_limit<float>(int);
-template double coordinate_limit<double>(int);
 template void check_finite<float>(const float*, int64_t, int, const char*);
 template void check_finite<double>(const double*, int64_t, int, const char*);
 template void check_coordinates<float>(const float*, int64_t, int, const char*);

@@ -98,7 +98,7 @@ TEST(Overflow, OutputSlotsBeyondTheAddressSpace) {
   std::vector<int32_t> counts(4, 77);
   EXPECT_TRUE(fails_with(
       knn_index_query(index.get(), one_query.data(), m, 2, idx.data(), dist.data(), &opt),
-      KNN_ERR_INVALID_ARGUMENT, "m * k = 4611686018427387904 * 2 output slots exceed"));
+      KNN_ERR_INVALID_ARGUMENT, "m * k = 4611686018427387904 * 2 elements of 4 bytes exceed"));
   EXPECT_TRUE(fails_with(knn_index_radius(index.get(), one_query.data(), m, 1.0f, 4, idx.data(),
                                           dist.data(), counts.data(), &opt),
                          KNN_ERR_INVALID_ARGUMENT, "m * max_neighbors"));
@@ -114,6 +114,86 @@ TEST(Overflow, OutputSlotsBeyondTheAddressSpace) {
     EXPECT_EQ(dist[i], 7.0f);
     EXPECT_EQ(counts[i], 77);
   }
+}
+
+// The CSR calls (issue 51): m = INT64_MAX made radius_fill compute m + 1
+// (signed overflow) and crash; m = 2^62 passed radius_count and radius_fill
+// unchecked, which then allocated m counts (HOST_OUT_OF_MEMORY, INTERNAL, or
+// an ASan abort). Both precisions refuse them naming the count, outputs
+// untouched, and answer the next call as the oracle does.
+template <class Scalar>
+void csr_counts_refused(int (*count)(const knn_index*, const Scalar*, int64_t, Scalar, int64_t*,
+                                     const knn_options*),
+                        int (*fill)(const knn_index*, const Scalar*, int64_t, Scalar,
+                                    const int64_t*, int32_t*, Scalar*, const knn_options*),
+                        const IndexHandle& index, const std::vector<Scalar>& queries,
+                        const std::vector<float>& points, const knn_options& opt) {
+  const std::string bytes = sizeof(Scalar) == 8 ? "8" : "4";
+  std::vector<int64_t> counts(4, 77), offsets = {0, 0, 0, 0, 0};
+  std::vector<int32_t> idx(4, 77);
+  std::vector<Scalar> dist(4, Scalar{7});
+  EXPECT_TRUE(fails_with(fill(index.get(), queries.data(), INT64_MAX, 1, offsets.data(), idx.data(),
+                              dist.data(), &opt),
+                         KNN_ERR_INVALID_ARGUMENT,
+                         "m * dim = 9223372036854775807 * 3 elements of " + bytes));
+  const int64_t m = int64_t{1} << 62;
+  EXPECT_TRUE(fails_with(count(index.get(), queries.data(), m, 1, counts.data(), &opt),
+                         KNN_ERR_INVALID_ARGUMENT,
+                         "m * dim = 4611686018427387904 * 3 elements of " + bytes + " bytes"));
+  EXPECT_TRUE(fails_with(
+      fill(index.get(), queries.data(), m, 1, offsets.data(), idx.data(), dist.data(), &opt),
+      KNN_ERR_INVALID_ARGUMENT, "m * dim = 4611686018427387904 * 3"));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(counts[i], 77);
+    EXPECT_EQ(idx[i], 77);
+    EXPECT_EQ(dist[i], Scalar{7});
+  }
+  const int64_t m_ok = static_cast<int64_t>(queries.size()) / 3;
+  ASSERT_EQ(count(index.get(), queries.data(), m_ok, 1, counts.data(), &opt), KNN_OK);
+  const RadiusResult want =
+      oracle_radius(points.data(), static_cast<int64_t>(points.size()) / 3,
+                    std::vector<float>(queries.begin(), queries.end()).data(), m_ok, 3, 1.0f, 0);
+  for (int64_t i = 0; i < m_ok; ++i) EXPECT_EQ(counts[i], want.counts[i]) << "query " << i;
+}
+
+TEST(Overflow, CsrCallsRefuseImpossibleCounts) {
+  const std::vector<float> points = make_rows(Dist::Uniform, 200, 3, 7);
+  const std::vector<float> q32 = make_query_rows(Dist::Uniform, 4, 3, 8);
+  const knn_options opt = cpu(KNN_STRUCTURE_KDTREE);
+  const IndexHandle index32 = build_index(points, 3, opt);
+  ASSERT_TRUE(index32);
+  csr_counts_refused<float>(knn_index_radius_count, knn_index_radius_fill, index32, q32, points,
+                            opt);
+  const std::vector<double> points64(points.begin(), points.end());
+  const std::vector<double> q64(q32.begin(), q32.end());
+  knn_index* raw64 = nullptr;
+  ASSERT_EQ(knn_index_build_f64(points64.data(), 200, 3, &opt, &raw64), KNN_OK);
+  const IndexHandle index64(raw64);
+  csr_counts_refused<double>(knn_index_radius_count_f64, knn_index_radius_fill_f64, index64, q64,
+                             points, opt);
+}
+
+// m + 1 offsets of knn_offsets_from_counts and of a fill in dim 1 (where
+// m * dim fits) beyond the address space: named, offsets untouched.
+TEST(Overflow, OffsetsBeyondTheAddressSpace) {
+  const std::vector<int64_t> counts = {1, 2};
+  std::vector<int64_t> offsets(3, 77);
+  EXPECT_TRUE(fails_with(knn_offsets_from_counts(counts.data(), INT64_MAX, offsets.data()),
+                         KNN_ERR_INVALID_ARGUMENT,
+                         "m is 9223372036854775807; offsets holds m + 1 int64 entries"));
+  EXPECT_EQ(offsets, std::vector<int64_t>(3, 77));
+  const std::vector<float> points = make_rows(Dist::Uniform, 50, 1, 9);
+  const knn_options opt = cpu(KNN_STRUCTURE_KDTREE);
+  const IndexHandle index = build_index(points, 1, opt);
+  ASSERT_TRUE(index);
+  std::vector<int32_t> idx(3, 77);
+  const int64_t m = PTRDIFF_MAX / 8;  // m * 1 floats fit; m + 1 int64 offsets do not
+  EXPECT_TRUE(fails_with(knn_index_radius_fill(index.get(), points.data(), m, 1.0f, offsets.data(),
+                                               idx.data(), nullptr, &opt),
+                         KNN_ERR_INVALID_ARGUMENT, "offsets holds m + 1 int64 entries"));
+  EXPECT_EQ(idx, std::vector<int32_t>(3, 77));
+  EXPECT_EQ(knn_offsets_from_counts(counts.data(), 2, offsets.data()), KNN_OK);
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 1, 3}));
 }
 
 // leaf_size = INT_MAX: (leaf_size + 1) / 2 overflowed int (UBSan). One leaf

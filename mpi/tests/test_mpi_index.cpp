@@ -361,6 +361,25 @@ void failures() {
     CHECK(dx == nullptr, "a failed build left *out set");
   }
 
+  // A coordinate beyond the limit on rank 2 (the last rank with fewer),
+  // not at its last point: the message names that rank and the point's index
+  // as the caller gave it there (issue 51: the check ran after the points
+  // moved, and named the rank and row the point had moved to).
+  {
+    const int culprit = std::min(2, last);
+    const int64_t point = pf[culprit + 1] - pf[culprit];  // the first of two added rows
+    std::vector<float> bad = mine;
+    bad.resize(bad.size() + 6, 1.0f);
+    if (g_rank == culprit) bad[point * 3 + 1] = 3e38f;
+    knn_dindex* dx = nullptr;
+    int st = knn_dindex_build(&world, bad.data(), n_local + 2, 3, &opt, &dx);
+    expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "3e38 on rank 2");
+    const std::string want = "knn_dindex_build: rank " + std::to_string(culprit) + ": point " +
+                             std::to_string(point) + " has coordinate 3e+38 (dimension 1)";
+    CHECK(std::strncmp(knn_mpi_last_error(), want.c_str(), want.size()) == 0,
+          "message '%s' does not begin with '%s'", knn_mpi_last_error(), want.c_str());
+  }
+
   // A NaN on the last rank: every rank fails with its status, naming it.
   {
     std::vector<float> bad = mine;
@@ -460,6 +479,44 @@ void failures() {
     st = knn_dindex_radius(dx, q.data(), m, g_rank == last ? -1.0f : 1.0f, 4, out.data(), nullptr,
                            nullptr);
     expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "negative radius on the last rank");
+  }
+  // A query beyond the coordinate limit on rank 2: named as that rank's
+  // query, before it is routed to the rank of its region.
+  {
+    const int culprit = std::min(2, last);
+    const int64_t culprit_m = std::min<int64_t>(pf[culprit + 1] - pf[culprit], 4);
+    std::vector<float> badq = q;
+    badq.insert(badq.end(), {1.0f, 1.0f, g_rank == culprit ? -3e38f : 1.0f});
+    std::vector<int64_t> out((m + 1) * 4, 12345);
+    st = knn_dindex_query(dx, badq.data(), m + 1, 4, out.data(), nullptr);
+    expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "query -3e38 on rank 2");
+    const std::string want = "knn_dindex_query: rank " + std::to_string(culprit) + ": query " +
+                             std::to_string(culprit_m) + " has coordinate -3e+38 (dimension 2)";
+    CHECK(std::strncmp(knn_mpi_last_error(), want.c_str(), want.size()) == 0,
+          "message '%s' does not begin with '%s'", knn_mpi_last_error(), want.c_str());
+    CHECK(std::all_of(out.begin(), out.end(), [](int64_t v) { return v == 12345; }),
+          "outputs written after a refused query");
+  }
+  // Counts whose output rows no array can hold (m_local * k beyond 2^60
+  // slots of 8 bytes) on one rank: refused before the queries are read.
+  {
+    const int culprit = std::min(2, last);
+    const int64_t huge_m = g_rank == culprit ? 2147483647 : 1;
+    const int big_k = 1 << 30;
+    const std::vector<float> one_query(3, 0.5f);
+    std::vector<int64_t> out(4, 12345);
+    st = knn_dindex_query(dx, one_query.data(), huge_m, big_k, out.data(), nullptr);
+    expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "m_local * k beyond the address space");
+    const std::string want = "knn_dindex_query: rank " + std::to_string(culprit) +
+                             ": m_local * k = 2147483647 * 1073741824 output slots";
+    CHECK(std::strncmp(knn_mpi_last_error(), want.c_str(), want.size()) == 0,
+          "message '%s' does not begin with '%s'", knn_mpi_last_error(), want.c_str());
+    st = knn_dindex_radius(dx, one_query.data(), huge_m, 1.0f, big_k, out.data(), nullptr, nullptr);
+    expect_everywhere(st, KNN_ERR_INVALID_ARGUMENT, "m_local * max_neighbors");
+    CHECK(std::strstr(knn_mpi_last_error(), "m_local * max_neighbors") != nullptr, "message '%s'",
+          knn_mpi_last_error());
+    CHECK(std::all_of(out.begin(), out.end(), [](int64_t v) { return v == 12345; }),
+          "outputs written after a refused call");
   }
   st = knn_dindex_query(dx, q.data(), m, 4, ids.data(), nullptr);
   expect_everywhere(st, KNN_OK, "query after failures");
