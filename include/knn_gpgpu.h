@@ -814,7 +814,9 @@ KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
  * host memory.
  * Checks (KNN_ERR_INVALID_ARGUMENT, the message names the element):
  * ring_offsets[0] == 0 and non-decreasing, ring_offsets[n_rings] being the
- * number of vertices; polygon_offsets[0] == 0, strictly increasing (every
+ * number of vertices, which an array must be able to hold (at most
+ * PTRDIFF_MAX / 8 float vertices, PTRDIFF_MAX / 16 double ones; checked
+ * before any vertex is read); polygon_offsets[0] == 0, strictly increasing (every
  * polygon has an outer ring) and polygon_offsets[n_polygons] == n_rings; every
  * ring keeps at least 3 vertices once consecutive repeats (the closing repeat
  * of a closed ring included) are dropped, so a closed triangle of 4 vertices

@@ -402,6 +402,62 @@ TEST_F(PipBadInput, BadOffsets) {
   EXPECT_EQ(counts_[0], -7);
 }
 
+// Wrong ring offsets on every entry point, float and double vertices: each
+// is refused before a vertex is read, naming the first bad offset, with the
+// outputs untouched. An offset beyond the address space (2^60 float
+// vertices, 2^59 double ones) was taken as the vertex count: the calls failed
+// with INTERNAL or HOST_OUT_OF_MEMORY sizing their work by it, instead of
+// naming the offset.
+template <class T>
+void expect_wrong_ring_offsets_refused(const knn_quadtree* tree,
+                                       const BasicPolygonArrays<T>& good) {
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  const int64_t beyond_address_space = (int64_t{1} << 62) / static_cast<int64_t>(sizeof(T));
+  struct Wrong {
+    std::vector<int64_t> ring_offsets;
+    std::string words;
+  };
+  const std::vector<Wrong> wrong = {
+      {{0, 4, 3, 12},
+       "ring_offsets decreases at ring 1: ring_offsets[1] = 4 > ring_offsets[2] = 3"},
+      {{0, -4, 8, 12},
+       "ring_offsets decreases at ring 0: ring_offsets[0] = 0 > ring_offsets[1] = -4"},
+      {{-1, 4, 8, 12}, "ring_offsets[0] is -1; it must be 0"},
+      {{0, 4, 13, 12},
+       "ring_offsets decreases at ring 2: ring_offsets[2] = 13 > ring_offsets[3] = 12"},
+      {{0, 4, 8, kHuge}, "ring_offsets[3] is 9223372036854775807; at most"},
+      {{0, 4, beyond_address_space, beyond_address_space},
+       "ring_offsets[2] is " + std::to_string(beyond_address_space) + "; at most"},
+  };
+  const knn_options opt = openmp_options();
+  for (const Wrong& w : wrong) {
+    BasicPolygonArrays<T> set = good;
+    set.ring_offsets = w.ring_offsets;
+    int64_t counts[2] = {-7, -7};
+    EXPECT_EQ(pip_count(tree, set, counts, opt), KNN_ERR_INVALID_ARGUMENT) << w.words;
+    EXPECT_NE(std::string(knn_last_error()).find(w.words), std::string::npos) << knn_last_error();
+    EXPECT_EQ(counts[0], -7);
+    EXPECT_EQ(counts[1], -7);
+    const int64_t offsets[3] = {0, 1, 2};
+    int64_t indices[2] = {-7, -7};
+    EXPECT_EQ(pip_fill(tree, set, offsets, indices, opt), KNN_ERR_INVALID_ARGUMENT) << w.words;
+    EXPECT_NE(std::string(knn_last_error()).find(w.words), std::string::npos) << knn_last_error();
+    EXPECT_EQ(indices[0], -7);
+    EXPECT_EQ(indices[1], -7);
+  }
+  // The same polygons with right offsets are answered: the next call works.
+  int64_t counts[2] = {-7, -7};
+  EXPECT_EQ(pip_count(tree, good, counts, opt), KNN_OK) << knn_last_error();
+  EXPECT_EQ(counts[0], 1);
+  EXPECT_EQ(counts[1], 1);
+}
+
+TEST_F(PipBadInput, WrongRingOffsetsOnEveryEntryPoint) {
+  ASSERT_EQ(good_.ring_offsets, (std::vector<int64_t>{0, 4, 8, 12}));
+  expect_wrong_ring_offsets_refused(tree_, good_);
+  expect_wrong_ring_offsets_refused(tree_, good_.as<double>());
+}
+
 TEST_F(PipBadInput, NonFiniteVertex) {
   PolygonArrays set = good_;
   set.xy[2 * 6 + 1] = std::numeric_limits<float>::infinity();
