@@ -337,6 +337,88 @@ TEST_F(PipBadInput, BuildRefusesBadPointsAndOptions) {
   EXPECT_EQ(knn_quadtree_build(xy_.data(), 3, &opt, &tree), KNN_ERR_INVALID_ARGUMENT);
 }
 
+// The quadtree calls refuse the options an index call refuses, with the same
+// messages (they took an unknown structure or a device below -1 silently);
+// a device number or list entry beyond the devices present is refused where
+// devices are present (a GPU host), as an index build refuses it.
+TEST_F(PipBadInput, OptionsAreCheckedAsTheIndexCallsCheckThem) {
+  const std::vector<float> points = {0, 0, 0, 1, 1, 1};
+  auto index_message = [&](const knn_options& opt) {
+    knn_index* index = nullptr;
+    EXPECT_EQ(knn_index_build(points.data(), 2, 3, &opt, &index), KNN_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(index, nullptr);
+    const std::string message = knn_last_error();
+    return message.substr(message.find(": ") + 2);  // less the function's name
+  };
+  auto expect_every_call_refuses = [&](const knn_options& opt) {
+    const std::string words = index_message(opt);
+    SCOPED_TRACE(words);
+    knn_quadtree* tree = reinterpret_cast<knn_quadtree*>(&tree);
+    expect_refused({knn_quadtree_build(xy_.data(), 3, &opt, &tree), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    EXPECT_EQ(tree, nullptr);
+    const std::vector<double> xy64(xy_.begin(), xy_.end());
+    tree = reinterpret_cast<knn_quadtree*>(&tree);
+    expect_refused({knn_quadtree_build_f64(xy64.data(), 3, &opt, &tree), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    EXPECT_EQ(tree, nullptr);
+  };
+  auto expect_queries_refuse = [&](const knn_options& opt) {
+    const std::string words = index_message(opt);
+    SCOPED_TRACE(words);
+    expect_refused({pip_count(tree_, good_, counts_, opt), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    expect_refused({pip_count(tree_, good_.as<double>(), counts_, opt), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    const int64_t offsets[3] = {0, 1, 2};
+    int64_t indices[2] = {-7, -7};
+    expect_refused({pip_fill(tree_, good_, offsets, indices, opt), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    expect_refused({pip_fill(tree_, good_.as<double>(), offsets, indices, opt), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    EXPECT_EQ(indices[0], -7);
+    EXPECT_EQ(counts_[0], -7);
+  };
+  for (const int backend : {KNN_BACKEND_AUTO, KNN_BACKEND_OPENMP}) {
+    knn_options opt;
+    knn_options_init_v2(&opt);
+    opt.backend = backend;
+    opt.structure = 42;
+    expect_every_call_refuses(opt);
+    expect_queries_refuse(opt);
+    opt.structure = -1;
+    expect_every_call_refuses(opt);
+    opt.structure = KNN_STRUCTURE_AUTO;
+    opt.device = -2;
+    expect_every_call_refuses(opt);
+    expect_queries_refuse(opt);
+  }
+  const int devices = cuGetDeviceCount();
+  if (devices > 0) {
+    knn_options opt;
+    knn_options_init_v2(&opt);
+    opt.device = devices;
+    expect_every_call_refuses(opt);
+    opt.device = -1;
+    opt.device_count = 1;
+    opt.devices[0] = devices;
+    expect_every_call_refuses(opt);
+  }
+  // Every valid structure is accepted (and ignored: the tree is a quadtree).
+  for (const int structure :
+       {KNN_STRUCTURE_AUTO, KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
+    knn_options opt = openmp_options();
+    opt.structure = structure;
+    knn_quadtree* tree = nullptr;
+    ASSERT_EQ(knn_quadtree_build(xy_.data(), 3, &opt, &tree), KNN_OK) << knn_last_error();
+    int64_t counts[2] = {-7, -7};
+    EXPECT_EQ(pip_count(tree, good_, counts, opt), KNN_OK) << knn_last_error();
+    EXPECT_EQ(counts[0], 1);
+    EXPECT_EQ(counts[1], 1);
+    EXPECT_EQ(knn_quadtree_free(tree), KNN_OK);
+  }
+}
+
 TEST_F(PipBadInput, NotAQuadtree) {
   int64_t junk[8] = {0};
   expect_refused(count_with(reinterpret_cast<knn_quadtree*>(junk), good_, counts_),
