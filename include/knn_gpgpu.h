@@ -109,6 +109,19 @@
  *           KNN_CPU_SHARE=1/0 forces the CPU share of queryAll on or off
  *           (default: on where it helps); KNN_DEVICES ("all", or "0,1")
  *           names the devices a call uses (section 3, "Several devices").
+ *           The calls that may run on a device check these two the same way
+ *           with or without one, so that a setting one host accepts no other
+ *           host refuses: INVALID_ARGUMENT naming the variable and quoting
+ *           its text, before any output is written. They are buildKdTree,
+ *           cuBuildKdTree, queryAll and cuQueryAll (not the mp calls), and
+ *           the index and point-in-polygon calls whose backend (for a query,
+ *           the build's) is not KNN_BACKEND_OPENMP. Such a call checks
+ *           KNN_DEVICE_MEMORY_LIMIT unless its options (or, for a query, the
+ *           build's) set device_memory_limit, and KNN_DEVICES (its syntax;
+ *           whether the devices exist, where it is used) when it is
+ *           queryAll, cuQueryAll or an index call whose options and build
+ *           name no device (device -1) and no device list; point in polygon
+ *           and buildKdTree use one device and never read KNN_DEVICES.
  * This release. Every section runs on both engines: the classic 3-D API
  *           (section 2); the index API (section 3): kd-tree and brute force
  *           in any dimension and the uniform grid in 3-D; point-in-polygon
@@ -803,7 +816,13 @@ typedef struct knn_quadtree knn_quadtree; /* opaque */
  * fine). Options: backend AUTO (default) builds on the CUDA engine when a
  * usable device is present, else on OpenMP; KNN_BACKEND_CUDA without a device
  * is KNN_ERR_NO_DEVICE; device -1 (default) or the calling thread's current
- * device (select another with cuSetDevice first). leaf_size is the leaf
+ * device (select another with cuSetDevice first). The options are checked as
+ * knn_index_build checks them, with the same messages (INVALID_ARGUMENT): an
+ * unknown backend or structure (a valid structure is ignored: the tree is a
+ * quadtree), device below -1, negative leaf_size or threads, a bad
+ * device_count or negative devices entry, and where devices are present a
+ * device or devices entry beyond them; the polygon calls check their
+ * options the same way (they use threads and device_memory_limit). leaf_size is the leaf
  * capacity: a node is split while it holds more points than that (0 = the
  * engine's default, 64 on OpenMP), down to a 2^16 x 2^16 grid cell over the
  * points' bounding box, so equal points share one leaf whatever their number.
@@ -828,7 +847,9 @@ KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
  * host memory.
  * Checks (KNN_ERR_INVALID_ARGUMENT, the message names the element):
  * ring_offsets[0] == 0 and non-decreasing, ring_offsets[n_rings] being the
- * number of vertices; polygon_offsets[0] == 0, strictly increasing (every
+ * number of vertices, which an array must be able to hold (at most
+ * PTRDIFF_MAX / 8 float vertices, PTRDIFF_MAX / 16 double ones; checked
+ * before any vertex is read); polygon_offsets[0] == 0, strictly increasing (every
  * polygon has an outer ring) and polygon_offsets[n_polygons] == n_rings; every
  * ring keeps at least 3 vertices once consecutive repeats (the closing repeat
  * of a closed ring included) are dropped, so a closed triangle of 4 vertices

@@ -9,6 +9,7 @@
 #include "../engine/progress.h"
 #include "../openmp/omp_engine.h"
 #include "abi_barrier.h"
+#include "device_choice.h"
 #include "query_planner.h"
 #include "validate.h"
 
@@ -49,6 +50,7 @@ void check_build_args(const Point* points, int n, const Node* tree) {
 int build(const char* function, const Point* points, int n, Node* tree, Engine engine) {
   return guarded(function, [&] {
     check_build_args(points, n, tree);
+    if (engine != Engine::OpenMP) check_device_environment(false, true);
     const ProgressStage stage(KNN_PROGRESS_BUILD, 1);
     run_or_fill([&] { build_tree(points, n, tree, engine); },
                 [&] {
@@ -89,6 +91,7 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_slots(n_qp, k, sizeof(int), "n_qp * k");
     check_coordinates(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
     check_tree_coordinates(tree, n_tree);
+    if (engine != Engine::OpenMP) check_device_environment(true, true);
     const ProgressStage stage(KNN_PROGRESS_QUERY, n_qp);
     run_or_fill(
         [&] {

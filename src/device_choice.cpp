@@ -9,6 +9,7 @@
 
 #include "../common/error.h"
 #include "../engine/cancel.h"
+#include "../engine/device_budget.h"
 #include "../engine/progress.h"
 
 namespace knn {
@@ -31,48 +32,66 @@ void check_present(int device, int present, const std::string& what) {
                 present, present == 1 ? "" : "s", present - 1));
 }
 
-}  // namespace
-
-std::vector<int> parse_device_list(const char* text, int present) {
-  const std::string all(text);
+// The device numbers KNN_DEVICES lists, checked for syntax only (no device
+// need be present); *all is set, and the list empty, for "all".
+std::vector<int> listed_devices(const char* text, bool* all) {
+  const std::string whole(text);
   auto trimmed = [](std::string s) {
     const auto not_space = [](unsigned char c) { return !std::isspace(c); };
     s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
     s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
     return s;
   };
-  if (trimmed(all) == "all") {
-    std::vector<int> every;
-    for (int d = 0; d < std::min(present, KNN_MAX_DEVICES); ++d) every.push_back(d);
-    if (every.empty())
-      fail(KNN_ERR_NO_DEVICE, "KNN_DEVICES is \"all\"; no usable CUDA device is present");
-    return every;
-  }
+  *all = trimmed(whole) == "all";
   std::vector<int> devices;
+  if (*all) return devices;
   size_t from = 0;
   for (;;) {
-    const size_t comma = all.find(',', from);
+    const size_t comma = whole.find(',', from);
     const std::string entry =
-        trimmed(all.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+        trimmed(whole.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
     const int position = static_cast<int>(devices.size()) + 1;
     if (entry.empty()) bad_list(text, format("entry %d is empty", position));
-    if (!std::all_of(entry.begin(), entry.end(), [](unsigned char c) { return std::isdigit(c); }))
-      bad_list(text, format("entry %d (\"%s\") is not a device number", position, entry.c_str()));
-    if (entry.size() > 4)
+    if (entry.size() > 4 ||
+        !std::all_of(entry.begin(), entry.end(), [](unsigned char c) { return std::isdigit(c); }))
       bad_list(text, format("entry %d (\"%s\") is not a device number", position, entry.c_str()));
     if (devices.size() == KNN_MAX_DEVICES)
       bad_list(text, format("it lists more than KNN_MAX_DEVICES (%d) devices", KNN_MAX_DEVICES));
-    const int device = std::atoi(entry.c_str());
-    if (present == 0)
-      fail(KNN_ERR_NO_DEVICE,
-           format("KNN_DEVICES is \"%s\"; no usable CUDA device is present", text));
-    if (device >= present)
-      bad_list(text, format("entry %d is device %d; this machine has %d CUDA device%s (0..%d)",
-                            position, device, present, present == 1 ? "" : "s", present - 1));
-    devices.push_back(device);
+    devices.push_back(std::atoi(entry.c_str()));
     if (comma == std::string::npos) return devices;
     from = comma + 1;
   }
+}
+
+}  // namespace
+
+std::vector<int> parse_device_list(const char* text, int present) {
+  bool all = false;
+  std::vector<int> devices = listed_devices(text, &all);
+  if (all) {
+    for (int d = 0; d < std::min(present, KNN_MAX_DEVICES); ++d) devices.push_back(d);
+    if (devices.empty())
+      fail(KNN_ERR_NO_DEVICE, "KNN_DEVICES is \"all\"; no usable CUDA device is present");
+    return devices;
+  }
+  if (present == 0)
+    fail(KNN_ERR_NO_DEVICE,
+         format("KNN_DEVICES is \"%s\"; no usable CUDA device is present", text));
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i] >= present)
+      bad_list(text, format("entry %d is device %d; this machine has %d CUDA device%s (0..%d)",
+                            static_cast<int>(i) + 1, devices[i], present, present == 1 ? "" : "s",
+                            present - 1));
+  return devices;
+}
+
+void check_device_environment(bool device_list, bool memory_limit) {
+  const char* list = std::getenv(kDeviceListVar);
+  if (device_list && list != nullptr && *list != '\0') {
+    bool all = false;
+    listed_devices(list, &all);
+  }
+  if (memory_limit) parse_device_memory_limit(std::getenv(kDeviceMemoryLimitVar));
 }
 
 DeviceChoice choose_devices(int pinned, const knn_options& o, int present, int first) {
@@ -90,7 +109,7 @@ DeviceChoice choose_devices(int pinned, const knn_options& o, int present, int f
     choice.forced = true;
     return choice;
   }
-  const char* env = std::getenv("KNN_DEVICES");
+  const char* env = std::getenv(kDeviceListVar);
   if (env != nullptr && *env != '\0') {
     choice.devices = parse_device_list(env, present);
     choice.forced = true;

@@ -19,11 +19,24 @@ struct DeviceChoice {
   bool forced = false;       // named by the caller (option or KNN_DEVICES): used as listed
 };
 
+// The environment variable of the device list (rule 3 of the header's
+// "Several devices").
+constexpr const char* kDeviceListVar = "KNN_DEVICES";
+
 // Parses KNN_DEVICES: "all" (every one of the `present` devices), or device
 // numbers separated by commas, each below `present`, at most KNN_MAX_DEVICES.
 // Spaces around entries are allowed. Anything else throws
 // Error(KNN_ERR_INVALID_ARGUMENT) quoting the text and naming the fault.
 std::vector<int> parse_device_list(const char* text, int present);
+
+// The environment variables a call on a device would read, checked the same
+// way whether or not a device is present, so that a setting a CPU-only host
+// accepts is not refused on a GPU host: KNN_DEVICES's syntax (set and not
+// empty; its device numbers are checked against the devices only where they
+// are used) when `device_list`, and KNN_DEVICE_MEMORY_LIMIT
+// (parse_device_memory_limit) when `memory_limit`. Throws
+// Error(KNN_ERR_INVALID_ARGUMENT) naming the variable and quoting its text.
+void check_device_environment(bool device_list, bool memory_limit);
 
 // The rules of the header, in order: `pinned` >= 0 alone; o.devices when
 // o.device_count > 0 (each checked below `present`); KNN_DEVICES when set and

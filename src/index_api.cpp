@@ -24,6 +24,7 @@
 #include "../cuda/peer_copy.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
+#include "device_choice.h"
 #include "device_replicas.h"
 #include "index_format.h"
 #include "index_planner.h"
@@ -50,6 +51,11 @@ struct knn_index {
   // Put on the GPU by KNN_BACKEND_AUTO: a call the device has no memory for
   // is answered on the CPU instead (answer_call).
   bool cpu_fallback = false;
+  // Built with a backend other than OPENMP: its calls check the device
+  // environment as a GPU host would read it (read_call_options), KNN_DEVICES
+  // only when the build named no device and no device list.
+  bool may_use_device = false;
+  bool devices_from_environment = false;
   knn::BasicLazyKdTree<float> kdtree32;
   knn::BasicLazyKdTree<double> kdtree64;
   // Copies on other devices (several devices per call), of the engine's precision.
@@ -104,29 +110,6 @@ namespace knn {
 namespace {
 
 // ---- Options ------------------------------------------------------------
-
-// read_options (src/options.h) with the index's own fields checked.
-knn_options read_index_options(const knn_options* opt) {
-  const knn_options o = read_options(opt);
-  if (o.structure < KNN_STRUCTURE_AUTO || o.structure > KNN_STRUCTURE_BRUTE_FORCE)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->structure is %d; it must be KNN_STRUCTURE_AUTO (0), _KDTREE (1), _GRID (2) "
-                "or _BRUTE_FORCE (3)",
-                o.structure));
-  if (o.device < -1)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->device is %d; it must be -1 (current device) or a device number", o.device));
-  return o;
-}
-
-// A device number the caller names must exist. Without any device it only
-// matters to a CUDA build (NO_DEVICE, from the planner); AUTO runs on the CPU.
-void check_device_number(int device, int devices) {
-  if (device >= 0 && devices > 0 && device >= devices)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("opt->device is %d; this machine has %d CUDA device%s (0..%d)", device, devices,
-                devices == 1 ? "" : "s", devices - 1));
-}
 
 // Makes `device` current for the scope (nothing when -1 or already current)
 // and restores the caller's current device afterwards.
@@ -484,6 +467,19 @@ const knn_index& checked_index(const knn_index* index, const char* call) {
               scalar_name<Scalar>(), twin.c_str()));
 }
 
+// The options of a call on `ix` (NULL: the defaults), with the device
+// environment checked as a GPU host would read it for this index, before
+// any output is touched (check_device_environment): KNN_DEVICE_MEMORY_LIMIT
+// unless the call or the build set a limit, KNN_DEVICES unless either named
+// devices.
+knn_options read_call_options(const knn_index& ix, const knn_options* opt) {
+  const knn_options o = read_options(opt);
+  if (ix.may_use_device)
+    check_device_environment(ix.devices_from_environment && o.device_count == 0,
+                             o.device_memory_limit == 0 && ix.device_memory_limit == 0);
+  return o;
+}
+
 // ---- Radius search into CSR rows ---------------------------------------------
 
 // The number of points within the radius of each query (host int32: a
@@ -601,7 +597,7 @@ void check_radius(double radius) {
 
 template <typename Scalar>
 knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* opt) {
-  const knn_options o = read_index_options(opt);
+  const knn_options o = read_options(opt);
   check_array(points, n, "points", "n");
   if (n > INT32_MAX)
     fail(KNN_ERR_INVALID_ARGUMENT,
@@ -616,6 +612,10 @@ knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* op
   const int devices = o.backend == KNN_BACKEND_OPENMP ? 0 : cuda::device_count();
   check_device_number(o.device, devices);
   check_device_list(o, devices);
+  const bool may_use_device = o.backend != KNN_BACKEND_OPENMP;
+  const bool devices_from_environment = o.device < 0 && o.device_count == 0;
+  if (may_use_device)
+    check_device_environment(devices_from_environment, o.device_memory_limit == 0);
   DeviceScope scope(devices > 0 ? o.device : -1);
   const bool points_dev = on_device(points);
   check_coordinate_rows(points, n, dim, points_dev, "point");
@@ -655,6 +655,8 @@ knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* op
   index->leaf_size = o.leaf_size;
   index->automatic = o.structure == KNN_STRUCTURE_AUTO;
   index->cpu_fallback = o.backend == KNN_BACKEND_AUTO && index->device >= 0;
+  index->may_use_device = may_use_device;
+  index->devices_from_environment = devices_from_environment;
   index->replicas<Scalar>().remember_build(o);
   LiveHandles<knn_index>::instance().add(index.get());
   stage.finish();
@@ -668,7 +670,7 @@ template <typename Scalar>
 void query(const char* call, const knn_index* index, const Scalar* queries, int64_t m, int k,
            int32_t* indices, Scalar* sq_distances, const knn_options* opt) {
   const knn_index& ix = checked_index<Scalar>(index, call);
-  const knn_options o = read_index_options(opt);
+  const knn_options o = read_call_options(ix, opt);
   check_array(queries, m, "queries", "m");
   check_k(k);
   check_array(indices, m, "indices", "m");
@@ -692,6 +694,7 @@ template <typename Scalar>
 void query_self(const char* call, const knn_index* index, int k, int exclude_self, int32_t* indices,
                 Scalar* sq_distances) {
   const knn_index& ix = checked_index<Scalar>(index, call);
+  const knn_options defaults = read_call_options(ix, nullptr);
   check_k(k);
   const int64_t n = ix.size();
   check_array(indices, n, "indices", "the index's point count");
@@ -699,8 +702,6 @@ void query_self(const char* call, const knn_index* index, int k, int exclude_sel
   if (n == 0) return;
   DeviceScope scope(ix.device);
   const Outputs<Scalar> out(indices, sq_distances, nullptr, n * k, n);
-  knn_options defaults;
-  knn_options_init_v2(&defaults);
   const ProgressStage stage(KNN_PROGRESS_QUERY, n);
   // On several devices each share asks for the kNN of its points' rows.
   const BasicShareWork<Scalar> share =
@@ -724,7 +725,7 @@ void radius(const char* call, const knn_index* index, const Scalar* queries, int
             Scalar radius, int max_neighbors, int32_t* indices, Scalar* sq_distances,
             int32_t* counts, const knn_options* opt) {
   const knn_index& ix = checked_index<Scalar>(index, call);
-  const knn_options o = read_index_options(opt);
+  const knn_options o = read_call_options(ix, opt);
   check_array(queries, m, "queries", "m");
   check_radius(radius);
   if (max_neighbors < 0)
@@ -762,7 +763,7 @@ template <typename Scalar>
 void radius_count(const char* call, const knn_index* index, const Scalar* queries, int64_t m,
                   Scalar radius, int64_t* counts, const knn_options* opt) {
   const knn_index& ix = checked_index<Scalar>(index, call);
-  const knn_options o = read_index_options(opt);
+  const knn_options o = read_call_options(ix, opt);
   check_array(queries, m, "queries", "m");
   check_radius(radius);
   check_array(counts, m, "counts", "m");
@@ -798,7 +799,7 @@ void radius_fill(const char* call, const knn_index* index, const Scalar* queries
                  Scalar radius, const int64_t* offsets, int32_t* indices, Scalar* sq_distances,
                  const knn_options* opt) {
   const knn_index& ix = checked_index<Scalar>(index, call);
-  const knn_options o = read_index_options(opt);
+  const knn_options o = read_call_options(ix, opt);
   check_array(queries, m, "queries", "m");
   check_radius(radius);
   check_slots(m, ix.dim(), sizeof(Scalar), "m * dim");
@@ -1050,7 +1051,7 @@ KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes, con
   return knn::guarded("knn_index_deserialize", [&] {
     if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
-    const knn_options o = knn::read_index_options(opt);
+    const knn_options o = knn::read_options(opt);
     // NULL with 0 bytes is an empty buffer: refused below as truncated.
     if (buffer == nullptr && bytes > 0)
       knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));

@@ -51,6 +51,14 @@ knn_options read_options(const knn_options* opt) {
          format("opt->backend is %d; it must be KNN_BACKEND_AUTO (0), KNN_BACKEND_CUDA (1) or "
                 "KNN_BACKEND_OPENMP (2)",
                 o.backend));
+  if (o.structure < KNN_STRUCTURE_AUTO || o.structure > KNN_STRUCTURE_BRUTE_FORCE)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->structure is %d; it must be KNN_STRUCTURE_AUTO (0), _KDTREE (1), _GRID (2) "
+                "or _BRUTE_FORCE (3)",
+                o.structure));
+  if (o.device < -1)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->device is %d; it must be -1 (current device) or a device number", o.device));
   if (o.leaf_size < 0)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("opt->leaf_size is %d; it must be 0 (default) or positive", o.leaf_size));
@@ -59,6 +67,13 @@ knn_options read_options(const knn_options* opt) {
          format("opt->threads is %d; it must be 0 (all cores) or positive", o.threads));
   o.threads = std::min(o.threads, max_threads());
   return o;
+}
+
+void check_device_number(int device, int devices) {
+  if (device >= 0 && devices > 0 && device >= devices)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("opt->device is %d; this machine has %d CUDA device%s (0..%d)", device, devices,
+                devices == 1 ? "" : "s", devices - 1));
 }
 
 size_t options_v1_size() { return offsetof(knn_options, device_memory_limit) + sizeof(size_t); }

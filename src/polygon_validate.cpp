@@ -1,5 +1,8 @@
 #include "polygon_validate.h"
 
+#include <cstddef>
+#include <cstdint>
+
 #include "../common/error.h"
 #include "../common/first_index.h"
 #include "../common/float_math.h"
@@ -99,6 +102,18 @@ PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offset
   }
   if (n_rings == 0) return set;
   check_offsets(ring_offsets, n_rings, "ring_offsets", false, "ring");
+  // Beyond this no vertex array exists, and the checks and engines below
+  // would form addresses (2 * vertex) past the address space.
+  constexpr int64_t kMaxVertices = PTRDIFF_MAX / (2 * static_cast<int64_t>(sizeof(V)));
+  if (ring_offsets[n_rings] > kMaxVertices) {
+    const int64_t huge = first_index_where(
+        n_rings + 1, [ring_offsets](int64_t i) { return ring_offsets[i] > kMaxVertices; });
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("ring_offsets[%lld] is %lld; at most %lld vertices of two %s fit the address "
+                "space",
+                ll(huge), ll(ring_offsets[huge]), ll(kMaxVertices),
+                sizeof(V) == sizeof(float) ? "floats" : "doubles"));
+  }
   set.n_vertices = ring_offsets[n_rings];
   check_slots(set.n_vertices, 2, sizeof(V), "ring_offsets[n_rings] * 2 (vertex coordinates)");
   if (vertices_xy == nullptr)

@@ -16,7 +16,8 @@ namespace knn {
 //  - polygon_offsets[0] == 0, each polygon has at least one ring (offsets
 //    strictly increasing), polygon_offsets[n_polygons] == n_rings;
 //  - ring_offsets[0] == 0, non-decreasing; ring_offsets[n_rings] is the
-//    number of vertices;
+//    number of vertices, at most PTRDIFF_MAX / (2 * sizeof(V)) (checked
+//    before any vertex is read);
 //  - each ring keeps at least 3 vertices once consecutive repeats (the
 //    closing repeat of a closed ring included) are dropped;
 //  - every vertex coordinate is finite, and for double vertices within the

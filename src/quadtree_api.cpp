@@ -9,6 +9,7 @@
 #include "../cuda/cuda_engine.h"
 #include "../engine/quadtree_engine.h"
 #include "abi_barrier.h"
+#include "device_choice.h"
 #include "live_handles.h"
 #include "options.h"
 #include "polygon_validate.h"
@@ -18,6 +19,9 @@
 // LiveHandles<knn_quadtree> (src/live_handles.h).
 struct knn_quadtree {
   std::unique_ptr<knn::QuadtreeEngine> engine;
+  // Built with a backend other than OPENMP: on a GPU host its queries run on
+  // the device, so every host checks the device environment they would read.
+  bool may_use_device = false;
 };
 
 namespace knn {
@@ -35,9 +39,13 @@ QuadtreeParams params_of(const knn_options& o) {
   return params;
 }
 
+// The device checks of an index build (src/index_api.cpp), then the engine.
 int choose_backend(const knn_options& o) {
   if (o.backend == KNN_BACKEND_OPENMP) return KNN_BACKEND_OPENMP;
-  const bool device = cuda::device_count() > 0;
+  const int devices = cuda::device_count();
+  check_device_number(o.device, devices);
+  check_device_list(o, devices);
+  const bool device = devices > 0;
   if (o.backend == KNN_BACKEND_CUDA && !device)
     fail(KNN_ERR_NO_DEVICE,
          "opt->backend is KNN_BACKEND_CUDA but no usable CUDA device is present");
@@ -61,6 +69,15 @@ const QuadtreeEngine& engine_of(const knn_quadtree* tree) {
   return *tree->engine;
 }
 
+// The options of a query on `tree`, with KNN_DEVICE_MEMORY_LIMIT checked as
+// a GPU host would read it (check_device_environment): point in polygon
+// runs on one device, so KNN_DEVICES is never read.
+QuadtreeParams query_params(const knn_quadtree* tree, const knn_options* opt) {
+  const knn_options o = read_options(opt);
+  if (tree->may_use_device) check_device_environment(false, o.device_memory_limit == 0);
+  return params_of(o);
+}
+
 // The float and double entry points share these; P is the points' scalar, V
 // the vertices' (the engines take any mix).
 template <class P>
@@ -76,6 +93,8 @@ void build_tree(const P* xy, int64_t n, const knn_options* opt, knn_quadtree** o
   check_pip_coordinates(xy, n, "point");
   const QuadtreeParams params = params_of(o);
   std::unique_ptr<knn_quadtree> tree(new knn_quadtree);
+  tree->may_use_device = o.backend != KNN_BACKEND_OPENMP;
+  if (tree->may_use_device) check_device_environment(false, o.device_memory_limit == 0);
   tree->engine = choose_backend(o) == KNN_BACKEND_CUDA ? cuda::build_quadtree(xy, n, params)
                                                        : omp::build_quadtree(xy, n, params);
   LiveHandles<knn_quadtree>::instance().add(tree.get());
@@ -88,7 +107,7 @@ void count_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t*
                   int64_t* counts, const knn_options* opt) {
   const QuadtreeEngine& engine = engine_of(tree);
   check_array(counts, n_polygons, "counts", "n_polygons");
-  const QuadtreeParams params = params_of(read_options(opt));
+  const QuadtreeParams params = query_params(tree, opt);
   const PolygonSet<V> polygons =
       validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
   try {
@@ -104,7 +123,7 @@ void fill_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t* 
                  int64_t n_rings, const int64_t* polygon_offsets, int64_t n_polygons,
                  const int64_t* out_offsets, int64_t* point_indices, const knn_options* opt) {
   const QuadtreeEngine& engine = engine_of(tree);
-  const QuadtreeParams params = params_of(read_options(opt));
+  const QuadtreeParams params = query_params(tree, opt);
   const PolygonSet<V> polygons =
       validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
   if (n_polygons == 0) return;

@@ -337,6 +337,88 @@ TEST_F(PipBadInput, BuildRefusesBadPointsAndOptions) {
   EXPECT_EQ(knn_quadtree_build(xy_.data(), 3, &opt, &tree), KNN_ERR_INVALID_ARGUMENT);
 }
 
+// The quadtree calls refuse the options an index call refuses, with the same
+// messages (they took an unknown structure or a device below -1 silently);
+// a device number or list entry beyond the devices present is refused where
+// devices are present (a GPU host), as an index build refuses it.
+TEST_F(PipBadInput, OptionsAreCheckedAsTheIndexCallsCheckThem) {
+  const std::vector<float> points = {0, 0, 0, 1, 1, 1};
+  auto index_message = [&](const knn_options& opt) {
+    knn_index* index = nullptr;
+    EXPECT_EQ(knn_index_build(points.data(), 2, 3, &opt, &index), KNN_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(index, nullptr);
+    const std::string message = knn_last_error();
+    return message.substr(message.find(": ") + 2);  // less the function's name
+  };
+  auto expect_every_call_refuses = [&](const knn_options& opt) {
+    const std::string words = index_message(opt);
+    SCOPED_TRACE(words);
+    knn_quadtree* tree = reinterpret_cast<knn_quadtree*>(&tree);
+    expect_refused({knn_quadtree_build(xy_.data(), 3, &opt, &tree), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    EXPECT_EQ(tree, nullptr);
+    const std::vector<double> xy64(xy_.begin(), xy_.end());
+    tree = reinterpret_cast<knn_quadtree*>(&tree);
+    expect_refused({knn_quadtree_build_f64(xy64.data(), 3, &opt, &tree), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    EXPECT_EQ(tree, nullptr);
+  };
+  auto expect_queries_refuse = [&](const knn_options& opt) {
+    const std::string words = index_message(opt);
+    SCOPED_TRACE(words);
+    expect_refused({pip_count(tree_, good_, counts_, opt), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    expect_refused({pip_count(tree_, good_.as<double>(), counts_, opt), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    const int64_t offsets[3] = {0, 1, 2};
+    int64_t indices[2] = {-7, -7};
+    expect_refused({pip_fill(tree_, good_, offsets, indices, opt), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    expect_refused({pip_fill(tree_, good_.as<double>(), offsets, indices, opt), knn_last_error()},
+                   KNN_ERR_INVALID_ARGUMENT, words);
+    EXPECT_EQ(indices[0], -7);
+    EXPECT_EQ(counts_[0], -7);
+  };
+  for (const int backend : {KNN_BACKEND_AUTO, KNN_BACKEND_OPENMP}) {
+    knn_options opt;
+    knn_options_init_v2(&opt);
+    opt.backend = backend;
+    opt.structure = 42;
+    expect_every_call_refuses(opt);
+    expect_queries_refuse(opt);
+    opt.structure = -1;
+    expect_every_call_refuses(opt);
+    opt.structure = KNN_STRUCTURE_AUTO;
+    opt.device = -2;
+    expect_every_call_refuses(opt);
+    expect_queries_refuse(opt);
+  }
+  const int devices = cuGetDeviceCount();
+  if (devices > 0) {
+    knn_options opt;
+    knn_options_init_v2(&opt);
+    opt.device = devices;
+    expect_every_call_refuses(opt);
+    opt.device = -1;
+    opt.device_count = 1;
+    opt.devices[0] = devices;
+    expect_every_call_refuses(opt);
+  }
+  // Every valid structure is accepted (and ignored: the tree is a quadtree).
+  for (const int structure :
+       {KNN_STRUCTURE_AUTO, KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
+    knn_options opt = openmp_options();
+    opt.structure = structure;
+    knn_quadtree* tree = nullptr;
+    ASSERT_EQ(knn_quadtree_build(xy_.data(), 3, &opt, &tree), KNN_OK) << knn_last_error();
+    int64_t counts[2] = {-7, -7};
+    EXPECT_EQ(pip_count(tree, good_, counts, opt), KNN_OK) << knn_last_error();
+    EXPECT_EQ(counts[0], 1);
+    EXPECT_EQ(counts[1], 1);
+    EXPECT_EQ(knn_quadtree_free(tree), KNN_OK);
+  }
+}
+
 TEST_F(PipBadInput, NotAQuadtree) {
   int64_t junk[8] = {0};
   expect_refused(count_with(reinterpret_cast<knn_quadtree*>(junk), good_, counts_),
@@ -400,6 +482,62 @@ TEST_F(PipBadInput, BadOffsets) {
             KNN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(knn_last_error()).find("vertices_xy is NULL"), std::string::npos);
   EXPECT_EQ(counts_[0], -7);
+}
+
+// Wrong ring offsets on every entry point, float and double vertices: each
+// is refused before a vertex is read, naming the first bad offset, with the
+// outputs untouched. An offset beyond the address space (2^60 float
+// vertices, 2^59 double ones) was taken as the vertex count: the calls failed
+// with INTERNAL or HOST_OUT_OF_MEMORY sizing their work by it, instead of
+// naming the offset.
+template <class T>
+void expect_wrong_ring_offsets_refused(const knn_quadtree* tree,
+                                       const BasicPolygonArrays<T>& good) {
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  const int64_t beyond_address_space = (int64_t{1} << 62) / static_cast<int64_t>(sizeof(T));
+  struct Wrong {
+    std::vector<int64_t> ring_offsets;
+    std::string words;
+  };
+  const std::vector<Wrong> wrong = {
+      {{0, 4, 3, 12},
+       "ring_offsets decreases at ring 1: ring_offsets[1] = 4 > ring_offsets[2] = 3"},
+      {{0, -4, 8, 12},
+       "ring_offsets decreases at ring 0: ring_offsets[0] = 0 > ring_offsets[1] = -4"},
+      {{-1, 4, 8, 12}, "ring_offsets[0] is -1; it must be 0"},
+      {{0, 4, 13, 12},
+       "ring_offsets decreases at ring 2: ring_offsets[2] = 13 > ring_offsets[3] = 12"},
+      {{0, 4, 8, kHuge}, "ring_offsets[3] is 9223372036854775807; at most"},
+      {{0, 4, beyond_address_space, beyond_address_space},
+       "ring_offsets[2] is " + std::to_string(beyond_address_space) + "; at most"},
+  };
+  const knn_options opt = openmp_options();
+  for (const Wrong& w : wrong) {
+    BasicPolygonArrays<T> set = good;
+    set.ring_offsets = w.ring_offsets;
+    int64_t counts[2] = {-7, -7};
+    EXPECT_EQ(pip_count(tree, set, counts, opt), KNN_ERR_INVALID_ARGUMENT) << w.words;
+    EXPECT_NE(std::string(knn_last_error()).find(w.words), std::string::npos) << knn_last_error();
+    EXPECT_EQ(counts[0], -7);
+    EXPECT_EQ(counts[1], -7);
+    const int64_t offsets[3] = {0, 1, 2};
+    int64_t indices[2] = {-7, -7};
+    EXPECT_EQ(pip_fill(tree, set, offsets, indices, opt), KNN_ERR_INVALID_ARGUMENT) << w.words;
+    EXPECT_NE(std::string(knn_last_error()).find(w.words), std::string::npos) << knn_last_error();
+    EXPECT_EQ(indices[0], -7);
+    EXPECT_EQ(indices[1], -7);
+  }
+  // The same polygons with right offsets are answered: the next call works.
+  int64_t counts[2] = {-7, -7};
+  EXPECT_EQ(pip_count(tree, good, counts, opt), KNN_OK) << knn_last_error();
+  EXPECT_EQ(counts[0], 1);
+  EXPECT_EQ(counts[1], 1);
+}
+
+TEST_F(PipBadInput, WrongRingOffsetsOnEveryEntryPoint) {
+  ASSERT_EQ(good_.ring_offsets, (std::vector<int64_t>{0, 4, 8, 12}));
+  expect_wrong_ring_offsets_refused(tree_, good_);
+  expect_wrong_ring_offsets_refused(tree_, good_.as<double>());
 }
 
 TEST_F(PipBadInput, NonFiniteVertex) {

@@ -22,6 +22,7 @@
 #include "knn_gpgpu.h"
 #include "oracle.h"
 #include "pip_oracle.h"
+#include "scoped_env.h"
 #include "test_data.h"
 
 namespace knn_test {
@@ -433,6 +434,152 @@ TEST(Handles, QuadtreeFreedTwiceOrUsedAfterFree) {
                                    set.polygon_offsets.data(), 1, counts.data(), nullptr),
       KNN_ERR_INVALID_ARGUMENT, "not a live quadtree"));
   EXPECT_EQ(counts[0], -7);
+}
+
+// ---- 6. The device environment -----------------------------------------------------
+
+// Junk in KNN_DEVICES or KNN_DEVICE_MEMORY_LIMIT passed on a host without a
+// GPU, where nothing read them, so a setting that worked there failed on a
+// GPU host. Every call that would read them on a GPU host checks them on
+// every host: INVALID_ARGUMENT naming the variable and its text, outputs
+// untouched; a call whose options override the variable, or that runs on
+// OpenMP alone, does not read it. The answers of the calls that pass are the
+// oracle's.
+class DeviceEnvironment : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Made before the junk is set: the index and the quadtree may use a device.
+    index_ = build_index(points_, 3, knn_options_defaults());
+    ASSERT_TRUE(index_);
+    ASSERT_EQ(knn_quadtree_build(xy_.data(), 3, nullptr, &quadtree_), KNN_OK) << knn_last_error();
+    polygons_.add_polygon(rectangle(-1, -1, 3, 3));
+  }
+  void TearDown() override { EXPECT_EQ(knn_quadtree_free(quadtree_), KNN_OK); }
+
+  static knn_options knn_options_defaults() {
+    knn_options o;
+    knn_options_init_v2(&o);
+    return o;
+  }
+
+  // Every call that reads `variable` refuses its junk `text`.
+  void expect_refused_everywhere(const char* variable, const char* text, bool index_build_reads,
+                                 bool pip_reads, bool build_kd_tree_reads) {
+    const ScopedEnv junk(variable, text);
+    const std::string words = std::string(variable) + " is \"" + text + "\"";
+    SCOPED_TRACE(words);
+    const knn_options defaults = knn_options_defaults();
+    knn_index* built = nullptr;
+    if (index_build_reads) {
+      EXPECT_TRUE(fails_with(knn_index_build(points_.data(), kN, 3, &defaults, &built),
+                             KNN_ERR_INVALID_ARGUMENT, words));
+      EXPECT_EQ(built, nullptr);
+    }
+    std::vector<int32_t> indices(kM * kK, -7);
+    std::vector<float> distances(kM * kK, -7.0f);
+    EXPECT_TRUE(fails_with(knn_index_query(index_.get(), queries_.data(), kM, kK, indices.data(),
+                                           distances.data(), &defaults),
+                           KNN_ERR_INVALID_ARGUMENT, words));
+    EXPECT_TRUE(fails_with(knn_index_query_self(index_.get(), kK, 0, indices.data(), nullptr),
+                           KNN_ERR_INVALID_ARGUMENT, words));
+    std::vector<int64_t> radius_counts(kM, -7);
+    EXPECT_TRUE(fails_with(knn_index_radius_count(index_.get(), queries_.data(), kM, 0.2f,
+                                                  radius_counts.data(), &defaults),
+                           KNN_ERR_INVALID_ARGUMENT, words));
+    EXPECT_EQ(indices, std::vector<int32_t>(kM * kK, -7));
+    EXPECT_EQ(distances, std::vector<float>(kM * kK, -7.0f));
+    EXPECT_EQ(radius_counts, std::vector<int64_t>(kM, -7));
+    int64_t counts[1] = {-7};
+    if (pip_reads) {
+      knn_quadtree* tree = nullptr;
+      EXPECT_TRUE(fails_with(knn_quadtree_build(xy_.data(), 3, nullptr, &tree),
+                             KNN_ERR_INVALID_ARGUMENT, words));
+      EXPECT_EQ(tree, nullptr);
+      EXPECT_TRUE(fails_with(knn_points_in_polygons_count(
+                                 quadtree_, polygons_.xy.data(), polygons_.ring_offsets.data(), 1,
+                                 polygons_.polygon_offsets.data(), 1, counts, nullptr),
+                             KNN_ERR_INVALID_ARGUMENT, words));
+      EXPECT_EQ(counts[0], -7);
+    }
+    const std::vector<Point> classic_points = to_points(points_);
+    const std::vector<Point> classic_queries = to_points(queries_);
+    int status = -1;
+    if (build_kd_tree_reads) {
+      const std::vector<Node> tree = build_with(&buildKdTree, classic_points, &status);
+      EXPECT_TRUE(fails_with(status, KNN_ERR_INVALID_ARGUMENT, words));
+      EXPECT_EQ(tree[0].id, sentinel_tree(1)[0].id);
+    }
+    const std::vector<Node> tree = build_tree(classic_points);
+    const std::vector<int> result = query_with(&queryAll, classic_queries, tree, kK, &status);
+    EXPECT_TRUE(fails_with(status, KNN_ERR_INVALID_ARGUMENT, words));
+    EXPECT_EQ(result, std::vector<int>(result.size(), kSentinelInt));
+
+    // What does not read the variable answers: OpenMP alone, and (for the
+    // memory limit) a call that sets its own.
+    const KnnResult want = oracle_knn(points_.data(), kN, queries_.data(), kM, 3, kK);
+    const knn_options openmp = cpu(KNN_STRUCTURE_KDTREE);
+    const IndexHandle on_cpu = build_index(points_, 3, openmp);
+    ASSERT_TRUE(on_cpu);
+    EXPECT_TRUE(same_knn(want, query_index(on_cpu.get(), queries_, 3, kK, &openmp)));
+    EXPECT_TRUE(same_rows(want.idx, query_ok(&mpQueryAll, "mpQueryAll", classic_queries, tree, kK),
+                          kM, kK));
+  }
+
+  static constexpr int64_t kN = 300, kM = 40;
+  static constexpr int kK = 4;
+  const std::vector<float> points_ = make_rows(Dist::Uniform, kN, 3, 61);
+  const std::vector<float> queries_ = make_query_rows(Dist::Uniform, kM, 3, 62);
+  const std::vector<float> xy_{0, 0, 1, 1, 2, 0.5f};
+  IndexHandle index_;
+  knn_quadtree* quadtree_ = nullptr;
+  PolygonArrays polygons_;
+};
+
+TEST_F(DeviceEnvironment, JunkMemoryLimitIsRefusedWithOrWithoutADevice) {
+  for (const char* junk : {"8G", "-1", " 64", "99999999999999999999999"})
+    expect_refused_everywhere("KNN_DEVICE_MEMORY_LIMIT", junk, true, true, true);
+  // A call that sets device_memory_limit never reads the variable.
+  const ScopedEnv junk("KNN_DEVICE_MEMORY_LIMIT", "8G");
+  knn_options limited;
+  knn_options_init(&limited);
+  limited.device_memory_limit = size_t{1} << 30;
+  knn_index* index = nullptr;
+  EXPECT_EQ(knn_index_build(points_.data(), kN, 3, &limited, &index), KNN_OK) << knn_last_error();
+  EXPECT_TRUE(same_knn(oracle_knn(points_.data(), kN, queries_.data(), kM, 3, kK),
+                       query_index(index, queries_, 3, kK, &limited)));
+  EXPECT_EQ(knn_index_free(index), KNN_OK);
+  int64_t counts[1] = {-7};
+  EXPECT_EQ(
+      knn_points_in_polygons_count(quadtree_, polygons_.xy.data(), polygons_.ring_offsets.data(), 1,
+                                   polygons_.polygon_offsets.data(), 1, counts, &limited),
+      KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(counts[0], 3);
+}
+
+TEST_F(DeviceEnvironment, JunkDeviceListIsRefusedWithOrWithoutADevice) {
+  // Point in polygon and buildKdTree run on one device: they never read it.
+  for (const char* junk : {"gpu0", "0,", "-1", "0;1", "ALL"})
+    expect_refused_everywhere("KNN_DEVICES", junk, true, false, false);
+  const ScopedEnv junk("KNN_DEVICES", "gpu0");
+  int64_t counts[1] = {-7};
+  EXPECT_EQ(
+      knn_points_in_polygons_count(quadtree_, polygons_.xy.data(), polygons_.ring_offsets.data(), 1,
+                                   polygons_.polygon_offsets.data(), 1, counts, nullptr),
+      KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(counts[0], 3);
+  // A call that names its devices never reads the variable.
+  knn_options listed;
+  knn_options_init_v2(&listed);
+  listed.backend = KNN_BACKEND_AUTO;
+  listed.device_count = 1;
+  listed.devices[0] = 0;
+  knn_index* index = nullptr;
+  EXPECT_EQ(knn_index_build(points_.data(), kN, 3, &listed, &index), KNN_OK) << knn_last_error();
+  EXPECT_TRUE(same_knn(oracle_knn(points_.data(), kN, queries_.data(), kM, 3, kK),
+                       query_index(index, queries_, 3, kK, &listed)));
+  EXPECT_EQ(knn_index_free(index), KNN_OK);
 }
 
 }  // namespace

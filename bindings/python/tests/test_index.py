@@ -382,6 +382,56 @@ def test_options_validation(lib):
     assert (merged.threads, merged.backend, base.backend) == (2, knn.Backend.OPENMP, 0)
 
 
+# Values the C fields cannot hold were wrapped by ctypes (leaf_size = 2**32 + 1
+# reached the library as 1, device = 2**32 - 1 as -1, device_memory_limit = -1
+# as SIZE_MAX): each is refused naming its field, however it is set.
+@pytest.mark.parametrize("field, value, error", [
+    ("leaf_size", 2**32 + 1, OverflowError),
+    ("leaf_size", 2**31, OverflowError),
+    ("threads", 2**32 + 4, OverflowError),
+    ("threads", -2**31 - 1, OverflowError),
+    ("device", 2**32 - 1, OverflowError),
+    ("backend", 2**32 + 2, OverflowError),
+    ("structure", 2**33 + 1, OverflowError),
+    ("device_memory_limit", -1, ValueError),
+    ("device_memory_limit", 2**64, OverflowError),
+])
+def test_options_out_of_range_name_the_field(lib, field, value, error):
+    with pytest.raises(error, match=field):
+        knn.Options(**{field: value})
+    opt = knn.Options()
+    with pytest.raises(error, match=field):
+        setattr(opt, field, value)
+    assert getattr(opt, field) == getattr(knn.Options(), field)     # left as it was
+    with pytest.raises(error, match=field):
+        knn.options.resolve(None, **{field: value})
+    with pytest.raises(error, match=field):
+        knn.Index(random_points(1, 10), **{"backend": "openmp", field: value})
+
+
+def test_options_limits_themselves_pass(lib):
+    opt = knn.Options(leaf_size=2**31 - 1, threads=2**31 - 1, device=-1,
+                      device_memory_limit=2**64 - 1)
+    assert (opt.leaf_size, opt.threads, opt.device_memory_limit) == (2**31 - 1, 2**31 - 1,
+                                                                     2**64 - 1)
+    pts = random_points(2, 50)
+    with knn.Index(pts, options=opt, backend="openmp") as index:    # threads capped inside
+        want_d, want_i = oracle(pts, pts[:5], 3)
+        got = index.query(pts[:5], 3, distances_first=True)
+        np.testing.assert_array_equal(got.indices, want_i)
+
+
+def test_index_query_k_beyond_int_names_the_index_call(lib):
+    with knn.Index(random_points(3, 20), backend="openmp") as index:
+        with pytest.raises(OverflowError, match="knn_index_query") as raised:
+            index.query(random_points(4, 2), 2**31, distances_first=True)
+        assert "classic" not in str(raised.value)
+        with pytest.raises(OverflowError, match="knn_index_query_self"):
+            index.query_self(2**31, distances_first=True)
+        with pytest.raises(OverflowError, match="knn_index_radius"):
+            index.radius(random_points(4, 2), 0.5, 2**31, distances_first=True)
+
+
 # ---- the binding's marshalling (real engine underneath) -----------------------------------
 @pytest.mark.parametrize("dim", [1, 3, 16])
 def test_query_marshalling(lib, monkeypatch, dim):

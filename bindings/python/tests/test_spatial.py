@@ -114,6 +114,39 @@ def test_k_beyond_n_and_distance_upper_bound(lib, backend):
                      np.zeros((0, 2)), x)
 
 
+def test_k_beyond_n_searches_only_n(lib, monkeypatch):
+    spy = SpyNative(lib)
+    monkeypatch.setattr(_library, "_native", spy)
+    pts = lattice(30, 9, 2)
+    ours = knn.KDTree(pts, backend="openmp")
+    x = lattice(31, 6, 2, span=6)
+    theirs = spatial.cKDTree(pts)
+    for k in (14, [2, 9, 10, 40]):
+        got = ours.query(x, k=k)
+        assert spy.named("knn_index_query_f64")[-1][4] == 9          # the library's k: n
+        assert_knn_equal(got, theirs.query(x, k=k), pts, x)
+    assert np.all(got[1][:, 2:] == 9) and np.all(np.isinf(got[0][:, 2:]))
+
+
+def test_k_beyond_int_is_refused_before_any_allocation(lib):
+    """k = 2**31 made the binding allocate 16 GiB of ranks before the library
+    refused it; now it is refused first (run under an address-space limit well
+    below that, so that an allocation fails instead of succeeding slowly)."""
+    resource = pytest.importorskip("resource")
+    ours = knn.KDTree(lattice(32, 9, 2), backend="openmp")
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as statm:
+        in_use = int(statm.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (in_use + (2 << 30), hard))
+    try:
+        for k in (2**31, [1, 2**31]):
+            with pytest.raises(OverflowError, match="k = 2147483648"):
+                ours.query([[0.0, 0.0]], k=k)
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert ours.query([0.0, 0.0], k=1)[1] in range(9)             # and the next call works
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_duplicates(lib, backend):
     base = lattice(5, 6, 3)

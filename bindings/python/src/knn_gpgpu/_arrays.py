@@ -265,10 +265,14 @@ def pointer(arr: Optional[Array], ctype: Any) -> Any:
     return arr.ctypes.data_as(ctypes.POINTER(ctype))
 
 
-def c_int(value: Any, name: str) -> int:
-    """An integer that fits a C ``int`` (the classic API's counts), else ``OverflowError``."""
+def c_int(value: Any, name: str, call: Optional[str] = None) -> int:
+    """An integer that fits a C ``int``, else ``OverflowError``: the classic
+    API's counts, or (``call`` given) an int argument of that index call."""
     v = operator.index(value)
     if not INT_MIN <= v <= INT_MAX:
+        if call is not None:
+            raise OverflowError("%s = %d does not fit a C int (%s takes %s as an int, at most %d)"
+                                % (name, v, call, name, INT_MAX))
         raise OverflowError("%s = %d does not fit a C int (the classic API counts in int; "
                             "use the index API for larger inputs)" % (name, v))
     return v

@@ -189,7 +189,8 @@ class Index(NativeHandle):
         handle = ctypes.POINTER(IndexHandle)()
         build = _entry("knn_index_build", scalar)
         status = getattr(native(), build)(_arrays.pointer(pts, _ctype(scalar)),
-                                          _arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim"),
+                                          _arrays.c_int64(n, "n"),
+                                          _arrays.c_int(dim, "dim", build),
                                           byref(opt), ctypes.byref(handle))
         check(status, build)
         self._own(handle)
@@ -276,7 +277,8 @@ class Index(NativeHandle):
         handle = self._live()
         q = _arrays.rows(queries, "queries", self._dim, self._scalar)
         m = int(q.shape[0])
-        k = _arrays.c_int(k, "k")
+        query = _entry("knn_index_query", self._scalar)
+        k = _arrays.c_int(k, "k", query)
         shape = _arrays.nonneg_shape(m, k)
         ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
         dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
@@ -284,7 +286,6 @@ class Index(NativeHandle):
                 if distances or out_distances is not None else None)
         _require_device_support(q, ind, dist)
         real = _ctype(self._scalar)
-        query = _entry("knn_index_query", self._scalar)
         status = getattr(native(), query)(handle, _arrays.pointer(q, real),
                                           _arrays.c_int64(m, "m"), k,
                                           _arrays.pointer(ind, ctypes.c_int32),
@@ -305,14 +306,14 @@ class Index(NativeHandle):
         """
         first = _distances_first(distances_first, "query_self")
         handle = self._live()
-        k = _arrays.c_int(k, "k")
+        query_self = _entry("knn_index_query_self", self._scalar)
+        k = _arrays.c_int(k, "k", query_self)
         shape = _arrays.nonneg_shape(self._n, k)
         ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
         dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
                                allow_device=True)
                 if distances or out_distances is not None else None)
         _require_device_support(ind, dist)
-        query_self = _entry("knn_index_query_self", self._scalar)
         status = getattr(native(), query_self)(handle, k, 1 if exclude_self else 0,
                                                _arrays.pointer(ind, ctypes.c_int32),
                                                _arrays.pointer(dist, _ctype(self._scalar)))
@@ -344,7 +345,8 @@ class Index(NativeHandle):
         handle = self._live()
         q = _arrays.rows(queries, "queries", self._dim, self._scalar)
         m = int(q.shape[0])
-        max_neighbors = _arrays.c_int(max_neighbors, "max_neighbors")
+        call = _entry("knn_index_radius", self._scalar)
+        max_neighbors = _arrays.c_int(max_neighbors, "max_neighbors", call)
         shape = _arrays.nonneg_shape(m, max_neighbors)
         want_rows = max_neighbors != 0
         ind = (_arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
@@ -355,7 +357,6 @@ class Index(NativeHandle):
         counts = _arrays.output(out_counts, (m,), np.int32, "out_counts", allow_device=True)
         _require_device_support(q, ind, dist, counts)
         real = _ctype(self._scalar)
-        call = _entry("knn_index_radius", self._scalar)
         status = getattr(native(), call)(handle, _arrays.pointer(q, real),
                                          _arrays.c_int64(m, "m"), float(radius),
                                          max_neighbors, _arrays.pointer(ind, ctypes.c_int32),
@@ -481,7 +482,7 @@ def estimate_build_bytes(n: int, dim: int, options: Optional[Options] = None, *,
     """Device bytes an index build of ``n`` points of ``dim`` would need (no device
     needed), for an index of ``dtype`` (float32 or float64)."""
     call = _entry("knn_estimate_build_bytes", _estimate_scalar(dtype))
-    return int(getattr(native(), call)(_arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim"),
+    return int(getattr(native(), call)(_arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim", call),
                                        byref(options)))
 
 
@@ -490,6 +491,6 @@ def estimate_query_bytes(m: int, k: int, n: int, dim: int,
     """Device bytes a query of ``m`` queries, ``k`` neighbours over ``n`` points would
     need, on an index of ``dtype`` (float32 or float64)."""
     call = _entry("knn_estimate_query_bytes", _estimate_scalar(dtype))
-    return int(getattr(native(), call)(_arrays.c_int64(m, "m"), _arrays.c_int(k, "k"),
-                                       _arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim"),
+    return int(getattr(native(), call)(_arrays.c_int64(m, "m"), _arrays.c_int(k, "k", call),
+                                       _arrays.c_int64(n, "n"), _arrays.c_int(dim, "dim", call),
                                        byref(options)))

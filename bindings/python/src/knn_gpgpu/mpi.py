@@ -257,7 +257,7 @@ class DistributedIndex:
         and float32 squared distances of this rank's queries."""
         def prepare() -> Any:
             q = host_rows(queries, "queries", self.dim)
-            kk = _c_int(k, "k")
+            kk = _c_int(k, "k", "knn_dindex_query")
             return q, kk, _rows(q.shape[0], kk)
         q, k, (ind, d2) = _prepare(
             prepare, lambda: self._lib.knn_dindex_query(self._live(), None, -1, 1, None, None))
@@ -269,7 +269,7 @@ class DistributedIndex:
     def query_self(self, k: int, exclude_self: bool = True) -> Tuple[np.ndarray, np.ndarray]:
         """All-kNN of this rank's own points: ``(n_local, k)`` arrays."""
         def prepare() -> Any:
-            kk = _c_int(k, "k")
+            kk = _c_int(k, "k", "knn_dindex_query_self")
             return kk, _rows(self.n_local, kk)
         k, (ind, d2) = _prepare(
             prepare, lambda: self._lib.knn_dindex_query_self(self._live(), 0, 0, None, None))
@@ -284,7 +284,7 @@ class DistributedIndex:
         all ranks. ``max_neighbors = 0`` counts only (indices are ``None``)."""
         def prepare() -> Any:
             q = host_rows(queries, "queries", self.dim)
-            w = _c_int(max_neighbors, "max_neighbors")
+            w = _c_int(max_neighbors, "max_neighbors", "knn_dindex_radius")
             return q, float(radius), w, _rows(q.shape[0], w), np.empty(q.shape[0], np.int64)
         q, r, w, (ind, d2), counts = _prepare(
             prepare, lambda: self._lib.knn_dindex_radius(self._live(), None, -1, 0.0, 0, None,

@@ -6,12 +6,31 @@ import ctypes
 from typing import Any, Optional, Union
 
 from ._library import native
-from ._types import Backend, IndexStructure, OptionsStruct
+from ._types import INT_MAX, INT_MIN, Backend, IndexStructure, OptionsStruct
 
 # knn_options_init writes sizeof(knn_options) of the *loaded* library, which a
 # newer library may have grown. Initialising into a scratch buffer this large
 # and copying our prefix keeps a newer library from writing past our struct.
 _SCRATCH_BYTES = 1024
+
+
+_SIZE_MAX = 2 ** (8 * ctypes.sizeof(ctypes.c_size_t)) - 1
+_SIZE_FIELDS = frozenset({"struct_size", "device_memory_limit"})
+_INT_FIELDS = frozenset({"backend", "device", "structure", "leaf_size", "threads"})
+
+
+def _field_value(name: str, value: Any) -> int:
+    """``value`` as field ``name`` holds it, refused where ctypes would wrap it
+    (``leaf_size = 2**32 + 1`` stored as 1, ``device_memory_limit = -1`` as SIZE_MAX)."""
+    v = int(value)
+    if name in _SIZE_FIELDS:
+        if v < 0:
+            raise ValueError("%s = %d: must be >= 0 (a size_t)" % (name, v))
+        if v > _SIZE_MAX:
+            raise OverflowError("%s = %d does not fit a size_t (at most %d)" % (name, v, _SIZE_MAX))
+    elif not INT_MIN <= v <= INT_MAX:
+        raise OverflowError("%s = %d does not fit a C int (%d .. %d)" % (name, v, INT_MIN, INT_MAX))
+    return v
 
 
 def _enum(value: Union[int, str], kind: Any, name: str) -> int:
@@ -40,7 +59,16 @@ class Options(OptionsStruct):
     0 = KNN_DEVICE_MEMORY_LIMIT, else the free memory less a margin).
     ``struct_size`` is never larger than this binding's structure, so a newer
     library reads only the fields the binding knows (and defaults the rest).
+    Every field is range-checked when it is set (here, by attribute or by
+    :func:`resolve`): a value its C type cannot hold raises ``OverflowError``
+    (``ValueError`` for a negative size), naming the field, instead of
+    reaching the library wrapped to another number.
     """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SIZE_FIELDS or name in _INT_FIELDS:
+            value = _field_value(name, value)
+        super().__setattr__(name, value)
 
     def __init__(self, *, backend: Optional[Union[int, str]] = None,
                  device: Optional[int] = None,

@@ -166,22 +166,38 @@ class KDTree:
             (``k = 1``); Python scalars for one point and ``k = 1``. Nearest
             first, ties by index; missing neighbours (fewer than ``k`` points,
             or none closer than ``distance_upper_bound``) are ``inf`` / ``n``.
+            The library is asked for at most ``n`` neighbours: ranks beyond
+            ``n`` are missing without a search. ``k`` (every rank) must fit
+            a C int (``OverflowError`` before anything is allocated); the
+            ``m * len(ranks)`` results are allocated before the search
+            (``MemoryError`` from numpy where they do not fit).
         """
         _p_is_euclidean(p)
         _eps_ok(eps)
         bound = float(distance_upper_bound)
         if not bound >= 0.0:
             raise ValueError("distance_upper_bound = %r: must be >= 0" % (distance_upper_bound,))
-        ranks, squeeze = _ranks(k)
-        kmax = int(ranks.max())
+        ranks, width, squeeze = _ranks(k)
+        kmax = width if ranks is None else int(ranks.max())
         q, lead = self._queries(x)
+        m = int(q.shape[0])
+        # The results first: numpy refuses m * k beyond memory before any search.
+        d = np.full((m, width), math.inf)
+        i = np.full((m, width), self.n, dtype=np.intp)
+        searched = max(1, min(kmax, self.n))
         opt = _call_options(workers)
-        found = self.index.query(q, kmax, options=opt, distances_first=True)
+        found = self.index.query(q, searched, options=opt, distances_first=True)
         sq, ind = np.asarray(found.sq_distances), np.asarray(found.indices)
-        d, i = _euclidean(sq[:, ranks - 1], ind[:, ranks - 1], self.n, bound)
+        if ranks is None:
+            cols = min(width, searched)
+            d[:, :cols], i[:, :cols] = _euclidean(sq[:, :cols], ind[:, :cols], self.n, bound)
+        else:
+            have = ranks <= searched
+            d[:, have], i[:, have] = _euclidean(sq[:, ranks[have] - 1], ind[:, ranks[have] - 1],
+                                                self.n, bound)
         if squeeze:
             d, i = d[:, 0], i[:, 0]
-        shape = lead + (() if squeeze else (len(ranks),))
+        shape = lead + (() if squeeze else (width,))
         d, i = d.reshape(shape), i.reshape(shape)
         if d.ndim == 0:
             return float(d), int(i)
@@ -280,19 +296,22 @@ cKDTree = KDTree
 
 # ---- helpers ------------------------------------------------------------------------
 
-def _ranks(k: KSpec) -> Tuple[npt.NDArray[np.intp], bool]:
-    """1-based ranks to return and whether the rank axis is dropped (k = 1)."""
+def _ranks(k: KSpec) -> Tuple[Optional[npt.NDArray[np.intp]], int, bool]:
+    """The 1-based ranks to return (``None`` for an int ``k``: ranks 1..k, never
+    materialised), how many, and whether the rank axis is dropped (k = 1)."""
     if isinstance(k, (int, np.integer)):
         kk = operator.index(k)
         if kk < 1:
             raise ValueError("k = %d: must be >= 1" % kk)
-        return np.arange(1, kk + 1, dtype=np.intp), kk == 1
+        _arrays.c_int(kk, "k", "knn_index_query")
+        return None, kk, kk == 1
     ranks = np.asarray(k)
     if ranks.ndim != 1 or ranks.size == 0 or ranks.dtype.kind not in "iu":
         raise ValueError("k must be an int or a non-empty list of ints, got %r" % (k,))
     if ranks.min() < 1:
         raise ValueError("k = %r: every rank must be >= 1" % (k,))
-    return ranks.astype(np.intp), False
+    _arrays.c_int(int(ranks.max()), "k", "knn_index_query")
+    return ranks.astype(np.intp), int(ranks.size), False
 
 
 def _call_options(workers: Optional[int]) -> Optional[Options]:
