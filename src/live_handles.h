@@ -13,9 +13,9 @@
 // not live; it destroys the handle at once when no call is in flight, else
 // the last call in flight destroys it as it returns, on its own thread, after
 // finishing normally. Free never blocks on a call and never fails for a live
-// handle, and a call may free its own handle (from another thread, or from
-// code it runs) without deadlock: nothing is destroyed under the lock, and
-// no call holds the lock while it runs. An address stays registered until
+// handle, also when it runs inside a call on the same handle (code the call
+// runs, on its thread or a worker's): nothing is destroyed under the lock,
+// and no call holds the lock while it runs. An address stays registered until
 // its handle is destroyed, so no build can reuse it meanwhile; a freed
 // address that a later build reuses is that later handle.
 //
