@@ -24,7 +24,15 @@
  *           arrays are written only inside the sizes the call documents.
  * Threads.  Every function may be called from any number of host threads at
  *           once; in particular any number of threads may query the same tree
- *           or index at once. knn_last_error() is per thread.
+ *           or index at once. knn_last_error() is per thread. Freeing a
+ *           handle (knn_index_free, knn_quadtree_free) while other calls on
+ *           it run is safe: the handle stops being live when the free is
+ *           called, so calls that begin after it (and a second free) are
+ *           refused with INVALID_ARGUMENT "not a live ..."; calls already
+ *           running on it finish normally with their full results, and its
+ *           memory (device memory included) is released when the last of
+ *           them returns, on that call's thread. The free itself neither
+ *           waits for them nor fails.
  * Coordinates. Every coordinate must be finite (else KNN_ERR_NONFINITE_INPUT,
  *           naming the point and dimension). The distance-based calls (the
  *           classic API, knn_brute_force, the index API) also refuse, with
@@ -494,8 +502,8 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
  *   started (device out of memory, a device error, cancellation) write the
  *   missing value into every output slot: index -1, squared distance
  *   +infinity, count 0.
- * Threads. Any number of host threads may query one index at once. Building
- *   and freeing an index must not overlap other calls on the same index. */
+ * Threads. Any number of host threads may query one index at once, and
+ *   knn_index_free may be called while they do (see knn_index_free). */
 #define KNN_INDEX_MAX_DIM 4096
 
 typedef struct knn_index knn_index; /* opaque */
@@ -612,7 +620,14 @@ KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
  * with INVALID_ARGUMENT "not a live index", here and by every call that takes
  * an index: the library keeps the set of live handles and looks a pointer up
  * there before reading it, so a double free or a stale handle never touches
- * freed memory. (An address that a later build reuses is that later index.) */
+ * freed memory. (An address that a later build reuses is that later index.)
+ * Calls on the index running on other threads when it is freed: the index
+ * stops being live at once (calls that begin afterwards, and a second free,
+ * are refused as above), the running calls finish normally with their full
+ * results, and the index and its memory, device memory included, are
+ * released when the last of them returns (on that call's thread; until then
+ * the address is not reused). knn_index_free never waits for them and
+ * returns KNN_OK for any live index. */
 KNN_API int KNN_CALL knn_index_free(knn_index* index);
 /* Size, dimension, backend and structure that actually serve the index (never
  * AUTO; for an AUTO index its primary structure, even once it has added a
@@ -831,10 +846,13 @@ typedef struct knn_quadtree knn_quadtree; /* opaque */
  * are KNN_ERR_NONFINITE_INPUT naming the first. */
 KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
                                         knn_quadtree** out);
-/* A pointer that is not a live quadtree (freed, or not made by
- * knn_quadtree_build or knn_quadtree_build_f64) is refused with
- * INVALID_ARGUMENT by every call, free included, without reading it (as for
- * knn_index_free). */
+/* Free a quadtree; NULL is fine. A pointer that is not a live quadtree
+ * (freed, or not made by knn_quadtree_build or knn_quadtree_build_f64) is
+ * refused with INVALID_ARGUMENT "not a live quadtree" by every call, free
+ * included, without reading it. Freeing a tree while point-in-polygon calls
+ * on it run is safe, as for knn_index_free: the tree stops being live at
+ * once, the running calls finish with their full results, and its memory is
+ * released when the last of them returns. */
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree);
 
 /* Polygons: vertices_xy holds all ring vertices as (x, y) pairs (floats;

@@ -137,6 +137,25 @@ class DeviceScope {
   int previous_ = -1;
 };
 
+}  // namespace
+
+// Runs inside knn_index_free or at the end of the index's last call in
+// flight (src/live_handles.h), on that call's thread.
+template <>
+void destroy_handle(knn_index* index) noexcept {
+  try {
+    const DeviceScope scope(index->device);  // the engine frees its memory on its device
+    delete index;
+    return;
+  } catch (...) {
+    // The device could not be made current: the memory goes all the same,
+    // each device block on the device it came from (give_back_device_block).
+  }
+  delete index;
+}
+
+namespace {
+
 // ---- Arrays on the host or the device --------------------------------------
 
 bool on_device(const void* p) { return p != nullptr && cuda::is_device_pointer(p); }
@@ -440,10 +459,12 @@ void answer_call(const knn_index& ix, const CallShape<Scalar>& call, const Outpu
        "knn_index_build_f64 or knn_index_deserialize)");
 }
 
-const knn_index& checked_index(const knn_index* index) {
+// Holds the live index of a call (src/live_handles.h) until the call returns.
+HandleUse<knn_index> use_index(const knn_index* index) {
   if (index == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "index is NULL");
-  if (!LiveHandles<knn_index>::instance().contains(index)) fail_not_live();
-  return *index;
+  HandleUse<knn_index> use(index);
+  if (!use) fail_not_live();
+  return use;
 }
 
 template <typename Scalar>
@@ -451,13 +472,13 @@ constexpr const char* scalar_name() {
   return std::is_same_v<Scalar, double> ? "float64" : "float32";
 }
 
-// The live index of `call`, of precision Scalar; an index of the other
+// Holds the live index of `call`, of precision Scalar; an index of the other
 // precision is refused with the name of the call that serves it (the float
 // name with "_f64" appended, or the _f64 name without it).
 template <typename Scalar>
-const knn_index& checked_index(const knn_index* index, const char* call) {
-  const knn_index& ix = checked_index(index);
-  if (ix.engine<Scalar>() != nullptr) return ix;
+HandleUse<knn_index> use_index(const knn_index* index, const char* call) {
+  HandleUse<knn_index> use = use_index(index);
+  if (use->engine<Scalar>() != nullptr) return use;
   const std::string name(call);
   constexpr bool wide = std::is_same_v<Scalar, double>;
   const std::string twin = wide ? name.substr(0, name.size() - 4) : name + "_f64";
@@ -669,7 +690,8 @@ knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* op
 template <typename Scalar>
 void query(const char* call, const knn_index* index, const Scalar* queries, int64_t m, int k,
            int32_t* indices, Scalar* sq_distances, const knn_options* opt) {
-  const knn_index& ix = checked_index<Scalar>(index, call);
+  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
+  const knn_index& ix = *use;
   const knn_options o = read_call_options(ix, opt);
   check_array(queries, m, "queries", "m");
   check_k(k);
@@ -693,7 +715,8 @@ void query(const char* call, const knn_index* index, const Scalar* queries, int6
 template <typename Scalar>
 void query_self(const char* call, const knn_index* index, int k, int exclude_self, int32_t* indices,
                 Scalar* sq_distances) {
-  const knn_index& ix = checked_index<Scalar>(index, call);
+  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
+  const knn_index& ix = *use;
   const knn_options defaults = read_call_options(ix, nullptr);
   check_k(k);
   const int64_t n = ix.size();
@@ -724,7 +747,8 @@ template <typename Scalar>
 void radius(const char* call, const knn_index* index, const Scalar* queries, int64_t m,
             Scalar radius, int max_neighbors, int32_t* indices, Scalar* sq_distances,
             int32_t* counts, const knn_options* opt) {
-  const knn_index& ix = checked_index<Scalar>(index, call);
+  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
+  const knn_index& ix = *use;
   const knn_options o = read_call_options(ix, opt);
   check_array(queries, m, "queries", "m");
   check_radius(radius);
@@ -762,7 +786,8 @@ void radius(const char* call, const knn_index* index, const Scalar* queries, int
 template <typename Scalar>
 void radius_count(const char* call, const knn_index* index, const Scalar* queries, int64_t m,
                   Scalar radius, int64_t* counts, const knn_options* opt) {
-  const knn_index& ix = checked_index<Scalar>(index, call);
+  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
+  const knn_index& ix = *use;
   const knn_options o = read_call_options(ix, opt);
   check_array(queries, m, "queries", "m");
   check_radius(radius);
@@ -798,7 +823,8 @@ template <typename Scalar>
 void radius_fill(const char* call, const knn_index* index, const Scalar* queries, int64_t m,
                  Scalar radius, const int64_t* offsets, int32_t* indices, Scalar* sq_distances,
                  const knn_options* opt) {
-  const knn_index& ix = checked_index<Scalar>(index, call);
+  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
+  const knn_index& ix = *use;
   const knn_options o = read_call_options(ix, opt);
   check_array(queries, m, "queries", "m");
   check_radius(radius);
@@ -886,17 +912,15 @@ KNN_API int KNN_CALL knn_index_build_f64(const double* points, int64_t n, int di
 KNN_API int KNN_CALL knn_index_free(knn_index* index) {
   return knn::guarded("knn_index_free", [&] {
     if (index == nullptr) return;
-    if (!knn::LiveHandles<knn_index>::instance().remove(index)) knn::fail_not_live();
-    std::unique_ptr<knn_index> owned(index);
-    knn::DeviceScope scope(owned->device);  // the engine frees its memory on its device
-    owned.reset();
+    if (!knn::LiveHandles<knn_index>::instance().free(index)) knn::fail_not_live();
   });
 }
 
 KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim, int* backend,
                                     int* structure) {
   return knn::guarded("knn_index_info", [&] {
-    const knn_index& ix = knn::checked_index(index);
+    const knn::HandleUse<knn_index> use = knn::use_index(index);
+    const knn_index& ix = *use;
     if (n) *n = ix.size();
     if (dim) *dim = ix.dim();
     if (backend) *backend = ix.backend();
@@ -906,7 +930,8 @@ KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim
 
 KNN_API int KNN_CALL knn_index_scalar(const knn_index* index, int* scalar) {
   return knn::guarded("knn_index_scalar", [&] {
-    const knn_index& ix = knn::checked_index(index);
+    const knn::HandleUse<knn_index> use = knn::use_index(index);
+    const knn_index& ix = *use;
     if (scalar == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "scalar is NULL");
     *scalar = ix.scalar();
   });
@@ -1021,7 +1046,8 @@ KNN_API int KNN_CALL knn_index_radius_fill_f64(const knn_index* index, const dou
 
 KNN_API int KNN_CALL knn_index_serialized_size(const knn_index* index, size_t* bytes) {
   return knn::guarded("knn_index_serialized_size", [&] {
-    const knn_index& ix = knn::checked_index(index);
+    const knn::HandleUse<knn_index> use = knn::use_index(index);
+    const knn_index& ix = *use;
     if (bytes == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "bytes is NULL");
     *bytes = knn::serialized_index_bytes(ix.size(), ix.dim(), ix.scalar());
   });
@@ -1029,7 +1055,8 @@ KNN_API int KNN_CALL knn_index_serialized_size(const knn_index* index, size_t* b
 
 KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, size_t bytes) {
   return knn::guarded("knn_index_serialize", [&] {
-    const knn_index& ix = knn::checked_index(index);
+    const knn::HandleUse<knn_index> use = knn::use_index(index);
+    const knn_index& ix = *use;
     const size_t needed = knn::serialized_index_bytes(ix.size(), ix.dim(), ix.scalar());
     if (buffer == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "buffer is NULL");
     if (bytes < needed)

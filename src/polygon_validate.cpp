@@ -115,7 +115,6 @@ PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offset
                 sizeof(V) == sizeof(float) ? "floats" : "doubles"));
   }
   set.n_vertices = ring_offsets[n_rings];
-  check_slots(set.n_vertices, 2, sizeof(V), "ring_offsets[n_rings] * 2 (vertex coordinates)");
   if (vertices_xy == nullptr)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("vertices_xy is NULL while ring_offsets[n_rings] = %lld", ll(set.n_vertices)));

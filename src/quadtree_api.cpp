@@ -25,6 +25,14 @@ struct knn_quadtree {
 };
 
 namespace knn {
+
+// Runs inside knn_quadtree_free or at the end of the tree's last call in
+// flight (src/live_handles.h); each device block goes back to its own device.
+template <>
+void destroy_handle(knn_quadtree* tree) noexcept {
+  delete tree;
+}
+
 namespace {
 
 // Points are numbered in 31 bits inside the engines (sort keys pack
@@ -63,10 +71,12 @@ int choose_backend(const knn_options& o) {
        "knn_quadtree_build_f64)");
 }
 
-const QuadtreeEngine& engine_of(const knn_quadtree* tree) {
+// Holds the live tree of a call (src/live_handles.h) until the call returns.
+HandleUse<knn_quadtree> use_tree(const knn_quadtree* tree) {
   if (tree == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "tree is NULL");
-  if (!LiveHandles<knn_quadtree>::instance().contains(tree)) fail_not_live();
-  return *tree->engine;
+  HandleUse<knn_quadtree> use(tree);
+  if (!use) fail_not_live();
+  return use;
 }
 
 // The options of a query on `tree`, with KNN_DEVICE_MEMORY_LIMIT checked as
@@ -105,7 +115,8 @@ template <class V>
 void count_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t* ring_offsets,
                   int64_t n_rings, const int64_t* polygon_offsets, int64_t n_polygons,
                   int64_t* counts, const knn_options* opt) {
-  const QuadtreeEngine& engine = engine_of(tree);
+  const HandleUse<knn_quadtree> use = use_tree(tree);
+  const QuadtreeEngine& engine = *use->engine;
   check_array(counts, n_polygons, "counts", "n_polygons");
   const QuadtreeParams params = query_params(tree, opt);
   const PolygonSet<V> polygons =
@@ -122,7 +133,8 @@ template <class V>
 void fill_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t* ring_offsets,
                  int64_t n_rings, const int64_t* polygon_offsets, int64_t n_polygons,
                  const int64_t* out_offsets, int64_t* point_indices, const knn_options* opt) {
-  const QuadtreeEngine& engine = engine_of(tree);
+  const HandleUse<knn_quadtree> use = use_tree(tree);
+  const QuadtreeEngine& engine = *use->engine;
   const QuadtreeParams params = query_params(tree, opt);
   const PolygonSet<V> polygons =
       validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
@@ -164,8 +176,7 @@ KNN_API int KNN_CALL knn_quadtree_build_f64(const double* xy, int64_t n, const k
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree) {
   return knn::guarded("knn_quadtree_free", [&] {
     if (tree == nullptr) return;
-    if (!knn::LiveHandles<knn_quadtree>::instance().remove(tree)) knn::fail_not_live();
-    delete tree;
+    if (!knn::LiveHandles<knn_quadtree>::instance().free(tree)) knn::fail_not_live();
   });
 }
 

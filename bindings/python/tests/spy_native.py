@@ -7,13 +7,16 @@ the real engines compute the answers. ``device_count`` optionally overrides
 ``cuGetDeviceCount`` so that host memory dressed up as a CUDA array
 (FakeCudaArray) gets past the binding's "no device" guard: a library without
 a usable device treats every pointer as host memory, so the real engine then
-reads and writes that host memory. Only the test suite uses it.
+reads and writes that host memory. ``before[name]``, when set, runs once
+just before the next call of ``name`` is recorded and forwarded (to act in
+the gap between the binding's reading of a handle and the library call).
+Only the test suite uses it.
 """
 
 from __future__ import annotations
 
 import ctypes
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -43,6 +46,7 @@ class SpyNative:
         self.path = real.path
         self.device_count = device_count
         self.calls: List[Tuple[Any, ...]] = []
+        self.before: Dict[str, Callable[[], None]] = {}
 
     def __getattr__(self, name: str) -> Any:
         fn = getattr(self._real, name)
@@ -50,6 +54,9 @@ class SpyNative:
             return fn
 
         def recorded(*args: Any) -> Any:
+            hook = self.before.pop(name, None)
+            if hook:
+                hook()
             self.calls.append((name,) + tuple(address(a) for a in args))
             return fn(*args)
 

@@ -54,14 +54,14 @@ def test_radius_csr_matches_oracle(lib, has_device, dim):
 def test_radius_fill_refuses_offsets_that_disagree(lib):
     pts = random_points(70, 300, 3)
     q = random_points(71, 10, 3)
-    with knn.Index(pts, backend="openmp") as index:
+    with knn.Index(pts, backend="openmp") as index, index._use() as handle:
         counts = index.radius_counts(q, 40.0)
         assert counts.sum() > 0
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         offsets[3] += 1
         ind = np.full(int(offsets[-1]) + 1, -7, np.int32)
         status = knn.native().knn_index_radius_fill(
-            index._live(), q.ctypes.data_as(knn._library._P_FLOAT), 10, 40.0,
+            handle, q.ctypes.data_as(knn._library._P_FLOAT), 10, 40.0,
             offsets.ctypes.data_as(knn._library._P_INT64),
             ind.ctypes.data_as(knn._library._P_INT32), None, None)
         assert status == knn.Status.INVALID_ARGUMENT

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional, TypeVar
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional, TypeVar
 
 from ._library import check, native
 
@@ -13,7 +14,18 @@ _Self = TypeVar("_Self", bound="NativeHandle")
 class NativeHandle:
     """Frees its library object exactly once: by :meth:`close`, at the end of a
     ``with`` block, or when garbage-collected. Subclasses name the library's
-    free function and what the object is called in messages."""
+    free function and what the object is called in messages.
+
+    Every method that calls the library on the object holds it for the whole
+    method (:meth:`_use`), from before it reads the handle until the library
+    call has returned. :meth:`close` while other threads are inside such
+    methods closes the object at once (methods called afterwards raise
+    ``ValueError``), lets the running ones finish with their full results,
+    and frees the library object when the last of them returns, as the
+    library itself does for its own calls. Holding the handle in Python too
+    closes the gap between reading the handle and entering the library: a
+    handle freed in that gap could be reused by another object's build, and
+    the call would then run on that object with this one's array sizes."""
 
     _free_function = ""
     _what = ""
@@ -21,6 +33,8 @@ class NativeHandle:
     def _own(self, handle: Optional[Any]) -> None:
         self._handle = handle
         self._lock = threading.Lock()
+        self._calls = 0                      # methods inside _use
+        self._freed_by_last_call: Optional[Any] = None
 
     @property
     def closed(self) -> bool:
@@ -28,10 +42,14 @@ class NativeHandle:
         return self._handle is None
 
     def close(self) -> None:
-        """Free the object; calling it again does nothing. Do not close it while
-        other threads still use it."""
+        """Free the object; calling it again does nothing. Safe while other
+        threads use it: their calls finish, and the object is freed when the
+        last of them returns."""
         with self._lock:
             handle, self._handle = self._handle, None
+            if handle and self._calls:
+                self._freed_by_last_call = handle
+                return
         if handle:
             check(getattr(native(), self._free_function)(handle), self._free_function)
 
@@ -42,13 +60,29 @@ class NativeHandle:
         self.close()
 
     def __del__(self) -> None:
+        # Never during a method: a running method holds a reference to self.
         try:
             self.close()
         except Exception:
             pass
 
-    def _live(self) -> Any:
-        handle = getattr(self, "_handle", None)
-        if not handle:
-            raise ValueError("the %s is closed" % self._what)
-        return handle
+    @contextmanager
+    def _use(self) -> Iterator[Any]:
+        """The live handle, held until the block ends; ``ValueError`` when closed."""
+        with self._lock:
+            handle = self._handle
+            if not handle:
+                raise ValueError("the %s is closed" % self._what)
+            self._calls += 1
+        try:
+            yield handle
+        finally:
+            with self._lock:
+                self._calls -= 1
+                doomed = self._freed_by_last_call if self._calls == 0 else None
+                if doomed:
+                    self._freed_by_last_call = None
+            if doomed:
+                # The library frees a live handle without fail; the status has
+                # no caller to go to (close() returned long ago).
+                getattr(native(), self._free_function)(doomed)

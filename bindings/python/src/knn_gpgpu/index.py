@@ -242,9 +242,10 @@ class Index(NativeHandle):
         dim = ctypes.c_int()
         backend = ctypes.c_int()
         structure = ctypes.c_int()
-        check(native().knn_index_info(self._live(), ctypes.byref(n), ctypes.byref(dim),
-                                      ctypes.byref(backend), ctypes.byref(structure)),
-              "knn_index_info")
+        with self._use() as handle:
+            check(native().knn_index_info(handle, ctypes.byref(n), ctypes.byref(dim),
+                                          ctypes.byref(backend), ctypes.byref(structure)),
+                  "knn_index_info")
         return IndexInfo(n.value, dim.value, _enum_or_int(Backend, backend.value),
                          _enum_or_int(IndexStructure, structure.value))
 
@@ -274,25 +275,25 @@ class Index(NativeHandle):
             in missing slots.
         """
         first = _distances_first(distances_first, "query")
-        handle = self._live()
-        q = _arrays.rows(queries, "queries", self._dim, self._scalar)
-        m = int(q.shape[0])
-        query = _entry("knn_index_query", self._scalar)
-        k = _arrays.c_int(k, "k", query)
-        shape = _arrays.nonneg_shape(m, k)
-        ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
-        dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
-                               allow_device=True)
-                if distances or out_distances is not None else None)
-        _require_device_support(q, ind, dist)
-        real = _ctype(self._scalar)
-        status = getattr(native(), query)(handle, _arrays.pointer(q, real),
-                                          _arrays.c_int64(m, "m"), k,
-                                          _arrays.pointer(ind, ctypes.c_int32),
-                                          _arrays.pointer(dist, real), byref(options))
-        check(status, query)
-        return (KnnResult(_unwrap(dist), _unwrap(ind)) if first
-                else LegacyKnnResult(_unwrap(ind), _unwrap(dist)))
+        with self._use() as handle:
+            q = _arrays.rows(queries, "queries", self._dim, self._scalar)
+            m = int(q.shape[0])
+            query = _entry("knn_index_query", self._scalar)
+            k = _arrays.c_int(k, "k", query)
+            shape = _arrays.nonneg_shape(m, k)
+            ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
+            dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
+                                   allow_device=True)
+                    if distances or out_distances is not None else None)
+            _require_device_support(q, ind, dist)
+            real = _ctype(self._scalar)
+            status = getattr(native(), query)(handle, _arrays.pointer(q, real),
+                                              _arrays.c_int64(m, "m"), k,
+                                              _arrays.pointer(ind, ctypes.c_int32),
+                                              _arrays.pointer(dist, real), byref(options))
+            check(status, query)
+            return (KnnResult(_unwrap(dist), _unwrap(ind)) if first
+                    else LegacyKnnResult(_unwrap(ind), _unwrap(dist)))
 
     def query_self(self, k: int, *, exclude_self: bool = False, distances: bool = True,
                    out_indices: Any = None, out_distances: Any = None,
@@ -305,21 +306,21 @@ class Index(NativeHandle):
         in the order ``distances_first`` asks for (see :meth:`query`).
         """
         first = _distances_first(distances_first, "query_self")
-        handle = self._live()
-        query_self = _entry("knn_index_query_self", self._scalar)
-        k = _arrays.c_int(k, "k", query_self)
-        shape = _arrays.nonneg_shape(self._n, k)
-        ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
-        dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
-                               allow_device=True)
-                if distances or out_distances is not None else None)
-        _require_device_support(ind, dist)
-        status = getattr(native(), query_self)(handle, k, 1 if exclude_self else 0,
-                                               _arrays.pointer(ind, ctypes.c_int32),
-                                               _arrays.pointer(dist, _ctype(self._scalar)))
-        check(status, query_self)
-        return (KnnResult(_unwrap(dist), _unwrap(ind)) if first
-                else LegacyKnnResult(_unwrap(ind), _unwrap(dist)))
+        with self._use() as handle:
+            query_self = _entry("knn_index_query_self", self._scalar)
+            k = _arrays.c_int(k, "k", query_self)
+            shape = _arrays.nonneg_shape(self._n, k)
+            ind = _arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
+            dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
+                                   allow_device=True)
+                    if distances or out_distances is not None else None)
+            _require_device_support(ind, dist)
+            status = getattr(native(), query_self)(handle, k, 1 if exclude_self else 0,
+                                                   _arrays.pointer(ind, ctypes.c_int32),
+                                                   _arrays.pointer(dist, _ctype(self._scalar)))
+            check(status, query_self)
+            return (KnnResult(_unwrap(dist), _unwrap(ind)) if first
+                    else LegacyKnnResult(_unwrap(ind), _unwrap(dist)))
 
     def radius(self, queries: Any, radius: float, max_neighbors: int, *,
                distances: bool = True, options: Optional[Options] = None,
@@ -342,45 +343,45 @@ class Index(NativeHandle):
             Unbounded lists: :meth:`knn_gpgpu.KDTree.query_ball_point`.
         """
         first = _distances_first(distances_first, "radius", counts=True)
-        handle = self._live()
-        q = _arrays.rows(queries, "queries", self._dim, self._scalar)
-        m = int(q.shape[0])
-        call = _entry("knn_index_radius", self._scalar)
-        max_neighbors = _arrays.c_int(max_neighbors, "max_neighbors", call)
-        shape = _arrays.nonneg_shape(m, max_neighbors)
-        want_rows = max_neighbors != 0
-        ind = (_arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
-               if want_rows or out_indices is not None else None)
-        dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
-                               allow_device=True)
-                if (want_rows and distances) or out_distances is not None else None)
-        counts = _arrays.output(out_counts, (m,), np.int32, "out_counts", allow_device=True)
-        _require_device_support(q, ind, dist, counts)
-        real = _ctype(self._scalar)
-        status = getattr(native(), call)(handle, _arrays.pointer(q, real),
-                                         _arrays.c_int64(m, "m"), float(radius),
-                                         max_neighbors, _arrays.pointer(ind, ctypes.c_int32),
-                                         _arrays.pointer(dist, real),
-                                         _arrays.pointer(counts, ctypes.c_int32),
-                                         byref(options))
-        check(status, call)
-        return (RadiusRows(_unwrap(dist), _unwrap(ind), _unwrap(counts)) if first
-                else RadiusResult(_unwrap(ind), _unwrap(dist), _unwrap(counts)))
+        with self._use() as handle:
+            q = _arrays.rows(queries, "queries", self._dim, self._scalar)
+            m = int(q.shape[0])
+            call = _entry("knn_index_radius", self._scalar)
+            max_neighbors = _arrays.c_int(max_neighbors, "max_neighbors", call)
+            shape = _arrays.nonneg_shape(m, max_neighbors)
+            want_rows = max_neighbors != 0
+            ind = (_arrays.output(out_indices, shape, np.int32, "out_indices", allow_device=True)
+                   if want_rows or out_indices is not None else None)
+            dist = (_arrays.output(out_distances, shape, self._scalar, "out_distances",
+                                   allow_device=True)
+                    if (want_rows and distances) or out_distances is not None else None)
+            counts = _arrays.output(out_counts, (m,), np.int32, "out_counts", allow_device=True)
+            _require_device_support(q, ind, dist, counts)
+            real = _ctype(self._scalar)
+            status = getattr(native(), call)(handle, _arrays.pointer(q, real),
+                                             _arrays.c_int64(m, "m"), float(radius),
+                                             max_neighbors, _arrays.pointer(ind, ctypes.c_int32),
+                                             _arrays.pointer(dist, real),
+                                             _arrays.pointer(counts, ctypes.c_int32),
+                                             byref(options))
+            check(status, call)
+            return (RadiusRows(_unwrap(dist), _unwrap(ind), _unwrap(counts)) if first
+                    else RadiusResult(_unwrap(ind), _unwrap(dist), _unwrap(counts)))
 
     def radius_counts(self, queries: Any, radius: float, *,
                       options: Optional[Options] = None) -> Any:
         """Number of points within ``radius`` of each query (``knn_index_radius_count``):
         ``(m,)`` int64."""
-        handle = self._live()
-        q = _arrays.coords(queries, "queries", self._dim, self._scalar)
-        m = int(q.shape[0])
-        counts = np.empty((m,), dtype=np.int64)
-        call = _entry("knn_index_radius_count", self._scalar)
-        check(getattr(native(), call)(handle, _arrays.pointer(q, _ctype(self._scalar)),
-                                      _arrays.c_int64(m, "m"), float(radius),
-                                      _arrays.pointer(counts, ctypes.c_int64), byref(options)),
-              call)
-        return counts
+        with self._use() as handle:
+            q = _arrays.coords(queries, "queries", self._dim, self._scalar)
+            m = int(q.shape[0])
+            counts = np.empty((m,), dtype=np.int64)
+            call = _entry("knn_index_radius_count", self._scalar)
+            check(getattr(native(), call)(handle, _arrays.pointer(q, _ctype(self._scalar)),
+                                          _arrays.c_int64(m, "m"), float(radius),
+                                          _arrays.pointer(counts, ctypes.c_int64), byref(options)),
+                  call)
+            return counts
 
     def radius_csr(self, queries: Any, radius: float, *, distances: bool = True,
                    options: Optional[Options] = None) -> RadiusCsr:
@@ -394,38 +395,38 @@ class Index(NativeHandle):
             index's dtype and int32 of length ``offsets[-1]`` (``sq_distances`` ``None`` unless
             ``distances``), and ``(m + 1,)`` int64 offsets.
         """
-        handle = self._live()
-        q = _arrays.coords(queries, "queries", self._dim, self._scalar)
-        m = int(q.shape[0])
-        counts = self.radius_counts(q, radius, options=options)
-        offsets = np.empty((m + 1,), dtype=np.int64)
-        check(native().knn_offsets_from_counts(_arrays.pointer(counts, ctypes.c_int64),
-                                               _arrays.c_int64(m, "m"),
-                                               _arrays.pointer(offsets, ctypes.c_int64)),
-              "knn_offsets_from_counts")
-        total = int(offsets[-1])
-        ind = np.empty((total,), dtype=np.int32)
-        dist = np.empty((total,), dtype=self._scalar) if distances else None
-        real = _ctype(self._scalar)
-        fill = _entry("knn_index_radius_fill", self._scalar)
-        check(getattr(native(), fill)(handle, _arrays.pointer(q, real), _arrays.c_int64(m, "m"),
-                                      float(radius), _arrays.pointer(offsets, ctypes.c_int64),
-                                      _arrays.pointer(ind, ctypes.c_int32),
-                                      _arrays.pointer(dist, real), byref(options)),
-              fill)
-        return RadiusCsr(dist, ind, offsets)
+        with self._use() as handle:
+            q = _arrays.coords(queries, "queries", self._dim, self._scalar)
+            m = int(q.shape[0])
+            counts = self.radius_counts(q, radius, options=options)
+            offsets = np.empty((m + 1,), dtype=np.int64)
+            check(native().knn_offsets_from_counts(_arrays.pointer(counts, ctypes.c_int64),
+                                                   _arrays.c_int64(m, "m"),
+                                                   _arrays.pointer(offsets, ctypes.c_int64)),
+                  "knn_offsets_from_counts")
+            total = int(offsets[-1])
+            ind = np.empty((total,), dtype=np.int32)
+            dist = np.empty((total,), dtype=self._scalar) if distances else None
+            real = _ctype(self._scalar)
+            fill = _entry("knn_index_radius_fill", self._scalar)
+            check(getattr(native(), fill)(handle, _arrays.pointer(q, real), _arrays.c_int64(m, "m"),
+                                          float(radius), _arrays.pointer(offsets, ctypes.c_int64),
+                                          _arrays.pointer(ind, ctypes.c_int32),
+                                          _arrays.pointer(dist, real), byref(options)),
+                  fill)
+            return RadiusCsr(dist, ind, offsets)
 
     # ---- serialization -----------------------------------------------------------
     def serialize(self) -> bytes:
         """The index as bytes (``knn_index_serialize``): a versioned, checksummed
         format that :meth:`deserialize` loads on either backend."""
-        handle = self._live()
-        size = ctypes.c_size_t()
-        check(native().knn_index_serialized_size(handle, ctypes.byref(size)),
-              "knn_index_serialized_size")
-        buffer = ctypes.create_string_buffer(size.value)
-        check(native().knn_index_serialize(handle, buffer, size), "knn_index_serialize")
-        return buffer.raw
+        with self._use() as handle:
+            size = ctypes.c_size_t()
+            check(native().knn_index_serialized_size(handle, ctypes.byref(size)),
+                  "knn_index_serialized_size")
+            buffer = ctypes.create_string_buffer(size.value)
+            check(native().knn_index_serialize(handle, buffer, size), "knn_index_serialize")
+            return buffer.raw
 
     @classmethod
     def deserialize(cls, data: Union[bytes, bytearray, memoryview], *,

@@ -159,17 +159,17 @@ class Quadtree(NativeHandle):
         Returns:
             ``(n_polygons,)`` int64 counts.
         """
-        handle = self._live()
-        xy, rings, polys, n_rings, n_polygons = _polygons(vertices_xy, ring_offsets,
-                                                          polygon_offsets)
-        counts = np.empty(n_polygons, dtype=np.int64)
-        count, real = _entry("knn_points_in_polygons_count", xy)
-        status = getattr(native(), count)(
-            handle, _arrays.pointer(xy, real), _arrays.pointer(rings, ctypes.c_int64),
-            n_rings, _arrays.pointer(polys, ctypes.c_int64), n_polygons,
-            _arrays.pointer(counts, ctypes.c_int64), byref(options))
-        check(status, count)
-        return counts
+        with self._use() as handle:
+            xy, rings, polys, n_rings, n_polygons = _polygons(vertices_xy, ring_offsets,
+                                                              polygon_offsets)
+            counts = np.empty(n_polygons, dtype=np.int64)
+            count, real = _entry("knn_points_in_polygons_count", xy)
+            status = getattr(native(), count)(
+                handle, _arrays.pointer(xy, real), _arrays.pointer(rings, ctypes.c_int64),
+                n_rings, _arrays.pointer(polys, ctypes.c_int64), n_polygons,
+                _arrays.pointer(counts, ctypes.c_int64), byref(options))
+            check(status, count)
+            return counts
 
     def points_in_polygons(self, vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any, *,
                            out_offsets: Any = None, options: Optional[Options] = None
@@ -185,31 +185,31 @@ class Quadtree(NativeHandle):
             ``(out_offsets, point_indices)``: polygon ``p``'s points are
             ``point_indices[out_offsets[p]:out_offsets[p+1]]``, ascending.
         """
-        handle = self._live()
-        xy, rings, polys, n_rings, n_polygons = _polygons(vertices_xy, ring_offsets,
-                                                          polygon_offsets)
-        if out_offsets is None:
-            counts = self.points_in_polygons_count(xy, rings, polys, options=options)
-            offs = np.zeros(n_polygons + 1, dtype=np.int64)
-            np.cumsum(counts, out=offs[1:])
-        else:
-            offs = _arrays.offsets(out_offsets, "out_offsets")
-            if offs.shape[0] != n_polygons + 1:
-                raise ValueError("out_offsets must have n_polygons + 1 = %d entries, got %d"
-                                 % (n_polygons + 1, offs.shape[0]))
-            if offs.min() < 0:
-                raise ValueError("out_offsets must not be negative")
-        # Sized to the largest offset so that no offset the library accepts can
-        # point outside it; the library checks that the offsets match the counts.
-        indices = np.empty(int(offs.max()), dtype=np.int64)
-        fill, real = _entry("knn_points_in_polygons", xy)
-        status = getattr(native(), fill)(
-            handle, _arrays.pointer(xy, real), _arrays.pointer(rings, ctypes.c_int64),
-            n_rings, _arrays.pointer(polys, ctypes.c_int64), n_polygons,
-            _arrays.pointer(offs, ctypes.c_int64), _arrays.pointer(indices, ctypes.c_int64),
-            byref(options))
-        check(status, fill)
-        return offs, indices[: int(offs[-1])]
+        with self._use() as handle:
+            xy, rings, polys, n_rings, n_polygons = _polygons(vertices_xy, ring_offsets,
+                                                              polygon_offsets)
+            if out_offsets is None:
+                counts = self.points_in_polygons_count(xy, rings, polys, options=options)
+                offs = np.zeros(n_polygons + 1, dtype=np.int64)
+                np.cumsum(counts, out=offs[1:])
+            else:
+                offs = _arrays.offsets(out_offsets, "out_offsets")
+                if offs.shape[0] != n_polygons + 1:
+                    raise ValueError("out_offsets must have n_polygons + 1 = %d entries, got %d"
+                                     % (n_polygons + 1, offs.shape[0]))
+                if offs.min() < 0:
+                    raise ValueError("out_offsets must not be negative")
+            # Sized to the largest offset so that no offset the library accepts can
+            # point outside it; the library checks that the offsets match the counts.
+            indices = np.empty(int(offs.max()), dtype=np.int64)
+            fill, real = _entry("knn_points_in_polygons", xy)
+            status = getattr(native(), fill)(
+                handle, _arrays.pointer(xy, real), _arrays.pointer(rings, ctypes.c_int64),
+                n_rings, _arrays.pointer(polys, ctypes.c_int64), n_polygons,
+                _arrays.pointer(offs, ctypes.c_int64), _arrays.pointer(indices, ctypes.c_int64),
+                byref(options))
+            check(status, fill)
+            return offs, indices[: int(offs[-1])]
 
     def points_in_each_polygon(self, vertices_xy: Any, ring_offsets: Any, polygon_offsets: Any,
                                *, options: Optional[Options] = None) -> List[np.ndarray]:
