@@ -691,10 +691,15 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
   // Every element is walked, those after the vertices too: the header's
   // counts must match the data exactly, and a file that holds more (or less)
   // than they say is refused instead of read in part.
-  std::string declared;  // "2 'vertex', 1 'face'"
-  for (const PlyElement& el : elements)
-    declared +=
-        (declared.empty() ? "" : ", ") + std::to_string(el.count) + " '" + excerpt(el.name) + "'";
+  // "2 'vertex', 1 'face'": the first few only, so that a header of
+  // thousands of elements still gives a one-line message.
+  constexpr size_t kElementsNamed = 4;
+  std::string declared;
+  for (size_t e = 0; e < std::min(elements.size(), kElementsNamed); ++e)
+    declared += (e ? ", " : "") + std::to_string(elements[e].count) + " '" +
+                excerpt(elements[e].name) + "'";
+  if (elements.size() > kElementsNamed)
+    declared += ", ... (" + std::to_string(elements.size()) + " elements)";
   if (ascii) {
     for (size_t e = 0; e < elements.size(); ++e) {
       const PlyElement& el = elements[e];

@@ -1954,6 +1954,9 @@ TEST(Cli, PlyHeaderCountsMustMatchTheData) {
       "ply\nformat ascii 1.0\nelement vertex 3\n" + hdr3 +
       "element face 1\nproperty list uchar int vertex_indices\nend_header\n"
       "0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n\n0 0 1\n";
+  std::string many_elements = "ply\nformat ascii 1.0\n";
+  for (int e = 0; e < 400; ++e) many_elements += "element e" + std::to_string(e) + " 0\n";
+  many_elements += "element vertex 0\n" + hdr3 + "end_header\n";
   struct Case {
     std::string name, bytes, expect;
   };
@@ -1979,6 +1982,10 @@ TEST(Cli, PlyHeaderCountsMustMatchTheData) {
            std::to_string(bin_header + 20)},
       {"wide.ply", ascii2 + "1 2 3\n4 5 6 0 0 1\n",
        "wide.ply: PLY line 9: 6 values, but row 1 of element 'vertex' takes 3"},
+      // Hundreds of elements: the message names the first few.
+      {"many.ply", many_elements + "0 0 0\n1 1 1\n",
+       "many.ply: the header declares 0 'e0', 0 'e1', 0 'e2', 0 'e3', ... (401 elements) but 2 "
+       "more lines"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
