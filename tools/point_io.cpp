@@ -461,8 +461,9 @@ namespace {
 
 // Which columns of a text file hold the coordinates, given the field count
 // of its data lines: all of them up to max_dim; past that (a scan's
-// attributes after x y z) the columns its header names x y z (or x y for a
-// table of 2), else the first max_dim, said in *notice.
+// attributes after x y z; max_dim is 3 or less then) the columns its header
+// names x y z (or x y for a table of 2), else the first max_dim, said in
+// *notice.
 std::vector<size_t> coordinate_columns(const std::string& path,
                                        const std::vector<std::string>& header, size_t columns,
                                        int min_dim, int max_dim, std::string* notice) {
@@ -536,7 +537,11 @@ PointTable parse_text_table(const std::string& path, const std::string& data, in
         continue;
       }
       seen_content = true;
-      if (f.size() < static_cast<size_t>(min_dim))
+      // More columns than a table of coordinates (x y z at most) takes are
+      // attributes; a table of features (radius: up to the index API's
+      // dimension) takes every column, and a wider file is not one.
+      if (f.size() < static_cast<size_t>(min_dim) ||
+          (max_dim > 3 && f.size() > static_cast<size_t>(max_dim)))
         fail(path, "line " + std::to_string(line_no) + ": expected " +
                        column_range_text(min_dim, max_dim) + ", found " + std::to_string(f.size()));
       columns = f.size();
@@ -703,6 +708,7 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
   if (ascii) {
     for (size_t e = 0; e < elements.size(); ++e) {
       const PlyElement& el = elements[e];
+      if (el.props.empty()) continue;  // no values, so no lines (as in binary: no bytes)
       for (int64_t r = 0; r < el.count; ++r) {
         std::string l;
         do {

@@ -49,11 +49,13 @@ enum class Precision { Auto, Float32, Float64 };
 // their shape (n, d), PLY files x y z, or x y when there is no z and
 // min_dim <= 2; raw files are always 3-D. dim is 0 for a text file with no
 // data lines (no dimension to tell).
-// A text file with more columns than max_dim (x y z nx ny nz, x y z r g b:
-// a scan's attributes) gives the columns its header names x, y, z (x, y for
-// a table of 2; "//X" as CloudCompare writes it counts), else its first
-// max_dim columns, and says which in `notice`. read_point_table caps a
-// .xyz file at 3 columns (the name says x y z) when min_dim allows.
+// A text file with more columns than a max_dim of 3 or less (x y z nx ny
+// nz, x y z r g b: a scan's attributes after its coordinates) gives the
+// columns its header names x, y, z (x, y for a table of 2; "//X" as
+// CloudCompare writes it counts), else its first max_dim columns, and says
+// which in `notice`; with a larger max_dim (features, not coordinates) more
+// columns are an error. read_point_table caps a .xyz file at 3 columns (the
+// name says x y z) when min_dim allows.
 struct PointTable {
   std::vector<double> coords;  // n * dim values, row-major; float32 values unless `doubles`
   int dim = 0;

@@ -1999,7 +1999,12 @@ TEST(Cli, PlyHeaderCountsMustMatchTheData) {
   // Exactly the declared data (trailing blank lines in ascii) reads.
   write_bytes(path_of("exact.ply"), ascii2 + "1 2 3\n4 5 6\n\n");
   write_bytes(path_of("exact_bin.ply"), bin2.substr(0, bin_header + 24));
-  for (const char* f : {"exact.ply", "exact_bin.ply"}) {
+  // An element without properties takes no lines (as it takes no bytes in
+  // binary): its rows are not the vertices' lines.
+  write_bytes(path_of("exact_marker.ply"),
+              "ply\nformat ascii 1.0\nelement marker 2\nelement vertex 2\n" + hdr3 +
+                  "end_header\n1 2 3\n4 5 6\n");
+  for (const char* f : {"exact.ply", "exact_bin.ply", "exact_marker.ply"}) {
     const RunResult r = run_cli("knn --ref '" + path_of(f) + "' --self --k 1 --out '" +
                                 path_of("ply_ok.csv") + "'");
     EXPECT_EQ(r.rc, 0) << f << ": " << r.err;
@@ -2081,6 +2086,14 @@ TEST(Cli, TextWithExtraColumnsTakesTheCoordinates) {
               "' --self --radius 6 --counts '" + path_of("wide6_n.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.err, "");
+  // Features (radius, 5-D reference): a 6-column query file is not 5-D
+  // features with an attribute, it is an error.
+  write_bytes(path_of("f5.csv"), "1,2,3,4,5\n2,3,4,5,6\n");
+  write_bytes(path_of("q6.csv"), "1,2,3,4,5,6\n");
+  r = run_cli("radius --ref '" + path_of("f5.csv") + "' --query '" + path_of("q6.csv") +
+              "' --radius 1 --counts '" + path_of("f5_n.csv") + "'");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("q6.csv: line 1: expected 5 columns, found 6"), std::string::npos) << r.err;
   // A row of another width is still an error naming its line.
   write_bytes(path_of("ragged.xyz"), "1 2 3 0 0 1\n4 5 6 0 0 1\n7 8 9 0 1\n");
   r = run_cli("knn --ref '" + path_of("ragged.xyz") + "' --self --k 1 --out '" +
