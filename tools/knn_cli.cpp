@@ -2,8 +2,9 @@
 //
 // A host of libknn_gpgpu like any other: it uses include/knn_gpgpu.h only.
 // Exit status: 0 success, 1 bad input / I/O / library error, 2 the library
-// lacks the engine a subcommand needs (KNN_ERR_UNSUPPORTED), and CLI11's own
-// non-zero codes for command-line errors.
+// lacks the engine a subcommand needs (KNN_ERR_UNSUPPORTED), 3 radius rows
+// that --max-neighbors would cut (without --allow-truncation; nothing
+// written), and CLI11's own non-zero codes for command-line errors.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -91,6 +92,16 @@ bool agree_on_precision(knn_cli::PointTable& ref, knn_cli::PointTable& query) {
 
 const char* precision_name(bool doubles) { return doubles ? "float64" : "float32"; }
 
+// A point file as the readers give it; what a reader chose for the user to
+// know (the columns taken from a wider text file) goes to stderr, whether or
+// not it is a terminal: results must not rest on a choice nobody saw.
+knn_cli::PointTable read_table(const std::string& path, int min_dim, int max_dim,
+                               knn_cli::Precision precision) {
+  knn_cli::PointTable t = knn_cli::read_point_table(path, min_dim, max_dim, precision);
+  if (!t.notice.empty()) std::fprintf(stderr, "knn-gpgpu: %s\n", t.notice.c_str());
+  return t;
+}
+
 struct IndexDeleter {
   void operator()(knn_index* p) const { knn_index_free(p); }
 };
@@ -154,11 +165,11 @@ int run_knn(const KnnArgs& a) {
 
   progress.step("reading " + a.ref);
   const knn_cli::Precision precision = precision_value(a.precision);
-  knn_cli::PointTable ref_table = knn_cli::read_point_table(a.ref, 3, 3, precision);
+  knn_cli::PointTable ref_table = read_table(a.ref, 3, 3, precision);
   knn_cli::PointTable query_table;
   if (!a.self) {
     progress.step("reading " + a.query);
-    query_table = knn_cli::read_point_table(a.query, 3, 3, precision);
+    query_table = read_table(a.query, 3, 3, precision);
   }
   if (agree_on_precision(ref_table, a.self ? ref_table : query_table))
     return run_knn_f64(a, ref_table, a.self ? ref_table : query_table, progress);
@@ -277,15 +288,20 @@ std::string table_extension(const std::string& path, const char* option) {
   return ext;
 }
 
-// ---- radius: knn_index_build + knn_index_radius ------------------------------------
+// ---- radius: knn_index_build + knn_index_radius_count/_fill (or knn_index_radius) ------
 struct RadiusArgs {
-  std::string ref, query, out, counts, distances, backend = "auto", structure = "auto",
-                                                  precision = "auto";
+  std::string ref, query, out, counts, distances, offsets, backend = "auto", structure = "auto",
+                                                           precision = "auto";
   bool self = false;
   bool progress = false;
+  bool allow_truncation = false;
   double radius = -1;
-  int max_neighbors = -1;
+  int max_neighbors = -1;  // not given: every neighbour, in CSR rows
 };
+
+// Exit status of a radius search whose rows --max-neighbors would cut,
+// without --allow-truncation: nothing is written.
+constexpr int kExitTruncated = 3;
 
 // Rows as wide as the index API takes (1..KNN_INDEX_MAX_DIM); past that the
 // reader names the line instead of the library refusing the whole array.
@@ -295,33 +311,235 @@ constexpr int kMaxReadDim = KNN_INDEX_MAX_DIM;
 constexpr int kMaxReadDim = 4096;
 #endif
 
+void write_counts(const std::string& path, const std::vector<int32_t>& counts) {
+  if (knn_cli::extension_of(path) == ".npy") {
+    knn_cli::write_npy_int32_vector(path, counts.data(), static_cast<int64_t>(counts.size()));
+    return;
+  }
+  knn_cli::TextFile f(path);
+  f.line("count");
+  for (int32_t c : counts) f.line(std::to_string(c));
+  f.close();
+}
+
+// The queries of a radius search and the calls for their precision.
+struct RadiusSearch {
+  const knn_index* index;
+  bool doubles;
+  const double* q64;  // the queries in float64 (doubles) ...
+  const float* q32;   // ... or in float32
+  int64_t m;
+  double radius;
+  const knn_options* opt;
+
+  void count(int64_t* counts) const {
+    if (doubles) {
+      check(knn_index_radius_count_f64(index, q64, m, radius, counts, opt),
+            "knn_index_radius_count_f64");
+    } else {
+      check(knn_index_radius_count(index, q32, m, static_cast<float>(radius), counts, opt),
+            "knn_index_radius_count");
+    }
+  }
+  void fill(const int64_t* offsets, int32_t* idx, float* d32, double* d64) const {
+    if (doubles) {
+      check(knn_index_radius_fill_f64(index, q64, m, radius, offsets, idx, d64, opt),
+            "knn_index_radius_fill_f64");
+    } else {
+      check(
+          knn_index_radius_fill(index, q32, m, static_cast<float>(radius), offsets, idx, d32, opt),
+          "knn_index_radius_fill");
+    }
+  }
+  void rows(int max_neighbors, int32_t* idx, float* d32, double* d64, int32_t* counts) const {
+    if (doubles) {
+      check(knn_index_radius_f64(index, q64, m, radius, max_neighbors, idx, d64, counts, opt),
+            "knn_index_radius_f64");
+    } else {
+      check(knn_index_radius(index, q32, m, static_cast<float>(radius), max_neighbors, idx, d32,
+                             counts, opt),
+            "knn_index_radius");
+    }
+  }
+};
+
+// Every neighbour of every query (no --max-neighbors): counts, offsets,
+// then the rows end to end (CSR), so no row is ever cut.
+int radius_csr(const RadiusArgs& a, const RadiusSearch& search,
+               knn_cli::ProgressReporter& progress) {
+  const int64_t m = search.m;
+  progress.step("radius search, r=" + std::to_string(a.radius) + ": counting");
+  std::vector<int64_t> counts64(static_cast<size_t>(m));
+  search.count(counts64.data());
+  std::vector<int64_t> offsets(static_cast<size_t>(m) + 1);
+  check(knn_offsets_from_counts(counts64.data(), m, offsets.data()), "knn_offsets_from_counts");
+  const size_t total = static_cast<size_t>(offsets[static_cast<size_t>(m)]);
+  std::vector<int32_t> idx;
+  std::vector<float> dist;
+  std::vector<double> dist64;
+  if (!a.out.empty()) {
+    progress.step("radius search: filling " + std::to_string(total) + " neighbours");
+    idx.resize(total);
+    if (!a.distances.empty() && search.doubles) dist64.resize(total);
+    if (!a.distances.empty() && !search.doubles) dist.resize(total);
+    search.fill(offsets.data(), idx.data(), dist.empty() ? nullptr : dist.data(),
+                dist64.empty() ? nullptr : dist64.data());
+    progress.step("writing " + a.out);
+    const int64_t rows = static_cast<int64_t>(total);
+    if (knn_cli::extension_of(a.out) == ".npy") {
+      knn_cli::write_npy_int32(a.out, idx.data(), rows, -1);
+    } else {
+      knn_cli::write_csv_lists(a.out, offsets.data(), m, idx.data(),
+                               static_cast<const float*>(nullptr));
+    }
+  }
+  if (!a.distances.empty()) {
+    progress.step("writing " + a.distances);
+    const int64_t rows = static_cast<int64_t>(total);
+    const bool npy = knn_cli::extension_of(a.distances) == ".npy";
+    if (npy && search.doubles) {
+      knn_cli::write_npy_float64(a.distances, dist64.data(), rows, -1);
+    } else if (npy) {
+      knn_cli::write_npy_float32(a.distances, dist.data(), rows, -1);
+    } else if (search.doubles) {
+      knn_cli::write_csv_lists(a.distances, offsets.data(), m, idx.data(), dist64.data());
+    } else {
+      knn_cli::write_csv_lists(a.distances, offsets.data(), m, idx.data(), dist.data());
+    }
+  }
+  if (!a.offsets.empty()) {
+    progress.step("writing " + a.offsets);
+    if (knn_cli::extension_of(a.offsets) == ".npy") {
+      knn_cli::write_npy_int64(a.offsets, offsets.data(), m + 1, -1);
+    } else {
+      knn_cli::TextFile f(a.offsets);
+      f.line("offset");
+      for (const int64_t o : offsets) f.line(std::to_string(o));
+      f.close();
+    }
+  }
+  if (!a.counts.empty()) {
+    progress.step("writing " + a.counts);
+    // A count is at most the index's size, which int32 indices bound.
+    write_counts(a.counts, std::vector<int32_t>(counts64.begin(), counts64.end()));
+  }
+  progress.step("done");
+  return 0;
+}
+
+// Rows of --max-neighbors slots (knn_index_radius). A query with more
+// neighbours than that is reported, and without --allow-truncation nothing
+// is written and the exit status says so: a cut row is never silent.
+int radius_rows(const RadiusArgs& a, const RadiusSearch& search,
+                knn_cli::ProgressReporter& progress) {
+  const int64_t m = search.m;
+  const size_t M = static_cast<size_t>(a.max_neighbors);
+  std::vector<int32_t> idx(static_cast<size_t>(m) * M);
+  const size_t n_dist = a.distances.empty() ? 0 : idx.size();
+  std::vector<float> dist(search.doubles ? 0 : n_dist);
+  std::vector<double> dist64(search.doubles ? n_dist : 0);
+  std::vector<int32_t> counts(static_cast<size_t>(m));
+  progress.step("radius search, r=" + std::to_string(a.radius) + ", at most " + std::to_string(M) +
+                " per query");
+  search.rows(a.max_neighbors, M ? idx.data() : nullptr, dist.empty() ? nullptr : dist.data(),
+              dist64.empty() ? nullptr : dist64.data(), counts.data());
+  int64_t truncated = 0, first = -1;
+  for (int64_t i = 0; i < m; ++i) {
+    if (M > 0 && counts[static_cast<size_t>(i)] > a.max_neighbors) {
+      if (first < 0) first = i;
+      ++truncated;
+    }
+  }
+  if (truncated > 0) {
+    char r_text[32];
+    std::snprintf(r_text, sizeof r_text, "%.9g", a.radius);
+    const std::string what =
+        std::to_string(truncated) + " of " + std::to_string(m) + " queries have more than " +
+        std::to_string(M) + " neighbours within " + r_text + " (the first: query " +
+        std::to_string(first) + ", with " + std::to_string(counts[static_cast<size_t>(first)]) +
+        "); --max-neighbors " + std::to_string(M) + " keeps only the nearest " + std::to_string(M) +
+        " of each";
+    if (!a.allow_truncation) {
+      std::fprintf(stderr,
+                   "knn-gpgpu: %s. Nothing written: leave --max-neighbors out for every "
+                   "neighbour, or pass --allow-truncation to keep the cut rows\n",
+                   what.c_str());
+      return kExitTruncated;
+    }
+    std::fprintf(stderr, "knn-gpgpu: warning: %s (--allow-truncation)\n", what.c_str());
+  }
+
+  if (!a.out.empty()) {
+    progress.step("writing " + a.out);
+    if (knn_cli::extension_of(a.out) == ".npy") {
+      knn_cli::write_npy_int32(a.out, idx.data(), m, a.max_neighbors);
+    } else {
+      knn_cli::write_csv(a.out, idx.data(), static_cast<const float*>(nullptr), m, a.max_neighbors);
+    }
+  }
+  if (!a.distances.empty()) {
+    progress.step("writing " + a.distances);
+    const bool npy = knn_cli::extension_of(a.distances) == ".npy";
+    if (npy && search.doubles) {
+      knn_cli::write_npy_float64(a.distances, dist64.data(), m, a.max_neighbors);
+    } else if (npy) {
+      knn_cli::write_npy_float32(a.distances, dist.data(), m, a.max_neighbors);
+    } else if (search.doubles) {
+      knn_cli::write_csv_float64(a.distances, "d", dist64.data(), m, a.max_neighbors);
+    } else {
+      knn_cli::write_csv_float32(a.distances, "d", dist.data(), m, a.max_neighbors);
+    }
+  }
+  if (!a.counts.empty()) {
+    progress.step("writing " + a.counts);
+    write_counts(a.counts, counts);
+  }
+  progress.step("done");
+  return 0;
+}
+
 int run_radius(const RadiusArgs& a) {
   knn_cli::ProgressReporter progress(knn_cli::progress_mode(a.progress));
   if (a.query.empty() && !a.self) throw std::runtime_error("give --query FILE or --self");
   // +infinity is the library's "every point" radius; in float32 a value past
   // float32's range becomes it too, as the library's float argument would.
   if (!(a.radius >= 0)) throw std::runtime_error("--radius must be a number >= 0 (or inf)");
-  if (a.max_neighbors < 0) throw std::runtime_error("--max-neighbors must be at least 0");
+  const bool bounded = a.max_neighbors >= 0;
+  if (a.allow_truncation && !bounded)
+    throw std::runtime_error("--allow-truncation goes with --max-neighbors M");
+  if (bounded && !a.offsets.empty())
+    throw std::runtime_error(
+        "--offsets is for rows of every neighbour: leave --max-neighbors out, or drop --offsets");
   // max_neighbors 0 is the library's counting call: only counts come back.
   if (a.max_neighbors == 0 && (!a.out.empty() || !a.distances.empty() || a.counts.empty()))
     throw std::runtime_error(
         "--max-neighbors 0 counts only: give --counts FILE, not --out or --distances");
-  if (a.max_neighbors > 0 && a.out.empty()) throw std::runtime_error("--out FILE is required");
+  if (a.out.empty() && (a.max_neighbors > 0 || !a.distances.empty() || !a.offsets.empty()))
+    throw std::runtime_error("--out FILE is required");
+  if (a.out.empty() && a.counts.empty())
+    throw std::runtime_error(
+        "give --out FILE for the neighbours (or --counts FILE for counts only)");
   const std::string out_ext = a.out.empty() ? "" : table_extension(a.out, "--out");
-  const std::string counts_ext = a.counts.empty() ? "" : table_extension(a.counts, "--counts");
+  if (!a.counts.empty()) table_extension(a.counts, "--counts");
   const std::string dist_ext =
       a.distances.empty() ? "" : table_extension(a.distances, "--distances");
+  if (!a.offsets.empty()) table_extension(a.offsets, "--offsets");
+  if (!bounded && a.offsets.empty() && a.counts.empty() &&
+      (out_ext == ".npy" || dist_ext == ".npy"))
+    throw std::runtime_error(
+        "without --max-neighbors a .npy --out or --distances holds every row end to end: give "
+        "--offsets FILE (or --counts FILE) to split it into rows");
 
   progress.step("reading " + a.ref);
   const knn_cli::Precision precision = precision_value(a.precision);
-  knn_cli::PointTable ref = knn_cli::read_point_table(a.ref, 1, kMaxReadDim, precision);
+  knn_cli::PointTable ref = read_table(a.ref, 1, kMaxReadDim, precision);
   knn_cli::PointTable query_store;
   if (!a.self) {
     progress.step("reading " + a.query);
     // Queries have the reference's dimension (any, when the reference file
     // has no rows to tell it).
-    query_store = ref.dim > 0 ? knn_cli::read_point_table(a.query, ref.dim, ref.dim, precision)
-                              : knn_cli::read_point_table(a.query, 1, kMaxReadDim, precision);
+    query_store = ref.dim > 0 ? read_table(a.query, ref.dim, ref.dim, precision)
+                              : read_table(a.query, 1, kMaxReadDim, precision);
   }
   const bool doubles = agree_on_precision(ref, a.self ? ref : query_store);
   const knn_cli::PointTable& query = a.self ? ref : query_store;
@@ -350,65 +568,10 @@ int run_radius(const RadiusArgs& a) {
     check(knn_index_build(ref32.data(), n, dim, &opt, &raw), "knn_index_build");
   }
   const std::unique_ptr<knn_index, IndexDeleter> index(raw);
-
-  const size_t M = static_cast<size_t>(a.max_neighbors);
-  std::vector<int32_t> idx(static_cast<size_t>(m) * M);
-  const size_t n_dist = a.distances.empty() ? 0 : idx.size();
-  std::vector<float> dist(doubles ? 0 : n_dist);
-  std::vector<double> dist64(doubles ? n_dist : 0);
-  std::vector<int32_t> counts(static_cast<size_t>(m));
-  progress.step("radius search, r=" + std::to_string(a.radius) + ", at most " + std::to_string(M) +
-                " per query");
-  if (doubles) {
-    check(knn_index_radius_f64(index.get(), query.coords.data(), m, a.radius, a.max_neighbors,
-                               M ? idx.data() : nullptr, n_dist ? dist64.data() : nullptr,
-                               counts.data(), &opt),
-          "knn_index_radius_f64");
-  } else {
-    check(knn_index_radius(index.get(), a.self ? ref32.data() : query32.data(), m,
-                           static_cast<float>(a.radius), a.max_neighbors, M ? idx.data() : nullptr,
-                           n_dist ? dist.data() : nullptr, counts.data(), &opt),
-          "knn_index_radius");
-  }
-  int64_t truncated = 0;
-  for (int32_t c : counts) truncated += c > a.max_neighbors;
-  if (truncated > 0)
-    progress.step(std::to_string(truncated) + " queries have more than " + std::to_string(M) +
-                  " neighbours in the radius; their rows hold the nearest " + std::to_string(M));
-
-  if (!a.out.empty()) {
-    progress.step("writing " + a.out);
-    if (out_ext == ".npy") {
-      knn_cli::write_npy_int32(a.out, idx.data(), m, a.max_neighbors);
-    } else {
-      knn_cli::write_csv(a.out, idx.data(), static_cast<const float*>(nullptr), m, a.max_neighbors);
-    }
-  }
-  if (!a.distances.empty()) {
-    progress.step("writing " + a.distances);
-    if (dist_ext == ".npy" && doubles) {
-      knn_cli::write_npy_float64(a.distances, dist64.data(), m, a.max_neighbors);
-    } else if (dist_ext == ".npy") {
-      knn_cli::write_npy_float32(a.distances, dist.data(), m, a.max_neighbors);
-    } else if (doubles) {
-      knn_cli::write_csv_float64(a.distances, "d", dist64.data(), m, a.max_neighbors);
-    } else {
-      knn_cli::write_csv_float32(a.distances, "d", dist.data(), m, a.max_neighbors);
-    }
-  }
-  if (!a.counts.empty()) {
-    progress.step("writing " + a.counts);
-    if (counts_ext == ".npy") {
-      knn_cli::write_npy_int32_vector(a.counts, counts.data(), m);
-    } else {
-      knn_cli::TextFile f(a.counts);
-      f.line("count");
-      for (int32_t c : counts) f.line(std::to_string(c));
-      f.close();
-    }
-  }
-  progress.step("done");
-  return 0;
+  const RadiusSearch search{
+      index.get(), doubles, query.coords.data(), a.self ? ref32.data() : query32.data(), m,
+      a.radius,    &opt};
+  return bounded ? radius_rows(a, search, progress) : radius_csr(a, search, progress);
 }
 
 // ---- pip: knn_quadtree_build + knn_points_in_polygons[_count] -----------------------
@@ -507,7 +670,7 @@ int run_pip(const PipArgs& a) {
                 std::to_string(L.polygons()) + " polygons, " + std::to_string(L.rings()) +
                 " rings");
   progress.step("reading " + a.points);
-  const knn_cli::PointTable pts = knn_cli::read_point_table(a.points, 2, 3, precision);
+  const knn_cli::PointTable pts = read_table(a.points, 2, 3, precision);
   const int64_t n = pts.size();
   std::vector<double> xy(static_cast<size_t>(n) * 2);
   for (int64_t i = 0; i < n; ++i) {
@@ -710,17 +873,33 @@ int main(int argc, char** argv) {
   rq_opt->excludes(rself_opt);
   radius->add_option("--radius", ra.radius, "search radius (squared distance <= radius^2)")
       ->required();
+  CLI::Option* max_opt =
+      radius
+          ->add_option("--max-neighbors", ra.max_neighbors,
+                       "rows of M slots, nearest first (0: counts only). Without it (the "
+                       "default) every neighbour is written, rows end to end (CSR). A query with "
+                       "more than M neighbours is reported on stderr and nothing is written "
+                       "(exit 3) unless --allow-truncation is given")
+          ->check(int_at_least(0));
   radius
-      ->add_option("--max-neighbors", ra.max_neighbors,
-                   "neighbours kept per query, nearest first (0: counts only)")
-      ->required()
-      ->check(int_at_least(0));
-  radius->add_option("--out", ra.out, "indices: .npy (int32 (m, M)) or .csv; -1 = unused slot");
+      ->add_flag("--allow-truncation", ra.allow_truncation,
+                 "with --max-neighbors: keep the nearest M of a query that has more, write the "
+                 "outputs and exit 0 (the cut rows are still reported on stderr)")
+      ->needs(max_opt);
+  radius->add_option("--out", ra.out,
+                     "indices: without --max-neighbors .npy int32 (total,), every row end to "
+                     "end, or .csv 'query,index' one line per neighbour; with it .npy int32 "
+                     "(m, M) or .csv, -1 = unused slot");
+  radius
+      ->add_option("--offsets", ra.offsets,
+                   "without --max-neighbors: where each row starts in --out, .npy int64 (m+1,) "
+                   "or .csv; row i is out[offsets[i]:offsets[i+1]]")
+      ->excludes(max_opt);
   radius->add_option("--counts", ra.counts,
                      "true number within the radius per query: .npy (int32 (m,)) or .csv");
   radius->add_option("--distances", ra.distances,
-                     "squared distances: .npy (float32 or float64 (m, M), the precision "
-                     "computed) or .csv; inf = unused slot");
+                     "squared distances, laid out as --out (.csv: 'query,index,d'); .npy float32 "
+                     "or float64 (the precision computed); inf = unused slot");
   add_precision_option(radius, ra.precision);
   radius->add_option("--backend", ra.backend, "auto, cuda or openmp")
       ->check(CLI::IsMember({"auto", "cuda", "openmp"}));

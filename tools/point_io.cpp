@@ -425,6 +425,9 @@ std::vector<float> PointTable::floats() const {
 PointTable read_point_table(const std::string& path, int min_dim, int max_dim,
                             Precision precision) {
   const std::string ext = extension_of(path);
+  // A .xyz file's name says its coordinates: columns after the third are
+  // attributes (normals, colours, intensity), not more dimensions.
+  if (ext == ".xyz") max_dim = std::max(min_dim, std::min(max_dim, 3));
   if (ext == ".xyz" || ext == ".txt" || ext == ".csv")
     return parse_text_table(path, read_whole_file(path), min_dim, max_dim, precision);
   if (ext == ".ply")
@@ -454,62 +457,116 @@ std::vector<float> parse_text_points(const std::string& path, const std::string&
   return parse_text_table(path, data, 3, 3).floats();
 }
 
+namespace {
+
+// Which columns of a text file hold the coordinates, given the field count
+// of its data lines: all of them up to max_dim; past that (a scan's
+// attributes after x y z; max_dim is 3 or less then) the columns its header
+// names x y z (or x y for a table of 2), else the first max_dim, said in
+// *notice.
+std::vector<size_t> coordinate_columns(const std::string& path,
+                                       const std::vector<std::string>& header, size_t columns,
+                                       int min_dim, int max_dim, std::string* notice) {
+  std::vector<size_t> use;
+  if (columns <= static_cast<size_t>(max_dim)) {
+    for (size_t c = 0; c < columns; ++c) use.push_back(c);
+    return use;
+  }
+  const char* axis_names[3] = {"x", "y", "z"};
+  if (header.size() == columns) {
+    size_t named[3] = {columns, columns, columns};
+    for (size_t c = 0; c < columns; ++c) {
+      std::string name = header[c];
+      if (name.compare(0, 2, "//") == 0) name.erase(0, 2);  // CloudCompare's "//X"
+      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      for (int a = 0; a < 3; ++a)
+        if (name == axis_names[a] && named[a] == columns) named[a] = c;
+    }
+    const int axes = max_dim >= 3 && named[2] < columns ? 3 : (min_dim <= 2 ? 2 : 0);
+    bool all_named = axes > 0;
+    for (int a = 0; a < axes; ++a) all_named = all_named && named[a] < columns;
+    if (all_named) {
+      std::string which, names;
+      for (int a = 0; a < axes; ++a) {
+        use.push_back(named[a]);
+        which += (a ? ", " : "") + std::to_string(named[a] + 1);
+        names += std::string(a ? " '" : "'") + excerpt(header[named[a]]) + "'";
+      }
+      *notice = path + ": " + std::to_string(columns) + " columns, using columns " + which + " (" +
+                names + ") as " + (axes == 3 ? "x y z" : "x y");
+      return use;
+    }
+  }
+  for (int c = 0; c < max_dim; ++c) use.push_back(static_cast<size_t>(c));
+  *notice = path + ": " + std::to_string(columns) + " columns, using the first " +
+            std::to_string(max_dim) +
+            (max_dim == 3   ? " as x y z"
+             : max_dim == 2 ? " as x y"
+                            : "");
+  return use;
+}
+
+}  // namespace
+
 PointTable parse_text_table(const std::string& path, const std::string& data, int min_dim,
                             int max_dim, Precision precision) {
   LineReader in(path, data);
   PointTable t;
   t.doubles = reads_doubles(precision, true);  // decimal text: doubles
   std::string line;
-  int64_t first_data_line = 0;
+  std::vector<std::string> header;  // the header line's fields, when there is one
   bool seen_content = false;
-  std::vector<double> v;
+  int64_t first_data_line = 0;
+  size_t columns = 0;       // fields of every data line: those of the first
+  std::vector<size_t> use;  // the coordinate columns among them
   while (in.next(&line)) {
     const int64_t line_no = in.line_no();
     const std::string tl = trim(line);
     if (tl.empty() || tl[0] == '#') continue;
     const std::vector<std::string> f = split_fields(tl);
-    const int cols = static_cast<int>(std::min<size_t>(f.size(), INT32_MAX));
-    // The first data line fixes the dimension; every later one must match it.
-    const bool count_ok = t.dim > 0 ? cols == t.dim : (cols >= min_dim && cols <= max_dim);
-    bool numeric = count_ok;
-    v.clear();
-    for (size_t i = 0; numeric && i < f.size(); ++i) {
-      double d = 0;
-      numeric = parse_double(f[i], &d);
-      v.push_back(d);
-    }
-    if (!numeric) {
-      bool any_number = false;
-      for (const auto& s : f) {
-        double d;
-        any_number = any_number || parse_double(s, &d);
-      }
+    if (columns == 0) {
       // A first line with no number at all is a header.
+      bool any_number = false;
+      for (const auto& field : f) {
+        double d;
+        any_number = any_number || parse_double(field, &d);
+      }
       if (!seen_content && !any_number) {
         seen_content = true;
+        header = f;
         continue;
       }
-      if (!count_ok) {
-        const std::string want = t.dim > 0 && min_dim != max_dim
-                                     ? std::to_string(t.dim) + " columns (as on line " +
-                                           std::to_string(first_data_line) + ")"
-                                     : column_range_text(min_dim, max_dim);
-        fail(path, "line " + std::to_string(line_no) + ": expected " + want + ", found " +
-                       std::to_string(f.size()));
-      }
-      fail(path, "line " + std::to_string(line_no) + ": not a number in '" + excerpt(tl) + "'");
-    }
-    if (t.dim == 0) {
-      t.dim = cols;
+      seen_content = true;
+      // More columns than a table of coordinates (x y z at most) takes are
+      // attributes; a table of features (radius: up to the index API's
+      // dimension) takes every column, and a wider file is not one.
+      if (f.size() < static_cast<size_t>(min_dim) ||
+          (max_dim > 3 && f.size() > static_cast<size_t>(max_dim)))
+        fail(path, "line " + std::to_string(line_no) + ": expected " +
+                       column_range_text(min_dim, max_dim) + ", found " + std::to_string(f.size()));
+      columns = f.size();
       first_data_line = line_no;
+      use = coordinate_columns(path, header, columns, min_dim, max_dim, &t.notice);
+      t.dim = static_cast<int>(use.size());
+    } else if (f.size() != columns) {
+      const std::string want = columns == use.size() && min_dim == max_dim
+                                   ? column_range_text(min_dim, max_dim)
+                                   : std::to_string(columns) + " columns (as on line " +
+                                         std::to_string(first_data_line) + ")";
+      fail(path, "line " + std::to_string(line_no) + ": expected " + want + ", found " +
+                     std::to_string(f.size()));
     }
-    seen_content = true;
     const int64_t point = t.size();
-    for (size_t i = 0; i < v.size(); ++i)
-      t.coords.push_back(finite_coordinate(path, v[i], t.doubles, [&] {
-        return "line " + std::to_string(line_no) + ", column " + std::to_string(i + 1) + " ('" +
-               excerpt(f[i]) + "', point " + std::to_string(point) + ")";
+    for (size_t i = 0; i < use.size(); ++i) {
+      const std::string& field = f[use[i]];
+      double v = 0;
+      if (!parse_double(field, &v))
+        fail(path, "line " + std::to_string(line_no) + ": not a number in '" + excerpt(tl) + "'");
+      t.coords.push_back(finite_coordinate(path, v, t.doubles, [&] {
+        return "line " + std::to_string(line_no) + ", column " + std::to_string(use[i] + 1) +
+               " ('" + excerpt(field) + "', point " + std::to_string(point) + ")";
       }));
+    }
   }
   return t;
 }
@@ -636,21 +693,36 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
   xyz.reserve(
       static_cast<size_t>(std::min<int64_t>(ve.count, static_cast<int64_t>(data.size() / 3))) *
       dim);
+  // Every element is walked, those after the vertices too: the header's
+  // counts must match the data exactly, and a file that holds more (or less)
+  // than they say is refused instead of read in part.
+  // "2 'vertex', 1 'face'": the first few only, so that a header of
+  // thousands of elements still gives a one-line message.
+  constexpr size_t kElementsNamed = 4;
+  std::string declared;
+  for (size_t e = 0; e < std::min(elements.size(), kElementsNamed); ++e)
+    declared += (e ? ", " : "") + std::to_string(elements[e].count) + " '" +
+                excerpt(elements[e].name) + "'";
+  if (elements.size() > kElementsNamed)
+    declared += ", ... (" + std::to_string(elements.size()) + " elements)";
   if (ascii) {
-    for (size_t e = 0; e <= vi; ++e) {
+    for (size_t e = 0; e < elements.size(); ++e) {
       const PlyElement& el = elements[e];
+      if (el.props.empty()) continue;  // no values, so no lines (as in binary: no bytes)
       for (int64_t r = 0; r < el.count; ++r) {
         std::string l;
         do {
           if (!next_line(&l))
             fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " +
-                           std::to_string(r) + " of " + std::to_string(el.count));
+                           std::to_string(r) + " of " + std::to_string(el.count) +
+                           " (the file ends after line " + std::to_string(line_no) +
+                           "; the header declares " + declared + ")");
         } while (trim(l).empty());
         const std::vector<std::string> tok = split_fields(l);
         size_t t = 0;
         double v[3] = {0, 0, 0};
+        const std::string where = "PLY line " + std::to_string(line_no) + ": ";
         for (size_t p = 0; p < el.props.size(); ++p) {
-          const std::string where = "PLY line " + std::to_string(line_no) + ": ";
           if (el.props[p].is_list) {
             double cnt;
             if (t >= tok.size() || !parse_double(tok[t], &cnt) || !(cnt >= 0) ||
@@ -668,6 +740,10 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
             ++t;
           }
         }
+        if (t != tok.size())
+          fail(path, where + std::to_string(tok.size()) + " values, but row " + std::to_string(r) +
+                         " of element '" + excerpt(el.name) + "' takes " + std::to_string(t) +
+                         " (its header properties)");
         if (e == vi)
           for (int d = 0; d < dim; ++d)
             xyz.push_back(finite_coordinate(path, v[d], table.doubles, [&] {
@@ -676,20 +752,42 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
             }));
       }
     }
+    const int64_t last_line = line_no;
+    int64_t extra_lines = 0, first_extra = 0;
+    std::string first_text, l;
+    while (next_line(&l)) {
+      if (trim(l).empty()) continue;
+      if (extra_lines++ == 0) {
+        first_extra = line_no;
+        first_text = trim(l);
+      }
+    }
+    if (extra_lines > 0)
+      fail(path,
+           "the header declares " + declared + " but " + std::to_string(extra_lines) +
+               (extra_lines == 1 ? " more line of data follows" : " more lines of data follow") +
+               " the last element (line " + std::to_string(last_line) + "), from line " +
+               std::to_string(first_extra) + " ('" + excerpt(first_text) +
+               "'): a header that under-counts?");
   } else {
     const unsigned char* base = reinterpret_cast<const unsigned char*>(data.data());
     const size_t size = data.size();
-    for (size_t e = 0; e <= vi; ++e) {
+    for (size_t e = 0; e < elements.size(); ++e) {
       const PlyElement& el = elements[e];
       if (el.props.empty()) continue;  // takes no bytes, however many rows
       for (int64_t r = 0; r < el.count; ++r) {
+        const size_t row_start = pos;
         double v[3] = {0, 0, 0};
         for (size_t p = 0; p < el.props.size(); ++p) {
           const PlyProperty& pr = el.props[p];
           auto need = [&](size_t bytes) {
             if (pos > size || size - pos < bytes)
               fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " +
-                             std::to_string(r) + " of " + std::to_string(el.count));
+                             std::to_string(r) + " of " + std::to_string(el.count) + " (row " +
+                             std::to_string(r) + " starts at byte offset " +
+                             std::to_string(row_start) + "; its property '" + excerpt(pr.name) +
+                             "' needs bytes past the file's end, " + std::to_string(size) +
+                             "; the header declares " + declared + ")");
           };
           if (pr.is_list) {
             need(ply_size(pr.count_type));
@@ -716,6 +814,11 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
             }));
       }
     }
+    if (pos < size)
+      fail(path, "the header declares " + declared + " but " + std::to_string(size - pos) +
+                     " more bytes follow the last element, from byte offset " +
+                     std::to_string(pos) + " (the file has " + std::to_string(size) +
+                     "): a header that under-counts?");
   }
   return table;
 }
@@ -773,9 +876,21 @@ PointTable parse_npy_table(const std::string& path, const std::string& data, int
   const int64_t n = dims[0];
   const int dim = static_cast<int>(dims[1]);
   const size_t body = header_start + header_len;
-  if (static_cast<unsigned long long>(n) > (data.size() - body) / (dim * item))
+  const size_t have = data.size() - body, row_bytes = static_cast<size_t>(dim) * item;
+  if (static_cast<unsigned long long>(n) > have / row_bytes)
     fail(path, "truncated .npy data: shape says " + std::to_string(n) + " points, file holds " +
-                   std::to_string((data.size() - body) / (dim * item)));
+                   std::to_string(have / row_bytes) + " (" + std::to_string(have) +
+                   " data bytes after the header, at byte offset " + std::to_string(body) + ")");
+  // The shape takes the data exactly: more bytes are data it does not
+  // describe (a wrong shape, or two arrays), not something to skip.
+  const size_t takes = static_cast<size_t>(n) * row_bytes;
+  if (have != takes)
+    fail(path, ".npy shape (" + shape + ") of " + h.descr + " takes " + std::to_string(takes) +
+                   " data bytes, but " + std::to_string(have) +
+                   " follow the header: " + std::to_string(have - takes) +
+                   " bytes more than the shape describes, from "
+                   "byte offset " +
+                   std::to_string(body + takes));
   PointTable table;
   table.dim = dim;
   table.doubles = reads_doubles(precision, f64);
@@ -921,6 +1036,27 @@ void write_csv_rows(const std::string& path, const int32_t* indices, const T* sq
 }
 
 template <class T>
+void write_csv_list_rows(const std::string& path, const int64_t* offsets, int64_t rows,
+                         const int32_t* indices, const T* sq_dist) {
+  TextFile f(path);
+  f.line(sq_dist ? "query,index,d" : "query,index");
+  char buf[64];
+  std::string line;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = offsets[i]; j < offsets[i + 1]; ++j) {
+      line = std::to_string(i) + "," + std::to_string(indices[j]);
+      if (sq_dist) {
+        std::snprintf(buf, sizeof buf, round_trip_format<T>(), static_cast<double>(sq_dist[j]));
+        line += ',';
+        line += buf;
+      }
+      f.line(line);
+    }
+  }
+  f.close();
+}
+
+template <class T>
 void write_csv_matrix(const std::string& path, const char* prefix, const T* data, int64_t rows,
                       int64_t cols) {
   TextFile f(path);
@@ -956,6 +1092,16 @@ void write_csv(const std::string& path, const int32_t* indices, const float* sq_
 void write_csv(const std::string& path, const int32_t* indices, const double* sq_dist, int64_t rows,
                int64_t k) {
   write_csv_rows(path, indices, sq_dist, rows, k);
+}
+
+void write_csv_lists(const std::string& path, const int64_t* offsets, int64_t rows,
+                     const int32_t* indices, const float* sq_dist) {
+  write_csv_list_rows(path, offsets, rows, indices, sq_dist);
+}
+
+void write_csv_lists(const std::string& path, const int64_t* offsets, int64_t rows,
+                     const int32_t* indices, const double* sq_dist) {
+  write_csv_list_rows(path, offsets, rows, indices, sq_dist);
 }
 
 void write_csv_float32(const std::string& path, const char* prefix, const float* data, int64_t rows,

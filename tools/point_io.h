@@ -10,12 +10,16 @@
 // error: both are signs of a file that is not what its name says.
 //
 // Formats, chosen by the file extension (case-insensitive):
-//   .xyz .txt .csv  text, whitespace and/or comma separated, exactly 3 columns,
-//                   an optional non-numeric header line, '#' comment lines
+//   .xyz .txt .csv  text, whitespace and/or comma separated, 3 columns (or
+//                   more: see PointTable), an optional non-numeric header
+//                   line, '#' comment lines
 //   .ply            ascii or binary_little_endian; the vertex element's x/y/z
 //                   (any scalar type, float/double usually), other properties
-//                   and elements skipped
-//   .npy            float32 or float64, shape (n, 3), C order
+//                   and elements skipped; every element the header declares
+//                   is walked, so data missing from it or following it (a
+//                   header that over- or under-counts) is an error
+//   .npy            float32 or float64, shape (n, 3), C order, and exactly
+//                   the bytes the shape takes
 //   .bin .f32       raw little-endian float32, n*3 values
 // read_points and the parse_*_points functions take exactly 3 columns (knn)
 // in float32; read_point_table takes a range of dimensions (radius: the
@@ -45,10 +49,20 @@ enum class Precision { Auto, Float32, Float64 };
 // their shape (n, d), PLY files x y z, or x y when there is no z and
 // min_dim <= 2; raw files are always 3-D. dim is 0 for a text file with no
 // data lines (no dimension to tell).
+// A text file with more columns than a max_dim of 3 or less (x y z nx ny
+// nz, x y z r g b: a scan's attributes after its coordinates) gives the
+// columns its header names x, y, z (x, y for a table of 2; "//X" as
+// CloudCompare writes it counts), else its first max_dim columns, and says
+// which in `notice`; with a larger max_dim (features, not coordinates) more
+// columns are an error. read_point_table caps a .xyz file at 3 columns (the
+// name says x y z) when min_dim allows.
 struct PointTable {
   std::vector<double> coords;  // n * dim values, row-major; float32 values unless `doubles`
   int dim = 0;
   bool doubles = false;  // read in float64 (else every value is a float32)
+  // What the reader chose for the user to know (the columns taken from a
+  // wider file), "PATH: ..."; empty when there is nothing to say.
+  std::string notice;
   int64_t size() const { return dim > 0 ? static_cast<int64_t>(coords.size()) / dim : 0; }
   // The values as float32 (exact: only for a table read in float32).
   std::vector<float> floats() const;
@@ -86,7 +100,8 @@ std::string excerpt(const std::string& text);
 // Lower-case extension with the dot (".ply"), "" when none.
 std::string extension_of(const std::string& path);
 
-// .npy writers (format 1.0, C order, little endian), shape (rows, cols).
+// .npy writers (format 1.0, C order, little endian), shape (rows, cols), or
+// (rows,) when cols < 0.
 void write_npy_int32(const std::string& path, const int32_t* data, int64_t rows, int64_t cols);
 void write_npy_float32(const std::string& path, const float* data, int64_t rows, int64_t cols);
 void write_npy_float64(const std::string& path, const double* data, int64_t rows, int64_t cols);
@@ -102,6 +117,15 @@ void write_csv(const std::string& path, const int32_t* indices, const float* sq_
                int64_t k);
 void write_csv(const std::string& path, const int32_t* indices, const double* sq_dist, int64_t rows,
                int64_t k);
+
+// CSV of rows of any length (CSR: row i is indices[offsets[i] ..
+// offsets[i+1])), one line per (row, entry) in row order: header
+// "query,index", then ",d" with the squared distances when sq_dist is given
+// (as write_csv prints them).
+void write_csv_lists(const std::string& path, const int64_t* offsets, int64_t rows,
+                     const int32_t* indices, const float* sq_dist);
+void write_csv_lists(const std::string& path, const int64_t* offsets, int64_t rows,
+                     const int32_t* indices, const double* sq_dist);
 
 // CSV of a float32 or float64 matrix: header "p0,...,p{cols-1}" (p =
 // prefix), 9 (float32) or 17 (float64) significant digits, "inf" for

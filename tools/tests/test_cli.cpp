@@ -467,7 +467,8 @@ TEST(Cli, MalformedInputsFailCleanly) {
   };
   std::vector<Case> cases;
   cases.push_back({"cols.xyz", "1 2 3\n4 5 6\n7 8\n", "line 3"});
-  cases.push_back({"cols4.csv", "x,y,z\n1,2,3,4\n", "line 2"});
+  cases.push_back({"cols4.csv", "x,y,z\n1,2,3,4\n1,2,3\n",
+                   "line 3: expected 4 columns (as on line 2), found 3"});
   cases.push_back({"word.txt", "1 2 3\n1 b 3\n", "line 2"});
   cases.push_back({"nan.xyz", "1 2 3\n4 5 6\n7 nan 9\n", "line 3, column 2 ('nan', point 2)"});
   cases.push_back({"inf.csv", "1,2,3\ninf,5,6\n", "line 2, column 1 ('inf', point 1)"});
@@ -790,6 +791,29 @@ RadiusAnswer read_radius_npy(const std::string& stem, int64_t m, int max_neighbo
   return a;
 }
 
+// What the tool says on stderr of rows that --max-neighbors cuts: the
+// number of such queries and the first, from the library's counts.
+std::string cut_rows_report(const std::vector<int32_t>& counts, int M, const std::string& radius,
+                            bool allowed) {
+  int64_t cut = 0, first = -1;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > M) {
+      if (first < 0) first = static_cast<int64_t>(i);
+      ++cut;
+    }
+  }
+  const std::string m = std::to_string(M);
+  const std::string what = std::to_string(cut) + " of " + std::to_string(counts.size()) +
+                           " queries have more than " + m + " neighbours within " + radius +
+                           " (the first: query " + std::to_string(first) + ", with " +
+                           (first < 0 ? "" : std::to_string(counts[static_cast<size_t>(first)])) +
+                           "); --max-neighbors " + m + " keeps only the nearest " + m + " of each";
+  return allowed ? "knn-gpgpu: warning: " + what + " (--allow-truncation)\n"
+                 : "knn-gpgpu: " + what +
+                       ". Nothing written: leave --max-neighbors out for every neighbour, or "
+                       "pass --allow-truncation to keep the cut rows\n";
+}
+
 std::string radius_npy_outputs(const std::string& stem) {
   return " --out '" + path_of(stem + "_idx.npy") + "' --distances '" + path_of(stem + "_d.npy") +
          "' --counts '" + path_of(stem + "_n.npy") + "'";
@@ -811,15 +835,17 @@ TEST(Cli, RadiusEveryInputFormatMatchesTheLibrary) {
     f.write(qp, query);
     const RunResult r =
         run_cli("radius --precision float32 --ref '" + rp + "' --query '" + qp +
-                "' --radius 4 --max-neighbors 8 --backend openmp" + radius_npy_outputs("rad"));
+                "' --radius 4 --max-neighbors 8 --allow-truncation --backend openmp" +
+                radius_npy_outputs("rad"));
     ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.err, "");
+    EXPECT_EQ(r.err, cut_rows_report(want.counts, M, "4", true));
     EXPECT_EQ(r.out, "");
     expect_same_answer(read_radius_npy("rad", 57, M), want, true);
   }
   // auto backend and --self.
   RunResult r = run_cli("radius --precision float32 --ref '" + path_of("rref_pts.xyz") +
-                        "' --self --radius 4 --max-neighbors 8" + radius_npy_outputs("rself"));
+                        "' --self --radius 4 --max-neighbors 8 --allow-truncation" +
+                        radius_npy_outputs("rself"));
   ASSERT_EQ(r.rc, 0) << r.err;
   expect_same_answer(read_radius_npy("rself", 300, M), library_radius(ref, ref, 3, radius, M),
                      true);
@@ -832,8 +858,9 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
   write_text(path_of("rc_q.xyz"), query, " ", nullptr);
   RunResult r =
       run_cli("radius --precision float32 --ref '" + path_of("rc_ref.xyz") + "' --query '" +
-              path_of("rc_q.xyz") + "' --radius 5 --max-neighbors 4 --out '" + path_of("rc_i.csv") +
-              "' --distances '" + path_of("rc_d.csv") + "' --counts '" + path_of("rc_n.csv") + "'");
+              path_of("rc_q.xyz") + "' --radius 5 --max-neighbors 4 --allow-truncation --out '" +
+              path_of("rc_i.csv") + "' --distances '" + path_of("rc_d.csv") + "' --counts '" +
+              path_of("rc_n.csv") + "'");
   ASSERT_EQ(r.rc, 0) << r.err;
   const Csv ci = read_csv(path_of("rc_i.csv")), cd = read_csv(path_of("rc_d.csv")),
             cn = read_csv(path_of("rc_n.csv"));
@@ -880,7 +907,7 @@ TEST(Cli, RadiusCsvCountsOnlyAndOtherDimensions) {
     write_npy_table(path_of("q5.npy"), q5, dim);
     r = run_cli("radius --precision float32 --ref '" + path_of("r5.csv") + "' --query '" +
                 path_of("q5.npy") + "' --radius " + (dim == 5 ? "2.5" : "0.05") +
-                " --max-neighbors 6" + radius_npy_outputs("r5"));
+                " --max-neighbors 6 --allow-truncation" + radius_npy_outputs("r5"));
     ASSERT_EQ(r.rc, 0) << r.err;
     expect_same_answer(read_radius_npy("r5", 30, 6), w5, true);
   }
@@ -1313,13 +1340,13 @@ TEST(Cli, PipMalformedInputsFailCleanly) {
   // Points and arguments.
   write_bytes(path_of("ok.geojson"), fc("null"));
   write_bytes(path_of("pm_nan.csv"), "x,y\n0,0\n1,nan\n");
-  write_bytes(path_of("pm_4.csv"), "0,0,0,0\n");
+  write_bytes(path_of("pm_4.csv"), "0\n");
   const std::string ok = " --polygons '" + path_of("ok.geojson") + "'";
   const Case arg_cases[] = {
       {"--points '" + path_of("pm_nan.csv") + "'" + ok + " --out '" + path_of("a.csv") + "'", "",
        "pm_nan.csv: line 3, column 2 ('nan', point 1)"},
       {"--points '" + path_of("pm_4.csv") + "'" + ok + " --out '" + path_of("a.csv") + "'", "",
-       "expected 2 or 3 columns"},
+       "line 1: expected 2 or 3 columns (x y [z]), found 1"},
       {"--points '" + path_of("pm.xyz") + "' --polygons '" + path_of("nosuch.geojson") +
            "' --out '" + path_of("a.csv") + "'",
        "", "nosuch.geojson: cannot open"},
@@ -1669,7 +1696,8 @@ TEST(Cli, RadiusInDouble) {
   write_text64(path_of("rq64.xyz"), query);
   const RunResult r =
       run_cli("radius --ref '" + path_of("rr64.npy") + "' --query '" + path_of("rq64.xyz") +
-              "' --radius 1.7 --max-neighbors 8" + radius_npy_outputs("r64") + " --backend openmp");
+              "' --radius 1.7 --max-neighbors 8 --allow-truncation" + radius_npy_outputs("r64") +
+              " --backend openmp");
   ASSERT_EQ(r.rc, 0) << r.err;
   // radius_npy_outputs writes stem_d.npy; in double it holds float64.
   const std::vector<int32_t> idx = read_npy<int32_t>(path_of("r64_idx.npy"), "<i4", 30, M);
@@ -1695,9 +1723,10 @@ TEST(Cli, RadiusInDouble) {
   }
   EXPECT_TRUE(some_full && some_short);
   // CSV distances with 17 digits.
-  const RunResult c = run_cli("radius --ref '" + path_of("rr64.npy") + "' --query '" +
-                              path_of("rq64.xyz") + "' --radius 1.7 --max-neighbors 8 --out '" +
-                              path_of("r64.csv") + "' --distances '" + path_of("r64d.csv") + "'");
+  const RunResult c =
+      run_cli("radius --ref '" + path_of("rr64.npy") + "' --query '" + path_of("rq64.xyz") +
+              "' --radius 1.7 --max-neighbors 8 --allow-truncation --out '" + path_of("r64.csv") +
+              "' --distances '" + path_of("r64d.csv") + "'");
   ASSERT_EQ(c.rc, 0) << c.err;
   const Csv cd = read_csv(path_of("r64d.csv"));
   ASSERT_EQ(cd.rows.size(), 30u);
@@ -1747,3 +1776,330 @@ TEST(Cli, PipInDoubleKeepsTownsInside) {
             (std::vector<std::string>{"feature,id,count", "0,border,41"}));
 }
 #endif
+
+// ---- Issue 51 item 5: nothing cut or left unread in silence ------------------------------
+namespace {
+
+// A cloud in which every point has far more than 8 neighbours within 1, as
+// radar.xyz (CGAL's demo data) has within 2: 600 points uniform in [0, 4)^3
+// hold about 39 within 1 of each.
+std::vector<float> dense_cloud() {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> u(0.0f, 4.0f);
+  std::vector<float> v(600 * 3);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+template <class T>
+std::vector<T> read_npy_vector(const std::string& path, const char* descr, size_t n) {
+  const std::string s = slurp(path);
+  EXPECT_GE(s.size(), 10u) << path;
+  if (s.size() < 10) return {};
+  const size_t hl = static_cast<unsigned char>(s[8]) | (static_cast<unsigned char>(s[9]) << 8);
+  const std::string h = s.substr(10, hl);
+  EXPECT_NE(h.find(std::string("'descr': '") + descr + "'"), std::string::npos) << h;
+  EXPECT_NE(h.find("'shape': (" + std::to_string(n) + ",)"), std::string::npos) << h;
+  EXPECT_EQ(s.size(), 10 + hl + n * sizeof(T));
+  std::vector<T> v(n);
+  if (s.size() == 10 + hl + n * sizeof(T) && n)
+    std::memcpy(v.data(), s.data() + 10 + hl, n * sizeof(T));
+  return v;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+// radius without --max-neighbors: every neighbour, CSR rows (.npy with
+// offsets, CSV one line per neighbour), against rows from knn_brute_force;
+// in float64 against a brute force of our own.
+TEST(Cli, RadiusWithoutMaxNeighborsWritesEveryNeighbour) {
+  const std::vector<float> cloud = dense_cloud();
+  const int n = 600;
+  const RadiusAnswer all = brute_force_radius(cloud, cloud, 3, 1.0f, n);
+  ASSERT_GT(std::count_if(all.counts.begin(), all.counts.end(), [](int32_t c) { return c > 8; }),
+            n / 2);
+  std::vector<int64_t> want_off{0};
+  std::vector<int32_t> want_idx;
+  std::vector<float> want_d;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < all.counts[i]; ++j) {
+      want_idx.push_back(all.idx[static_cast<size_t>(i) * n + j]);
+      want_d.push_back(all.dist[static_cast<size_t>(i) * n + j]);
+    }
+    want_off.push_back(static_cast<int64_t>(want_idx.size()));
+  }
+  const size_t total = want_idx.size();
+  write_text(path_of("dense.xyz"), cloud, " ", nullptr);
+  const std::string ref = "radius --ref '" + path_of("dense.xyz") + "' --self --radius 1";
+  RunResult r = run_cli(ref + " --precision float32 --out '" + path_of("csr_i.npy") +
+                        "' --distances '" + path_of("csr_d.npy") + "' --offsets '" +
+                        path_of("csr_o.npy") + "' --counts '" + path_of("csr_n.npy") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(read_npy_vector<int32_t>(path_of("csr_i.npy"), "<i4", total), want_idx);
+  EXPECT_EQ(read_npy_vector<int64_t>(path_of("csr_o.npy"), "<i8", n + 1), want_off);
+  EXPECT_EQ(read_npy_vector<int32_t>(path_of("csr_n.npy"), "<i4", n), all.counts);
+  const std::vector<float> d = read_npy_vector<float>(path_of("csr_d.npy"), "<f4", total);
+  ASSERT_EQ(d.size(), total);
+  for (size_t i = 0; i < total; ++i) ASSERT_TRUE(same_bits(d[i], want_d[i])) << i;
+
+  // CSV: one line per (query, neighbour), self-describing without offsets.
+  r = run_cli(ref + " --precision float32 --out '" + path_of("csr.csv") + "' --distances '" +
+              path_of("csr_d.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const Csv ci = read_csv(path_of("csr.csv")), cd = read_csv(path_of("csr_d.csv"));
+  EXPECT_EQ(ci.header, (std::vector<std::string>{"query", "index"}));
+  EXPECT_EQ(cd.header, (std::vector<std::string>{"query", "index", "d"}));
+  ASSERT_EQ(ci.rows.size(), total);
+  ASSERT_EQ(cd.rows.size(), total);
+  for (int i = 0; i < n; ++i)
+    for (int64_t j = want_off[i]; j < want_off[i + 1]; ++j) {
+      ASSERT_EQ(ci.rows[j],
+                (std::vector<std::string>{std::to_string(i), std::to_string(want_idx[j])}));
+      ASSERT_EQ(cd.rows[j].at(1), ci.rows[j].at(1));
+      ASSERT_TRUE(same_bits(std::strtof(cd.rows[j].at(2).c_str(), nullptr), want_d[j]));
+    }
+
+  // float64 (text is read as doubles): the rows of a float64 brute force.
+  // The doubles the text denotes (write_text prints "%.9g").
+  std::vector<double> cloud64;
+  for (const float v : cloud) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    cloud64.push_back(std::strtod(buf, nullptr));
+  }
+  const auto all64 = brute_force64(cloud64, cloud64);
+  r = run_cli(ref + " --out '" + path_of("csr64.npy") + "' --distances '" + path_of("csr64_d.npy") +
+              "' --counts '" + path_of("csr64_n.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::vector<int32_t> idx64;
+  std::vector<double> d64;
+  for (const auto& row : all64)
+    for (size_t j = 0; j < row.size() && row[j].first <= 1.0; ++j) {
+      idx64.push_back(row[j].second);
+      d64.push_back(row[j].first);
+    }
+  EXPECT_EQ(read_npy_vector<int32_t>(path_of("csr64.npy"), "<i4", idx64.size()), idx64);
+  const std::vector<double> got64 =
+      read_npy_vector<double>(path_of("csr64_d.npy"), "<f8", d64.size());
+  ASSERT_EQ(got64.size(), d64.size());
+  for (size_t i = 0; i < d64.size(); ++i) ASSERT_TRUE(same_bits64(got64[i], d64[i])) << i;
+  const Csv cn = read_csv(path_of("csr64_n.csv"));
+  ASSERT_EQ(cn.rows.size(), static_cast<size_t>(n));
+
+  // A flat .npy without offsets or counts could not be split: refused.
+  r = run_cli(ref + " --out '" + path_of("csr_alone.npy") + "'");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("give --offsets FILE (or --counts FILE)"), std::string::npos) << r.err;
+  EXPECT_FALSE(exists(path_of("csr_alone.npy")));
+}
+
+// radius --max-neighbors M where queries have more than M (radar.xyz, radius
+// 2, M 8: 13,474 of 20,950 rows cut, exit 0, nothing said): reported on
+// stderr, which is a file here, never a terminal; exit 3 and nothing
+// written, unless --allow-truncation.
+TEST(Cli, RadiusMaxNeighborsNeverCutsRowsSilently) {
+  const std::vector<float> cloud = dense_cloud();
+  const int n = 600, M = 8;
+  write_text(path_of("dense_t.xyz"), cloud, " ", nullptr);
+  const RadiusAnswer want = library_radius(cloud, cloud, 3, 1.0f, M);
+  expect_same_answer(want, brute_force_radius(cloud, cloud, 3, 1.0f, M), true);
+  const std::string ref =
+      "radius --precision float32 --ref '" + path_of("dense_t.xyz") + "' --self --radius 1";
+  const std::string outs = " --out '" + path_of("cut_idx.npy") + "' --distances '" +
+                           path_of("cut_d.npy") + "' --counts '" + path_of("cut_n.npy") + "'";
+  RunResult r = run_cli(ref + " --max-neighbors 8" + outs);
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.err, cut_rows_report(want.counts, M, "1", false));
+  EXPECT_NE(r.err.find("(the first: query 0, with "), std::string::npos) << r.err;
+  for (const char* f : {"cut_idx.npy", "cut_d.npy", "cut_n.npy"}) EXPECT_FALSE(exists(path_of(f)));
+
+  r = run_cli(ref + " --max-neighbors 8 --allow-truncation" + outs);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, cut_rows_report(want.counts, M, "1", true));
+  expect_same_answer(read_radius_npy("cut", n, M), want, true);
+
+  // Rows long enough for every query: nothing to say.
+  const int longest = *std::max_element(want.counts.begin(), want.counts.end());
+  r = run_cli(ref + " --max-neighbors " + std::to_string(longest) + outs);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+
+  // --allow-truncation needs --max-neighbors; --offsets excludes it.
+  r = run_cli(ref + " --allow-truncation" + outs);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_LT(r.rc, 1000);
+  EXPECT_NE(r.err.find("--allow-truncation"), std::string::npos) << r.err;
+  r = run_cli(ref + " --max-neighbors 8 --offsets '" + path_of("cut_o.npy") + "'" + outs);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_LT(r.rc, 1000);
+  EXPECT_NE(r.err.find("--offsets"), std::string::npos) << r.err;
+}
+
+// PLY element counts must match the data exactly: under-counting headers
+// (data after the last element) were read in part with exit 0.
+TEST(Cli, PlyHeaderCountsMustMatchTheData) {
+  const std::string hdr3 = "property float x\nproperty float y\nproperty float z\n";
+  const std::string ascii2 = "ply\nformat ascii 1.0\nelement vertex 2\n" + hdr3 + "end_header\n";
+  std::string bin2 =
+      "ply\nformat binary_little_endian 1.0\nelement vertex 2\n" + hdr3 + "end_header\n";
+  const size_t bin_header = bin2.size();
+  for (int i = 0; i < 4 * 3; ++i) append_le<float>(&bin2, static_cast<float>(i));
+  const std::string ascii_face =
+      "ply\nformat ascii 1.0\nelement vertex 3\n" + hdr3 +
+      "element face 1\nproperty list uchar int vertex_indices\nend_header\n"
+      "0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n\n0 0 1\n";
+  std::string many_elements = "ply\nformat ascii 1.0\n";
+  for (int e = 0; e < 400; ++e) many_elements += "element e" + std::to_string(e) + " 0\n";
+  many_elements += "element vertex 0\n" + hdr3 + "end_header\n";
+  struct Case {
+    std::string name, bytes, expect;
+  };
+  const Case cases[] = {
+      {"under.ply", ascii2 + "1 2 3\n4 5 6\n7 8 9\n\n10 11 12\n",
+       "under.ply: the header declares 2 'vertex' but 2 more lines of data follow the last "
+       "element (line 9), from line 10 ('7 8 9'): a header that under-counts?"},
+      {"under_bin.ply", bin2,
+       "under_bin.ply: the header declares 2 'vertex' but 24 more bytes follow the last element, "
+       "from byte offset " +
+           std::to_string(bin_header + 24) + " (the file has " + std::to_string(bin2.size()) + ")"},
+      {"under_face.ply", ascii_face,
+       "the header declares 3 'vertex', 1 'face' but 1 more line of data follows the last "
+       "element (line 13), from line 15 ('0 0 1')"},
+      {"over.ply", ascii2.substr(0, ascii2.size()) + "1 2 3\n",
+       "over.ply: truncated PLY: element 'vertex' ends at 1 of 2 (the file ends after line 8; "
+       "the header declares 2 'vertex')"},
+      {"over_bin.ply", bin2.substr(0, bin_header + 20),
+       "over_bin.ply: truncated PLY: element 'vertex' ends at 1 of 2 (row 1 starts at byte "
+       "offset " +
+           std::to_string(bin_header + 12) +
+           "; its property 'z' needs bytes past the file's end, " +
+           std::to_string(bin_header + 20)},
+      {"wide.ply", ascii2 + "1 2 3\n4 5 6 0 0 1\n",
+       "wide.ply: PLY line 9: 6 values, but row 1 of element 'vertex' takes 3"},
+      // Hundreds of elements: the message names the first few.
+      {"many.ply", many_elements + "0 0 0\n1 1 1\n",
+       "many.ply: the header declares 0 'e0', 0 'e1', 0 'e2', 0 'e3', ... (401 elements) but 2 "
+       "more lines"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    write_bytes(path_of(c.name), c.bytes);
+    const RunResult r = run_cli("knn --ref '" + path_of(c.name) + "' --self --k 1 --out '" +
+                                path_of("ply_out.npy") + "'");
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  // Exactly the declared data (trailing blank lines in ascii) reads.
+  write_bytes(path_of("exact.ply"), ascii2 + "1 2 3\n4 5 6\n\n");
+  write_bytes(path_of("exact_bin.ply"), bin2.substr(0, bin_header + 24));
+  // An element without properties takes no lines (as it takes no bytes in
+  // binary): its rows are not the vertices' lines.
+  write_bytes(path_of("exact_marker.ply"),
+              "ply\nformat ascii 1.0\nelement marker 2\nelement vertex 2\n" + hdr3 +
+                  "end_header\n1 2 3\n4 5 6\n");
+  for (const char* f : {"exact.ply", "exact_bin.ply", "exact_marker.ply"}) {
+    const RunResult r = run_cli("knn --ref '" + path_of(f) + "' --self --k 1 --out '" +
+                                path_of("ply_ok.csv") + "'");
+    EXPECT_EQ(r.rc, 0) << f << ": " << r.err;
+    EXPECT_EQ(read_csv(path_of("ply_ok.csv")).rows.size(), 2u) << f;
+  }
+}
+
+// A .npy with bytes after the data its shape describes was accepted.
+TEST(Cli, NpyWithTrailingBytesIsRefused) {
+  std::string body;
+  for (int i = 0; i < 9; ++i) append_le<float>(&body, static_cast<float>(i));
+  const std::string npy = npy_bytes("<f4", "(2, 3)", body);
+  write_bytes(path_of("trail.npy"), npy);
+  const RunResult r = run_cli("knn --ref '" + path_of("trail.npy") + "' --self --k 1 --out '" +
+                              path_of("npy_out.npy") + "'");
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_EQ(r.err, "knn-gpgpu: " + path_of("trail.npy") +
+                       ": .npy shape (2, 3) of <f4 takes 24 data bytes, but 36 follow the header: "
+                       "12 bytes more than the shape describes, from byte offset " +
+                       std::to_string(npy.size() - 12) + "\n");
+}
+
+// x y z nx ny nz (a scan with normals) was refused with "expected 3 columns,
+// found 6": the coordinates are taken (the header's x y z when it names
+// them, else the first 3) and a line on stderr says which; rows of another
+// width stay errors.
+TEST(Cli, TextWithExtraColumnsTakesTheCoordinates) {
+  const std::vector<float> pts = random_points(40, 41), q = random_points(9, 42);
+  const std::vector<int> want = library_knn(pts, pts, 3);
+  auto write_wide = [&](const std::string& name, const char* header, bool xyz_last) {
+    std::FILE* f = std::fopen(path_of(name).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    if (header) std::fprintf(f, "%s\n", header);
+    for (size_t i = 0; i < pts.size(); i += 3) {
+      const float nx = pts[i] * 0.5f + 100.0f, ny = -7.25f, nz = 3.0f;
+      if (xyz_last) {
+        std::fprintf(f, "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", nx, ny, nz, pts[i], pts[i + 1],
+                     pts[i + 2]);
+      } else {
+        std::fprintf(f, "%.9g %.9g %.9g %.9g %.9g %.9g\n", pts[i], pts[i + 1], pts[i + 2], nx, ny,
+                     nz);
+      }
+    }
+    std::fclose(f);
+  };
+  write_wide("normals.xyz", nullptr, false);
+  write_wide("named.csv", "nx,ny,nz,x,y,z", true);
+  write_wide("cc.txt", "//X Y Z Nx Ny Nz", false);
+  const struct {
+    const char* name;
+    std::string notice;
+  } cases[] = {
+      {"normals.xyz", "6 columns, using the first 3 as x y z"},
+      {"named.csv", "6 columns, using columns 4, 5, 6 ('x' 'y' 'z') as x y z"},
+      {"cc.txt", "6 columns, using columns 1, 2, 3 ('//X' 'Y' 'Z') as x y z"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const RunResult r = run_cli("knn --precision float32 --ref '" + path_of(c.name) +
+                                "' --self --k 3 --out '" + path_of("wide.csv") + "'");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.err, "knn-gpgpu: " + path_of(c.name) + ": " + c.notice + "\n");
+    const Csv got = read_csv(path_of("wide.csv"));
+    ASSERT_EQ(got.rows.size(), 40u);
+    for (size_t i = 0; i < 40; ++i)
+      for (size_t j = 0; j < 3; ++j) ASSERT_EQ(std::stoi(got.rows[i].at(j)), want[i * 3 + j]);
+  }
+  // radius: a .xyz file is x y z whatever follows (3-D counts); a .csv file
+  // keeps its column count as the dimension (6-D here).
+  const RadiusAnswer want3 = library_radius(pts, pts, 3, 6.0f, 0);
+  RunResult r = run_cli("radius --precision float32 --ref '" + path_of("normals.xyz") +
+                        "' --self --radius 6 --counts '" + path_of("wide_n.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("using the first 3 as x y z"), std::string::npos) << r.err;
+  const Csv cn = read_csv(path_of("wide_n.csv"));
+  ASSERT_EQ(cn.rows.size(), 40u);
+  for (size_t i = 0; i < 40; ++i) EXPECT_EQ(std::stoi(cn.rows[i].at(0)), want3.counts[i]);
+  r = run_cli("radius --precision float32 --ref '" + path_of("named.csv") +
+              "' --self --radius 6 --counts '" + path_of("wide6_n.csv") + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // Features (radius, 5-D reference): a 6-column query file is not 5-D
+  // features with an attribute, it is an error.
+  write_bytes(path_of("f5.csv"), "1,2,3,4,5\n2,3,4,5,6\n");
+  write_bytes(path_of("q6.csv"), "1,2,3,4,5,6\n");
+  r = run_cli("radius --ref '" + path_of("f5.csv") + "' --query '" + path_of("q6.csv") +
+              "' --radius 1 --counts '" + path_of("f5_n.csv") + "'");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("q6.csv: line 1: expected 5 columns, found 6"), std::string::npos) << r.err;
+  // A row of another width is still an error naming its line.
+  write_bytes(path_of("ragged.xyz"), "1 2 3 0 0 1\n4 5 6 0 0 1\n7 8 9 0 1\n");
+  r = run_cli("knn --ref '" + path_of("ragged.xyz") + "' --self --k 1 --out '" +
+              path_of("wide.csv") + "'");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("ragged.xyz: line 3: expected 6 columns (as on line 1), found 5"),
+            std::string::npos)
+      << r.err;
+}
