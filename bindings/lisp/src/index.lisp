@@ -17,6 +17,7 @@
 (in-package #:knn-gpgpu)
 
 (defstruct (index (:include native-handle (free '%index-free))
+                  (:copier nil)
                   (:constructor %make-index (pointer n dim &optional (scalar :float32))))
   "A knn_index handle. Free it with FREE-INDEX or use WITH-INDEX; any thread
 may, also while other threads query it (see handle.lisp)."

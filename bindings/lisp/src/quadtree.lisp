@@ -18,6 +18,7 @@
 (in-package #:knn-gpgpu)
 
 (defstruct (quadtree (:include native-handle (free '%quadtree-free))
+                     (:copier nil)
                      (:constructor %make-quadtree (pointer n &optional (scalar :float32))))
   "A knn_quadtree handle. Free it with FREE-QUADTREE or use WITH-QUADTREE; any
 thread may, also while other threads query it (see handle.lisp)."
