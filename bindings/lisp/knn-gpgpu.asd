@@ -14,6 +14,7 @@
                (:file "arrays")
                (:file "classic")
                (:file "options")
+               (:file "handle")
                (:file "index")
                (:file "quadtree")
                (:file "cancel")

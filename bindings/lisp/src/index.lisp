@@ -16,18 +16,23 @@
 
 (in-package #:knn-gpgpu)
 
-(defstruct (index (:constructor %make-index (pointer n dim &optional (scalar :float32))))
-  "A knn_index handle. Free it with FREE-INDEX or use WITH-INDEX."
-  (pointer nil)
+(defstruct (index (:include native-handle (free '%index-free))
+                  (:copier nil)
+                  (:constructor %make-index (pointer n dim &optional (scalar :float32))))
+  "A knn_index handle. Free it with FREE-INDEX or use WITH-INDEX; any thread
+may, also while other threads query it (see handle.lisp)."
   (n 0 :type integer :read-only t)
   (dim 0 :type integer :read-only t)
   (scalar :float32 :type (member :float32 :float64) :read-only t))
 
 (defun index-closed-p (index) (null (index-pointer index)))
 
-(defun live-index (index)
-  (check-type index index)
-  (or (index-pointer index) (usage-error "the index is closed")))
+(defmacro with-live-index ((handle index) &body body)
+  "Run BODY with HANDLE bound to INDEX's knn_index*, held until BODY returns."
+  (let ((i (gensym "INDEX")))
+    `(let ((,i ,index))
+       (check-type ,i index)
+       (with-handle (,handle ,i "index") ,@body))))
 
 (defun input-rows (data dim count name &optional scalar)
   "(values pointer-or-vector rows scalar) for index inputs. A foreign pointer
@@ -41,9 +46,7 @@ holds SCALAR's type (NIL: :float32)."
 
 (defun adopt-index (pointer n dim scalar)
   "An INDEX owning POINTER (a knn_index*), freed by the garbage collector if forgotten."
-  (let ((index (%make-index pointer n dim scalar)))
-    #+sbcl (sb-ext:finalize index (lambda () (%index-free pointer)) :dont-save t)
-    index))
+  (adopt-handle (%make-index nil n dim scalar) pointer))
 
 (defun build-index (points dim &key options count scalar backend device structure leaf-size
                                  threads device-memory-limit)
@@ -68,14 +71,11 @@ point, KNN-INVALID-ARGUMENT, KNN-NO-DEVICE for :backend :cuda without a GPU)."
         (adopt-index (cffi:mem-ref out :pointer) n dim scalar)))))
 
 (defun free-index (index)
-  "Free INDEX (knn_index_free); freeing twice does nothing."
+  "Free INDEX (knn_index_free); freeing twice does nothing. Calls running on
+INDEX in other threads finish with their full results, and the last of them
+frees it; calls made afterwards signal KNN-USAGE-ERROR."
   (check-type index index)
-  (let ((pointer (index-pointer index)))
-    (when pointer
-      (setf (index-pointer index) nil)
-      #+sbcl (sb-ext:cancel-finalization index)
-      (check-status "knn_index_free" (%index-free pointer))))
-  (values))
+  (free-handle index "knn_index_free"))
 
 (defmacro with-index ((var points dim &rest keys) &body body)
   "Bind VAR to (BUILD-INDEX POINTS DIM . KEYS) for BODY; always freed."
@@ -86,7 +86,8 @@ point, KNN-INVALID-ARGUMENT, KNN-NO-DEVICE for :backend :cuda without a GPU)."
 (defun index-info (index)
   "knn_index_info: (values n dim backend structure) that actually serve INDEX."
   (cffi:with-foreign-objects ((n :int64) (dim :int) (backend :int) (structure :int))
-    (check-status "knn_index_info" (%index-info (live-index index) n dim backend structure))
+    (with-live-index (handle index)
+      (check-status "knn_index_info" (%index-info handle n dim backend structure)))
     (values (cffi:mem-ref n :int64) (cffi:mem-ref dim :int)
             (let ((b (cffi:mem-ref backend :int))) (if (< -1 b 3) (aref #(:auto :cuda :openmp) b) b))
             (let ((s (cffi:mem-ref structure :int)))
@@ -99,70 +100,70 @@ knn_index_query_f64 on a float64 index). Returns (values indices
 sq-distances): m*k (signed-byte 32) and single-float (double-float on a
 float64 index) vectors (sq-distances NIL unless DISTANCES), nearest first,
 ties by index, -1 / +infinity in missing slots."
-  (let* ((handle (live-index index))
-         (scalar (index-scalar index)))
-    (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries" scalar)
-      (c-int k "k")
-      (let* ((size (* m (max k 0)))
-             (ind (output-vector out-indices size '(signed-byte 32) "out-indices"))
-             (dist (and (or distances out-distances)
-                        (output-vector out-distances size (scalar-element-type scalar)
-                                       "out-distances"))))
-        (with-foreign-options (opt options)
-          (with-pointers ((qp q) (ip ind) (dp dist))
-            (scalar-call (scalar name "knn_index_query" %index-query %index-query-f64)
-              handle qp m k ip dp opt)))
-        (values ind dist)))))
+  (with-live-index (handle index)
+    (let ((scalar (index-scalar index)))
+      (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries" scalar)
+        (c-int k "k")
+        (let* ((size (* m (max k 0)))
+               (ind (output-vector out-indices size '(signed-byte 32) "out-indices"))
+               (dist (and (or distances out-distances)
+                          (output-vector out-distances size (scalar-element-type scalar)
+                                         "out-distances"))))
+          (with-foreign-options (opt options)
+            (with-pointers ((qp q) (ip ind) (dp dist))
+              (scalar-call (scalar name "knn_index_query" %index-query %index-query-f64)
+                handle qp m k ip dp opt)))
+          (values ind dist))))))
 
 (defun index-query-self (index k &key exclude-self (distances t))
   "All-kNN of the indexed points in input order (knn_index_query_self).
 EXCLUDE-SELF drops only each point's own index. Returns (values indices sq-distances)."
-  (let* ((handle (live-index index))
-         (scalar (index-scalar index))
-         (size (* (index-n index) (max (c-int k "k") 0)))
-         (ind (make-array size :element-type '(signed-byte 32)))
-         (dist (and distances (make-array size :element-type (scalar-element-type scalar)))))
-    (with-pointers ((ip ind) (dp dist))
-      (scalar-call (scalar name "knn_index_query_self" %index-query-self %index-query-self-f64)
-        handle k (if exclude-self 1 0) ip dp))
-    (values ind dist)))
+  (with-live-index (handle index)
+    (let* ((scalar (index-scalar index))
+           (size (* (index-n index) (max (c-int k "k") 0)))
+           (ind (make-array size :element-type '(signed-byte 32)))
+           (dist (and distances (make-array size :element-type (scalar-element-type scalar)))))
+      (with-pointers ((ip ind) (dp dist))
+        (scalar-call (scalar name "knn_index_query_self" %index-query-self %index-query-self-f64)
+          handle k (if exclude-self 1 0) ip dp))
+      (values ind dist))))
 
 (defun index-radius (index queries radius max-neighbors &key (distances t) options count)
   "Points within RADIUS of each query (knn_index_radius), rows of
 MAX-NEIGHBORS ordered by (distance, index), -1 / +infinity in unused slots.
 Returns (values indices sq-distances counts); counts are the true numbers
 within the radius. MAX-NEIGHBORS 0 is a counting call (indices and distances NIL)."
-  (let* ((handle (live-index index))
-         (scalar (index-scalar index)))
-    (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries" scalar)
-      (c-int max-neighbors "max_neighbors")
-      (let* ((size (* m (max max-neighbors 0)))
-             (rows (/= max-neighbors 0))
-             (ind (and rows (make-array size :element-type '(signed-byte 32))))
-             (dist (and rows distances
-                        (make-array size :element-type (scalar-element-type scalar))))
-             (counts (make-array m :element-type '(signed-byte 32)))
-             (r (coerce radius (scalar-element-type scalar))))
-        (with-foreign-options (opt options)
-          (with-pointers ((qp q) (ip ind) (dp dist) (cp counts))
-            (scalar-call (scalar name "knn_index_radius" %index-radius %index-radius-f64)
-              handle qp m r max-neighbors ip dp cp opt)))
-        (values ind dist counts)))))
+  (with-live-index (handle index)
+    (let ((scalar (index-scalar index)))
+      (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries" scalar)
+        (c-int max-neighbors "max_neighbors")
+        (let* ((size (* m (max max-neighbors 0)))
+               (rows (/= max-neighbors 0))
+               (ind (and rows (make-array size :element-type '(signed-byte 32))))
+               (dist (and rows distances
+                          (make-array size :element-type (scalar-element-type scalar))))
+               (counts (make-array m :element-type '(signed-byte 32)))
+               (r (coerce radius (scalar-element-type scalar))))
+          (with-foreign-options (opt options)
+            (with-pointers ((qp q) (ip ind) (dp dist) (cp counts))
+              (scalar-call (scalar name "knn_index_radius" %index-radius %index-radius-f64)
+                handle qp m r max-neighbors ip dp cp opt)))
+          (values ind dist counts))))))
 
 (defun index-radius-counts (index queries radius &key options count)
   "knn_index_radius_count: a (signed-byte 64) vector of the number of points
 within RADIUS of each query."
-  (let* ((handle (live-index index))
-         (scalar (index-scalar index)))
-    (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries" scalar)
-      (let ((counts (make-array m :element-type '(signed-byte 64)))
-            (r (coerce radius (scalar-element-type scalar))))
-        (with-foreign-options (opt options)
-          (with-pointers ((qp q) (cp counts))
-            (scalar-call (scalar name "knn_index_radius_count" %index-radius-count
-                                 %index-radius-count-f64)
-              handle qp m r cp opt)))
-        counts))))
+  (with-live-index (handle index)
+    (let ((scalar (index-scalar index)))
+      (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries" scalar)
+        (let ((counts (make-array m :element-type '(signed-byte 64)))
+              (r (coerce radius (scalar-element-type scalar))))
+          (with-foreign-options (opt options)
+            (with-pointers ((qp q) (cp counts))
+              (scalar-call (scalar name "knn_index_radius_count" %index-radius-count
+                                   %index-radius-count-f64)
+                handle qp m r cp opt)))
+          counts)))))
 
 (defun index-radius-csr (index queries radius &key (distances t) options count)
   "Every point within RADIUS of each query in CSR rows: count, offsets
@@ -171,29 +172,29 @@ indices sq-distances offsets): query i's neighbours, nearest first (ties by
 index), at [offsets[i], offsets[i+1]) of indices ((signed-byte 32)) and
 sq-distances (single-float, double-float on a float64 index; NIL unless
 DISTANCES); offsets has m + 1 (signed-byte 64) entries."
-  (let* ((handle (live-index index))
-         (scalar (index-scalar index)))
-    (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries" scalar)
-      (let* ((counts (index-radius-counts index q radius :options options :count m))
-             (offsets (make-array (1+ m) :element-type '(signed-byte 64))))
-        (with-pointers ((cp counts) (op offsets))
-          (check-status "knn_offsets_from_counts" (%offsets-from-counts cp m op)))
-        (let* ((total (aref offsets m))
-               (ind (make-array total :element-type '(signed-byte 32)))
-               (dist (and distances
-                          (make-array total :element-type (scalar-element-type scalar))))
-               (r (coerce radius (scalar-element-type scalar))))
-          (with-foreign-options (opt options)
-            (with-pointers ((qp q) (op offsets) (ip ind) (dp dist))
-              (scalar-call (scalar name "knn_index_radius_fill" %index-radius-fill
-                                   %index-radius-fill-f64)
-                handle qp m r op ip dp opt)))
-          (values ind dist offsets))))))
+  (with-live-index (handle index)
+    (let ((scalar (index-scalar index)))
+      (multiple-value-bind (q m) (input-rows queries (index-dim index) count "queries" scalar)
+        (let* ((counts (index-radius-counts index q radius :options options :count m))
+               (offsets (make-array (1+ m) :element-type '(signed-byte 64))))
+          (with-pointers ((cp counts) (op offsets))
+            (check-status "knn_offsets_from_counts" (%offsets-from-counts cp m op)))
+          (let* ((total (aref offsets m))
+                 (ind (make-array total :element-type '(signed-byte 32)))
+                 (dist (and distances
+                            (make-array total :element-type (scalar-element-type scalar))))
+                 (r (coerce radius (scalar-element-type scalar))))
+            (with-foreign-options (opt options)
+              (with-pointers ((qp q) (op offsets) (ip ind) (dp dist))
+                (scalar-call (scalar name "knn_index_radius_fill" %index-radius-fill
+                                     %index-radius-fill-f64)
+                  handle qp m r op ip dp opt)))
+            (values ind dist offsets)))))))
 
 (defun serialize-index (index)
   "knn_index_serialize: INDEX as a (unsigned-byte 8) vector (a versioned,
 checksummed format that DESERIALIZE-INDEX loads on either backend)."
-  (let ((handle (live-index index)))
+  (with-live-index (handle index)
     (cffi:with-foreign-object (size :size)
       (check-status "knn_index_serialized_size" (%index-serialized-size handle size))
       (let ((bytes (make-array (cffi:mem-ref size :size) :element-type '(unsigned-byte 8))))

@@ -17,17 +17,22 @@
 
 (in-package #:knn-gpgpu)
 
-(defstruct (quadtree (:constructor %make-quadtree (pointer n &optional (scalar :float32))))
-  "A knn_quadtree handle. Free it with FREE-QUADTREE or use WITH-QUADTREE."
-  (pointer nil)
+(defstruct (quadtree (:include native-handle (free '%quadtree-free))
+                     (:copier nil)
+                     (:constructor %make-quadtree (pointer n &optional (scalar :float32))))
+  "A knn_quadtree handle. Free it with FREE-QUADTREE or use WITH-QUADTREE; any
+thread may, also while other threads query it (see handle.lisp)."
   (n 0 :type integer :read-only t)
   (scalar :float32 :type (member :float32 :float64) :read-only t))
 
 (defun quadtree-closed-p (tree) (null (quadtree-pointer tree)))
 
-(defun live-quadtree (tree)
-  (check-type tree quadtree)
-  (or (quadtree-pointer tree) (usage-error "the quadtree is closed")))
+(defmacro with-live-quadtree ((handle tree) &body body)
+  "Run BODY with HANDLE bound to TREE's knn_quadtree*, held until BODY returns."
+  (let ((q (gensym "TREE")))
+    `(let ((,q ,tree))
+       (check-type ,q quadtree)
+       (with-handle (,handle ,q "quadtree") ,@body))))
 
 (defun build-quadtree (xy &key options backend device leaf-size threads)
   "Build a quadtree over XY (flat x y pairs or an (n 2) array); the tree keeps
@@ -46,20 +51,14 @@ KNN-NONFINITE-INPUT naming the first NaN/Inf point."
           (with-pointers ((p v))
             (scalar-call (scalar name "knn_quadtree_build" %quadtree-build %quadtree-build-f64)
               p n opt out)))
-        (let ((tree (%make-quadtree (cffi:mem-ref out :pointer) n scalar)))
-          #+sbcl (let ((pointer (quadtree-pointer tree)))
-                   (sb-ext:finalize tree (lambda () (%quadtree-free pointer)) :dont-save t))
-          tree)))))
+        (adopt-handle (%make-quadtree nil n scalar) (cffi:mem-ref out :pointer))))))
 
 (defun free-quadtree (tree)
-  "Free TREE (knn_quadtree_free); freeing twice does nothing."
+  "Free TREE (knn_quadtree_free); freeing twice does nothing. Calls running on
+TREE in other threads finish with their full results, and the last of them
+frees it; calls made afterwards signal KNN-USAGE-ERROR."
   (check-type tree quadtree)
-  (let ((pointer (quadtree-pointer tree)))
-    (when pointer
-      (setf (quadtree-pointer tree) nil)
-      #+sbcl (sb-ext:cancel-finalization tree)
-      (check-status "knn_quadtree_free" (%quadtree-free pointer))))
-  (values))
+  (free-handle tree "knn_quadtree_free"))
 
 (defmacro with-quadtree ((var xy &rest keys) &body body)
   `(let ((,var (build-quadtree ,xy ,@keys)))
@@ -105,7 +104,7 @@ single-floats."
 (defun points-in-polygons-count (tree vertices ring-offsets polygon-offsets &key options)
   "knn_points_in_polygons_count: a (signed-byte 64) vector of the number of
 TREE points inside each polygon."
-  (let ((handle (live-quadtree tree)))
+  (with-live-quadtree (handle tree)
     (multiple-value-bind (v rings n-rings polys n-polygons scalar)
         (polygon-arrays vertices ring-offsets polygon-offsets)
       (let ((counts (make-array n-polygons :element-type '(signed-byte 64))))
@@ -120,7 +119,7 @@ TREE points inside each polygon."
   "knn_points_in_polygons: (values offsets indices); polygon p's points are
 indices[offsets[p], offsets[p+1]), ascending. OUT-OFFSETS (n-polygons + 1)
 are computed from the counts when not given."
-  (let ((handle (live-quadtree tree)))
+  (with-live-quadtree (handle tree)
     (multiple-value-bind (v rings n-rings polys n-polygons scalar)
         (polygon-arrays vertices ring-offsets polygon-offsets)
       (let ((offsets

@@ -816,3 +816,98 @@
         (check (typep v '(simple-array single-float (*))))
         (knn:with-quadtree (tree towns32 :backend :openmp)
           (check (/= 41 (aref (knn:points-in-polygons-count tree v rings polys) 0))))))))
+
+;;; ---- freeing while other threads call (issue #51 item 3) -------------------------
+
+(defun free-while-calling (free call)
+  "Three threads run CALL in a loop until it signals KNN-USAGE-ERROR (the object
+is closed); once each has answered, three more threads FREE the object at the
+same moment. Returns (values answers others): what CALL returned, and any
+other condition signalled by CALL or FREE."
+  (let* ((lock (sb-thread:make-mutex))
+         (answers '()) (others '()) (go nil)
+         (workers
+           (loop repeat 3
+                 collect (sb-thread:make-thread
+                          (lambda ()
+                            (loop (let ((answer (handler-case (funcall call)
+                                                  (knn:knn-usage-error () (return))
+                                                  (error (e) (sb-thread:with-mutex (lock)
+                                                               (push e others))
+                                                    (return)))))
+                                    (sb-thread:with-mutex (lock) (push answer answers))))))))
+         (freers (loop repeat 3
+                       collect (sb-thread:make-thread
+                                (lambda ()
+                                  (loop until go do (sb-thread:thread-yield))
+                                  (handler-case (funcall free)
+                                    (error (e) (sb-thread:with-mutex (lock) (push e others)))))))))
+    (loop until (>= (sb-thread:with-mutex (lock) (length answers)) 3)
+          do (sleep 0.001))
+    (setf go t)
+    (mapc #'sb-thread:join-thread freers)
+    (mapc #'sb-thread:join-thread workers)
+    (values answers others)))
+
+(deftest free-index-while-other-threads-query
+  ;; Queries as a list of rationals (the floats' exact values): the binding
+  ;; converts them between taking the index and calling the library, which is
+  ;; where a free used to slip in (the library then refused the freed handle, or
+  ;; ran on another index at the same address); the conversion makes that
+  ;; window most of each call.
+  (let* ((pts (make-cloud 151 300 3))
+         (queries (make-cloud 152 400 3))
+         (query-list (map 'list #'rational queries))
+         (k 3)
+         (rounds 0))
+    (multiple-value-bind (want-d want-i) (oracle pts queries 3 k)
+      (loop with start = (get-internal-real-time)
+            while (and (< rounds 200)
+                       (< (- (get-internal-real-time) start) (* 3 internal-time-units-per-second)))
+            do (incf rounds)
+               (let ((index (knn:build-index pts 3 :backend :openmp :threads 1)))
+                 (multiple-value-bind (answers others)
+                     (free-while-calling (lambda () (knn:free-index index))
+                                         (lambda () (multiple-value-list
+                                                     (knn:index-query index query-list k))))
+                   (check (null others) (format nil "round ~D: ~{~A~^; ~}" rounds others))
+                   (check (every (lambda (a) (and (vector= (first a) want-i)
+                                                  (same-bits (second a) want-d)))
+                                 answers)
+                          (format nil "round ~D: every answer is the oracle's" rounds)))
+                 (check (knn:index-closed-p index))
+                 (check (null (knn:free-index index)) "a second free does nothing")
+                 (check-signals knn:knn-usage-error (knn:index-query index queries k))))
+      (format t "~&  ~D rounds~%" rounds))))
+
+(deftest free-quadtree-while-other-threads-count
+  ;; A polygon of 2000 vertices away from every point: its vertices take long
+  ;; to convert (see below) and little time in the library.
+  (let* ((xy (pip-cloud 153 200))
+         (far (loop for i below 2000
+                    for a = (/ (* 2 pi i) 2000)
+                    collect (list (+ 1000 (* 5 (cos a))) (+ 1000 (* 5 (sin a))))))
+         (polygons (append *polygons* (list (list far))))
+         (want (mapcar #'length (pip-oracle xy polygons)))
+         (rounds 0))
+    (multiple-value-bind (v r p) (knn:pack-polygons polygons)
+      ;; the vertices as rationals, converted while the tree is held (see above)
+      (let ((vertex-list (map 'list #'rational v)))
+        (loop with start = (get-internal-real-time)
+              while (and (< rounds 200)
+                         (< (- (get-internal-real-time) start)
+                            (* 3 internal-time-units-per-second)))
+              do (incf rounds)
+                 (let ((tree (knn:build-quadtree xy :backend :openmp :threads 1)))
+                   (multiple-value-bind (answers others)
+                       (free-while-calling (lambda () (knn:free-quadtree tree))
+                                           (lambda () (coerce (knn:points-in-polygons-count
+                                                               tree vertex-list r p)
+                                                              'list)))
+                     (check (null others) (format nil "round ~D: ~{~A~^; ~}" rounds others))
+                     (check (every (lambda (a) (equal a want)) answers)
+                            (format nil "round ~D: every count is the oracle's" rounds)))
+                   (check (knn:quadtree-closed-p tree))
+                   (check (null (knn:free-quadtree tree)) "a second free does nothing")
+                   (check-signals knn:knn-usage-error (knn:points-in-polygons-count tree v r p))))
+        (format t "~&  ~D rounds~%" rounds)))))

@@ -1,10 +1,11 @@
-"""Ownership of one object the library allocated (``knn_index*``, ``knn_quadtree*``)."""
+"""Ownership of one object a library allocated (``knn_index*``, ``knn_quadtree*``,
+``knn_dindex*``)."""
 
 from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, TypeVar
+from typing import Any, Dict, Iterator, Optional, TypeVar
 
 from ._library import check, native
 
@@ -14,7 +15,9 @@ _Self = TypeVar("_Self", bound="NativeHandle")
 class NativeHandle:
     """Frees its library object exactly once: by :meth:`close`, at the end of a
     ``with`` block, or when garbage-collected. Subclasses name the library's
-    free function and what the object is called in messages.
+    free function and what the object is called in messages, and override
+    :meth:`_native_library` / :meth:`_check_status` for another library than
+    libknn_gpgpu.
 
     Every method that calls the library on the object holds it for the whole
     method (:meth:`_use`), from before it reads the handle until the library
@@ -51,9 +54,20 @@ class NativeHandle:
                 self._freed_by_last_call = handle
                 return
         if handle:
-            check(getattr(native(), self._free_function)(handle), self._free_function)
+            self._check_status(getattr(self._native_library(), self._free_function)(handle),
+                               self._free_function)
 
     def __enter__(self: _Self) -> _Self:
+        return self
+
+    # The object is immutable but for close(), so a copy is the object itself,
+    # as for a tuple: one handle, one count of calls in flight, one free. A
+    # field-by-field copy would share the handle but not the count, and each
+    # copy would free it.
+    def __copy__(self: _Self) -> _Self:
+        return self
+
+    def __deepcopy__(self: _Self, memo: Dict[int, Any]) -> _Self:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -85,4 +99,12 @@ class NativeHandle:
             if doomed:
                 # The library frees a live handle without fail; the status has
                 # no caller to go to (close() returned long ago).
-                getattr(native(), self._free_function)(doomed)
+                getattr(self._native_library(), self._free_function)(doomed)
+
+    def _native_library(self) -> Any:
+        """The library holding :attr:`_free_function`."""
+        return native()
+
+    def _check_status(self, status: int, function: str) -> None:
+        """Raise the error of ``function``'s non-zero ``status``."""
+        check(status, function)

@@ -40,6 +40,7 @@ import numpy as np
 
 from ._arrays import c_int as _c_int
 from ._arrays import host_rows
+from ._handle import NativeHandle
 from ._library import library_path, native
 from ._types import OptionsStruct
 from .cancel import CancelFlag
@@ -164,7 +165,7 @@ def _rows(rows: int, width: int) -> Tuple[np.ndarray, np.ndarray]:
     return ind, np.empty(ind.shape, dtype=np.float32)
 
 
-class DistributedIndex:
+class DistributedIndex(NativeHandle):
     """An index over the union of every rank's points (``knn_dindex``).
 
     Args:
@@ -180,8 +181,13 @@ class DistributedIndex:
         sample_size: points sampled for the decomposition (0: the default).
 
     :meth:`close` (or the end of a ``with`` block) is collective too; an index
-    left open is freed at garbage collection.
+    left open is freed at garbage collection. A :meth:`close` on another
+    thread while a call runs frees the index when that call returns (as for
+    :class:`knn_gpgpu.Index`).
     """
+
+    _free_function = "knn_dindex_free"
+    _what = "distributed index"
 
     def __init__(self, comm: Any, points: Any, *, backend: Union[int, str, None] = None,
                  structure: Union[int, str, None] = None, leaf_size: Optional[int] = None,
@@ -189,7 +195,7 @@ class DistributedIndex:
                  time_limit: float = 0.0, cancel_flag: Optional[CancelFlag] = None,
                  sample_size: int = 0) -> None:
         self._lib = load_mpi_library()
-        self._handle: Optional[Any] = None
+        self._own(None)
         comm_address = _comm_address(comm)
         handle = _P_D()
         def prepare() -> Any:
@@ -214,43 +220,27 @@ class DistributedIndex:
             c_void_p(comm_address), pts.ctypes.data_as(_P_F), pts.shape[0], pts.shape[1],
             ctypes.byref(opt), ctypes.byref(handle))
         _check(self._lib, status, "knn_dindex_build")
-        self._handle = handle
+        self._own(handle)
         self._comm = comm
         self._info()
 
     def _info(self) -> None:
         n_global, n_local, offset, n_region = c_int64(), c_int64(), c_int64(), c_int64()
         dim, rank, size = c_int(), c_int(), c_int()
-        _check(self._lib, self._lib.knn_dindex_info(
-            self._live(), ctypes.byref(n_global), ctypes.byref(n_local), ctypes.byref(offset),
-            ctypes.byref(dim), ctypes.byref(n_region), ctypes.byref(rank), ctypes.byref(size)),
-            "knn_dindex_info")
+        with self._use() as live:
+            _check(self._lib, self._lib.knn_dindex_info(
+                live, ctypes.byref(n_global), ctypes.byref(n_local), ctypes.byref(offset),
+                ctypes.byref(dim), ctypes.byref(n_region), ctypes.byref(rank),
+                ctypes.byref(size)), "knn_dindex_info")
         self.n_global, self.n_local, self.offset = n_global.value, n_local.value, offset.value
         self.dim, self.n_region = dim.value, n_region.value
         self.rank, self.size = rank.value, size.value
 
-    def _live(self) -> Any:
-        if self._handle is None:
-            raise ValueError("the distributed index is closed")
-        return self._handle
+    def _native_library(self) -> Any:
+        return self._lib
 
-    def close(self) -> None:
-        """Free the index (collective); later calls raise ``ValueError``."""
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            _check(self._lib, self._lib.knn_dindex_free(handle), "knn_dindex_free")
-
-    def __enter__(self) -> "DistributedIndex":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - nothing to report to at collection time
-            pass
+    def _check_status(self, status: int, function: str) -> None:
+        _check(self._lib, status, function)
 
     def query(self, queries: Any, k: int) -> Tuple[np.ndarray, np.ndarray]:
         """``(indices, sq_distances)`` of shape ``(m, k)``: int64 global indices
@@ -259,11 +249,12 @@ class DistributedIndex:
             q = host_rows(queries, "queries", self.dim)
             kk = _c_int(k, "k", "knn_dindex_query")
             return q, kk, _rows(q.shape[0], kk)
-        q, k, (ind, d2) = _prepare(
-            prepare, lambda: self._lib.knn_dindex_query(self._live(), None, -1, 1, None, None))
-        _check(self._lib, self._lib.knn_dindex_query(
-            self._live(), q.ctypes.data_as(_P_F), q.shape[0], k, ind.ctypes.data_as(_P_I64),
-            d2.ctypes.data_as(_P_F)), "knn_dindex_query")
+        with self._use() as live:
+            q, k, (ind, d2) = _prepare(
+                prepare, lambda: self._lib.knn_dindex_query(live, None, -1, 1, None, None))
+            _check(self._lib, self._lib.knn_dindex_query(
+                live, q.ctypes.data_as(_P_F), q.shape[0], k, ind.ctypes.data_as(_P_I64),
+                d2.ctypes.data_as(_P_F)), "knn_dindex_query")
         return ind, d2
 
     def query_self(self, k: int, exclude_self: bool = True) -> Tuple[np.ndarray, np.ndarray]:
@@ -271,11 +262,12 @@ class DistributedIndex:
         def prepare() -> Any:
             kk = _c_int(k, "k", "knn_dindex_query_self")
             return kk, _rows(self.n_local, kk)
-        k, (ind, d2) = _prepare(
-            prepare, lambda: self._lib.knn_dindex_query_self(self._live(), 0, 0, None, None))
-        _check(self._lib, self._lib.knn_dindex_query_self(
-            self._live(), k, 1 if exclude_self else 0, ind.ctypes.data_as(_P_I64),
-            d2.ctypes.data_as(_P_F)), "knn_dindex_query_self")
+        with self._use() as live:
+            k, (ind, d2) = _prepare(
+                prepare, lambda: self._lib.knn_dindex_query_self(live, 0, 0, None, None))
+            _check(self._lib, self._lib.knn_dindex_query_self(
+                live, k, 1 if exclude_self else 0, ind.ctypes.data_as(_P_I64),
+                d2.ctypes.data_as(_P_F)), "knn_dindex_query_self")
         return ind, d2
 
     def radius(self, queries: Any, radius: float, max_neighbors: int) -> RadiusResult:
@@ -286,13 +278,14 @@ class DistributedIndex:
             q = host_rows(queries, "queries", self.dim)
             w = _c_int(max_neighbors, "max_neighbors", "knn_dindex_radius")
             return q, float(radius), w, _rows(q.shape[0], w), np.empty(q.shape[0], np.int64)
-        q, r, w, (ind, d2), counts = _prepare(
-            prepare, lambda: self._lib.knn_dindex_radius(self._live(), None, -1, 0.0, 0, None,
-                                                         None, None))
-        _check(self._lib, self._lib.knn_dindex_radius(
-            self._live(), q.ctypes.data_as(_P_F), q.shape[0], c_float(r), w,
-            ind.ctypes.data_as(_P_I64), d2.ctypes.data_as(_P_F), counts.ctypes.data_as(_P_I64)),
-            "knn_dindex_radius")
+        with self._use() as live:
+            q, r, w, (ind, d2), counts = _prepare(
+                prepare, lambda: self._lib.knn_dindex_radius(live, None, -1, 0.0, 0, None,
+                                                             None, None))
+            _check(self._lib, self._lib.knn_dindex_radius(
+                live, q.ctypes.data_as(_P_F), q.shape[0], c_float(r), w,
+                ind.ctypes.data_as(_P_I64), d2.ctypes.data_as(_P_F),
+                counts.ctypes.data_as(_P_I64)), "knn_dindex_radius")
         if w == 0:
             return RadiusResult(None, None, counts)
         return RadiusResult(ind, d2, counts)
@@ -301,8 +294,9 @@ class DistributedIndex:
         """This rank's traffic and phase times of the last call (see the header)."""
         sent, forwarded = c_int64(), c_int64()
         phases = (c_double * 4)()
-        _check(self._lib, self._lib.knn_dindex_last_stats(
-            self._live(), ctypes.byref(sent), ctypes.byref(forwarded), phases),
-            "knn_dindex_last_stats")
+        with self._use() as live:
+            _check(self._lib, self._lib.knn_dindex_last_stats(
+                live, ctypes.byref(sent), ctypes.byref(forwarded), phases),
+                "knn_dindex_last_stats")
         return {"bytes_sent": sent.value, "forwarded_queries": forwarded.value,
                 "phase_seconds": list(phases)}
