@@ -26,6 +26,21 @@
 // the law predicts no good grid within the cap, are refused without another
 // binning.
 //
+// Curves. Points on a curve (a line, a helix, a circle, a scan line) fill
+// their cells well when the curve runs along an axis: the grid is then one
+// row of cells, a Poisson target each, and a poor-grid test sees nothing
+// wrong. But a shell of such a grid holds two cells, a few points, and a
+// long k-list fills only after k / target runs; past isolated_walk_runs
+// the walk gives up and the query scans all n points (OpenMP, 20,000
+// points on the x axis, all-kNN k = 1000: 6.9 s against the kd-tree's 0.14).
+// Off an axis a curve makes a poor grid, and a grid refined for it (a
+// circle in a plane) walks r^2 cells for r of curve. So an automatic choice
+// (IndexParams::refuse_curves) refuses a grid on which the points lie on a
+// curve at the cell scale (grid_on_curve: the own-cell count, less the point
+// itself, grows as side^1 rather than side^2 or ^3 from a cell to its
+// coarse cell), and the kd-tree serves; an explicit KNN_STRUCTURE_GRID keeps
+// its row of cells (the caller asked for it).
+//
 // Exactness. Cells are found in double arithmetic (the same IEEE operations
 // on both backends, so both bin every point alike). A search visits cells and
 // stops when a lower bound of the float32 squared distance to every point it
@@ -106,6 +121,10 @@ constexpr double kGridRefinedOccupancyFactor = 3.0;
 // finer cells barely split the points).
 constexpr double kGridRefinedPredictionSlack = 2.0;
 constexpr double kGridMinOccupancyExponent = 0.5;
+// The points lie on a curve at the cell scale (see "Curves" above) when the
+// others in a point's own cell grow less than this from a cell to its coarse
+// cell: side^1.5, between a curve's 2 (side^1) and a surface's 4 (side^2).
+constexpr double kGridCurveMaxGrowth = 2.8284271247461903;
 
 // HUGE_VAL, not numeric_limits: callable from device code without
 // --expt-relaxed-constexpr (hosts such as the benchmarks compile this header).
@@ -572,6 +591,24 @@ inline double mean_own_cell(uint64_t sum_of_squared_counts, int64_t n) {
 inline bool grid_is_poor(uint64_t sum_of_squared_counts, int64_t n, int target) {
   if (n < kGridMinPointsToJudge) return false;
   return mean_own_cell(sum_of_squared_counts, n) > kGridPoorOccupancyFactor * (target + 1);
+}
+
+// True when the points lie on a curve at the scale of the grid whose sum of
+// squared cell counts is sum_of_squared_counts and whose coarse grid's (cells
+// twice as wide) is coarse_sum (see "Curves" above): the others in a point's
+// own cell, sum / n - 1, grow by less than kGridCurveMaxGrowth to the coarse
+// cell's (both sums count every point once in its own cell: coarse_sum >=
+// sum >= n). Poisson cells of a target each give 2 on a curve, 4 on a
+// surface, 8 in a volume. The sums are exact integers on both engines and
+// this runs on the host, so both decide alike. A build that refuses curves
+// (IndexParams::refuse_curves) tests every grid it tries, kept or not, before
+// it keeps or refines it.
+inline bool grid_on_curve(uint64_t sum_of_squared_counts, uint64_t coarse_sum, int64_t n) {
+  if (n < kGridMinPointsToJudge) return false;
+  const uint64_t points = static_cast<uint64_t>(n);
+  const double others = static_cast<double>(sum_of_squared_counts - points);
+  const double coarse_others = static_cast<double>(coarse_sum - points);
+  return coarse_others < kGridCurveMaxGrowth * others;
 }
 
 // Whether a grid binned again with finer cells (after_refinements > 0) is

@@ -6,7 +6,8 @@
 // order and the start of every cell. When the occupancy shows a poor grid,
 // the points are binned again with finer cells as for a surface
 // (finer_grid_layout); when no grid is good (clustered data, all points
-// equal) the build returns nullptr and the API uses the kd-tree.
+// equal; with params.refuse_curves, points on a curve) the build returns
+// nullptr and the API uses the kd-tree.
 //
 // Search. k nearest: shells of cells around the query's cell, stopped by the
 // exact bounds of grid_layout.h, with its index sweep when only ties remain
@@ -280,13 +281,16 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
       const uint64_t count = starts[c + 1] - starts[c];
       sum_sq += count * count;
     }
-    if (grid_is_kept(sum_sq, n, target, refinements)) break;
-    if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
+    const bool kept = grid_is_kept(sum_sq, n, target, refinements);
+    if (kept && !params.refuse_curves) break;
     std::vector<uint64_t> coarse(static_cast<size_t>(grid.coarse_cell_count()), 0);
     for (int64_t c = 0; c < grid.cell_count(); ++c)
       coarse[grid.coarse_key_of_cell(static_cast<uint32_t>(c))] += starts[c + 1] - starts[c];
     uint64_t coarse_sum = 0;
     for (const uint64_t count : coarse) coarse_sum += count * count;
+    if (params.refuse_curves && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
+    if (kept) break;
+    if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
     if (!finer_grid_layout(grid, sum_sq, coarse_sum, n, target, refinements, grid)) return nullptr;
   }
   return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts));
