@@ -121,7 +121,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
         [&](List& list, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
-            nearest(queries + 3 * q, list);
+            nearest(queries + 3 * q, k, list);
             list.write(k, -1, indices + q * k, sq_distances ? sq_distances + q * k : nullptr);
           }
         });
@@ -138,7 +138,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock);
                ++p) {
             const int64_t self = ids_[static_cast<size_t>(p)];
-            nearest(&coords_[static_cast<size_t>(3 * p)], list);
+            nearest(&coords_[static_cast<size_t>(3 * p)], take, list);
             list.write(k, exclude_self ? static_cast<int32_t>(self) : -1, indices + self * k,
                        sq_distances ? sq_distances + self * k : nullptr);
           }
@@ -202,7 +202,8 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     return read;
   }
 
-  void nearest(const Scalar* q, List& list) const {
+  // The `take` nearest of q into `list` (which holds that many).
+  void nearest(const Scalar* q, int take, List& list) const {
     list.reset();
     if (n_ == 0) return;
     const auto kth = [&] {
@@ -212,7 +213,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     };
     const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
     const ShellWalk walk = walk_shells(
-        grid_, q, isolated_walk_runs(n_), kth,
+        grid_, q, isolated_walk_runs(n_, take), kth,
         [&](uint32_t first_key, uint32_t last_key, const CellScan<Scalar>& scan) {
           return scan_cells(q, first_key, last_key, scan, kth, offer);
         },
