@@ -29,12 +29,12 @@
 // Curves. Points on a curve (a line, a helix, a circle, a scan line) fill
 // their cells well when the curve runs along an axis: the grid is then one
 // row of cells, a Poisson target each, and a poor-grid test sees nothing
-// wrong. But a shell of such a grid holds two cells, a few points, and a
-// long k-list fills only after k / target runs; past isolated_walk_runs
-// the walk gives up and the query scans all n points (OpenMP, 20,000
-// points on the x axis, all-kNN k = 1000: 6.9 s against the kd-tree's 0.14).
-// Off an axis a curve makes a poor grid, and a grid refined for it (a
-// circle in a plane) walks r^2 cells for r of curve. So an automatic choice
+// wrong. But a shell of such a grid holds two cells, a few points, so a
+// list of k costs k / target runs (OpenMP, 2 loaded cores, all-kNN: 10^6
+// points, k = 8 and 100, even with the kd-tree; 20,000 points, k = 1000,
+// 0.68 s against 0.45). Off an axis a curve makes a poor grid, and a grid
+// refined for it walks r^2 cells for r of curve (a circle in a plane, 20,000
+// points, k = 1000: 10.3 s against the kd-tree's 0.42). So an automatic choice
 // (IndexParams::refuse_curves) refuses a grid on which the points lie on a
 // curve at the cell scale (grid_on_curve: the own-cell count, less the point
 // itself, grows as side^1 rather than side^2 or ^3 from a cell to its
@@ -342,7 +342,7 @@ constexpr int32_t kGridSweepStep = 32;
 // runs it read cost about what offering its k points would. Without k a
 // list longer than the runs allowed gave up among the points: 20,000 points
 // on a row of cells along x (a target each, two runs a shell), all-kNN k =
-// 1000: 21 s with every query scanning all points, 0.4 s walking, 2 cores.
+// 1000: 6.4 s with every query scanning all points, 0.4 s walking, 2 cores.
 constexpr int64_t kGridIsolatedMinRuns = 256;
 constexpr int64_t kGridIsolatedPointsPerRun = 64;
 KNN_HD int64_t isolated_walk_runs(int64_t n, int k) {

@@ -153,8 +153,9 @@ inline std::vector<float> collinear_queries(const std::vector<float>& line, doub
 // grid of one row of cells, each a Poisson target: not poor), the same with
 // noise 1e-5 across it 100 away from the origin, a diagonal line, the same
 // 1e4 away (float32 spacing 1e-3 there: few distinct coordinates), a helix,
-// a circle in the plane z = 0.5 (a grid refined for it is kept when refined)
-// and a tilted circle. n points each, t uniform along the curve.
+// a circle in the plane z = 0.5 (its grid is poor, and kept once refined
+// where curves are not refused) and a tilted circle. n points each, t
+// uniform along the curve.
 struct CurveCase {
   const char* name;
   std::vector<float> points;
