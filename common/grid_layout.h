@@ -26,6 +26,21 @@
 // the law predicts no good grid within the cap, are refused without another
 // binning.
 //
+// Curves. Points on a curve (a line, a helix, a circle, a scan line) fill
+// their cells well when the curve runs along an axis: the grid is then one
+// row of cells, a Poisson target each, and a poor-grid test sees nothing
+// wrong. But a shell of such a grid holds two cells, a few points, so a
+// list of k costs k / target runs (OpenMP, 2 loaded cores, all-kNN: 10^6
+// points, k = 8 and 100, even with the kd-tree; 20,000 points, k = 1000,
+// 0.68 s against 0.45). Off an axis a curve makes a poor grid, and a grid
+// refined for it walks r^2 cells for r of curve (a circle in a plane, 20,000
+// points, k = 1000: 10.3 s against the kd-tree's 0.42). So an automatic choice
+// (IndexParams::refuse_curves) refuses a grid on which the points lie on a
+// curve at the cell scale (grid_on_curve: the own-cell count, less the point
+// itself, grows as side^1 rather than side^2 or ^3 from a cell to its
+// coarse cell), and the kd-tree serves; an explicit KNN_STRUCTURE_GRID keeps
+// its row of cells (the caller asked for it).
+//
 // Exactness. Cells are found in double arithmetic (the same IEEE operations
 // on both backends, so both bin every point alike). A search visits cells and
 // stops when a lower bound of the float32 squared distance to every point it
@@ -106,6 +121,10 @@ constexpr double kGridRefinedOccupancyFactor = 3.0;
 // finer cells barely split the points).
 constexpr double kGridRefinedPredictionSlack = 2.0;
 constexpr double kGridMinOccupancyExponent = 0.5;
+// The points lie on a curve at the cell scale (see "Curves" above) when the
+// others in a point's own cell grow less than this from a cell to its coarse
+// cell: side^1.5, between a curve's 2 (side^1) and a surface's 4 (side^2).
+constexpr double kGridCurveMaxGrowth = 2.8284271247461903;
 
 // HUGE_VAL, not numeric_limits: callable from device code without
 // --expt-relaxed-constexpr (hosts such as the benchmarks compile this header).
@@ -317,12 +336,19 @@ constexpr int32_t kGridSweepStep = 32;
 // (ShellWalk::Isolated): 1 in kGridIsolatedPointsPerRun of the points, so
 // that a walk that gives up costs at most half the scan of every point that
 // replaces it (on the GPU one lane walks while a warp scans, 32 points a
-// step), and at least kGridIsolatedMinRuns (shells out to r = 4 or so).
+// step), and at least kGridIsolatedMinRuns (shells out to r = 4 or so) and
+// k, the list's length: a walk among the points reads a point or more a run,
+// so it gives up only when its runs averaged less than one point, and the
+// runs it read cost about what offering its k points would. Without k a
+// list longer than the runs allowed gave up among the points: 20,000 points
+// on a row of cells along x (a target each, two runs a shell), all-kNN k =
+// 1000: 6.4 s with every query scanning all points, 0.4 s walking, 2 cores.
 constexpr int64_t kGridIsolatedMinRuns = 256;
 constexpr int64_t kGridIsolatedPointsPerRun = 64;
-KNN_HD int64_t isolated_walk_runs(int64_t n) {
+KNN_HD int64_t isolated_walk_runs(int64_t n, int k) {
   const int64_t share = n / kGridIsolatedPointsPerRun;
-  return share > kGridIsolatedMinRuns ? share : kGridIsolatedMinRuns;
+  const int64_t most = share > kGridIsolatedMinRuns ? share : kGridIsolatedMinRuns;
+  return most > k ? most : k;
 }
 
 // The k-nearest walk: shells of cells around the query's cell (Chebyshev
@@ -572,6 +598,24 @@ inline double mean_own_cell(uint64_t sum_of_squared_counts, int64_t n) {
 inline bool grid_is_poor(uint64_t sum_of_squared_counts, int64_t n, int target) {
   if (n < kGridMinPointsToJudge) return false;
   return mean_own_cell(sum_of_squared_counts, n) > kGridPoorOccupancyFactor * (target + 1);
+}
+
+// True when the points lie on a curve at the scale of the grid whose sum of
+// squared cell counts is sum_of_squared_counts and whose coarse grid's (cells
+// twice as wide) is coarse_sum (see "Curves" above): the others in a point's
+// own cell, sum / n - 1, grow by less than kGridCurveMaxGrowth to the coarse
+// cell's (both sums count every point once in its own cell: coarse_sum >=
+// sum >= n). Poisson cells of a target each give 2 on a curve, 4 on a
+// surface, 8 in a volume. The sums are exact integers on both engines and
+// this runs on the host, so both decide alike. A build that refuses curves
+// (IndexParams::refuse_curves) tests every grid it tries, kept or not, before
+// it keeps or refines it.
+inline bool grid_on_curve(uint64_t sum_of_squared_counts, uint64_t coarse_sum, int64_t n) {
+  if (n < kGridMinPointsToJudge) return false;
+  const uint64_t points = static_cast<uint64_t>(n);
+  const double others = static_cast<double>(sum_of_squared_counts - points);
+  const double coarse_others = static_cast<double>(coarse_sum - points);
+  return coarse_others < kGridCurveMaxGrowth * others;
 }
 
 // Whether a grid binned again with finer cells (after_refinements > 0) is

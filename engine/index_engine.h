@@ -26,6 +26,7 @@ struct IndexParams {
   size_t device_memory_limit = 0;  // 0 = what the device has free
   bool points_on_device = false;   // CUDA engines: `points` is a device pointer
   bool refine_grid = true;         // a poor grid tries finer cells (grid_layout.h "Surfaces")
+  bool refuse_curves = false;      // no grid for points on a curve (grid_layout.h "Curves")
 };
 
 // Where a call's queries come from when others share them: take() hands out

@@ -6,7 +6,8 @@
 // order and the start of every cell. When the occupancy shows a poor grid,
 // the points are binned again with finer cells as for a surface
 // (finer_grid_layout); when no grid is good (clustered data, all points
-// equal) the build returns nullptr and the API uses the kd-tree.
+// equal; with params.refuse_curves, points on a curve) the build returns
+// nullptr and the API uses the kd-tree.
 //
 // Search. k nearest: shells of cells around the query's cell, stopped by the
 // exact bounds of grid_layout.h, with its index sweep when only ties remain
@@ -120,7 +121,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
         [&](List& list, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
-            nearest(queries + 3 * q, list);
+            nearest(queries + 3 * q, k, list);
             list.write(k, -1, indices + q * k, sq_distances ? sq_distances + q * k : nullptr);
           }
         });
@@ -137,7 +138,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock);
                ++p) {
             const int64_t self = ids_[static_cast<size_t>(p)];
-            nearest(&coords_[static_cast<size_t>(3 * p)], list);
+            nearest(&coords_[static_cast<size_t>(3 * p)], take, list);
             list.write(k, exclude_self ? static_cast<int32_t>(self) : -1, indices + self * k,
                        sq_distances ? sq_distances + self * k : nullptr);
           }
@@ -201,7 +202,8 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     return read;
   }
 
-  void nearest(const Scalar* q, List& list) const {
+  // The `take` nearest of q into `list` (which holds that many).
+  void nearest(const Scalar* q, int take, List& list) const {
     list.reset();
     if (n_ == 0) return;
     const auto kth = [&] {
@@ -211,7 +213,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     };
     const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
     const ShellWalk walk = walk_shells(
-        grid_, q, isolated_walk_runs(n_), kth,
+        grid_, q, isolated_walk_runs(n_, take), kth,
         [&](uint32_t first_key, uint32_t last_key, const CellScan<Scalar>& scan) {
           return scan_cells(q, first_key, last_key, scan, kth, offer);
         },
@@ -280,13 +282,16 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
       const uint64_t count = starts[c + 1] - starts[c];
       sum_sq += count * count;
     }
-    if (grid_is_kept(sum_sq, n, target, refinements)) break;
-    if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
+    const bool kept = grid_is_kept(sum_sq, n, target, refinements);
+    if (kept && !params.refuse_curves) break;
     std::vector<uint64_t> coarse(static_cast<size_t>(grid.coarse_cell_count()), 0);
     for (int64_t c = 0; c < grid.cell_count(); ++c)
       coarse[grid.coarse_key_of_cell(static_cast<uint32_t>(c))] += starts[c + 1] - starts[c];
     uint64_t coarse_sum = 0;
     for (const uint64_t count : coarse) coarse_sum += count * count;
+    if (params.refuse_curves && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
+    if (kept) break;
+    if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
     if (!finer_grid_layout(grid, sum_sq, coarse_sum, n, target, refinements, grid)) return nullptr;
   }
   return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts));

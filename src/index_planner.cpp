@@ -127,6 +127,9 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_index_engine(int backend, int st
     // on a sphere, 2 cores, k = 8: 442 against 689 ms, build included), so
     // AUTO takes the kd-tree there; on the GPU the refined grid is 2x faster.
     grid_params.refine_grid = on_device;
+    // On a curve the kd-tree is as fast or faster, far faster than a grid
+    // refined for it (grid_layout.h "Curves"); both backends refuse alike.
+    grid_params.refuse_curves = true;
   }
   if (structure == KNN_STRUCTURE_GRID) {
     if (dim != 3)

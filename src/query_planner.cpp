@@ -238,8 +238,9 @@ ClassicEngine classic_engine(const cuda::DeviceTree& uploaded, const Point* quer
   const int64_t n = uploaded.size();
   if (try_grid && grid_may_serve(k, n) &&
       cuda::index_memory::classic_grid_query_bytes(m, k, n) <= budget) {
-    IndexParams params;  // the grid's default cell size, refined for surfaces
+    IndexParams params;  // the grid's default cell size, refined for surfaces, as AUTO's
     params.refine_grid = true;
+    params.refuse_curves = true;
     params.device_memory_limit = budget;
     std::unique_ptr<IndexEngine> grid = uploaded.grid_of_points(params);
     if (grid &&

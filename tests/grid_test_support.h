@@ -149,6 +149,82 @@ inline std::vector<float> collinear_queries(const std::vector<float>& line, doub
   return q;
 }
 
+// Points on curves (common/grid_layout.h "Curves"): the x axis (a first
+// grid of one row of cells, each a Poisson target: not poor), the same with
+// noise 1e-5 across it 100 away from the origin, a diagonal line, the same
+// 1e4 away (float32 spacing 1e-3 there: few distinct coordinates), a helix,
+// a circle in the plane z = 0.5 (its grid is poor, and kept once refined
+// where curves are not refused) and a tilted circle. n points each, t
+// uniform along the curve.
+struct CurveCase {
+  const char* name;
+  std::vector<float> points;
+};
+inline std::vector<CurveCase> curve_cases(int64_t n, uint64_t seed) {
+  const double kTau = 6.283185307179586;
+  const auto curve = [&](uint64_t salt, double noise, double offset, auto&& at) {
+    Rng rng(seed + salt);
+    std::vector<float> rows(static_cast<size_t>(3 * n));
+    for (size_t i = 0; i < rows.size(); i += 3) {
+      double p[3];
+      at(rng.uniform(), p);
+      for (int a = 0; a < 3; ++a)
+        rows[i + a] = static_cast<float>(p[a] + offset + noise * rng.normal());
+    }
+    return rows;
+  };
+  std::vector<CurveCase> cases;
+  const auto x_axis = [](double t, double* p) { p[0] = t, p[1] = 0.5, p[2] = 0.5; };
+  cases.push_back({"x axis", curve(1, 0.0, 0.0, x_axis)});
+  cases.push_back({"x axis, noise 1e-5, offset 100", curve(2, 1e-5, 100.0, x_axis)});
+  const auto diagonal = [](double t, double* p) { p[0] = t, p[1] = 2.0 * t, p[2] = -t; };
+  cases.push_back({"diagonal", curve(3, 0.0, 0.0, diagonal)});
+  cases.push_back({"diagonal, offset 1e4", curve(7, 0.0, 1e4, diagonal)});
+  cases.push_back({"helix", curve(4, 1e-6, 0.0, [&](double t, double* p) {
+                     p[0] = std::cos(3 * kTau * t), p[1] = std::sin(3 * kTau * t), p[2] = t;
+                   })});
+  cases.push_back({"circle in z = 0.5", curve(5, 0.0, 0.0, [&](double t, double* p) {
+                     p[0] = std::cos(kTau * t), p[1] = std::sin(kTau * t), p[2] = 0.5;
+                   })});
+  cases.push_back({"tilted circle", curve(6, 0.0, 0.0, [&](double t, double* p) {
+                     p[0] = std::cos(kTau * t), p[1] = 0.6 * std::sin(kTau * t),
+                     p[2] = 0.8 * std::sin(kTau * t);
+                   })});
+  return cases;
+}
+
+// AUTO on `backend` over points on curves: no grid serves (knn_index_info
+// reports the kd-tree: on a curve the grid walks two cells of a row, or r^2
+// cells of a refined grid, for r of curve), and the answers are the
+// oracle's, 200 queries on and beside the curve, k up to `max_k`. Explicit
+// KNN_STRUCTURE_GRID keeps its grid on the x axis (the caller asked for it).
+inline void expect_auto_refuses_grids_on_curves(int backend, int64_t n, int max_k) {
+  for (const CurveCase& c : curve_cases(n, 97)) {
+    SCOPED_TRACE(c.name);
+    IndexHandle index = build_index(c.points, 3, IndexConfig{backend, KNN_STRUCTURE_AUTO});
+    ASSERT_TRUE(index);
+    int structure = -1;
+    ASSERT_EQ(knn_index_info(index.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);
+    EXPECT_EQ(structure, KNN_STRUCTURE_KDTREE);
+    std::vector<float> queries;
+    for (size_t i = 0; i < c.points.size(); i += 3 * static_cast<size_t>(n / 100))
+      for (const float shift : {0.0f, 1e-3f})
+        for (int a = 0; a < 3; ++a) queries.push_back(c.points[i + a] + shift);
+    const int64_t m = static_cast<int64_t>(queries.size() / 3);
+    const KnnResult expected = oracle_knn(c.points.data(), n, queries.data(), m, 3, max_k);
+    for (const int k : {1, 16, max_k}) {
+      SCOPED_TRACE(k);
+      EXPECT_TRUE(same_knn(first_columns(expected, k), query_index(index.get(), queries, 3, k)));
+    }
+  }
+  const std::vector<float> line = curve_cases(n, 97).front().points;
+  IndexHandle grid = build_index(line, 3, IndexConfig{backend, KNN_STRUCTURE_GRID});
+  ASSERT_TRUE(grid);
+  int structure = -1;
+  ASSERT_EQ(knn_index_info(grid.get(), nullptr, nullptr, nullptr, &structure), KNN_OK);
+  EXPECT_EQ(structure, KNN_STRUCTURE_GRID);
+}
+
 // A length at the scale of the distribution's spread: radii of 0 to 4 times
 // it reach from "nothing" to "everything".
 inline float radius_scale(Dist dist) {

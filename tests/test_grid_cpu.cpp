@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "../common/float_math.h"
@@ -324,7 +325,7 @@ class BinnedPoints {
     };
     int64_t read = 0;
     const knn::ShellWalk walk = knn::walk_shells(
-        g_, q, knn::isolated_walk_runs(static_cast<int64_t>(points_.size() / 3)), kth,
+        g_, q, knn::isolated_walk_runs(static_cast<int64_t>(points_.size() / 3), k), kth,
         [&](uint32_t first, uint32_t last, const knn::CellScan<float>& scan) {
           for (uint32_t p = starts_[first]; p < starts_[last + size_t{1}]; ++p) {
             const int32_t id = ids_[p];
@@ -353,7 +354,8 @@ class BinnedPoints {
 // Queries where the points thin out (a density ramp) or stop (the hole of a
 // hollow box): a walk whose list is not full after isolated_walk_runs runs
 // gives up (ShellWalk::Isolated, here seen to happen after its shells read
-// points, at the longer lists), and the search then scans every point into
+// points, at lists longer than n / 64 runs fill from the sparse region), and
+// the search then scans every point into
 // an emptied list; a walk whose points lie a few shells on goes on and
 // finishes. Both answer as the oracle.
 TEST(GridCpuIsolated, WalksThatGiveUpOrGoOnAnswerAsTheOracle) {
@@ -365,7 +367,7 @@ TEST(GridCpuIsolated, WalksThatGiveUpOrGoOnAnswerAsTheOracle) {
     ASSERT_NE(grid, nullptr) << "the box is filled enough to keep a grid";
     const BinnedPoints binned(first_layout(c.points, knn::kGridDefaultPointsPerCell), c.points);
     int gave_up_after_reading = 0, finished = 0;
-    for (const int k : {1, 8, 50, 400, 20000}) {
+    for (const int k : {1, 8, 50, 400, 3000, 20000}) {
       SCOPED_TRACE(k);
       for (int64_t i = 0; i < m; ++i) {
         const WalkOutcome w = binned.walk(&c.queries[3 * static_cast<size_t>(i)], k);
@@ -378,6 +380,43 @@ TEST(GridCpuIsolated, WalksThatGiveUpOrGoOnAnswerAsTheOracle) {
     EXPECT_GT(gave_up_after_reading, 0);
     EXPECT_GT(finished, 0);
   }
+}
+
+// A long list among the points is no isolated query: on a row of cells
+// along x (20,000 points, a target each; the grid an explicit
+// KNN_STRUCTURE_GRID keeps) every walk for k = 1000 reads two cells a shell
+// and fills its list after some 330 runs, more than n / 64, and finishes
+// (before, every one gave up there and its query scanned all n points:
+// all-kNN 6.4 s against 0.14 on the kd-tree); an explicit grid answers as
+// the oracle, and its all-kNN costs no more than a few times the kd-tree's
+// (a ratio in one process: 1.4-3 on two loaded cores; the scan of all
+// points made it 30-50).
+TEST(GridCpuIsolated, LongListsAlongARowOfCellsAreWalkedNotScanned) {
+  const int64_t n = 20000;
+  const int k = 1000;
+  const std::vector<float> line = curve_cases(n, 97).front().points;
+  const BinnedPoints binned(first_layout(line, knn::kGridDefaultPointsPerCell), line);
+  int64_t gave_up = 0;
+  for (size_t i = 0; i < line.size(); i += 3 * 50)
+    gave_up += binned.walk(&line[i], k).walk == knn::ShellWalk::Isolated;
+  EXPECT_EQ(gave_up, 0);
+
+  const auto grid = build_grid(line);
+  ASSERT_NE(grid, nullptr);
+  knn::IndexParams tree_params;
+  const auto tree = knn::omp::build_kdtree_index(line.data(), n, 3, tree_params);
+  std::vector<float> queries;
+  for (size_t i = 0; i < line.size(); i += 3 * 200)
+    queries.insert(queries.end(), &line[i], &line[i] + 3);
+  const int64_t m = static_cast<int64_t>(queries.size() / 3);
+  EXPECT_TRUE(
+      same_knn(oracle_knn(line.data(), n, queries.data(), m, 3, k), engine_knn(*grid, queries, k)));
+  constexpr double kMaxRatio = 10.0;
+  const double tree_seconds = best_seconds(2, [&] { engine_self(*tree, k, false); });
+  const double grid_seconds = best_seconds(2, [&] { engine_self(*grid, k, false); });
+  std::printf("  all-kNN, 20,000 points on a line, k = %d: grid %.3f s, kd-tree %.3f s\n", k,
+              grid_seconds, tree_seconds);
+  EXPECT_LE(grid_seconds, kMaxRatio * tree_seconds);
 }
 
 // The OpenMP grid's share of isolated queries (no point in the 3 x 3 x 3
@@ -539,6 +578,96 @@ TEST(GridCpuSurfaces, RefinementStopsWhereItCannotHelp) {
   EXPECT_TRUE(knn::grid_is_kept(sum_for(knn::kGridRefinedOccupancyFactor * wanted), n, target, 1));
   EXPECT_FALSE(
       knn::grid_is_kept(sum_for(knn::kGridRefinedOccupancyFactor * wanted + 1), n, target, 1));
+}
+
+// ---- Curves (grid_layout.h "Curves") ---------------------------------------------
+
+// n points on the unit sphere (a scan's surface).
+std::vector<float> sphere_surface(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> rows(static_cast<size_t>(3 * n));
+  for (size_t i = 0; i < rows.size(); i += 3) {
+    const double x = rng.normal(), y = rng.normal(), z = rng.normal();
+    const double r = std::sqrt(x * x + y * y + z * z);
+    rows[i] = static_cast<float>(x / r), rows[i + 1] = static_cast<float>(y / r),
+    rows[i + 2] = static_cast<float>(z / r);
+  }
+  return rows;
+}
+
+// The occupancy of a grid and its coarse grid, counted here independently of
+// the engines, tells points on a curve from points on a surface or in a
+// volume: the curves' first grids (kept on the x axis, poor elsewhere) are
+// on a curve; uniform, axis-aligned and tilted planes, a sphere, a hollow
+// box and a density ramp are not, nor are the finer grids of the surfaces
+// (a GPU AUTO build refines them and tests those grids too).
+TEST(GridCpuCurves, OccupancyTellsCurvesFromSurfacesAndVolumes) {
+  const int64_t n = 20000;
+  const int target = knn::kGridDefaultPointsPerCell;
+  const auto on_curve = [&](const knn::GridLayout& g, const std::vector<float>& points) {
+    return knn::grid_on_curve(squared_counts(g, points), coarse_squared_counts(g, points), n);
+  };
+  for (const CurveCase& c : curve_cases(n, 97)) {
+    SCOPED_TRACE(c.name);
+    EXPECT_TRUE(on_curve(first_layout(c.points, target), c.points));
+  }
+  const std::vector<float> line = curve_cases(n, 97).front().points;
+  EXPECT_FALSE(knn::grid_is_poor(squared_counts(first_layout(line, target), line), n, target));
+
+  const std::vector<float> plane = tilted_plane(n, 61), sphere = sphere_surface(n, 62);
+  const std::vector<std::pair<const char*, std::vector<float>>> others = {
+      {"uniform", make_rows(Dist::Uniform, n, 3, 63)},
+      {"axis-aligned plane", make_rows(Dist::Plane, n, 3, 64)},
+      {"tilted plane", plane},
+      {"sphere", sphere},
+      {"hollow box", hollow_box(n, 65)},
+      {"density ramp", density_ramp(n, 66)}};
+  for (const auto& [name, points] : others) {
+    SCOPED_TRACE(name);
+    const knn::GridLayout first = first_layout(points, target);
+    const uint64_t sum = squared_counts(first, points),
+                   coarse = coarse_squared_counts(first, points);
+    EXPECT_FALSE(knn::grid_on_curve(sum, coarse, n));
+    knn::GridLayout finer{};
+    if (knn::grid_is_kept(sum, n, target, 0) ||
+        !knn::finer_grid_layout(first, sum, coarse, n, target, 0, finer))
+      continue;
+    EXPECT_FALSE(on_curve(finer, points)) << finer.cell_count();
+  }
+  // Below kGridMinPointsToJudge nothing is judged.
+  EXPECT_FALSE(knn::grid_on_curve(1000, 1000, 1000));
+}
+
+// The engine refuses grids on curves when asked to (AUTO asks, on both
+// backends), refined or not, and keeps the others; without refuse_curves
+// (an explicit KNN_STRUCTURE_GRID) the x axis keeps its row of cells.
+TEST(GridCpuCurves, TheBuildRefusesCurvesWhenAsked) {
+  const int64_t n = 20000;
+  for (const bool refine : {false, true}) {
+    SCOPED_TRACE(refine);
+    knn::IndexParams params;
+    params.refine_grid = refine;
+    params.refuse_curves = true;
+    for (const CurveCase& c : curve_cases(n, 97)) {
+      SCOPED_TRACE(c.name);
+      EXPECT_EQ(knn::omp::build_grid_index(c.points.data(), n, params), nullptr);
+    }
+    for (const std::vector<float>& points :
+         {make_rows(Dist::Uniform, n, 3, 63), make_rows(Dist::Plane, n, 3, 64), hollow_box(n, 65),
+          sphere_surface(n, 62)})
+      EXPECT_NE(knn::omp::build_grid_index(points.data(), n, params), nullptr);
+    const std::vector<float> plane = tilted_plane(n, 61);  // poor: kept once refined
+    EXPECT_EQ(knn::omp::build_grid_index(plane.data(), n, params) != nullptr, refine);
+  }
+  EXPECT_NE(build_grid(curve_cases(n, 97).front().points), nullptr);
+}
+
+// AUTO over curves: the kd-tree serves, with the oracle's answers, up to k =
+// 1000. Before, the x axis kept a grid of one row of cells, whose walks
+// gave up before their lists of 1000 filled and scanned all n points
+// (20,000 points, all-kNN: 6.9 s against the kd-tree's 0.14 on 2 cores).
+TEST(GridCpuCurves, AutoServesCurvesWithTheKdTree) {
+  expect_auto_refuses_grids_on_curves(KNN_BACKEND_OPENMP, 6000, 1000);
 }
 
 // The target points per cell (IndexParams.leaf_size) changes the grid, never

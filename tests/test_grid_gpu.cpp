@@ -138,6 +138,38 @@ TEST(GridGpuOccupancy, SameDecisionAsOpenMp) {
   EXPECT_EQ(build_both(make_rows(Dist::Clustered, 20000, 3, 31)).gpu, nullptr);
 }
 
+// Points on curves (grid_layout.h "Curves"): a build that refuses curves
+// refuses the same grids on both engines, refined or not (the x axis keeps a
+// first grid, a circle a refined one, when curves are not refused), and
+// keeps the others alike.
+TEST(GridGpuCurves, SameRefusalOfCurvesAsOpenMp) {
+  SKIP_WITHOUT_DEVICE();
+  const int64_t n = 20000;
+  for (const bool refine : {false, true}) {
+    SCOPED_TRACE(refine);
+    knn::IndexParams params;
+    params.refine_grid = refine;
+    params.refuse_curves = true;
+    for (const CurveCase& c : curve_cases(n, 97)) {
+      SCOPED_TRACE(c.name);
+      EXPECT_EQ(knn::cuda::build_grid_index(c.points.data(), n, params), nullptr);
+    }
+    for (const std::vector<float>& points :
+         {make_rows(Dist::Uniform, n, 3, 63), make_rows(Dist::Plane, n, 3, 64), hollow_box(n, 65),
+          tilted_plane(n, 61)}) {
+      const auto gpu = knn::cuda::build_grid_index(points.data(), n, params);
+      EXPECT_EQ(gpu == nullptr, knn::omp::build_grid_index(points.data(), n, params) == nullptr);
+    }
+  }
+}
+
+// AUTO on the GPU over curves: the kd-tree serves (before, the x axis kept
+// its row of cells and a circle its refined grid), with the oracle's answers.
+TEST(GridGpuApi, AutoServesCurvesWithTheKdTree) {
+  SKIP_WITHOUT_DEVICE();
+  expect_auto_refuses_grids_on_curves(KNN_BACKEND_CUDA, 20000, 1000);
+}
+
 // A surface makes a poor first grid; both engines bin it again with the
 // same finer cells (or, told not to, both refuse it), and answer alike and
 // as the oracle, in float32 and float64.

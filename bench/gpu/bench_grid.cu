@@ -87,7 +87,7 @@ void bench(Distribution dist, int64_t n, int64_t m, const std::vector<int>& ks) 
   const double grid_build = median_event_ms(
       stream.get(),
       [&] {
-        grid = knn::cuda::build_device_grid(p, n, true, knn::kGridDefaultPointsPerCell, true,
+        grid = knn::cuda::build_device_grid(p, n, true, knn::kGridDefaultPointsPerCell, true, false,
                                             stream.get());
       },
       kRepeats);
@@ -167,8 +167,8 @@ void sweep_target() {
   knn::cuda::Stream stream;
   const int64_t chunk = knn::cuda::kMaxChunkQueries;
   for (const int target : {1, 2, 3, 4, 6, 8}) {
-    auto grid =
-        knn::cuda::build_device_grid(&d_points.get()->p[0], n, true, target, true, stream.get());
+    auto grid = knn::cuda::build_device_grid(&d_points.get()->p[0], n, true, target, true, false,
+                                             stream.get());
     knn::cuda::GridSearchScratch scratch(chunk, grid->key_bits());
     for (const int k : {1, 8, 16, 17, 32}) {
       const double ms = median_event_ms(

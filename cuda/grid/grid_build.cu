@@ -11,7 +11,9 @@
 //      the keys) and the occupancy (sum of squared counts, exact in 64
 //      bits): a poor grid is counted again with finer cells where the
 //      occupancy of cells twice as wide predicts a good finer grid
-//      (common/grid_layout.h "Surfaces"), else gives nullptr. Each layout is
+//      (common/grid_layout.h "Surfaces"), else gives nullptr; a build that
+//      refuses curves counts the coarse cells of every layout, kept or not,
+//      and gives nullptr for points on a curve ("Curves"). Each layout is
 //      judged before any sort, so data the grid refuses (clusters, curves)
 //      costs a pass over the points, not a sort (H200, AUTO build of 10^7
 //      points in 64 Gaussian blobs: 7.08 -> 6.74 ms, the kd-tree alone
@@ -363,15 +365,16 @@ uint64_t coarse_occupancy(const BasicGridLayout<Scalar>& layout, const uint32_t*
 template <typename Scalar>
 std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int64_t n,
                                                       bool points_on_device, int target,
-                                                      bool refine, cudaStream_t stream) {
+                                                      bool refine, bool refuse_curves,
+                                                      cudaStream_t stream) {
   DeviceBuffer<Scalar> xyz(3 * static_cast<size_t>(n));
   copy_points_in(xyz.get(), points, xyz.size() * sizeof(Scalar), points_on_device, stream);
-  return build_device_grid(std::move(xyz), n, target, refine, stream);
+  return build_device_grid(std::move(xyz), n, target, refine, refuse_curves, stream);
 }
 
 template <typename Scalar>
 std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, int64_t n,
-                                                      int target, bool refine,
+                                                      int target, bool refine, bool refuse_curves,
                                                       cudaStream_t stream) {
   using Key = typename OrderedKey<Scalar>::type;
   const size_t un = static_cast<size_t>(n);
@@ -414,9 +417,12 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
     if (!allocate_starts(starts, cells, refinements > 0)) return nullptr;
     const uint64_t sum_sq = count_cells(layout, xyz.get(), n, sort_keys, sort_ids, refinements == 0,
                                         starts.get(), stream);
-    if (grid_is_kept(sum_sq, n, target, refinements)) break;
-    if (!refine || refinements == kGridMaxRefinements) return nullptr;
+    const bool kept = grid_is_kept(sum_sq, n, target, refinements);
+    if (kept && !refuse_curves) break;
     const uint64_t coarse_sum = coarse_occupancy(layout, starts.get(), stream);
+    if (refuse_curves && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
+    if (kept) break;
+    if (!refine || refinements == kGridMaxRefinements) return nullptr;
     if (!finer_grid_layout(layout, sum_sq, coarse_sum, n, target, refinements, layout))
       return nullptr;
   }
@@ -442,14 +448,15 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
 template struct DeviceGrid<float>;
 template struct DeviceGrid<double>;
 template std::unique_ptr<DeviceGrid<float>> build_device_grid<float>(const float*, int64_t, bool,
-                                                                     int, bool, cudaStream_t);
+                                                                     int, bool, bool, cudaStream_t);
 template std::unique_ptr<DeviceGrid<double>> build_device_grid<double>(const double*, int64_t, bool,
-                                                                       int, bool, cudaStream_t);
+                                                                       int, bool, bool,
+                                                                       cudaStream_t);
 
 template std::unique_ptr<DeviceGrid<float>> build_device_grid<float>(DeviceBuffer<float>, int64_t,
-                                                                     int, bool, cudaStream_t);
+                                                                     int, bool, bool, cudaStream_t);
 template std::unique_ptr<DeviceGrid<double>> build_device_grid<double>(DeviceBuffer<double>,
-                                                                       int64_t, int, bool,
+                                                                       int64_t, int, bool, bool,
                                                                        cudaStream_t);
 
 namespace {
@@ -480,7 +487,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points,
   require_grid_build_fits<Scalar>(n, params);
   Stream stream;
   return grid_engine(build_device_grid(points, n, params.points_on_device, grid_target(params),
-                                       params.refine_grid, stream.get()));
+                                       params.refine_grid, params.refuse_curves, stream.get()));
 }
 
 template <typename Scalar>
@@ -488,8 +495,8 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(DeviceBuffer<Scalar> 
                                                            const IndexParams& params) {
   require_grid_build_fits<Scalar>(n, params);
   Stream stream;
-  return grid_engine(
-      build_device_grid(std::move(xyz), n, grid_target(params), params.refine_grid, stream.get()));
+  return grid_engine(build_device_grid(std::move(xyz), n, grid_target(params), params.refine_grid,
+                                       params.refuse_curves, stream.get()));
 }
 
 template std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&);

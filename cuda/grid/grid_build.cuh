@@ -35,16 +35,19 @@ struct DeviceGrid {
 // points_on_device, else host memory) aiming at `target` points per cell, on
 // `stream`; returns when done. A poor grid is binned again with finer cells
 // when `refine` (common/grid_layout.h "Surfaces"); nullptr when no grid
-// tried is good.
+// tried is good, or with `refuse_curves` when the points lie on a curve
+// ("Curves").
 template <typename Scalar>
 std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(const Scalar* points, int64_t n,
                                                       bool points_on_device, int target,
-                                                      bool refine, cudaStream_t stream);
+                                                      bool refine, bool refuse_curves,
+                                                      cudaStream_t stream);
 // The same over points already in a device buffer (rows of x, y, z), which
 // the grid keeps as its points in input order instead of a copy.
 template <typename Scalar>
 std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, int64_t n,
-                                                      int target, bool refine, cudaStream_t stream);
+                                                      int target, bool refine, bool refuse_curves,
+                                                      cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace knn

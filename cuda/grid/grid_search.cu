@@ -104,15 +104,16 @@ struct HandedOver {
   __device__ void add(int64_t i) const { queries[atomicAdd(count, 1u)] = static_cast<uint32_t>(i); }
 };
 
-// Walks the shells of query q into `list`; false when the walk gave up (a
-// query away from the points, which the warp search answers).
+// Walks the shells of query q into `list` (of `take` entries); false when
+// the walk gave up (a query away from the points, which the warp search
+// answers).
 template <typename Scalar, class List>
-__device__ bool walk_query(const GridView<Scalar>& grid, const Scalar q[3], List& list) {
+__device__ bool walk_query(const GridView<Scalar>& grid, const Scalar q[3], int take, List& list) {
   if (grid.n == 0) return true;
   const auto kth = [&] { return list.kth(); };
   const auto offer = [&](Scalar d, int32_t id) { list.offer(d, id); };
   return walk_shells(
-             grid.layout, q, isolated_walk_runs(grid.n), kth,
+             grid.layout, q, isolated_walk_runs(grid.n, take), kth,
              [&](uint32_t first, uint32_t last, const CellScan<Scalar>& scan) {
                return scan_cells(grid, q, first, last, scan, kth, offer);
              },
@@ -185,7 +186,7 @@ __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, 
   Scalar q[3];
   load_query(queries, i, q);
   const auto answer = [&](auto& list) {
-    if (walk_query(grid, q, list))
+    if (walk_query(grid, q, take, list))
       write_row(list, i, k, self_first, indices, sq_distances);
     else
       handed_over.add(i);
@@ -202,7 +203,7 @@ __global__ void knn_thread_kernel(GridView<Scalar> grid, const Scalar* queries, 
     BinnedRowList<Scalar> list(rows.entries + t * rows.capacity, rows.capacity,
                                SharedBinCounters::in_shared(shared_bytes), take,
                                kth_guess(grid, q, take));
-    if (walk_query(grid, q, list) && !list.overflowed()) {
+    if (walk_query(grid, q, take, list) && !list.overflowed()) {
       rows.ends[t] = list.end();
     } else {
       rows.ends[t] = BinnedRowEnd<Scalar>{0, kRowHandedOver};
@@ -252,7 +253,7 @@ __device__ void warp_query(const GridView<Scalar>& grid, const Scalar* queries, 
     // The shell walk's tests read the k-th with every candidate merged: a
     // stale one would walk whole shells more.
     const ShellWalk walk = walk_shells(
-        grid.layout, static_cast<const Scalar*>(q), isolated_walk_runs(grid.n),
+        grid.layout, static_cast<const Scalar*>(q), isolated_walk_runs(grid.n, take),
         [&] {
           list.flush();
           return list.worst;
