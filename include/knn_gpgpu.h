@@ -501,8 +501,10 @@ enum knn_structure {
  * only threads, device_memory_limit (0: the build's values) and the device
  * list (device_count 0: the build's list) and ignores the others.
  * threads above KNN_MAX_THREADS_PER_PROCESSOR times the number of processors
- * (omp_get_num_procs()) are reduced to that number: more never runs faster,
- * and the OpenMP runtime ends the process when it cannot start a team.
+ * (omp_get_num_procs()) are reduced to that number, and so is the default
+ * (threads 0: omp_get_max_threads()): more never runs faster, and the OpenMP
+ * runtime ends the process when it cannot start a team (general rules,
+ * "Threads of the CPU engine").
  * Several devices. A CUDA index answers knn_index_query, knn_index_query_self,
  * knn_index_radius, knn_index_radius_count and the counting pass of
  * knn_index_radius_fill (its rows are filled on the index's own device), and

@@ -107,7 +107,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
         dim_(dim),
         leaf_size_(params.leaf_size > 0 ? params.leaf_size
                                         : kdtree_default_leaf_size(dim, LeafSizeFor::kCpu)) {
-    build(points, thread_count(params.threads), cancel_flag());
+    build(points, team_size(params.threads), cancel_flag());
   }
 
   int backend() const override { return KNN_BACKEND_OPENMP; }

@@ -67,13 +67,14 @@ void build_subtree(Item* items, int64_t count, int level, int64_t q, const TreeS
 
 void build_kdtree(const Point* points, int64_t n, Node* tree) {
   if (n == 0) return;
+  const int threads = team_size(kClassicThreads);
   std::vector<Item> items(static_cast<size_t>(n));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < n; ++i)
     items[i] = Item{{points[i].p[0], points[i].p[1], points[i].p[2]}, static_cast<int32_t>(i)};
   const TreeShape shape(n);
   Cancellation cancel{cancel_flag()};
-#pragma omp parallel
+#pragma omp parallel num_threads(threads)
 #pragma omp single
   build_subtree(items.data(), n, 0, 0, shape, tree, cancel);
   if (cancel.stopped.load()) throw_cancelled();

@@ -15,6 +15,10 @@
 namespace knn {
 namespace {
 
+// The classic API has no options: its calls run on the default team
+// (common/team_size.h: OMP_NUM_THREADS, at most max_threads()).
+constexpr int kDefaultThreads = 0;
+
 // Refusals the planner gives before any output is written: the tree is not
 // a tree, no engine of this build can serve the call, or the device list
 // (KNN_DEVICES) is not one.
@@ -43,7 +47,7 @@ void run_or_fill(Compute&& compute, FillMissing&& fill_missing) {
 void check_build_args(const Point* points, int n, const Node* tree) {
   check_array(points, n, "points", "n");
   check_array(tree, n, "tree", "n");
-  check_coordinates(reinterpret_cast<const float*>(points), n, 3, "point");
+  check_coordinates(reinterpret_cast<const float*>(points), n, 3, "point", kDefaultThreads);
 }
 
 int build(const char* function, const Point* points, int n, Node* tree, Engine engine) {
@@ -67,7 +71,7 @@ int build(const char* function, const Point* points, int n, Node* tree, Engine e
 void check_tree_coordinates(const Node* tree, int n_tree) {
   const float limit = coordinate_limit(3);
   auto beyond = [&](float v) { return std::isfinite(v) && std::fabs(v) > limit; };
-  const int64_t i = first_index_where(n_tree, [&](int64_t j) {
+  const int64_t i = first_index_where(n_tree, kDefaultThreads, [&](int64_t j) {
     return beyond(tree[j].p[0]) || beyond(tree[j].p[1]) || beyond(tree[j].p[2]);
   });
   if (i == n_tree) return;
@@ -86,7 +90,8 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_array(tree, n_tree, "tree", "n_tree");
     check_k(k);
     check_array(result, n_qp, "result", "n_qp");
-    check_coordinates(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
+    check_coordinates(reinterpret_cast<const float*>(queries), n_qp, 3, "query point",
+                      kDefaultThreads);
     check_tree_coordinates(tree, n_tree);
     const ProgressStage stage(KNN_PROGRESS_QUERY, n_qp);
     run_or_fill(
@@ -182,8 +187,8 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
     if (dim < 1)
       knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("dim is %d; it must be at least 1", dim));
     knn::check_k(k);
-    knn::check_coordinates(ref, n_ref, dim, "reference point");
-    knn::check_coordinates(query, n_query, dim, "query point");
+    knn::check_coordinates(ref, n_ref, dim, "reference point", knn::kDefaultThreads);
+    knn::check_coordinates(query, n_query, dim, "query point", knn::kDefaultThreads);
     knn::omp::brute_force(ref, n_ref, query, n_query, dim, k, reinterpret_cast<int32_t*>(ind),
                           sq_dist);
   });

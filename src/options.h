@@ -13,7 +13,7 @@ namespace knn {
 // leaf_size or thread count, a device_count outside 0..KNN_MAX_DEVICES or
 // beyond struct_size, or a negative entry of devices; the API-specific
 // fields (structure, device, devices beyond those present) are the caller's
-// to check. A thread count above max_threads() is reduced to it
+// to check. A thread count above max_threads() (common/team_size.h) is reduced to it
 // before it reaches OpenMP: libgomp ends the process when it cannot create
 // or allocate a team, and more threads than that never run faster.
 knn_options read_options(const knn_options* opt);
@@ -21,9 +21,5 @@ knn_options read_options(const knn_options* opt);
 // The extent of the version-1 fields (40 bytes on 64-bit platforms): what
 // knn_options_init writes, in every release.
 size_t options_v1_size();
-
-// The most CPU threads one call uses: KNN_MAX_THREADS_PER_PROCESSOR per
-// processor of this machine.
-int max_threads();
 
 }  // namespace knn

@@ -73,7 +73,7 @@ void build_tree(const P* xy, int64_t n, const knn_options* opt, knn_quadtree** o
          format("n is %lld; a quadtree holds at most %lld points", static_cast<long long>(n),
                 static_cast<long long>(kMaxPoints)));
   const knn_options o = read_options(opt);
-  check_pip_coordinates(xy, n, "point");
+  check_pip_coordinates(xy, n, "point", o.threads);
   const QuadtreeParams params = params_of(o);
   std::unique_ptr<knn_quadtree> tree(new knn_quadtree);
   tree->engine = choose_backend(o) == KNN_BACKEND_CUDA ? cuda::build_quadtree(xy, n, params)
@@ -89,8 +89,8 @@ void count_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t*
   const QuadtreeEngine& engine = engine_of(tree);
   check_array(counts, n_polygons, "counts", "n_polygons");
   const QuadtreeParams params = params_of(read_options(opt));
-  const PolygonSet<V> polygons =
-      validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
+  const PolygonSet<V> polygons = validate_polygons(vertices_xy, ring_offsets, n_rings,
+                                                   polygon_offsets, n_polygons, params.threads);
   try {
     engine.count(polygons, counts, params);
   } catch (...) {
@@ -105,8 +105,8 @@ void fill_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t* 
                  const int64_t* out_offsets, int64_t* point_indices, const knn_options* opt) {
   const QuadtreeEngine& engine = engine_of(tree);
   const QuadtreeParams params = params_of(read_options(opt));
-  const PolygonSet<V> polygons =
-      validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
+  const PolygonSet<V> polygons = validate_polygons(vertices_xy, ring_offsets, n_rings,
+                                                   polygon_offsets, n_polygons, params.threads);
   if (n_polygons == 0) return;
   if (out_offsets == nullptr)
     fail(KNN_ERR_INVALID_ARGUMENT, format("out_offsets is NULL while n_polygons is %lld",
