@@ -36,7 +36,6 @@
 #include <limits>
 #include <memory>
 #include <numeric>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -51,6 +50,7 @@
 #include "kd_search.h"
 #include "omp_index_support.h"
 #include "select_rank.h"
+#include "wait_for_flag.h"
 
 namespace knn {
 namespace omp {
@@ -602,11 +602,8 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
   // the build is cancelled (then items stop being published).
   void work() {
     for (size_t i = queue_.taken.fetch_add(1); i < queue_.size; i = queue_.taken.fetch_add(1)) {
-      while (!queue_.published[i].load(std::memory_order_acquire)) {
-        if (cancel_->stopped.load(std::memory_order_relaxed)) return;
-        std::this_thread::yield();
-      }
-      if (cancel_->stopped.load(std::memory_order_relaxed)) return;
+      const auto stopped = [this] { return cancel_->stopped.load(std::memory_order_relaxed); };
+      if (!wait_for_flag(queue_.published[i], stopped) || stopped()) return;
       run(queue_.items[i]);
     }
   }

@@ -13,12 +13,12 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "../engine/cancel.h"
 #include "omp_engine.h"
 #include "select_rank.h"
+#include "wait_for_flag.h"
 
 namespace knn {
 namespace omp {
@@ -124,9 +124,7 @@ void build_kdtree(const Point* points, int64_t n, Node* tree) {
     const Work& w = work[i];
     // Taken in breadth-first order, so the parent's item was taken earlier,
     // by a thread that waits for nothing taken after it.
-    if (w.parent >= 0)
-      while (!done[static_cast<size_t>(w.parent)].load(std::memory_order_acquire))
-        std::this_thread::yield();
+    if (w.parent >= 0) wait_for_flag(done[static_cast<size_t>(w.parent)], [] { return false; });
     if (!cancel.stop_before(w.count)) {
       Item* const at = items.data() + w.begin;
       if (w.count > kTaskCutoff)
