@@ -7,6 +7,20 @@
 #include <cerrno>
 #include <cstddef>
 
+// A sanitizer's runtime owns malloc (it frees only its own blocks): no
+// replacement there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define KNN_SANITIZER_OWNS_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define KNN_SANITIZER_OWNS_MALLOC 1
+#endif
+#endif
+#if defined(__GLIBC__) && !defined(KNN_SANITIZER_OWNS_MALLOC)
+#define KNN_REPLACE_MALLOC 1
+#endif
+
 namespace knn_test {
 namespace parallel_malloc {
 namespace {
@@ -23,7 +37,7 @@ bool fails() {
   return true;
 }
 
-#if defined(__GLIBC__)
+#ifdef KNN_REPLACE_MALLOC
 bool available() { return true; }
 #else
 bool available() { return false; }
@@ -38,7 +52,7 @@ int64_t failed() { return failures.load(); }
 }  // namespace parallel_malloc
 }  // namespace knn_test
 
-#if defined(__GLIBC__)
+#ifdef KNN_REPLACE_MALLOC
 extern "C" void* __libc_malloc(size_t size);
 
 extern "C" void* malloc(size_t size) {

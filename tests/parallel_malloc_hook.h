@@ -5,8 +5,9 @@
 // ends the process with exit(1) when malloc fails); the library must
 // allocate nothing there. Allocations made on the calling thread outside a
 // region, libgomp's teams and thread pool when a region opens included, are
-// untouched. glibc only (available() is false elsewhere): the
-// replacement calls glibc's own __libc_malloc.
+// untouched. glibc only, and not under a sanitizer, whose runtime owns
+// malloc (available() is false there): the replacement calls glibc's own
+// __libc_malloc.
 #pragma once
 
 #include <cstdint>
