@@ -91,9 +91,23 @@
  *           alignment; Point and Node have the same layout everywhere, and
  *           knn_options the same on every 64-bit platform (112 bytes, of which
  *           version 1 is the first 40).
- * Threads of the CPU engine. OpenMP, all cores by default (OMP_NUM_THREADS
- *           and, for the index API, knn_options.threads limit it). Hosts that
- *           call from several threads at once may prefer OMP_WAIT_POLICY=passive.
+ * Threads of the CPU engine. OpenMP. Every parallel region of a call
+ *           runs on one team: knn_options.threads where the call takes
+ *           options, else (threads 0, the classic calls, knn_brute_force)
+ *           the OpenMP default, omp_get_max_threads() (OMP_NUM_THREADS, all
+ *           cores when unset); either way at most
+ *           KNN_MAX_THREADS_PER_PROCESSOR times omp_get_num_procs(). The
+ *           regions create no OpenMP tasks, and the builds allocate what
+ *           their regions need before these open; a host allocation that
+ *           fails inside a region is caught there: the call returns
+ *           KNN_ERR_HOST_OUT_OF_MEMORY. Out of the library's reach: libgomp
+ *           ends the process (exit 1, "Thread creation failed", "out of
+ *           memory allocating") when it cannot create the threads of the
+ *           team a region asks for, or allocate that team, as the region
+ *           opens (under a tight ulimit -v, say); where memory is that short,
+ *           ask for fewer threads (knn_options.threads, OMP_NUM_THREADS) or
+ *           smaller stacks (OMP_STACKSIZE). Hosts that call from several
+ *           threads at once may prefer OMP_WAIT_POLICY=passive.
  * Device memory. Every GPU plan of a call (its chunks of queries, the tree
  *           split of queryAll, the point-in-polygon fill, the choice of the
  *           GPU by buildKdTree and by an index build with KNN_BACKEND_AUTO,
@@ -543,8 +557,10 @@ enum knn_structure {
  * only threads, device_memory_limit (0: the build's values) and the device
  * list (device_count 0: the build's list) and ignores the others.
  * threads above KNN_MAX_THREADS_PER_PROCESSOR times the number of processors
- * (omp_get_num_procs()) are reduced to that number: more never runs faster,
- * and the OpenMP runtime ends the process when it cannot start a team.
+ * (omp_get_num_procs()) are reduced to that number, and so is the default
+ * (threads 0: omp_get_max_threads()): more never runs faster, and the OpenMP
+ * runtime ends the process when it cannot start a team (general rules,
+ * "Threads of the CPU engine").
  * Several devices. A CUDA index answers knn_index_query, knn_index_query_self,
  * knn_index_radius, knn_index_radius_count and the counting pass of
  * knn_index_radius_fill (its rows are filled on the index's own device), and

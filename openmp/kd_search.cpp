@@ -389,7 +389,7 @@ struct KnnState {
 template <typename Scalar>
 void search_knn(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, int k,
                 int threads, int32_t* indices, Scalar* sq_distances) {
-  const int team = thread_count(threads);
+  const int team = team_size(threads);
   const std::unique_ptr<int64_t[]> order = leaf_order(tree, queries, m, team);
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
@@ -418,7 +418,7 @@ void search_knn_self(const BasicSearchTree<Scalar>& tree, int k, bool exclude_se
   const int64_t take = exclude_self ? int64_t{k} + 1 : k;
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
-        n, kQueriesPerBlock, thread_count(threads), cancel_flag(),
+        n, kQueriesPerBlock, team_size(threads), cancel_flag(),
         [&] { return KnnState<Scalar>(take, tree); },
         [&](KnnState<Scalar>& state, int64_t b) {
           // Positions are in tree order: consecutive points are neighbours.
@@ -445,7 +445,7 @@ template <typename Scalar>
 void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, Scalar r2,
                    int max_neighbors, int threads, int32_t* indices, Scalar* sq_distances,
                    int32_t* counts) {
-  const int team = thread_count(threads);
+  const int team = team_size(threads);
   const std::unique_ptr<int64_t[]> order = leaf_order(tree, queries, m, team);
   struct RadiusState {
     std::vector<BasicNeighbor<Scalar>> found;

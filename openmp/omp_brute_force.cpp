@@ -13,7 +13,7 @@ void brute_force(const float* ref, int64_t n, const float* queries, int64_t m, i
                  int32_t* indices, float* sq_distances) {
   // One list per thread, allocated here: an allocation inside the region
   // could throw where nothing catches it.
-  const int threads = omp_get_max_threads();
+  const int threads = team_size(kClassicThreads);
   std::vector<BasicNeighborList<float>> lists(static_cast<size_t>(threads),
                                               BasicNeighborList<float>(k, n));
 #pragma omp parallel num_threads(threads)

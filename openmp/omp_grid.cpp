@@ -113,7 +113,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
 
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
-    const int threads = thread_count(call.threads);
+    const int threads = team_size(call.threads);
     const std::vector<int64_t> order =
         query_order(cell_keys(grid_, queries, m, threads), grid_.cell_count());
     for_each_block(
@@ -132,7 +132,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
                 const CallParams& call) const override {
     const int take = exclude_self ? k + 1 : k;
     for_each_block(
-        n_, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
+        n_, kQueriesPerBlock, team_size(call.threads), cancel_flag(),
         [&] { return List(take, n_); },
         [&](List& list, int64_t b) {
           for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock);
@@ -148,7 +148,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
               Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     const Scalar r2 = mul_rn(radius, radius);
-    const int threads = thread_count(call.threads);
+    const int threads = team_size(call.threads);
     const std::vector<int64_t> order =
         query_order(cell_keys(grid_, queries, m, threads), grid_.cell_count());
     const int64_t row = max_neighbors;
@@ -258,7 +258,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
 template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64_t n,
                                                      const IndexParams& params) {
-  const int threads = thread_count(params.threads);
+  const int threads = team_size(params.threads);
   const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
   Scalar lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   if (n > 0) {

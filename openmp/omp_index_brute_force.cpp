@@ -56,7 +56,7 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
     const int64_t row = max_neighbors;
     using Found = std::vector<std::vector<Entry>>;
     for_each_block(
-        m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
+        m, kQueriesPerBlock, team_size(call.threads), cancel_flag(),
         [] { return Found(static_cast<size_t>(kQueriesPerBlock)); },
         [&](Found& found, int64_t b) {
           const int64_t first = b * kQueriesPerBlock, last = std::min(m, first + kQueriesPerBlock);
@@ -103,7 +103,7 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
     using List = BasicNeighborList<Scalar>;
     using Lists = std::vector<List>;
     for_each_block(
-        m, kQueriesPerBlock, thread_count(call.threads), cancel_flag(),
+        m, kQueriesPerBlock, team_size(call.threads), cancel_flag(),
         [&] { return Lists(static_cast<size_t>(kQueriesPerBlock), List(take, n_)); },
         [&](Lists& lists, int64_t b) {
           const int64_t first = b * kQueriesPerBlock, last = std::min(m, first + kQueriesPerBlock);

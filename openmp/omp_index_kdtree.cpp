@@ -14,10 +14,14 @@
 // node's keys), moves the node's rows into the other of two buffers, the
 // lower half first, each half in its previous order (one streaming pass,
 // reading and writing in order), and fits the two halves' boxes there (a
-// second pass, over rows just written). Subtrees run as OpenMP tasks; the
-// largest nodes also cut their passes into chunks run as tasks. Every step
-// has one possible result (the order is total, the moves stable, boxes are
-// minima and maxima), so the tree is the same for any thread count. The
+// second pass, over rows just written). The team of one parallel region
+// takes the work as items from a queue allocated before the region opens:
+// a subtree per item below kTaskPoints points, a node's split per item
+// above, and for the largest nodes a chunk of one pass per item (the
+// schedule, below; no OpenMP tasks, which libgomp allocates with a malloc
+// that ends the process when it fails). Every step has one possible result
+// (the order is total, the moves stable, boxes are minima and maxima), so
+// the tree is the same for any thread count. The
 // leaves are gathered into the search's planes at the end (hand_over), each
 // from the buffer its depth left it in.
 //
@@ -46,18 +50,19 @@
 #include "kd_search.h"
 #include "omp_index_support.h"
 #include "select_rank.h"
+#include "wait_for_flag.h"
 
 namespace knn {
 namespace omp {
 namespace {
 
-// Subtrees of at most this many points are built by the task that reaches
-// them (one task, one cancel check and one progress report each).
+// Subtrees of at most this many points are built by one work item (one
+// cancel check and one progress report each).
 constexpr int64_t kTaskPoints = 16384;
 
 // Nodes of more than this many points run their passes over chunks of
-// kChunkPoints points, one task per chunk, so that the first levels, where
-// there are fewer nodes than threads, use every thread too.
+// kChunkPoints points, one work item per chunk, so that the first levels,
+// where there are fewer nodes than threads, use every thread too.
 constexpr int64_t kChunkedNodePoints = 131072;
 constexpr int64_t kChunkPoints = 32768;
 
@@ -107,7 +112,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
         dim_(dim),
         leaf_size_(params.leaf_size > 0 ? params.leaf_size
                                         : kdtree_default_leaf_size(dim, LeafSizeFor::kCpu)) {
-    build(points, thread_count(params.threads), cancel_flag());
+    build(points, team_size(params.threads), cancel_flag());
   }
 
   int backend() const override { return KNN_BACKEND_OPENMP; }
@@ -143,8 +148,8 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  private:
   using Key = SplitKey<Scalar>;
 
-  // The caller's cancel flag, polled by every task before a large node (a
-  // cancelled build skips the rest: exceptions cannot leave a task).
+  // The caller's cancel flag, polled before every large node (a cancelled
+  // build skips the rest: exceptions cannot leave the parallel region).
   struct Cancellation {
     const volatile int* flag;
     std::atomic<bool> stopped{false};
@@ -158,6 +163,14 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
   struct Buffer {
     std::unique_ptr<Scalar[]> rows;
     std::unique_ptr<int32_t[]> ids;
+  };
+
+  // A chunked node's split between the passes of its level.
+  struct ChunkedSplit {
+    Key low{}, high{};  // the sample's bracket of the median's key
+    bool bounded_below = false, bounded_above = false;
+    bool bracketed = false;  // the median's key lies within the bracket
+    Key median{};
   };
 
   Scalar* row(int buffer, int64_t position) {
@@ -196,38 +209,24 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     return widest;
   }
 
-  // Runs body(slot, first, last) over the node's positions: for a chunked
-  // node once per chunk, each a task (slot: the chunk's result slot), all
-  // finished on return; else once over the whole node with slot -1.
-  template <class Body>
-  void over_chunks(const KdNode& node, Body body) {
-    if (node.first_chunk < 0) {
-      body(int64_t{-1}, int64_t{node.begin}, int64_t{node.end});
-      return;
-    }
-    // An unsigned count: clang's taskloop compares its own unsigned trip
-    // count with the loop's bound and warns (-Wsign-compare) on a signed one.
-    const uint64_t chunks = static_cast<uint64_t>(node.chunks());
-#pragma omp taskloop grainsize(1) default(shared)
-    for (uint64_t c = 0; c < chunks; ++c) {
-      const int64_t chunk = static_cast<int64_t>(c);
-      const int64_t first = node.begin + chunk * kChunkPoints;
-      body(node.first_chunk + chunk, first, std::min(first + kChunkPoints, int64_t{node.end}));
-    }
-  }
+  size_t chunked_index(size_t ordinal) const { return static_cast<size_t>(chunked_[ordinal]); }
+  KdNode& chunked_node(size_t ordinal) { return nodes_[chunked_index(ordinal)]; }
 
-  // The node numbering and, for chunked nodes, their chunk slots: from n and
-  // leaf_size alone.
+  // The node numbering and, for chunked nodes (inner nodes of more than
+  // kChunkedNodePoints points), their chunk slots: from n and leaf_size alone.
   void make_shape() {
     nodes_.push_back(KdNode{0, static_cast<int32_t>(n_)});
     int64_t chunk_slots = 0;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       KdNode node = nodes_[i];
-      if (node.size() > kChunkedNodePoints) {
-        node.first_chunk = static_cast<int32_t>(chunk_slots);
-        chunk_slots += node.chunks();
-      }
       if (node.size() > leaf_size_) {
+        if (node.size() > kChunkedNodePoints) {
+          node.first_chunk = static_cast<int32_t>(chunk_slots);
+          chunk_slots += node.chunks();
+          chunked_.push_back(static_cast<int32_t>(i));
+          chunk_owner_.resize(static_cast<size_t>(chunk_slots),
+                              static_cast<int32_t>(chunked_.size() - 1));
+        }
         node.first_child = static_cast<int32_t>(nodes_.size());
         nodes_.push_back(KdNode{node.begin, node.mid(), -1, 0, node.buffer ^ 1});
         nodes_.push_back(KdNode{node.mid(), node.end, -1, 0, node.buffer ^ 1});
@@ -237,6 +236,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     chunk_lefts_.assign(static_cast<size_t>(chunk_slots), 0);
     chunk_inside_.assign(static_cast<size_t>(chunk_slots), 0);
     chunk_boxes_.assign(static_cast<size_t>(chunk_slots) * 4 * dim_, Scalar{0});
+    splits_.resize(chunked_.size());
   }
 
   // Calls f(std::integral_constant<int, D>{}) with D = dim_ for the common
@@ -273,107 +273,143 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     }
   }
 
-  // Fits the boxes of the node's positions in `buffer`: those before
-  // `split_at` into boxes[0], the others into boxes[1] (chunk by chunk for a
-  // chunked node, the chunks' boxes merged). The two may be one box.
-  void fit_boxes(const KdNode& node, int buffer, int64_t split_at, Scalar* const boxes[2]) {
-    const auto fit = [&](int64_t first, int64_t last, Scalar* const into[2]) {
-      empty_box(into[0]);
-      empty_box(into[1]);
-      with_dim([&](auto width) {
-        widen_box_by_rows<width>(buffer, first, std::min(last, split_at), into[0]);
-        widen_box_by_rows<width>(buffer, std::max(first, split_at), last, into[1]);
-      });
-    };
-    if (node.first_chunk < 0) return fit(node.begin, node.end, boxes);
-    over_chunks(node, [&](int64_t slot, int64_t first, int64_t last) {
-      Scalar* const into[2] = {chunk_box(slot, 0), chunk_box(slot, 1)};
-      fit(first, last, into);
+  // Fits the boxes of positions [first, last) of `buffer`: those before
+  // `split_at` into into[0], the others into into[1]. The two may be one box.
+  void fit_range(int buffer, int64_t first, int64_t last, int64_t split_at, Scalar* const into[2]) {
+    empty_box(into[0]);
+    empty_box(into[1]);
+    with_dim([&](auto width) {
+      widen_box_by_rows<width>(buffer, first, std::min(last, split_at), into[0]);
+      widen_box_by_rows<width>(buffer, std::max(first, split_at), last, into[1]);
     });
-    const int64_t chunks = node.chunks();
+  }
+
+  // The chunks' boxes of chunked node o merged into boxes[0] (the chunks'
+  // first sides) and boxes[1] (their second), which may be one box.
+  void merge_chunk_boxes(size_t o, Scalar* const boxes[2]) {
+    const KdNode& node = chunked_node(o);
     empty_box(boxes[0]);
-    empty_box(boxes[1]);  // the same box as boxes[0] for the root
+    empty_box(boxes[1]);
     for (int side = 0; side < 2; ++side)
-      for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t c = 0; c < node.chunks(); ++c)
         merge_box(boxes[side], chunk_box(node.first_chunk + c, side));
   }
 
-  // The root: the caller's rows copied into buffer 0 with their indices, and
-  // the root's box.
-  void fit_root(const Scalar* points) {
-    const KdNode& root = nodes_[0];
-    over_chunks(root, [&](int64_t, int64_t first, int64_t last) {
-      std::copy(points + first * dim_, points + last * dim_, row(0, first));
-      std::iota(&buffers_[0].ids[static_cast<size_t>(first)],
-                &buffers_[0].ids[static_cast<size_t>(last)], static_cast<int32_t>(first));
-    });
-    Scalar* const boxes[2] = {box(0), box(0)};
-    fit_boxes(root, 0, root.end, boxes);
+  Scalar* child_box(const KdNode& node, int side) {
+    return box(static_cast<size_t>(node.first_child + side));
+  }
+
+  // The caller's rows of positions [first, last) copied into buffer 0 with
+  // their indices.
+  void copy_rows(const Scalar* points, int64_t first, int64_t last) {
+    std::copy(points + first * dim_, points + last * dim_, row(0, first));
+    std::iota(&buffers_[0].ids[static_cast<size_t>(first)],
+              &buffers_[0].ids[static_cast<size_t>(last)], static_cast<int32_t>(first));
   }
 
   Key key_at(int buffer, int64_t position, int dim) {
     return Key::of(row(buffer, position)[dim], buffers_[buffer].ids[static_cast<size_t>(position)]);
   }
 
-  // The key of rank size / 2 among the node's keys on `dim`: the first of
-  // the upper half, by select_rank over the node's keys. A chunked node
-  // spreads the work over its chunks: an evenly spaced sample brackets the
-  // rank between two of its keys, every chunk counts its keys below the
-  // bracket and gathers those inside it (a few percent of them), and only
-  // those go through select_rank. Should the bracket miss the rank (a sample
-  // unlike the node), the selection runs over every key: the same key, found
-  // slower.
-  Key median_key(const KdNode& node, int dim) {
+  // ---- Chunked nodes -------------------------------------------------------------------
+  // A chunked node's split is four passes over its chunks (one work item
+  // per chunk) with a step on one thread between them, done by the thread
+  // that finishes the pass's last chunk. The median: an evenly spaced sample
+  // brackets the rank size / 2 between two of its keys (bracket), every
+  // chunk counts its keys below the bracket and gathers those inside it (a
+  // few percent of them; gather), and only those go through select_rank
+  // (select_median). Should the bracket miss the rank (a sample unlike the
+  // node), the selection runs over every key: the same key, found slower.
+  // Then every chunk counts its keys below the median (count_lower), the
+  // counts become each chunk's cursors, every chunk moves its rows to the
+  // other buffer from its cursors (move), and every chunk of the children's
+  // ranges fits its part of their boxes (fit).
+
+  // Node o's split dimension (the widest of its box) and the sample's
+  // bracket of its median.
+  void bracket(size_t o) {
+    KdNode& node = chunked_node(o);
+    node.split_dim = widest_dim(box(chunked_index(o)));
     Key* keys = &keys_[static_cast<size_t>(node.begin)];
-    const int buffer = node.buffer;
     const int64_t size = node.size(), rank = node.mid() - node.begin;
-    if (node.first_chunk >= 0) {
-      int64_t samples = 32;  // about 4 sqrt(size), at most 4096
-      while (samples < 4096 && samples * samples < 16 * size) samples *= 2;
-      for (int64_t j = 0; j < samples; ++j)
-        keys[j] = key_at(buffer, node.begin + j * size / samples, dim);
-      std::sort(keys, keys + samples);
-      // The sample's rank of the median is off by about sqrt(samples) / 2:
-      // a bracket of 4 such errors either side.
-      int64_t spread = 2;
-      while (spread * spread < 4 * samples) ++spread;
-      const int64_t at = rank * samples / size;
-      const bool bounded_below = at - spread >= 0, bounded_above = at + spread < samples;
-      const Key low = keys[bounded_below ? at - spread : 0];
-      const Key high = keys[bounded_above ? at + spread : samples - 1];
-      // Per chunk: its keys below `low` counted, those in [low, high]
-      // gathered at the chunk's own positions of keys_.
-      over_chunks(node, [&](int64_t slot, int64_t first, int64_t last) {
-        Key* out = &keys_[static_cast<size_t>(first)];
-        int64_t under = 0, taken = 0;
-        for (int64_t p = first; p < last; ++p) {
-          const Key key = key_at(buffer, p, dim);
-          const bool is_below = bounded_below && key < low;
-          const bool is_above = bounded_above && high < key;
-          out[taken] = key;
-          under += is_below;
-          taken += !is_below && !is_above;
-        }
-        chunk_lefts_[static_cast<size_t>(slot)] = under;
-        chunk_inside_[static_cast<size_t>(slot)] = taken;
-      });
-      // The chunks' keys side by side from the node's first position (each
-      // moves down, never over keys still to move).
-      int64_t below = 0, inside = 0;
-      const int64_t chunks = node.chunks();
-      for (int64_t c = 0; c < chunks; ++c) {
-        const size_t slot = static_cast<size_t>(node.first_chunk + c);
-        const Key* from = &keys[c * kChunkPoints];
-        std::copy(from, from + chunk_inside_[slot], keys + inside);
-        below += chunk_lefts_[slot];
-        inside += chunk_inside_[slot];
-      }
-      if (below <= rank && rank < below + inside) return select_rank(keys, inside, rank - below);
+    int64_t samples = 32;  // about 4 sqrt(size), at most 4096
+    while (samples < 4096 && samples * samples < 16 * size) samples *= 2;
+    for (int64_t j = 0; j < samples; ++j)
+      keys[j] = key_at(node.buffer, node.begin + j * size / samples, node.split_dim);
+    std::sort(keys, keys + samples);
+    // The sample's rank of the median is off by about sqrt(samples) / 2:
+    // a bracket of 4 such errors either side.
+    int64_t spread = 2;
+    while (spread * spread < 4 * samples) ++spread;
+    const int64_t at = rank * samples / size;
+    ChunkedSplit& split = splits_[o];
+    split.bounded_below = at - spread >= 0;
+    split.bounded_above = at + spread < samples;
+    split.low = keys[split.bounded_below ? at - spread : 0];
+    split.high = keys[split.bounded_above ? at + spread : samples - 1];
+  }
+
+  // A chunk's keys below the bracket counted, those inside it gathered at
+  // the chunk's own positions of keys_.
+  void gather(size_t o, int64_t slot, int64_t first, int64_t last) {
+    const KdNode& node = chunked_node(o);
+    const ChunkedSplit& split = splits_[o];
+    Key* out = &keys_[static_cast<size_t>(first)];
+    int64_t under = 0, taken = 0;
+    for (int64_t p = first; p < last; ++p) {
+      const Key key = key_at(node.buffer, p, node.split_dim);
+      const bool is_below = split.bounded_below && key < split.low;
+      const bool is_above = split.bounded_above && split.high < key;
+      out[taken] = key;
+      under += is_below;
+      taken += !is_below && !is_above;
     }
-    over_chunks(node, [&](int64_t, int64_t first, int64_t last) {
-      for (int64_t p = first; p < last; ++p) keys[p - node.begin] = key_at(buffer, p, dim);
-    });
-    return select_rank(keys, size, rank);
+    chunk_lefts_[static_cast<size_t>(slot)] = under;
+    chunk_inside_[static_cast<size_t>(slot)] = taken;
+  }
+
+  // The chunks' gathered keys side by side from the node's first position
+  // (each moves down, never over keys still to move), and the selection.
+  void select_median(size_t o) {
+    const KdNode& node = chunked_node(o);
+    Key* keys = &keys_[static_cast<size_t>(node.begin)];
+    const int64_t rank = node.mid() - node.begin;
+    int64_t below = 0, inside = 0;
+    for (int64_t c = 0; c < node.chunks(); ++c) {
+      const size_t slot = static_cast<size_t>(node.first_chunk + c);
+      const Key* from = &keys[c * kChunkPoints];
+      std::copy(from, from + chunk_inside_[slot], keys + inside);
+      below += chunk_lefts_[slot];
+      inside += chunk_inside_[slot];
+    }
+    ChunkedSplit& split = splits_[o];
+    if (below <= rank && rank < below + inside) {
+      split.median = select_rank(keys, inside, rank - below);
+      return;
+    }
+    for (int64_t p = node.begin; p < node.end; ++p)
+      keys[p - node.begin] = key_at(node.buffer, p, node.split_dim);
+    split.median = select_rank(keys, node.size(), rank);
+  }
+
+  void count_lower(size_t o, int64_t slot, int64_t first, int64_t last) {
+    const KdNode& node = chunked_node(o);
+    const Key median = splits_[o].median;
+    int64_t lower = 0;
+    for (int64_t p = first; p < last; ++p) lower += key_at(node.buffer, p, node.split_dim) < median;
+    chunk_lefts_[static_cast<size_t>(slot)] = lower;
+  }
+
+  // Each chunk's count below the median becomes its lower half's cursor.
+  void make_cursors(size_t o) {
+    const KdNode& node = chunked_node(o);
+    int64_t lower_before = 0;
+    for (int64_t c = 0; c < node.chunks(); ++c) {
+      int64_t& lefts = chunk_lefts_[static_cast<size_t>(node.first_chunk + c)];
+      const int64_t lower = lefts;
+      lefts = lower_before;
+      lower_before += lower;
+    }
   }
 
   // Moves positions [first, last) of the node's rows to the other buffer:
@@ -399,73 +435,177 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     }
   }
 
-  // Splits an inner node: its median on its widest dimension, its rows moved
-  // to the other buffer in the two children's ranges, the children's boxes.
-  void split(size_t i) {
-    KdNode& node = nodes_[i];
-    node.split_dim = widest_dim(box(i));
-    const int dim = node.split_dim;
-    const Key median = median_key(node, dim);
-    const int buffer = node.buffer;
-    const auto move = [&](int64_t first, int64_t last, int64_t out[2]) {
-      with_dim([&](auto width) { move_sides<width>(buffer, dim, median, first, last, out); });
-    };
-    if (node.first_chunk < 0) {
-      int64_t out[2] = {node.begin, node.mid()};
-      move(node.begin, node.end, out);
-    } else {
-      // Chunked: count each chunk's lower half, then move every chunk from
-      // its own cursors.
-      over_chunks(node, [&](int64_t slot, int64_t first, int64_t last) {
-        int64_t lower = 0;
-        for (int64_t p = first; p < last; ++p) lower += key_at(buffer, p, dim) < median;
-        chunk_lefts_[static_cast<size_t>(slot)] = lower;
-      });
-      const int64_t chunks = node.chunks();
-      int64_t lower_before = 0;
-      for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t lower = chunk_lefts_[static_cast<size_t>(node.first_chunk + c)];
-        chunk_lefts_[static_cast<size_t>(node.first_chunk + c)] = lower_before;
-        lower_before += lower;
-      }
-      over_chunks(node, [&](int64_t slot, int64_t first, int64_t last) {
-        const int64_t lower = chunk_lefts_[static_cast<size_t>(slot)];
-        int64_t out[2] = {node.begin + lower, node.mid() + (first - node.begin) - lower};
-        move(first, last, out);
-      });
-    }
-    Scalar* const children[2] = {box(static_cast<size_t>(node.first_child)),
-                                 box(static_cast<size_t>(node.first_child) + 1)};
-    fit_boxes(node, buffer ^ 1, node.mid(), children);
+  void move_range(const KdNode& node, Key median, int64_t first, int64_t last, int64_t out[2]) {
+    with_dim([&](auto width) {
+      move_sides<width>(node.buffer, node.split_dim, median, first, last, out);
+    });
   }
 
-  // Builds the subtree of node i, whose box is fitted; returns its node
-  // count. Subtrees of more than kTaskPoints points build their children as
-  // tasks, poll the cancel flag and report their own progress.
-  int64_t build_subtree(size_t i, Cancellation& cancel, knn_progress* report) {
+  void move_chunk(size_t o, int64_t slot, int64_t first, int64_t last) {
+    const KdNode& node = chunked_node(o);
+    const int64_t lower = chunk_lefts_[static_cast<size_t>(slot)];
+    int64_t out[2] = {node.begin + lower, node.mid() + (first - node.begin) - lower};
+    move_range(node, splits_[o].median, first, last, out);
+  }
+
+  // ---- Nodes that are not chunked ----------------------------------------------------
+
+  // Splits node i, which is not chunked, on the calling thread.
+  void split_whole(size_t i) {
     KdNode& node = nodes_[i];
-    const bool large = node.size() > kTaskPoints;
-    if (large && cancel.stop()) return 0;
-    if (node.first_child < 0) {
-      if (large) progress_add(report, 1);
-      return 1;
+    node.split_dim = widest_dim(box(i));
+    Key* keys = &keys_[static_cast<size_t>(node.begin)];
+    for (int64_t p = node.begin; p < node.end; ++p)
+      keys[p - node.begin] = key_at(node.buffer, p, node.split_dim);
+    const Key median = select_rank(keys, node.size(), node.mid() - node.begin);
+    int64_t out[2] = {node.begin, node.mid()};
+    move_range(node, median, node.begin, node.end, out);
+    Scalar* const children[2] = {child_box(node, 0), child_box(node, 1)};
+    fit_range(node.buffer ^ 1, node.begin, node.end, node.mid(), children);
+  }
+
+  // Builds the subtree of node i (its box fitted, not chunked) on the calling
+  // thread; returns its node count.
+  int64_t build_whole(size_t i) {
+    if (nodes_[i].first_child < 0) return 1;
+    split_whole(i);
+    const size_t left = static_cast<size_t>(nodes_[i].first_child);
+    return 1 + build_whole(left) + build_whole(left + 1);
+  }
+
+  // ---- The schedule ----------------------------------------------------------------------
+  // One parallel region runs the whole build from a queue of work items
+  // allocated before it opens: each thread takes the next item once it is
+  // published and runs it, and the item that completes a step publishes
+  // what that step made ready (the last chunk of a pass runs the node's step
+  // between passes and publishes the next pass's chunks; a split node
+  // publishes its children). So the region has no barrier, no OpenMP task
+  // and no allocation: an operator new that throws inside a region ends the
+  // process, and so does libgomp when it cannot allocate a task.
+  enum class Step : int32_t { kRootChunk, kGather, kCountLower, kMove, kFit, kNode };
+
+  // kNode: node `node`, which is not chunked: one of more than kTaskPoints
+  // points is split (its children are items of their own), a smaller
+  // subtree built whole. The other steps: chunk `slot` of chunked node
+  // chunked_[node].
+  struct Item {
+    Step step;
+    int32_t node;
+    int64_t slot;
+  };
+
+  struct Queue {
+    std::unique_ptr<Item[]> items;
+    std::unique_ptr<std::atomic<bool>[]> published;
+    size_t size = 0;  // every item the build publishes
+    std::atomic<size_t> taken{0}, filled{0};
+  };
+
+  // The items the build publishes: the root's chunks (a chunked root), four
+  // passes over every chunk of every chunked node, and every node that is
+  // not chunked but whose parent is chunked or holds more than kTaskPoints
+  // points (and the root, when not chunked).
+  size_t item_count() const {
+    size_t count = nodes_[0].first_chunk >= 0 ? static_cast<size_t>(nodes_[0].chunks()) : 1;
+    count += 4 * chunk_owner_.size();
+    for (const KdNode& node : nodes_) {
+      if (node.first_child < 0 || (node.first_chunk < 0 && node.size() <= kTaskPoints)) continue;
+      for (int side = 0; side < 2; ++side)
+        count += nodes_[static_cast<size_t>(node.first_child + side)].first_chunk < 0;
     }
-    split(i);
-    const size_t left = static_cast<size_t>(node.first_child);
-    if (!large)
-      return 1 + build_subtree(left, cancel, report) + build_subtree(left + 1, cancel, report);
-    progress_add(report, 1);
-#pragma omp task default(shared) firstprivate(left)
-    {
-      const int64_t count = build_subtree(left, cancel, report);
-      if (nodes_[left].size() <= kTaskPoints) progress_add(report, count);
+    return count;
+  }
+
+  void publish(Step step, int32_t node, int64_t first_slot, int64_t count) {
+    const size_t at = queue_.filled.fetch_add(static_cast<size_t>(count));
+    for (int64_t j = 0; j < count; ++j) {
+      queue_.items[at + static_cast<size_t>(j)] = Item{step, node, first_slot + j};
+      queue_.published[at + static_cast<size_t>(j)].store(true, std::memory_order_release);
     }
-    {
-      const int64_t count = build_subtree(left + 1, cancel, report);
-      if (nodes_[left + 1].size() <= kTaskPoints) progress_add(report, count);
+  }
+
+  // The next pass over chunked node o's chunks.
+  void publish_pass(Step step, size_t o) {
+    const KdNode& node = chunked_node(o);
+    pending_[o].store(node.chunks(), std::memory_order_relaxed);
+    publish(step, static_cast<int32_t>(o), node.first_chunk, node.chunks());
+  }
+
+  // Whether this chunk was the last of its node's pass.
+  bool last_of_pass(size_t o) { return pending_[o].fetch_sub(1, std::memory_order_acq_rel) == 1; }
+
+  // Node i's box is fitted: its split (or subtree) may start.
+  void publish_node(size_t i) {
+    const KdNode& node = nodes_[i];
+    if (node.first_chunk < 0) return publish(Step::kNode, static_cast<int32_t>(i), 0, 1);
+    const size_t o = static_cast<size_t>(chunk_owner_[static_cast<size_t>(node.first_chunk)]);
+    if (cancel_->stop()) return;
+    bracket(o);
+    publish_pass(Step::kGather, o);
+  }
+
+  void run(const Item& item) {
+    const size_t o = static_cast<size_t>(item.node);
+    const int64_t slot = item.slot;
+    const KdNode* chunked = item.step == Step::kNode ? nullptr : &chunked_node(o);
+    const int64_t first =
+        chunked ? chunked->begin + (slot - chunked->first_chunk) * kChunkPoints : 0;
+    const int64_t last = chunked ? std::min(first + kChunkPoints, int64_t{chunked->end}) : 0;
+    switch (item.step) {
+      case Step::kRootChunk: {
+        copy_rows(points_, first, last);
+        Scalar* const into[2] = {chunk_box(slot, 0), chunk_box(slot, 1)};
+        fit_range(0, first, last, n_, into);
+        if (!last_of_pass(o)) return;
+        Scalar* const root[2] = {box(0), box(0)};
+        merge_chunk_boxes(o, root);
+        return publish_node(0);
+      }
+      case Step::kGather:
+        gather(o, slot, first, last);
+        if (!last_of_pass(o)) return;
+        select_median(o);
+        return publish_pass(Step::kCountLower, o);
+      case Step::kCountLower:
+        count_lower(o, slot, first, last);
+        if (!last_of_pass(o)) return;
+        make_cursors(o);
+        return publish_pass(Step::kMove, o);
+      case Step::kMove:
+        move_chunk(o, slot, first, last);
+        if (!last_of_pass(o)) return;
+        return publish_pass(Step::kFit, o);
+      case Step::kFit: {
+        Scalar* const into[2] = {chunk_box(slot, 0), chunk_box(slot, 1)};
+        fit_range(chunked->buffer ^ 1, first, last, chunked->mid(), into);
+        if (!last_of_pass(o)) return;
+        Scalar* const children[2] = {child_box(*chunked, 0), child_box(*chunked, 1)};
+        merge_chunk_boxes(o, children);
+        progress_add(report_, 1);
+        publish_node(static_cast<size_t>(chunked->first_child));
+        return publish_node(static_cast<size_t>(chunked->first_child) + 1);
+      }
+      case Step::kNode: {
+        const KdNode& node = nodes_[o];
+        if (node.size() <= kTaskPoints) return progress_add(report_, build_whole(o));
+        if (cancel_->stop()) return;
+        progress_add(report_, 1);
+        if (node.first_child < 0) return;
+        split_whole(o);
+        publish(Step::kNode, node.first_child, 0, 1);
+        return publish(Step::kNode, node.first_child + 1, 0, 1);
+      }
     }
-#pragma omp taskwait
-    return 1;
+  }
+
+  // A thread of the build's team: takes items until every one is taken or
+  // the build is cancelled (then items stop being published).
+  void work() {
+    for (size_t i = queue_.taken.fetch_add(1); i < queue_.size; i = queue_.taken.fetch_add(1)) {
+      const auto stopped = [this] { return cancel_->stopped.load(std::memory_order_relaxed); };
+      if (!wait_for_flag(queue_.published[i], stopped) || stopped()) return;
+      run(queue_.items[i]);
+    }
   }
 
   void build(const Scalar* points, int threads, const volatile int* cancel) {
@@ -473,7 +613,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
       search_.allocate(dim_, 0, 0);
       return;
     }
-    throw_if_cancelled(cancel);  // the tasks poll before large nodes only
+    throw_if_cancelled(cancel);  // the build polls before large nodes only
     // Every leaf holds more than half a leaf (its parent held more than a
     // leaf and split in halves), so this bounds the node count.
     const int64_t max_leaves = n_ / ((int64_t{leaf_size_} + 1) / 2) + 1;
@@ -494,14 +634,26 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     }
     keys_.reset(new Key[static_cast<size_t>(n_)]);
     boxes_.resize(nodes_.size() * 2 * static_cast<size_t>(dim_));
+    queue_.size = item_count();
+    queue_.items.reset(new Item[queue_.size]);
+    queue_.published.reset(new std::atomic<bool>[queue_.size]);
+    for (size_t i = 0; i < queue_.size; ++i)
+      queue_.published[i].store(false, std::memory_order_relaxed);
+    pending_.reset(new std::atomic<int64_t>[chunked_.size()]);
     Cancellation cancellation{cancel};
-#pragma omp parallel num_threads(threads)
-#pragma omp single
-    {
-      fit_root(points);
-      const int64_t count = build_subtree(0, cancellation, report);
-      if (nodes_[0].size() <= kTaskPoints) progress_add(report, count);
+    cancel_ = &cancellation;
+    points_ = points;
+    report_ = report;
+    if (nodes_[0].first_chunk < 0) {
+      copy_rows(points, 0, n_);
+      Scalar* const root[2] = {box(0), box(0)};
+      fit_range(0, 0, n_, n_, root);
+      publish_node(0);
+    } else {
+      publish_pass(Step::kRootChunk, 0);  // chunked_[0] is the root
     }
+#pragma omp parallel num_threads(threads)
+    work();
     if (cancellation.stopped.load()) throw_cancelled();
     hand_over(threads);
     progress_add(report, 1);
@@ -550,6 +702,12 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     std::vector<int64_t>().swap(chunk_lefts_);
     std::vector<int64_t>().swap(chunk_inside_);
     std::vector<Scalar>().swap(chunk_boxes_);
+    std::vector<int32_t>().swap(chunked_);
+    std::vector<int32_t>().swap(chunk_owner_);
+    std::vector<ChunkedSplit>().swap(splits_);
+    queue_.items.reset();
+    queue_.published.reset();
+    pending_.reset();
   }
 
   int64_t n_;
@@ -565,6 +723,15 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
                                        // sample's bracket), then its cursor
   std::vector<int64_t> chunk_inside_;  // per chunk slot: its keys inside a sample's bracket
   std::vector<Scalar> chunk_boxes_;    // per chunk slot: the boxes of its two sides
+  std::vector<int32_t> chunked_;       // the chunked nodes, breadth first
+  std::vector<int32_t> chunk_owner_;   // per chunk slot: its node's place in chunked_
+  std::vector<ChunkedSplit> splits_;   // per chunked node: its split between passes
+  std::unique_ptr<std::atomic<int64_t>[]> pending_;  // per chunked node: its pass's chunks to go
+  Queue queue_;
+  // The build's call, for its work items:
+  const Scalar* points_ = nullptr;
+  Cancellation* cancel_ = nullptr;
+  knn_progress* report_ = nullptr;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../common/neighbor.h"
+#include "../common/team_size.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
 #include "knn_list.h"
@@ -42,8 +43,6 @@ void write_radius_row(std::vector<BasicNeighbor<Scalar>>& found, int max_neighbo
       sq_distances[j] = hit ? found[j].sq_distance : std::numeric_limits<Scalar>::infinity();
   }
 }
-
-inline int thread_count(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
 
 // Runs body(state, block) for the blocks of `items` work items, per_block
 // each (block b holds items [b * per_block, min(items, (b + 1) * per_block))),

@@ -106,15 +106,15 @@ class TreeCheck {
     if (suspect_.load(std::memory_order_relaxed)) {
       // Only a wrong tree gets here: name its smallest wrong node, each node
       // checked against its ancestors one by one.
-      const int64_t bad =
-          first_index_where(n, [&](int64_t i) { return check_node(tree, i) != kTreeOk; });
+      const int64_t bad = first_index_where(
+          n, kClassicThreads, [&](int64_t i) { return check_node(tree, i) != kTreeOk; });
       if (bad < n)
         fail(KNN_ERR_INVALID_TREE, tree_defect_message(bad, check_node(tree, bad), tree[bad].id));
     }
     // Every id is in range now, so they form a permutation unless one
     // repeats, and then another is missing.
     const bool id_missing =
-        first_index_where(n, [&](int64_t id) {
+        first_index_where(n, kClassicThreads, [&](int64_t id) {
           return seen_[static_cast<size_t>(id)].load(std::memory_order_relaxed) == 0;
         }) < n;
     if (!id_missing) return;
@@ -154,7 +154,7 @@ struct PushedPoints {
 PushedPoints push_down(const Node* tree, int64_t upper, int root_dim) {
   const int64_t buckets = upper + 1;
   std::vector<int64_t> bucket(static_cast<size_t>(upper));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(team_size(kClassicThreads)) schedule(static)
   for (int64_t i = 0; i < upper; ++i) {
     const float* p = tree[i].p;
     int64_t j = 2 * i + 1;
@@ -233,7 +233,7 @@ void read_tree(const Node* tree, int64_t n, int root_dim, SearchTree* out, TreeC
   const int64_t chunks = (buckets + kChunkBuckets - 1) / kChunkBuckets;
   // The subtree extents of a thread's chunk, bucket c's node `local`
   // (numbered as a heap from the bucket's root) at c * kBucketNodes + local.
-  ThreadScratch<Box> below(omp_get_max_threads(), check ? kChunkBuckets * kBucketNodes : 0);
+  ThreadScratch<Box> below(team_size(kClassicThreads), check ? kChunkBuckets * kBucketNodes : 0);
 #pragma omp parallel num_threads(below.threads())
   {
     if (check) {
@@ -334,7 +334,8 @@ void query_kdtree(const Node* tree, int64_t n, const Point* queries, int64_t m, 
   TreeCheck check(n);
   read_tree(tree, n, 0, &t, &check);
   check.finish(tree);
-  search_knn(t, reinterpret_cast<const float*>(queries), m, k, 0, indices, sq_distances);
+  search_knn(t, reinterpret_cast<const float*>(queries), m, k, kClassicThreads, indices,
+             sq_distances);
 }
 
 }  // namespace omp

@@ -26,6 +26,7 @@
 #include "../common/error.h"
 #include "../common/pip_predicate.h"
 #include "../common/quadtree_layout.h"
+#include "../common/team_size.h"
 #include "../engine/cancel.h"
 #include "../engine/quadtree_engine.h"
 #include "../include/knn_gpgpu.h"
@@ -196,7 +197,7 @@ OmpQuadtree<P>::OmpQuadtree(const P* xy, int64_t n, const QuadtreeParams& params
     : n_(n),
       leaf_capacity_(params.leaf_capacity > 0 ? params.leaf_capacity : kDefaultLeafCapacity) {
   if (n == 0) return;
-  const int threads = params.threads > 0 ? params.threads : omp_get_max_threads();
+  const int threads = team_size(params.threads);
   P min_x = xy[0], min_y = xy[1], max_x = xy[0], max_y = xy[1];
 #pragma omp parallel for num_threads(threads) reduction(min                           \
                                                         : min_x, min_y) reduction(max \
@@ -411,7 +412,7 @@ void OmpQuadtree<P>::count_polygons(const PolygonSet<V>& polygons, int64_t* coun
                                     const QuadtreeParams& call) const {
   std::fill(counts, counts + polygons.n_polygons, int64_t{0});
   if (n_ == 0 || polygons.n_polygons == 0) return;
-  const int threads = call.threads > 0 ? call.threads : omp_get_max_threads();
+  const int threads = team_size(call.threads);
   const std::vector<Task> tasks = make_tasks(polygons.n_polygons, threads);
   std::vector<int64_t> found(tasks.size());
   for_each_task<V>(static_cast<int64_t>(tasks.size()), threads,
@@ -428,7 +429,7 @@ template <class V>
 void OmpQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t* out_offsets,
                                    int64_t* point_indices, const QuadtreeParams& call) const {
   if (n_ == 0 || polygons.n_polygons == 0) return;
-  const int threads = call.threads > 0 ? call.threads : omp_get_max_threads();
+  const int threads = team_size(call.threads);
   const std::vector<Task> tasks = make_tasks(polygons.n_polygons, threads);
   const int64_t n_tasks = static_cast<int64_t>(tasks.size());
   // Where each task writes: its polygon's slice, after the tasks of the same

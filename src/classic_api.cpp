@@ -16,6 +16,10 @@
 namespace knn {
 namespace {
 
+// The classic API has no options: its calls run on the default team
+// (common/team_size.h: OMP_NUM_THREADS, at most max_threads()).
+constexpr int kDefaultThreads = 0;
+
 // Refusals the planner gives before any output is written: the tree is not
 // a tree, no engine of this build can serve the call, or the device list
 // (KNN_DEVICES) is not one.
@@ -44,7 +48,7 @@ void run_or_fill(Compute&& compute, FillMissing&& fill_missing) {
 void check_build_args(const Point* points, int n, const Node* tree) {
   check_array(points, n, "points", "n");
   check_array(tree, n, "tree", "n");
-  check_coordinates(reinterpret_cast<const float*>(points), n, 3, "point");
+  check_coordinates(reinterpret_cast<const float*>(points), n, 3, "point", kDefaultThreads);
 }
 
 int build(const char* function, const Point* points, int n, Node* tree, Engine engine) {
@@ -69,7 +73,7 @@ int build(const char* function, const Point* points, int n, Node* tree, Engine e
 void check_tree_coordinates(const Node* tree, int n_tree) {
   const float limit = coordinate_limit(3);
   auto beyond = [&](float v) { return std::isfinite(v) && std::fabs(v) > limit; };
-  const int64_t i = first_index_where(n_tree, [&](int64_t j) {
+  const int64_t i = first_index_where(n_tree, kDefaultThreads, [&](int64_t j) {
     return beyond(tree[j].p[0]) || beyond(tree[j].p[1]) || beyond(tree[j].p[2]);
   });
   if (i == n_tree) return;
@@ -89,7 +93,8 @@ int query(const char* function, const Point* queries, const Node* tree, int n_qp
     check_k(k);
     check_array(result, n_qp, "result", "n_qp");
     check_slots(n_qp, k, sizeof(int), "n_qp * k");
-    check_coordinates(reinterpret_cast<const float*>(queries), n_qp, 3, "query point");
+    check_coordinates(reinterpret_cast<const float*>(queries), n_qp, 3, "query point",
+                      kDefaultThreads);
     check_tree_coordinates(tree, n_tree);
     if (engine != Engine::OpenMP) check_device_environment(true, true);
     const ProgressStage stage(KNN_PROGRESS_QUERY, n_qp);
@@ -189,8 +194,8 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
     knn::check_slots(n_ref, dim, sizeof(float), "n_ref * dim");
     knn::check_slots(n_query, dim, sizeof(float), "n_query * dim");
     knn::check_slots(n_query, k, sizeof(float), "n_query * k");
-    knn::check_coordinates(ref, n_ref, dim, "reference point");
-    knn::check_coordinates(query, n_query, dim, "query point");
+    knn::check_coordinates(ref, n_ref, dim, "reference point", knn::kDefaultThreads);
+    knn::check_coordinates(query, n_query, dim, "query point", knn::kDefaultThreads);
     knn::omp::brute_force(ref, n_ref, query, n_query, dim, k, reinterpret_cast<int32_t*>(ind),
                           sq_dist);
   });

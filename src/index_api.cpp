@@ -166,11 +166,11 @@ void check_dim(int dim) {
 }
 
 // Every coordinate finite and within coordinate_limit<Scalar>(dim), wherever
-// the rows live; names the first bad row.
+// the rows live; names the first bad row. Host rows are scanned by `threads`.
 template <typename Scalar>
 void check_coordinate_rows(const Scalar* rows, int64_t n, int dim, bool rows_on_device,
-                           const char* what) {
-  if (!rows_on_device) return check_coordinates(rows, n, dim, what);
+                           const char* what, int threads) {
+  if (!rows_on_device) return check_coordinates(rows, n, dim, what, threads);
   const Scalar limit = coordinate_limit<Scalar>(dim);
   const int64_t bad = cuda::first_beyond_on_device(rows, n * dim, limit);
   if (bad < 0) return;
@@ -639,7 +639,7 @@ knn_index* build(const Scalar* points, int64_t n, int dim, const knn_options* op
     check_device_environment(devices_from_environment, o.device_memory_limit == 0);
   DeviceScope scope(devices > 0 ? o.device : -1);
   const bool points_dev = on_device(points);
-  check_coordinate_rows(points, n, dim, points_dev, "point");
+  check_coordinate_rows(points, n, dim, points_dev, "point", o.threads);
 
   const ProgressStage stage(KNN_PROGRESS_BUILD, 1);  // the CPU kd-tree counts its levels
   IndexParams params;
@@ -701,7 +701,8 @@ void query(const char* call, const knn_index* index, const Scalar* queries, int6
   if (m == 0) return;
   DeviceScope scope(ix.device);
   const Outputs<Scalar> out(indices, sq_distances, nullptr, m * k, m);
-  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
+  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query",
+                        call_params(ix, o).threads);
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
   const BasicShareWork<Scalar> share =
       [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int width, int32_t* i,
@@ -769,7 +770,8 @@ void radius(const char* call, const knn_index* index, const Scalar* queries, int
   int32_t* const rows = max_neighbors > 0 ? indices : nullptr;
   Scalar* const dists = max_neighbors > 0 ? sq_distances : nullptr;
   const Outputs<Scalar> out(rows, dists, counts, m * max_neighbors, m);
-  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
+  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query",
+                        call_params(ix, o).threads);
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
   const BasicShareWork<Scalar> share = [&](const BasicIndexEngine<Scalar>& e, const Scalar* q,
                                            int64_t count, int width, int32_t* i, Scalar* d,
@@ -797,7 +799,8 @@ void radius_count(const char* call, const knn_index* index, const Scalar* querie
   if (m == 0) return;
   DeviceScope scope(ix.device);
   const bool counts_on_device = on_device(counts);
-  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
+  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query",
+                        call_params(ix, o).threads);
   std::vector<int64_t> wide;
   try {
     const std::vector<int32_t> found = radius_counts(ix, queries, m, radius, o);
@@ -840,7 +843,8 @@ void radius_fill(const char* call, const knn_index* index, const Scalar* queries
          format("indices is NULL while offsets[m] is %lld", static_cast<long long>(total)));
   const Outputs<Scalar> out(total > 0 ? indices : nullptr, total > 0 ? sq_distances : nullptr,
                             nullptr, total, 0);
-  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query");
+  check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query",
+                        call_params(ix, o).threads);
   const std::vector<int32_t> counts = radius_counts(ix, queries, m, radius, o);
   const std::vector<int64_t> wide(counts.begin(), counts.end());
   check_offsets_match_counts(offs.data(), wide.data(), m, "offsets", "query");

@@ -1,12 +1,11 @@
 #include "options.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 
 #include "../common/error.h"
+#include "../common/team_size.h"
 
 namespace knn {
 
@@ -77,8 +76,6 @@ void check_device_number(int device, int devices) {
 }
 
 size_t options_v1_size() { return offsetof(knn_options, device_memory_limit) + sizeof(size_t); }
-
-int max_threads() { return KNN_MAX_THREADS_PER_PROCESSOR * std::max(1, omp_get_num_procs()); }
 
 }  // namespace knn
 

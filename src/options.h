@@ -15,7 +15,7 @@ namespace knn {
 // count, a device_count outside 0..KNN_MAX_DEVICES or beyond struct_size, or
 // a negative entry of devices; whether a device number exists is the
 // caller's to check (check_device_number, check_device_list). A thread count
-// above max_threads() is reduced to it
+// above max_threads() (common/team_size.h) is reduced to it
 // before it reaches OpenMP: libgomp ends the process when it cannot create
 // or allocate a team, and more threads than that never run faster.
 knn_options read_options(const knn_options* opt);
@@ -28,9 +28,5 @@ void check_device_number(int device, int devices);
 // The extent of the version-1 fields (40 bytes on 64-bit platforms): what
 // knn_options_init writes, in every release.
 size_t options_v1_size();
-
-// The most CPU threads one call uses: KNN_MAX_THREADS_PER_PROCESSOR per
-// processor of this machine.
-int max_threads();
 
 }  // namespace knn

@@ -17,10 +17,10 @@ long long ll(int64_t v) { return static_cast<long long>(v); }
 // offsets[0] == 0, offsets[i] <= offsets[i+1] (or < when strictly), and
 // offsets[count] == last when last >= 0.
 void check_offsets(const int64_t* offsets, int64_t count, const char* name, bool strictly,
-                   const char* element) {
+                   const char* element, int threads) {
   if (offsets[0] != 0)
     fail(KNN_ERR_INVALID_ARGUMENT, format("%s[0] is %lld; it must be 0", name, ll(offsets[0])));
-  const int64_t bad = first_index_where(count, [offsets, strictly](int64_t i) {
+  const int64_t bad = first_index_where(count, threads, [offsets, strictly](int64_t i) {
     return strictly ? offsets[i + 1] <= offsets[i] : offsets[i + 1] < offsets[i];
   });
   if (bad == count) return;
@@ -52,12 +52,12 @@ int64_t distinct_run_count(const V* xy, int64_t begin, int64_t end) {
 
 }  // namespace
 
-void check_pip_coordinates(const float* xy, int64_t n, const char* what) {
-  check_finite(xy, n, 2, what);
+void check_pip_coordinates(const float* xy, int64_t n, const char* what, int threads) {
+  check_finite(xy, n, 2, what, threads);
 }
 
-void check_pip_coordinates(const double* xy, int64_t n, const char* what) {
-  const int64_t row = first_index_where(n, [xy](int64_t i) {
+void check_pip_coordinates(const double* xy, int64_t n, const char* what, int threads) {
+  const int64_t row = first_index_where(n, threads, [xy](int64_t i) {
     return !pip::in_exact_range(xy[2 * i]) || !pip::in_exact_range(xy[2 * i + 1]);
   });
   if (row == n) return;
@@ -78,7 +78,7 @@ void check_pip_coordinates(const double* xy, int64_t n, const char* what) {
 
 template <class V>
 PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offsets, int64_t n_rings,
-                                const int64_t* polygon_offsets, int64_t n_polygons) {
+                                const int64_t* polygon_offsets, int64_t n_polygons, int threads) {
   check_array(polygon_offsets, n_polygons, "polygon_offsets", "n_polygons");
   check_array(ring_offsets, n_rings, "ring_offsets", "n_rings");
   check_offsets_size(n_polygons, "polygon_offsets", "n_polygons");
@@ -90,7 +90,7 @@ PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offset
   set.ring_offsets = ring_offsets;
   set.xy = vertices_xy;
   if (n_polygons > 0) {
-    check_offsets(polygon_offsets, n_polygons, "polygon_offsets", true, "polygon");
+    check_offsets(polygon_offsets, n_polygons, "polygon_offsets", true, "polygon", threads);
     if (polygon_offsets[n_polygons] != n_rings)
       fail(KNN_ERR_INVALID_ARGUMENT,
            format("polygon_offsets[n_polygons = %lld] is %lld; it must equal n_rings = %lld",
@@ -101,13 +101,13 @@ PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offset
                 ll(n_rings)));
   }
   if (n_rings == 0) return set;
-  check_offsets(ring_offsets, n_rings, "ring_offsets", false, "ring");
+  check_offsets(ring_offsets, n_rings, "ring_offsets", false, "ring", threads);
   // Beyond this no vertex array exists, and the checks and engines below
   // would form addresses (2 * vertex) past the address space.
   constexpr int64_t kMaxVertices = PTRDIFF_MAX / (2 * static_cast<int64_t>(sizeof(V)));
   if (ring_offsets[n_rings] > kMaxVertices) {
     const int64_t huge = first_index_where(
-        n_rings + 1, [ring_offsets](int64_t i) { return ring_offsets[i] > kMaxVertices; });
+        n_rings + 1, threads, [ring_offsets](int64_t i) { return ring_offsets[i] > kMaxVertices; });
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("ring_offsets[%lld] is %lld; at most %lld vertices of two %s fit the address "
                 "space",
@@ -118,8 +118,8 @@ PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offset
   if (vertices_xy == nullptr)
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("vertices_xy is NULL while ring_offsets[n_rings] = %lld", ll(set.n_vertices)));
-  check_pip_coordinates(vertices_xy, set.n_vertices, "vertex");
-  const int64_t short_ring = first_index_where(n_rings, [&](int64_t r) {
+  check_pip_coordinates(vertices_xy, set.n_vertices, "vertex", threads);
+  const int64_t short_ring = first_index_where(n_rings, threads, [&](int64_t r) {
     return distinct_run_count(vertices_xy, ring_offsets[r], ring_offsets[r + 1]) < 3;
   });
   if (short_ring < n_rings)
@@ -131,8 +131,8 @@ PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offset
 }
 
 template PolygonSet<float> validate_polygons(const float*, const int64_t*, int64_t, const int64_t*,
-                                             int64_t);
+                                             int64_t, int);
 template PolygonSet<double> validate_polygons(const double*, const int64_t*, int64_t,
-                                              const int64_t*, int64_t);
+                                              const int64_t*, int64_t, int);
 
 }  // namespace knn

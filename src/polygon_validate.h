@@ -24,14 +24,15 @@ namespace knn {
 //    exact predicate's range (check_pip_coordinates).
 template <class V>
 PolygonSet<V> validate_polygons(const V* vertices_xy, const int64_t* ring_offsets, int64_t n_rings,
-                                const int64_t* polygon_offsets, int64_t n_polygons);
+                                const int64_t* polygon_offsets, int64_t n_polygons, int threads);
 
 // The coordinates of n (x, y) rows, named `what` ("point", "vertex") in the
 // message: a NaN or infinite one is KNN_ERR_NONFINITE_INPUT; for doubles,
 // one that is neither 0 nor of magnitude within [2^-485, 2^500]
 // (pip::kMinMagnitude, pip::kMaxMagnitude) is KNN_ERR_INVALID_ARGUMENT.
-// The first bad row is named.
-void check_pip_coordinates(const float* xy, int64_t n, const char* what);
-void check_pip_coordinates(const double* xy, int64_t n, const char* what);
+// The first bad row is named. `threads` (here and above): the call's thread
+// count (knn_options.threads; 0: the default), as common/team_size.h takes it.
+void check_pip_coordinates(const float* xy, int64_t n, const char* what, int threads);
+void check_pip_coordinates(const double* xy, int64_t n, const char* what, int threads);
 
 }  // namespace knn

@@ -100,7 +100,7 @@ void build_tree(const P* xy, int64_t n, const knn_options* opt, knn_quadtree** o
          format("n is %lld; a quadtree holds at most %lld points", static_cast<long long>(n),
                 static_cast<long long>(kMaxPoints)));
   const knn_options o = read_options(opt);
-  check_pip_coordinates(xy, n, "point");
+  check_pip_coordinates(xy, n, "point", o.threads);
   const QuadtreeParams params = params_of(o);
   std::unique_ptr<knn_quadtree> tree(new knn_quadtree);
   tree->may_use_device = o.backend != KNN_BACKEND_OPENMP;
@@ -119,8 +119,8 @@ void count_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t*
   const QuadtreeEngine& engine = *use->engine;
   check_array(counts, n_polygons, "counts", "n_polygons");
   const QuadtreeParams params = query_params(tree, opt);
-  const PolygonSet<V> polygons =
-      validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
+  const PolygonSet<V> polygons = validate_polygons(vertices_xy, ring_offsets, n_rings,
+                                                   polygon_offsets, n_polygons, params.threads);
   try {
     engine.count(polygons, counts, params);
   } catch (...) {
@@ -136,8 +136,8 @@ void fill_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t* 
   const HandleUse<knn_quadtree> use = use_tree(tree);
   const QuadtreeEngine& engine = *use->engine;
   const QuadtreeParams params = query_params(tree, opt);
-  const PolygonSet<V> polygons =
-      validate_polygons(vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons);
+  const PolygonSet<V> polygons = validate_polygons(vertices_xy, ring_offsets, n_rings,
+                                                   polygon_offsets, n_polygons, params.threads);
   if (n_polygons == 0) return;
   if (out_offsets == nullptr)
     fail(KNN_ERR_INVALID_ARGUMENT, format("out_offsets is NULL while n_polygons is %lld",

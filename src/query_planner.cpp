@@ -152,7 +152,7 @@ void query_with_cpu_share(const Node* tree, int64_t n, int root_dim, const Point
                           int64_t m, int k, int32_t* indices, float* sq_distances, int device_count,
                           bool cpu_share, const std::function<void(QueryPool&)>& device_side) {
   QueryPool pool(m, device_count);
-  const int helpers = omp_get_max_threads() - device_count * (cuda::kHostCopyThreads + 1);
+  const int helpers = team_size(omp::kClassicThreads) - device_count * (cuda::kHostCopyThreads + 1);
   if (!cpu_share || helpers < 1) return device_side(pool);
   // The CPU search layout of the tree, built once for every chunk the team takes.
   const omp::SearchTree cpu_tree = omp::classic_search_tree(tree, n, root_dim);
@@ -368,8 +368,8 @@ std::vector<int> classic_devices(int64_t m) {
 // search. Where copies bound it, CPU threads would slow them down (measured:
 // bench/RESULTS.md). KNN_CPU_SHARE=1/0 forces the choice.
 bool want_cpu_share(int64_t m, int k) {
-  const bool worth_it =
-      m >= (int64_t{1} << 16) && k > 16 && omp_get_max_threads() > cuda::kHostCopyThreads + 2;
+  const bool worth_it = m >= (int64_t{1} << 16) && k > 16 &&
+                        team_size(omp::kClassicThreads) > cuda::kHostCopyThreads + 2;
   return env_flag("KNN_CPU_SHARE", worth_it);
 }
 
@@ -438,15 +438,15 @@ std::vector<TreePart> split_tree(const Node* tree, int64_t n, int levels) {
 
 // The positions whose flag is set, ascending, gathered by all cores.
 void compact_flagged(const unsigned char* flags, int64_t count, std::vector<int64_t>& positions) {
-  const int pieces = omp_get_max_threads();
+  const int pieces = team_size(omp::kClassicThreads);
   std::vector<int64_t> found(static_cast<size_t>(pieces) + 1, 0);
   auto piece_begin = [&](int p) { return count * p / pieces; };
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(pieces) schedule(static)
   for (int p = 0; p < pieces; ++p)
     for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i) found[p + 1] += flags[i];
   for (int p = 0; p < pieces; ++p) found[p + 1] += found[p];
   positions.resize(static_cast<size_t>(found[pieces]));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(pieces) schedule(static)
   for (int p = 0; p < pieces; ++p) {
     int64_t at = found[p];
     for (int64_t i = piece_begin(p); i < piece_begin(p + 1); ++i)
@@ -525,7 +525,8 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
   std::vector<float> best_dist(rows);
   std::vector<int> home(static_cast<size_t>(std::min(block, m)));
   std::vector<unsigned char> wanted(home.size());
-  omp::ThreadScratch<Neighbor> merge_scratch(omp_get_max_threads(), static_cast<size_t>(k));
+  omp::ThreadScratch<Neighbor> merge_scratch(team_size(omp::kClassicThreads),
+                                             static_cast<size_t>(k));
   // What one device works on: the chosen queries of its part and their lists.
   struct Work {
     std::vector<int64_t> selected;
@@ -544,7 +545,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
     int32_t* out = result + first * k;
     std::fill(out, out + count * k, -1);
     std::fill(best_dist.begin(), best_dist.end(), std::numeric_limits<float>::infinity());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(merge_scratch.threads()) schedule(static)
     for (int64_t i = 0; i < count; ++i) home[i] = home_part(block_queries[i]);
     for (int pass = 0; pass < 2; ++pass) {
       std::atomic<size_t> next_part{0};
@@ -568,7 +569,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
           const int here = static_cast<int>(p);
           {
             std::lock_guard<std::mutex> lock(shared_lists);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(merge_scratch.threads()) schedule(static)
             for (int64_t i = 0; i < count; ++i) {
               const bool is_home = home[i] == here;
               const bool full = out[i * k + k - 1] >= 0;
@@ -581,7 +582,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
           const int64_t chosen = static_cast<int64_t>(w.selected.size());
           if (chosen == 0) continue;
           w.selected_queries.resize(w.selected.size());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(merge_scratch.threads()) schedule(static)
           for (int64_t s = 0; s < chosen; ++s) w.selected_queries[s] = block_queries[w.selected[s]];
           const int64_t size = static_cast<int64_t>(part.ids.size());
           IndexParams params;
@@ -592,7 +593,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
           classic_knn(on, w.selected_queries.data(), chosen, k, w.part_idx.data(),
                       w.part_dist.data(), budget, nullptr);
           // The part's positions back to the tree's ids.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(merge_scratch.threads()) schedule(static)
           for (int64_t e = 0; e < chosen * k; ++e)
             if (w.part_idx[e] >= 0) w.part_idx[e] = part.ids[w.part_idx[e]];
           std::lock_guard<std::mutex> lock(shared_lists);

@@ -50,8 +50,8 @@ namespace {
 // The first row with a coordinate whose magnitude is not <= limit (NaN and
 // infinities included), or n.
 template <typename Scalar>
-int64_t first_row_beyond(const Scalar* rows, int64_t n, int dim, Scalar limit) {
-  return first_index_where(n, [rows, dim, limit](int64_t i) {
+int64_t first_row_beyond(const Scalar* rows, int64_t n, int dim, Scalar limit, int threads) {
+  return first_index_where(n, threads, [rows, dim, limit](int64_t i) {
     for (int d = 0; d < dim; ++d)
       if (!(std::fabs(rows[i * dim + d]) <= limit)) return true;
     return false;
@@ -59,8 +59,9 @@ int64_t first_row_beyond(const Scalar* rows, int64_t n, int dim, Scalar limit) {
 }
 
 template <typename Scalar>
-void check_rows(const Scalar* rows, int64_t n, int dim, const char* what, Scalar limit) {
-  const int64_t row = first_row_beyond(rows, n, dim, limit);
+void check_rows(const Scalar* rows, int64_t n, int dim, const char* what, Scalar limit,
+                int threads) {
+  const int64_t row = first_row_beyond(rows, n, dim, limit, threads);
   if (row == n) return;
   for (int d = 0; d < dim; ++d) {
     const Scalar v = rows[row * dim + d];
@@ -88,19 +89,19 @@ void fail_coordinate(Scalar value, int64_t row, int d, int dim, Scalar limit, co
 }
 
 template <typename Scalar>
-void check_finite(const Scalar* rows, int64_t n, int dim, const char* what) {
-  check_rows(rows, n, dim, what, std::numeric_limits<Scalar>::max());
+void check_finite(const Scalar* rows, int64_t n, int dim, const char* what, int threads) {
+  check_rows(rows, n, dim, what, std::numeric_limits<Scalar>::max(), threads);
 }
 
 template <typename Scalar>
-void check_coordinates(const Scalar* rows, int64_t n, int dim, const char* what) {
-  check_rows(rows, n, dim, what, coordinate_limit<Scalar>(dim));
+void check_coordinates(const Scalar* rows, int64_t n, int dim, const char* what, int threads) {
+  check_rows(rows, n, dim, what, coordinate_limit<Scalar>(dim), threads);
 }
 
-template void check_finite<float>(const float*, int64_t, int, const char*);
-template void check_finite<double>(const double*, int64_t, int, const char*);
-template void check_coordinates<float>(const float*, int64_t, int, const char*);
-template void check_coordinates<double>(const double*, int64_t, int, const char*);
+template void check_finite<float>(const float*, int64_t, int, const char*, int);
+template void check_finite<double>(const double*, int64_t, int, const char*, int);
+template void check_coordinates<float>(const float*, int64_t, int, const char*, int);
+template void check_coordinates<double>(const double*, int64_t, int, const char*, int);
 template void fail_coordinate<float>(float, int64_t, int, int, float, const char*);
 template void fail_coordinate<double>(double, int64_t, int, int, double, const char*);
 

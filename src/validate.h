@@ -23,9 +23,10 @@ void check_slots(int64_t rows, int64_t row_length, size_t element_bytes, const c
 // does its byte count. `array` names the array, `rows_name` the count.
 void check_offsets_size(int64_t rows, const char* array, const char* rows_name);
 // Every coordinate of n rows of dim scalars (float or double) is finite;
-// names the first bad row.
+// names the first bad row. `threads`: the call's thread count
+// (knn_options.threads; 0: the default), as common/team_size.h takes it.
 template <typename Scalar>
-void check_finite(const Scalar* rows, int64_t n, int dim, const char* what);
+void check_finite(const Scalar* rows, int64_t n, int dim, const char* what, int threads);
 // The rows + 1 offsets of CSR output rows are the running sum of the counts
 // (offsets[0] == 0, offsets[i+1] - offsets[i] == counts[i]); names the first
 // offset that is not ("out_offsets", "polygon": "... must be polygon p's count").
@@ -36,7 +37,7 @@ void check_offsets_match_counts(const int64_t* offsets, const int64_t* counts, i
 // beyond it, KNN_ERR_INVALID_ARGUMENT naming the row, dimension, value and
 // limit.
 template <typename Scalar>
-void check_coordinates(const Scalar* rows, int64_t n, int dim, const char* what);
+void check_coordinates(const Scalar* rows, int64_t n, int dim, const char* what, int threads);
 // The message of the first bad coordinate `value` (row, dimension) found by
 // a scan against `limit`, thrown with its status.
 template <typename Scalar>

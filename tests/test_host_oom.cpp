@@ -31,6 +31,7 @@
 #include "index_test_helpers.h"
 #include "knn_gpgpu.h"
 #include "oracle.h"
+#include "parallel_malloc_hook.h"
 #include "pip_api_calls.h"
 #include "pip_oracle.h"
 #include "test_data.h"
@@ -670,6 +671,26 @@ TEST_F(HostOom, KListsDoNotGrowWithK) {
   EXPECT_TRUE(std::equal(want.idx.begin(), want.idx.end(), ind.begin()));
   EXPECT_TRUE(std::all_of(ind.begin() + 10, ind.end(), [](int i) { return i == -1; }));
   EXPECT_TRUE(std::all_of(sq.begin() + 10, sq.end(), [](float d) { return d == kInf; }));
+}
+
+// 10^5 points, so that the kd-tree builds share their nodes out over the
+// threads (the walks above build trees too small for that), with every
+// malloc made inside a parallel region failing throughout besides
+// (parallel_malloc_hook.h): libgomp ended the process (exit 1) when it
+// could not allocate one of the OpenMP tasks the builds were made of.
+TEST_F(HostOom, LargeBuildsAtEveryAllocation) {
+  if (!parallel_malloc::available()) GTEST_SKIP() << "the malloc hook needs glibc";
+  points_ = make_points(Dist::Uniform, 100000, 31);
+  tree_ = reference_tree(points_);
+  rows_ = make_rows(Dist::Clustered, 100000, kDim, 32);
+  parallel_malloc::arm();
+  for (const Case& c :
+       {classic_build("mpBuildKdTree", &mpBuildKdTree), classic_build("buildKdTree", &buildKdTree),
+        index_build(KNN_STRUCTURE_KDTREE), index_build_f64()}) {
+    walk(c, hook::Mode::Persistent);
+    if (HasFatalFailure()) break;
+  }
+  parallel_malloc::disarm();
 }
 
 // Building and freeing an index gives back every byte: no buffer of the

@@ -16,6 +16,12 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
+
 #include "classic_helpers.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
@@ -81,6 +87,69 @@ TEST(Threads, HugeThreadCountsAreCapped) {
   }
   EXPECT_EQ(knn_quadtree_free(tree), KNN_OK);
 }
+
+#if defined(__linux__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define KNN_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define KNN_TEST_SANITIZED 1
+#endif
+#endif
+
+extern "C" char** environ;
+
+// OMP_NUM_THREADS=512 with 16 MiB stacks (8 GiB of them) in a process whose
+// address space may grow by 1 GiB (tests/limits_child.cpp, on two
+// processors): the index build and query with opt.threads = 4 and the
+// classic build and query (OMP_NUM_THREADS, capped at
+// KNN_MAX_THREADS_PER_PROCESSOR per processor) answer right or fail
+// cleanly. The coordinate check's parallel scan (first_index_where) asked
+// for omp_get_max_threads() threads whatever opt.threads said, as the
+// classic calls asked for OMP_NUM_THREADS uncapped, and libgomp ended the
+// process ("Thread creation failed") when the limit stopped it.
+TEST(Threads, ManyOpenMPThreadsUnderAMemoryLimit) {
+#ifdef KNN_TEST_SANITIZED
+  GTEST_SKIP() << "a sanitizer's own mappings do not fit an address-space limit";
+#else
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    bool omp = false;
+    for (const char* name : {"OMP_NUM_THREADS=", "OMP_STACKSIZE=", "GOMP_STACKSIZE=",
+                             "OMP_DYNAMIC=", "OMP_THREAD_LIMIT=", "OMP_WAIT_POLICY="})
+      omp |= entry.rfind(name, 0) == 0;
+    if (!omp) env_text.push_back(entry);
+  }
+  for (const char* entry : {"OMP_NUM_THREADS=512", "OMP_STACKSIZE=16M", "OMP_WAIT_POLICY=passive"})
+    env_text.emplace_back(entry);
+  std::vector<char*> envp;
+  for (std::string& entry : env_text) envp.push_back(&entry[0]);
+  envp.push_back(nullptr);
+  std::string path = KNN_LIMITS_CHILD, budget_mib = "1024";
+  char* const argv[] = {&path[0], &budget_mib[0], nullptr};
+  // Two processors at most, so that the cap (4 threads a processor) stays
+  // within the limit on any machine.
+  cpu_set_t mine, two;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  CPU_ZERO(&two);
+  for (int cpu = 0, kept = 0; cpu < CPU_SETSIZE && kept < 2; ++cpu)
+    if (CPU_ISSET(cpu, &mine)) CPU_SET(cpu, &two), ++kept;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sched_setaffinity(0, sizeof two, &two);
+    execve(argv[0], argv, envp.data());
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: libgomp ended the process; 2: a call failed or answered wrong (its stderr above)";
+#endif
+}
+#endif
 
 // ---- 4. Sizes whose products overflow --------------------------------------------------
 
