@@ -78,11 +78,12 @@ bool odd_crossings(const std::vector<Edge<V>>& edges, P x, P y) {
   return odd;
 }
 
-// Sorts (key << 32 | index) words whose indices ascend by their keys (the
-// upper 32 bits), which orders them by key, then index: an LSD radix sort, 8
-// bits a pass (stable, so equal keys keep their ascending indices), reading
-// the cancel flag between runs of each pass. std::sort of 4 * 10^6 words
-// takes about 0.4 s without a point to poll at; this is faster too.
+// Sorts (key << 32 | index) words, given in ascending index order, by key
+// (the upper 32 bits), which orders them by key, then index: an LSD radix
+// sort, 8 bits a pass (stable, so equal keys keep their ascending indices), reading
+// the cancel flag between runs of each pass (std::sort of millions of words
+// gives no point to poll at). Its buffer is 8 bytes a point, less than the
+// tree's arrays that follow.
 void sort_by_key(std::vector<uint64_t>& words, const volatile int* cancel) {
   const int64_t count = static_cast<int64_t>(words.size());
   std::vector<uint64_t> buffer;
