@@ -19,7 +19,7 @@
 //
 // Cancellation: the build reads the caller's flag between runs of its passes
 // over the points (engine/cancel.h, for_each_run) and at every node; the
-// queries between tasks.
+// queries between tasks and at every node a task visits.
 #include <omp.h>
 
 #include <algorithm>
@@ -183,10 +183,19 @@ class OmpQuadtree final : public QuadtreeEngine {
   };
 
   // What a traversal does with the points it finds inside: count them, or
-  // also write their indices at `out` (advanced).
+  // also write their indices at `out` (advanced). It reads the caller's
+  // cancel flag at every node (one polygon of 10^5 edges is seconds of one
+  // task's work) and, once it is set, stops with `cancelled`.
   struct Sink {
     int64_t found = 0;
     int64_t* out = nullptr;
+    const volatile int* cancel = nullptr;
+    bool cancelled = false;
+
+    bool stopped() {
+      cancelled = cancelled || cancel_requested(cancel);
+      return cancelled;
+    }
   };
 
   template <class V>
@@ -204,9 +213,10 @@ class OmpQuadtree final : public QuadtreeEngine {
   void visit(const Box<V>& polygon_box, int64_t node, int depth, std::vector<Edge<V>>* scratch,
              Sink& sink) const;
   void emit_range(int64_t begin, int64_t end, Sink& sink) const;
-  // Runs body(task_index, scratch) over the tasks on `threads` threads,
-  // polling the caller's cancellation flag between tasks; scratch holds the
-  // thread's edge lists (of vertex scalar V) per depth.
+  // Runs body(task_index, scratch, sink) over the tasks on `threads` threads,
+  // polling the caller's cancellation flag between tasks, and within them
+  // through the task's sink; scratch holds the thread's edge lists (of vertex
+  // scalar V) per depth.
   template <class V, class Body>
   void for_each_task(int64_t n_tasks, int threads, const Body& body) const;
 
@@ -389,7 +399,7 @@ template <class V>
 void OmpQuadtree<P>::visit(const Box<V>& polygon_box, int64_t node_id, int depth,
                            std::vector<Edge<V>>* scratch, Sink& sink) const {
   const Node<P>& node = nodes_[node_id];
-  if (!boxes_overlap(node.box, polygon_box)) return;
+  if (sink.stopped() || !boxes_overlap(node.box, polygon_box)) return;
   std::vector<Edge<V>>& edges = scratch[depth];
   edges.clear();
   bool box_touched = false;
@@ -432,7 +442,10 @@ void OmpQuadtree<P>::for_each_task(int64_t n_tasks, int threads, const Body& bod
         continue;
       }
       try {
-        body(t, scratch);
+        Sink sink;
+        sink.cancel = flag;
+        body(t, scratch, sink);
+        if (sink.cancelled) stop.store(true, std::memory_order_relaxed);
       } catch (...) {
 #pragma omp critical(knn_omp_quadtree_failure)
         if (!failure) failure = std::current_exception();
@@ -456,8 +469,7 @@ void OmpQuadtree<P>::count_polygons(const PolygonSet<V>& polygons, int64_t* coun
   const std::vector<Task> tasks = make_tasks(polygons.n_polygons, threads);
   std::vector<int64_t> found(tasks.size());
   for_each_task<V>(static_cast<int64_t>(tasks.size()), threads,
-                   [&](int64_t t, std::vector<Edge<V>>* scratch) {
-                     Sink sink;
+                   [&](int64_t t, std::vector<Edge<V>>* scratch, Sink& sink) {
                      run_task(polygons, tasks[t], scratch, sink);
                      found[t] = sink.found;
                    });
@@ -480,8 +492,7 @@ void OmpQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t*
     for (int64_t t = 0; t < n_tasks; ++t) start[t] = out_offsets[tasks[t].polygon];
   } else {
     std::vector<int64_t> found(tasks.size());
-    for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch) {
-      Sink sink;
+    for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch, Sink& sink) {
       run_task(polygons, tasks[t], scratch, sink);
       found[t] = sink.found;
     });
@@ -493,13 +504,12 @@ void OmpQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t*
       cursor += found[t];
     }
   }
-  for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch) {
-    Sink sink;
+  for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch, Sink& sink) {
     sink.out = point_indices + start[t];
     run_task(polygons, tasks[t], scratch, sink);
   });
   // Ascending within each polygon: subtrees emit in Morton order.
-  for_each_task<V>(polygons.n_polygons, threads, [&](int64_t p, std::vector<Edge<V>>*) {
+  for_each_task<V>(polygons.n_polygons, threads, [&](int64_t p, std::vector<Edge<V>>*, Sink&) {
     sort_indices(point_indices + out_offsets[p], point_indices + out_offsets[p + 1], n_);
   });
 }

@@ -891,4 +891,41 @@ INSTANTIATE_TEST_SUITE_P(Engines, CancelEveryCall,
 
 TEST(Cancel, BruteForceStopsOnTheFlag) { brute_force_case(); }
 
+// One polygon of 4 * 10^5 edges: each of the few tasks it is cut into is
+// long, so the OpenMP query must read the flag inside a task (it did only
+// between tasks: 0.26 s of CPU, 0.73 s of wall time after the flag). Raised
+// 100 ms into a count that takes seconds; afterwards a rectangle's count
+// matches the oracle.
+TEST(Cancel, OneLargePolygonStopsWithinItsTask) {
+  const int64_t n = kQueryIndexPoints;
+  const std::vector<float> xy(points_2d().begin(), points_2d().begin() + 2 * n);
+  knn_options opt = options_for(KNN_BACKEND_OPENMP, KNN_STRUCTURE_AUTO);
+  knn_quadtree* tree = nullptr;
+  ASSERT_EQ(knn_quadtree_build(xy.data(), n, &opt, &tree), KNN_OK);
+  std::mt19937_64 rng(59);
+  PolygonArrays large;
+  large.add_polygon(star(rng, 0.5f, 0.5f, 0.1f, 0.4f, 400000, false));
+  int64_t count = -1;
+  volatile int flag = 0;
+  const TimedCancel t = cancel_after(flag, 0.1, [&] {
+    return knn_points_in_polygons_count(tree, large.xy.data(), large.ring_offsets.data(), 1,
+                                        large.polygon_offsets.data(), 1, &count, &opt);
+  });
+  ASSERT_EQ(t.status, KNN_ERR_CANCELLED) << "the count finished within 0.1 s";
+  EXPECT_EQ(count, 0);
+  EXPECT_LT(t.cpu_lag, kPromptSeconds) << "the count worked on for " << t.cpu_lag << " s of CPU";
+  EXPECT_LT(t.wall_lag, wall_limit()) << "the count returned " << t.wall_lag << " s after the flag";
+
+  PolygonArrays box;
+  box.add_polygon(rectangle(0.25f, 0.3f, 0.7f, 0.9f));
+  ASSERT_EQ(knn_points_in_polygons_count(tree, box.xy.data(), box.ring_offsets.data(), 1,
+                                         box.polygon_offsets.data(), 1, &count, &opt),
+            KNN_OK);
+  int64_t expected = 0;
+  for (int64_t i = 0; i < n; ++i)
+    expected += oracle_inside(box, 0, xy[2 * i], xy[2 * i + 1]) ? 1 : 0;
+  EXPECT_EQ(count, expected);
+  EXPECT_EQ(knn_quadtree_free(tree), KNN_OK);
+}
+
 }  // namespace

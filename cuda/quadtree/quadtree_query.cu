@@ -340,6 +340,7 @@ class PolygonWalk {
         counters_(quadtree::kMaxDepth + 2) {}
 
   void run(int32_t first, int32_t last, const Sink& sink, const Tally& tally) {
+    throw_if_cancelled(cancel_);
     if (thread_max_edges_ > 0) {
       walk_small_polygons<<<grid_for(last - first, kBlock), kBlock, 0, stream_>>>(
           tree_, polys_, first, last, thread_max_edges_, tally);
@@ -383,7 +384,7 @@ class PolygonWalk {
   PolygonsView<V> polys_;
   int64_t thread_max_edges_;
   cudaStream_t stream_;
-  const volatile int* cancel_;                 // read before every slice
+  const volatile int* cancel_;                 // read before every chunk and slice
   DeviceBuffer<unsigned long long> counters_;  // pairs found per depth
   std::vector<DeviceBuffer<Pair>> levels_;
 };
