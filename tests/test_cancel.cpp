@@ -309,13 +309,46 @@ TEST(Cancel, IndexKdTreeBuildStopsOnTheFlag) {
 // except under CI (the environment variable CI set), where two cores shared
 // with other tests may keep a finished thread off the CPU for a while: there
 // within kPromptSecondsUnderLoad.
-constexpr double kPromptSeconds = 0.050;
-constexpr double kPromptSecondsUnderLoad = 1.0;
+//
+// Sanitizers slow every loop (ASan 2-3x, TSan 5-15x): under ASan, whose job
+// runs the whole suite, the limits stretch by kSanitizerSlowdown; the TSan
+// job runs this binary for the flag's races between threads, which the tests
+// above cover, and skips these long calls (minutes there).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kThreadSanitizer = true;
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+constexpr double kSanitizerSlowdown = kSanitized ? 20.0 : 1.0;
+constexpr double kPromptSeconds = 0.050 * kSanitizerSlowdown;
+constexpr double kPromptSecondsUnderLoad = 1.0 * kSanitizerSlowdown;
 const double kRaiseAt[] = {0.10, 0.25, 0.50, 0.75};
 
 double wall_limit() {
   return std::getenv("CI") != nullptr ? kPromptSecondsUnderLoad : kPromptSeconds;
 }
+
+#define SKIP_UNDER_THREAD_SANITIZER()                                                        \
+  do {                                                                                       \
+    if (kThreadSanitizer) GTEST_SKIP() << "long calls: the TSan job checks the races above"; \
+  } while (0)
 
 // CPU seconds a thread has run (Linux), else the wall clock.
 class ThreadClock {
@@ -850,6 +883,7 @@ struct Engine {
 class CancelEveryCall : public ::testing::TestWithParam<Engine> {
  protected:
   void SetUp() override {
+    SKIP_UNDER_THREAD_SANITIZER();
     if (GetParam().backend == KNN_BACKEND_CUDA) SKIP_WITHOUT_DEVICE();
   }
 };
@@ -889,7 +923,10 @@ INSTANTIATE_TEST_SUITE_P(Engines, CancelEveryCall,
                                                                                      : "OpenMP");
                          });
 
-TEST(Cancel, BruteForceStopsOnTheFlag) { brute_force_case(); }
+TEST(Cancel, BruteForceStopsOnTheFlag) {
+  SKIP_UNDER_THREAD_SANITIZER();
+  brute_force_case();
+}
 
 // One polygon of 4 * 10^5 edges: each of the few tasks it is cut into is
 // long, so the OpenMP query must read the flag inside a task (it did only
@@ -897,6 +934,7 @@ TEST(Cancel, BruteForceStopsOnTheFlag) { brute_force_case(); }
 // 100 ms into a count that takes seconds; afterwards a rectangle's count
 // matches the oracle.
 TEST(Cancel, OneLargePolygonStopsWithinItsTask) {
+  SKIP_UNDER_THREAD_SANITIZER();
   const int64_t n = kQueryIndexPoints;
   const std::vector<float> xy(points_2d().begin(), points_2d().begin() + 2 * n);
   knn_options opt = options_for(KNN_BACKEND_OPENMP, KNN_STRUCTURE_AUTO);
