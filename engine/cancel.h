@@ -5,6 +5,11 @@
 // then poll it from any thread (throw_if_cancelled).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
 namespace knn {
 
 // The calling thread's registered flag, or NULL.
@@ -23,5 +28,33 @@ void throw_if_cancelled(const volatile int* flag);
 // Throws Error(KNN_ERR_CANCELLED): for work that saw the flag set and
 // stopped, whatever the flag holds by the time it can throw.
 [[noreturn]] void throw_cancelled();
+
+// Items per run of for_each_run: a poll per run costs nothing, and the
+// slowest loop cut this way (a scatter of 2^18 items to random places) runs
+// about a millisecond per run, so a cancelled build stops within a few.
+constexpr int64_t kCancelRunItems = int64_t{1} << 18;
+
+// Runs body(begin, end) over [0, count) in runs of kCancelRunItems, reading
+// the flag before each: the loops of a build over all its points or cells
+// (serial ones, or one parallel region per run), which would otherwise run
+// to their end after the flag is set.
+template <class Body>
+void for_each_run(int64_t count, const volatile int* flag, Body&& body) {
+  for (int64_t begin = 0; begin < count; begin += kCancelRunItems) {
+    throw_if_cancelled(flag);
+    body(begin, std::min(count, begin + kCancelRunItems));
+  }
+}
+
+// Grows `v` to `count` value-initialised elements a run at a time, reading
+// the flag before each: the first touch of hundreds of megabytes takes a
+// tenth of a second and more (100 MB zeroed: 145-190 ms on a loaded 2-core
+// machine).
+template <class T>
+void resize_polling(std::vector<T>& v, size_t count, const volatile int* flag) {
+  v.reserve(count);
+  for_each_run(static_cast<int64_t>(count), flag,
+               [&](int64_t, int64_t end) { v.resize(static_cast<size_t>(end)); });
+}
 
 }  // namespace knn

@@ -213,13 +213,17 @@ KNN_API const char* KNN_CALL knn_last_error(void);
 /* KNN_VERSION_NUMBER of the loaded library (compare with the header's). */
 KNN_API int KNN_CALL knn_version(void);
 /* Cancellation. Registers a flag for the calling thread (NULL unregisters).
- * While it is registered, every long call this thread makes (tree builds,
- * queries, index and point-in-polygon calls) checks *flag between chunks of
- * work; once any thread has set it to non-zero, the call stops with
- * KNN_ERR_CANCELLED and its outputs hold the "missing" values (index -1,
- * squared distance +infinity; counts 0), as after any failure once computing
- * has started. The flag must stay valid while registered; reset it to 0
- * before the next call.
+ * While it is registered, every long call this thread makes (tree, index and
+ * quadtree builds on either backend, AUTO's included, knn_index_deserialize,
+ * classic, index and point-in-polygon queries, knn_brute_force) checks *flag
+ * between chunks of work (CPU loops over the points: every 2^18 items; GPU
+ * builds: between their steps and levels); once any thread has set it to
+ * non-zero, the call stops with KNN_ERR_CANCELLED, within milliseconds on
+ * the CPU, and its outputs hold the "missing" values (index -1, squared
+ * distance +infinity; counts 0; a build's *out NULL), as after any failure
+ * once computing has started. Arguments are checked first: a call refused
+ * for them reports that, flag or not. The flag must stay valid while
+ * registered; reset it to 0 before the next call.
  * The library reads the flag with an atomic load while the call runs, so the
  * host's store must be atomic too for the pair to be free of data races:
  * C11 atomic_store on an atomic_int (same size and alignment as int on every
@@ -405,7 +409,9 @@ KNN_API int KNN_CALL cuGetDeviceCount(void);
  * floats, query n_query rows. sq_dist and ind receive n_query * k values,
  * row i at offset i*k; either may be NULL when not wanted. dim >= 1;
  * n_ref * dim, n_query * dim and n_query * k floats within PTRDIFF_MAX bytes
- * (else INVALID_ARGUMENT, nothing read or written). */
+ * (else INVALID_ARGUMENT, nothing read or written).
+ * Cancellable (knn_set_cancel_flag): a cancelled call writes -1 and
+ * +infinity to every slot. */
 KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* query, int n_query,
                                      int dim, int k, float* sq_dist, int* ind);
 

@@ -1,8 +1,10 @@
 // CPU brute force in any dimension: every query against every reference row.
 #include <omp.h>
 
+#include <atomic>
 #include <vector>
 
+#include "../engine/cancel.h"
 #include "knn_list.h"
 #include "omp_engine.h"
 
@@ -16,11 +18,20 @@ void brute_force(const float* ref, int64_t n, const float* queries, int64_t m, i
   const int threads = team_size(kClassicThreads);
   std::vector<BasicNeighborList<float>> lists(static_cast<size_t>(threads),
                                               BasicNeighborList<float>(k, n));
+  // Read before every query (n distances each); the remaining queries are
+  // skipped once it is set (an exception cannot leave the region).
+  const volatile int* cancel = cancel_flag();
+  std::atomic<bool> stopped{false};
 #pragma omp parallel num_threads(threads)
   {
     BasicNeighborList<float>& list = lists[static_cast<size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 64)
     for (int64_t i = 0; i < m; ++i) {
+      if (stopped.load(std::memory_order_relaxed)) continue;
+      if (cancel_requested(cancel)) {
+        stopped.store(true, std::memory_order_relaxed);
+        continue;
+      }
       list.reset();
       const float* q = queries + i * dim;
       for (int64_t j = 0; j < n; ++j)
@@ -30,6 +41,7 @@ void brute_force(const float* ref, int64_t n, const float* queries, int64_t m, i
                  sq_distances ? sq_distances + row : nullptr);
     }
   }
+  if (stopped.load()) throw_cancelled();
 }
 
 }  // namespace omp

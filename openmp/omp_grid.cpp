@@ -14,6 +14,11 @@
 // (the points' positions by index serve it). Radius: exactly the cells whose
 // bound is within the radius. Queries run in cell order, so the queries of one block
 // read the same cells. One template over the scalar type (float, double).
+//
+// Cancellation: every loop over the points or the cells, the build's and the
+// queries' sort alike, runs in runs that read the caller's flag
+// (for_each_run), so a cancelled build of millions of points stops within
+// milliseconds.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -21,6 +26,7 @@
 #include "../common/error.h"
 #include "../common/float_math.h"
 #include "../common/grid_layout.h"
+#include "../engine/cancel.h"
 #include "../engine/index_engine.h"
 #include "omp_index_support.h"
 
@@ -36,14 +42,27 @@ constexpr int64_t kQueriesPerBlock = 256;
 // fewer than 2^31, so a refined grid's starts take 4 bytes a cell).
 template <typename Position>
 std::vector<int64_t> counting_order(const std::vector<uint32_t>& keys, int64_t cells,
-                                    std::vector<Position>* starts) {
-  std::vector<Position> first(static_cast<size_t>(cells) + 1, 0);
-  for (const uint32_t key : keys) ++first[key + size_t{1}];
-  for (int64_t c = 0; c < cells; ++c) first[c + 1] += first[c];
-  std::vector<int64_t> order(keys.size());
-  std::vector<Position> next(first.begin(), first.end() - 1);
-  for (size_t i = 0; i < keys.size(); ++i)
-    order[static_cast<size_t>(next[keys[i]]++)] = static_cast<int64_t>(i);
+                                    std::vector<Position>* starts, const volatile int* cancel) {
+  const int64_t count = static_cast<int64_t>(keys.size());
+  std::vector<Position> first;
+  resize_polling(first, static_cast<size_t>(cells) + 1, cancel);
+  for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) ++first[keys[static_cast<size_t>(i)] + size_t{1}];
+  });
+  for_each_run(cells, cancel, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) first[c + 1] += first[c];
+  });
+  std::vector<int64_t> order;
+  resize_polling(order, keys.size(), cancel);
+  std::vector<Position> next;
+  next.reserve(static_cast<size_t>(cells));
+  for_each_run(cells, cancel, [&](int64_t begin, int64_t end) {
+    next.insert(next.end(), first.begin() + begin, first.begin() + end);
+  });
+  for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      order[static_cast<size_t>(next[keys[static_cast<size_t>(i)]]++)] = i;
+  });
   if (starts) *starts = std::move(first);
   return order;
 }
@@ -51,9 +70,11 @@ std::vector<int64_t> counting_order(const std::vector<uint32_t>& keys, int64_t c
 // Queries ordered by key (stable): the counting sort, or, for a batch far
 // smaller than the grid (a refined grid has up to 16 cells a point), a
 // comparison sort, so that the cost follows the batch and not the grid.
-std::vector<int64_t> query_order(const std::vector<uint32_t>& keys, int64_t cells) {
+std::vector<int64_t> query_order(const std::vector<uint32_t>& keys, int64_t cells,
+                                 const volatile int* cancel) {
   if (static_cast<int64_t>(keys.size()) >= cells / 4)
-    return counting_order<int64_t>(keys, cells, nullptr);
+    return counting_order<int64_t>(keys, cells, nullptr, cancel);
+  throw_if_cancelled(cancel);
   std::vector<int64_t> order(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) order[i] = static_cast<int64_t>(i);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
@@ -64,11 +85,15 @@ std::vector<int64_t> query_order(const std::vector<uint32_t>& keys, int64_t cell
 
 template <typename Scalar>
 std::vector<uint32_t> cell_keys(const BasicGridLayout<Scalar>& grid, const Scalar* xyz,
-                                int64_t count, int threads) {
-  std::vector<uint32_t> keys(static_cast<size_t>(count));
+                                int64_t count, int threads, const volatile int* cancel) {
+  std::vector<uint32_t> keys;
+  keys.reserve(static_cast<size_t>(count));
+  for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
+    keys.resize(static_cast<size_t>(end));
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < count; ++i)
-    keys[static_cast<size_t>(i)] = grid.key_of(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
+    for (int64_t i = begin; i < end; ++i)
+      keys[static_cast<size_t>(i)] = grid.key_of(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
+  });
   return keys;
 }
 
@@ -78,19 +103,20 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   using List = BasicNeighborList<Scalar>;
   using Entry = BasicNeighbor<Scalar>;
   GridIndex(const BasicGridLayout<Scalar>& grid, const Scalar* points, int64_t n,
-            const std::vector<int64_t>& order, std::vector<uint32_t> starts)
-      : grid_(grid),
-        n_(n),
-        starts_(std::move(starts)),
-        coords_(static_cast<size_t>(3 * n)),
-        ids_(static_cast<size_t>(n)),
-        positions_(static_cast<size_t>(n)) {
-    for (int64_t p = 0; p < n; ++p) {
-      const int64_t id = order[static_cast<size_t>(p)];
-      std::copy(points + 3 * id, points + 3 * id + 3, &coords_[static_cast<size_t>(3 * p)]);
-      ids_[static_cast<size_t>(p)] = static_cast<int32_t>(id);
-      positions_[static_cast<size_t>(id)] = static_cast<int32_t>(p);
-    }
+            const std::vector<int64_t>& order, std::vector<uint32_t> starts,
+            const volatile int* cancel)
+      : grid_(grid), n_(n), starts_(std::move(starts)) {
+    resize_polling(coords_, static_cast<size_t>(3 * n), cancel);
+    resize_polling(ids_, static_cast<size_t>(n), cancel);
+    resize_polling(positions_, static_cast<size_t>(n), cancel);
+    for_each_run(n, cancel, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t id = order[static_cast<size_t>(p)];
+        std::copy(points + 3 * id, points + 3 * id + 3, &coords_[static_cast<size_t>(3 * p)]);
+        ids_[static_cast<size_t>(p)] = static_cast<int32_t>(id);
+        positions_[static_cast<size_t>(id)] = static_cast<int32_t>(p);
+      }
+    });
   }
 
   int backend() const override { return KNN_BACKEND_OPENMP; }
@@ -114,10 +140,11 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
     const int threads = team_size(call.threads);
+    const volatile int* cancel = cancel_flag();
     const std::vector<int64_t> order =
-        query_order(cell_keys(grid_, queries, m, threads), grid_.cell_count());
+        query_order(cell_keys(grid_, queries, m, threads, cancel), grid_.cell_count(), cancel);
     for_each_block(
-        m, kQueriesPerBlock, threads, cancel_flag(), [&] { return List(k, n_); },
+        m, kQueriesPerBlock, threads, cancel, [&] { return List(k, n_); },
         [&](List& list, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
@@ -149,11 +176,12 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
               Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
     const Scalar r2 = mul_rn(radius, radius);
     const int threads = team_size(call.threads);
+    const volatile int* cancel = cancel_flag();
     const std::vector<int64_t> order =
-        query_order(cell_keys(grid_, queries, m, threads), grid_.cell_count());
+        query_order(cell_keys(grid_, queries, m, threads, cancel), grid_.cell_count(), cancel);
     const int64_t row = max_neighbors;
     for_each_block(
-        m, kQueriesPerBlock, threads, cancel_flag(), [] { return std::vector<Entry>(); },
+        m, kQueriesPerBlock, threads, cancel, [] { return std::vector<Entry>(); },
         [&](std::vector<Entry>& found, int64_t b) {
           for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
@@ -259,16 +287,19 @@ template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64_t n,
                                                      const IndexParams& params) {
   const int threads = team_size(params.threads);
+  const volatile int* cancel = cancel_flag();
   const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
   Scalar lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   if (n > 0) {
     for (int a = 0; a < 3; ++a) {
       Scalar l = points[a], h = points[a];
+      for_each_run(n, cancel, [&](int64_t begin, int64_t end) {
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(min : l) reduction(max : h)
-      for (int64_t i = 0; i < n; ++i) {
-        l = std::min(l, points[3 * i + a]);
-        h = std::max(h, points[3 * i + a]);
-      }
+        for (int64_t i = begin; i < end; ++i) {
+          l = std::min(l, points[3 * i + a]);
+          h = std::max(h, points[3 * i + a]);
+        }
+      });
       lo[a] = l, hi[a] = h;
     }
   }
@@ -276,17 +307,22 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
   std::vector<uint32_t> starts;
   std::vector<int64_t> order;
   for (int refinements = 0;; ++refinements) {
-    order = counting_order(cell_keys(grid, points, n, threads), grid.cell_count(), &starts);
+    const int64_t cells = grid.cell_count();
+    order = counting_order(cell_keys(grid, points, n, threads, cancel), cells, &starts, cancel);
     uint64_t sum_sq = 0;
-    for (int64_t c = 0; c < grid.cell_count(); ++c) {
-      const uint64_t count = starts[c + 1] - starts[c];
-      sum_sq += count * count;
-    }
+    for_each_run(cells, cancel, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        const uint64_t count = starts[c + 1] - starts[c];
+        sum_sq += count * count;
+      }
+    });
     const bool kept = grid_is_kept(sum_sq, n, target, refinements);
     if (kept && !params.refuse_curves) break;
     std::vector<uint64_t> coarse(static_cast<size_t>(grid.coarse_cell_count()), 0);
-    for (int64_t c = 0; c < grid.cell_count(); ++c)
-      coarse[grid.coarse_key_of_cell(static_cast<uint32_t>(c))] += starts[c + 1] - starts[c];
+    for_each_run(cells, cancel, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c)
+        coarse[grid.coarse_key_of_cell(static_cast<uint32_t>(c))] += starts[c + 1] - starts[c];
+    });
     uint64_t coarse_sum = 0;
     for (const uint64_t count : coarse) coarse_sum += count * count;
     if (params.refuse_curves && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
@@ -294,7 +330,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
     if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
     if (!finer_grid_layout(grid, sum_sq, coarse_sum, n, target, refinements, grid)) return nullptr;
   }
-  return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts));
+  return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts), cancel);
 }
 
 }  // namespace

@@ -16,6 +16,10 @@
 // One template serves both precisions: P is the points' scalar, V the
 // polygon vertices' (float or double each); tests that mix them compare or
 // compute in pip::Common<P, V>, exactly.
+//
+// Cancellation: the build reads the caller's flag between runs of its passes
+// over the points (engine/cancel.h, for_each_run) and at every node; the
+// queries between tasks and at every node a task visits.
 #include <omp.h>
 
 #include <algorithm>
@@ -73,6 +77,29 @@ bool odd_crossings(const std::vector<Edge<V>>& edges, P x, P y) {
   for (const Edge<V>& e : edges)
     odd ^= pip::edge_crosses_ray<pip::Common<P, V>>(e.ax, e.ay, e.bx, e.by, x, y);
   return odd;
+}
+
+// Sorts (key << 32 | index) words, given in ascending index order, by key
+// (the upper 32 bits), which orders them by key, then index: an LSD radix
+// sort, 8 bits a pass (stable, so equal keys keep their ascending indices), reading
+// the cancel flag between runs of each pass (std::sort of millions of words
+// gives no point to poll at). Its buffer is 8 bytes a point, less than the
+// tree's arrays that follow.
+void sort_by_key(std::vector<uint64_t>& words, const volatile int* cancel) {
+  const int64_t count = static_cast<int64_t>(words.size());
+  std::vector<uint64_t> buffer;
+  resize_polling(buffer, words.size(), cancel);
+  for (int shift = 32; shift < 64; shift += 8) {
+    int64_t start[257] = {0};
+    for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) ++start[((words[i] >> shift) & 255) + 1];
+    });
+    for (int digit = 0; digit < 256; ++digit) start[digit + 1] += start[digit];
+    for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) buffer[start[(words[i] >> shift) & 255]++] = words[i];
+    });
+    words.swap(buffer);
+  }
 }
 
 // Sorts point indices (0 <= value < bound) ascending: an LSD radix sort, 8
@@ -157,10 +184,19 @@ class OmpQuadtree final : public QuadtreeEngine {
   };
 
   // What a traversal does with the points it finds inside: count them, or
-  // also write their indices at `out` (advanced).
+  // also write their indices at `out` (advanced). It reads the caller's
+  // cancel flag at every node (one polygon of 10^5 edges is seconds of one
+  // task's work) and, once it is set, stops with `cancelled`.
   struct Sink {
     int64_t found = 0;
     int64_t* out = nullptr;
+    const volatile int* cancel = nullptr;
+    bool cancelled = false;
+
+    bool stopped() {
+      cancelled = cancelled || cancel_requested(cancel);
+      return cancelled;
+    }
   };
 
   template <class V>
@@ -169,7 +205,7 @@ class OmpQuadtree final : public QuadtreeEngine {
   template <class V>
   void fill_polygons(const PolygonSet<V>& polygons, const int64_t* out_offsets,
                      int64_t* point_indices, const QuadtreeParams& call) const;
-  void build_node(int64_t node, int depth, uint32_t first_key);
+  void build_node(int64_t node, int depth, uint32_t first_key, const volatile int* cancel);
   std::vector<Task> make_tasks(int64_t n_polygons, int threads) const;
   template <class V>
   void run_task(const PolygonSet<V>& polygons, const Task& task, std::vector<Edge<V>>* scratch,
@@ -178,9 +214,10 @@ class OmpQuadtree final : public QuadtreeEngine {
   void visit(const Box<V>& polygon_box, int64_t node, int depth, std::vector<Edge<V>>* scratch,
              Sink& sink) const;
   void emit_range(int64_t begin, int64_t end, Sink& sink) const;
-  // Runs body(task_index, scratch) over the tasks on `threads` threads,
-  // polling the caller's cancellation flag between tasks; scratch holds the
-  // thread's edge lists (of vertex scalar V) per depth.
+  // Runs body(task_index, scratch, sink) over the tasks on `threads` threads,
+  // polling the caller's cancellation flag between tasks, and within them
+  // through the task's sink; scratch holds the thread's edge lists (of vertex
+  // scalar V) per depth.
   template <class V, class Body>
   void for_each_task(int64_t n_tasks, int threads, const Body& body) const;
 
@@ -198,46 +235,60 @@ OmpQuadtree<P>::OmpQuadtree(const P* xy, int64_t n, const QuadtreeParams& params
       leaf_capacity_(params.leaf_capacity > 0 ? params.leaf_capacity : kDefaultLeafCapacity) {
   if (n == 0) return;
   const int threads = team_size(params.threads);
+  const volatile int* cancel = cancel_flag();
   P min_x = xy[0], min_y = xy[1], max_x = xy[0], max_y = xy[1];
+  for_each_run(n, cancel, [&](int64_t begin, int64_t end) {
 #pragma omp parallel for num_threads(threads) reduction(min                           \
                                                         : min_x, min_y) reduction(max \
                                                                                   : max_x, max_y)
-  for (int64_t i = 0; i < n; ++i) {
-    min_x = std::min(min_x, xy[2 * i]);
-    max_x = std::max(max_x, xy[2 * i]);
-    min_y = std::min(min_y, xy[2 * i + 1]);
-    max_y = std::max(max_y, xy[2 * i + 1]);
-  }
+    for (int64_t i = begin; i < end; ++i) {
+      min_x = std::min(min_x, xy[2 * i]);
+      max_x = std::max(max_x, xy[2 * i]);
+      min_y = std::min(min_y, xy[2 * i + 1]);
+      max_y = std::max(max_y, xy[2 * i + 1]);
+    }
+  });
   const quadtree::Quantiser quantiser = quadtree::make_quantiser(min_x, min_y, max_x, max_y);
   // (key, index) packed into one word: n < 2^31 (checked by the API), so the
   // order of the words is the order by key, then index.
-  std::vector<uint64_t> order(static_cast<size_t>(n));
+  std::vector<uint64_t> order;
+  order.reserve(static_cast<size_t>(n));
+  for_each_run(n, cancel, [&](int64_t begin, int64_t end) {
+    order.resize(static_cast<size_t>(end));
 #pragma omp parallel for num_threads(threads)
-  for (int64_t i = 0; i < n; ++i)
-    order[i] =
-        (static_cast<uint64_t>(quadtree::point_key(quantiser, xy[2 * i], xy[2 * i + 1])) << 32) |
-        static_cast<uint64_t>(i);
-  std::sort(order.begin(), order.end());
-  keys_.resize(static_cast<size_t>(n));
-  x_.resize(static_cast<size_t>(n));
-  y_.resize(static_cast<size_t>(n));
-  index_.resize(static_cast<size_t>(n));
+    for (int64_t i = begin; i < end; ++i)
+      order[i] =
+          (static_cast<uint64_t>(quadtree::point_key(quantiser, xy[2 * i], xy[2 * i + 1])) << 32) |
+          static_cast<uint64_t>(i);
+  });
+  sort_by_key(order, cancel);
+  keys_.reserve(static_cast<size_t>(n));
+  x_.reserve(static_cast<size_t>(n));
+  y_.reserve(static_cast<size_t>(n));
+  index_.reserve(static_cast<size_t>(n));
+  for_each_run(n, cancel, [&](int64_t begin, int64_t end) {
+    const size_t filled = static_cast<size_t>(end);
+    keys_.resize(filled), x_.resize(filled), y_.resize(filled), index_.resize(filled);
 #pragma omp parallel for num_threads(threads)
-  for (int64_t s = 0; s < n; ++s) {
-    const int64_t i = static_cast<int64_t>(order[s] & 0xffffffffu);
-    keys_[s] = static_cast<uint32_t>(order[s] >> 32);
-    x_[s] = xy[2 * i];
-    y_[s] = xy[2 * i + 1];
-    index_[s] = i;
-  }
+    for (int64_t s = begin; s < end; ++s) {
+      const int64_t i = static_cast<int64_t>(order[s] & 0xffffffffu);
+      keys_[s] = static_cast<uint32_t>(order[s] >> 32);
+      x_[s] = xy[2 * i];
+      y_[s] = xy[2 * i + 1];
+      index_[s] = i;
+    }
+  });
   nodes_.push_back(Node<P>{0, n, -1, 0, Box<P>{}});
-  build_node(0, 0, 0);
+  build_node(0, 0, 0, cancel);
 }
 
 // Splits node `node` (its range set) while it holds more than the leaf
-// capacity and is coarser than one cell; sets its children and box.
+// capacity and is coarser than one cell; sets its children and box. Reads
+// the cancel flag at every node (a load, against a node's binary searches).
 template <class P>
-void OmpQuadtree<P>::build_node(int64_t node, int depth, uint32_t first_key) {
+void OmpQuadtree<P>::build_node(int64_t node, int depth, uint32_t first_key,
+                                const volatile int* cancel) {
+  throw_if_cancelled(cancel);
   const int64_t begin = nodes_[node].begin;
   const int64_t end = nodes_[node].end;
   if (end - begin <= leaf_capacity_ || depth == quadtree::kMaxDepth) {
@@ -271,7 +322,7 @@ void OmpQuadtree<P>::build_node(int64_t node, int depth, uint32_t first_key) {
   int64_t child = first_child;
   for (uint32_t q = 0; q < 4; ++q)
     if (bound[q + 1] > bound[q])
-      build_node(child++, depth + 1, quadtree::child_first_key(first_key, depth, q));
+      build_node(child++, depth + 1, quadtree::child_first_key(first_key, depth, q), cancel);
   Box<P> box = nodes_[first_child].box;
   for (int64_t c = first_child + 1; c < first_child + child_count; ++c) {
     const Box<P>& b = nodes_[c].box;
@@ -349,7 +400,7 @@ template <class V>
 void OmpQuadtree<P>::visit(const Box<V>& polygon_box, int64_t node_id, int depth,
                            std::vector<Edge<V>>* scratch, Sink& sink) const {
   const Node<P>& node = nodes_[node_id];
-  if (!boxes_overlap(node.box, polygon_box)) return;
+  if (sink.stopped() || !boxes_overlap(node.box, polygon_box)) return;
   std::vector<Edge<V>>& edges = scratch[depth];
   edges.clear();
   bool box_touched = false;
@@ -392,7 +443,10 @@ void OmpQuadtree<P>::for_each_task(int64_t n_tasks, int threads, const Body& bod
         continue;
       }
       try {
-        body(t, scratch);
+        Sink sink;
+        sink.cancel = flag;
+        body(t, scratch, sink);
+        if (sink.cancelled) stop.store(true, std::memory_order_relaxed);
       } catch (...) {
 #pragma omp critical(knn_omp_quadtree_failure)
         if (!failure) failure = std::current_exception();
@@ -416,8 +470,7 @@ void OmpQuadtree<P>::count_polygons(const PolygonSet<V>& polygons, int64_t* coun
   const std::vector<Task> tasks = make_tasks(polygons.n_polygons, threads);
   std::vector<int64_t> found(tasks.size());
   for_each_task<V>(static_cast<int64_t>(tasks.size()), threads,
-                   [&](int64_t t, std::vector<Edge<V>>* scratch) {
-                     Sink sink;
+                   [&](int64_t t, std::vector<Edge<V>>* scratch, Sink& sink) {
                      run_task(polygons, tasks[t], scratch, sink);
                      found[t] = sink.found;
                    });
@@ -440,8 +493,7 @@ void OmpQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t*
     for (int64_t t = 0; t < n_tasks; ++t) start[t] = out_offsets[tasks[t].polygon];
   } else {
     std::vector<int64_t> found(tasks.size());
-    for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch) {
-      Sink sink;
+    for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch, Sink& sink) {
       run_task(polygons, tasks[t], scratch, sink);
       found[t] = sink.found;
     });
@@ -453,13 +505,12 @@ void OmpQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t*
       cursor += found[t];
     }
   }
-  for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch) {
-    Sink sink;
+  for_each_task<V>(n_tasks, threads, [&](int64_t t, std::vector<Edge<V>>* scratch, Sink& sink) {
     sink.out = point_indices + start[t];
     run_task(polygons, tasks[t], scratch, sink);
   });
   // Ascending within each polygon: subtrees emit in Morton order.
-  for_each_task<V>(polygons.n_polygons, threads, [&](int64_t p, std::vector<Edge<V>>*) {
+  for_each_task<V>(polygons.n_polygons, threads, [&](int64_t p, std::vector<Edge<V>>*, Sink&) {
     sort_indices(point_indices + out_offsets[p], point_indices + out_offsets[p + 1], n_);
   });
 }

@@ -196,8 +196,16 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
     knn::check_slots(n_query, k, sizeof(float), "n_query * k");
     knn::check_coordinates(ref, n_ref, dim, "reference point", knn::kDefaultThreads);
     knn::check_coordinates(query, n_query, dim, "query point", knn::kDefaultThreads);
-    knn::omp::brute_force(ref, n_ref, query, n_query, dim, k, reinterpret_cast<int32_t*>(ind),
-                          sq_dist);
+    const size_t slots = static_cast<size_t>(n_query) * static_cast<size_t>(k);
+    knn::run_or_fill(
+        [&] {
+          knn::omp::brute_force(ref, n_ref, query, n_query, dim, k, reinterpret_cast<int32_t*>(ind),
+                                sq_dist);
+        },
+        [&] {
+          if (ind) std::fill(ind, ind + slots, -1);
+          if (sq_dist) std::fill(sq_dist, sq_dist + slots, std::numeric_limits<float>::infinity());
+        });
   });
 }
 

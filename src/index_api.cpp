@@ -22,6 +22,7 @@
 #include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
 #include "../cuda/peer_copy.h"
+#include "../engine/cancel.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
 #include "device_choice.h"
@@ -879,8 +880,16 @@ void serialize(const knn_index& ix, const BasicIndexEngine<Scalar>& engine, unsi
 // wants one, is rebuilt on first use like any AUTO index's).
 template <typename Scalar>
 knn_index* deserialize(const SavedIndex& saved, const unsigned char* payload, knn_options o) {
-  std::vector<Scalar> points(static_cast<size_t>(saved.n) * static_cast<size_t>(saved.dim));
-  if (!points.empty()) std::memcpy(points.data(), payload, points.size() * sizeof(Scalar));
+  // Copied a run at a time, reading the cancel flag: the load of a large
+  // file is a long call too.
+  const size_t count = static_cast<size_t>(saved.n) * static_cast<size_t>(saved.dim);
+  std::vector<Scalar> points;
+  points.reserve(count);
+  for_each_run(static_cast<int64_t>(count), cancel_flag(), [&](int64_t begin, int64_t end) {
+    points.resize(static_cast<size_t>(end));
+    std::memcpy(points.data() + begin, payload + begin * sizeof(Scalar),
+                static_cast<size_t>(end - begin) * sizeof(Scalar));
+  });
   const bool automatic = o.structure == KNN_STRUCTURE_AUTO;
   o.struct_size = sizeof o;
   o.structure = saved.structure;

@@ -6,6 +6,7 @@
 #include "../cuda/cuda_engine.h"
 #include "../cuda/cuda_index.h"
 #include "../cuda/index_memory_model.h"
+#include "../engine/cancel.h"
 
 namespace knn {
 
@@ -142,6 +143,9 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_index_engine(int backend, int st
                   : omp::build_grid_index(points, n, grid_params);
     if (grid) return grid;
     structure = KNN_STRUCTURE_KDTREE;  // the data would make a poor grid
+    // A cancel raised during the grid's last pass stops the build here,
+    // before the kd-tree's begins.
+    throw_if_cancelled(cancel_flag());
   }
   if (structure == KNN_STRUCTURE_BRUTE_FORCE)
     return on_device ? cuda::build_brute_force_index(points, n, dim, params)

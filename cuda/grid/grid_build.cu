@@ -26,7 +26,9 @@
 //   6. the points gathered in cell order as (x, y, z, index bits)
 //      (core/float4_point.cuh DevicePoint3: a float4, or 32 bytes for double).
 // The build and the engine are templates over the scalar type, one code for
-// the float32 and the float64 index.
+// the float32 and the float64 index. The host reads the caller's cancel flag
+// between the steps (and between the layouts tried), where it waits for the
+// device anyway.
 // The resident grid keeps the points in cell order, the cell starts, and the
 // points in input order (the queries of knn_self, and the distances the
 // radius rows recompute when the caller wants no distance row).
@@ -39,6 +41,7 @@
 
 #include "../../common/float_math.h"
 #include "../../common/grid_layout.h"
+#include "../../engine/cancel.h"
 #include "../core/cuda_support.h"
 #include "../core/key_range.cuh"
 #include "../core/launch_policy.h"
@@ -378,6 +381,7 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
                                                       cudaStream_t stream) {
   using Key = typename OrderedKey<Scalar>::type;
   const size_t un = static_cast<size_t>(n);
+  const volatile int* cancel = cancel_flag();
 
   // 1-2. Bounding box and layout.
   Scalar lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
@@ -412,6 +416,7 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
   cub::DoubleBuffer<uint32_t> sort_ids(ids[0].get(), ids[1].get());
   DeviceBuffer<uint32_t> starts;
   for (int refinements = 0;; ++refinements) {
+    throw_if_cancelled(cancel);
     const int64_t cells = layout.cell_count();
     starts = DeviceBuffer<uint32_t>();
     if (!allocate_starts(starts, cells, refinements > 0)) return nullptr;
@@ -426,7 +431,10 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
     if (!finer_grid_layout(layout, sum_sq, coarse_sum, n, target, refinements, layout))
       return nullptr;
   }
+  throw_if_cancelled(cancel);
   bin_points(layout.cell_count(), n, sort_keys, sort_ids, starts.get(), stream);
+  check(cudaStreamSynchronize(stream), "grid build");
+  throw_if_cancelled(cancel);
 
   // 6. Points in cell order.
   DeviceBuffer<typename DeviceGrid<Scalar>::CellPoint> cell_points(un);

@@ -38,6 +38,7 @@
 #include <cstdint>
 
 #include "../../common/float_math.h"
+#include "../../engine/cancel.h"
 #include "../core/cuda_support.h"
 #include "../core/key_range.cuh"
 #include "../core/knn_lists.cuh"
@@ -634,7 +635,11 @@ void build(const Splits& s, const Scalar* points, int64_t n, int dims, const Spl
     check(cudaMemsetAsync(w.histograms, 0, sizeof(uint32_t) * 256 * plan.global_segments, stream),
           "cudaMemsetAsync (kd-tree build histograms)");
   int current = 0;
+  const volatile int* cancel = cancel_flag();
   for (int level = 0; level < plan.shared_level; ++level) {
+    // Before queueing a level: a throw leaves queued work to the fenced
+    // blocks of the arena (core/device_blocks.cu).
+    throw_if_cancelled(cancel);
     const int64_t nodes = int64_t{1} << level;
     const int64_t most = s.most_points(level);
     const int64_t tiles = (most + kSplitTile - 1) / kSplitTile;

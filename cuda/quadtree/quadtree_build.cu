@@ -11,7 +11,8 @@
 //      each point's leaf, one CUB reduce-by-key gives every leaf the box of
 //      its points (reading each point once), then unions upwards.
 // One template over the points' scalar P (float or double) builds both
-// precisions.
+// precisions. The host reads the caller's cancel flag between the steps and
+// at every level, where it waits for the device anyway.
 #include <thrust/iterator/transform_iterator.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "../../common/quadtree_layout.h"
+#include "../../engine/cancel.h"
 #include "quadtree.cuh"
 
 namespace knn {
@@ -201,6 +203,8 @@ std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const Quadtre
   Stream stream;
   const cudaStream_t s = stream.get();
   CubScratch scratch(s);
+  const volatile int* cancel = cancel_flag();
+  throw_if_cancelled(cancel);
 
   DeviceBuffer<Point> sorted_xy(static_cast<size_t>(n));
   DeviceBuffer<int32_t> sorted_ids(static_cast<size_t>(n));
@@ -242,6 +246,8 @@ std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const Quadtre
   keys_b = DeviceBuffer<uint32_t>();
   ids_b = DeviceBuffer<int32_t>();
   const uint32_t* sorted_keys = keys_a.get();
+  stream.synchronize();
+  throw_if_cancelled(cancel);
 
   // 3. Nodes level by level.
   std::vector<DeviceBuffer<Node>> levels;
@@ -272,6 +278,7 @@ std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const Quadtre
         },
         "quadtree build: scan of children");
     const int64_t next = read_back(offsets.get() + m, s);
+    throw_if_cancelled(cancel);
     if (next == 0) break;
     if (total_nodes + next > int64_t{0x7fffffff})
       fail(KNN_ERR_UNSUPPORTED,
@@ -325,6 +332,7 @@ std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const Quadtre
         },
         "quadtree build: leaf boxes");
     const int64_t n_leaves = read_back(leaf_count.get(), s);
+    throw_if_cancelled(cancel);
     scatter_leaf_boxes<<<grid_for(n_leaves, kBlock), kBlock, 0, s>>>(leaves.get(), leaf_boxes.get(),
                                                                      n_leaves, nodes.get());
     check_launch("quadtree build: scatter_leaf_boxes");

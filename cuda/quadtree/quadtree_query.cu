@@ -30,6 +30,7 @@
 
 #include "../../common/pip_predicate.h"
 #include "../../common/quadtree_layout.h"
+#include "../../engine/cancel.h"
 #include "../cuda_engine.h"
 #include "quadtree.cuh"
 #include "quadtree_node_class.cuh"
@@ -335,9 +336,11 @@ class PolygonWalk {
         polys_(polys),
         thread_max_edges_(thread_max_edges),
         stream_(stream),
+        cancel_(cancel_flag()),
         counters_(quadtree::kMaxDepth + 2) {}
 
   void run(int32_t first, int32_t last, const Sink& sink, const Tally& tally) {
+    throw_if_cancelled(cancel_);
     if (thread_max_edges_ > 0) {
       walk_small_polygons<<<grid_for(last - first, kBlock), kBlock, 0, stream_>>>(
           tree_, polys_, first, last, thread_max_edges_, tally);
@@ -362,6 +365,7 @@ class PolygonWalk {
 
   void visit(int depth, const Pair* pairs, int64_t count, const Sink& sink) {
     for (int64_t start = 0; start < count; start += kSlicePairs) {
+      throw_if_cancelled(cancel_);
       const int64_t slice = std::min(kSlicePairs, count - start);
       Pair* next = level(static_cast<size_t>(depth) + 1, 4 * kSlicePairs);
       unsigned long long* next_count = counters_.get() + depth + 1;
@@ -380,6 +384,7 @@ class PolygonWalk {
   PolygonsView<V> polys_;
   int64_t thread_max_edges_;
   cudaStream_t stream_;
+  const volatile int* cancel_;                 // read before every chunk and slice
   DeviceBuffer<unsigned long long> counters_;  // pairs found per depth
   std::vector<DeviceBuffer<Pair>> levels_;
 };
@@ -446,6 +451,7 @@ void CudaQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t
   PolygonWalk<P, V, FillSink, ThreadFill> walk(view(), polys.view(),
                                                thread_path_max_edges(polygons), s);
   for (int64_t first = 0; first < n_polygons;) {
+    throw_if_cancelled(cancel_flag());
     int64_t last = first + 1;
     while (last < n_polygons && last - first < kSlicePairs &&
            out_offsets[last + 1] - out_offsets[first] <= chunk_items)
