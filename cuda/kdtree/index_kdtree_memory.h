@@ -128,8 +128,10 @@ inline size_t kdtree_query_bytes(int64_t m, int k, int64_t n, int dim, int leaf_
                                  size_t scalar_bytes = sizeof(float)) {
   const CallParams host_call{};
   const int64_t chunk = std::min<int64_t>(m < 0 ? 0 : m, kMaxChunkQueries);
-  const size_t per_query =
-      kdtree_call_bytes_per_query(dim, k + 1, k, true, true, true, true, host_call, scalar_bytes);
+  // The search keeps k + 1 (exclude_self); k = INT_MAX saturates there.
+  const int k_search = k < INT32_MAX ? k + 1 : k;
+  const size_t per_query = kdtree_call_bytes_per_query(dim, k_search, k, true, true, true, true,
+                                                       host_call, scalar_bytes);
   return kdtree_resident_bytes(n, dim, leaf_size, scalar_bytes) +
          kdtree_call_fixed_bytes(host_call) + static_cast<size_t>(chunk) * per_query;
 }
