@@ -610,6 +610,13 @@ inline bool grid_is_poor(uint64_t sum_of_squared_counts, int64_t n, int target) 
 // this runs on the host, so both decide alike. A build that refuses curves
 // (IndexParams::refuse_curves) tests every grid it tries, kept or not, before
 // it keeps or refines it.
+// Whether a build that refuses curves counts the coarse cells of a grid it
+// would keep: only grids of kGridMinPointsToJudge points or more are judged,
+// so smaller builds skip that pass (and its device scratch).
+inline bool grid_curve_is_judged(bool refuse_curves, int64_t n) {
+  return refuse_curves && n >= kGridMinPointsToJudge;
+}
+
 inline bool grid_on_curve(uint64_t sum_of_squared_counts, uint64_t coarse_sum, int64_t n) {
   if (n < kGridMinPointsToJudge) return false;
   const uint64_t points = static_cast<uint64_t>(n);

@@ -317,7 +317,8 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
       }
     });
     const bool kept = grid_is_kept(sum_sq, n, target, refinements);
-    if (kept && !params.refuse_curves) break;
+    const bool judge_curve = grid_curve_is_judged(params.refuse_curves, n);
+    if (kept && !judge_curve) break;
     std::vector<uint64_t> coarse(static_cast<size_t>(grid.coarse_cell_count()), 0);
     for_each_run(cells, cancel, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c)
@@ -325,7 +326,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
     });
     uint64_t coarse_sum = 0;
     for (const uint64_t count : coarse) coarse_sum += count * count;
-    if (params.refuse_curves && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
+    if (judge_curve && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
     if (kept) break;
     if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
     if (!finer_grid_layout(grid, sum_sq, coarse_sum, n, target, refinements, grid)) return nullptr;

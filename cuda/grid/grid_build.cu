@@ -423,9 +423,10 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
     const uint64_t sum_sq = count_cells(layout, xyz.get(), n, sort_keys, sort_ids, refinements == 0,
                                         starts.get(), stream);
     const bool kept = grid_is_kept(sum_sq, n, target, refinements);
-    if (kept && !refuse_curves) break;
+    const bool judge_curve = grid_curve_is_judged(refuse_curves, n);
+    if (kept && !judge_curve) break;
     const uint64_t coarse_sum = coarse_occupancy(layout, starts.get(), stream);
-    if (refuse_curves && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
+    if (judge_curve && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
     if (kept) break;
     if (!refine || refinements == kGridMaxRefinements) return nullptr;
     if (!finer_grid_layout(layout, sum_sq, coarse_sum, n, target, refinements, layout))
