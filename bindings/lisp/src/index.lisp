@@ -216,13 +216,19 @@ corrupted or truncated vector signals KNN-INVALID-ARGUMENT saying what is wrong.
         (with-pointers ((bp (and (plusp (length bytes)) bytes)))
           (check-status "knn_index_deserialize"
                         (%index-deserialize bp (length bytes) opt out))))
-      (let ((pointer (cffi:mem-ref out :pointer)))
-        (cffi:with-foreign-objects ((n :int64) (dim :int) (scalar :int))
-          (check-status "knn_index_info"
-                        (%index-info pointer n dim (cffi:null-pointer) (cffi:null-pointer)))
-          (check-status "knn_index_scalar" (%index-scalar pointer scalar))
-          (adopt-index pointer (cffi:mem-ref n :int64) (cffi:mem-ref dim :int)
-                       (if (= (cffi:mem-ref scalar :int) 1) :float64 :float32)))))))
+      ;; The new index is freed here unless ADOPT-INDEX took it: a failed
+      ;; info call must not leave it behind.
+      (let ((pointer (cffi:mem-ref out :pointer))
+            (adopted nil))
+        (unwind-protect
+             (cffi:with-foreign-objects ((n :int64) (dim :int) (scalar :int))
+               (check-status "knn_index_info"
+                             (%index-info pointer n dim (cffi:null-pointer) (cffi:null-pointer)))
+               (check-status "knn_index_scalar" (%index-scalar pointer scalar))
+               (prog1 (adopt-index pointer (cffi:mem-ref n :int64) (cffi:mem-ref dim :int)
+                                   (if (= (cffi:mem-ref scalar :int) 1) :float64 :float32))
+                 (setf adopted t)))
+          (unless adopted (%index-free pointer)))))))
 
 (defun estimate-build-bytes (n dim &optional options (scalar :float32))
   "knn_estimate_build_bytes (SCALAR :float64: knn_estimate_build_bytes_f64):
