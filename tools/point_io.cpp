@@ -482,7 +482,8 @@ std::vector<size_t> coordinate_columns(const std::string& path,
       for (int a = 0; a < 3; ++a)
         if (name == axis_names[a] && named[a] == columns) named[a] = c;
     }
-    const int axes = max_dim >= 3 && named[2] < columns ? 3 : (min_dim <= 2 ? 2 : 0);
+    const int axes =
+        max_dim >= 3 && named[2] < columns ? 3 : (min_dim <= 2 && max_dim >= 2 ? 2 : 0);
     bool all_named = axes > 0;
     for (int a = 0; a < axes; ++a) all_named = all_named && named[a] < columns;
     if (all_named) {
