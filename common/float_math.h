@@ -8,6 +8,7 @@
 // -ffp-contract=off (see CMakeLists.txt), so plain operators are exact there.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -15,7 +16,7 @@
 
 namespace knn {
 
-// mul_rn, add_rn and sub_rn: one rounding each, never fused, in float and
+// mul_rn, add_rn, sub_rn and div_rn: one rounding each, never fused, in float and
 // in double. The _rn intrinsics forbid contraction on the device; the host
 // compiler is told not to contract (-ffp-contract=off).
 #if defined(__CUDA_ARCH__)
@@ -30,7 +31,18 @@ namespace knn {
 KNN_ROUNDED_OP(mul_rn, *, __fmul_rn, __dmul_rn)
 KNN_ROUNDED_OP(add_rn, +, __fadd_rn, __dadd_rn)
 KNN_ROUNDED_OP(sub_rn, -, __fsub_rn, __dsub_rn)
+KNN_ROUNDED_OP(div_rn, /, __fdiv_rn, __ddiv_rn)
 #undef KNN_ROUNDED_OP
+
+// The square root, correctly rounded on both sides (IEEE-754 requires it of
+// the host's sqrt; the device's _rn intrinsics give the same bits).
+#if defined(__CUDA_ARCH__)
+KNN_HD float sqrt_rn(float a) { return __fsqrt_rn(a); }
+KNN_HD double sqrt_rn(double a) { return __dsqrt_rn(a); }
+#else
+KNN_HD float sqrt_rn(float a) { return std::sqrt(a); }
+KNN_HD double sqrt_rn(double a) { return std::sqrt(a); }
+#endif
 
 template <typename Scalar>
 KNN_HD Scalar square_of_difference(Scalar q, Scalar p) {

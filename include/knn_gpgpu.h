@@ -987,4 +987,7 @@ KNN_API int KNN_CALL knn_points_in_polygons_f64(const knn_quadtree* tree, const 
 } /* extern "C" */
 #endif
 
+/* Triangle meshes: closest point, signed distance, the deviation report. */
+#include "knn_gpgpu_mesh.h"
+
 #endif /* KNN_GPGPU_H */

@@ -1,0 +1,109 @@
+// The engines behind a knn_mesh (contract section 6). src/mesh_api.cpp
+// validates the mesh and the points, computes what every engine shares (the
+// closed-and-oriented test, the pseudonormals), picks the backend and calls
+// one of these; engines throw knn::Error.
+//
+// Every engine builds the same BVH (common/geometry/mesh_bvh.h), measures
+// with the same triangle distance (common/geometry/triangle.h) and decides
+// signs the same way (common/geometry/winding.h), so their answers are
+// bit-identical; the deviation summary is defined once as well
+// (common/geometry/deviation.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace knn {
+
+// A validated mesh in host memory, in the build's scalar.
+template <typename Scalar>
+struct MeshGeometry {
+  const Scalar* vertices = nullptr;  // n_vertices x 3, finite, within the coordinate limit
+  int64_t n_vertices = 0;
+  const int32_t* triangles = nullptr;  // n_triangles x 3 indices into vertices
+  int64_t n_triangles = 0;
+  // Every edge is shared by exactly two triangles that run it in opposite
+  // directions: signs come from the pseudonormals below; otherwise from the
+  // generalized winding number.
+  bool closed_oriented = false;
+  // Closed and oriented meshes only (else NULL), computed in double and
+  // rounded to Scalar: the angle-weighted pseudonormal of every vertex
+  // (n_vertices x 3) and the pseudonormal of every triangle's edges, the
+  // sum of the unit normals of the two triangles sharing it (n_triangles x 9:
+  // edge i of triangle t at [9 t + 3 i], edge i running from corner i to
+  // corner (i + 1) % 3).
+  const Scalar* vertex_normals = nullptr;
+  const Scalar* edge_normals = nullptr;
+};
+
+struct MeshParams {
+  int threads = 0;                 // CPU threads; 0 = all cores
+  size_t device_memory_limit = 0;  // 0 = what the device has free
+};
+
+// Per-point outputs of a closest-point pass; every pointer but
+// triangle_ids may be NULL (not wanted). Host or device arrays for the CUDA
+// engine (the caller's, as given), host arrays for the OpenMP engine.
+template <typename Scalar>
+struct MeshResults {
+  int32_t* triangle_ids = nullptr;     // m: the closest triangle, -1 beyond max_distance
+  Scalar* sq_distances = nullptr;      // m: +infinity beyond
+  Scalar* closest = nullptr;           // m x 3: NaN beyond
+  Scalar* barycentric = nullptr;       // m x 3: NaN beyond
+  Scalar* signed_distances = nullptr;  // m: sqrt of sq_distance, < 0 inside; +infinity beyond
+};
+
+// What a deviation report asks (the report's definitions:
+// common/geometry/deviation.h).
+struct DeviationRequest {
+  double tolerance = 0;                 // >= 0
+  const double* percentiles = nullptr;  // n_percentiles values in [0, 100]
+  int n_percentiles = 0;
+  const double* bin_edges = nullptr;  // n_bins + 1 ascending edges
+  int n_bins = 0;
+};
+
+struct DeviationSummary {
+  int64_t measured = 0;  // points within max_distance
+  int64_t beyond = 0;    // points beyond it (in no statistic below)
+  int64_t within_tolerance = 0, above_tolerance = 0, below_tolerance = 0;
+  int64_t below_bins = 0, above_bins = 0;  // measured values outside the bin edges
+  double min = 0, max = 0, mean = 0, rms = 0;
+  double* percentile_values = nullptr;  // n_percentiles (caller's array)
+  int64_t* bin_counts = nullptr;        // n_bins (caller's array)
+};
+
+template <typename Scalar>
+class MeshEngine {
+ public:
+  virtual ~MeshEngine() = default;
+  virtual int backend() const = 0;  // KNN_BACKEND_CUDA or KNN_BACKEND_OPENMP
+  virtual int64_t n_triangles() const = 0;
+  // The closest triangle of each of m points (m x 3, host or device as
+  // MeshResults says) within max_distance (+infinity: no limit).
+  virtual void closest(const Scalar* points, int64_t m, Scalar max_distance,
+                       const MeshResults<Scalar>& out, const MeshParams& call) const = 0;
+  // The signed distances of m points summarised (and, if signed_distances is
+  // not NULL, written there as by closest()).
+  virtual void deviation(const Scalar* points, int64_t m, Scalar max_distance,
+                         const DeviationRequest& request, DeviationSummary* summary,
+                         Scalar* signed_distances, const MeshParams& call) const = 0;
+};
+
+namespace omp {
+template <typename Scalar>
+std::unique_ptr<MeshEngine<Scalar>> build_mesh(const MeshGeometry<Scalar>& mesh,
+                                               const MeshParams& params);
+}  // namespace omp
+namespace cuda {
+template <typename Scalar>
+std::unique_ptr<MeshEngine<Scalar>> build_mesh(const MeshGeometry<Scalar>& mesh,
+                                               const MeshParams& params);
+// Device bytes a build of this size needs at its peak (the mesh resident
+// plus the build's scratch).
+size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles, size_t scalar_bytes,
+                        bool closed_oriented);
+}  // namespace cuda
+
+}  // namespace knn

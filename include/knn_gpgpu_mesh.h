@@ -1,0 +1,192 @@
+/* knn_gpgpu: triangle meshes. Exact closest point, signed distance and the
+ * deviation report of a scan against a design (contract section 6).
+ *
+ * Included by knn_gpgpu.h (the one include for hosts); the general rules of
+ * that header (status codes, knn_last_error, options, device memory,
+ * cancellation and progress, threads, live handles) hold here as well.
+ *
+ * Definitions, identical on every backend (the CUDA engine and the OpenMP
+ * engine answer with the same bits):
+ *  - The closest point of a triangle (a, b, c) to a point q: when the
+ *    triangle has an area and q's projection onto its plane lies inside or
+ *    on it, that projection (the face); otherwise the nearest of the closest
+ *    points of its edges ab, bc, ca (ties to the first), an edge's being
+ *    p0 + t (p1 - p0) with t clamped to [0, 1] (exactly p0 or p1 at the
+ *    ends). Degenerate triangles (no area: needles, points, repeated
+ *    vertices) are valid and have only their edges. Every operation is one
+ *    rounding in the mesh's scalar (float for knn_mesh_build, double for
+ *    _f64), with no fused multiply-add.
+ *  - The squared distance is that from q to the closest point reported
+ *    ((dx*dx + dy*dy) + dz*dz, rounded each step). The nearest triangle is
+ *    the one of least squared distance, ties to the smaller triangle id.
+ *  - max_distance: a point whose least squared distance exceeds
+ *    max_distance * max_distance (rounded in the mesh's scalar) is "beyond":
+ *    triangle id -1, squared and signed distance +infinity, closest point
+ *    and barycentric NaN. Such points cost little (the search stops at that
+ *    radius). +infinity means no limit; negative or NaN is INVALID_ARGUMENT.
+ *  - Signed distance: the Euclidean distance (sqrt of the squared one,
+ *    correctly rounded), negative inside. A mesh is "closed and oriented"
+ *    when every edge is shared by exactly two triangles that run it in
+ *    opposite directions (knn_mesh_info says which). Such a mesh takes the
+ *    sign from the angle-weighted pseudonormal of the closest feature (face,
+ *    edge or vertex; Baerentzen and Aanaes 2005): exact for points off the
+ *    surface, whatever their distance. Any other mesh (open, with holes,
+ *    non-manifold, inconsistently oriented, a triangle soup) takes it from
+ *    the generalized winding number w (Jacobson et al. 2013): inside when
+ *    w >= 1/2. w is summed over the BVH with the far-field approximation of
+ *    Barill et al. 2018 (clusters farther than twice their radius count as
+ *    one dipole), accurate to about 1e-3 in w: points within that of
+ *    w = 1/2 (near a hole's rim) may take either sign, the same on every
+ *    backend. Winding numbers use outward normals by the right-hand rule:
+ *    triangle (a, b, c) faces the side from which a, b, c run
+ *    counter-clockwise. A point on the surface (distance 0) gets +0.
+ *  - Barycentric weights (w0, w1, w2) of the closest point: w0 a + w1 b +
+ *    w2 c, sum 1 up to rounding; on an edge the third is 0, at a vertex one
+ *    is 1.
+ *
+ * Limits: at most KNN_MESH_MAX_TRIANGLES triangles and INT32_MAX vertices;
+ * vertices finite and within the coordinate limit of the index API
+ * (general rules); indices in [0, n_vertices). A mesh of 0 triangles is
+ * refused (INVALID_ARGUMENT): nothing is closest to anything.
+ *
+ * Points and outputs of the query calls may be host arrays or device arrays
+ * of the mesh's device (CUDA meshes; the OpenMP engine refuses device
+ * arrays with INVALID_ARGUMENT), chunked to the device budget as for the
+ * index. A CUDA mesh answers on every device of the call's device list as
+ * the index does (knn_options "Several devices"): the mesh is copied to each
+ * device once, the points are cut into contiguous shares, and every point is
+ * answered whole on one device, with identical results.
+ * Outputs are written fully on success; on failure they are left untouched
+ * (a failure before the engines run) or fully written with the "beyond"
+ * values (a failure while they run, cancellation included).
+ */
+#ifndef KNN_GPGPU_MESH_H
+#define KNN_GPGPU_MESH_H
+
+#include "knn_gpgpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most triangles one mesh holds. */
+#define KNN_MESH_MAX_TRIANGLES 1073741823
+
+typedef struct knn_mesh knn_mesh; /* opaque */
+
+/* Build a mesh over n_vertices vertices (x, y, z each) and n_triangles
+ * triangles (three vertex indices each, int32). The mesh owns copies of
+ * both; the BVH is built on the chosen backend (opt->backend: AUTO takes the
+ * current CUDA device when there is one, else OpenMP; opt->structure and
+ * opt->leaf_size are ignored). Errors: INVALID_ARGUMENT (NULL arrays, counts,
+ * an index out of range: "triangle 12 has vertex index 99 (n_vertices is
+ * 50)"), NONFINITE_INPUT ("vertex 7 has a NaN coordinate (y)"),
+ * NO_DEVICE, HOST_OUT_OF_MEMORY, DEVICE_OUT_OF_MEMORY, DEVICE, CANCELLED. */
+KNN_API int KNN_CALL knn_mesh_build(const float* vertices, int64_t n_vertices,
+                                    const int32_t* triangles, int64_t n_triangles,
+                                    const knn_options* opt, knn_mesh** out);
+KNN_API int KNN_CALL knn_mesh_build_f64(const double* vertices, int64_t n_vertices,
+                                        const int32_t* triangles, int64_t n_triangles,
+                                        const knn_options* opt, knn_mesh** out);
+/* Free a mesh; NULL is fine; a pointer that is not a live mesh is refused
+ * (INVALID_ARGUMENT), as for the index (live handles, deferred release). */
+KNN_API int KNN_CALL knn_mesh_free(knn_mesh* mesh);
+
+/* What a mesh is: any output may be NULL. scalar: KNN_SCALAR_FLOAT32 or
+ * KNN_SCALAR_FLOAT64; backend: KNN_BACKEND_CUDA or KNN_BACKEND_OPENMP;
+ * closed_oriented: 1 when signs come from pseudonormals, 0 when from the
+ * winding number (see above). */
+KNN_API int KNN_CALL knn_mesh_info(const knn_mesh* mesh, int64_t* n_vertices,
+                                   int64_t* n_triangles, int* scalar, int* backend,
+                                   int* closed_oriented);
+
+/* For each of the m points (m x 3): the closest triangle (triangle_ids,
+ * required), its squared distance, the closest point (m x 3) and its
+ * barycentric weights (m x 3); every output but triangle_ids may be NULL.
+ * A mesh answers only its own precision: knn_mesh_closest on a float64
+ * mesh (and _f64 on a float32 one) is INVALID_ARGUMENT. */
+KNN_API int KNN_CALL knn_mesh_closest(const knn_mesh* mesh, const float* points, int64_t m,
+                                      float max_distance, int32_t* triangle_ids,
+                                      float* sq_distances, float* closest, float* barycentric,
+                                      const knn_options* opt);
+KNN_API int KNN_CALL knn_mesh_closest_f64(const knn_mesh* mesh, const double* points, int64_t m,
+                                          double max_distance, int32_t* triangle_ids,
+                                          double* sq_distances, double* closest,
+                                          double* barycentric, const knn_options* opt);
+
+/* The signed distance of each point (m, required) and its closest triangle
+ * (m or NULL). */
+KNN_API int KNN_CALL knn_mesh_signed_distance(const knn_mesh* mesh, const float* points,
+                                              int64_t m, float max_distance,
+                                              float* signed_distances, int32_t* triangle_ids,
+                                              const knn_options* opt);
+KNN_API int KNN_CALL knn_mesh_signed_distance_f64(const knn_mesh* mesh, const double* points,
+                                                  int64_t m, double max_distance,
+                                                  double* signed_distances,
+                                                  int32_t* triangle_ids, const knn_options* opt);
+
+/* The deviation report of a scan against a design: the signed distances of
+ * the points summarised where they were computed (on the device for a CUDA
+ * mesh: the per-point values come back only when signed_distances is not
+ * NULL). Definitions, over the measured points (those within max_distance),
+ * all functions of their values sorted ascending and so identical on every
+ * backend:
+ *   min, max     the least and greatest signed distance;
+ *   mean, rms    in double: the sum and the sum of squares taken over the
+ *                sorted values in blocks of 4096 (sequential within a
+ *                block, then the blocks in order);
+ *   percentiles  nearest rank: for p in [0, 100], the sorted value at
+ *                position ceil(p / 100 * measured) - 1 (at least 0);
+ *   histogram    bin b counts bin_edges[b] <= d < bin_edges[b + 1], the
+ *                last bin also d = bin_edges[n_bins]; values outside the
+ *                edges are counted in below_bins and above_bins;
+ *   tolerance t  within: -t <= d <= t; above: d > t; below: d < -t.
+ * With no measured point the statistics are NaN and the counts 0.
+ * Set report->struct_size = sizeof(knn_deviation_report) before the call;
+ * the library writes the fields within it. percentiles (n_percentiles, each
+ * in [0, 100]) and percentile_values may be NULL when n_percentiles is 0;
+ * bin_edges (n_bins + 1, strictly ascending, finite) and bin_counts
+ * (n_bins) may be NULL when n_bins is 0. tolerance >= 0. */
+typedef struct knn_deviation_report {
+  size_t struct_size;         /* = sizeof(knn_deviation_report)               */
+  int64_t n_points;           /* m                                            */
+  int64_t n_measured;         /* points within max_distance                   */
+  int64_t n_beyond;           /* points beyond it                             */
+  int64_t n_within_tolerance; /* -t <= d <= t                                 */
+  int64_t n_above_tolerance;  /* d > t                                        */
+  int64_t n_below_tolerance;  /* d < -t                                       */
+  int64_t n_below_bins;       /* d < bin_edges[0]                             */
+  int64_t n_above_bins;       /* d > bin_edges[n_bins]                        */
+  double min, max, mean, rms;
+} knn_deviation_report;
+KNN_API int KNN_CALL knn_mesh_deviation_report(
+    const knn_mesh* mesh, const float* points, int64_t m, float max_distance, double tolerance,
+    const double* percentiles, int n_percentiles, double* percentile_values,
+    const double* bin_edges, int n_bins, int64_t* bin_counts, float* signed_distances,
+    knn_deviation_report* report, const knn_options* opt);
+KNN_API int KNN_CALL knn_mesh_deviation_report_f64(
+    const knn_mesh* mesh, const double* points, int64_t m, double max_distance,
+    double tolerance, const double* percentiles, int n_percentiles, double* percentile_values,
+    const double* bin_edges, int n_bins, int64_t* bin_counts, double* signed_distances,
+    knn_deviation_report* report, const knn_options* opt);
+
+/* Serialization: the mesh's vertices and triangles in a versioned,
+ * checksummed little-endian format; deserialize validates as a build does and
+ * rebuilds the BVH (the same tree: it is a function of the mesh) on
+ * opt's backend. Errors as for the index's. */
+KNN_API int KNN_CALL knn_mesh_serialized_size(const knn_mesh* mesh, size_t* bytes);
+KNN_API int KNN_CALL knn_mesh_serialize(const knn_mesh* mesh, void* buffer, size_t bytes);
+KNN_API int KNN_CALL knn_mesh_deserialize(const void* buffer, size_t bytes,
+                                          const knn_options* opt, knn_mesh** out);
+
+/* Device bytes a CUDA mesh build of this size needs at its peak (the mesh
+ * and its BVH resident plus the build's scratch); 0 for impossible sizes.
+ * scalar: KNN_SCALAR_FLOAT32 or KNN_SCALAR_FLOAT64. */
+KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_triangles,
+                                                int scalar, const knn_options* opt);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KNN_GPGPU_MESH_H */
