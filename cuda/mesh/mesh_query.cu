@@ -367,16 +367,28 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
 template <typename Scalar>
 using Key = typename OrderedKey<Scalar>::type;
 
-// Keys of the signed distances; counts the points beyond (+infinity).
+// Keys of the signed distances.
 template <typename Scalar>
-__global__ void keys_of(const Scalar* values, int64_t m, Key<Scalar>* keys,
-                        unsigned long long* beyond) {
+__global__ void keys_of(const Scalar* values, int64_t m, Key<Scalar>* keys) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < m;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const Scalar v = values[i];
-    keys[i] = OrderedKey<Scalar>::of(v);
-    if (!(v < infinity_of<Scalar>())) atomicAdd(beyond, 1ull);
+       i += int64_t{gridDim.x} * blockDim.x)
+    keys[i] = OrderedKey<Scalar>::of(values[i]);
+}
+
+// The measured values: the sorted keys below the key of +infinity (the
+// points beyond sort last), found by one thread's binary search.
+template <typename Scalar>
+__global__ void count_measured(const Key<Scalar>* sorted_keys, int64_t m, int64_t* measured) {
+  const Key<Scalar> beyond = OrderedKey<Scalar>::of(infinity_of<Scalar>());
+  int64_t lo = 0, hi = m;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (sorted_keys[mid] < beyond)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
+  *measured = lo;
 }
 
 template <typename Scalar>
@@ -565,11 +577,8 @@ void CudaMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dis
   int64_t measured = 0;
   const Scalar* sorted = nullptr;
   if (m > 0) {
-    DeviceBuffer<unsigned long long> beyond(1);
-    check(cudaMemsetAsync(beyond.get(), 0, sizeof(unsigned long long), s),
-          "mesh deviation: cudaMemsetAsync");
-    keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(
-        values.get(), m, keys.get(), beyond.get());
+    keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(values.get(), m,
+                                                                              keys.get());
     check_launch("mesh deviation: keys_of");
     // The values are copied out: their buffer is the sort's second one.
     cub::DoubleBuffer<Key<Scalar>> sorting(keys.get(),
@@ -582,14 +591,15 @@ void CudaMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dis
     check(cub::DeviceRadixSort::SortKeys(temp.get(), temp_bytes, sorting, m, 0,
                                          8 * static_cast<int>(sizeof(Scalar)), s),
           "mesh deviation: radix sort");
-    unsigned long long beyond_count = 0;
-    check(cudaMemcpyAsync(&beyond_count, beyond.get(), sizeof beyond_count, cudaMemcpyDeviceToHost,
+    Key<Scalar>* sorted_keys = sorting.Current();
+    DeviceBuffer<int64_t> measured_count(1);
+    count_measured<Scalar><<<1, 1, 0, s>>>(sorted_keys, m, measured_count.get());
+    check_launch("mesh deviation: count_measured");
+    check(cudaMemcpyAsync(&measured, measured_count.get(), sizeof measured, cudaMemcpyDeviceToHost,
                           s),
           "mesh deviation: cudaMemcpyAsync");
     check(cudaStreamSynchronize(s), "mesh deviation: cudaStreamSynchronize");
-    measured = m - static_cast<int64_t>(beyond_count);
     // The sorted keys back to values, into the buffer the sort did not end in.
-    Key<Scalar>* sorted_keys = sorting.Current();
     Scalar* sorted_values =
         sorted_keys == keys.get() ? values.get() : reinterpret_cast<Scalar*>(keys.get());
     if (measured > 0) {
