@@ -274,17 +274,23 @@ void OmpMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dist
   MeshResults<Scalar> out;
   out.signed_distances = values;
   answer(points, m, squared_limit(max_distance), out, call);
-  // Beyond: +infinity, sorted last.
+  try {
+    // Beyond: +infinity, sorted last.
 #pragma omp parallel for num_threads(threads)
-  for (int64_t i = 0; i < m; ++i) keys[i] = ordered_key(values[i]);
-  radix_sort<Key, uint8_t>(keys.data(), nullptr, key_buffer.data(), nullptr, m,
-                           static_cast<int>(8 * sizeof(Key)), threads, cancel);
+    for (int64_t i = 0; i < m; ++i) keys[i] = ordered_key(values[i]);
+    radix_sort<Key, uint8_t>(keys.data(), nullptr, key_buffer.data(), nullptr, m,
+                             static_cast<int>(8 * sizeof(Key)), threads, cancel);
 #pragma omp parallel for num_threads(threads)
-  for (int64_t i = 0; i < m; ++i) sorted[i] = scalar_from_ordered_key<Scalar>(keys[i]);
-  const int64_t measured =
-      std::lower_bound(sorted, sorted + m, std::numeric_limits<Scalar>::infinity()) - sorted;
-  summary->beyond = m - measured;
-  summarise(sorted, measured, request, summary, threads);
+    for (int64_t i = 0; i < m; ++i) sorted[i] = scalar_from_ordered_key<Scalar>(keys[i]);
+    const int64_t measured =
+        std::lower_bound(sorted, sorted + m, std::numeric_limits<Scalar>::infinity()) - sorted;
+    summary->beyond = m - measured;
+    summarise(sorted, measured, request, summary, threads);
+  } catch (...) {  // cancelled while sorting: the values say "beyond", as answer() leaves them
+    if (signed_distances)
+      std::fill(signed_distances, signed_distances + m, std::numeric_limits<Scalar>::infinity());
+    throw;
+  }
 }
 
 }  // namespace
