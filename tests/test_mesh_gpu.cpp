@@ -457,19 +457,62 @@ TEST(MeshGpu, AllocationFaultsFailCleanly) {
   EXPECT_EQ(engine_closest(*reference, points, 1.0f).ids, expected.ids);
 }
 
-TEST(MeshGpu, CancelledQueryThrows) {
+// A cancelled call throws CANCELLED and leaves every output "beyond" (the
+// header's rule for a failure while the engine runs), host and device
+// arrays alike; the next call answers.
+template <class S>
+void expect_all_beyond(const std::vector<int32_t>& ids, const std::vector<S>& sq,
+                       const std::vector<S>& closest, const std::vector<S>& signed_d) {
+  const S inf = std::numeric_limits<S>::infinity(), nan = std::numeric_limits<S>::quiet_NaN();
+  EXPECT_EQ(ids, std::vector<int32_t>(ids.size(), -1));
+  EXPECT_SAME_BITS(sq, std::vector<S>(sq.size(), inf));
+  EXPECT_SAME_BITS(closest, std::vector<S>(closest.size(), nan));
+  EXPECT_SAME_BITS(signed_d, std::vector<S>(signed_d.size(), inf));
+}
+
+TEST(MeshGpu, CancelledCallsLeaveBeyondValues) {
   SKIP_WITHOUT_DEVICE();
   const TestMesh<float> mesh = torus<float>(20, 10);
   const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
   const std::vector<float> points = points_for(mesh, 100, 71);
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
   volatile int flag = 1;
   knn::set_cancel_flag(&flag);
+  Answers<float> host(m);
   try {
-    engine_closest(*engine, points, 1.0f);
+    engine->closest(points.data(), m, 1.0f, host.results(), knn::MeshParams{});
     ADD_FAILURE() << "a cancelled query went ahead";
   } catch (const knn::Error& e) {
     EXPECT_EQ(e.status(), KNN_ERR_CANCELLED);
   }
+  expect_all_beyond(host.ids, host.sq, host.closest, host.signed_d);
+  std::vector<float> values(static_cast<size_t>(m), 7);
+  knn::DeviationSummary summary;
+  try {
+    engine->deviation(points.data(), m, 1.0f, knn::DeviationRequest{}, &summary, values.data(),
+                      knn::MeshParams{});
+    ADD_FAILURE() << "a cancelled report went ahead";
+  } catch (const knn::Error& e) {
+    EXPECT_EQ(e.status(), KNN_ERR_CANCELLED);
+  }
+  EXPECT_SAME_BITS(values,
+                   std::vector<float>(values.size(), std::numeric_limits<float>::infinity()));
+#if defined(KNN_TEST_WITH_CUDA)
+  DeviceArray<int32_t> d_ids(std::vector<int32_t>(static_cast<size_t>(m), 7));
+  DeviceArray<float> d_sq(std::vector<float>(static_cast<size_t>(m), 7));
+  DeviceArray<float> d_closest(std::vector<float>(static_cast<size_t>(3 * m), 7));
+  DeviceArray<float> d_signed(std::vector<float>(static_cast<size_t>(m), 7));
+  try {
+    engine->closest(points.data(), m, 1.0f,
+                    {d_ids.get(), d_sq.get(), d_closest.get(), nullptr, d_signed.get()},
+                    knn::MeshParams{});
+    ADD_FAILURE() << "a cancelled query went ahead";
+  } catch (const knn::Error& e) {
+    EXPECT_EQ(e.status(), KNN_ERR_CANCELLED);
+  }
+  expect_all_beyond(d_ids.to_host(m), d_sq.to_host(m), d_closest.to_host(3 * m),
+                    d_signed.to_host(m));
+#endif
   knn::set_cancel_flag(nullptr);
   expect_matches_brute_force(mesh, engine_closest(*engine, points, 1.0f), points, 1.0f);
 }

@@ -79,6 +79,45 @@ __global__ void __launch_bounds__(kQueryBlock)
   }
 }
 
+template <typename Scalar>
+__global__ void write_beyond_kernel(PointOutputs<Scalar> out, int64_t m) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < m;
+       i += int64_t{gridDim.x} * blockDim.x)
+    mesh_walk::write_beyond(out, i);
+}
+
+// After a failure while the points are answered (cancellation included):
+// every output says "beyond" (the header's rule), the host arrays here, the
+// device arrays by a kernel where the device still takes one. Never throws:
+// the failure being reported is the caller's.
+template <typename Scalar>
+void write_beyond_everywhere(const PointOutputs<Scalar>& out, int64_t m, int device) noexcept {
+  try {
+    PointOutputs<Scalar> host{}, on_device{};
+    bool any_on_device = false;
+    const auto split = [&](auto* p, auto*& to_host, auto*& to_device) {
+      if (p == nullptr) return;
+      if (device_may_use_in_place(p, device))
+        to_device = p, any_on_device = true;
+      else
+        to_host = p;
+    };
+    split(out.ids, host.ids, on_device.ids);
+    split(out.sq_distances, host.sq_distances, on_device.sq_distances);
+    split(out.closest, host.closest, on_device.closest);
+    split(out.barycentric, host.barycentric, on_device.barycentric);
+    split(out.signed_distances, host.signed_distances, on_device.signed_distances);
+    for (int64_t i = 0; i < m; ++i) mesh_walk::write_beyond(host, i);
+    if (!any_on_device) return;
+    write_beyond_kernel<<<grid_stride_blocks(write_beyond_kernel<Scalar>, kBlock, m), kBlock>>>(
+        on_device, m);
+    check_launch("mesh query: write_beyond_kernel");
+    check(cudaStreamSynchronize(nullptr), "mesh query: cudaStreamSynchronize");
+  } catch (...) {
+    cudaGetLastError();
+  }
+}
+
 // ---- The chunks of a call ----------------------------------------------------
 // A caller's array of `width` values per point: in place when it is memory
 // of the mesh's device, else staged through a device buffer of a chunk.
@@ -365,8 +404,14 @@ void CudaMesh<Scalar>::closest(const Scalar* points, int64_t m, Scalar max_dista
   Stream stream;
   const PointOutputs<Scalar> o{out.triangle_ids, out.sq_distances, out.closest, out.barycentric,
                                out.signed_distances};
-  answer_in_chunks(view(), device_, points, m, max_distance, o,
-                   device_budget(call.device_memory_limit), 0, stream.get());
+  try {
+    answer_in_chunks(view(), device_, points, m, max_distance, o,
+                     device_budget(call.device_memory_limit), 0, stream.get());
+  } catch (...) {
+    cudaStreamSynchronize(stream.get());  // the failure is reported; its work must end first
+    write_beyond_everywhere(o, m, device_);
+    throw;
+  }
 }
 
 template <typename Scalar>
@@ -386,59 +431,69 @@ void CudaMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dis
       saturating_add(2 * aligned(um * sizeof(Scalar)), cub_temp_bytes(m)), 6 * kAllocAlignment);
   queries_within_budget(budget, kMeshChunkOrderBytesPerPoint + 3 * sizeof(Scalar),
                         saturating_add(fixed, kMeshChunkFixedBytes), 1);
-  DeviceBuffer<Scalar> values(um);
-  DeviceBuffer<Key<Scalar>> keys(um);
-  if (m > 0) {
-    answer_in_chunks(view(), device_, points, m, max_distance,
-                     PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, values.get()}, budget,
-                     fixed, s);
-    if (signed_distances != nullptr) {
-      if (device_may_use_in_place(signed_distances, device_))
-        check(cudaMemcpyAsync(signed_distances, values.get(), um * sizeof(Scalar),
-                              cudaMemcpyDeviceToDevice, s),
-              "mesh deviation: cudaMemcpyAsync");
-      else
-        download_staged(signed_distances, values.get(), um * sizeof(Scalar), s);
+  try {
+    DeviceBuffer<Scalar> values(um);
+    DeviceBuffer<Key<Scalar>> keys(um);
+    if (m > 0) {
+      answer_in_chunks(view(), device_, points, m, max_distance,
+                       PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, values.get()},
+                       budget, fixed, s);
+      if (signed_distances != nullptr) {
+        if (device_may_use_in_place(signed_distances, device_))
+          check(cudaMemcpyAsync(signed_distances, values.get(), um * sizeof(Scalar),
+                                cudaMemcpyDeviceToDevice, s),
+                "mesh deviation: cudaMemcpyAsync");
+        else
+          download_staged(signed_distances, values.get(), um * sizeof(Scalar), s);
+      }
     }
-  }
-  throw_if_cancelled(cancel_flag());
-  int64_t measured = 0;
-  const Scalar* sorted = nullptr;
-  if (m > 0) {
-    keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(values.get(), m,
-                                                                              keys.get());
-    check_launch("mesh deviation: keys_of");
-    // The values are copied out: their buffer is the sort's second one.
-    cub::DoubleBuffer<Key<Scalar>> sorting(keys.get(),
-                                           reinterpret_cast<Key<Scalar>*>(values.get()));
-    size_t temp_bytes = 0;
-    check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, sorting, m, 0,
-                                         8 * static_cast<int>(sizeof(Scalar)), s),
-          "mesh deviation: radix sort (size)");
-    DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(m)));
-    check(cub::DeviceRadixSort::SortKeys(temp.get(), temp_bytes, sorting, m, 0,
-                                         8 * static_cast<int>(sizeof(Scalar)), s),
-          "mesh deviation: radix sort");
-    Key<Scalar>* sorted_keys = sorting.Current();
-    DeviceBuffer<int64_t> measured_count(1);
-    count_measured<Scalar><<<1, 1, 0, s>>>(sorted_keys, m, measured_count.get());
-    check_launch("mesh deviation: count_measured");
-    check(cudaMemcpyAsync(&measured, measured_count.get(), sizeof measured, cudaMemcpyDeviceToHost,
-                          s),
-          "mesh deviation: cudaMemcpyAsync");
-    check(cudaStreamSynchronize(s), "mesh deviation: cudaStreamSynchronize");
-    // The sorted keys back to values, into the buffer the sort did not end in.
-    Scalar* sorted_values =
-        sorted_keys == keys.get() ? values.get() : reinterpret_cast<Scalar*>(keys.get());
-    if (measured > 0) {
-      values_of<<<grid_stride_blocks(values_of<Scalar>, kBlock, measured), kBlock, 0, s>>>(
-          sorted_keys, measured, sorted_values);
-      check_launch("mesh deviation: values_of");
+    throw_if_cancelled(cancel_flag());
+    int64_t measured = 0;
+    const Scalar* sorted = nullptr;
+    if (m > 0) {
+      keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(values.get(), m,
+                                                                                keys.get());
+      check_launch("mesh deviation: keys_of");
+      // The values are copied out: their buffer is the sort's second one.
+      cub::DoubleBuffer<Key<Scalar>> sorting(keys.get(),
+                                             reinterpret_cast<Key<Scalar>*>(values.get()));
+      size_t temp_bytes = 0;
+      check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, sorting, m, 0,
+                                           8 * static_cast<int>(sizeof(Scalar)), s),
+            "mesh deviation: radix sort (size)");
+      DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(m)));
+      check(cub::DeviceRadixSort::SortKeys(temp.get(), temp_bytes, sorting, m, 0,
+                                           8 * static_cast<int>(sizeof(Scalar)), s),
+            "mesh deviation: radix sort");
+      Key<Scalar>* sorted_keys = sorting.Current();
+      DeviceBuffer<int64_t> measured_count(1);
+      count_measured<Scalar><<<1, 1, 0, s>>>(sorted_keys, m, measured_count.get());
+      check_launch("mesh deviation: count_measured");
+      check(cudaMemcpyAsync(&measured, measured_count.get(), sizeof measured,
+                            cudaMemcpyDeviceToHost, s),
+            "mesh deviation: cudaMemcpyAsync");
+      check(cudaStreamSynchronize(s), "mesh deviation: cudaStreamSynchronize");
+      // The sorted keys back to values, into the buffer the sort did not end in.
+      Scalar* sorted_values =
+          sorted_keys == keys.get() ? values.get() : reinterpret_cast<Scalar*>(keys.get());
+      if (measured > 0) {
+        values_of<<<grid_stride_blocks(values_of<Scalar>, kBlock, measured), kBlock, 0, s>>>(
+            sorted_keys, measured, sorted_values);
+        check_launch("mesh deviation: values_of");
+      }
+      sorted = sorted_values;
     }
-    sorted = sorted_values;
+    summary->beyond = m - measured;
+    summarise(sorted, measured, request, summary, s);
+  } catch (...) {
+    // A failure while the engine ran (cancellation included): the per-point
+    // values say "beyond", as closest() leaves its outputs.
+    cudaStreamSynchronize(s);
+    if (signed_distances != nullptr)
+      write_beyond_everywhere(
+          PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, signed_distances}, m, device_);
+    throw;
   }
-  summary->beyond = m - measured;
-  summarise(sorted, measured, request, summary, s);
 }
 
 template class CudaMesh<float>;

@@ -266,23 +266,26 @@ KNN_HD bool is_inside(const MeshView<Scalar>& mesh, const Vec3<Scalar>& q, int32
   return geometry::pseudonormal_says_inside(q, p.closest, normal);
 }
 
+// Point i's "beyond" values in every output there is.
+template <typename Scalar>
+KNN_HD void write_beyond(const PointOutputs<Scalar>& out, int64_t i) {
+  const Scalar inf = infinity_of<Scalar>(), nan = quiet_nan_of<Scalar>();
+  if (out.ids) out.ids[i] = -1;
+  if (out.sq_distances) out.sq_distances[i] = inf;
+  if (out.signed_distances) out.signed_distances[i] = inf;
+  for (int d = 0; d < 3; ++d) {
+    if (out.closest) out.closest[3 * i + d] = nan;
+    if (out.barycentric) out.barycentric[3 * i + d] = nan;
+  }
+}
+
 // Answers point i of `points` into `out`.
 template <typename Scalar>
 KNN_HD void answer_point(const MeshView<Scalar>& mesh, const Scalar* points, int64_t i,
                          Scalar max_sq, const PointOutputs<Scalar>& out, bool* overflow) {
   const Vec3<Scalar> q{points[3 * i], points[3 * i + 1], points[3 * i + 2]};
   const int32_t leaf_index = nearest_leaf(mesh, q, max_sq, overflow);
-  if (leaf_index < 0) {
-    const Scalar inf = infinity_of<Scalar>(), nan = quiet_nan_of<Scalar>();
-    if (out.ids) out.ids[i] = -1;
-    if (out.sq_distances) out.sq_distances[i] = inf;
-    if (out.signed_distances) out.signed_distances[i] = inf;
-    for (int d = 0; d < 3; ++d) {
-      if (out.closest) out.closest[3 * i + d] = nan;
-      if (out.barycentric) out.barycentric[3 * i + d] = nan;
-    }
-    return;
-  }
+  if (leaf_index < 0) return write_beyond(out, i);
   const LeafTriangle<Scalar> leaf = mesh.leaves[leaf_index];
   const geometry::TrianglePoint<Scalar> p = point_on_leaf(leaf, q);
   if (out.ids) out.ids[i] = leaf.id;
