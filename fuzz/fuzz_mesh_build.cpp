@@ -127,8 +127,7 @@ void fuzz(FuzzedDataProvider& in) {
     expect(its <= best + tol * scale, "the closest triangle is not one of least distance", 0);
     expect(std::fabs(static_cast<long double>(sq[i]) - best) <= tol * scale,
            "the squared distance differs from the oracle's", 0);
-    expect(std::fabs(std::fabs(static_cast<long double>(sd[i])) - std::sqrt(best)) <=
-               tol * scale,
+    expect(std::fabs(std::fabs(static_cast<long double>(sd[i])) - std::sqrt(best)) <= tol * scale,
            "the signed distance's magnitude differs from the oracle's", 0);
   }
   // A serialized copy loads and answers with the same bits.
