@@ -305,7 +305,7 @@ class Mesh(NativeHandle):
     def _closest(self, points: Any, max_distance: float, barycentric: bool,
                  options: Optional[Options], out_sq_distances: Any, out_triangle_ids: Any,
                  out_closest_points: Any, out_barycentric: Any
-                 ) -> Tuple[Any, Any, Any, Optional[Any]]:
+                 ) -> Tuple[Any, Any, Any, Any]:
         with self._use() as handle:
             scalar = self.dtype
             q = self._points(points)
