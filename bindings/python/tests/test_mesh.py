@@ -246,6 +246,17 @@ def test_signed_distance_on_closed_meshes(lib, dtype):
     np.testing.assert_allclose(back, -sd, rtol=1e-6 if dtype == np.float32 else 1e-12)
 
 
+def test_exact_ties_go_to_the_smaller_triangle_id(lib):
+    v, f = cube()
+    corner = 7                                   # (1, 1, 1), shared by several triangles
+    lid = [i for i, tri in enumerate(f) if set(tri) == {1, 5, 7} or set(tri) == {1, 7, 3}]
+    with knn.Mesh(v, f) as mesh:
+        ids = mesh.closest([[1.5, 1.5, 1.5], [0.0, 0.0, 5.0], [0.25, 0.25, 3.0]]).triangle_ids
+    assert ids[0] == min(i for i, tri in enumerate(f) if corner in tri)
+    assert ids[1] == min(lid)                    # on the lid's diagonal: two triangles tie
+    assert ids[2] == min(lid)
+
+
 def test_signed_distance_on_the_cube(lib):
     v, f = cube()
     assert outward(v, f)
