@@ -128,9 +128,8 @@ static int check(const double* points, const double* sd, int64_t n, double max_d
 int main(int argc, char** argv) {
   static const double vertices[8 * 3] = {-1, -1, -1, -1, -1, 1, -1, 1, -1, -1, 1, 1,
                                          1,  -1, -1, 1,  -1, 1, 1,  1, -1, 1,  1, 1};
-  static const int32_t triangles[12 * 3] = {0, 1, 3, 0, 3, 2, 4, 6, 7, 4, 7, 5, 0, 4, 5,
-                                            0, 5, 1, 2, 3, 7, 2, 7, 6, 0, 2, 6, 0, 6, 4,
-                                            1, 5, 7, 1, 7, 3};
+  static const int32_t triangles[12 * 3] = {0, 1, 3, 0, 3, 2, 4, 6, 7, 4, 7, 5, 0, 4, 5, 0, 5, 1,
+                                            2, 3, 7, 2, 7, 6, 0, 2, 6, 0, 6, 4, 1, 5, 7, 1, 7, 3};
   const double percentiles[N_PERCENTILES] = {0, 5, 50, 95, 100};
   const double edges[N_BINS + 1] = {-0.02, -0.01, 0.0, 0.01, 0.02};
   const double max_distance = 0.5;
@@ -172,8 +171,8 @@ int main(int argc, char** argv) {
                                          sd, &r, NULL);
   if (status != KNN_OK) return report_failure("knn_mesh_deviation_report_f64", status);
 
-  printf("design: 12 triangles, %s (signs from %s)\n",
-         closed ? "closed and oriented" : "open", closed ? "pseudonormals" : "winding numbers");
+  printf("design: 12 triangles, %s (signs from %s)\n", closed ? "closed and oriented" : "open",
+         closed ? "pseudonormals" : "winding numbers");
   printf("scan: %lld points, %lld measured, %lld beyond %.3g\n", (long long)r.n_points,
          (long long)r.n_measured, (long long)r.n_beyond, max_distance);
   printf("deviation: min %.6f  max %.6f  mean %.6f  rms %.6f\n", r.min, r.max, r.mean, r.rms);
@@ -188,8 +187,8 @@ int main(int argc, char** argv) {
       printf("[%+.2f, %+.2f%c %lld\n", edges[k], edges[k + 1], k == N_BINS - 1 ? ']' : ')',
              (long long)counts[k]);
   }
-  failed = checking && check(scan, sd, n, max_distance, tolerance, percentiles,
-                             percentile_values, edges, counts, &r);
+  failed = checking && check(scan, sd, n, max_distance, tolerance, percentiles, percentile_values,
+                             edges, counts, &r);
   if (checking && !failed) printf("check: every distance and statistic agrees\n");
   knn_mesh_free(design);
   free(scan);
