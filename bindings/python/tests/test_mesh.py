@@ -461,6 +461,15 @@ def test_bad_queries_raise_the_mapped_errors(lib):
             mesh.closest(pts[:, :2])
         with pytest.raises(ValueError):
             mesh.closest(pts, out_sq_distances=np.empty(10, np.float32))
+        bad = pts.copy()
+        bad[3, 2] = np.nan
+        with pytest.raises(knn.NonfiniteInputError):
+            mesh.signed_distance(bad)
+        # no point: empty answers, not an error
+        none = mesh.closest_barycentric(np.empty((0, 3)))
+        assert [a.shape for a in none] == [(0,), (0,), (0, 3), (0, 3)]
+        empty = mesh.deviation_report(np.empty((0, 3)), 0.1, percentiles=[50])
+        assert empty.n_points == 0 and np.isnan(empty.percentile_values[0])
         # after every failure the next call works
         assert mesh.closest(pts).triangle_ids.min() >= 0
 
