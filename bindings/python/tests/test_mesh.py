@@ -136,7 +136,10 @@ MESHES = {"icosphere": lambda: icosphere(2), "cube": cube, "open_box": open_box,
 
 @pytest.mark.parametrize("name", sorted(MESHES))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_closest_matches_float64_oracle(lib, name, dtype):
+@pytest.mark.parametrize("backend", ["openmp", "cuda"])
+def test_closest_matches_float64_oracle(lib, has_device, name, dtype, backend):
+    if backend == "cuda" and not has_device:
+        pytest.skip("no CUDA device")
     v, f = MESHES[name]()
     v = v.astype(dtype)
     pts = scan(7, 300).astype(dtype)
@@ -145,8 +148,8 @@ def test_closest_matches_float64_oracle(lib, name, dtype):
     pts[:8] = v[some[:, 0]]
     pts[8:16] = (v[some[:, 0]] + v[some[:, 1]]) / dtype(2)
     best, all_d, all_p = oracle_closest(pts, v.astype(np.float64), f)
-    with knn.Mesh(v, f, backend="openmp") as mesh:
-        assert mesh.dtype == np.dtype(dtype)
+    with knn.Mesh(v, f, backend=backend) as mesh:
+        assert mesh.dtype == np.dtype(dtype) and mesh.backend == knn.Backend[backend.upper()]
         sq, ids, cl = mesh.closest(pts)
         _, ids2, cl2, bc = mesh.closest_barycentric(pts)
     assert sq.dtype == dtype and cl.dtype == dtype and ids.dtype == np.int32
@@ -399,7 +402,7 @@ def test_info_and_precision_rules(lib):
         assert "n_triangles=12" in repr(m32)
         # float64 points that are float32 values are taken; others refused
         m32.closest(np.array([[0.5, 0.25, 2.0]]))
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match="this mesh holds float32 .* float32 vertices"):
             m32.closest(np.array([[0.1, 0.0, 2.0]]))
     with knn.Mesh(v.astype(np.int64), f) as m64:                  # integers: float64
         assert m64.dtype == np.float64

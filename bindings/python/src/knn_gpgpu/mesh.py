@@ -300,7 +300,7 @@ class Mesh(NativeHandle):
 
     # ---- queries ---------------------------------------------------------------
     def _points(self, points: Any) -> _arrays.Array:
-        return _arrays.rows(points, "points", 3, self.dtype)
+        return _arrays.rows(points, "points", 3, self.dtype, holder="mesh")
 
     def _closest(self, points: Any, max_distance: float, barycentric: bool,
                  options: Optional[Options], out_sq_distances: Any, out_triangle_ids: Any,
