@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the cross-built Windows tests under Wine, installing wine64 when it
 # is missing: tests/abi as .exe files next to the installed knn_gpgpu.dll,
-# examples/c, and every gtest program of the build's bin/ folder (each once,
-# all its tests in one process: ctest would start Wine once per test case)
+# examples/c (knn_example, mesh_deviation), and every gtest program of the
+# build's bin/ folder (each once, all its tests in one process: ctest would start Wine once per test case)
 # except test_large_offsets (9 GB). KNN_WINE_TESTS: a regex of the programs
 # to run (default all). Under Wine these programs run about 10 times slower
 # than natively (ClassicCpuSweep: 4.5 s native, 48 s under Wine, same
@@ -136,6 +136,10 @@ run_exe "$TESTS" ./abi_load_test.exe knn_gpgpu.dll
 # examples/c, checked against knn_brute_force (Wine maps / to drive Z:).
 if [[ -f $BUILD/bin/knn_example.exe && -f $ROOT/examples/c/points.txt ]]; then
   run_exe "$BUILD/bin" ./knn_example.exe --check "$ROOT/examples/c/points.txt" 4 5
+fi
+# examples/c/mesh_deviation.c, checked against the cube's exact signed distance.
+if [[ -f $BUILD/bin/mesh_deviation.exe ]]; then
+  run_exe "$BUILD/bin" ./mesh_deviation.exe --check 5000
 fi
 # The gtest programs, as ctest would run them (OMP_WAIT_POLICY=passive: a
 # 2-core machine), each in one Wine process. Programs of the label `large`
