@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the cross-built Windows tests under Wine, installing wine64 when it
 # is missing: tests/abi as .exe files next to the installed knn_gpgpu.dll,
-# examples/c (knn_example, mesh_deviation), and every gtest program of the
-# build's bin/ folder (each once, all its tests in one process: ctest would start Wine once per test case)
+# examples/c, and every gtest program of the build's bin/ folder (each once,
+# all its tests in one process: ctest would start Wine once per test case)
 # except test_large_offsets (9 GB). KNN_WINE_TESTS: a regex of the programs
 # to run (default all). Under Wine these programs run about 10 times slower
 # than natively (ClassicCpuSweep: 4.5 s native, 48 s under Wine, same
