@@ -520,12 +520,18 @@ def test_device_arrays_answer_as_host_arrays(lib, has_device):
             dq = torch.from_numpy(pts.astype(dtype)).cuda()
             out_ids = torch.empty(5000, dtype=torch.int32, device="cuda")
             out_sq = torch.empty(5000, dtype=tdtype, device="cuda")
+            out_cl = torch.empty((5000, 3), dtype=tdtype, device="cuda")
             torch.cuda.synchronize()
-            res = mesh.closest(dq, out_sq_distances=out_sq, out_triangle_ids=out_ids)
-            assert res.triangle_ids is out_ids
+            res = mesh.closest(dq, out_sq_distances=out_sq, out_triangle_ids=out_ids,
+                               out_closest_points=out_cl)
+            torch.cuda.synchronize()
+            assert res.triangle_ids is out_ids and res.closest_points is out_cl
             np.testing.assert_array_equal(out_ids.cpu().numpy(), host.triangle_ids)
             np.testing.assert_array_equal(out_sq.cpu().numpy(), host.sq_distances)
-            np.testing.assert_array_equal(res.closest_points, host.closest_points)
+            np.testing.assert_array_equal(out_cl.cpu().numpy(), host.closest_points)
+            # device points, host outputs
+            for a, b in zip(mesh.closest_barycentric(dq), host):
+                np.testing.assert_array_equal(a, b)
             np.testing.assert_array_equal(mesh.signed_distance(dq), cpu.signed_distance(
                 pts.astype(dtype)))
             rep = mesh.deviation_report(dq, 0.01, bins=[-0.1, 0, 0.1])
@@ -543,7 +549,17 @@ def test_device_arrays_without_a_device(lib, has_device):
         __cuda_array_interface__ = {"shape": (4, 3), "typestr": "<f8", "data": (1 << 40, False),
                                     "version": 3, "strides": None}
 
+    class FakeDeviceOutput:
+        __cuda_array_interface__ = {"shape": (4,), "typestr": "<f8", "data": (1 << 40, False),
+                                    "version": 3, "strides": None}
+
     v, f = cube()
     with knn.Mesh(v, f) as mesh:
         with pytest.raises(knn.NoDeviceError):
             mesh.closest(FakeDevice())
+        # one device output among host ones is refused before the library is called
+        with pytest.raises(ValueError, match="out_sq_distances is device memory"):
+            mesh.closest(np.zeros((4, 3)), out_sq_distances=FakeDeviceOutput())
+        with pytest.raises(ValueError, match="all host or all device"):
+            mesh.signed_distance(np.zeros((4, 3)), out=FakeDeviceOutput(),
+                                 return_triangle_ids=True)

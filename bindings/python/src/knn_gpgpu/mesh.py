@@ -29,7 +29,9 @@ tensors); the mesh owns a copy of both. Query points and ``out_*`` arrays may
 also be device arrays (``__cuda_array_interface__`` or DLPack: CuPy, torch,
 JAX), read and written in place by a CUDA mesh as the Index does (exact dtype,
 C order, ready when the call starts); the OpenMP engine refuses them with
-:class:`InvalidArgumentError`.
+:class:`InvalidArgumentError`. A call's outputs are all host or all device
+arrays: device outputs are given all (``out_*``), the binding allocates host
+ones.
 """
 
 from __future__ import annotations
@@ -148,6 +150,19 @@ def _vertices(obj: Any, dtype: Any) -> np.ndarray:
     # An explicit dtype is the caller's deliberate conversion (rounding included).
     arr = _arrays._real_2d(obj, "vertices", 3)
     return np.ascontiguousarray(arr, dtype=scalar)
+
+
+def _one_memory_kind(**outputs: Any) -> None:
+    """The library takes a call's outputs all in host or all in device memory,
+    and the binding allocates only host arrays: device outputs must all be given."""
+    device = [name for name, a in outputs.items() if isinstance(a, _arrays.DeviceArray)]
+    host = [name for name, a in outputs.items()
+            if a is not None and not isinstance(a, _arrays.DeviceArray)]
+    if device and host:
+        raise ValueError("%s %s device memory, %s host memory: a call's outputs are all host "
+                         "or all device arrays (give every output as a device array)"
+                         % (", ".join(device), "is" if len(device) == 1 else "are",
+                            ", ".join(host)))
 
 
 def _scalar_of_code(code: int) -> np.dtype:
@@ -319,6 +334,8 @@ class Mesh(NativeHandle):
             bc = (_arrays.output(out_barycentric, (m, 3), scalar, "out_barycentric",
                                  allow_device=True)
                   if barycentric or out_barycentric is not None else None)
+            _one_memory_kind(out_sq_distances=sq, out_triangle_ids=ids, out_closest_points=cl,
+                             out_barycentric=bc)
             _require_device_support(q, ids, sq, cl, bc)
             real = _ctype(scalar)
             call = _entry("knn_mesh_closest", scalar)
@@ -389,6 +406,7 @@ class Mesh(NativeHandle):
             ids = (_arrays.output(out_triangle_ids, (m,), np.int32, "out_triangle_ids",
                                   allow_device=True)
                    if return_triangle_ids or out_triangle_ids is not None else None)
+            _one_memory_kind(out=sd, out_triangle_ids=ids)
             _require_device_support(q, sd, ids)
             real = _ctype(scalar)
             call = _entry("knn_mesh_signed_distance", scalar)
