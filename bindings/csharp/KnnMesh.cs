@@ -354,7 +354,7 @@ namespace KnnGpgpu
         }
 
         /// <summary>Raw form: host or device pointers of T (every output but triangleIds may be
-        /// IntPtr.Zero).</summary>
+        /// IntPtr.Zero; the outputs are all host or all device memory).</summary>
         public void Closest(IntPtr points, long m, double maxDistance, IntPtr triangleIds, IntPtr sqDistances,
                             IntPtr closest, IntPtr barycentric, KnnOptions? options = null)
         {
@@ -390,7 +390,8 @@ namespace KnnGpgpu
             return sd;
         }
 
-        /// <summary>Raw form: host or device pointers of T (triangleIds may be IntPtr.Zero).</summary>
+        /// <summary>Raw form: host or device pointers of T (triangleIds may be IntPtr.Zero; the
+        /// outputs are all host or all device memory).</summary>
         public void SignedDistance(IntPtr points, long m, double maxDistance, IntPtr signedDistances,
                                    IntPtr triangleIds, KnnOptions? options = null)
         {
