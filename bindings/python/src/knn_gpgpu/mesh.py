@@ -169,12 +169,6 @@ def _scalar_of_code(code: int) -> np.dtype:
     return _arrays.FLOAT64 if code == SCALAR_FLOAT64 else _arrays.FLOAT32
 
 
-def _max_distance(value: float) -> float:
-    """The limit as a Python float; the library refuses negative and NaN ones
-    (``InvalidArgumentError``), so they pass unchanged."""
-    return float(value)
-
-
 class Mesh(NativeHandle):
     """A triangle mesh (``knn_mesh``) with its BVH, on the CUDA or the OpenMP
     engine, in float32 or float64 (see the module documentation).
@@ -340,7 +334,7 @@ class Mesh(NativeHandle):
             real = _ctype(scalar)
             call = _entry("knn_mesh_closest", scalar)
             check(getattr(native(), call)(handle, _arrays.pointer(q, real), m,
-                                          _max_distance(max_distance),
+                                          float(max_distance),
                                           _arrays.pointer(ids, ctypes.c_int32),
                                           _arrays.pointer(sq, real), _arrays.pointer(cl, real),
                                           _arrays.pointer(bc, real), byref(options)), call)
@@ -411,7 +405,7 @@ class Mesh(NativeHandle):
             real = _ctype(scalar)
             call = _entry("knn_mesh_signed_distance", scalar)
             check(getattr(native(), call)(handle, _arrays.pointer(q, real), m,
-                                          _max_distance(max_distance), _arrays.pointer(sd, real),
+                                          float(max_distance), _arrays.pointer(sd, real),
                                           _arrays.pointer(ids, ctypes.c_int32), byref(options)),
                   call)
             if return_triangle_ids:
@@ -458,7 +452,7 @@ class Mesh(NativeHandle):
             real = _ctype(scalar)
             call = _entry("knn_mesh_deviation_report", scalar)
             check(getattr(native(), call)(
-                handle, _arrays.pointer(q, real), m, _max_distance(max_distance),
+                handle, _arrays.pointer(q, real), m, float(max_distance),
                 float(tolerance), _arrays.pointer(pct if pct.size else None, ctypes.c_double),
                 n_pct, _arrays.pointer(values if pct.size else None, ctypes.c_double),
                 _arrays.pointer(edges if n_bins else None, ctypes.c_double), n_bins,
