@@ -168,30 +168,36 @@ void write_ply_ascii(const std::string& path, const std::vector<float>& xyz) {
   write_bytes(path, s.str());
 }
 
-// Binary little-endian PLY with double coordinates, an element before the
-// vertices (with a list) and one after.
-std::string ply_binary_bytes(const std::vector<float>& xyz) {
+// Binary PLY with double coordinates, an element before the vertices (with
+// a list) and one after; little endian, or big endian when asked.
+std::string ply_binary_bytes(const std::vector<float>& xyz, bool big_endian = false) {
   const size_t n = xyz.size() / 3;
-  std::string s =
-      "ply\nformat binary_little_endian 1.0\nelement camera 1\nproperty float view\n"
-      "property list uchar short tags\nelement vertex " +
-      std::to_string(n) +
-      "\nproperty double x\nproperty uchar flag\nproperty double y\nproperty double z\n"
-      "property float intensity\nelement face 1\nproperty list uchar int vertex_indices\n"
-      "end_header\n";
-  append_le<float>(&s, 1.0f);
-  append_le<uint8_t>(&s, 2);
-  append_le<int16_t>(&s, 7);
-  append_le<int16_t>(&s, 8);
+  std::string s = std::string("ply\nformat ") +
+                  (big_endian ? "binary_big_endian" : "binary_little_endian") +
+                  " 1.0\nelement camera 1\nproperty float view\n"
+                  "property list uchar short tags\nelement vertex " +
+                  std::to_string(n) +
+                  "\nproperty double x\nproperty uchar flag\nproperty double y\nproperty double "
+                  "z\nproperty float intensity\nelement face 1\nproperty list uchar int "
+                  "vertex_indices\nend_header\n";
+  auto put = [&](auto v) {
+    const size_t at = s.size();
+    append_le(&s, v);
+    if (big_endian) std::reverse(s.begin() + static_cast<std::ptrdiff_t>(at), s.end());
+  };
+  put(1.0f);
+  put(uint8_t{2});
+  put(int16_t{7});
+  put(int16_t{8});
   for (size_t i = 0; i < n; ++i) {
-    append_le<double>(&s, xyz[i * 3]);
-    append_le<uint8_t>(&s, static_cast<uint8_t>(i));
-    append_le<double>(&s, xyz[i * 3 + 1]);
-    append_le<double>(&s, xyz[i * 3 + 2]);
-    append_le<float>(&s, 0.5f);
+    put(static_cast<double>(xyz[i * 3]));
+    put(static_cast<uint8_t>(i));
+    put(static_cast<double>(xyz[i * 3 + 1]));
+    put(static_cast<double>(xyz[i * 3 + 2]));
+    put(0.5f);
   }
-  append_le<uint8_t>(&s, 3);
-  for (int v = 0; v < 3; ++v) append_le<int32_t>(&s, v);
+  put(uint8_t{3});
+  for (int32_t v = 0; v < 3; ++v) put(v);
   return s;
 }
 
@@ -282,6 +288,8 @@ const Format kFormats[] = {
     {"pts_ascii.ply", write_ply_ascii},
     {"pts_bin.ply", [](const std::string& p,
                        const std::vector<float>& v) { write_bytes(p, ply_binary_bytes(v)); }},
+    {"pts_be.ply", [](const std::string& p,
+                      const std::vector<float>& v) { write_bytes(p, ply_binary_bytes(v, true)); }},
     {"pts32.npy",
      [](const std::string& p, const std::vector<float>& v) { write_npy(p, v, false); }},
     {"pts64.npy", [](const std::string& p, const std::vector<float>& v) { write_npy(p, v, true); }},
@@ -490,8 +498,13 @@ TEST(Cli, MalformedInputsFailCleanly) {
                    "'z'"});
   cases.push_back({"be.ply",
                    "ply\nformat binary_big_endian 1.0\nelement vertex 1\nproperty float x\n"
-                   "property float y\nproperty float z\nend_header\n0123456789ab",
-                   "big_endian"});
+                   "property float y\nproperty float z\nend_header\n0123456789a",
+                   "truncated PLY: element 'vertex' ends at 0 of 1"});
+  cases.push_back({"float_count.ply",
+                   "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n"
+                   "property float y\nproperty float z\nproperty list float int ids\n"
+                   "end_header\n1 2 3 1 0\n",
+                   "PLY header line 7: list property 'ids' has the count type 'float'"});
   cases.push_back({"notply.ply", "hello\n", "PLY"});
   cases.push_back({"shape.npy", npy_bytes("<f4", "(2, 2)", std::string(16, '\0')), "(n, 3)"});
   cases.push_back({"dtype.npy", npy_bytes("<i4", "(2, 3)", std::string(24, '\0')), "dtype"});
