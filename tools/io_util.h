@@ -50,9 +50,9 @@ class LineReader {
  public:
   // From byte `pos`, which is after `lines_before` lines; `kind` names what
   // the file should be in the message of a line over the limit ("not a
-  // point file?").
+  // point file?", "not an STL file?").
   LineReader(const std::string& path, const std::string& data, size_t pos = 0,
-             const char* kind = "point", int64_t lines_before = 0)
+             const char* kind = "a point", int64_t lines_before = 0)
       : path_(path), data_(data), pos_(pos), kind_(kind), line_no_(lines_before) {}
   // The next line without its '\n' (and '\r'); false at the end.
   bool next(std::string* line);

@@ -60,7 +60,7 @@ size_t Header::find(const std::string& name) const {
 }
 
 Header parse_header(const std::string& path, const std::string& data) {
-  io::LineReader lines(path, data, 0, "PLY");
+  io::LineReader lines(path, data, 0, "a PLY");
   std::string line;
   if (!lines.next(&line) || io::trim(line) != "ply") fail(path, "not a PLY file (no 'ply' magic)");
   Header h;

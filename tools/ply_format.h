@@ -145,7 +145,7 @@ void binary_no_trailing_data(const std::string& path, const Header& h, size_t po
 
 template <class Visitor>
 void walk_ascii(const std::string& path, const std::string& data, const Header& h, Visitor& v) {
-  io::LineReader lines(path, data, h.body, "PLY", h.lines);
+  io::LineReader lines(path, data, h.body, "a PLY", h.lines);
   auto line_no = [&] { return lines.line_no(); };
   std::string l;
   std::vector<double> list;
