@@ -80,6 +80,16 @@ std::string number(double v, const char* format) {
   return buf;
 }
 
+// The fewest digits that read back as v (0.05, not 0.050000000000000003).
+std::string shortest(double v) {
+  for (int digits = 1; digits < 17; ++digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) return buf;
+  }
+  return number(v, "%.17g");
+}
+
 // "950 (95.00 %)" of the measured points.
 std::string count_share(int64_t count, int64_t of) {
   char buf[64];
@@ -116,9 +126,9 @@ void write_deviation_ply(const std::string& path, const PointTable& scan, const 
       std::string(
           "ply\nformat binary_little_endian 1.0\ncomment knn-gpgpu deviation: signed "
           "distance to the design, negative inside; tolerance ") +
-      number(tolerance, "%.17g") + ", colour range " + number(range, "%.17g") +
-      "\nelement vertex " + std::to_string(m) + "\nproperty " + t + " x\nproperty " + t +
-      " y\nproperty " + t + " z\nproperty " + t +
+      shortest(tolerance) + ", colour range " + shortest(range) + "\nelement vertex " +
+      std::to_string(m) + "\nproperty " + t + " x\nproperty " + t + " y\nproperty " + t +
+      " z\nproperty " + t +
       " deviation\nproperty uchar red\nproperty uchar green\nproperty uchar blue\nend_header\n";
   bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
   const bool swap = [] {
@@ -209,8 +219,8 @@ void write_histogram_svg(const std::string& path, const std::string& title,
     const Rgb c = deviation_colour((edges[b] + edges[b + 1]) / 2, tolerance, range);
     f.line("<rect class=\"bin\" x=\"" + px(left) + "\" y=\"" + px(y1 - h) + "\" width=\"" +
            px(right - left) + "\" height=\"" + px(h) + "\" fill=\"" + hex(c) +
-           "\" stroke=\"white\" stroke-width=\"0.5\" data-from=\"" + number(edges[b], "%.17g") +
-           "\" data-to=\"" + number(edges[b + 1], "%.17g") + "\" data-count=\"" +
+           "\" stroke=\"white\" stroke-width=\"0.5\" data-from=\"" + shortest(edges[b]) +
+           "\" data-to=\"" + shortest(edges[b + 1]) + "\" data-count=\"" +
            std::to_string(counts[b]) + "\"><title>[" + fmt(edges[b]) + ", " + fmt(edges[b + 1]) +
            (b + 1 == counts.size() ? "]" : ")") + ": " + std::to_string(counts[b]) +
            " points</title></rect>");
@@ -245,8 +255,8 @@ void write_histogram_svg(const std::string& path, const std::string& title,
     ticks.push_back(-tolerance);
     ticks.push_back(tolerance);
     for (const double t : {-tolerance, tolerance})
-      f.line("<line class=\"tolerance\" data-value=\"" + number(t, "%.17g") + "\" x1=\"" +
-             px(x_of(t)) + "\" y1=\"" + px(y0) + "\" x2=\"" + px(x_of(t)) + "\" y2=\"" + px(y1) +
+      f.line("<line class=\"tolerance\" data-value=\"" + shortest(t) + "\" x1=\"" + px(x_of(t)) +
+             "\" y1=\"" + px(y0) + "\" x2=\"" + px(x_of(t)) + "\" y2=\"" + px(y1) +
              "\" stroke=\"#cc0000\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>");
   }
   for (const double t : ticks)
@@ -307,7 +317,7 @@ int deviation_in(const DeviationArgs& a, const PointTable& scan, const TriangleM
                            (closed ? "closed and oriented (signs from pseudonormals)"
                                    : "not closed and oriented (signs from the winding number)"));
   print_line("computed", std::string(Calls::kPrecision) + ", " + backend_name(backend));
-  print_line("max_distance", number(a.max_distance, "%.17g"));
+  print_line("max_distance", std::isinf(a.max_distance) ? "inf" : shortest(a.max_distance));
   print_line("measured", std::to_string(r.n_measured));
   print_line("beyond", std::to_string(r.n_beyond));
   print_line("min", number(r.min, format));
@@ -316,7 +326,7 @@ int deviation_in(const DeviationArgs& a, const PointTable& scan, const TriangleM
   print_line("rms", number(r.rms, format));
   for (int i = 0; i < n_pct; ++i)
     print_line("p" + number(kDeviationPercentiles[i], "%g"), number(pct_values[i], format));
-  print_line("tolerance", number(a.tolerance, "%.17g"));
+  print_line("tolerance", shortest(a.tolerance));
   print_line("within", count_share(r.n_within_tolerance, r.n_measured));
   print_line("above", count_share(r.n_above_tolerance, r.n_measured));
   print_line("below", count_share(r.n_below_tolerance, r.n_measured));
