@@ -2614,3 +2614,39 @@ TEST(CliDeviation, BadFilesAndArgumentsFailCleanly) {
   EXPECT_NE(r.rc, 0);
   EXPECT_LT(r.rc, 1000);
 }
+
+// --backend cuda: without a device a clean NO_DEVICE; with one, the same
+// report, PLY and histogram as the OpenMP engine (the engines answer with
+// the same bits), in both precisions.
+TEST(CliDeviation, CudaBackendAnswersAsOpenMp) {
+  const Solid tetra = tetrahedron_solid();
+  const Scan scan = make_scan(tetra, 300, 3, 0.05, {}, 1.0, 21);
+  write_npy(path_of("cu_scan.npy"), scan.xyz, true);
+  write_bytes(path_of("cu_tetra.stl"), binary_stl_of(tetra, "tetra"));
+  for (const char* precision : {"", " --f64"}) {
+    SCOPED_TRACE(precision);
+    auto run = [&](const char* backend) {
+      return run_cli("deviation --scan '" + path_of("cu_scan.npy") + "' --design '" +
+                     path_of("cu_tetra.stl") + "' --tol 0.05 --max-distance 1 --backend " +
+                     backend + precision + " --out '" + path_of(std::string(backend) + ".ply") +
+                     "' --histogram '" + path_of(std::string(backend) + ".svg") + "'");
+    };
+    const RunResult cpu = run("openmp");
+    ASSERT_EQ(cpu.rc, 0) << cpu.err;
+    const RunResult gpu = run("cuda");
+    if (cuGetDeviceCount() == 0) {
+      EXPECT_EQ(gpu.rc, 1);
+      EXPECT_NE(gpu.err.find("KNN_ERR_NO_DEVICE"), std::string::npos) << gpu.err;
+      EXPECT_EQ(gpu.out, "");
+      continue;
+    }
+    ASSERT_EQ(gpu.rc, 0) << gpu.err;
+    auto cpu_report = report_of(cpu.out), gpu_report = report_of(gpu.out);
+    EXPECT_EQ(gpu_report.at("computed").substr(gpu_report.at("computed").size() - 6), ", cuda");
+    cpu_report.erase("computed");
+    gpu_report.erase("computed");
+    EXPECT_EQ(gpu_report, cpu_report);
+    EXPECT_EQ(slurp(path_of("cuda.ply")), slurp(path_of("openmp.ply")));
+    EXPECT_EQ(slurp(path_of("cuda.svg")), slurp(path_of("openmp.svg")));
+  }
+}
