@@ -57,8 +57,8 @@ void expect_valid(const TriangleMesh& m, Reader reader, Precision precision) {
   }
   if (precision == Precision::Float32) expect(!m.doubles, "read in float64 when asked float32", 0);
   if (precision == Precision::Float64) expect(m.doubles, "read in float32 when asked float64", 0);
-  expect(m.notice.empty() || (m.notice.rfind("fuzz.", 0) == 0 &&
-                              m.notice.find('\n') == std::string::npos),
+  expect(m.notice.empty() ||
+             (m.notice.rfind("fuzz.", 0) == 0 && m.notice.find('\n') == std::string::npos),
          "a notice that does not name the file, or of several lines", 0);
   if (reader != Reader::Stl) return;
   // Welded: the vertices are the distinct corners, in order of first use.
@@ -70,10 +70,10 @@ void expect_valid(const TriangleMesh& m, Reader reader, Precision precision) {
   expect(next == m.vertex_count(), "an STL vertex that is no corner", 0);
   std::vector<std::array<double, 3>> v;
   for (int64_t i = 0; i < m.vertex_count(); ++i)
-    v.push_back({m.vertices[i * 3] + 0.0, m.vertices[i * 3 + 1] + 0.0, m.vertices[i * 3 + 2] + 0.0});
+    v.push_back(
+        {m.vertices[i * 3] + 0.0, m.vertices[i * 3 + 1] + 0.0, m.vertices[i * 3 + 2] + 0.0});
   std::sort(v.begin(), v.end());
-  expect(std::adjacent_find(v.begin(), v.end()) == v.end(), "two STL vertices alike (unwelded)",
-         0);
+  expect(std::adjacent_find(v.begin(), v.end()) == v.end(), "two STL vertices alike (unwelded)", 0);
 }
 
 bool same_corners(const TriangleMesh& a, const TriangleMesh& b) {
@@ -123,8 +123,9 @@ bool within_limit(const TriangleMesh& m) {
 }
 
 template <class Scalar>
-void expect_builds(const TriangleMesh& m, int (*build)(const Scalar*, int64_t, const int32_t*,
-                                                       int64_t, const knn_options*, knn_mesh**),
+void expect_builds(const TriangleMesh& m,
+                   int (*build)(const Scalar*, int64_t, const int32_t*, int64_t, const knn_options*,
+                                knn_mesh**),
                    int (*closest)(const knn_mesh*, const Scalar*, int64_t, Scalar, int32_t*,
                                   Scalar*, Scalar*, Scalar*, const knn_options*)) {
   const std::vector<Scalar> v(m.vertices.begin(), m.vertices.end());
@@ -132,8 +133,8 @@ void expect_builds(const TriangleMesh& m, int (*build)(const Scalar*, int64_t, c
   knn_options_init(&opt);
   opt.backend = KNN_BACKEND_OPENMP;
   knn_mesh* mesh = nullptr;
-  const int st = build(v.data(), m.vertex_count(), m.triangles.data(), m.triangle_count(), &opt,
-                       &mesh);
+  const int st =
+      build(v.data(), m.vertex_count(), m.triangles.data(), m.triangle_count(), &opt, &mesh);
   knn_fuzz::check_status(st);
   if (!within_limit(m)) {
     expect(st == KNN_ERR_INVALID_ARGUMENT && mesh == nullptr,
@@ -147,8 +148,8 @@ void expect_builds(const TriangleMesh& m, int (*build)(const Scalar*, int64_t, c
   const Scalar* q = &v[static_cast<size_t>(m.triangles[0]) * 3];
   int32_t id = -2;
   Scalar sq = -1;
-  const int qs = closest(mesh, q, 1, static_cast<Scalar>(INFINITY), &id, &sq, nullptr, nullptr,
-                         &opt);
+  const int qs =
+      closest(mesh, q, 1, static_cast<Scalar>(INFINITY), &id, &sq, nullptr, nullptr, &opt);
   knn_fuzz::check_status(qs);
   expect(qs == KNN_OK && id >= 0 && sq == 0, "a corner of the mesh is not at distance 0", qs);
   knn_mesh_free(mesh);
