@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli_support.h"
+#include "io_util.h"
 #include "knn_gpgpu.h"
 #include "mesh_io.h"
 #include "point_io.h"
@@ -131,12 +132,7 @@ void write_deviation_ply(const std::string& path, const PointTable& scan, const 
       " z\nproperty " + t +
       " deviation\nproperty uchar red\nproperty uchar green\nproperty uchar blue\nend_header\n";
   bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
-  const bool swap = [] {
-    const uint16_t one = 1;
-    unsigned char b;
-    std::memcpy(&b, &one, 1);
-    return b != 1;
-  }();
+  const bool swap = !io::host_is_little_endian();
   auto put = [&](std::vector<char>* buf, auto v) {
     char b[sizeof v];
     std::memcpy(b, &v, sizeof v);
