@@ -337,7 +337,7 @@ struct PlyMeshVisitor {
                        std::to_string(n_vertices - 1) + ")");
       polygon.push_back(static_cast<int32_t>(x));
     }
-    polygons += values.size() > 3;
+    if (values.size() > 3) ++polygons;
     add_fan(&mesh, polygon.data(), polygon.size());
   }
   void row_end(const ply::Row& row) {
@@ -530,7 +530,7 @@ TriangleMesh parse_obj_mesh(const std::string& path, const std::string& data, Pr
         }
         polygon.push_back(static_cast<int32_t>(index));
       }
-      polygons += polygon.size() > 3;
+      if (polygon.size() > 3) ++polygons;
       add_fan(&mesh, polygon.data(), polygon.size());
     }
   }
