@@ -564,11 +564,29 @@ inline Row read_row(const std::string& dir, const std::string& mesh, int64_t n_p
   return row;
 }
 
+// The name of the mesh a spec makes (torus-1e6; bunny00 for .../bunny00.off).
+inline std::string mesh_name_of(const std::string& spec) {
+  const size_t slash = spec.find_last_of('/');
+  const std::string base = spec.substr(slash == std::string::npos ? 0 : slash + 1);
+  if (base.size() > 4 && base.compare(base.size() - 4, 4, ".off") == 0)
+    return base.substr(0, base.size() - 4);
+  const size_t dash = base.find('-');
+  if (dash == std::string::npos) return base;
+  return base.substr(0, dash + 1) + count_name(parse_count(base.substr(dash + 1)));
+}
+
 // Makes the files of a mesh and its scans in dir, those not there already
 // (the oracle costs seconds on the largest rows); returns the mesh's name.
 inline std::string prepare_rows(const std::string& dir, const std::string& spec,
                                 const std::vector<int64_t>& scan_sizes) {
+  const std::string name = mesh_name_of(spec);
+  bool complete = file_exists(mesh_path(dir, name));
+  for (const int64_t n : scan_sizes)
+    complete = complete && file_exists(scan_path(dir, row_name(name, n))) &&
+               file_exists(oracle_path(dir, row_name(name, n)));
+  if (complete) return name;
   Mesh mesh = make_mesh(spec);
+  mesh.name = name;
   std::filesystem::create_directories(dir);
   if (!file_exists(mesh_path(dir, mesh.name))) write_mesh(mesh_path(dir, mesh.name), mesh);
   for (const int64_t n : scan_sizes) {
