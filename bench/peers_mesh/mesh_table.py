@@ -54,6 +54,14 @@ def fmt(t):
     return f"{t:.1f}" if t < 100 else f"{t:.0f}"
 
 
+def named(best):
+    """A cuBQL cell: the fastest builder's total and its name."""
+    if best is None:
+        return "-"
+    builder = best[0][len("cubql-"):]
+    return f"{fmt(best[1])} ({builder[:-4] if builder.endswith('-dev') else builder})"
+
+
 def ratio(peer, ours):
     if peer is None or ours is None or ours <= 0:
         return "-"
@@ -78,8 +86,7 @@ def main(argv):
         lines.append([
             row, fmt(ours_cuda), fmt(total(cells, "ours-cuda-dev")),
             fmt(total(cells, "ours-cuda-f64")), fmt(ours_omp), fmt(total(cells, "ours-omp-f64")),
-            fmt(gpu_host[1]) + (f" ({gpu_host[0][6:]})" if gpu_host else "") if gpu_host else "-",
-            fmt(gpu_dev[1]) + f" ({gpu_dev[0][6:-4]})" if gpu_dev else "-",
+            named(gpu_host), named(gpu_dev),
             fmt(total(cells, "libigl")), fmt(total(cells, "cgal")), fmt(total(cells, "open3d")),
             ratio(gpu_host[1] if gpu_host else None, ours_cuda),
             ratio(gpu_dev[1] if gpu_dev else None, total(cells, "ours-cuda-dev")),
