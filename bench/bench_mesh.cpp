@@ -11,7 +11,7 @@
 // MESH is a spec of bench/mesh_datasets.h (torus-1e6, bumpy-1e6, PATH.off);
 // the mesh, its scans of N points and their oracles are written to DIR when
 // not there yet (bench_mesh_data does the same without the library). For each
-// contender the mesh is built once (build ms, warm-up then median of R, R = 3)
+// contender the mesh is built once (build ms; timing as the peers', peers_mesh/peer_driver.h)
 // and each scan answered (query ms), max_distance +infinity; the distances of
 // the oracle's 1000 samples must match the float64 brute force within
 // 1e-5 (float32) or 1e-12 (float64) of (bounding-box diagonal + distance).

@@ -7,8 +7,8 @@
 # every contender on every row, and prints ONE table last
 # (bench/peers_mesh/mesh_table.py). Results and logs go to $OUT if set.
 #   scripts/mesh-peers.sh [MESH ...]
-# MESH: torus-N, bumpy-N or PATH.off (default: torus-1e4 bumpy-1e6 torus-1e6
-# .peers/data/bunny00.off torus-1e7), each against scans of MESH_SCANS
+# MESH: torus-N, bumpy-N or PATH.off (default, in this order: torus-1e4
+# torus-1e6 torus-1e7 .peers/data/bunny00.off bumpy-1e6), each against scans of MESH_SCANS
 # points (default "1e6 1e7"). MESH_PEERS_BUDGET (seconds, default 450): no
 # contender starts after it, so the table comes out within one call.
 # MESH_PEERS_MODE=cpu (scripts/mesh-peers-cpu.sh): the machine without a GPU:
@@ -35,7 +35,7 @@ out=${OUT:-$build/mesh-peers}
 data=${MESH_DATA:-/tmp/knn-mesh-data}
 read -r -a scans <<<"${MESH_SCANS:-1e6 1e7}"
 meshes=("$@")
-[ ${#meshes[@]} -gt 0 ] || meshes=(torus-1e4 bumpy-1e6 torus-1e6 "$peers/data/bunny00.off" torus-1e7)
+[ ${#meshes[@]} -gt 0 ] || meshes=(torus-1e4 torus-1e6 torus-1e7 "$peers/data/bunny00.off" bumpy-1e6)
 python=${MESH_PEERS_PYTHON:-$root/.peers-venv/bin/python}
 mkdir -p "$build/peers" "$out" "$data"
 results=$out/results.txt
