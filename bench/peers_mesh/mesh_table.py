@@ -78,8 +78,9 @@ def main(argv):
     lines = []
     for row in order:
         cells = results[row]
-        gpu_host = fastest(cells, [w for w in cells if w.startswith("cubql-") and not w.endswith("-dev")])
-        gpu_dev = fastest(cells, [w for w in cells if w.startswith("cubql-") and w.endswith("-dev")])
+        cubql = [w for w in cells if w.startswith("cubql-")]
+        gpu_host = fastest(cells, [w for w in cubql if not w.endswith("-dev")])
+        gpu_dev = fastest(cells, [w for w in cubql if w.endswith("-dev")])
         cpu = fastest(cells, CPU_PEERS)
         failed = [w for w, c in cells.items() if c[3] != 0 or c[2] == 0]
         ours_cuda, ours_omp = total(cells, "ours-cuda"), total(cells, "ours-omp")
@@ -94,7 +95,8 @@ def main(argv):
             ratio(cpu[1] if cpu else None, ours_omp),
             "ok" if not failed else "FAILED: " + ",".join(failed)])
     # Columns nobody filled are left out (the CPU run has no GPU columns).
-    keep = [0] + [i for i in range(1, len(header) - 1) if any(l[i] != "-" for l in lines)] + [len(header) - 1]
+    filled = [i for i in range(1, len(header) - 1) if any(l[i] != "-" for l in lines)]
+    keep = [0] + filled + [len(header) - 1]
     table = [[header[i] for i in keep]] + [[l[i] for i in keep] for l in lines]
     if markdown:
         print("| " + " | ".join(table[0]) + " |")
@@ -104,8 +106,10 @@ def main(argv):
     else:
         widths = [max(len(l[i]) for l in table) for i in range(len(keep))]
         for l in table:
-            print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(l, widths))))
-    print("cells: build + query ms, float32 closest point unless f64; x: fastest peer / ours (> 1: ours faster)")
+            cells = [c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(l, widths))]
+            print("  ".join(cells))
+    print("cells: build + query ms, float32 closest point unless f64;"
+          " x: fastest peer / ours (> 1: ours faster)")
 
 
 if __name__ == "__main__":

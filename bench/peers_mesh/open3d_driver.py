@@ -107,7 +107,8 @@ def main(argv):
         error = np.abs(got - expected)
         wrong = int(np.count_nonzero(~(error <= 1e-5 * (diagonal + expected))))
         max_error = float(np.nanmax(np.where(np.isnan(error), np.inf, error)))
-        print(f"RESULT {row} open3d {build_ms:.3f} {query_ms:.3f} {len(index)} {wrong} {max_error:.3g}", flush=True)
+        print(f"RESULT {row} open3d {build_ms:.3f} {query_ms:.3f} {len(index)} {wrong}"
+              f" {max_error:.3g}", flush=True)
 
 
 if __name__ == "__main__":
