@@ -25,8 +25,10 @@
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
+#include "device_arrays.h"
 #include "device_choice.h"
 #include "device_replicas.h"
+#include "device_scope.h"
 #include "index_format.h"
 #include "index_planner.h"
 #include "lazy_kdtree.h"
@@ -108,37 +110,6 @@ struct knn_index {
 };
 
 namespace knn {
-namespace {
-
-// ---- Options ------------------------------------------------------------
-
-// Makes `device` current for the scope (nothing when -1 or already current)
-// and restores the caller's current device afterwards.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (device < 0) return;
-    const int current = cuda::current_device();
-    if (current == device) return;
-    cuda::set_device(device);
-    previous_ = current;
-  }
-  ~DeviceScope() {
-    if (previous_ < 0) return;
-    try {
-      cuda::set_device(previous_);
-    } catch (...) {
-      // The call's own status already says what failed on the device.
-    }
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = -1;
-};
-
-}  // namespace
 
 // Runs inside knn_index_free or at the end of the index's last call in
 // flight (src/live_handles.h), on that call's thread.
@@ -159,25 +130,9 @@ namespace {
 
 // ---- Arrays on the host or the device --------------------------------------
 
-bool on_device(const void* p) { return p != nullptr && cuda::is_device_pointer(p); }
-
 void check_dim(int dim) {
   if (dim < 1 || dim > kIndexMaxDim)
     fail(KNN_ERR_INVALID_ARGUMENT, format("dim is %d; it must be from 1 to %d", dim, kIndexMaxDim));
-}
-
-// Every coordinate finite and within coordinate_limit<Scalar>(dim), wherever
-// the rows live; names the first bad row. Host rows are scanned by `threads`.
-template <typename Scalar>
-void check_coordinate_rows(const Scalar* rows, int64_t n, int dim, bool rows_on_device,
-                           const char* what, int threads) {
-  if (!rows_on_device) return check_coordinates(rows, n, dim, what, threads);
-  const Scalar limit = coordinate_limit<Scalar>(dim);
-  const int64_t bad = cuda::first_beyond_on_device(rows, n * dim, limit);
-  if (bad < 0) return;
-  Scalar value = 0;
-  cuda::copy_to_host(&value, rows + bad, sizeof value);
-  fail_coordinate(value, bad / dim, static_cast<int>(bad % dim), dim, limit, what);
 }
 
 template <typename Scalar>

@@ -10,6 +10,7 @@
 #include "../engine/quadtree_engine.h"
 #include "abi_barrier.h"
 #include "device_choice.h"
+#include "device_scope.h"
 #include "live_handles.h"
 #include "options.h"
 #include "polygon_validate.h"
@@ -45,24 +46,6 @@ QuadtreeParams params_of(const knn_options& o) {
   params.threads = o.threads;
   params.device_memory_limit = o.device_memory_limit;
   return params;
-}
-
-// The device checks of an index build (src/index_api.cpp), then the engine.
-int choose_backend(const knn_options& o) {
-  if (o.backend == KNN_BACKEND_OPENMP) return KNN_BACKEND_OPENMP;
-  const int devices = cuda::device_count();
-  check_device_number(o.device, devices);
-  check_device_list(o, devices);
-  const bool device = devices > 0;
-  if (o.backend == KNN_BACKEND_CUDA && !device)
-    fail(KNN_ERR_NO_DEVICE,
-         "opt->backend is KNN_BACKEND_CUDA but no usable CUDA device is present");
-  if (device && o.device >= 0 && o.device != cuda::current_device())
-    fail(KNN_ERR_UNSUPPORTED,
-         format("opt->device is %d but the calling thread's current device is %d; select the "
-                "device with cuSetDevice before building the quadtree",
-                o.device, cuda::current_device()));
-  return device ? KNN_BACKEND_CUDA : KNN_BACKEND_OPENMP;
 }
 
 [[noreturn]] void fail_not_live() {
@@ -105,8 +88,9 @@ void build_tree(const P* xy, int64_t n, const knn_options* opt, knn_quadtree** o
   std::unique_ptr<knn_quadtree> tree(new knn_quadtree);
   tree->may_use_device = o.backend != KNN_BACKEND_OPENMP;
   if (tree->may_use_device) check_device_environment(false, o.device_memory_limit == 0);
-  tree->engine = choose_backend(o) == KNN_BACKEND_CUDA ? cuda::build_quadtree(xy, n, params)
-                                                       : omp::build_quadtree(xy, n, params);
+  tree->engine = choose_one_device_backend(o, "the quadtree") == KNN_BACKEND_CUDA
+                     ? cuda::build_quadtree(xy, n, params)
+                     : omp::build_quadtree(xy, n, params);
   LiveHandles<knn_quadtree>::instance().add(tree.get());
   *out = tree.release();
 }

@@ -73,6 +73,17 @@ inline bool vertex_count_refused(int64_t vertices, int scalar) {
   return beyond(vertices, 2, scalar);
 }
 
+// Triangle meshes (include/knn_gpgpu_mesh.h): m points of three scalars,
+// and the report's int counts.
+inline bool mesh_build_refused(int64_t n_vertices, int64_t n_triangles) {
+  return n_vertices < 0 || n_vertices > INT32_MAX || n_triangles < 1 ||
+         n_triangles > KNN_MESH_MAX_TRIANGLES;
+}
+inline bool mesh_query_refused(int64_t m, int scalar) { return m < 0 || beyond(m, 3, scalar); }
+inline bool mesh_report_refused(int64_t m, int n_percentiles, int n_bins, int scalar) {
+  return mesh_query_refused(m, scalar) || n_percentiles < 0 || n_bins < 0;
+}
+
 // The classic API and knn_brute_force (int counts, float32).
 inline bool classic_query_refused(int n_qp, int n_tree, int k) {
   return n_qp < 0 || n_tree < 0 || k < 1 || beyond(n_qp, k, 4);

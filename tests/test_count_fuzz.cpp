@@ -34,6 +34,7 @@
 #include "gpu_test_support.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
+#include "mesh_oracle.h"
 #include "oracle.h"
 #include "pip_oracle.h"
 
@@ -119,7 +120,17 @@ const std::set<std::string> kFuzzed = {"buildKdTree",
                                        "knn_points_in_polygons_count",
                                        "knn_points_in_polygons_count_f64",
                                        "knn_points_in_polygons",
-                                       "knn_points_in_polygons_f64"};
+                                       "knn_points_in_polygons_f64",
+                                       "knn_mesh_build",
+                                       "knn_mesh_build_f64",
+                                       "knn_mesh_closest",
+                                       "knn_mesh_closest_f64",
+                                       "knn_mesh_signed_distance",
+                                       "knn_mesh_signed_distance_f64",
+                                       "knn_mesh_deviation_report",
+                                       "knn_mesh_deviation_report_f64",
+                                       "knn_mesh_serialize",
+                                       "knn_mesh_deserialize"};
 const std::set<std::string> kHelpers = {"getTreeSize",
                                         "getNeededBytesForBuildingKdTree",
                                         "getNeededBytesForQueryAll",
@@ -127,13 +138,17 @@ const std::set<std::string> kHelpers = {"getTreeSize",
                                         "knn_estimate_build_bytes",
                                         "knn_estimate_build_bytes_f64",
                                         "knn_estimate_query_bytes",
-                                        "knn_estimate_query_bytes_f64"};
+                                        "knn_estimate_query_bytes_f64",
+                                        "knn_estimate_mesh_bytes"};
 // Exported functions that take no count.
 const std::set<std::string> kCountFree = {
-    "knn_status_string", "knn_last_error",   "knn_version",         "knn_set_cancel_flag",
-    "knn_set_progress",  "knn_options_init", "knn_options_init_v2", "knn_index_free",
-    "knn_index_info",    "knn_index_scalar", "knn_quadtree_free",   "knn_index_serialized_size",
-    "getFreeBytesOnGpu", "cuSetDevice",      "cuGetDevice",         "cuGetDeviceCount"};
+    "knn_status_string",       "knn_last_error",    "knn_version",
+    "knn_set_cancel_flag",     "knn_set_progress",  "knn_options_init",
+    "knn_options_init_v2",     "knn_index_free",    "knn_index_info",
+    "knn_index_scalar",        "knn_quadtree_free", "knn_index_serialized_size",
+    "getFreeBytesOnGpu",       "cuSetDevice",       "cuGetDevice",
+    "cuGetDeviceCount",        "knn_mesh_free",     "knn_mesh_info",
+    "knn_mesh_serialized_size"};
 
 // The tally of one entry point: refusals and answered calls both must occur.
 struct Tally {
@@ -877,6 +892,265 @@ void serialize_cases(const Data& d) {
   }
 }
 
+// ---- Triangle meshes ----------------------------------------------------------------
+
+// The mesh entry points of each precision, by overload.
+int mesh_build(const float* v, int64_t nv, const int32_t* t, int64_t nt, const knn_options* o,
+               knn_mesh** out) {
+  return knn_mesh_build(v, nv, t, nt, o, out);
+}
+int mesh_build(const double* v, int64_t nv, const int32_t* t, int64_t nt, const knn_options* o,
+               knn_mesh** out) {
+  return knn_mesh_build_f64(v, nv, t, nt, o, out);
+}
+int mesh_closest(const knn_mesh* h, const float* q, int64_t m, float md, int32_t* id, float* sq,
+                 float* c, float* b, const knn_options* o) {
+  return knn_mesh_closest(h, q, m, md, id, sq, c, b, o);
+}
+int mesh_closest(const knn_mesh* h, const double* q, int64_t m, double md, int32_t* id, double* sq,
+                 double* c, double* b, const knn_options* o) {
+  return knn_mesh_closest_f64(h, q, m, md, id, sq, c, b, o);
+}
+int mesh_signed_distance(const knn_mesh* h, const float* q, int64_t m, float md, float* s,
+                         int32_t* id, const knn_options* o) {
+  return knn_mesh_signed_distance(h, q, m, md, s, id, o);
+}
+int mesh_signed_distance(const knn_mesh* h, const double* q, int64_t m, double md, double* s,
+                         int32_t* id, const knn_options* o) {
+  return knn_mesh_signed_distance_f64(h, q, m, md, s, id, o);
+}
+int mesh_report(const knn_mesh* h, const float* q, int64_t m, float md, double t, const double* p,
+                int np, double* pv, const double* e, int nb, int64_t* bc, float* s,
+                knn_deviation_report* r, const knn_options* o) {
+  return knn_mesh_deviation_report(h, q, m, md, t, p, np, pv, e, nb, bc, s, r, o);
+}
+int mesh_report(const knn_mesh* h, const double* q, int64_t m, double md, double t, const double* p,
+                int np, double* pv, const double* e, int nb, int64_t* bc, double* s,
+                knn_deviation_report* r, const knn_options* o) {
+  return knn_mesh_deviation_report_f64(h, q, m, md, t, p, np, pv, e, nb, bc, s, r, o);
+}
+
+// The cube [-1, 1]^3 (8 vertices, 12 triangles) and 5 points around it.
+struct MeshCalls {
+  knn_mesh_oracle::Mesh cube = knn_mesh_oracle::cube();
+  std::vector<double> points = {0.5, 0.25, 3, -2, 0, 0, 0.1, 0.2, 0.3, 1, 1, 1, 0, -1.5, 0.5};
+  static constexpr int64_t kPoints = 5;
+  static constexpr int kSmall = 2;  // percentiles and bins the buffers hold
+
+  // n_vertices x n_triangles of the cube's arrays.
+  template <class Scalar>
+  void build_case(int64_t n_vertices, int64_t n_triangles) {
+    const std::string call = named<Scalar>("knn_mesh_build");
+    const bool refuse = knn_counts::mesh_build_refused(n_vertices, n_triangles);
+    if (!refuse && (n_vertices > cube.n_vertices() || n_triangles > cube.n_triangles())) {
+      ++tallies()[call].skipped;
+      return;
+    }
+    const std::vector<Scalar> v(cube.vertices.begin(), cube.vertices.end());
+    const knn_options o = cpu_options();
+    knn_mesh* out = reinterpret_cast<knn_mesh*>(&out);
+    const int status =
+        mesh_build(v.data(), n_vertices, cube.triangles.data(), n_triangles, &o, &out);
+    // Possible counts whose triangles name vertices past n_vertices: the
+    // index rule refuses them (the rest of the arguments).
+    const bool indices_fit =
+        !refuse && std::all_of(cube.triangles.begin(), cube.triangles.begin() + 3 * n_triangles,
+                               [&](int32_t i) { return i < n_vertices; });
+    if (!indices_fit) {
+      ++tallies()[call].refused;
+      ASSERT_TRUE(refused_by(status, call.c_str())) << n_vertices << " x " << n_triangles;
+      ASSERT_EQ(out, nullptr);
+      return;
+    }
+    ++tallies()[call].answered;
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    int64_t nv = -1, nt = -1;
+    ASSERT_EQ(knn_mesh_info(out, &nv, &nt, nullptr, nullptr, nullptr), KNN_OK);
+    EXPECT_EQ(nv, n_vertices);
+    EXPECT_EQ(nt, n_triangles);
+    ASSERT_EQ(knn_mesh_free(out), KNN_OK);
+  }
+
+  // The three query calls of one precision with m points (and the report's
+  // counts): refused with outputs untouched, or the oracle's answer.
+  template <class Scalar>
+  void query_case(knn_mesh* mesh, int64_t m, int n_percentiles, int n_bins) {
+    const int bytes = static_cast<int>(sizeof(Scalar));
+    const std::vector<Scalar> q(points.begin(), points.end());
+    const Scalar inf = std::numeric_limits<Scalar>::infinity();
+    const knn_options o = cpu_options();
+    std::vector<int32_t> ids = poisoned<int32_t>(kPoints);
+    std::vector<Scalar> sq = poisoned<Scalar>(kPoints), sd = poisoned<Scalar>(kPoints);
+    std::vector<Scalar> closest = poisoned<Scalar>(3 * kPoints);
+    const bool q_refuse = knn_counts::mesh_query_refused(m, bytes);
+    const bool q_fits = m <= kPoints;
+    const std::string c_call = named<Scalar>("knn_mesh_closest");
+    const std::string s_call = named<Scalar>("knn_mesh_signed_distance");
+    if (q_refuse || q_fits) {
+      const int status =
+          mesh_closest(mesh, q.data(), m, inf, ids.data(), sq.data(), closest.data(), nullptr, &o);
+      if (q_refuse) {
+        ASSERT_TRUE(refused_by(status, c_call.c_str())) << "m " << m;
+      }
+      const int s_status = mesh_signed_distance(mesh, q.data(), m, inf, sd.data(), nullptr, &o);
+      if (q_refuse) {
+        tallies()[c_call].refused++;
+        tallies()[s_call].refused++;
+        ASSERT_TRUE(refused_by(s_status, s_call.c_str())) << "m " << m;
+        ASSERT_TRUE(still_poisoned(ids) && still_poisoned(sq) && still_poisoned(closest) &&
+                    still_poisoned(sd));
+      } else {
+        tallies()[c_call].answered++;
+        tallies()[s_call].answered++;
+        ASSERT_EQ(status, KNN_OK) << knn_last_error();
+        ASSERT_EQ(s_status, KNN_OK) << knn_last_error();
+        for (int64_t i = 0; i < m; ++i) {
+          const knn_mesh_oracle::P3 p{q[3 * i], q[3 * i + 1], q[3 * i + 2]};
+          const knn_mesh_oracle::Real want = knn_mesh_oracle::nearest(cube, p).sq;
+          ASSERT_GE(ids[i], 0);
+          ASSERT_NEAR(static_cast<double>(knn_mesh_oracle::closest_on(cube, ids[i], p).sq),
+                      static_cast<double>(want), 1e-5);
+          ASSERT_NEAR(static_cast<double>(sq[i]), static_cast<double>(want), 1e-5);
+          ASSERT_NEAR(std::fabs(static_cast<double>(sd[i])), std::sqrt(static_cast<double>(want)),
+                      1e-5);
+        }
+        ASSERT_TRUE(still_poisoned(ids, static_cast<size_t>(m)) &&
+                    still_poisoned(sd, static_cast<size_t>(m)) &&
+                    still_poisoned(closest, static_cast<size_t>(3 * m)));
+      }
+    } else {
+      tallies()[c_call].skipped++;
+    }
+    const std::string r_call = named<Scalar>("knn_mesh_deviation_report");
+    const bool r_refuse = knn_counts::mesh_report_refused(m, n_percentiles, n_bins, bytes);
+    if (!r_refuse && (!q_fits || n_percentiles > kSmall || n_bins > kSmall)) {
+      ++tallies()[r_call].skipped;
+      return;
+    }
+    const double percentiles[kSmall] = {50, 100}, edges[kSmall + 1] = {-1, 0, 1};
+    std::vector<double> values = poisoned<double>(kSmall);
+    std::vector<int64_t> bins = poisoned<int64_t>(kSmall);
+    std::vector<Scalar> per_point = poisoned<Scalar>(kPoints);
+    knn_deviation_report r;
+    std::memset(&r, 0xA5, sizeof r);
+    r.struct_size = sizeof r;
+    const int status =
+        mesh_report(mesh, q.data(), m, inf, 0.1, percentiles, n_percentiles, values.data(), edges,
+                    n_bins, bins.data(), per_point.data(), &r, &o);
+    if (r_refuse) {
+      ++tallies()[r_call].refused;
+      ASSERT_TRUE(refused_by(status, r_call.c_str()))
+          << "m " << m << " percentiles " << n_percentiles << " bins " << n_bins;
+      ASSERT_TRUE(still_poisoned(values) && still_poisoned(bins) && still_poisoned(per_point));
+      ASSERT_EQ(r.struct_size, sizeof r);
+      ASSERT_EQ(r.n_points, static_cast<int64_t>(0xA5A5A5A5A5A5A5A5ull));
+      return;
+    }
+    ++tallies()[r_call].answered;
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    ASSERT_EQ(r.n_points, m);
+    ASSERT_EQ(r.n_measured, m);
+    int64_t binned = r.n_below_bins + r.n_above_bins;
+    for (int b = 0; b < n_bins; ++b) binned += bins[b];
+    if (n_bins > 0) {
+      ASSERT_EQ(binned, m);
+    }
+    ASSERT_TRUE(still_poisoned(values, static_cast<size_t>(n_percentiles)) &&
+                still_poisoned(bins, static_cast<size_t>(n_bins)) &&
+                still_poisoned(per_point, static_cast<size_t>(m)));
+  }
+};
+
+template <class Scalar>
+void fuzz_mesh_calls(uint64_t seed) {
+  MeshCalls calls;
+  const knn_options o = cpu_options();
+  knn_mesh* mesh = nullptr;
+  const std::vector<Scalar> v(calls.cube.vertices.begin(), calls.cube.vertices.end());
+  ASSERT_EQ(mesh_build(v.data(), 8, calls.cube.triangles.data(), 12, &o, &mesh), KNN_OK);
+  struct Held {
+    knn_mesh* mesh;
+    ~Held() { knn_mesh_free(mesh); }
+  } held{mesh};
+  for (int64_t m : adversarial_counts())
+    for (int p : adversarial_ints()) {
+      calls.query_case<Scalar>(mesh, m, p, 1);
+      calls.query_case<Scalar>(mesh, m, 1, p);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  Counts counts(seed);
+  for (int i = 0; i < kRandomCalls; ++i) {
+    calls.query_case<Scalar>(mesh, counts.any64(MeshCalls::kPoints),
+                             counts.pick_int(MeshCalls::kSmall),
+                             counts.pick_int(MeshCalls::kSmall));
+    calls.build_case<Scalar>(counts.any64(8), counts.any64(12));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  for (int64_t nv : adversarial_counts())
+    for (int64_t nt : adversarial_counts()) {
+      calls.build_case<Scalar>(nv, nt);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
+void mesh_serialize_cases() {
+  const knn_mesh_oracle::Mesh cube = knn_mesh_oracle::cube();
+  const knn_options o = cpu_options();
+  knn_mesh* mesh = nullptr;
+  ASSERT_EQ(knn_mesh_build_f64(cube.vertices.data(), 8, cube.triangles.data(), 12, &o, &mesh),
+            KNN_OK);
+  struct Held {
+    knn_mesh* mesh;
+    ~Held() { knn_mesh_free(mesh); }
+  } held{mesh};
+  size_t need = 0;
+  ASSERT_EQ(knn_mesh_serialized_size(mesh, &need), KNN_OK);
+  std::vector<unsigned char> buffer(need + 16, 0xA5);
+  const std::vector<size_t> sizes = {0,
+                                     1,
+                                     63,
+                                     67,
+                                     need - 1,
+                                     need,
+                                     need + 1,
+                                     size_t{1} << 31,
+                                     SIZE_MAX,
+                                     static_cast<size_t>(PTRDIFF_MAX),
+                                     static_cast<size_t>(PTRDIFF_MAX) + 1};
+  for (size_t bytes : sizes) {
+    std::fill(buffer.begin(), buffer.end(), 0xA5);
+    const int status = knn_mesh_serialize(mesh, buffer.data(), bytes);
+    if (bytes < need) {
+      ++tallies()["knn_mesh_serialize"].refused;
+      ASSERT_TRUE(refused_by(status, "knn_mesh_serialize")) << bytes;
+      ASSERT_TRUE(
+          std::all_of(buffer.begin(), buffer.end(), [](unsigned char c) { return c == 0xA5; }));
+      continue;
+    }
+    ++tallies()["knn_mesh_serialize"].answered;
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    ASSERT_TRUE(std::all_of(buffer.begin() + need, buffer.end(),
+                            [](unsigned char c) { return c == 0xA5; }));
+  }
+  ASSERT_EQ(knn_mesh_serialize(mesh, buffer.data(), need), KNN_OK);
+  for (size_t bytes : sizes) {
+    knn_mesh* out = reinterpret_cast<knn_mesh*>(&out);
+    const int status = knn_mesh_deserialize(buffer.data(), bytes, &o, &out);
+    if (bytes != need) {
+      ++tallies()["knn_mesh_deserialize"].refused;
+      ASSERT_TRUE(refused_by(status, "knn_mesh_deserialize")) << bytes;
+      ASSERT_EQ(out, nullptr);
+      continue;
+    }
+    ++tallies()["knn_mesh_deserialize"].answered;
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    int64_t nt = -1;
+    ASSERT_EQ(knn_mesh_info(out, nullptr, &nt, nullptr, nullptr, nullptr), KNN_OK);
+    ASSERT_EQ(nt, 12);
+    ASSERT_EQ(knn_mesh_free(out), KNN_OK);
+  }
+}
+
 // ---- The estimates and memory helpers ------------------------------------------------
 
 void estimate_cases(uint64_t seed) {
@@ -904,6 +1178,15 @@ void estimate_cases(uint64_t seed) {
           ASSERT_EQ(b, SIZE_MAX) << "m " << m << " k " << k;
         else
           ASSERT_GE(b, static_cast<size_t>(m) * static_cast<size_t>(k) * 4) << "m " << m;
+      }
+    }
+    const int64_t vertices = counts.any64(100), triangles = counts.any64(100);
+    for (int scalar : {int{KNN_SCALAR_FLOAT32}, int{KNN_SCALAR_FLOAT64}, counts.pick_int(2)}) {
+      const size_t mesh_bytes = knn_estimate_mesh_bytes(vertices, triangles, scalar, nullptr);
+      if (vertices < 1 || vertices > INT32_MAX || triangles < 1 ||
+          triangles > KNN_MESH_MAX_TRIANGLES ||
+          (scalar != KNN_SCALAR_FLOAT32 && scalar != KNN_SCALAR_FLOAT64)) {
+        ASSERT_EQ(mesh_bytes, 0u) << vertices << " x " << triangles << " scalar " << scalar;
       }
     }
     const int a = counts.pick_int(100), b = counts.pick_int(100), c = counts.pick_int(100);
@@ -1056,6 +1339,19 @@ TEST(CountFuzz, Serialization) {
   serialize_cases(make_data(3, 61));
   if (HasFatalFailure()) return;
   expect_exercised({"knn_index_serialize", "knn_index_deserialize"});
+}
+
+TEST(CountFuzz, Meshes) {
+  fuzz_mesh_calls<float>(801);
+  if (HasFatalFailure()) return;
+  fuzz_mesh_calls<double>(802);
+  if (HasFatalFailure()) return;
+  mesh_serialize_cases();
+  if (HasFatalFailure()) return;
+  expect_exercised({"knn_mesh_build", "knn_mesh_build_f64", "knn_mesh_closest",
+                    "knn_mesh_closest_f64", "knn_mesh_signed_distance",
+                    "knn_mesh_signed_distance_f64", "knn_mesh_deviation_report",
+                    "knn_mesh_deviation_report_f64", "knn_mesh_serialize", "knn_mesh_deserialize"});
 }
 
 TEST(CountFuzz, Estimates) { estimate_cases(701); }

@@ -1,0 +1,30 @@
+// Caller's arrays that may be host or device memory (the index's and the
+// mesh's calls take both): which they are, and the coordinate checks made
+// where the rows live.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/coordinate_limit.h"
+#include "../cuda/cuda_index.h"
+#include "validate.h"
+
+namespace knn {
+
+inline bool on_device(const void* p) { return p != nullptr && cuda::is_device_pointer(p); }
+
+// Every coordinate finite and within coordinate_limit<Scalar>(dim), wherever
+// the rows live; names the first bad row. Host rows are scanned by `threads`.
+template <typename Scalar>
+void check_coordinate_rows(const Scalar* rows, int64_t n, int dim, bool rows_on_device,
+                           const char* what, int threads) {
+  if (!rows_on_device) return check_coordinates(rows, n, dim, what, threads);
+  const Scalar limit = coordinate_limit<Scalar>(dim);
+  const int64_t bad = cuda::first_beyond_on_device(rows, n * dim, limit);
+  if (bad < 0) return;
+  Scalar value = 0;
+  cuda::copy_to_host(&value, rows + bad, sizeof value);
+  fail_coordinate(value, bad / dim, static_cast<int>(bad % dim), dim, limit, what);
+}
+
+}  // namespace knn

@@ -1,0 +1,257 @@
+// Entry points of the triangle meshes (contract section 6,
+// include/knn_gpgpu_mesh.h) that make, describe, save and free a mesh: the
+// checks of the mesh and the options with precise messages, the choice of
+// backend, serialization, the estimate. What every engine shares (the
+// closed-and-oriented test, the pseudonormals) is src/mesh_prepare.*; the
+// format, src/mesh_format.*; the handle, src/mesh_handle.h; the queries,
+// src/mesh_queries.cpp.
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../cuda/cuda_engine.h"
+#include "../engine/cancel.h"
+#include "../engine/mesh_engine.h"
+#include "../engine/progress.h"
+#include "abi_barrier.h"
+#include "device_arrays.h"
+#include "device_choice.h"
+#include "device_scope.h"
+#include "index_format.h"
+#include "live_handles.h"
+#include "mesh_format.h"
+#include "mesh_handle.h"
+#include "mesh_prepare.h"
+#include "options.h"
+#include "validate.h"
+
+namespace knn {
+
+// Runs inside knn_mesh_free or at the end of the mesh's last call in flight
+// (src/live_handles.h); the engine frees its memory on its device.
+template <>
+void destroy_handle(knn_mesh* mesh) noexcept {
+  try {
+    const DeviceScope scope(mesh->device);
+    delete mesh;
+    return;
+  } catch (...) {
+    // The device could not be made current: the memory goes all the same.
+  }
+  delete mesh;
+}
+
+namespace {
+
+[[noreturn]] void fail_not_live() {
+  fail(KNN_ERR_INVALID_ARGUMENT,
+       "mesh is not a live mesh (already freed, or not made by knn_mesh_build, "
+       "knn_mesh_build_f64 or knn_mesh_deserialize)");
+}
+
+}  // namespace
+
+HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh) {
+  if (mesh == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "mesh is NULL");
+  HandleUse<knn_mesh> use(mesh);
+  if (!use) fail_not_live();
+  return use;
+}
+
+void fail_other_precision(const char* call, bool wide) {
+  const std::string name(call);
+  const std::string twin = wide ? name.substr(0, name.size() - 4) : name + "_f64";
+  fail(KNN_ERR_INVALID_ARGUMENT,
+       format("mesh holds %s vertices (built by %s) and %s takes a %s mesh; call %s instead",
+              wide ? "float32" : "float64", wide ? "knn_mesh_build" : "knn_mesh_build_f64", call,
+              wide ? "float64" : "float32", twin.c_str()));
+}
+
+void check_host_array(const void* p, const char* name) {
+  if (on_device(p))
+    fail(KNN_ERR_INVALID_ARGUMENT, format("%s is device memory; it must be host memory", name));
+}
+
+namespace {
+
+// ---- Build ------------------------------------------------------------------
+
+template <typename Scalar>
+knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* triangles,
+                int64_t n_triangles, const knn_options* opt) {
+  const knn_options o = read_options(opt);
+  check_host_array(vertices, "vertices");
+  check_host_array(triangles, "triangles");
+  check_mesh(vertices, n_vertices, triangles, n_triangles, o.threads);
+  const bool may_use_device = o.backend != KNN_BACKEND_OPENMP;
+  if (may_use_device) check_device_environment(false, o.device_memory_limit == 0);
+  const int backend = choose_one_device_backend(o, "the mesh");
+
+  const ProgressStage stage(KNN_PROGRESS_BUILD, 1);
+  auto mesh = std::make_unique<knn_mesh>();
+  PreparedMesh<Scalar>& prepared = mesh->prepared<Scalar>();
+  prepared = prepare_mesh(vertices, n_vertices, triangles, n_triangles, o.threads);
+  MeshParams params;
+  params.threads = o.threads;
+  params.device_memory_limit = o.device_memory_limit;
+  mesh->set_engine(backend == KNN_BACKEND_CUDA ? cuda::build_mesh(prepared.geometry(), params)
+                                               : omp::build_mesh(prepared.geometry(), params));
+  // The engine holds the pseudonormals it uses; the handle keeps the input.
+  std::vector<Scalar>().swap(prepared.vertex_normals);
+  std::vector<Scalar>().swap(prepared.edge_normals);
+  mesh->device = backend == KNN_BACKEND_CUDA ? cuda::current_device() : -1;
+  mesh->threads = o.threads;
+  mesh->device_memory_limit = o.device_memory_limit;
+  mesh->may_use_device = may_use_device;
+  LiveHandles<knn_mesh>::instance().add(mesh.get());
+  stage.finish();
+  return mesh.release();
+}
+
+// ---- Serialization ----------------------------------------------------------
+
+SavedMesh saved_of(const knn_mesh& mesh) {
+  SavedMesh saved;
+  saved.scalar = mesh.scalar();
+  saved.n_vertices = mesh.engine64 ? mesh.mesh64.n_vertices() : mesh.mesh32.n_vertices();
+  saved.n_triangles = mesh.engine64 ? mesh.mesh64.n_triangles() : mesh.mesh32.n_triangles();
+  return saved;
+}
+
+// A new mesh of a checked buffer's arrays (unaligned: copied out a run at a
+// time, reading the cancel flag), built and so validated as any build.
+template <typename Scalar>
+knn_mesh* deserialize(const SavedMesh& saved, const unsigned char* vertex_bytes,
+                      const unsigned char* triangle_bytes, const knn_options* opt) {
+  const auto copy_out = [](auto& into, const unsigned char* from, int64_t count) {
+    using T = typename std::remove_reference_t<decltype(into)>::value_type;
+    into.reserve(static_cast<size_t>(count));
+    for_each_run(count, cancel_flag(), [&](int64_t begin, int64_t end) {
+      into.resize(static_cast<size_t>(end));
+      std::memcpy(into.data() + begin, from + begin * sizeof(T),
+                  static_cast<size_t>(end - begin) * sizeof(T));
+    });
+  };
+  std::vector<Scalar> vertices;
+  std::vector<int32_t> triangles;
+  copy_out(vertices, vertex_bytes, 3 * saved.n_vertices);
+  copy_out(triangles, triangle_bytes, 3 * saved.n_triangles);
+  return build(vertices.data(), saved.n_vertices, triangles.data(), saved.n_triangles, opt);
+}
+
+// Sizes no mesh has: the estimate says 0.
+bool impossible_mesh(int64_t n_vertices, int64_t n_triangles, int scalar) {
+  return n_vertices < 1 || n_vertices > INT32_MAX || n_triangles < 1 ||
+         n_triangles > KNN_MESH_MAX_TRIANGLES ||
+         (scalar != KNN_SCALAR_FLOAT32 && scalar != KNN_SCALAR_FLOAT64);
+}
+
+}  // namespace
+}  // namespace knn
+
+extern "C" {
+
+KNN_API int KNN_CALL knn_mesh_build(const float* vertices, int64_t n_vertices,
+                                    const int32_t* triangles, int64_t n_triangles,
+                                    const knn_options* opt, knn_mesh** out) {
+  return knn::guarded("knn_mesh_build", [&] {
+    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    *out = knn::build(vertices, n_vertices, triangles, n_triangles, opt);
+  });
+}
+
+KNN_API int KNN_CALL knn_mesh_build_f64(const double* vertices, int64_t n_vertices,
+                                        const int32_t* triangles, int64_t n_triangles,
+                                        const knn_options* opt, knn_mesh** out) {
+  return knn::guarded("knn_mesh_build_f64", [&] {
+    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    *out = knn::build(vertices, n_vertices, triangles, n_triangles, opt);
+  });
+}
+
+KNN_API int KNN_CALL knn_mesh_free(knn_mesh* mesh) {
+  return knn::guarded("knn_mesh_free", [&] {
+    if (mesh == nullptr) return;
+    if (!knn::LiveHandles<knn_mesh>::instance().free(mesh)) knn::fail_not_live();
+  });
+}
+
+KNN_API int KNN_CALL knn_mesh_info(const knn_mesh* mesh, int64_t* n_vertices, int64_t* n_triangles,
+                                   int* scalar, int* backend, int* closed_oriented) {
+  return knn::guarded("knn_mesh_info", [&] {
+    const knn::HandleUse<knn_mesh> use = knn::use_mesh(mesh);
+    const knn::SavedMesh saved = knn::saved_of(*use);
+    if (n_vertices) *n_vertices = saved.n_vertices;
+    if (n_triangles) *n_triangles = saved.n_triangles;
+    if (scalar) *scalar = saved.scalar;
+    if (backend) *backend = use->backend();
+    if (closed_oriented)
+      *closed_oriented =
+          (use->engine64 ? use->mesh64.closed_oriented : use->mesh32.closed_oriented) ? 1 : 0;
+  });
+}
+
+KNN_API int KNN_CALL knn_mesh_serialized_size(const knn_mesh* mesh, size_t* bytes) {
+  return knn::guarded("knn_mesh_serialized_size", [&] {
+    const knn::HandleUse<knn_mesh> use = knn::use_mesh(mesh);
+    if (bytes == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "bytes is NULL");
+    *bytes = knn::serialized_mesh_bytes(knn::saved_of(*use));
+  });
+}
+
+KNN_API int KNN_CALL knn_mesh_serialize(const knn_mesh* mesh, void* buffer, size_t bytes) {
+  return knn::guarded("knn_mesh_serialize", [&] {
+    const knn::HandleUse<knn_mesh> use = knn::use_mesh(mesh);
+    const knn::SavedMesh saved = knn::saved_of(*use);
+    const size_t needed = knn::serialized_mesh_bytes(saved);
+    if (buffer == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "buffer is NULL");
+    if (bytes < needed)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("buffer holds %zu bytes; this mesh serializes to %zu "
+                            "(knn_mesh_serialized_size)",
+                            bytes, needed));
+    unsigned char* const out = static_cast<unsigned char*>(buffer);
+    if (use->engine64)
+      knn::write_serialized_mesh(saved, use->mesh64.vertices.data(), use->mesh64.triangles.data(),
+                                 out);
+    else
+      knn::write_serialized_mesh(saved, use->mesh32.vertices.data(), use->mesh32.triangles.data(),
+                                 out);
+  });
+}
+
+KNN_API int KNN_CALL knn_mesh_deserialize(const void* buffer, size_t bytes, const knn_options* opt,
+                                          knn_mesh** out) {
+  return knn::guarded("knn_mesh_deserialize", [&] {
+    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    knn::read_options(opt);
+    if (buffer == nullptr && bytes > 0)
+      knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));
+    if (bytes > static_cast<size_t>(PTRDIFF_MAX))
+      knn::fail(KNN_ERR_INVALID_ARGUMENT,
+                knn::format("bytes is %zu; no buffer holds more than %lld bytes", bytes,
+                            static_cast<long long>(PTRDIFF_MAX)));
+    const unsigned char *vertices = nullptr, *triangles = nullptr;
+    const knn::SavedMesh saved = knn::read_serialized_mesh(
+        static_cast<const unsigned char*>(buffer), bytes, &vertices, &triangles);
+    *out = saved.scalar == KNN_SCALAR_FLOAT64
+               ? knn::deserialize<double>(saved, vertices, triangles, opt)
+               : knn::deserialize<float>(saved, vertices, triangles, opt);
+  });
+}
+
+KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_triangles, int scalar,
+                                                const knn_options* opt) {
+  static_cast<void>(opt);  // one model for every option (the header's signature keeps it)
+  if (knn::impossible_mesh(n_vertices, n_triangles, scalar)) return 0;
+  // The larger build, of a closed mesh (its pseudonormals resident too).
+  return knn::cuda::mesh_build_bytes(n_vertices, n_triangles, knn::scalar_bytes(scalar), true);
+}
+
+}  // extern "C"

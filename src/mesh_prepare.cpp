@@ -1,0 +1,271 @@
+#include "mesh_prepare.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "../common/error.h"
+#include "../common/first_index.h"
+#include "../common/team_size.h"
+#include "../engine/cancel.h"
+#include "validate.h"
+
+namespace knn {
+namespace {
+
+constexpr int64_t kMaxVertices = INT32_MAX;
+
+// Half-edge h = 3 t + i of triangle t runs from its corner i to corner
+// (i + 1) % 3; at most 3 * KNN_MESH_MAX_TRIANGLES < 2^32 of them, so a
+// half-edge (and a corner) is numbered in 32 bits.
+inline int32_t from_of(const int32_t* triangles, int64_t h) { return triangles[h]; }
+inline int32_t to_of(const int32_t* triangles, int64_t h) {
+  return triangles[h % 3 == 2 ? h - 2 : h + 1];
+}
+
+// Items [0, n_items) bucketed by key_of(item) in [0, n_keys): offsets
+// (n_keys + 1 entries) and value_of(item) of every item, each bucket sorted
+// ascending, so that the result does not depend on the threads' order.
+template <class Value, class KeyOf, class ValueOf>
+void bucket(int64_t n_keys, int64_t n_items, const KeyOf& key_of, const ValueOf& value_of,
+            int threads, std::vector<uint32_t>& offsets, std::vector<Value>& values) {
+  const int team = team_size(threads);
+  offsets.assign(static_cast<size_t>(n_keys) + 1, 0);
+  uint32_t* const count = offsets.data() + 1;
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (int64_t item = 0; item < n_items; ++item) {
+    const int64_t key = key_of(item);
+#pragma omp atomic
+    ++count[key];
+  }
+  for (int64_t k = 0; k < n_keys; ++k) offsets[k + 1] += offsets[k];
+  std::vector<uint32_t> cursor(offsets.begin(), offsets.end() - 1);
+  values.resize(static_cast<size_t>(n_items));
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (int64_t item = 0; item < n_items; ++item) {
+    const int64_t key = key_of(item);
+    uint32_t slot;
+#pragma omp atomic capture
+    slot = cursor[key]++;
+    values[slot] = value_of(item);
+  }
+#pragma omp parallel for num_threads(team) schedule(dynamic, 4096)
+  for (int64_t k = 0; k < n_keys; ++k)
+    std::sort(values.begin() + offsets[k], values.begin() + offsets[k + 1]);
+}
+
+// The partner of every half-edge (the other run of its undirected edge), or
+// false when some edge is not run by exactly two triangles in opposite
+// directions. Edges are bucketed by their smaller vertex, each entry the
+// larger vertex (high 32 bits) and the half-edge (low 32 bits).
+bool pair_half_edges(const int32_t* triangles, int64_t n_vertices, int64_t n_triangles, int threads,
+                     std::vector<uint32_t>& partner) {
+  const int64_t halves = 3 * n_triangles;
+  const int64_t repeated = first_index_where(n_triangles, threads, [triangles](int64_t t) {
+    const int32_t* c = triangles + 3 * t;
+    return c[0] == c[1] || c[1] == c[2] || c[2] == c[0];
+  });
+  if (repeated < n_triangles) return false;
+  std::vector<uint32_t> offsets;
+  std::vector<uint64_t> entries;
+  bucket<uint64_t>(
+      n_vertices, halves,
+      [triangles](int64_t h) { return std::min(from_of(triangles, h), to_of(triangles, h)); },
+      [triangles](int64_t h) {
+        const int64_t high = std::max(from_of(triangles, h), to_of(triangles, h));
+        return static_cast<uint64_t>(high) << 32 | static_cast<uint64_t>(h);
+      },
+      threads, offsets, entries);
+  throw_if_cancelled(cancel_flag());
+  partner.resize(static_cast<size_t>(halves));
+  std::atomic<bool> paired{true};
+#pragma omp parallel for num_threads(team_size(threads)) schedule(dynamic, 4096)
+  for (int64_t v = 0; v < n_vertices; ++v) {
+    if (!paired.load(std::memory_order_relaxed)) continue;
+    for (uint32_t j = offsets[v]; j < offsets[v + 1]; j += 2) {
+      const uint64_t a = entries[j];
+      const bool pair = j + 1 < offsets[v + 1] && entries[j + 1] >> 32 == a >> 32 &&
+                        (j + 2 == offsets[v + 1] || entries[j + 2] >> 32 != a >> 32);
+      if (!pair) {
+        paired.store(false, std::memory_order_relaxed);
+        break;
+      }
+      const uint32_t h0 = static_cast<uint32_t>(a), h1 = static_cast<uint32_t>(entries[j + 1]);
+      // Opposite directions: the two runs start at different ends.
+      if (from_of(triangles, h0) == from_of(triangles, h1)) {
+        paired.store(false, std::memory_order_relaxed);
+        break;
+      }
+      partner[h0] = h1;
+      partner[h1] = h0;
+    }
+  }
+  return paired.load();
+}
+
+struct Vec {
+  double x, y, z;
+};
+Vec operator-(const Vec& a, const Vec& b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
+Vec cross(const Vec& a, const Vec& b) {
+  return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
+double dot(const Vec& a, const Vec& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+
+template <typename Scalar>
+Vec vertex_at(const Scalar* vertices, int32_t v) {
+  const Scalar* p = vertices + 3 * static_cast<int64_t>(v);
+  return {static_cast<double>(p[0]), static_cast<double>(p[1]), static_cast<double>(p[2])};
+}
+
+// The unit normal of triangle t by the right-hand rule (zero without area).
+template <typename Scalar>
+Vec unit_normal(const Scalar* vertices, const int32_t* triangles, int64_t t) {
+  const int32_t* c = triangles + 3 * t;
+  const Vec a = vertex_at(vertices, c[0]);
+  const Vec n = cross(vertex_at(vertices, c[1]) - a, vertex_at(vertices, c[2]) - a);
+  const double length = std::sqrt(dot(n, n));
+  if (!(length > 0)) return {0, 0, 0};
+  return {n.x / length, n.y / length, n.z / length};
+}
+
+// The interior angle of a triangle at its corner `corner` (3 t + i): 0 where
+// an edge at it has no length.
+template <typename Scalar>
+double corner_angle(const Scalar* vertices, const int32_t* triangles, int64_t corner) {
+  const int64_t base = corner - corner % 3;
+  const int i = static_cast<int>(corner % 3);
+  const Vec p = vertex_at(vertices, triangles[corner]);
+  const Vec e1 = vertex_at(vertices, triangles[base + (i + 1) % 3]) - p;
+  const Vec e2 = vertex_at(vertices, triangles[base + (i + 2) % 3]) - p;
+  const Vec n = cross(e1, e2);
+  return std::atan2(std::sqrt(dot(n, n)), dot(e1, e2));
+}
+
+template <typename Scalar>
+void store(Scalar* out, const Vec& v) {
+  out[0] = static_cast<Scalar>(v.x);
+  out[1] = static_cast<Scalar>(v.y);
+  out[2] = static_cast<Scalar>(v.z);
+}
+
+// The angle-weighted vertex pseudonormals (the corners of a vertex summed in
+// corner order) and the edge pseudonormals (the two unit normals of an
+// edge's triangles, its own first). The unit normals are computed once
+// (24 bytes a triangle for the length of the call).
+template <typename Scalar>
+void pseudonormals(PreparedMesh<Scalar>& mesh, const std::vector<uint32_t>& partner, int threads) {
+  const Scalar* vertices = mesh.vertices.data();
+  const int32_t* triangles = mesh.triangles.data();
+  const int64_t n_vertices = mesh.n_vertices(), n_triangles = mesh.n_triangles();
+  const int team = team_size(threads);
+  std::vector<Vec> unit(static_cast<size_t>(n_triangles));
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (int64_t t = 0; t < n_triangles; ++t) unit[t] = unit_normal(vertices, triangles, t);
+  mesh.edge_normals.resize(static_cast<size_t>(n_triangles) * 9);
+  Scalar* edge = mesh.edge_normals.data();
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (int64_t h = 0; h < 3 * n_triangles; ++h) {
+    const Vec& own = unit[h / 3];
+    const Vec& other = unit[partner[h] / 3];
+    store(edge + 3 * h, Vec{own.x + other.x, own.y + other.y, own.z + other.z});
+  }
+  throw_if_cancelled(cancel_flag());
+  std::vector<uint32_t> offsets;
+  std::vector<uint32_t> corners;
+  bucket<uint32_t>(
+      n_vertices, 3 * n_triangles, [triangles](int64_t c) { return int64_t{triangles[c]}; },
+      [](int64_t c) { return static_cast<uint32_t>(c); }, threads, offsets, corners);
+  throw_if_cancelled(cancel_flag());
+  mesh.vertex_normals.resize(static_cast<size_t>(n_vertices) * 3);
+  Scalar* normal = mesh.vertex_normals.data();
+#pragma omp parallel for num_threads(team) schedule(dynamic, 4096)
+  for (int64_t v = 0; v < n_vertices; ++v) {
+    Vec sum{0, 0, 0};
+    for (uint32_t j = offsets[v]; j < offsets[v + 1]; ++j) {
+      const double angle = corner_angle(vertices, triangles, corners[j]);
+      const Vec& n = unit[corners[j] / 3];
+      sum = Vec{sum.x + angle * n.x, sum.y + angle * n.y, sum.z + angle * n.z};
+    }
+    store(normal + 3 * v, sum);
+  }
+}
+
+template <typename T>
+std::vector<T> copy_polling(const T* source, int64_t count) {
+  std::vector<T> copy;
+  copy.reserve(static_cast<size_t>(count));
+  for_each_run(count, cancel_flag(), [&](int64_t begin, int64_t end) {
+    copy.insert(copy.end(), source + begin, source + end);
+  });
+  return copy;
+}
+
+}  // namespace
+
+template <typename Scalar>
+void check_mesh(const Scalar* vertices, int64_t n_vertices, const int32_t* triangles,
+                int64_t n_triangles, int threads) {
+  check_array(vertices, n_vertices, "vertices", "n_vertices");
+  check_array(triangles, n_triangles, "triangles", "n_triangles");
+  if (n_triangles == 0)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         "n_triangles is 0; a mesh needs at least one triangle (nothing is closest to an empty "
+         "mesh)");
+  if (n_triangles > KNN_MESH_MAX_TRIANGLES)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("n_triangles is %lld; a mesh holds at most %lld (KNN_MESH_MAX_TRIANGLES)",
+                static_cast<long long>(n_triangles),
+                static_cast<long long>(KNN_MESH_MAX_TRIANGLES)));
+  if (n_vertices > kMaxVertices)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("n_vertices is %lld; a mesh holds at most %lld (indices are int32)",
+                static_cast<long long>(n_vertices), static_cast<long long>(kMaxVertices)));
+  const int64_t bad = first_index_where(3 * n_triangles, threads, [=](int64_t j) {
+    return triangles[j] < 0 || triangles[j] >= n_vertices;
+  });
+  if (bad < 3 * n_triangles)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("triangle %lld has vertex index %d (n_vertices is %lld); indices must lie in "
+                "[0, n_vertices)",
+                static_cast<long long>(bad / 3), triangles[bad],
+                static_cast<long long>(n_vertices)));
+  check_coordinates(vertices, n_vertices, 3, "vertex", threads);
+}
+
+template <typename Scalar>
+MeshGeometry<Scalar> PreparedMesh<Scalar>::geometry() const {
+  MeshGeometry<Scalar> g;
+  g.vertices = vertices.data();
+  g.n_vertices = n_vertices();
+  g.triangles = triangles.data();
+  g.n_triangles = n_triangles();
+  g.closed_oriented = closed_oriented;
+  g.vertex_normals = closed_oriented ? vertex_normals.data() : nullptr;
+  g.edge_normals = closed_oriented ? edge_normals.data() : nullptr;
+  return g;
+}
+
+template <typename Scalar>
+PreparedMesh<Scalar> prepare_mesh(const Scalar* vertices, int64_t n_vertices,
+                                  const int32_t* triangles, int64_t n_triangles, int threads) {
+  PreparedMesh<Scalar> mesh;
+  mesh.vertices = copy_polling(vertices, 3 * n_vertices);
+  mesh.triangles = copy_polling(triangles, 3 * n_triangles);
+  std::vector<uint32_t> partner;
+  mesh.closed_oriented =
+      pair_half_edges(mesh.triangles.data(), n_vertices, n_triangles, threads, partner);
+  throw_if_cancelled(cancel_flag());
+  if (mesh.closed_oriented) pseudonormals(mesh, partner, threads);
+  return mesh;
+}
+
+template void check_mesh(const float*, int64_t, const int32_t*, int64_t, int);
+template void check_mesh(const double*, int64_t, const int32_t*, int64_t, int);
+template struct PreparedMesh<float>;
+template struct PreparedMesh<double>;
+template PreparedMesh<float> prepare_mesh(const float*, int64_t, const int32_t*, int64_t, int);
+template PreparedMesh<double> prepare_mesh(const double*, int64_t, const int32_t*, int64_t, int);
+
+}  // namespace knn
