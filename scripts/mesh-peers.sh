@@ -11,6 +11,7 @@
 # torus-1e6 torus-1e7 .peers/data/bunny00.off bumpy-1e6), each against scans of MESH_SCANS
 # points (default "1e6 1e7"). MESH_PEERS_BUDGET (seconds, default 450): no
 # contender starts after it, so the table comes out within one call.
+# MESH_OURS_ARGS: more options of bench_mesh (--closest-only: no signed rows).
 # MESH_PEERS_MODE=cpu (scripts/mesh-peers-cpu.sh): the machine without a GPU:
 # the library without CUDA (in build-cpu, ccache's folder), no cuBQL, and
 # Open3D's RaycastingScene through MESH_PEERS_PYTHON (default
@@ -124,7 +125,9 @@ run() {
 }
 for m in "${meshes[@]}"; do
   name=$(awk -v spec="$m" '$2 == spec {print $3}' "$out/data.log")
-  [ -n "${driver[ours]:-}" ] && run ours "$name" "${driver[ours]}" "$data" "$m" "${scans[@]}"
+  # shellcheck disable=SC2086  # options, split on purpose
+  [ -n "${driver[ours]:-}" ] &&
+    run ours "$name" "${driver[ours]}" "$data" "$m" "${scans[@]}" ${MESH_OURS_ARGS:-}
   [ -n "${driver[cubql]:-}" ] && run cubql "$name" "${driver[cubql]}" "$data" "$name" "${scans[@]}"
   run libigl "$name" "${driver[libigl]}" "$data" "$name" "${scans[@]}"
   run cgal "$name" "${driver[cgal]}" "$data" "$name" "${scans[@]}"
