@@ -15,9 +15,11 @@
 // Host wall clock around synchronised work (the warm-up absorbs the
 // context's start and cuBQL's memory pool).
 #define CUBQL_GPU_BUILDER_IMPLEMENTATION 1
+// cuBQL's builders need its BVH types first.
+#include "cuBQL/bvh.h"
+
 #include "cuBQL/builder/cuda.h"
 #include "cuBQL/builder/cuda/radix.h"
-#include "cuBQL/bvh.h"
 #include "cuBQL/queries/triangleData/closestPointOnAnyTriangle.h"
 
 #include <cuda_runtime.h>
