@@ -5,7 +5,8 @@
 # every core) from the headers in .peers/ (scripts/mesh-peers-prepare.sh
 # gathers them; carry .peers), writes the meshes, scans and oracles, runs
 # every contender on every row, and prints ONE table last
-# (bench/peers_mesh/mesh_table.py). Results and logs go to $OUT if set.
+# (bench/peers_mesh/mesh_table.py). The results, the table and an archive of
+# the logs go to $OUT if set.
 #   scripts/mesh-peers.sh [MESH ...]
 # MESH: torus-N, bumpy-N or PATH.off (default, in this order: torus-1e4
 # torus-1e6 torus-1e7 .peers/data/bunny00.off bumpy-1e6), each against scans of MESH_SCANS
@@ -38,7 +39,11 @@ read -r -a scans <<<"${MESH_SCANS:-1e6 1e7}"
 meshes=("$@")
 [ ${#meshes[@]} -gt 0 ] || meshes=(torus-1e4 torus-1e6 torus-1e7 "$peers/data/bunny00.off" bumpy-1e6)
 python=${MESH_PEERS_PYTHON:-$root/.peers-venv/bin/python}
-mkdir -p "$build/peers" "$out" "$data"
+# $OUT gets few files (the device tool brings back at most 8): the results,
+# the table, the machine, and the logs in one archive.
+logs=$build/mesh-peers-logs
+rm -rf "$logs"
+mkdir -p "$build/peers" "$out" "$data" "$logs"
 results=$out/results.txt
 : >"$results"
 log() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
@@ -58,38 +63,38 @@ cpu_flags=(-O3 -march=native -std=c++17 -fopenmp -DNDEBUG -I"$root/include" -I"$
 g++ "${cpu_flags[@]}" "$root/bench/mesh_data.cpp" -o "$build/peers/bench_mesh_data" || exit 1
 (
   for m in "${meshes[@]}"; do "$build/peers/bench_mesh_data" "$data" "$m" "${scans[@]}" || exit 1; done
-) >"$out/data.log" 2>&1 &
+) >"$logs/data.log" 2>&1 &
 data_job=$!
 (cmake -S "$root" -B "$build" "${cmake_args[@]}" -DCMAKE_BUILD_TYPE=Release -DKNN_BUILD_BENCH=ON \
    -DKNN_WITH_MPI=OFF &&
- cmake --build "$build" --target bench_mesh -j "$jobs") >"$out/build.log" 2>&1 &
+ cmake --build "$build" --target bench_mesh -j "$jobs") >"$logs/build.log" 2>&1 &
 ours_job=$!
 cubql_job=
 if [ "$mode" != cpu ]; then
   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr --extended-lambda -Xcompiler=-fopenmp \
     -I"$root/include" -I"$root/bench" -I"$peers/cuBQL" "$root/bench/peers_mesh/cubql_driver.cu" \
-    -o "$build/peers/cubql_driver" >"$out/build-cubql.log" 2>&1 &
+    -o "$build/peers/cubql_driver" >"$logs/build-cubql.log" 2>&1 &
   cubql_job=$!
 fi
 declare -A cpu_job driver
 g++ "${cpu_flags[@]}" -isystem "$peers/libigl" -isystem "$peers/eigen3" \
-  "$root/bench/peers_mesh/libigl_driver.cpp" -o "$build/peers/libigl_driver" >"$out/build-libigl.log" 2>&1 &
+  "$root/bench/peers_mesh/libigl_driver.cpp" -o "$build/peers/libigl_driver" >"$logs/build-libigl.log" 2>&1 &
 cpu_job[libigl]=$!
 g++ "${cpu_flags[@]}" -isystem "$peers/cgal" "$root/bench/peers_mesh/cgal_driver.cpp" \
-  -o "$build/peers/cgal_driver" >"$out/build-cgal.log" 2>&1 &
+  -o "$build/peers/cgal_driver" >"$logs/build-cgal.log" 2>&1 &
 cpu_job[cgal]=$!
 
 if wait $ours_job; then
   driver[ours]=$build/bench/bench_mesh
 else
-  tail -30 "$out/build.log"
+  tail -30 "$logs/build.log"
   log "bench_mesh build FAILED"
 fi
 if [ -n "$cubql_job" ]; then
   if wait "$cubql_job"; then
     driver[cubql]=$build/peers/cubql_driver
   else
-    tail -20 "$out/build-cubql.log"
+    tail -20 "$logs/build-cubql.log"
     log "cuBQL build FAILED"
   fi
 fi
@@ -100,14 +105,14 @@ for peer in libigl cgal; do
   if wait "${cpu_job[$peer]}"; then
     driver[$peer]=$build/peers/${peer}_driver
   else
-    tail -5 "$out/build-$peer.log"
+    tail -5 "$logs/build-$peer.log"
     log "$peer: build here failed, using .peers/prebuilt (built on the 2-core machine, -march=x86-64-v3)"
     driver[$peer]=$peers/prebuilt/${peer}_driver
   fi
 done
 log "builds done"
-wait $data_job || { cat "$out/data.log"; log "data FAILED"; exit 1; }
-log "data written: $(grep -c MESH "$out/data.log") meshes"
+wait $data_job || { cat "$logs/data.log"; log "data FAILED"; exit 1; }
+log "data written: $(grep -c MESH "$logs/data.log") meshes"
 
 # One contender on one mesh: its RESULT lines to the results, the rest to
 # its log; nothing starts past the budget.
@@ -120,11 +125,11 @@ run() {
     return
   fi
   log "$name on $mesh"
-  timeout "$left" "$@" >"$out/$name.$mesh.log" 2>&1 || log "$name on $mesh: exit $?"
-  grep '^RESULT' "$out/$name.$mesh.log" | tee -a "$results" | sed 's/^/    /'
+  timeout "$left" "$@" >"$logs/$name.$mesh.log" 2>&1 || log "$name on $mesh: exit $?"
+  grep '^RESULT' "$logs/$name.$mesh.log" | tee -a "$results" | sed 's/^/    /'
 }
 for m in "${meshes[@]}"; do
-  name=$(awk -v spec="$m" '$2 == spec {print $3}' "$out/data.log")
+  name=$(awk -v spec="$m" '$2 == spec {print $3}' "$logs/data.log")
   # shellcheck disable=SC2086  # options, split on purpose
   [ -n "${driver[ours]:-}" ] &&
     run ours "$name" "${driver[ours]}" "$data" "$m" "${scans[@]}" ${MESH_OURS_ARGS:-}
@@ -137,4 +142,5 @@ done
 log "done"
 echo
 cat "$out/machine.txt"
+tar -czf "$out/logs.tar.gz" -C "$logs" .
 python3 "$root/bench/peers_mesh/mesh_table.py" "$results" | tee "$out/table.txt"
