@@ -16,8 +16,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kBlock = 256;
-
 // Both kernels are grid-stride loops whose result does not depend on the
 // grid size (a fill, and the smallest failing index by atomicMin).
 template <class Kernel>

@@ -60,8 +60,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kBlock = 256;
-
 // Every kernel here is a grid-stride loop whose result does not depend on
 // the grid size (the reductions are exact: min, max, integer sums).
 template <class Kernel>
