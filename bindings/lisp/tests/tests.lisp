@@ -8,10 +8,15 @@
   (merge-pathnames relative (asdf:system-relative-pathname "knn-gpgpu" "../../")))
 
 (defun header-text ()
-  (uiop:read-file-string
-   (if (env "KNN_GPGPU_INCLUDE")
-       (merge-pathnames "knn_gpgpu.h" (uiop:ensure-directory-pathname (env "KNN_GPGPU_INCLUDE")))
-       (repo-file "include/knn_gpgpu.h"))))
+  "knn_gpgpu.h and the parts it includes whose functions are exported (the
+mesh part joins once its entry points are), one string."
+  (let ((dir (if (env "KNN_GPGPU_INCLUDE")
+                 (uiop:ensure-directory-pathname (env "KNN_GPGPU_INCLUDE"))
+                 (repo-file "include/"))))
+    (apply #'concatenate 'string
+           (mapcar (lambda (name) (uiop:read-file-string (merge-pathnames name dir)))
+                   '("knn_gpgpu.h" "knn_gpgpu_classic.h" "knn_gpgpu_index.h"
+                     "knn_gpgpu_quadtree.h")))))
 
 (defun c-layout ()
   "Table from bindings/abi_layout.c output ($KNN_ABI_LAYOUT), or the documented values."

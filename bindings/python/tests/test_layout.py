@@ -12,7 +12,7 @@ import knn_gpgpu as knn
 from knn_gpgpu import _library
 from knn_gpgpu._types import MAX_DEVICES, OptionsStruct, OptionsV2Struct, ProgressStruct
 
-from conftest import header_path
+from conftest import header_text
 
 # The documented values (x86-64 / aarch64): checked against the C compiler
 # below, and the same table the C# and Lisp tests hold.
@@ -89,7 +89,7 @@ def test_library_version_matches_header(lib, c_layout):
 
 
 def test_every_header_function_is_bound(lib):
-    text = header_path().read_text()
+    text = header_text()
     declared = set(re.findall(r"KNN_API\s+[\w\s\*]+?KNN_CALL\s+(\w+)\s*\(", text))
     assert len(declared) >= 30
     assert declared == set(_library.PROTOTYPES), (
