@@ -94,6 +94,9 @@ namespace knn {
 // fastest for k = 1 to 16 (bench/gpu/bench_grid.cu --sweep-target); larger
 // cells cost more distances, smaller ones more cells per shell.
 constexpr int kGridDefaultPointsPerCell = 3;
+// The target a grid build aims at: the one asked for (IndexParams.leaf_size),
+// else the default.
+inline int grid_points_per_cell(int asked) { return asked > 0 ? asked : kGridDefaultPointsPerCell; }
 // Cells never outnumber the points by more than this (memory: one 32-bit
 // start per cell), nor 2^30 in all.
 constexpr double kGridMaxCellsPerPoint = 1.0;
@@ -571,7 +574,7 @@ BasicGridLayout<Scalar> grid_layout_with_cells(const Scalar box_lo[3], const Sca
 template <typename Scalar>
 BasicGridLayout<Scalar> make_grid_layout(const Scalar box_lo[3], const Scalar box_hi[3], int64_t n,
                                          int target) {
-  const double wanted = static_cast<double>(n) / (target > 0 ? target : kGridDefaultPointsPerCell);
+  const double wanted = static_cast<double>(n) / grid_points_per_cell(target);
   const double cap = std::fmin(static_cast<double>(kGridMaxCells),
                                std::fmax(1.0, kGridMaxCellsPerPoint * static_cast<double>(n)));
   return grid_layout_with_cells(box_lo, box_hi, wanted, cap);

@@ -273,14 +273,15 @@ typedef struct knn_progress {
 } knn_progress;
 KNN_API int KNN_CALL knn_set_progress(knn_progress* progress);
 
-#ifdef __cplusplus
-} /* extern "C" */
-#endif
-
-/* The parts, one per concept, in the order of the sections above. */
+/* The parts, one per concept, in the order of the manual's sections (inside
+ * this extern "C" block). */
 #include "knn_gpgpu_classic.h"  /* 2. the classic 3-D API */
 #include "knn_gpgpu_index.h"    /* 3. the index API */
 #include "knn_gpgpu_quadtree.h" /* 4. point in polygon */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
 
 /* Triangle meshes: closest point, signed distance, the deviation report. */
 #include "knn_gpgpu_mesh.h"

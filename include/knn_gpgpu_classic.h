@@ -3,16 +3,13 @@
  *
  * A part of knn_gpgpu.h, the one include for hosts, which includes it; the
  * general rules at the top of that header hold here.
- * Include knn_gpgpu.h, not this file. */
+ * Include knn_gpgpu.h, not this file: it includes the parts inside its
+ * extern "C" block. */
 #ifndef KNN_GPGPU_CLASSIC_H
 #define KNN_GPGPU_CLASSIC_H
 
 #ifndef KNN_GPGPU_H
 #error "include knn_gpgpu.h, which includes this part"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* =========================================================================
@@ -160,9 +157,5 @@ KNN_API int KNN_CALL cuGetDeviceCount(void);
  * +infinity to every slot. */
 KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* query, int n_query,
                                      int dim, int k, float* sq_dist, int* ind);
-
-#ifdef __cplusplus
-} /* extern "C" */
-#endif
 
 #endif /* KNN_GPGPU_CLASSIC_H */

@@ -4,16 +4,13 @@
  *
  * A part of knn_gpgpu.h, the one include for hosts, which includes it after
  * the classic part; the general rules at the top of that header hold here.
- * Include knn_gpgpu.h, not this file. */
+ * Include knn_gpgpu.h, not this file: it includes the parts inside its
+ * extern "C" block. */
 #ifndef KNN_GPGPU_INDEX_H
 #define KNN_GPGPU_INDEX_H
 
 #ifndef KNN_GPGPU_H
 #error "include knn_gpgpu.h, which includes this part"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* =========================================================================
@@ -451,9 +448,5 @@ KNN_API int KNN_CALL knn_index_radius_fill_f64(const knn_index* index, const dou
 KNN_API size_t KNN_CALL knn_estimate_build_bytes_f64(int64_t n, int dim, const knn_options* opt);
 KNN_API size_t KNN_CALL knn_estimate_query_bytes_f64(int64_t m, int k, int64_t n, int dim,
                                                      const knn_options* opt);
-
-#ifdef __cplusplus
-} /* extern "C" */
-#endif
 
 #endif /* KNN_GPGPU_INDEX_H */

@@ -5,16 +5,13 @@
  * A part of knn_gpgpu.h, the one include for hosts, which includes it after
  * the index part (whose knn_options and knn_backend it takes); the general
  * rules at the top of that header hold here.
- * Include knn_gpgpu.h, not this file. */
+ * Include knn_gpgpu.h, not this file: it includes the parts inside its
+ * extern "C" block. */
 #ifndef KNN_GPGPU_QUADTREE_H
 #define KNN_GPGPU_QUADTREE_H
 
 #ifndef KNN_GPGPU_H
 #error "include knn_gpgpu.h, which includes this part"
-#endif
-
-#ifdef __cplusplus
-extern "C" {
 #endif
 
 /* =========================================================================
@@ -148,9 +145,5 @@ KNN_API int KNN_CALL knn_points_in_polygons_f64(const knn_quadtree* tree, const 
                                                 const int64_t* polygon_offsets, int64_t n_polygons,
                                                 const int64_t* out_offsets, int64_t* point_indices,
                                                 const knn_options* opt);
-
-#ifdef __cplusplus
-} /* extern "C" */
-#endif
 
 #endif /* KNN_GPGPU_QUADTREE_H */

@@ -443,6 +443,35 @@ Forwarding plan_forwarding(const knn_dindex& x, const float* queries, int64_t m,
   return f;
 }
 
+// The queries sent where plan_forwarding says (one phase named `phase`, then
+// the exchange): query_of_row names the query of each sent row, `out` is
+// the exchange (its reverse brings the answers back) and `asked` holds the
+// rows other ranks sent here. Adds the rows sent to the call's statistics.
+struct Routed {
+  std::vector<int64_t> query_of_row;
+  Exchange out;
+  std::vector<float> asked;
+};
+
+template <class SquaredBound>
+Routed route_queries(const knn_dindex& x, const char* phase, const float* queries, int64_t m,
+                     int self, const SquaredBound& within, const Deadline& deadline) {
+  Collective& c = *x.collective;
+  Routed r;
+  std::vector<int64_t> rows_to_rank;
+  std::vector<float> send;
+  c.phase(phase, deadline, [&] {
+    Forwarding f = plan_forwarding(x, queries, m, c.size(), self, within);
+    rows_to_rank = std::move(f.rows_to_rank);
+    r.query_of_row = std::move(f.query_of_row);
+    send = std::move(f.send);
+    x.stats.forwarded += static_cast<int64_t>(r.query_of_row.size());
+  });
+  r.out = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
+  r.asked = knn_mpi::exchange_rows(c, r.out, send.data(), x.dim, deadline, &x.stats.bytes_sent);
+  return r;
+}
+
 // Completes the k nearest of `m` queries held by their region's rank (rows of
 // dim floats), given the local engine's answers (ids global, k per query):
 // forwards each query to the other ranks whose boxes lie within its k-th
@@ -451,20 +480,12 @@ void complete_knn(const knn_dindex& x, const float* queries, int64_t m, int k,
                   std::vector<int64_t>& ids, std::vector<float>& dists, const Deadline& deadline,
                   PhaseClock& clock) {
   Collective& c = *x.collective;
-  int ranks = c.size(), dim = x.dim, me = c.rank();
-  std::vector<int64_t> rows_to_rank, row_order;
-  std::vector<float> send;
-  c.phase("forwarding", deadline, [&] {
-    Forwarding f =
-        plan_forwarding(x, queries, m, ranks, me, [&](int64_t i) { return dists[i * k + k - 1]; });
-    rows_to_rank = std::move(f.rows_to_rank);
-    row_order = std::move(f.query_of_row);  // send row -> query
-    send = std::move(f.send);
-    x.stats.forwarded += static_cast<int64_t>(row_order.size());
-  });
-  Exchange out = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
-  std::vector<float> asked =
-      knn_mpi::exchange_rows(c, out, send.data(), dim, deadline, &x.stats.bytes_sent);
+  Routed routed = route_queries(
+      x, "forwarding", queries, m, c.rank(), [&](int64_t i) { return dists[i * k + k - 1]; },
+      deadline);
+  const std::vector<int64_t>& row_order = routed.query_of_row;  // send row -> query
+  const Exchange& out = routed.out;
+  const std::vector<float>& asked = routed.asked;
   clock.lap(1);
 
   // Answer the queries other ranks forwarded here.
@@ -746,23 +767,17 @@ int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_l
         armed = true;
         x.stats = Stats{};
         PhaseClock clock(x.stats);
-        int dim = x.dim, ranks = c.size(), width = max_neighbors;
+        int width = max_neighbors;
 
-        // Each query to every rank whose box lies within the radius.
+        // Each query to every rank whose box lies within the radius (the
+        // statistics were reset above, so forwarded counts this call's rows).
         float sq_radius = radius * radius;
-        std::vector<int64_t> rows_to_rank, route;
-        std::vector<float> send;
-        c.phase("routing queries", deadline, [&] {
-          Forwarding f =
-              plan_forwarding(x, queries, m_local, ranks, -1, [&](int64_t) { return sq_radius; });
-          rows_to_rank = std::move(f.rows_to_rank);
-          route = std::move(f.query_of_row);
-          send = std::move(f.send);
-          x.stats.forwarded = static_cast<int64_t>(route.size());
-        });
-        Exchange out = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
-        std::vector<float> asked =
-            knn_mpi::exchange_rows(c, out, send.data(), dim, deadline, &x.stats.bytes_sent);
+        Routed routed = route_queries(
+            x, "routing queries", queries, m_local, -1, [&](int64_t) { return sq_radius; },
+            deadline);
+        const std::vector<int64_t>& route = routed.query_of_row;
+        const Exchange& out = routed.out;
+        const std::vector<float>& asked = routed.asked;
         clock.lap(0);
 
         std::vector<int64_t> ids;

@@ -289,7 +289,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
                                                      const IndexParams& params) {
   const int threads = team_size(params.threads);
   const volatile int* cancel = cancel_flag();
-  const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
+  const int target = grid_points_per_cell(params.leaf_size);
   Scalar lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   if (n > 0) {
     for (int a = 0; a < 3; ++a) {

@@ -99,10 +99,7 @@ template <typename Scalar>
 class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  public:
   KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
-      : n_(n),
-        dim_(dim),
-        leaf_size_(params.leaf_size > 0 ? params.leaf_size
-                                        : kdtree_default_leaf_size(dim, LeafSizeFor::kCpu)) {
+      : n_(n), dim_(dim), leaf_size_(kdtree_leaf_size(params.leaf_size, dim, LeafSizeFor::kCpu)) {
     build(points, team_size(params.threads), cancel_flag());
   }
 

@@ -50,10 +50,9 @@ int classic_leaf_size(int k) {
 }
 
 ClassicEngine classic_engine(const cuda::DeviceTree& uploaded, const Point* queries, int64_t m,
-                             int k, size_t budget, bool try_grid) {
+                             int k, size_t budget) {
   const int64_t n = uploaded.size();
-  if (try_grid && grid_may_serve(k, n) &&
-      cuda::index_memory::classic_grid_query_bytes(m, k, n) <= budget) {
+  if (grid_may_serve(k, n) && cuda::index_memory::classic_grid_query_bytes(m, k, n) <= budget) {
     IndexParams params;  // the grid's default cell size, refined for surfaces, as AUTO's
     params.refine_grid = true;
     params.refuse_curves = true;

@@ -37,11 +37,10 @@ struct ClassicEngine {
 };
 
 // The engine of the tree's points that serves m queries with k neighbours
-// within `budget` device bytes. With `try_grid`, the grid where it serves
-// (the upload goes before the grid answers: classic_grid_query_bytes), else
-// the kd-tree.
+// within `budget` device bytes: the grid where it serves (the upload goes
+// before the grid answers: classic_grid_query_bytes), else the kd-tree.
 ClassicEngine classic_engine(const cuda::DeviceTree& uploaded, const Point* queries, int64_t m,
-                             int k, size_t budget, bool try_grid);
+                             int k, size_t budget);
 
 // The rows of the queries `source` hands out (all m where it is null), on
 // the current device, within `budget` less what the engine keeps there.

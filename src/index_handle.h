@@ -46,38 +46,31 @@ struct knn_index {
   // The engine of precision Scalar, or NULL when the index holds the other.
   template <typename Scalar>
   const knn::BasicIndexEngine<Scalar>* engine() const {
-    if constexpr (std::is_same_v<Scalar, double>)
-      return engine64.get();
-    else
-      return engine32.get();
+    return of_precision<Scalar>(engine32, engine64).get();
   }
   template <typename Scalar>
   void set_engine(std::unique_ptr<knn::BasicIndexEngine<Scalar>> e) {
-    if constexpr (std::is_same_v<Scalar, double>)
-      engine64 = std::move(e);
-    else
-      engine32 = std::move(e);
+    of_precision<Scalar>(engine32, engine64) = std::move(e);
   }
   template <typename Scalar>
   const knn::BasicLazyKdTree<Scalar>& lazy_kdtree() const {
-    if constexpr (std::is_same_v<Scalar, double>)
-      return kdtree64;
-    else
-      return kdtree32;
+    return of_precision<Scalar>(kdtree32, kdtree64);
   }
   template <typename Scalar>
   const knn::BasicDeviceReplicas<Scalar>& replicas() const {
-    if constexpr (std::is_same_v<Scalar, double>)
-      return replicas64;
-    else
-      return replicas32;
+    return of_precision<Scalar>(replicas32, replicas64);
   }
   template <typename Scalar>
   knn::BasicDeviceReplicas<Scalar>& replicas() {
+    return of_precision<Scalar>(replicas32, replicas64);
+  }
+  // Of a member pair of each precision, the one of precision Scalar.
+  template <typename Scalar, typename Float, typename Double>
+  static decltype(auto) of_precision(Float& of_float, Double& of_double) {
     if constexpr (std::is_same_v<Scalar, double>)
-      return replicas64;
+      return (of_double);
     else
-      return replicas32;
+      return (of_float);
   }
   // The precision-free facts, from whichever engine is set.
   int64_t size() const { return engine64 ? engine64->size() : engine32->size(); }

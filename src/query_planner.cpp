@@ -184,7 +184,7 @@ void query_on_device(const Node* tree, int64_t n, const Point* queries, int64_t 
                      int32_t* result, size_t budget, bool cpu_share) {
   const ClassicEngine on = [&] {
     const cuda::DeviceTree uploaded(tree, n, 0, true);
-    return classic_engine(uploaded, queries, m, k, budget, true);
+    return classic_engine(uploaded, queries, m, k, budget);
   }();  // the upload is freed before the queries run
   cpu_share = cpu_share && on.engine->structure() == KNN_STRUCTURE_KDTREE;
   query_with_cpu_share(
@@ -229,7 +229,7 @@ void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t
       shares[s] = classic_budget() / static_cast<size_t>(listed);
       if (!device_holds(m, k, n, shares[s])) return;
       const cuda::DeviceTree uploaded(tree, n, 0, true);
-      engines[s] = classic_engine(uploaded, queries, m, k, shares[s], true);
+      engines[s] = classic_engine(uploaded, queries, m, k, shares[s]);
     });
     query_with_cpu_share(tree, n, 0, queries, m, k, result, nullptr,
                          static_cast<int>(devices.size()), cpu_share, [&](QueryPool& pool) {

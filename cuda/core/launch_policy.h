@@ -80,6 +80,12 @@ constexpr int kBinnedSortMaxWarps = 4;
 // accumulates (fewer global atomics on the segment's bins).
 constexpr int kHistogramTiles = 8;
 
+// Blocks for a grid-stride launch of kBlock threads (grid_stride_blocks).
+template <class Kernel>
+unsigned blocks_for(Kernel* kernel, int64_t items) {
+  return grid_stride_blocks(kernel, kBlock, items);
+}
+
 // Both kd-tree builds (cuda/kdtree/median_split.cuh) split large segments
 // level by level in global memory and finish a subtree in one block's shared
 // memory once its segment holds at most this many points and takes at most
