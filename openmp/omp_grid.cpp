@@ -26,6 +26,7 @@
 #include "../common/error.h"
 #include "../common/float_math.h"
 #include "../common/grid_layout.h"
+#include "../common/grid_walk.h"
 #include "../engine/cancel.h"
 #include "../engine/index_engine.h"
 #include "omp_index_support.h"

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "../../common/float_math.h"
+#include "../../common/grid_walk.h"
 #include "../../common/neighbor.h"
 #include "../core/binned_rows.cuh"
 #include "../core/float4_point.cuh"
