@@ -91,22 +91,22 @@ KNN_HD Scalar box_distance(const Scalar* q, const Scalar* lo, const Scalar* hi, 
 
 // The layout of an IEEE-754 scalar: the unsigned integer of its width, its
 // sign bit, the bits of its exponent field and the width of its mantissa.
+// The exponent field is every bit between the sign and the mantissa.
+template <typename Unsigned, int kMantissa>
+struct IeeeLayout {
+  using Bits = Unsigned;
+  static constexpr Bits kSign = Bits{1} << (8 * sizeof(Bits) - 1);
+  static constexpr Bits kExponent = kSign - (Bits{1} << kMantissa);
+  static constexpr int kMantissaBits = kMantissa;
+};
 template <typename Scalar>
 struct FloatLayout;
 template <>
-struct FloatLayout<float> {
-  using Bits = uint32_t;
-  static constexpr Bits kSign = 0x80000000u;
-  static constexpr Bits kExponent = 0x7f800000u;
-  static constexpr int kMantissaBits = 23;
-};
+struct FloatLayout<float> : IeeeLayout<uint32_t, 23> {};
 template <>
-struct FloatLayout<double> {
-  using Bits = uint64_t;
-  static constexpr Bits kSign = 0x8000000000000000ull;
-  static constexpr Bits kExponent = 0x7ff0000000000000ull;
-  static constexpr int kMantissaBits = 52;
-};
+struct FloatLayout<double> : IeeeLayout<uint64_t, 52> {};
+static_assert(FloatLayout<float>::kExponent == 0x7f800000u, "binary32's exponent field");
+static_assert(FloatLayout<double>::kExponent == 0x7ff0000000000000ull, "binary64's exponent field");
 template <typename Scalar>
 using FloatBits = typename FloatLayout<Scalar>::Bits;
 

@@ -50,4 +50,10 @@ inline int kdtree_long_list_leaf_size(int dim) {
   return dim <= 3 ? 4 * kKdTreeDefaultLeafSize : kdtree_default_leaf_size(dim, LeafSizeFor::kGpu);
 }
 
+// The leaf size a kd-tree build uses: the one asked for (IndexParams /
+// knn_options leaf_size), else the engine's default.
+inline int kdtree_leaf_size(int asked, int dim, LeafSizeFor engine) {
+  return asked > 0 ? asked : kdtree_default_leaf_size(dim, engine);
+}
+
 }  // namespace knn

@@ -31,11 +31,10 @@ void fill_missing_on_device(int32_t* indices, Scalar* sq_distances, int64_t coun
 template <typename Scalar>
 int64_t first_beyond_on_device(const Scalar* values, int64_t count, Scalar limit);
 
-// The device engines. `points` is host or device memory as
-// params.points_on_device says; the engine keeps its own copy on the device.
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar* points, int64_t n,
-                                                             int dim, const IndexParams& params);
+// The device engines (engine/index_engine.h). `points` is host or device
+// memory as params.points_on_device says; the engine keeps its own copy on
+// the device.
+KNN_DECLARE_INDEX_BUILDERS;
 // The kd-tree of the points of `source`, a CUDA engine of the current
 // device, built from a temporary device copy of them
 // (copy_points_to_device), freed on return: the points never pass through
@@ -44,14 +43,6 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar* point
 template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(
     const BasicIndexEngine<Scalar>& source, const IndexParams& params);
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar* points, int64_t n,
-                                                                  int dim,
-                                                                  const IndexParams& params);
-// dim == 3 only; nullptr when the data would make a poor grid.
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points, int64_t n,
-                                                           const IndexParams& params);
 
 }  // namespace cuda
 }  // namespace knn

@@ -106,21 +106,26 @@ class BasicIndexEngine {
 using IndexEngine = BasicIndexEngine<float>;
 using IndexEngine64 = BasicIndexEngine<double>;
 
-// The OpenMP engines, for Scalar float and double (instantiated where they
-// are defined).
+// The builders every backend offers, declared by this one macro in each
+// backend's namespace (omp below, cuda in cuda/cuda_index.h), for Scalar
+// float and double (instantiated where they are defined): the kd-tree and
+// the brute force of n points of dim scalars, and the grid (dim == 3 only),
+// which returns nullptr when the data would make a poor grid (clustered: the
+// caller falls back to the kd-tree and reports that).
+#define KNN_DECLARE_INDEX_BUILDERS                                                            \
+  template <typename Scalar>                                                                  \
+  std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(                               \
+      const Scalar* points, int64_t n, int dim, const IndexParams& params);                   \
+  template <typename Scalar>                                                                  \
+  std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(                          \
+      const Scalar* points, int64_t n, int dim, const IndexParams& params);                   \
+  template <typename Scalar>                                                                  \
+  std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points, int64_t n, \
+                                                             const IndexParams& params)
+
+// The OpenMP engines.
 namespace omp {
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar* points, int64_t n,
-                                                             int dim, const IndexParams& params);
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar* points, int64_t n,
-                                                                  int dim,
-                                                                  const IndexParams& params);
-// dim == 3 only. Returns nullptr when the data would make a poor grid
-// (clustered: the caller falls back to the kd-tree and reports that).
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points, int64_t n,
-                                                           const IndexParams& params);
+KNN_DECLARE_INDEX_BUILDERS;
 }  // namespace omp
 
 }  // namespace knn

@@ -25,6 +25,9 @@ void progress_add(knn_progress* p, int64_t units);
 void progress_finish(knn_progress* p);
 // Units done so far of the current stage (0 for NULL).
 int64_t progress_done(const knn_progress* p);
+// Resets a record being registered: done, total and sequence 0, stage
+// KNN_PROGRESS_IDLE (atomic stores). NULL does nothing.
+void progress_clear(knn_progress* p);
 // Begins the current stage again from `done` units (sequence + 1, stage and
 // total kept), for work that starts over: a device call that the CPU answers
 // again, from what the stage had done before that call.

@@ -13,14 +13,11 @@
 #include "../common/float_math.h"
 #include "../common/static_dim.h"
 #include "omp_index_support.h"
+#include "omp_tuning.h"
 
 namespace knn {
 namespace omp {
 namespace {
-
-// Queries of one parallel work item; they are taken in leaf order, so the
-// queries of a block walk the same part of the tree.
-constexpr int64_t kQueriesPerBlock = 256;
 
 // Marks a loop over the lanes of a scan block, to be vectorized across the
 // lanes. Left to itself, GCC unrolls such a short loop first and then
@@ -303,7 +300,7 @@ template <typename Scalar>
 std::unique_ptr<int64_t[]> leaf_order(const BasicSearchTree<Scalar>& t, const Scalar* queries,
                                       int64_t m, int threads) {
   std::unique_ptr<int64_t[]> order(new int64_t[static_cast<size_t>(m)]);
-  if (t.nodes.empty() || m < 2 * kQueriesPerBlock) {
+  if (t.nodes.empty() || m < 2 * kKdSearchQueriesPerBlock) {
     std::iota(order.get(), order.get() + m, int64_t{0});
     return order;
   }
@@ -393,9 +390,10 @@ void search_knn(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int6
   const std::unique_ptr<int64_t[]> order = leaf_order(tree, queries, m, team);
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
-        m, kQueriesPerBlock, team, cancel_flag(), [&] { return KnnState<Scalar>(k, tree); },
+        m, kKdSearchQueriesPerBlock, team, cancel_flag(), [&] { return KnnState<Scalar>(k, tree); },
         [&](KnnState<Scalar>& state, int64_t b) {
-          for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
+          for (int64_t i = b * kKdSearchQueriesPerBlock;
+               i < std::min(m, (b + 1) * kKdSearchQueriesPerBlock); ++i) {
             if (i + kPrefetchAhead < m) {
               const int64_t ahead = order[static_cast<size_t>(i + kPrefetchAhead)];
               prefetch_row(queries + ahead * tree.dim, tree.dim, false);
@@ -418,11 +416,12 @@ void search_knn_self(const BasicSearchTree<Scalar>& tree, int k, bool exclude_se
   const int64_t take = exclude_self ? int64_t{k} + 1 : k;
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
-        n, kQueriesPerBlock, team_size(threads), cancel_flag(),
+        n, kKdSearchQueriesPerBlock, team_size(threads), cancel_flag(),
         [&] { return KnnState<Scalar>(take, tree); },
         [&](KnnState<Scalar>& state, int64_t b) {
           // Positions are in tree order: consecutive points are neighbours.
-          for (int64_t p = b * kQueriesPerBlock; p < std::min(n, (b + 1) * kQueriesPerBlock); ++p) {
+          for (int64_t p = b * kKdSearchQueriesPerBlock;
+               p < std::min(n, (b + 1) * kKdSearchQueriesPerBlock); ++p) {
             if (p + kPrefetchAhead < n) {
               const int64_t ahead = int64_t{tree.ids[static_cast<size_t>(p + kPrefetchAhead)]} * k;
               prefetch_row(indices + ahead, k, true);
@@ -454,12 +453,13 @@ void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, i
   const int64_t row = max_neighbors;
   with_static_dim(tree.dim, [&](auto dim) {
     for_each_block(
-        m, kQueriesPerBlock, team, cancel_flag(),
+        m, kKdSearchQueriesPerBlock, team, cancel_flag(),
         [&] {
           return RadiusState{{}, WalkScratch<Scalar>(tree.dim)};
         },
         [&](RadiusState& state, int64_t b) {
-          for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
+          for (int64_t i = b * kKdSearchQueriesPerBlock;
+               i < std::min(m, (b + 1) * kKdSearchQueriesPerBlock); ++i) {
             if (i + kPrefetchAhead < m)
               prefetch_row(queries + order[static_cast<size_t>(i + kPrefetchAhead)] * tree.dim,
                            tree.dim, false);

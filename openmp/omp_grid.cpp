@@ -26,15 +26,15 @@
 #include "../common/error.h"
 #include "../common/float_math.h"
 #include "../common/grid_layout.h"
+#include "../common/grid_walk.h"
 #include "../engine/cancel.h"
 #include "../engine/index_engine.h"
 #include "omp_index_support.h"
+#include "omp_tuning.h"
 
 namespace knn {
 namespace omp {
 namespace {
-
-constexpr int64_t kQueriesPerBlock = 256;
 
 // Positions 0..count-1 ordered by key (stable) by a counting sort over the
 // cells, and with starts != nullptr the first position of every key (cells +
@@ -144,9 +144,10 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     const std::vector<int64_t> order =
         query_order(cell_keys(grid_, queries, m, threads, cancel), grid_.cell_count(), cancel);
     for_each_block(
-        m, kQueriesPerBlock, threads, cancel, [&] { return List(k, n_); },
+        m, kGridQueriesPerBlock, threads, cancel, [&] { return List(k, n_); },
         [&](List& list, int64_t b) {
-          for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
+          for (int64_t i = b * kGridQueriesPerBlock;
+               i < std::min(m, (b + 1) * kGridQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
             nearest(queries + 3 * q, k, list);
             list.write(k, -1, indices + q * k, sq_distances ? sq_distances + q * k : nullptr);
@@ -159,11 +160,11 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
                 const CallParams& call) const override {
     const int take = exclude_self ? k + 1 : k;
     for_each_block(
-        n_, kQueriesPerBlock, team_size(call.threads), cancel_flag(),
+        n_, kGridQueriesPerBlock, team_size(call.threads), cancel_flag(),
         [&] { return List(take, n_); },
         [&](List& list, int64_t b) {
-          for (int64_t p = b * kQueriesPerBlock; p < std::min(n_, (b + 1) * kQueriesPerBlock);
-               ++p) {
+          for (int64_t p = b * kGridQueriesPerBlock;
+               p < std::min(n_, (b + 1) * kGridQueriesPerBlock); ++p) {
             const int64_t self = ids_[static_cast<size_t>(p)];
             nearest(&coords_[static_cast<size_t>(3 * p)], take, list);
             list.write(k, exclude_self ? static_cast<int32_t>(self) : -1, indices + self * k,
@@ -181,9 +182,10 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
         query_order(cell_keys(grid_, queries, m, threads, cancel), grid_.cell_count(), cancel);
     const int64_t row = max_neighbors;
     for_each_block(
-        m, kQueriesPerBlock, threads, cancel, [] { return std::vector<Entry>(); },
+        m, kGridQueriesPerBlock, threads, cancel, [] { return std::vector<Entry>(); },
         [&](std::vector<Entry>& found, int64_t b) {
-          for (int64_t i = b * kQueriesPerBlock; i < std::min(m, (b + 1) * kQueriesPerBlock); ++i) {
+          for (int64_t i = b * kGridQueriesPerBlock;
+               i < std::min(m, (b + 1) * kGridQueriesPerBlock); ++i) {
             const int64_t q = order[static_cast<size_t>(i)];
             found.clear();
             within(queries + 3 * q, r2, found);
@@ -288,7 +290,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
                                                      const IndexParams& params) {
   const int threads = team_size(params.threads);
   const volatile int* cancel = cancel_flag();
-  const int target = params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
+  const int target = grid_points_per_cell(params.leaf_size);
   Scalar lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   if (n > 0) {
     for (int a = 0; a < 3; ++a) {

@@ -10,14 +10,11 @@
 #include "../engine/index_engine.h"
 #include "../include/knn_gpgpu.h"
 #include "omp_index_support.h"
+#include "omp_tuning.h"
 
 namespace knn {
 namespace omp {
 namespace {
-
-constexpr int64_t kQueriesPerBlock = 32;
-// Bytes of points per cache block (128 KiB: a typical L2 share per core).
-constexpr int64_t kPointBytesPerBlock = 128 * 1024;
 
 template <typename Scalar>
 class BruteForceIndex final : public BasicIndexEngine<Scalar> {
@@ -56,10 +53,11 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
     const int64_t row = max_neighbors;
     using Found = std::vector<std::vector<Entry>>;
     for_each_block(
-        m, kQueriesPerBlock, team_size(call.threads), cancel_flag(),
-        [] { return Found(static_cast<size_t>(kQueriesPerBlock)); },
+        m, kBruteForceQueriesPerBlock, team_size(call.threads), cancel_flag(),
+        [] { return Found(static_cast<size_t>(kBruteForceQueriesPerBlock)); },
         [&](Found& found, int64_t b) {
-          const int64_t first = b * kQueriesPerBlock, last = std::min(m, first + kQueriesPerBlock);
+          const int64_t first = b * kBruteForceQueriesPerBlock,
+                        last = std::min(m, first + kBruteForceQueriesPerBlock);
           for (auto& f : found) f.clear();
           std::vector<int64_t> count(static_cast<size_t>(last - first), 0);
           for_each_point_block([&](int64_t begin, int64_t end) {
@@ -103,10 +101,11 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
     using List = BasicNeighborList<Scalar>;
     using Lists = std::vector<List>;
     for_each_block(
-        m, kQueriesPerBlock, team_size(call.threads), cancel_flag(),
-        [&] { return Lists(static_cast<size_t>(kQueriesPerBlock), List(take, n_)); },
+        m, kBruteForceQueriesPerBlock, team_size(call.threads), cancel_flag(),
+        [&] { return Lists(static_cast<size_t>(kBruteForceQueriesPerBlock), List(take, n_)); },
         [&](Lists& lists, int64_t b) {
-          const int64_t first = b * kQueriesPerBlock, last = std::min(m, first + kQueriesPerBlock);
+          const int64_t first = b * kBruteForceQueriesPerBlock,
+                        last = std::min(m, first + kBruteForceQueriesPerBlock);
           for (auto& list : lists) list.reset();
           for_each_point_block([&](int64_t begin, int64_t end) {
             for (int64_t q = first; q < last; ++q) {

@@ -49,22 +49,13 @@
 #include "../include/knn_gpgpu.h"
 #include "kd_search.h"
 #include "omp_index_support.h"
+#include "omp_tuning.h"
 #include "select_rank.h"
 #include "wait_for_flag.h"
 
 namespace knn {
 namespace omp {
 namespace {
-
-// Subtrees of at most this many points are built by one work item (one
-// cancel check and one progress report each).
-constexpr int64_t kTaskPoints = 16384;
-
-// Nodes of more than this many points run their passes over chunks of
-// kChunkPoints points, one work item per chunk, so that the first levels,
-// where there are fewer nodes than threads, use every thread too.
-constexpr int64_t kChunkedNodePoints = 131072;
-constexpr int64_t kChunkPoints = 32768;
 
 // A point's place in the order of one coordinate: (coordinate, original
 // index), with -0 and +0 one value (inputs are finite). Float coordinates and
@@ -108,10 +99,7 @@ template <typename Scalar>
 class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  public:
   KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
-      : n_(n),
-        dim_(dim),
-        leaf_size_(params.leaf_size > 0 ? params.leaf_size
-                                        : kdtree_default_leaf_size(dim, LeafSizeFor::kCpu)) {
+      : n_(n), dim_(dim), leaf_size_(kdtree_leaf_size(params.leaf_size, dim, LeafSizeFor::kCpu)) {
     build(points, team_size(params.threads), cancel_flag());
   }
 

@@ -17,6 +17,7 @@
 
 #include "../engine/cancel.h"
 #include "omp_engine.h"
+#include "omp_tuning.h"
 #include "select_rank.h"
 #include "wait_for_flag.h"
 
@@ -28,10 +29,6 @@ struct Item {
   float p[3];
   int32_t id;
 };
-
-// Subtrees of at most this many points are built by the work item that
-// reaches them.
-constexpr int64_t kTaskCutoff = 16384;
 
 // The caller's cancel flag, polled before every large node (a cancelled
 // build skips the rest, small subtrees too: exceptions cannot leave the

@@ -40,25 +40,12 @@
 #include "../common/first_index.h"
 #include "kd_search.h"
 #include "omp_engine.h"
+#include "omp_tuning.h"
 #include "thread_scratch.h"
 
 namespace knn {
 namespace omp {
 namespace {
-
-// Buckets of 2^5 - 1 = 31 nodes (about 32 points with those pushed down):
-// as long as a leaf of the index kd-tree (and of nanoflann at its best),
-// short enough to scan. Measured on a shared 2-core AMD EPYC (mpQueryAll,
-// 1 thread, n = 10^6 uniform, 2 * 10^5 queries, best of 3 in each of two
-// alternating rounds, ms at k = 8 / k = 100): 4 levels (15 nodes) 262, 265
-// / 1545, 1541; 5 (31) 248, 248 / 1554, 1488; 6 (63) 252, 258 / 1548,
-// 1521 (with inner nodes that held their split point: 3 levels 512, 506 /
-// 3222, 3323; 4 460, 473 / 3096, 3051; 5 452, 448 / 3025, 3019; 6 466,
-// 459 / 3000, 3036). Shallower buckets put more inner nodes on every path;
-// deeper ones scan more points per bucket. One depth serves every k.
-constexpr int kBucketLevels = 5;
-constexpr int kBucketNodes = (1 << kBucketLevels) - 1;
-constexpr int kChunkBuckets = 64;
 
 struct Box {
   float lo[3], hi[3];

@@ -34,13 +34,11 @@
 #include "../engine/cancel.h"
 #include "../engine/quadtree_engine.h"
 #include "../include/knn_gpgpu.h"
+#include "omp_tuning.h"
 
 namespace knn {
 namespace omp {
 namespace {
-
-// Measured with bench_pip_cpu (uniform points, rectangles and 100-gons).
-constexpr int kDefaultLeafCapacity = 64;
 
 template <class T>
 struct Box {
@@ -232,7 +230,7 @@ class OmpQuadtree final : public QuadtreeEngine {
 template <class P>
 OmpQuadtree<P>::OmpQuadtree(const P* xy, int64_t n, const QuadtreeParams& params)
     : n_(n),
-      leaf_capacity_(params.leaf_capacity > 0 ? params.leaf_capacity : kDefaultLeafCapacity) {
+      leaf_capacity_(params.leaf_capacity > 0 ? params.leaf_capacity : kQuadtreeLeafCapacity) {
   if (n == 0) return;
   const int threads = team_size(params.threads);
   const volatile int* cancel = cancel_flag();

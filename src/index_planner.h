@@ -76,7 +76,7 @@ constexpr int kGpuGridMaxLeadingK = cuda::kMaxBinnedTake;
 // Nor does the grid lead for many queries away from the points (inside a
 // scanned object, off a surface): for a query with no point in the 3 x 3
 // x 3 cells around its own the grid may walk row after row of empty cells
-// and then scan all n points (common/grid_layout.h, walk_shells), where the
+// and then scan all n points (common/grid_walk.h, walk_shells), where the
 // kd-tree descends to it. So a kNN call whose sampled queries
 // (share_of_isolated_queries) make share x n above this is served by the
 // kd-tree. H100, 10^6 points on a

@@ -6,8 +6,8 @@
 #       exported (linker-defined markers such as _init/_fini/_edata/_end/
 #       __bss_start and version-node names are ignored).
 #   MODE=header   HEADER=<knn_gpgpu.h> SYMBOLS=<abi_symbols.txt>
-#       Every function the header (and the knn_gpgpu_*.h headers it includes)
-#       declares with KNN_API ... KNN_CALL is in
+#       Every function the header and its parts (KNN_HEADER_PARTS, next to
+#       it) declare with KNN_API ... KNN_CALL is in
 #       abi_symbols.txt and every name there is declared, so the list that the
 #       dlopen test and the export check use cannot fall behind the header.
 
@@ -89,15 +89,17 @@ if(MODE STREQUAL "exports")
   list(LENGTH exported count)
   message(STATUS "${count} exported symbols, exactly abi_symbols.txt")
 elseif(MODE STREQUAL "header")
-  file(READ "${HEADER}" text)
-  # The headers it includes from its own folder (knn_gpgpu_mesh.h) declare
-  # functions of the same library.
+  # The parts knn_gpgpu.h includes.
+  set(KNN_HEADER_PARTS knn_gpgpu_classic.h knn_gpgpu_index.h knn_gpgpu_quadtree.h
+      knn_gpgpu_mesh.h)
   get_filename_component(header_dir "${HEADER}" DIRECTORY)
-  string(REGEX MATCHALL "#include \"knn_gpgpu_[A-Za-z0-9_]+\\.h\"" includes "${text}")
-  foreach(include IN LISTS includes)
-    string(REGEX REPLACE "#include \"(.*)\"" "\\1" included "${include}")
-    file(READ "${header_dir}/${included}" included_text)
-    string(APPEND text "\n${included_text}")
+  file(READ "${HEADER}" text)
+  foreach(part IN LISTS KNN_HEADER_PARTS)
+    if(NOT EXISTS "${header_dir}/${part}")
+      message(FATAL_ERROR "${header_dir}/${part} is missing")
+    endif()
+    file(READ "${header_dir}/${part}" part_text)
+    string(APPEND text "${part_text}")
   endforeach()
   # Drop comments so that prose cannot look like a declaration.
   string(REGEX REPLACE "/\\*([^*]|\\*+[^*/])*\\*+/" "" text "${text}")

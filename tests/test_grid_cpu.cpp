@@ -16,6 +16,7 @@
 
 #include "../common/float_math.h"
 #include "../common/grid_layout.h"
+#include "../common/grid_walk.h"
 #include "grid_test_support.h"
 #include "test_data.h"
 #include "timing.h"

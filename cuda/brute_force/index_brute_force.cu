@@ -30,7 +30,7 @@ using index_memory::kBruteRegisterK;
 // 16 KB shared tile (as many whole rows as fit: 4096 floats or 2048
 // doubles), loaded coalesced because a run of rows is one contiguous run of
 // scalars.
-constexpr int kThreadBlock = 128;
+using Policy = BruteForcePolicy;
 constexpr int kTileBytes = 16384;
 template <typename Scalar>
 constexpr int kTileScalars = kTileBytes / static_cast<int>(sizeof(Scalar));
@@ -39,9 +39,6 @@ constexpr int kDistanceBatch = 4;
 // the query once from global memory (chunked_distances), and those reads,
 // one row per lane, cost the cache 32 times an ordinary load.
 constexpr int kChunkedBatch = 16;
-// Warp search: up to this many queries (warps) per block, as shared memory allows.
-constexpr int kWarpsPerBlock = 4;
-constexpr int kMergeBlock = 256;
 
 // Everything a scan kernel needs (passed by value).
 template <typename Scalar>
@@ -202,11 +199,11 @@ __device__ void chunked_distances(const Scalar* q_row, const Scalar* rows, int d
 // time, the query in registers; DIM == 0: any dimension, the query read in
 // chunks (chunked_distances).
 template <typename Scalar, int DIM, class List>
-__global__ void __launch_bounds__(kThreadBlock) scan_thread_per_query(ScanArgs<Scalar> a) {
+__global__ void __launch_bounds__(Policy::kThreads) scan_thread_per_query(ScanArgs<Scalar> a) {
   constexpr int kTile = kTileScalars<Scalar>;
   __shared__ __align__(16) Scalar tile[kTile];
   const int dim = DIM > 0 ? DIM : a.points.dim;
-  const int64_t query = blockIdx.x * int64_t{kThreadBlock} + threadIdx.x;
+  const int64_t query = blockIdx.x * int64_t{Policy::kThreads} + threadIdx.x;
   const bool active = query < a.m;
   const Scalar* q_row = a.queries + (active ? query : 0) * dim;
   Scalar q[DIM > 0 ? DIM : 1];
@@ -225,7 +222,7 @@ __global__ void __launch_bounds__(kThreadBlock) scan_thread_per_query(ScanArgs<S
     const int rows = static_cast<int>(min(int64_t{rows_per_tile}, range.end - t0));
     const Scalar* src = a.points.rows + t0 * dim;
     __syncthreads();  // the previous tile is no longer read
-    for (int i = threadIdx.x; i < rows * dim; i += kThreadBlock) tile[i] = src[i];
+    for (int i = threadIdx.x; i < rows * dim; i += Policy::kThreads) tile[i] = src[i];
     __syncthreads();
     if (!active) continue;
     auto distance = [&](int j) {
@@ -359,8 +356,8 @@ __global__ void write_merged_rows(const BasicNeighbor<Scalar>* merged, const int
 
 template <int DIM, class List, typename Scalar>
 void launch_thread_scan(const ScanArgs<Scalar>& a, cudaStream_t stream) {
-  const dim3 grid(grid_for(a.m, kThreadBlock), static_cast<unsigned>(a.splits));
-  scan_thread_per_query<Scalar, DIM, List><<<grid, kThreadBlock, 0, stream>>>(a);
+  const dim3 grid(grid_for(a.m, Policy::kThreads), static_cast<unsigned>(a.splits));
+  scan_thread_per_query<Scalar, DIM, List><<<grid, Policy::kThreads, 0, stream>>>(a);
   check_launch("scan_thread_per_query");
 }
 
@@ -376,7 +373,7 @@ void launch_warp_scan(const ScanArgs<Scalar>& a, cudaStream_t stream) {
   const size_t shared_limit = allow_all_dynamic_shared(
       scan_warp_per_query<Scalar>, "cudaFuncSetAttribute (brute-force warp scan)");
   const size_t per_warp = WarpList<Scalar>::bytes(a.list_k);
-  const int warps = static_cast<int>(std::min<size_t>(kWarpsPerBlock, shared_limit / per_warp));
+  const int warps = static_cast<int>(std::min<size_t>(Policy::kMaxWarps, shared_limit / per_warp));
   if (warps == 0)
     fail(KNN_ERR_UNSUPPORTED,
          format("this GPU's shared memory cannot hold a k-list of %d neighbours", a.list_k));
@@ -397,7 +394,7 @@ void launch_scan(const ScanArgs<Scalar>& a, cudaStream_t stream) {
   launch_warp_scan(a, stream);
 }
 
-unsigned merge_blocks(int64_t threads) { return grid_for(threads, kMergeBlock); }
+unsigned merge_blocks(int64_t threads) { return grid_for(threads, Policy::kMergeThreads); }
 
 }  // namespace
 
@@ -449,15 +446,16 @@ void brute_force_search(const BruteForcePoints<Scalar>& points, const Scalar* qu
   if (list_k > 0) {
     while (lists > 1) {
       const int64_t pairs = (lists + 1) / 2;
-      merge_pairs<Scalar><<<merge_blocks(m * pairs * 2 * list_k), kMergeBlock, 0, stream>>>(
-          from, lists, list_k, m, to);
+      merge_pairs<Scalar>
+          <<<merge_blocks(m * pairs * 2 * list_k), Policy::kMergeThreads, 0, stream>>>(
+              from, lists, list_k, m, to);
       check_launch("merge_pairs");
       std::swap(from, to);
       lists = pairs;
     }
   }
   write_merged_rows<Scalar>
-      <<<merge_blocks(m * std::max(request.row_width, 1)), kMergeBlock, 0, stream>>>(
+      <<<merge_blocks(m * std::max(request.row_width, 1)), Policy::kMergeThreads, 0, stream>>>(
           from, scratch.counts(), splits, list_k, m, a);
   check_launch("write_merged_rows");
 }

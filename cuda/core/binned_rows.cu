@@ -18,8 +18,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kSortWarps = 4;
-
 __device__ uint64_t shuffle_xor(uint64_t e, int mask) {
   return __shfl_xor_sync(kFullMask, e, mask);
 }
@@ -163,8 +161,8 @@ void sort_binned_rows(const BinnedRows<Scalar>& rows, const uint32_t* order, int
   if (count <= 0) return;
   using Entry = typename NeighborKey<Scalar>::Type;
   const size_t per_warp = sizeof(Entry) * static_cast<size_t>(rows.capacity);
-  const int warps = static_cast<int>(
-      std::max<size_t>(1, std::min<size_t>(kSortWarps, kMinSharedBytesPerBlock / per_warp)));
+  const int warps = static_cast<int>(std::max<size_t>(
+      1, std::min<size_t>(kBinnedSortMaxWarps, kMinSharedBytesPerBlock / per_warp)));
   const SortArgs<Scalar> a{rows, order, count, k, take, self_first, indices, sq_distances};
   sort_binned_rows_kernel<Scalar>
       <<<grid_for(count, warps), 32 * warps, per_warp * warps, stream>>>(a);

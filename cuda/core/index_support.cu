@@ -16,14 +16,9 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kBlock = 256;
-
 // Both kernels are grid-stride loops whose result does not depend on the
-// grid size (a fill, and the smallest failing index by atomicMin).
-template <class Kernel>
-unsigned blocks_for(Kernel* kernel, int64_t items) {
-  return grid_stride_blocks(kernel, kBlock, items);
-}
+// grid size (a fill, and the smallest failing index by atomicMin): launched
+// with blocks_for (launch_policy.h).
 
 // Makes the device that holds p current for its lifetime (the caller's
 // current device may be another: arrays of several devices per call), and

@@ -44,6 +44,48 @@ unsigned grid_stride_blocks(Kernel* kernel, int block, int64_t items) {
   return grid_stride_blocks(reinterpret_cast<const void*>(kernel), block, items);
 }
 
+// ---- Block sizes: every kernel launch's threads come from here -------------
+// Per-item kernels of every structure (keys, gathers, scatters, fills,
+// counts, the median split's passes, the quadtree's build and pair walks):
+// 8 warps. The median split's digit histogram runs one thread per bin of a
+// 256-bin digit (median_split.cuh asserts it).
+constexpr int kBlock = 256;
+constexpr int kBlockWarps = kBlock / 32;
+
+// The searches of each structure: kThreads per block where each thread
+// answers a query (its list in registers or shared memory), and at most
+// kMaxWarps warps per block where each warp answers one (WarpList: fewer
+// where the block's shared memory holds fewer lists). The kd-tree's thread
+// search also asks the compiler for a number of resident blocks
+// (search_min_blocks, cuda/kdtree/index_kdtree_search.cu), measured with
+// these 128 threads.
+struct KdTreeSearchPolicy {
+  static constexpr int kThreads = 128;
+  static constexpr int kMaxWarps = 4;
+};
+struct BruteForcePolicy {
+  static constexpr int kThreads = 128;
+  static constexpr int kMaxWarps = 4;
+  // The pairwise merge of the parts' sorted lists: a thread per entry.
+  static constexpr int kMergeThreads = 256;
+};
+struct GridSearchPolicy {
+  static constexpr int kThreads = 128;
+  static constexpr int kMaxWarps = 4;
+};
+// The sort of binned rows (cuda/core/binned_rows.cu): a warp per row, at most
+// this many per block, fewer where shared memory holds fewer rows.
+constexpr int kBinnedSortMaxWarps = 4;
+// The median split: tiles of a segment whose digit histogram one block
+// accumulates (fewer global atomics on the segment's bins).
+constexpr int kHistogramTiles = 8;
+
+// Blocks for a grid-stride launch of kBlock threads (grid_stride_blocks).
+template <class Kernel>
+unsigned blocks_for(Kernel* kernel, int64_t items) {
+  return grid_stride_blocks(kernel, kBlock, items);
+}
+
 // Both kd-tree builds (cuda/kdtree/median_split.cuh) split large segments
 // level by level in global memory and finish a subtree in one block's shared
 // memory once its segment holds at most this many points and takes at most

@@ -60,14 +60,9 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kBlock = 256;
-
 // Every kernel here is a grid-stride loop whose result does not depend on
-// the grid size (the reductions are exact: min, max, integer sums).
-template <class Kernel>
-unsigned blocks_for(Kernel* kernel, int64_t items) {
-  return grid_stride_blocks(kernel, kBlock, items);
-}
+// the grid size (the reductions are exact: min, max, integer sums):
+// launched with blocks_for (launch_policy.h).
 
 // bounds[0..2]: smallest key per axis, bounds[3..5]: largest.
 template <typename Scalar>
@@ -477,9 +472,7 @@ void require_grid_build_fits(int64_t n, const IndexParams& params) {
       format("building a CUDA grid of %lld points", static_cast<long long>(n)));
 }
 
-int grid_target(const IndexParams& params) {
-  return params.leaf_size > 0 ? params.leaf_size : kGridDefaultPointsPerCell;
-}
+int grid_target(const IndexParams& params) { return grid_points_per_cell(params.leaf_size); }
 
 // The index over a grid build's result; nullptr when the data made no grid.
 template <typename Scalar>

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "../../common/float_math.h"
+#include "../../common/grid_walk.h"
 #include "../../common/neighbor.h"
 #include "../core/binned_rows.cuh"
 #include "../core/float4_point.cuh"
@@ -20,8 +21,7 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kThreadBlock = 128;
-constexpr int kMaxWarpsPerBlock = 4;
+using Policy = GridSearchPolicy;
 // Dynamic shared memory a block gets without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
@@ -42,7 +42,7 @@ __global__ void query_keys_kernel(BasicGridLayout<Scalar> layout, const Scalar* 
 template <typename Scalar>
 const uint32_t* queries_in_cell_order(const GridView<Scalar>& grid, const Scalar* queries,
                                       int64_t count, GridSearchScratch& s, cudaStream_t stream) {
-  query_keys_kernel<Scalar><<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
+  query_keys_kernel<Scalar><<<grid_for(count, Policy::kThreads), Policy::kThreads, 0, stream>>>(
       grid.layout, queries, count, s.keys[0].get(), s.order[0].get(), s.handed_over_count.get());
   check_launch("grid query keys");
   cub::DoubleBuffer<uint32_t> keys(s.keys[0].get(), s.keys[1].get());
@@ -391,7 +391,7 @@ void launch_warp_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_
                      cudaStream_t stream) {
   const size_t warp_bytes = WarpList<Scalar>::bytes(take);
   const int warps =
-      static_cast<int>(std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, kMaxWarpsPerBlock));
+      static_cast<int>(std::clamp<size_t>(kDefaultSharedBytes / warp_bytes, 1, Policy::kMaxWarps));
   const size_t shared = warp_bytes * static_cast<size_t>(warps);
   if (shared > kDefaultSharedBytes)
     allow_all_dynamic_shared(knn_warp_kernel<Scalar>, "cudaFuncSetAttribute (grid warp search)");
@@ -407,7 +407,7 @@ void launch_warp_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_
 // gets (0: the lists do not fit; the warp search serves).
 template <typename Scalar>
 int thread_heap_block(int take) {
-  return shared_heap_threads<Scalar>(knn_thread_kernel<Scalar, kSharedK>, take, kThreadBlock,
+  return shared_heap_threads<Scalar>(knn_thread_kernel<Scalar, kSharedK>, take, Policy::kThreads,
                                      "cudaFuncSetAttribute (grid thread search)");
 }
 
@@ -419,7 +419,7 @@ template <int K, typename Scalar>
 void launch_thread_knn(const GridView<Scalar>& grid, const Scalar* queries, int64_t count,
                        const uint32_t* order, int k, int take, int64_t self_first, int32_t* indices,
                        Scalar* sq_distances, GridSearchScratch& s, cudaStream_t stream,
-                       int threads = kThreadBlock) {
+                       int threads = Policy::kThreads) {
   BinnedRows<Scalar> rows{nullptr, nullptr, 0};
   size_t shared = 0;
   if constexpr (K == kSharedK) shared = SharedHeapList<Scalar>::bytes(take, threads);
@@ -500,7 +500,7 @@ void grid_radius(const GridView<Scalar>& grid, const Scalar* queries, int64_t co
                  GridSearchScratch& scratch, cudaStream_t stream) {
   if (count <= 0) return;
   const uint32_t* order = queries_in_cell_order(grid, queries, count, scratch, stream);
-  radius_kernel<Scalar><<<grid_for(count, kThreadBlock), kThreadBlock, 0, stream>>>(
+  radius_kernel<Scalar><<<grid_for(count, Policy::kThreads), Policy::kThreads, 0, stream>>>(
       grid, queries, count, order, r2, max_neighbors, indices, sq_distances, counts);
   check_launch("grid radius");
 }
@@ -512,8 +512,9 @@ int64_t count_isolated_queries(const GridView<Scalar>& grid, const Scalar* queri
   unsigned long long isolated = 0;
   DeviceBuffer<unsigned long long> device_isolated(1);
   check(cudaMemsetAsync(device_isolated.get(), 0, sizeof isolated, stream), "grid placement");
-  isolated_queries_kernel<Scalar><<<grid_for(sample, kThreadBlock), kThreadBlock, 0, stream>>>(
-      grid, queries, count, sample, device_isolated.get());
+  isolated_queries_kernel<Scalar>
+      <<<grid_for(sample, Policy::kThreads), Policy::kThreads, 0, stream>>>(
+          grid, queries, count, sample, device_isolated.get());
   check_launch("grid placement");
   check(cudaMemcpyAsync(&isolated, device_isolated.get(), sizeof isolated, cudaMemcpyDeviceToHost,
                         stream),

@@ -17,8 +17,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kBlock = 256;
-
 // The device side of the tree check (common/kdtree_layout.h): the smallest
 // node failing its field or order checks, the smallest node repeating an
 // earlier node's id, and per id the first node carrying it. Null first_bad:

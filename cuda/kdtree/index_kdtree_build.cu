@@ -92,7 +92,6 @@ __global__ void inner_min_ids(int level, int32_t* min_ids) {
 
 template <typename Scalar>
 void fill_min_ids(const BucketTree<Scalar>& t, int32_t* min_ids, cudaStream_t stream) {
-  constexpr int kBlock = 256;
   const int64_t leaves = int64_t{1} << t.levels;
   leaf_min_ids<Scalar><<<grid_for(leaves, kBlock), kBlock, 0, stream>>>(t.view(), min_ids);
   check_launch("leaf_min_ids");

@@ -73,7 +73,7 @@ class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
       fail(KNN_ERR_INVALID_ARGUMENT,
            format("the CUDA kd-tree indexes up to 2^31-1 points (int32 indices), got n = %lld",
                   static_cast<long long>(n)));
-    const int leaf_size = params.leaf_size > 0 ? params.leaf_size : kdtree_default_leaf_size(dim);
+    const int leaf_size = kdtree_leaf_size(params.leaf_size, dim, LeafSizeFor::kGpu);
     const size_t build_bytes = kdtree_build_bytes(n, dim, leaf_size, sizeof(Scalar));
     require_build_within_limit(
         device_budget(params.device_memory_limit),

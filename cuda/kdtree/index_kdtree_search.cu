@@ -37,9 +37,7 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kBlock = 256;
-constexpr int kSearchBlock = 128;
-constexpr int kWarpsPerBlock = 4;
+using Policy = KdTreeSearchPolicy;
 
 // A query's coordinates: in registers when DIM is known at compile time,
 // else read through the cache from the query array. lane_coords(from, lanes)
@@ -357,7 +355,7 @@ __device__ void thread_query(const KernelArgs<Scalar>& a, int32_t qi, uint32_t h
   }
 }
 
-// Blocks of kSearchBlock threads per SM that the search of lists of K asks
+// Blocks of Policy::kThreads threads per SM that the search of lists of K asks
 // the compiler to fit. The search is bound by latency, not issue: the lists
 // that take turns are held to 80 registers (6 blocks, 37.5 % occupancy, from
 // 104 registers and 25 %), and the warps gained outweigh the few spills
@@ -379,11 +377,11 @@ constexpr int search_min_blocks = TakesTurns<ThreadList<Scalar, K>>::value
 constexpr int kSharedHeapK = -1;
 
 template <typename Scalar, int DIM, int K>
-__global__ void __launch_bounds__(kSearchBlock, search_min_blocks<Scalar, K>)
+__global__ void __launch_bounds__(Policy::kThreads, search_min_blocks<Scalar, K>)
     search_thread_lists(KernelArgs<Scalar> a) {
   // The published queries of the turns (QueryPoint::publish).
   constexpr int kWarpFloats = TakesTurns<ThreadList<Scalar, K>>::value ? 32 * DIM : 0;
-  __shared__ Scalar query_rows[std::max(1, kSearchBlock / 32 * kWarpFloats)];
+  __shared__ Scalar query_rows[std::max(1, Policy::kThreads / 32 * kWarpFloats)];
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const unsigned lanes = __ballot_sync(kFullMask, t < a.m);
   if (t >= a.m) return;
@@ -528,7 +526,8 @@ __global__ void drop_self_kernel(const int32_t* wide_index, const Scalar* wide_d
 
 template <int DIM, int K, typename Scalar>
 void launch_thread_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
-  search_thread_lists<Scalar, DIM, K><<<grid_for(a.m, kSearchBlock), kSearchBlock, 0, stream>>>(a);
+  search_thread_lists<Scalar, DIM, K>
+      <<<grid_for(a.m, Policy::kThreads), Policy::kThreads, 0, stream>>>(a);
   check_launch("search_thread_lists");
 }
 
@@ -536,13 +535,13 @@ template <int DIM, typename Scalar>
 void launch_warp_search(const KernelArgs<Scalar>& a, cudaStream_t stream);
 
 // Heaps in shared memory: as many threads a block as the device's shared
-// memory holds lists for, up to kSearchBlock; a warp per query where not even
+// memory holds lists for, up to Policy::kThreads; a warp per query where not even
 // a warp's lists fit.
 template <int DIM, typename Scalar>
 void launch_shared_heap_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
   const auto kernel = search_thread_lists<Scalar, DIM, kSharedHeapK>;
   const int threads = shared_heap_threads<Scalar>(
-      kernel, a.k, kSearchBlock, "cudaFuncSetAttribute (thread search, shared heaps)");
+      kernel, a.k, Policy::kThreads, "cudaFuncSetAttribute (thread search, shared heaps)");
   if (threads == 0) return launch_warp_search<DIM>(a, stream);
   kernel<<<grid_for(a.m, threads), threads, SharedHeapList<Scalar>::bytes(a.k, threads), stream>>>(
       a);
@@ -554,7 +553,7 @@ void launch_warp_search(const KernelArgs<Scalar>& a, cudaStream_t stream) {
   const size_t shared_limit = allow_all_dynamic_shared(search_warp_lists<Scalar, DIM>,
                                                        "cudaFuncSetAttribute (warp search)");
   const size_t per_warp = WarpList<Scalar>::bytes(a.k);
-  const int warps = static_cast<int>(std::min<size_t>(kWarpsPerBlock, shared_limit / per_warp));
+  const int warps = static_cast<int>(std::min<size_t>(Policy::kMaxWarps, shared_limit / per_warp));
   if (warps == 0)
     fail(KNN_ERR_UNSUPPORTED, format("this GPU's shared memory cannot hold a k-list of %d", a.k));
   const size_t shared = per_warp * warps;

@@ -49,12 +49,7 @@ namespace knn {
 namespace cuda {
 namespace median_split {
 
-constexpr int kBlock = 256;
-constexpr int kWarps = kBlock / 32;
 constexpr int kTileRows = static_cast<int>(kSplitTile / kBlock);
-// Tiles of a segment whose digit histogram one block accumulates (fewer
-// global atomics on the segment's bins).
-constexpr int kHistogramTiles = 8;
 
 // Digits of a radix select over keys of type Key, kBits bits each, the most
 // significant first.
@@ -132,7 +127,7 @@ __device__ inline RowPlace place_in_block_row(bool lt, bool eq, uint32_t lt_run,
   if (threadIdx.x % 32 == 0) slots[warp] = place.lt_row | place.eq_row << 16;
   __syncthreads();
   uint32_t lt_row = 0, eq_row = 0;
-  for (int w = 0; w < kWarps; ++w) {
+  for (int w = 0; w < kBlockWarps; ++w) {
     const uint32_t packed = slots[w];
     if (w == warp) place.lt_before += lt_row, place.eq_before += eq_row;
     lt_row += packed & 0xffffu, eq_row += packed >> 16;
@@ -366,7 +361,7 @@ __global__ void partition_tiles(Splits s, const Key* keys, const int32_t* ids, i
   const int64_t left_start = s.start(level + 1, 2 * tile.q);
   const int64_t right_start = s.start(level + 1, 2 * tile.q + 1);
   const Key* split_keys = keys + split_dim[tile.q] * n;
-  __shared__ uint32_t slots[2][kWarps];
+  __shared__ uint32_t slots[2][kBlockWarps];
   uint32_t lt_run = static_cast<uint32_t>(tile_before[blockIdx.x] >> 32);
   uint32_t eq_run = static_cast<uint32_t>(tile_before[blockIdx.x]);
   for (int row = 0; row < kTileRows; ++row) {
@@ -405,7 +400,7 @@ __device__ void place_small_subtrees(const Splits& s, int level, int64_t first_q
                                      const Key* keys, const int32_t* ids, int64_t capacity,
                                      int64_t base) {
   const int lane = threadIdx.x % 32;
-  for (int sub = threadIdx.x / 32; sub < subs; sub += kWarps) {
+  for (int sub = threadIdx.x / 32; sub < subs; sub += kBlockWarps) {
     const int64_t q = first_q + sub;
     const int64_t start = s.start(level, q) - base;
     const int size = static_cast<int>(s.start(level, q + 1) - base - start);
@@ -448,8 +443,8 @@ __global__ void __launch_bounds__(kBlock)
   const int64_t buffer_keys = capacity * dims;  // buffer b: keys from b * buffer_keys
   Key* const keys_in_shared = reinterpret_cast<Key*>(shared);
   int32_t* const ids_in_shared = reinterpret_cast<int32_t*>(keys_in_shared + 2 * buffer_keys);
-  __shared__ uint32_t warp_bins[kWarps][16];
-  __shared__ SplitRule<Key> warp_rule[kWarps];
+  __shared__ uint32_t warp_bins[kBlockWarps][16];
+  __shared__ SplitRule<Key> warp_rule[kBlockWarps];
 
   const int64_t q0 = blockIdx.x;
   {
@@ -486,7 +481,7 @@ __global__ void __launch_bounds__(kBlock)
     const int32_t* from_ids = ids_in_shared + current * capacity;
     Key* to_keys = keys_in_shared + (1 - current) * buffer_keys;
     int32_t* to_ids = ids_in_shared + (1 - current) * capacity;
-    for (int sub = warp; sub < (1 << depth); sub += kWarps) {
+    for (int sub = warp; sub < (1 << depth); sub += kBlockWarps) {
       const int64_t q = (q0 << depth) + sub;
       const uint32_t sub_start = static_cast<uint32_t>(s.start(node_level, q) - base);
       const uint32_t sub_size =

@@ -28,8 +28,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kBlock = 256;
-
 template <class P>
 struct BoxUnion {
   __host__ __device__ Box4<P> operator()(const Box4<P>& a, const Box4<P>& b) const {

@@ -42,8 +42,6 @@ namespace {
 
 using namespace pip_query;
 
-constexpr int kBlock = 256;
-constexpr int kWarpsPerBlock = kBlock / kWarp;
 // Pairs visited per launch; also the most polygons started at once.
 constexpr int64_t kSlicePairs = int64_t{1} << 18;
 // Emitted indices of one fill chunk: int32 out and sorted, int64 widened
@@ -168,9 +166,8 @@ __global__ void __launch_bounds__(kBlock)
     visit_pairs(QuadtreeView<P> tree, PolygonsView<V> polys, const Pair* pairs, int64_t count,
                 Pair* next, unsigned long long* next_count, Sink sink) {
   const int lane = threadIdx.x % kWarp;
-  const int64_t warps = int64_t{gridDim.x} * kWarpsPerBlock;
-  for (int64_t w = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / kWarp; w < count;
-       w += warps) {
+  const int64_t warps = int64_t{gridDim.x} * kBlockWarps;
+  for (int64_t w = blockIdx.x * int64_t{kBlockWarps} + threadIdx.x / kWarp; w < count; w += warps) {
     const Pair pair = pairs[w];
     const QuadNode<P> node = tree.nodes[pair.node];
     const int64_t r0 = polys.polygon_offsets[pair.polygon];
@@ -199,7 +196,7 @@ __global__ void __launch_bounds__(kBlock)
 template <class V>
 __global__ void polygon_boxes(PolygonsView<V> polys, int64_t n_polygons, Box4<V>* boxes) {
   const int lane = threadIdx.x % kWarp;
-  const int64_t p = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / kWarp;
+  const int64_t p = blockIdx.x * int64_t{kBlockWarps} + threadIdx.x / kWarp;
   if (p >= n_polygons) return;
   const V inf = static_cast<V>(__builtin_huge_val());
   Box4<V> box{inf, inf, -inf, -inf};
@@ -291,8 +288,8 @@ class DevicePolygons {
          stream);
     const PolygonsView<V> v = view();
     if (set.n_polygons > 0) {
-      polygon_boxes<<<grid_for(set.n_polygons, kWarpsPerBlock), kBlock, 0, stream>>>(
-          v, set.n_polygons, boxes_.get());
+      polygon_boxes<<<grid_for(set.n_polygons, kBlockWarps), kBlock, 0, stream>>>(v, set.n_polygons,
+                                                                                  boxes_.get());
       check_launch("point in polygon: polygon_boxes");
     }
   }
@@ -371,7 +368,7 @@ class PolygonWalk {
       unsigned long long* next_count = counters_.get() + depth + 1;
       check(cudaMemsetAsync(next_count, 0, sizeof *next_count, stream_),
             "point in polygon: cudaMemsetAsync");
-      const unsigned blocks = grid_for(slice, kWarpsPerBlock);
+      const unsigned blocks = grid_for(slice, kBlockWarps);
       visit_pairs<<<blocks, kBlock, 0, stream_>>>(tree_, polys_, pairs + start, slice, next,
                                                   next_count, sink);
       check_launch("point in polygon: visit_pairs");
@@ -481,7 +478,7 @@ void CudaQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t
                  ThreadFill{f, cursors.get(), offsets.get(), base, out.get(), flags.get(), later});
         const int64_t ranges = static_cast<int64_t>(read_back(deferred_count.get(), s));
         if (ranges > 0) {
-          copy_deferred_ranges<<<grid_for(ranges, kWarpsPerBlock), kBlock, 0, s>>>(
+          copy_deferred_ranges<<<grid_for(ranges, kBlockWarps), kBlock, 0, s>>>(
               deferred.get(), ranges, ids_.get(), out.get());
           check_launch("point in polygon: copy_deferred_ranges");
         }

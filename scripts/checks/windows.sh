@@ -109,7 +109,10 @@ IMPLIB=$BUILD/stage/lib/knn_gpgpu.dll.a
 [[ -f $IMPLIB ]] || fail "no import library $IMPLIB"
 
 # ---- 3. Exports, import library, dependencies ------------------------------------
-header_api=$(grep -o 'KNN_CALL [A-Za-z_][A-Za-z_0-9]*(' "$ROOT/include/knn_gpgpu.h" |
+# knn_gpgpu.h and the parts it includes.
+header_api=$(cd "$ROOT/include" &&
+             grep -ho 'KNN_CALL [A-Za-z_][A-Za-z_0-9]*(' knn_gpgpu.h knn_gpgpu_classic.h \
+               knn_gpgpu_index.h knn_gpgpu_quadtree.h knn_gpgpu_mesh.h |
              sed 's/^KNN_CALL //; s/($//' | sort -u)
 exports=$($OBJDUMP -p "$DLL" |
           sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' |
@@ -124,7 +127,7 @@ if [[ $exports != "$header_api" ]]; then
   comm -23 <(echo "$header_api") <(echo "$exports") | sed 's/^/  /' >&2
   fail "the export table of knn_gpgpu.dll is not the API"
 fi
-say "export table = the $n_api functions of include/knn_gpgpu.h"
+say "export table = the $n_api functions of include/knn_gpgpu.h and its parts"
 [[ $implib == "$header_api" ]] ||
   fail "the import library does not list exactly the API: $(comm -3 <(echo "$header_api") <(echo "$implib") | tr -s '\n\t' '  ')"
 say "import library $(basename "$IMPLIB") = the same $n_api functions"

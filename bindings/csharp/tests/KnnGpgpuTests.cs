@@ -186,9 +186,10 @@ static partial class Tests
             Console.WriteLine("  (KNN_GPGPU_INCLUDE not set: skipped)");
             return;
         }
-        string text = File.ReadAllText(Path.Combine(dir, "knn_gpgpu.h"));
-        Check(text.Contains("#include \"knn_gpgpu_mesh.h\""), "knn_gpgpu.h includes the mesh header");
-        text += File.ReadAllText(Path.Combine(dir, "knn_gpgpu_mesh.h"));
+        // knn_gpgpu.h and the parts it includes.
+        string text = string.Concat(new[] { "knn_gpgpu.h", "knn_gpgpu_classic.h", "knn_gpgpu_index.h",
+                                            "knn_gpgpu_quadtree.h", "knn_gpgpu_mesh.h" }
+                                        .Select(name => File.ReadAllText(Path.Combine(dir, name))));
         var declared = new HashSet<string>(Regex.Matches(text, @"KNN_CALL\s+(\w+)\s*\(")
                                                 .Cast<Match>().Select(m => m.Groups[1].Value));
         var native = typeof(Knn).Assembly.GetType("KnnGpgpu.NativeMethods");

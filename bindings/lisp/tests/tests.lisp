@@ -13,10 +13,14 @@
       (repo-file (concatenate 'string "include/" name))))
 
 (defun header-text ()
-  "knn_gpgpu.h and the knn_gpgpu_mesh.h it includes."
-  (let ((main (uiop:read-file-string (header-file "knn_gpgpu.h"))))
-    (assert (search "#include \"knn_gpgpu_mesh.h\"" main))
-    (concatenate 'string main (uiop:read-file-string (header-file "knn_gpgpu_mesh.h")))))
+  "knn_gpgpu.h and the parts it includes, one string."
+  (let ((dir (if (env "KNN_GPGPU_INCLUDE")
+                 (uiop:ensure-directory-pathname (env "KNN_GPGPU_INCLUDE"))
+                 (repo-file "include/"))))
+    (apply #'concatenate 'string
+           (mapcar (lambda (name) (uiop:read-file-string (merge-pathnames name dir)))
+                   '("knn_gpgpu.h" "knn_gpgpu_classic.h" "knn_gpgpu_index.h"
+                     "knn_gpgpu_quadtree.h" "knn_gpgpu_mesh.h")))))
 
 (defun c-layout ()
   "Table from bindings/abi_layout.c output ($KNN_ABI_LAYOUT), or the documented values."

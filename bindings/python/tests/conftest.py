@@ -30,8 +30,18 @@ def include_dir() -> Path:
     return Path(env) if env else REPO_DIR / "include"
 
 
-def header_path() -> Path:
-    return include_dir() / "knn_gpgpu.h"
+# The parts knn_gpgpu.h includes.
+HEADER_PARTS = (
+    "knn_gpgpu_classic.h",
+    "knn_gpgpu_index.h",
+    "knn_gpgpu_quadtree.h",
+    "knn_gpgpu_mesh.h",
+)
+
+
+def header_text() -> str:
+    """knn_gpgpu.h and its exported parts, one text."""
+    return "".join((include_dir() / name).read_text() for name in ("knn_gpgpu.h",) + HEADER_PARTS)
 
 
 def oracle(ref: np.ndarray, queries: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:

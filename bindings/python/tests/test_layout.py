@@ -13,7 +13,7 @@ from knn_gpgpu import _library
 from knn_gpgpu._types import (SCALAR_FLOAT32, SCALAR_FLOAT64, MAX_DEVICES, DeviationReportStruct,
                               OptionsStruct, OptionsV2Struct, ProgressStruct)
 
-from conftest import header_path
+from conftest import header_text
 
 # The documented values (x86-64 / aarch64): checked against the C compiler
 # below, and the same table the C# and Lisp tests hold.
@@ -98,16 +98,8 @@ def test_library_version_matches_header(lib, c_layout):
     assert knn.version_tuple()[0] == _library.ABI_MAJOR
 
 
-def header_texts() -> str:
-    """knn_gpgpu.h and the headers of the library it includes (knn_gpgpu_mesh.h)."""
-    text = header_path().read_text()
-    included = re.findall(r'#include\s+"(knn_gpgpu_\w+\.h)"', text)
-    assert "knn_gpgpu_mesh.h" in included
-    return "\n".join([text] + [(header_path().parent / name).read_text() for name in included])
-
-
 def test_every_header_function_is_bound(lib):
-    text = header_texts()
+    text = header_text()
     declared = set(re.findall(r"KNN_API\s+[\w\s\*]+?KNN_CALL\s+(\w+)\s*\(", text))
     assert len(declared) >= 30
     assert declared == set(_library.PROTOTYPES), (

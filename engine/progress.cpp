@@ -1,0 +1,90 @@
+// Per-thread progress of long calls (engine/progress.h): the engines' half,
+// which links without the ABI layer (src/progress.cpp holds knn_set_progress).
+// The fields are written with atomic operations (GCC/Clang __atomic builtins,
+// Interlocked on MSVC), so a host thread may read them with plain aligned
+// 64-bit loads or atomics.
+#include "progress.h"
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+
+namespace knn {
+namespace {
+thread_local knn_progress* registered_progress = nullptr;
+
+void store64(int64_t* at, int64_t value) {
+#if defined(_MSC_VER) && !defined(__clang__)
+  _InterlockedExchange64(reinterpret_cast<volatile long long*>(at), value);
+#else
+  __atomic_store_n(at, value, __ATOMIC_RELEASE);
+#endif
+}
+void add64(int64_t* at, int64_t value) {
+#if defined(_MSC_VER) && !defined(__clang__)
+  _InterlockedExchangeAdd64(reinterpret_cast<volatile long long*>(at), value);
+#else
+  __atomic_fetch_add(at, value, __ATOMIC_RELEASE);
+#endif
+}
+int64_t load64(const int64_t* at) {
+#if defined(_MSC_VER) && !defined(__clang__)
+  return _InterlockedCompareExchange64(
+      reinterpret_cast<volatile long long*>(const_cast<int64_t*>(at)), 0, 0);
+#else
+  return __atomic_load_n(at, __ATOMIC_ACQUIRE);
+#endif
+}
+void store32(int32_t* at, int32_t value) {
+#if defined(_MSC_VER) && !defined(__clang__)
+  _InterlockedExchange(reinterpret_cast<volatile long*>(at), value);
+#else
+  __atomic_store_n(at, value, __ATOMIC_RELEASE);
+#endif
+}
+void add32(int32_t* at, int32_t value) {
+#if defined(_MSC_VER) && !defined(__clang__)
+  _InterlockedExchangeAdd(reinterpret_cast<volatile long*>(at), value);
+#else
+  __atomic_fetch_add(at, value, __ATOMIC_RELEASE);
+#endif
+}
+}  // namespace
+
+knn_progress* progress() { return registered_progress; }
+void set_progress(knn_progress* p) { registered_progress = p; }
+
+void progress_begin(knn_progress* p, int stage, int64_t total) {
+  if (p == nullptr) return;
+  store64(&p->done, 0);
+  store64(&p->total, total);
+  store32(&p->stage, stage);
+  add32(&p->sequence, 1);
+}
+
+void progress_add(knn_progress* p, int64_t units) {
+  if (p != nullptr && units > 0) add64(&p->done, units);
+}
+
+void progress_finish(knn_progress* p) {
+  if (p != nullptr) store64(&p->done, load64(&p->total));
+}
+
+int64_t progress_done(const knn_progress* p) { return p != nullptr ? load64(&p->done) : 0; }
+
+void progress_clear(knn_progress* p) {
+  if (p == nullptr) return;
+  // Atomic stores: a host thread may already be polling the record.
+  store64(&p->done, 0);
+  store64(&p->total, 0);
+  store32(&p->stage, KNN_PROGRESS_IDLE);
+  store32(&p->sequence, 0);
+}
+
+void progress_restart(knn_progress* p, int64_t done) {
+  if (p == nullptr) return;
+  store64(&p->done, done);
+  add32(&p->sequence, 1);
+}
+
+}  // namespace knn

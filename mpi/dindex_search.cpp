@@ -1,0 +1,363 @@
+// The search entry points of the distributed index (knn_gpgpu_mpi.h):
+// kNN, all-kNN and radius, with the forwarding of queries between ranks
+// (mpi/dindex.cpp says how; mpi/dindex_common.h holds what both files share).
+#include "dindex_common.h"
+
+using namespace dindex_detail;
+
+namespace {
+
+// ---- kNN --------------------------------------------------------------------
+
+// The queries to send to other ranks: one row per (query i, rank p) where
+// p's region is not empty, p is not `self` (-1: keep every rank) and p's box
+// lies within within(i) (a squared distance) of query i. Rows are grouped by
+// rank; rows_to_rank counts them, query_of_row names each row's query and
+// send holds the rows' coordinates.
+struct Forwarding {
+  std::vector<int64_t> rows_to_rank, query_of_row;
+  std::vector<float> send;
+};
+
+template <class SquaredBound>
+Forwarding plan_forwarding(const knn_dindex& x, const float* queries, int64_t m, int ranks,
+                           int self, const SquaredBound& within) {
+  const int dim = x.dim;
+  std::vector<int> target;
+  std::vector<int64_t> query_of;
+  for (int64_t i = 0; i < m; ++i) {
+    const float bound = within(i);
+    for (int p = 0; p < ranks; ++p) {
+      if (p == self || x.region_sizes[p] == 0) continue;
+      const float* lo = &x.boxes[static_cast<size_t>(p) * 2 * dim];
+      if (box_sq_distance(queries + i * dim, lo, lo + dim, dim) <= bound) {
+        target.push_back(p);
+        query_of.push_back(i);
+      }
+    }
+  }
+  Forwarding f;
+  f.query_of_row = group_by_rank(target, ranks, f.rows_to_rank);
+  for (auto& r : f.query_of_row) r = query_of[r];
+  f.send = gather_rows(queries, dim, f.query_of_row);
+  return f;
+}
+
+// The queries sent where plan_forwarding says (one phase named `phase`, then
+// the exchange): query_of_row names the query of each sent row, `out` is
+// the exchange (its reverse brings the answers back) and `asked` holds the
+// rows other ranks sent here. Adds the rows sent to the call's statistics.
+struct Routed {
+  std::vector<int64_t> query_of_row;
+  Exchange out;
+  std::vector<float> asked;
+};
+
+template <class SquaredBound>
+Routed route_queries(const knn_dindex& x, const char* phase, const float* queries, int64_t m,
+                     int self, const SquaredBound& within, const Deadline& deadline) {
+  Collective& c = *x.collective;
+  Routed r;
+  std::vector<int64_t> rows_to_rank;
+  std::vector<float> send;
+  c.phase(phase, deadline, [&] {
+    Forwarding f = plan_forwarding(x, queries, m, c.size(), self, within);
+    rows_to_rank = std::move(f.rows_to_rank);
+    r.query_of_row = std::move(f.query_of_row);
+    send = std::move(f.send);
+    x.stats.forwarded += static_cast<int64_t>(r.query_of_row.size());
+  });
+  r.out = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
+  r.asked = knn_mpi::exchange_rows(c, r.out, send.data(), x.dim, deadline, &x.stats.bytes_sent);
+  return r;
+}
+
+// Completes the k nearest of `m` queries held by their region's rank (rows of
+// dim floats), given the local engine's answers (ids global, k per query):
+// forwards each query to the other ranks whose boxes lie within its k-th
+// distance and merges their answers into ids / dists in place.
+void complete_knn(const knn_dindex& x, const float* queries, int64_t m, int k,
+                  std::vector<int64_t>& ids, std::vector<float>& dists, const Deadline& deadline,
+                  PhaseClock& clock) {
+  Collective& c = *x.collective;
+  Routed routed = route_queries(
+      x, "forwarding", queries, m, c.rank(), [&](int64_t i) { return dists[i * k + k - 1]; },
+      deadline);
+  const std::vector<int64_t>& row_order = routed.query_of_row;  // send row -> query
+  const Exchange& out = routed.out;
+  const std::vector<float>& asked = routed.asked;
+  clock.lap(1);
+
+  // Answer the queries other ranks forwarded here.
+  std::vector<int64_t> answer_ids;
+  std::vector<float> answer_dists;
+  c.phase("forwarded search", deadline, [&] {
+    int64_t n_asked = out.total_recv;
+    std::vector<int32_t> local(static_cast<size_t>(n_asked * k));
+    answer_dists.resize(local.size());
+    check_engine(knn_index_query(x.local, asked.data(), n_asked, k, local.data(),
+                                 answer_dists.data(), nullptr),
+                 "knn_index_query");
+    answer_ids = to_global(x, local);
+  });
+  Exchange back = out.reversed();
+  std::vector<int64_t> got_ids =
+      knn_mpi::exchange_rows(c, back, answer_ids.data(), k, deadline, &x.stats.bytes_sent);
+  std::vector<float> got_dists =
+      knn_mpi::exchange_rows(c, back, answer_dists.data(), k, deadline, &x.stats.bytes_sent);
+  clock.lap(2);
+
+  // Merge: received row j answers query row_order[j].
+  c.phase("merge", deadline, [&] {
+    RowsOfItem of(row_order, m);
+    std::vector<Neighbour> all;
+    for (int64_t i = 0; i < m; ++i) {
+      if (of.first[i] == of.first[i + 1]) continue;
+      all.clear();
+      for (int j = 0; j < k; ++j) all.push_back({dists[i * k + j], ids[i * k + j]});
+      for (int64_t t = of.first[i]; t < of.first[i + 1]; ++t)
+        for (int j = 0; j < k; ++j)
+          all.push_back({got_dists[of.rows[t] * k + j], got_ids[of.rows[t] * k + j]});
+      std::partial_sort(all.begin(), all.begin() + k, all.end(), nearer);
+      for (int j = 0; j < k; ++j) {
+        dists[i * k + j] = all[j].sq_distance;
+        ids[i * k + j] = all[j].id;
+      }
+    }
+  });
+}
+
+// Writes rows of k (ids, dists) received in `row_item` order into the
+// caller's outputs.
+void place_rows(const std::vector<int64_t>& row_item, int k, const std::vector<int64_t>& ids,
+                const std::vector<float>& dists, int64_t* out_ids, float* out_dists) {
+  for (size_t j = 0; j < row_item.size(); ++j) {
+    std::memcpy(out_ids + row_item[j] * k, &ids[j * k], sizeof(int64_t) * k);
+    if (out_dists) std::memcpy(out_dists + row_item[j] * k, &dists[j * k], sizeof(float) * k);
+  }
+}
+
+void fill_knn_missing(int64_t rows, int k, int64_t* ids, float* dists) {
+  if (ids) std::fill(ids, ids + rows * k, int64_t{-1});
+  if (dists) std::fill(dists, dists + rows * k, INFINITY);
+}
+
+}  // namespace
+
+extern "C" {
+
+int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_local, int k,
+                     int64_t* indices, float* sq_distances) {
+  bool armed = false;
+  return guarded(
+      "knn_dindex_query", armed,
+      [&] {
+        const knn_dindex& x = *live(index);
+        Collective& c = *x.collective;
+        Deadline deadline = deadline_of(x.settings.options);
+        CancelScope cancel(x.settings.options.cancel_flag);
+        c.phase("validation", deadline, [&] {
+          require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
+                  "m_local is negative or exceeds 2^31 - 1");
+          require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
+          require(m_local == 0 || (queries && indices), KNN_ERR_INVALID_ARGUMENT,
+                  "queries or indices is NULL");
+          check_slots(m_local, k, "m_local * k");
+          check_coordinates(queries, m_local, x.dim, "query");
+        });
+        require_same(c, k, "k");
+        armed = true;
+        x.stats = Stats{};
+        PhaseClock clock(x.stats);
+        int dim = x.dim, ranks = c.size();
+
+        // Each query to its region's rank.
+        std::vector<int64_t> rows_to_rank, route;
+        std::vector<float> send;
+        c.phase("routing queries", deadline, [&] {
+          std::vector<int> owner(static_cast<size_t>(m_local));
+          for (int64_t i = 0; i < m_local; ++i) owner[i] = x.regions.owner(queries + i * dim);
+          route = group_by_rank(owner, ranks, rows_to_rank);
+          send = gather_rows(queries, dim, route);
+        });
+        Exchange to_owner = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
+        std::vector<float> held =
+            knn_mpi::exchange_rows(c, to_owner, send.data(), dim, deadline, &x.stats.bytes_sent);
+        int64_t m_held = to_owner.total_recv;
+        clock.lap(0);
+
+        std::vector<int64_t> ids;
+        std::vector<float> dists;
+        c.phase("local search", deadline, [&] {
+          std::vector<int32_t> local(static_cast<size_t>(m_held * k));
+          dists.resize(local.size());
+          check_engine(
+              knn_index_query(x.local, held.data(), m_held, k, local.data(), dists.data(), nullptr),
+              "knn_index_query");
+          ids = to_global(x, local);
+        });
+        complete_knn(x, held.data(), m_held, k, ids, dists, deadline, clock);
+
+        // The rows back to the asking ranks, in their order.
+        Exchange back = to_owner.reversed();
+        std::vector<int64_t> got_ids =
+            knn_mpi::exchange_rows(c, back, ids.data(), k, deadline, &x.stats.bytes_sent);
+        std::vector<float> got_dists =
+            knn_mpi::exchange_rows(c, back, dists.data(), k, deadline, &x.stats.bytes_sent);
+        place_rows(route, k, got_ids, got_dists, indices, sq_distances);
+        clock.lap(3);
+      },
+      [&] { fill_knn_missing(m_local, k, indices, sq_distances); });
+}
+
+int knn_dindex_query_self(const knn_dindex* index, int k, int exclude_self, int64_t* indices,
+                          float* sq_distances) {
+  bool armed = false;
+  int64_t rows = 0;
+  return guarded(
+      "knn_dindex_query_self", armed,
+      [&] {
+        const knn_dindex& x = *live(index);
+        Collective& c = *x.collective;
+        Deadline deadline = deadline_of(x.settings.options);
+        CancelScope cancel(x.settings.options.cancel_flag);
+        c.phase("validation", deadline, [&] {
+          require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
+          require(x.n_local == 0 || indices, KNN_ERR_INVALID_ARGUMENT, "indices is NULL");
+          check_slots(x.n_local, k, "n_local * k");
+        });
+        require_same(c, k, "k");
+        require_same(c, exclude_self != 0, "exclude_self");
+        rows = x.n_local;
+        armed = true;
+        x.stats = Stats{};
+        PhaseClock clock(x.stats);
+        clock.lap(0);  // the queries are already on their region's rank
+
+        int64_t m_held = x.contributed.total_recv;
+        std::vector<int64_t> ids;
+        std::vector<float> dists;
+        c.phase("local search", deadline, [&] {
+          std::vector<int32_t> local(static_cast<size_t>(m_held * k));
+          dists.resize(local.size());
+          check_engine(knn_index_query_self(x.local, k, exclude_self, local.data(), dists.data()),
+                       "knn_index_query_self");
+          ids = to_global(x, local);
+        });
+        complete_knn(x, x.region_points.data(), m_held, k, ids, dists, deadline, clock);
+
+        Exchange back = x.contributed.reversed();
+        std::vector<int64_t> got_ids =
+            knn_mpi::exchange_rows(c, back, ids.data(), k, deadline, &x.stats.bytes_sent);
+        std::vector<float> got_dists =
+            knn_mpi::exchange_rows(c, back, dists.data(), k, deadline, &x.stats.bytes_sent);
+        place_rows(x.contributed_row, k, got_ids, got_dists, indices, sq_distances);
+        clock.lap(3);
+      },
+      [&] { fill_knn_missing(rows, k, indices, sq_distances); });
+}
+
+int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_local, float radius,
+                      int max_neighbors, int64_t* indices, float* sq_distances, int64_t* counts) {
+  bool armed = false;
+  return guarded(
+      "knn_dindex_radius", armed,
+      [&] {
+        const knn_dindex& x = *live(index);
+        Collective& c = *x.collective;
+        Deadline deadline = deadline_of(x.settings.options);
+        CancelScope cancel(x.settings.options.cancel_flag);
+        c.phase("validation", deadline, [&] {
+          require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
+                  "m_local is negative or exceeds 2^31 - 1");
+          require(!(radius < 0.0f) && !std::isnan(radius), KNN_ERR_INVALID_ARGUMENT,
+                  "radius must be >= 0 (and not NaN)");
+          require(max_neighbors >= 0, KNN_ERR_INVALID_ARGUMENT, "max_neighbors must be >= 0");
+          require(m_local == 0 || queries, KNN_ERR_INVALID_ARGUMENT, "queries is NULL");
+          require(m_local == 0 || max_neighbors > 0 || counts, KNN_ERR_INVALID_ARGUMENT,
+                  "counts is NULL in a counting call (max_neighbors = 0)");
+          require(m_local == 0 || max_neighbors == 0 || indices, KNN_ERR_INVALID_ARGUMENT,
+                  "indices is NULL");
+          check_slots(m_local, max_neighbors, "m_local * max_neighbors");
+          check_coordinates(queries, m_local, x.dim, "query");
+        });
+        uint32_t radius_bits;
+        std::memcpy(&radius_bits, &radius, sizeof radius_bits);
+        require_same(c, radius_bits, "radius (its float bits)");
+        require_same(c, max_neighbors, "max_neighbors");
+        armed = true;
+        x.stats = Stats{};
+        PhaseClock clock(x.stats);
+        int width = max_neighbors;
+
+        // Each query to every rank whose box lies within the radius (the
+        // statistics were reset above, so forwarded counts this call's rows).
+        float sq_radius = radius * radius;
+        Routed routed = route_queries(
+            x, "routing queries", queries, m_local, -1, [&](int64_t) { return sq_radius; },
+            deadline);
+        const std::vector<int64_t>& route = routed.query_of_row;
+        const Exchange& out = routed.out;
+        const std::vector<float>& asked = routed.asked;
+        clock.lap(0);
+
+        std::vector<int64_t> ids;
+        std::vector<float> dists;
+        std::vector<int32_t> found;
+        c.phase("local search", deadline, [&] {
+          int64_t n_asked = out.total_recv;
+          std::vector<int32_t> local(static_cast<size_t>(n_asked * width));
+          dists.resize(local.size());
+          found.resize(static_cast<size_t>(n_asked));
+          check_engine(knn_index_radius(x.local, asked.data(), n_asked, radius, width,
+                                        width ? local.data() : nullptr,
+                                        width ? dists.data() : nullptr, found.data(), nullptr),
+                       "knn_index_radius");
+          ids = to_global(x, local);
+        });
+        clock.lap(1);
+        Exchange back = out.reversed();
+        std::vector<int64_t> got_ids =
+            knn_mpi::exchange_rows(c, back, ids.data(), width, deadline, &x.stats.bytes_sent);
+        std::vector<float> got_dists =
+            knn_mpi::exchange_rows(c, back, dists.data(), width, deadline, &x.stats.bytes_sent);
+        std::vector<int32_t> got_counts =
+            knn_mpi::exchange_rows(c, back, found.data(), 1, deadline, &x.stats.bytes_sent);
+        clock.lap(2);
+
+        c.phase("merge", deadline, [&] {
+          // Received row j answers query route[j]; a query's rows are merged
+          // by (distance, global index) and its counts summed.
+          RowsOfItem of(route, m_local);
+          std::vector<Neighbour> all;
+          for (int64_t i = 0; i < m_local; ++i) {
+            int64_t total = 0;
+            all.clear();
+            for (int64_t t = of.first[i]; t < of.first[i + 1]; ++t) {
+              int64_t row = of.rows[t];
+              total += got_counts[row];
+              for (int j = 0; j < width; ++j)
+                all.push_back({got_dists[row * width + j], got_ids[row * width + j]});
+            }
+            if (counts) counts[i] = total;
+            if (width == 0) continue;
+            all.resize(std::max<size_t>(all.size(), static_cast<size_t>(width)),
+                       Neighbour{INFINITY, -1});
+            std::partial_sort(all.begin(), all.begin() + width, all.end(), nearer);
+            for (int j = 0; j < width; ++j) {
+              indices[i * width + j] = all[j].id;
+              if (sq_distances) sq_distances[i * width + j] = all[j].sq_distance;
+            }
+          }
+        });
+        clock.lap(3);
+      },
+      [&] {
+        int64_t slots = m_local * max_neighbors;
+        if (indices) std::fill(indices, indices + slots, int64_t{-1});
+        if (sq_distances) std::fill(sq_distances, sq_distances + slots, INFINITY);
+        if (counts) std::fill(counts, counts + m_local, int64_t{0});
+      });
+}
+
+}  // extern "C"
