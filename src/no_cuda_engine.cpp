@@ -3,6 +3,7 @@
 #include "../common/error.h"
 #include "../cuda/cuda_engine.h"
 #include "../cuda/cuda_index.h"
+#include "../engine/mesh_engine.h"
 #include "../engine/quadtree_engine.h"
 
 namespace knn {
@@ -89,6 +90,15 @@ template std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t,
                                                         const QuadtreeParams&);
 template std::unique_ptr<QuadtreeEngine> build_quadtree(const double*, int64_t,
                                                         const QuadtreeParams&);
+
+template <typename Scalar>
+std::unique_ptr<MeshEngine<Scalar>> build_mesh(const MeshGeometry<Scalar>&, const MeshParams&) {
+  no_cuda();
+}
+template std::unique_ptr<MeshEngine<float>> build_mesh(const MeshGeometry<float>&,
+                                                       const MeshParams&);
+template std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>&,
+                                                        const MeshParams&);
 
 }  // namespace cuda
 }  // namespace knn

@@ -1,0 +1,68 @@
+// The CUDA engine of a triangle mesh (engine/mesh_engine.h): what the build
+// (mesh_build.cu) leaves on the device, in the layout of mesh_layout.h, and
+// the engine object whose queries mesh_query.cu defines.
+#pragma once
+
+#include <cstdint>
+
+#include "../../engine/mesh_engine.h"
+#include "../core/cuda_support.h"
+#include "mesh_layout.h"
+
+namespace knn {
+namespace cuda {
+
+// What the query kernels read of a mesh.
+template <typename Scalar>
+struct MeshView {
+  const MeshNode<Scalar>* nodes;             // n - 1
+  const LeafTriangle<Scalar>* leaves;        // n
+  const LeafNormals<Scalar>* normals;        // n; closed and oriented meshes, else null
+  const Scalar* vertex_normals;              // n_vertices x 3; likewise
+  const geometry::WindingCluster* clusters;  // n - 1; other meshes, else null
+  int64_t n;
+  bool closed_oriented;
+};
+
+template <typename Scalar>
+class CudaMesh final : public MeshEngine<Scalar> {
+ public:
+  CudaMesh(int device, int64_t n, bool closed_oriented, DeviceBuffer<MeshNode<Scalar>> nodes,
+           DeviceBuffer<LeafTriangle<Scalar>> leaves, DeviceBuffer<LeafNormals<Scalar>> normals,
+           DeviceBuffer<Scalar> vertex_normals, DeviceBuffer<geometry::WindingCluster> clusters)
+      : device_(device),
+        n_(n),
+        closed_oriented_(closed_oriented),
+        nodes_(std::move(nodes)),
+        leaves_(std::move(leaves)),
+        normals_(std::move(normals)),
+        vertex_normals_(std::move(vertex_normals)),
+        clusters_(std::move(clusters)) {}
+
+  int backend() const override { return KNN_BACKEND_CUDA; }
+  int64_t n_triangles() const override { return n_; }
+  MeshView<Scalar> view() const {
+    return {nodes_.get(), leaves_.get(),   normals_.get(), vertex_normals_.get(), clusters_.get(),
+            n_,           closed_oriented_};
+  }
+
+  // mesh_query.cu
+  void closest(const Scalar* points, int64_t m, Scalar max_distance, const MeshResults<Scalar>& out,
+               const MeshParams& call) const override;
+  void deviation(const Scalar* points, int64_t m, Scalar max_distance,
+                 const DeviationRequest& request, DeviationSummary* summary,
+                 Scalar* signed_distances, const MeshParams& call) const override;
+
+ private:
+  int device_;
+  int64_t n_;
+  bool closed_oriented_;
+  DeviceBuffer<MeshNode<Scalar>> nodes_;
+  DeviceBuffer<LeafTriangle<Scalar>> leaves_;
+  DeviceBuffer<LeafNormals<Scalar>> normals_;
+  DeviceBuffer<Scalar> vertex_normals_;
+  DeviceBuffer<geometry::WindingCluster> clusters_;
+};
+
+}  // namespace cuda
+}  // namespace knn

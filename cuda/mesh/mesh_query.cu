@@ -1,0 +1,571 @@
+// Closest point, signed distance and the deviation report on the GPU (layout:
+// mesh_layout.h; definitions: common/geometry).
+//
+// A thread per point walks the BVH depth first, the nearer child first,
+// pruning a child whose box is strictly farther (box_distance, in the mesh's
+// scalar) than the best so far, which starts at max_distance^2 with no
+// triangle; candidates compare by geometry::is_closer (ties to the smaller
+// id). Signs come from the pseudonormal of the closest feature (closed and
+// oriented meshes) or from the winding number summed over the tree in
+// mesh_winding_tree.h's order (others): the OpenMP engine's bits.
+//
+// Points and outputs may be host or device arrays; host ones go through
+// device chunks sized from the call's device budget (staged through the
+// pinned pool), device ones are used in place. The deviation report keeps
+// every point's signed distance on the device, sorts them there (CUB radix
+// sort of their ordered keys) and reads the statistics of
+// common/geometry/deviation.h off the sorted array: block sums a thread per
+// block, percentiles by position, bins and tolerance counts by binary
+// searches; only the sums of the blocks and a few numbers come back.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "../../common/geometry/deviation.h"
+#include "../../common/geometry/mesh_winding_tree.h"
+#include "../../common/geometry/triangle.h"
+#include "../../common/geometry/winding.h"
+#include "../../engine/cancel.h"
+#include "../../engine/progress.h"
+#include "../core/pinned_pool.h"
+#include "../core/radix_sort_temp.cuh"
+#include "../cuda_engine.h"
+#include "cuda_mesh.cuh"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+using geometry::Vec3;
+
+constexpr int kQueryBlock = 128;
+constexpr int kBlock = 256;
+// Points per chunk at most, device arrays included: the cancel flag and the
+// progress are read and published between chunks.
+constexpr int64_t kMeshChunkPoints = int64_t{1} << 22;
+
+template <typename Scalar>
+KNN_HD Scalar infinity_of() {
+  return scalar_of_bits<Scalar>(FloatLayout<Scalar>::kExponent);
+}
+// The quiet NaN of std::numeric_limits (the OpenMP engine's bits).
+template <typename Scalar>
+KNN_HD Scalar quiet_nan_of() {
+  return scalar_of_bits<Scalar>(FloatLayout<Scalar>::kExponent |
+                                (FloatBits<Scalar>{1} << (FloatLayout<Scalar>::kMantissaBits - 1)));
+}
+
+// Per-point outputs of one chunk, device memory, each may be null.
+template <typename Scalar>
+struct PointOutputs {
+  int32_t* ids;
+  Scalar* sq_distances;
+  Scalar* closest;
+  Scalar* barycentric;
+  Scalar* signed_distances;
+};
+
+template <typename Scalar>
+__device__ Vec3<Scalar> corner(const LeafTriangle<Scalar>& leaf, int k) {
+  return {leaf.corner[k][0], leaf.corner[k][1], leaf.corner[k][2]};
+}
+
+template <typename Scalar>
+__device__ geometry::TrianglePoint<Scalar> point_on_leaf(const LeafTriangle<Scalar>& leaf,
+                                                         const Vec3<Scalar>& q) {
+  return geometry::closest_point_on_triangle(q, corner(leaf, 0), corner(leaf, 1), corner(leaf, 2));
+}
+
+// The leaf (sorted position) of the closest triangle within max_sq, or -1.
+// Sets *fault when the walk would overflow its stack (never, by the depth
+// bound of mesh_layout.h).
+template <typename Scalar>
+__device__ int32_t nearest_leaf(const MeshView<Scalar>& mesh, const Vec3<Scalar>& q, Scalar max_sq,
+                                int* fault) {
+  Scalar best = max_sq;
+  int32_t best_id = -1, best_leaf = -1;
+  const auto try_leaf = [&](int32_t leaf_index) {
+    const LeafTriangle<Scalar> leaf = mesh.leaves[leaf_index];
+    const Scalar sq = point_on_leaf(leaf, q).sq_distance;
+    if (geometry::is_closer(sq, leaf.id, best, best_id)) {
+      best = sq;
+      best_id = leaf.id;
+      best_leaf = leaf_index;
+    }
+  };
+  if (mesh.n == 1) {
+    try_leaf(0);
+    return best_leaf;
+  }
+  const Scalar qc[3] = {q.x, q.y, q.z};
+  int32_t stack[kMeshStackCapacity];
+  Scalar stack_distance[kMeshStackCapacity];
+  int top = 0;
+  stack[top] = 0;
+  stack_distance[top++] = Scalar(0);
+  while (top > 0) {
+    --top;
+    if (stack_distance[top] > best) continue;
+    const MeshNode<Scalar> node = mesh.nodes[stack[top]];
+    Scalar d[2];
+    for (int c = 0; c < 2; ++c) d[c] = box_distance(qc, node.box[c].lo, node.box[c].hi, 3);
+    const int near = d[1] < d[0] ? 1 : 0;
+    // Leaves now, nearer first; internal children onto the stack, the
+    // nearer on top.
+    for (int k = 0; k < 2; ++k) {
+      const int c = k == 0 ? near : 1 - near;
+      if (geometry::is_leaf_ref(node.child[c]) && !(d[c] > best))
+        try_leaf(geometry::leaf_of_ref(node.child[c]));
+    }
+    for (int k = 0; k < 2; ++k) {
+      const int c = k == 0 ? 1 - near : near;
+      if (geometry::is_leaf_ref(node.child[c]) || d[c] > best) continue;
+      if (top == kMeshStackCapacity) {
+        atomicExch(fault, 1);
+        return best_leaf;
+      }
+      stack[top] = node.child[c];
+      stack_distance[top++] = d[c];
+    }
+  }
+  return best_leaf;
+}
+
+// The solid angles of the mesh seen from q, summed in mesh_winding_tree.h's
+// order: depth first, left before right, far clusters as dipoles.
+template <typename Scalar>
+__device__ double solid_angle_sum(const MeshView<Scalar>& mesh, const Vec3<double>& q, int* fault) {
+  const auto leaf_angle = [&](int32_t leaf_index) {
+    const LeafTriangle<Scalar> leaf = mesh.leaves[leaf_index];
+    return geometry::solid_angle(q, geometry::to_double3(corner(leaf, 0)),
+                                 geometry::to_double3(corner(leaf, 1)),
+                                 geometry::to_double3(corner(leaf, 2)));
+  };
+  if (mesh.n == 1) return add_rn(0.0, leaf_angle(0));
+  double sum = 0.0;
+  int32_t stack[kMeshStackCapacity];
+  int top = 0;
+  stack[top++] = 0;
+  while (top > 0) {
+    const int32_t ref = stack[--top];
+    if (geometry::is_leaf_ref(ref)) {
+      sum = add_rn(sum, leaf_angle(geometry::leaf_of_ref(ref)));
+      continue;
+    }
+    const geometry::WindingCluster cluster = mesh.clusters[ref];
+    if (geometry::is_far_enough(q, cluster)) {
+      sum = add_rn(sum, geometry::dipole_solid_angle(q, cluster.centre, cluster.area_normal));
+      continue;
+    }
+    if (top + 2 > kMeshStackCapacity) {
+      atomicExch(fault, 1);
+      return sum;
+    }
+    const MeshNode<Scalar>& node = mesh.nodes[ref];
+    stack[top++] = node.child[1];
+    stack[top++] = node.child[0];
+  }
+  return sum;
+}
+
+// Whether q, off the surface at its closest point p on leaf `leaf_index`
+// (feature f), lies inside the mesh.
+template <typename Scalar>
+__device__ bool is_inside(const MeshView<Scalar>& mesh, const Vec3<Scalar>& q, int32_t leaf_index,
+                          const geometry::TrianglePoint<Scalar>& p, int* fault) {
+  if (!mesh.closed_oriented) {
+    const Vec3<double> qd = geometry::to_double3(q);
+    return geometry::winding_says_inside(solid_angle_sum(mesh, qd, fault));
+  }
+  Vec3<Scalar> normal;
+  if (p.feature == geometry::TriangleFeature::kFace) {
+    const LeafTriangle<Scalar> leaf = mesh.leaves[leaf_index];
+    const Vec3<Scalar> a = corner(leaf, 0);
+    normal =
+        geometry::cross3(geometry::sub3(corner(leaf, 1), a), geometry::sub3(corner(leaf, 2), a));
+  } else if (geometry::is_edge(p.feature)) {
+    const Scalar* e = mesh.normals[leaf_index].edge[geometry::edge_of(p.feature)];
+    normal = {e[0], e[1], e[2]};
+  } else {
+    const int64_t v = mesh.normals[leaf_index].vertex[geometry::corner_of(p.feature)];
+    const Scalar* e = mesh.vertex_normals + 3 * v;
+    normal = {e[0], e[1], e[2]};
+  }
+  return geometry::pseudonormal_says_inside(q, p.closest, normal);
+}
+
+template <typename Scalar>
+__global__ void __launch_bounds__(kQueryBlock)
+    answer_points(MeshView<Scalar> mesh, const Scalar* points, int64_t count, Scalar max_sq,
+                  PointOutputs<Scalar> out, int* fault) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const Vec3<Scalar> q{points[3 * i], points[3 * i + 1], points[3 * i + 2]};
+    const int32_t leaf_index = nearest_leaf(mesh, q, max_sq, fault);
+    if (leaf_index < 0) {
+      const Scalar inf = infinity_of<Scalar>(), nan = quiet_nan_of<Scalar>();
+      if (out.ids) out.ids[i] = -1;
+      if (out.sq_distances) out.sq_distances[i] = inf;
+      if (out.signed_distances) out.signed_distances[i] = inf;
+      for (int d = 0; d < 3; ++d) {
+        if (out.closest) out.closest[3 * i + d] = nan;
+        if (out.barycentric) out.barycentric[3 * i + d] = nan;
+      }
+      continue;
+    }
+    const LeafTriangle<Scalar> leaf = mesh.leaves[leaf_index];
+    const geometry::TrianglePoint<Scalar> p = point_on_leaf(leaf, q);
+    if (out.ids) out.ids[i] = leaf.id;
+    if (out.sq_distances) out.sq_distances[i] = p.sq_distance;
+    if (out.closest) {
+      out.closest[3 * i] = p.closest.x;
+      out.closest[3 * i + 1] = p.closest.y;
+      out.closest[3 * i + 2] = p.closest.z;
+    }
+    if (out.barycentric)
+      for (int d = 0; d < 3; ++d) out.barycentric[3 * i + d] = p.weights[d];
+    if (out.signed_distances) {
+      // A point on the surface (distance 0) gets +0, inside or not.
+      const Scalar distance = sqrt_rn(p.sq_distance);
+      const bool inside = distance > Scalar(0) && is_inside(mesh, q, leaf_index, p, fault);
+      out.signed_distances[i] = inside ? -distance : distance;
+    }
+  }
+}
+
+// ---- The chunks of a call ----------------------------------------------------
+// A caller's array of `width` values per point: in place when it is memory
+// of the mesh's device, else staged through a device buffer of a chunk.
+template <class T>
+struct CallerArray {
+  T* caller = nullptr;
+  int width = 0;
+  bool in_place = false;
+  DeviceBuffer<std::remove_const_t<T>> staging;
+
+  CallerArray(T* p, int values_per_point, int device)
+      : caller(p), width(values_per_point), in_place(p && device_may_use_in_place(p, device)) {}
+  bool staged() const { return caller != nullptr && !in_place; }
+  size_t bytes_per_point() const { return staged() ? sizeof(T) * width : 0; }
+  void reserve(int64_t chunk) {
+    if (staged()) staging.allocate(static_cast<size_t>(chunk) * width);
+  }
+  // The device array of the chunk starting at point `first`.
+  T* at(int64_t first) const {
+    if (caller == nullptr) return nullptr;
+    return in_place ? caller + first * width : staging.get();
+  }
+  void upload(int64_t first, int64_t count, cudaStream_t stream) const {
+    if (staged())
+      upload_staged(staging.get(), caller + first * width, sizeof(T) * count * width, stream);
+  }
+  void download(int64_t first, int64_t count, cudaStream_t stream) const {
+    if (staged())
+      download_staged(caller + first * width, staging.get(), sizeof(T) * count * width, stream);
+  }
+};
+
+// Answers m points chunk by chunk: `points` and each of `out` host or device
+// arrays of the caller; fixed_bytes of the budget are already taken.
+template <typename Scalar>
+void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* points, int64_t m,
+                      Scalar max_distance, const PointOutputs<Scalar>& out, size_t fixed_bytes,
+                      const MeshParams& call, cudaStream_t stream) {
+  const volatile int* cancel = cancel_flag();
+  knn_progress* const report = progress();
+  CallerArray<const Scalar> in(points, 3, device);
+  CallerArray<int32_t> ids(out.ids, 1, device);
+  CallerArray<Scalar> sq(out.sq_distances, 1, device), closest(out.closest, 3, device),
+      barycentric(out.barycentric, 3, device), signed_d(out.signed_distances, 1, device);
+  const size_t per_point = in.bytes_per_point() + ids.bytes_per_point() + sq.bytes_per_point() +
+                           closest.bytes_per_point() + barycentric.bytes_per_point() +
+                           signed_d.bytes_per_point();
+  // Every staged buffer may take a page of its own (memory_model.h).
+  const size_t pages = 6 * kAllocAlignment + aligned(sizeof(int));
+  const int64_t chunk =
+      std::min(m, queries_within_budget(device_budget(call.device_memory_limit), per_point,
+                                        saturating_add(fixed_bytes, pages), kMeshChunkPoints));
+  in.reserve(chunk);
+  ids.reserve(chunk);
+  sq.reserve(chunk);
+  closest.reserve(chunk);
+  barycentric.reserve(chunk);
+  signed_d.reserve(chunk);
+  DeviceBuffer<int> fault(1);
+  check(cudaMemsetAsync(fault.get(), 0, sizeof(int), stream), "mesh query: cudaMemsetAsync");
+  // max_distance^2 in the mesh's scalar: the contract's "beyond".
+  const Scalar max_sq = mul_rn(max_distance, max_distance);
+  const unsigned most_blocks = grid_stride_blocks(answer_points<Scalar>, kQueryBlock, chunk);
+  for (int64_t first = 0; first < m; first += chunk) {
+    throw_if_cancelled(cancel);
+    const int64_t count = std::min(chunk, m - first);
+    in.upload(first, count, stream);
+    const PointOutputs<Scalar> o{ids.at(first), sq.at(first), closest.at(first),
+                                 barycentric.at(first), signed_d.at(first)};
+    answer_points<<<std::min(most_blocks, grid_for(count, kQueryBlock)), kQueryBlock, 0, stream>>>(
+        mesh, in.at(first), count, max_sq, o, fault.get());
+    check_launch("mesh query: answer_points");
+    ids.download(first, count, stream);
+    sq.download(first, count, stream);
+    closest.download(first, count, stream);
+    barycentric.download(first, count, stream);
+    signed_d.download(first, count, stream);
+    int faulted = 0;
+    check(cudaMemcpyAsync(&faulted, fault.get(), sizeof faulted, cudaMemcpyDeviceToHost, stream),
+          "mesh query: cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream), "mesh query: cudaStreamSynchronize");
+    if (faulted != 0)
+      fail(KNN_ERR_INTERNAL, format("the mesh BVH of %lld triangles is deeper than its walk's "
+                                    "stack of %d",
+                                    static_cast<long long>(mesh.n), kMeshStackCapacity));
+    progress_add(report, count);
+  }
+}
+
+// ---- The deviation report ----------------------------------------------------
+template <typename Scalar>
+using Key = typename OrderedKey<Scalar>::type;
+
+// Keys of the signed distances; counts the points beyond (+infinity).
+template <typename Scalar>
+__global__ void keys_of(const Scalar* values, int64_t m, Key<Scalar>* keys,
+                        unsigned long long* beyond) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < m;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const Scalar v = values[i];
+    keys[i] = OrderedKey<Scalar>::of(v);
+    if (!(v < infinity_of<Scalar>())) atomicAdd(beyond, 1ull);
+  }
+}
+
+template <typename Scalar>
+__global__ void values_of(const Key<Scalar>* keys, int64_t count, Scalar* values) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x)
+    values[i] = scalar_from_ordered_key<Scalar>(keys[i]);
+}
+
+// sums[b] and sums[blocks + b]: the sum and the sum of squares of block b.
+template <typename Scalar>
+__global__ void block_sums(const Scalar* sorted, int64_t count, int64_t blocks, double* sums) {
+  for (int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; b < blocks;
+       b += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t first = b * geometry::kDeviationSumBlock;
+    const int64_t length = min(geometry::kDeviationSumBlock, count - first);
+    sums[b] = geometry::block_sum(sorted, first, length, false);
+    sums[blocks + b] = geometry::block_sum(sorted, first, length, true);
+  }
+}
+
+// For each threshold e: how many sorted values are < e (below[i]) and <= e
+// (at_most[i]), comparing in double.
+template <typename Scalar>
+__global__ void rank_thresholds(const Scalar* sorted, int64_t count, const double* thresholds,
+                                int n_thresholds, int64_t* below, int64_t* at_most) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n_thresholds) return;
+  const double e = thresholds[i];
+  int64_t lo = 0, hi = count;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (static_cast<double>(sorted[mid]) < e)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  below[i] = lo;
+  hi = count;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (static_cast<double>(sorted[mid]) <= e)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  at_most[i] = lo;
+}
+
+template <typename Scalar>
+__global__ void gather_positions(const Scalar* sorted, const int64_t* positions, int count,
+                                 double* values) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) values[i] = static_cast<double>(sorted[positions[i]]);
+}
+
+template <class T>
+void to_device(T* device_dst, const std::vector<T>& host, cudaStream_t stream) {
+  if (!host.empty())
+    check(cudaMemcpyAsync(device_dst, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice,
+                          stream),
+          "mesh deviation: cudaMemcpyAsync");
+}
+template <class T>
+void to_host(std::vector<T>& host, const T* device_src, cudaStream_t stream) {
+  if (!host.empty())
+    check(cudaMemcpyAsync(host.data(), device_src, host.size() * sizeof(T), cudaMemcpyDeviceToHost,
+                          stream),
+          "mesh deviation: cudaMemcpyAsync");
+}
+
+// The statistics of the `measured` sorted values (deviation.h).
+template <typename Scalar>
+void summarise(const Scalar* sorted, int64_t measured, const DeviationRequest& request,
+               DeviationSummary* summary, cudaStream_t stream) {
+  summary->measured = measured;
+  summary->within_tolerance = summary->above_tolerance = summary->below_tolerance = 0;
+  summary->below_bins = summary->above_bins = 0;
+  for (int b = 0; b < request.n_bins; ++b) summary->bin_counts[b] = 0;
+  if (measured == 0) {
+    const double nan = std::nan("");
+    summary->min = summary->max = summary->mean = summary->rms = nan;
+    for (int p = 0; p < request.n_percentiles; ++p) summary->percentile_values[p] = nan;
+    return;
+  }
+  const int64_t blocks =
+      (measured + geometry::kDeviationSumBlock - 1) / geometry::kDeviationSumBlock;
+  // Thresholds: the bin edges, then -t and t. Positions: min, max, then the
+  // percentiles.
+  std::vector<double> thresholds(request.bin_edges, request.bin_edges + request.n_bins + 1);
+  if (request.n_bins == 0) thresholds.clear();
+  thresholds.push_back(-request.tolerance);
+  thresholds.push_back(request.tolerance);
+  std::vector<int64_t> positions = {0, measured - 1};
+  for (int p = 0; p < request.n_percentiles; ++p)
+    positions.push_back(geometry::percentile_position(request.percentiles[p], measured));
+  const int n_thresholds = static_cast<int>(thresholds.size());
+  const int n_positions = static_cast<int>(positions.size());
+
+  DeviceBuffer<double> sums(2 * static_cast<size_t>(blocks));
+  DeviceBuffer<double> device_thresholds(thresholds.size());
+  DeviceBuffer<int64_t> ranks(2 * thresholds.size());
+  DeviceBuffer<int64_t> device_positions(positions.size());
+  DeviceBuffer<double> picked(positions.size());
+  to_device(device_thresholds.get(), thresholds, stream);
+  to_device(device_positions.get(), positions, stream);
+  block_sums<<<grid_stride_blocks(block_sums<Scalar>, kBlock, blocks), kBlock, 0, stream>>>(
+      sorted, measured, blocks, sums.get());
+  check_launch("mesh deviation: block_sums");
+  rank_thresholds<<<grid_for(n_thresholds, kBlock), kBlock, 0, stream>>>(
+      sorted, measured, device_thresholds.get(), n_thresholds, ranks.get(),
+      ranks.get() + n_thresholds);
+  check_launch("mesh deviation: rank_thresholds");
+  gather_positions<<<grid_for(n_positions, kBlock), kBlock, 0, stream>>>(
+      sorted, device_positions.get(), n_positions, picked.get());
+  check_launch("mesh deviation: gather_positions");
+  std::vector<double> host_sums(2 * static_cast<size_t>(blocks)), values(positions.size());
+  std::vector<int64_t> host_ranks(2 * thresholds.size());
+  to_host(host_sums, sums.get(), stream);
+  to_host(host_ranks, ranks.get(), stream);
+  to_host(values, picked.get(), stream);
+  check(cudaStreamSynchronize(stream), "mesh deviation: cudaStreamSynchronize");
+
+  const double count = static_cast<double>(measured);
+  summary->min = values[0];
+  summary->max = values[1];
+  summary->mean = geometry::sum_of_block_sums(host_sums.data(), blocks) / count;
+  summary->rms = std::sqrt(geometry::sum_of_block_sums(host_sums.data() + blocks, blocks) / count);
+  for (int p = 0; p < request.n_percentiles; ++p) summary->percentile_values[p] = values[2 + p];
+  const int64_t* below = host_ranks.data();
+  const int64_t* at_most = host_ranks.data() + n_thresholds;
+  const int t = n_thresholds - 2;  // -t, then t
+  summary->below_tolerance = below[t];
+  summary->above_tolerance = measured - at_most[t + 1];
+  summary->within_tolerance = at_most[t + 1] - below[t];
+  if (request.n_bins > 0) {
+    const int last = request.n_bins;
+    summary->below_bins = below[0];
+    summary->above_bins = measured - at_most[last];
+    for (int b = 0; b + 1 < last; ++b) summary->bin_counts[b] = below[b + 1] - below[b];
+    summary->bin_counts[last - 1] = at_most[last] - below[last - 1];
+  }
+}
+
+}  // namespace
+
+template <typename Scalar>
+void CudaMesh<Scalar>::closest(const Scalar* points, int64_t m, Scalar max_distance,
+                               const MeshResults<Scalar>& out, const MeshParams& call) const {
+  if (m <= 0) return;
+  DeviceScope scope(device_);
+  Stream stream;
+  const PointOutputs<Scalar> o{out.triangle_ids, out.sq_distances, out.closest, out.barycentric,
+                               out.signed_distances};
+  answer_in_chunks(view(), device_, points, m, max_distance, o, 0, call, stream.get());
+}
+
+template <typename Scalar>
+void CudaMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_distance,
+                                 const DeviationRequest& request, DeviationSummary* summary,
+                                 Scalar* signed_distances, const MeshParams& call) const {
+  DeviceScope scope(device_);
+  Stream stream;
+  const cudaStream_t s = stream.get();
+  const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
+  // Every point's value and key at once (the sort's two buffers), the sort's
+  // temporaries, and the chunks' staging beside them.
+  const size_t fixed = saturating_add(2 * aligned(um * sizeof(Scalar)), cub_temp_bytes(m));
+  DeviceBuffer<Scalar> values(um);
+  DeviceBuffer<Key<Scalar>> keys(um);
+  if (m > 0) {
+    answer_in_chunks(view(), device_, points, m, max_distance,
+                     PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, values.get()}, fixed,
+                     call, s);
+    if (signed_distances != nullptr) {
+      if (device_may_use_in_place(signed_distances, device_))
+        check(cudaMemcpyAsync(signed_distances, values.get(), um * sizeof(Scalar),
+                              cudaMemcpyDeviceToDevice, s),
+              "mesh deviation: cudaMemcpyAsync");
+      else
+        download_staged(signed_distances, values.get(), um * sizeof(Scalar), s);
+    }
+  }
+  throw_if_cancelled(cancel_flag());
+  int64_t measured = 0;
+  const Scalar* sorted = nullptr;
+  if (m > 0) {
+    DeviceBuffer<unsigned long long> beyond(1);
+    check(cudaMemsetAsync(beyond.get(), 0, sizeof(unsigned long long), s),
+          "mesh deviation: cudaMemsetAsync");
+    keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(
+        values.get(), m, keys.get(), beyond.get());
+    check_launch("mesh deviation: keys_of");
+    // The values are copied out: their buffer is the sort's second one.
+    cub::DoubleBuffer<Key<Scalar>> sorting(keys.get(),
+                                           reinterpret_cast<Key<Scalar>*>(values.get()));
+    size_t temp_bytes = 0;
+    check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, sorting, m, 0,
+                                         8 * static_cast<int>(sizeof(Scalar)), s),
+          "mesh deviation: radix sort (size)");
+    DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(m)));
+    check(cub::DeviceRadixSort::SortKeys(temp.get(), temp_bytes, sorting, m, 0,
+                                         8 * static_cast<int>(sizeof(Scalar)), s),
+          "mesh deviation: radix sort");
+    unsigned long long beyond_count = 0;
+    check(cudaMemcpyAsync(&beyond_count, beyond.get(), sizeof beyond_count, cudaMemcpyDeviceToHost,
+                          s),
+          "mesh deviation: cudaMemcpyAsync");
+    check(cudaStreamSynchronize(s), "mesh deviation: cudaStreamSynchronize");
+    measured = m - static_cast<int64_t>(beyond_count);
+    // The sorted keys back to values, into the buffer the sort did not end in.
+    Key<Scalar>* sorted_keys = sorting.Current();
+    Scalar* sorted_values =
+        sorted_keys == keys.get() ? values.get() : reinterpret_cast<Scalar*>(keys.get());
+    if (measured > 0) {
+      values_of<<<grid_stride_blocks(values_of<Scalar>, kBlock, measured), kBlock, 0, s>>>(
+          sorted_keys, measured, sorted_values);
+      check_launch("mesh deviation: values_of");
+    }
+    sorted = sorted_values;
+  }
+  summary->beyond = m - measured;
+  summarise(sorted, measured, request, summary, s);
+}
+
+template class CudaMesh<float>;
+template class CudaMesh<double>;
+
+}  // namespace cuda
+}  // namespace knn

@@ -1,0 +1,718 @@
+// The CUDA mesh engine (cuda/mesh/) against a float64-free brute force over
+// every triangle written here from the one definition
+// (common/geometry/triangle.h: the same bits by construction, ids, squared
+// distances, closest points, weights), against the pseudonormal signs of the
+// brute force's feature on closed meshes, against the OpenMP engine bit for
+// bit (signs of open meshes included), and its deviation report against the
+// report's definitions (common/geometry/deviation.h) computed on the host
+// from the per-point values. Awkward meshes (one triangle, degenerate
+// triangles, duplicates, huge offsets, tiny coordinates, closed and open),
+// max_distance, float and double, host and device arrays, chunks forced by a
+// small device budget, the build's memory refusal, allocation faults and
+// cancellation.
+//
+// Every test skips with "no CUDA device" where cuGetDeviceCount() is 0.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../common/error.h"
+#include "../common/geometry/deviation.h"
+#include "../common/geometry/triangle.h"
+#include "../common/geometry/winding.h"
+#include "../engine/cancel.h"
+#include "../engine/mesh_engine.h"
+#include "gpu_test_support.h"
+#include "scoped_env.h"
+
+namespace knn_test {
+namespace {
+
+using knn::geometry::Vec3;
+
+// A validated mesh with what the API layer computes for it.
+template <class S>
+struct TestMesh {
+  std::vector<S> vertices;
+  std::vector<int32_t> triangles;
+  bool closed = false;
+  std::vector<S> vertex_normals, edge_normals;  // closed meshes
+
+  int64_t n_vertices() const { return static_cast<int64_t>(vertices.size() / 3); }
+  int64_t n_triangles() const { return static_cast<int64_t>(triangles.size() / 3); }
+  knn::MeshGeometry<S> geometry() const {
+    knn::MeshGeometry<S> g;
+    g.vertices = vertices.data();
+    g.n_vertices = n_vertices();
+    g.triangles = triangles.data();
+    g.n_triangles = n_triangles();
+    g.closed_oriented = closed;
+    if (closed) {
+      g.vertex_normals = vertex_normals.data();
+      g.edge_normals = edge_normals.data();
+    }
+    return g;
+  }
+  Vec3<S> corner(int64_t t, int k) const {
+    const S* v = vertices.data() + 3 * static_cast<int64_t>(triangles[3 * t + k]);
+    return {v[0], v[1], v[2]};
+  }
+};
+
+std::array<double, 3> unit_normal(const std::array<double, 3>& a, const std::array<double, 3>& b,
+                                  const std::array<double, 3>& c) {
+  const double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+  const double v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+  std::array<double, 3> n = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
+                             u[0] * v[1] - u[1] * v[0]};
+  const double l = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+  for (double& x : n) x = l > 0 ? x / l : 0;
+  return n;
+}
+
+// Angle-weighted vertex pseudonormals and the edges' (sum of the two
+// triangles' unit normals) of a closed, oriented mesh, in double.
+template <class S>
+void add_pseudonormals(TestMesh<S>& mesh) {
+  const int64_t n = mesh.n_triangles();
+  std::vector<std::array<double, 3>> face(static_cast<size_t>(n));
+  std::vector<double> vn(mesh.vertices.size(), 0.0);
+  std::map<std::pair<int32_t, int32_t>, int64_t> edge_owner;
+  auto vertex = [&](int32_t v) {
+    return std::array<double, 3>{double(mesh.vertices[3 * v]), double(mesh.vertices[3 * v + 1]),
+                                 double(mesh.vertices[3 * v + 2])};
+  };
+  for (int64_t t = 0; t < n; ++t) {
+    const int32_t* c = mesh.triangles.data() + 3 * t;
+    face[t] = unit_normal(vertex(c[0]), vertex(c[1]), vertex(c[2]));
+    for (int k = 0; k < 3; ++k) {
+      edge_owner[{c[k], c[(k + 1) % 3]}] = t;
+      const auto p = vertex(c[k]), q = vertex(c[(k + 1) % 3]), r = vertex(c[(k + 2) % 3]);
+      double e1[3], e2[3], l1 = 0, l2 = 0, dot = 0;
+      for (int d = 0; d < 3; ++d) {
+        e1[d] = q[d] - p[d], e2[d] = r[d] - p[d];
+        l1 += e1[d] * e1[d], l2 += e2[d] * e2[d], dot += e1[d] * e2[d];
+      }
+      const double angle = std::acos(std::max(-1.0, std::min(1.0, dot / std::sqrt(l1 * l2))));
+      for (int d = 0; d < 3; ++d) vn[3 * c[k] + d] += angle * face[t][d];
+    }
+  }
+  mesh.vertex_normals.assign(vn.begin(), vn.end());
+  mesh.edge_normals.resize(static_cast<size_t>(9 * n));
+  for (int64_t t = 0; t < n; ++t) {
+    const int32_t* c = mesh.triangles.data() + 3 * t;
+    for (int k = 0; k < 3; ++k) {
+      const int64_t other = edge_owner.at({c[(k + 1) % 3], c[k]});
+      for (int d = 0; d < 3; ++d)
+        mesh.edge_normals[9 * t + 3 * k + d] = static_cast<S>(face[t][d] + face[other][d]);
+    }
+  }
+  mesh.closed = true;
+}
+
+// A torus of nu x nv quads (2 nu nv triangles), closed and oriented outwards,
+// scaled by `scale` and moved by `offset`.
+template <class S>
+TestMesh<S> torus(int nu, int nv, double scale = 1, double offset = 0) {
+  TestMesh<S> mesh;
+  const double pi = 3.14159265358979323846;
+  for (int i = 0; i < nu; ++i)
+    for (int j = 0; j < nv; ++j) {
+      const double u = 2 * pi * i / nu, v = 2 * pi * j / nv;
+      const double r = 0.35 * (1 + 0.1 * std::sin(5 * u));
+      mesh.vertices.push_back(static_cast<S>(offset + scale * (1 + r * std::cos(v)) * std::cos(u)));
+      mesh.vertices.push_back(static_cast<S>(offset + scale * (1 + r * std::cos(v)) * std::sin(u)));
+      mesh.vertices.push_back(static_cast<S>(offset + scale * r * std::sin(v)));
+    }
+  auto at = [&](int i, int j) { return static_cast<int32_t>((i % nu) * nv + (j % nv)); };
+  for (int i = 0; i < nu; ++i)
+    for (int j = 0; j < nv; ++j) {
+      const int32_t a = at(i, j), b = at(i + 1, j), c = at(i + 1, j + 1), d = at(i, j + 1);
+      // (i, j) -> (i + 1, j) -> (i, j + 1) runs counter-clockwise seen from
+      // outside for this parametrisation.
+      for (const int32_t x : {a, b, d, b, c, d}) mesh.triangles.push_back(x);
+    }
+  add_pseudonormals(mesh);
+  return mesh;
+}
+
+// The torus with a band of quads removed: open (signs by the winding number).
+template <class S>
+TestMesh<S> open_torus(int nu, int nv) {
+  TestMesh<S> mesh = torus<S>(nu, nv);
+  mesh.closed = false;
+  mesh.vertex_normals.clear();
+  mesh.edge_normals.clear();
+  mesh.triangles.resize(mesh.triangles.size() - 6 * static_cast<size_t>(nv / 3));
+  return mesh;
+}
+
+// A soup: random triangles, needles, points, repeated vertices, exact
+// duplicates (ties to the smaller id), scaled by `scale` around `offset`.
+template <class S>
+TestMesh<S> soup(int n, uint64_t seed, double scale = 1, double offset = 0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  TestMesh<S> mesh;
+  auto add_vertex = [&](double x, double y, double z) {
+    for (double c : {x, y, z}) mesh.vertices.push_back(static_cast<S>(offset + scale * c));
+    return static_cast<int32_t>(mesh.vertices.size() / 3 - 1);
+  };
+  for (int t = 0; t < n; ++t) {
+    const double cx = u(rng), cy = u(rng), cz = u(rng), r = 0.2 * std::abs(u(rng));
+    const int32_t a = add_vertex(cx + r * u(rng), cy + r * u(rng), cz + r * u(rng));
+    int32_t b = add_vertex(cx + r * u(rng), cy + r * u(rng), cz + r * u(rng));
+    int32_t c = add_vertex(cx + r * u(rng), cy + r * u(rng), cz + r * u(rng));
+    switch (t % 7) {
+      case 1: c = b; break;      // repeated vertex: a needle
+      case 2: b = c = a; break;  // a point
+      case 3: {                  // three collinear vertices: no area
+        const S* pa = &mesh.vertices[3 * a];
+        const S* pb = &mesh.vertices[3 * b];
+        c = add_vertex((2 * (pb[0] - offset) - (pa[0] - offset)) / scale,
+                       (2 * (pb[1] - offset) - (pa[1] - offset)) / scale,
+                       (2 * (pb[2] - offset) - (pa[2] - offset)) / scale);
+        break;
+      }
+      case 4:  // an exact duplicate of the previous triangle
+        for (int k = 0; k < 3; ++k) mesh.triangles.push_back(mesh.triangles[3 * (t - 1) + k]);
+        continue;
+      default: break;
+    }
+    for (const int32_t x : {a, b, c}) mesh.triangles.push_back(x);
+  }
+  return mesh;
+}
+
+// Points near and far: random ones around the mesh's box, every vertex
+// exactly, edge midpoints, and far outliers.
+template <class S>
+std::vector<S> points_for(const TestMesh<S>& mesh, int random, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  S lo[3], hi[3];
+  for (int d = 0; d < 3; ++d) lo[d] = hi[d] = mesh.vertices[d];
+  for (size_t i = 0; i < mesh.vertices.size(); ++i) {
+    lo[i % 3] = std::min(lo[i % 3], mesh.vertices[i]);
+    hi[i % 3] = std::max(hi[i % 3], mesh.vertices[i]);
+  }
+  std::vector<S> points;
+  for (int i = 0; i < random; ++i)
+    for (int d = 0; d < 3; ++d) {
+      const double w = hi[d] - lo[d];
+      std::uniform_real_distribution<double> u(double(lo[d]) - 0.3 * w, double(hi[d]) + 0.3 * w);
+      points.push_back(static_cast<S>(u(rng)));
+    }
+  for (int64_t v = 0; v < std::min<int64_t>(mesh.n_vertices(), 64); ++v)
+    for (int d = 0; d < 3; ++d) points.push_back(mesh.vertices[3 * v + d]);
+  for (int64_t t = 0; t < std::min<int64_t>(mesh.n_triangles(), 64); ++t) {
+    const Vec3<S> a = mesh.corner(t, 0), b = mesh.corner(t, 1);
+    points.push_back((a.x + b.x) / 2), points.push_back((a.y + b.y) / 2),
+        points.push_back((a.z + b.z) / 2);
+  }
+  for (int i = 0; i < 8; ++i)
+    for (int d = 0; d < 3; ++d) points.push_back(static_cast<S>((d == i % 3 ? 1e4 : 3) * hi[d]));
+  return points;
+}
+
+template <class S>
+struct Answers {
+  std::vector<int32_t> ids;
+  std::vector<S> sq, closest, bary, signed_d;
+  explicit Answers(int64_t m)
+      : ids(static_cast<size_t>(m), 7),
+        sq(static_cast<size_t>(m), 7),
+        closest(static_cast<size_t>(3 * m), 7),
+        bary(static_cast<size_t>(3 * m), 7),
+        signed_d(static_cast<size_t>(m), 7) {}
+  knn::MeshResults<S> results() {
+    return {ids.data(), sq.data(), closest.data(), bary.data(), signed_d.data()};
+  }
+};
+
+// Bits, so that NaNs and the zeros' signs count.
+template <class S>
+bool same_bits(const std::vector<S>& a, const std::vector<S>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(S)) == 0;
+}
+template <class S>
+std::string first_difference(const std::vector<S>& a, const std::vector<S>& b) {
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(S)) != 0)
+      return "at " + std::to_string(i) + ": " + std::to_string(double(a[i])) + " against " +
+             std::to_string(double(b[i]));
+  return a.size() == b.size() ? "none" : "sizes differ";
+}
+#define EXPECT_SAME_BITS(a, b) EXPECT_TRUE(same_bits(a, b)) << #a " " << first_difference(a, b)
+
+// The brute force: every triangle by the one definition, ties to the smaller
+// id; signs by the closest feature's pseudonormal (closed meshes; open
+// meshes keep the unsigned distance, their signs are the OpenMP engine's).
+template <class S>
+Answers<S> brute_force(const TestMesh<S>& mesh, const std::vector<S>& points, S max_distance) {
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  Answers<S> a(m);
+  const S max_sq = max_distance * max_distance;
+  const S nan = std::numeric_limits<S>::quiet_NaN(), inf = std::numeric_limits<S>::infinity();
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int64_t i = 0; i < m; ++i) {
+    const Vec3<S> q{points[3 * i], points[3 * i + 1], points[3 * i + 2]};
+    S best = max_sq;
+    int32_t id = -1;
+    knn::geometry::TrianglePoint<S> p{};
+    for (int64_t t = 0; t < mesh.n_triangles(); ++t) {
+      const auto c = knn::geometry::closest_point_on_triangle(q, mesh.corner(t, 0),
+                                                              mesh.corner(t, 1), mesh.corner(t, 2));
+      if (knn::geometry::is_closer(c.sq_distance, static_cast<int32_t>(t), best, id))
+        best = c.sq_distance, id = static_cast<int32_t>(t), p = c;
+    }
+    a.ids[i] = id;
+    if (id < 0) {
+      a.sq[i] = a.signed_d[i] = inf;
+      for (int d = 0; d < 3; ++d) a.closest[3 * i + d] = a.bary[3 * i + d] = nan;
+      continue;
+    }
+    a.sq[i] = p.sq_distance;
+    a.closest[3 * i] = p.closest.x, a.closest[3 * i + 1] = p.closest.y,
+                  a.closest[3 * i + 2] = p.closest.z;
+    for (int d = 0; d < 3; ++d) a.bary[3 * i + d] = p.weights[d];
+    const S distance = std::sqrt(p.sq_distance);
+    bool inside = false;
+    if (mesh.closed && distance > 0) {
+      Vec3<S> normal;
+      const Vec3<S> ca = mesh.corner(id, 0), cb = mesh.corner(id, 1), cc = mesh.corner(id, 2);
+      if (p.feature == knn::geometry::TriangleFeature::kFace) {
+        normal = knn::geometry::cross3(knn::geometry::sub3(cb, ca), knn::geometry::sub3(cc, ca));
+      } else if (knn::geometry::is_edge(p.feature)) {
+        const S* e = &mesh.edge_normals[9 * id + 3 * knn::geometry::edge_of(p.feature)];
+        normal = {e[0], e[1], e[2]};
+      } else {
+        const int32_t v = mesh.triangles[3 * id + knn::geometry::corner_of(p.feature)];
+        normal = {mesh.vertex_normals[3 * v], mesh.vertex_normals[3 * v + 1],
+                  mesh.vertex_normals[3 * v + 2]};
+      }
+      inside = knn::geometry::pseudonormal_says_inside(q, p.closest, normal);
+    }
+    a.signed_d[i] = inside ? -distance : distance;
+  }
+  return a;
+}
+
+template <class S>
+Answers<S> gpu_closest(const knn::MeshEngine<S>& engine, const std::vector<S>& points,
+                       S max_distance, const knn::MeshParams& call = {}) {
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  Answers<S> a(m);
+  engine.closest(points.data(), m, max_distance, a.results(), call);
+  return a;
+}
+
+template <class S>
+void expect_matches_brute_force(const TestMesh<S>& mesh, const Answers<S>& gpu,
+                                const std::vector<S>& points, S max_distance) {
+  const Answers<S> expected = brute_force(mesh, points, max_distance);
+  EXPECT_SAME_BITS(expected.ids, gpu.ids);
+  EXPECT_SAME_BITS(expected.sq, gpu.sq);
+  EXPECT_SAME_BITS(expected.closest, gpu.closest);
+  EXPECT_SAME_BITS(expected.bary, gpu.bary);
+  if (mesh.closed) {
+    EXPECT_SAME_BITS(expected.signed_d, gpu.signed_d);
+  } else {
+    for (size_t i = 0; i < gpu.signed_d.size(); ++i)
+      ASSERT_EQ(std::abs(gpu.signed_d[i]), expected.signed_d[i]) << "point " << i;
+  }
+}
+
+template <class S>
+struct MeshCase {
+  std::string name;
+  TestMesh<S> mesh;
+  double scale, offset;
+};
+
+template <class S>
+std::vector<MeshCase<S>> awkward_meshes() {
+  std::vector<MeshCase<S>> cases;
+  TestMesh<S> one;
+  one.vertices = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+  one.triangles = {0, 1, 2};
+  cases.push_back({"one triangle", one, 1, 0});
+  TestMesh<S> needle;
+  needle.vertices = {0, 0, 0, 1, 1, 1};
+  needle.triangles = {0, 1, 1};
+  cases.push_back({"one needle", needle, 1, 0});
+  TestMesh<S> twins;  // the same triangle twice: ties to the smaller id
+  twins.vertices = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0};
+  twins.triangles = {3, 1, 2, 0, 1, 2};
+  cases.push_back({"twins", twins, 1, 0});
+  cases.push_back({"soup", soup<S>(700, 3), 1, 0});
+  cases.push_back({"soup, huge offset", soup<S>(300, 4, 1, 1e5), 1, 1e5});
+  cases.push_back({"soup, tiny", soup<S>(300, 5, 1e-15), 1e-15, 0});
+  cases.push_back({"closed torus", torus<S>(40, 24), 1, 0});
+  cases.push_back({"closed torus, offset", torus<S>(30, 20, 0.01, 1000), 0.01, 1000});
+  cases.push_back({"open torus", open_torus<S>(40, 24), 1, 0});
+  return cases;
+}
+
+template <class S>
+void run_awkward_cases() {
+  for (auto& c : awkward_meshes<S>()) {
+    SCOPED_TRACE(c.name);
+    const auto engine = knn::cuda::build_mesh(c.mesh.geometry(), knn::MeshParams{});
+    ASSERT_EQ(engine->backend(), KNN_BACKEND_CUDA);
+    ASSERT_EQ(engine->n_triangles(), c.mesh.n_triangles());
+    const std::vector<S> points = points_for(c.mesh, 500, 11);
+    for (const double max_distance :
+         {std::numeric_limits<double>::infinity(), 0.1 * c.scale, 0.0}) {
+      SCOPED_TRACE(max_distance);
+      const S limit = static_cast<S>(max_distance);
+      expect_matches_brute_force(c.mesh, gpu_closest(*engine, points, limit), points, limit);
+    }
+  }
+}
+
+TEST(MeshGpu, AwkwardMeshesMatchBruteForceFloat) {
+  SKIP_WITHOUT_DEVICE();
+  run_awkward_cases<float>();
+}
+
+TEST(MeshGpu, AwkwardMeshesMatchBruteForceDouble) {
+  SKIP_WITHOUT_DEVICE();
+  run_awkward_cases<double>();
+}
+
+// Outputs left NULL are not written and change nothing in the others; a
+// small device budget cuts the call into many chunks with the same answers.
+template <class S>
+void run_nulls_and_chunks() {
+  const TestMesh<S> mesh = torus<S>(50, 30);
+  const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
+  const std::vector<S> points = points_for(mesh, 5000, 21);
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  const S inf = std::numeric_limits<S>::infinity();
+  const Answers<S> whole = gpu_closest(*engine, points, inf);
+  expect_matches_brute_force(mesh, whole, points, inf);
+  std::vector<int32_t> ids(static_cast<size_t>(m), 7);
+  knn::MeshResults<S> only_ids;
+  only_ids.triangle_ids = ids.data();
+  engine->closest(points.data(), m, inf, only_ids, knn::MeshParams{});
+  EXPECT_EQ(ids, whole.ids);
+  // The staging of 1000 points beside the pages of six staged buffers.
+  knn::MeshParams small;
+  small.device_memory_limit = (size_t{14} << 20) + 1000 * (11 * sizeof(S) + 4);
+  const Answers<S> chunked = gpu_closest(*engine, points, inf, small);
+  EXPECT_SAME_BITS(whole.ids, chunked.ids);
+  EXPECT_SAME_BITS(whole.sq, chunked.sq);
+  EXPECT_SAME_BITS(whole.closest, chunked.closest);
+  EXPECT_SAME_BITS(whole.bary, chunked.bary);
+  EXPECT_SAME_BITS(whole.signed_d, chunked.signed_d);
+}
+
+TEST(MeshGpu, NullOutputsAndChunksFloat) {
+  SKIP_WITHOUT_DEVICE();
+  run_nulls_and_chunks<float>();
+}
+
+TEST(MeshGpu, NullOutputsAndChunksDouble) {
+  SKIP_WITHOUT_DEVICE();
+  run_nulls_and_chunks<double>();
+}
+
+// Signs of open meshes from the winding number: points well inside the
+// tube are inside, points far away outside, whatever the hole.
+TEST(MeshGpu, OpenMeshSignsFarFromTheHole) {
+  SKIP_WITHOUT_DEVICE();
+  const TestMesh<double> mesh = open_torus<double>(60, 30);
+  const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
+  // On the tube's core circle opposite the hole, and far outside.
+  const std::vector<double> points = {-1, 0, 0, 0, -1, 0, 0, 0, 0, 5, 5, 5, -1, 0, 0.9};
+  const Answers<double> a = gpu_closest(*engine, points, std::numeric_limits<double>::infinity());
+  EXPECT_LT(a.signed_d[0], 0);
+  EXPECT_LT(a.signed_d[1], 0);
+  EXPECT_GT(a.signed_d[2], 0);
+  EXPECT_GT(a.signed_d[3], 0);
+  EXPECT_GT(a.signed_d[4], 0);
+}
+
+#if defined(KNN_TEST_WITH_CUDA)
+// Device arrays in place, and a mix of host and device arrays.
+template <class S>
+void run_device_arrays() {
+  const TestMesh<S> mesh = soup<S>(400, 31);
+  const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
+  const std::vector<S> points = points_for(mesh, 3000, 32);
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  const S limit = S(0.2);
+  const Answers<S> host = gpu_closest(*engine, points, limit);
+  expect_matches_brute_force(mesh, host, points, limit);
+  DeviceArray<S> d_points(points), d_sq(m), d_closest(3 * m), d_signed(m);
+  DeviceArray<int32_t> d_ids(m);
+  Answers<S> mixed(m);
+  knn::MeshResults<S> out{d_ids.get(), mixed.sq.data(), d_closest.get(), mixed.bary.data(),
+                          d_signed.get()};
+  engine->closest(d_points.get(), m, limit, out, knn::MeshParams{});
+  EXPECT_EQ(d_ids.to_host(m), host.ids);
+  EXPECT_SAME_BITS(mixed.sq, host.sq);
+  EXPECT_SAME_BITS(d_closest.to_host(3 * m), host.closest);
+  EXPECT_SAME_BITS(mixed.bary, host.bary);
+  EXPECT_SAME_BITS(d_signed.to_host(m), host.signed_d);
+  Answers<S> from_host_points(m);
+  knn::MeshResults<S> device_out{d_ids.get(), d_sq.get(), nullptr, nullptr, nullptr};
+  engine->closest(points.data(), m, limit, device_out, knn::MeshParams{});
+  EXPECT_EQ(d_ids.to_host(m), host.ids);
+  EXPECT_SAME_BITS(d_sq.to_host(m), host.sq);
+}
+
+TEST(MeshGpu, DeviceArraysFloat) {
+  SKIP_WITHOUT_DEVICE();
+  run_device_arrays<float>();
+}
+
+TEST(MeshGpu, DeviceArraysDouble) {
+  SKIP_WITHOUT_DEVICE();
+  run_device_arrays<double>();
+}
+#endif
+
+// The report by its definitions (deviation.h), from the per-point values.
+template <class S>
+void expect_report_of(const std::vector<S>& values, const knn::DeviationRequest& request,
+                      const knn::DeviationSummary& got, const std::vector<double>& percentiles_got,
+                      const std::vector<int64_t>& bins_got) {
+  std::vector<S> measured;
+  for (const S v : values)
+    if (v < std::numeric_limits<S>::infinity()) measured.push_back(v);
+  std::sort(measured.begin(), measured.end());
+  const int64_t count = static_cast<int64_t>(measured.size());
+  EXPECT_EQ(got.measured, count);
+  EXPECT_EQ(got.beyond, static_cast<int64_t>(values.size()) - count);
+  if (count == 0) {
+    EXPECT_TRUE(std::isnan(got.min) && std::isnan(got.max) && std::isnan(got.mean) &&
+                std::isnan(got.rms));
+    return;
+  }
+  EXPECT_EQ(got.min, double(measured.front()));
+  EXPECT_EQ(got.max, double(measured.back()));
+  std::vector<double> sums, squares;
+  for (int64_t first = 0; first < count; first += knn::geometry::kDeviationSumBlock) {
+    const int64_t length = std::min(knn::geometry::kDeviationSumBlock, count - first);
+    sums.push_back(knn::geometry::block_sum(measured.data(), first, length, false));
+    squares.push_back(knn::geometry::block_sum(measured.data(), first, length, true));
+  }
+  const int64_t blocks = static_cast<int64_t>(sums.size());
+  EXPECT_EQ(got.mean, knn::geometry::sum_of_block_sums(sums.data(), blocks) / double(count));
+  EXPECT_EQ(got.rms,
+            std::sqrt(knn::geometry::sum_of_block_sums(squares.data(), blocks) / double(count)));
+  for (int p = 0; p < request.n_percentiles; ++p)
+    EXPECT_EQ(percentiles_got[p],
+              double(measured[knn::geometry::percentile_position(request.percentiles[p], count)]))
+        << "percentile " << request.percentiles[p];
+  const double t = request.tolerance;
+  int64_t within = 0, above = 0, below = 0, below_bins = 0, above_bins = 0;
+  std::vector<int64_t> bins(static_cast<size_t>(request.n_bins), 0);
+  for (const S v : measured) {
+    const double d = v;
+    within += -t <= d && d <= t, above += d > t, below += d < -t;
+    if (request.n_bins == 0) continue;
+    const double* e = request.bin_edges;
+    if (d < e[0]) {
+      ++below_bins;
+    } else if (d > e[request.n_bins]) {
+      ++above_bins;
+    } else {
+      int b = 0;
+      while (b + 1 < request.n_bins && !(d < e[b + 1])) ++b;
+      ++bins[b];
+    }
+  }
+  EXPECT_EQ(got.within_tolerance, within);
+  EXPECT_EQ(got.above_tolerance, above);
+  EXPECT_EQ(got.below_tolerance, below);
+  EXPECT_EQ(got.below_bins, below_bins);
+  EXPECT_EQ(got.above_bins, above_bins);
+  EXPECT_EQ(bins_got, bins);
+}
+
+template <class S>
+void run_deviation(const TestMesh<S>& mesh, S max_distance, size_t device_limit) {
+  const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
+  // More than two blocks of the sums.
+  const std::vector<S> points = points_for(mesh, 9000, 41);
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  const std::vector<double> percentiles = {0, 0.1, 25, 50, 99.9, 100};
+  const std::vector<double> edges = {-0.3, -0.1, -0.01, 0, 0.01, 0.1, 0.3};
+  knn::DeviationRequest request;
+  request.tolerance = 0.05;
+  request.percentiles = percentiles.data();
+  request.n_percentiles = static_cast<int>(percentiles.size());
+  request.bin_edges = edges.data();
+  request.n_bins = static_cast<int>(edges.size()) - 1;
+  std::vector<double> percentile_values(percentiles.size(), 7);
+  std::vector<int64_t> bin_counts(edges.size() - 1, 7);
+  knn::DeviationSummary summary;
+  summary.percentile_values = percentile_values.data();
+  summary.bin_counts = bin_counts.data();
+  std::vector<S> values(static_cast<size_t>(m), 7);
+  knn::MeshParams call;
+  call.device_memory_limit = device_limit;
+  engine->deviation(points.data(), m, max_distance, request, &summary, values.data(), call);
+  const Answers<S> closest = gpu_closest(*engine, points, max_distance);
+  EXPECT_SAME_BITS(closest.signed_d, values);
+  expect_report_of(values, request, summary, percentile_values, bin_counts);
+  // Without the per-point values: the same report.
+  std::vector<double> percentile_values2(percentiles.size(), 7);
+  std::vector<int64_t> bin_counts2(edges.size() - 1, 7);
+  knn::DeviationSummary again;
+  again.percentile_values = percentile_values2.data();
+  again.bin_counts = bin_counts2.data();
+  engine->deviation(points.data(), m, max_distance, request, &again, nullptr, call);
+  EXPECT_EQ(std::memcmp(&again.min, &summary.min, 4 * sizeof(double)), 0);
+  EXPECT_EQ(again.measured, summary.measured);
+  EXPECT_EQ(percentile_values2, percentile_values);
+  EXPECT_EQ(bin_counts2, bin_counts);
+}
+
+TEST(MeshGpu, DeviationReportFollowsItsDefinitions) {
+  SKIP_WITHOUT_DEVICE();
+  run_deviation(torus<float>(40, 20), 0.5f, 0);
+  run_deviation(torus<double>(40, 20), std::numeric_limits<double>::infinity(), 0);
+  run_deviation(open_torus<double>(40, 20), 0.2, 0);
+  // Chunks of the signed distances forced by a small budget.
+  run_deviation(torus<float>(40, 20), 0.5f, (size_t{20} << 20) + 1000 * 3 * sizeof(float));
+  // Nothing measured: NaN statistics, zero counts.
+  run_deviation(torus<float>(10, 6), 0.0f, 0);
+}
+
+// The build refuses what mesh_build_bytes says does not fit, before it
+// allocates; exactly that much is enough.
+TEST(MeshGpu, BuildChecksItsBytesAgainstTheBudget) {
+  SKIP_WITHOUT_DEVICE();
+  const TestMesh<float> mesh = soup<float>(20000, 51);
+  const size_t needed =
+      knn::cuda::mesh_build_bytes(mesh.n_vertices(), mesh.n_triangles(), 4, false);
+  knn::MeshParams params;
+  params.device_memory_limit = needed - 1;
+  try {
+    knn::cuda::build_mesh(mesh.geometry(), params);
+    ADD_FAILURE() << "a build over its budget went ahead";
+  } catch (const knn::Error& e) {
+    EXPECT_EQ(e.status(), KNN_ERR_DEVICE_OUT_OF_MEMORY);
+    EXPECT_NE(std::string(e.what()).find(std::to_string(needed)), std::string::npos) << e.what();
+  }
+  params.device_memory_limit = needed;
+  const auto engine = knn::cuda::build_mesh(mesh.geometry(), params);
+  const std::vector<float> points = points_for(mesh, 200, 52);
+  expect_matches_brute_force(mesh, gpu_closest(*engine, points, 0.3f), points, 0.3f);
+  // Estimates grow with the sizes and never wrap.
+  EXPECT_LT(knn::cuda::mesh_build_bytes(10, 10, 4, true),
+            knn::cuda::mesh_build_bytes(10, 1000, 4, true));
+  EXPECT_LT(knn::cuda::mesh_build_bytes(10, 1000, 4, true),
+            knn::cuda::mesh_build_bytes(10, 1000, 8, true));
+  EXPECT_GT(knn::cuda::mesh_build_bytes(int64_t{1} << 31, KNN_MESH_MAX_TRIANGLES, 8, false),
+            size_t{1} << 36);
+}
+
+// Every device allocation of a build and of a query made to fail in turn:
+// a clean DEVICE_OUT_OF_MEMORY, and the next call works.
+TEST(MeshGpu, AllocationFaultsFailCleanly) {
+  SKIP_WITHOUT_DEVICE();
+  const TestMesh<float> mesh = open_torus<float>(20, 10);
+  const std::vector<float> points = points_for(mesh, 100, 61);
+  const auto reference = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
+  const Answers<float> expected = gpu_closest(*reference, points, 1.0f);
+  int faults = 0;
+  for (int n = 1; n < 64; ++n) {
+    const std::string fault = std::to_string(n);
+    bool failed = false;
+    try {
+      const ScopedEnv env("KNN_FAULT_DEVICE_ALLOC", fault.c_str());
+      const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
+      const Answers<float> got = gpu_closest(*engine, points, 1.0f);
+      EXPECT_EQ(got.ids, expected.ids);
+    } catch (const knn::Error& e) {
+      EXPECT_EQ(e.status(), KNN_ERR_DEVICE_OUT_OF_MEMORY) << e.what();
+      failed = true;
+      ++faults;
+    }
+    if (!failed) break;
+  }
+  EXPECT_GT(faults, 5);
+  EXPECT_EQ(gpu_closest(*reference, points, 1.0f).ids, expected.ids);
+}
+
+TEST(MeshGpu, CancelledQueryThrows) {
+  SKIP_WITHOUT_DEVICE();
+  const TestMesh<float> mesh = torus<float>(20, 10);
+  const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
+  const std::vector<float> points = points_for(mesh, 100, 71);
+  volatile int flag = 1;
+  knn::set_cancel_flag(&flag);
+  try {
+    gpu_closest(*engine, points, 1.0f);
+    ADD_FAILURE() << "a cancelled query went ahead";
+  } catch (const knn::Error& e) {
+    EXPECT_EQ(e.status(), KNN_ERR_CANCELLED);
+  }
+  knn::set_cancel_flag(nullptr);
+  expect_matches_brute_force(mesh, gpu_closest(*engine, points, 1.0f), points, 1.0f);
+}
+
+// 10^6 triangles, 10^6 points: the build and the query timed (printed), the
+// answers of a sample checked against the brute force.
+TEST(MeshGpu, MillionTrianglesMillionPoints) {
+  SKIP_WITHOUT_DEVICE();
+  const TestMesh<float> mesh = torus<float>(1000, 500);
+  ASSERT_EQ(mesh.n_triangles(), 1000000);
+  std::vector<float> points;
+  std::mt19937_64 rng(81);
+  std::uniform_real_distribution<float> u(-1.5f, 1.5f), z(-0.5f, 0.5f);
+  for (int i = 0; i < 1000000; ++i)
+    points.push_back(u(rng)), points.push_back(u(rng)), points.push_back(z(rng));
+  const int64_t m = 1000000;
+  knn::cuda::build_mesh(torus<float>(10, 10).geometry(), knn::MeshParams{});  // context, modules
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
+  const double build_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<int32_t> ids(m);
+  std::vector<float> sq(m), signed_d(m);
+  const float inf = std::numeric_limits<float>::infinity();
+  engine->closest(points.data(), m, inf, {ids.data(), sq.data()}, knn::MeshParams{});  // warm
+  t0 = Clock::now();
+  engine->closest(points.data(), m, inf, {ids.data(), sq.data()}, knn::MeshParams{});
+  const double closest_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  t0 = Clock::now();
+  knn::MeshResults<float> with_sign;
+  with_sign.triangle_ids = ids.data();
+  with_sign.signed_distances = signed_d.data();
+  engine->closest(points.data(), m, inf, with_sign, knn::MeshParams{});
+  const double signed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf(
+      "[ mesh    ] 10^6 triangles (closed torus), 10^6 points (host arrays), float: "
+      "build %.1f ms (incl. upload), closest %.1f ms, signed %.1f ms\n",
+      1e3 * build_s, 1e3 * closest_s, 1e3 * signed_s);
+  std::vector<float> sample;
+  std::vector<int64_t> picked;
+  for (int64_t i = 0; i < m; i += m / 97) {
+    picked.push_back(i);
+    for (int d = 0; d < 3; ++d) sample.push_back(points[3 * i + d]);
+  }
+  const Answers<float> expected = brute_force(mesh, sample, inf);
+  for (size_t s = 0; s < picked.size(); ++s) {
+    EXPECT_EQ(ids[picked[s]], expected.ids[s]) << "point " << picked[s];
+    EXPECT_EQ(signed_d[picked[s]], expected.signed_d[s]) << "point " << picked[s];
+  }
+}
+
+}  // namespace
+}  // namespace knn_test
