@@ -31,6 +31,7 @@
 #include "../common/geometry/deviation.h"
 #include "../common/geometry/triangle.h"
 #include "../common/geometry/winding.h"
+#include "../cuda/mesh/mesh_layout.h"
 #include "../engine/cancel.h"
 #include "../engine/mesh_engine.h"
 #include "gpu_test_support.h"
@@ -407,9 +408,11 @@ void run_nulls_and_chunks() {
   only_ids.triangle_ids = ids.data();
   engine->closest(points.data(), m, inf, only_ids, knn::MeshParams{});
   EXPECT_EQ(ids, whole.ids);
-  // The staging of 1000 points beside the pages of six staged buffers.
+  // Chunks of 1000 points: their staging (points, ids and 11 scalars) and
+  // ordering.
   knn::MeshParams small;
-  small.device_memory_limit = (size_t{14} << 20) + 1000 * (11 * sizeof(S) + 4);
+  small.device_memory_limit = knn::cuda::kMeshChunkFixedBytes +
+                              1000 * (11 * sizeof(S) + 4 + knn::cuda::kMeshChunkOrderBytesPerPoint);
   const Answers<S> chunked = gpu_closest(*engine, points, inf, small);
   EXPECT_SAME_BITS(whole.ids, chunked.ids);
   EXPECT_SAME_BITS(whole.sq, chunked.sq);
@@ -466,7 +469,6 @@ void run_device_arrays() {
   EXPECT_SAME_BITS(d_closest.to_host(3 * m), host.closest);
   EXPECT_SAME_BITS(mixed.bary, host.bary);
   EXPECT_SAME_BITS(d_signed.to_host(m), host.signed_d);
-  Answers<S> from_host_points(m);
   knn::MeshResults<S> device_out{d_ids.get(), d_sq.get(), nullptr, nullptr, nullptr};
   engine->closest(points.data(), m, limit, device_out, knn::MeshParams{});
   EXPECT_EQ(d_ids.to_host(m), host.ids);
@@ -544,7 +546,7 @@ void expect_report_of(const std::vector<S>& values, const knn::DeviationRequest&
 }
 
 template <class S>
-void run_deviation(const TestMesh<S>& mesh, S max_distance, size_t device_limit) {
+void run_deviation(const TestMesh<S>& mesh, S max_distance, int64_t chunk_points) {
   const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
   // More than two blocks of the sums.
   const std::vector<S> points = points_for(mesh, 9000, 41);
@@ -563,8 +565,14 @@ void run_deviation(const TestMesh<S>& mesh, S max_distance, size_t device_limit)
   summary.percentile_values = percentile_values.data();
   summary.bin_counts = bin_counts.data();
   std::vector<S> values(static_cast<size_t>(m), 7);
+  // Chunks of chunk_points (0: as many as fit): every value and key, and the
+  // sort's temporaries, beside the staged points and their ordering.
   knn::MeshParams call;
-  call.device_memory_limit = device_limit;
+  if (chunk_points > 0)
+    call.device_memory_limit = 2 * knn::cuda::aligned(static_cast<size_t>(m) * sizeof(S)) +
+                               knn::cuda::cub_temp_bytes(m) + knn::cuda::kMeshChunkFixedBytes +
+                               static_cast<size_t>(chunk_points) *
+                                   (3 * sizeof(S) + knn::cuda::kMeshChunkOrderBytesPerPoint);
   engine->deviation(points.data(), m, max_distance, request, &summary, values.data(), call);
   const Answers<S> closest = gpu_closest(*engine, points, max_distance);
   EXPECT_SAME_BITS(closest.signed_d, values);
@@ -588,7 +596,7 @@ TEST(MeshGpu, DeviationReportFollowsItsDefinitions) {
   run_deviation(torus<double>(40, 20), std::numeric_limits<double>::infinity(), 0);
   run_deviation(open_torus<double>(40, 20), 0.2, 0);
   // Chunks of the signed distances forced by a small budget.
-  run_deviation(torus<float>(40, 20), 0.5f, (size_t{20} << 20) + 1000 * 3 * sizeof(float));
+  run_deviation(torus<float>(40, 20), 0.5f, 1000);
   // Nothing measured: NaN statistics, zero counts.
   run_deviation(torus<float>(10, 6), 0.0f, 0);
 }
@@ -614,10 +622,10 @@ TEST(MeshGpu, BuildChecksItsBytesAgainstTheBudget) {
   const std::vector<float> points = points_for(mesh, 200, 52);
   expect_matches_brute_force(mesh, gpu_closest(*engine, points, 0.3f), points, 0.3f);
   // Estimates grow with the sizes and never wrap.
-  EXPECT_LT(knn::cuda::mesh_build_bytes(10, 10, 4, true),
-            knn::cuda::mesh_build_bytes(10, 1000, 4, true));
-  EXPECT_LT(knn::cuda::mesh_build_bytes(10, 1000, 4, true),
-            knn::cuda::mesh_build_bytes(10, 1000, 8, true));
+  EXPECT_LT(knn::cuda::mesh_build_bytes(1000, 1000, 4, true),
+            knn::cuda::mesh_build_bytes(1000, 1000000, 4, true));
+  EXPECT_LT(knn::cuda::mesh_build_bytes(1000, 1000000, 4, true),
+            knn::cuda::mesh_build_bytes(1000, 1000000, 8, true));
   EXPECT_GT(knn::cuda::mesh_build_bytes(int64_t{1} << 31, KNN_MESH_MAX_TRIANGLES, 8, false),
             size_t{1} << 36);
 }

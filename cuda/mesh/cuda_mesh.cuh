@@ -22,6 +22,7 @@ struct MeshView {
   const geometry::WindingCluster* clusters;  // n - 1; other meshes, else null
   int64_t n;
   bool closed_oriented;
+  MeshBox<Scalar> bounds;  // of every vertex of every triangle
 };
 
 template <typename Scalar>
@@ -29,7 +30,8 @@ class CudaMesh final : public MeshEngine<Scalar> {
  public:
   CudaMesh(int device, int64_t n, bool closed_oriented, DeviceBuffer<MeshNode<Scalar>> nodes,
            DeviceBuffer<LeafTriangle<Scalar>> leaves, DeviceBuffer<LeafNormals<Scalar>> normals,
-           DeviceBuffer<Scalar> vertex_normals, DeviceBuffer<geometry::WindingCluster> clusters)
+           DeviceBuffer<Scalar> vertex_normals, DeviceBuffer<geometry::WindingCluster> clusters,
+           const MeshBox<Scalar>& bounds)
       : device_(device),
         n_(n),
         closed_oriented_(closed_oriented),
@@ -37,13 +39,14 @@ class CudaMesh final : public MeshEngine<Scalar> {
         leaves_(std::move(leaves)),
         normals_(std::move(normals)),
         vertex_normals_(std::move(vertex_normals)),
-        clusters_(std::move(clusters)) {}
+        clusters_(std::move(clusters)),
+        bounds_(bounds) {}
 
   int backend() const override { return KNN_BACKEND_CUDA; }
   int64_t n_triangles() const override { return n_; }
   MeshView<Scalar> view() const {
-    return {nodes_.get(), leaves_.get(),   normals_.get(), vertex_normals_.get(), clusters_.get(),
-            n_,           closed_oriented_};
+    return {nodes_.get(), leaves_.get(),    normals_.get(), vertex_normals_.get(), clusters_.get(),
+            n_,           closed_oriented_, bounds_};
   }
 
   // mesh_query.cu
@@ -62,6 +65,7 @@ class CudaMesh final : public MeshEngine<Scalar> {
   DeviceBuffer<LeafNormals<Scalar>> normals_;
   DeviceBuffer<Scalar> vertex_normals_;
   DeviceBuffer<geometry::WindingCluster> clusters_;
+  MeshBox<Scalar> bounds_;
 };
 
 }  // namespace cuda

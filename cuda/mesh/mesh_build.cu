@@ -337,11 +337,33 @@ std::unique_ptr<MeshEngine<Scalar>> build(const MeshGeometry<Scalar>& mesh,
         leaves.get(), n, parents.get(), visits.get(), nodes.get(), moments.get(), clusters.get());
     check_launch("mesh build: climb");
   }
+  // The mesh's box (the query orders its points in it): the root's
+  // children's, or the one triangle's.
+  MeshBox<Scalar> box;
+  if (n > 1) {
+    MeshNode<Scalar> root;
+    check(cudaMemcpyAsync(&root, nodes.get(), sizeof root, cudaMemcpyDeviceToHost, s),
+          "mesh build: cudaMemcpyAsync");
+    stream.synchronize();
+    for (int d = 0; d < 3; ++d) {
+      box.lo[d] = std::min(root.box[0].lo[d], root.box[1].lo[d]);
+      box.hi[d] = std::max(root.box[0].hi[d], root.box[1].hi[d]);
+    }
+  } else {
+    for (int d = 0; d < 3; ++d) {
+      box.lo[d] = box.hi[d] = mesh.vertices[3 * static_cast<int64_t>(mesh.triangles[0]) + d];
+      for (int k = 1; k < 3; ++k) {
+        const Scalar x = mesh.vertices[3 * static_cast<int64_t>(mesh.triangles[k]) + d];
+        box.lo[d] = std::min(box.lo[d], x);
+        box.hi[d] = std::max(box.hi[d], x);
+      }
+    }
+  }
   stream.synchronize();
   throw_if_cancelled(cancel);
   return std::make_unique<CudaMesh<Scalar>>(device, n, closed, std::move(nodes), std::move(leaves),
                                             std::move(normals), std::move(vertex_normals),
-                                            std::move(clusters));
+                                            std::move(clusters), box);
 }
 
 }  // namespace

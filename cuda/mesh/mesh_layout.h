@@ -103,5 +103,13 @@ inline size_t mesh_build_scratch_bytes(int64_t n_vertices, int64_t n_triangles, 
   return saturating_add(bytes, cub_temp_bytes(n_triangles));
 }
 
+// A query chunk (mesh_query.cu): per point its ordering (Morton code and
+// position, twice for the sort, and a byte of the sort's temporaries) plus
+// its arrays staged from the host; fixed, a page for every buffer that may
+// take one of its own (six staged arrays, the fault flag, the ordering's
+// four, the sort's temporaries) and the sort's base.
+constexpr size_t kMeshChunkOrderBytesPerPoint = 2 * (4 + 4) + 1;
+constexpr size_t kMeshChunkFixedBytes = 12 * kAllocAlignment + kCubTempBase;
+
 }  // namespace cuda
 }  // namespace knn

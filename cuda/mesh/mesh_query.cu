@@ -197,12 +197,35 @@ __device__ bool is_inside(const MeshView<Scalar>& mesh, const Vec3<Scalar>& q, i
   return geometry::pseudonormal_says_inside(q, p.closest, normal);
 }
 
+// The points of a chunk are answered in the order of their Morton codes in
+// the mesh's box (points outside it in its border cells): neighbouring
+// threads then walk the same nodes. Each answer depends on its point alone.
+constexpr int kOrderBitsPerAxis = 10;
+
 template <typename Scalar>
-__global__ void __launch_bounds__(kQueryBlock)
-    answer_points(MeshView<Scalar> mesh, const Scalar* points, int64_t count, Scalar max_sq,
-                  PointOutputs<Scalar> out, int* fault) {
+__global__ void point_codes(const Scalar* points, int64_t count, MeshBox<Scalar> box,
+                            uint32_t* codes, int32_t* order) {
+  constexpr double cells = 1 << kOrderBitsPerAxis;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
+    uint32_t cell[3];
+    for (int d = 0; d < 3; ++d) {
+      const double extent = static_cast<double>(box.hi[d]) - static_cast<double>(box.lo[d]);
+      const double x = (static_cast<double>(points[3 * i + d]) - box.lo[d]) / extent * cells;
+      cell[d] = x > 0 ? static_cast<uint32_t>(fmin(x, cells - 1)) : 0;  // NaN, empty extent: 0
+    }
+    codes[i] = static_cast<uint32_t>(geometry::morton_code3(cell[0], cell[1], cell[2]));
+    order[i] = static_cast<int32_t>(i);
+  }
+}
+
+template <typename Scalar>
+__global__ void __launch_bounds__(kQueryBlock)
+    answer_points(MeshView<Scalar> mesh, const Scalar* points, const int32_t* order, int64_t count,
+                  Scalar max_sq, PointOutputs<Scalar> out, int* fault) {
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count;
+       k += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t i = order[k];
     const Vec3<Scalar> q{points[3 * i], points[3 * i + 1], points[3 * i + 2]};
     const int32_t leaf_index = nearest_leaf(mesh, q, max_sq, fault);
     if (leaf_index < 0) {
@@ -283,11 +306,19 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
   const size_t per_point = in.bytes_per_point() + ids.bytes_per_point() + sq.bytes_per_point() +
                            closest.bytes_per_point() + barycentric.bytes_per_point() +
                            signed_d.bytes_per_point();
-  // Every staged buffer may take a page of its own (memory_model.h).
-  const size_t pages = 6 * kAllocAlignment + aligned(sizeof(int));
-  const int64_t chunk =
-      std::min(m, queries_within_budget(device_budget(call.device_memory_limit), per_point,
-                                        saturating_add(fixed_bytes, pages), kMeshChunkPoints));
+  const int64_t chunk = std::min(
+      m, queries_within_budget(
+             device_budget(call.device_memory_limit), per_point + kMeshChunkOrderBytesPerPoint,
+             saturating_add(fixed_bytes, kMeshChunkFixedBytes), kMeshChunkPoints));
+  const size_t uchunk = static_cast<size_t>(chunk);
+  DeviceBuffer<uint32_t> codes(uchunk), codes_sorted(uchunk);
+  DeviceBuffer<int32_t> order(uchunk), order_sorted(uchunk);
+  size_t sort_bytes = 0;
+  check(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, codes.get(), codes_sorted.get(),
+                                        order.get(), order_sorted.get(), chunk, 0,
+                                        3 * kOrderBitsPerAxis, stream),
+        "mesh query: radix sort (size)");
+  DeviceBuffer<unsigned char> sort_temp(checked_cub_temp(sort_bytes, cub_temp_bytes(chunk)));
   in.reserve(chunk);
   ids.reserve(chunk);
   sq.reserve(chunk);
@@ -303,10 +334,17 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
     throw_if_cancelled(cancel);
     const int64_t count = std::min(chunk, m - first);
     in.upload(first, count, stream);
+    point_codes<<<grid_stride_blocks(point_codes<Scalar>, kBlock, count), kBlock, 0, stream>>>(
+        in.at(first), count, mesh.bounds, codes.get(), order.get());
+    check_launch("mesh query: point_codes");
+    check(cub::DeviceRadixSort::SortPairs(sort_temp.get(), sort_bytes, codes.get(),
+                                          codes_sorted.get(), order.get(), order_sorted.get(),
+                                          count, 0, 3 * kOrderBitsPerAxis, stream),
+          "mesh query: radix sort");
     const PointOutputs<Scalar> o{ids.at(first), sq.at(first), closest.at(first),
                                  barycentric.at(first), signed_d.at(first)};
     answer_points<<<std::min(most_blocks, grid_for(count, kQueryBlock)), kQueryBlock, 0, stream>>>(
-        mesh, in.at(first), count, max_sq, o, fault.get());
+        mesh, in.at(first), order_sorted.get(), count, max_sq, o, fault.get());
     check_launch("mesh query: answer_points");
     ids.download(first, count, stream);
     sq.download(first, count, stream);
@@ -428,8 +466,9 @@ void summarise(const Scalar* sorted, int64_t measured, const DeviationRequest& r
       (measured + geometry::kDeviationSumBlock - 1) / geometry::kDeviationSumBlock;
   // Thresholds: the bin edges, then -t and t. Positions: min, max, then the
   // percentiles.
-  std::vector<double> thresholds(request.bin_edges, request.bin_edges + request.n_bins + 1);
-  if (request.n_bins == 0) thresholds.clear();
+  std::vector<double> thresholds;
+  if (request.n_bins > 0)
+    thresholds.assign(request.bin_edges, request.bin_edges + request.n_bins + 1);
   thresholds.push_back(-request.tolerance);
   thresholds.push_back(request.tolerance);
   std::vector<int64_t> positions = {0, measured - 1};
