@@ -196,15 +196,18 @@ int build(const Mesh& mesh, double, const knn_options* o, knn_mesh** out) {
   return knn_mesh_build_f64(mesh.vertices.data(), mesh.n_vertices(), mesh.triangles.data(),
                             mesh.n_triangles(), o, out);
 }
-int align_ex(const knn_mesh* mesh, const std::vector<float>& p, const double* initial,
+int align_ex(const knn_mesh* mesh, const float* p, int64_t m, const double* initial,
              const knn_align_params* params, knn_align_result* r, const knn_options* o) {
-  return knn_mesh_align_ex(mesh, p.data(), static_cast<int64_t>(p.size() / 3), initial, params, r,
-                           o);
+  return knn_mesh_align_ex(mesh, p, m, initial, params, r, o);
 }
-int align_ex(const knn_mesh* mesh, const std::vector<double>& p, const double* initial,
+int align_ex(const knn_mesh* mesh, const double* p, int64_t m, const double* initial,
              const knn_align_params* params, knn_align_result* r, const knn_options* o) {
-  return knn_mesh_align_ex_f64(mesh, p.data(), static_cast<int64_t>(p.size() / 3), initial, params,
-                               r, o);
+  return knn_mesh_align_ex_f64(mesh, p, m, initial, params, r, o);
+}
+template <typename Scalar>
+int align_ex(const knn_mesh* mesh, const std::vector<Scalar>& p, const double* initial,
+             const knn_align_params* params, knn_align_result* r, const knn_options* o) {
+  return align_ex(mesh, p.data(), static_cast<int64_t>(p.size() / 3), initial, params, r, o);
 }
 
 knn_align_params params_of(double max_correspondence, double fraction, int iterations) {
@@ -471,14 +474,10 @@ TYPED_TEST(Align, CudaGivesTheOpenMPBits) {
   const knn_options o = options(KNN_BACKEND_CUDA);
   MeshHandle h;
   ASSERT_EQ(build(mesh, Scalar{}, &o, &h.mesh), KNN_OK);
-  DeviceArray<Scalar> on_device(scan.size(), scan);
+  DeviceArray<Scalar> on_device(scan);
   knn_align_result d = empty_result();
-  const int status =
-      std::is_same_v<Scalar, float>
-          ? knn_mesh_align_ex(h.mesh, reinterpret_cast<const float*>(on_device.get()),
-                              static_cast<int64_t>(scan.size() / 3), nullptr, &params, &d, &o)
-          : knn_mesh_align_ex_f64(h.mesh, reinterpret_cast<const double*>(on_device.get()),
-                                  static_cast<int64_t>(scan.size() / 3), nullptr, &params, &d, &o);
+  const int status = align_ex(h.mesh, on_device.get(), static_cast<int64_t>(scan.size() / 3),
+                              nullptr, &params, &d, &o);
   ASSERT_EQ(status, KNN_OK) << knn_last_error();
   EXPECT_EQ(0, std::memcmp(results[0].transform, d.transform, sizeof(double[16])));
 #endif
