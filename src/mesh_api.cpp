@@ -1,28 +1,18 @@
 // Entry points of the triangle meshes (contract section 6,
-// include/knn_gpgpu_mesh.h): the handle, the checks of meshes, points and
-// options with precise messages, the choice of backend, serialization, and
-// the "outputs untouched or fully written" rule around the engines. What
-// every engine shares (the closed-and-oriented test, the pseudonormals) is
-// src/mesh_prepare.*; the format, src/mesh_format.*.
-//
-// Two precisions: knn_mesh_build makes a float32 mesh, _f64 a float64 one;
-// each call is one template over the scalar type, and a call of the other
-// family is refused before it touches anything.
-//
-// One device per mesh: a CUDA mesh answers on the device it was built on
-// (the header's "every device of the call's device list" is not done yet).
-#include <algorithm>
-#include <cmath>
+// include/knn_gpgpu_mesh.h) that make, describe, save and free a mesh: the
+// checks of the mesh and the options with precise messages, the choice of
+// backend, serialization, the estimate. What every engine shares (the
+// closed-and-oriented test, the pseudonormals) is src/mesh_prepare.*; the
+// format, src/mesh_format.*; the handle, src/mesh_handle.h; the queries,
+// src/mesh_queries.cpp.
 #include <cstddef>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "../cuda/cuda_engine.h"
-#include "../cuda/peer_copy.h"
 #include "../engine/cancel.h"
 #include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
@@ -56,72 +46,36 @@ void destroy_handle(knn_mesh* mesh) noexcept {
 
 namespace {
 
-void check_max_distance(double max_distance) {
-  if (std::isnan(max_distance) || max_distance < 0)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("max_distance is %g; it must be a non-negative number (+infinity: no limit)",
-                max_distance));
+[[noreturn]] void fail_not_live() {
+  fail(KNN_ERR_INVALID_ARGUMENT,
+       "mesh is not a live mesh (already freed, or not made by knn_mesh_build, "
+       "knn_mesh_build_f64 or knn_mesh_deserialize)");
 }
 
-// Writes `count` copies of `value` to a device array, a host piece at a time.
-template <class T>
-void fill_on_device(T* device_array, int64_t count, T value) {
-  const std::vector<T> piece(static_cast<size_t>(std::min<int64_t>(count, 1 << 18)), value);
-  for (int64_t done = 0; done < count;) {
-    const int64_t part = std::min<int64_t>(count - done, static_cast<int64_t>(piece.size()));
-    cuda::copy_to_device(device_array + done, piece.data(), static_cast<size_t>(part) * sizeof(T));
-    done += part;
-  }
+}  // namespace
+
+HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh) {
+  if (mesh == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "mesh is NULL");
+  HandleUse<knn_mesh> use(mesh);
+  if (!use) fail_not_live();
+  return use;
 }
 
-// The per-point outputs of one call (any but triangle_ids may be NULL):
-// all host memory or all device memory.
-template <typename Scalar>
-struct PointOutputs {
-  MeshResults<Scalar> results;
-  int64_t m = 0;
-  bool on_device = false;
+void fail_other_precision(const char* call, bool wide) {
+  const std::string name(call);
+  const std::string twin = wide ? name.substr(0, name.size() - 4) : name + "_f64";
+  fail(KNN_ERR_INVALID_ARGUMENT,
+       format("mesh holds %s vertices (built by %s) and %s takes a %s mesh; call %s instead",
+              wide ? "float32" : "float64", wide ? "knn_mesh_build" : "knn_mesh_build_f64", call,
+              wide ? "float64" : "float32", twin.c_str()));
+}
 
-  PointOutputs(const MeshResults<Scalar>& r, int64_t count) : results(r), m(count) {
-    const void* arrays[] = {r.triangle_ids, r.sq_distances, r.closest, r.barycentric,
-                            r.signed_distances};
-    int given = 0, device = 0;
-    for (const void* p : arrays) {
-      given += p != nullptr;
-      device += knn::on_device(p);
-    }
-    on_device = device > 0;
-    if (device > 0 && device < given)
-      fail(KNN_ERR_INVALID_ARGUMENT,
-           "the output arrays mix host and device memory; pass all of them in one kind");
-  }
+void check_host_array(const void* p, const char* name) {
+  if (on_device(p))
+    fail(KNN_ERR_INVALID_ARGUMENT, format("%s is device memory; it must be host memory", name));
+}
 
-  // The "beyond" values in every output, after a failure once the engine
-  // started. Best effort: the call's status reports the first failure.
-  void fill_beyond() const noexcept {
-    constexpr Scalar inf = std::numeric_limits<Scalar>::infinity();
-    constexpr Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
-    const MeshResults<Scalar>& r = results;
-    try {
-      fill(r.triangle_ids, m, int32_t{-1});
-      fill(r.sq_distances, m, inf);
-      fill(r.closest, 3 * m, nan);
-      fill(r.barycentric, 3 * m, nan);
-      fill(r.signed_distances, m, inf);
-    } catch (...) {
-    }
-  }
-
- private:
-  template <class T>
-  void fill(T* array, int64_t count, T value) const {
-    if (array == nullptr) return;
-    if (on_device)
-      fill_on_device(array, count, value);
-    else
-      std::fill(array, array + count, value);
-  }
-};
+namespace {
 
 // ---- Build ------------------------------------------------------------------
 
@@ -155,168 +109,6 @@ knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* trian
   LiveHandles<knn_mesh>::instance().add(mesh.get());
   stage.finish();
   return mesh.release();
-}
-
-// ---- Queries ----------------------------------------------------------------
-// `call` is the entry point's name (messages, and the twin a refusal names).
-
-// The engine's closest() over m points into `results`: a signed distance
-// call requires signed_distances (its triangle ids, when not asked for, go
-// to scratch of the outputs' kind), a closest call triangle_ids.
-template <typename Scalar>
-void closest_points(const char* call, const knn_mesh* handle, const Scalar* points, int64_t m,
-                    Scalar max_distance, MeshResults<Scalar> results, bool signed_call,
-                    const knn_options* opt) {
-  const HandleUse<knn_mesh> use = use_mesh<Scalar>(handle, call);
-  const knn_mesh& mesh = *use;
-  const MeshParams params = call_params(mesh, opt);
-  check_max_distance(static_cast<double>(max_distance));
-  check_array(points, m, "points", "m");
-  check_slots(m, 3, sizeof(Scalar), "m * 3");
-  if (signed_call)
-    check_array(results.signed_distances, m, "signed_distances", "m");
-  else
-    check_array(results.triangle_ids, m, "triangle_ids", "m");
-  if (m == 0) return;
-  const DeviceScope scope(mesh.device);
-  const PointOutputs<Scalar> out(results, m);
-  check_points(mesh, points, m, out.on_device, params.threads);
-  std::vector<int32_t> host_ids;
-  std::unique_ptr<cuda::PeerStaging> device_ids;
-  if (results.triangle_ids == nullptr) {
-    if (out.on_device) {
-      device_ids.reset(new cuda::PeerStaging(sizeof(int32_t) * static_cast<size_t>(m)));
-      results.triangle_ids = static_cast<int32_t*>(device_ids->get());
-    } else {
-      host_ids.resize(static_cast<size_t>(m));
-      results.triangle_ids = host_ids.data();
-    }
-  }
-  const ProgressStage stage(KNN_PROGRESS_QUERY, m);
-  try {
-    mesh.engine<Scalar>()->closest(points, m, max_distance, results, params);
-  } catch (...) {
-    out.fill_beyond();
-    throw;
-  }
-  stage.finish();
-}
-
-// Sets one field of the caller's report when it lies within
-// report->struct_size (an older, shorter struct keeps working).
-template <class T>
-void set_within(knn_deviation_report* report, T knn_deviation_report::*field, T value) {
-  const size_t end = static_cast<size_t>(reinterpret_cast<const char*>(&(report->*field)) -
-                                         reinterpret_cast<const char*>(report)) +
-                     sizeof(T);
-  if (report->struct_size >= end) report->*field = value;
-}
-
-void write_report(knn_deviation_report* report, int64_t m, const DeviationSummary& s) {
-  using R = knn_deviation_report;
-  set_within(report, &R::n_points, m);
-  set_within(report, &R::n_measured, s.measured);
-  set_within(report, &R::n_beyond, s.beyond);
-  set_within(report, &R::n_within_tolerance, s.within_tolerance);
-  set_within(report, &R::n_above_tolerance, s.above_tolerance);
-  set_within(report, &R::n_below_tolerance, s.below_tolerance);
-  set_within(report, &R::n_below_bins, s.below_bins);
-  set_within(report, &R::n_above_bins, s.above_bins);
-  set_within(report, &R::min, s.min);
-  set_within(report, &R::max, s.max);
-  set_within(report, &R::mean, s.mean);
-  set_within(report, &R::rms, s.rms);
-}
-
-// The summary of no measured point: every point beyond, NaN statistics and
-// percentiles, empty bins (also what a failed engine run leaves).
-DeviationSummary nothing_measured(int64_t m, const DeviationRequest& request,
-                                  double* percentile_values, int64_t* bin_counts) {
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  DeviationSummary s;
-  s.beyond = m;
-  s.min = s.max = s.mean = s.rms = nan;
-  std::fill(percentile_values, percentile_values + request.n_percentiles, nan);
-  std::fill(bin_counts, bin_counts + request.n_bins, int64_t{0});
-  return s;
-}
-
-// The request's arrays: counts, NULLs, host memory, percentiles in
-// [0, 100], edges finite and strictly ascending, tolerance >= 0.
-void check_request(const DeviationRequest& r, const double* percentile_values,
-                   const int64_t* bin_counts) {
-  if (std::isnan(r.tolerance) || r.tolerance < 0)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("tolerance is %g; it must be a non-negative number", r.tolerance));
-  check_array(r.percentiles, r.n_percentiles, "percentiles", "n_percentiles");
-  check_array(percentile_values, r.n_percentiles, "percentile_values", "n_percentiles");
-  check_array(r.bin_edges, r.n_bins, "bin_edges", "n_bins");
-  check_array(bin_counts, r.n_bins, "bin_counts", "n_bins");
-  check_host_array(r.percentiles, "percentiles");
-  check_host_array(percentile_values, "percentile_values");
-  check_host_array(r.bin_edges, "bin_edges");
-  check_host_array(bin_counts, "bin_counts");
-  for (int i = 0; i < r.n_percentiles; ++i)
-    if (!(r.percentiles[i] >= 0 && r.percentiles[i] <= 100))
-      fail(KNN_ERR_INVALID_ARGUMENT,
-           format("percentiles[%d] is %g; percentiles must lie in [0, 100]", i, r.percentiles[i]));
-  if (r.n_bins == 0) return;
-  for (int64_t b = 0; b <= r.n_bins; ++b) {
-    if (!std::isfinite(r.bin_edges[b]))
-      fail(KNN_ERR_INVALID_ARGUMENT, format("bin_edges[%lld] is %g; bin edges must be finite",
-                                            static_cast<long long>(b), r.bin_edges[b]));
-    if (b > 0 && !(r.bin_edges[b] > r.bin_edges[b - 1]))
-      fail(KNN_ERR_INVALID_ARGUMENT,
-           format("bin_edges[%lld] is %g, not above bin_edges[%lld] = %g; bin edges must be "
-                  "strictly ascending",
-                  static_cast<long long>(b), r.bin_edges[b], static_cast<long long>(b - 1),
-                  r.bin_edges[b - 1]));
-  }
-}
-
-template <typename Scalar>
-void deviation_report(const char* call, const knn_mesh* handle, const Scalar* points, int64_t m,
-                      Scalar max_distance, const DeviationRequest& request,
-                      double* percentile_values, int64_t* bin_counts, Scalar* signed_distances,
-                      knn_deviation_report* report, const knn_options* opt) {
-  const HandleUse<knn_mesh> use = use_mesh<Scalar>(handle, call);
-  const knn_mesh& mesh = *use;
-  const MeshParams params = call_params(mesh, opt);
-  check_max_distance(static_cast<double>(max_distance));
-  check_request(request, percentile_values, bin_counts);
-  if (report == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "report is NULL");
-  check_host_array(report, "report");
-  constexpr size_t kLeast = offsetof(knn_deviation_report, n_points) + sizeof(int64_t);
-  if (report->struct_size < kLeast)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("report->struct_size is %zu; it must be at least %zu (set it to "
-                "sizeof(knn_deviation_report), %zu)",
-                report->struct_size, kLeast, sizeof(knn_deviation_report)));
-  check_array(points, m, "points", "m");
-  check_slots(m, 3, sizeof(Scalar), "m * 3");
-  if (m == 0) {
-    write_report(report, 0, nothing_measured(0, request, percentile_values, bin_counts));
-    return;
-  }
-  const DeviceScope scope(mesh.device);
-  MeshResults<Scalar> wanted;
-  wanted.signed_distances = signed_distances;
-  const PointOutputs<Scalar> out(wanted, m);
-  check_points(mesh, points, m, out.on_device, params.threads);
-  const ProgressStage stage(KNN_PROGRESS_QUERY, m);
-  DeviationSummary summary;
-  summary.percentile_values = percentile_values;
-  summary.bin_counts = bin_counts;
-  try {
-    mesh.engine<Scalar>()->deviation(points, m, max_distance, request, &summary, signed_distances,
-                                     params);
-  } catch (...) {
-    out.fill_beyond();
-    write_report(report, m, nothing_measured(m, request, percentile_values, bin_counts));
-    throw;
-  }
-  write_report(report, m, summary);
-  stage.finish();
 }
 
 // ---- Serialization ----------------------------------------------------------
@@ -401,75 +193,6 @@ KNN_API int KNN_CALL knn_mesh_info(const knn_mesh* mesh, int64_t* n_vertices, in
     if (closed_oriented)
       *closed_oriented =
           (use->engine64 ? use->mesh64.closed_oriented : use->mesh32.closed_oriented) ? 1 : 0;
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_closest(const knn_mesh* mesh, const float* points, int64_t m,
-                                      float max_distance, int32_t* triangle_ids,
-                                      float* sq_distances, float* closest, float* barycentric,
-                                      const knn_options* opt) {
-  static const char* const call = "knn_mesh_closest";
-  return knn::guarded(call, [&] {
-    const knn::MeshResults<float> r{triangle_ids, sq_distances, closest, barycentric, nullptr};
-    knn::closest_points(call, mesh, points, m, max_distance, r, false, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_closest_f64(const knn_mesh* mesh, const double* points, int64_t m,
-                                          double max_distance, int32_t* triangle_ids,
-                                          double* sq_distances, double* closest,
-                                          double* barycentric, const knn_options* opt) {
-  static const char* const call = "knn_mesh_closest_f64";
-  return knn::guarded(call, [&] {
-    const knn::MeshResults<double> r{triangle_ids, sq_distances, closest, barycentric, nullptr};
-    knn::closest_points(call, mesh, points, m, max_distance, r, false, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_signed_distance(const knn_mesh* mesh, const float* points, int64_t m,
-                                              float max_distance, float* signed_distances,
-                                              int32_t* triangle_ids, const knn_options* opt) {
-  static const char* const call = "knn_mesh_signed_distance";
-  return knn::guarded(call, [&] {
-    const knn::MeshResults<float> r{triangle_ids, nullptr, nullptr, nullptr, signed_distances};
-    knn::closest_points(call, mesh, points, m, max_distance, r, true, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_signed_distance_f64(const knn_mesh* mesh, const double* points,
-                                                  int64_t m, double max_distance,
-                                                  double* signed_distances, int32_t* triangle_ids,
-                                                  const knn_options* opt) {
-  static const char* const call = "knn_mesh_signed_distance_f64";
-  return knn::guarded(call, [&] {
-    const knn::MeshResults<double> r{triangle_ids, nullptr, nullptr, nullptr, signed_distances};
-    knn::closest_points(call, mesh, points, m, max_distance, r, true, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_deviation_report(
-    const knn_mesh* mesh, const float* points, int64_t m, float max_distance, double tolerance,
-    const double* percentiles, int n_percentiles, double* percentile_values,
-    const double* bin_edges, int n_bins, int64_t* bin_counts, float* signed_distances,
-    knn_deviation_report* report, const knn_options* opt) {
-  static const char* const call = "knn_mesh_deviation_report";
-  return knn::guarded(call, [&] {
-    const knn::DeviationRequest request{tolerance, percentiles, n_percentiles, bin_edges, n_bins};
-    knn::deviation_report(call, mesh, points, m, max_distance, request, percentile_values,
-                          bin_counts, signed_distances, report, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_deviation_report_f64(
-    const knn_mesh* mesh, const double* points, int64_t m, double max_distance, double tolerance,
-    const double* percentiles, int n_percentiles, double* percentile_values,
-    const double* bin_edges, int n_bins, int64_t* bin_counts, double* signed_distances,
-    knn_deviation_report* report, const knn_options* opt) {
-  static const char* const call = "knn_mesh_deviation_report_f64";
-  return knn::guarded(call, [&] {
-    const knn::DeviationRequest request{tolerance, percentiles, n_percentiles, bin_edges, n_bins};
-    knn::deviation_report(call, mesh, points, m, max_distance, request, percentile_values,
-                          bin_counts, signed_distances, report, opt);
   });
 }
 

@@ -1,22 +1,26 @@
-// The mesh handle (knn_mesh) and what every entry point of meshes does
-// with it: hold the live mesh of a call, read the call's options, check
-// host arrays and points. Shared by src/mesh_api.cpp (which defines
-// destroy_handle<knn_mesh>) and src/mesh_align_api.cpp.
+// The handle behind knn_mesh* and what every mesh entry point does with it
+// (src/mesh_api.cpp: build, free, info, serialization; src/mesh_queries.cpp:
+// the query calls; src/mesh_align_api.cpp: the alignment).
+//
+// Two precisions: knn_mesh_build makes a float32 mesh, _f64 a float64 one;
+// each call is one template over the scalar type, and a call of the other
+// family is refused before it touches anything.
+//
+// One device per mesh: a CUDA mesh answers on the device it was built on
+// (the header's "every device of the call's device list" is not done yet).
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <string>
 #include <type_traits>
 
 #include "../common/error.h"
 #include "../engine/mesh_engine.h"
+#include "../include/knn_gpgpu.h"
 #include "device_arrays.h"
 #include "device_choice.h"
 #include "live_handles.h"
 #include "mesh_prepare.h"
 #include "options.h"
-#include "validate.h"
 
 // The handle behind knn_mesh*; live ones are registered in
 // LiveHandles<knn_mesh> (src/live_handles.h).
@@ -68,43 +72,28 @@ struct knn_mesh {
 
 namespace knn {
 
-// src/mesh_api.cpp
+// Defined in src/mesh_api.cpp; declared before any use of
+// LiveHandles<knn_mesh> (src/live_handles.h).
 template <>
 void destroy_handle(knn_mesh* mesh) noexcept;
 
-template <typename Scalar>
-constexpr const char* scalar_name() {
-  return std::is_same_v<Scalar, double> ? "float64" : "float32";
-}
-
-[[noreturn]] inline void fail_not_live() {
-  fail(KNN_ERR_INVALID_ARGUMENT,
-       "mesh is not a live mesh (already freed, or not made by knn_mesh_build, "
-       "knn_mesh_build_f64 or knn_mesh_deserialize)");
-}
-
 // Holds the live mesh of a call (src/live_handles.h) until the call returns.
-inline HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh) {
-  if (mesh == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "mesh is NULL");
-  HandleUse<knn_mesh> use(mesh);
-  if (!use) fail_not_live();
-  return use;
-}
+HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh);
 
-// Holds the live mesh of `call`, of precision Scalar; a mesh of the other
-// precision is refused naming the call that serves it.
+// Refuses `call` (a float32 call when `wide`, else a float64 one) on a mesh
+// of the other precision, naming the call that serves it.
+[[noreturn]] void fail_other_precision(const char* call, bool wide);
+
+// Holds the live mesh of `call`, of precision Scalar.
 template <typename Scalar>
 HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh, const char* call) {
   HandleUse<knn_mesh> use = use_mesh(mesh);
-  if (use->engine<Scalar>() != nullptr) return use;
-  const std::string name(call);
-  constexpr bool wide = std::is_same_v<Scalar, double>;
-  const std::string twin = wide ? name.substr(0, name.size() - 4) : name + "_f64";
-  fail(KNN_ERR_INVALID_ARGUMENT,
-       format("mesh holds %s vertices (built by %s) and %s takes a %s mesh; call %s instead",
-              wide ? "float32" : "float64", wide ? "knn_mesh_build" : "knn_mesh_build_f64", call,
-              scalar_name<Scalar>(), twin.c_str()));
+  if (use->engine<Scalar>() == nullptr) fail_other_precision(call, std::is_same_v<Scalar, double>);
+  return use;
 }
+
+// Arrays the engines never read on the device: refused when they are.
+void check_host_array(const void* p, const char* name);
 
 // The options of a call on `mesh`, with the device environment checked as a
 // GPU host would read it: KNN_DEVICE_MEMORY_LIMIT unless the call or the
@@ -118,12 +107,6 @@ inline MeshParams call_params(const knn_mesh& mesh, const knn_options* opt) {
   params.device_memory_limit =
       o.device_memory_limit > 0 ? o.device_memory_limit : mesh.device_memory_limit;
   return params;
-}
-
-// Arrays the engines never read on the device: refused when they are.
-inline void check_host_array(const void* p, const char* name) {
-  if (on_device(p))
-    fail(KNN_ERR_INVALID_ARGUMENT, format("%s is device memory; it must be host memory", name));
 }
 
 // The m points of a call: their placement against the engine's (the OpenMP

@@ -30,6 +30,7 @@
 #include "index_oracle.h"
 #include "index_test_helpers.h"
 #include "knn_gpgpu.h"
+#include "mesh_oracle.h"
 #include "oracle.h"
 #include "parallel_malloc_hook.h"
 #include "pip_api_calls.h"
@@ -584,6 +585,162 @@ class HostOom : public ::testing::Test {
             }};
   }
 
+  // The mesh calls, for each precision S, on an icosphere and 60 points:
+  // a build (its checks, copies, closedness test, pseudonormals, the
+  // engine's tree) and the three query calls.
+  template <class S>
+  static std::string mesh_name(const char* call) {
+    return std::string(call) + (sizeof(S) == 8 ? "_f64" : "");
+  }
+  // (The vertices are converted before the call: the test's own
+  // allocations must not meet the injected failures.)
+  template <class S>
+  static int mesh_build(const std::vector<S>& v, const knn_mesh_oracle::Mesh& m,
+                        const knn_options& o, knn_mesh** out) {
+    if constexpr (sizeof(S) == 8)
+      return knn_mesh_build_f64(v.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), &o,
+                                out);
+    else
+      return knn_mesh_build(v.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), &o, out);
+  }
+  template <class S>
+  std::vector<S> mesh_points() const {
+    std::mt19937_64 rng(23);
+    std::uniform_real_distribution<double> u(-1.6, 1.6);
+    std::vector<S> q(3 * 60);
+    for (S& c : q) c = static_cast<S>(u(rng));
+    return q;
+  }
+  // The oracle's distance of every point, within `tolerance` of `got`
+  // (squared when `squared`, else signed with the sign of |p| < 1).
+  template <class S>
+  static bool mesh_distances_right(const knn_mesh_oracle::Mesh& m, const std::vector<S>& q,
+                                   const std::vector<S>& got, bool squared) {
+    for (size_t i = 0; i < got.size(); ++i) {
+      const knn_mesh_oracle::P3 p{q[3 * i], q[3 * i + 1], q[3 * i + 2]};
+      const long double sq = knn_mesh_oracle::nearest(m, p).sq;
+      const long double want = squared ? sq : std::sqrt(sq) * (norm2(p) < 0.81L ? -1 : 1);
+      if (!squared && norm2(p) >= 0.81L && norm2(p) <= 1) continue;  // near the surface
+      if (std::fabs(static_cast<long double>(got[i]) - want) > 1e-4L) return false;
+    }
+    return true;
+  }
+
+  template <class S>
+  Case mesh_build_case() {
+    auto out = std::make_shared<knn_mesh*>(nullptr);
+    const knn_options o = opt_;
+    const knn_mesh_oracle::Mesh m = mesh_;
+    const std::vector<S> q = mesh_points<S>();
+    const std::vector<S> v(m.vertices.begin(), m.vertices.end());
+    return {mesh_name<S>("knn_mesh_build"),
+            [=] { *out = reinterpret_cast<knn_mesh*>(out.get()); },
+            [=] { return mesh_build<S>(v, m, o, out.get()); },
+            [=] {
+              std::vector<S> sd(q.size() / 3);
+              int status;
+              if constexpr (sizeof(S) == 8)
+                status = knn_mesh_signed_distance_f64(*out, q.data(), sd.size(), INFINITY,
+                                                      sd.data(), nullptr, &o);
+              else
+                status = knn_mesh_signed_distance(*out, q.data(), sd.size(), INFINITY, sd.data(),
+                                                  nullptr, &o);
+              return check(status == KNN_OK && mesh_distances_right(m, q, sd, false),
+                           "the mesh built answers wrong");
+            },
+            [=] { return check(*out == nullptr, "*out is not NULL after a failure"); },
+            [=] {
+              EXPECT_EQ(knn_mesh_free(*out), KNN_OK);
+              *out = nullptr;
+            }};
+  }
+
+  template <class S>
+  std::shared_ptr<knn_mesh> shared_mesh() {
+    knn_mesh* mesh = nullptr;
+    const std::vector<S> v(mesh_.vertices.begin(), mesh_.vertices.end());
+    EXPECT_EQ(mesh_build<S>(v, mesh_, opt_, &mesh), KNN_OK) << knn_last_error();
+    return std::shared_ptr<knn_mesh>(mesh,
+                                     [](knn_mesh* h) { EXPECT_EQ(knn_mesh_free(h), KNN_OK); });
+  }
+
+  template <class S>
+  Case mesh_closest_case() {
+    auto mesh = shared_mesh<S>();
+    const knn_options o = opt_;
+    const knn_mesh_oracle::Mesh m = mesh_;
+    const std::vector<S> q = mesh_points<S>();
+    const size_t n = q.size() / 3;
+    auto ids = std::make_shared<std::vector<int32_t>>();
+    auto sq = std::make_shared<std::vector<S>>();
+    auto c = std::make_shared<std::vector<S>>();
+    return {mesh_name<S>("knn_mesh_closest"),
+            [=] {
+              ids->assign(n, kUntouched);
+              sq->assign(n, S(kUntouchedF));
+              c->assign(3 * n, S(kUntouchedF));
+            },
+            [=] {
+              if constexpr (sizeof(S) == 8)
+                return knn_mesh_closest_f64(mesh.get(), q.data(), n, INFINITY, ids->data(),
+                                            sq->data(), c->data(), nullptr, &o);
+              else
+                return knn_mesh_closest(mesh.get(), q.data(), n, INFINITY, ids->data(), sq->data(),
+                                        c->data(), nullptr, &o);
+            },
+            [=] { return check(mesh_distances_right(m, q, *sq, true), "distances differ"); },
+            [=] {
+              const bool untouched = all_equal(*ids, kUntouched) &&
+                                     all_equal(*sq, S(kUntouchedF)) &&
+                                     all_equal(*c, S(kUntouchedF));
+              const bool beyond = all_equal(*ids, -1) &&
+                                  all_equal(*sq, std::numeric_limits<S>::infinity()) &&
+                                  std::all_of(c->begin(), c->end(), [](S v) { return v != v; });
+              return check(untouched || beyond, "outputs are neither untouched nor all beyond");
+            }};
+  }
+
+  template <class S>
+  Case mesh_report_case() {
+    auto mesh = shared_mesh<S>();
+    const knn_options o = opt_;
+    const knn_mesh_oracle::Mesh m = mesh_;
+    const std::vector<S> q = mesh_points<S>();
+    const size_t n = q.size() / 3;
+    auto sd = std::make_shared<std::vector<S>>();
+    auto report = std::make_shared<knn_deviation_report>();
+    return {mesh_name<S>("knn_mesh_deviation_report"),
+            [=] {
+              sd->assign(n, S(kUntouchedF));
+              std::memset(report.get(), 0x5a, sizeof *report);
+              report->struct_size = sizeof *report;
+            },
+            [=] {
+              if constexpr (sizeof(S) == 8)
+                return knn_mesh_deviation_report_f64(mesh.get(), q.data(), n, INFINITY, 0.1,
+                                                     nullptr, 0, nullptr, nullptr, 0, nullptr,
+                                                     sd->data(), report.get(), &o);
+              else
+                return knn_mesh_deviation_report(mesh.get(), q.data(), n, INFINITY, 0.1, nullptr, 0,
+                                                 nullptr, nullptr, 0, nullptr, sd->data(),
+                                                 report.get(), &o);
+            },
+            [=] {
+              return check(mesh_distances_right(m, q, *sd, false) &&
+                               report->n_measured == static_cast<int64_t>(n),
+                           "the report differs");
+            },
+            [=] {
+              const bool untouched = all_equal(*sd, S(kUntouchedF)) && report->n_points != 0 &&
+                                     report->n_points == int64_t{0x5a5a5a5a5a5a5a5a};
+              const bool beyond = all_equal(*sd, std::numeric_limits<S>::infinity()) &&
+                                  report->n_points == static_cast<int64_t>(n) &&
+                                  report->n_beyond == static_cast<int64_t>(n) &&
+                                  report->n_measured == 0;
+              return check(untouched || beyond, "outputs are neither untouched nor all beyond");
+            }};
+  }
+
   std::vector<Case> all_cases() {
     std::vector<Case> cases{classic_build("mpBuildKdTree", &mpBuildKdTree),
                             classic_build("buildKdTree", &buildKdTree),
@@ -605,6 +762,12 @@ class HostOom : public ::testing::Test {
     cases.push_back(pip_count<double, double>());
     cases.push_back(pip_fill<double, double>());
     cases.push_back(pip_count<float, double>());
+    cases.push_back(mesh_build_case<float>());
+    cases.push_back(mesh_build_case<double>());
+    cases.push_back(mesh_closest_case<float>());
+    cases.push_back(mesh_closest_case<double>());
+    cases.push_back(mesh_report_case<float>());
+    cases.push_back(mesh_report_case<double>());
     return cases;
   }
 
@@ -616,6 +779,7 @@ class HostOom : public ::testing::Test {
   std::vector<float> xy_;
   PolygonArrays polygons_;
   std::vector<std::vector<int64_t>> pip_;
+  knn_mesh_oracle::Mesh mesh_ = knn_mesh_oracle::icosphere(1);
 };
 
 TEST_F(HostOom, TransientFailureAtEveryAllocation) {

@@ -804,6 +804,41 @@ TEST(MeshHandles, StaleAndForeignHandlesAreRefused) {
                       KNN_ERR_INVALID_ARGUMENT, "knn_mesh_free", "not a live mesh"));
 }
 
+// A cancelled call: the build returns no mesh; a query writes every output
+// with the "beyond" values (the failure comes while the engine runs).
+TEST(MeshCancel, CancelledCallsLeaveNoMeshAndBeyondValues) {
+  const Mesh m = knn_mesh_oracle::icosphere(3);
+  const std::vector<float> v = vertices_of<float>(m);
+  const knn_options o = options(KNN_BACKEND_OPENMP);
+  MeshHandle h;
+  ASSERT_EQ(build(v, m.triangles, &o, &h.mesh), KNN_OK);
+  const std::vector<float> q = probe_points<float>(m, 2000, 2, 71);
+  const int64_t n = static_cast<int64_t>(q.size() / 3);
+  std::vector<int32_t> ids(n, 77);
+  std::vector<float> sq(n, 77.0f), c(3 * n, 77.0f);
+  volatile int flag = 1;
+  knn_set_cancel_flag(&flag);
+  knn_mesh* out = reinterpret_cast<knn_mesh*>(&out);
+  const int built = build(v, m.triangles, &o, &out);
+  const int answered =
+      knn_mesh_closest(h.mesh, q.data(), n, INFINITY, ids.data(), sq.data(), c.data(), nullptr, &o);
+  knn_set_cancel_flag(nullptr);
+  EXPECT_EQ(built, KNN_ERR_CANCELLED);
+  EXPECT_EQ(out, nullptr);
+  EXPECT_EQ(answered, KNN_ERR_CANCELLED);
+  EXPECT_TRUE(std::all_of(ids.begin(), ids.end(), [](int32_t i) { return i == -1; }));
+  EXPECT_TRUE(std::all_of(sq.begin(), sq.end(), [](float d) { return std::isinf(d); }));
+  EXPECT_TRUE(std::all_of(c.begin(), c.end(), [](float x) { return std::isnan(x); }));
+  // Then the next call answers.
+  EXPECT_EQ(
+      knn_mesh_closest(h.mesh, q.data(), n, INFINITY, ids.data(), sq.data(), c.data(), nullptr, &o),
+      KNN_OK);
+  const Mesh exact = rounded<float>(m);
+  for (int64_t i = 0; i < n; i += 97)
+    EXPECT_NEAR(sq[i], static_cast<double>(knn_mesh_oracle::nearest(exact, point(q, i)).sq), 1e-4)
+        << "point " << i;
+}
+
 // ---- Serialization -------------------------------------------------------------
 
 std::vector<unsigned char> serialized(const knn_mesh* mesh) {

@@ -7,18 +7,32 @@
 // CPU and GPU engines compute the same bits. The definition:
 //   1. If the triangle has an area (n = (b - a) x (c - a), n.n > 0) and the
 //      point's projection q' onto its plane lies inside or on it (the three
-//      edge functions ((v_i - q') x (v_j - q')).n all >= 0), the closest point
-//      is q' (feature: the face; weights: the edge functions over their sum).
-//   2. Otherwise it is the nearest of the closest points of the three edges
-//      ab, bc, ca, ties to the first in that order. The closest point of an
-//      edge p0 p1 is p0 + t (p1 - p0), t = ((q - p0).(p1 - p0)) / |p1 - p0|^2
-//      clamped to [0, 1] (t = 0 for an edge of no length), and exactly p0 or
-//      p1 at the ends (feature: that vertex; otherwise the edge).
+//      edge functions ((v_i - q') x (v_j - q')).n all >= 0, their sum > 0),
+//      the face offers a point (feature: the face; weights w_i: the edge
+//      functions over their sum): q' itself when the triangle is well shaped
+//      (n.n >= |b - a|^2 |c - a|^2 / 2^10: the sine of its angle at a is at
+//      least 1/32), otherwise w0 a + w1 b + w2 c.
+//   2. The closest point of an edge p0 p1 is p0 + t (p1 - p0),
+//      t = ((q - p0).(p1 - p0)) / |p1 - p0|^2 clamped to [0, 1] (t = 0 for an
+//      edge of no length), and exactly p0 or p1 at the ends (feature: that
+//      vertex; otherwise the edge).
+//   3. A well-shaped triangle that offers a face point answers with it. Any
+//      other triangle answers with the nearest of its face point (if it
+//      offers one) and the closest points of its edges ab, bc, ca, ties to
+//      the first in that order.
+// Why the slivers' way: the normal of a sliver comes from nearly parallel
+// edges, and its rounding (relative error about eps / sin(angle at a)) can
+// tilt it anywhere: the projection and the inside test are then noise (a
+// point on a corner of a rounded-collinear float triangle measured 0.035
+// from it by q'). Built from the weights, the face point lies on the
+// triangle whatever the rounding, so the nearest candidate is never nearer
+// than the triangle and never farther than its edges. In exact arithmetic
+// every step gives the true closest point.
 // The squared distance is always that from the point to the closest point
 // returned (common/float_math.h squared_distance3), so callers comparing
 // triangles compare what they report. A degenerate triangle (no area: a
-// needle, a point, repeated vertices) takes step 2 only, as the contract
-// says: its closest point is that of its edges.
+// needle, a point, repeated vertices) offers no face point: its closest
+// point is that of its edges, as the contract says.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +68,15 @@ KNN_HD Vec3<Scalar> cross3(const Vec3<Scalar>& a, const Vec3<Scalar>& b) {
 template <typename Scalar>
 KNN_HD Vec3<Scalar> along3(const Vec3<Scalar>& a, Scalar t, const Vec3<Scalar>& d) {
   return {add_rn(a.x, mul_rn(t, d.x)), add_rn(a.y, mul_rn(t, d.y)), add_rn(a.z, mul_rn(t, d.z))};
+}
+
+// w0 a + w1 b + w2 c, coordinate by coordinate.
+template <typename Scalar>
+KNN_HD Vec3<Scalar> weighted3(const Scalar* w, const Vec3<Scalar>& a, const Vec3<Scalar>& b,
+                              const Vec3<Scalar>& c) {
+  return {add_rn(add_rn(mul_rn(w[0], a.x), mul_rn(w[1], b.x)), mul_rn(w[2], c.x)),
+          add_rn(add_rn(mul_rn(w[0], a.y), mul_rn(w[1], b.y)), mul_rn(w[2], c.y)),
+          add_rn(add_rn(mul_rn(w[0], a.z), mul_rn(w[1], b.z)), mul_rn(w[2], c.z))};
 }
 
 template <typename Scalar>
@@ -122,13 +145,19 @@ KNN_HD TrianglePoint<Scalar> closest_point_on_edge(const Vec3<Scalar>& q, const 
   return r;
 }
 
+// Well-shaped triangles: n.n >= |b - a|^2 |c - a|^2 * kWellShapedSine2.
+constexpr double kWellShapedSine2 = 1.0 / 1024;
+
 // The closest point of triangle (a, b, c) to q, by the definition above.
 template <typename Scalar>
 KNN_HD TrianglePoint<Scalar> closest_point_on_triangle(const Vec3<Scalar>& q, const Vec3<Scalar>& a,
                                                        const Vec3<Scalar>& b,
                                                        const Vec3<Scalar>& c) {
-  const Vec3<Scalar> n = cross3(sub3(b, a), sub3(c, a));
+  const Vec3<Scalar> ab = sub3(b, a), ac = sub3(c, a);
+  const Vec3<Scalar> n = cross3(ab, ac);
   const Scalar nn = dot3(n, n);
+  bool has_face = false;
+  TrianglePoint<Scalar> best;
   if (nn > Scalar(0) && is_finite_float(nn)) {
     const Scalar s = div_rn(dot3(sub3(q, a), n), nn);
     const Vec3<Scalar> projected = along3(q, sub_rn(Scalar(0), s), n);
@@ -138,17 +167,24 @@ KNN_HD TrianglePoint<Scalar> closest_point_on_triangle(const Vec3<Scalar>& q, co
     const Scalar wc = dot3(cross3(pa, pb), n);
     const Scalar sum = add_rn(add_rn(wa, wb), wc);
     if (wa >= Scalar(0) && wb >= Scalar(0) && wc >= Scalar(0) && sum > Scalar(0)) {
-      TrianglePoint<Scalar> r;
-      r.closest = projected;
-      r.weights[0] = div_rn(wa, sum);
-      r.weights[1] = div_rn(wb, sum);
-      r.weights[2] = div_rn(wc, sum);
-      r.feature = TriangleFeature::kFace;
-      r.sq_distance = squared_distance3(q, projected);
-      return r;
+      has_face = true;
+      best.weights[0] = div_rn(wa, sum);
+      best.weights[1] = div_rn(wb, sum);
+      best.weights[2] = div_rn(wc, sum);
+      best.feature = TriangleFeature::kFace;
+      const Scalar well_shaped =
+          mul_rn(mul_rn(dot3(ab, ab), dot3(ac, ac)), static_cast<Scalar>(kWellShapedSine2));
+      if (nn >= well_shaped) {
+        best.closest = projected;
+        best.sq_distance = squared_distance3(q, projected);
+        return best;
+      }
+      best.closest = weighted3(best.weights, a, b, c);
+      best.sq_distance = squared_distance3(q, best.closest);
     }
   }
-  TrianglePoint<Scalar> best = closest_point_on_edge(q, a, b, 0);
+  const TrianglePoint<Scalar> e0 = closest_point_on_edge(q, a, b, 0);
+  if (!has_face || e0.sq_distance < best.sq_distance) best = e0;
   const TrianglePoint<Scalar> e1 = closest_point_on_edge(q, b, c, 1);
   if (e1.sq_distance < best.sq_distance) best = e1;
   const TrianglePoint<Scalar> e2 = closest_point_on_edge(q, c, a, 2);

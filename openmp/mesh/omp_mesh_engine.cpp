@@ -1,0 +1,256 @@
+// The OpenMP engine of triangle meshes (engine/mesh_engine.h): closest
+// points, signed distances and the deviation report over the BVH of
+// mesh_tree.h, one point per loop iteration, blocks of points shared by the
+// threads (omp_index_support.h for_each_block: cancellation between blocks,
+// progress per block, exceptions kept off the OpenMP region).
+// The searches themselves are in mesh_search.h.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "../../common/error.h"
+#include "../../common/float_math.h"
+#include "../../common/geometry/deviation.h"
+#include "../../common/geometry/mesh_bvh.h"
+#include "../../common/geometry/mesh_winding_tree.h"
+#include "../../common/geometry/triangle.h"
+#include "../../common/geometry/winding.h"
+#include "../../common/team_size.h"
+#include "../../engine/cancel.h"
+#include "../../engine/mesh_engine.h"
+#include "../omp_index_support.h"
+#include "mesh_search.h"
+#include "omp_mesh_align.h"
+#include "mesh_tree.h"
+#include "radix_sort.h"
+
+namespace knn {
+namespace omp {
+namespace {
+
+// Points per block of the parallel loops: a cancel check and a progress
+// report each.
+constexpr int64_t kPointsPerBlock = 256;
+
+// Whether q, at a positive distance from its closest point `at` on leaf
+// `leaf`, lies inside the mesh.
+template <typename Scalar>
+bool is_inside(const MeshTree<Scalar>& tree, const Scalar* q, int32_t leaf,
+               const geometry::TrianglePoint<Scalar>& at) {
+  if (!tree.closed_oriented) return geometry::winding_says_inside(solid_angle_sum(tree, q));
+  const LeafTriangle<Scalar>& t = tree.leaves[leaf];
+  Vec3<Scalar> normal;
+  if (at.feature == geometry::TriangleFeature::kFace) {
+    const Vec3<Scalar> a = leaf_corner(t, 0);
+    normal = geometry::cross3(geometry::sub3(leaf_corner(t, 1), a),
+                              geometry::sub3(leaf_corner(t, 2), a));
+  } else if (geometry::is_edge(at.feature)) {
+    const Scalar* e = tree.leaf_normals[leaf].edge[geometry::edge_of(at.feature)];
+    normal = {e[0], e[1], e[2]};
+  } else {
+    const int64_t vertex = tree.leaf_normals[leaf].vertex[geometry::corner_of(at.feature)];
+    const Scalar* v = tree.vertex_normals.data() + 3 * vertex;
+    normal = {v[0], v[1], v[2]};
+  }
+  return geometry::pseudonormal_says_inside(Vec3<Scalar>{q[0], q[1], q[2]}, at.closest, normal);
+}
+
+template <typename Scalar>
+Scalar squared_limit(Scalar max_distance) {
+  return mul_rn(max_distance, max_distance);  // +infinity stays +infinity
+}
+
+// Writes point i's "beyond" values into every output there is.
+template <typename Scalar>
+void write_beyond(const MeshResults<Scalar>& out, int64_t i) {
+  const Scalar inf = std::numeric_limits<Scalar>::infinity();
+  const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
+  if (out.triangle_ids) out.triangle_ids[i] = -1;
+  if (out.sq_distances) out.sq_distances[i] = inf;
+  if (out.signed_distances) out.signed_distances[i] = inf;
+  for (int d = 0; d < 3; ++d) {
+    if (out.closest) out.closest[3 * i + d] = nan;
+    if (out.barycentric) out.barycentric[3 * i + d] = nan;
+  }
+}
+
+template <typename Scalar>
+class OmpMesh final : public MeshEngine<Scalar> {
+ public:
+  OmpMesh(const MeshGeometry<Scalar>& mesh, const MeshParams& params)
+      : tree_(build_mesh_tree(mesh, team_size(params.threads))) {}
+
+  int backend() const override { return KNN_BACKEND_OPENMP; }
+  int64_t n_triangles() const override { return tree_.n_triangles; }
+
+  void closest(const Scalar* points, int64_t m, Scalar max_distance, const MeshResults<Scalar>& out,
+               const MeshParams& call) const override {
+    answer(points, m, squared_limit(max_distance), out, call);
+  }
+
+  void deviation(const Scalar* points, int64_t m, Scalar max_distance,
+                 const DeviationRequest& request, DeviationSummary* summary,
+                 Scalar* signed_distances, const MeshParams& call) const override;
+
+  geometry::AlignSums align_step(const Scalar* points, int64_t m, const AlignStep& step,
+                                 const MeshParams& call) const override {
+    return omp::align_step(tree_, points, m, step, call);
+  }
+
+ private:
+  // Every point's outputs (those of `out` not NULL). A failure (the cancel
+  // flag included) leaves every output with the "beyond" values.
+  void answer(const Scalar* points, int64_t m, Scalar limit_sq, const MeshResults<Scalar>& out,
+              const MeshParams& call) const {
+    struct NoState {};
+    try {
+      for_each_block(
+          m, kPointsPerBlock, team_size(call.threads), cancel_flag(), [] { return NoState{}; },
+          [&](NoState&, int64_t b) {
+            const int64_t end = std::min(m, (b + 1) * kPointsPerBlock);
+            for (int64_t i = b * kPointsPerBlock; i < end; ++i)
+              answer_point(points, i, limit_sq, out);
+          });
+    } catch (...) {
+#pragma omp parallel for num_threads(team_size(call.threads))
+      for (int64_t i = 0; i < m; ++i) write_beyond(out, i);
+      throw;
+    }
+  }
+
+  void answer_point(const Scalar* points, int64_t i, Scalar limit_sq,
+                    const MeshResults<Scalar>& out) const {
+    const Scalar* q = points + 3 * i;
+    const Nearest<Scalar> nearest = nearest_triangle(tree_, q, limit_sq);
+    if (nearest.id < 0) return write_beyond(out, i);
+    // Measured again (the same bits) for what the search did not keep.
+    const geometry::TrianglePoint<Scalar> at =
+        closest_on_leaf(Vec3<Scalar>{q[0], q[1], q[2]}, tree_.leaves[nearest.leaf]);
+    if (out.triangle_ids) out.triangle_ids[i] = nearest.id;
+    if (out.sq_distances) out.sq_distances[i] = at.sq_distance;
+    if (out.closest) {
+      out.closest[3 * i] = at.closest.x;
+      out.closest[3 * i + 1] = at.closest.y;
+      out.closest[3 * i + 2] = at.closest.z;
+    }
+    if (out.barycentric)
+      for (int k = 0; k < 3; ++k) out.barycentric[3 * i + k] = at.weights[k];
+    if (out.signed_distances) {
+      const Scalar distance = sqrt_rn(at.sq_distance);
+      const bool inside = at.sq_distance > Scalar(0) && is_inside(tree_, q, nearest.leaf, at);
+      out.signed_distances[i] = inside ? -distance : distance;
+    }
+  }
+
+  MeshTree<Scalar> tree_;
+};
+
+// The report's statistics over the measured values, sorted ascending
+// (common/geometry/deviation.h).
+template <typename Scalar>
+void summarise(const Scalar* sorted, int64_t measured, const DeviationRequest& request,
+               DeviationSummary* summary, int threads) {
+  summary->measured = measured;
+  summary->within_tolerance = summary->above_tolerance = summary->below_tolerance = 0;
+  summary->below_bins = summary->above_bins = 0;
+  std::fill(summary->bin_counts, summary->bin_counts + request.n_bins, int64_t{0});
+  if (measured == 0) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    summary->min = summary->max = summary->mean = summary->rms = nan;
+    std::fill(summary->percentile_values, summary->percentile_values + request.n_percentiles, nan);
+    return;
+  }
+  summary->min = static_cast<double>(sorted[0]);
+  summary->max = static_cast<double>(sorted[measured - 1]);
+  const int64_t block = geometry::kDeviationSumBlock;
+  const int64_t blocks = (measured + block - 1) / block;
+  std::vector<double> sums(static_cast<size_t>(blocks)), squares(static_cast<size_t>(blocks));
+#pragma omp parallel for num_threads(threads)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t count = std::min(block, measured - b * block);
+    sums[b] = geometry::block_sum(sorted, b * block, count, false);
+    squares[b] = geometry::block_sum(sorted, b * block, count, true);
+  }
+  const double count = static_cast<double>(measured);
+  summary->mean = div_rn(geometry::sum_of_block_sums(sums.data(), blocks), count);
+  summary->rms = sqrt_rn(div_rn(geometry::sum_of_block_sums(squares.data(), blocks), count));
+  for (int j = 0; j < request.n_percentiles; ++j)
+    summary->percentile_values[j] = static_cast<double>(
+        sorted[geometry::percentile_position(request.percentiles[j], measured)]);
+  // How many values are below x, and how many at most x.
+  const auto below = [&](double x) {
+    return std::lower_bound(sorted, sorted + measured, x,
+                            [](Scalar v, double bound) { return static_cast<double>(v) < bound; }) -
+           sorted;
+  };
+  const auto at_most = [&](double x) {
+    return std::upper_bound(sorted, sorted + measured, x,
+                            [](double bound, Scalar v) { return bound < static_cast<double>(v); }) -
+           sorted;
+  };
+  const double t = request.tolerance;
+  summary->below_tolerance = below(-t);
+  summary->above_tolerance = measured - at_most(t);
+  summary->within_tolerance = at_most(t) - below(-t);
+  if (request.n_bins == 0) return;
+  const double* edges = request.bin_edges;
+  const int n_bins = request.n_bins;
+  summary->below_bins = below(edges[0]);
+  summary->above_bins = measured - at_most(edges[n_bins]);
+  for (int b = 0; b + 1 < n_bins; ++b)
+    summary->bin_counts[b] = below(edges[b + 1]) - below(edges[b]);
+  summary->bin_counts[n_bins - 1] = at_most(edges[n_bins]) - below(edges[n_bins - 1]);
+}
+
+template <typename Scalar>
+void OmpMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_distance,
+                                const DeviationRequest& request, DeviationSummary* summary,
+                                Scalar* signed_distances, const MeshParams& call) const {
+  using Key = FloatBits<Scalar>;
+  const int threads = team_size(call.threads);
+  const volatile int* cancel = cancel_flag();
+  // The values in point order (the caller's array, or ours), then their
+  // ordered keys, sorted, then the sorted values (in our array once the keys
+  // are taken, or in one more).
+  std::vector<Scalar> own, sorted_values;
+  resize_polling(signed_distances ? sorted_values : own, static_cast<size_t>(m), cancel);
+  Scalar* values = signed_distances ? signed_distances : own.data();
+  Scalar* sorted = signed_distances ? sorted_values.data() : own.data();
+  std::vector<Key> keys, key_buffer;
+  resize_polling(keys, static_cast<size_t>(m), cancel);
+  resize_polling(key_buffer, static_cast<size_t>(m), cancel);
+  MeshResults<Scalar> out;
+  out.signed_distances = values;
+  answer(points, m, squared_limit(max_distance), out, call);
+  // Beyond: +infinity, sorted last.
+#pragma omp parallel for num_threads(threads)
+  for (int64_t i = 0; i < m; ++i) keys[i] = ordered_key(values[i]);
+  radix_sort<Key, uint8_t>(keys.data(), nullptr, key_buffer.data(), nullptr, m,
+                           static_cast<int>(8 * sizeof(Key)), threads, cancel);
+#pragma omp parallel for num_threads(threads)
+  for (int64_t i = 0; i < m; ++i) sorted[i] = scalar_from_ordered_key<Scalar>(keys[i]);
+  const int64_t measured =
+      std::lower_bound(sorted, sorted + m, std::numeric_limits<Scalar>::infinity()) - sorted;
+  summary->beyond = m - measured;
+  summarise(sorted, measured, request, summary, threads);
+}
+
+}  // namespace
+
+template <typename Scalar>
+std::unique_ptr<MeshEngine<Scalar>> build_mesh(const MeshGeometry<Scalar>& mesh,
+                                               const MeshParams& params) {
+  return std::make_unique<OmpMesh<Scalar>>(mesh, params);
+}
+
+template std::unique_ptr<MeshEngine<float>> build_mesh(const MeshGeometry<float>&,
+                                                       const MeshParams&);
+template std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>&,
+                                                        const MeshParams&);
+
+}  // namespace omp
+}  // namespace knn
