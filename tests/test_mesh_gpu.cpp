@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -125,7 +126,7 @@ void add_pseudonormals(TestMesh<S>& mesh) {
 // A torus of nu x nv quads (2 nu nv triangles), closed and oriented outwards,
 // scaled by `scale` and moved by `offset`.
 template <class S>
-TestMesh<S> torus(int nu, int nv, double scale = 1, double offset = 0) {
+TestMesh<S> torus(int nu, int nv, double scale = 1, double offset = 0, bool closed = true) {
   TestMesh<S> mesh;
   const double pi = 3.14159265358979323846;
   for (int i = 0; i < nu; ++i)
@@ -144,17 +145,14 @@ TestMesh<S> torus(int nu, int nv, double scale = 1, double offset = 0) {
       // outside for this parametrisation.
       for (const int32_t x : {a, b, d, b, c, d}) mesh.triangles.push_back(x);
     }
-  add_pseudonormals(mesh);
+  if (closed) add_pseudonormals(mesh);
   return mesh;
 }
 
 // The torus with a band of quads removed: open (signs by the winding number).
 template <class S>
 TestMesh<S> open_torus(int nu, int nv) {
-  TestMesh<S> mesh = torus<S>(nu, nv);
-  mesh.closed = false;
-  mesh.vertex_normals.clear();
-  mesh.edge_normals.clear();
+  TestMesh<S> mesh = torus<S>(nu, nv, 1, 0, false);
   mesh.triangles.resize(mesh.triangles.size() - 6 * static_cast<size_t>(nv / 3));
   return mesh;
 }
@@ -310,8 +308,8 @@ Answers<S> brute_force(const TestMesh<S>& mesh, const std::vector<S>& points, S 
 }
 
 template <class S>
-Answers<S> gpu_closest(const knn::MeshEngine<S>& engine, const std::vector<S>& points,
-                       S max_distance, const knn::MeshParams& call = {}) {
+Answers<S> engine_closest(const knn::MeshEngine<S>& engine, const std::vector<S>& points,
+                          S max_distance, const knn::MeshParams& call = {}) {
   const int64_t m = static_cast<int64_t>(points.size() / 3);
   Answers<S> a(m);
   engine.closest(points.data(), m, max_distance, a.results(), call);
@@ -332,6 +330,20 @@ void expect_matches_brute_force(const TestMesh<S>& mesh, const Answers<S>& gpu,
     for (size_t i = 0; i < gpu.signed_d.size(); ++i)
       ASSERT_EQ(std::abs(gpu.signed_d[i]), expected.signed_d[i]) << "point " << i;
   }
+}
+
+// The OpenMP engine answers with the same bits, signs of open meshes
+// included.
+template <class S>
+void expect_same_as_openmp(const TestMesh<S>& mesh, const Answers<S>& gpu,
+                           const std::vector<S>& points, S max_distance) {
+  const auto cpu = knn::omp::build_mesh(mesh.geometry(), knn::MeshParams{});
+  const Answers<S> expected = engine_closest(*cpu, points, max_distance);
+  EXPECT_SAME_BITS(expected.ids, gpu.ids);
+  EXPECT_SAME_BITS(expected.sq, gpu.sq);
+  EXPECT_SAME_BITS(expected.closest, gpu.closest);
+  EXPECT_SAME_BITS(expected.bary, gpu.bary);
+  EXPECT_SAME_BITS(expected.signed_d, gpu.signed_d);
 }
 
 template <class S>
@@ -377,7 +389,9 @@ void run_awkward_cases() {
          {std::numeric_limits<double>::infinity(), 0.1 * c.scale, 0.0}) {
       SCOPED_TRACE(max_distance);
       const S limit = static_cast<S>(max_distance);
-      expect_matches_brute_force(c.mesh, gpu_closest(*engine, points, limit), points, limit);
+      const Answers<S> gpu = engine_closest(*engine, points, limit);
+      expect_matches_brute_force(c.mesh, gpu, points, limit);
+      expect_same_as_openmp(c.mesh, gpu, points, limit);
     }
   }
 }
@@ -401,7 +415,7 @@ void run_nulls_and_chunks() {
   const std::vector<S> points = points_for(mesh, 5000, 21);
   const int64_t m = static_cast<int64_t>(points.size() / 3);
   const S inf = std::numeric_limits<S>::infinity();
-  const Answers<S> whole = gpu_closest(*engine, points, inf);
+  const Answers<S> whole = engine_closest(*engine, points, inf);
   expect_matches_brute_force(mesh, whole, points, inf);
   std::vector<int32_t> ids(static_cast<size_t>(m), 7);
   knn::MeshResults<S> only_ids;
@@ -413,7 +427,7 @@ void run_nulls_and_chunks() {
   knn::MeshParams small;
   small.device_memory_limit = knn::cuda::kMeshChunkFixedBytes +
                               1000 * (11 * sizeof(S) + 4 + knn::cuda::kMeshChunkOrderBytesPerPoint);
-  const Answers<S> chunked = gpu_closest(*engine, points, inf, small);
+  const Answers<S> chunked = engine_closest(*engine, points, inf, small);
   EXPECT_SAME_BITS(whole.ids, chunked.ids);
   EXPECT_SAME_BITS(whole.sq, chunked.sq);
   EXPECT_SAME_BITS(whole.closest, chunked.closest);
@@ -439,7 +453,8 @@ TEST(MeshGpu, OpenMeshSignsFarFromTheHole) {
   const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
   // On the tube's core circle opposite the hole, and far outside.
   const std::vector<double> points = {-1, 0, 0, 0, -1, 0, 0, 0, 0, 5, 5, 5, -1, 0, 0.9};
-  const Answers<double> a = gpu_closest(*engine, points, std::numeric_limits<double>::infinity());
+  const Answers<double> a =
+      engine_closest(*engine, points, std::numeric_limits<double>::infinity());
   EXPECT_LT(a.signed_d[0], 0);
   EXPECT_LT(a.signed_d[1], 0);
   EXPECT_GT(a.signed_d[2], 0);
@@ -456,7 +471,7 @@ void run_device_arrays() {
   const std::vector<S> points = points_for(mesh, 3000, 32);
   const int64_t m = static_cast<int64_t>(points.size() / 3);
   const S limit = S(0.2);
-  const Answers<S> host = gpu_closest(*engine, points, limit);
+  const Answers<S> host = engine_closest(*engine, points, limit);
   expect_matches_brute_force(mesh, host, points, limit);
   DeviceArray<S> d_points(points), d_sq(m), d_closest(3 * m), d_signed(m);
   DeviceArray<int32_t> d_ids(m);
@@ -546,6 +561,46 @@ void expect_report_of(const std::vector<S>& values, const knn::DeviationRequest&
 }
 
 template <class S>
+struct Report {
+  knn::DeviationSummary summary;
+  std::vector<double> percentile_values;
+  std::vector<int64_t> bin_counts;
+  std::vector<S> values;  // per point, when asked for
+};
+
+template <class S>
+Report<S> report_of(const knn::MeshEngine<S>& engine, const std::vector<S>& points, S max_distance,
+                    const knn::DeviationRequest& request, bool with_values,
+                    const knn::MeshParams& call) {
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  Report<S> r;
+  r.percentile_values.assign(static_cast<size_t>(request.n_percentiles), 7);
+  r.bin_counts.assign(static_cast<size_t>(request.n_bins), 7);
+  r.summary.percentile_values = r.percentile_values.data();
+  r.summary.bin_counts = r.bin_counts.data();
+  if (with_values) r.values.assign(static_cast<size_t>(m), 7);
+  engine.deviation(points.data(), m, max_distance, request, &r.summary,
+                   with_values ? r.values.data() : nullptr, call);
+  return r;
+}
+
+template <class S>
+void expect_same_report(const Report<S>& a, const Report<S>& b) {
+  EXPECT_EQ(a.summary.measured, b.summary.measured);
+  EXPECT_EQ(a.summary.beyond, b.summary.beyond);
+  EXPECT_EQ(a.summary.within_tolerance, b.summary.within_tolerance);
+  EXPECT_EQ(a.summary.above_tolerance, b.summary.above_tolerance);
+  EXPECT_EQ(a.summary.below_tolerance, b.summary.below_tolerance);
+  EXPECT_EQ(a.summary.below_bins, b.summary.below_bins);
+  EXPECT_EQ(a.summary.above_bins, b.summary.above_bins);
+  const std::vector<double> sa = {a.summary.min, a.summary.max, a.summary.mean, a.summary.rms};
+  const std::vector<double> sb = {b.summary.min, b.summary.max, b.summary.mean, b.summary.rms};
+  EXPECT_SAME_BITS(sa, sb);
+  EXPECT_SAME_BITS(a.percentile_values, b.percentile_values);
+  EXPECT_EQ(a.bin_counts, b.bin_counts);
+}
+
+template <class S>
 void run_deviation(const TestMesh<S>& mesh, S max_distance, int64_t chunk_points) {
   const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
   // More than two blocks of the sums.
@@ -559,35 +614,31 @@ void run_deviation(const TestMesh<S>& mesh, S max_distance, int64_t chunk_points
   request.n_percentiles = static_cast<int>(percentiles.size());
   request.bin_edges = edges.data();
   request.n_bins = static_cast<int>(edges.size()) - 1;
-  std::vector<double> percentile_values(percentiles.size(), 7);
-  std::vector<int64_t> bin_counts(edges.size() - 1, 7);
-  knn::DeviationSummary summary;
-  summary.percentile_values = percentile_values.data();
-  summary.bin_counts = bin_counts.data();
-  std::vector<S> values(static_cast<size_t>(m), 7);
-  // Chunks of chunk_points (0: as many as fit): every value and key, and the
-  // sort's temporaries, beside the staged points and their ordering.
+  // Chunks of chunk_points (0: as many as fit): every value and key, the
+  // sort's temporaries and the summary's buffers, beside the staged points
+  // and their ordering.
   knn::MeshParams call;
   if (chunk_points > 0)
     call.device_memory_limit = 2 * knn::cuda::aligned(static_cast<size_t>(m) * sizeof(S)) +
-                               knn::cuda::cub_temp_bytes(m) + knn::cuda::kMeshChunkFixedBytes +
+                               knn::cuda::cub_temp_bytes(m) + 6 * knn::cuda::kAllocAlignment +
+                               knn::cuda::kMeshChunkFixedBytes +
                                static_cast<size_t>(chunk_points) *
                                    (3 * sizeof(S) + knn::cuda::kMeshChunkOrderBytesPerPoint);
-  engine->deviation(points.data(), m, max_distance, request, &summary, values.data(), call);
-  const Answers<S> closest = gpu_closest(*engine, points, max_distance);
-  EXPECT_SAME_BITS(closest.signed_d, values);
-  expect_report_of(values, request, summary, percentile_values, bin_counts);
+  const Report<S> gpu = report_of(*engine, points, max_distance, request, true, call);
+  EXPECT_SAME_BITS(engine_closest(*engine, points, max_distance).signed_d, gpu.values);
+  expect_report_of(gpu.values, request, gpu.summary, gpu.percentile_values, gpu.bin_counts);
   // Without the per-point values: the same report.
-  std::vector<double> percentile_values2(percentiles.size(), 7);
-  std::vector<int64_t> bin_counts2(edges.size() - 1, 7);
-  knn::DeviationSummary again;
-  again.percentile_values = percentile_values2.data();
-  again.bin_counts = bin_counts2.data();
-  engine->deviation(points.data(), m, max_distance, request, &again, nullptr, call);
-  EXPECT_EQ(std::memcmp(&again.min, &summary.min, 4 * sizeof(double)), 0);
-  EXPECT_EQ(again.measured, summary.measured);
-  EXPECT_EQ(percentile_values2, percentile_values);
-  EXPECT_EQ(bin_counts2, bin_counts);
+  expect_same_report(gpu, report_of(*engine, points, max_distance, request, false, call));
+  // The OpenMP engine's.
+  const auto cpu = knn::omp::build_mesh(mesh.geometry(), knn::MeshParams{});
+  const Report<S> expected = report_of(*cpu, points, max_distance, request, true, {});
+  EXPECT_SAME_BITS(expected.values, gpu.values);
+  expect_same_report(expected, gpu);
+  // No bins and no percentiles (NULL arrays).
+  knn::DeviationRequest bare;
+  bare.tolerance = 0;
+  expect_same_report(report_of(*cpu, points, max_distance, bare, false, {}),
+                     report_of(*engine, points, max_distance, bare, false, call));
 }
 
 TEST(MeshGpu, DeviationReportFollowsItsDefinitions) {
@@ -620,7 +671,7 @@ TEST(MeshGpu, BuildChecksItsBytesAgainstTheBudget) {
   params.device_memory_limit = needed;
   const auto engine = knn::cuda::build_mesh(mesh.geometry(), params);
   const std::vector<float> points = points_for(mesh, 200, 52);
-  expect_matches_brute_force(mesh, gpu_closest(*engine, points, 0.3f), points, 0.3f);
+  expect_matches_brute_force(mesh, engine_closest(*engine, points, 0.3f), points, 0.3f);
   // Estimates grow with the sizes and never wrap.
   EXPECT_LT(knn::cuda::mesh_build_bytes(1000, 1000, 4, true),
             knn::cuda::mesh_build_bytes(1000, 1000000, 4, true));
@@ -637,7 +688,7 @@ TEST(MeshGpu, AllocationFaultsFailCleanly) {
   const TestMesh<float> mesh = open_torus<float>(20, 10);
   const std::vector<float> points = points_for(mesh, 100, 61);
   const auto reference = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
-  const Answers<float> expected = gpu_closest(*reference, points, 1.0f);
+  const Answers<float> expected = engine_closest(*reference, points, 1.0f);
   int faults = 0;
   for (int n = 1; n < 64; ++n) {
     const std::string fault = std::to_string(n);
@@ -645,7 +696,7 @@ TEST(MeshGpu, AllocationFaultsFailCleanly) {
     try {
       const ScopedEnv env("KNN_FAULT_DEVICE_ALLOC", fault.c_str());
       const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
-      const Answers<float> got = gpu_closest(*engine, points, 1.0f);
+      const Answers<float> got = engine_closest(*engine, points, 1.0f);
       EXPECT_EQ(got.ids, expected.ids);
     } catch (const knn::Error& e) {
       EXPECT_EQ(e.status(), KNN_ERR_DEVICE_OUT_OF_MEMORY) << e.what();
@@ -655,7 +706,7 @@ TEST(MeshGpu, AllocationFaultsFailCleanly) {
     if (!failed) break;
   }
   EXPECT_GT(faults, 5);
-  EXPECT_EQ(gpu_closest(*reference, points, 1.0f).ids, expected.ids);
+  EXPECT_EQ(engine_closest(*reference, points, 1.0f).ids, expected.ids);
 }
 
 TEST(MeshGpu, CancelledQueryThrows) {
@@ -666,13 +717,13 @@ TEST(MeshGpu, CancelledQueryThrows) {
   volatile int flag = 1;
   knn::set_cancel_flag(&flag);
   try {
-    gpu_closest(*engine, points, 1.0f);
+    engine_closest(*engine, points, 1.0f);
     ADD_FAILURE() << "a cancelled query went ahead";
   } catch (const knn::Error& e) {
     EXPECT_EQ(e.status(), KNN_ERR_CANCELLED);
   }
   knn::set_cancel_flag(nullptr);
-  expect_matches_brute_force(mesh, gpu_closest(*engine, points, 1.0f), points, 1.0f);
+  expect_matches_brute_force(mesh, engine_closest(*engine, points, 1.0f), points, 1.0f);
 }
 
 // 10^6 triangles, 10^6 points: the build and the query timed (printed), the
@@ -709,6 +760,40 @@ TEST(MeshGpu, MillionTrianglesMillionPoints) {
       "[ mesh    ] 10^6 triangles (closed torus), 10^6 points (host arrays), float: "
       "build %.1f ms (incl. upload), closest %.1f ms, signed %.1f ms\n",
       1e3 * build_s, 1e3 * closest_s, 1e3 * signed_s);
+#if defined(KNN_TEST_WITH_CUDA)
+  {
+    DeviceArray<float> d_points(points), d_sq(m), d_signed(m);
+    DeviceArray<int32_t> d_ids(m);
+    engine->closest(d_points.get(), m, inf, {d_ids.get(), d_sq.get()}, knn::MeshParams{});
+    t0 = Clock::now();
+    engine->closest(d_points.get(), m, inf, {d_ids.get(), d_sq.get()}, knn::MeshParams{});
+    const double device_closest_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    knn::MeshResults<float> device_sign;
+    device_sign.triangle_ids = d_ids.get();
+    device_sign.signed_distances = d_signed.get();
+    t0 = Clock::now();
+    engine->closest(d_points.get(), m, inf, device_sign, knn::MeshParams{});
+    const double device_signed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::printf("[ mesh    ] the same with device arrays: closest %.1f ms, signed %.1f ms\n",
+                1e3 * device_closest_s, 1e3 * device_signed_s);
+    EXPECT_EQ(d_ids.to_host(m), ids);
+    EXPECT_SAME_BITS(d_signed.to_host(m), signed_d);
+  }
+#endif
+  // The OpenMP engine on this host's cores: every answer the same.
+  t0 = Clock::now();
+  const auto cpu = knn::omp::build_mesh(mesh.geometry(), knn::MeshParams{});
+  const double cpu_build_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<int32_t> cpu_ids(m);
+  std::vector<float> cpu_signed(m);
+  t0 = Clock::now();
+  cpu->closest(points.data(), m, inf,
+               {cpu_ids.data(), nullptr, nullptr, nullptr, cpu_signed.data()}, knn::MeshParams{});
+  const double cpu_signed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("[ mesh    ] OpenMP engine, same data: build %.1f ms, signed %.1f ms\n",
+              1e3 * cpu_build_s, 1e3 * cpu_signed_s);
+  EXPECT_EQ(cpu_ids, ids);
+  EXPECT_SAME_BITS(cpu_signed, signed_d);
   std::vector<float> sample;
   std::vector<int64_t> picked;
   for (int64_t i = 0; i < m; i += m / 97) {
@@ -720,6 +805,35 @@ TEST(MeshGpu, MillionTrianglesMillionPoints) {
     EXPECT_EQ(ids[picked[s]], expected.ids[s]) << "point " << picked[s];
     EXPECT_EQ(signed_d[picked[s]], expected.signed_d[s]) << "point " << picked[s];
   }
+}
+
+// 10^7 triangles of an open mesh (winding moments and clusters built too):
+// the build timed (printed, upload included), a sample of answers checked
+// against the brute force.
+TEST(MeshGpu, TenMillionTriangleBuild) {
+  SKIP_WITHOUT_DEVICE();
+  const TestMesh<float> mesh = open_torus<float>(5000, 1002);
+  ASSERT_GT(mesh.n_triangles(), 9990000);
+  knn::cuda::build_mesh(torus<float>(10, 10).geometry(), knn::MeshParams{});  // context, modules
+  double best_s = 1e9;
+  std::unique_ptr<knn::MeshEngine<float>> engine;
+  for (int run = 0; run < 3; ++run) {
+    engine.reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
+    best_s = std::min(best_s,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::printf(
+      "[ mesh    ] build of %lld triangles (open torus, float, host arrays): %.1f ms (best of 3)\n",
+      static_cast<long long>(mesh.n_triangles()), 1e3 * best_s);
+  const std::vector<float> points = {0.5f, 0.1f, 0.0f, -1.0f, 0.0f, 0.2f,
+                                     2.0f, 2.0f, 2.0f, 1.0f,  0.0f, 0.0f};
+  const float inf = std::numeric_limits<float>::infinity();
+  const Answers<float> gpu = engine_closest(*engine, points, inf);
+  const Answers<float> expected = brute_force(mesh, points, inf);
+  EXPECT_SAME_BITS(expected.ids, gpu.ids);
+  EXPECT_SAME_BITS(expected.sq, gpu.sq);
 }
 
 }  // namespace

@@ -292,11 +292,12 @@ struct CallerArray {
 };
 
 // Answers m points chunk by chunk: `points` and each of `out` host or device
-// arrays of the caller; fixed_bytes of the budget are already taken.
+// arrays of the caller; fixed_bytes of the call's budget (taken before the
+// call allocated them) are already spoken for.
 template <typename Scalar>
 void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* points, int64_t m,
-                      Scalar max_distance, const PointOutputs<Scalar>& out, size_t fixed_bytes,
-                      const MeshParams& call, cudaStream_t stream) {
+                      Scalar max_distance, const PointOutputs<Scalar>& out,
+                      const DeviceBudget& budget, size_t fixed_bytes, cudaStream_t stream) {
   const volatile int* cancel = cancel_flag();
   knn_progress* const report = progress();
   CallerArray<const Scalar> in(points, 3, device);
@@ -306,10 +307,10 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
   const size_t per_point = in.bytes_per_point() + ids.bytes_per_point() + sq.bytes_per_point() +
                            closest.bytes_per_point() + barycentric.bytes_per_point() +
                            signed_d.bytes_per_point();
-  const int64_t chunk = std::min(
-      m, queries_within_budget(
-             device_budget(call.device_memory_limit), per_point + kMeshChunkOrderBytesPerPoint,
-             saturating_add(fixed_bytes, kMeshChunkFixedBytes), kMeshChunkPoints));
+  const int64_t chunk =
+      std::min(m, queries_within_budget(budget, per_point + kMeshChunkOrderBytesPerPoint,
+                                        saturating_add(fixed_bytes, kMeshChunkFixedBytes),
+                                        kMeshChunkPoints));
   const size_t uchunk = static_cast<size_t>(chunk);
   DeviceBuffer<uint32_t> codes(uchunk), codes_sorted(uchunk);
   DeviceBuffer<int32_t> order(uchunk), order_sorted(uchunk);
@@ -367,16 +368,28 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
 template <typename Scalar>
 using Key = typename OrderedKey<Scalar>::type;
 
-// Keys of the signed distances; counts the points beyond (+infinity).
+// Keys of the signed distances.
 template <typename Scalar>
-__global__ void keys_of(const Scalar* values, int64_t m, Key<Scalar>* keys,
-                        unsigned long long* beyond) {
+__global__ void keys_of(const Scalar* values, int64_t m, Key<Scalar>* keys) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < m;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const Scalar v = values[i];
-    keys[i] = OrderedKey<Scalar>::of(v);
-    if (!(v < infinity_of<Scalar>())) atomicAdd(beyond, 1ull);
+       i += int64_t{gridDim.x} * blockDim.x)
+    keys[i] = OrderedKey<Scalar>::of(values[i]);
+}
+
+// The measured values: the sorted keys below the key of +infinity (the
+// points beyond sort last), found by one thread's binary search.
+template <typename Scalar>
+__global__ void count_measured(const Key<Scalar>* sorted_keys, int64_t m, int64_t* measured) {
+  const Key<Scalar> beyond = OrderedKey<Scalar>::of(infinity_of<Scalar>());
+  int64_t lo = 0, hi = m;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (sorted_keys[mid] < beyond)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
+  *measured = lo;
 }
 
 template <typename Scalar>
@@ -532,7 +545,8 @@ void CudaMesh<Scalar>::closest(const Scalar* points, int64_t m, Scalar max_dista
   Stream stream;
   const PointOutputs<Scalar> o{out.triangle_ids, out.sq_distances, out.closest, out.barycentric,
                                out.signed_distances};
-  answer_in_chunks(view(), device_, points, m, max_distance, o, 0, call, stream.get());
+  answer_in_chunks(view(), device_, points, m, max_distance, o,
+                   device_budget(call.device_memory_limit), 0, stream.get());
 }
 
 template <typename Scalar>
@@ -544,14 +558,20 @@ void CudaMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dis
   const cudaStream_t s = stream.get();
   const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
   // Every point's value and key at once (the sort's two buffers), the sort's
-  // temporaries, and the chunks' staging beside them.
-  const size_t fixed = saturating_add(2 * aligned(um * sizeof(Scalar)), cub_temp_bytes(m));
+  // temporaries and the summary's few buffers (a page each), and the chunks
+  // beside them: refused before anything is allocated when not even a chunk
+  // of one point fits.
+  const DeviceBudget budget = device_budget(call.device_memory_limit);
+  const size_t fixed = saturating_add(
+      saturating_add(2 * aligned(um * sizeof(Scalar)), cub_temp_bytes(m)), 6 * kAllocAlignment);
+  queries_within_budget(budget, kMeshChunkOrderBytesPerPoint + 3 * sizeof(Scalar),
+                        saturating_add(fixed, kMeshChunkFixedBytes), 1);
   DeviceBuffer<Scalar> values(um);
   DeviceBuffer<Key<Scalar>> keys(um);
   if (m > 0) {
     answer_in_chunks(view(), device_, points, m, max_distance,
-                     PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, values.get()}, fixed,
-                     call, s);
+                     PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, values.get()}, budget,
+                     fixed, s);
     if (signed_distances != nullptr) {
       if (device_may_use_in_place(signed_distances, device_))
         check(cudaMemcpyAsync(signed_distances, values.get(), um * sizeof(Scalar),
@@ -565,11 +585,8 @@ void CudaMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dis
   int64_t measured = 0;
   const Scalar* sorted = nullptr;
   if (m > 0) {
-    DeviceBuffer<unsigned long long> beyond(1);
-    check(cudaMemsetAsync(beyond.get(), 0, sizeof(unsigned long long), s),
-          "mesh deviation: cudaMemsetAsync");
-    keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(
-        values.get(), m, keys.get(), beyond.get());
+    keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(values.get(), m,
+                                                                              keys.get());
     check_launch("mesh deviation: keys_of");
     // The values are copied out: their buffer is the sort's second one.
     cub::DoubleBuffer<Key<Scalar>> sorting(keys.get(),
@@ -582,14 +599,15 @@ void CudaMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dis
     check(cub::DeviceRadixSort::SortKeys(temp.get(), temp_bytes, sorting, m, 0,
                                          8 * static_cast<int>(sizeof(Scalar)), s),
           "mesh deviation: radix sort");
-    unsigned long long beyond_count = 0;
-    check(cudaMemcpyAsync(&beyond_count, beyond.get(), sizeof beyond_count, cudaMemcpyDeviceToHost,
+    Key<Scalar>* sorted_keys = sorting.Current();
+    DeviceBuffer<int64_t> measured_count(1);
+    count_measured<Scalar><<<1, 1, 0, s>>>(sorted_keys, m, measured_count.get());
+    check_launch("mesh deviation: count_measured");
+    check(cudaMemcpyAsync(&measured, measured_count.get(), sizeof measured, cudaMemcpyDeviceToHost,
                           s),
           "mesh deviation: cudaMemcpyAsync");
     check(cudaStreamSynchronize(s), "mesh deviation: cudaStreamSynchronize");
-    measured = m - static_cast<int64_t>(beyond_count);
     // The sorted keys back to values, into the buffer the sort did not end in.
-    Key<Scalar>* sorted_keys = sorting.Current();
     Scalar* sorted_values =
         sorted_keys == keys.get() ? values.get() : reinterpret_cast<Scalar*>(keys.get());
     if (measured > 0) {
