@@ -44,6 +44,20 @@ int main(void) {
   OFFSET(knn_progress, "knn_progress", total);
   OFFSET(knn_progress, "knn_progress", stage);
   OFFSET(knn_progress, "knn_progress", sequence);
+  SIZE(knn_deviation_report, "knn_deviation_report");
+  OFFSET(knn_deviation_report, "knn_deviation_report", struct_size);
+  OFFSET(knn_deviation_report, "knn_deviation_report", n_points);
+  OFFSET(knn_deviation_report, "knn_deviation_report", n_measured);
+  OFFSET(knn_deviation_report, "knn_deviation_report", n_beyond);
+  OFFSET(knn_deviation_report, "knn_deviation_report", n_within_tolerance);
+  OFFSET(knn_deviation_report, "knn_deviation_report", n_above_tolerance);
+  OFFSET(knn_deviation_report, "knn_deviation_report", n_below_tolerance);
+  OFFSET(knn_deviation_report, "knn_deviation_report", n_below_bins);
+  OFFSET(knn_deviation_report, "knn_deviation_report", n_above_bins);
+  OFFSET(knn_deviation_report, "knn_deviation_report", min);
+  OFFSET(knn_deviation_report, "knn_deviation_report", max);
+  OFFSET(knn_deviation_report, "knn_deviation_report", mean);
+  OFFSET(knn_deviation_report, "knn_deviation_report", rms);
   SIZE(size_t, "size_t");
   SIZE(int, "int");
 
@@ -66,5 +80,8 @@ int main(void) {
   CONST(KNN_STRUCTURE_GRID);
   CONST(KNN_STRUCTURE_BRUTE_FORCE);
   CONST(KNN_VERSION_NUMBER);
+  CONST(KNN_SCALAR_FLOAT32);
+  CONST(KNN_SCALAR_FLOAT64);
+  CONST(KNN_MESH_MAX_TRIANGLES);
   return 0;
 }

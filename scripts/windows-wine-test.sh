@@ -137,6 +137,10 @@ run_exe "$TESTS" ./abi_load_test.exe knn_gpgpu.dll
 if [[ -f $BUILD/bin/knn_example.exe && -f $ROOT/examples/c/points.txt ]]; then
   run_exe "$BUILD/bin" ./knn_example.exe --check "$ROOT/examples/c/points.txt" 4 5
 fi
+# examples/c/mesh_deviation.c, checked against the cube's exact signed distance.
+if [[ -f $BUILD/bin/mesh_deviation.exe ]]; then
+  run_exe "$BUILD/bin" ./mesh_deviation.exe --check 5000
+fi
 # The gtest programs, as ctest would run them (OMP_WAIT_POLICY=passive: a
 # 2-core machine), each in one Wine process. Programs of the label `large`
 # need 9 GB and are left to a real Windows machine.

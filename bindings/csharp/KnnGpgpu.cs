@@ -385,8 +385,9 @@ namespace KnnGpgpu
 
     // ---- raw entry points --------------------------------------------------------------
 
-    /// <summary>Every function of knn_gpgpu.h, unchanged (status codes, raw pointers).</summary>
-    internal static class NativeMethods
+    /// <summary>Every function of knn_gpgpu.h, unchanged (status codes, raw pointers); the
+    /// mesh calls of knn_gpgpu_mesh.h are in KnnMesh.cs.</summary>
+    internal static partial class NativeMethods
     {
         const string Lib = "knn_gpgpu";
         const CallingConvention Cdecl = CallingConvention.Cdecl;

@@ -1,7 +1,7 @@
 ;;;; knn-gpgpu.asd - Common Lisp binding of libknn_gpgpu (CFFI).
 
 (defsystem "knn-gpgpu"
-  :description "Exact kNN, radius search and point in polygon on NVIDIA GPUs and OpenMP: CFFI binding of libknn_gpgpu"
+  :description "Exact kNN, radius search, point in polygon and point-to-mesh distance on NVIDIA GPUs and OpenMP: CFFI binding of libknn_gpgpu"
   :version "1.0.0"
   :license "Apache-2.0"
   :depends-on ("cffi")
@@ -17,6 +17,7 @@
                (:file "handle")
                (:file "index")
                (:file "quadtree")
+               (:file "mesh")
                (:file "cancel")
                (:file "progress"))
   :in-order-to ((test-op (test-op "knn-gpgpu/tests"))))
@@ -28,7 +29,8 @@
   :serial t
   :components ((:file "harness")
                (:file "oracle")
-               (:file "tests"))
+               (:file "tests")
+               (:file "mesh-tests"))
   :perform (test-op (o c)
              (unless (uiop:symbol-call :knn-gpgpu-tests :run-all)
                (error "knn-gpgpu tests failed"))))

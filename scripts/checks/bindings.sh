@@ -16,11 +16,12 @@
 #      `cmake --install` put into the prefix (ASDF's default registry, with the
 #      prefix's share/ on XDG_DATA_DIRS as /usr/local/share is by default); a
 #      missing library signals KNN-LIBRARY-NOT-FOUND;
-#   5. C#: mcs builds KnnGpgpu.dll and the test program, mono runs it twice
+#   5. C#: mcs builds KnnGpgpu.dll (KnnGpgpu.cs, KnnMesh.cs) and the test program, mono runs it twice
 #      (library found through LD_LIBRARY_PATH + dllmap, then KNN_GPGPU_LIBRARY),
 #      then with the library next to KnnGpgpu.dll, then with none;
-#   6. C: examples/c built against the installed package with CMake
-#      find_package and with pkg-config, run with --check, outputs compared.
+#   6. C: examples/c (knn_example, mesh_deviation) built against the installed
+#      package with CMake find_package and with pkg-config, run with --check,
+#      outputs compared.
 # Prints a summary and exits non-zero when a step fails. Safe without a TTY
 # or stdin (CI=true); about two minutes once the packages are installed (the
 # wheel's own library build is most of it; ccache speeds it when installed).
@@ -357,9 +358,10 @@ fi
 csharp_build() {
   local out=$WORK/csharp
   rm -rf "$out" && mkdir -p "$out" &&
-    mcs -target:library -warn:4 -warnaserror -out:"$out/KnnGpgpu.dll" "$ROOT/bindings/csharp/KnnGpgpu.cs" &&
+    mcs -target:library -warn:4 -warnaserror -out:"$out/KnnGpgpu.dll" "$ROOT/bindings/csharp/KnnGpgpu.cs" \
+      "$ROOT/bindings/csharp/KnnMesh.cs" &&
     mcs -warn:4 -warnaserror -r:"$out/KnnGpgpu.dll" -out:"$out/KnnGpgpuTests.exe" \
-      "$ROOT/bindings/csharp/tests/KnnGpgpuTests.cs" &&
+      "$ROOT/bindings/csharp/tests/KnnGpgpuTests.cs" "$ROOT/bindings/csharp/tests/KnnMeshTests.cs" &&
     cp "$ROOT/bindings/csharp/KnnGpgpu.dll.config" "$out/" &&
     echo "built KnnGpgpu.dll and KnnGpgpuTests.exe"
 }
@@ -405,7 +407,8 @@ c_cmake() {
   cmake -S "$ROOT/examples/c" -B "$b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX" \
     -DCMAKE_C_FLAGS="-Werror" >/dev/null &&
     cmake --build "$b" &&
-    "$b/knn_example" --check "$POINTS" 4 8 | tee "$WORK/example-cmake.out"
+    "$b/knn_example" --check "$POINTS" 4 8 | tee "$WORK/example-cmake.out" &&
+    "$b/mesh_deviation" --check | tee "$WORK/mesh-cmake.out"
 }
 c_pkgconfig() {
   local b=$WORK/example-pkgconfig pc=(pkg-config)
@@ -418,11 +421,13 @@ c_pkgconfig() {
   fi
   PKG_CONFIG_PATH=$LIBDIR/pkgconfig make -f "$ROOT/examples/c/Makefile" BUILD_DIR="$b" \
     PKG_CONFIG="${pc[*]}" CFLAGS="-O2 -Werror" &&
-    LD_LIBRARY_PATH=$LIBDIR "$b/knn_example" --check "$POINTS" 4 8 | tee "$WORK/example-pkgconfig.out"
+    LD_LIBRARY_PATH=$LIBDIR "$b/knn_example" --check "$POINTS" 4 8 | tee "$WORK/example-pkgconfig.out" &&
+    LD_LIBRARY_PATH=$LIBDIR "$b/mesh_deviation" --check | tee "$WORK/mesh-pkgconfig.out"
 }
 c_compare() {
   # Both builds print the same rows; bad input is refused with the library's status.
   diff "$WORK/example-cmake.out" "$WORK/example-pkgconfig.out" || return 1
+  diff "$WORK/mesh-cmake.out" "$WORK/mesh-pkgconfig.out" || return 1
   printf '0 0 0\n1 nan 2\n' >"$WORK/bad-points.txt"
   if "$WORK/example-cmake/knn_example" "$WORK/bad-points.txt" 2>"$WORK/bad.err"; then
     echo "a NaN coordinate was accepted"

@@ -1,8 +1,8 @@
 // KnnGpgpuTests.cs - tests of the C# binding against the real library and a
 // brute-force oracle. Exit code 0 when every check passes, 1 otherwise.
 //
-//   mcs -target:library -out:KnnGpgpu.dll ../KnnGpgpu.cs
-//   mcs -r:KnnGpgpu.dll -out:KnnGpgpuTests.exe KnnGpgpuTests.cs
+//   mcs -target:library -out:KnnGpgpu.dll ../KnnGpgpu.cs ../KnnMesh.cs
+//   mcs -r:KnnGpgpu.dll -out:KnnGpgpuTests.exe KnnGpgpuTests.cs KnnMeshTests.cs
 //   cp ../KnnGpgpu.dll.config . && LD_LIBRARY_PATH=<prefix>/lib mono KnnGpgpuTests.exe
 //
 // Environment: KNN_GPGPU_LIBRARY (library path), KNN_ABI_LAYOUT (output of
@@ -18,7 +18,7 @@ using System.Text.RegularExpressions;
 using System.Threading;
 using KnnGpgpu;
 
-static class Tests
+static partial class Tests
 {
     static int checks, failures;
     static string current = "";
@@ -151,6 +151,20 @@ static class Tests
                   c["offsetof.knn_progress.total"] == 8 && c["offsetof.knn_progress.stage"] == 16 &&
                   c["offsetof.knn_progress.sequence"] == 20, "knn_progress layout");
         }
+        if (c.ContainsKey("sizeof.knn_deviation_report"))
+        {
+            var report = typeof(KnnDeviationReportStruct);
+            Check(Marshal.SizeOf(report) == c["sizeof.knn_deviation_report"], "sizeof knn_deviation_report");
+            var rf = new[] { new[] {"StructSize", "struct_size"}, new[] {"NPoints", "n_points"},
+                new[] {"NMeasured", "n_measured"}, new[] {"NBeyond", "n_beyond"},
+                new[] {"NWithinTolerance", "n_within_tolerance"}, new[] {"NAboveTolerance", "n_above_tolerance"},
+                new[] {"NBelowTolerance", "n_below_tolerance"}, new[] {"NBelowBins", "n_below_bins"},
+                new[] {"NAboveBins", "n_above_bins"}, new[] {"Min", "min"}, new[] {"Max", "max"},
+                new[] {"Mean", "mean"}, new[] {"Rms", "rms"} };
+            foreach (var f in rf)
+                Check((long)Marshal.OffsetOf(report, f[0]) == c["offsetof.knn_deviation_report." + f[1]],
+                      "knn_deviation_report." + f[1]);
+        }
         if (c.ContainsKey("const.KNN_OK"))
         {
             foreach (KnnStatus s in Enum.GetValues(typeof(KnnStatus)))
@@ -173,6 +187,8 @@ static class Tests
             return;
         }
         string text = File.ReadAllText(Path.Combine(dir, "knn_gpgpu.h"));
+        Check(text.Contains("#include \"knn_gpgpu_mesh.h\""), "knn_gpgpu.h includes the mesh header");
+        text += File.ReadAllText(Path.Combine(dir, "knn_gpgpu_mesh.h"));
         var declared = new HashSet<string>(Regex.Matches(text, @"KNN_CALL\s+(\w+)\s*\(")
                                                 .Cast<Match>().Select(m => m.Groups[1].Value));
         var native = typeof(Knn).Assembly.GetType("KnnGpgpu.NativeMethods");
@@ -1160,7 +1176,9 @@ static class Tests
                                    ProgressPolledFromAnotherThread, IndexErrors,
                                    QuadtreeBoundaryRule, QuadtreeSquareTiling, QuadtreeHolesMatchOracle,
                                    QuadtreeErrors, QuadtreeCancelFlag, IndexF64MatchesADoubleOracle,
-                                   QuadtreeF64KeepsTownsInside };
+                                   QuadtreeF64KeepsTownsInside, MeshClosestMatchesADoubleOracle,
+                                   MeshMaxDistance, MeshSignsOnClosedAndOpenMeshes, MeshDeviationReport,
+                                   MeshSerializeRoundTrip, MeshErrors };
         if (expectedDir != null) tests = new Action[] { BuildAndQueryMatchTheOracle };
         var start = DateTime.UtcNow;
         foreach (var test in tests)

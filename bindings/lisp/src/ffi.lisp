@@ -1,4 +1,5 @@
-;;;; ffi.lisp - the foreign types and every function of knn_gpgpu.h, unchanged.
+;;;; ffi.lisp - the foreign types and every function of knn_gpgpu.h (and of the
+;;;; knn_gpgpu_mesh.h it includes), unchanged.
 ;;;;
 ;;;; The %-prefixed functions are the raw C entry points (status codes, raw
 ;;;; pointers). The rest of the system wraps them; hosts that need the raw
@@ -143,6 +144,64 @@
   (polygon-offsets :pointer) (n-polygons :int64) (out-offsets :pointer)
   (point-indices :pointer) (opt :pointer))
 
+;;; Triangle meshes (knn_gpgpu_mesh.h)
+
+;;; knn_deviation_report (104 bytes on 64-bit platforms)
+(cffi:defcstruct deviation-report
+  (struct-size :size)
+  (n-points :int64)
+  (n-measured :int64)
+  (n-beyond :int64)
+  (n-within-tolerance :int64)
+  (n-above-tolerance :int64)
+  (n-below-tolerance :int64)
+  (n-below-bins :int64)
+  (n-above-bins :int64)
+  (min :double)
+  (max :double)
+  (mean :double)
+  (rms :double))
+
+(macrolet ((define-mesh-calls (suffix real)
+             (flet ((c-name (name) (concatenate 'string name suffix))
+                    (lisp-name (name)
+                      (intern (string-upcase (concatenate 'string name (if (string= suffix "")
+                                                                           "" "-f64"))))))
+               `(progn
+                  (cffi:defcfun (,(c-name "knn_mesh_build") ,(lisp-name "%mesh-build")) :int
+                    (vertices :pointer) (n-vertices :int64) (triangles :pointer)
+                    (n-triangles :int64) (opt :pointer) (out :pointer))
+                  (cffi:defcfun (,(c-name "knn_mesh_closest") ,(lisp-name "%mesh-closest")) :int
+                    (mesh :pointer) (points :pointer) (m :int64) (max-distance ,real)
+                    (triangle-ids :pointer) (sq-distances :pointer) (closest :pointer)
+                    (barycentric :pointer) (opt :pointer))
+                  (cffi:defcfun (,(c-name "knn_mesh_signed_distance")
+                                 ,(lisp-name "%mesh-signed-distance")) :int
+                    (mesh :pointer) (points :pointer) (m :int64) (max-distance ,real)
+                    (signed-distances :pointer) (triangle-ids :pointer) (opt :pointer))
+                  (cffi:defcfun (,(c-name "knn_mesh_deviation_report")
+                                 ,(lisp-name "%mesh-deviation-report")) :int
+                    (mesh :pointer) (points :pointer) (m :int64) (max-distance ,real)
+                    (tolerance :double) (percentiles :pointer) (n-percentiles :int)
+                    (percentile-values :pointer) (bin-edges :pointer) (n-bins :int)
+                    (bin-counts :pointer) (signed-distances :pointer) (report :pointer)
+                    (opt :pointer))))))
+  ;; The float calls and their _f64 twins differ only in the scalar type.
+  (define-mesh-calls "" :float)
+  (define-mesh-calls "_f64" :double))
+(cffi:defcfun ("knn_mesh_free" %mesh-free) :int (mesh :pointer))
+(cffi:defcfun ("knn_mesh_info" %mesh-info) :int
+  (mesh :pointer) (n-vertices :pointer) (n-triangles :pointer) (scalar :pointer)
+  (backend :pointer) (closed-oriented :pointer))
+(cffi:defcfun ("knn_mesh_serialized_size" %mesh-serialized-size) :int
+  (mesh :pointer) (bytes :pointer))
+(cffi:defcfun ("knn_mesh_serialize" %mesh-serialize) :int
+  (mesh :pointer) (buffer :pointer) (bytes :size))
+(cffi:defcfun ("knn_mesh_deserialize" %mesh-deserialize) :int
+  (buffer :pointer) (bytes :size) (opt :pointer) (out :pointer))
+(cffi:defcfun ("knn_estimate_mesh_bytes" %estimate-mesh-bytes) :size
+  (n-vertices :int64) (n-triangles :int64) (scalar :int) (opt :pointer))
+
 (defparameter *c-functions*
   '("knn_status_string" "knn_last_error" "knn_version" "knn_set_cancel_flag" "knn_set_progress"
     "buildKdTree" "cuBuildKdTree" "mpBuildKdTree" "queryAll" "cuQueryAll" "mpQueryAll"
@@ -159,7 +218,11 @@
     "knn_index_build_f64" "knn_index_scalar" "knn_index_query_f64" "knn_index_query_self_f64"
     "knn_index_radius_f64" "knn_index_radius_count_f64" "knn_index_radius_fill_f64"
     "knn_estimate_build_bytes_f64" "knn_estimate_query_bytes_f64"
-    "knn_quadtree_build_f64" "knn_points_in_polygons_count_f64" "knn_points_in_polygons_f64")
+    "knn_quadtree_build_f64" "knn_points_in_polygons_count_f64" "knn_points_in_polygons_f64"
+    "knn_mesh_build" "knn_mesh_build_f64" "knn_mesh_free" "knn_mesh_info" "knn_mesh_closest"
+    "knn_mesh_closest_f64" "knn_mesh_signed_distance" "knn_mesh_signed_distance_f64"
+    "knn_mesh_deviation_report" "knn_mesh_deviation_report_f64" "knn_mesh_serialized_size"
+    "knn_mesh_serialize" "knn_mesh_deserialize" "knn_estimate_mesh_bytes")
   "Every C function this file binds (the tests compare it with the header).")
 
 ;;; Every call into the library runs inside this. It loads the library first

@@ -37,6 +37,20 @@
    #:quadtree #:quadtree-p #:quadtree-n #:quadtree-closed-p
    #:build-quadtree #:free-quadtree #:with-quadtree
    #:points-in-polygons-count #:points-in-polygons #:points-in-each-polygon #:pack-polygons
+   ;; triangle meshes
+   #:mesh #:mesh-p #:mesh-n-vertices #:mesh-n-triangles #:mesh-scalar #:mesh-backend
+   #:mesh-closed-oriented #:mesh-closed-p #:mesh-pointer
+   #:build-mesh #:free-mesh #:with-mesh #:mesh-info
+   #:mesh-closest #:mesh-signed-distance #:mesh-deviation-report
+   #:serialize-mesh #:deserialize-mesh #:estimate-mesh-bytes
+   #:deviation-report #:deviation-report-p #:deviation-report-n-points
+   #:deviation-report-n-measured #:deviation-report-n-beyond
+   #:deviation-report-n-within-tolerance #:deviation-report-n-above-tolerance
+   #:deviation-report-n-below-tolerance #:deviation-report-n-below-bins
+   #:deviation-report-n-above-bins #:deviation-report-min #:deviation-report-max
+   #:deviation-report-mean #:deviation-report-rms #:deviation-report-percentiles
+   #:deviation-report-percentile-values #:deviation-report-bin-edges
+   #:deviation-report-bin-counts #:deviation-report-signed-distances
    ;; cancellation
    #:cancel-flag #:make-cancel-flag #:free-cancel-flag #:cancel #:reset-cancel-flag
    #:cancelled-p #:set-cancel-flag #:with-cancel-flag

@@ -7,11 +7,16 @@
 (defun repo-file (relative)
   (merge-pathnames relative (asdf:system-relative-pathname "knn-gpgpu" "../../")))
 
+(defun header-file (name)
+  (if (env "KNN_GPGPU_INCLUDE")
+      (merge-pathnames name (uiop:ensure-directory-pathname (env "KNN_GPGPU_INCLUDE")))
+      (repo-file (concatenate 'string "include/" name))))
+
 (defun header-text ()
-  (uiop:read-file-string
-   (if (env "KNN_GPGPU_INCLUDE")
-       (merge-pathnames "knn_gpgpu.h" (uiop:ensure-directory-pathname (env "KNN_GPGPU_INCLUDE")))
-       (repo-file "include/knn_gpgpu.h"))))
+  "knn_gpgpu.h and the knn_gpgpu_mesh.h it includes."
+  (let ((main (uiop:read-file-string (header-file "knn_gpgpu.h"))))
+    (assert (search "#include \"knn_gpgpu_mesh.h\"" main))
+    (concatenate 'string main (uiop:read-file-string (header-file "knn_gpgpu_mesh.h")))))
 
 (defun c-layout ()
   "Table from bindings/abi_layout.c output ($KNN_ABI_LAYOUT), or the documented values."
@@ -57,6 +62,20 @@
         (check (= (cffi:foreign-slot-offset '(:struct knn::knn-progress) (first slot))
                   (gethash (format nil "offsetof.knn_progress.~A" (second slot)) c))
                (format nil "offset of knn_progress.~A" (second slot)))))
+    (when (gethash "sizeof.knn_deviation_report" c)
+      (check (= (cffi:foreign-type-size '(:struct knn::deviation-report))
+                (gethash "sizeof.knn_deviation_report" c))
+             "sizeof knn_deviation_report")
+      (dolist (slot '((knn::struct-size "struct_size") (knn::n-points "n_points")
+                      (knn::n-measured "n_measured") (knn::n-beyond "n_beyond")
+                      (knn::n-within-tolerance "n_within_tolerance")
+                      (knn::n-above-tolerance "n_above_tolerance")
+                      (knn::n-below-tolerance "n_below_tolerance")
+                      (knn::n-below-bins "n_below_bins") (knn::n-above-bins "n_above_bins")
+                      (min "min") (max "max") (knn::mean "mean") (knn::rms "rms")))
+        (check (= (cffi:foreign-slot-offset '(:struct knn::deviation-report) (first slot))
+                  (gethash (format nil "offsetof.knn_deviation_report.~A" (second slot)) c))
+               (format nil "offset of knn_deviation_report.~A" (second slot)))))
     (dolist (slot '((knn::struct-size "struct_size") (knn::backend "backend")
                     (knn::device "device") (knn::structure "structure")
                     (knn::leaf-size "leaf_size") (knn::threads "threads")

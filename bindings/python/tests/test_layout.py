@@ -10,7 +10,8 @@ import numpy as np
 
 import knn_gpgpu as knn
 from knn_gpgpu import _library
-from knn_gpgpu._types import MAX_DEVICES, OptionsStruct, OptionsV2Struct, ProgressStruct
+from knn_gpgpu._types import (SCALAR_FLOAT32, SCALAR_FLOAT64, MAX_DEVICES, DeviationReportStruct,
+                              OptionsStruct, OptionsV2Struct, ProgressStruct)
 
 from conftest import header_path
 
@@ -24,6 +25,9 @@ EXPECTED = {
     "offsetof.knn_options.backend": 8, "offsetof.knn_options.device": 12,
     "offsetof.knn_options.structure": 16, "offsetof.knn_options.leaf_size": 20,
     "offsetof.knn_options.threads": 24, "offsetof.knn_options.device_memory_limit": 32,
+    "sizeof.knn_deviation_report": 104, "offsetof.knn_deviation_report.struct_size": 0,
+    "offsetof.knn_deviation_report.n_points": 8, "offsetof.knn_deviation_report.n_above_bins": 64,
+    "offsetof.knn_deviation_report.min": 72, "offsetof.knn_deviation_report.rms": 96,
 }
 
 
@@ -38,6 +42,10 @@ def python_layout():
         table["offsetof.Node." + field] = getattr(knn.Node, field).offset
     for field, _ in OptionsStruct._fields_:
         table["offsetof.knn_options." + field] = getattr(OptionsStruct, field).offset
+    table["sizeof.knn_deviation_report"] = ctypes.sizeof(DeviationReportStruct)
+    for field, _ in DeviationReportStruct._fields_:
+        table["offsetof.knn_deviation_report." + field] = getattr(DeviationReportStruct,
+                                                                  field).offset
     table["sizeof.knn_progress"] = ctypes.sizeof(ProgressStruct)
     for field, _ in ProgressStruct._fields_:
         table["offsetof.knn_progress." + field] = getattr(ProgressStruct, field).offset
@@ -81,6 +89,8 @@ def test_constants_equal_c(c_layout):
         assert c_layout["const.KNN_BACKEND_" + backend.name] == backend
     for structure in knn.IndexStructure:
         assert c_layout["const.KNN_STRUCTURE_" + structure.name] == structure
+    assert c_layout["const.KNN_SCALAR_FLOAT32"] == SCALAR_FLOAT32
+    assert c_layout["const.KNN_SCALAR_FLOAT64"] == SCALAR_FLOAT64
 
 
 def test_library_version_matches_header(lib, c_layout):
@@ -88,8 +98,16 @@ def test_library_version_matches_header(lib, c_layout):
     assert knn.version_tuple()[0] == _library.ABI_MAJOR
 
 
-def test_every_header_function_is_bound(lib):
+def header_texts() -> str:
+    """knn_gpgpu.h and the headers of the library it includes (knn_gpgpu_mesh.h)."""
     text = header_path().read_text()
+    included = re.findall(r'#include\s+"(knn_gpgpu_\w+\.h)"', text)
+    assert "knn_gpgpu_mesh.h" in included
+    return "\n".join([text] + [(header_path().parent / name).read_text() for name in included])
+
+
+def test_every_header_function_is_bound(lib):
+    text = header_texts()
     declared = set(re.findall(r"KNN_API\s+[\w\s\*]+?KNN_CALL\s+(\w+)\s*\(", text))
     assert len(declared) >= 30
     assert declared == set(_library.PROTOTYPES), (

@@ -1,5 +1,5 @@
-"""knn_gpgpu: exact k-nearest-neighbour search, radius search and point in
-polygon on NVIDIA GPUs and on the CPU (OpenMP), through the C library
+"""knn_gpgpu: exact k-nearest-neighbour search, radius search, point in
+polygon and point-to-mesh distance on NVIDIA GPUs and on the CPU (OpenMP), through the C library
 libknn_gpgpu (ctypes + numpy, no compiled extension).
 
 Quick start::
@@ -21,6 +21,10 @@ Quick start::
     with knn.Quadtree(pts[:, :2]) as tree:          # point in polygon (2-D)
         square = [[0, 0], [0.5, 0], [0.5, 0.5], [0, 0.5]]
         members = tree.points_in_each_polygon(*knn.pack_polygons([[square]]))
+
+    with knn.Mesh(vertices, faces) as design:       # scan versus design
+        sq_d, tri, closest = design.closest(scan)   # as igl.point_mesh_squared_distance
+        report = design.deviation_report(scan, tolerance=0.05)
 
 The library is found through ``KNN_GPGPU_LIBRARY`` (full path), next to this
 package, or the system search (see :func:`load_library`). Failures raise
@@ -46,6 +50,8 @@ from .errors import (CancelledError, DeviceError, DeviceOutOfMemoryError, HostOu
                      UnsupportedError)
 from .index import (Index, IndexInfo, KnnResult, LegacyKnnResult, RadiusCsr, RadiusResult,
                     RadiusRows, estimate_build_bytes, estimate_query_bytes)
+from .mesh import (DEFAULT_PERCENTILES, ClosestBarycentricResult, ClosestResult,
+                   DeviationReport, Mesh, MeshInfo, estimate_mesh_bytes)
 from .options import Options
 from .progress import Progress, ProgressSnapshot, set_progress
 from .spatial import KDTree, cKDTree
@@ -82,6 +88,8 @@ __all__ = [
     "RadiusRows", "estimate_build_bytes", "estimate_query_bytes", "KDTree", "cKDTree",
     "Quadtree", "pack_polygons", "points_in_each_polygon", "points_in_polygons",
     "points_in_polygons_count",
+    "Mesh", "MeshInfo", "ClosestResult", "ClosestBarycentricResult", "DeviationReport",
+    "DEFAULT_PERCENTILES", "estimate_mesh_bytes",
     "CancelFlag", "set_cancel_flag",
     "Progress", "ProgressSnapshot", "ProgressStage", "set_progress",
 ]

@@ -149,12 +149,17 @@ def scalar_of(dtype: Any) -> np.dtype:
     return FLOAT32 if np.dtype(dtype) == FLOAT32 else FLOAT64
 
 
-def to_scalar(arr: np.ndarray, scalar: np.dtype, name: str) -> np.ndarray:
+#: What each object that holds coordinates was built from, for messages.
+_BUILT_FROM = {"index": "points", "mesh": "vertices"}
+
+
+def to_scalar(arr: np.ndarray, scalar: np.dtype, name: str, holder: str = "index") -> np.ndarray:
     """``arr`` as a C-contiguous array of ``scalar`` (float32 or float64), never rounded.
 
     Widening (anything to float64) is what :func:`scalar_of` defines. Narrowing
     to float32 happens only when every value is a float32 already (so nothing is
     lost); otherwise ``TypeError`` names the first value that would round.
+    ``holder`` names the object the rows are for ("index", "mesh") in messages.
     """
     if arr.dtype.kind == "f" and arr.dtype.itemsize > FLOAT64.itemsize:
         raise TypeError("%s: dtype %s is wider than float64, the library's widest; convert "
@@ -167,25 +172,27 @@ def to_scalar(arr: np.ndarray, scalar: np.dtype, name: str) -> np.ndarray:
         lost = ~((narrow == wide) | (np.isnan(narrow) & np.isnan(wide)))
     if lost.any():
         where = tuple(int(i) for i in np.argwhere(lost)[0])
+        source = _BUILT_FROM.get(holder, "points")
         raise TypeError(
-            "%s: %s value %r at %s is not a float32, and this index holds float32 (it was "
-            "built from float32 points); knn_gpgpu rounds nothing silently: build the index "
-            "from float64 points to compute in float64, or pass %s.astype(numpy.float32) to "
-            "round deliberately" % (name, arr.dtype, arr[where].item(), list(where), name))
+            "%s: %s value %r at %s is not a float32, and this %s holds float32 (it was "
+            "built from float32 %s); knn_gpgpu rounds nothing silently: build the %s "
+            "from float64 %s to compute in float64, or pass %s.astype(numpy.float32) to "
+            "round deliberately" % (name, arr.dtype, arr[where].item(), list(where), holder,
+                                    source, holder, source, name))
     return narrow
 
 
 def coords(obj: Any, name: str, dim: Optional[int] = None,
-           scalar: Optional[np.dtype] = None) -> np.ndarray:
+           scalar: Optional[np.dtype] = None, holder: str = "index") -> np.ndarray:
     """Host rows of coordinates in float32 or float64, C-contiguous (zero copy when
     possible). ``scalar`` None: the data picks (:func:`scalar_of`); else the
     rows take ``scalar`` (:func:`to_scalar`: exact, or ``TypeError``)."""
     arr = _real_2d(obj, name, dim)
-    return to_scalar(arr, scalar_of(arr.dtype) if scalar is None else scalar, name)
+    return to_scalar(arr, scalar_of(arr.dtype) if scalar is None else scalar, name, holder)
 
 
 def rows(obj: Any, name: str, dim: Optional[int] = None,
-         scalar: Optional[np.dtype] = None) -> Array:
+         scalar: Optional[np.dtype] = None, holder: str = "index") -> Array:
     """Host rows (see :func:`coords`) or a checked device array of shape (n, dim)
     (``__cuda_array_interface__`` or DLPack). Device arrays are used in place:
     float32 or float64, and exactly ``scalar`` when it is given."""
@@ -200,9 +207,9 @@ def rows(obj: Any, name: str, dim: Optional[int] = None,
                              "(device arrays are passed in place, never converted)"
                              % (name, dev.dtype))
         if scalar is not None and dev.dtype != scalar:
-            raise ValueError("%s: device array of dtype %s, and this index holds %s (device "
+            raise ValueError("%s: device array of dtype %s, and this %s holds %s (device "
                              "arrays are passed in place, never converted)"
-                             % (name, dev.dtype, scalar))
+                             % (name, dev.dtype, holder, scalar))
         if len(dev.shape) != 2:
             raise ValueError("%s: expected a 2-D device array, got shape %s" % (name, dev.shape))
         if dim is not None and dev.shape[1] != dim:
@@ -210,7 +217,7 @@ def rows(obj: Any, name: str, dim: Optional[int] = None,
         return dev
     if isinstance(obj, np.ndarray) and obj.dtype == POINT_DTYPE:
         obj = np.ascontiguousarray(obj).view(np.float32).reshape(-1, 3)
-    return coords(obj, name, dim, scalar)
+    return coords(obj, name, dim, scalar, holder)
 
 
 @overload

@@ -33,8 +33,8 @@ import threading
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._types import (IndexHandle, Node, OptionsStruct, OptionsV2Struct, Point, ProgressStruct,
-                     QuadtreeHandle)
+from ._types import (DeviationReportStruct, IndexHandle, MeshHandle, Node, OptionsStruct,
+                     OptionsV2Struct, Point, ProgressStruct, QuadtreeHandle)
 from .errors import LibraryNotFoundError, make_error
 
 #: Major version of the C ABI this binding is written for.
@@ -52,8 +52,11 @@ _P_NODE = POINTER(Node)
 _P_OPT = POINTER(OptionsStruct)
 _P_INDEX = POINTER(IndexHandle)
 _P_QUAD = POINTER(QuadtreeHandle)
+_P_MESH = POINTER(MeshHandle)
+_P_REPORT = POINTER(DeviationReportStruct)
 
-# name -> (restype, argtypes). Every function of include/knn_gpgpu.h.
+# name -> (restype, argtypes). Every function of include/knn_gpgpu.h (and of
+# knn_gpgpu_mesh.h, which it includes).
 PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     # status, errors, version
     "knn_status_string": (c_char_p, [c_int]),
@@ -124,6 +127,30 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
                                                  c_int64, _P_INT64, _P_OPT]),
     "knn_points_in_polygons_f64": (c_int, [_P_QUAD, _P_DOUBLE, _P_INT64, c_int64, _P_INT64,
                                            c_int64, _P_INT64, _P_INT64, _P_OPT]),
+    # triangle meshes (knn_gpgpu_mesh.h)
+    "knn_mesh_build": (c_int, [_P_FLOAT, c_int64, _P_INT32, c_int64, _P_OPT, POINTER(_P_MESH)]),
+    "knn_mesh_build_f64": (c_int, [_P_DOUBLE, c_int64, _P_INT32, c_int64, _P_OPT,
+                                   POINTER(_P_MESH)]),
+    "knn_mesh_free": (c_int, [_P_MESH]),
+    "knn_mesh_info": (c_int, [_P_MESH, _P_INT64, _P_INT64, _P_INT, _P_INT, _P_INT]),
+    "knn_mesh_closest": (c_int, [_P_MESH, _P_FLOAT, c_int64, c_float, _P_INT32, _P_FLOAT,
+                                 _P_FLOAT, _P_FLOAT, _P_OPT]),
+    "knn_mesh_closest_f64": (c_int, [_P_MESH, _P_DOUBLE, c_int64, c_double, _P_INT32, _P_DOUBLE,
+                                     _P_DOUBLE, _P_DOUBLE, _P_OPT]),
+    "knn_mesh_signed_distance": (c_int, [_P_MESH, _P_FLOAT, c_int64, c_float, _P_FLOAT, _P_INT32,
+                                         _P_OPT]),
+    "knn_mesh_signed_distance_f64": (c_int, [_P_MESH, _P_DOUBLE, c_int64, c_double, _P_DOUBLE,
+                                             _P_INT32, _P_OPT]),
+    "knn_mesh_deviation_report": (c_int, [_P_MESH, _P_FLOAT, c_int64, c_float, c_double,
+                                          _P_DOUBLE, c_int, _P_DOUBLE, _P_DOUBLE, c_int, _P_INT64,
+                                          _P_FLOAT, _P_REPORT, _P_OPT]),
+    "knn_mesh_deviation_report_f64": (c_int, [_P_MESH, _P_DOUBLE, c_int64, c_double, c_double,
+                                              _P_DOUBLE, c_int, _P_DOUBLE, _P_DOUBLE, c_int,
+                                              _P_INT64, _P_DOUBLE, _P_REPORT, _P_OPT]),
+    "knn_mesh_serialized_size": (c_int, [_P_MESH, POINTER(c_size_t)]),
+    "knn_mesh_serialize": (c_int, [_P_MESH, c_void_p, c_size_t]),
+    "knn_mesh_deserialize": (c_int, [c_void_p, c_size_t, _P_OPT, POINTER(_P_MESH)]),
+    "knn_estimate_mesh_bytes": (c_size_t, [c_int64, c_int64, c_int, _P_OPT]),
 }
 
 

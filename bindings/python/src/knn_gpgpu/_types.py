@@ -10,6 +10,8 @@ type                      bytes   fields (offset)
 ``knn_options`` (64-bit)  40      struct_size (0), backend (8), device (12),
                                   structure (16), leaf_size (20), threads
                                   (24), device_memory_limit (32)
+``knn_deviation_report``  104     struct_size (0), eight int64 counts (8 ..
+                                  64), min (72), max (80), mean (88), rms (96)
 ========================  ======  ==========================================
 
 The test suite compiles a C program against the header and compares every
@@ -86,6 +88,10 @@ class QuadtreeHandle(_Opaque):
     """``struct knn_quadtree`` (opaque); the binding passes ``POINTER(QuadtreeHandle)``."""
 
 
+class MeshHandle(_Opaque):
+    """``struct knn_mesh`` (opaque); the binding passes ``POINTER(MeshHandle)``."""
+
+
 class OptionsStruct(ctypes.Structure):
     """Raw ``knn_options`` layout. Use :class:`knn_gpgpu.Options`, which fills the
     defaults through ``knn_options_init``."""
@@ -139,6 +145,39 @@ class ProgressStruct(ctypes.Structure):
                 ("total", ctypes.c_int64),
                 ("stage", ctypes.c_int32),
                 ("sequence", ctypes.c_int32)]
+
+
+class DeviationReportStruct(ctypes.Structure):
+    """Raw ``knn_deviation_report`` layout (104 bytes on 64-bit): what
+    ``knn_mesh_deviation_report`` writes (see :class:`knn_gpgpu.DeviationReport`)."""
+
+    struct_size: int
+    n_points: int
+    n_measured: int
+    n_beyond: int
+    n_within_tolerance: int
+    n_above_tolerance: int
+    n_below_tolerance: int
+    n_below_bins: int
+    n_above_bins: int
+    min: float
+    max: float
+    mean: float
+    rms: float
+
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("n_points", ctypes.c_int64),
+                ("n_measured", ctypes.c_int64),
+                ("n_beyond", ctypes.c_int64),
+                ("n_within_tolerance", ctypes.c_int64),
+                ("n_above_tolerance", ctypes.c_int64),
+                ("n_below_tolerance", ctypes.c_int64),
+                ("n_below_bins", ctypes.c_int64),
+                ("n_above_bins", ctypes.c_int64),
+                ("min", ctypes.c_double),
+                ("max", ctypes.c_double),
+                ("mean", ctypes.c_double),
+                ("rms", ctypes.c_double)]
 
 
 INT_MIN = -(2 ** 31)
