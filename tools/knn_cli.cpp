@@ -27,6 +27,8 @@
 #include "geojson.h"
 #endif
 
+#include "cli_support.h"
+#include "deviation.h"
 #include "knn_gpgpu.h"
 #include "point_io.h"
 #include "progress_bar.h"
@@ -35,17 +37,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A library call that failed: the status and knn_last_error() at the time.
-struct LibraryError : std::runtime_error {
-  int status;
-  LibraryError(const std::string& call, int st)
-      : std::runtime_error(call + ": " + knn_status_string(st) + ": " + knn_last_error()),
-        status(st) {}
-};
-
-void check(int status, const char* call) {
-  if (status != KNN_OK) throw LibraryError(call, status);
-}
+using knn_cli::backend_value;
+using knn_cli::check;
+using knn_cli::LibraryError;
+using knn_cli::read_table;
 
 int point_count(const std::vector<float>& xyz, const std::string& path) {
   const size_t n = xyz.size() / 3;
@@ -67,12 +62,6 @@ float squared_distance(const float* q, const float* p) {
   return (xx + yy) + zz;
 }
 
-int backend_value(const std::string& name) {
-  if (name == "cuda") return KNN_BACKEND_CUDA;
-  if (name == "openmp") return KNN_BACKEND_OPENMP;
-  return KNN_BACKEND_AUTO;
-}
-
 // --precision: float32, float64, or auto (float64 when an input file holds
 // doubles; see knn_cli::Precision).
 knn_cli::Precision precision_value(const std::string& name) {
@@ -91,16 +80,6 @@ bool agree_on_precision(knn_cli::PointTable& ref, knn_cli::PointTable& query) {
 }
 
 const char* precision_name(bool doubles) { return doubles ? "float64" : "float32"; }
-
-// A point file as the readers give it; what a reader chose for the user to
-// know (the columns taken from a wider text file) goes to stderr, whether or
-// not it is a terminal: results must not rest on a choice nobody saw.
-knn_cli::PointTable read_table(const std::string& path, int min_dim, int max_dim,
-                               knn_cli::Precision precision) {
-  knn_cli::PointTable t = knn_cli::read_point_table(path, min_dim, max_dim, precision);
-  if (!t.notice.empty()) std::fprintf(stderr, "knn-gpgpu: %s\n", t.notice.c_str());
-  return t;
-}
 
 struct IndexDeleter {
   void operator()(knn_index* p) const { knn_index_free(p); }
@@ -924,6 +903,38 @@ int main(int argc, char** argv) {
   add_precision_option(pip, pa.precision);
   add_progress_flag(pip, pa.progress);
 
+  knn_cli::DeviationArgs da;
+  CLI::App* deviation = app.add_subcommand(
+      "deviation",
+      "signed distance of a scan's points to its design's triangle mesh: report, "
+      "per-point PLY, histogram (mesh API)");
+  deviation->add_option("--scan", da.scan, "scan points (.xyz .txt .csv .ply .npy .bin .f32)")
+      ->required();
+  deviation->add_option("--design", da.design, "design mesh (.stl binary or ASCII, .ply, .obj)")
+      ->required();
+  deviation
+      ->add_option("--tol", da.tolerance,
+                   "tolerance t: a point is within when -t <= deviation <= t")
+      ->required();
+  deviation->add_option("--max-distance", da.max_distance,
+                        "points farther than this from the design are not measured (counted as "
+                        "beyond; default inf)");
+  deviation->add_option("--out", da.out,
+                        "per-point PLY: x y z, the signed deviation ('deviation', inf beyond "
+                        "--max-distance) and its colour (red green blue)");
+  deviation->add_option("--histogram", da.histogram, "histogram picture, .svg");
+  deviation->add_option("--bins", da.bins, "histogram bins over [-R, R] (default 40)")
+      ->check(int_at_least(1));
+  deviation->add_option("--range", da.range,
+                        "R, the half-width of the histogram and of the colour scale (default "
+                        "min(4 x tol, max distance))");
+  deviation->add_option("--backend", da.backend, "auto, cuda or openmp")
+      ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
+  deviation->add_flag("--f64", da.f64,
+                      "compute in float64 (knn_mesh_build_f64): files' values kept as they are; "
+                      "else every coordinate is rounded to float32");
+  add_progress_flag(deviation, da.progress);
+
 #if KNN_CLI_HAVE_JSON
   knn_cli::BenchArgs ba;
   CLI::App* bench = app.add_subcommand("bench", "time the library's API; results as JSON");
@@ -953,10 +964,11 @@ int main(int argc, char** argv) {
     if (info->parsed()) return run_info(info_json);
     if (radius->parsed()) return run_radius(ra);
     if (pip->parsed()) return run_pip(pa);
+    if (deviation->parsed()) return knn_cli::run_deviation(da);
 #if KNN_CLI_HAVE_JSON
     if (bench->parsed()) return knn_cli::run_bench(ba);
 #endif
-  } catch (const LibraryError& e) {
+  } catch (const knn_cli::LibraryError& e) {
     std::fprintf(stderr, "knn-gpgpu: %s\n", e.what());
     return e.status == KNN_ERR_UNSUPPORTED ? 2 : 1;
   } catch (const std::bad_alloc&) {

@@ -1,6 +1,9 @@
 // point_io.cpp - see point_io.h.
 #include "point_io.h"
 
+#include "io_util.h"
+#include "ply_format.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -15,9 +18,13 @@
 namespace knn_cli {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw std::runtime_error(path + ": " + what);
-}
+using io::fail;
+using io::finite_coordinate;
+using io::LineReader;
+using io::parse_double;
+using io::reads_doubles;
+using io::split_fields;
+using io::trim;
 
 // The file in one buffer of its size (a stream copy would hold it twice);
 // what cannot seek (a pipe) is read to its end.
@@ -41,119 +48,6 @@ std::string read_whole_file(const std::string& path) {
   return bytes;
 }
 
-bool host_is_little_endian() {
-  const uint16_t one = 1;
-  unsigned char b;
-  std::memcpy(&b, &one, 1);
-  return b == 1;
-}
-
-// Splits on whitespace and commas; empty fields between two commas count.
-std::vector<std::string> split_fields(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool in_field = false;
-  bool after_comma = false;
-  for (char c : line) {
-    if (c == ',') {
-      if (in_field || after_comma) out.push_back(cur);
-      cur.clear();
-      in_field = false;
-      after_comma = true;
-    } else if (std::isspace(static_cast<unsigned char>(c))) {
-      if (in_field) {
-        out.push_back(cur);
-        cur.clear();
-        in_field = false;
-        after_comma = false;
-      }
-    } else {
-      cur.push_back(c);
-      in_field = true;
-    }
-  }
-  if (in_field || after_comma) out.push_back(cur);
-  return out;
-}
-
-bool parse_double(const std::string& s, double* v) {
-  if (s.empty()) return false;
-  const char* b = s.c_str();
-  char* e = nullptr;
-  *v = std::strtod(b, &e);
-  return e != b && *e == '\0';
-}
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-
-// The longest line a text or PLY file may have. A point of 16 coordinates
-// in full precision takes under 500 bytes; a longer line is not a point
-// file's, and refusing it before splitting keeps the time and memory of a
-// rejection bounded (a 100 MB line is one memchr, not a copy).
-constexpr size_t kMaxLineBytes = size_t{1} << 16;
-
-// Lines of a text file, without copying the file: each line's bytes are
-// checked for the limits above before anything else looks at them.
-class LineReader {
- public:
-  LineReader(const std::string& path, const std::string& data, size_t pos = 0)
-      : path_(path), data_(data), pos_(pos) {}
-  // The next line without its '\n' (and '\r'); false at the end.
-  bool next(std::string* line) {
-    if (pos_ >= data_.size()) return false;
-    const char* begin = data_.data() + pos_;
-    const size_t left = data_.size() - pos_;
-    const void* nl = std::memchr(begin, '\n', left);
-    const size_t len = nl ? static_cast<size_t>(static_cast<const char*>(nl) - begin) : left;
-    ++line_no_;
-    if (len > kMaxLineBytes)
-      fail(path_, "line " + std::to_string(line_no_) + " is " + std::to_string(len) +
-                      " bytes long, over the limit of " + std::to_string(kMaxLineBytes) +
-                      " (not a point file?)");
-    if (const void* nul = std::memchr(begin, '\0', len))
-      fail(path_, "line " + std::to_string(line_no_) + ", column " +
-                      std::to_string(static_cast<const char*>(nul) - begin + 1) +
-                      ": a NUL byte (binary data in a text file?)");
-    line->assign(begin, len);
-    if (!line->empty() && line->back() == '\r') line->pop_back();
-    pos_ += len + 1;
-    return true;
-  }
-  int64_t line_no() const { return line_no_; }
-  size_t pos() const { return pos_; }
-
- private:
-  const std::string& path_;
-  const std::string& data_;
-  size_t pos_;
-  int64_t line_no_ = 0;
-};
-
-// A coordinate as the library will hold it: the double itself, or rounded
-// to float32 (`doubles` false); refuses what is not finite in that precision
-// (NaN, infinity, or a double beyond float's range), naming where it is in
-// the file: the library could only name the point. `where` makes that
-// place's text, only when needed (a file has millions of values).
-template <class Where>
-double finite_coordinate(const std::string& path, double v, bool doubles, const Where& where) {
-  const double kept = doubles ? v : static_cast<double>(static_cast<float>(v));
-  if (!std::isfinite(kept))
-    fail(path, where() + (doubles ? " is not a finite float64 coordinate"
-                                  : " is not a finite float32 coordinate"));
-  return kept;
-}
-
-// Whether a file read with `precision` is read in float64; `holds_doubles`:
-// the file's values are doubles (what Precision::Auto follows).
-bool reads_doubles(Precision precision, bool holds_doubles) {
-  return precision == Precision::Float64 || (precision == Precision::Auto && holds_doubles);
-}
-
 // "3 columns (x y z)", "2 or 3 columns (x y [z])", "1 to 16 columns".
 std::string column_range_text(int min_dim, int max_dim) {
   if (min_dim == 3 && max_dim == 3) return "3 columns (x y z)";
@@ -162,106 +56,6 @@ std::string column_range_text(int min_dim, int max_dim) {
   if (min_dim == 2 && max_dim == 3) return "2 or 3 columns (x y [z])";
   return std::to_string(min_dim) + " to " + std::to_string(max_dim) + " columns";
 }
-
-// ---- PLY ----------------------------------------------------------------------------
-enum class PlyType { I8, U8, I16, U16, I32, U32, F32, F64 };
-
-bool ply_type_of(const std::string& name, PlyType* t) {
-  static const struct {
-    const char* name;
-    PlyType type;
-  } table[] = {{"char", PlyType::I8},    {"int8", PlyType::I8},     {"uchar", PlyType::U8},
-               {"uint8", PlyType::U8},   {"short", PlyType::I16},   {"int16", PlyType::I16},
-               {"ushort", PlyType::U16}, {"uint16", PlyType::U16},  {"int", PlyType::I32},
-               {"int32", PlyType::I32},  {"uint", PlyType::U32},    {"uint32", PlyType::U32},
-               {"float", PlyType::F32},  {"float32", PlyType::F32}, {"double", PlyType::F64},
-               {"float64", PlyType::F64}};
-  for (const auto& e : table) {
-    if (name == e.name) {
-      *t = e.type;
-      return true;
-    }
-  }
-  return false;
-}
-
-size_t ply_size(PlyType t) {
-  switch (t) {
-    case PlyType::I8:
-    case PlyType::U8: return 1;
-    case PlyType::I16:
-    case PlyType::U16: return 2;
-    case PlyType::I32:
-    case PlyType::U32:
-    case PlyType::F32: return 4;
-    case PlyType::F64: return 8;
-  }
-  return 0;
-}
-
-// Little-endian value at p as double.
-double ply_load(PlyType t, const unsigned char* p) {
-  unsigned char b[8];
-  const size_t n = ply_size(t);
-  std::memcpy(b, p, n);
-  if (!host_is_little_endian()) std::reverse(b, b + n);
-  switch (t) {
-    case PlyType::I8: {
-      int8_t v;
-      std::memcpy(&v, b, 1);
-      return v;
-    }
-    case PlyType::U8: {
-      uint8_t v;
-      std::memcpy(&v, b, 1);
-      return v;
-    }
-    case PlyType::I16: {
-      int16_t v;
-      std::memcpy(&v, b, 2);
-      return v;
-    }
-    case PlyType::U16: {
-      uint16_t v;
-      std::memcpy(&v, b, 2);
-      return v;
-    }
-    case PlyType::I32: {
-      int32_t v;
-      std::memcpy(&v, b, 4);
-      return v;
-    }
-    case PlyType::U32: {
-      uint32_t v;
-      std::memcpy(&v, b, 4);
-      return v;
-    }
-    case PlyType::F32: {
-      float v;
-      std::memcpy(&v, b, 4);
-      return v;
-    }
-    case PlyType::F64: {
-      double v;
-      std::memcpy(&v, b, 8);
-      return v;
-    }
-  }
-  return 0;
-}
-
-struct PlyProperty {
-  std::string name;
-  bool is_list = false;
-  PlyType count_type = PlyType::U8;
-  PlyType type = PlyType::F32;
-};
-
-struct PlyElement {
-  std::string name;
-  int64_t count = 0;
-  std::vector<PlyProperty> props;
-};
 
 // ---- NPY header ------------------------------------------------------------------------
 // The header is a Python dict literal, e.g.
@@ -580,91 +374,48 @@ std::vector<float> parse_ply_points(const std::string& path, const std::string& 
   return parse_ply_table(path, data, 3, 3).floats();
 }
 
+namespace {
+
+// The vertex element's coordinates, row by row (ply::walk's visitor).
+struct PlyPointVisitor {
+  const std::string& path;
+  const ply::Header& header;
+  size_t vertex;  // the element
+  int col[3];     // x, y, z's properties
+  int dim;
+  bool doubles;
+  std::vector<double>& xyz;
+  double v[3] = {0, 0, 0};
+
+  void scalar(const ply::Row& row, size_t p, double d) {
+    if (row.element != vertex) return;
+    for (int k = 0; k < dim; ++k)
+      if (static_cast<int>(p) == col[k]) v[k] = d;
+  }
+  bool wants_list(size_t, size_t) const { return false; }
+  void list(const ply::Row&, size_t, const std::vector<double>&) {}
+  void row_end(const ply::Row& row) {
+    if (row.element != vertex) return;
+    static const char* const names[3] = {"x", "y", "z"};
+    for (int d = 0; d < dim; ++d)
+      xyz.push_back(finite_coordinate(path, v[d], doubles, [&] {
+        return (header.format == ply::Format::Ascii ? "PLY line " + std::to_string(row.line) + ": "
+                                                    : std::string("PLY ")) +
+               names[d] + " of vertex " + std::to_string(row.index);
+      }));
+  }
+};
+
+}  // namespace
+
 PointTable parse_ply_table(const std::string& path, const std::string& data, int min_dim,
                            int max_dim, Precision precision) {
-  // The header and an ascii body are lines; a binary body starts at `pos`.
-  LineReader lines(path, data);
-  size_t pos = 0;
-  int64_t line_no = 0;
-  auto next_line = [&](std::string* line) {
-    const bool got = lines.next(line);
-    pos = lines.pos();
-    line_no = lines.line_no();
-    return got;
-  };
-  std::string line;
-  if (!next_line(&line) || trim(line) != "ply") fail(path, "not a PLY file (no 'ply' magic)");
-  bool ascii = false, format_seen = false, end_seen = false;
-  std::vector<PlyElement> elements;
-  while (next_line(&line)) {
-    std::istringstream ls(line);
-    std::string kw;
-    ls >> kw;
-    if (kw.empty() || kw == "comment" || kw == "obj_info") continue;
-    const std::string where = "PLY header line " + std::to_string(line_no) + ": ";
-    if (kw == "format") {
-      std::string fmt, ver;
-      ls >> fmt >> ver;
-      if (fmt == "ascii") {
-        ascii = true;
-      } else if (fmt == "binary_little_endian") {
-        ascii = false;
-      } else if (fmt == "binary_big_endian") {
-        fail(path,
-             where + "binary_big_endian is not supported (convert to little endian or ascii)");
-      } else {
-        fail(path, where + "unknown format '" + excerpt(fmt) + "'");
-      }
-      format_seen = true;
-    } else if (kw == "element") {
-      PlyElement e;
-      std::string count;
-      ls >> e.name >> count;
-      char* end = nullptr;
-      errno = 0;
-      const long long c = std::strtoll(count.c_str(), &end, 10);
-      if (e.name.empty() || count.empty() || *end != '\0' || c < 0 || errno != 0)
-        fail(path, where + "bad element line '" + excerpt(line) + "'");
-      e.count = c;
-      elements.push_back(e);
-    } else if (kw == "property") {
-      if (elements.empty()) fail(path, where + "property before any element");
-      PlyProperty p;
-      std::string t1;
-      ls >> t1;
-      if (t1 == "list") {
-        std::string ct, it;
-        ls >> ct >> it >> p.name;
-        p.is_list = true;
-        if (!ply_type_of(ct, &p.count_type) || !ply_type_of(it, &p.type) || p.name.empty())
-          fail(path, where + "bad list property '" + excerpt(line) + "'");
-      } else {
-        ls >> p.name;
-        if (!ply_type_of(t1, &p.type) || p.name.empty())
-          fail(path, where + "bad property '" + excerpt(line) + "'");
-      }
-      elements.back().props.push_back(p);
-    } else if (kw == "end_header") {
-      end_seen = true;
-      break;
-    } else {
-      fail(path, where + "unknown keyword '" + excerpt(kw) + "'");
-    }
-  }
-  if (!format_seen) fail(path, "PLY header has no format line");
-  if (!end_seen) fail(path, "truncated PLY header (no end_header)");
-
-  size_t vi = elements.size();
-  for (size_t i = 0; i < elements.size(); ++i) {
-    if (elements[i].name == "vertex") {
-      vi = i;
-      break;
-    }
-  }
-  if (vi == elements.size()) fail(path, "PLY file has no vertex element");
+  const ply::Header h = ply::parse_header(path, data);
+  const size_t vi = h.find("vertex");
+  if (vi == h.elements.size()) fail(path, "PLY file has no vertex element");
   int col[3] = {-1, -1, -1};
   const char* names[3] = {"x", "y", "z"};
-  const PlyElement& ve = elements[vi];
+  const ply::Element& ve = h.elements[vi];
   for (size_t p = 0; p < ve.props.size(); ++p) {
     for (int d = 0; d < 3; ++d) {
       if (ve.props[p].name == names[d]) {
@@ -686,141 +437,15 @@ PointTable parse_ply_table(const std::string& path, const std::string& data, int
   PointTable table;
   table.dim = dim;
   bool double_property = false;
-  for (int d = 0; d < dim; ++d) double_property |= ve.props[col[d]].type == PlyType::F64;
+  for (int d = 0; d < dim; ++d) double_property |= ve.props[col[d]].type == ply::Type::F64;
   table.doubles = reads_doubles(precision, double_property);
-  std::vector<double>& xyz = table.coords;
   // A vertex takes at least 3 bytes, so the file size bounds the reservation
   // (a corrupt count does not allocate gigabytes up front).
-  xyz.reserve(
+  table.coords.reserve(
       static_cast<size_t>(std::min<int64_t>(ve.count, static_cast<int64_t>(data.size() / 3))) *
       dim);
-  // Every element is walked, those after the vertices too: the header's
-  // counts must match the data exactly, and a file that holds more (or less)
-  // than they say is refused instead of read in part.
-  // "2 'vertex', 1 'face'": the first few only, so that a header of
-  // thousands of elements still gives a one-line message.
-  constexpr size_t kElementsNamed = 4;
-  std::string declared;
-  for (size_t e = 0; e < std::min(elements.size(), kElementsNamed); ++e)
-    declared += (e ? ", " : "") + std::to_string(elements[e].count) + " '" +
-                excerpt(elements[e].name) + "'";
-  if (elements.size() > kElementsNamed)
-    declared += ", ... (" + std::to_string(elements.size()) + " elements)";
-  if (ascii) {
-    for (size_t e = 0; e < elements.size(); ++e) {
-      const PlyElement& el = elements[e];
-      if (el.props.empty()) continue;  // no values, so no lines (as in binary: no bytes)
-      for (int64_t r = 0; r < el.count; ++r) {
-        std::string l;
-        do {
-          if (!next_line(&l))
-            fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " +
-                           std::to_string(r) + " of " + std::to_string(el.count) +
-                           " (the file ends after line " + std::to_string(line_no) +
-                           "; the header declares " + declared + ")");
-        } while (trim(l).empty());
-        const std::vector<std::string> tok = split_fields(l);
-        size_t t = 0;
-        double v[3] = {0, 0, 0};
-        const std::string where = "PLY line " + std::to_string(line_no) + ": ";
-        for (size_t p = 0; p < el.props.size(); ++p) {
-          if (el.props[p].is_list) {
-            double cnt;
-            if (t >= tok.size() || !parse_double(tok[t], &cnt) || !(cnt >= 0) ||
-                cnt > static_cast<double>(tok.size()))
-              fail(path, where + "bad list count");
-            t += 1 + static_cast<size_t>(cnt);
-            if (t > tok.size()) fail(path, where + "list shorter than its count");
-          } else {
-            double d;
-            if (t >= tok.size()) fail(path, where + "too few values");
-            if (!parse_double(tok[t], &d))
-              fail(path, where + "not a number '" + excerpt(tok[t]) + "'");
-            for (int k = 0; k < 3; ++k)
-              if (static_cast<int>(p) == col[k]) v[k] = d;
-            ++t;
-          }
-        }
-        if (t != tok.size())
-          fail(path, where + std::to_string(tok.size()) + " values, but row " + std::to_string(r) +
-                         " of element '" + excerpt(el.name) + "' takes " + std::to_string(t) +
-                         " (its header properties)");
-        if (e == vi)
-          for (int d = 0; d < dim; ++d)
-            xyz.push_back(finite_coordinate(path, v[d], table.doubles, [&] {
-              return "PLY line " + std::to_string(line_no) + ": " + names[d] + " of vertex " +
-                     std::to_string(r);
-            }));
-      }
-    }
-    const int64_t last_line = line_no;
-    int64_t extra_lines = 0, first_extra = 0;
-    std::string first_text, l;
-    while (next_line(&l)) {
-      if (trim(l).empty()) continue;
-      if (extra_lines++ == 0) {
-        first_extra = line_no;
-        first_text = trim(l);
-      }
-    }
-    if (extra_lines > 0)
-      fail(path,
-           "the header declares " + declared + " but " + std::to_string(extra_lines) +
-               (extra_lines == 1 ? " more line of data follows" : " more lines of data follow") +
-               " the last element (line " + std::to_string(last_line) + "), from line " +
-               std::to_string(first_extra) + " ('" + excerpt(first_text) +
-               "'): a header that under-counts?");
-  } else {
-    const unsigned char* base = reinterpret_cast<const unsigned char*>(data.data());
-    const size_t size = data.size();
-    for (size_t e = 0; e < elements.size(); ++e) {
-      const PlyElement& el = elements[e];
-      if (el.props.empty()) continue;  // takes no bytes, however many rows
-      for (int64_t r = 0; r < el.count; ++r) {
-        const size_t row_start = pos;
-        double v[3] = {0, 0, 0};
-        for (size_t p = 0; p < el.props.size(); ++p) {
-          const PlyProperty& pr = el.props[p];
-          auto need = [&](size_t bytes) {
-            if (pos > size || size - pos < bytes)
-              fail(path, "truncated PLY: element '" + excerpt(el.name) + "' ends at " +
-                             std::to_string(r) + " of " + std::to_string(el.count) + " (row " +
-                             std::to_string(r) + " starts at byte offset " +
-                             std::to_string(row_start) + "; its property '" + excerpt(pr.name) +
-                             "' needs bytes past the file's end, " + std::to_string(size) +
-                             "; the header declares " + declared + ")");
-          };
-          if (pr.is_list) {
-            need(ply_size(pr.count_type));
-            const double cnt = ply_load(pr.count_type, base + pos);
-            pos += ply_size(pr.count_type);
-            if (!(cnt >= 0))
-              fail(path, "PLY: negative list count in element '" + excerpt(el.name) + "'");
-            const double bytes = cnt * static_cast<double>(ply_size(pr.type));
-            if (bytes > static_cast<double>(size)) need(size + 1);
-            need(static_cast<size_t>(bytes));
-            pos += static_cast<size_t>(bytes);
-          } else {
-            need(ply_size(pr.type));
-            const double d = ply_load(pr.type, base + pos);
-            pos += ply_size(pr.type);
-            for (int k = 0; k < 3; ++k)
-              if (static_cast<int>(p) == col[k]) v[k] = d;
-          }
-        }
-        if (e == vi)
-          for (int d = 0; d < dim; ++d)
-            xyz.push_back(finite_coordinate(path, v[d], table.doubles, [&] {
-              return std::string("PLY ") + names[d] + " of vertex " + std::to_string(r);
-            }));
-      }
-    }
-    if (pos < size)
-      fail(path, "the header declares " + declared + " but " + std::to_string(size - pos) +
-                     " more bytes follow the last element, from byte offset " +
-                     std::to_string(pos) + " (the file has " + std::to_string(size) +
-                     "): a header that under-counts?");
-  }
+  PlyPointVisitor visitor{path, h, vi, {col[0], col[1], col[2]}, dim, table.doubles, table.coords};
+  ply::walk(path, data, h, visitor);
   return table;
 }
 
@@ -862,7 +487,7 @@ PointTable parse_npy_table(const std::string& path, const std::string& data, int
     fail(path, ".npy dtype '" + excerpt(h.descr) +
                    "' is not supported (float32 or float64, little endian)");
   }
-  if (!host_is_little_endian()) fail(path, ".npy reading needs a little-endian host");
+  if (!io::host_is_little_endian()) fail(path, ".npy reading needs a little-endian host");
   if (h.fortran_order) fail(path, ".npy array is in Fortran order (need C order)");
   std::string shape;
   for (size_t i = 0; i < h.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(h.shape[i]);
@@ -922,7 +547,7 @@ std::vector<float> parse_raw_points(const std::string& path, const std::string& 
   if (data.size() % 12 != 0)
     fail(path, "raw float32 file size " + std::to_string(data.size()) +
                    " is not a multiple of 12 bytes (3 floats per point)");
-  if (!host_is_little_endian()) fail(path, "raw float32 reading needs a little-endian host");
+  if (!io::host_is_little_endian()) fail(path, "raw float32 reading needs a little-endian host");
   std::vector<float> xyz(data.size() / 4);
   if (!xyz.empty()) std::memcpy(xyz.data(), data.data(), data.size());
   for (size_t i = 0; i < xyz.size(); ++i)

@@ -13,7 +13,8 @@
 //   .xyz .txt .csv  text, whitespace and/or comma separated, 3 columns (or
 //                   more: see PointTable), an optional non-numeric header
 //                   line, '#' comment lines
-//   .ply            ascii or binary_little_endian; the vertex element's x/y/z
+//   .ply            ascii, binary_little_endian or binary_big_endian (ply_format.h);
+//                   the vertex element's x/y/z
 //                   (any scalar type, float/double usually), other properties
 //                   and elements skipped; every element the header declares
 //                   is walked, so data missing from it or following it (a

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -168,30 +169,36 @@ void write_ply_ascii(const std::string& path, const std::vector<float>& xyz) {
   write_bytes(path, s.str());
 }
 
-// Binary little-endian PLY with double coordinates, an element before the
-// vertices (with a list) and one after.
-std::string ply_binary_bytes(const std::vector<float>& xyz) {
+// Binary PLY with double coordinates, an element before the vertices (with
+// a list) and one after; little endian, or big endian when asked.
+std::string ply_binary_bytes(const std::vector<float>& xyz, bool big_endian = false) {
   const size_t n = xyz.size() / 3;
-  std::string s =
-      "ply\nformat binary_little_endian 1.0\nelement camera 1\nproperty float view\n"
-      "property list uchar short tags\nelement vertex " +
-      std::to_string(n) +
-      "\nproperty double x\nproperty uchar flag\nproperty double y\nproperty double z\n"
-      "property float intensity\nelement face 1\nproperty list uchar int vertex_indices\n"
-      "end_header\n";
-  append_le<float>(&s, 1.0f);
-  append_le<uint8_t>(&s, 2);
-  append_le<int16_t>(&s, 7);
-  append_le<int16_t>(&s, 8);
+  std::string s = std::string("ply\nformat ") +
+                  (big_endian ? "binary_big_endian" : "binary_little_endian") +
+                  " 1.0\nelement camera 1\nproperty float view\n"
+                  "property list uchar short tags\nelement vertex " +
+                  std::to_string(n) +
+                  "\nproperty double x\nproperty uchar flag\nproperty double y\nproperty double "
+                  "z\nproperty float intensity\nelement face 1\nproperty list uchar int "
+                  "vertex_indices\nend_header\n";
+  auto put = [&](auto v) {
+    const size_t at = s.size();
+    append_le(&s, v);
+    if (big_endian) std::reverse(s.begin() + static_cast<std::ptrdiff_t>(at), s.end());
+  };
+  put(1.0f);
+  put(uint8_t{2});
+  put(int16_t{7});
+  put(int16_t{8});
   for (size_t i = 0; i < n; ++i) {
-    append_le<double>(&s, xyz[i * 3]);
-    append_le<uint8_t>(&s, static_cast<uint8_t>(i));
-    append_le<double>(&s, xyz[i * 3 + 1]);
-    append_le<double>(&s, xyz[i * 3 + 2]);
-    append_le<float>(&s, 0.5f);
+    put(static_cast<double>(xyz[i * 3]));
+    put(static_cast<uint8_t>(i));
+    put(static_cast<double>(xyz[i * 3 + 1]));
+    put(static_cast<double>(xyz[i * 3 + 2]));
+    put(0.5f);
   }
-  append_le<uint8_t>(&s, 3);
-  for (int v = 0; v < 3; ++v) append_le<int32_t>(&s, v);
+  put(uint8_t{3});
+  for (int32_t v = 0; v < 3; ++v) put(v);
   return s;
 }
 
@@ -282,6 +289,8 @@ const Format kFormats[] = {
     {"pts_ascii.ply", write_ply_ascii},
     {"pts_bin.ply", [](const std::string& p,
                        const std::vector<float>& v) { write_bytes(p, ply_binary_bytes(v)); }},
+    {"pts_be.ply", [](const std::string& p,
+                      const std::vector<float>& v) { write_bytes(p, ply_binary_bytes(v, true)); }},
     {"pts32.npy",
      [](const std::string& p, const std::vector<float>& v) { write_npy(p, v, false); }},
     {"pts64.npy", [](const std::string& p, const std::vector<float>& v) { write_npy(p, v, true); }},
@@ -490,8 +499,13 @@ TEST(Cli, MalformedInputsFailCleanly) {
                    "'z'"});
   cases.push_back({"be.ply",
                    "ply\nformat binary_big_endian 1.0\nelement vertex 1\nproperty float x\n"
-                   "property float y\nproperty float z\nend_header\n0123456789ab",
-                   "big_endian"});
+                   "property float y\nproperty float z\nend_header\n0123456789a",
+                   "truncated PLY: element 'vertex' ends at 0 of 1"});
+  cases.push_back({"float_count.ply",
+                   "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n"
+                   "property float y\nproperty float z\nproperty list float int ids\n"
+                   "end_header\n1 2 3 1 0\n",
+                   "PLY header line 7: list property 'ids' has the count type 'float'"});
   cases.push_back({"notply.ply", "hello\n", "PLY"});
   cases.push_back({"shape.npy", npy_bytes("<f4", "(2, 2)", std::string(16, '\0')), "(n, 3)"});
   cases.push_back({"dtype.npy", npy_bytes("<i4", "(2, 3)", std::string(24, '\0')), "dtype"});
@@ -2102,4 +2116,537 @@ TEST(Cli, TextWithExtraColumnsTakesTheCoordinates) {
   EXPECT_NE(r.err.find("ragged.xyz: line 3: expected 6 columns (as on line 1), found 5"),
             std::string::npos)
       << r.err;
+}
+
+// ---- deviation: a scan against a design mesh -------------------------------------------
+// The oracle: the distance from a point to each triangle by brute force in
+// double (the projection onto the plane when it falls inside the triangle,
+// else the nearest point of the three edges), signed by the convex solid's
+// face planes (inside: behind every outward face). Written here, apart from
+// the library's definitions in common/geometry.
+namespace {
+
+using Vec3 = std::array<double, 3>;
+
+Vec3 sub(const Vec3& a, const Vec3& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
+double dot(const Vec3& a, const Vec3& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+Vec3 cross(const Vec3& a, const Vec3& b) {
+  return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+}
+
+double segment_distance(const Vec3& p, const Vec3& a, const Vec3& b) {
+  const Vec3 ab = sub(b, a);
+  const double t = std::clamp(dot(sub(p, a), ab) / dot(ab, ab), 0.0, 1.0);
+  const Vec3 q = {a[0] + t * ab[0], a[1] + t * ab[1], a[2] + t * ab[2]};
+  return std::sqrt(dot(sub(p, q), sub(p, q)));
+}
+
+double triangle_distance(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c) {
+  const Vec3 n = cross(sub(b, a), sub(c, a));
+  const double h = dot(sub(p, a), n) / dot(n, n);
+  const Vec3 q = {p[0] - h * n[0], p[1] - h * n[1], p[2] - h * n[2]};
+  if (dot(cross(sub(b, a), sub(q, a)), n) >= 0 && dot(cross(sub(c, b), sub(q, b)), n) >= 0 &&
+      dot(cross(sub(a, c), sub(q, c)), n) >= 0)
+    return std::fabs(h) * std::sqrt(dot(n, n));
+  return std::min(
+      {segment_distance(p, a, b), segment_distance(p, b, c), segment_distance(p, c, a)});
+}
+
+// A convex solid: vertices and outward triangles.
+struct Solid {
+  std::vector<Vec3> v;
+  std::vector<std::array<int, 3>> t;
+  double signed_distance(const Vec3& p) const {
+    double d = std::numeric_limits<double>::infinity();
+    bool inside = true;
+    for (const auto& tri : t) {
+      d = std::min(d, triangle_distance(p, v[tri[0]], v[tri[1]], v[tri[2]]));
+      const Vec3 n = cross(sub(v[tri[1]], v[tri[0]]), sub(v[tri[2]], v[tri[0]]));
+      inside = inside && dot(sub(p, v[tri[0]]), n) < 0;
+    }
+    return inside ? -d : d;
+  }
+};
+
+// The unit cube, 12 outward triangles.
+Solid cube_solid() {
+  return {{{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 1}},
+          {{0, 2, 1},
+           {0, 3, 2},
+           {4, 5, 6},
+           {4, 6, 7},
+           {0, 1, 5},
+           {0, 5, 4},
+           {2, 3, 7},
+           {2, 7, 6},
+           {1, 2, 6},
+           {1, 6, 5},
+           {3, 0, 4},
+           {3, 4, 7}}};
+}
+
+// A tetrahedron with a slanted face (not axis-aligned: the face region's
+// projection matters).
+Solid tetrahedron_solid() {
+  return {{{0, 0, 0}, {1.5, 0, 0}, {0, 1.25, 0}, {0, 0, 1}},
+          {{0, 2, 1}, {0, 1, 3}, {0, 3, 2}, {1, 2, 3}}};
+}
+
+std::string binary_stl_of(const Solid& s, const char* header) {
+  std::string b = header;
+  b.resize(80, ' ');
+  append_le<uint32_t>(&b, static_cast<uint32_t>(s.t.size()));
+  for (const auto& tri : s.t) {
+    for (int i = 0; i < 3; ++i) append_le<float>(&b, 0.0f);
+    for (int c = 0; c < 3; ++c)
+      for (int d = 0; d < 3; ++d) append_le<float>(&b, static_cast<float>(s.v[tri[c]][d]));
+    append_le<uint16_t>(&b, 0);
+  }
+  return b;
+}
+
+// The cube as OBJ quads (the reader fans them into the triangles above, or
+// others with the same surface).
+std::string cube_obj() {
+  return "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 0 0 1\nv 1 0 1\nv 1 1 1\nv 0 1 1\n"
+         "f 1 4 3 2\nf 5 6 7 8\nf 1 2 6 5\nf 3 4 8 7\nf 2 3 7 6\nf 4 1 5 8\n";
+}
+
+struct Scan {
+  std::vector<float> xyz;
+  std::vector<double> d;  // the oracle's signed distances, in double
+};
+
+// Points in [-0.3, 1.3]^3 within max_distance, and `far` points 3 away; none
+// within 1e-4 of a value where a count changes (+-tol, the histogram's
+// edges, the max distance), so float32 rounding cannot move one across.
+Scan make_scan(const Solid& s, int n, int far, double tol, const std::vector<double>& edges,
+               double max_distance, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-0.3f, 1.3f);
+  Scan scan;
+  auto near_a_step = [&](double d) {
+    std::vector<double> steps = edges;
+    for (double x : {-tol, tol, max_distance, -max_distance}) steps.push_back(x);
+    for (double x : steps)
+      if (std::fabs(d - x) < 1e-4) return true;
+    return false;
+  };
+  while (static_cast<int>(scan.d.size()) < n) {
+    const Vec3 p = {u(rng), u(rng), u(rng)};
+    const double d = s.signed_distance(p);
+    if (near_a_step(d) || std::fabs(d) > max_distance) continue;
+    for (double x : p) scan.xyz.push_back(static_cast<float>(x));
+    scan.d.push_back(d);
+  }
+  for (int i = 0; i < far; ++i) {
+    const Vec3 p = {4.0, 0.25 + 0.0625 * i, 0.5};
+    for (double x : p) scan.xyz.push_back(static_cast<float>(x));
+    scan.d.push_back(s.signed_distance(p));
+  }
+  return scan;
+}
+
+// The report's "key value" lines.
+std::map<std::string, std::string> report_of(const std::string& out) {
+  std::map<std::string, std::string> r;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t space = line.find(' ');
+    if (space == std::string::npos) continue;
+    const size_t value = line.find_first_not_of(' ', space);
+    r[line.substr(0, space)] = value == std::string::npos ? "" : line.substr(value);
+  }
+  return r;
+}
+
+double report_number(const std::map<std::string, std::string>& r, const std::string& key) {
+  const auto it = r.find(key);
+  EXPECT_NE(it, r.end()) << key;
+  return it == r.end() ? std::nan("") : std::strtod(it->second.c_str(), nullptr);
+}
+
+int64_t report_count(const std::map<std::string, std::string>& r, const std::string& key) {
+  const auto it = r.find(key);
+  EXPECT_NE(it, r.end()) << key;
+  return it == r.end() ? -1 : std::strtoll(it->second.c_str(), nullptr, 10);
+}
+
+// What the report must say, from the oracle's values (the header's
+// definitions: nearest-rank percentiles, tolerance and histogram counts).
+struct Expected {
+  int64_t measured = 0, beyond = 0, within = 0, above = 0, below = 0, below_bins = 0,
+          above_bins = 0;
+  double min = 0, max = 0, mean = 0, rms = 0;
+  std::map<int, double> pct;
+  std::vector<int64_t> bins;
+};
+
+Expected expected_report(const std::vector<double>& d, double tol, double max_distance,
+                         const std::vector<double>& edges) {
+  Expected e;
+  std::vector<double> v;
+  for (double x : d) {
+    if (std::fabs(x) > max_distance) {
+      ++e.beyond;
+      continue;
+    }
+    v.push_back(x);
+  }
+  std::sort(v.begin(), v.end());
+  e.measured = static_cast<int64_t>(v.size());
+  e.min = v.front();
+  e.max = v.back();
+  long double sum = 0, sq = 0;
+  for (double x : v) {
+    sum += x;
+    sq += static_cast<long double>(x) * x;
+    e.within += x >= -tol && x <= tol;
+    e.above += x > tol;
+    e.below += x < -tol;
+  }
+  e.mean = static_cast<double>(sum / v.size());
+  e.rms = static_cast<double>(std::sqrt(sq / v.size()));
+  for (int p : {1, 5, 25, 50, 75, 95, 99}) {
+    const int64_t rank = static_cast<int64_t>(std::ceil(p / 100.0 * e.measured)) - 1;
+    e.pct[p] = v[static_cast<size_t>(std::max<int64_t>(rank, 0))];
+  }
+  if (!edges.empty()) {
+    e.bins.assign(edges.size() - 1, 0);
+    for (double x : v) {
+      if (x < edges.front()) {
+        ++e.below_bins;
+      } else if (x > edges.back()) {
+        ++e.above_bins;
+      } else {
+        const size_t b =
+            static_cast<size_t>(std::upper_bound(edges.begin(), edges.end(), x) - edges.begin()) -
+            1;
+        ++e.bins[std::min(b, e.bins.size() - 1)];
+      }
+    }
+  }
+  return e;
+}
+
+void expect_report(const std::map<std::string, std::string>& r, const Expected& e, double eps) {
+  EXPECT_EQ(report_count(r, "measured"), e.measured);
+  EXPECT_EQ(report_count(r, "beyond"), e.beyond);
+  EXPECT_NEAR(report_number(r, "min"), e.min, eps);
+  EXPECT_NEAR(report_number(r, "max"), e.max, eps);
+  EXPECT_NEAR(report_number(r, "mean"), e.mean, eps);
+  EXPECT_NEAR(report_number(r, "rms"), e.rms, eps);
+  for (const auto& [p, value] : e.pct)
+    EXPECT_NEAR(report_number(r, "p" + std::to_string(p)), value, eps) << "p" << p;
+  EXPECT_EQ(report_count(r, "within"), e.within);
+  EXPECT_EQ(report_count(r, "above"), e.above);
+  EXPECT_EQ(report_count(r, "below"), e.below);
+}
+
+// The documented colour map (docs/cli.md), written out again here.
+std::array<int, 3> expected_colour(double d, double tol, double range) {
+  if (!std::isfinite(d)) return {128, 128, 128};
+  if (std::fabs(d) <= tol) return {0, 255, 0};
+  const double s = range > tol ? std::min(1.0, (std::fabs(d) - tol) / (range - tol)) : 1.0;
+  const int fade = static_cast<int>(std::lround(255 * (1 - s)));
+  return d > 0 ? std::array<int, 3>{255, fade, 0} : std::array<int, 3>{0, fade, 255};
+}
+
+// The per-point PLY: its header must be exactly this layout.
+struct DeviationPly {
+  std::vector<double> xyz, d;
+  std::vector<std::array<int, 3>> rgb;
+};
+
+DeviationPly read_deviation_ply(const std::string& path, bool f64, int64_t n) {
+  const std::string s = slurp(path);
+  const char* t = f64 ? "double" : "float";
+  const std::string header = std::string("element vertex ") + std::to_string(n) + "\nproperty " +
+                             t + " x\nproperty " + t + " y\nproperty " + t + " z\nproperty " + t +
+                             " deviation\nproperty uchar red\nproperty uchar green\nproperty "
+                             "uchar blue\nend_header\n";
+  DeviationPly p;
+  EXPECT_EQ(s.rfind("ply\nformat binary_little_endian 1.0\n", 0), 0u);
+  const size_t at = s.find(header);
+  EXPECT_NE(at, std::string::npos) << s.substr(0, 400);
+  if (at == std::string::npos) return p;
+  const size_t body = at + header.size(), scalar = f64 ? 8 : 4, record = 4 * scalar + 3;
+  EXPECT_EQ(s.size(), body + static_cast<size_t>(n) * record);
+  if (s.size() != body + static_cast<size_t>(n) * record) return p;
+  for (int64_t i = 0; i < n; ++i) {
+    const char* r = s.data() + body + static_cast<size_t>(i) * record;
+    for (int k = 0; k < 4; ++k) {
+      double v;
+      if (f64) {
+        std::memcpy(&v, r + k * 8, 8);
+      } else {
+        float f;
+        std::memcpy(&f, r + k * 4, 4);
+        v = f;
+      }
+      (k < 3 ? p.xyz : p.d).push_back(v);
+    }
+    p.rgb.push_back({static_cast<unsigned char>(r[4 * scalar]),
+                     static_cast<unsigned char>(r[4 * scalar + 1]),
+                     static_cast<unsigned char>(r[4 * scalar + 2])});
+  }
+  return p;
+}
+
+// data-count="..." of the SVG's elements of a class, in order.
+std::vector<int64_t> svg_counts(const std::string& svg, const std::string& cls) {
+  std::vector<int64_t> out;
+  const std::string tag = "class=\"" + cls + "\"";
+  for (size_t at = svg.find(tag); at != std::string::npos; at = svg.find(tag, at + 1)) {
+    const size_t c = svg.find("data-count=\"", at);
+    out.push_back(std::strtoll(svg.c_str() + c + 12, nullptr, 10));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(CliDeviation, ReportMatchesABruteForceOracle) {
+  const double tol = 0.05, max_distance = 1.0, range = 0.5;
+  const int bins = 10;
+  std::vector<double> edges;
+  for (int b = 0; b <= bins; ++b) edges.push_back(-range + 2 * range * b / bins);
+  for (const auto& [name, solid] :
+       {std::pair<const char*, Solid>{"cube", cube_solid()}, {"tetra", tetrahedron_solid()}}) {
+    SCOPED_TRACE(name);
+    const Scan scan = make_scan(solid, 400, 6, tol, edges, max_distance, 11);
+    write_npy(path_of("scan.npy"), scan.xyz, true);  // float values, as doubles
+    const std::string design = path_of(std::string(name) + ".stl");
+    write_bytes(design, binary_stl_of(solid, "solid written as binary"));
+    const Expected want = expected_report(scan.d, tol, max_distance, edges);
+    ASSERT_EQ(want.beyond, 6);
+    ASSERT_GT(want.within, 10);
+    ASSERT_GT(want.above, 10);
+    ASSERT_GT(want.below, 10);
+    for (const bool f64 : {false, true}) {
+      SCOPED_TRACE(f64 ? "f64" : "f32");
+      const std::string ply = path_of("dev.ply"), svg = path_of("hist.svg");
+      std::remove(ply.c_str());
+      std::remove(svg.c_str());
+      const RunResult r =
+          run_cli("deviation --scan '" + path_of("scan.npy") + "' --design '" + design +
+                  "' --tol 0.05 --max-distance 1 --backend openmp --out '" + ply +
+                  "' --histogram '" + svg + "' --bins 10 --range 0.5" + (f64 ? " --f64" : ""));
+      ASSERT_EQ(r.rc, 0) << r.err;
+      EXPECT_EQ(r.err, "");
+      const auto rep = report_of(r.out);
+      // float32: the distances of the float32 mesh (rounded each step)
+      // against the double oracle.
+      expect_report(rep, want, f64 ? 1e-12 : 2e-6);
+      EXPECT_EQ(rep.at("scan"),
+                path_of("scan.npy") + ": " + std::to_string(scan.d.size()) + " points");
+      EXPECT_NE(rep.at("design").find("closed and oriented (signs from pseudonormals)"),
+                std::string::npos)
+          << rep.at("design");
+      EXPECT_EQ(rep.at("computed"), std::string(f64 ? "float64" : "float32") + ", openmp");
+
+      const DeviationPly got = read_deviation_ply(ply, f64, static_cast<int64_t>(scan.d.size()));
+      ASSERT_EQ(got.d.size(), scan.d.size());
+      for (size_t i = 0; i < scan.d.size(); ++i) {
+        SCOPED_TRACE("point " + std::to_string(i));
+        for (int k = 0; k < 3; ++k) EXPECT_EQ(got.xyz[i * 3 + k], scan.xyz[i * 3 + k]);
+        if (std::fabs(scan.d[i]) > max_distance) {
+          EXPECT_EQ(got.d[i], std::numeric_limits<double>::infinity());
+        } else {
+          EXPECT_NEAR(got.d[i], scan.d[i], f64 ? 1e-12 : 2e-6);
+        }
+        EXPECT_EQ(got.rgb[i], expected_colour(got.d[i], tol, range));
+      }
+      const std::string picture = slurp(svg);
+      EXPECT_EQ(picture.rfind("<?xml", 0), 0u);
+      EXPECT_NE(picture.find("</svg>"), std::string::npos);
+      EXPECT_EQ(svg_counts(picture, "bin"), want.bins);
+      EXPECT_EQ(svg_counts(picture, "below-range"), std::vector<int64_t>{want.below_bins});
+      EXPECT_EQ(svg_counts(picture, "above-range"), std::vector<int64_t>{want.above_bins});
+      EXPECT_NE(picture.find("class=\"tolerance\" data-value=\"-0.05\""), std::string::npos);
+      EXPECT_NE(picture.find("class=\"tolerance\" data-value=\"0.05\""), std::string::npos);
+    }
+  }
+}
+
+// Every design format, the cube: the same report; OBJ quads say they were
+// split; without --range the colours span min(4 tol, max distance).
+TEST(CliDeviation, EveryDesignFormatGivesTheSameReport) {
+  const Solid cube = cube_solid();
+  const double tol = 0.05;
+  const Scan scan = make_scan(cube, 300, 0, tol, {}, 1e300, 5);
+  write_npy(path_of("scan32.npy"), scan.xyz, false);
+  const Expected want = expected_report(scan.d, tol, std::numeric_limits<double>::infinity(), {});
+  std::string ascii = "solid cube\n";
+  for (const auto& t : cube.t) {
+    ascii += "facet normal 0 0 0\nouter loop\n";
+    for (int c = 0; c < 3; ++c)
+      ascii += "vertex " + std::to_string(cube.v[t[c]][0]) + " " + std::to_string(cube.v[t[c]][1]) +
+               " " + std::to_string(cube.v[t[c]][2]) + "\n";
+    ascii += "endloop\nendfacet\n";
+  }
+  ascii += "endsolid cube\n";
+  std::string ply =
+      "ply\nformat ascii 1.0\nelement vertex 8\nproperty float x\nproperty float "
+      "y\nproperty float z\nelement face 12\nproperty list uchar int "
+      "vertex_indices\nend_header\n";
+  for (const auto& v : cube.v)
+    ply += std::to_string(v[0]) + " " + std::to_string(v[1]) + " " + std::to_string(v[2]) + "\n";
+  for (const auto& t : cube.t)
+    ply += "3 " + std::to_string(t[0]) + " " + std::to_string(t[1]) + " " + std::to_string(t[2]) +
+           "\n";
+  write_bytes(path_of("cube_bin.stl"), binary_stl_of(cube, "cube"));
+  write_bytes(path_of("cube_ascii.stl"), ascii);
+  write_bytes(path_of("cube.ply"), ply);
+  write_bytes(path_of("cube.obj"), cube_obj());
+  for (const char* design : {"cube_bin.stl", "cube_ascii.stl", "cube.ply", "cube.obj"}) {
+    SCOPED_TRACE(design);
+    const std::string out = path_of("fmt.ply");
+    const RunResult r = run_cli("deviation --scan '" + path_of("scan32.npy") + "' --design '" +
+                                path_of(design) + "' --tol 0.05 --out '" + out + "'");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const bool obj = std::string(design) == "cube.obj";
+    EXPECT_EQ(r.err, obj ? "knn-gpgpu: " + path_of(design) +
+                               ": 6 faces of more than 3 vertices fan-triangulated (12 triangles "
+                               "in all)\n"
+                         : "");
+    const auto rep = report_of(r.out);
+    expect_report(rep, want, 2e-6);
+    EXPECT_EQ(rep.at("max_distance"), "inf");
+    EXPECT_NE(rep.at("design").find(": 8 vertices, 12 triangles, closed and oriented"),
+              std::string::npos);
+    const DeviationPly got = read_deviation_ply(out, false, static_cast<int64_t>(scan.d.size()));
+    ASSERT_EQ(got.d.size(), scan.d.size());
+    for (size_t i = 0; i < scan.d.size(); ++i)
+      ASSERT_EQ(got.rgb[i], expected_colour(got.d[i], tol, 4 * tol)) << i;
+  }
+}
+
+// --progress on a non-terminal: a line per stage, the library's calls too.
+TEST(CliDeviation, ProgressLines) {
+  write_bytes(path_of("p_cube.stl"), binary_stl_of(cube_solid(), "cube"));
+  write_bytes(path_of("p_scan.xyz"), "0.5 0.5 0.5\n2 2 2\n");
+  const RunResult r = run_cli("deviation --scan '" + path_of("p_scan.xyz") + "' --design '" +
+                              path_of("p_cube.stl") + "' --tol 0.1 --progress");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* stage : {"reading ", "building the mesh of 12 triangles (auto, float32)",
+                            "deviation of 2 points", "done"})
+    EXPECT_NE(r.err.find(stage), std::string::npos) << stage << "\n" << r.err;
+  const auto rep = report_of(r.out);
+  EXPECT_NEAR(report_number(rep, "min"), -0.5, 1e-7);
+  EXPECT_NEAR(report_number(rep, "max"), std::sqrt(3.0), 1e-6);
+}
+
+TEST(CliDeviation, BadFilesAndArgumentsFailCleanly) {
+  write_bytes(path_of("ok_cube.stl"), binary_stl_of(cube_solid(), "cube"));
+  write_bytes(path_of("ok_scan.xyz"), "0.5 0.5 0.5\n2 2 2\n");
+  const std::string scan = " --scan '" + path_of("ok_scan.xyz") + "'";
+  const std::string design = " --design '" + path_of("ok_cube.stl") + "'";
+  const std::string cube_ascii_head = "solid c\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\n";
+  const struct {
+    const char* file;
+    std::string bytes, expect;
+  } bad_designs[] = {
+      {"trunc.stl", binary_stl_of(cube_solid(), "cube").substr(0, 600),
+       "binary STL of the wrong size: its header's count, 12 triangles, would take 84 + 50 x 12 "
+       "= 684 bytes, the file has 600"},
+      {"loop.stl", cube_ascii_head + "vertex 1 0 0\nendloop\nendfacet\nendsolid\n",
+       "line 6: expected 'vertex' in facet 0 (a facet has 3 vertices), found 'endloop'"},
+      {"points.ply",
+       "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\nproperty "
+       "float z\nend_header\n1 2 3\n",
+       "PLY file has no face element"},
+      {"index.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n",
+       "line 4: vertex index 4, but the file has 3 vertices"},
+      {"nan.obj", "v 0 0 0\nv 1 nan 0\nv 0 1 0\nf 1 2 3\n",
+       "line 2: y of vertex 2 (OBJ numbering) is not a finite float32 coordinate"},
+      {"design.off", "OFF\n", "unknown mesh file type '.off' (expected .stl .ply .obj)"},
+  };
+  for (const auto& c : bad_designs) {
+    SCOPED_TRACE(c.file);
+    write_bytes(path_of(c.file), c.bytes);
+    const RunResult r =
+        run_cli("deviation" + scan + " --design '" + path_of(c.file) + "' --tol 0.1");
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find(path_of(c.file) + ": " + c.expect), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  // A missing design, a bad scan, coordinates the library refuses.
+  RunResult r = run_cli("deviation" + scan + " --design '" + path_of("none.stl") + "' --tol 0.1");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("none.stl: cannot open"), std::string::npos) << r.err;
+  write_bytes(path_of("bad_scan.xyz"), "1 2 3\n1 2\n");
+  r = run_cli("deviation --scan '" + path_of("bad_scan.xyz") + "'" + design + " --tol 0.1");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("bad_scan.xyz: line 2"), std::string::npos) << r.err;
+  write_bytes(path_of("huge.obj"), "v 0 0 0\nv 1e38 0 0\nv 0 1 0\nf 1 2 3\n");
+  r = run_cli("deviation" + scan + " --design '" + path_of("huge.obj") + "' --tol 0.1");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("knn_mesh_build: "), std::string::npos) << r.err;
+  // Arguments: each refused before anything is read or written.
+  const struct {
+    std::string args, expect;
+  } bad_args[] = {
+      {scan + design + " --tol -1", "--tol must be a finite number >= 0"},
+      {scan + design + " --tol nan", "--tol must be a finite number >= 0"},
+      {scan + design + " --tol 0.1 --max-distance -2", "--max-distance must be a number >= 0"},
+      {scan + design + " --tol 0.1 --out '" + path_of("o.csv") + "'", "--out must end in .ply"},
+      {scan + design + " --tol 0.1 --histogram '" + path_of("h.png") + "'",
+       "--histogram must end in .svg"},
+      {scan + design + " --tol 0 --histogram '" + path_of("h.svg") + "'", "give --range R"},
+      {scan + design + " --tol 0.1 --range -1 --out '" + path_of("o.ply") + "'",
+       "--range must be a finite number > 0"},
+      {scan + design + " --tol 0.1 --histogram '" + path_of("h.svg") + "' --bins 10001",
+       "--bins must be from 1 to 10000"},
+  };
+  for (const auto& c : bad_args) {
+    SCOPED_TRACE(c.args);
+    r = run_cli("deviation" + c.args);
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+  }
+  r = run_cli("deviation" + scan + design);  // no --tol
+  EXPECT_NE(r.rc, 0);
+  EXPECT_LT(r.rc, 1000);
+  r = run_cli("deviation" + scan + design + " --tol 0.1 --bins 0");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_LT(r.rc, 1000);
+}
+
+// --backend cuda: without a device a clean NO_DEVICE; with one, the same
+// report, PLY and histogram as the OpenMP engine (the engines answer with
+// the same bits), in both precisions.
+TEST(CliDeviation, CudaBackendAnswersAsOpenMp) {
+  const Solid tetra = tetrahedron_solid();
+  const Scan scan = make_scan(tetra, 300, 3, 0.05, {}, 1.0, 21);
+  write_npy(path_of("cu_scan.npy"), scan.xyz, true);
+  write_bytes(path_of("cu_tetra.stl"), binary_stl_of(tetra, "tetra"));
+  for (const char* precision : {"", " --f64"}) {
+    SCOPED_TRACE(precision);
+    auto run = [&](const char* backend) {
+      return run_cli("deviation --scan '" + path_of("cu_scan.npy") + "' --design '" +
+                     path_of("cu_tetra.stl") + "' --tol 0.05 --max-distance 1 --backend " +
+                     backend + precision + " --out '" + path_of(std::string(backend) + ".ply") +
+                     "' --histogram '" + path_of(std::string(backend) + ".svg") + "'");
+    };
+    const RunResult cpu = run("openmp");
+    ASSERT_EQ(cpu.rc, 0) << cpu.err;
+    const RunResult gpu = run("cuda");
+    if (cuGetDeviceCount() == 0) {
+      EXPECT_EQ(gpu.rc, 1);
+      EXPECT_NE(gpu.err.find("KNN_ERR_NO_DEVICE"), std::string::npos) << gpu.err;
+      EXPECT_EQ(gpu.out, "");
+      continue;
+    }
+    ASSERT_EQ(gpu.rc, 0) << gpu.err;
+    auto cpu_report = report_of(cpu.out), gpu_report = report_of(gpu.out);
+    EXPECT_EQ(gpu_report.at("computed").substr(gpu_report.at("computed").size() - 6), ", cuda");
+    cpu_report.erase("computed");
+    gpu_report.erase("computed");
+    EXPECT_EQ(gpu_report, cpu_report);
+    EXPECT_EQ(slurp(path_of("cuda.ply")), slurp(path_of("openmp.ply")));
+    EXPECT_EQ(slurp(path_of("cuda.svg")), slurp(path_of("openmp.svg")));
+  }
 }
