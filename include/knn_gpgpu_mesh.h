@@ -211,17 +211,18 @@ KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_tr
  * and sums in float64, whatever the mesh's precision, the point-to-plane
  * normal equations of the kept points (the plane through c with the unit
  * normal of its triangle). The 6 x 6 system is solved on the host by its
- * eigen-decomposition in a frame centred on the mesh's bounding box and
- * scaled by its size: directions whose eigenvalue is below 1e-6 times the
- * largest are not observed by the surface (a flat plate: its in-plane
- * translations and the rotation about its normal; a cylinder: the rotation
- * about its axis and the translation along it) and are left unchanged
- * (reported, see degenerate_directions). The step's small rotation is
- * applied exactly (Rodrigues) and the rotation re-orthonormalised. The fit
- * stops when a step rotates by at most the rotation tolerance and moves the
- * centre of the mesh's bounding box by at most the translation tolerance
- * (converged), at the iteration cap, or when fewer than 6 points are kept
- * (not converged). Deterministic: sums in fixed blocks of point order, so
+ * eigen-decomposition, rotations taken about the scan's centroid (as moved)
+ * and scaled by the scan's RMS radius about it: directions whose eigenvalue
+ * is below 1e-6 times the largest are not observed by the surface (a flat
+ * plate: its in-plane translations and the rotation about its normal; a
+ * cylinder: the rotation about its axis and the translation along it) and
+ * are left unchanged (reported, see degenerate_directions). The step's
+ * small rotation is applied exactly (Rodrigues) and the rotation
+ * re-orthonormalised. The fit stops when a step rotates by at most the
+ * rotation tolerance and moves the scan's centroid by at most the
+ * translation tolerance (converged), at the iteration cap, or when fewer
+ * than 6 points are kept (not converged). The scan's centroid and radius
+ * are read once per call (device points: copied out piece by piece for it). Deterministic: sums in fixed blocks of point order, so
  * the same input gives the same transform bit for bit on every backend.
  *
  * initial: 16 doubles, a row-major 4 x 4 rigid transform (its 3 x 3 part a
@@ -262,7 +263,7 @@ typedef struct knn_align_params {
 } knn_align_params;
 
 /* Bits of knn_align_result.degenerate_directions: a rotation about an axis
- * through the centre of the mesh's bounding box, or a translation along an
+ * through the scan's centroid (as moved by the fit), or a translation along an
  * axis, that lies mostly (more than half its squared length) in the
  * directions the last step could not observe. */
 #define KNN_ALIGN_ROTATION_X 1

@@ -61,15 +61,10 @@ struct Fit {
   int n_degenerate = 0;
 };
 
-// The frame of the normal equations: the centre and half the diagonal of
-// the mesh's bounding box.
-struct Frame {
-  Vec3 centre{0, 0, 0};
-  double half_diagonal = 1.0;
-};
-
+// The length of the diagonal of the mesh's bounding box (the default
+// translation tolerance is a fraction of it).
 template <typename Scalar>
-Frame frame_of(const PreparedMesh<Scalar>& mesh) {
+double mesh_diagonal(const PreparedMesh<Scalar>& mesh) {
   Vec3 lo, hi;
   for (int d = 0; d < 3; ++d) lo[d] = hi[d] = static_cast<double>(mesh.vertices[d]);
   for (size_t i = 0; i < mesh.vertices.size(); ++i) {
@@ -77,16 +72,25 @@ Frame frame_of(const PreparedMesh<Scalar>& mesh) {
     lo[i % 3] = std::min(lo[i % 3], x);
     hi[i % 3] = std::max(hi[i % 3], x);
   }
-  Frame f;
   Vec3 extent;
-  for (int d = 0; d < 3; ++d) {
-    f.centre[d] = 0.5 * lo[d] + 0.5 * hi[d];
-    extent[d] = hi[d] - lo[d];
-  }
-  const double half = 0.5 * std::sqrt(align::dot(extent, extent));
-  if (half > 0 && std::isfinite(half)) f.half_diagonal = half;
-  return f;
+  for (int d = 0; d < 3; ++d) extent[d] = hi[d] - lo[d];
+  return std::sqrt(align::dot(extent, extent));
 }
+
+// The frame of the normal equations: the scan's centroid (as the current
+// motion moves it: a rigid motion moves the centroid with the points) and
+// the scan's RMS radius about it, so that rotations and translations of the
+// scan weigh alike in A wherever the scan lies (a scan far from its place
+// would otherwise see rotations about a distant centre swamp translations).
+struct Frame {
+  Vec3 scan_centroid{0, 0, 0};
+  double scale = 1.0;
+  Vec3 centre(const Motion& motion) const {
+    const Vec3 c = align::apply(motion.rotation, scan_centroid);
+    return {c[0] + motion.translation[0], c[1] + motion.translation[1],
+            c[2] + motion.translation[2]};
+  }
+};
 
 // ---- Checks -------------------------------------------------------------------
 
@@ -229,7 +233,7 @@ Step solve(const geometry::AlignSums& sums, const Frame& frame) {
   for (int i = 0; i < 6; ++i)
     if (unobserved[i] > 0.5) step.degenerate_mask |= 1 << i;
   for (int i = 0; i < 3; ++i) {
-    step.rotation_vector[i] = x[i] / frame.half_diagonal;  // the frame's u = (p - o) / L
+    step.rotation_vector[i] = x[i] / frame.scale;  // the frame's u = (p - o) / L
     step.translation[i] = x[3 + i];
   }
   return step;
@@ -263,9 +267,10 @@ geometry::AlignSums sums_at(const MeshEngine<Scalar>& engine, const Scalar* poin
   for (int k = 0; k < 9; ++k) step.frame.rotation[k] = motion.rotation[k];
   for (int k = 0; k < 3; ++k) {
     step.frame.translation[k] = motion.translation[k];
-    step.frame.centre[k] = frame.centre[k];
   }
-  step.frame.inverse_scale = 1.0 / frame.half_diagonal;
+  const Vec3 centre = frame.centre(motion);
+  for (int k = 0; k < 3; ++k) step.frame.centre[k] = centre[k];
+  step.frame.inverse_scale = 1.0 / frame.scale;
   step.max_sq = settings.max_sq;
   step.kept_fraction = settings.kept_fraction;
   return engine.align_step(points, m, step, params);
@@ -292,7 +297,7 @@ Fit fit_from(const MeshEngine<Scalar>& engine, const Scalar* points, int64_t m, 
     }
     if (fit.iterations == settings.max_iterations || sums.kept < kLeastKept) return fit;
     const Step step = solve(sums, frame);
-    const Motion next = compose(fit.motion, step, frame.centre);
+    const Motion next = compose(fit.motion, step, frame.centre(fit.motion));
     if (!finite_motion(next)) return fit;
     fit.motion = next;
     fit.degenerate_mask = step.degenerate_mask;
@@ -367,13 +372,15 @@ Moments surface_moments(const PreparedMesh<Scalar>& mesh) {
   return moments;
 }
 
-// The scan's points: centroid and covariance, summed in double a host piece
-// at a time (device points are copied out piece by piece).
+// The scan's points: centroid and covariance, summed in double in point
+// order a host piece at a time (device points are copied out piece by
+// piece), about the first point (no cancellation for a scan far from the
+// origin).
 template <typename Scalar>
 Moments point_moments(const Scalar* points, int64_t m, bool on_device) {
   constexpr int64_t kPiece = int64_t{1} << 16;
   std::vector<Scalar> piece;
-  Vec3 first{0, 0, 0};
+  Vec3 origin{0, 0, 0}, first{0, 0, 0};
   std::array<double, 9> second{};
   const volatile int* cancel = cancel_flag();
   for (int64_t begin = 0; begin < m; begin += kPiece) {
@@ -385,20 +392,27 @@ Moments point_moments(const Scalar* points, int64_t m, bool on_device) {
       cuda::copy_to_host(piece.data(), rows, piece.size() * sizeof(Scalar));
       rows = piece.data();
     }
-    for (int64_t i = 0; i < count; ++i)
+    if (begin == 0)
+      for (int a = 0; a < 3; ++a) origin[a] = static_cast<double>(rows[a]);
+    for (int64_t i = 0; i < count; ++i) {
+      Vec3 x;
+      for (int a = 0; a < 3; ++a) x[a] = static_cast<double>(rows[3 * i + a]) - origin[a];
       for (int a = 0; a < 3; ++a) {
-        const double x = static_cast<double>(rows[3 * i + a]);
-        first[a] += x;
-        for (int b = 0; b < 3; ++b) second[3 * a + b] += x * static_cast<double>(rows[3 * i + b]);
+        first[a] += x[a];
+        for (int b = 0; b < 3; ++b) second[3 * a + b] += x[a] * x[b];
       }
+    }
   }
   Moments moments;
   const double count = static_cast<double>(m);
-  for (int i = 0; i < 3; ++i) moments.centroid[i] = first[i] / count;
+  Vec3 mean;
+  for (int i = 0; i < 3; ++i) {
+    mean[i] = first[i] / count;
+    moments.centroid[i] = origin[i] + mean[i];
+  }
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-      moments.covariance[3 * i + j] =
-          second[3 * i + j] / count - moments.centroid[i] * moments.centroid[j];
+      moments.covariance[3 * i + j] = second[3 * i + j] / count - mean[i] * mean[j];
   return moments;
 }
 
@@ -446,18 +460,22 @@ Fit align_points(const char* call, const knn_mesh* handle, const Scalar* points,
   check_array(points, m, "points", "m");
   check_slots(m, 3, sizeof(Scalar), "m * 3");
   const PreparedMesh<Scalar>& prepared = mesh.prepared<Scalar>();
-  const Frame frame = frame_of(prepared);
   if (settings.tolerance_translation == 0)
-    settings.tolerance_translation = kDefaultToleranceTranslation * 2 * frame.half_diagonal;
+    settings.tolerance_translation = kDefaultToleranceTranslation * mesh_diagonal(prepared);
   Fit fit;
   fit.motion = start;
   if (m == 0) return fit;
   const DeviceScope scope(mesh.device);
   check_points(mesh, points, m, false, params.threads);
+  const Moments scan = point_moments(points, m, on_device(points));
+  Frame frame;
+  frame.scan_centroid = scan.centroid;
+  const double radius = std::sqrt((scan.covariance[0] + scan.covariance[4]) + scan.covariance[8]);
+  frame.scale = radius > 0 && std::isfinite(radius) ? radius : mesh_diagonal(prepared) / 2;
+  if (!(frame.scale > 0)) frame.scale = 1.0;
   std::vector<Motion> starts{start};
   if (settings.coarse_start) {
-    const std::vector<Motion> more =
-        principal_starts(point_moments(points, m, on_device(points)), surface_moments(prepared));
+    const std::vector<Motion> more = principal_starts(scan, surface_moments(prepared));
     starts.insert(starts.end(), more.begin(), more.end());
   }
   // Each start may take every iteration and one more evaluation.

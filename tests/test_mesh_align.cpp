@@ -65,7 +65,7 @@ Transform rigid(P3 axis, double angle, P3 shift) {
           1};
 }
 
-std::array<double, 3> apply(const Transform& t, const double* x) {
+std::array<double, 3> map_point(const Transform& t, const double* x) {
   std::array<double, 3> y;
   for (int i = 0; i < 3; ++i)
     y[i] = t[4 * i] * x[0] + t[4 * i + 1] * x[1] + t[4 * i + 2] * x[2] + t[4 * i + 3];
@@ -92,7 +92,7 @@ Gap gap(const Transform& a, const Transform& b, const double* at) {
   for (int i = 0; i < 3; ++i)
     for (int k = 0; k < 3; ++k) trace += a[4 * i + k] * b[4 * i + k];
   const double angle = std::acos(std::min(1.0, std::max(-1.0, (trace - 1) / 2)));
-  const auto pa = apply(a, at), pb = apply(b, at);
+  const auto pa = map_point(a, at), pb = map_point(b, at);
   const double shift =
       std::sqrt((pa[0] - pb[0]) * (pa[0] - pb[0]) + (pa[1] - pb[1]) * (pa[1] - pb[1]) +
                 (pa[2] - pb[2]) * (pa[2] - pb[2]));
@@ -158,7 +158,7 @@ std::vector<double> samples(const Mesh& mesh, int n, double noise, double outlie
 std::vector<double> moved(const std::vector<double>& points, const Transform& t) {
   std::vector<double> out;
   for (size_t i = 0; i < points.size(); i += 3) {
-    const auto p = apply(t, &points[i]);
+    const auto p = map_point(t, &points[i]);
     out.insert(out.end(), p.begin(), p.end());
   }
   return out;
@@ -171,7 +171,7 @@ double oracle_rms(const Mesh& mesh, const std::vector<double>& scan, const Trans
                   double max_correspondence, double fraction, int64_t* kept) {
   std::vector<double> sq;
   for (size_t i = 0; i < scan.size(); i += 3) {
-    const auto p = apply(t, &scan[i]);
+    const auto p = map_point(t, &scan[i]);
     const double d = static_cast<double>(knn_mesh_oracle::nearest(mesh, P3{p[0], p[1], p[2]}).sq);
     if (d <= max_correspondence * max_correspondence) sq.push_back(d);
   }
@@ -356,7 +356,7 @@ TEST(AlignDegenerate, FlatPlate) {
             KNN_ALIGN_ROTATION_Z | KNN_ALIGN_TRANSLATION_X | KNN_ALIGN_TRANSLATION_Y);
   const Transform t = transform_of(r);
   for (double x : t) EXPECT_TRUE(std::isfinite(x));
-  for (size_t i = 0; i < scan.size(); i += 3) EXPECT_NEAR(apply(t, &scan[i])[2], 0.0, 1e-9);
+  for (size_t i = 0; i < scan.size(); i += 3) EXPECT_NEAR(map_point(t, &scan[i])[2], 0.0, 1e-9);
   EXPECT_LT(r.rms, 1e-9);
 }
 
@@ -387,7 +387,7 @@ TEST(AlignDegenerate, OpenCylinder) {
   EXPECT_EQ(r.degenerate_directions, KNN_ALIGN_ROTATION_Z | KNN_ALIGN_TRANSLATION_Z);
   const Transform t = transform_of(r);
   for (size_t i = 0; i < scan.size(); i += 3) {
-    const auto p = apply(t, &scan[i]);
+    const auto p = map_point(t, &scan[i]);
     EXPECT_NEAR(std::hypot(p[0], p[1]), 1.0, 1e-6);
   }
 }
@@ -420,6 +420,31 @@ TYPED_TEST(Align, FarStartIsNeverAWrongConvergedAnswerAndTheCoarseStartRecoversI
   const Gap g = gap(transform_of(coarse), truth, centre);
   EXPECT_LT(g.angle, 2e-3);
   EXPECT_LT(g.shift, 2e-3);
+}
+
+// A scan a thousand sizes from its place, every point a correspondence:
+// the fit walks it back (rotations are taken about the scan's centroid, so
+// they do not swamp the translations) and is right when it says converged.
+TYPED_TEST(Align, AScanFarFromItsPlaceIsBroughtBack) {
+  using Scalar = TypeParam;
+  const Mesh mesh = bumpy();
+  const knn_options o = options(KNN_BACKEND_OPENMP);
+  MeshHandle h;
+  ASSERT_EQ(build(mesh, Scalar{}, &o, &h.mesh), KNN_OK);
+  const Transform truth = rigid({1, 0, 1}, 0.05, {-2000, 1000, 500});
+  const std::vector<double> scan64 = moved(samples(mesh, 1000, 0, 0, 31), inverse(truth));
+  const std::vector<Scalar> scan(scan64.begin(), scan64.end());
+  const knn_align_params params = params_of(0, 0, 200);
+  knn_align_result r = empty_result();
+  ASSERT_EQ(align_ex(h.mesh, scan, nullptr, &params, &r, &o), KNN_OK) << knn_last_error();
+  EXPECT_EQ(r.n_degenerate, 0);
+  ASSERT_EQ(r.converged, 1);
+  // Compared where the scan lies: the mesh's centre in the scan's frame.
+  const double centre[3] = {2.0, -1.0, 0.5};
+  const std::array<double, 3> at = map_point(inverse(truth), &centre[0]);
+  const Gap g = gap(transform_of(r), truth, at.data());
+  EXPECT_LT(g.angle, 1e-3);
+  EXPECT_LT(g.shift, 1e-3);
 }
 
 // The sums are fixed blocks in point order: any thread count gives the
@@ -481,6 +506,35 @@ TYPED_TEST(Align, CudaGivesTheOpenMPBits) {
   ASSERT_EQ(status, KNN_OK) << knn_last_error();
   EXPECT_EQ(0, std::memcmp(results[0].transform, d.transform, sizeof(double[16])));
 #endif
+}
+
+// Points the motion carries so far that their squared distance overflows
+// float (no triangle found) are no correspondence on either engine: the
+// trim's rank counts the same points, so the same kept count and bits.
+TEST(AlignGpu, PointsBeyondFloatRangeAreNoCorrespondenceOnEitherEngine) {
+  SKIP_WITHOUT_DEVICE();
+  const Mesh mesh = bumpy();
+  std::vector<float> scan;
+  for (int i = 0; i < 40; ++i)
+    scan.insert(scan.end(), {(i < 20 ? -2e18f - 1e16f * static_cast<float>(i) : 2e18f),
+                             0.01f * static_cast<float>(i), 0.5f});
+  // x + 1.7e19: about 1.5e19 (squares near 2.25e38, finite, all apart) or
+  // 1.9e19 (+infinity); the first step's trim ranks the finite ones only.
+  Transform far = rigid({0, 0, 1}, 0, {1.7e19, 0, 0});
+  knn_align_params params = params_of(0, 0.5, 1);
+  std::vector<knn_align_result> results;
+  for (int backend : {KNN_BACKEND_OPENMP, KNN_BACKEND_CUDA}) {
+    const knn_options o = options(backend);
+    MeshHandle h;
+    ASSERT_EQ(build(mesh, float{}, &o, &h.mesh), KNN_OK) << knn_last_error();
+    results.push_back(empty_result());
+    ASSERT_EQ(align_ex(h.mesh, scan, far.data(), &params, &results.back(), &o), KNN_OK)
+        << knn_last_error();
+  }
+  EXPECT_EQ(results[0].n_kept, results[1].n_kept);
+  EXPECT_LE(results[0].n_kept, 20);
+  EXPECT_EQ(0, std::memcmp(&results[0].rms, &results[1].rms, sizeof(double)));
+  EXPECT_EQ(0, std::memcmp(results[0].transform, results[1].transform, sizeof(double[16])));
 }
 
 // Every refusal: its status, a message naming the problem, the outputs as

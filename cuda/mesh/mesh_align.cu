@@ -80,12 +80,14 @@ __global__ void block_terms(const Scalar* points, const int32_t* ids, const Scal
 template <typename Scalar>
 using Key = typename OrderedKey<Scalar>::type;
 
-// Squared distances (>= 0 or +infinity) as keys: their bits order as they do.
+// Squared distances (>= 0) as keys: their bits order as they do. A point
+// without a triangle gets the greatest key (NaN's bits), which no threshold
+// counts, as the OpenMP engine counts only points with a triangle.
 template <typename Scalar>
-__global__ void keys_of(const Scalar* sq, int64_t m, Key<Scalar>* keys) {
+__global__ void keys_of(const Scalar* sq, const int32_t* ids, int64_t m, Key<Scalar>* keys) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < m;
        i += int64_t{gridDim.x} * blockDim.x)
-    keys[i] = OrderedKey<Scalar>::of(sq[i]);
+    keys[i] = ids[i] < 0 ? ~Key<Scalar>{0} : OrderedKey<Scalar>::of(sq[i]);
 }
 
 // How many sorted values are <= max_sq (compared in double).
@@ -183,8 +185,8 @@ geometry::AlignSums CudaMesh<Scalar>::align_step(const Scalar* points, int64_t m
   if (trim) {
     DeviceBuffer<Key<Scalar>> keys(um), keys_alt(um);
     DeviceBuffer<int64_t> measured(1);
-    keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(sq.get(), m,
-                                                                              keys.get());
+    keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(sq.get(), ids.get(),
+                                                                              m, keys.get());
     check_launch("mesh align: keys_of");
     cub::DoubleBuffer<Key<Scalar>> sorting(keys.get(), keys_alt.get());
     size_t temp_bytes = 0;

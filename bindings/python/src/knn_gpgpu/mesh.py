@@ -100,7 +100,7 @@ class AlignResult(NamedTuple):
     was within the tolerances (False at the iteration cap or with too few
     points kept: never a fit that did not converge), ``degenerate_directions``
     the ``KNN_ALIGN_*`` bits of the directions the surface did not observe
-    (1, 2, 4: rotations about x, y, z through the centre of the mesh's box;
+    (1, 2, 4: rotations about x, y, z through the scan's centroid;
     8, 16, 32: translations along x, y, z) and ``n_degenerate`` how many of
     the six there were."""
 
@@ -508,7 +508,7 @@ class Mesh(NativeHandle):
                 (trims outliers).
             tolerance_rotation, tolerance_translation: the fit has converged
                 when a step turns by at most the first (radians) and moves the
-                centre of the mesh's box by at most the second (None: 1e-6
+                scan's centroid by at most the second (None: 1e-6
                 and 1e-6 of the box's diagonal).
             coarse_start: also start from the principal axes of the scan
                 matched to the mesh's (the four sign choices), keep the best.
