@@ -41,9 +41,10 @@
  *    one dipole), accurate to a few hundredths in w (up to 0.034 measured on
  *    icospheres with and without a hole, from points 0.05 or more from the
  *    surface): points within that of w = 1/2 (near a hole's rim) may take
- *    either sign, the same on every backend. Winding numbers use outward normals by the right-hand rule:
- *    triangle (a, b, c) faces the side from which a, b, c run
- *    counter-clockwise. A point on the surface (distance 0) gets +0.
+ *    either sign, the same on every backend. Winding numbers use outward
+ *    normals by the right-hand rule: triangle (a, b, c) faces the side from
+ *    which a, b, c run counter-clockwise. A point on the surface (distance
+ *    0) gets +0.
  *  - Barycentric weights (w0, w1, w2) of the closest point: w0 a + w1 b +
  *    w2 c, sum 1 up to rounding; on an edge the third is 0, at a vertex one
  *    is 1.

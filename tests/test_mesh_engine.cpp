@@ -1116,6 +1116,32 @@ TYPED_TEST(MeshEngineTest, TreeIsPureFunction) {
   }
 }
 
+// More points than one chunk of the engine's spatial order (2^20): every
+// point's answer is its own, wherever its chunk starts.
+TYPED_TEST(MeshEngineTest, MorePointsThanOneOrderChunk) {
+  using S = TypeParam;
+  const TestMesh<S> mesh = cube<S>();
+  const int64_t m = (int64_t{1} << 20) + 300;
+  std::mt19937_64 rng(151);
+  std::uniform_real_distribution<double> u(-3.0, 3.0);
+  std::vector<S> points(static_cast<size_t>(3 * m));
+  for (S& x : points) x = static_cast<S>(u(rng));
+  const auto engine = build(mesh);
+  std::vector<int32_t> ids(static_cast<size_t>(m));
+  std::vector<S> sd(static_cast<size_t>(m));
+  MeshResults<S> out;
+  out.triangle_ids = ids.data();
+  out.signed_distances = sd.data();
+  engine->closest(points.data(), m, std::numeric_limits<S>::infinity(), out, MeshParams());
+  for (int64_t i = 0; i < m; i += (i < m - 1000 ? 997 : 1)) {
+    const DefinitionHit<S> def =
+        definition_nearest(mesh, &points[3 * i], std::numeric_limits<S>::infinity());
+    ASSERT_EQ(ids[i], def.id) << i;
+    ASSERT_TRUE(same_bits(std::fabs(sd[i]), knn::sqrt_rn(def.point.sq_distance))) << i;
+    ASSERT_EQ(sd[i] < 0, cube_signed_distance(v3(&points[3 * i])) < 0) << i;
+  }
+}
+
 // Outputs that are not wanted stay NULL; the others are the same.
 TYPED_TEST(MeshEngineTest, OptionalOutputs) {
   using S = TypeParam;

@@ -26,10 +26,7 @@ namespace knn {
 namespace omp {
 
 template <typename Scalar>
-using Vec3 = geometry::Vec3<Scalar>;
-
-template <typename Scalar>
-geometry::TrianglePoint<Scalar> closest_on_leaf(const Vec3<Scalar>& q,
+geometry::TrianglePoint<Scalar> closest_on_leaf(const geometry::Vec3<Scalar>& q,
                                                 const LeafTriangle<Scalar>& t) {
   return geometry::closest_point_on_triangle(q, leaf_corner(t, 0), leaf_corner(t, 1),
                                              leaf_corner(t, 2));
@@ -42,9 +39,10 @@ struct Nearest {
   int32_t leaf;  // its position in the tree
 };
 
+// The nearest triangle of q within squared distance limit_sq.
 template <typename Scalar>
 Nearest<Scalar> nearest_triangle(const MeshTree<Scalar>& tree, const Scalar* q, Scalar limit_sq) {
-  const Vec3<Scalar> point{q[0], q[1], q[2]};
+  const geometry::Vec3<Scalar> point{q[0], q[1], q[2]};
   Nearest<Scalar> best{limit_sq, -1, -1};
   const auto measure = [&](int32_t leaf) {
     const LeafTriangle<Scalar>& t = tree.leaves[leaf];
@@ -89,8 +87,8 @@ Nearest<Scalar> nearest_triangle(const MeshTree<Scalar>& tree, const Scalar* q, 
 // common/geometry/mesh_winding_tree.h orders them.
 template <typename Scalar>
 double solid_angle_sum(const MeshTree<Scalar>& tree, const Scalar* q) {
-  const Vec3<double> point{static_cast<double>(q[0]), static_cast<double>(q[1]),
-                           static_cast<double>(q[2])};
+  const geometry::Vec3<double> point{static_cast<double>(q[0]), static_cast<double>(q[1]),
+                                     static_cast<double>(q[2])};
   const auto leaf_angle = [&](int32_t leaf) {
     const LeafTriangle<Scalar>& t = tree.leaves[leaf];
     return geometry::solid_angle(point, geometry::to_double3(leaf_corner(t, 0)),

@@ -11,6 +11,7 @@
 // of every leaf's edges and corners.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -61,6 +62,28 @@ struct MeshTree {
   std::vector<LeafNormals<Scalar>> leaf_normals;   // per leaf; closed meshes
   std::vector<Scalar> vertex_normals;              // n_vertices x 3; closed meshes
 };
+
+template <typename Scalar>
+MeshBox<Scalar> triangle_box(const LeafTriangle<Scalar>& t) {
+  MeshBox<Scalar> box;
+  for (int d = 0; d < 3; ++d) {
+    box.lo[d] = std::min(std::min(t.corner[0][d], t.corner[1][d]), t.corner[2][d]);
+    box.hi[d] = std::max(std::max(t.corner[0][d], t.corner[1][d]), t.corner[2][d]);
+  }
+  return box;
+}
+
+// The box of every triangle of the tree.
+template <typename Scalar>
+MeshBox<Scalar> mesh_box(const MeshTree<Scalar>& tree) {
+  if (tree.nodes.empty()) return triangle_box(tree.leaves[0]);
+  MeshBox<Scalar> box;
+  for (int d = 0; d < 3; ++d) {
+    box.lo[d] = std::min(tree.nodes[0].box[0].lo[d], tree.nodes[0].box[1].lo[d]);
+    box.hi[d] = std::max(tree.nodes[0].box[0].hi[d], tree.nodes[0].box[1].hi[d]);
+  }
+  return box;
+}
 
 // Builds the tree of a validated mesh on `threads` threads, reading the
 // calling thread's cancel flag between its passes and publishing its

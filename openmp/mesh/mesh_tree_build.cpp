@@ -34,16 +34,6 @@ namespace {
 constexpr int64_t kBuildSteps = 4;
 
 template <typename Scalar>
-MeshBox<Scalar> triangle_box(const LeafTriangle<Scalar>& t) {
-  MeshBox<Scalar> box;
-  for (int d = 0; d < 3; ++d) {
-    box.lo[d] = std::min(std::min(t.corner[0][d], t.corner[1][d]), t.corner[2][d]);
-    box.hi[d] = std::max(std::max(t.corner[0][d], t.corner[1][d]), t.corner[2][d]);
-  }
-  return box;
-}
-
-template <typename Scalar>
 MeshBox<Scalar> box_union(const MeshBox<Scalar>& a, const MeshBox<Scalar>& b) {
   MeshBox<Scalar> box;
   for (int d = 0; d < 3; ++d) {

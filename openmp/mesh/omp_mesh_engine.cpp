@@ -32,9 +32,52 @@ namespace knn {
 namespace omp {
 namespace {
 
+using geometry::Vec3;
+
 // Points per block of the parallel loops: a cancel check and a progress
 // report each.
 constexpr int64_t kPointsPerBlock = 256;
+
+// The points are answered in chunks of kOrderChunk, each in the Morton order
+// of the points (kOrderBitsPerAxis bits per axis of the mesh's box):
+// consecutive points lie near each other, so they walk the same nodes, in
+// cache (10^6 points in random order near a sphere of 81920 triangles, one
+// thread: 3.25 us a point in their order, 1.18 in Morton order; starting
+// each search from the previous point's triangle saved no node). The chunks
+// bound the order's memory.
+constexpr int64_t kOrderChunk = int64_t{1} << 20;
+constexpr int kOrderBitsPerAxis = 10;
+
+// The Morton order of a chunk of points, and its scratch.
+class PointOrder {
+ public:
+  PointOrder(int64_t chunk, const volatile int* cancel) {
+    for (std::vector<uint32_t>* v : {&codes_, &code_buffer_, &order_, &order_buffer_})
+      resize_polling(*v, static_cast<size_t>(chunk), cancel);
+  }
+
+  // The positions of points[0, count) in Morton order within [lo, hi].
+  template <typename Scalar>
+  const uint32_t* sort(const Scalar* points, int64_t count, const double* lo, const double* hi,
+                       int threads, const volatile int* cancel) {
+    constexpr int drop = geometry::kMortonBitsPerAxis - kOrderBitsPerAxis;
+#pragma omp parallel for num_threads(threads)
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t cell[3];
+      for (int d = 0; d < 3; ++d)
+        cell[d] =
+            geometry::morton_cell(static_cast<double>(points[3 * i + d]), lo[d], hi[d]) >> drop;
+      codes_[i] = static_cast<uint32_t>(geometry::morton_code3(cell[0], cell[1], cell[2]));
+      order_[i] = static_cast<uint32_t>(i);
+    }
+    radix_sort(codes_.data(), order_.data(), code_buffer_.data(), order_buffer_.data(), count,
+               3 * kOrderBitsPerAxis, threads, cancel);
+    return order_.data();
+  }
+
+ private:
+  std::vector<uint32_t> codes_, code_buffer_, order_, order_buffer_;
+};
 
 // Whether q, at a positive distance from its closest point `at` on leaf
 // `leaf`, lies inside the mesh.
@@ -82,7 +125,10 @@ template <typename Scalar>
 class OmpMesh final : public MeshEngine<Scalar> {
  public:
   OmpMesh(const MeshGeometry<Scalar>& mesh, const MeshParams& params)
-      : tree_(build_mesh_tree(mesh, team_size(params.threads))) {}
+      : tree_(build_mesh_tree(mesh, team_size(params.threads))) {
+    const MeshBox<Scalar> box = mesh_box(tree_);
+    for (int d = 0; d < 3; ++d) lo_[d] = box.lo[d], hi_[d] = box.hi[d];
+  }
 
   int backend() const override { return KNN_BACKEND_OPENMP; }
   int64_t n_triangles() const override { return tree_.n_triangles; }
@@ -106,15 +152,22 @@ class OmpMesh final : public MeshEngine<Scalar> {
   // flag included) leaves every output with the "beyond" values.
   void answer(const Scalar* points, int64_t m, Scalar limit_sq, const MeshResults<Scalar>& out,
               const MeshParams& call) const {
-    struct NoState {};
+    const int threads = team_size(call.threads);
+    const volatile int* cancel = cancel_flag();
     try {
-      for_each_block(
-          m, kPointsPerBlock, team_size(call.threads), cancel_flag(), [] { return NoState{}; },
-          [&](NoState&, int64_t b) {
-            const int64_t end = std::min(m, (b + 1) * kPointsPerBlock);
-            for (int64_t i = b * kPointsPerBlock; i < end; ++i)
-              answer_point(points, i, limit_sq, out);
-          });
+      PointOrder order(std::min(m, kOrderChunk), cancel);
+      for (int64_t first = 0; first < m; first += kOrderChunk) {
+        const int64_t count = std::min(kOrderChunk, m - first);
+        const uint32_t* sorted = order.sort(points + 3 * first, count, lo_, hi_, threads, cancel);
+        struct NoState {};
+        for_each_block(
+            count, kPointsPerBlock, threads, cancel, [] { return NoState{}; },
+            [&](NoState&, int64_t b) {
+              const int64_t end = std::min(count, (b + 1) * kPointsPerBlock);
+              for (int64_t i = b * kPointsPerBlock; i < end; ++i)
+                answer_point(points, first + sorted[i], limit_sq, out);
+            });
+      }
     } catch (...) {
 #pragma omp parallel for num_threads(team_size(call.threads))
       for (int64_t i = 0; i < m; ++i) write_beyond(out, i);
@@ -147,6 +200,7 @@ class OmpMesh final : public MeshEngine<Scalar> {
   }
 
   MeshTree<Scalar> tree_;
+  double lo_[3], hi_[3];  // the mesh's box, for the points' order
 };
 
 // The report's statistics over the measured values, sorted ascending
@@ -226,17 +280,23 @@ void OmpMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dist
   MeshResults<Scalar> out;
   out.signed_distances = values;
   answer(points, m, squared_limit(max_distance), out, call);
-  // Beyond: +infinity, sorted last.
+  try {
+    // Beyond: +infinity, sorted last.
 #pragma omp parallel for num_threads(threads)
-  for (int64_t i = 0; i < m; ++i) keys[i] = ordered_key(values[i]);
-  radix_sort<Key, uint8_t>(keys.data(), nullptr, key_buffer.data(), nullptr, m,
-                           static_cast<int>(8 * sizeof(Key)), threads, cancel);
+    for (int64_t i = 0; i < m; ++i) keys[i] = ordered_key(values[i]);
+    radix_sort<Key, uint8_t>(keys.data(), nullptr, key_buffer.data(), nullptr, m,
+                             static_cast<int>(8 * sizeof(Key)), threads, cancel);
 #pragma omp parallel for num_threads(threads)
-  for (int64_t i = 0; i < m; ++i) sorted[i] = scalar_from_ordered_key<Scalar>(keys[i]);
-  const int64_t measured =
-      std::lower_bound(sorted, sorted + m, std::numeric_limits<Scalar>::infinity()) - sorted;
-  summary->beyond = m - measured;
-  summarise(sorted, measured, request, summary, threads);
+    for (int64_t i = 0; i < m; ++i) sorted[i] = scalar_from_ordered_key<Scalar>(keys[i]);
+    const int64_t measured =
+        std::lower_bound(sorted, sorted + m, std::numeric_limits<Scalar>::infinity()) - sorted;
+    summary->beyond = m - measured;
+    summarise(sorted, measured, request, summary, threads);
+  } catch (...) {  // cancelled while sorting: the values say "beyond", as answer() leaves them
+    if (signed_distances)
+      std::fill(signed_distances, signed_distances + m, std::numeric_limits<Scalar>::infinity());
+    throw;
+  }
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 JOBS=${KNN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 SECONDS_PER_TARGET=${KNN_FUZZ_SECONDS:-20}
 TARGETS=${KNN_FUZZ_TARGETS:-fuzz_api_args fuzz_tree fuzz_polygons fuzz_point_parsers fuzz_mesh_readers \
-  fuzz_index_oracle fuzz_pip_exact fuzz_options fuzz_geojson fuzz_index_deserialize fuzz_counts}
+  fuzz_index_oracle fuzz_pip_exact fuzz_options fuzz_geojson fuzz_index_deserialize fuzz_counts \
+  fuzz_mesh_build}
 DIR=${KNN_FUZZ_ROOT:-$ROOT}/build-fuzz
 say() { printf '[fuzz] %s\n' "$*"; }
 

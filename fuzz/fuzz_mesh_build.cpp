@@ -1,0 +1,160 @@
+// Fuzz target: knn_mesh_build / _f64 on fuzzed meshes (counts, indices in
+// and out of range, repeated and shared vertices, NaN, infinities and huge
+// coordinates from raw bits), then the query calls on the mesh built. The
+// oracle, written apart from the library (tests/mesh_oracle.h and a map of
+// directed edges here):
+//   - a mesh with an index outside [0, n_vertices) is refused with
+//     INVALID_ARGUMENT, one with a NaN or infinite coordinate with
+//     NONFINITE_INPUT, a coordinate beyond the limit with INVALID_ARGUMENT;
+//     *out is then NULL;
+//   - a mesh accepted says closed_oriented exactly when every directed edge
+//     occurs once and its reverse once, and no triangle repeats a vertex;
+//   - its closest triangle of each point is one of least distance by the
+//     long-double brute force, at that distance; its signed distance has
+//     that magnitude; a serialized copy loads and answers with the same bits.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "fuzz_support.h"
+#include "mesh_oracle.h"
+
+namespace {
+
+using knn_fuzz::check_status;
+using knn_fuzz::expect;
+
+bool closed_oriented(const std::vector<int32_t>& t) {
+  std::map<std::pair<int32_t, int32_t>, int> runs;
+  for (size_t i = 0; i < t.size(); i += 3)
+    for (int c = 0; c < 3; ++c) {
+      const int32_t a = t[i + c], b = t[i + (c + 1) % 3];
+      if (a == b) return false;
+      ++runs[{a, b}];
+    }
+  for (const auto& run : runs) {
+    const auto reverse = runs.find({run.first.second, run.first.first});
+    if (run.second != 1 || reverse == runs.end() || reverse->second != 1) return false;
+  }
+  return true;
+}
+
+template <class S>
+int build(const std::vector<S>& v, int64_t nv, const std::vector<int32_t>& t, int64_t nt,
+          const knn_options* o, knn_mesh** out) {
+  if constexpr (sizeof(S) == 8)
+    return knn_mesh_build_f64(v.data(), nv, t.data(), nt, o, out);
+  else
+    return knn_mesh_build(v.data(), nv, t.data(), nt, o, out);
+}
+
+template <class S>
+void fuzz(FuzzedDataProvider& in) {
+  const bool raw = in.ConsumeIntegralInRange<int>(0, 7) == 0;  // NaN, infinities, huge values
+  const int64_t nv = in.ConsumeIntegralInRange<int64_t>(0, 12);
+  const int64_t nt = in.ConsumeIntegralInRange<int64_t>(0, 16);
+  std::vector<S> v;
+  for (int64_t i = 0; i < 3 * nv; ++i) {
+    if (raw) {
+      v.push_back(static_cast<S>(knn_fuzz::next_float(in, true)));
+    } else {
+      v.push_back(static_cast<S>(in.ConsumeIntegralInRange<int>(-4, 4)));
+    }
+  }
+  std::vector<int32_t> t;
+  for (int64_t i = 0; i < 3 * nt; ++i)
+    t.push_back(in.ConsumeBool() ? in.ConsumeIntegral<int32_t>()
+                                 : in.ConsumeIntegralInRange<int32_t>(0, 11));
+  knn_options o;
+  knn_options_init(&o);
+  o.backend = KNN_BACKEND_OPENMP;
+  o.threads = in.ConsumeIntegralInRange<int>(1, 3);
+  knn_mesh* mesh = reinterpret_cast<knn_mesh*>(&mesh);
+  const int status = build(v, nv, t, nt, &o, &mesh);
+  check_status(status);
+
+  bool index_bad = false, nonfinite = false, huge = false;
+  for (int32_t i : t) index_bad = index_bad || i < 0 || i >= nv;
+  const S limit = std::ldexp(S(1), (std::numeric_limits<S>::max_exponent - 3 - 2) / 2);
+  for (S c : v) {
+    nonfinite = nonfinite || !std::isfinite(c);
+    huge = huge || (std::isfinite(c) && std::fabs(c) > limit);
+  }
+  if (nt == 0 || index_bad || nonfinite || huge) {
+    expect(status == KNN_ERR_INVALID_ARGUMENT || status == KNN_ERR_NONFINITE_INPUT,
+           "a bad mesh was not refused", status);
+    // Which refusal comes first is the library's order; a mesh with only
+    // non-finite faults must say so.
+    if (nt > 0 && !index_bad && !huge)
+      expect(status == KNN_ERR_NONFINITE_INPUT, "NaN/Inf not NONFINITE_INPUT", status);
+    expect(mesh == nullptr, "*out not NULL after a refusal", status);
+    return;
+  }
+  expect(status == KNN_OK, "a valid mesh was refused", status);
+  int closed = -1;
+  expect(knn_mesh_info(mesh, nullptr, nullptr, nullptr, nullptr, &closed) == KNN_OK, "info", 0);
+  expect(closed == (closed_oriented(t) ? 1 : 0), "closed_oriented differs from the definition", 0);
+
+  knn_mesh_oracle::Mesh oracle;
+  oracle.vertices.assign(v.begin(), v.end());
+  oracle.triangles = t;
+  std::vector<S> q;
+  const int64_t m = in.ConsumeIntegralInRange<int64_t>(1, 6);
+  for (int64_t i = 0; i < 3 * m; ++i)
+    q.push_back(static_cast<S>(in.ConsumeIntegralInRange<int>(-12, 12)) / S(2));
+  std::vector<int32_t> ids(m);
+  std::vector<S> sq(m), sd(m);
+  const S inf = std::numeric_limits<S>::infinity();
+  int a, b;
+  if constexpr (sizeof(S) == 8) {
+    a = knn_mesh_closest_f64(mesh, q.data(), m, inf, ids.data(), sq.data(), nullptr, nullptr, &o);
+    b = knn_mesh_signed_distance_f64(mesh, q.data(), m, inf, sd.data(), nullptr, &o);
+  } else {
+    a = knn_mesh_closest(mesh, q.data(), m, inf, ids.data(), sq.data(), nullptr, nullptr, &o);
+    b = knn_mesh_signed_distance(mesh, q.data(), m, inf, sd.data(), nullptr, &o);
+  }
+  expect(a == KNN_OK && b == KNN_OK, "a query on a valid mesh failed", a ? a : b);
+  const long double tol = sizeof(S) == 4 ? 1e-4L : 1e-10L;
+  for (int64_t i = 0; i < m; ++i) {
+    const knn_mesh_oracle::P3 p{q[3 * i], q[3 * i + 1], q[3 * i + 2]};
+    const long double best = knn_mesh_oracle::nearest(oracle, p).sq;
+    const long double scale = 1 + best;
+    expect(ids[i] >= 0 && ids[i] < nt, "closest id out of range", 0);
+    const long double its = knn_mesh_oracle::closest_on(oracle, ids[i], p).sq;
+    expect(its <= best + tol * scale, "the closest triangle is not one of least distance", 0);
+    expect(std::fabs(static_cast<long double>(sq[i]) - best) <= tol * scale,
+           "the squared distance differs from the oracle's", 0);
+    expect(std::fabs(std::fabs(static_cast<long double>(sd[i])) - std::sqrt(best)) <= tol * scale,
+           "the signed distance's magnitude differs from the oracle's", 0);
+  }
+  // A serialized copy loads and answers with the same bits.
+  size_t bytes = 0;
+  expect(knn_mesh_serialized_size(mesh, &bytes) == KNN_OK, "serialized_size", 0);
+  std::vector<unsigned char> buffer(bytes);
+  expect(knn_mesh_serialize(mesh, buffer.data(), bytes) == KNN_OK, "serialize", 0);
+  knn_mesh* loaded = nullptr;
+  expect(knn_mesh_deserialize(buffer.data(), bytes, &o, &loaded) == KNN_OK, "deserialize", 0);
+  std::vector<S> sd2(m);
+  if constexpr (sizeof(S) == 8)
+    a = knn_mesh_signed_distance_f64(loaded, q.data(), m, inf, sd2.data(), nullptr, &o);
+  else
+    a = knn_mesh_signed_distance(loaded, q.data(), m, inf, sd2.data(), nullptr, &o);
+  expect(a == KNN_OK && std::memcmp(sd.data(), sd2.data(), m * sizeof(S)) == 0,
+         "the loaded mesh answers other bits", a);
+  knn_mesh_free(loaded);
+  knn_mesh_free(mesh);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  if (in.ConsumeBool())
+    fuzz<float>(in);
+  else
+    fuzz<double>(in);
+  return 0;
+}
