@@ -36,223 +36,11 @@
 #include "../engine/cancel.h"
 #include "../engine/mesh_engine.h"
 #include "gpu_test_support.h"
+#include "mesh_test_cases.h"
 #include "scoped_env.h"
 
 namespace knn_test {
 namespace {
-
-using knn::geometry::Vec3;
-
-// A validated mesh with what the API layer computes for it.
-template <class S>
-struct TestMesh {
-  std::vector<S> vertices;
-  std::vector<int32_t> triangles;
-  bool closed = false;
-  std::vector<S> vertex_normals, edge_normals;  // closed meshes
-
-  int64_t n_vertices() const { return static_cast<int64_t>(vertices.size() / 3); }
-  int64_t n_triangles() const { return static_cast<int64_t>(triangles.size() / 3); }
-  knn::MeshGeometry<S> geometry() const {
-    knn::MeshGeometry<S> g;
-    g.vertices = vertices.data();
-    g.n_vertices = n_vertices();
-    g.triangles = triangles.data();
-    g.n_triangles = n_triangles();
-    g.closed_oriented = closed;
-    if (closed) {
-      g.vertex_normals = vertex_normals.data();
-      g.edge_normals = edge_normals.data();
-    }
-    return g;
-  }
-  Vec3<S> corner(int64_t t, int k) const {
-    const S* v = vertices.data() + 3 * static_cast<int64_t>(triangles[3 * t + k]);
-    return {v[0], v[1], v[2]};
-  }
-};
-
-std::array<double, 3> unit_normal(const std::array<double, 3>& a, const std::array<double, 3>& b,
-                                  const std::array<double, 3>& c) {
-  const double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
-  const double v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-  std::array<double, 3> n = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
-                             u[0] * v[1] - u[1] * v[0]};
-  const double l = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-  for (double& x : n) x = l > 0 ? x / l : 0;
-  return n;
-}
-
-// Angle-weighted vertex pseudonormals and the edges' (sum of the two
-// triangles' unit normals) of a closed, oriented mesh, in double.
-template <class S>
-void add_pseudonormals(TestMesh<S>& mesh) {
-  const int64_t n = mesh.n_triangles();
-  std::vector<std::array<double, 3>> face(static_cast<size_t>(n));
-  std::vector<double> vn(mesh.vertices.size(), 0.0);
-  std::map<std::pair<int32_t, int32_t>, int64_t> edge_owner;
-  auto vertex = [&](int32_t v) {
-    return std::array<double, 3>{double(mesh.vertices[3 * v]), double(mesh.vertices[3 * v + 1]),
-                                 double(mesh.vertices[3 * v + 2])};
-  };
-  for (int64_t t = 0; t < n; ++t) {
-    const int32_t* c = mesh.triangles.data() + 3 * t;
-    face[t] = unit_normal(vertex(c[0]), vertex(c[1]), vertex(c[2]));
-    for (int k = 0; k < 3; ++k) {
-      edge_owner[{c[k], c[(k + 1) % 3]}] = t;
-      const auto p = vertex(c[k]), q = vertex(c[(k + 1) % 3]), r = vertex(c[(k + 2) % 3]);
-      double e1[3], e2[3], l1 = 0, l2 = 0, dot = 0;
-      for (int d = 0; d < 3; ++d) {
-        e1[d] = q[d] - p[d], e2[d] = r[d] - p[d];
-        l1 += e1[d] * e1[d], l2 += e2[d] * e2[d], dot += e1[d] * e2[d];
-      }
-      const double angle = std::acos(std::max(-1.0, std::min(1.0, dot / std::sqrt(l1 * l2))));
-      for (int d = 0; d < 3; ++d) vn[3 * c[k] + d] += angle * face[t][d];
-    }
-  }
-  mesh.vertex_normals.assign(vn.begin(), vn.end());
-  mesh.edge_normals.resize(static_cast<size_t>(9 * n));
-  for (int64_t t = 0; t < n; ++t) {
-    const int32_t* c = mesh.triangles.data() + 3 * t;
-    for (int k = 0; k < 3; ++k) {
-      const int64_t other = edge_owner.at({c[(k + 1) % 3], c[k]});
-      for (int d = 0; d < 3; ++d)
-        mesh.edge_normals[9 * t + 3 * k + d] = static_cast<S>(face[t][d] + face[other][d]);
-    }
-  }
-  mesh.closed = true;
-}
-
-// A torus of nu x nv quads (2 nu nv triangles), closed and oriented outwards,
-// scaled by `scale` and moved by `offset`.
-template <class S>
-TestMesh<S> torus(int nu, int nv, double scale = 1, double offset = 0, bool closed = true) {
-  TestMesh<S> mesh;
-  const double pi = 3.14159265358979323846;
-  for (int i = 0; i < nu; ++i)
-    for (int j = 0; j < nv; ++j) {
-      const double u = 2 * pi * i / nu, v = 2 * pi * j / nv;
-      const double r = 0.35 * (1 + 0.1 * std::sin(5 * u));
-      mesh.vertices.push_back(static_cast<S>(offset + scale * (1 + r * std::cos(v)) * std::cos(u)));
-      mesh.vertices.push_back(static_cast<S>(offset + scale * (1 + r * std::cos(v)) * std::sin(u)));
-      mesh.vertices.push_back(static_cast<S>(offset + scale * r * std::sin(v)));
-    }
-  auto at = [&](int i, int j) { return static_cast<int32_t>((i % nu) * nv + (j % nv)); };
-  for (int i = 0; i < nu; ++i)
-    for (int j = 0; j < nv; ++j) {
-      const int32_t a = at(i, j), b = at(i + 1, j), c = at(i + 1, j + 1), d = at(i, j + 1);
-      // (i, j) -> (i + 1, j) -> (i, j + 1) runs counter-clockwise seen from
-      // outside for this parametrisation.
-      for (const int32_t x : {a, b, d, b, c, d}) mesh.triangles.push_back(x);
-    }
-  if (closed) add_pseudonormals(mesh);
-  return mesh;
-}
-
-// The torus with a band of quads removed: open (signs by the winding number).
-template <class S>
-TestMesh<S> open_torus(int nu, int nv) {
-  TestMesh<S> mesh = torus<S>(nu, nv, 1, 0, false);
-  mesh.triangles.resize(mesh.triangles.size() - 6 * static_cast<size_t>(nv / 3));
-  return mesh;
-}
-
-// A soup: random triangles, needles, points, repeated vertices, exact
-// duplicates (ties to the smaller id), scaled by `scale` around `offset`.
-template <class S>
-TestMesh<S> soup(int n, uint64_t seed, double scale = 1, double offset = 0) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  TestMesh<S> mesh;
-  auto add_vertex = [&](double x, double y, double z) {
-    for (double c : {x, y, z}) mesh.vertices.push_back(static_cast<S>(offset + scale * c));
-    return static_cast<int32_t>(mesh.vertices.size() / 3 - 1);
-  };
-  for (int t = 0; t < n; ++t) {
-    const double cx = u(rng), cy = u(rng), cz = u(rng), r = 0.2 * std::abs(u(rng));
-    const int32_t a = add_vertex(cx + r * u(rng), cy + r * u(rng), cz + r * u(rng));
-    int32_t b = add_vertex(cx + r * u(rng), cy + r * u(rng), cz + r * u(rng));
-    int32_t c = add_vertex(cx + r * u(rng), cy + r * u(rng), cz + r * u(rng));
-    switch (t % 7) {
-      case 1: c = b; break;      // repeated vertex: a needle
-      case 2: b = c = a; break;  // a point
-      case 3: {                  // three collinear vertices: no area
-        const S* pa = &mesh.vertices[3 * a];
-        const S* pb = &mesh.vertices[3 * b];
-        c = add_vertex((2 * (pb[0] - offset) - (pa[0] - offset)) / scale,
-                       (2 * (pb[1] - offset) - (pa[1] - offset)) / scale,
-                       (2 * (pb[2] - offset) - (pa[2] - offset)) / scale);
-        break;
-      }
-      case 4:  // an exact duplicate of the previous triangle
-        for (int k = 0; k < 3; ++k) mesh.triangles.push_back(mesh.triangles[3 * (t - 1) + k]);
-        continue;
-      default: break;
-    }
-    for (const int32_t x : {a, b, c}) mesh.triangles.push_back(x);
-  }
-  return mesh;
-}
-
-// Points near and far: random ones around the mesh's box, every vertex
-// exactly, edge midpoints, and far outliers.
-template <class S>
-std::vector<S> points_for(const TestMesh<S>& mesh, int random, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  S lo[3], hi[3];
-  for (int d = 0; d < 3; ++d) lo[d] = hi[d] = mesh.vertices[d];
-  for (size_t i = 0; i < mesh.vertices.size(); ++i) {
-    lo[i % 3] = std::min(lo[i % 3], mesh.vertices[i]);
-    hi[i % 3] = std::max(hi[i % 3], mesh.vertices[i]);
-  }
-  std::vector<S> points;
-  for (int i = 0; i < random; ++i)
-    for (int d = 0; d < 3; ++d) {
-      const double w = hi[d] - lo[d];
-      std::uniform_real_distribution<double> u(double(lo[d]) - 0.3 * w, double(hi[d]) + 0.3 * w);
-      points.push_back(static_cast<S>(u(rng)));
-    }
-  for (int64_t v = 0; v < std::min<int64_t>(mesh.n_vertices(), 64); ++v)
-    for (int d = 0; d < 3; ++d) points.push_back(mesh.vertices[3 * v + d]);
-  for (int64_t t = 0; t < std::min<int64_t>(mesh.n_triangles(), 64); ++t) {
-    const Vec3<S> a = mesh.corner(t, 0), b = mesh.corner(t, 1);
-    points.push_back((a.x + b.x) / 2), points.push_back((a.y + b.y) / 2),
-        points.push_back((a.z + b.z) / 2);
-  }
-  for (int i = 0; i < 8; ++i)
-    for (int d = 0; d < 3; ++d) points.push_back(static_cast<S>((d == i % 3 ? 1e4 : 3) * hi[d]));
-  return points;
-}
-
-template <class S>
-struct Answers {
-  std::vector<int32_t> ids;
-  std::vector<S> sq, closest, bary, signed_d;
-  explicit Answers(int64_t m)
-      : ids(static_cast<size_t>(m), 7),
-        sq(static_cast<size_t>(m), 7),
-        closest(static_cast<size_t>(3 * m), 7),
-        bary(static_cast<size_t>(3 * m), 7),
-        signed_d(static_cast<size_t>(m), 7) {}
-  knn::MeshResults<S> results() {
-    return {ids.data(), sq.data(), closest.data(), bary.data(), signed_d.data()};
-  }
-};
-
-// Bits, so that NaNs and the zeros' signs count.
-template <class S>
-bool same_bits(const std::vector<S>& a, const std::vector<S>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(S)) == 0;
-}
-template <class S>
-std::string first_difference(const std::vector<S>& a, const std::vector<S>& b) {
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(S)) != 0)
-      return "at " + std::to_string(i) + ": " + std::to_string(double(a[i])) + " against " +
-             std::to_string(double(b[i]));
-  return a.size() == b.size() ? "none" : "sizes differ";
-}
-#define EXPECT_SAME_BITS(a, b) EXPECT_TRUE(same_bits(a, b)) << #a " " << first_difference(a, b)
 
 // The brute force: every triangle by the one definition, ties to the smaller
 // id; signs by the closest feature's pseudonormal (closed meshes; open
@@ -308,15 +96,6 @@ Answers<S> brute_force(const TestMesh<S>& mesh, const std::vector<S>& points, S 
 }
 
 template <class S>
-Answers<S> engine_closest(const knn::MeshEngine<S>& engine, const std::vector<S>& points,
-                          S max_distance, const knn::MeshParams& call = {}) {
-  const int64_t m = static_cast<int64_t>(points.size() / 3);
-  Answers<S> a(m);
-  engine.closest(points.data(), m, max_distance, a.results(), call);
-  return a;
-}
-
-template <class S>
 void expect_matches_brute_force(const TestMesh<S>& mesh, const Answers<S>& gpu,
                                 const std::vector<S>& points, S max_distance) {
   const Answers<S> expected = brute_force(mesh, points, max_distance);
@@ -344,37 +123,6 @@ void expect_same_as_openmp(const TestMesh<S>& mesh, const Answers<S>& gpu,
   EXPECT_SAME_BITS(expected.closest, gpu.closest);
   EXPECT_SAME_BITS(expected.bary, gpu.bary);
   EXPECT_SAME_BITS(expected.signed_d, gpu.signed_d);
-}
-
-template <class S>
-struct MeshCase {
-  std::string name;
-  TestMesh<S> mesh;
-  double scale, offset;
-};
-
-template <class S>
-std::vector<MeshCase<S>> awkward_meshes() {
-  std::vector<MeshCase<S>> cases;
-  TestMesh<S> one;
-  one.vertices = {0, 0, 0, 1, 0, 0, 0, 1, 0};
-  one.triangles = {0, 1, 2};
-  cases.push_back({"one triangle", one, 1, 0});
-  TestMesh<S> needle;
-  needle.vertices = {0, 0, 0, 1, 1, 1};
-  needle.triangles = {0, 1, 1};
-  cases.push_back({"one needle", needle, 1, 0});
-  TestMesh<S> twins;  // the same triangle twice: ties to the smaller id
-  twins.vertices = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0};
-  twins.triangles = {3, 1, 2, 0, 1, 2};
-  cases.push_back({"twins", twins, 1, 0});
-  cases.push_back({"soup", soup<S>(700, 3), 1, 0});
-  cases.push_back({"soup, huge offset", soup<S>(300, 4, 1, 1e5), 1, 1e5});
-  cases.push_back({"soup, tiny", soup<S>(300, 5, 1e-15), 1e-15, 0});
-  cases.push_back({"closed torus", torus<S>(40, 24), 1, 0});
-  cases.push_back({"closed torus, offset", torus<S>(30, 20, 0.01, 1000), 0.01, 1000});
-  cases.push_back({"open torus", open_torus<S>(40, 24), 1, 0});
-  return cases;
 }
 
 template <class S>
@@ -709,19 +457,62 @@ TEST(MeshGpu, AllocationFaultsFailCleanly) {
   EXPECT_EQ(engine_closest(*reference, points, 1.0f).ids, expected.ids);
 }
 
-TEST(MeshGpu, CancelledQueryThrows) {
+// A cancelled call throws CANCELLED and leaves every output "beyond" (the
+// header's rule for a failure while the engine runs), host and device
+// arrays alike; the next call answers.
+template <class S>
+void expect_all_beyond(const std::vector<int32_t>& ids, const std::vector<S>& sq,
+                       const std::vector<S>& closest, const std::vector<S>& signed_d) {
+  const S inf = std::numeric_limits<S>::infinity(), nan = std::numeric_limits<S>::quiet_NaN();
+  EXPECT_EQ(ids, std::vector<int32_t>(ids.size(), -1));
+  EXPECT_SAME_BITS(sq, std::vector<S>(sq.size(), inf));
+  EXPECT_SAME_BITS(closest, std::vector<S>(closest.size(), nan));
+  EXPECT_SAME_BITS(signed_d, std::vector<S>(signed_d.size(), inf));
+}
+
+TEST(MeshGpu, CancelledCallsLeaveBeyondValues) {
   SKIP_WITHOUT_DEVICE();
   const TestMesh<float> mesh = torus<float>(20, 10);
   const auto engine = knn::cuda::build_mesh(mesh.geometry(), knn::MeshParams{});
   const std::vector<float> points = points_for(mesh, 100, 71);
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
   volatile int flag = 1;
   knn::set_cancel_flag(&flag);
+  Answers<float> host(m);
   try {
-    engine_closest(*engine, points, 1.0f);
+    engine->closest(points.data(), m, 1.0f, host.results(), knn::MeshParams{});
     ADD_FAILURE() << "a cancelled query went ahead";
   } catch (const knn::Error& e) {
     EXPECT_EQ(e.status(), KNN_ERR_CANCELLED);
   }
+  expect_all_beyond(host.ids, host.sq, host.closest, host.signed_d);
+  std::vector<float> values(static_cast<size_t>(m), 7);
+  knn::DeviationSummary summary;
+  try {
+    engine->deviation(points.data(), m, 1.0f, knn::DeviationRequest{}, &summary, values.data(),
+                      knn::MeshParams{});
+    ADD_FAILURE() << "a cancelled report went ahead";
+  } catch (const knn::Error& e) {
+    EXPECT_EQ(e.status(), KNN_ERR_CANCELLED);
+  }
+  EXPECT_SAME_BITS(values,
+                   std::vector<float>(values.size(), std::numeric_limits<float>::infinity()));
+#if defined(KNN_TEST_WITH_CUDA)
+  DeviceArray<int32_t> d_ids(std::vector<int32_t>(static_cast<size_t>(m), 7));
+  DeviceArray<float> d_sq(std::vector<float>(static_cast<size_t>(m), 7));
+  DeviceArray<float> d_closest(std::vector<float>(static_cast<size_t>(3 * m), 7));
+  DeviceArray<float> d_signed(std::vector<float>(static_cast<size_t>(m), 7));
+  try {
+    engine->closest(points.data(), m, 1.0f,
+                    {d_ids.get(), d_sq.get(), d_closest.get(), nullptr, d_signed.get()},
+                    knn::MeshParams{});
+    ADD_FAILURE() << "a cancelled query went ahead";
+  } catch (const knn::Error& e) {
+    EXPECT_EQ(e.status(), KNN_ERR_CANCELLED);
+  }
+  expect_all_beyond(d_ids.to_host(m), d_sq.to_host(m), d_closest.to_host(3 * m),
+                    d_signed.to_host(m));
+#endif
   knn::set_cancel_flag(nullptr);
   expect_matches_brute_force(mesh, engine_closest(*engine, points, 1.0f), points, 1.0f);
 }

@@ -8,22 +8,13 @@
 #include "../../engine/mesh_engine.h"
 #include "../core/cuda_support.h"
 #include "mesh_layout.h"
+#include "mesh_walk.h"
 
 namespace knn {
 namespace cuda {
 
-// What the query kernels read of a mesh.
 template <typename Scalar>
-struct MeshView {
-  const MeshNode<Scalar>* nodes;             // n - 1
-  const LeafTriangle<Scalar>* leaves;        // n
-  const LeafNormals<Scalar>* normals;        // n; closed and oriented meshes, else null
-  const Scalar* vertex_normals;              // n_vertices x 3; likewise
-  const geometry::WindingCluster* clusters;  // n - 1; other meshes, else null
-  int64_t n;
-  bool closed_oriented;
-  MeshBox<Scalar> bounds;  // of every vertex of every triangle
-};
+using MeshView = mesh_walk::MeshView<Scalar>;
 
 template <typename Scalar>
 class CudaMesh final : public MeshEngine<Scalar> {

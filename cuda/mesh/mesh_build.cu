@@ -78,11 +78,7 @@ __global__ void morton_codes(const Scalar* vertices, const int32_t* triangles, i
   const CentroidBox b = *bounds;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < n;
        t += int64_t{gridDim.x} * blockDim.x) {
-    double c[3];
-    centroid_of(vertices, triangles, t, c);
-    codes[t] = geometry::morton_code3(geometry::morton_cell(c[0], b.lo[0], b.hi[0]),
-                                      geometry::morton_cell(c[1], b.lo[1], b.hi[1]),
-                                      geometry::morton_cell(c[2], b.lo[2], b.hi[2]));
+    codes[t] = mesh_walk::triangle_code(vertices, triangles, t, b.lo, b.hi);
     ids[t] = static_cast<int32_t>(t);
   }
 }
@@ -113,53 +109,13 @@ __global__ void gather_leaves(const Scalar* vertices, const int32_t* triangles,
                               LeafTriangle<Scalar>* leaves, LeafNormals<Scalar>* normals) {
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
        j += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t t = ids[j];
     LeafTriangle<Scalar> leaf;
-    for (int k = 0; k < 3; ++k)
-      for (int d = 0; d < 3; ++d)
-        leaf.corner[k][d] = vertices[3 * static_cast<int64_t>(triangles[3 * t + k]) + d];
-    leaf.id = static_cast<int32_t>(t);
+    LeafNormals<Scalar> leaf_normals;
+    mesh_walk::gather_leaf(vertices, triangles, edge_normals, ids[j], &leaf,
+                           normals != nullptr ? &leaf_normals : nullptr);
     leaves[j] = leaf;
-    if (normals != nullptr) {
-      LeafNormals<Scalar> ln;
-      for (int k = 0; k < 3; ++k) {
-        for (int d = 0; d < 3; ++d) ln.edge[k][d] = edge_normals[9 * t + 3 * k + d];
-        ln.vertex[k] = triangles[3 * t + k];
-      }
-      normals[j] = ln;
-    }
+    if (normals != nullptr) normals[j] = leaf_normals;
   }
-}
-
-template <typename Scalar>
-__device__ geometry::Vec3<Scalar> corner_of(const LeafTriangle<Scalar>& leaf, int k) {
-  return {leaf.corner[k][0], leaf.corner[k][1], leaf.corner[k][2]};
-}
-
-// std::min and std::max: the first argument unless the second is strictly
-// less (greater), so that the zeros' signs follow the host's rule too.
-template <typename Scalar>
-__device__ Scalar lesser(Scalar a, Scalar b) {
-  return b < a ? b : a;
-}
-template <typename Scalar>
-__device__ Scalar greater(Scalar a, Scalar b) {
-  return a < b ? b : a;
-}
-
-template <typename Scalar>
-__device__ MeshBox<Scalar> leaf_box(const LeafTriangle<Scalar>& leaf) {
-  MeshBox<Scalar> box;
-  for (int d = 0; d < 3; ++d) {
-    box.lo[d] = lesser(lesser(leaf.corner[0][d], leaf.corner[1][d]), leaf.corner[2][d]);
-    box.hi[d] = greater(greater(leaf.corner[0][d], leaf.corner[1][d]), leaf.corner[2][d]);
-  }
-  return box;
-}
-
-template <typename Scalar>
-__device__ geometry::WindingMoments leaf_moments(const LeafTriangle<Scalar>& leaf) {
-  return geometry::triangle_moments(corner_of(leaf, 0), corner_of(leaf, 1), corner_of(leaf, 2));
 }
 
 // Loads that bypass L1: another thread wrote these before its fence.
@@ -192,7 +148,7 @@ __global__ void climb(const LeafTriangle<Scalar>* leaves, int64_t n, const int32
                       geometry::WindingCluster* clusters) {
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
        j += int64_t{gridDim.x} * blockDim.x) {
-    MeshBox<Scalar> box = leaf_box(leaves[j]);
+    MeshBox<Scalar> box = mesh_walk::leaf_box(leaves[j]);
     int32_t ref = geometry::leaf_ref(static_cast<int32_t>(j));
     int32_t node = parents[n - 1 + j];
     for (;;) {
@@ -203,29 +159,18 @@ __global__ void climb(const LeafTriangle<Scalar>* leaves, int64_t n, const int32
       if (atomicAdd(visits + node, 1u) == 0) break;  // the sibling computes the node
       // left, then right, whichever arrived first
       const MeshBox<Scalar> other = load_box_l2(parent->box + (1 - side));
-      const MeshBox<Scalar>& left = side == 0 ? box : other;
-      const MeshBox<Scalar>& right = side == 0 ? other : box;
-      MeshBox<Scalar> joined;
-      for (int d = 0; d < 3; ++d) {
-        joined.lo[d] = lesser(left.lo[d], right.lo[d]);
-        joined.hi[d] = greater(left.hi[d], right.hi[d]);
-      }
-      box = joined;
+      box = side == 0 ? mesh_walk::join_boxes(box, other) : mesh_walk::join_boxes(other, box);
       if (moments != nullptr) {
         geometry::WindingMoments m[2];
         for (int c = 0; c < 2; ++c) {
           const int32_t child = parent->child[c];
-          m[c] = geometry::is_leaf_ref(child) ? leaf_moments(leaves[geometry::leaf_of_ref(child)])
-                                              : load_moments_l2(moments + child);
+          m[c] = geometry::is_leaf_ref(child)
+                     ? mesh_walk::leaf_moments(leaves[geometry::leaf_of_ref(child)])
+                     : load_moments_l2(moments + child);
         }
         const geometry::WindingMoments sum = geometry::combine_moments(m[0], m[1]);
         moments[node] = sum;
-        clusters[node] = geometry::make_winding_cluster(
-            sum,
-            {static_cast<double>(box.lo[0]), static_cast<double>(box.lo[1]),
-             static_cast<double>(box.lo[2])},
-            {static_cast<double>(box.hi[0]), static_cast<double>(box.hi[1]),
-             static_cast<double>(box.hi[2])});
+        clusters[node] = mesh_walk::node_cluster(sum, box);
       }
       if (node == 0) break;
       ref = node;

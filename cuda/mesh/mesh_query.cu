@@ -25,9 +25,6 @@
 #include <vector>
 
 #include "../../common/geometry/deviation.h"
-#include "../../common/geometry/mesh_winding_tree.h"
-#include "../../common/geometry/triangle.h"
-#include "../../common/geometry/winding.h"
 #include "../../engine/cancel.h"
 #include "../../engine/progress.h"
 #include "../core/pinned_pool.h"
@@ -39,163 +36,14 @@ namespace knn {
 namespace cuda {
 namespace {
 
-using geometry::Vec3;
+using mesh_walk::infinity_of;
+using mesh_walk::PointOutputs;
 
 constexpr int kQueryBlock = 128;
 constexpr int kBlock = 256;
 // Points per chunk at most, device arrays included: the cancel flag and the
 // progress are read and published between chunks.
 constexpr int64_t kMeshChunkPoints = int64_t{1} << 22;
-
-template <typename Scalar>
-KNN_HD Scalar infinity_of() {
-  return scalar_of_bits<Scalar>(FloatLayout<Scalar>::kExponent);
-}
-// The quiet NaN of std::numeric_limits (the OpenMP engine's bits).
-template <typename Scalar>
-KNN_HD Scalar quiet_nan_of() {
-  return scalar_of_bits<Scalar>(FloatLayout<Scalar>::kExponent |
-                                (FloatBits<Scalar>{1} << (FloatLayout<Scalar>::kMantissaBits - 1)));
-}
-
-// Per-point outputs of one chunk, device memory, each may be null.
-template <typename Scalar>
-struct PointOutputs {
-  int32_t* ids;
-  Scalar* sq_distances;
-  Scalar* closest;
-  Scalar* barycentric;
-  Scalar* signed_distances;
-};
-
-template <typename Scalar>
-__device__ Vec3<Scalar> corner(const LeafTriangle<Scalar>& leaf, int k) {
-  return {leaf.corner[k][0], leaf.corner[k][1], leaf.corner[k][2]};
-}
-
-template <typename Scalar>
-__device__ geometry::TrianglePoint<Scalar> point_on_leaf(const LeafTriangle<Scalar>& leaf,
-                                                         const Vec3<Scalar>& q) {
-  return geometry::closest_point_on_triangle(q, corner(leaf, 0), corner(leaf, 1), corner(leaf, 2));
-}
-
-// The leaf (sorted position) of the closest triangle within max_sq, or -1.
-// Sets *fault when the walk would overflow its stack (never, by the depth
-// bound of mesh_layout.h).
-template <typename Scalar>
-__device__ int32_t nearest_leaf(const MeshView<Scalar>& mesh, const Vec3<Scalar>& q, Scalar max_sq,
-                                int* fault) {
-  Scalar best = max_sq;
-  int32_t best_id = -1, best_leaf = -1;
-  const auto try_leaf = [&](int32_t leaf_index) {
-    const LeafTriangle<Scalar> leaf = mesh.leaves[leaf_index];
-    const Scalar sq = point_on_leaf(leaf, q).sq_distance;
-    if (geometry::is_closer(sq, leaf.id, best, best_id)) {
-      best = sq;
-      best_id = leaf.id;
-      best_leaf = leaf_index;
-    }
-  };
-  if (mesh.n == 1) {
-    try_leaf(0);
-    return best_leaf;
-  }
-  const Scalar qc[3] = {q.x, q.y, q.z};
-  int32_t stack[kMeshStackCapacity];
-  Scalar stack_distance[kMeshStackCapacity];
-  int top = 0;
-  stack[top] = 0;
-  stack_distance[top++] = Scalar(0);
-  while (top > 0) {
-    --top;
-    if (stack_distance[top] > best) continue;
-    const MeshNode<Scalar> node = mesh.nodes[stack[top]];
-    Scalar d[2];
-    for (int c = 0; c < 2; ++c) d[c] = box_distance(qc, node.box[c].lo, node.box[c].hi, 3);
-    const int near = d[1] < d[0] ? 1 : 0;
-    // Leaves now, nearer first; internal children onto the stack, the
-    // nearer on top.
-    for (int k = 0; k < 2; ++k) {
-      const int c = k == 0 ? near : 1 - near;
-      if (geometry::is_leaf_ref(node.child[c]) && !(d[c] > best))
-        try_leaf(geometry::leaf_of_ref(node.child[c]));
-    }
-    for (int k = 0; k < 2; ++k) {
-      const int c = k == 0 ? 1 - near : near;
-      if (geometry::is_leaf_ref(node.child[c]) || d[c] > best) continue;
-      if (top == kMeshStackCapacity) {
-        atomicExch(fault, 1);
-        return best_leaf;
-      }
-      stack[top] = node.child[c];
-      stack_distance[top++] = d[c];
-    }
-  }
-  return best_leaf;
-}
-
-// The solid angles of the mesh seen from q, summed in mesh_winding_tree.h's
-// order: depth first, left before right, far clusters as dipoles.
-template <typename Scalar>
-__device__ double solid_angle_sum(const MeshView<Scalar>& mesh, const Vec3<double>& q, int* fault) {
-  const auto leaf_angle = [&](int32_t leaf_index) {
-    const LeafTriangle<Scalar> leaf = mesh.leaves[leaf_index];
-    return geometry::solid_angle(q, geometry::to_double3(corner(leaf, 0)),
-                                 geometry::to_double3(corner(leaf, 1)),
-                                 geometry::to_double3(corner(leaf, 2)));
-  };
-  if (mesh.n == 1) return add_rn(0.0, leaf_angle(0));
-  double sum = 0.0;
-  int32_t stack[kMeshStackCapacity];
-  int top = 0;
-  stack[top++] = 0;
-  while (top > 0) {
-    const int32_t ref = stack[--top];
-    if (geometry::is_leaf_ref(ref)) {
-      sum = add_rn(sum, leaf_angle(geometry::leaf_of_ref(ref)));
-      continue;
-    }
-    const geometry::WindingCluster cluster = mesh.clusters[ref];
-    if (geometry::is_far_enough(q, cluster)) {
-      sum = add_rn(sum, geometry::dipole_solid_angle(q, cluster.centre, cluster.area_normal));
-      continue;
-    }
-    if (top + 2 > kMeshStackCapacity) {
-      atomicExch(fault, 1);
-      return sum;
-    }
-    const MeshNode<Scalar>& node = mesh.nodes[ref];
-    stack[top++] = node.child[1];
-    stack[top++] = node.child[0];
-  }
-  return sum;
-}
-
-// Whether q, off the surface at its closest point p on leaf `leaf_index`
-// (feature f), lies inside the mesh.
-template <typename Scalar>
-__device__ bool is_inside(const MeshView<Scalar>& mesh, const Vec3<Scalar>& q, int32_t leaf_index,
-                          const geometry::TrianglePoint<Scalar>& p, int* fault) {
-  if (!mesh.closed_oriented) {
-    const Vec3<double> qd = geometry::to_double3(q);
-    return geometry::winding_says_inside(solid_angle_sum(mesh, qd, fault));
-  }
-  Vec3<Scalar> normal;
-  if (p.feature == geometry::TriangleFeature::kFace) {
-    const LeafTriangle<Scalar> leaf = mesh.leaves[leaf_index];
-    const Vec3<Scalar> a = corner(leaf, 0);
-    normal =
-        geometry::cross3(geometry::sub3(corner(leaf, 1), a), geometry::sub3(corner(leaf, 2), a));
-  } else if (geometry::is_edge(p.feature)) {
-    const Scalar* e = mesh.normals[leaf_index].edge[geometry::edge_of(p.feature)];
-    normal = {e[0], e[1], e[2]};
-  } else {
-    const int64_t v = mesh.normals[leaf_index].vertex[geometry::corner_of(p.feature)];
-    const Scalar* e = mesh.vertex_normals + 3 * v;
-    normal = {e[0], e[1], e[2]};
-  }
-  return geometry::pseudonormal_says_inside(q, p.closest, normal);
-}
 
 // The points of a chunk are answered in the order of their Morton codes in
 // the mesh's box (points outside it in its border cells): neighbouring
@@ -225,37 +73,48 @@ __global__ void __launch_bounds__(kQueryBlock)
                   Scalar max_sq, PointOutputs<Scalar> out, int* fault) {
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count;
        k += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t i = order[k];
-    const Vec3<Scalar> q{points[3 * i], points[3 * i + 1], points[3 * i + 2]};
-    const int32_t leaf_index = nearest_leaf(mesh, q, max_sq, fault);
-    if (leaf_index < 0) {
-      const Scalar inf = infinity_of<Scalar>(), nan = quiet_nan_of<Scalar>();
-      if (out.ids) out.ids[i] = -1;
-      if (out.sq_distances) out.sq_distances[i] = inf;
-      if (out.signed_distances) out.signed_distances[i] = inf;
-      for (int d = 0; d < 3; ++d) {
-        if (out.closest) out.closest[3 * i + d] = nan;
-        if (out.barycentric) out.barycentric[3 * i + d] = nan;
-      }
-      continue;
-    }
-    const LeafTriangle<Scalar> leaf = mesh.leaves[leaf_index];
-    const geometry::TrianglePoint<Scalar> p = point_on_leaf(leaf, q);
-    if (out.ids) out.ids[i] = leaf.id;
-    if (out.sq_distances) out.sq_distances[i] = p.sq_distance;
-    if (out.closest) {
-      out.closest[3 * i] = p.closest.x;
-      out.closest[3 * i + 1] = p.closest.y;
-      out.closest[3 * i + 2] = p.closest.z;
-    }
-    if (out.barycentric)
-      for (int d = 0; d < 3; ++d) out.barycentric[3 * i + d] = p.weights[d];
-    if (out.signed_distances) {
-      // A point on the surface (distance 0) gets +0, inside or not.
-      const Scalar distance = sqrt_rn(p.sq_distance);
-      const bool inside = distance > Scalar(0) && is_inside(mesh, q, leaf_index, p, fault);
-      out.signed_distances[i] = inside ? -distance : distance;
-    }
+    bool overflow = false;
+    mesh_walk::answer_point(mesh, points, order[k], max_sq, out, &overflow);
+    if (overflow) atomicExch(fault, 1);
+  }
+}
+
+template <typename Scalar>
+__global__ void write_beyond_kernel(PointOutputs<Scalar> out, int64_t m) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < m;
+       i += int64_t{gridDim.x} * blockDim.x)
+    mesh_walk::write_beyond(out, i);
+}
+
+// After a failure while the points are answered (cancellation included):
+// every output says "beyond" (the header's rule), the host arrays here, the
+// device arrays by a kernel where the device still takes one. Never throws:
+// the failure being reported is the caller's.
+template <typename Scalar>
+void write_beyond_everywhere(const PointOutputs<Scalar>& out, int64_t m, int device) noexcept {
+  try {
+    PointOutputs<Scalar> host{}, on_device{};
+    bool any_on_device = false;
+    const auto split = [&](auto* p, auto*& to_host, auto*& to_device) {
+      if (p == nullptr) return;
+      if (device_may_use_in_place(p, device))
+        to_device = p, any_on_device = true;
+      else
+        to_host = p;
+    };
+    split(out.ids, host.ids, on_device.ids);
+    split(out.sq_distances, host.sq_distances, on_device.sq_distances);
+    split(out.closest, host.closest, on_device.closest);
+    split(out.barycentric, host.barycentric, on_device.barycentric);
+    split(out.signed_distances, host.signed_distances, on_device.signed_distances);
+    for (int64_t i = 0; i < m; ++i) mesh_walk::write_beyond(host, i);
+    if (!any_on_device) return;
+    write_beyond_kernel<<<grid_stride_blocks(write_beyond_kernel<Scalar>, kBlock, m), kBlock>>>(
+        on_device, m);
+    check_launch("mesh query: write_beyond_kernel");
+    check(cudaStreamSynchronize(nullptr), "mesh query: cudaStreamSynchronize");
+  } catch (...) {
+    cudaGetLastError();
   }
 }
 
@@ -545,8 +404,14 @@ void CudaMesh<Scalar>::closest(const Scalar* points, int64_t m, Scalar max_dista
   Stream stream;
   const PointOutputs<Scalar> o{out.triangle_ids, out.sq_distances, out.closest, out.barycentric,
                                out.signed_distances};
-  answer_in_chunks(view(), device_, points, m, max_distance, o,
-                   device_budget(call.device_memory_limit), 0, stream.get());
+  try {
+    answer_in_chunks(view(), device_, points, m, max_distance, o,
+                     device_budget(call.device_memory_limit), 0, stream.get());
+  } catch (...) {
+    cudaStreamSynchronize(stream.get());  // the failure is reported; its work must end first
+    write_beyond_everywhere(o, m, device_);
+    throw;
+  }
 }
 
 template <typename Scalar>
@@ -566,59 +431,69 @@ void CudaMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dis
       saturating_add(2 * aligned(um * sizeof(Scalar)), cub_temp_bytes(m)), 6 * kAllocAlignment);
   queries_within_budget(budget, kMeshChunkOrderBytesPerPoint + 3 * sizeof(Scalar),
                         saturating_add(fixed, kMeshChunkFixedBytes), 1);
-  DeviceBuffer<Scalar> values(um);
-  DeviceBuffer<Key<Scalar>> keys(um);
-  if (m > 0) {
-    answer_in_chunks(view(), device_, points, m, max_distance,
-                     PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, values.get()}, budget,
-                     fixed, s);
-    if (signed_distances != nullptr) {
-      if (device_may_use_in_place(signed_distances, device_))
-        check(cudaMemcpyAsync(signed_distances, values.get(), um * sizeof(Scalar),
-                              cudaMemcpyDeviceToDevice, s),
-              "mesh deviation: cudaMemcpyAsync");
-      else
-        download_staged(signed_distances, values.get(), um * sizeof(Scalar), s);
+  try {
+    DeviceBuffer<Scalar> values(um);
+    DeviceBuffer<Key<Scalar>> keys(um);
+    if (m > 0) {
+      answer_in_chunks(view(), device_, points, m, max_distance,
+                       PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, values.get()},
+                       budget, fixed, s);
+      if (signed_distances != nullptr) {
+        if (device_may_use_in_place(signed_distances, device_))
+          check(cudaMemcpyAsync(signed_distances, values.get(), um * sizeof(Scalar),
+                                cudaMemcpyDeviceToDevice, s),
+                "mesh deviation: cudaMemcpyAsync");
+        else
+          download_staged(signed_distances, values.get(), um * sizeof(Scalar), s);
+      }
     }
-  }
-  throw_if_cancelled(cancel_flag());
-  int64_t measured = 0;
-  const Scalar* sorted = nullptr;
-  if (m > 0) {
-    keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(values.get(), m,
-                                                                              keys.get());
-    check_launch("mesh deviation: keys_of");
-    // The values are copied out: their buffer is the sort's second one.
-    cub::DoubleBuffer<Key<Scalar>> sorting(keys.get(),
-                                           reinterpret_cast<Key<Scalar>*>(values.get()));
-    size_t temp_bytes = 0;
-    check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, sorting, m, 0,
-                                         8 * static_cast<int>(sizeof(Scalar)), s),
-          "mesh deviation: radix sort (size)");
-    DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(m)));
-    check(cub::DeviceRadixSort::SortKeys(temp.get(), temp_bytes, sorting, m, 0,
-                                         8 * static_cast<int>(sizeof(Scalar)), s),
-          "mesh deviation: radix sort");
-    Key<Scalar>* sorted_keys = sorting.Current();
-    DeviceBuffer<int64_t> measured_count(1);
-    count_measured<Scalar><<<1, 1, 0, s>>>(sorted_keys, m, measured_count.get());
-    check_launch("mesh deviation: count_measured");
-    check(cudaMemcpyAsync(&measured, measured_count.get(), sizeof measured, cudaMemcpyDeviceToHost,
-                          s),
-          "mesh deviation: cudaMemcpyAsync");
-    check(cudaStreamSynchronize(s), "mesh deviation: cudaStreamSynchronize");
-    // The sorted keys back to values, into the buffer the sort did not end in.
-    Scalar* sorted_values =
-        sorted_keys == keys.get() ? values.get() : reinterpret_cast<Scalar*>(keys.get());
-    if (measured > 0) {
-      values_of<<<grid_stride_blocks(values_of<Scalar>, kBlock, measured), kBlock, 0, s>>>(
-          sorted_keys, measured, sorted_values);
-      check_launch("mesh deviation: values_of");
+    throw_if_cancelled(cancel_flag());
+    int64_t measured = 0;
+    const Scalar* sorted = nullptr;
+    if (m > 0) {
+      keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, s>>>(values.get(), m,
+                                                                                keys.get());
+      check_launch("mesh deviation: keys_of");
+      // The values are copied out: their buffer is the sort's second one.
+      cub::DoubleBuffer<Key<Scalar>> sorting(keys.get(),
+                                             reinterpret_cast<Key<Scalar>*>(values.get()));
+      size_t temp_bytes = 0;
+      check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, sorting, m, 0,
+                                           8 * static_cast<int>(sizeof(Scalar)), s),
+            "mesh deviation: radix sort (size)");
+      DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(m)));
+      check(cub::DeviceRadixSort::SortKeys(temp.get(), temp_bytes, sorting, m, 0,
+                                           8 * static_cast<int>(sizeof(Scalar)), s),
+            "mesh deviation: radix sort");
+      Key<Scalar>* sorted_keys = sorting.Current();
+      DeviceBuffer<int64_t> measured_count(1);
+      count_measured<Scalar><<<1, 1, 0, s>>>(sorted_keys, m, measured_count.get());
+      check_launch("mesh deviation: count_measured");
+      check(cudaMemcpyAsync(&measured, measured_count.get(), sizeof measured,
+                            cudaMemcpyDeviceToHost, s),
+            "mesh deviation: cudaMemcpyAsync");
+      check(cudaStreamSynchronize(s), "mesh deviation: cudaStreamSynchronize");
+      // The sorted keys back to values, into the buffer the sort did not end in.
+      Scalar* sorted_values =
+          sorted_keys == keys.get() ? values.get() : reinterpret_cast<Scalar*>(keys.get());
+      if (measured > 0) {
+        values_of<<<grid_stride_blocks(values_of<Scalar>, kBlock, measured), kBlock, 0, s>>>(
+            sorted_keys, measured, sorted_values);
+        check_launch("mesh deviation: values_of");
+      }
+      sorted = sorted_values;
     }
-    sorted = sorted_values;
+    summary->beyond = m - measured;
+    summarise(sorted, measured, request, summary, s);
+  } catch (...) {
+    // A failure while the engine ran (cancellation included): the per-point
+    // values say "beyond", as closest() leaves its outputs.
+    cudaStreamSynchronize(s);
+    if (signed_distances != nullptr)
+      write_beyond_everywhere(
+          PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, signed_distances}, m, device_);
+    throw;
   }
-  summary->beyond = m - measured;
-  summarise(sorted, measured, request, summary, s);
 }
 
 template class CudaMesh<float>;
