@@ -256,8 +256,9 @@ void write_histogram_svg(const std::string& path, const std::string& title,
   auto x_of = [&](double v) { return x0 + (v + range) / (2 * range) * (x1 - x0); };
   int64_t top = std::max<int64_t>({1, r.n_below_bins, r.n_above_bins});
   for (const int64_t c : counts) top = std::max(top, c);
+  constexpr double y_top = y0 + 16;  // the tallest bar's top: room for its count above
   auto height = [&](int64_t c) {
-    return static_cast<double>(c) / static_cast<double>(top) * (y1 - y0);
+    return static_cast<double>(c) / static_cast<double>(top) * (y1 - y_top);
   };
   auto fmt = [](double v) { return number(v, "%.6g"); };
   auto px = [](double v) { return number(v, "%.2f"); };
@@ -285,6 +286,11 @@ void write_histogram_svg(const std::string& path, const std::string& title,
            std::to_string(counts[b]) + "\"><title>[" + fmt(edges[b]) + ", " + fmt(edges[b + 1]) +
            (b + 1 == counts.size() ? "]" : ")") + ": " + std::to_string(counts[b]) +
            " points</title></rect>");
+    // The count over its bar, where the bar is wide enough to hold it.
+    if (right - left >= 28 && counts[b] > 0)
+      f.line("<text class=\"bin-count\" x=\"" + px((left + right) / 2) + "\" y=\"" +
+             px(y1 - h - 4) + "\" text-anchor=\"middle\" font-size=\"10\">" +
+             std::to_string(counts[b]) + "</text>");
   }
   // The points outside [-R, R], beside the frame.
   const struct {
@@ -306,7 +312,7 @@ void write_histogram_svg(const std::string& path, const std::string& title,
   // Frame, axis labels, zero and the tolerance lines.
   f.line("<rect x=\"" + px(x0) + "\" y=\"" + px(y0) + "\" width=\"" + px(x1 - x0) + "\" height=\"" +
          px(y1 - y0) + "\" fill=\"none\" stroke=\"#333333\"/>");
-  f.line("<text x=\"" + px(x0 - 6) + "\" y=\"" + px(y0 + 4) + "\" text-anchor=\"end\">" +
+  f.line("<text x=\"" + px(x0 - 6) + "\" y=\"" + px(y_top + 4) + "\" text-anchor=\"end\">" +
          std::to_string(top) + "</text>");
   f.line("<text x=\"" + px(x0 - 6) + "\" y=\"" + px(y1) + "\" text-anchor=\"end\">0</text>");
   f.line("<line x1=\"" + px(x_of(0)) + "\" y1=\"" + px(y0) + "\" x2=\"" + px(x_of(0)) + "\" y2=\"" +

@@ -19,8 +19,8 @@ namespace {
 using io::fail;
 using io::finite_coordinate;
 
-// The most corners (3 per triangle) an STL file may have: welding numbers
-// them in int32.
+// The most triangles an STL file may have: welding numbers their corners
+// (3 each) in int32.
 constexpr int64_t kMaxStlTriangles = INT32_MAX / 3;
 
 // A double as a message shows it (a face index read from a file may be

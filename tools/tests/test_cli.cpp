@@ -2651,6 +2651,26 @@ TEST(CliDeviation, CudaBackendAnswersAsOpenMp) {
   }
 }
 
+// An open design (the cube without its top) takes its signs from the
+// winding number, and the report says so; a point deep inside is still
+// inside, one far below still outside.
+TEST(CliDeviation, OpenDesignSaysWhereSignsComeFrom) {
+  Solid open = cube_solid();
+  open.t.erase(open.t.begin() + 2, open.t.begin() + 4);  // the two triangles of z = 1
+  write_bytes(path_of("open_box.stl"), binary_stl_of(open, "open box"));
+  write_bytes(path_of("open_scan.xyz"), "0.5 0.5 0.25\n0.5 0.5 -2\n");
+  const RunResult r = run_cli("deviation --scan '" + path_of("open_scan.xyz") + "' --design '" +
+                              path_of("open_box.stl") + "' --tol 0.1");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto rep = report_of(r.out);
+  EXPECT_NE(rep.at("design").find(
+                ": 8 vertices, 10 triangles, not closed and oriented (signs from the winding "
+                "number)"),
+            std::string::npos)
+      << rep.at("design");
+  EXPECT_NEAR(report_number(rep, "min"), -0.25, 1e-7);
+  EXPECT_NEAR(report_number(rep, "max"), 2.0, 1e-6);
+
 // --align: samples of the tetrahedron's surface moved off it by a known
 // rigid motion; the fit prints that motion's inverse (to 1e-6) and the
 // report of the moved-back scan is at the samples' rounding (float32 input),
