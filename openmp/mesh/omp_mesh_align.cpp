@@ -21,7 +21,8 @@ namespace {
 template <typename Scalar>
 struct LeafCorners {
   const LeafTriangle<Scalar>* leaves;
-  void operator()(int32_t leaf, Vec3<Scalar>& a, Vec3<Scalar>& b, Vec3<Scalar>& c) const {
+  void operator()(int32_t leaf, geometry::Vec3<Scalar>& a, geometry::Vec3<Scalar>& b,
+                  geometry::Vec3<Scalar>& c) const {
     a = leaf_corner(leaves[leaf], 0);
     b = leaf_corner(leaves[leaf], 1);
     c = leaf_corner(leaves[leaf], 2);
