@@ -223,7 +223,10 @@ KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_tr
  * rotation tolerance and moves the scan's centroid by at most the
  * translation tolerance (converged), at the iteration cap, or when fewer
  * than 6 points are kept (not converged). The scan's centroid and radius
- * are read once per call (device points: copied out piece by piece for it). Deterministic: sums in fixed blocks of point order, so
+ * are read once per call (device points: copied out piece by piece for it).
+ * Progress: one query stage of m x (max_iterations + 1) x starts points
+ * (starts: 5 with coarse_start, else 1), finished at its total when the fit
+ * returns; the cancel flag is read between blocks of points. Deterministic: sums in fixed blocks of point order, so
  * the same input gives the same transform bit for bit on every backend.
  *
  * initial: 16 doubles, a row-major 4 x 4 rigid transform (its 3 x 3 part a

@@ -634,6 +634,39 @@ TEST(AlignRefusals, BadInputLeavesTheOutputsUntouched) {
   EXPECT_EQ(r.n_kept, m);
 }
 
+// A cancelled fit: KNN_ERR_CANCELLED, the outputs untouched; then the next
+// call fits, its progress a query stage finished at its total.
+TEST(AlignEdges, CancelledFitLeavesTheOutputsAndTheNextCallFits) {
+  const Mesh mesh = bumpy();
+  const knn_options o = options(KNN_BACKEND_OPENMP);
+  MeshHandle h;
+  ASSERT_EQ(build(mesh, double{}, &o, &h.mesh), KNN_OK);
+  const std::vector<double> scan =
+      moved(samples(mesh, 500, 0, 0, 41), rigid({0, 1, 0}, 0.05, {0.01, 0, 0}));
+  Transform out;
+  out.fill(7.0);
+  double rms = 7.0;
+  volatile int flag = 1;
+  knn_set_cancel_flag(&flag);
+  const int cancelled =
+      knn_mesh_align_f64(h.mesh, scan.data(), 500, nullptr, kInf, 20, out.data(), &rms, &o);
+  knn_set_cancel_flag(nullptr);
+  EXPECT_EQ(cancelled, KNN_ERR_CANCELLED);
+  for (double x : out) EXPECT_EQ(x, 7.0);
+  EXPECT_EQ(rms, 7.0);
+  knn_progress progress;
+  std::memset(&progress, 0, sizeof progress);
+  knn_set_progress(&progress);
+  const int fitted =
+      knn_mesh_align_f64(h.mesh, scan.data(), 500, nullptr, kInf, 20, out.data(), &rms, &o);
+  knn_set_progress(nullptr);
+  ASSERT_EQ(fitted, KNN_OK) << knn_last_error();
+  EXPECT_EQ(progress.stage, KNN_PROGRESS_QUERY);
+  EXPECT_EQ(progress.done, progress.total);
+  EXPECT_EQ(progress.total, int64_t{500} * 21);
+  EXPECT_LT(rms, 1e-9);
+}
+
 // No point: the initial transform, a NaN rms, nothing kept, not converged.
 TEST(AlignEdges, NoPoint) {
   const Mesh mesh = bumpy();
