@@ -2670,6 +2670,7 @@ TEST(CliDeviation, OpenDesignSaysWhereSignsComeFrom) {
       << rep.at("design");
   EXPECT_NEAR(report_number(rep, "min"), -0.25, 1e-7);
   EXPECT_NEAR(report_number(rep, "max"), 2.0, 1e-6);
+}
 
 // --align: samples of the tetrahedron's surface moved off it by a known
 // rigid motion; the fit prints that motion's inverse (to 1e-6) and the
