@@ -292,7 +292,8 @@ Fit fit_from(const MeshEngine<Scalar>& engine, const Scalar* points, int64_t m, 
     fit.rms = sums.kept > 0 ? std::sqrt(sums.sq_distances / static_cast<double>(sums.kept))
                             : std::numeric_limits<double>::quiet_NaN();
     if (within) {
-      fit.converged = true;
+      // The transform returned must still hold enough correspondences.
+      fit.converged = sums.kept >= kLeastKept;
       return fit;
     }
     if (fit.iterations == settings.max_iterations || sums.kept < kLeastKept) return fit;
