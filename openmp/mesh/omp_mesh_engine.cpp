@@ -24,8 +24,8 @@
 #include "../../engine/mesh_engine.h"
 #include "../omp_index_support.h"
 #include "mesh_search.h"
-#include "omp_mesh_align.h"
 #include "mesh_tree.h"
+#include "omp_mesh_align.h"
 #include "radix_sort.h"
 
 namespace knn {
