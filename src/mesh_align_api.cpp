@@ -7,10 +7,11 @@
 // (src/align_math.h), the same code whatever the engine, so the same sums
 // give the same transform.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
-#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "../common/error.h"
