@@ -58,6 +58,23 @@ int main(void) {
   OFFSET(knn_deviation_report, "knn_deviation_report", max);
   OFFSET(knn_deviation_report, "knn_deviation_report", mean);
   OFFSET(knn_deviation_report, "knn_deviation_report", rms);
+  SIZE(knn_align_params, "knn_align_params");
+  OFFSET(knn_align_params, "knn_align_params", struct_size);
+  OFFSET(knn_align_params, "knn_align_params", max_correspondence);
+  OFFSET(knn_align_params, "knn_align_params", max_iterations);
+  OFFSET(knn_align_params, "knn_align_params", coarse_start);
+  OFFSET(knn_align_params, "knn_align_params", kept_fraction);
+  OFFSET(knn_align_params, "knn_align_params", tolerance_rotation);
+  OFFSET(knn_align_params, "knn_align_params", tolerance_translation);
+  SIZE(knn_align_result, "knn_align_result");
+  OFFSET(knn_align_result, "knn_align_result", struct_size);
+  OFFSET(knn_align_result, "knn_align_result", transform);
+  OFFSET(knn_align_result, "knn_align_result", rms);
+  OFFSET(knn_align_result, "knn_align_result", n_kept);
+  OFFSET(knn_align_result, "knn_align_result", iterations);
+  OFFSET(knn_align_result, "knn_align_result", converged);
+  OFFSET(knn_align_result, "knn_align_result", degenerate_directions);
+  OFFSET(knn_align_result, "knn_align_result", n_degenerate);
   SIZE(size_t, "size_t");
   SIZE(int, "int");
 

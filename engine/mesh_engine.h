@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "../common/geometry/align_terms.h"
+
 namespace knn {
 
 // A validated mesh in host memory, in the build's scalar.
@@ -64,6 +66,15 @@ struct DeviationRequest {
   int n_bins = 0;
 };
 
+// One step of a point-to-plane alignment of m points to the mesh
+// (common/geometry/align_terms.h defines the terms, their sums and the
+// trimming).
+struct AlignStep {
+  geometry::AlignFrame frame;
+  double max_sq = 0;         // max_correspondence^2 in double; +infinity: every point
+  double kept_fraction = 1;  // in (0, 1]; below 1, the threshold is lowered to its rank
+};
+
 struct DeviationSummary {
   int64_t measured = 0;  // points within max_distance
   int64_t beyond = 0;    // points beyond it (in no statistic below)
@@ -89,6 +100,12 @@ class MeshEngine {
   virtual void deviation(const Scalar* points, int64_t m, Scalar max_distance,
                          const DeviationRequest& request, DeviationSummary* summary,
                          Scalar* signed_distances, const MeshParams& call) const = 0;
+  // The normal equations of one alignment step of m points (m x 3, host or
+  // device arrays for the CUDA engine, host for the OpenMP one), summed as
+  // align_terms.h defines, where the points are searched (on the device for
+  // a CUDA mesh: only the sums come back).
+  virtual geometry::AlignSums align_step(const Scalar* points, int64_t m, const AlignStep& step,
+                                         const MeshParams& call) const = 0;
 };
 
 namespace omp {

@@ -200,6 +200,113 @@ KNN_API int KNN_CALL knn_mesh_deserialize(const void* buffer, size_t bytes,
 KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_triangles,
                                                 int scalar, const knn_options* opt);
 
+/* ---- Alignment: the best fit of a scan to the mesh (contract section 8) ---
+ * Finds the rigid motion T (a rotation and a translation) that moves the m
+ * scan points onto the mesh's surface, by ICP point to plane: each
+ * iteration moves the points by the current T (in double), finds every
+ * moved point's closest point c on the mesh (the definition above, on the
+ * mesh's engine: on the device for a CUDA mesh, where only the sums come
+ * back), keeps the correspondences within max_correspondence (and, with a
+ * kept fraction f < 1, those whose squared distance is at most the nearest
+ * rank ceil(f * measured)-th smallest among them: trimming of outliers),
+ * and sums in float64, whatever the mesh's precision, the point-to-plane
+ * normal equations of the kept points (the plane through c with the unit
+ * normal of its triangle). The 6 x 6 system is solved on the host by its
+ * eigen-decomposition, rotations taken about the scan's centroid (as moved)
+ * and scaled by the scan's RMS radius about it: directions whose eigenvalue
+ * is below 1e-6 times the largest are not observed by the surface (a flat
+ * plate: its in-plane translations and the rotation about its normal; a
+ * cylinder: the rotation about its axis and the translation along it) and
+ * are left unchanged (reported, see degenerate_directions). The step's
+ * small rotation is applied exactly (Rodrigues) and the rotation
+ * re-orthonormalised. The fit stops when a step rotates by at most the
+ * rotation tolerance and moves the scan's centroid by at most the
+ * translation tolerance (converged), at the iteration cap, or when fewer
+ * than 6 points are kept (not converged). The scan's centroid and radius
+ * are read once per call (device points: copied out piece by piece for it).
+ * Progress: one query stage of m x (max_iterations + 1) x starts points
+ * (starts: 5 with coarse_start, else 1), finished at its total when the fit
+ * returns; the cancel flag is read between blocks of points. Deterministic: sums in fixed blocks of point order, so
+ * the same input gives the same transform bit for bit on every backend.
+ *
+ * initial: 16 doubles, a row-major 4 x 4 rigid transform (its 3 x 3 part a
+ * rotation within 1e-6, determinant +1, last row 0 0 0 1; finite), or NULL
+ * for the identity. transform (16, required) receives the fitted transform
+ * (row-major; it maps the points to the mesh: mesh point = transform *
+ * (x, y, z, 1)); rms (or NULL) the root mean square distance of the kept
+ * correspondences at that transform (NaN when none is kept). m = 0 gives
+ * the initial transform and a NaN rms. Outputs are written only on success
+ * (a failure, cancellation included, leaves them untouched). Points may be
+ * host arrays, or device arrays of a CUDA mesh's device. knn_mesh_align
+ * does not say whether the fit converged: knn_mesh_align_ex does.
+ * Errors: INVALID_ARGUMENT (NULL transform, max_correspondence negative or
+ * NaN, max_iterations < 0, an initial transform that is not rigid or not
+ * finite, a mesh of the other precision), NONFINITE_INPUT (points), and as
+ * for knn_mesh_closest. */
+KNN_API int KNN_CALL knn_mesh_align(const knn_mesh* mesh, const float* points, int64_t m,
+                                    const double* initial, double max_correspondence,
+                                    int max_iterations, double* transform, double* rms,
+                                    const knn_options* opt);
+KNN_API int KNN_CALL knn_mesh_align_f64(const knn_mesh* mesh, const double* points, int64_t m,
+                                        const double* initial, double max_correspondence,
+                                        int max_iterations, double* transform, double* rms,
+                                        const knn_options* opt);
+
+/* The parameters of knn_mesh_align_ex. Set struct_size =
+ * sizeof(knn_align_params); a field of 0 (or beyond struct_size) takes its
+ * default. NULL params: every default. */
+typedef struct knn_align_params {
+  size_t struct_size;
+  double max_correspondence;    /* > 0; 0: +infinity (every point)                   */
+  int max_iterations;           /* > 0; 0: 50                                        */
+  int coarse_start;             /* 1: also start from the principal axes (below)     */
+  double kept_fraction;         /* in (0, 1]; 0: 1 (no trimming)                     */
+  double tolerance_rotation;    /* radians per step, > 0; 0: 1e-6                    */
+  double tolerance_translation; /* length per step, > 0; 0: 1e-6 x the diagonal of
+                                   the mesh's bounding box                           */
+} knn_align_params;
+
+/* Bits of knn_align_result.degenerate_directions: a rotation about an axis
+ * through the scan's centroid (as moved by the fit), or a translation along an
+ * axis, that lies mostly (more than half its squared length) in the
+ * directions the last step could not observe. */
+#define KNN_ALIGN_ROTATION_X 1
+#define KNN_ALIGN_ROTATION_Y 2
+#define KNN_ALIGN_ROTATION_Z 4
+#define KNN_ALIGN_TRANSLATION_X 8
+#define KNN_ALIGN_TRANSLATION_Y 16
+#define KNN_ALIGN_TRANSLATION_Z 32
+
+/* What knn_mesh_align_ex found. Set struct_size = sizeof(knn_align_result);
+ * the library writes the fields within it. */
+typedef struct knn_align_result {
+  size_t struct_size;
+  double transform[16];      /* row-major 4 x 4, as knn_mesh_align's          */
+  double rms;                /* of the kept correspondences; NaN when none    */
+  int64_t n_kept;            /* correspondences kept at that transform        */
+  int iterations;            /* steps taken (of the start kept)               */
+  int converged;             /* 1: the last step was within the tolerances    */
+  int degenerate_directions; /* KNN_ALIGN_* bits of the last step             */
+  int n_degenerate;          /* how many of the 6 directions were unobserved  */
+} knn_align_result;
+
+/* knn_mesh_align with its parameters and a full result. converged is 0 when
+ * the iteration cap was reached or too few points were kept: a fit that did
+ * not converge is never reported as one. coarse_start = 1, for scans far
+ * from their place: besides the initial transform, the four rotations that
+ * carry the scan's principal axes (of its points about their centroid) onto
+ * the mesh's (of its surface, area-weighted, about its centroid), with the
+ * centroids matched, are tried (the axes' signs are ambiguous); each start
+ * is fitted and the best kept: converged first, then the most kept points,
+ * then the least rms (ties: the earlier start). Principal axes need a
+ * shape whose three axes differ; a symmetric scan relies on the fit. */
+KNN_API int KNN_CALL knn_mesh_align_ex(const knn_mesh* mesh, const float* points, int64_t m,
+                                       const double* initial, const knn_align_params* params,
+                                       knn_align_result* result, const knn_options* opt);
+KNN_API int KNN_CALL knn_mesh_align_ex_f64(const knn_mesh* mesh, const double* points, int64_t m,
+                                           const double* initial, const knn_align_params* params,
+                                           knn_align_result* result, const knn_options* opt);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

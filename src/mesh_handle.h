@@ -1,6 +1,6 @@
 // The handle behind knn_mesh* and what every mesh entry point does with it
 // (src/mesh_api.cpp: build, free, info, serialization; src/mesh_queries.cpp:
-// the query calls).
+// the query calls; src/mesh_align_api.cpp: the alignment).
 //
 // Two precisions: knn_mesh_build makes a float32 mesh, _f64 a float64 one;
 // each call is one template over the scalar type, and a call of the other
@@ -13,10 +13,14 @@
 #include <memory>
 #include <type_traits>
 
+#include "../common/error.h"
 #include "../engine/mesh_engine.h"
 #include "../include/knn_gpgpu.h"
+#include "device_arrays.h"
+#include "device_choice.h"
 #include "live_handles.h"
 #include "mesh_prepare.h"
+#include "options.h"
 
 // The handle behind knn_mesh*; live ones are registered in
 // LiveHandles<knn_mesh> (src/live_handles.h).
@@ -90,5 +94,34 @@ HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh, const char* call) {
 
 // Arrays the engines never read on the device: refused when they are.
 void check_host_array(const void* p, const char* name);
+
+// The options of a call on `mesh`, with the device environment checked as a
+// GPU host would read it: KNN_DEVICE_MEMORY_LIMIT unless the call or the
+// build set a limit (one device: KNN_DEVICES is not read).
+inline MeshParams call_params(const knn_mesh& mesh, const knn_options* opt) {
+  const knn_options o = read_options(opt);
+  if (mesh.may_use_device)
+    check_device_environment(false, o.device_memory_limit == 0 && mesh.device_memory_limit == 0);
+  MeshParams params;
+  params.threads = o.threads > 0 ? o.threads : mesh.threads;
+  params.device_memory_limit =
+      o.device_memory_limit > 0 ? o.device_memory_limit : mesh.device_memory_limit;
+  return params;
+}
+
+// The m points of a call: their placement against the engine's (the OpenMP
+// engine takes host arrays only), then every coordinate finite and within
+// the limit, wherever they live.
+template <typename Scalar>
+void check_points(const knn_mesh& mesh, const Scalar* points, int64_t m, bool outputs_on_device,
+                  int threads) {
+  const bool points_on_device = on_device(points);
+  if (mesh.backend() != KNN_BACKEND_CUDA && (points_on_device || outputs_on_device))
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("%s device memory but the mesh is on the OpenMP engine, which takes host arrays "
+                "only",
+                points_on_device ? "points are" : "the outputs are"));
+  check_coordinate_rows(points, m, 3, points_on_device, "point", threads);
+}
 
 }  // namespace knn

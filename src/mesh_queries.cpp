@@ -24,20 +24,6 @@
 namespace knn {
 namespace {
 
-// The options of a call on `mesh`, with the device environment checked as a
-// GPU host would read it: KNN_DEVICE_MEMORY_LIMIT unless the call or the
-// build set a limit (one device: KNN_DEVICES is not read).
-MeshParams call_params(const knn_mesh& mesh, const knn_options* opt) {
-  const knn_options o = read_options(opt);
-  if (mesh.may_use_device)
-    check_device_environment(false, o.device_memory_limit == 0 && mesh.device_memory_limit == 0);
-  MeshParams params;
-  params.threads = o.threads > 0 ? o.threads : mesh.threads;
-  params.device_memory_limit =
-      o.device_memory_limit > 0 ? o.device_memory_limit : mesh.device_memory_limit;
-  return params;
-}
-
 void check_max_distance(double max_distance) {
   if (std::isnan(max_distance) || max_distance < 0)
     fail(KNN_ERR_INVALID_ARGUMENT,
@@ -104,21 +90,6 @@ struct PointOutputs {
       std::fill(array, array + count, value);
   }
 };
-
-// The m points of a call: their placement against the engine's (the OpenMP
-// engine takes host arrays only), then every coordinate finite and within
-// the limit, wherever they live.
-template <typename Scalar>
-void check_points(const knn_mesh& mesh, const Scalar* points, int64_t m, bool outputs_on_device,
-                  int threads) {
-  const bool points_on_device = on_device(points);
-  if (mesh.backend() != KNN_BACKEND_CUDA && (points_on_device || outputs_on_device))
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("%s device memory but the mesh is on the OpenMP engine, which takes host arrays "
-                "only",
-                points_on_device ? "points are" : "the outputs are"));
-  check_coordinate_rows(points, m, 3, points_on_device, "point", threads);
-}
 
 // ---- Queries ----------------------------------------------------------------
 // `call` is the entry point's name (messages, and the twin a refusal names).

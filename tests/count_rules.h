@@ -83,6 +83,11 @@ inline bool mesh_query_refused(int64_t m, int scalar) { return m < 0 || beyond(m
 inline bool mesh_report_refused(int64_t m, int n_percentiles, int n_bins, int scalar) {
   return mesh_query_refused(m, scalar) || n_percentiles < 0 || n_bins < 0;
 }
+// knn_mesh_align (and _ex, whose params carry the iterations): m points and
+// the iteration cap.
+inline bool mesh_align_refused(int64_t m, int max_iterations, int scalar) {
+  return mesh_query_refused(m, scalar) || max_iterations < 0;
+}
 
 // The classic API and knn_brute_force (int counts, float32).
 inline bool classic_query_refused(int n_qp, int n_tree, int k) {

@@ -130,7 +130,11 @@ const std::set<std::string> kFuzzed = {"buildKdTree",
                                        "knn_mesh_deviation_report",
                                        "knn_mesh_deviation_report_f64",
                                        "knn_mesh_serialize",
-                                       "knn_mesh_deserialize"};
+                                       "knn_mesh_deserialize",
+                                       "knn_mesh_align",
+                                       "knn_mesh_align_f64",
+                                       "knn_mesh_align_ex",
+                                       "knn_mesh_align_ex_f64"};
 const std::set<std::string> kHelpers = {"getTreeSize",
                                         "getNeededBytesForBuildingKdTree",
                                         "getNeededBytesForQueryAll",
@@ -930,6 +934,23 @@ int mesh_report(const knn_mesh* h, const double* q, int64_t m, double md, double
   return knn_mesh_deviation_report_f64(h, q, m, md, t, p, np, pv, e, nb, bc, s, r, o);
 }
 
+int mesh_align(const knn_mesh* h, const float* q, int64_t m, int iterations, double* t, double* rms,
+               const knn_options* o) {
+  return knn_mesh_align(h, q, m, nullptr, INFINITY, iterations, t, rms, o);
+}
+int mesh_align(const knn_mesh* h, const double* q, int64_t m, int iterations, double* t,
+               double* rms, const knn_options* o) {
+  return knn_mesh_align_f64(h, q, m, nullptr, INFINITY, iterations, t, rms, o);
+}
+int mesh_align_ex(const knn_mesh* h, const float* q, int64_t m, const knn_align_params* p,
+                  knn_align_result* r, const knn_options* o) {
+  return knn_mesh_align_ex(h, q, m, nullptr, p, r, o);
+}
+int mesh_align_ex(const knn_mesh* h, const double* q, int64_t m, const knn_align_params* p,
+                  knn_align_result* r, const knn_options* o) {
+  return knn_mesh_align_ex_f64(h, q, m, nullptr, p, r, o);
+}
+
 // The cube [-1, 1]^3 (8 vertices, 12 triangles) and 5 points around it.
 struct MeshCalls {
   knn_mesh_oracle::Mesh cube = knn_mesh_oracle::cube();
@@ -1059,6 +1080,67 @@ struct MeshCalls {
                 still_poisoned(bins, static_cast<size_t>(n_bins)) &&
                 still_poisoned(per_point, static_cast<size_t>(m)));
   }
+
+  // The alignment with m points and an iteration cap: refused with the
+  // outputs untouched, or (fewer than the 6 points a step needs) the
+  // identity back, not converged, with the rms of the brute force.
+  template <class Scalar>
+  void align_case(knn_mesh* mesh, int64_t m, int iterations) {
+    const int bytes = static_cast<int>(sizeof(Scalar));
+    const std::vector<Scalar> q(points.begin(), points.end());
+    const knn_options o = cpu_options();
+    const bool refuse = knn_counts::mesh_align_refused(m, iterations, bytes);
+    const std::string call = named<Scalar>("knn_mesh_align");
+    const std::string ex_call = named<Scalar>("knn_mesh_align_ex");
+    if (!refuse && m > kPoints) {
+      ++tallies()[call].skipped;
+      ++tallies()[ex_call].skipped;
+      return;
+    }
+    std::vector<double> transform = poisoned<double>(16), rms = poisoned<double>(1);
+    const int status = mesh_align(mesh, q.data(), m, iterations, transform.data(), rms.data(), &o);
+    // (Its message is read before the next call replaces it.)
+    const bool named_refusal = refuse && refused_by(status, call.c_str());
+    knn_align_params params;
+    std::memset(&params, 0, sizeof params);
+    params.struct_size = sizeof params;
+    params.max_iterations = iterations;
+    knn_align_result r;
+    std::memset(&r, 0xA5, sizeof r);
+    r.struct_size = sizeof r;
+    const int ex_status = mesh_align_ex(mesh, q.data(), m, &params, &r, &o);
+    if (refuse) {
+      ++tallies()[call].refused;
+      ++tallies()[ex_call].refused;
+      ASSERT_TRUE(named_refusal) << "m " << m << " iterations " << iterations;
+      ASSERT_TRUE(refused_by(ex_status, ex_call.c_str()))
+          << "m " << m << " iterations " << iterations;
+      ASSERT_TRUE(still_poisoned(transform) && still_poisoned(rms));
+      ASSERT_EQ(r.struct_size, sizeof r);
+      ASSERT_EQ(r.n_kept, static_cast<int64_t>(0xA5A5A5A5A5A5A5A5ull));
+      return;
+    }
+    ++tallies()[call].answered;
+    ++tallies()[ex_call].answered;
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    ASSERT_EQ(ex_status, KNN_OK) << knn_last_error();
+    double sum = 0;
+    for (int64_t i = 0; i < m; ++i)
+      sum += static_cast<double>(
+          knn_mesh_oracle::nearest(cube, knn_mesh_oracle::P3{q[3 * i], q[3 * i + 1], q[3 * i + 2]})
+              .sq);
+    for (int k = 0; k < 16; ++k) {
+      ASSERT_EQ(transform[k], k % 5 == 0 ? 1.0 : 0.0) << k;
+      ASSERT_EQ(r.transform[k], transform[k]) << k;
+    }
+    if (m == 0) {
+      ASSERT_TRUE(std::isnan(rms[0]) && std::isnan(r.rms));
+    } else {
+      ASSERT_NEAR(rms[0], std::sqrt(sum / static_cast<double>(m)), 1e-5);
+    }
+    ASSERT_EQ(r.n_kept, m);
+    ASSERT_EQ(r.converged, 0);
+  }
 };
 
 template <class Scalar>
@@ -1076,6 +1158,7 @@ void fuzz_mesh_calls(uint64_t seed) {
     for (int p : adversarial_ints()) {
       calls.query_case<Scalar>(mesh, m, p, 1);
       calls.query_case<Scalar>(mesh, m, 1, p);
+      calls.align_case<Scalar>(mesh, m, p);
       if (::testing::Test::HasFatalFailure()) return;
     }
   Counts counts(seed);
@@ -1084,6 +1167,7 @@ void fuzz_mesh_calls(uint64_t seed) {
                              counts.pick_int(MeshCalls::kSmall),
                              counts.pick_int(MeshCalls::kSmall));
     calls.build_case<Scalar>(counts.any64(8), counts.any64(12));
+    calls.align_case<Scalar>(mesh, counts.any64(MeshCalls::kPoints), counts.adversarial32());
     if (::testing::Test::HasFatalFailure()) return;
   }
   for (int64_t nv : adversarial_counts())

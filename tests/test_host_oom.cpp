@@ -741,6 +741,47 @@ class HostOom : public ::testing::Test {
             }};
   }
 
+  // The alignment (knn_mesh_align_ex): its host arrays (the engine's per
+  // point search results, the block sums, the starts of the coarse start);
+  // right when it gives the transform of a run without failures.
+  template <class S>
+  Case mesh_align_case() {
+    auto mesh = shared_mesh<S>();
+    const knn_options o = opt_;
+    const std::vector<S> q = mesh_points<S>();
+    const int64_t n = static_cast<int64_t>(q.size() / 3);
+    knn_align_params params;
+    std::memset(&params, 0, sizeof params);
+    params.struct_size = sizeof params;
+    params.kept_fraction = 0.9;
+    params.coarse_start = 1;
+    params.max_iterations = 5;
+    const auto align = [=](knn_align_result* r) {
+      if constexpr (sizeof(S) == 8)
+        return knn_mesh_align_ex_f64(mesh.get(), q.data(), n, nullptr, &params, r, &o);
+      else
+        return knn_mesh_align_ex(mesh.get(), q.data(), n, nullptr, &params, r, &o);
+    };
+    knn_align_result want;
+    std::memset(&want, 0, sizeof want);
+    want.struct_size = sizeof want;
+    EXPECT_EQ(align(&want), KNN_OK) << knn_last_error();
+    auto got = std::make_shared<knn_align_result>();
+    return {mesh_name<S>("knn_mesh_align_ex"),
+            [=] {
+              std::memset(got.get(), 0x5a, sizeof *got);
+              got->struct_size = sizeof *got;
+            },
+            [=] { return align(got.get()); },
+            [=] {
+              return check(std::memcmp(got->transform, want.transform, sizeof want.transform) == 0,
+                           "the transform differs from a run without failures");
+            },
+            [=] {
+              return check(got->n_kept == int64_t{0x5a5a5a5a5a5a5a5a}, "the result was written");
+            }};
+  }
+
   std::vector<Case> all_cases() {
     std::vector<Case> cases{classic_build("mpBuildKdTree", &mpBuildKdTree),
                             classic_build("buildKdTree", &buildKdTree),
@@ -768,6 +809,8 @@ class HostOom : public ::testing::Test {
     cases.push_back(mesh_closest_case<double>());
     cases.push_back(mesh_report_case<float>());
     cases.push_back(mesh_report_case<double>());
+    cases.push_back(mesh_align_case<float>());
+    cases.push_back(mesh_align_case<double>());
     return cases;
   }
 

@@ -38,6 +38,11 @@ struct MeshCalls<float> {
                    knn_mesh** out) {
     return knn_mesh_build(v, nv, t, nt, o, out);
   }
+  static constexpr const char* kAlign = "knn_mesh_align_ex";
+  static int align(const knn_mesh* mesh, const float* p, int64_t m, const knn_align_params* a,
+                   knn_align_result* r, const knn_options* o) {
+    return knn_mesh_align_ex(mesh, p, m, nullptr, a, r, o);
+  }
   static int report(const knn_mesh* mesh, const float* p, int64_t m, double max_distance,
                     double tolerance, const double* pct, int n_pct, double* pct_values,
                     const double* edges, int n_bins, int64_t* counts, float* signed_distances,
@@ -59,6 +64,11 @@ struct MeshCalls<double> {
   static int build(const double* v, int64_t nv, const int32_t* t, int64_t nt, const knn_options* o,
                    knn_mesh** out) {
     return knn_mesh_build_f64(v, nv, t, nt, o, out);
+  }
+  static constexpr const char* kAlign = "knn_mesh_align_ex_f64";
+  static int align(const knn_mesh* mesh, const double* p, int64_t m, const knn_align_params* a,
+                   knn_align_result* r, const knn_options* o) {
+    return knn_mesh_align_ex_f64(mesh, p, m, nullptr, a, r, o);
   }
   static int report(const knn_mesh* mesh, const double* p, int64_t m, double max_distance,
                     double tolerance, const double* pct, int n_pct, double* pct_values,
@@ -104,6 +114,61 @@ void print_line(const std::string& key, const std::string& value) {
 
 std::string backend_name(int backend) {
   return backend == KNN_BACKEND_CUDA ? "cuda" : backend == KNN_BACKEND_OPENMP ? "openmp" : "?";
+}
+
+// ---- Alignment -------------------------------------------------------------------------
+// Fits the scan to the mesh, prints the fit, and moves the scan's points (in
+// double, then rounded to Scalar into `points`; `moved` gets the double
+// coordinates for --out).
+template <class Scalar>
+void align_scan(const DeviationArgs& a, const knn_mesh* mesh, const knn_options& opt,
+                std::vector<Scalar>* points, PointTable* moved, ProgressReporter& progress) {
+  using Calls = MeshCalls<Scalar>;
+  const int64_t m = static_cast<int64_t>(points->size() / 3);
+  knn_align_params params;
+  std::memset(&params, 0, sizeof params);
+  params.struct_size = sizeof params;
+  params.max_correspondence = a.max_distance;  // 0: every point, as +infinity
+  params.max_iterations = a.align_iterations;
+  params.kept_fraction = a.align_keep;
+  knn_align_result r;
+  std::memset(&r, 0, sizeof r);
+  r.struct_size = sizeof r;
+  progress.step("aligning " + std::to_string(m) + " points to the design");
+  check(Calls::align(mesh, points->data(), m, &params, &r, &opt), Calls::kAlign);
+  print_line("aligned", r.converged ? "yes, " + std::to_string(r.iterations) + " iterations"
+                                    : "NO: not converged after " + std::to_string(r.iterations) +
+                                          " iterations (the report below is of the transform "
+                                          "reached)");
+  if (!r.converged)
+    std::fprintf(stderr, "knn-gpgpu: the alignment did not converge (%d iterations)\n",
+                 r.iterations);
+  print_line("align_rms", number(r.rms, "%.9g"));
+  print_line("align_kept", std::to_string(r.n_kept));
+  static const char* const kDirections[] = {"rotation x",    "rotation y",    "rotation z",
+                                            "translation x", "translation y", "translation z"};
+  std::string unobserved;
+  for (int k = 0; k < 6; ++k)
+    if (r.degenerate_directions & (1 << k))
+      unobserved += (unobserved.empty() ? "" : ", ") + std::string(kDirections[k]);
+  if (!unobserved.empty()) print_line("unobserved", unobserved + " (left as they were)");
+  for (int row = 0; row < 4; ++row) {
+    std::string line;
+    for (int col = 0; col < 4; ++col)
+      line += (col ? " " : "") + number(r.transform[4 * row + col], "%.17g");
+    print_line(row == 0 ? "transform" : "", line);
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    const double* x = moved->coords.data() + 3 * i;
+    double y[3];
+    for (int k = 0; k < 3; ++k)
+      y[k] = r.transform[4 * k] * x[0] + r.transform[4 * k + 1] * x[1] +
+             r.transform[4 * k + 2] * x[2] + r.transform[4 * k + 3];
+    for (int k = 0; k < 3; ++k) {
+      moved->coords[static_cast<size_t>(3 * i + k)] = y[k];
+      (*points)[static_cast<size_t>(3 * i + k)] = static_cast<Scalar>(y[k]);
+    }
+  }
 }
 
 // ---- The per-point PLY ---------------------------------------------------------------
@@ -275,7 +340,7 @@ int deviation_in(const DeviationArgs& a, const PointTable& scan, const TriangleM
                  double range, ProgressReporter& progress) {
   using Calls = MeshCalls<Scalar>;
   const int64_t m = scan.size();
-  const std::vector<Scalar> points(scan.coords.begin(), scan.coords.end());
+  std::vector<Scalar> points(scan.coords.begin(), scan.coords.end());
   const std::vector<Scalar> vertices(design.vertices.begin(), design.vertices.end());
   knn_options opt;
   knn_options_init(&opt);
@@ -291,6 +356,14 @@ int deviation_in(const DeviationArgs& a, const PointTable& scan, const TriangleM
   int scalar = 0, backend = 0, closed = 0;
   check(knn_mesh_info(mesh.get(), &n_vertices, &n_triangles, &scalar, &backend, &closed),
         "knn_mesh_info");
+
+  // The scan as measured: moved by the fit with --align.
+  PointTable aligned;
+  if (a.align) {
+    aligned = scan;
+    align_scan(a, mesh.get(), opt, &points, &aligned, progress);
+  }
+  const PointTable& measured = a.align ? aligned : scan;
 
   const int n_pct = static_cast<int>(sizeof kDeviationPercentiles / sizeof(double));
   std::vector<double> pct_values(static_cast<size_t>(n_pct));
@@ -336,7 +409,7 @@ int deviation_in(const DeviationArgs& a, const PointTable& scan, const TriangleM
 
   if (!a.out.empty()) {
     progress.step("writing " + a.out);
-    write_deviation_ply(a.out, scan, signed_distances.data(), a.tolerance, range);
+    write_deviation_ply(a.out, measured, signed_distances.data(), a.tolerance, range);
   }
   if (!a.histogram.empty()) {
     progress.step("writing " + a.histogram);
@@ -381,6 +454,9 @@ int run_deviation(const DeviationArgs& a) {
     throw std::runtime_error("--tol must be a finite number >= 0");
   if (!(a.max_distance >= 0))
     throw std::runtime_error("--max-distance must be a number >= 0 (or inf, the default)");
+  if (!(a.align_keep > 0 && a.align_keep <= 1))
+    throw std::runtime_error("--align-keep must lie in (0, 1]");
+  if (a.align_iterations < 1) throw std::runtime_error("--align-iterations must be at least 1");
   if (a.bins < 1 || a.bins > kMaxBins)
     throw std::runtime_error("--bins must be from 1 to " + std::to_string(kMaxBins));
   if (!a.out.empty() && extension_of(a.out) != ".ply")

@@ -6,7 +6,8 @@
 // every point to the design, negative inside, summarised where it was
 // computed; the per-point values come back only for --out. Prints the
 // report; writes the per-point PLY (--out) and the histogram picture
-// (--histogram, SVG).
+// (--histogram, SVG). With --align, the scan is first fitted to the design
+// (knn_mesh_align_ex) and the fitted transform printed.
 #ifndef KNN_TOOLS_DEVIATION_H
 #define KNN_TOOLS_DEVIATION_H
 
@@ -27,6 +28,12 @@ struct DeviationArgs {
   std::string backend = "auto";
   bool f64 = false;
   bool progress = false;  // --progress: progress lines even when stderr is not a terminal
+  // --align: the best fit of the scan to the design (knn_mesh_align_ex, ICP point to plane)
+  // before the report, correspondences within --max-distance; the report, and --out, are of
+  // the scan moved by the fitted transform.
+  bool align = false;
+  double align_keep = 1;      // --align-keep: the kept fraction of each step, in (0, 1]
+  int align_iterations = 50;  // --align-iterations
 };
 
 // The percentiles the report prints.

@@ -933,6 +933,17 @@ int main(int argc, char** argv) {
   deviation->add_flag("--f64", da.f64,
                       "compute in float64 (knn_mesh_build_f64): files' values kept as they are; "
                       "else every coordinate is rounded to float32");
+  deviation->add_flag("--align", da.align,
+                      "first fit the scan to the design (ICP point to plane, knn_mesh_align_ex; "
+                      "correspondences within --max-distance), print the transform, and report "
+                      "the scan as moved by it");
+  deviation->add_option("--align-keep", da.align_keep,
+                        "with --align: the fraction of each step's correspondences kept, the "
+                        "nearest (trims outliers; default 1)");
+  deviation
+      ->add_option("--align-iterations", da.align_iterations,
+                   "with --align: the most iterations (default 50)")
+      ->check(int_at_least(1));
   add_progress_flag(deviation, da.progress);
 
 #if KNN_CLI_HAVE_JSON

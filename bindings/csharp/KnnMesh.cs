@@ -66,6 +66,22 @@ namespace KnnGpgpu
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern UIntPtr knn_estimate_mesh_bytes(long nVertices, long nTriangles, int scalar,
                                                               IntPtr opt);
+        // Alignment (contract section 8): bound, not yet wrapped.
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_mesh_align(MeshHandle mesh, IntPtr points, long m, IntPtr initial,
+                                                  double maxCorrespondence, int maxIterations,
+                                                  IntPtr transform, IntPtr rms, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_mesh_align_f64(MeshHandle mesh, IntPtr points, long m, IntPtr initial,
+                                                      double maxCorrespondence, int maxIterations,
+                                                      IntPtr transform, IntPtr rms, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_mesh_align_ex(MeshHandle mesh, IntPtr points, long m, IntPtr initial,
+                                                     IntPtr parameters, IntPtr result, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_mesh_align_ex_f64(MeshHandle mesh, IntPtr points, long m,
+                                                         IntPtr initial, IntPtr parameters, IntPtr result,
+                                                         IntPtr opt);
     }
 
     /// <summary>Owns a knn_mesh*; knn_mesh_free runs exactly once.</summary>

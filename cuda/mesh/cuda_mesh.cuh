@@ -46,6 +46,9 @@ class CudaMesh final : public MeshEngine<Scalar> {
   void deviation(const Scalar* points, int64_t m, Scalar max_distance,
                  const DeviationRequest& request, DeviationSummary* summary,
                  Scalar* signed_distances, const MeshParams& call) const override;
+  // mesh_align.cu
+  geometry::AlignSums align_step(const Scalar* points, int64_t m, const AlignStep& step,
+                                 const MeshParams& call) const override;
 
  private:
   int device_;

@@ -25,6 +25,7 @@
 #include "../omp_index_support.h"
 #include "mesh_search.h"
 #include "mesh_tree.h"
+#include "omp_mesh_align.h"
 #include "radix_sort.h"
 
 namespace knn {
@@ -140,6 +141,11 @@ class OmpMesh final : public MeshEngine<Scalar> {
   void deviation(const Scalar* points, int64_t m, Scalar max_distance,
                  const DeviationRequest& request, DeviationSummary* summary,
                  Scalar* signed_distances, const MeshParams& call) const override;
+
+  geometry::AlignSums align_step(const Scalar* points, int64_t m, const AlignStep& step,
+                                 const MeshParams& call) const override {
+    return omp::align_step(tree_, points, m, step, call);
+  }
 
  private:
   // Every point's outputs (those of `out` not NULL). A failure (the cancel

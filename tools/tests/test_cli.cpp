@@ -2671,3 +2671,77 @@ TEST(CliDeviation, OpenDesignSaysWhereSignsComeFrom) {
   EXPECT_NEAR(report_number(rep, "min"), -0.25, 1e-7);
   EXPECT_NEAR(report_number(rep, "max"), 2.0, 1e-6);
 }
+
+// --align: samples of the tetrahedron's surface moved off it by a known
+// rigid motion; the fit prints that motion's inverse (to 1e-6) and the
+// report of the moved-back scan is at the samples' rounding (float32 input),
+// where without --align it is at the motion's size. The PLY holds the
+// moved-back points.
+TEST(CliDeviation, AlignFitsTheScanFirstAndPrintsTheTransform) {
+  const Solid tetra = tetrahedron_solid();
+  // The motion: 0.06 rad about (1, 1, 0.5), then (0.02, -0.01, 0.03).
+  const double angle = 0.06, len = std::sqrt(2.25);
+  const double k[3] = {1 / len, 1 / len, 0.5 / len};
+  const double c = std::cos(angle), s = std::sin(angle), t = 1 - c;
+  const double rot[9] = {
+      t * k[0] * k[0] + c,        t * k[0] * k[1] - s * k[2], t * k[0] * k[2] + s * k[1],
+      t * k[1] * k[0] + s * k[2], t * k[1] * k[1] + c,        t * k[1] * k[2] - s * k[0],
+      t * k[2] * k[0] - s * k[1], t * k[2] * k[1] + s * k[0], t * k[2] * k[2] + c};
+  const double shift[3] = {0.02, -0.01, 0.03};
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<float> xyz;
+  for (int i = 0; i < 800; ++i) {
+    const auto& tri = tetra.t[static_cast<size_t>(i) % tetra.t.size()];
+    double r1 = std::sqrt(u(rng)), r2 = u(rng);
+    Vec3 p;
+    for (int d = 0; d < 3; ++d)
+      p[d] = (1 - r1) * tetra.v[tri[0]][d] + r1 * (1 - r2) * tetra.v[tri[1]][d] +
+             r1 * r2 * tetra.v[tri[2]][d];
+    for (int d = 0; d < 3; ++d)
+      xyz.push_back(static_cast<float>(rot[3 * d] * p[0] + rot[3 * d + 1] * p[1] +
+                                       rot[3 * d + 2] * p[2] + shift[d]));
+  }
+  write_npy(path_of("al_scan.npy"), xyz, true);
+  write_bytes(path_of("al_tetra.stl"), binary_stl_of(tetra, "tetra"));
+  const std::string args = "deviation --scan '" + path_of("al_scan.npy") + "' --design '" +
+                           path_of("al_tetra.stl") + "' --tol 0.001 --backend openmp --f64";
+  const RunResult plain = run_cli(args);
+  ASSERT_EQ(plain.rc, 0) << plain.err;
+  EXPECT_GT(report_number(report_of(plain.out), "rms"), 5e-3);
+
+  const std::string ply = path_of("al.ply");
+  const RunResult r = run_cli(args + " --align --out '" + ply + "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto rep = report_of(r.out);
+  EXPECT_EQ(rep.at("aligned").substr(0, 4), "yes,") << r.out;
+  EXPECT_LT(report_number(rep, "align_rms"), 1e-6);
+  EXPECT_EQ(rep.at("align_kept"), "800");
+  EXPECT_LT(report_number(rep, "rms"), 1e-6);
+  EXPECT_EQ(rep.at("within"), "800 (100.00 %)");
+  // The transform's four rows: the inverse motion, R^T (x - shift).
+  const size_t at = r.out.find("\ntransform");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream rows(r.out.substr(at + 10));
+  double m[16];
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(rows >> m[i]) << r.out;
+  }
+  for (int i = 0; i < 3; ++i) {
+    double back = 0;
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_NEAR(m[4 * i + j], rot[3 * j + i], 1e-6) << i << j;
+      back -= rot[3 * j + i] * shift[j];
+    }
+    EXPECT_NEAR(m[4 * i + 3], back, 1e-6) << i;
+  }
+  EXPECT_EQ(m[12], 0);
+  EXPECT_EQ(m[15], 1);
+  const DeviationPly got = read_deviation_ply(ply, true, 800);
+  for (int i = 0; i < 800; ++i) EXPECT_LT(std::fabs(got.d[i]), 1e-6) << i;
+
+  // Bad values of the alignment's options.
+  EXPECT_NE(run_cli(args + " --align --align-keep 0").rc, 0);
+  EXPECT_NE(run_cli(args + " --align --align-iterations 0").rc, 0);
+}

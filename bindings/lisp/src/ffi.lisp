@@ -185,7 +185,16 @@
                     (tolerance :double) (percentiles :pointer) (n-percentiles :int)
                     (percentile-values :pointer) (bin-edges :pointer) (n-bins :int)
                     (bin-counts :pointer) (signed-distances :pointer) (report :pointer)
-                    (opt :pointer))))))
+                    (opt :pointer))
+                  ;; Alignment (contract section 8): bound, not yet wrapped.
+                  (cffi:defcfun (,(c-name "knn_mesh_align") ,(lisp-name "%mesh-align")) :int
+                    (mesh :pointer) (points :pointer) (m :int64) (initial :pointer)
+                    (max-correspondence :double) (max-iterations :int) (transform :pointer)
+                    (rms :pointer) (opt :pointer))
+                  (cffi:defcfun (,(concatenate 'string "knn_mesh_align_ex" suffix)
+                                 ,(lisp-name "%mesh-align-ex")) :int
+                    (mesh :pointer) (points :pointer) (m :int64) (initial :pointer)
+                    (params :pointer) (result :pointer) (opt :pointer))))))
   ;; The float calls and their _f64 twins differ only in the scalar type.
   (define-mesh-calls "" :float)
   (define-mesh-calls "_f64" :double))
@@ -222,7 +231,8 @@
     "knn_mesh_build" "knn_mesh_build_f64" "knn_mesh_free" "knn_mesh_info" "knn_mesh_closest"
     "knn_mesh_closest_f64" "knn_mesh_signed_distance" "knn_mesh_signed_distance_f64"
     "knn_mesh_deviation_report" "knn_mesh_deviation_report_f64" "knn_mesh_serialized_size"
-    "knn_mesh_serialize" "knn_mesh_deserialize" "knn_estimate_mesh_bytes")
+    "knn_mesh_serialize" "knn_mesh_deserialize" "knn_estimate_mesh_bytes"
+    "knn_mesh_align" "knn_mesh_align_f64" "knn_mesh_align_ex" "knn_mesh_align_ex_f64")
   "Every C function this file binds (the tests compare it with the header).")
 
 ;;; Every call into the library runs inside this. It loads the library first

@@ -10,8 +10,9 @@ import numpy as np
 
 import knn_gpgpu as knn
 from knn_gpgpu import _library
-from knn_gpgpu._types import (SCALAR_FLOAT32, SCALAR_FLOAT64, MAX_DEVICES, DeviationReportStruct,
-                              OptionsStruct, OptionsV2Struct, ProgressStruct)
+from knn_gpgpu._types import (SCALAR_FLOAT32, SCALAR_FLOAT64, MAX_DEVICES, AlignParamsStruct,
+                              AlignResultStruct, DeviationReportStruct, OptionsStruct,
+                              OptionsV2Struct, ProgressStruct)
 
 from conftest import header_text
 
@@ -28,6 +29,12 @@ EXPECTED = {
     "sizeof.knn_deviation_report": 104, "offsetof.knn_deviation_report.struct_size": 0,
     "offsetof.knn_deviation_report.n_points": 8, "offsetof.knn_deviation_report.n_above_bins": 64,
     "offsetof.knn_deviation_report.min": 72, "offsetof.knn_deviation_report.rms": 96,
+    "sizeof.knn_align_params": 48, "offsetof.knn_align_params.max_iterations": 16,
+    "offsetof.knn_align_params.kept_fraction": 24,
+    "offsetof.knn_align_params.tolerance_translation": 40,
+    "sizeof.knn_align_result": 168, "offsetof.knn_align_result.transform": 8,
+    "offsetof.knn_align_result.rms": 136, "offsetof.knn_align_result.n_kept": 144,
+    "offsetof.knn_align_result.n_degenerate": 164,
 }
 
 
@@ -46,6 +53,11 @@ def python_layout():
     for field, _ in DeviationReportStruct._fields_:
         table["offsetof.knn_deviation_report." + field] = getattr(DeviationReportStruct,
                                                                   field).offset
+    for name, struct in (("knn_align_params", AlignParamsStruct),
+                         ("knn_align_result", AlignResultStruct)):
+        table["sizeof." + name] = ctypes.sizeof(struct)
+        for field, _ in struct._fields_:
+            table["offsetof.%s.%s" % (name, field)] = getattr(struct, field).offset
     table["sizeof.knn_progress"] = ctypes.sizeof(ProgressStruct)
     for field, _ in ProgressStruct._fields_:
         table["offsetof.knn_progress." + field] = getattr(ProgressStruct, field).offset

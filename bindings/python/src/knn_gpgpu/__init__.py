@@ -50,7 +50,7 @@ from .errors import (CancelledError, DeviceError, DeviceOutOfMemoryError, HostOu
                      UnsupportedError)
 from .index import (Index, IndexInfo, KnnResult, LegacyKnnResult, RadiusCsr, RadiusResult,
                     RadiusRows, estimate_build_bytes, estimate_query_bytes)
-from .mesh import (DEFAULT_PERCENTILES, ClosestBarycentricResult, ClosestResult,
+from .mesh import (DEFAULT_PERCENTILES, AlignResult, ClosestBarycentricResult, ClosestResult,
                    DeviationReport, Mesh, MeshInfo, estimate_mesh_bytes)
 from .options import Options
 from .progress import Progress, ProgressSnapshot, set_progress
@@ -89,7 +89,7 @@ __all__ = [
     "Quadtree", "pack_polygons", "points_in_each_polygon", "points_in_polygons",
     "points_in_polygons_count",
     "Mesh", "MeshInfo", "ClosestResult", "ClosestBarycentricResult", "DeviationReport",
-    "DEFAULT_PERCENTILES", "estimate_mesh_bytes",
+    "DEFAULT_PERCENTILES", "estimate_mesh_bytes", "AlignResult",
     "CancelFlag", "set_cancel_flag",
     "Progress", "ProgressSnapshot", "ProgressStage", "set_progress",
 ]

@@ -33,8 +33,9 @@ import threading
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._types import (DeviationReportStruct, IndexHandle, MeshHandle, Node, OptionsStruct,
-                     OptionsV2Struct, Point, ProgressStruct, QuadtreeHandle)
+from ._types import (AlignParamsStruct, AlignResultStruct, DeviationReportStruct, IndexHandle,
+                     MeshHandle, Node, OptionsStruct, OptionsV2Struct, Point, ProgressStruct,
+                     QuadtreeHandle)
 from .errors import LibraryNotFoundError, make_error
 
 #: Major version of the C ABI this binding is written for.
@@ -54,6 +55,8 @@ _P_INDEX = POINTER(IndexHandle)
 _P_QUAD = POINTER(QuadtreeHandle)
 _P_MESH = POINTER(MeshHandle)
 _P_REPORT = POINTER(DeviationReportStruct)
+_P_ALIGN_PARAMS = POINTER(AlignParamsStruct)
+_P_ALIGN_RESULT = POINTER(AlignResultStruct)
 
 # name -> (restype, argtypes). Every function of include/knn_gpgpu.h (and of
 # knn_gpgpu_mesh.h, which it includes).
@@ -151,6 +154,14 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "knn_mesh_serialize": (c_int, [_P_MESH, c_void_p, c_size_t]),
     "knn_mesh_deserialize": (c_int, [c_void_p, c_size_t, _P_OPT, POINTER(_P_MESH)]),
     "knn_estimate_mesh_bytes": (c_size_t, [c_int64, c_int64, c_int, _P_OPT]),
+    "knn_mesh_align": (c_int, [_P_MESH, _P_FLOAT, c_int64, _P_DOUBLE, c_double, c_int, _P_DOUBLE,
+                               _P_DOUBLE, _P_OPT]),
+    "knn_mesh_align_f64": (c_int, [_P_MESH, _P_DOUBLE, c_int64, _P_DOUBLE, c_double, c_int,
+                                   _P_DOUBLE, _P_DOUBLE, _P_OPT]),
+    "knn_mesh_align_ex": (c_int, [_P_MESH, _P_FLOAT, c_int64, _P_DOUBLE, _P_ALIGN_PARAMS,
+                                  _P_ALIGN_RESULT, _P_OPT]),
+    "knn_mesh_align_ex_f64": (c_int, [_P_MESH, _P_DOUBLE, c_int64, _P_DOUBLE, _P_ALIGN_PARAMS,
+                                      _P_ALIGN_RESULT, _P_OPT]),
 }
 
 

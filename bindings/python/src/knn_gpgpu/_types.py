@@ -12,6 +12,14 @@ type                      bytes   fields (offset)
                                   (24), device_memory_limit (32)
 ``knn_deviation_report``  104     struct_size (0), eight int64 counts (8 ..
                                   64), min (72), max (80), mean (88), rms (96)
+``knn_align_params``      48      struct_size (0), max_correspondence (8),
+                                  max_iterations (16), coarse_start (20),
+                                  kept_fraction (24), tolerance_rotation
+                                  (32), tolerance_translation (40)
+``knn_align_result``      168     struct_size (0), transform[16] (8), rms
+                                  (136), n_kept (144), iterations (152),
+                                  converged (156), degenerate_directions
+                                  (160), n_degenerate (164)
 ========================  ======  ==========================================
 
 The test suite compiles a C program against the header and compares every
@@ -179,6 +187,33 @@ class DeviationReportStruct(ctypes.Structure):
                 ("mean", ctypes.c_double),
                 ("rms", ctypes.c_double)]
 
+
+
+class AlignParamsStruct(ctypes.Structure):
+    """Raw ``knn_align_params`` layout (48 bytes on 64-bit): what
+    ``knn_mesh_align_ex`` reads (0 in a field: its default)."""
+
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("max_correspondence", ctypes.c_double),
+                ("max_iterations", ctypes.c_int),
+                ("coarse_start", ctypes.c_int),
+                ("kept_fraction", ctypes.c_double),
+                ("tolerance_rotation", ctypes.c_double),
+                ("tolerance_translation", ctypes.c_double)]
+
+
+class AlignResultStruct(ctypes.Structure):
+    """Raw ``knn_align_result`` layout (168 bytes on 64-bit): what
+    ``knn_mesh_align_ex`` writes (see :class:`knn_gpgpu.AlignResult`)."""
+
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("transform", ctypes.c_double * 16),
+                ("rms", ctypes.c_double),
+                ("n_kept", ctypes.c_int64),
+                ("iterations", ctypes.c_int),
+                ("converged", ctypes.c_int),
+                ("degenerate_directions", ctypes.c_int),
+                ("n_degenerate", ctypes.c_int)]
 
 INT_MIN = -(2 ** 31)
 INT_MAX = 2 ** 31 - 1

@@ -46,13 +46,13 @@ import numpy as np
 from . import _arrays
 from ._handle import NativeHandle
 from ._library import check, native
-from ._types import (SCALAR_FLOAT32, SCALAR_FLOAT64, Backend, DeviationReportStruct,
-                     MeshHandle)
+from ._types import (SCALAR_FLOAT32, SCALAR_FLOAT64, AlignParamsStruct, AlignResultStruct, Backend,
+                     DeviationReportStruct, MeshHandle)
 from .index import _ctype, _entry, _enum_or_int, _require_device_support, _unwrap
 from .options import Options, byref, resolve
 
 __all__ = ["Mesh", "MeshInfo", "ClosestResult", "ClosestBarycentricResult", "DeviationReport",
-           "estimate_mesh_bytes", "DEFAULT_PERCENTILES"]
+           "AlignResult", "estimate_mesh_bytes", "DEFAULT_PERCENTILES"]
 
 OptionValue = Union[int, str, None]
 
@@ -90,6 +90,27 @@ class ClosestBarycentricResult(NamedTuple):
     triangle_ids: Any
     closest_points: Any
     barycentric: Any
+
+
+class AlignResult(NamedTuple):
+    """:meth:`Mesh.align` (``knn_mesh_align_ex``): ``transform`` the ``(4, 4)``
+    float64 rigid transform that maps the points onto the mesh, ``rms`` the
+    root mean square distance of the ``kept`` correspondences at it (NaN when
+    none), ``iterations`` the steps taken, ``converged`` whether the last step
+    was within the tolerances (False at the iteration cap or with too few
+    points kept: never a fit that did not converge), ``degenerate_directions``
+    the ``KNN_ALIGN_*`` bits of the directions the surface did not observe
+    (1, 2, 4: rotations about x, y, z through the scan's centroid;
+    8, 16, 32: translations along x, y, z) and ``n_degenerate`` how many of
+    the six there were."""
+
+    transform: np.ndarray
+    rms: float
+    kept: int
+    iterations: int
+    converged: bool
+    degenerate_directions: int
+    n_degenerate: int
 
 
 @dataclass(frozen=True)
@@ -466,6 +487,74 @@ class Mesh(NativeHandle):
             n_above_bins=report.n_above_bins, min=report.min, max=report.max, mean=report.mean,
             rms=report.rms, tolerance=float(tolerance), percentiles=pct, percentile_values=values,
             bin_edges=edges, bin_counts=counts, signed_distances=sd)
+
+    def align(self, points: Any, initial: Any = None, max_correspondence: float = math.inf,
+              max_iterations: int = 50, *, kept_fraction: float = 1.0,
+              tolerance_rotation: Optional[float] = None,
+              tolerance_translation: Optional[float] = None, coarse_start: bool = False,
+              options: Optional[Options] = None) -> AlignResult:
+        """The best fit of a scan to this mesh (``knn_mesh_align_ex``): ICP point
+        to plane, summed in float64 where the mesh lives, the same transform
+        bit for bit on every backend (definitions in the header).
+
+        Args:
+            points: the scan, ``(m, 3)`` host or device array, in the mesh's dtype.
+            initial: a ``(4, 4)`` rigid transform to start from (None: identity).
+            max_correspondence: points farther than this from the mesh (once
+                moved) are left out of a step (> 0; inf: every point).
+            max_iterations: the most steps (>= 1).
+            kept_fraction: in (0, 1]: each step keeps this fraction of the
+                correspondences within ``max_correspondence``, the nearest
+                (trims outliers).
+            tolerance_rotation, tolerance_translation: the fit has converged
+                when a step turns by at most the first (radians) and moves the
+                scan's centroid by at most the second (None: 1e-6
+                and 1e-6 of the box's diagonal).
+            coarse_start: also start from the principal axes of the scan
+                matched to the mesh's (the four sign choices), keep the best.
+        """
+        if not max_correspondence > 0:
+            raise ValueError("max_correspondence must be > 0 (inf: every point), got %r"
+                             % (max_correspondence,))
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or \
+                not 1 <= max_iterations <= _INT32_MAX:
+            raise ValueError("max_iterations must be an int in [1, 2**31 - 1], got %r"
+                             % (max_iterations,))
+        if not 0 < kept_fraction <= 1:
+            raise ValueError("kept_fraction must lie in (0, 1], got %r" % (kept_fraction,))
+        for name, value in (("tolerance_rotation", tolerance_rotation),
+                            ("tolerance_translation", tolerance_translation)):
+            if value is not None and not value > 0:
+                raise ValueError("%s must be > 0 (None: the default), got %r" % (name, value))
+        start = None
+        if initial is not None:
+            start = np.ascontiguousarray(np.asarray(initial, dtype=np.float64))
+            if start.shape != (4, 4):
+                raise ValueError("initial: expected a (4, 4) transform, got shape %s"
+                                 % (start.shape,))
+        params = AlignParamsStruct()
+        params.struct_size = ctypes.sizeof(AlignParamsStruct)
+        params.max_correspondence = float(max_correspondence)
+        params.max_iterations = max_iterations
+        params.coarse_start = 1 if coarse_start else 0
+        params.kept_fraction = float(kept_fraction)
+        params.tolerance_rotation = float(tolerance_rotation or 0.0)
+        params.tolerance_translation = float(tolerance_translation or 0.0)
+        result = AlignResultStruct()
+        result.struct_size = ctypes.sizeof(AlignResultStruct)
+        with self._use() as handle:
+            scalar = self.dtype
+            q = self._points(points)
+            _require_device_support(q)
+            call = _entry("knn_mesh_align_ex", scalar)
+            check(getattr(native(), call)(handle, _arrays.pointer(q, _ctype(scalar)),
+                                          int(q.shape[0]),
+                                          _arrays.pointer(start, ctypes.c_double),
+                                          ctypes.byref(params), ctypes.byref(result),
+                                          byref(options)), call)
+        return AlignResult(np.array(result.transform[:], dtype=np.float64).reshape(4, 4),
+                           result.rms, result.n_kept, result.iterations, bool(result.converged),
+                           result.degenerate_directions, result.n_degenerate)
 
     # ---- estimates -------------------------------------------------------------
     @staticmethod
