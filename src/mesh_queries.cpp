@@ -179,24 +179,21 @@ void check_points(const knn_mesh& mesh, const Scalar* points, int64_t m, bool ou
 // ---- Queries ----------------------------------------------------------------
 // `call` is the entry point's name (messages, and the twin a refusal names).
 
-// The engine's closest() for a call: a CUDA mesh's on the devices of the
-// call's device list (copies made where missing), or on its own device as
-// one share staged by peer copies where an array is memory of another
-// device; else the mesh's engine alone.
+// The devices that answer a closest-point call: for a CUDA mesh, those of
+// the call's device list (copies made where missing), or its own device
+// alone where an array is memory of another device (one share staged by
+// peer copies); empty where the mesh's engine answers alone. Chosen before
+// any output is written, so that a refused list leaves them untouched.
 template <typename Scalar>
-void answer_closest(const knn_mesh& mesh, const Scalar* points, int64_t m, Scalar max_distance,
-                    const MeshResults<Scalar>& results, const MeshCall& c) {
-  const MeshEngine<Scalar>& home = *mesh.engine<Scalar>();
-  std::vector<int> devices;
-  if (mesh.backend() == KNN_BACKEND_CUDA) {
-    devices = mesh.copies<Scalar>().devices_for_call(mesh.device, c.options, m, 0,
-                                                     copy_source<Scalar>(mesh));
-    if (devices.empty() && any_elsewhere(point_arrays(points, results), mesh.device))
-      devices = {mesh.device};
-  }
-  if (devices.empty()) return home.closest(points, m, max_distance, results, c.params);
-  closest_on_devices(devices, mesh.copies<Scalar>(), home, mesh.device, points, m, max_distance,
-                     results, c.params);
+std::vector<int> answering_devices(const knn_mesh& mesh, const Scalar* points,
+                                   const MeshResults<Scalar>& results, int64_t m,
+                                   const MeshCall& c) {
+  if (mesh.backend() != KNN_BACKEND_CUDA) return {};
+  std::vector<int> devices = mesh.copies<Scalar>().devices_for_call(mesh.device, c.options, m, 0,
+                                                                    copy_source<Scalar>(mesh));
+  if (devices.empty() && any_elsewhere(point_arrays(points, results), mesh.device))
+    devices = {mesh.device};
+  return devices;
 }
 
 // The engine's closest() over m points into `results`: a signed distance
@@ -220,6 +217,7 @@ void closest_points(const char* call, const knn_mesh* handle, const Scalar* poin
   const DeviceScope scope(mesh.device);
   const PointOutputs<Scalar> out(results, m);
   check_points(mesh, points, m, out.on_device, c.params.threads);
+  const std::vector<int> devices = answering_devices(mesh, points, results, m, c);
   std::vector<int32_t> host_ids;
   std::unique_ptr<cuda::PeerStaging> device_ids;
   if (results.triangle_ids == nullptr) {
@@ -233,7 +231,12 @@ void closest_points(const char* call, const knn_mesh* handle, const Scalar* poin
   }
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
   try {
-    answer_closest(mesh, points, m, max_distance, results, c);
+    const MeshEngine<Scalar>& home = *mesh.engine<Scalar>();
+    if (devices.empty())
+      home.closest(points, m, max_distance, results, c.params);
+    else
+      closest_on_devices(devices, mesh.copies<Scalar>(), home, mesh.device, points, m, max_distance,
+                         results, c.params);
   } catch (...) {
     out.fill_beyond();
     throw;
