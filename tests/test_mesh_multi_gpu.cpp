@@ -194,6 +194,44 @@ TEST(MeshMultiGpu, ForcedTwoWaySplitOnOneDeviceIsBitIdentical) {
   expect_split_agrees<double>({0, 0}, false);
 }
 
+// The deviation report runs on the mesh's device alone, whatever the lists:
+// the same report as the OpenMP engine's.
+TEST(MeshMultiGpu, TheReportOfAListedMeshIsTheOneDeviceReport) {
+  SKIP_WITHOUT_DEVICE();
+  const TestMesh<double> mesh = knn_test::torus<double>(40, 24);
+  MeshHandle listed, cpu;
+  ASSERT_EQ(build(mesh, options(KNN_BACKEND_CUDA, {0, 0}), &listed), KNN_OK) << knn_last_error();
+  ASSERT_EQ(build(mesh, options(KNN_BACKEND_OPENMP), &cpu), KNN_OK) << knn_last_error();
+  const std::vector<double> points = knn_test::points_for(mesh, 20011, 37);
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  const double percentiles[] = {0, 5, 50, 95, 100};
+  const double edges[] = {-0.2, -0.05, 0, 0.05, 0.2};
+  const knn_options call_list = options(KNN_BACKEND_AUTO, {0, 0});
+  auto report = [&](const knn_mesh* h, const knn_options* o) {
+    struct Got {
+      knn_deviation_report r{};
+      double p[5];
+      int64_t b[4];
+      std::vector<double> d;
+    } got;
+    got.r.struct_size = sizeof got.r;
+    got.d.assign(static_cast<size_t>(m), 7);
+    EXPECT_EQ(knn_mesh_deviation_report_f64(h, points.data(), m, 0.5, 0.01, percentiles, 5, got.p,
+                                            edges, 4, got.b, got.d.data(), &got.r, o),
+              KNN_OK)
+        << knn_last_error();
+    return got;
+  };
+  const auto want = report(cpu.mesh, nullptr);
+  for (const knn_options* o : {static_cast<const knn_options*>(nullptr), &call_list}) {
+    const auto got = report(listed.mesh, o);
+    EXPECT_EQ(std::memcmp(&got.r, &want.r, sizeof got.r), 0);
+    EXPECT_EQ(std::memcmp(got.p, want.p, sizeof got.p), 0);
+    EXPECT_EQ(std::memcmp(got.b, want.b, sizeof got.b), 0);
+    EXPECT_SAME_BITS(got.d, want.d);
+  }
+}
+
 #if defined(KNN_TEST_WITH_CUDA)
 TEST(MeshMultiGpu, DeviceArraysOnAForcedSplit) {
   SKIP_WITHOUT_DEVICE();
