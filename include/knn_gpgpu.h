@@ -140,14 +140,17 @@
  *           host refuses: INVALID_ARGUMENT naming the variable and quoting
  *           its text, before any output is written. They are buildKdTree,
  *           cuBuildKdTree, queryAll and cuQueryAll (not the mp calls), and
- *           the index and point-in-polygon calls whose backend (for a query,
- *           the build's) is not KNN_BACKEND_OPENMP. Such a call checks
+ *           the index, mesh and point-in-polygon calls whose backend (for a
+ *           query, the build's) is not KNN_BACKEND_OPENMP. Such a call checks
  *           KNN_DEVICE_MEMORY_LIMIT unless its options (or, for a query, the
  *           build's) set device_memory_limit, and KNN_DEVICES (its syntax;
  *           whether the devices exist, where it is used) when it is
- *           queryAll, cuQueryAll or an index call whose options and build
- *           name no device (device -1) and no device list; point in polygon
- *           and buildKdTree use one device and never read KNN_DEVICES.
+ *           queryAll, cuQueryAll, an index call, knn_mesh_build,
+ *           knn_mesh_deserialize, knn_mesh_closest or knn_mesh_signed_distance
+ *           (or an _f64 twin) whose options and build name no device (device
+ *           -1) and no device list; point in polygon, buildKdTree and
+ *           knn_mesh_deviation_report use one device and never read
+ *           KNN_DEVICES.
  * This release. Every section runs on both engines: the classic 3-D API
  *           (section 2); the index API (section 3): kd-tree and brute force
  *           in any dimension and the uniform grid in 3-D; point-in-polygon

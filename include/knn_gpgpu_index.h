@@ -201,7 +201,10 @@ enum knn_structure {
  *   with both, knn_estimate_query_bytes); the index also keeps its points in
  *   host memory (n * dim floats) from its first split call on, to build the
  *   copies and to serve all-kNN shares. KNN_MIN_QUERIES_PER_DEVICE is tuning,
- *   not contract (the answers never depend on it). */
+ *   not contract (the answers never depend on it). A CUDA mesh answers
+ *   knn_mesh_closest and knn_mesh_signed_distance (and their _f64 twins) by
+ *   the same rules, its points for queries (knn_gpgpu_mesh.h, "Several
+ *   devices"). */
 #define KNN_MAX_THREADS_PER_PROCESSOR 4
 /* The most devices one call uses (entries of knn_options.devices). */
 #define KNN_MAX_DEVICES 16

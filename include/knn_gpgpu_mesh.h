@@ -55,12 +55,33 @@
  * refused (INVALID_ARGUMENT): nothing is closest to anything.
  *
  * Points and outputs of the query calls may be host arrays or device arrays
- * of the mesh's device (CUDA meshes; the OpenMP engine refuses device
- * arrays with INVALID_ARGUMENT), chunked to the device budget as for the
- * index. A CUDA mesh answers on every device of the call's device list as
- * the index does (knn_options "Several devices"): the mesh is copied to each
- * device once, the points are cut into contiguous shares, and every point is
- * answered whole on one device, with identical results.
+ * (CUDA meshes; the OpenMP engine refuses device arrays with
+ * INVALID_ARGUMENT), chunked to the device budget as for the index.
+ * Several devices: a CUDA mesh answers knn_mesh_closest and
+ * knn_mesh_signed_distance (and their _f64 twins) on every device of the
+ * call's device list as the index does (knn_gpgpu.h, knn_options "Several
+ * devices", rules 1-4: the build's opt->device alone; else the call's
+ * devices, else the build's; else KNN_DEVICES; else every usable device once
+ * the call has KNN_MIN_QUERIES_PER_DEVICE points per device, the mesh's own
+ * device first). The mesh is copied to each other device on the first call
+ * that uses it (built there from the vertices and triangles the mesh keeps,
+ * as knn_mesh_build builds; the copies live until knn_mesh_free, and
+ * knn_estimate_mesh_bytes is the need of each device); the points are cut
+ * into contiguous shares, one per listed device (a device listed twice takes
+ * two shares, which divide its budget; {0, 0} forces a split on one GPU);
+ * every point is answered whole on one device, so the results are
+ * bit-identical to one device's. The device list is settled before any
+ * output is written: a refused list, or a listed device whose copy does not
+ * fit (DEVICE_OUT_OF_MEMORY), leaves the outputs untouched; a device of the
+ * default list whose copy does not fit is left out. Device arrays of the
+ * caller stay where they are: a share reads and writes those of its own
+ * device in place and copies those of another device there and back in
+ * pieces (peer copies, counted in the share's budget). A device that fails
+ * fails the call after every share has stopped; the outputs then hold the
+ * "beyond" values. knn_mesh_deviation_report runs on the mesh's own device
+ * alone (its summary sorts all values together) and never reads
+ * KNN_DEVICES; its device arrays of another device are copied there whole
+ * and back.
  * m = 0 points is valid: nothing is read or written (a deviation report
  * says it measured nothing). The outputs of all one call are host memory
  * or all device memory, not a mix (INVALID_ARGUMENT).
@@ -136,9 +157,9 @@ KNN_API int KNN_CALL knn_mesh_signed_distance_f64(const knn_mesh* mesh, const do
                                                   int32_t* triangle_ids, const knn_options* opt);
 
 /* The deviation report of a scan against a design: the signed distances of
- * the points summarised where they were computed (on the device for a CUDA
- * mesh: the per-point values come back only when signed_distances is not
- * NULL). Definitions, over the measured points (those within max_distance),
+ * the points summarised where they were computed (on the mesh's own device
+ * for a CUDA mesh, whatever the device list: the per-point values come back
+ * only when signed_distances is not NULL). Definitions, over the measured points (those within max_distance),
  * all functions of their values sorted ascending and so identical on every
  * backend:
  *   min, max     the least and greatest signed distance;

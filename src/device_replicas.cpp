@@ -9,6 +9,7 @@
 #include "../cuda/cuda_engine.h"
 #include "../cuda/cuda_index.h"
 #include "../cuda/peer_copy.h"
+#include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
 
 namespace knn {
@@ -135,25 +136,26 @@ DeviceOps cuda_device_ops() {
                    [](int device, int owner) { return cuda::reaches_in_place(device, owner); }};
 }
 
-template <typename Scalar>
-BasicDeviceReplicas<Scalar>::~BasicDeviceReplicas() {
+template <class Engine>
+DeviceCopies<Engine>::~DeviceCopies() {
   for (auto& copy : copies_) {
     const SelectedDevice on_its_device(ops_, copy.first.device);
     copy.second.reset();
   }
 }
 
-template <typename Scalar>
-void BasicDeviceReplicas<Scalar>::remember_build(const knn_options& o) {
+template <class Engine>
+void DeviceCopies<Engine>::remember_build(const knn_options& o) {
   build_pinned_ = o.device;
   build_devices_.assign(o.devices, o.devices + o.device_count);
 }
 
-template <typename Scalar>
-std::vector<int> BasicDeviceReplicas<Scalar>::devices_for_call(
-    const Engine& home, int home_device, const knn_options& call_opt, int64_t work,
-    const BasicCopyBuilder<Scalar>& build) const {
-  if (home.backend() != KNN_BACKEND_CUDA || home_device < 0) return {};
+template <class Engine>
+std::vector<int> DeviceCopies<Engine>::devices_for_call(int home_device,
+                                                        const knn_options& call_opt, int64_t work,
+                                                        int structure,
+                                                        const BuilderSource& source) const {
+  if (home_device < 0) return {};
   knn_options o = call_opt;
   if (o.device_count == 0) {
     o.device_count = static_cast<int>(build_devices_.size());
@@ -162,83 +164,110 @@ std::vector<int> BasicDeviceReplicas<Scalar>::devices_for_call(
   const DeviceChoice choice = choose_devices(build_pinned_, o, cuda::device_count(), home_device);
   const std::vector<int> devices = devices_for(choice, work);
   if (devices.empty() || (devices.size() == 1 && devices.front() == home_device)) return {};
-  const std::vector<int> usable = prepare(devices, choice.forced, home, home_device, build);
+  const std::vector<int> usable = prepare(devices, choice.forced, home_device, structure, source);
   if (usable.empty() || (usable.size() == 1 && usable.front() == home_device)) return {};
   return usable;
+}
+
+template <class Engine>
+std::vector<int> DeviceCopies<Engine>::prepare(std::vector<int> devices, bool forced,
+                                               int home_device, int structure,
+                                               const BuilderSource& source) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int> missing;
+  for (int d : std::set<int>(devices.begin(), devices.end()))
+    if (d != home_device && copies_.count(CopyKey{d, structure}) == 0) missing.push_back(d);
+  if (missing.empty()) return devices;
+  const Builder build = source();
+  std::vector<std::unique_ptr<Engine>> built(missing.size());
+  std::vector<int> refused;
+  std::mutex refused_mutex;
+  // The copies made are kept even when another fails: they are freed with
+  // their owner, each on its own device, as engines must be.
+  auto keep_built = [&] {
+    for (size_t s = 0; s < missing.size(); ++s)
+      if (built[s]) copies_.emplace(CopyKey{missing[s], structure}, std::move(built[s]));
+  };
+  try {
+    run_shares(missing, ops_.select, [&](int s, int) {
+      const ProgressMute not_the_call;  // a copy's build is no part of the call's stage
+      try {
+        built[s] = build();
+      } catch (const Error& e) {
+        if (forced || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+        std::lock_guard<std::mutex> refused_lock(refused_mutex);
+        refused.push_back(missing[s]);
+      }
+    });
+  } catch (...) {
+    keep_built();
+    throw;
+  }
+  keep_built();
+  devices.erase(
+      std::remove_if(
+          devices.begin(), devices.end(),
+          [&](int d) { return std::find(refused.begin(), refused.end(), d) != refused.end(); }),
+      devices.end());
+  return devices;
+}
+
+template <class Engine>
+const Engine& DeviceCopies<Engine>::copy_on(int device, int structure) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = copies_.find(CopyKey{device, structure});
+  if (found == copies_.end())
+    fail(KNN_ERR_INTERNAL, format("no copy of structure %d on device %d", structure, device));
+  return *found->second;
+}
+
+template <typename Scalar>
+typename DeviceCopies<BasicIndexEngine<Scalar>>::BuilderSource BasicDeviceReplicas<Scalar>::source(
+    const Engine& home, const BasicCopyBuilder<Scalar>& build) const {
+  return [this, &home, &build] {
+    const Scalar* points = host_points(home);
+    return [points, &build] { return build(points); };
+  };
+}
+
+template <typename Scalar>
+std::vector<int> BasicDeviceReplicas<Scalar>::devices_for_call(
+    const Engine& home, int home_device, const knn_options& call_opt, int64_t work,
+    const BasicCopyBuilder<Scalar>& build) const {
+  if (home.backend() != KNN_BACKEND_CUDA) return {};
+  return copies_.devices_for_call(home_device, call_opt, work, home.structure(),
+                                  source(home, build));
 }
 
 template <typename Scalar>
 std::vector<int> BasicDeviceReplicas<Scalar>::prepare(std::vector<int> devices, bool forced,
                                                       const Engine& home, int home_device,
                                                       const BasicCopyBuilder<Scalar>& build) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const int structure = home.structure();
-  std::vector<int> missing;
-  for (int d : std::set<int>(devices.begin(), devices.end()))
-    if (d != home_device && copies_.count(CopyKey{d, structure}) == 0) missing.push_back(d);
-  if (!missing.empty()) {
-    if (!have_points_) {
-      points_.resize(static_cast<size_t>(home.size()) * static_cast<size_t>(home.dim()));
-      if (!points_.empty()) home.copy_points(points_.data());
-      have_points_ = true;
-    }
-    std::vector<std::unique_ptr<Engine>> built(missing.size());
-    std::vector<int> refused;
-    std::mutex refused_mutex;
-    // The copies made are kept even when another fails: they are freed with
-    // the index, each on its own device, as engines must be.
-    auto keep_built = [&] {
-      for (size_t s = 0; s < missing.size(); ++s)
-        if (built[s]) copies_.emplace(CopyKey{missing[s], structure}, std::move(built[s]));
-    };
-    try {
-      run_shares(missing, ops_.select, [&](int s, int) {
-        const ProgressMute not_the_call;  // a copy's build is no part of the call's stage
-        try {
-          built[s] = build(points_.data());
-        } catch (const Error& e) {
-          if (forced || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
-          std::lock_guard<std::mutex> refused_lock(refused_mutex);
-          refused.push_back(missing[s]);
-        }
-      });
-    } catch (...) {
-      keep_built();
-      throw;
-    }
-    keep_built();
-    if (!refused.empty()) {
-      devices.erase(
-          std::remove_if(
-              devices.begin(), devices.end(),
-              [&](int d) { return std::find(refused.begin(), refused.end(), d) != refused.end(); }),
-          devices.end());
-    }
-  }
-  return devices;
+  return copies_.prepare(std::move(devices), forced, home_device, home.structure(),
+                         source(home, build));
 }
 
 template <typename Scalar>
 const BasicIndexEngine<Scalar>& BasicDeviceReplicas<Scalar>::on(int device, const Engine& home,
                                                                 int home_device) const {
-  if (device == home_device) return home;
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto found = copies_.find(CopyKey{device, home.structure()});
-  if (found == copies_.end())
-    fail(KNN_ERR_INTERNAL,
-         format("no copy of the index's structure %d on device %d", home.structure(), device));
-  return *found->second;
+  return device == home_device ? home : copies_.copy_on(device, home.structure());
 }
 
 template <typename Scalar>
 const Scalar* BasicDeviceReplicas<Scalar>::host_points(const Engine& home) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(points_mutex_);
   if (!have_points_) {
     points_.resize(static_cast<size_t>(home.size()) * static_cast<size_t>(home.dim()));
     if (!points_.empty()) home.copy_points(points_.data());
     have_points_ = true;
   }
   return points_.data();
+}
+
+size_t share_device_limit(const std::vector<int>& devices, int device, size_t call_limit) {
+  const int64_t alongside = std::count(devices.begin(), devices.end(), device);
+  if (alongside <= 1) return call_limit;
+  return cuda::device_budget(call_limit).bytes() / static_cast<size_t>(alongside);
 }
 
 template <typename Scalar>
@@ -265,10 +294,8 @@ void split_over_devices(const std::vector<int>& devices,
     // Shares on the same device run at once: each plans from its part of
     // the device's budget, so that together they stay within it.
     CallParams share_call = split.call;
-    const int64_t alongside = std::count(devices.begin(), devices.end(), device);
-    if (alongside > 1)
-      share_call.device_memory_limit = cuda::device_budget(share_call.device_memory_limit).bytes() /
-                                       static_cast<size_t>(alongside);
+    share_call.device_memory_limit =
+        share_device_limit(devices, device, share_call.device_memory_limit);
     // Host and managed memory every device reads in place (owner -1), and so
     // does a device with peer access to the owner.
     auto in_reach = [&](int owner) {
@@ -367,7 +394,77 @@ void split_over_devices(const std::vector<int>& devices,
   });
 }
 
+void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t m,
+                  const std::vector<PointArray>& arrays, size_t device_memory_limit,
+                  bool whole_shares, const PointShareWork& work) {
+  const int shares = static_cast<int>(devices.size());
+  std::vector<int> owners(arrays.size(), -1);
+  for (size_t a = 0; a < arrays.size(); ++a)
+    if (arrays[a].data) owners[a] = ops.owner(arrays[a].data);
+  run_shares(devices, ops.select, [&](int s, int device) {
+    const int64_t first = share_begin(m, shares, s);
+    const int64_t count = share_begin(m, shares, s + 1) - first;
+    size_t limit = share_device_limit(devices, device, device_memory_limit);
+    std::vector<char*> at(arrays.size(), nullptr);
+    std::vector<bool> staged(arrays.size(), false);
+    size_t staged_per_point = 0;
+    for (size_t a = 0; a < arrays.size(); ++a) {
+      if (!arrays[a].data) continue;
+      at[a] = static_cast<char*>(arrays[a].data) + first * arrays[a].bytes_per_point;
+      staged[a] = owners[a] >= 0 && owners[a] != device;
+      if (staged[a]) staged_per_point += arrays[a].bytes_per_point;
+    }
+    if (staged_per_point == 0)
+      return work(device, count, std::vector<void*>(at.begin(), at.end()), limit);
+
+    // Pieces take at most half the share's budget, the engine the rest.
+    const size_t budget = cuda::device_budget(limit).bytes();
+    const size_t most_staging = std::min(kStagingRowBytes, budget / 2);
+    const int64_t piece = whole_shares
+                              ? count
+                              : std::min({count, kStagingMaxQueries,
+                                          std::max<int64_t>(1, most_staging / staged_per_point)});
+    const size_t staging_bytes = static_cast<size_t>(piece) * staged_per_point;
+    if (staging_bytes >= budget)
+      fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
+           format("device %d: %zu bytes of staging for arrays of another device exceed the "
+                  "budget of %zu bytes",
+                  device, staging_bytes, budget));
+    limit = budget - staging_bytes;
+    std::vector<std::unique_ptr<cuda::PeerStaging>> staging(arrays.size());
+    for (size_t a = 0; a < arrays.size(); ++a)
+      if (staged[a])
+        staging[a].reset(
+            new cuda::PeerStaging(static_cast<size_t>(piece) * arrays[a].bytes_per_point));
+    // Declared after the buffers: destroyed first, waiting for their copies.
+    cuda::PeerStream stream;
+    std::vector<void*> piece_at(arrays.size(), nullptr);
+    for (int64_t done = 0; done < count; done += piece) {
+      const int64_t n = std::min(piece, count - done);
+      for (size_t a = 0; a < arrays.size(); ++a) {
+        if (!at[a]) continue;
+        char* caller = at[a] + done * arrays[a].bytes_per_point;
+        piece_at[a] = staged[a] ? staging[a]->get() : caller;
+        if (staged[a] && !arrays[a].written)
+          stream.copy(piece_at[a], device, caller, owners[a],
+                      static_cast<size_t>(n) * arrays[a].bytes_per_point);
+      }
+      stream.wait();
+      work(device, n, piece_at, limit);
+      for (size_t a = 0; a < arrays.size(); ++a)
+        if (staged[a] && arrays[a].written)
+          stream.copy(at[a] + done * arrays[a].bytes_per_point, owners[a], piece_at[a], device,
+                      static_cast<size_t>(n) * arrays[a].bytes_per_point);
+      stream.wait();
+    }
+  });
+}
+
 // The float32 calls and their _f64 twins.
+template class DeviceCopies<BasicIndexEngine<float>>;
+template class DeviceCopies<BasicIndexEngine<double>>;
+template class DeviceCopies<MeshEngine<float>>;
+template class DeviceCopies<MeshEngine<double>>;
 template class BasicDeviceReplicas<float>;
 template class BasicDeviceReplicas<double>;
 template void split_over_devices(const std::vector<int>&, const BasicDeviceReplicas<float>&,

@@ -1,9 +1,10 @@
-// A CUDA index on several devices (include/knn_gpgpu.h, "Several devices"):
-// copies of the index on the other devices, built on first use (one per
-// device and structure: an AUTO index that serves a call from its query-time
-// kd-tree, src/lazy_kdtree.h, serves it from kd-tree copies), and the
-// split of one call into contiguous shares of queries, each answered whole
-// by the copy on its device, so that the rows are the one device's.
+// A CUDA index or mesh on several devices (include/knn_gpgpu.h, "Several
+// devices"): copies of the engine on the other devices, built on first use
+// (one per device and structure: an AUTO index that serves a call from its
+// query-time kd-tree, src/lazy_kdtree.h, serves it from kd-tree copies),
+// and the split of one call into contiguous shares of queries (points),
+// each answered whole by the copy on its device, so that the results are
+// the one device's.
 //
 // Plain C++ over the engine interface: the device operations are
 // parameters, so that the CPU-only tests run the same split over OpenMP
@@ -38,49 +39,48 @@ struct DeviceOps {
 // cuda::reaches_in_place).
 DeviceOps cuda_device_ops();
 
-// Builds a copy of the home engine (its structure) on the current device
-// from the index's points (host rows).
-template <typename Scalar>
-using BasicCopyBuilder =
-    std::function<std::unique_ptr<BasicIndexEngine<Scalar>>(const Scalar* host_points)>;
-
-template <typename Scalar>
-class BasicDeviceReplicas {
+// Copies of one engine on other devices, one per device and structure (0
+// for engines of one structure), each built on the first call that uses its
+// device, under that device, from what the owner keeps on the host, and
+// freed on its own device with the owner. One store for every engine that
+// answers on several devices: the index (BasicDeviceReplicas below) and the
+// mesh (src/mesh_handle.h).
+template <class Engine>
+class DeviceCopies {
  public:
-  using Engine = BasicIndexEngine<Scalar>;
+  // Builds one copy on the current device (called on that device's thread).
+  using Builder = std::function<std::unique_ptr<Engine>()>;
+  // Makes what the copies are built from (a host copy of the points, a
+  // prepared mesh) and returns their builder; called on the calling thread,
+  // only where a copy is missing, before the builds start.
+  using BuilderSource = std::function<Builder()>;
 
-  explicit BasicDeviceReplicas(DeviceOps ops = cuda_device_ops()) : ops_(std::move(ops)) {}
-  ~BasicDeviceReplicas();  // frees each copy on its own device
-  BasicDeviceReplicas(const BasicDeviceReplicas&) = delete;
-  BasicDeviceReplicas& operator=(const BasicDeviceReplicas&) = delete;
+  explicit DeviceCopies(DeviceOps ops = cuda_device_ops()) : ops_(std::move(ops)) {}
+  ~DeviceCopies();  // frees each copy on its own device
+  DeviceCopies(const DeviceCopies&) = delete;
+  DeviceCopies& operator=(const DeviceCopies&) = delete;
 
   // The build's device options, the defaults of every later call.
   void remember_build(const knn_options& o);
 
   // The devices a call of `work` queries uses (`call_opt`'s list over the
-  // build's, then KNN_DEVICES, then every device: choose_devices), with
-  // copies made on those that lack one. Empty where the call is the home
-  // engine's alone (not a CUDA engine, or just its own device). Devices of
-  // the default list whose copy does not fit (DEVICE_OUT_OF_MEMORY) are left
-  // out; a listed one fails the call.
-  std::vector<int> devices_for_call(const Engine& home, int home_device,
-                                    const knn_options& call_opt, int64_t work,
-                                    const BasicCopyBuilder<Scalar>& build) const;
+  // build's, then KNN_DEVICES, then every device: choose_devices, with
+  // home_device first in the default list), with copies of `structure`
+  // made on those that lack one. Empty where the call is home_device's
+  // alone. Devices of the default list whose copy does not fit
+  // (DEVICE_OUT_OF_MEMORY) are left out; a listed one fails the call.
+  std::vector<int> devices_for_call(int home_device, const knn_options& call_opt, int64_t work,
+                                    int structure, const BuilderSource& source) const;
 
-  // Makes a copy of the home engine's structure on each device of `devices`
-  // other than home_device that lacks one, concurrently (one host thread per
-  // device), from the home engine's points. Returns `devices` less those whose copy did not fit
+  // Makes a copy of `structure` on each device of `devices` other than
+  // home_device that lacks one, concurrently (one host thread per device).
+  // Returns `devices` less those whose copy did not fit
   // (DEVICE_OUT_OF_MEMORY) unless `forced`, where that fails the call.
-  std::vector<int> prepare(std::vector<int> devices, bool forced, const Engine& home,
-                           int home_device, const BasicCopyBuilder<Scalar>& build) const;
+  std::vector<int> prepare(std::vector<int> devices, bool forced, int home_device, int structure,
+                           const BuilderSource& source) const;
 
-  // The engine on `device`: the home engine on its own device, else the copy
-  // of its structure.
-  const Engine& on(int device, const Engine& home, int home_device) const;
-
-  // The indexed points in input order on the host (copied from the home
-  // engine once, kept for later all-kNN calls).
-  const Scalar* host_points(const Engine& home) const;
+  // The copy of `structure` on `device` (made by prepare).
+  const Engine& copy_on(int device, int structure) const;
 
   const DeviceOps& ops() const { return ops_; }
 
@@ -97,6 +97,53 @@ class BasicDeviceReplicas {
     }
   };
   mutable std::map<CopyKey, std::unique_ptr<Engine>> copies_;
+};
+
+// Builds a copy of the home engine (its structure) on the current device
+// from the index's points (host rows).
+template <typename Scalar>
+using BasicCopyBuilder =
+    std::function<std::unique_ptr<BasicIndexEngine<Scalar>>(const Scalar* host_points)>;
+
+// The copies of an index's engines, and its points on the host they are
+// built from.
+template <typename Scalar>
+class BasicDeviceReplicas {
+ public:
+  using Engine = BasicIndexEngine<Scalar>;
+
+  explicit BasicDeviceReplicas(DeviceOps ops = cuda_device_ops()) : copies_(std::move(ops)) {}
+
+  // The build's device options, the defaults of every later call.
+  void remember_build(const knn_options& o) { copies_.remember_build(o); }
+
+  // DeviceCopies::devices_for_call for the home engine's structure; empty
+  // also where the home engine is not a CUDA engine.
+  std::vector<int> devices_for_call(const Engine& home, int home_device,
+                                    const knn_options& call_opt, int64_t work,
+                                    const BasicCopyBuilder<Scalar>& build) const;
+
+  // DeviceCopies::prepare for the home engine's structure, the copies built
+  // from the home engine's points.
+  std::vector<int> prepare(std::vector<int> devices, bool forced, const Engine& home,
+                           int home_device, const BasicCopyBuilder<Scalar>& build) const;
+
+  // The engine on `device`: the home engine on its own device, else the copy
+  // of its structure.
+  const Engine& on(int device, const Engine& home, int home_device) const;
+
+  // The indexed points in input order on the host (copied from the home
+  // engine once, kept for later all-kNN calls).
+  const Scalar* host_points(const Engine& home) const;
+
+  const DeviceOps& ops() const { return copies_.ops(); }
+
+ private:
+  typename DeviceCopies<Engine>::BuilderSource source(const Engine& home,
+                                                      const BasicCopyBuilder<Scalar>& build) const;
+
+  DeviceCopies<Engine> copies_;
+  mutable std::mutex points_mutex_;
   mutable std::vector<Scalar> points_;
   mutable bool have_points_ = false;
 };
@@ -141,5 +188,35 @@ void split_over_devices(const std::vector<int>& devices,
                         const BasicDeviceReplicas<Scalar>& replicas,
                         const BasicIndexEngine<Scalar>& home, int home_device,
                         const BasicSplitCall<Scalar>& split, const BasicShareWork<Scalar>& work);
+
+// The device budget of one share on `device`: the call's limit, divided
+// among the shares that run on that device at once (a device listed twice).
+size_t share_device_limit(const std::vector<int>& devices, int device, size_t call_limit);
+
+// One per-point array of a call split by split_points: host memory, managed
+// memory or memory of one device; NULL where not wanted.
+struct PointArray {
+  void* data = nullptr;
+  size_t bytes_per_point = 0;
+  bool written = false;  // an output; else only read
+};
+
+// The work of a share (or of a piece of one) on `device`: `count` points,
+// the arrays in the order given at the piece's first point (NULL stays
+// NULL), each host memory, managed memory or memory of `device`, and the
+// piece's device budget.
+using PointShareWork = std::function<void(
+    int device, int64_t count, const std::vector<void*>& arrays, size_t device_memory_limit)>;
+
+// Runs `work` over contiguous shares of m points, share s on devices[s]
+// (run_shares), each within share_device_limit(device_memory_limit). An
+// array in memory of another device than the share's is staged through
+// memory of the share's device by peer copies (read arrays in, written ones
+// back), in pieces (one piece per share where `whole_shares`: work that must
+// see all its points at once), the staging counted in the share's budget.
+// Throws the first failure; the caller writes the missing values.
+void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t m,
+                  const std::vector<PointArray>& arrays, size_t device_memory_limit,
+                  bool whole_shares, const PointShareWork& work);
 
 }  // namespace knn

@@ -87,7 +87,9 @@ knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* trian
   check_host_array(triangles, "triangles");
   check_mesh(vertices, n_vertices, triangles, n_triangles, o.threads);
   const bool may_use_device = o.backend != KNN_BACKEND_OPENMP;
-  if (may_use_device) check_device_environment(false, o.device_memory_limit == 0);
+  const bool devices_from_environment = o.device < 0 && o.device_count == 0;
+  if (may_use_device)
+    check_device_environment(devices_from_environment, o.device_memory_limit == 0);
   const int backend = choose_one_device_backend(o, "the mesh");
 
   const ProgressStage stage(KNN_PROGRESS_BUILD, 1);
@@ -106,6 +108,9 @@ knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* trian
   mesh->threads = o.threads;
   mesh->device_memory_limit = o.device_memory_limit;
   mesh->may_use_device = may_use_device;
+  mesh->devices_from_environment = devices_from_environment;
+  mesh->copies32.remember_build(o);
+  mesh->copies64.remember_build(o);
   LiveHandles<knn_mesh>::instance().add(mesh.get());
   stage.finish();
   return mesh.release();

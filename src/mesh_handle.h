@@ -6,18 +6,22 @@
 // each call is one template over the scalar type, and a call of the other
 // family is refused before it touches anything.
 //
-// One device per mesh: a CUDA mesh answers on the device it was built on
-// (the header's "every device of the call's device list" is not done yet).
+// A CUDA mesh lives on the device it was built on; its closest-point and
+// signed-distance calls also answer on the other devices of the call's
+// device list, from copies of its engine built there on first use from the
+// host copy kept here (DeviceCopies, src/device_replicas.h).
 #pragma once
 
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "../common/error.h"
 #include "../engine/mesh_engine.h"
 #include "../include/knn_gpgpu.h"
 #include "device_arrays.h"
 #include "device_choice.h"
+#include "device_replicas.h"
 #include "live_handles.h"
 #include "mesh_prepare.h"
 #include "options.h"
@@ -37,6 +41,12 @@ struct knn_mesh {
   // Built with a backend other than OPENMP: its calls check the device
   // environment as a GPU host would read it.
   bool may_use_device = false;
+  // The build named no device and no device list: a call that names none
+  // either reads KNN_DEVICES.
+  bool devices_from_environment = false;
+  // The engine's copies on other devices (CUDA meshes), freed before it.
+  knn::DeviceCopies<knn::MeshEngine<float>> copies32;
+  knn::DeviceCopies<knn::MeshEngine<double>> copies64;
 
   int scalar() const { return engine64 ? KNN_SCALAR_FLOAT64 : KNN_SCALAR_FLOAT32; }
   int backend() const { return engine64 ? engine64->backend() : engine32->backend(); }
@@ -46,6 +56,13 @@ struct knn_mesh {
       return engine64.get();
     else
       return engine32.get();
+  }
+  template <typename Scalar>
+  const knn::DeviceCopies<knn::MeshEngine<Scalar>>& copies() const {
+    if constexpr (std::is_same_v<Scalar, double>)
+      return copies64;
+    else
+      return copies32;
   }
   template <typename Scalar>
   knn::PreparedMesh<Scalar>& prepared() {
@@ -123,5 +140,18 @@ void check_points(const knn_mesh& mesh, const Scalar* points, int64_t m, bool ou
                 points_on_device ? "points are" : "the outputs are"));
   check_coordinate_rows(points, m, 3, points_on_device, "point", threads);
 }
+
+// The closest() of m points over contiguous shares, share s on devices[s]
+// (split_points: arrays of another device staged by peer copies), answered
+// whole by `home` on home_device and by copies.copy_on(device, 0)
+// elsewhere (made beforehand: DeviceCopies::devices_for_call or prepare),
+// so that every point's answer is the one engine's. Throws the first
+// failure; the caller writes the "beyond" values.
+template <typename Scalar>
+void closest_on_devices(const std::vector<int>& devices,
+                        const DeviceCopies<MeshEngine<Scalar>>& copies,
+                        const MeshEngine<Scalar>& home, int home_device, const Scalar* points,
+                        int64_t m, Scalar max_distance, const MeshResults<Scalar>& results,
+                        const MeshParams& params);
 
 }  // namespace knn

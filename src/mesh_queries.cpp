@@ -16,13 +16,83 @@
 #include "abi_barrier.h"
 #include "device_arrays.h"
 #include "device_choice.h"
+#include "device_replicas.h"
 #include "device_scope.h"
 #include "mesh_handle.h"
+#include "mesh_prepare.h"
 #include "options.h"
 #include "validate.h"
 
 namespace knn {
 namespace {
+
+// The options of a call on `mesh` and the engine's parameters, with the
+// device environment checked as a GPU host would read it, before any output
+// is touched: KNN_DEVICE_MEMORY_LIMIT unless the call or the build set a
+// limit, KNN_DEVICES (`device_list`: a call that may use several devices)
+// unless the call or the build named devices.
+struct MeshCall {
+  knn_options options;
+  MeshParams params;
+};
+MeshCall read_call(const knn_mesh& mesh, const knn_options* opt, bool device_list) {
+  MeshCall c{read_options(opt), MeshParams{}};
+  const knn_options& o = c.options;
+  if (mesh.may_use_device)
+    check_device_environment(device_list && mesh.devices_from_environment && o.device_count == 0,
+                             o.device_memory_limit == 0 && mesh.device_memory_limit == 0);
+  c.params.threads = o.threads > 0 ? o.threads : mesh.threads;
+  c.params.device_memory_limit =
+      o.device_memory_limit > 0 ? o.device_memory_limit : mesh.device_memory_limit;
+  return c;
+}
+
+// The per-point arrays of a call in split_points' terms: the points first,
+// then the outputs of MeshResults in its order.
+template <typename Scalar>
+std::vector<PointArray> point_arrays(const Scalar* points, const MeshResults<Scalar>& r) {
+  constexpr size_t s = sizeof(Scalar);
+  return {{const_cast<Scalar*>(points), 3 * s, false},
+          {r.triangle_ids, sizeof(int32_t), true},
+          {r.sq_distances, s, true},
+          {r.closest, 3 * s, true},
+          {r.barycentric, 3 * s, true},
+          {r.signed_distances, s, true}};
+}
+
+// The inverse of point_arrays, for the arrays of one share or piece.
+template <typename Scalar>
+MeshResults<Scalar> results_of(const std::vector<void*>& a) {
+  return {static_cast<int32_t*>(a[1]), static_cast<Scalar*>(a[2]), static_cast<Scalar*>(a[3]),
+          static_cast<Scalar*>(a[4]), static_cast<Scalar*>(a[5])};
+}
+
+// Whether any array is memory of a device other than `device` (the engine
+// there reads its own device's memory and host memory only).
+bool any_elsewhere(const std::vector<PointArray>& arrays, int device) {
+  for (const PointArray& a : arrays) {
+    const int owner = a.data ? cuda::device_of(a.data) : -1;
+    if (owner >= 0 && owner != device) return true;
+  }
+  return false;
+}
+
+// What a copy of `mesh` on another device is built from: its prepared
+// geometry again (the pseudonormals went to the engine), computed once per
+// round of copies, and the build's parameters.
+template <typename Scalar>
+typename DeviceCopies<MeshEngine<Scalar>>::BuilderSource copy_source(const knn_mesh& mesh) {
+  return [&mesh] {
+    const PreparedMesh<Scalar>& kept = mesh.prepared<Scalar>();
+    const auto prepared = std::make_shared<const PreparedMesh<Scalar>>(
+        prepare_mesh(kept.vertices.data(), kept.n_vertices(), kept.triangles.data(),
+                     kept.n_triangles(), mesh.threads));
+    MeshParams params;
+    params.threads = mesh.threads;
+    params.device_memory_limit = mesh.device_memory_limit;
+    return [prepared, params] { return cuda::build_mesh(prepared->geometry(), params); };
+  };
+}
 
 void check_max_distance(double max_distance) {
   if (std::isnan(max_distance) || max_distance < 0)
@@ -94,6 +164,23 @@ struct PointOutputs {
 // ---- Queries ----------------------------------------------------------------
 // `call` is the entry point's name (messages, and the twin a refusal names).
 
+// The devices that answer a closest-point call: for a CUDA mesh, those of
+// the call's device list (copies made where missing), or its own device
+// alone where an array is memory of another device (one share staged by
+// peer copies); empty where the mesh's engine answers alone. Chosen before
+// any output is written, so that a refused list leaves them untouched.
+template <typename Scalar>
+std::vector<int> answering_devices(const knn_mesh& mesh, const Scalar* points,
+                                   const MeshResults<Scalar>& results, int64_t m,
+                                   const MeshCall& c) {
+  if (mesh.backend() != KNN_BACKEND_CUDA) return {};
+  std::vector<int> devices = mesh.copies<Scalar>().devices_for_call(mesh.device, c.options, m, 0,
+                                                                    copy_source<Scalar>(mesh));
+  if (devices.empty() && any_elsewhere(point_arrays(points, results), mesh.device))
+    devices = {mesh.device};
+  return devices;
+}
+
 // The engine's closest() over m points into `results`: a signed distance
 // call requires signed_distances (its triangle ids, when not asked for, go
 // to scratch of the outputs' kind), a closest call triangle_ids.
@@ -103,7 +190,7 @@ void closest_points(const char* call, const knn_mesh* handle, const Scalar* poin
                     const knn_options* opt) {
   const HandleUse<knn_mesh> use = use_mesh<Scalar>(handle, call);
   const knn_mesh& mesh = *use;
-  const MeshParams params = call_params(mesh, opt);
+  const MeshCall c = read_call(mesh, opt, true);
   check_max_distance(static_cast<double>(max_distance));
   check_array(points, m, "points", "m");
   check_slots(m, 3, sizeof(Scalar), "m * 3");
@@ -114,7 +201,8 @@ void closest_points(const char* call, const knn_mesh* handle, const Scalar* poin
   if (m == 0) return;
   const DeviceScope scope(mesh.device);
   const PointOutputs<Scalar> out(results, m);
-  check_points(mesh, points, m, out.on_device, params.threads);
+  check_points(mesh, points, m, out.on_device, c.params.threads);
+  const std::vector<int> devices = answering_devices(mesh, points, results, m, c);
   std::vector<int32_t> host_ids;
   std::unique_ptr<cuda::PeerStaging> device_ids;
   if (results.triangle_ids == nullptr) {
@@ -128,7 +216,12 @@ void closest_points(const char* call, const knn_mesh* handle, const Scalar* poin
   }
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
   try {
-    mesh.engine<Scalar>()->closest(points, m, max_distance, results, params);
+    const MeshEngine<Scalar>& home = *mesh.engine<Scalar>();
+    if (devices.empty())
+      home.closest(points, m, max_distance, results, c.params);
+    else
+      closest_on_devices(devices, mesh.copies<Scalar>(), home, mesh.device, points, m, max_distance,
+                         results, c.params);
   } catch (...) {
     out.fill_beyond();
     throw;
@@ -208,6 +301,28 @@ void check_request(const DeviationRequest& r, const double* percentile_values,
   }
 }
 
+// The engine's deviation() on the mesh's own device (the summary sorts
+// all values together): arrays of another device are staged there whole by
+// peer copies.
+template <typename Scalar>
+void summarise(const knn_mesh& mesh, const Scalar* points, int64_t m, Scalar max_distance,
+               const DeviationRequest& request, DeviationSummary* summary, Scalar* signed_distances,
+               const MeshParams& params) {
+  const MeshEngine<Scalar>& engine = *mesh.engine<Scalar>();
+  MeshResults<Scalar> wanted;
+  wanted.signed_distances = signed_distances;
+  const std::vector<PointArray> arrays = point_arrays(points, wanted);
+  if (mesh.backend() != KNN_BACKEND_CUDA || !any_elsewhere(arrays, mesh.device))
+    return engine.deviation(points, m, max_distance, request, summary, signed_distances, params);
+  split_points({mesh.device}, mesh.copies<Scalar>().ops(), m, arrays, params.device_memory_limit,
+               true, [&](int, int64_t count, const std::vector<void*>& a, size_t limit) {
+                 MeshParams share = params;
+                 share.device_memory_limit = limit;
+                 engine.deviation(static_cast<const Scalar*>(a[0]), count, max_distance, request,
+                                  summary, static_cast<Scalar*>(a[5]), share);
+               });
+}
+
 template <typename Scalar>
 void deviation_report(const char* call, const knn_mesh* handle, const Scalar* points, int64_t m,
                       Scalar max_distance, const DeviationRequest& request,
@@ -215,7 +330,7 @@ void deviation_report(const char* call, const knn_mesh* handle, const Scalar* po
                       knn_deviation_report* report, const knn_options* opt) {
   const HandleUse<knn_mesh> use = use_mesh<Scalar>(handle, call);
   const knn_mesh& mesh = *use;
-  const MeshParams params = call_params(mesh, opt);
+  const MeshCall c = read_call(mesh, opt, false);
   check_max_distance(static_cast<double>(max_distance));
   check_request(request, percentile_values, bin_counts);
   if (report == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "report is NULL");
@@ -236,14 +351,13 @@ void deviation_report(const char* call, const knn_mesh* handle, const Scalar* po
   MeshResults<Scalar> wanted;
   wanted.signed_distances = signed_distances;
   const PointOutputs<Scalar> out(wanted, m);
-  check_points(mesh, points, m, out.on_device, params.threads);
+  check_points(mesh, points, m, out.on_device, c.params.threads);
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
   DeviationSummary summary;
   summary.percentile_values = percentile_values;
   summary.bin_counts = bin_counts;
   try {
-    mesh.engine<Scalar>()->deviation(points, m, max_distance, request, &summary, signed_distances,
-                                     params);
+    summarise(mesh, points, m, max_distance, request, &summary, signed_distances, c.params);
   } catch (...) {
     out.fill_beyond();
     write_report(report, m, nothing_measured(m, request, percentile_values, bin_counts));
@@ -254,6 +368,32 @@ void deviation_report(const char* call, const knn_mesh* handle, const Scalar* po
 }
 
 }  // namespace
+
+template <typename Scalar>
+void closest_on_devices(const std::vector<int>& devices,
+                        const DeviceCopies<MeshEngine<Scalar>>& copies,
+                        const MeshEngine<Scalar>& home, int home_device, const Scalar* points,
+                        int64_t m, Scalar max_distance, const MeshResults<Scalar>& results,
+                        const MeshParams& params) {
+  split_points(devices, copies.ops(), m, point_arrays(points, results), params.device_memory_limit,
+               false, [&](int device, int64_t count, const std::vector<void*>& a, size_t limit) {
+                 const MeshEngine<Scalar>& engine =
+                     device == home_device ? home : copies.copy_on(device, 0);
+                 MeshParams share = params;
+                 share.device_memory_limit = limit;
+                 engine.closest(static_cast<const Scalar*>(a[0]), count, max_distance,
+                                results_of<Scalar>(a), share);
+               });
+}
+
+// The float32 calls and their _f64 twins.
+template void closest_on_devices(const std::vector<int>&, const DeviceCopies<MeshEngine<float>>&,
+                                 const MeshEngine<float>&, int, const float*, int64_t, float,
+                                 const MeshResults<float>&, const MeshParams&);
+template void closest_on_devices(const std::vector<int>&, const DeviceCopies<MeshEngine<double>>&,
+                                 const MeshEngine<double>&, int, const double*, int64_t, double,
+                                 const MeshResults<double>&, const MeshParams&);
+
 }  // namespace knn
 
 extern "C" {

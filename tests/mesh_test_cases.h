@@ -221,7 +221,9 @@ struct Answers {
   }
 };
 
-// Bits, so that NaNs and the zeros' signs count.
+// Bits, so that NaNs and the zeros' signs count (a namespace of their own:
+// tests/oracle.h has a same_bits too).
+namespace mesh_bits {
 template <class S>
 bool same_bits(const std::vector<S>& a, const std::vector<S>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(S)) == 0;
@@ -234,7 +236,10 @@ std::string first_difference(const std::vector<S>& a, const std::vector<S>& b) {
              std::to_string(double(b[i]));
   return a.size() == b.size() ? "none" : "sizes differ";
 }
-#define EXPECT_SAME_BITS(a, b) EXPECT_TRUE(same_bits(a, b)) << #a " " << first_difference(a, b)
+}  // namespace mesh_bits
+#define EXPECT_SAME_BITS(a, b)                      \
+  EXPECT_TRUE(knn_test::mesh_bits::same_bits(a, b)) \
+      << #a " " << knn_test::mesh_bits::first_difference(a, b)
 
 template <class S>
 Answers<S> engine_closest(const knn::MeshEngine<S>& engine, const std::vector<S>& points,

@@ -3,7 +3,10 @@
 // into contiguous shares, the threads that run them, and the split of index
 // calls over copies, run over OpenMP engines standing in for devices (a
 // stand-in device switch), compared bit for bit with the whole call on one
-// engine. The CUDA side of the same code: tests/test_multi_gpu.cpp.
+// engine; and the same for the closest points of a mesh (its copies in
+// DeviceCopies, its split by split_points) over OpenMP mesh engines. The
+// CUDA side of the same code: tests/test_multi_gpu.cpp,
+// tests/test_mesh_multi_gpu.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,11 +26,14 @@
 #include "../common/error.h"
 #include "../engine/cancel.h"
 #include "../engine/index_engine.h"
+#include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
 #include "../src/device_choice.h"
 #include "../src/device_replicas.h"
+#include "../src/mesh_handle.h"
 #include "fake_devices.h"
 #include "index_test_helpers.h"
+#include "mesh_test_cases.h"
 #include "scoped_env.h"
 #include "test_data.h"
 
@@ -548,6 +554,195 @@ TEST(DeviceOptions, TheCpuEngineIgnoresTheDeviceList) {
                                  knn_test::query_self(b.get(), 300, 5, true)));
   EXPECT_TRUE(knn_test::same_knn(knn_test::query_index(a.get(), points, 3, 7, &plain),
                                  knn_test::query_index(b.get(), points, 3, 7, &listed)));
+}
+
+// ---- A mesh's closest points over shares -------------------------------------
+
+// A mesh engine that notes on which stand-in device it answers how many
+// points, and fails the test where that is not the device it was built on.
+template <typename S>
+class NotingMeshEngine : public knn::MeshEngine<S> {
+ public:
+  NotingMeshEngine(std::unique_ptr<knn::MeshEngine<S>> inner, int device,
+                   std::map<int, int64_t>* answered, std::mutex* mutex)
+      : inner_(std::move(inner)), device_(device), answered_(answered), mutex_(mutex) {}
+  int backend() const override { return inner_->backend(); }
+  int64_t n_triangles() const override { return inner_->n_triangles(); }
+  void closest(const S* points, int64_t m, S max_distance, const knn::MeshResults<S>& out,
+               const knn::MeshParams& call) const override {
+    EXPECT_EQ(knn_test::fake_current, device_);
+    {
+      std::lock_guard<std::mutex> lock(*mutex_);
+      (*answered_)[device_] += m;
+    }
+    inner_->closest(points, m, max_distance, out, call);
+  }
+  void deviation(const S*, int64_t, S, const knn::DeviationRequest&, knn::DeviationSummary*, S*,
+                 const knn::MeshParams&) const override {
+    ADD_FAILURE() << "a split never asks for a deviation report";
+  }
+  knn::geometry::AlignSums align_step(const S*, int64_t, const knn::AlignStep&,
+                                      const knn::MeshParams&) const override {
+    ADD_FAILURE() << "a split never asks for an alignment step";
+    return {};
+  }
+
+ private:
+  std::unique_ptr<knn::MeshEngine<S>> inner_;
+  int device_;
+  std::map<int, int64_t>* answered_;
+  std::mutex* mutex_;
+};
+
+template <typename S>
+void expect_mesh_split_equals_whole(const knn_test::TestMesh<S>& mesh) {
+  const knn::MeshParams params;
+  std::map<int, int64_t> answered;
+  std::map<int, int> builds_on;
+  std::mutex mutex;
+  const auto noting = [&](int device) {
+    return std::make_unique<NotingMeshEngine<S>>(knn::omp::build_mesh(mesh.geometry(), params),
+                                                 device, &answered, &mutex);
+  };
+  knn_test::fake_current = 0;
+  const std::unique_ptr<knn::MeshEngine<S>> home = noting(0);
+  knn::DeviceCopies<knn::MeshEngine<S>> copies{knn_test::fake_ops()};
+  int sources = 0;
+  const auto source = [&] {
+    ++sources;
+    return [&]() -> std::unique_ptr<knn::MeshEngine<S>> {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++builds_on[knn_test::fake_current];
+      }
+      return noting(knn_test::fake_current);
+    };
+  };
+  // Device 0 listed twice (two shares on the home engine), 2 twice (two on
+  // one copy), 1 once: a copy on each other device, made once.
+  const std::vector<int> devices = {0, 2, 1, 2, 0};
+  ASSERT_EQ(copies.prepare(devices, true, 0, 0, source), devices);
+  ASSERT_EQ(copies.prepare(devices, true, 0, 0, source), devices);
+  EXPECT_EQ(sources, 1);
+  EXPECT_EQ(builds_on, (std::map<int, int>{{1, 1}, {2, 1}}));
+
+  const std::vector<S> points = knn_test::points_for(mesh, 1500, 11);
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  for (const S max_distance : {std::numeric_limits<S>::infinity(), S(0.05)}) {
+    SCOPED_TRACE(double(max_distance));
+    answered.clear();
+    const knn_test::Answers<S> whole = knn_test::engine_closest(*home, points, max_distance);
+    answered.clear();
+    knn_test::Answers<S> split(m);
+    knn::closest_on_devices(devices, copies, *home, 0, points.data(), m, max_distance,
+                            split.results(), params);
+    EXPECT_SAME_BITS(split.ids, whole.ids);
+    EXPECT_SAME_BITS(split.sq, whole.sq);
+    EXPECT_SAME_BITS(split.closest, whole.closest);
+    EXPECT_SAME_BITS(split.bary, whole.bary);
+    EXPECT_SAME_BITS(split.signed_d, whole.signed_d);
+    std::map<int, int64_t> want;
+    for (int s = 0; s < 5; ++s)
+      want[devices[s]] += knn::share_begin(m, 5, s + 1) - knn::share_begin(m, 5, s);
+    EXPECT_EQ(answered, want);
+
+    // Outputs not asked for stay NULL on every share (a signed distance call).
+    knn_test::Answers<S> few(m);
+    knn::MeshResults<S> r = few.results();
+    r.sq_distances = r.closest = r.barycentric = nullptr;
+    knn::closest_on_devices(devices, copies, *home, 0, points.data(), m, max_distance, r, params);
+    EXPECT_SAME_BITS(few.ids, whole.ids);
+    EXPECT_SAME_BITS(few.signed_d, whole.signed_d);
+    EXPECT_EQ(few.closest, std::vector<S>(few.closest.size(), S(7)));
+  }
+}
+
+TEST(MeshSplit, BitIdenticalToTheWholeCallClosedAndOpenFloatAndDouble) {
+  expect_mesh_split_equals_whole(knn_test::torus<float>(40, 24));
+  expect_mesh_split_equals_whole(knn_test::open_torus<float>(40, 24));
+  expect_mesh_split_equals_whole(knn_test::torus<double>(40, 24));
+  expect_mesh_split_equals_whole(knn_test::open_torus<double>(40, 24));
+  expect_mesh_split_equals_whole(knn_test::soup<double>(500, 3));
+}
+
+TEST(MeshSplit, AShareThatFailsFailsTheCallAfterTheOthersFinish) {
+  const knn_test::TestMesh<float> mesh = knn_test::torus<float>(20, 12);
+  std::map<int, int64_t> answered;
+  std::mutex mutex;
+  const NotingMeshEngine<float> home(knn::omp::build_mesh(mesh.geometry(), {}), 0, &answered,
+                                     &mutex);
+  knn::DeviceCopies<knn::MeshEngine<float>> copies{knn_test::fake_ops()};
+  const std::vector<float> points = knn_test::points_for(mesh, 200, 5);
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  knn_test::Answers<float> out(m);
+  // Device 1 has no copy: its share fails, device 0's still runs.
+  knn_test::fake_current = 0;
+  EXPECT_TRUE(refused(error_of([&] {
+                        knn::closest_on_devices({0, 1}, copies, home, 0, points.data(), m,
+                                                std::numeric_limits<float>::infinity(),
+                                                out.results(), {});
+                      }),
+                      KNN_ERR_INTERNAL, "no copy of structure 0 on device 1"));
+  EXPECT_EQ(answered, (std::map<int, int64_t>{{0, knn::share_begin(m, 2, 1)}}));
+}
+
+// ---- The device environment of the mesh calls ----------------------------------
+
+TEST(MeshDeviceOptions, KnnDevicesIsCheckedByTheCallsThatMayUseSeveralDevices) {
+  const knn_test::TestMesh<float> mesh = knn_test::torus<float>(12, 8);
+  auto build_with = [&](const knn_options& o, knn_mesh** out) {
+    return knn_mesh_build(mesh.vertices.data(), mesh.n_vertices(), mesh.triangles.data(),
+                          mesh.n_triangles(), &o, out);
+  };
+  knn_options automatic = v2_options();  // may use a device: reads the environment
+  knn_options cpu = v2_options();
+  cpu.backend = KNN_BACKEND_OPENMP;
+  knn_options listed = automatic;  // names its devices: KNN_DEVICES is not read
+  listed.device_count = 2;
+  listed.devices[0] = 0, listed.devices[1] = 0;
+  knn_mesh *a = nullptr, *b = nullptr, *c = nullptr;
+  {
+    const ScopedEnv garbage(knn::kDeviceListVar, "0,x");
+    knn_mesh* refused_build = nullptr;
+    EXPECT_TRUE(knn_test::fails_with(build_with(automatic, &refused_build),
+                                     KNN_ERR_INVALID_ARGUMENT, "KNN_DEVICES"));
+    EXPECT_EQ(refused_build, nullptr);
+  }
+  ASSERT_EQ(build_with(automatic, &a), KNN_OK) << knn_last_error();
+  ASSERT_EQ(build_with(cpu, &b), KNN_OK) << knn_last_error();
+  ASSERT_EQ(build_with(listed, &c), KNN_OK) << knn_last_error();
+  const float points[6] = {0, 0, 0, 2, 0, 0.5f};
+  const float inf = std::numeric_limits<float>::infinity();
+  {
+    const ScopedEnv garbage(knn::kDeviceListVar, "0,x");
+    int32_t ids[2] = {-7, -7};
+    float sq[2] = {-7, -7}, signed_d[2] = {-7, -7};
+    EXPECT_TRUE(knn_test::fails_with(
+        knn_mesh_closest(a, points, 2, inf, ids, sq, nullptr, nullptr, nullptr),
+        KNN_ERR_INVALID_ARGUMENT, "KNN_DEVICES"));
+    EXPECT_TRUE(
+        knn_test::fails_with(knn_mesh_signed_distance(a, points, 2, inf, signed_d, ids, nullptr),
+                             KNN_ERR_INVALID_ARGUMENT, "KNN_DEVICES"));
+    // Refused before any output was written.
+    EXPECT_EQ(ids[0], -7);
+    EXPECT_EQ(sq[0], -7.0f);
+    EXPECT_EQ(signed_d[0], -7.0f);
+    // The OpenMP mesh, a call or a build that names devices, and the
+    // report (the mesh's device alone) do not read it.
+    EXPECT_EQ(knn_mesh_closest(b, points, 2, inf, ids, sq, nullptr, nullptr, nullptr), KNN_OK)
+        << knn_last_error();
+    EXPECT_EQ(knn_mesh_closest(c, points, 2, inf, ids, sq, nullptr, nullptr, nullptr), KNN_OK)
+        << knn_last_error();
+    EXPECT_EQ(knn_mesh_closest(a, points, 2, inf, ids, sq, nullptr, nullptr, &listed), KNN_OK)
+        << knn_last_error();
+    knn_deviation_report report;
+    report.struct_size = sizeof report;
+    EXPECT_EQ(knn_mesh_deviation_report(a, points, 2, inf, 0.1, nullptr, 0, nullptr, nullptr, 0,
+                                        nullptr, nullptr, &report, nullptr),
+              KNN_OK)
+        << knn_last_error();
+  }
+  for (knn_mesh* mesh : {a, b, c}) EXPECT_EQ(knn_mesh_free(mesh), KNN_OK);
 }
 
 }  // namespace
