@@ -6,8 +6,8 @@
 //     with its two children's references and boxes, so that a visit reads
 //     one node and decides both children (a leaf's box is its triangle's,
 //     checked before the triangle is);
-//   - the triangles in leaf order, corners and original id side by side, so
-//     that the leaves of one subtree are contiguous;
+//   - the triangles in leaf order, corners, shape (triangle.h) and original
+//     id side by side, so that the leaves of one subtree are contiguous;
 //   - closed and oriented meshes: per leaf the pseudonormals of its edges and
 //     its corners' vertex numbers, and the vertex pseudonormals;
 //   - other meshes: per internal node its winding cluster
@@ -36,10 +36,16 @@ struct MeshNode {
   int32_t child[2];        // references (leaf_ref for leaves)
 };
 
+// A triangle with what the closest-point definition computes of it alone
+// (triangle.h TriangleShape, the same bits), so that a query measures it
+// with fewer ops; 64 bytes in float (one cache line), 128 in double.
 template <typename Scalar>
-struct LeafTriangle {
+struct alignas(32) LeafTriangle {
   Scalar corner[3][3];  // a, b, c
+  Scalar normal[3];     // (b - a) x (c - a)
+  Scalar normal2;       // its squared norm when the triangle has an area, else 0
   int32_t id;           // the triangle's number in the mesh
+  int32_t well_shaped;  // 0 or 1
 };
 
 // What a closed, oriented mesh's signs read of a leaf (engine/mesh_engine.h
@@ -61,7 +67,12 @@ KNN_HD Vec3<Scalar> leaf_corner(const LeafTriangle<Scalar>& leaf, int k) {
   return {leaf.corner[k][0], leaf.corner[k][1], leaf.corner[k][2]};
 }
 
-// Triangle t as leaf: its corners and id, and (normals not null) its edges'
+template <typename Scalar>
+KNN_HD TriangleShape<Scalar> leaf_shape(const LeafTriangle<Scalar>& leaf) {
+  return {{leaf.normal[0], leaf.normal[1], leaf.normal[2]}, leaf.normal2, leaf.well_shaped != 0};
+}
+
+// Triangle t as leaf: its corners, shape and id, and (normals not null) its edges'
 // pseudonormals and corners' vertex numbers.
 template <typename Scalar>
 KNN_HD void gather_leaf(const Scalar* vertices, const int32_t* triangles,
@@ -70,6 +81,13 @@ KNN_HD void gather_leaf(const Scalar* vertices, const int32_t* triangles,
   for (int k = 0; k < 3; ++k)
     for (int d = 0; d < 3; ++d)
       leaf->corner[k][d] = vertices[3 * static_cast<int64_t>(triangles[3 * t + k]) + d];
+  const TriangleShape<Scalar> shape =
+      triangle_shape(leaf_corner(*leaf, 0), leaf_corner(*leaf, 1), leaf_corner(*leaf, 2));
+  leaf->normal[0] = shape.normal.x;
+  leaf->normal[1] = shape.normal.y;
+  leaf->normal[2] = shape.normal.z;
+  leaf->normal2 = shape.normal2;
+  leaf->well_shaped = shape.well_shaped ? 1 : 0;
   leaf->id = static_cast<int32_t>(t);
   if (normals == nullptr) return;
   for (int k = 0; k < 3; ++k) {

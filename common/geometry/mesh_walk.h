@@ -48,6 +48,17 @@ struct MeshArrays {
   bool closed_oriented;
 
   KNN_HD const MeshNode<Scalar>& node(int32_t i) const { return nodes[i]; }
+  // A hint that the walk may read reference `ref` next (a node or a leaf).
+  KNN_HD void prefetch(int32_t ref) const {
+#if !defined(__CUDA_ARCH__)
+    if (is_leaf_ref(ref))
+      __builtin_prefetch(leaves + leaf_of_ref(ref));
+    else
+      __builtin_prefetch(nodes + ref);
+#else
+    (void)ref;
+#endif
+  }
   KNN_HD const LeafTriangle<Scalar>& leaf(int32_t i) const { return leaves[i]; }
   KNN_HD const WindingCluster& cluster(int32_t i) const { return clusters[i]; }
   KNN_HD const LeafNormals<Scalar>& leaf_normals(int32_t i) const { return normals[i]; }
@@ -60,7 +71,7 @@ template <typename Scalar>
 KNN_HD TrianglePoint<Scalar> closest_on_leaf(const Vec3<Scalar>& q,
                                              const LeafTriangle<Scalar>& leaf) {
   return closest_point_on_triangle(q, leaf_corner(leaf, 0), leaf_corner(leaf, 1),
-                                   leaf_corner(leaf, 2));
+                                   leaf_corner(leaf, 2), leaf_shape(leaf));
 }
 
 template <typename Scalar>
@@ -96,6 +107,8 @@ KNN_HD Nearest<Scalar> nearest_leaf(const Mesh& mesh, const Vec3<Scalar>& q, Sca
   int32_t node_index = 0;
   for (;;) {
     const MeshNode<Scalar>& node = mesh.node(node_index);
+    mesh.prefetch(node.child[0]);
+    mesh.prefetch(node.child[1]);
     const Scalar bound[2] = {box_distance(qc, node.box[0].lo, node.box[0].hi, 3),
                              box_distance(qc, node.box[1].lo, node.box[1].hi, 3)};
     const int near = bound[1] < bound[0] ? 1 : 0;
@@ -171,9 +184,7 @@ KNN_HD bool is_inside(const Mesh& mesh, const Vec3<Scalar>& q, int32_t leaf_inde
     return winding_says_inside(solid_angle_sum<Scalar>(mesh, to_double3(q), overflow));
   Vec3<Scalar> normal;
   if (p.feature == TriangleFeature::kFace) {
-    const LeafTriangle<Scalar>& leaf = mesh.leaf(leaf_index);
-    const Vec3<Scalar> a = leaf_corner(leaf, 0);
-    normal = cross3(sub3(leaf_corner(leaf, 1), a), sub3(leaf_corner(leaf, 2), a));
+    normal = leaf_shape(mesh.leaf(leaf_index)).normal;  // (b - a) x (c - a)
   } else if (is_edge(p.feature)) {
     const Scalar* e = mesh.leaf_normals(leaf_index).edge[edge_of(p.feature)];
     normal = {e[0], e[1], e[2]};

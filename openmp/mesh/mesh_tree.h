@@ -1,14 +1,9 @@
 // The OpenMP engine's BVH of a triangle mesh: the tree of
-// common/geometry/mesh_bvh.h in a layout for the CPU search.
-//
-// An internal node holds its two children's references and boxes, so a
-// visit reads one node (56 bytes in float, 104 in double) and decides both
-// children; a leaf's box is its triangle's, checked before the triangle is.
-// The triangles are stored in leaf order, corners and id side by side, so
-// the leaves of one subtree are contiguous in memory. Meshes that are not
-// closed and oriented also keep every internal node's winding cluster
-// (common/geometry/mesh_winding_tree.h); closed ones keep the pseudonormals
-// of every leaf's edges and corners.
+// common/geometry/mesh_bvh.h in the layout of common/geometry/mesh_layout.h
+// (the CUDA engine's too, so that both run common/geometry/mesh_walk.h).
+// Meshes that are not closed and oriented also keep every internal node's
+// winding cluster (common/geometry/mesh_winding_tree.h); closed ones keep
+// the pseudonormals of every leaf's edges and corners.
 #pragma once
 
 #include <algorithm>
