@@ -31,12 +31,12 @@
 #include "../common/error.h"
 #include "../common/float_math.h"
 #include "../common/geometry/mesh_bvh.h"
+#include "../common/geometry/mesh_walk.h"
 #include "../common/geometry/mesh_winding_tree.h"
 #include "../common/geometry/triangle.h"
 #include "../common/geometry/winding.h"
 #include "../engine/cancel.h"
 #include "../engine/mesh_engine.h"
-#include "../openmp/mesh/mesh_search.h"
 #include "../openmp/mesh/mesh_tree.h"
 
 namespace knn_test {
@@ -963,8 +963,10 @@ TYPED_TEST(MeshEngineTest, WindingNumberAccuracy) {
       }
       const double r = std::sqrt(p.x * p.x + p.y * p.y + p.z * p.z);
       if (std::fabs(r - 1) < 0.05) continue;
-      worst = std::max(
-          worst, std::fabs(knn::omp::solid_angle_sum(tree, q) - exact) / (4 * knn::geometry::kPi));
+      bool overflow = false;
+      const double sum = knn::geometry::solid_angle_sum<S>(tree.arrays(), p, &overflow);
+      ASSERT_FALSE(overflow);
+      worst = std::max(worst, std::fabs(sum - exact) / (4 * knn::geometry::kPi));
     }
     EXPECT_LT(worst, 0.05) << mesh->n_triangles() << " triangles";
     EXPECT_GT(worst, 0.0) << "the far field is used";
@@ -1052,6 +1054,26 @@ struct ReferenceTree {
   }
 };
 
+// What a leaf keeps of its triangle's shape is what the closest-point
+// definition (common/geometry/triangle.h) computes of it, restated here in
+// plain arithmetic: n = (b - a) x (c - a), n.n (0 without an area), and
+// n.n >= |b - a|^2 |c - a|^2 / 1024.
+template <typename S>
+void expect_shape_of_definition(const knn::geometry::LeafTriangle<S>& leaf) {
+  const auto& v = leaf.corner;
+  S ab[3], ac[3];
+  for (int d = 0; d < 3; ++d) ab[d] = v[1][d] - v[0][d], ac[d] = v[2][d] - v[0][d];
+  const S n[3] = {ab[1] * ac[2] - ab[2] * ac[1], ab[2] * ac[0] - ab[0] * ac[2],
+                  ab[0] * ac[1] - ab[1] * ac[0]};
+  const S nn = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+  const bool area = nn > 0 && std::isfinite(nn);
+  const S ab2 = ab[0] * ab[0] + ab[1] * ab[1] + ab[2] * ab[2];
+  const S ac2 = ac[0] * ac[0] + ac[1] * ac[1] + ac[2] * ac[2];
+  for (int d = 0; d < 3; ++d) ASSERT_TRUE(same_bits(leaf.normal[d], n[d])) << leaf.id;
+  ASSERT_TRUE(same_bits(leaf.normal2, area ? nn : S(0))) << leaf.id;
+  ASSERT_EQ(leaf.well_shaped, area && nn >= ab2 * ac2 * S(1.0 / 1024) ? 1 : 0) << leaf.id;
+}
+
 template <typename S>
 void expect_tree_is_reference(const TestMesh<S>& mesh, const knn::omp::MeshTree<S>& tree) {
   const ReferenceTree<S> ref(mesh);
@@ -1061,6 +1083,7 @@ void expect_tree_is_reference(const TestMesh<S>& mesh, const knn::omp::MeshTree<
     for (int k = 0; k < 3; ++k)
       for (int d = 0; d < 3; ++d)
         ASSERT_TRUE(same_bits(tree.leaves[p].corner[k][d], mesh.corner(ref.order[p], k)[d]));
+    expect_shape_of_definition(tree.leaves[p]);
   }
   ASSERT_EQ(tree.nodes.size(), ref.nodes.size());
   for (size_t i = 0; i < ref.nodes.size(); ++i) {

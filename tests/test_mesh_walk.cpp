@@ -1,13 +1,13 @@
 // The CUDA mesh engine's arithmetic replayed on the host, where CI has no
 // GPU: the build of cuda/mesh/mesh_build.cu step by step with the functions
-// its kernels call (cuda/mesh/mesh_walk.h: codes, leaves, boxes, moments,
-// clusters), its bottom-up pass in shuffled orders of arrival (one
-// interleaving of the GPU's threads each), and its per-point answers
-// (mesh_walk::answer_point, what every query thread runs). The tree must
-// not depend on the order of arrival, and the answers must be the OpenMP
-// engine's bit for bit: ids, squared distances, closest points, weights and
-// signed distances, signs of open meshes included (winding sums over the
-// tree, sensitive to every node and cluster).
+// its kernels call (cuda/mesh/mesh_walk.h and common/geometry/mesh_layout.h:
+// codes, leaves, boxes, moments, clusters), its bottom-up pass in shuffled
+// orders of arrival (one interleaving of the GPU's threads each), and its
+// per-point answers over the replayed tree (geometry::answer_point, the walk
+// both engines run). The tree must not depend on the order of arrival, and
+// the answers must be the OpenMP engine's bit for bit: ids, squared distances, closest points,
+// weights and signed distances, signs of open meshes included (winding sums over the tree,
+// sensitive to every node and cluster).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,9 +19,10 @@
 #include <vector>
 
 #include "../common/geometry/mesh_bvh.h"
+#include "../common/geometry/mesh_layout.h"
+#include "../common/geometry/mesh_walk.h"
 #include "../cuda/mesh/mesh_walk.h"
 #include "../engine/mesh_engine.h"
-#include "../openmp/mesh/mesh_search.h"
 #include "../openmp/mesh/mesh_tree.h"
 #include "mesh_test_cases.h"
 
@@ -46,14 +47,10 @@ struct ReplayedMesh {
   std::vector<geo::WindingCluster> clusters;
 
   walk::MeshView<S> view() const {
-    return {nodes.data(),
-            leaves.data(),
-            closed ? normals.data() : nullptr,
-            closed ? vertex_normals.data() : nullptr,
-            closed ? nullptr : clusters.data(),
-            n,
-            closed,
-            {}};
+    return {
+        {nodes.data(), leaves.data(), closed ? normals.data() : nullptr,
+         closed ? vertex_normals.data() : nullptr, closed ? nullptr : clusters.data(), n, closed},
+        {}};
   }
 };
 
@@ -102,8 +99,8 @@ ReplayedMesh<S> replay_build(const TestMesh<S>& mesh, uint64_t seed) {
   r.leaves.resize(static_cast<size_t>(n));
   if (r.closed) r.normals.resize(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j)
-    walk::gather_leaf(v, tri, r.closed ? mesh.edge_normals.data() : nullptr, order[j], &r.leaves[j],
-                      r.closed ? &r.normals[j] : nullptr);
+    geo::gather_leaf(v, tri, r.closed ? mesh.edge_normals.data() : nullptr, order[j], &r.leaves[j],
+                     r.closed ? &r.normals[j] : nullptr);
   r.vertex_normals = mesh.vertex_normals;
   // 4. Boxes, moments and clusters bottom-up.
   std::vector<int32_t> arrivals(static_cast<size_t>(n));
@@ -113,7 +110,7 @@ ReplayedMesh<S> replay_build(const TestMesh<S>& mesh, uint64_t seed) {
   std::vector<geo::WindingMoments> moments(static_cast<size_t>(internal));
   if (!r.closed) r.clusters.resize(static_cast<size_t>(internal));
   for (const int32_t j : internal > 0 ? arrivals : std::vector<int32_t>()) {
-    MeshBox<S> box = walk::leaf_box(r.leaves[j]);
+    MeshBox<S> box = geo::leaf_box(r.leaves[j]);
     int32_t ref = geo::leaf_ref(j);
     int32_t node = parents[internal + j];
     for (;;) {
@@ -122,15 +119,15 @@ ReplayedMesh<S> replay_build(const TestMesh<S>& mesh, uint64_t seed) {
       parent.box[side] = box;
       if (visits[node]++ == 0) break;
       const MeshBox<S> other = parent.box[1 - side];
-      box = side == 0 ? walk::join_boxes(box, other) : walk::join_boxes(other, box);
+      box = side == 0 ? geo::join_boxes(box, other) : geo::join_boxes(other, box);
       if (!r.closed) {
         geo::WindingMoments m[2];
         for (int c = 0; c < 2; ++c)
           m[c] = geo::is_leaf_ref(parent.child[c])
-                     ? walk::leaf_moments(r.leaves[geo::leaf_of_ref(parent.child[c])])
+                     ? geo::leaf_moments(r.leaves[geo::leaf_of_ref(parent.child[c])])
                      : moments[parent.child[c]];
         moments[node] = geo::combine_moments(m[0], m[1]);
-        r.clusters[node] = walk::node_cluster(moments[node], box);
+        r.clusters[node] = geo::node_cluster(moments[node], box);
       }
       if (node == 0) break;
       ref = node;
@@ -150,7 +147,7 @@ Answers<S> replay_queries(const ReplayedMesh<S>& mesh, const std::vector<S>& poi
   const S max_sq = knn::mul_rn(max_distance, max_distance);
   for (int64_t i = 0; i < m; ++i) {
     bool overflow = false;
-    walk::answer_point(mesh.view(), points.data(), i, max_sq, out, &overflow);
+    geo::answer_point(mesh.view(), points.data(), i, max_sq, out, &overflow);
     EXPECT_FALSE(overflow) << "point " << i;
   }
   return a;
@@ -198,8 +195,8 @@ void expect_same_as_openmp_tree(const TestMesh<S>& mesh, const ReplayedMesh<S>& 
   for (size_t i = 0; i < points.size() / 3; ++i) {
     bool overflow = false;
     const geo::Vec3<double> q{points[3 * i], points[3 * i + 1], points[3 * i + 2]};
-    const double got = walk::solid_angle_sum(gpu.view(), q, &overflow);
-    const double expected = knn::omp::solid_angle_sum(cpu, &points[3 * i]);
+    const double got = geo::solid_angle_sum<S>(gpu.view(), q, &overflow);
+    const double expected = geo::solid_angle_sum<S>(cpu.arrays(), q, &overflow);
     ASSERT_EQ(std::memcmp(&got, &expected, sizeof got), 0) << "point " << i;
   }
 }

@@ -148,17 +148,43 @@ KNN_HD TrianglePoint<Scalar> closest_point_on_edge(const Vec3<Scalar>& q, const 
 // Well-shaped triangles: n.n >= |b - a|^2 |c - a|^2 * kWellShapedSine2.
 constexpr double kWellShapedSine2 = 1.0 / 1024;
 
-// The closest point of triangle (a, b, c) to q, by the definition above.
+// What the definition computes of a triangle alone, whatever the point:
+// its normal n = (b - a) x (c - a), n.n where the triangle has an area
+// (n.n > 0 and finite; 0 otherwise) and whether it is well shaped. A tree
+// keeps it per leaf (common/geometry/mesh_layout.h): the same ops, so the
+// same bits, computed once instead of once per point.
+template <typename Scalar>
+struct TriangleShape {
+  Vec3<Scalar> normal;
+  Scalar normal2;
+  bool well_shaped;
+};
+
+template <typename Scalar>
+KNN_HD TriangleShape<Scalar> triangle_shape(const Vec3<Scalar>& a, const Vec3<Scalar>& b,
+                                            const Vec3<Scalar>& c) {
+  const Vec3<Scalar> ab = sub3(b, a), ac = sub3(c, a);
+  TriangleShape<Scalar> shape;
+  shape.normal = cross3(ab, ac);
+  const Scalar nn = dot3(shape.normal, shape.normal);
+  const bool has_area = nn > Scalar(0) && is_finite_float(nn);
+  shape.normal2 = has_area ? nn : Scalar(0);
+  shape.well_shaped = has_area && nn >= mul_rn(mul_rn(dot3(ab, ab), dot3(ac, ac)),
+                                               static_cast<Scalar>(kWellShapedSine2));
+  return shape;
+}
+
+// The closest point of triangle (a, b, c) to q, by the definition above,
+// given the triangle's shape (triangle_shape(a, b, c)).
 template <typename Scalar>
 KNN_HD TrianglePoint<Scalar> closest_point_on_triangle(const Vec3<Scalar>& q, const Vec3<Scalar>& a,
-                                                       const Vec3<Scalar>& b,
-                                                       const Vec3<Scalar>& c) {
-  const Vec3<Scalar> ab = sub3(b, a), ac = sub3(c, a);
-  const Vec3<Scalar> n = cross3(ab, ac);
-  const Scalar nn = dot3(n, n);
+                                                       const Vec3<Scalar>& b, const Vec3<Scalar>& c,
+                                                       const TriangleShape<Scalar>& shape) {
+  const Vec3<Scalar>& n = shape.normal;
+  const Scalar nn = shape.normal2;
   bool has_face = false;
   TrianglePoint<Scalar> best;
-  if (nn > Scalar(0) && is_finite_float(nn)) {
+  if (nn > Scalar(0)) {
     const Scalar s = div_rn(dot3(sub3(q, a), n), nn);
     const Vec3<Scalar> projected = along3(q, sub_rn(Scalar(0), s), n);
     const Vec3<Scalar> pa = sub3(a, projected), pb = sub3(b, projected), pc = sub3(c, projected);
@@ -172,9 +198,7 @@ KNN_HD TrianglePoint<Scalar> closest_point_on_triangle(const Vec3<Scalar>& q, co
       best.weights[1] = div_rn(wb, sum);
       best.weights[2] = div_rn(wc, sum);
       best.feature = TriangleFeature::kFace;
-      const Scalar well_shaped =
-          mul_rn(mul_rn(dot3(ab, ab), dot3(ac, ac)), static_cast<Scalar>(kWellShapedSine2));
-      if (nn >= well_shaped) {
+      if (shape.well_shaped) {
         best.closest = projected;
         best.sq_distance = squared_distance3(q, projected);
         return best;
@@ -190,6 +214,14 @@ KNN_HD TrianglePoint<Scalar> closest_point_on_triangle(const Vec3<Scalar>& q, co
   const TrianglePoint<Scalar> e2 = closest_point_on_edge(q, c, a, 2);
   if (e2.sq_distance < best.sq_distance) best = e2;
   return best;
+}
+
+// The closest point of triangle (a, b, c) to q, by the definition above.
+template <typename Scalar>
+KNN_HD TrianglePoint<Scalar> closest_point_on_triangle(const Vec3<Scalar>& q, const Vec3<Scalar>& a,
+                                                       const Vec3<Scalar>& b,
+                                                       const Vec3<Scalar>& c) {
+  return closest_point_on_triangle(q, a, b, c, triangle_shape(a, b, c));
 }
 
 // The better of two candidates of a search: the smaller squared distance,

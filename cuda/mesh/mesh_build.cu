@@ -111,8 +111,8 @@ __global__ void gather_leaves(const Scalar* vertices, const int32_t* triangles,
        j += int64_t{gridDim.x} * blockDim.x) {
     LeafTriangle<Scalar> leaf;
     LeafNormals<Scalar> leaf_normals;
-    mesh_walk::gather_leaf(vertices, triangles, edge_normals, ids[j], &leaf,
-                           normals != nullptr ? &leaf_normals : nullptr);
+    geometry::gather_leaf(vertices, triangles, edge_normals, ids[j], &leaf,
+                          normals != nullptr ? &leaf_normals : nullptr);
     leaves[j] = leaf;
     if (normals != nullptr) normals[j] = leaf_normals;
   }
@@ -148,7 +148,7 @@ __global__ void climb(const LeafTriangle<Scalar>* leaves, int64_t n, const int32
                       geometry::WindingCluster* clusters) {
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
        j += int64_t{gridDim.x} * blockDim.x) {
-    MeshBox<Scalar> box = mesh_walk::leaf_box(leaves[j]);
+    MeshBox<Scalar> box = geometry::leaf_box(leaves[j]);
     int32_t ref = geometry::leaf_ref(static_cast<int32_t>(j));
     int32_t node = parents[n - 1 + j];
     for (;;) {
@@ -159,18 +159,18 @@ __global__ void climb(const LeafTriangle<Scalar>* leaves, int64_t n, const int32
       if (atomicAdd(visits + node, 1u) == 0) break;  // the sibling computes the node
       // left, then right, whichever arrived first
       const MeshBox<Scalar> other = load_box_l2(parent->box + (1 - side));
-      box = side == 0 ? mesh_walk::join_boxes(box, other) : mesh_walk::join_boxes(other, box);
+      box = side == 0 ? geometry::join_boxes(box, other) : geometry::join_boxes(other, box);
       if (moments != nullptr) {
         geometry::WindingMoments m[2];
         for (int c = 0; c < 2; ++c) {
           const int32_t child = parent->child[c];
           m[c] = geometry::is_leaf_ref(child)
-                     ? mesh_walk::leaf_moments(leaves[geometry::leaf_of_ref(child)])
+                     ? geometry::leaf_moments(leaves[geometry::leaf_of_ref(child)])
                      : load_moments_l2(moments + child);
         }
         const geometry::WindingMoments sum = geometry::combine_moments(m[0], m[1]);
         moments[node] = sum;
-        clusters[node] = mesh_walk::node_cluster(sum, box);
+        clusters[node] = geometry::node_cluster(sum, box);
       }
       if (node == 0) break;
       ref = node;

@@ -3,54 +3,25 @@
 // sizes alone. Host-only C++: knn_estimate_mesh_bytes answers from it
 // without a device and in builds without CUDA (mesh_memory.cpp).
 //
-// The tree is common/geometry/mesh_bvh.h's LBVH:
-//   - n - 1 internal nodes (node 0 the root; none for one triangle), each
-//     with its two children's references and boxes, so that a visit reads
-//     one node and decides both children;
-//   - the triangles in leaf order, corners and original id side by side;
-//   - closed and oriented meshes: per leaf the pseudonormals of its edges and
-//     its corners' vertex numbers, and the vertex pseudonormals;
-//   - other meshes: per internal node its winding cluster
-//     (common/geometry/mesh_winding_tree.h).
+// The tree is common/geometry/mesh_bvh.h's LBVH in the layout of
+// common/geometry/mesh_layout.h, the OpenMP engine's.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "../../common/geometry/mesh_layout.h"
 #include "../../common/geometry/mesh_winding_tree.h"
 #include "../core/memory_model.h"
 
 namespace knn {
 namespace cuda {
 
-template <typename Scalar>
-struct MeshBox {
-  Scalar lo[3], hi[3];
-};
-
-template <typename Scalar>
-struct MeshNode {
-  MeshBox<Scalar> box[2];  // of the left and the right child
-  int32_t child[2];        // references (geometry::leaf_ref for leaves)
-};
-
-template <typename Scalar>
-struct LeafTriangle {
-  Scalar corner[3][3];  // a, b, c
-  int32_t id;           // the triangle's number in the mesh
-};
-
-template <typename Scalar>
-struct LeafNormals {
-  Scalar edge[3][3];  // edge i from corner i to corner (i + 1) % 3
-  int32_t vertex[3];  // the corners' vertex numbers
-};
-
-// The deepest path from the root: each internal node's 127-bit keys (code,
-// position) share a longer prefix than its parent's, so a path has at most
-// 128 internal nodes, and a depth-first walk that keeps at most one pending
-// child per level never holds more.
-constexpr int kMeshStackCapacity = 160;
+using geometry::kMeshStackCapacity;
+using geometry::LeafNormals;
+using geometry::LeafTriangle;
+using geometry::MeshBox;
+using geometry::MeshNode;
 
 // ---- Device memory (every buffer counted in whole pages: aligned()) -------
 // What a built mesh keeps on its device.

@@ -36,7 +36,7 @@ namespace knn {
 namespace cuda {
 namespace {
 
-using mesh_walk::infinity_of;
+using geometry::infinity_of;
 using mesh_walk::PointOutputs;
 
 constexpr int kQueryBlock = 128;
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kQueryBlock)
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count;
        k += int64_t{gridDim.x} * blockDim.x) {
     bool overflow = false;
-    mesh_walk::answer_point(mesh, points, order[k], max_sq, out, &overflow);
+    geometry::answer_point(mesh, points, order[k], max_sq, out, &overflow);
     if (overflow) atomicExch(fault, 1);
   }
 }
@@ -83,7 +83,7 @@ template <typename Scalar>
 __global__ void write_beyond_kernel(PointOutputs<Scalar> out, int64_t m) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < m;
        i += int64_t{gridDim.x} * blockDim.x)
-    mesh_walk::write_beyond(out, i);
+    geometry::write_beyond<Scalar>(out, i);
 }
 
 // After a failure while the points are answered (cancellation included):
@@ -102,12 +102,12 @@ void write_beyond_everywhere(const PointOutputs<Scalar>& out, int64_t m, int dev
       else
         to_host = p;
     };
-    split(out.ids, host.ids, on_device.ids);
+    split(out.triangle_ids, host.triangle_ids, on_device.triangle_ids);
     split(out.sq_distances, host.sq_distances, on_device.sq_distances);
     split(out.closest, host.closest, on_device.closest);
     split(out.barycentric, host.barycentric, on_device.barycentric);
     split(out.signed_distances, host.signed_distances, on_device.signed_distances);
-    for (int64_t i = 0; i < m; ++i) mesh_walk::write_beyond(host, i);
+    for (int64_t i = 0; i < m; ++i) geometry::write_beyond<Scalar>(host, i);
     if (!any_on_device) return;
     write_beyond_kernel<<<grid_stride_blocks(write_beyond_kernel<Scalar>, kBlock, m), kBlock>>>(
         on_device, m);
@@ -160,7 +160,7 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
   const volatile int* cancel = cancel_flag();
   knn_progress* const report = progress();
   CallerArray<const Scalar> in(points, 3, device);
-  CallerArray<int32_t> ids(out.ids, 1, device);
+  CallerArray<int32_t> ids(out.triangle_ids, 1, device);
   CallerArray<Scalar> sq(out.sq_distances, 1, device), closest(out.closest, 3, device),
       barycentric(out.barycentric, 3, device), signed_d(out.signed_distances, 1, device);
   const size_t per_point = in.bytes_per_point() + ids.bytes_per_point() + sq.bytes_per_point() +

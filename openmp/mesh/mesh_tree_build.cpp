@@ -33,21 +33,6 @@ namespace {
 // Progress units of a build: the codes, the sort, the nodes, the boxes.
 constexpr int64_t kBuildSteps = 4;
 
-template <typename Scalar>
-MeshBox<Scalar> box_union(const MeshBox<Scalar>& a, const MeshBox<Scalar>& b) {
-  MeshBox<Scalar> box;
-  for (int d = 0; d < 3; ++d) {
-    box.lo[d] = std::min(a.lo[d], b.lo[d]);
-    box.hi[d] = std::max(a.hi[d], b.hi[d]);
-  }
-  return box;
-}
-
-template <typename Scalar>
-geometry::WindingMoments leaf_moments(const LeafTriangle<Scalar>& t) {
-  return geometry::triangle_moments(leaf_corner(t, 0), leaf_corner(t, 1), leaf_corner(t, 2));
-}
-
 // The centroids' bounds per axis, in double (min and max are exact, so the
 // order of the reduction does not matter).
 struct CentroidBounds {
@@ -133,16 +118,9 @@ MeshTree<Scalar> build_mesh_tree(const MeshGeometry<Scalar>& mesh, int threads) 
 #pragma omp parallel for num_threads(threads)
     for (int64_t p = begin; p < end; ++p) {
       const int64_t t = order[p];
-      LeafTriangle<Scalar>& leaf = tree.leaves[p];
-      for (int k = 0; k < 3; ++k)
-        for (int d = 0; d < 3; ++d) leaf.corner[k][d] = v[3 * int64_t{tri[3 * t + k]} + d];
-      leaf.id = static_cast<int32_t>(t);
-      if (!mesh.closed_oriented) continue;
-      LeafNormals<Scalar>& normals = tree.leaf_normals[p];
-      for (int k = 0; k < 3; ++k) {
-        for (int d = 0; d < 3; ++d) normals.edge[k][d] = mesh.edge_normals[9 * t + 3 * k + d];
-        normals.vertex[k] = tri[3 * t + k];
-      }
+      geometry::gather_leaf(v, tri, mesh.closed_oriented ? mesh.edge_normals : nullptr, t,
+                            &tree.leaves[p],
+                            mesh.closed_oriented ? &tree.leaf_normals[p] : nullptr);
     }
   });
   order = std::vector<int32_t>();
@@ -184,27 +162,26 @@ MeshTree<Scalar> build_mesh_tree(const MeshGeometry<Scalar>& mesh, int threads) 
     for (int64_t i = begin; i < end; ++i) arrived[i].store(0, std::memory_order_relaxed);
   });
   const auto child_moments = [&](int32_t ref) {
-    return geometry::is_leaf_ref(ref) ? leaf_moments(tree.leaves[geometry::leaf_of_ref(ref)])
-                                      : moments[ref];
+    return geometry::is_leaf_ref(ref)
+               ? geometry::leaf_moments(tree.leaves[geometry::leaf_of_ref(ref)])
+               : moments[ref];
   };
   for_each_run(n, cancel, [&](int64_t begin, int64_t end) {
 #pragma omp parallel for num_threads(threads)
     for (int64_t p = begin; p < end; ++p) {
       int32_t ref = geometry::leaf_ref(static_cast<int32_t>(p));
-      MeshBox<Scalar> box = triangle_box(tree.leaves[p]);
+      MeshBox<Scalar> box = geometry::leaf_box(tree.leaves[p]);
       int32_t parent = inner > 0 ? leaf_parent[p] : -1;
       while (parent >= 0) {
         MeshNode<Scalar>& node = tree.nodes[parent];
         node.box[node.child[0] == ref ? 0 : 1] = box;
         // The first child to arrive stops; the second sees its box (acquire).
         if (arrived[parent].fetch_add(1, std::memory_order_acq_rel) == 0) break;
-        box = box_union(node.box[0], node.box[1]);
+        box = geometry::join_boxes(node.box[0], node.box[1]);
         if (open) {
           moments[parent] =
               geometry::combine_moments(child_moments(node.child[0]), child_moments(node.child[1]));
-          tree.clusters[parent] =
-              geometry::make_winding_cluster(moments[parent], {box.lo[0], box.lo[1], box.lo[2]},
-                                             {box.hi[0], box.hi[1], box.hi[2]});
+          tree.clusters[parent] = geometry::node_cluster(moments[parent], box);
         }
         ref = parent;
         parent = node_parent[parent];

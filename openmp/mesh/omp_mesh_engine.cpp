@@ -3,7 +3,8 @@
 // mesh_tree.h, one point per loop iteration, blocks of points shared by the
 // threads (omp_index_support.h for_each_block: cancellation between blocks,
 // progress per block, exceptions kept off the OpenMP region).
-// The searches themselves are in mesh_search.h.
+// The searches themselves are the CUDA engine's too:
+// common/geometry/mesh_walk.h.
 #include <omp.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "../../common/float_math.h"
 #include "../../common/geometry/deviation.h"
 #include "../../common/geometry/mesh_bvh.h"
+#include "../../common/geometry/mesh_walk.h"
 #include "../../common/geometry/mesh_winding_tree.h"
 #include "../../common/geometry/triangle.h"
 #include "../../common/geometry/winding.h"
@@ -23,7 +25,6 @@
 #include "../../engine/cancel.h"
 #include "../../engine/mesh_engine.h"
 #include "../omp_index_support.h"
-#include "mesh_search.h"
 #include "mesh_tree.h"
 #include "omp_mesh_align.h"
 #include "radix_sort.h"
@@ -79,46 +80,9 @@ class PointOrder {
   std::vector<uint32_t> codes_, code_buffer_, order_, order_buffer_;
 };
 
-// Whether q, at a positive distance from its closest point `at` on leaf
-// `leaf`, lies inside the mesh.
-template <typename Scalar>
-bool is_inside(const MeshTree<Scalar>& tree, const Scalar* q, int32_t leaf,
-               const geometry::TrianglePoint<Scalar>& at) {
-  if (!tree.closed_oriented) return geometry::winding_says_inside(solid_angle_sum(tree, q));
-  const LeafTriangle<Scalar>& t = tree.leaves[leaf];
-  Vec3<Scalar> normal;
-  if (at.feature == geometry::TriangleFeature::kFace) {
-    const Vec3<Scalar> a = leaf_corner(t, 0);
-    normal = geometry::cross3(geometry::sub3(leaf_corner(t, 1), a),
-                              geometry::sub3(leaf_corner(t, 2), a));
-  } else if (geometry::is_edge(at.feature)) {
-    const Scalar* e = tree.leaf_normals[leaf].edge[geometry::edge_of(at.feature)];
-    normal = {e[0], e[1], e[2]};
-  } else {
-    const int64_t vertex = tree.leaf_normals[leaf].vertex[geometry::corner_of(at.feature)];
-    const Scalar* v = tree.vertex_normals.data() + 3 * vertex;
-    normal = {v[0], v[1], v[2]};
-  }
-  return geometry::pseudonormal_says_inside(Vec3<Scalar>{q[0], q[1], q[2]}, at.closest, normal);
-}
-
 template <typename Scalar>
 Scalar squared_limit(Scalar max_distance) {
   return mul_rn(max_distance, max_distance);  // +infinity stays +infinity
-}
-
-// Writes point i's "beyond" values into every output there is.
-template <typename Scalar>
-void write_beyond(const MeshResults<Scalar>& out, int64_t i) {
-  const Scalar inf = std::numeric_limits<Scalar>::infinity();
-  const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
-  if (out.triangle_ids) out.triangle_ids[i] = -1;
-  if (out.sq_distances) out.sq_distances[i] = inf;
-  if (out.signed_distances) out.signed_distances[i] = inf;
-  for (int d = 0; d < 3; ++d) {
-    if (out.closest) out.closest[3 * i + d] = nan;
-    if (out.barycentric) out.barycentric[3 * i + d] = nan;
-  }
 }
 
 template <typename Scalar>
@@ -170,33 +134,15 @@ class OmpMesh final : public MeshEngine<Scalar> {
       }
     } catch (...) {
 #pragma omp parallel for num_threads(team_size(call.threads))
-      for (int64_t i = 0; i < m; ++i) write_beyond(out, i);
+      for (int64_t i = 0; i < m; ++i) geometry::write_beyond<Scalar>(out, i);
       throw;
     }
   }
 
   void answer_point(const Scalar* points, int64_t i, Scalar limit_sq,
                     const MeshResults<Scalar>& out) const {
-    const Scalar* q = points + 3 * i;
-    const Nearest<Scalar> nearest = nearest_triangle(tree_, q, limit_sq);
-    if (nearest.id < 0) return write_beyond(out, i);
-    // Measured again (the same bits) for what the search did not keep.
-    const geometry::TrianglePoint<Scalar> at =
-        closest_on_leaf(Vec3<Scalar>{q[0], q[1], q[2]}, tree_.leaves[nearest.leaf]);
-    if (out.triangle_ids) out.triangle_ids[i] = nearest.id;
-    if (out.sq_distances) out.sq_distances[i] = at.sq_distance;
-    if (out.closest) {
-      out.closest[3 * i] = at.closest.x;
-      out.closest[3 * i + 1] = at.closest.y;
-      out.closest[3 * i + 2] = at.closest.z;
-    }
-    if (out.barycentric)
-      for (int k = 0; k < 3; ++k) out.barycentric[3 * i + k] = at.weights[k];
-    if (out.signed_distances) {
-      const Scalar distance = sqrt_rn(at.sq_distance);
-      const bool inside = at.sq_distance > Scalar(0) && is_inside(tree_, q, nearest.leaf, at);
-      out.signed_distances[i] = inside ? -distance : distance;
-    }
+    bool overflow = false;  // never: the stack holds the deepest path (mesh_layout.h)
+    geometry::answer_point(tree_.arrays(), points, i, limit_sq, out, &overflow);
   }
 
   MeshTree<Scalar> tree_;
