@@ -73,6 +73,12 @@ struct GridSearchPolicy {
   static constexpr int kThreads = 128;
   static constexpr int kMaxWarps = 4;
 };
+// The mesh's closest-point search (cuda/mesh/mesh_query.cu): a thread per
+// point; its traversal stack lives in local memory, so smaller blocks keep
+// more of them resident.
+struct MeshSearchPolicy {
+  static constexpr int kThreads = 128;
+};
 // The sort of binned rows (cuda/core/binned_rows.cu): a warp per row, at most
 // this many per block, fewer where shared memory holds fewer rows.
 constexpr int kBinnedSortMaxWarps = 4;

@@ -23,7 +23,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kBlock = 256;
 constexpr int64_t kAlignChunkPoints = int64_t{1} << 22;  // a multiple of kAlignSumBlock
 
 using geometry::AlignSums;

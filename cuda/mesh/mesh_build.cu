@@ -33,8 +33,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-constexpr int kBlock = 256;
-
 struct CentroidBox {
   double lo[3], hi[3];
 };

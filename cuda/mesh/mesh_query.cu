@@ -39,8 +39,6 @@ namespace {
 using geometry::infinity_of;
 using mesh_walk::PointOutputs;
 
-constexpr int kQueryBlock = 128;
-constexpr int kBlock = 256;
 // Points per chunk at most, device arrays included: the cancel flag and the
 // progress are read and published between chunks.
 constexpr int64_t kMeshChunkPoints = int64_t{1} << 22;
@@ -68,7 +66,7 @@ __global__ void point_codes(const Scalar* points, int64_t count, MeshBox<Scalar>
 }
 
 template <typename Scalar>
-__global__ void __launch_bounds__(kQueryBlock)
+__global__ void __launch_bounds__(MeshSearchPolicy::kThreads)
     answer_points(MeshView<Scalar> mesh, const Scalar* points, const int32_t* order, int64_t count,
                   Scalar max_sq, PointOutputs<Scalar> out, int* fault) {
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < count;
@@ -189,7 +187,8 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
   check(cudaMemsetAsync(fault.get(), 0, sizeof(int), stream), "mesh query: cudaMemsetAsync");
   // max_distance^2 in the mesh's scalar: the contract's "beyond".
   const Scalar max_sq = mul_rn(max_distance, max_distance);
-  const unsigned most_blocks = grid_stride_blocks(answer_points<Scalar>, kQueryBlock, chunk);
+  const unsigned most_blocks =
+      grid_stride_blocks(answer_points<Scalar>, MeshSearchPolicy::kThreads, chunk);
   for (int64_t first = 0; first < m; first += chunk) {
     throw_if_cancelled(cancel);
     const int64_t count = std::min(chunk, m - first);
@@ -203,8 +202,9 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
           "mesh query: radix sort");
     const PointOutputs<Scalar> o{ids.at(first), sq.at(first), closest.at(first),
                                  barycentric.at(first), signed_d.at(first)};
-    answer_points<<<std::min(most_blocks, grid_for(count, kQueryBlock)), kQueryBlock, 0, stream>>>(
-        mesh, in.at(first), order_sorted.get(), count, max_sq, o, fault.get());
+    answer_points<<<std::min(most_blocks, grid_for(count, MeshSearchPolicy::kThreads)),
+                    MeshSearchPolicy::kThreads, 0, stream>>>(mesh, in.at(first), order_sorted.get(),
+                                                             count, max_sq, o, fault.get());
     check_launch("mesh query: answer_points");
     ids.download(first, count, stream);
     sq.download(first, count, stream);

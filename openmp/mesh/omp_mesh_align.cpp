@@ -9,10 +9,11 @@
 #include <cmath>
 #include <vector>
 
+#include "../../common/geometry/mesh_walk.h"
 #include "../../common/team_size.h"
 #include "../../engine/cancel.h"
 #include "../omp_index_support.h"
-#include "mesh_search.h"
+#include "mesh_tree.h"
 
 namespace knn {
 namespace omp {
@@ -20,12 +21,12 @@ namespace {
 
 template <typename Scalar>
 struct LeafCorners {
-  const LeafTriangle<Scalar>* leaves;
+  const geometry::LeafTriangle<Scalar>* leaves;
   void operator()(int32_t leaf, geometry::Vec3<Scalar>& a, geometry::Vec3<Scalar>& b,
                   geometry::Vec3<Scalar>& c) const {
-    a = leaf_corner(leaves[leaf], 0);
-    b = leaf_corner(leaves[leaf], 1);
-    c = leaf_corner(leaves[leaf], 2);
+    a = geometry::leaf_corner(leaves[leaf], 0);
+    b = geometry::leaf_corner(leaves[leaf], 1);
+    c = geometry::leaf_corner(leaves[leaf], 2);
   }
 };
 
@@ -69,8 +70,9 @@ geometry::AlignSums align_step(const MeshTree<Scalar>& tree, const Scalar* point
         for (int64_t i = b * block; i < end; ++i) {
           const geometry::Vec3<Scalar> q =
               geometry::rounded3<Scalar>(geometry::move_point(step.frame, points + 3 * i));
-          const Scalar at[3] = {q.x, q.y, q.z};
-          const Nearest<Scalar> nearest = nearest_triangle(tree, at, limit);
+          bool overflow = false;  // never: the stack holds the deepest path (mesh_layout.h)
+          const geometry::Nearest<Scalar> nearest =
+              geometry::nearest_leaf(tree.arrays(), q, limit, &overflow);
           leaves[i] = nearest.leaf;
           sq[i] = nearest.sq_distance;
         }
