@@ -127,9 +127,8 @@ KNN_API int KNN_CALL knn_mesh_free(knn_mesh* mesh);
  * KNN_SCALAR_FLOAT64; backend: KNN_BACKEND_CUDA or KNN_BACKEND_OPENMP;
  * closed_oriented: 1 when signs come from pseudonormals, 0 when from the
  * winding number (see above). */
-KNN_API int KNN_CALL knn_mesh_info(const knn_mesh* mesh, int64_t* n_vertices,
-                                   int64_t* n_triangles, int* scalar, int* backend,
-                                   int* closed_oriented);
+KNN_API int KNN_CALL knn_mesh_info(const knn_mesh* mesh, int64_t* n_vertices, int64_t* n_triangles,
+                                   int* scalar, int* backend, int* closed_oriented);
 
 /* For each of the m points (m x 3): the closest triangle (triangle_ids,
  * required), its squared distance, the closest point (m x 3) and its
@@ -147,21 +146,19 @@ KNN_API int KNN_CALL knn_mesh_closest_f64(const knn_mesh* mesh, const double* po
 
 /* The signed distance of each point (m, required) and its closest triangle
  * (m or NULL). */
-KNN_API int KNN_CALL knn_mesh_signed_distance(const knn_mesh* mesh, const float* points,
-                                              int64_t m, float max_distance,
-                                              float* signed_distances, int32_t* triangle_ids,
-                                              const knn_options* opt);
+KNN_API int KNN_CALL knn_mesh_signed_distance(const knn_mesh* mesh, const float* points, int64_t m,
+                                              float max_distance, float* signed_distances,
+                                              int32_t* triangle_ids, const knn_options* opt);
 KNN_API int KNN_CALL knn_mesh_signed_distance_f64(const knn_mesh* mesh, const double* points,
                                                   int64_t m, double max_distance,
-                                                  double* signed_distances,
-                                                  int32_t* triangle_ids, const knn_options* opt);
+                                                  double* signed_distances, int32_t* triangle_ids,
+                                                  const knn_options* opt);
 
 /* The deviation report of a scan against a design: the signed distances of
  * the points summarised where they were computed (on the mesh's own device
  * for a CUDA mesh, whatever the device list: the per-point values come back
- * only when signed_distances is not NULL). Definitions, over the measured points (those within max_distance),
- * all functions of their values sorted ascending and so identical on every
- * backend:
+ * only when signed_distances is not NULL). Definitions, over the measured points (those within
+ * max_distance), all functions of their values sorted ascending and so identical on every backend:
  *   min, max     the least and greatest signed distance;
  *   mean, rms    in double: the sum and the sum of squares taken over the
  *                sorted values in blocks of 4096 (sequential within a
@@ -201,8 +198,8 @@ KNN_API int KNN_CALL knn_mesh_deviation_report(
     const double* bin_edges, int n_bins, int64_t* bin_counts, float* signed_distances,
     knn_deviation_report* report, const knn_options* opt);
 KNN_API int KNN_CALL knn_mesh_deviation_report_f64(
-    const knn_mesh* mesh, const double* points, int64_t m, double max_distance,
-    double tolerance, const double* percentiles, int n_percentiles, double* percentile_values,
+    const knn_mesh* mesh, const double* points, int64_t m, double max_distance, double tolerance,
+    const double* percentiles, int n_percentiles, double* percentile_values,
     const double* bin_edges, int n_bins, int64_t* bin_counts, double* signed_distances,
     knn_deviation_report* report, const knn_options* opt);
 
@@ -212,14 +209,14 @@ KNN_API int KNN_CALL knn_mesh_deviation_report_f64(
  * opt's backend. Errors as for the index's. */
 KNN_API int KNN_CALL knn_mesh_serialized_size(const knn_mesh* mesh, size_t* bytes);
 KNN_API int KNN_CALL knn_mesh_serialize(const knn_mesh* mesh, void* buffer, size_t bytes);
-KNN_API int KNN_CALL knn_mesh_deserialize(const void* buffer, size_t bytes,
-                                          const knn_options* opt, knn_mesh** out);
+KNN_API int KNN_CALL knn_mesh_deserialize(const void* buffer, size_t bytes, const knn_options* opt,
+                                          knn_mesh** out);
 
 /* Device bytes a CUDA mesh build of this size needs at its peak (the mesh
  * and its BVH resident plus the build's scratch); 0 for impossible sizes.
  * scalar: KNN_SCALAR_FLOAT32 or KNN_SCALAR_FLOAT64. */
-KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_triangles,
-                                                int scalar, const knn_options* opt);
+KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_triangles, int scalar,
+                                                const knn_options* opt);
 
 /* ---- Alignment: the best fit of a scan to the mesh (contract section 8) ---
  * Finds the rigid motion T (a rotation and a translation) that moves the m
@@ -247,8 +244,8 @@ KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_tr
  * are read once per call (device points: copied out piece by piece for it).
  * Progress: one query stage of m x (max_iterations + 1) x starts points
  * (starts: 5 with coarse_start, else 1), finished at its total when the fit
- * returns; the cancel flag is read between blocks of points. Deterministic: sums in fixed blocks of point order, so
- * the same input gives the same transform bit for bit on every backend.
+ * returns; the cancel flag is read between blocks of points. Deterministic: sums in fixed blocks of
+ * point order, so the same input gives the same transform bit for bit on every backend.
  *
  * initial: 16 doubles, a row-major 4 x 4 rigid transform (its 3 x 3 part a
  * rotation within 1e-6, determinant +1, last row 0 0 0 1; finite), or NULL
