@@ -12,6 +12,7 @@
 //   - its closest triangle of each point is one of least distance by the
 //     long-double brute force, at that distance; its signed distance has
 //     that magnitude; a serialized copy loads and answers with the same bits.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -117,17 +118,25 @@ void fuzz(FuzzedDataProvider& in) {
     b = knn_mesh_signed_distance(mesh, q.data(), m, inf, sd.data(), nullptr, &o);
   }
   expect(a == KNN_OK && b == KNN_OK, "a query on a valid mesh failed", a ? a : b);
+  // The definition rounds in S: its distances are exact to a few units in
+  // the last place of the largest coordinate in play (a segment 1e35 long
+  // passing near the point is measured to about eps * 1e35), and so is the
+  // long-double oracle to its own eps. Distances are compared with that slack.
   const long double tol = sizeof(S) == 4 ? 1e-4L : 1e-10L;
+  long double magnitude = 6;  // the points' coordinates are at most 6
+  for (S c : v) magnitude = std::max(magnitude, std::fabs(static_cast<long double>(c)));
+  const long double slack =
+      64 * static_cast<long double>(std::numeric_limits<S>::epsilon()) * magnitude;
   for (int64_t i = 0; i < m; ++i) {
     const knn_mesh_oracle::P3 p{q[3 * i], q[3 * i + 1], q[3 * i + 2]};
-    const long double best = knn_mesh_oracle::nearest(oracle, p).sq;
-    const long double scale = 1 + best;
+    const long double best = std::sqrt(knn_mesh_oracle::nearest(oracle, p).sq);
+    const long double allowed = tol * (1 + best) + slack;
     expect(ids[i] >= 0 && ids[i] < nt, "closest id out of range", 0);
-    const long double its = knn_mesh_oracle::closest_on(oracle, ids[i], p).sq;
-    expect(its <= best + tol * scale, "the closest triangle is not one of least distance", 0);
-    expect(std::fabs(static_cast<long double>(sq[i]) - best) <= tol * scale,
+    const long double its = std::sqrt(knn_mesh_oracle::closest_on(oracle, ids[i], p).sq);
+    expect(its <= best + allowed, "the closest triangle is not one of least distance", 0);
+    expect(std::fabs(std::sqrt(static_cast<long double>(sq[i])) - best) <= allowed,
            "the squared distance differs from the oracle's", 0);
-    expect(std::fabs(std::fabs(static_cast<long double>(sd[i])) - std::sqrt(best)) <= tol * scale,
+    expect(std::fabs(std::fabs(static_cast<long double>(sd[i])) - best) <= allowed,
            "the signed distance's magnitude differs from the oracle's", 0);
   }
   // A serialized copy loads and answers with the same bits.
