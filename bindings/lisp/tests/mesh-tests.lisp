@@ -374,7 +374,7 @@ but the identity maps it onto itself."
             (pts (if (eq scalar :float64) scan
                      (map '(simple-array single-float (*)) (lambda (x) (coerce x 'single-float))
                           scan))))
-        (knn:with-mesh (mesh vertices faces :scalar scalar :backend :openmp)
+        (knn:with-mesh (mesh vertices faces :scalar scalar)
           (check (knn:mesh-closed-oriented mesh))
           (let ((fit (knn:mesh-align mesh pts :max-correspondence 0.5d0)))
             (check (knn:align-result-converged fit) (format nil "~A converged" scalar))
