@@ -1,6 +1,7 @@
 // KnnMesh.cs - C# binding of the triangle-mesh calls of libknn_gpgpu
-// (knn_gpgpu_mesh.h): exact closest point, signed distance and the deviation
-// report of a scan against a design. Compiled with KnnGpgpu.cs:
+// (knn_gpgpu_mesh.h): exact closest point, signed distance, the deviation
+// report of a scan against a design and the scan's best rigid fit to it.
+// Compiled with KnnGpgpu.cs:
 //     mcs -target:library -out:KnnGpgpu.dll KnnGpgpu.cs KnnMesh.cs
 //
 // KnnMesh<float> holds a float32 mesh (knn_mesh_build and the float calls),
@@ -66,7 +67,7 @@ namespace KnnGpgpu
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern UIntPtr knn_estimate_mesh_bytes(long nVertices, long nTriangles, int scalar,
                                                               IntPtr opt);
-        // Alignment (contract section 8): bound, not yet wrapped.
+        // Alignment (contract section 8); KnnMesh<T>.Align calls the _ex form.
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern int knn_mesh_align(MeshHandle mesh, IntPtr points, long m, IntPtr initial,
                                                   double maxCorrespondence, int maxIterations,
@@ -77,11 +78,12 @@ namespace KnnGpgpu
                                                       IntPtr transform, IntPtr rms, IntPtr opt);
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern int knn_mesh_align_ex(MeshHandle mesh, IntPtr points, long m, IntPtr initial,
-                                                     IntPtr parameters, IntPtr result, IntPtr opt);
+                                                     ref KnnAlignParamsStruct parameters,
+                                                     ref KnnAlignResultStruct result, IntPtr opt);
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern int knn_mesh_align_ex_f64(MeshHandle mesh, IntPtr points, long m,
-                                                         IntPtr initial, IntPtr parameters, IntPtr result,
-                                                         IntPtr opt);
+                                                         IntPtr initial, ref KnnAlignParamsStruct parameters,
+                                                         ref KnnAlignResultStruct result, IntPtr opt);
     }
 
     /// <summary>Owns a knn_mesh*; knn_mesh_free runs exactly once.</summary>
@@ -99,6 +101,57 @@ namespace KnnGpgpu
         public long NPoints, NMeasured, NBeyond, NWithinTolerance, NAboveTolerance, NBelowTolerance,
                     NBelowBins, NAboveBins;
         public double Min, Max, Mean, Rms;
+    }
+
+    /// <summary>struct knn_align_params (48 bytes on 64-bit platforms); a field of 0 takes its
+    /// default.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct KnnAlignParamsStruct
+    {
+        public UIntPtr StructSize;
+        public double MaxCorrespondence;
+        public int MaxIterations;
+        public int CoarseStart;
+        public double KeptFraction;
+        public double ToleranceRotation;
+        public double ToleranceTranslation;
+    }
+
+    /// <summary>struct knn_align_result (168 bytes on 64-bit platforms).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct KnnAlignResultStruct
+    {
+        public UIntPtr StructSize;
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = 16)] public double[] Transform;
+        public double Rms;
+        public long NKept;
+        public int Iterations;
+        public int Converged;
+        public int DegenerateDirections;
+        public int NDegenerate;
+    }
+
+    /// <summary>The KNN_ALIGN_* bits: a rotation about an axis through the scan's centroid, or a
+    /// translation along one, that the last step of a fit could not observe.</summary>
+    [Flags]
+    public enum KnnAlignDirections
+    {
+        None = 0, RotationX = 1, RotationY = 2, RotationZ = 4,
+        TranslationX = 8, TranslationY = 16, TranslationZ = 32
+    }
+
+    /// <summary>What knn_mesh_align_ex found (definitions in the header). Transform is the
+    /// row-major 4 x 4 rigid transform that maps the scan onto the mesh (mesh point =
+    /// Transform * (x, y, z, 1)); Rms is NaN when no point was kept.</summary>
+    public sealed class KnnAlignResult
+    {
+        public double[,] Transform;
+        public double Rms;
+        public long NKept;
+        public int Iterations;
+        public bool Converged;
+        public KnnAlignDirections DegenerateDirections;
+        public int NDegenerate;
     }
 
     /// <summary>knn_mesh_info.</summary>
@@ -161,6 +214,8 @@ namespace KnnGpgpu
         internal abstract int Report(MeshHandle h, IntPtr p, long m, double max, double tol, IntPtr pct, int np,
                                      IntPtr pv, IntPtr edges, int nb, IntPtr counts, IntPtr sd,
                                      ref KnnDeviationReportStruct r, IntPtr o);
+        internal abstract int Align(MeshHandle h, IntPtr p, long m, IntPtr initial, ref KnnAlignParamsStruct prm,
+                                    ref KnnAlignResultStruct r, IntPtr o);
     }
 
     internal sealed class FloatMeshCalls : MeshCalls<float>
@@ -185,6 +240,10 @@ namespace KnnGpgpu
                                      IntPtr pv, IntPtr edges, int nb, IntPtr counts, IntPtr sd,
                                      ref KnnDeviationReportStruct r, IntPtr o)
         { return NativeMethods.knn_mesh_deviation_report(h, p, m, (float)max, tol, pct, np, pv, edges, nb, counts, sd, ref r, o); }
+        [MethodImpl(Late)]
+        internal override int Align(MeshHandle h, IntPtr p, long m, IntPtr initial, ref KnnAlignParamsStruct prm,
+                                    ref KnnAlignResultStruct r, IntPtr o)
+        { return NativeMethods.knn_mesh_align_ex(h, p, m, initial, ref prm, ref r, o); }
     }
 
     internal sealed class DoubleMeshCalls : MeshCalls<double>
@@ -208,6 +267,10 @@ namespace KnnGpgpu
                                      IntPtr pv, IntPtr edges, int nb, IntPtr counts, IntPtr sd,
                                      ref KnnDeviationReportStruct r, IntPtr o)
         { return NativeMethods.knn_mesh_deviation_report_f64(h, p, m, max, tol, pct, np, pv, edges, nb, counts, sd, ref r, o); }
+        [MethodImpl(Late)]
+        internal override int Align(MeshHandle h, IntPtr p, long m, IntPtr initial, ref KnnAlignParamsStruct prm,
+                                    ref KnnAlignResultStruct r, IntPtr o)
+        { return NativeMethods.knn_mesh_align_ex_f64(h, p, m, initial, ref prm, ref r, o); }
     }
 
     /// <summary>What every mesh is, whatever its precision: the handle, its info,
@@ -448,6 +511,57 @@ namespace KnnGpgpu
                           "knn_mesh_deviation_report" + Calls.Suffix);
             r.Summary = summary;
             return r;
+        }
+
+        /// <summary>The rigid motion that best fits the scan points onto this mesh
+        /// (knn_mesh_align_ex or _f64): ICP point to plane, summed in float64 where the mesh
+        /// lives. initial: a 4 x 4 rigid transform to start from (null: the identity);
+        /// maxCorrespondence: points farther than this from the mesh once moved are left out
+        /// of a step (+infinity: every point); keptFraction in (0, 1]: each step keeps that
+        /// fraction of the correspondences, the nearest; toleranceRotation (radians) and
+        /// toleranceTranslation per step, null: the header's defaults; coarseStart: also start
+        /// from the principal axes. A bad argument (maxIterations &lt; 0, an initial transform
+        /// that is not rigid) throws KnnInvalidArgumentException.</summary>
+        public KnnAlignResult Align(T[] points, double[,] initial = null,
+                                    double maxCorrespondence = double.PositiveInfinity, int maxIterations = 50,
+                                    double keptFraction = 1, double? toleranceRotation = null,
+                                    double? toleranceTranslation = null, bool coarseStart = false,
+                                    KnnOptions? options = null)
+        {
+            long m = Rows(points);
+            using (var pins = new Pins(points))
+                return Align(pins[0], m, initial, maxCorrespondence, maxIterations, keptFraction, toleranceRotation,
+                             toleranceTranslation, coarseStart, options);
+        }
+
+        /// <summary>Raw form: points are host or device pointers of T.</summary>
+        public KnnAlignResult Align(IntPtr points, long m, double[,] initial = null,
+                                    double maxCorrespondence = double.PositiveInfinity, int maxIterations = 50,
+                                    double keptFraction = 1, double? toleranceRotation = null,
+                                    double? toleranceTranslation = null, bool coarseStart = false,
+                                    KnnOptions? options = null)
+        {
+            if (initial != null && (initial.GetLength(0) != 4 || initial.GetLength(1) != 4))
+                throw new ArgumentException("initial: expected a 4 x 4 transform");
+            // 0 in the struct takes the default: only the tolerances are left to it.
+            var prm = new KnnAlignParamsStruct {
+                StructSize = new UIntPtr((ulong)Marshal.SizeOf(typeof(KnnAlignParamsStruct))),
+                MaxCorrespondence = maxCorrespondence, MaxIterations = maxIterations,
+                CoarseStart = coarseStart ? 1 : 0, KeptFraction = keptFraction,
+                ToleranceRotation = toleranceRotation ?? 0, ToleranceTranslation = toleranceTranslation ?? 0 };
+            var fit = new KnnAlignResultStruct {
+                StructSize = new UIntPtr((ulong)Marshal.SizeOf(typeof(KnnAlignResultStruct))),
+                Transform = new double[16] };
+            using (var pins = new Pins(initial))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(Calls.Align(Live(), points, m, pins[0], ref prm, ref fit, OptionsBlock.PointerOf(opt)),
+                          "knn_mesh_align_ex" + Calls.Suffix);
+            var transform = new double[4, 4];
+            Buffer.BlockCopy(fit.Transform, 0, transform, 0, 16 * sizeof(double));
+            return new KnnAlignResult { Transform = transform, Rms = fit.Rms, NKept = fit.NKept,
+                                        Iterations = fit.Iterations, Converged = fit.Converged != 0,
+                                        DegenerateDirections = (KnnAlignDirections)fit.DegenerateDirections,
+                                        NDegenerate = fit.NDegenerate };
         }
     }
 }

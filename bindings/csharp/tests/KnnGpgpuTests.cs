@@ -165,6 +165,24 @@ static partial class Tests
                 Check((long)Marshal.OffsetOf(report, f[0]) == c["offsetof.knn_deviation_report." + f[1]],
                       "knn_deviation_report." + f[1]);
         }
+        var alignLayouts = new[] {
+            Tuple.Create(typeof(KnnAlignParamsStruct), "knn_align_params", new[] {
+                new[] {"StructSize", "struct_size"}, new[] {"MaxCorrespondence", "max_correspondence"},
+                new[] {"MaxIterations", "max_iterations"}, new[] {"CoarseStart", "coarse_start"},
+                new[] {"KeptFraction", "kept_fraction"}, new[] {"ToleranceRotation", "tolerance_rotation"},
+                new[] {"ToleranceTranslation", "tolerance_translation"} }),
+            Tuple.Create(typeof(KnnAlignResultStruct), "knn_align_result", new[] {
+                new[] {"StructSize", "struct_size"}, new[] {"Transform", "transform"}, new[] {"Rms", "rms"},
+                new[] {"NKept", "n_kept"}, new[] {"Iterations", "iterations"}, new[] {"Converged", "converged"},
+                new[] {"DegenerateDirections", "degenerate_directions"}, new[] {"NDegenerate", "n_degenerate"} }) };
+        foreach (var layout in alignLayouts)
+        {
+            if (!c.ContainsKey("sizeof." + layout.Item2)) continue;
+            Check(Marshal.SizeOf(layout.Item1) == c["sizeof." + layout.Item2], "sizeof " + layout.Item2);
+            foreach (var f in layout.Item3)
+                Check((long)Marshal.OffsetOf(layout.Item1, f[0]) == c["offsetof." + layout.Item2 + "." + f[1]],
+                      layout.Item2 + "." + f[1]);
+        }
         if (c.ContainsKey("const.KNN_OK"))
         {
             foreach (KnnStatus s in Enum.GetValues(typeof(KnnStatus)))
@@ -1179,7 +1197,8 @@ static partial class Tests
                                    QuadtreeErrors, QuadtreeCancelFlag, IndexF64MatchesADoubleOracle,
                                    QuadtreeF64KeepsTownsInside, MeshClosestMatchesADoubleOracle,
                                    MeshMaxDistance, MeshSignsOnClosedAndOpenMeshes, MeshDeviationReport,
-                                   MeshSerializeRoundTrip, MeshErrors };
+                                   MeshSerializeRoundTrip, MeshErrors,
+                                   MeshAlignRecoversARigidMotion, MeshAlignErrors };
         if (expectedDir != null) tests = new Action[] { BuildAndQueryMatchTheOracle };
         var start = DateTime.UtcNow;
         foreach (var test in tests)

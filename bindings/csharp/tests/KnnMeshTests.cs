@@ -328,4 +328,136 @@ static partial class Tests
         if (HasDevice())   // a CUDA build's model (a build without CUDA answers 0)
             Check(small > 0 && big > small && wide > big, "estimates of a CUDA build");
     }
+
+    // ---- alignment -----------------------------------------------------------------------
+
+    // CubeVertices scaled to [-1, 1] x [-0.7, 0.7] x [-0.5, 0.5] with the corner (+, +, +) pulled
+    // out to (1.4, 1.1, 0.9): closed, and no rigid motion but the identity maps it onto itself.
+    static double[] SkewedBoxVertices()
+    {
+        var v = CubeVertices();
+        for (int i = 0; i < 8; i++)
+        {
+            v[3 * i + 1] *= 0.7;
+            v[3 * i + 2] *= 0.5;
+        }
+        v[21] = 1.4; v[22] = 1.1; v[23] = 0.9;
+        return v;
+    }
+
+    // n(n+1)/2 points inside each triangle, on a regular barycentric grid.
+    static double[] SurfaceSamples(double[] v, int[] t, int n)
+    {
+        var points = new System.Collections.Generic.List<double>();
+        for (int f = 0; f < t.Length / 3; f++)
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n - i; j++)
+                {
+                    double a = (i + 1.0 / 3) / n, b = (j + 1.0 / 3) / n, c = 1 - a - b;
+                    for (int k = 0; k < 3; k++)
+                        points.Add(a * v[3 * t[3 * f] + k] + b * v[3 * t[3 * f + 1] + k] + c * v[3 * t[3 * f + 2] + k]);
+                }
+        return points.ToArray();
+    }
+
+    // The rotation by angle about axis (Rodrigues), row-major 3 x 3.
+    static double[,] Rotation(double[] axis, double angle)
+    {
+        double norm = Math.Sqrt(axis.Sum(x => x * x));
+        var k = axis.Select(x => x / norm).ToArray();
+        double c = Math.Cos(angle), s = Math.Sin(angle);
+        var cross = new double[,] { { 0, -k[2], k[1] }, { k[2], 0, -k[0] }, { -k[1], k[0], 0 } };
+        var r = new double[3, 3];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                r[i, j] = (i == j ? c : 0) + (1 - c) * k[i] * k[j] + s * cross[i, j];
+        return r;
+    }
+
+    // The 4 x 4 matrix of x -> r x + t.
+    static double[,] Rigid(double[,] r, double[] t)
+    {
+        var m = new double[4, 4];
+        for (int i = 0; i < 3; i++)
+        {
+            for (int j = 0; j < 3; j++) m[i, j] = r[i, j];
+            m[i, 3] = t[i];
+        }
+        m[3, 3] = 1;
+        return m;
+    }
+
+    static bool SameTransform(double[,] a, double[,] b, double tol)
+    {
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                if (!(Math.Abs(a[i, j] - b[i, j]) <= tol)) return false;
+        return true;
+    }
+
+    // The scan is the sampled surface moved by x -> R x + t; the fit must find the inverse,
+    // x -> R^T x - R^T t, computed here.
+    static void AlignRecoversARigidMotion<T>(Func<double, T> convert, double tol) where T : struct
+    {
+        var v = SkewedBoxVertices();
+        var tris = CubeTriangles();
+        var surface = SurfaceSamples(v, tris, 8);
+        var r = Rotation(new double[] { 1, 2, 3 }, 0.08);
+        var t = new double[] { 0.05, -0.03, 0.04 };
+        int m = surface.Length / 3;
+        var scan = new T[3 * m];
+        for (int p = 0; p < m; p++)
+            for (int i = 0; i < 3; i++)
+                scan[3 * p + i] = convert(r[i, 0] * surface[3 * p] + r[i, 1] * surface[3 * p + 1] +
+                                          r[i, 2] * surface[3 * p + 2] + t[i]);
+        var rt = new double[3, 3];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) rt[i, j] = r[j, i];
+        var back = Enumerable.Range(0, 3).Select(i => -(rt[i, 0] * t[0] + rt[i, 1] * t[1] + rt[i, 2] * t[2])).ToArray();
+        var want = Rigid(rt, back);
+        string name = typeof(T).Name;
+        using (var mesh = new KnnMesh<T>(v.Select(convert).ToArray(), tris))
+        {
+            Check(mesh.Info.ClosedOriented, name + " skewed box closed");
+            var fit = mesh.Align(scan, maxCorrespondence: 0.5);
+            Check(fit.Converged, name + " converged");
+            Check(fit.NKept == m, name + " every point kept: " + fit.NKept);
+            Check(fit.Iterations > 1 && fit.Iterations < 50, name + " iterations " + fit.Iterations);
+            Check(fit.Rms < tol, name + " rms " + fit.Rms);
+            Check(fit.DegenerateDirections == KnnAlignDirections.None && fit.NDegenerate == 0,
+                  name + " every direction observed");
+            Check(SameTransform(fit.Transform, want, tol), name + " the inverse motion recovered");
+            // one step from there is not the fit: the cap is obeyed and said
+            var step = mesh.Align(scan, maxIterations: 1);
+            Check(step.Iterations == 1 && !step.Converged, name + " one step has not converged");
+            // started at the answer, it stays there
+            var again = mesh.Align(scan, want);
+            Check(again.Converged && SameTransform(again.Transform, want, tol), name + " started at the answer");
+        }
+    }
+
+    static void MeshAlignRecoversARigidMotion()
+    {
+        AlignRecoversARigidMotion<double>(x => x, 1e-6);
+        AlignRecoversARigidMotion<float>(x => (float)x, 1e-4);
+    }
+
+    static void MeshAlignErrors()
+    {
+        var v = SkewedBoxVertices();
+        var t = CubeTriangles();
+        var p = SurfaceSamples(v, t, 3);
+        using (var mesh = new KnnMesh<double>(v, t))
+        {
+            var e = Throws<KnnInvalidArgumentException>(() => mesh.Align(p, maxIterations: -1), "max_iterations -1");
+            if (e != null) Check(e.NativeMessage.Contains("max_iterations") && e.Function == "knn_mesh_align_ex_f64",
+                                 e.Message);
+            var scaled = Rigid(new double[,] { { 2, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } }, new double[3]);
+            Throws<KnnInvalidArgumentException>(() => mesh.Align(p, scaled), "a scaling is no rigid motion");
+            Throws<KnnInvalidArgumentException>(() => mesh.Align(p, keptFraction: 2), "kept fraction 2");
+            Throws<KnnInvalidArgumentException>(() => mesh.Align(p, maxCorrespondence: -1), "negative max correspondence");
+            Throws<ArgumentException>(() => mesh.Align(p, new double[3, 3]), "a 3 x 3 initial");
+            Check(mesh.Align(p).Converged, "the next call works");
+        }
+    }
 }

@@ -162,6 +162,27 @@
   (mean :double)
   (rms :double))
 
+;;; knn_align_params (48 bytes on 64-bit platforms): a field of 0 takes its default
+(cffi:defcstruct align-params
+  (struct-size :size)
+  (max-correspondence :double)
+  (max-iterations :int)
+  (coarse-start :int)
+  (kept-fraction :double)
+  (tolerance-rotation :double)
+  (tolerance-translation :double))
+
+;;; knn_align_result (168 bytes on 64-bit platforms)
+(cffi:defcstruct align-result
+  (struct-size :size)
+  (transform :double :count 16)
+  (rms :double)
+  (n-kept :int64)
+  (iterations :int)
+  (converged :int)
+  (degenerate-directions :int)
+  (n-degenerate :int))
+
 (macrolet ((define-mesh-calls (suffix real)
              (flet ((c-name (name) (concatenate 'string name suffix))
                     (lisp-name (name)
@@ -186,7 +207,7 @@
                     (percentile-values :pointer) (bin-edges :pointer) (n-bins :int)
                     (bin-counts :pointer) (signed-distances :pointer) (report :pointer)
                     (opt :pointer))
-                  ;; Alignment (contract section 8): bound, not yet wrapped.
+                  ;; Alignment (contract section 8); MESH-ALIGN calls the _ex form.
                   (cffi:defcfun (,(c-name "knn_mesh_align") ,(lisp-name "%mesh-align")) :int
                     (mesh :pointer) (points :pointer) (m :int64) (initial :pointer)
                     (max-correspondence :double) (max-iterations :int) (transform :pointer)

@@ -1,5 +1,6 @@
-;;;; mesh.lisp - triangle meshes: exact closest point, signed distance and the
-;;;; deviation report of a scan against a design (knn_gpgpu_mesh.h).
+;;;; mesh.lisp - triangle meshes: exact closest point, signed distance, the
+;;;; deviation report of a scan against a design and the scan's best rigid fit
+;;;; to it (knn_gpgpu_mesh.h).
 ;;;;
 ;;;; Vertices and points are rows of 3 reals (flat vectors or (n 3) arrays; a
 ;;;; foreign pointer for points, host or device memory of a CUDA mesh, with
@@ -219,6 +220,71 @@ distances. Returns a DEVIATION-REPORT."
                :mean (slot 'mean) :rms (slot 'rms) :percentiles pct
                :percentile-values values-out :bin-edges edges :bin-counts counts
                :signed-distances sd))))))))
+
+;;; ---- alignment -------------------------------------------------------------------
+
+(defstruct (align-result (:copier nil))
+  "What knn_mesh_align_ex found (definitions in the header). TRANSFORM is a
+(4 4) double-float array, row-major as the header's: it maps the scan onto
+the mesh (mesh point = TRANSFORM * (x y z 1)). RMS is NaN when no point was
+kept; CONVERGED is a generalized boolean; DEGENERATE-DIRECTIONS holds the
+KNN_ALIGN_* bits (1 2 4: rotations about x y z, 8 16 32: translations along
+them) of the directions the last step could not observe."
+  (transform nil) (rms 0d0) (n-kept 0) (iterations 0) (converged nil)
+  (degenerate-directions 0) (n-degenerate 0))
+
+(defun mesh-align (mesh points &key initial max-correspondence (max-iterations 50)
+                                 (kept-fraction 1) tolerance-rotation tolerance-translation
+                                 coarse-start options count)
+  "The rigid motion that best fits the scan POINTS onto MESH
+(knn_mesh_align_ex, or _f64): ICP point to plane, summed in float64 where
+the mesh lives. INITIAL: a rigid transform to start from, 16 reals row-major
+or a (4 4) array (NIL: the identity). MAX-CORRESPONDENCE: points farther
+than this from the mesh once moved are left out of a step (NIL: every
+point). MAX-ITERATIONS: the most steps. KEPT-FRACTION in (0, 1]: each step
+keeps that fraction of the correspondences, the nearest. TOLERANCE-ROTATION
+(radians) and TOLERANCE-TRANSLATION (length) per step, NIL: the header's
+defaults. COARSE-START true also starts from the principal axes. Returns an
+ALIGN-RESULT; a bad argument (negative MAX-ITERATIONS, a KEPT-FRACTION out of
+range, an INITIAL that is not rigid) signals KNN-INVALID-ARGUMENT."
+  (let ((start (and initial (double-vector (if (arrayp initial) (flat-rows initial 4 "initial")
+                                               initial)
+                                           "initial"))))
+    (when (and start (/= (length start) 16))
+      (usage-error "initial: expected 16 reals (a 4 x 4 transform), got ~D" (length start)))
+    (c-int max-iterations "max-iterations")
+    (with-live-mesh (handle mesh)
+      (multiple-value-bind (q m) (mesh-points mesh points count)
+        (cffi:with-foreign-objects ((params '(:struct align-params))
+                                    (result '(:struct align-result)))
+          (flet ((param (name value)
+                   (setf (cffi:foreign-slot-value params '(:struct align-params) name) value)))
+            (param 'struct-size (cffi:foreign-type-size '(:struct align-params)))
+            (param 'max-correspondence
+                   (coerce (or max-correspondence (infinity :float64)) 'double-float))
+            (param 'max-iterations max-iterations)
+            (param 'coarse-start (if coarse-start 1 0))
+            (param 'kept-fraction (coerce kept-fraction 'double-float))
+            ;; 0 in the struct: the default
+            (param 'tolerance-rotation (coerce (or tolerance-rotation 0) 'double-float))
+            (param 'tolerance-translation (coerce (or tolerance-translation 0) 'double-float)))
+          (setf (cffi:foreign-slot-value result '(:struct align-result) 'struct-size)
+                (cffi:foreign-type-size '(:struct align-result)))
+          (with-foreign-options (opt options)
+            (with-pointers ((qp q) (ip start))
+              (scalar-call ((mesh-scalar mesh) name "knn_mesh_align_ex" %mesh-align-ex
+                            %mesh-align-ex-f64)
+                handle qp m ip params result opt)))
+          (flet ((slot (name) (cffi:foreign-slot-value result '(:struct align-result) name)))
+            (let ((transform (make-array '(4 4) :element-type 'double-float))
+                  (fitted (cffi:foreign-slot-pointer result '(:struct align-result) 'transform)))
+              (dotimes (i 16)
+                (setf (row-major-aref transform i) (cffi:mem-aref fitted :double i)))
+              (make-align-result
+               :transform transform :rms (slot 'rms) :n-kept (slot 'n-kept)
+               :iterations (slot 'iterations) :converged (= (slot 'converged) 1)
+               :degenerate-directions (slot 'degenerate-directions)
+               :n-degenerate (slot 'n-degenerate)))))))))
 
 (defun serialize-mesh (mesh)
   "knn_mesh_serialize: MESH as a (unsigned-byte 8) vector (versioned, checksummed)."

@@ -51,6 +51,9 @@
    #:deviation-report-mean #:deviation-report-rms #:deviation-report-percentiles
    #:deviation-report-percentile-values #:deviation-report-bin-edges
    #:deviation-report-bin-counts #:deviation-report-signed-distances
+   #:mesh-align #:align-result #:align-result-p #:align-result-transform #:align-result-rms
+   #:align-result-n-kept #:align-result-iterations #:align-result-converged
+   #:align-result-degenerate-directions #:align-result-n-degenerate
    ;; cancellation
    #:cancel-flag #:make-cancel-flag #:free-cancel-flag #:cancel #:reset-cancel-flag
    #:cancelled-p #:set-cancel-flag #:with-cancel-flag

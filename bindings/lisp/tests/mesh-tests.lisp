@@ -302,3 +302,119 @@
       (check (<= small big wide) "estimates grow")
       (when (has-device)                ; a CUDA build's model (a build without CUDA answers 0)
         (check (< 0 small big wide) "estimates of a CUDA build")))))
+
+;;; ---- alignment ---------------------------------------------------------------------
+
+(defun skewed-box-vertices ()
+  "The box [-1, 1] x [-0.7, 0.7] x [-0.5, 0.5] (CUBE-VERTICES' numbering) with
+the corner (+ + +) pulled out to (1.4 1.1 0.9): closed, and no rigid motion
+but the identity maps it onto itself."
+  (let ((v (cube-vertices)))
+    (dotimes (i 8)
+      (setf (aref v (+ 1 (* 3 i))) (* 0.7d0 (aref v (+ 1 (* 3 i))))
+            (aref v (+ 2 (* 3 i))) (* 0.5d0 (aref v (+ 2 (* 3 i))))))
+    (replace v '(1.4d0 1.1d0 0.9d0) :start1 21)))
+
+(defun surface-samples (vertices faces n)
+  "n(n+1)/2 points inside each triangle, on a regular barycentric grid, as a flat double vector."
+  (let ((out '()))
+    (dotimes (f (floor (length faces) 3))
+      (let ((corners (loop for k below 3 collect (v3 vertices (aref faces (+ k (* 3 f)))))))
+        (dotimes (i n)
+          (dotimes (j (- n i))
+            (let* ((a (/ (+ i 1/3) n)) (b (/ (+ j 1/3) n)) (c (- 1 a b)))
+              (dolist (x (reduce #'v+ (mapcar #'v* (list a b c) corners)))
+                (push (coerce x 'double-float) out)))))))
+    (coerce (nreverse out) '(simple-array double-float (*)))))
+
+(defun rotation (axis angle)
+  "The rotation by ANGLE about AXIS (Rodrigues), as a list of 3 rows."
+  (let* ((k (v* (/ (sqrt (dot axis axis))) axis))
+         (c (cos angle)) (s (sin angle)))
+    (loop for i below 3
+          collect (loop for j below 3
+                        collect (+ (if (= i j) c 0d0)
+                                   (* (- 1 c) (nth i k) (nth j k))
+                                   (* s (let ((e (mod (- j i) 3)))
+                                          ;; [k]x: row i, column j = -eps(i j l) k_l
+                                          (cond ((= e 1) (- (nth (- 3 i j) k)))
+                                                ((= e 2) (nth (- 3 i j) k))
+                                                (t 0d0)))))))))
+
+(defun rigid-matrix (rows translation)
+  "The row-major (4 4) double-float array of x -> ROWS x + TRANSLATION."
+  (let ((m (make-array '(4 4) :element-type 'double-float :initial-element 0d0)))
+    (dotimes (i 3)
+      (dotimes (j 3) (setf (aref m i j) (nth j (nth i rows))))
+      (setf (aref m i 3) (nth i translation)))
+    (setf (aref m 3 3) 1d0)
+    m))
+
+(defun transform-points (rows translation points)
+  (let ((out (make-array (length points) :element-type 'double-float)))
+    (dotimes (p (floor (length points) 3) out)
+      (let ((x (v3 points p)))
+        (dotimes (i 3)
+          (setf (aref out (+ i (* 3 p))) (+ (dot (nth i rows) x) (nth i translation))))))))
+
+(deftest mesh-align-recovers-a-rigid-motion
+  ;; The scan is the sampled surface moved by x -> R x + t; the fit must find
+  ;; the inverse, x -> R^T x - R^T t, computed here.
+  (let* ((vertices (skewed-box-vertices))
+         (faces (cube-faces))
+         (surface (surface-samples vertices faces 8))
+         (r (rotation '(1d0 2d0 3d0) 0.08d0))
+         (tr '(0.05d0 -0.03d0 0.04d0))
+         (scan (transform-points r tr surface))
+         (r-inverse (loop for i below 3 collect (loop for j below 3 collect (nth i (nth j r)))))
+         (want (rigid-matrix r-inverse (v* -1 (mapcar (lambda (row) (dot row tr)) r-inverse))))
+         (m (floor (length scan) 3)))
+    (dolist (scalar '(:float64 :float32))
+      (let ((tol (if (eq scalar :float64) 1d-6 1d-4))
+            (pts (if (eq scalar :float64) scan
+                     (map '(simple-array single-float (*)) (lambda (x) (coerce x 'single-float))
+                          scan))))
+        (knn:with-mesh (mesh vertices faces :scalar scalar)
+          (check (knn:mesh-closed-oriented mesh))
+          (let ((fit (knn:mesh-align mesh pts :max-correspondence 0.5d0)))
+            (check (knn:align-result-converged fit) (format nil "~A converged" scalar))
+            (check (= (knn:align-result-n-kept fit) m) (format nil "~A every point kept" scalar))
+            (check (< 1 (knn:align-result-iterations fit) 50))
+            (check (< (knn:align-result-rms fit) tol) (format nil "~A rms ~A" scalar
+                                                              (knn:align-result-rms fit)))
+            (check (zerop (knn:align-result-degenerate-directions fit)))
+            (check (zerop (knn:align-result-n-degenerate fit)))
+            (let ((got (knn:align-result-transform fit)))
+              (check (equal (array-dimensions got) '(4 4)))
+              (dotimes (i 16)
+                (check (close-to (row-major-aref got i) (row-major-aref want i) tol)
+                       (format nil "~A transform[~D] = ~A, the inverse motion's ~A" scalar i
+                               (row-major-aref got i) (row-major-aref want i))))))
+          ;; one step from there is not the fit: the cap is obeyed and said
+          (let ((step (knn:mesh-align mesh pts :max-iterations 1)))
+            (check (= (knn:align-result-iterations step) 1))
+            (check (not (knn:align-result-converged step)) "one step has not converged"))
+          ;; started at the answer (given flat), it stays there
+          (let ((again (knn:mesh-align mesh pts :initial (knn::double-vector want "want"))))
+            (check (knn:align-result-converged again))
+            (check (every (lambda (i) (close-to (row-major-aref (knn:align-result-transform again) i)
+                                                (row-major-aref want i) tol))
+                          (loop for i below 16 collect i))
+                   (format nil "~A started at the answer" scalar))))))))
+
+(deftest mesh-align-errors
+  (knn:with-mesh (mesh (skewed-box-vertices) (cube-faces))
+    (let ((points (surface-samples (skewed-box-vertices) (cube-faces) 3))
+          (scaled (rigid-matrix '((2d0 0d0 0d0) (0d0 1d0 0d0) (0d0 0d0 1d0)) '(0d0 0d0 0d0))))
+      (let ((e (check-signals knn:knn-invalid-argument
+                              (knn:mesh-align mesh points :max-iterations -1))))
+        (when e (check (search "max_iterations" (knn:knn-error-message e))
+                       (knn:knn-error-message e))))
+      (check-signals knn:knn-invalid-argument (knn:mesh-align mesh points :initial scaled)
+                     "a scaling is no rigid motion")
+      (check-signals knn:knn-invalid-argument (knn:mesh-align mesh points :kept-fraction 2))
+      (check-signals knn:knn-invalid-argument (knn:mesh-align mesh points :max-correspondence -1))
+      (check-signals knn:knn-usage-error (knn:mesh-align mesh points :initial '(1 0 0 1)))
+      (check-signals knn:knn-usage-error (knn:mesh-align mesh points :max-iterations (expt 2 40)))
+      ;; the next call works
+      (check (knn:align-result-converged (knn:mesh-align mesh points))))))
