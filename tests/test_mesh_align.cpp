@@ -30,6 +30,7 @@ using knn_mesh_oracle::Mesh;
 using knn_mesh_oracle::P3;
 using knn_mesh_oracle::Real;
 using Transform = std::array<double, 16>;
+constexpr double kPi = 3.14159265358979323846;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -366,7 +367,7 @@ TEST(AlignDegenerate, OpenCylinder) {
   Mesh tube;
   const int facets = 4096;
   for (int k = 0; k < facets; ++k) {
-    const double a = 2 * M_PI * k / facets;
+    const double a = 2 * kPi * k / facets;
     tube.vertices.insert(tube.vertices.end(), {std::cos(a), std::sin(a), -1.0});
     tube.vertices.insert(tube.vertices.end(), {std::cos(a), std::sin(a), 1.0});
   }

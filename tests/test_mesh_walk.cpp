@@ -156,7 +156,8 @@ Answers<S> replay_queries(const ReplayedMesh<S>& mesh, const std::vector<S>& poi
 template <class S>
 bool same_tree(const ReplayedMesh<S>& a, const ReplayedMesh<S>& b) {
   const auto bytes_equal = [](const auto& x, const auto& y) {
-    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0;
+    return x.size() == y.size() &&
+           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0);
   };
   return bytes_equal(a.nodes, b.nodes) && bytes_equal(a.leaves, b.leaves) &&
          bytes_equal(a.clusters, b.clusters);
