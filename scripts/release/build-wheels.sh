@@ -84,15 +84,18 @@ build_variant() { # variant
 
   # ---- 1. build and install, as `pip install ./bindings/python` does -------------
   say "$variant: building (${config[*]}) in a clean venv; log $dir/build.log"
-  local start=$SECONDS
-  env "${config[@]}" "$venv/bin/python" -m pip wheel -v --no-deps -w "$dir/dist" "$ROOT/bindings/python" \
-    >"$dir/build.log" 2>&1 || { tail -n 40 "$dir/build.log"; die "$variant: pip wheel failed"; }
+  local start=$SECONDS TIMEFORMAT="%U s user + %S s system CPU"
+  # The CPU time too: the wall time depends on what else the machine runs.
+  { time env "${config[@]}" "$venv/bin/python" -m pip wheel -v --no-deps -w "$dir/dist" \
+      "$ROOT/bindings/python" >"$dir/build.log" 2>&1; } 2>"$dir/build-cpu-time" ||
+    { tail -n 40 "$dir/build.log"; die "$variant: pip wheel failed"; }
   local built=$SECONDS
   local raw
   raw=$(ls "$dir"/dist/knn_gpgpu-*.whl) || die "$variant: no wheel in $dir/dist"
   "$venv/bin/python" -m pip install -q --progress-bar off "$raw" || die "$variant: pip install $raw"
   local took=$((SECONDS - start))
-  say "$variant: installed from a clean venv in $took s (build $((built - start)) s, install $((SECONDS - built)) s)"
+  say "$variant: installed from a clean venv in $took s (build $((built - start)) s:" \
+      "$(cat "$dir/build-cpu-time"); install $((SECONDS - built)) s; load average $(cut -d' ' -f1-3 /proc/loadavg))"
   echo "$took" >"$dir/install-seconds"
   if [[ -n $LIMIT ]] && ((took > LIMIT)); then
     die "$variant: the install took $took s, over the limit of $LIMIT s (KNN_WHEEL_BUILD_LIMIT_S)"

@@ -4,6 +4,7 @@
     nupkg.py pack  --csproj bindings/csharp/KnnGpgpu.csproj --managed KnnGpgpu.dll \
                    --tfm net462 --native-dir DIR --readme README.md --out DIR
     nupkg.py check PACKAGE.nupkg [--cmake CMakeLists.txt]
+    nupkg.py selftest PACKAGE.nupkg --scratch DIR [--cmake CMakeLists.txt]
 
 A .nupkg is a zip: the .nuspec (the metadata, here read from the .csproj's
 properties so that `dotnet pack` and this script describe one package),
@@ -12,7 +13,8 @@ properties so that `dotnet pack` and this script describe one package),
 whose metadata, managed assembly or native libraries are missing or wrong:
 each native library must be a shared library of its platform (ELF x86-64
 exporting knn_version; PE32+ x86-64 exporting knn_version) and the managed one
-a .NET assembly. scripts/release/pack-nuget.sh runs both.
+a .NET assembly. `selftest` feeds `check` broken copies of a good package
+(each must be refused). scripts/release/pack-nuget.sh runs all three.
 """
 
 import argparse
@@ -21,7 +23,7 @@ import struct
 import sys
 import xml.etree.ElementTree as ET
 import zipfile
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 NUSPEC_NS = "http://schemas.microsoft.com/packaging/2013/05/nuspec.xsd"
 # The runtime identifiers and the file names .NET probes for DllImport("knn_gpgpu").
@@ -184,16 +186,17 @@ def is_dotnet_assembly(data: bytes) -> bool:
     return clr_rva != 0
 
 
-def check(args: argparse.Namespace) -> None:
+def problems_of(path: str, cmake: Optional[str]) -> Tuple[List[str], str]:
+    """What is wrong with the package at path (nothing: []), and a one-line summary."""
     problems: List[str] = []
-    with zipfile.ZipFile(args.package) as package:
+    with zipfile.ZipFile(path) as package:
         names = package.namelist()
         nuspecs = [n for n in names if "/" not in n and n.endswith(".nuspec")]
         if len(nuspecs) != 1:
-            sys.exit("%s: %d .nuspec files at the root" % (args.package, len(nuspecs)))
+            return ["%d .nuspec files at the root" % len(nuspecs)], ""
         meta = ET.fromstring(package.read(nuspecs[0])).find("{*}metadata")
         if meta is None:
-            sys.exit("%s: the .nuspec has no <metadata>" % nuspecs[0])
+            return ["the .nuspec has no <metadata>"], ""
 
         def field(tag: str) -> str:
             element = meta.find("{*}" + tag)
@@ -204,12 +207,13 @@ def check(args: argparse.Namespace) -> None:
                 problems.append("no %s" % entry)
         if field("id") != "KnnGpgpu":
             problems.append("id %r, not KnnGpgpu" % field("id"))
-        if args.cmake:
-            cmake_version = re.search(r"project\(knn_gpgpu VERSION ([0-9.]+)", open(args.cmake).read())
+        if cmake:
+            cmake_version = re.search(r"project\(knn_gpgpu VERSION ([0-9.]+)", open(cmake).read())
             if cmake_version is None or field("version") != cmake_version.group(1):
-                problems.append("version %r is not the library's (%s)" % (field("version"), args.cmake))
+                problems.append("version %r is not the library's (%s)" % (field("version"), cmake))
         license_element = meta.find("{*}license")
-        if license_element is None or license_element.get("type") != "expression" or field("license") != "Apache-2.0":
+        if (license_element is None or license_element.get("type") != "expression"
+                or field("license") != "Apache-2.0"):
             problems.append("license is not the expression Apache-2.0")
         readme = field("readme")
         if not readme or readme not in names:
@@ -223,6 +227,7 @@ def check(args: argparse.Namespace) -> None:
                     problems.append("%s is not a .NET assembly" % entry)
             except (ValueError, struct.error) as e:
                 problems.append("%s: %s" % (entry, e))
+        exported = []
         for rid, file_name in NATIVES.items():
             entry = "runtimes/%s/native/%s" % (rid, file_name)
             if entry not in names:
@@ -236,15 +241,55 @@ def check(args: argparse.Namespace) -> None:
                 continue
             if "knn_version" not in exports:
                 problems.append("%s exports no knn_version (%d exports)" % (entry, len(exports)))
-            else:
-                print("%s: %d exported functions" % (entry, len(exports)))
-        stray = [n for n in names if n.startswith("runtimes/") and n.count("/") >= 3
-                 and n.split("/")[1] not in NATIVES]
-        problems += ["unexpected runtime %s" % n for n in stray]
+            exported.append("%s (%d exports)" % (entry, len(exports)))
+        problems += ["unexpected runtime %s" % n for n in names
+                     if n.startswith("runtimes/") and n.split("/")[1] not in NATIVES]
+    return problems, "%s %s: %s" % (field("id"), field("version"), ", ".join(managed + exported))
+
+
+def check(args: argparse.Namespace) -> None:
+    problems, summary = problems_of(args.package, args.cmake)
     if problems:
         sys.exit("%s:\n  %s" % (args.package, "\n  ".join(problems)))
-    print("%s: %s %s, %s, %s" % (args.package, field("id"), field("version"), ", ".join(managed),
-                                 ", ".join("runtimes/%s/native/%s" % kv for kv in NATIVES.items())))
+    print("%s: %s" % (args.package, summary))
+
+
+def selftest(args: argparse.Namespace) -> None:
+    """`check` must refuse each broken copy of a good package: the check can fail."""
+    with zipfile.ZipFile(args.package) as package:
+        good = {name: package.read(name) for name in package.namelist()}
+    nuspec_name = next(n for n in good if n.endswith(".nuspec"))
+    linux = "runtimes/linux-x64/native/libknn_gpgpu.so"
+    windows = "runtimes/win-x64/native/knn_gpgpu.dll"
+    managed = next(n for n in good if n.startswith("lib/"))
+
+    def without(name: str) -> Dict[str, bytes]:
+        return {k: v for k, v in good.items() if k != name}
+
+    def nuspec_with(old: bytes, new: bytes) -> Dict[str, bytes]:
+        broken = dict(good)
+        broken[nuspec_name] = good[nuspec_name].replace(old, new)
+        return broken
+
+    broken_copies = {
+        "no Linux library": without(linux),
+        "no Windows DLL": without(windows),
+        "no managed assembly": without(managed),
+        "natives swapped": dict(good, **{linux: good[windows], windows: good[linux]}),
+        "a native library for the managed assembly": dict(good, **{managed: good[windows]}),
+        "another license": nuspec_with(b">Apache-2.0<", b">MIT<"),
+        "another version": nuspec_with(b"<version>", b"<version>9"),
+        "a runtime nobody builds": dict(good, **{"runtimes/osx-arm64/native/libknn_gpgpu.dylib": b""}),
+    }
+    for what, entries in broken_copies.items():
+        path = "%s/selftest.nupkg" % args.scratch
+        with zipfile.ZipFile(path, "w") as package:
+            for name, data in entries.items():
+                package.writestr(name, data)
+        problems, _ = problems_of(path, args.cmake)
+        if not problems:
+            sys.exit("nupkg.py check accepted a package with %s" % what)
+        print("refused, %s: %s" % (what, problems[0]))
 
 
 def main() -> None:
@@ -260,8 +305,12 @@ def main() -> None:
     c = sub.add_parser("check")
     c.add_argument("package")
     c.add_argument("--cmake")
+    t = sub.add_parser("selftest")
+    t.add_argument("package")
+    t.add_argument("--cmake")
+    t.add_argument("--scratch", required=True)
     args = parser.parse_args()
-    (pack if args.command == "pack" else check)(args)
+    {"pack": pack, "check": check, "selftest": selftest}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@
 #    scripts/release/nupkg.py zips the package with the .csproj's metadata
 #    (lib/net462; .NET 5 and later take it too, with NuGet's warning NU1701);
 # 3. nupkg.py check: metadata, version = the library's, a .NET assembly, both
-#    native libraries of the right platform exporting knn_version;
+#    native libraries of the right platform exporting knn_version (and
+#    nupkg.py selftest: check refuses broken copies of this package);
 # 4. the C# tests (bindings/csharp/tests) built with mcs against the packaged
 #    KnnGpgpu.dll and run under Mono with the packaged Linux library.
 # Environment: KNN_NUGET_DOTNET=0 packs with mcs even when dotnet is installed.
@@ -58,6 +59,8 @@ fi
 PACKAGE=$(ls "$OUT"/KnnGpgpu.*.nupkg) || die "no package in $OUT"
 python3 "$ROOT/scripts/release/nupkg.py" check "$PACKAGE" --cmake "$ROOT/CMakeLists.txt" ||
   die "$PACKAGE is not right"
+python3 "$ROOT/scripts/release/nupkg.py" selftest "$PACKAGE" --cmake "$ROOT/CMakeLists.txt" --scratch "$OUT" ||
+  die "nupkg.py check accepts a broken package"
 
 # ---- the package's own files, tested -------------------------------------------------
 command -v mono >/dev/null && command -v mcs >/dev/null || die "mono and mcs are needed for the test"
@@ -68,6 +71,10 @@ mcs -warn:4 -warnaserror -r:"$MANAGED" -out:"$OUT/KnnGpgpuTests.exe" "$ROOT"/bin
 # Mono maps DllImport("knn_gpgpu") to libknn_gpgpu.so.1, the soname of the library
 # that KNN_GPGPU_LIBRARY preloads (.NET takes runtimes/<rid>/native/ instead).
 cp "$MANAGED" "$ROOT/bindings/csharp/KnnGpgpu.dll.config" "$OUT/"
-(cd "$OUT" && env -u LD_LIBRARY_PATH KNN_GPGPU_LIBRARY="$EXTRACTED/runtimes/linux-x64/native/libknn_gpgpu.so" \
+# The header's layout as the C compiler sees it, for the tests' layout checks.
+cc -std=c99 -I"$ROOT/include" "$ROOT/bindings/abi_layout.c" -o "$OUT/abi_layout" &&
+  "$OUT/abi_layout" >"$OUT/abi_layout.txt" || die "bindings/abi_layout.c"
+(cd "$OUT" && env -u LD_LIBRARY_PATH KNN_ABI_LAYOUT="$OUT/abi_layout.txt" KNN_GPGPU_INCLUDE="$ROOT/include" \
+  KNN_GPGPU_LIBRARY="$EXTRACTED/runtimes/linux-x64/native/libknn_gpgpu.so" \
   mono --debug KnnGpgpuTests.exe) || die "the C# tests failed against the package's files"
 say "$PACKAGE: packed, checked and tested"
