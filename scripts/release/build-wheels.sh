@@ -122,7 +122,7 @@ build_variant() { # variant
   grep -q '^knn_gpgpu\.libs/libgomp' <<<"$names" || die "$variant: $wheel bundles no libgomp"
   grep -q '^knn_gpgpu-.*\.dist-info/entry_points\.txt$' <<<"$names" || die "$variant: no entry points"
   say "$variant: $(basename "$wheel"), $(du -k "$wheel" | cut -f1) KiB; bundled:" \
-      $(grep '^knn_gpgpu\.libs/' <<<"$names" | sed 's|.*/||')
+      "$(grep '^knn_gpgpu\.libs/' <<<"$names" | sed 's|.*/||' | tr '\n' ' ')"
   if [[ $variant == cuda ]] && command -v cuobjdump >/dev/null; then
     # The architectures in the library, as the driver will see them.
     local lib=$dir/libknn_gpgpu.so.1
