@@ -59,7 +59,7 @@ def nuspec(props: Dict[str, str], tfm: str) -> bytes:
     ET.SubElement(meta, "tags").text = props["PackageTags"]
     dependencies = ET.SubElement(meta, "dependencies")
     ET.SubElement(dependencies, "group", targetFramework=TFM_NAMES[tfm])
-    return b'<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(package, encoding="utf-8")
+    return b"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n" + bytes(ET.tostring(package, encoding="utf-8"))
 
 
 CONTENT_TYPES = b"""<?xml version="1.0" encoding="utf-8"?>
@@ -183,7 +183,7 @@ def pe_exports(data: bytes) -> List[str]:
 def is_dotnet_assembly(data: bytes) -> bool:
     _, _, directories = pe_headers(data)
     clr_rva, _ = struct.unpack_from("<II", data, directories + 14 * 8)  # the CLI header
-    return clr_rva != 0
+    return bool(clr_rva != 0)
 
 
 def problems_of(path: str, cmake: Optional[str]) -> Tuple[List[str], str]:
