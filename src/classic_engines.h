@@ -10,7 +10,6 @@
 
 #include "../engine/index_engine.h"
 #include "../include/knn_gpgpu.h"
-
 #include "backends.h"
 
 namespace knn {

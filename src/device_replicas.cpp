@@ -8,7 +8,6 @@
 #include "../common/error.h"
 #include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
-
 #include "backends.h"
 
 namespace knn {

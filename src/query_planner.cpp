@@ -19,7 +19,6 @@
 #include "../common/float_math.h"
 #include "../common/neighbor.h"
 #include "../common/team_size.h"
-#include "../common/thread_scratch.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
 #include "backends.h"

@@ -1,14 +1,15 @@
 // The engines without the ABI layer (issue #47, item 3): this program links
 // the object libraries knn_engine_base, knn_engine_omp and knn_engine_cuda
-// (without CUDA, the engine's stand-in: cuda/no_cuda/), and no file of src/. Every object of those libraries is
-// linked whether referenced or not, so an engine that still called into src/
-// (the cancel and progress registries once lived there) fails the link. The
-// tests then run the engines through engine/ alone: a kd-tree's kNN against a
-// float64 brute force, the cancel registry stopping a call, the progress
-// registry reporting a build, and (CUDA builds with a device) the CUDA
-// kd-tree against the OpenMP one bit for bit. The backends (engine/backend.h)
-// link alone too: the OpenMP backend's structures against the oracle, and the
-// CUDA backend's devices and estimates as its engine reports them.
+// (without CUDA, the engine's stand-in: cuda/no_cuda/), and no file of src/.
+// Every object of those libraries is linked whether referenced or not, so an
+// engine that still called into src/ (the cancel and progress registries
+// once lived there) fails the link. The tests then run the engines through
+// engine/ alone: a kd-tree's kNN against a float64 brute force, the cancel
+// registry stopping a call, the progress registry reporting a build, and
+// (CUDA builds with a device) the CUDA kd-tree against the OpenMP one bit for
+// bit. The backends (engine/backend.h) link alone too: the OpenMP backend's
+// structures against the oracle, and the CUDA backend's devices and
+// estimates as its engine reports them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
