@@ -17,7 +17,7 @@ namespace knn {
 namespace cuda {
 namespace {
 
-class StagingBuffer final : public DeviceBuffer {
+class StagingBuffer final : public knn::DeviceAllocation {
  public:
   explicit StagingBuffer(size_t bytes) : staging_(bytes) {}
   void* get() const override { return staging_.get(); }
@@ -27,7 +27,7 @@ class StagingBuffer final : public DeviceBuffer {
   PeerStaging staging_;
 };
 
-class PeerCopyStream final : public DeviceCopyStream {
+class PeerCopyStream final : public knn::DeviceCopyStream {
  public:
   void copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes) override {
     stream_.copy(dst, dst_device, src, src_device, bytes);
@@ -89,7 +89,7 @@ class CudaBackend final : public Backend {
   int64_t first_beyond_on_device(const double* values, int64_t count, double limit) const override {
     return cuda::first_beyond_on_device(values, count, limit);
   }
-  std::unique_ptr<DeviceBuffer> allocate(size_t bytes) const override {
+  std::unique_ptr<DeviceAllocation> allocate(size_t bytes) const override {
     return std::make_unique<StagingBuffer>(bytes);
   }
   std::unique_ptr<DeviceCopyStream> copy_stream() const override {

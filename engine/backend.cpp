@@ -25,7 +25,7 @@ int64_t Backend::first_beyond_on_device(const float*, int64_t, float) const {
 int64_t Backend::first_beyond_on_device(const double*, int64_t, double) const {
   not_offered("first_beyond_on_device");
 }
-std::unique_ptr<DeviceBuffer> Backend::allocate(size_t) const { not_offered("device memory"); }
+std::unique_ptr<DeviceAllocation> Backend::allocate(size_t) const { not_offered("device memory"); }
 std::unique_ptr<DeviceCopyStream> Backend::copy_stream() const {
   not_offered("a device copy stream");
 }

@@ -29,9 +29,9 @@ namespace knn {
 
 // Device memory on the current device for the life of the object, freed on
 // that device.
-class DeviceBuffer {
+class DeviceAllocation {
  public:
-  virtual ~DeviceBuffer() = default;
+  virtual ~DeviceAllocation() = default;
   virtual void* get() const = 0;
   virtual int device() const = 0;
 };
@@ -131,7 +131,7 @@ class Backend {
   virtual int64_t first_beyond_on_device(const double* values, int64_t count, double limit) const;
   // `bytes` of memory on the current device (KNN_ERR_DEVICE_OUT_OF_MEMORY
   // when they do not fit), and a stream for copies between devices.
-  virtual std::unique_ptr<DeviceBuffer> allocate(size_t bytes) const;
+  virtual std::unique_ptr<DeviceAllocation> allocate(size_t bytes) const;
   virtual std::unique_ptr<DeviceCopyStream> copy_stream() const;
 
   // ---- Index structures (index_engine.h) ----------------------------------

@@ -107,11 +107,11 @@ class ExcludeSelfRows {
 // explicit limit less the copy; NULL where it does not fit, and the share
 // reads in place.
 template <typename Scalar>
-std::unique_ptr<DeviceBuffer> queries_copied_here(const Scalar* queries, size_t bytes, int owner,
-                                                  int device, CallParams& call) {
+std::unique_ptr<DeviceAllocation> queries_copied_here(const Scalar* queries, size_t bytes,
+                                                      int owner, int device, CallParams& call) {
   const size_t budget = device_backend().device_budget(call.device_memory_limit).bytes();
   if (bytes == 0 || bytes > budget / 2) return nullptr;
-  std::unique_ptr<DeviceBuffer> copy;
+  std::unique_ptr<DeviceAllocation> copy;
   try {
     copy = device_backend().allocate(bytes);
   } catch (const Error& e) {
@@ -304,7 +304,7 @@ void split_over_devices(const std::vector<int>& devices,
     const bool queries_here = !split.call.queries_on_device || in_reach(queries_owner);
     const bool outputs_here = !split.call.outputs_on_device || in_reach(outputs_owner);
     if (queries_here && outputs_here && !split.exclude_self) {
-      std::unique_ptr<DeviceBuffer> own_queries;
+      std::unique_ptr<DeviceAllocation> own_queries;
       if (split.call.queries_on_device && queries_owner >= 0 && queries_owner != device)
         own_queries =
             queries_copied_here(queries, sizeof(Scalar) * static_cast<size_t>(count) * split.dim,
@@ -328,7 +328,7 @@ void split_over_devices(const std::vector<int>& devices,
     if (!queries_here) call.queries_on_device = true;
     if (split.exclude_self) call.outputs_on_device = false;
     struct Buffers {
-      std::unique_ptr<DeviceBuffer> queries, indices, sq, counts;
+      std::unique_ptr<DeviceAllocation> queries, indices, sq, counts;
     } stage[2];
     for (Buffers& b : stage) {
       if (!queries_here) b.queries = device_backend().allocate(sizeof(Scalar) * piece * split.dim);
@@ -431,7 +431,7 @@ void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t
                   "budget of %zu bytes",
                   device, staging_bytes, budget));
     limit = budget - staging_bytes;
-    std::vector<std::unique_ptr<DeviceBuffer>> staging(arrays.size());
+    std::vector<std::unique_ptr<DeviceAllocation>> staging(arrays.size());
     for (size_t a = 0; a < arrays.size(); ++a)
       if (staged[a])
         staging[a] =

@@ -204,7 +204,7 @@ void closest_points(const char* call, const knn_mesh* handle, const Scalar* poin
   check_points(mesh, points, m, out.on_device, c.params.threads);
   const std::vector<int> devices = answering_devices(mesh, points, results, m, c);
   std::vector<int32_t> host_ids;
-  std::unique_ptr<DeviceBuffer> device_ids;
+  std::unique_ptr<DeviceAllocation> device_ids;
   if (results.triangle_ids == nullptr) {
     if (out.on_device) {
       device_ids = device_backend().allocate(sizeof(int32_t) * static_cast<size_t>(m));

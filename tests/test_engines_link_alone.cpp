@@ -204,7 +204,8 @@ TEST(EnginesLinkAlone, TheCudaBackendIsItsEngines) {
   const auto kdtree = cuda.build_kdtree_index(points.data(), 3000, kDim, params());
   EXPECT_EQ(kdtree->backend(), KNN_BACKEND_CUDA);
   EXPECT_EQ(knn_rows(*kdtree, queries), brute_force(points, queries));
-  const std::unique_ptr<knn::DeviceBuffer> buffer = cuda.allocate(sizeof(float) * points.size());
+  const std::unique_ptr<knn::DeviceAllocation> buffer =
+      cuda.allocate(sizeof(float) * points.size());
   EXPECT_TRUE(cuda.is_device_pointer(buffer->get()));
   EXPECT_EQ(buffer->device(), 0);
   cuda.copy_to_device(buffer->get(), points.data(), sizeof(float) * points.size());
