@@ -8,10 +8,12 @@
 // Calls are per build or per batch of queries, never per point, so a virtual
 // call costs nothing measurable. Every function throws knn::Error on failure.
 //
-// A host backend (no devices) implements the structures and the classic
-// tree; the defaults below answer for it: no devices, no device memory, 0
-// device bytes everywhere, and KNN_ERR_INTERNAL for the device operations
-// that the planners ask only of a backend with devices.
+// Every backend implements the pure virtuals (the structures and the
+// classic tree's build); the defaults answer for what a backend lacks: no
+// devices, 0 device bytes, and KNN_ERR_INTERNAL for an operation it does not
+// offer (device memory on a host backend, the host search of the classic
+// tree on a device backend), which the planners ask only of the backend that
+// has it.
 #pragma once
 
 #include <cstddef>
