@@ -24,4 +24,9 @@ inline int team_size(int requested) {
   return std::min(requested > 0 ? requested : omp_get_max_threads(), max_threads());
 }
 
+// The classic calls have no options: every region of theirs runs on
+// team_size(kClassicThreads), the default team (OMP_NUM_THREADS, at most
+// max_threads()).
+constexpr int kClassicThreads = 0;
+
 }  // namespace knn

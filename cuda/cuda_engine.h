@@ -1,6 +1,8 @@
-// The CUDA engine's interface to the rest of the library. Plain C++ (no CUDA
-// types), so that src/ compiles with the host compiler; a build without CUDA
-// links src/no_cuda_engine.cpp instead, whose functions report no device.
+// The CUDA engine's interface to its backend (cuda/cuda_backend.cpp, what the
+// rest of the library sees) and to the engine's tests. Plain C++ (no CUDA
+// types), so that the backend compiles with the host compiler; a build
+// without CUDA links cuda/no_cuda/no_cuda_engine.cpp instead, whose functions
+// report no device.
 // All functions throw knn::Error on failure and use the calling thread's
 // current device.
 #pragma once

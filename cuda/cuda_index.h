@@ -1,7 +1,8 @@
 // The CUDA engines of the index API and the memory helpers the API layer
-// needs to serve host and device arrays alike. Plain C++ like cuda_engine.h;
-// a build without CUDA links the stubs in src/no_cuda_engine.cpp (no device
-// pointers exist there, and every engine reports KNN_ERR_NO_DEVICE).
+// needs (through cuda/cuda_backend.cpp) to serve host and device arrays
+// alike. Plain C++ like cuda_engine.h; a build without CUDA links the stubs
+// in cuda/no_cuda/no_cuda_engine.cpp (no device pointers exist there, and
+// every engine reports KNN_ERR_NO_DEVICE).
 #pragma once
 
 #include <cstddef>
@@ -22,7 +23,7 @@ void copy_to_device(void* device_dst, const void* host_src, size_t bytes);
 // Writes the "missing" value (index -1, squared distance +infinity) into
 // `count` slots of device arrays; either pointer may be NULL.
 // Scalar is float or double here and below (instantiated where defined;
-// src/no_cuda_engine.cpp has the stubs of a build without CUDA).
+// cuda/no_cuda/no_cuda_engine.cpp has the stubs of a build without CUDA).
 template <typename Scalar>
 void fill_missing_on_device(int32_t* indices, Scalar* sq_distances, int64_t count);
 // Index of the first of count scalars of a device array whose magnitude is

@@ -1,7 +1,8 @@
 // Moving a share of a call between the device that holds the caller's
-// arrays and the device that answers the share (src/device_replicas.cpp).
+// arrays and the device that answers the share (src/device_replicas.cpp, through
+// Backend::allocate and Backend::copy_stream: cuda/cuda_backend.cpp).
 // Plain C++ like cuda_engine.h; a build without CUDA links
-// src/no_cuda_peer_copy.cpp (no device memory exists there).
+// cuda/no_cuda/no_cuda_peer_copy.cpp (no device memory exists there).
 #pragma once
 
 #include <cstddef>
@@ -39,7 +40,7 @@ class PeerStream {
   void wait();
 
  private:
-  // Unused by the stubs of a build without CUDA (src/no_cuda_peer_copy.cpp).
+  // Unused by the stubs of a build without CUDA (cuda/no_cuda/no_cuda_peer_copy.cpp).
   [[maybe_unused]] void* stream_ = nullptr;  // cudaStream_t
 };
 

@@ -12,11 +12,6 @@
 namespace knn {
 namespace omp {
 
-// The classic calls have no options: every region of theirs runs on
-// team_size(kClassicThreads), the default team (OMP_NUM_THREADS, at most
-// max_threads()).
-constexpr int kClassicThreads = 0;
-
 // Builds the tree of n points (layout: common/kdtree_layout.h) on all cores.
 void build_kdtree(const Point* points, int64_t n, Node* tree);
 

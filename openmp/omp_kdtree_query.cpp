@@ -41,7 +41,7 @@
 #include "kd_search.h"
 #include "omp_engine.h"
 #include "omp_tuning.h"
-#include "thread_scratch.h"
+#include "../common/thread_scratch.h"
 
 namespace knn {
 namespace omp {

@@ -5,10 +5,9 @@
 #include <limits>
 
 #include "../common/first_index.h"
-#include "../cuda/cuda_engine.h"
 #include "../engine/progress.h"
-#include "../openmp/omp_engine.h"
 #include "abi_barrier.h"
+#include "backends.h"
 #include "device_choice.h"
 #include "query_planner.h"
 #include "validate.h"
@@ -142,7 +141,7 @@ KNN_API int KNN_CALL mpQueryAll(const Point* query_points, const Node* tree, int
 KNN_API size_t KNN_CALL getTreeSize(int n_tree) { return knn::nonnegative(n_tree) * sizeof(Node); }
 
 KNN_API size_t KNN_CALL getNeededBytesForBuildingKdTree(int n_tree) {
-  return n_tree < 0 ? 0 : knn::cuda::build_bytes(n_tree);
+  return n_tree < 0 ? 0 : knn::device_backend().classic_tree_build_bytes(n_tree);
 }
 
 KNN_API size_t KNN_CALL getNeededBytesForQueryAll(int n_qp, int k, int n_tree) {
@@ -163,23 +162,23 @@ KNN_API size_t KNN_CALL getNeededBytesInSearch(int n_qp, int k, int n_tree, int 
 
 KNN_API size_t KNN_CALL getFreeBytesOnGpu(void) {
   size_t bytes = 0;
-  knn::guarded("getFreeBytesOnGpu", [&] { bytes = knn::cuda::free_device_bytes(); });
+  knn::guarded("getFreeBytesOnGpu", [&] { bytes = knn::device_backend().free_device_bytes(); });
   return bytes;
 }
 
 KNN_API int KNN_CALL cuSetDevice(int device) {
-  return knn::guarded("cuSetDevice", [&] { knn::cuda::set_device(device); });
+  return knn::guarded("cuSetDevice", [&] { knn::device_backend().set_device(device); });
 }
 
 KNN_API int KNN_CALL cuGetDevice(void) {
   int device = -1;
-  knn::guarded("cuGetDevice", [&] { device = knn::cuda::current_device(); });
+  knn::guarded("cuGetDevice", [&] { device = knn::device_backend().current_device(); });
   return device;
 }
 
 KNN_API int KNN_CALL cuGetDeviceCount(void) {
   int count = 0;
-  knn::guarded("cuGetDeviceCount", [&] { count = knn::cuda::device_count(); });
+  knn::guarded("cuGetDeviceCount", [&] { count = knn::device_backend().device_count(); });
   return count;
 }
 
@@ -199,8 +198,8 @@ KNN_API int KNN_CALL knn_brute_force(const float* ref, int n_ref, const float* q
     const size_t slots = static_cast<size_t>(n_query) * static_cast<size_t>(k);
     knn::run_or_fill(
         [&] {
-          knn::omp::brute_force(ref, n_ref, query, n_query, dim, k, reinterpret_cast<int32_t*>(ind),
-                                sq_dist);
+          knn::host_backend().classic_brute_force(ref, n_ref, query, n_query, dim, k,
+                                                  reinterpret_cast<int32_t*>(ind), sq_dist);
         },
         [&] {
           if (ind) std::fill(ind, ind + slots, -1);

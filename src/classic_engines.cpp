@@ -6,23 +6,21 @@
 #include <utility>
 
 #include "../common/index_leaf_size.h"
-#include "../cuda/cuda_index.h"
-#include "../cuda/index_memory_model.h"
+#include "backends.h"
 #include "index_planner.h"
 
 namespace knn {
 
-size_t classic_budget() { return cuda::device_budget(0).bytes(); }
+size_t classic_budget() { return device_backend().device_budget(0).bytes(); }
 
 bool device_holds(int64_t m, int k, int64_t n, size_t budget) {
-  return cuda::index_memory::classic_kdtree_query_bytes(std::min(m, kMinChunkQueries), k, n) <=
-         budget;
+  return device_backend().classic_kdtree_query_bytes(std::min(m, kMinChunkQueries), k, n) <= budget;
 }
 
 namespace {
 
 // A classic query runs on an index engine of the tree's points, built on the
-// device from the uploaded tree (cuda::DeviceTree) and served through the
+// device from the uploaded tree (Backend::upload_classic_tree) and served through the
 // index API's query pipeline: the grid where an AUTO index of the points
 // would serve the call on a grid, else the bucket kd-tree. Both answer with
 // the tree's indices (Node.id) and its ties, so the answer is the CPU
@@ -49,10 +47,11 @@ int classic_leaf_size(int k) {
   return k > 16 ? kdtree_long_list_leaf_size(3) : kdtree_default_leaf_size(3, LeafSizeFor::kGpu);
 }
 
-ClassicEngine classic_engine(const cuda::DeviceTree& uploaded, const Point* queries, int64_t m,
+ClassicEngine classic_engine(const UploadedClassicTree& uploaded, const Point* queries, int64_t m,
                              int k, size_t budget) {
+  const Backend& device = device_backend();
   const int64_t n = uploaded.size();
-  if (grid_may_serve(k, n) && cuda::index_memory::classic_grid_query_bytes(m, k, n) <= budget) {
+  if (grid_may_serve(k, n) && device.classic_grid_query_bytes(m, k, n) <= budget) {
     IndexParams params;  // the grid's default cell size, refined for surfaces, as AUTO's
     params.refine_grid = true;
     params.refuse_curves = true;
@@ -61,16 +60,16 @@ ClassicEngine classic_engine(const cuda::DeviceTree& uploaded, const Point* quer
     if (grid &&
         structure_serving_call(*grid, n, k, CallKind::Nearest,
                                reinterpret_cast<const float*>(queries), m) == KNN_STRUCTURE_GRID)
-      return ClassicEngine{std::move(grid), cuda::index_memory::grid_build_bytes(n)};
+      return ClassicEngine{std::move(grid), device.grid_build_bytes(n)};
   }
   // The build's budget leaves out the upload and the rows it adopts (counted
   // in the kd-tree's build bytes): the planner admitted all of them.
-  const size_t held = cuda::uploaded_tree_bytes(n) + cuda::aligned(sizeof(float) * 3 * size_t(n));
+  const size_t held = device.classic_upload_bytes(n);
   IndexParams params;
   params.leaf_size = classic_leaf_size(k);
   params.device_memory_limit = budget > held ? budget - held : 1;
   return ClassicEngine{uploaded.kdtree_of_points(params),
-                       cuda::kdtree_resident_bytes(n, 3, params.leaf_size)};
+                       device.kdtree_resident_bytes(n, 3, params.leaf_size)};
 }
 
 void classic_knn(const ClassicEngine& on, const Point* queries, int64_t m, int k, int32_t* indices,

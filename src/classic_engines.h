@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "../cuda/cuda_engine.h"
 #include "../engine/index_engine.h"
 #include "../include/knn_gpgpu.h"
+#include "backends.h"
 
 namespace knn {
 
@@ -18,7 +18,7 @@ namespace knn {
 constexpr int64_t kMinChunkQueries = int64_t{1} << 12;
 
 // The classic calls have no options: their budget on the current device is
-// KNN_DEVICE_MEMORY_LIMIT's, else the free memory's (cuda::device_budget).
+// KNN_DEVICE_MEMORY_LIMIT's, else the free memory's (Backend::device_budget).
 size_t classic_budget();
 
 // Device bytes of a classic call on the tree's points with at most a small
@@ -39,7 +39,7 @@ struct ClassicEngine {
 // The engine of the tree's points that serves m queries with k neighbours
 // within `budget` device bytes: the grid where it serves (the upload goes
 // before the grid answers: classic_grid_query_bytes), else the kd-tree.
-ClassicEngine classic_engine(const cuda::DeviceTree& uploaded, const Point* queries, int64_t m,
+ClassicEngine classic_engine(const UploadedClassicTree& uploaded, const Point* queries, int64_t m,
                              int k, size_t budget);
 
 // The rows of the queries `source` hands out (all m where it is null), on

@@ -17,13 +17,10 @@
 #include "../common/kdtree_layout.h"
 #include "../common/neighbor.h"
 #include "../common/team_size.h"
-#include "../cuda/cuda_engine.h"
-#include "../cuda/cuda_index.h"
-#include "../cuda/index_memory_model.h"
+#include "../common/thread_scratch.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
-#include "../openmp/omp_engine.h"
-#include "../openmp/thread_scratch.h"
+#include "backends.h"
 #include "classic_engines.h"
 #include "device_choice.h"
 
@@ -101,7 +98,7 @@ std::vector<TreePart> split_tree(const Node* tree, int64_t n, int levels) {
 
 // The positions whose flag is set, ascending, gathered by all cores.
 void compact_flagged(const unsigned char* flags, int64_t count, std::vector<int64_t>& positions) {
-  const int pieces = team_size(omp::kClassicThreads);
+  const int pieces = team_size(kClassicThreads);
   std::vector<int64_t> found(static_cast<size_t>(pieces) + 1, 0);
   auto piece_begin = [&](int p) { return count * p / pieces; };
 #pragma omp parallel for num_threads(pieces) schedule(static)
@@ -127,9 +124,11 @@ float box_bound(const Point& q, const TreePart& part) {
 // with that device current (run_shares); on the calling thread itself when
 // the list is just its current device, as a one-device call always did.
 void on_each_device(const std::vector<int>& devices, const std::function<void(int)>& body) {
-  if (devices.size() == 1 && devices.front() == cuda::current_device())
+  if (devices.size() == 1 && devices.front() == device_backend().current_device())
     return body(devices.front());
-  run_shares(devices, cuda::set_device, [&](int, int device) { body(device); });
+  run_shares(
+      devices, [](int device) { device_backend().set_device(device); },
+      [&](int, int device) { body(device); });
 }
 
 // The smallest share of device memory a listed device offers (a device
@@ -180,8 +179,7 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
   std::vector<float> best_dist(rows);
   std::vector<int> home(static_cast<size_t>(std::min(block, m)));
   std::vector<unsigned char> wanted(home.size());
-  omp::ThreadScratch<Neighbor> merge_scratch(team_size(omp::kClassicThreads),
-                                             static_cast<size_t>(k));
+  ThreadScratch<Neighbor> merge_scratch(team_size(kClassicThreads), static_cast<size_t>(k));
   // What one device works on: the chosen queries of its part and their lists.
   struct Work {
     std::vector<int64_t> selected;
@@ -243,8 +241,9 @@ void query_split_tree(const Point* queries, int64_t m, const Node* tree, int64_t
           IndexParams params;
           params.leaf_size = classic_leaf_size(k);
           params.device_memory_limit = budget;
-          const ClassicEngine on{cuda::build_kdtree_index(part.rows.data(), size, 3, params),
-                                 cuda::kdtree_resident_bytes(size, 3, params.leaf_size)};
+          const Backend& device = device_backend();
+          const ClassicEngine on{device.build_kdtree_index(part.rows.data(), size, 3, params),
+                                 device.kdtree_resident_bytes(size, 3, params.leaf_size)};
           classic_knn(on, w.selected_queries.data(), chosen, k, w.part_idx.data(),
                       w.part_dist.data(), budget, nullptr);
           // The part's positions back to the tree's ids.

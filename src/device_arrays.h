@@ -6,12 +6,14 @@
 #include <cstdint>
 
 #include "../common/coordinate_limit.h"
-#include "../cuda/cuda_index.h"
+#include "backends.h"
 #include "validate.h"
 
 namespace knn {
 
-inline bool on_device(const void* p) { return p != nullptr && cuda::is_device_pointer(p); }
+inline bool on_device(const void* p) {
+  return p != nullptr && device_backend().is_device_pointer(p);
+}
 
 // Every coordinate finite and within coordinate_limit<Scalar>(dim), wherever
 // the rows live; names the first bad row. Host rows are scanned by `threads`.
@@ -20,10 +22,10 @@ void check_coordinate_rows(const Scalar* rows, int64_t n, int dim, bool rows_on_
                            const char* what, int threads) {
   if (!rows_on_device) return check_coordinates(rows, n, dim, what, threads);
   const Scalar limit = coordinate_limit<Scalar>(dim);
-  const int64_t bad = cuda::first_beyond_on_device(rows, n * dim, limit);
+  const int64_t bad = device_backend().first_beyond_on_device(rows, n * dim, limit);
   if (bad < 0) return;
   Scalar value = 0;
-  cuda::copy_to_host(&value, rows + bad, sizeof value);
+  device_backend().copy_to_host(&value, rows + bad, sizeof value);
   fail_coordinate(value, bad / dim, static_cast<int>(bad % dim), dim, limit, what);
 }
 

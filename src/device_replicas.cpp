@@ -6,11 +6,9 @@
 #include <set>
 
 #include "../common/error.h"
-#include "../cuda/cuda_engine.h"
-#include "../cuda/cuda_index.h"
-#include "../cuda/peer_copy.h"
 #include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
+#include "backends.h"
 
 namespace knn {
 namespace {
@@ -88,8 +86,8 @@ class ExcludeSelfRows {
     }
     if (!on_device_) return;
     const size_t slots = static_cast<size_t>(n) * width_;
-    cuda::copy_to_device(out_index, packed_index_.data(), sizeof(int32_t) * slots);
-    if (out_sq) cuda::copy_to_device(out_sq, packed_sq_.data(), sizeof(Scalar) * slots);
+    device_backend().copy_to_device(out_index, packed_index_.data(), sizeof(int32_t) * slots);
+    if (out_sq) device_backend().copy_to_device(out_sq, packed_sq_.data(), sizeof(Scalar) * slots);
   }
 
  private:
@@ -105,35 +103,36 @@ class ExcludeSelfRows {
 // On two H200s (10^7 x 10^7, k = 8) that share took 25.6 ms reading in place
 // and 23.0 ms from queries of its own; the copy costs about 0.2 ms, and the
 // split went from 1.68x to 1.79x. The copy takes at most half of the
-// share's budget (cuda::device_budget), which from then on is the share's
+// share's budget (Backend::device_budget), which from then on is the share's
 // explicit limit less the copy; NULL where it does not fit, and the share
 // reads in place.
 template <typename Scalar>
-std::unique_ptr<cuda::PeerStaging> queries_copied_here(const Scalar* queries, size_t bytes,
-                                                       int owner, int device, CallParams& call) {
-  const size_t budget = cuda::device_budget(call.device_memory_limit).bytes();
+std::unique_ptr<DeviceAllocation> queries_copied_here(const Scalar* queries, size_t bytes,
+                                                      int owner, int device, CallParams& call) {
+  const size_t budget = device_backend().device_budget(call.device_memory_limit).bytes();
   if (bytes == 0 || bytes > budget / 2) return nullptr;
-  std::unique_ptr<cuda::PeerStaging> copy;
+  std::unique_ptr<DeviceAllocation> copy;
   try {
-    copy.reset(new cuda::PeerStaging(bytes));
+    copy = device_backend().allocate(bytes);
   } catch (const Error& e) {
     if (e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
     return nullptr;
   }
-  cuda::PeerStream stream;
-  stream.copy(copy->get(), device, queries, owner, bytes);
-  stream.wait();
+  const std::unique_ptr<DeviceCopyStream> stream = device_backend().copy_stream();
+  stream->copy(copy->get(), device, queries, owner, bytes);
+  stream->wait();
   call.device_memory_limit = budget - bytes;  // > 0: bytes <= budget / 2
   return copy;
 }
 
 }  // namespace
 
-DeviceOps cuda_device_ops() {
-  return DeviceOps{[](int device) { cuda::set_device(device); },
-                   [] { return cuda::current_device(); },
-                   [](const void* p) { return cuda::device_of(p); },
-                   [](int device, int owner) { return cuda::reaches_in_place(device, owner); }};
+DeviceOps device_ops(const Backend& backend) {
+  return DeviceOps{
+      [&backend](int device) { backend.set_device(device); },
+      [&backend] { return backend.current_device(); },
+      [&backend](const void* p) { return backend.device_of(p); },
+      [&backend](int device, int owner) { return backend.reaches_in_place(device, owner); }};
 }
 
 template <class Engine>
@@ -161,7 +160,8 @@ std::vector<int> DeviceCopies<Engine>::devices_for_call(int home_device,
     o.device_count = static_cast<int>(build_devices_.size());
     std::copy(build_devices_.begin(), build_devices_.end(), o.devices);
   }
-  const DeviceChoice choice = choose_devices(build_pinned_, o, cuda::device_count(), home_device);
+  const DeviceChoice choice =
+      choose_devices(build_pinned_, o, device_backend().device_count(), home_device);
   const std::vector<int> devices = devices_for(choice, work);
   if (devices.empty() || (devices.size() == 1 && devices.front() == home_device)) return {};
   const std::vector<int> usable = prepare(devices, choice.forced, home_device, structure, source);
@@ -267,7 +267,7 @@ const Scalar* BasicDeviceReplicas<Scalar>::host_points(const Engine& home) const
 size_t share_device_limit(const std::vector<int>& devices, int device, size_t call_limit) {
   const int64_t alongside = std::count(devices.begin(), devices.end(), device);
   if (alongside <= 1) return call_limit;
-  return cuda::device_budget(call_limit).bytes() / static_cast<size_t>(alongside);
+  return device_backend().device_budget(call_limit).bytes() / static_cast<size_t>(alongside);
 }
 
 template <typename Scalar>
@@ -304,7 +304,7 @@ void split_over_devices(const std::vector<int>& devices,
     const bool queries_here = !split.call.queries_on_device || in_reach(queries_owner);
     const bool outputs_here = !split.call.outputs_on_device || in_reach(outputs_owner);
     if (queries_here && outputs_here && !split.exclude_self) {
-      std::unique_ptr<cuda::PeerStaging> own_queries;
+      std::unique_ptr<DeviceAllocation> own_queries;
       if (split.call.queries_on_device && queries_owner >= 0 && queries_owner != device)
         own_queries =
             queries_copied_here(queries, sizeof(Scalar) * static_cast<size_t>(count) * split.dim,
@@ -328,24 +328,24 @@ void split_over_devices(const std::vector<int>& devices,
     if (!queries_here) call.queries_on_device = true;
     if (split.exclude_self) call.outputs_on_device = false;
     struct Buffers {
-      std::unique_ptr<cuda::PeerStaging> queries, indices, sq, counts;
+      std::unique_ptr<DeviceAllocation> queries, indices, sq, counts;
     } stage[2];
     for (Buffers& b : stage) {
-      if (!queries_here) b.queries.reset(new cuda::PeerStaging(sizeof(Scalar) * piece * split.dim));
+      if (!queries_here) b.queries = device_backend().allocate(sizeof(Scalar) * piece * split.dim);
       if (stage_rows && indices)
-        b.indices.reset(new cuda::PeerStaging(sizeof(int32_t) * piece_slots));
-      if (stage_rows && sq) b.sq.reset(new cuda::PeerStaging(sizeof(Scalar) * piece_slots));
+        b.indices = device_backend().allocate(sizeof(int32_t) * piece_slots);
+      if (stage_rows && sq) b.sq = device_backend().allocate(sizeof(Scalar) * piece_slots);
       if (stage_rows && counts)
-        b.counts.reset(new cuda::PeerStaging(sizeof(int32_t) * static_cast<size_t>(piece)));
+        b.counts = device_backend().allocate(sizeof(int32_t) * static_cast<size_t>(piece));
     }
     // All-kNN's rows of width + 1 on the host, and (device outputs) packed.
     ExcludeSelfRows<Scalar> host_rows(split.exclude_self ? piece : 0, split.row_width,
                                       sq != nullptr, split.call.outputs_on_device);
     // Declared after the buffers: destroyed first, waiting for their copies.
-    std::unique_ptr<cuda::PeerStream> in, out[2];
-    if (!queries_here) in.reset(new cuda::PeerStream);
+    std::unique_ptr<DeviceCopyStream> in, out[2];
+    if (!queries_here) in = device_backend().copy_stream();
     if (stage_rows)
-      for (auto& o : out) o.reset(new cuda::PeerStream);
+      for (auto& o : out) o = device_backend().copy_stream();
     auto fetch = [&](int64_t done, int b) {
       const int64_t n = std::min(piece, count - done);
       in->copy(stage[b].queries->get(), device, queries + done * split.dim, queries_owner,
@@ -418,7 +418,7 @@ void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t
       return work(device, count, std::vector<void*>(at.begin(), at.end()), limit);
 
     // Pieces take at most half the share's budget, the engine the rest.
-    const size_t budget = cuda::device_budget(limit).bytes();
+    const size_t budget = device_backend().device_budget(limit).bytes();
     const size_t most_staging = std::min(kStagingRowBytes, budget / 2);
     const int64_t piece = whole_shares
                               ? count
@@ -431,13 +431,13 @@ void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t
                   "budget of %zu bytes",
                   device, staging_bytes, budget));
     limit = budget - staging_bytes;
-    std::vector<std::unique_ptr<cuda::PeerStaging>> staging(arrays.size());
+    std::vector<std::unique_ptr<DeviceAllocation>> staging(arrays.size());
     for (size_t a = 0; a < arrays.size(); ++a)
       if (staged[a])
-        staging[a].reset(
-            new cuda::PeerStaging(static_cast<size_t>(piece) * arrays[a].bytes_per_point));
+        staging[a] =
+            device_backend().allocate(static_cast<size_t>(piece) * arrays[a].bytes_per_point);
     // Declared after the buffers: destroyed first, waiting for their copies.
-    cuda::PeerStream stream;
+    const std::unique_ptr<DeviceCopyStream> stream = device_backend().copy_stream();
     std::vector<void*> piece_at(arrays.size(), nullptr);
     for (int64_t done = 0; done < count; done += piece) {
       const int64_t n = std::min(piece, count - done);
@@ -446,16 +446,16 @@ void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t
         char* caller = at[a] + done * arrays[a].bytes_per_point;
         piece_at[a] = staged[a] ? staging[a]->get() : caller;
         if (staged[a] && !arrays[a].written)
-          stream.copy(piece_at[a], device, caller, owners[a],
-                      static_cast<size_t>(n) * arrays[a].bytes_per_point);
+          stream->copy(piece_at[a], device, caller, owners[a],
+                       static_cast<size_t>(n) * arrays[a].bytes_per_point);
       }
-      stream.wait();
+      stream->wait();
       work(device, n, piece_at, limit);
       for (size_t a = 0; a < arrays.size(); ++a)
         if (staged[a] && arrays[a].written)
-          stream.copy(at[a] + done * arrays[a].bytes_per_point, owners[a], piece_at[a], device,
-                      static_cast<size_t>(n) * arrays[a].bytes_per_point);
-      stream.wait();
+          stream->copy(at[a] + done * arrays[a].bytes_per_point, owners[a], piece_at[a], device,
+                       static_cast<size_t>(n) * arrays[a].bytes_per_point);
+      stream->wait();
     }
   });
 }

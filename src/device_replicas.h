@@ -22,6 +22,7 @@
 
 #include "../engine/index_engine.h"
 #include "../include/knn_gpgpu.h"
+#include "backends.h"
 #include "device_choice.h"
 
 namespace knn {
@@ -35,9 +36,9 @@ struct DeviceOps {
   // (peer access); when it does, a share uses the caller's arrays directly.
   std::function<bool(int device, int owner)> reaches;
 };
-// The CUDA runtime's (cuda::set_device, cuda::current_device, cuda::device_of,
-// cuda::reaches_in_place).
-DeviceOps cuda_device_ops();
+// A backend's (Backend::set_device, current_device, device_of,
+// reaches_in_place); the backend outlives the operations.
+DeviceOps device_ops(const Backend& backend);
 
 // Copies of one engine on other devices, one per device and structure (0
 // for engines of one structure), each built on the first call that uses its
@@ -55,7 +56,7 @@ class DeviceCopies {
   // only where a copy is missing, before the builds start.
   using BuilderSource = std::function<Builder()>;
 
-  explicit DeviceCopies(DeviceOps ops = cuda_device_ops()) : ops_(std::move(ops)) {}
+  explicit DeviceCopies(DeviceOps ops = device_ops(device_backend())) : ops_(std::move(ops)) {}
   ~DeviceCopies();  // frees each copy on its own device
   DeviceCopies(const DeviceCopies&) = delete;
   DeviceCopies& operator=(const DeviceCopies&) = delete;
@@ -112,7 +113,8 @@ class BasicDeviceReplicas {
  public:
   using Engine = BasicIndexEngine<Scalar>;
 
-  explicit BasicDeviceReplicas(DeviceOps ops = cuda_device_ops()) : copies_(std::move(ops)) {}
+  explicit BasicDeviceReplicas(DeviceOps ops = device_ops(device_backend()))
+      : copies_(std::move(ops)) {}
 
   // The build's device options, the defaults of every later call.
   void remember_build(const knn_options& o) { copies_.remember_build(o); }

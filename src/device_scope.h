@@ -4,7 +4,7 @@
 #pragma once
 
 #include "../common/error.h"
-#include "../cuda/cuda_engine.h"
+#include "backends.h"
 #include "device_choice.h"
 #include "options.h"
 
@@ -16,15 +16,15 @@ class DeviceScope {
  public:
   explicit DeviceScope(int device) {
     if (device < 0) return;
-    const int current = cuda::current_device();
+    const int current = device_backend().current_device();
     if (current == device) return;
-    cuda::set_device(device);
+    device_backend().set_device(device);
     previous_ = current;
   }
   ~DeviceScope() {
     if (previous_ < 0) return;
     try {
-      cuda::set_device(previous_);
+      device_backend().set_device(previous_);
     } catch (...) {
       // The call's own status already says what failed on the device.
     }
@@ -43,18 +43,18 @@ class DeviceScope {
 // names the handle in messages ("the quadtree").
 inline int choose_one_device_backend(const knn_options& o, const char* what) {
   if (o.backend == KNN_BACKEND_OPENMP) return KNN_BACKEND_OPENMP;
-  const int devices = cuda::device_count();
+  const int devices = device_backend().device_count();
   check_device_number(o.device, devices);
   check_device_list(o, devices);
   const bool device = devices > 0;
   if (o.backend == KNN_BACKEND_CUDA && !device)
     fail(KNN_ERR_NO_DEVICE,
          "opt->backend is KNN_BACKEND_CUDA but no usable CUDA device is present");
-  if (device && o.device >= 0 && o.device != cuda::current_device())
+  if (device && o.device >= 0 && o.device != device_backend().current_device())
     fail(KNN_ERR_UNSUPPORTED,
          format("opt->device is %d but the calling thread's current device is %d; select the "
                 "device with cuSetDevice before building %s",
-                o.device, cuda::current_device(), what));
+                o.device, device_backend().current_device(), what));
   return device ? KNN_BACKEND_CUDA : KNN_BACKEND_OPENMP;
 }
 

@@ -22,11 +22,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "../cuda/cuda_engine.h"
-#include "../cuda/cuda_index.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
+#include "backends.h"
 #include "device_choice.h"
 #include "index_calls.h"
 #include "index_handle.h"
@@ -67,7 +66,7 @@ knn_index* build_index(const Scalar* points, int64_t n, int dim, const knn_optio
          format("structure KNN_STRUCTURE_GRID needs dim 3, dim is %d; use KNN_STRUCTURE_KDTREE "
                 "or KNN_STRUCTURE_AUTO",
                 dim));
-  const int devices = o.backend == KNN_BACKEND_OPENMP ? 0 : cuda::device_count();
+  const int devices = o.backend == KNN_BACKEND_OPENMP ? 0 : device_backend().device_count();
   check_device_number(o.device, devices);
   check_device_list(o, devices);
   const bool may_use_device = o.backend != KNN_BACKEND_OPENMP;
@@ -106,7 +105,7 @@ knn_index* build_index(const Scalar* points, int64_t n, int dim, const knn_optio
                                 points_dev ? host_points.data() : points, n, dim, params);
   }
   auto index = std::make_unique<knn_index>();
-  index->device = engine->backend() == KNN_BACKEND_CUDA ? cuda::current_device() : -1;
+  index->device = backend_of(engine->backend()).current_device();
   index->set_engine(std::move(engine));
   index->threads = o.threads;
   index->device_memory_limit = o.device_memory_limit;
@@ -250,7 +249,7 @@ void radius_count(const char* call, const knn_index* index, const Scalar* querie
     wide.assign(static_cast<size_t>(m), 0);  // the documented counts after a failure
     try {
       if (counts_on_device)
-        cuda::copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
+        device_backend().copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
       else
         std::copy(wide.begin(), wide.end(), counts);
     } catch (...) {
@@ -258,7 +257,7 @@ void radius_count(const char* call, const knn_index* index, const Scalar* querie
     throw;
   }
   if (counts_on_device)
-    cuda::copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
+    device_backend().copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
   else
     std::copy(wide.begin(), wide.end(), counts);
 }

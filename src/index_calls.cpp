@@ -14,11 +14,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "../cuda/cuda_engine.h"
-#include "../cuda/cuda_index.h"
-#include "../cuda/peer_copy.h"
+#include "../common/index_leaf_size.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
+#include "backends.h"
 #include "device_choice.h"
 #include "index_planner.h"
 #include "options.h"
@@ -36,7 +35,8 @@ void check_dim(int dim) {
 template <typename Scalar>
 std::vector<Scalar> copy_rows_to_host(const Scalar* device_rows, int64_t n, int dim) {
   std::vector<Scalar> host(static_cast<size_t>(n) * static_cast<size_t>(dim));
-  if (!host.empty()) cuda::copy_to_host(host.data(), device_rows, host.size() * sizeof(Scalar));
+  if (!host.empty())
+    device_backend().copy_to_host(host.data(), device_rows, host.size() * sizeof(Scalar));
   return host;
 }
 
@@ -50,12 +50,12 @@ void Outputs<Scalar>::fill_missing() const noexcept {
       if (counts) std::fill(counts, counts + rows, 0);
       return;
     }
-    cuda::fill_missing_on_device(indices, sq_distances, slots);
+    device_backend().fill_missing_on_device(indices, sq_distances, slots);
     if (counts) {
       const std::vector<int32_t> zeros(static_cast<size_t>(std::min<int64_t>(rows, 1 << 20)), 0);
       for (int64_t done = 0; done < rows;) {
         const int64_t part = std::min<int64_t>(rows - done, static_cast<int64_t>(zeros.size()));
-        cuda::copy_to_device(counts + done, zeros.data(), static_cast<size_t>(part) * 4);
+        device_backend().copy_to_device(counts + done, zeros.data(), static_cast<size_t>(part) * 4);
         done += part;
       }
     }
@@ -99,10 +99,11 @@ void run_on_engine(const knn_index& index, const BasicIndexEngine<Scalar>& engin
     std::vector<int32_t> counts(out.counts ? static_cast<size_t>(out.rows) : 0);
     work(engine, q, m, row_width, out.indices ? indices.data() : nullptr,
          out.sq_distances ? sq.data() : nullptr, out.counts ? counts.data() : nullptr, params);
-    if (out.indices) cuda::copy_to_device(out.indices, indices.data(), indices.size() * 4);
+    if (out.indices)
+      device_backend().copy_to_device(out.indices, indices.data(), indices.size() * 4);
     if (out.sq_distances)
-      cuda::copy_to_device(out.sq_distances, sq.data(), sq.size() * sizeof(Scalar));
-    if (out.counts) cuda::copy_to_device(out.counts, counts.data(), counts.size() * 4);
+      device_backend().copy_to_device(out.sq_distances, sq.data(), sq.size() * sizeof(Scalar));
+    if (out.counts) device_backend().copy_to_device(out.counts, counts.data(), counts.size() * 4);
   } catch (...) {
     out.fill_missing();
     throw;
@@ -115,10 +116,9 @@ void run_on_engine(const knn_index& index, const BasicIndexEngine<Scalar>& engin
 // on the GPU the one for the long lists that alone reach that kd-tree.
 IndexParams build_params(const knn_index& index, bool primary) {
   IndexParams params;
-  params.leaf_size = primary ? index.leaf_size
-                     : index.backend() == KNN_BACKEND_CUDA
-                         ? cuda::kdtree_long_list_leaf_size(index.dim())
-                         : 0;
+  params.leaf_size = primary                               ? index.leaf_size
+                     : index.backend() == KNN_BACKEND_CUDA ? kdtree_long_list_leaf_size(index.dim())
+                                                           : 0;
   params.threads = index.threads;
   params.device_memory_limit = index.device_memory_limit;
   return params;
@@ -152,9 +152,7 @@ const BasicIndexEngine<Scalar>& serving_engine(const knn_index& ix, int list_k, 
   try {
     const int serving = structure_serving_call(primary, ix.size(), list_k, kind, queries, m);
     return ix.lazy_kdtree<Scalar>().serving(primary, serving, primary_serves, [&] {
-      if (backend == KNN_BACKEND_CUDA)
-        return cuda::build_kdtree_index_of(primary, build_params(ix, false));
-      return build_from_host_copy(primary, backend, KNN_STRUCTURE_KDTREE, build_params(ix, false));
+      return backend_of(backend).build_kdtree_index_of(primary, build_params(ix, false));
     });
   } catch (...) {
     out.fill_missing();
@@ -182,7 +180,7 @@ bool run_on_devices(const knn_index& index, const BasicIndexEngine<Scalar>& home
   // One device, but arrays that another device holds: the engine cannot read
   // them in place, so its one share is staged by peer copies.
   const auto elsewhere = [&index](const void* p) {
-    const int owner = cuda::device_of(p);
+    const int owner = device_backend().device_of(p);
     return owner >= 0 && owner != index.device;
   };
   if (devices.empty() && index.backend() == KNN_BACKEND_CUDA &&
@@ -374,10 +372,11 @@ void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Sca
         if (sq_dst) std::copy_n(rows_sq.data() + from, len, sq_dst + to);
       }
       if (outputs_on_device) {
-        cuda::copy_to_device(indices + begin, packed_index.data(), static_cast<size_t>(total) * 4);
+        device_backend().copy_to_device(indices + begin, packed_index.data(),
+                                        static_cast<size_t>(total) * 4);
         if (sq_distances)
-          cuda::copy_to_device(sq_distances + begin, packed_sq.data(),
-                               static_cast<size_t>(total) * sizeof(Scalar));
+          device_backend().copy_to_device(sq_distances + begin, packed_sq.data(),
+                                          static_cast<size_t>(total) * sizeof(Scalar));
       }
     } else {
       progress_add(stage.get(), run);  // rows of nothing: no engine call reports them
@@ -390,7 +389,7 @@ void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Sca
 std::vector<int64_t> host_int64s(const int64_t* values, int64_t count) {
   if (!on_device(values)) return std::vector<int64_t>(values, values + count);
   std::vector<int64_t> host(static_cast<size_t>(count));
-  cuda::copy_to_host(host.data(), values, host.size() * sizeof(int64_t));
+  device_backend().copy_to_host(host.data(), values, host.size() * sizeof(int64_t));
   return host;
 }
 

@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "../common/error.h"
-#include "../cuda/cuda_engine.h"
-#include "../cuda/cuda_index.h"
-#include "../cuda/index_memory_model.h"
+#include "../common/index_leaf_size.h"
+#include "../common/saturating.h"
 #include "../engine/cancel.h"
+#include "backends.h"
 
 namespace knn {
 
@@ -61,7 +61,7 @@ int structure_serving_call(const BasicIndexEngine<Scalar>& primary, int64_t n, i
   if (queries != nullptr && reads_isolated_share(backend, structure, n, list_k, kind)) {
     // Asked only here, where the answer is used: it costs a driver call.
     CallParams placement;
-    placement.queries_on_device = cuda::is_device_pointer(queries);
+    placement.queries_on_device = device_backend().is_device_pointer(queries);
     isolated_share = primary.share_of_isolated_queries(queries, m, placement);
   }
   return serving_structure(backend, structure, n, list_k, kind, isolated_share);
@@ -79,30 +79,31 @@ size_t scalar_size(int scalar) {
 }  // namespace
 
 size_t device_build_bytes(int structure, int64_t n, int dim, int scalar) {
-  return cuda::index_memory::build_bytes(structure, n, dim, scalar_size(scalar));
+  return device_backend().index_build_bytes(structure, n, dim, scalar_size(scalar));
 }
 
 size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, int scalar) {
-  namespace memory = cuda::index_memory;
+  const Backend& device = device_backend();
   const size_t bytes = scalar_size(scalar);
-  const size_t one = memory::query_bytes(structure, m, k, n, dim, bytes);
+  const size_t one = device.index_query_bytes(structure, m, k, n, dim, bytes);
   if (structure != KNN_STRUCTURE_AUTO || n <= kGpuMaxListK) return one;
   // Every primary (an upper bound of its resident part), and beside it the
   // kd-tree's build peak with the device copy of the points it is built from
-  // (cuda::build_kdtree_index_of), or the kd-tree resident with the call's
-  // scratch.
+  // (Backend::build_kdtree_index_of), or the kd-tree resident with the
+  // call's scratch.
   const size_t kdtree =
-      std::max(cuda::saturating_add(memory::kdtree_build_bytes(n, dim, bytes),
-                                    memory::points_bytes(n, dim, bytes)),
-               cuda::kdtree_query_bytes(m, k, n, dim, cuda::kKdTreeDefaultLeafSize, bytes));
+      std::max(saturating_add(device.kdtree_build_bytes(n, dim, bytes),
+                              device.index_points_bytes(n, dim, bytes)),
+               device.kdtree_query_bytes(m, k, n, dim, kKdTreeDefaultLeafSize, bytes));
   return std::max(
-      one, cuda::saturating_add(memory::build_bytes(KNN_STRUCTURE_AUTO, n, dim, bytes), kdtree));
+      one, saturating_add(device.index_build_bytes(KNN_STRUCTURE_AUTO, n, dim, bytes), kdtree));
 }
 
 int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit,
                     int scalar) {
   if (requested == KNN_BACKEND_OPENMP) return KNN_BACKEND_OPENMP;
-  const bool have_device = cuda::device_count() > 0;
+  const Backend& device = device_backend();
+  const bool have_device = device.device_count() > 0;
   if (requested == KNN_BACKEND_CUDA) {
     if (!have_device)
       fail(KNN_ERR_NO_DEVICE, "backend is KNN_BACKEND_CUDA but no usable CUDA device was found");
@@ -111,7 +112,7 @@ int resolve_backend(int requested, int64_t n, int dim, int structure, size_t dev
   if (!have_device) return KNN_BACKEND_OPENMP;
   const int planned =
       structure == KNN_STRUCTURE_AUTO ? auto_structure(KNN_BACKEND_CUDA, n, dim) : structure;
-  const size_t budget = cuda::device_budget(device_memory_limit).bytes();
+  const size_t budget = device.device_budget(device_memory_limit).bytes();
   return device_build_bytes(planned, n, dim, scalar) <= budget ? KNN_BACKEND_CUDA
                                                                : KNN_BACKEND_OPENMP;
 }
@@ -120,14 +121,14 @@ template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_index_engine(int backend, int structure,
                                                              const Scalar* points, int64_t n,
                                                              int dim, const IndexParams& params) {
-  const bool on_device = backend == KNN_BACKEND_CUDA;
+  const Backend& engines = backend_of(backend);
   IndexParams grid_params = params;
   if (structure == KNN_STRUCTURE_AUTO) {
     structure = auto_structure(backend, n, dim);
     // On the CPU the kd-tree beats a grid refined for a surface (10^6 points
     // on a sphere, 2 cores, k = 8: 442 against 689 ms, build included), so
     // AUTO takes the kd-tree there; on the GPU the refined grid is 2x faster.
-    grid_params.refine_grid = on_device;
+    grid_params.refine_grid = backend == KNN_BACKEND_CUDA;
     // On a curve the kd-tree is as fast or faster, far faster than a grid
     // refined for it (grid_layout.h "Curves"); both backends refuse alike.
     grid_params.refuse_curves = true;
@@ -139,8 +140,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_index_engine(int backend, int st
                   "or KNN_STRUCTURE_AUTO",
                   dim));
     std::unique_ptr<BasicIndexEngine<Scalar>> grid =
-        on_device ? cuda::build_grid_index(points, n, grid_params)
-                  : omp::build_grid_index(points, n, grid_params);
+        engines.build_grid_index(points, n, grid_params);
     if (grid) return grid;
     structure = KNN_STRUCTURE_KDTREE;  // the data would make a poor grid
     // A cancel raised during the grid's last pass stops the build here,
@@ -148,10 +148,8 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_index_engine(int backend, int st
     throw_if_cancelled(cancel_flag());
   }
   if (structure == KNN_STRUCTURE_BRUTE_FORCE)
-    return on_device ? cuda::build_brute_force_index(points, n, dim, params)
-                     : omp::build_brute_force_index(points, n, dim, params);
-  return on_device ? cuda::build_kdtree_index(points, n, dim, params)
-                   : omp::build_kdtree_index(points, n, dim, params);
+    return engines.build_brute_force_index(points, n, dim, params);
+  return engines.build_kdtree_index(points, n, dim, params);
 }
 
 template std::unique_ptr<IndexEngine> build_index_engine<float>(int, int, const float*, int64_t,

@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <memory>
 
-#include "../cuda/index_memory_model.h"
 #include "../engine/index_engine.h"
 #include "../include/knn_gpgpu.h"
 
@@ -58,8 +57,9 @@ int auto_structure(int backend, int64_t n, int dim);
 // lists in shared memory); beyond it they refuse (KNN_ERR_UNSUPPORTED), the
 // kd-tree has no limit. The brute force keeps at most n entries, so it
 // refuses only above n points too; the grid's limit is the device's shared
-// memory (never below this on a device with 48 KiB per block).
-constexpr int kGpuMaxListK = cuda::kMaxWarpK;
+// memory (never below this on a device with 48 KiB per block). The CUDA
+// engine's kMaxWarpK (src/backends.cpp asserts it).
+constexpr int kGpuMaxListK = 2048;
 // On the GPU the grid leads at every list its thread search keeps (up to
 // kGpuGridMaxLeadingK entries: registers, heaps, then binned rows from 45,
 // cuda/grid/grid_memory.h) and the kd-tree beyond, where the grid's lists
@@ -71,8 +71,9 @@ constexpr int kGpuMaxListK = cuda::kMaxWarpK;
 // 27.0 against 34.5. (With the rows' kernel held to 80 registers, 5-15 %
 // slower: uniform 10^7 k = 200 173.9 against 306.1, k = 256 294.8 against
 // 387.0.) Before the binned rows the grid's heaps lost to the kd-tree from
-// k = 65 (on a sphere, k = 100: 165.8 against 123.0).
-constexpr int kGpuGridMaxLeadingK = cuda::kMaxBinnedTake;
+// k = 65 (on a sphere, k = 100: 165.8 against 123.0). The CUDA engine's
+// kMaxBinnedTake (src/backends.cpp asserts it).
+constexpr int kGpuGridMaxLeadingK = 256;
 // Nor does the grid lead for many queries away from the points (inside a
 // scanned object, off a surface): for a query with no point in the 3 x 3
 // x 3 cells around its own the grid may walk row after row of empty cells
@@ -144,7 +145,7 @@ size_t device_query_bytes(int structure, int64_t m, int k, int64_t n, int dim, i
 // The backend that serves a build asked with `requested`: OPENMP and CUDA as
 // asked (CUDA without a usable device: KNN_ERR_NO_DEVICE); AUTO picks CUDA
 // when a device is usable and the device estimate of the build fits the
-// budget (cuda::device_budget(device_memory_limit)), else OPENMP.
+// budget (device_budget(device_memory_limit) of the device backend), else OPENMP.
 int resolve_backend(int requested, int64_t n, int dim, int structure, size_t device_memory_limit,
                     int scalar);
 

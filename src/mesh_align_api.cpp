@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "../common/error.h"
-#include "../cuda/cuda_index.h"
 #include "../engine/cancel.h"
 #include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
 #include "align_math.h"
+#include "backends.h"
 #include "device_scope.h"
 #include "mesh_handle.h"
 #include "validate.h"
@@ -391,7 +391,7 @@ Moments point_moments(const Scalar* points, int64_t m, bool on_device) {
     const Scalar* rows = points + 3 * begin;
     if (on_device) {
       piece.resize(static_cast<size_t>(3 * count));
-      cuda::copy_to_host(piece.data(), rows, piece.size() * sizeof(Scalar));
+      device_backend().copy_to_host(piece.data(), rows, piece.size() * sizeof(Scalar));
       rows = piece.data();
     }
     if (begin == 0)

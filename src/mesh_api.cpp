@@ -12,11 +12,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "../cuda/cuda_engine.h"
 #include "../engine/cancel.h"
 #include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
+#include "backends.h"
 #include "device_arrays.h"
 #include "device_choice.h"
 #include "device_scope.h"
@@ -99,12 +99,12 @@ knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* trian
   MeshParams params;
   params.threads = o.threads;
   params.device_memory_limit = o.device_memory_limit;
-  mesh->set_engine(backend == KNN_BACKEND_CUDA ? cuda::build_mesh(prepared.geometry(), params)
-                                               : omp::build_mesh(prepared.geometry(), params));
+  const Backend& engines = backend_of(backend);
+  mesh->set_engine(engines.build_mesh(prepared.geometry(), params));
   // The engine holds the pseudonormals it uses; the handle keeps the input.
   std::vector<Scalar>().swap(prepared.vertex_normals);
   std::vector<Scalar>().swap(prepared.edge_normals);
-  mesh->device = backend == KNN_BACKEND_CUDA ? cuda::current_device() : -1;
+  mesh->device = engines.current_device();
   mesh->threads = o.threads;
   mesh->device_memory_limit = o.device_memory_limit;
   mesh->may_use_device = may_use_device;
@@ -256,7 +256,8 @@ KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_tr
   static_cast<void>(opt);  // one model for every option (the header's signature keeps it)
   if (knn::impossible_mesh(n_vertices, n_triangles, scalar)) return 0;
   // The larger build, of a closed mesh (its pseudonormals resident too).
-  return knn::cuda::mesh_build_bytes(n_vertices, n_triangles, knn::scalar_bytes(scalar), true);
+  return knn::device_backend().mesh_build_bytes(n_vertices, n_triangles, knn::scalar_bytes(scalar),
+                                                true);
 }
 
 }  // extern "C"

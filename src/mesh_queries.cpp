@@ -9,11 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "../cuda/cuda_engine.h"
-#include "../cuda/peer_copy.h"
 #include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
 #include "abi_barrier.h"
+#include "backends.h"
 #include "device_arrays.h"
 #include "device_choice.h"
 #include "device_replicas.h"
@@ -71,7 +70,7 @@ MeshResults<Scalar> results_of(const std::vector<void*>& a) {
 // there reads its own device's memory and host memory only).
 bool any_elsewhere(const std::vector<PointArray>& arrays, int device) {
   for (const PointArray& a : arrays) {
-    const int owner = a.data ? cuda::device_of(a.data) : -1;
+    const int owner = a.data ? device_backend().device_of(a.data) : -1;
     if (owner >= 0 && owner != device) return true;
   }
   return false;
@@ -90,7 +89,7 @@ typename DeviceCopies<MeshEngine<Scalar>>::BuilderSource copy_source(const knn_m
     MeshParams params;
     params.threads = mesh.threads;
     params.device_memory_limit = mesh.device_memory_limit;
-    return [prepared, params] { return cuda::build_mesh(prepared->geometry(), params); };
+    return [prepared, params] { return device_backend().build_mesh(prepared->geometry(), params); };
   };
 }
 
@@ -107,7 +106,8 @@ void fill_on_device(T* device_array, int64_t count, T value) {
   const std::vector<T> piece(static_cast<size_t>(std::min<int64_t>(count, 1 << 18)), value);
   for (int64_t done = 0; done < count;) {
     const int64_t part = std::min<int64_t>(count - done, static_cast<int64_t>(piece.size()));
-    cuda::copy_to_device(device_array + done, piece.data(), static_cast<size_t>(part) * sizeof(T));
+    device_backend().copy_to_device(device_array + done, piece.data(),
+                                    static_cast<size_t>(part) * sizeof(T));
     done += part;
   }
 }
@@ -204,10 +204,10 @@ void closest_points(const char* call, const knn_mesh* handle, const Scalar* poin
   check_points(mesh, points, m, out.on_device, c.params.threads);
   const std::vector<int> devices = answering_devices(mesh, points, results, m, c);
   std::vector<int32_t> host_ids;
-  std::unique_ptr<cuda::PeerStaging> device_ids;
+  std::unique_ptr<DeviceAllocation> device_ids;
   if (results.triangle_ids == nullptr) {
     if (out.on_device) {
-      device_ids.reset(new cuda::PeerStaging(sizeof(int32_t) * static_cast<size_t>(m)));
+      device_ids = device_backend().allocate(sizeof(int32_t) * static_cast<size_t>(m));
       results.triangle_ids = static_cast<int32_t*>(device_ids->get());
     } else {
       host_ids.resize(static_cast<size_t>(m));

@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "../cuda/cuda_engine.h"
 #include "../engine/quadtree_engine.h"
 #include "abi_barrier.h"
+#include "backends.h"
 #include "device_choice.h"
 #include "device_scope.h"
 #include "live_handles.h"
@@ -88,9 +88,8 @@ void build_tree(const P* xy, int64_t n, const knn_options* opt, knn_quadtree** o
   std::unique_ptr<knn_quadtree> tree(new knn_quadtree);
   tree->may_use_device = o.backend != KNN_BACKEND_OPENMP;
   if (tree->may_use_device) check_device_environment(false, o.device_memory_limit == 0);
-  tree->engine = choose_one_device_backend(o, "the quadtree") == KNN_BACKEND_CUDA
-                     ? cuda::build_quadtree(xy, n, params)
-                     : omp::build_quadtree(xy, n, params);
+  tree->engine =
+      backend_of(choose_one_device_backend(o, "the quadtree")).build_quadtree(xy, n, params);
   LiveHandles<knn_quadtree>::instance().add(tree.get());
   *out = tree.release();
 }

@@ -18,13 +18,10 @@
 #include "../common/error.h"
 #include "../common/float_math.h"
 #include "../common/neighbor.h"
-#include "../cuda/cuda_engine.h"
-#include "../cuda/cuda_index.h"
-#include "../cuda/index_memory_model.h"
+#include "../common/team_size.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
-#include "../openmp/omp_engine.h"
-#include "../openmp/thread_scratch.h"
+#include "backends.h"
 #include "classic_engines.h"
 #include "classic_split_tree.h"
 #include "device_choice.h"
@@ -46,7 +43,9 @@ bool env_flag(const char* name, bool fallback) {
   return !(v[0] == '0' || v[0] == 'n' || v[0] == 'N' || v[0] == 'f' || v[0] == 'F');
 }
 
-bool device_usable() { return cuda::device_count() > 0; }
+bool device_usable() { return device_backend().device_count() > 0; }
+
+void select_device(int device) { device_backend().set_device(device); }
 
 // Queries handed out from both ends: the GPUs take their chunks from the
 // front, CPU threads small ones from the back, until they meet. A CPU thread
@@ -57,10 +56,11 @@ bool device_usable() { return cuda::device_count() > 0; }
 class QueryPool : public QuerySource {
  public:
   // devices: the engines taking chunks from the front, each with at most
-  // cuda::kPipelineSlots of them in flight.
+  // Backend::chunks_in_flight() of them in flight.
   QueryPool(int64_t m, int devices)
       : back_(m),
         devices_(devices),
+        chunks_in_flight_(device_backend().chunks_in_flight()),
         start_(std::chrono::steady_clock::now()),
         cancel_(cancel_flag()) {}
 
@@ -82,7 +82,7 @@ class QueryPool : public QuerySource {
     throw_if_cancelled(cancel_);
     std::unique_lock<std::mutex> lock(mutex_);
     // Queries the GPUs have surely finished: all but the chunks in flight.
-    auto in_flight = [this] { return cuda::kPipelineSlots * largest_chunk_ * devices_; };
+    auto in_flight = [this] { return chunks_in_flight_ * largest_chunk_ * devices_; };
     paced_.wait(lock, [&] { return closed_ || front_ - in_flight() > 0 || back_ == front_; });
     const int64_t remaining = back_ - front_;
     const int64_t gpu_done = front_ - in_flight();
@@ -119,6 +119,7 @@ class QueryPool : public QuerySource {
   int64_t front_ = 0;
   int64_t back_;
   const int64_t devices_;
+  const int64_t chunks_in_flight_;
   int64_t largest_chunk_ = 0;  // the largest chunk a device asked for
   const std::chrono::steady_clock::time_point start_;
   std::condition_variable paced_;
@@ -135,10 +136,12 @@ void query_with_cpu_share(const Node* tree, int64_t n, int root_dim, const Point
                           int64_t m, int k, int32_t* indices, float* sq_distances, int device_count,
                           bool cpu_share, const std::function<void(QueryPool&)>& device_side) {
   QueryPool pool(m, device_count);
-  const int helpers = team_size(omp::kClassicThreads) - device_count * (cuda::kHostCopyThreads + 1);
+  const int helpers =
+      team_size(kClassicThreads) - device_count * (device_backend().host_copy_threads() + 1);
   if (!cpu_share || helpers < 1) return device_side(pool);
   // The CPU search layout of the tree, built once for every chunk the team takes.
-  const omp::SearchTree cpu_tree = omp::classic_search_tree(tree, n, root_dim);
+  const std::unique_ptr<ClassicTreeSearch> cpu_tree =
+      host_backend().classic_tree_search(tree, n, root_dim);
   std::exception_ptr failure;
   std::mutex failure_mutex;
   auto record = [&] {
@@ -156,8 +159,8 @@ void query_with_cpu_share(const Node* tree, int64_t n, int root_dim, const Point
            first = pool.take_for_cpu(rate, &count)) {
         const auto t0 = std::chrono::steady_clock::now();
         const int64_t row = first * k;
-        omp::search_knn(cpu_tree, reinterpret_cast<const float*>(queries + first), count, k, 0,
-                        indices + row, sq_distances ? sq_distances + row : nullptr);
+        cpu_tree->knn(reinterpret_cast<const float*>(queries + first), count, k, 0, indices + row,
+                      sq_distances ? sq_distances + row : nullptr);
         progress_add(report, count);
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -183,8 +186,9 @@ void query_with_cpu_share(const Node* tree, int64_t n, int root_dim, const Point
 void query_on_device(const Node* tree, int64_t n, const Point* queries, int64_t m, int k,
                      int32_t* result, size_t budget, bool cpu_share) {
   const ClassicEngine on = [&] {
-    const cuda::DeviceTree uploaded(tree, n, 0, true);
-    return classic_engine(uploaded, queries, m, k, budget);
+    const std::unique_ptr<UploadedClassicTree> uploaded =
+        device_backend().upload_classic_tree(tree, n, 0, true);
+    return classic_engine(*uploaded, queries, m, k, budget);
   }();  // the upload is freed before the queries run
   cpu_share = cpu_share && on.engine->structure() == KNN_STRUCTURE_KDTREE;
   query_with_cpu_share(
@@ -218,23 +222,24 @@ void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t
   // Each engine is freed on its own device, whatever happened.
   auto release = [&] {
     try {
-      run_shares(distinct, cuda::set_device, [&](int s, int) { engines[s].engine.reset(); });
+      run_shares(distinct, select_device, [&](int s, int) { engines[s].engine.reset(); });
     } catch (...) {
       // Nothing left to report: the call's status says what failed.
     }
   };
   try {
-    run_shares(distinct, cuda::set_device, [&](int s, int device) {
+    run_shares(distinct, select_device, [&](int s, int device) {
       const int64_t listed = std::count(devices.begin(), devices.end(), device);
       shares[s] = classic_budget() / static_cast<size_t>(listed);
       if (!device_holds(m, k, n, shares[s])) return;
-      const cuda::DeviceTree uploaded(tree, n, 0, true);
-      engines[s] = classic_engine(uploaded, queries, m, k, shares[s]);
+      const std::unique_ptr<UploadedClassicTree> uploaded =
+          device_backend().upload_classic_tree(tree, n, 0, true);
+      engines[s] = classic_engine(*uploaded, queries, m, k, shares[s]);
     });
     query_with_cpu_share(tree, n, 0, queries, m, k, result, nullptr,
                          static_cast<int>(devices.size()), cpu_share, [&](QueryPool& pool) {
                            try {
-                             run_shares(devices, cuda::set_device, [&](int, int device) {
+                             run_shares(devices, select_device, [&](int, int device) {
                                const size_t s = slot_of(device);
                                if (!engines[s].engine) return;
                                try {
@@ -268,8 +273,8 @@ void query_on_devices(const std::vector<int>& devices, const Node* tree, int64_t
 std::vector<int> classic_devices(int64_t m) {
   knn_options defaults;
   knn_options_init_v2(&defaults);
-  const int current = cuda::current_device();
-  return devices_for(choose_devices(-1, defaults, cuda::device_count(), current), m);
+  const int current = device_backend().current_device();
+  return devices_for(choose_devices(-1, defaults, device_backend().device_count(), current), m);
 }
 
 // CPU threads help only where the GPU search, not the host copies, bounds
@@ -278,7 +283,7 @@ std::vector<int> classic_devices(int64_t m) {
 // bench/RESULTS.md). KNN_CPU_SHARE=1/0 forces the choice.
 bool want_cpu_share(int64_t m, int k) {
   const bool worth_it = m >= (int64_t{1} << 16) && k > 16 &&
-                        team_size(omp::kClassicThreads) > cuda::kHostCopyThreads + 2;
+                        team_size(kClassicThreads) > device_backend().host_copy_threads() + 2;
   return env_flag("KNN_CPU_SHARE", worth_it);
 }
 
@@ -287,68 +292,72 @@ bool want_cpu_share(int64_t m, int k) {
 void build_tree(const Point* points, int64_t n, Node* tree, Engine engine) {
   if (n == 0) return;
   throw_if_cancelled(cancel_flag());
-  if (engine == Engine::OpenMP) return omp::build_kdtree(points, n, tree);
+  if (engine == Engine::OpenMP) return host_backend().build_classic_tree(points, n, tree);
+  const Backend& device = device_backend();
   const bool gpu_ok = device_usable();
   if (engine == Engine::Cuda) {
     if (!gpu_ok) fail(KNN_ERR_NO_DEVICE, "no usable CUDA device");
-    return cuda::build_kdtree(points, n, tree);
+    return device.build_classic_tree(points, n, tree);
   }
-  if (gpu_ok && n >= kMinGpuBuildPoints && cuda::build_bytes(n) <= classic_budget()) {
+  if (gpu_ok && n >= kMinGpuBuildPoints && device.classic_tree_build_bytes(n) <= classic_budget()) {
     try {
-      return cuda::build_kdtree(points, n, tree);
+      return device.build_classic_tree(points, n, tree);
     } catch (const Error& e) {
       if (e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;  // else: the CPU builds it
     }
   }
-  omp::build_kdtree(points, n, tree);
+  host_backend().build_classic_tree(points, n, tree);
 }
 
 size_t query_bytes_needed(int64_t m, int k, int64_t n) {
-  const size_t tree_search = cuda::index_memory::classic_kdtree_query_bytes(m, k, n);
+  const Backend& device = device_backend();
+  const size_t tree_search = device.classic_kdtree_query_bytes(m, k, n);
   // Every tree the grid may serve counts the grid path, whatever m and k:
   // the figure must not shrink when a caller asks for more (k <=
   // kGpuGridMaxLeadingK would make it shrink at that k).
   if (n <= kGpuBruteForceMaxPoints) return tree_search;
-  return std::max(tree_search, cuda::index_memory::classic_grid_query_bytes(m, k, n));
+  return std::max(tree_search, device.classic_grid_query_bytes(m, k, n));
 }
 
 size_t search_bytes_needed(int64_t m, int k, int64_t n) {
-  const size_t tree_search = cuda::index_memory::classic_kdtree_search_bytes(m, k);
+  const Backend& device = device_backend();
+  const size_t tree_search = device.classic_kdtree_search_bytes(m, k);
   if (n <= kGpuBruteForceMaxPoints) return tree_search;
-  return std::max(tree_search, cuda::index_memory::classic_grid_search_bytes(m, k));
+  return std::max(tree_search, device.classic_grid_search_bytes(m, k));
 }
 
 void query_tree(const Point* queries, int64_t m, const Node* tree, int64_t n, int k,
                 int32_t* result, Engine engine) {
   if (m == 0) return;
   throw_if_cancelled(cancel_flag());
-  auto on_cpu = [&] { omp::query_kdtree(tree, n, queries, m, k, result, nullptr); };
+  const Backend& host = host_backend();
+  auto on_cpu = [&] { host.query_classic_tree(tree, n, queries, m, k, result, nullptr); };
   if (engine == Engine::OpenMP) return on_cpu();
   const bool gpu_ok = device_usable();
   if (!gpu_ok) {
     if (engine == Engine::Cuda) fail(KNN_ERR_NO_DEVICE, "no usable CUDA device");
     return on_cpu();
   }
-  const DeviceBudget budget = cuda::device_budget(0);
+  const Backend& device = device_backend();
+  const DeviceBudget budget = device.device_budget(0);
   try {
     if (device_holds(m, k, n, budget.bytes())) {
       const bool cpu_share = engine == Engine::Auto && want_cpu_share(m, k);
       const std::vector<int> devices = classic_devices(m);
-      if (devices.size() > 1 || devices.front() != cuda::current_device())
+      if (devices.size() > 1 || devices.front() != device.current_device())
         return query_on_devices(devices, tree, n, queries, m, k, result, cpu_share);
       return query_on_device(tree, n, queries, m, k, result, budget.bytes(), cpu_share);
     }
     if (engine == Engine::Cuda) {
-      omp::check_tree(tree, n);  // a tree that is not a tree says so first
+      host.check_classic_tree(tree, n);  // a tree that is not a tree says so first
       fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
-           format(
-               "the tree (%lld nodes) and one chunk of queries need %zu device bytes; the "
-               "device budget is %s (queryAll splits the tree instead)",
-               static_cast<long long>(n),
-               cuda::index_memory::classic_kdtree_query_bytes(std::min(m, kMinChunkQueries), k, n),
-               budget.describe().c_str()));
+           format("the tree (%lld nodes) and one chunk of queries need %zu device bytes; the "
+                  "device budget is %s (queryAll splits the tree instead)",
+                  static_cast<long long>(n),
+                  device.classic_kdtree_query_bytes(std::min(m, kMinChunkQueries), k, n),
+                  budget.describe().c_str()));
     }
-    omp::check_tree(tree, n);
+    host.check_classic_tree(tree, n);
     return query_split_tree(queries, m, tree, n, k, result, classic_devices(m));
   } catch (const Error& e) {
     // queryAll never fails for lack of device memory: the CPU answers instead.

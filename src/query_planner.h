@@ -1,5 +1,5 @@
 // The planner behind queryAll/cuQueryAll/mpQueryAll and buildKdTree: it
-// decides which engine runs what, from the device budget (cuda::device_budget:
+// decides which engine runs what, from the device budget (Backend::device_budget:
 // KNN_DEVICE_MEMORY_LIMIT, else free memory less a margin), and composes the engines (chunked GPU
 // queries, a CPU share at the same time, a tree split with an exact merge, CPU fallback).
 #pragma once

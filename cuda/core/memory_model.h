@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "../../common/kdtree_layout.h"
+#include "../../common/saturating.h"
 #include "launch_policy.h"
 
 namespace knn {
@@ -22,14 +23,6 @@ constexpr size_t kAllocAlignment = size_t{2} << 20;
 // look-back state per tile of a few thousand items; this bound covers it
 // with room to spare (a device test compares it with what CUB asks for).
 constexpr size_t kCubTempBase = size_t{1} << 20;
-
-// Byte counts saturate at SIZE_MAX instead of wrapping: the memory helpers
-// take sizes from callers (2^30 queries of k = 2^30), and an estimate must
-// never understate.
-inline size_t saturating_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
-inline size_t saturating_mul(size_t a, size_t b) {
-  return b != 0 && a > SIZE_MAX / b ? SIZE_MAX : a * b;
-}
 
 inline size_t aligned(size_t bytes) {
   if (bytes > SIZE_MAX - (kAllocAlignment - 1)) return SIZE_MAX;

@@ -12,7 +12,6 @@
 #include <vector>
 
 namespace knn {
-namespace omp {
 
 template <class T>
 class ThreadScratch {
@@ -32,5 +31,4 @@ class ThreadScratch {
   std::vector<T> data_;
 };
 
-}  // namespace omp
 }  // namespace knn

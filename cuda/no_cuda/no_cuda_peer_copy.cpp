@@ -1,7 +1,7 @@
 // cuda/peer_copy.h in a build without CUDA: no device memory exists, so no
 // share ever needs moving; a call that asks anyway reports no device.
-#include "../common/error.h"
-#include "../cuda/peer_copy.h"
+#include "../../common/error.h"
+#include "../peer_copy.h"
 
 namespace knn {
 namespace cuda {

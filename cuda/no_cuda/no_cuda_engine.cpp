@@ -1,10 +1,10 @@
 // The CUDA engine of a build without CUDA: no devices, and every device
 // operation reports KNN_ERR_NO_DEVICE.
-#include "../common/error.h"
-#include "../cuda/cuda_engine.h"
-#include "../cuda/cuda_index.h"
-#include "../engine/mesh_engine.h"
-#include "../engine/quadtree_engine.h"
+#include "../../common/error.h"
+#include "../../engine/mesh_engine.h"
+#include "../../engine/quadtree_engine.h"
+#include "../cuda_engine.h"
+#include "../cuda_index.h"
 
 namespace knn {
 namespace cuda {

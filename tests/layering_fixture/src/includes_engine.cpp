@@ -1,0 +1,1 @@
+#include "../openmp/omp_engine.h"

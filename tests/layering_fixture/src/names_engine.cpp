@@ -1,0 +1,2 @@
+#include "../engine/backend.h"
+int devices() { return knn::cuda::device_count(); }
