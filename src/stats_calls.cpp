@@ -107,17 +107,24 @@ void fill_output(T* dst, int64_t count, T value, bool device) noexcept {
 
 // ---- The search and the reduction ----------------------------------------------
 
+// The CUDA reducer of a CUDA index, or null where an index KNN_BACKEND_AUTO
+// put on the GPU has no device memory for its points and lists: the CPU
+// then reduces, as it then searches (answer_call's fallback), to the same
+// bits.
 template <typename Scalar>
-std::unique_ptr<BasicListReducer<Scalar>> make_reducer(const knn_index& ix,
-                                                       const StatsRequest<Scalar>& request,
-                                                       const CallParams& params) {
-  const BasicIndexEngine<Scalar>& engine = *ix.engine<Scalar>();
-  if (engine.backend() == KNN_BACKEND_CUDA) return cuda::make_list_reducer(engine, request, params);
-  return omp::make_list_reducer(engine, request, params);
+std::unique_ptr<BasicListReducer<Scalar>> device_reducer(const knn_index& ix,
+                                                         const StatsRequest<Scalar>& request,
+                                                         const CallParams& params) {
+  try {
+    return cuda::make_list_reducer(*ix.engine<Scalar>(), request, params);
+  } catch (const Error& e) {
+    if (!ix.cpu_fallback || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+  }
+  return nullptr;
 }
 
 // Computes the request's statistic for every point into its outputs (where
-// request.outputs_on_device says; an OpenMP index writes device outputs
+// request.outputs_on_device says; the OpenMP reducer writes device outputs
 // through host buffers). Outputs are written whole or, on a failure, not at
 // all by this function (the caller writes the missing values).
 template <typename Scalar>
@@ -125,7 +132,10 @@ void compute_statistic(const knn_index& ix, const knn_options& o, StatsRequest<S
   const int64_t n = ix.size();
   const bool normals = request.what == NeighbourhoodStatistic::Normals;
   const int64_t width = normals ? 3 : 1;
-  const bool staged = request.outputs_on_device && ix.backend() != KNN_BACKEND_CUDA;
+  const CallParams params = call_params(ix, o);
+  std::unique_ptr<BasicListReducer<Scalar>> reducer;
+  if (ix.backend() == KNN_BACKEND_CUDA) reducer = device_reducer(ix, request, params);
+  const bool staged = request.outputs_on_device && !reducer;
   Scalar* const values = request.values;
   Scalar* const curvature = request.curvature;
   std::vector<Scalar> host_values, host_curvature;
@@ -136,8 +146,7 @@ void compute_statistic(const knn_index& ix, const knn_options& o, StatsRequest<S
     request.curvature = curvature ? host_curvature.data() : nullptr;
     request.outputs_on_device = false;
   }
-  const CallParams params = call_params(ix, o);
-  const std::unique_ptr<BasicListReducer<Scalar>> reducer = make_reducer(ix, request, params);
+  if (!reducer) reducer = omp::make_list_reducer(*ix.engine<Scalar>(), request, params);
   const int list_k = request.list_k;
   const ProgressStage stage(KNN_PROGRESS_QUERY, n);
   const BasicShareWork<Scalar> share =
