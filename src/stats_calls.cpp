@@ -213,6 +213,12 @@ void orient_without_viewpoint(const knn_index& ix, const knn_options& o, int k, 
   write_values(normals, oriented.data(), n * 3, device);
 }
 
+// The list of the k nearest others holds the point itself too, and no more
+// than the n points there are (larger k only pads it with missing slots).
+int others_list_length(int k, int64_t n) {
+  return static_cast<int>(std::min<int64_t>(int64_t{k} + 1, n));
+}
+
 // The per-point values of a list statistic into host memory.
 template <typename Scalar>
 std::vector<Scalar> host_statistic(const knn_index& ix, const knn_options& o, int k,
@@ -221,7 +227,7 @@ std::vector<Scalar> host_statistic(const knn_index& ix, const knn_options& o, in
   StatsRequest<Scalar> request;
   request.what = what;
   request.k = k;
-  request.list_k = k + 1;
+  request.list_k = others_list_length(k, ix.size());
   request.n = ix.size();
   request.values = values.data();
   compute_statistic(ix, o, request);
@@ -235,16 +241,6 @@ void write_kept(const std::vector<int32_t>& kept_ids, int64_t n, int32_t* kept, 
   all.resize(static_cast<size_t>(n), -1);
   write_values(kept, all.data(), n, device);
   *n_kept = static_cast<int64_t>(kept_ids.size());
-}
-
-// Lists of k + 1 must fit an int (the engines' row width).
-void check_list_k(int k) {
-  check_k(k);
-  if (k == std::numeric_limits<int>::max())
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("k is %d; the lists of the k nearest others hold k + 1 entries, so k must be "
-                "below %d",
-                k, k));
 }
 
 // The index's points as host queries (the radius calls' queries).
@@ -288,7 +284,7 @@ void index_normals(const char* call, const knn_index* index, int k, const Scalar
   StatsRequest<Scalar> request;
   request.what = NeighbourhoodStatistic::Normals;
   request.k = k;
-  request.list_k = k;
+  request.list_k = static_cast<int>(std::min<int64_t>(k, n));  // beyond n: all n
   request.n = n;
   request.values = normals;
   request.curvature = curvature;
@@ -313,7 +309,7 @@ void index_list_statistic(const char* call, const knn_index* index, int k, ListS
   const knn_index& ix = *use;
   const knn_options o = read_call_options(ix, opt);
   check_three_dimensional(ix, call);
-  check_list_k(k);
+  check_k(k);
   const int64_t n = ix.size();
   check_array(values, n, what == ListStatistic::MeanDistance ? "mean_distances" : "distances",
               "the index's point count");
@@ -325,7 +321,7 @@ void index_list_statistic(const char* call, const knn_index* index, int k, ListS
   request.what = what == ListStatistic::MeanDistance ? NeighbourhoodStatistic::MeanDistance
                                                      : NeighbourhoodStatistic::KthDistance;
   request.k = k;
-  request.list_k = k + 1;
+  request.list_k = others_list_length(k, n);
   request.n = n;
   request.values = values;
   request.outputs_on_device = device;
@@ -344,7 +340,7 @@ void index_statistical_inliers(const char* call, const knn_index* index, int k, 
   const knn_index& ix = *use;
   const knn_options o = read_call_options(ix, opt);
   check_three_dimensional(ix, call);
-  check_list_k(k);
+  check_k(k);
   if (!std::isfinite(std_ratio))
     fail(KNN_ERR_INVALID_ARGUMENT, format("std_ratio is %g; it must be finite", std_ratio));
   const int64_t n = ix.size();

@@ -261,6 +261,19 @@ TEST(NeighbourhoodDistances, MatchTheBruteForce) {
   ASSERT_EQ(knn_index_kth_distances(one.get(), 1, &kth, nullptr), KNN_OK);
   EXPECT_EQ(score, 0.0f);
   EXPECT_EQ(kth, std::numeric_limits<float>::infinity());
+  // The largest k: lists no longer than the points there are.
+  const std::vector<float> p = as_scalar<float>(make_cloud(Cloud::NoisyScan, 30, 3));
+  const IndexPtr ix = build(p, KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE);
+  std::vector<float> at_max(30), at_n(30), normals_max(90), normals_n(90);
+  ASSERT_EQ(knn_index_outlier_scores(ix.get(), INT32_MAX, at_max.data(), nullptr), KNN_OK);
+  ASSERT_EQ(knn_index_outlier_scores(ix.get(), 29, at_n.data(), nullptr), KNN_OK);
+  EXPECT_EQ(at_max, at_n);
+  ASSERT_EQ(knn_index_kth_distances(ix.get(), INT32_MAX, at_max.data(), nullptr), KNN_OK);
+  for (const float d : at_max) EXPECT_EQ(d, std::numeric_limits<float>::infinity());
+  ASSERT_EQ(knn_index_normals(ix.get(), INT32_MAX, nullptr, normals_max.data(), nullptr, nullptr),
+            KNN_OK);
+  ASSERT_EQ(knn_index_normals(ix.get(), 30, nullptr, normals_n.data(), nullptr, nullptr), KNN_OK);
+  EXPECT_EQ(normals_max, normals_n);
 }
 
 template <typename Scalar>
@@ -384,7 +397,6 @@ TEST(NeighbourhoodStats, RefusalsLeaveOutputsUntouched) {
   expect_refused(knn_index_outlier_scores(ix.get(), 3, nullptr, nullptr), "scores NULL");
   expect_refused(knn_index_outlier_scores(flat.get(), 3, out.data(), nullptr), "scores 2-D");
   expect_refused(knn_index_kth_distances(ix.get(), 0, out.data(), nullptr), "kth k 0");
-  expect_refused(knn_index_kth_distances(ix.get(), INT32_MAX, out.data(), nullptr), "kth k max");
   expect_refused(knn_index_statistical_inliers(ix.get(), 3, NAN, kept.data(), &n_kept, nullptr),
                  "ratio NaN");
   expect_refused(knn_index_statistical_inliers(ix.get(), 3, 1.0, kept.data(), nullptr, nullptr),
