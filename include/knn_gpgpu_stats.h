@@ -34,27 +34,35 @@
  *    taken in float64 (correctly rounded) and rounded to the output scalar.
  *  - k >= 1 (else INVALID_ARGUMENT); k larger than the points there are
  *    takes all there are (k nearest: min(k, n); k nearest others:
- *    min(k, n - 1)), except knn_index_kth_distances (below). On the CUDA
- *    backend the lists (k, or k + 1 for the calls over others) have the
- *    limits of knn_index_query_self (knn_gpgpu_index.h: an AUTO index adds
- *    its kd-tree for lists the grid or brute force cannot keep).
+ *    min(k, n - 1)), except knn_index_kth_distances (below); any k up to
+ *    INT32_MAX is valid. The search's lists hold min(k, n) entries (normals)
+ *    or min(k + 1, n) (the calls over others); on the CUDA backend they have
+ *    the limits of knn_index_query (knn_gpgpu_index.h: an AUTO index adds
+ *    its kd-tree for lists the grid or brute force cannot keep, an explicit
+ *    structure answers UNSUPPORTED).
  *  - n = 0: nothing is read or written, KNN_OK (n_kept, where asked, is 0).
  *  - Outputs (normals, curvature, scores, distances, counts, kept ids) of
- *    one call are all host memory or all device memory of the index's
- *    device (a mix: INVALID_ARGUMENT); n_kept and viewpoint are host memory.
+ *    one call are all host memory or all device memory (a mix:
+ *    INVALID_ARGUMENT), for a CUDA index memory of its own device (another
+ *    device's: INVALID_ARGUMENT); an OpenMP index writes device outputs
+ *    through host buffers. n_kept and viewpoint are host memory.
  *    Each array holds n entries (normals 3 n: x, y, z per point) and is
  *    written whole on success.
- *  - Options: as knn_index_query: threads, device_memory_limit (each chunk
- *    of points is planned within the device budget) and the device list
- *    ("Several devices": the points are cut into shares, one per listed
- *    device, each answered whole there; results identical to one device's).
+ *  - Options: as knn_index_query: threads, device_memory_limit (a CUDA
+ *    index keeps a device copy of the points, 3 n scalars, for the call,
+ *    and sizes its chunks so that their lists take at most a quarter of the
+ *    budget left; each chunk's search plans within the budget) and the
+ *    device list ("Several devices": the points of each chunk are cut into
+ *    shares, one per listed device, each answered whole there; results
+ *    identical to one device's).
  *    An index KNN_BACKEND_AUTO put on the GPU whose device has no memory for
  *    a chunk answers it on the CPU, identically (knn_gpgpu_index.h).
  *  - Progress: the search runs as one KNN_PROGRESS_QUERY stage of n points
  *    (done grows chunk by chunk); knn_index_normals without a viewpoint
- *    adds two more: the search of the orientation graph (n points) and the
- *    propagation (n points). Cancellation: checked between chunks and
- *    every 2^18 points of the propagation (KNN_ERR_CANCELLED).
+ *    adds two more: the search of the orientation graph (n points; none
+ *    when k = 1) and the propagation (n points). Cancellation: checked
+ *    between chunks and every 2^18 points of the propagation
+ *    (KNN_ERR_CANCELLED).
  *  - Errors: as knn_index_query_self (INVALID_ARGUMENT for a NULL or dead
  *    index, NULL outputs with n > 0, k < 1, n * 3 scalars beyond
  *    PTRDIFF_MAX bytes, a bad option, a negative or NaN radius, a non-finite
@@ -102,7 +110,8 @@ extern "C" {
  *    the lowest solver column), divided by its length, signed so that its
  *    component of largest magnitude (ties: the first of x, y, z) is
  *    positive, then oriented (below).
- *  - curvature[i] = l0 / (l0 + l1 + l2) (0 .. 1/3); 0 when the sum is 0.
+ *  - curvature[i] = l0 / (l0 + l1 + l2) (0 .. 1/3), eigenvalues that
+ *    rounding left below 0 taken as 0; 0 when the sum is 0.
  * Degenerate neighbourhoods are defined, never NaN: all m points equal (or
  *  m = 1: k = 1, n = 1) give the normal (0, 0, 1) before orientation and
  *  curvature 0; collinear points give a unit normal perpendicular to their
@@ -187,8 +196,8 @@ KNN_API int KNN_CALL knn_index_kth_distances_f64(const knn_index* index, int k, 
  * rounded in the index's scalar (knn_index_radius's predicate; points equal
  * to p_i count, p_i itself does not). radius >= 0, +infinity allowed
  * (negative or NaN: INVALID_ARGUMENT). */
-KNN_API int KNN_CALL knn_index_neighbor_counts(const knn_index* index, float radius, int64_t* counts,
-                                               const knn_options* opt);
+KNN_API int KNN_CALL knn_index_neighbor_counts(const knn_index* index, float radius,
+                                               int64_t* counts, const knn_options* opt);
 KNN_API int KNN_CALL knn_index_neighbor_counts_f64(const knn_index* index, double radius,
                                                    int64_t* counts, const knn_options* opt);
 
@@ -197,8 +206,8 @@ KNN_API int KNN_CALL knn_index_neighbor_counts_f64(const knn_index* index, doubl
  * >= 0, else INVALID_ARGUMENT; 0 keeps every point). kept and *n_kept as
  * knn_index_statistical_inliers. */
 KNN_API int KNN_CALL knn_index_radius_inliers(const knn_index* index, float radius,
-                                              int64_t min_neighbors, int32_t* kept,
-                                              int64_t* n_kept, const knn_options* opt);
+                                              int64_t min_neighbors, int32_t* kept, int64_t* n_kept,
+                                              const knn_options* opt);
 KNN_API int KNN_CALL knn_index_radius_inliers_f64(const knn_index* index, double radius,
                                                   int64_t min_neighbors, int32_t* kept,
                                                   int64_t* n_kept, const knn_options* opt);

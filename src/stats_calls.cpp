@@ -42,14 +42,15 @@ void check_three_dimensional(const knn_index& ix, const char* call) {
 }
 
 // The outputs of one call (null pointers left out): all host memory, or all
-// device memory of the index's device. Returns whether they are device memory.
+// device memory (of the index's device, for a CUDA index: its kernels write
+// them in place). Returns whether they are device memory.
 bool outputs_on_device(const knn_index& ix, std::initializer_list<const void*> outputs) {
   bool any_host = false, any_device = false;
   for (const void* p : outputs) {
     if (p == nullptr) continue;
     const bool device = on_device(p);
     (device ? any_device : any_host) = true;
-    if (device && cuda::device_of(p) != ix.device)
+    if (device && ix.device >= 0 && cuda::device_of(p) != ix.device)
       fail(KNN_ERR_INVALID_ARGUMENT,
            format("an output array is memory of device %d; pass host memory or memory of the "
                   "index's device (%d)",
