@@ -427,6 +427,36 @@ TEST(NeighbourhoodStats, EmptyIndex) {
   EXPECT_EQ(n_kept, 0);
 }
 
+// Cancellation: a raised flag stops the call with CANCELLED and the missing
+// values in every output; progress counts the points of each stage.
+TEST(NeighbourhoodStats, CancellationAndProgress) {
+  const int64_t n = 5000;
+  const std::vector<float> p = as_scalar<float>(make_cloud(Cloud::NoisyScan, n, 4));
+  const IndexPtr ix = build(p, KNN_BACKEND_OPENMP, KNN_STRUCTURE_AUTO);
+  std::vector<float> normals(3 * n, 1.0f), curvature(n, 1.0f), scores(n, 1.0f);
+  volatile int flag = 1;
+  ASSERT_EQ(knn_set_cancel_flag(&flag), KNN_OK);
+  EXPECT_EQ(knn_index_normals(ix.get(), 10, nullptr, normals.data(), curvature.data(), nullptr),
+            KNN_ERR_CANCELLED);
+  EXPECT_EQ(knn_index_outlier_scores(ix.get(), 10, scores.data(), nullptr), KNN_ERR_CANCELLED);
+  ASSERT_EQ(knn_set_cancel_flag(nullptr), KNN_OK);
+  for (const float v : normals) EXPECT_TRUE(std::isnan(v));
+  for (const float v : curvature) EXPECT_TRUE(std::isnan(v));
+  for (const float v : scores) EXPECT_EQ(v, std::numeric_limits<float>::infinity());
+
+  knn_progress progress;
+  ASSERT_EQ(knn_set_progress(&progress), KNN_OK);
+  ASSERT_EQ(knn_index_outlier_scores(ix.get(), 10, scores.data(), nullptr), KNN_OK);
+  EXPECT_EQ(progress.stage, KNN_PROGRESS_QUERY);
+  EXPECT_EQ(progress.total, n);
+  EXPECT_EQ(progress.done, n);
+  EXPECT_EQ(progress.sequence, 1);
+  ASSERT_EQ(knn_index_normals(ix.get(), 10, nullptr, normals.data(), nullptr, nullptr), KNN_OK);
+  EXPECT_EQ(progress.done, n);
+  EXPECT_EQ(progress.sequence, 4);  // the search, the graph's search, the propagation
+  ASSERT_EQ(knn_set_progress(nullptr), KNN_OK);
+}
+
 TEST(NeighbourhoodStats, Estimates) {
   EXPECT_EQ(knn_estimate_stats_bytes(-1, 3, nullptr), 0u);
   EXPECT_EQ(knn_estimate_stats_bytes(10, 0, nullptr), 0u);
