@@ -7,6 +7,7 @@
 
 #include "../engine/mesh_engine.h"
 #include "../engine/quadtree_engine.h"
+#include "../engine/stats_engine.h"
 #include "../include/knn_gpgpu.h"
 #include "cuda_engine.h"
 #include "cuda_index.h"
@@ -144,6 +145,16 @@ class CudaBackend final : public Backend {
   std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>& mesh,
                                                  const MeshParams& params) const override {
     return cuda::build_mesh(mesh, params);
+  }
+  std::unique_ptr<BasicListReducer<float>> make_list_reducer(
+      const IndexEngine& engine, const StatsRequest<float>& request,
+      const CallParams& call) const override {
+    return cuda::make_list_reducer(engine, request, call);
+  }
+  std::unique_ptr<BasicListReducer<double>> make_list_reducer(
+      const IndexEngine64& engine, const StatsRequest<double>& request,
+      const CallParams& call) const override {
+    return cuda::make_list_reducer(engine, request, call);
   }
 
   size_t index_build_bytes(int structure, int64_t n, int dim, size_t scalar_bytes) const override {

@@ -26,6 +26,7 @@
 #include "index_engine.h"
 #include "mesh_engine.h"
 #include "quadtree_engine.h"
+#include "stats_engine.h"
 
 namespace knn {
 
@@ -171,6 +172,16 @@ class Backend {
                                                         const MeshParams& params) const = 0;
   virtual std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>& mesh,
                                                          const MeshParams& params) const = 0;
+
+  // ---- Neighbourhood statistics (stats_engine.h) --------------------------
+  // The reducer of one statistic over chunks of an index's kNN lists, where
+  // this backend keeps them (an engine of this backend).
+  virtual std::unique_ptr<BasicListReducer<float>> make_list_reducer(
+      const IndexEngine& engine, const StatsRequest<float>& request,
+      const CallParams& call) const = 0;
+  virtual std::unique_ptr<BasicListReducer<double>> make_list_reducer(
+      const IndexEngine64& engine, const StatsRequest<double>& request,
+      const CallParams& call) const = 0;
 
   // ---- Device memory estimates (functions of the sizes alone) -------------
   // scalar_bytes: 4 for the float32 engines, 8 for the float64 ones. Every

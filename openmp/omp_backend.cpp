@@ -10,6 +10,7 @@
 #include "../engine/index_engine.h"
 #include "../engine/mesh_engine.h"
 #include "../engine/quadtree_engine.h"
+#include "../engine/stats_engine.h"
 #include "../include/knn_gpgpu.h"
 #include "kd_search.h"
 #include "omp_engine.h"
@@ -94,6 +95,16 @@ class OmpBackend final : public Backend {
   std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>& mesh,
                                                  const MeshParams& params) const override {
     return omp::build_mesh(mesh, params);
+  }
+  std::unique_ptr<BasicListReducer<float>> make_list_reducer(
+      const IndexEngine& engine, const StatsRequest<float>& request,
+      const CallParams& call) const override {
+    return omp::make_list_reducer(engine, request, call);
+  }
+  std::unique_ptr<BasicListReducer<double>> make_list_reducer(
+      const IndexEngine64& engine, const StatsRequest<double>& request,
+      const CallParams& call) const override {
+    return omp::make_list_reducer(engine, request, call);
   }
 
   void build_classic_tree(const Point* points, int64_t n, Node* tree) const override {

@@ -38,10 +38,10 @@
 
 #include "../common/error.h"
 #include "../common/first_index.h"
+#include "../common/thread_scratch.h"
 #include "kd_search.h"
 #include "omp_engine.h"
 #include "omp_tuning.h"
-#include "../common/thread_scratch.h"
 
 namespace knn {
 namespace omp {
