@@ -20,6 +20,7 @@
 #include "device_arrays.h"
 #include "device_choice.h"
 #include "device_scope.h"
+#include "framing.h"
 #include "index_format.h"
 #include "live_handles.h"
 #include "mesh_format.h"
@@ -214,12 +215,7 @@ KNN_API int KNN_CALL knn_mesh_serialize(const knn_mesh* mesh, void* buffer, size
     const knn::HandleUse<knn_mesh> use = knn::use_mesh(mesh);
     const knn::SavedMesh saved = knn::saved_of(*use);
     const size_t needed = knn::serialized_mesh_bytes(saved);
-    if (buffer == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "buffer is NULL");
-    if (bytes < needed)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("buffer holds %zu bytes; this mesh serializes to %zu "
-                            "(knn_mesh_serialized_size)",
-                            bytes, needed));
+    knn::check_serialize_buffer("mesh", buffer, bytes, needed);
     unsigned char* const out = static_cast<unsigned char*>(buffer);
     if (use->engine64)
       knn::write_serialized_mesh(saved, use->mesh64.vertices.data(), use->mesh64.triangles.data(),
@@ -236,12 +232,7 @@ KNN_API int KNN_CALL knn_mesh_deserialize(const void* buffer, size_t bytes, cons
     if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
     knn::read_options(opt);
-    if (buffer == nullptr && bytes > 0)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));
-    if (bytes > static_cast<size_t>(PTRDIFF_MAX))
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("bytes is %zu; no buffer holds more than %lld bytes", bytes,
-                            static_cast<long long>(PTRDIFF_MAX)));
+    knn::check_deserialize_buffer(buffer, bytes);
     const unsigned char *vertices = nullptr, *triangles = nullptr;
     const knn::SavedMesh saved = knn::read_serialized_mesh(
         static_cast<const unsigned char*>(buffer), bytes, &vertices, &triangles);
