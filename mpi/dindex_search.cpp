@@ -157,23 +157,36 @@ void return_rows(const knn_dindex& x, const Exchange& exchange,
   }
 }
 
-// What every search call opens with: the live index, the call's deadline and
-// cancel flag, `validate` (this rank's arguments) in the validation phase and
-// `agree` (the arguments every rank must pass alike); then, armed (a failure
-// from here on fills the outputs), the statistics reset and `search` run.
-template <class Validate, class Agree, class Search>
-void run_search(const knn_dindex* index, bool& armed, const Validate& validate, const Agree& agree,
-                const Search& search) {
-  const knn_dindex& x = *live(index);
-  Collective& c = *x.collective;
-  Deadline deadline = deadline_of(x.settings.options);
-  CancelScope cancel(x.settings.options.cancel_flag);
-  c.phase("validation", deadline, [&] { validate(x); });
-  agree(c);
-  armed = true;
-  x.stats = Stats{};
-  PhaseClock clock(x.stats);
-  search(x, c, deadline, clock);
+// A search call (`function`, guarded: a failure is its status and message):
+// the live index, the call's deadline and cancel flag, `validate` (this rank's
+// arguments) in the validation phase and `agree` (the arguments every rank
+// must pass alike); then, armed (a failure from here on runs fill_missing on
+// the outputs), the statistics reset and `search` run.
+template <class Validate, class Agree, class Search, class Fill>
+int run_search(const char* function, const knn_dindex* index, const Validate& validate,
+               const Agree& agree, const Search& search, const Fill& fill_missing) {
+  bool armed = false;
+  return guarded(
+      function, armed,
+      [&] {
+        const knn_dindex& x = *live(index);
+        Collective& c = *x.collective;
+        Deadline deadline = deadline_of(x.settings.options);
+        CancelScope cancel(x.settings.options.cancel_flag);
+        c.phase("validation", deadline, [&] { validate(x); });
+        agree(c);
+        armed = true;
+        x.stats = Stats{};
+        PhaseClock clock(x.stats);
+        search(x, c, deadline, clock);
+      },
+      fill_missing);
+}
+
+// The query count of a call on this rank.
+void check_rows(int64_t m_local) {
+  require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
+          "m_local is negative or exceeds 2^31 - 1");
 }
 
 void fill_knn_missing(int64_t rows, int k, int64_t* ids, float* dists) {
@@ -187,188 +200,170 @@ extern "C" {
 
 int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_local, int k,
                      int64_t* indices, float* sq_distances) {
-  bool armed = false;
-  return guarded(
-      "knn_dindex_query", armed,
-      [&] {
-        run_search(
-            index, armed,
-            [&](const knn_dindex& x) {
-              require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
-                      "m_local is negative or exceeds 2^31 - 1");
-              require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
-              require(m_local == 0 || (queries && indices), KNN_ERR_INVALID_ARGUMENT,
-                      "queries or indices is NULL");
-              check_slots(m_local, k, "m_local * k");
-              check_coordinates(queries, m_local, x.dim, "query");
-            },
-            [&](Collective& c) { require_same(c, k, "k"); },
-            [&](const knn_dindex& x, Collective& c, const Deadline& deadline, PhaseClock& clock) {
-              int dim = x.dim, ranks = c.size();
-              // Each query to its region's rank.
-              std::vector<int64_t> rows_to_rank, route;
-              std::vector<float> send;
-              c.phase("routing queries", deadline, [&] {
-                std::vector<int> owner(static_cast<size_t>(m_local));
-                for (int64_t i = 0; i < m_local; ++i) owner[i] = x.regions.owner(queries + i * dim);
-                route = group_by_rank(owner, ranks, rows_to_rank);
-                send = gather_rows(queries, dim, route);
-              });
-              Exchange to_owner = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
-              std::vector<float> held = knn_mpi::exchange_rows(c, to_owner, send.data(), dim,
-                                                               deadline, &x.stats.bytes_sent);
-              int64_t m_held = to_owner.total_recv;
-              clock.lap(0);
+  return run_search(
+      "knn_dindex_query", index,
+      [&](const knn_dindex& x) {
+        check_rows(m_local);
+        require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
+        require(m_local == 0 || (queries && indices), KNN_ERR_INVALID_ARGUMENT,
+                "queries or indices is NULL");
+        check_slots(m_local, k, "m_local * k");
+        check_coordinates(queries, m_local, x.dim, "query");
+      },
+      [&](Collective& c) { require_same(c, k, "k"); },
+      [&](const knn_dindex& x, Collective& c, const Deadline& deadline, PhaseClock& clock) {
+        int dim = x.dim, ranks = c.size();
+        // Each query to its region's rank.
+        std::vector<int64_t> rows_to_rank, route;
+        std::vector<float> send;
+        c.phase("routing queries", deadline, [&] {
+          std::vector<int> owner(static_cast<size_t>(m_local));
+          for (int64_t i = 0; i < m_local; ++i) owner[i] = x.regions.owner(queries + i * dim);
+          route = group_by_rank(owner, ranks, rows_to_rank);
+          send = gather_rows(queries, dim, route);
+        });
+        Exchange to_owner = knn_mpi::plan_exchange(c, rows_to_rank, deadline);
+        std::vector<float> held =
+            knn_mpi::exchange_rows(c, to_owner, send.data(), dim, deadline, &x.stats.bytes_sent);
+        int64_t m_held = to_owner.total_recv;
+        clock.lap(0);
 
-              std::vector<int64_t> ids;
-              std::vector<float> dists;
-              search_locally(
-                  x, "local search", m_held, k, deadline, "knn_index_query",
-                  [&](int32_t* local, float* d) {
-                    return knn_index_query(x.local, held.data(), m_held, k, local, d, nullptr);
-                  },
-                  ids, dists);
-              complete_knn(x, held.data(), m_held, k, ids, dists, deadline, clock);
-              // The rows back to the asking ranks, in their order.
-              return_rows(x, to_owner, route, k, ids, dists, deadline, indices, sq_distances);
-              clock.lap(3);
-            });
+        std::vector<int64_t> ids;
+        std::vector<float> dists;
+        search_locally(
+            x, "local search", m_held, k, deadline, "knn_index_query",
+            [&](int32_t* local, float* d) {
+              return knn_index_query(x.local, held.data(), m_held, k, local, d, nullptr);
+            },
+            ids, dists);
+        complete_knn(x, held.data(), m_held, k, ids, dists, deadline, clock);
+        // The rows back to the asking ranks, in their order.
+        return_rows(x, to_owner, route, k, ids, dists, deadline, indices, sq_distances);
+        clock.lap(3);
       },
       [&] { fill_knn_missing(m_local, k, indices, sq_distances); });
 }
 
 int knn_dindex_query_self(const knn_dindex* index, int k, int exclude_self, int64_t* indices,
                           float* sq_distances) {
-  bool armed = false;
   int64_t rows = 0;
-  return guarded(
-      "knn_dindex_query_self", armed,
-      [&] {
-        run_search(
-            index, armed,
-            [&](const knn_dindex& x) {
-              require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
-              require(x.n_local == 0 || indices, KNN_ERR_INVALID_ARGUMENT, "indices is NULL");
-              check_slots(x.n_local, k, "n_local * k");
-              rows = x.n_local;
+  return run_search(
+      "knn_dindex_query_self", index,
+      [&](const knn_dindex& x) {
+        require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
+        require(x.n_local == 0 || indices, KNN_ERR_INVALID_ARGUMENT, "indices is NULL");
+        check_slots(x.n_local, k, "n_local * k");
+        rows = x.n_local;
+      },
+      [&](Collective& c) {
+        require_same(c, k, "k");
+        require_same(c, exclude_self != 0, "exclude_self");
+      },
+      [&](const knn_dindex& x, Collective&, const Deadline& deadline, PhaseClock& clock) {
+        clock.lap(0);  // the queries are already on their region's rank
+        int64_t m_held = x.contributed.total_recv;
+        std::vector<int64_t> ids;
+        std::vector<float> dists;
+        search_locally(
+            x, "local search", m_held, k, deadline, "knn_index_query_self",
+            [&](int32_t* local, float* d) {
+              return knn_index_query_self(x.local, k, exclude_self, local, d);
             },
-            [&](Collective& c) {
-              require_same(c, k, "k");
-              require_same(c, exclude_self != 0, "exclude_self");
-            },
-            [&](const knn_dindex& x, Collective&, const Deadline& deadline, PhaseClock& clock) {
-              clock.lap(0);  // the queries are already on their region's rank
-              int64_t m_held = x.contributed.total_recv;
-              std::vector<int64_t> ids;
-              std::vector<float> dists;
-              search_locally(
-                  x, "local search", m_held, k, deadline, "knn_index_query_self",
-                  [&](int32_t* local, float* d) {
-                    return knn_index_query_self(x.local, k, exclude_self, local, d);
-                  },
-                  ids, dists);
-              complete_knn(x, x.region_points.data(), m_held, k, ids, dists, deadline, clock);
-              return_rows(x, x.contributed, x.contributed_row, k, ids, dists, deadline, indices,
-                          sq_distances);
-              clock.lap(3);
-            });
+            ids, dists);
+        complete_knn(x, x.region_points.data(), m_held, k, ids, dists, deadline, clock);
+        return_rows(x, x.contributed, x.contributed_row, k, ids, dists, deadline, indices,
+                    sq_distances);
+        clock.lap(3);
       },
       [&] { fill_knn_missing(rows, k, indices, sq_distances); });
 }
 
 int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_local, float radius,
                       int max_neighbors, int64_t* indices, float* sq_distances, int64_t* counts) {
-  bool armed = false;
-  return guarded(
-      "knn_dindex_radius", armed,
-      [&] {
-        run_search(
-            index, armed,
-            [&](const knn_dindex& x) {
-              require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
-                      "m_local is negative or exceeds 2^31 - 1");
-              require(!(radius < 0.0f) && !std::isnan(radius), KNN_ERR_INVALID_ARGUMENT,
-                      "radius must be >= 0 (and not NaN)");
-              require(max_neighbors >= 0, KNN_ERR_INVALID_ARGUMENT, "max_neighbors must be >= 0");
-              require(m_local == 0 || queries, KNN_ERR_INVALID_ARGUMENT, "queries is NULL");
-              require(m_local == 0 || max_neighbors > 0 || counts, KNN_ERR_INVALID_ARGUMENT,
-                      "counts is NULL in a counting call (max_neighbors = 0)");
-              require(m_local == 0 || max_neighbors == 0 || indices, KNN_ERR_INVALID_ARGUMENT,
-                      "indices is NULL");
-              check_slots(m_local, max_neighbors, "m_local * max_neighbors");
-              check_coordinates(queries, m_local, x.dim, "query");
-            },
-            [&](Collective& c) {
-              uint32_t radius_bits;
-              std::memcpy(&radius_bits, &radius, sizeof radius_bits);
-              require_same(c, radius_bits, "radius (its float bits)");
-              require_same(c, max_neighbors, "max_neighbors");
-            },
-            [&](const knn_dindex& x, Collective& c, const Deadline& deadline, PhaseClock& clock) {
-              int width = max_neighbors;
-              // Each query to every rank whose box lies within the radius (the
-              // statistics were reset above, so forwarded counts this call's rows).
-              float sq_radius = radius * radius;
-              Routed routed = route_queries(
-                  x, "routing queries", queries, m_local, -1, [&](int64_t) { return sq_radius; },
-                  deadline);
-              const std::vector<int64_t>& route = routed.query_of_row;
-              const Exchange& out = routed.out;
-              const std::vector<float>& asked = routed.asked;
-              clock.lap(0);
+  return run_search(
+      "knn_dindex_radius", index,
+      [&](const knn_dindex& x) {
+        check_rows(m_local);
+        require(!(radius < 0.0f) && !std::isnan(radius), KNN_ERR_INVALID_ARGUMENT,
+                "radius must be >= 0 (and not NaN)");
+        require(max_neighbors >= 0, KNN_ERR_INVALID_ARGUMENT, "max_neighbors must be >= 0");
+        require(m_local == 0 || queries, KNN_ERR_INVALID_ARGUMENT, "queries is NULL");
+        require(m_local == 0 || max_neighbors > 0 || counts, KNN_ERR_INVALID_ARGUMENT,
+                "counts is NULL in a counting call (max_neighbors = 0)");
+        require(m_local == 0 || max_neighbors == 0 || indices, KNN_ERR_INVALID_ARGUMENT,
+                "indices is NULL");
+        check_slots(m_local, max_neighbors, "m_local * max_neighbors");
+        check_coordinates(queries, m_local, x.dim, "query");
+      },
+      [&](Collective& c) {
+        uint32_t radius_bits;
+        std::memcpy(&radius_bits, &radius, sizeof radius_bits);
+        require_same(c, radius_bits, "radius (its float bits)");
+        require_same(c, max_neighbors, "max_neighbors");
+      },
+      [&](const knn_dindex& x, Collective& c, const Deadline& deadline, PhaseClock& clock) {
+        int width = max_neighbors;
+        // Each query to every rank whose box lies within the radius (the
+        // statistics were reset above, so forwarded counts this call's rows).
+        float sq_radius = radius * radius;
+        Routed routed = route_queries(
+            x, "routing queries", queries, m_local, -1, [&](int64_t) { return sq_radius; },
+            deadline);
+        const std::vector<int64_t>& route = routed.query_of_row;
+        const Exchange& out = routed.out;
+        const std::vector<float>& asked = routed.asked;
+        clock.lap(0);
 
-              std::vector<int64_t> ids;
-              std::vector<float> dists;
-              std::vector<int32_t> found;
-              c.phase("local search", deadline, [&] {
-                int64_t n_asked = out.total_recv;
-                std::vector<int32_t> local(static_cast<size_t>(n_asked * width));
-                dists.resize(local.size());
-                found.resize(static_cast<size_t>(n_asked));
-                check_engine(
-                    knn_index_radius(x.local, asked.data(), n_asked, radius, width,
-                                     width ? local.data() : nullptr, width ? dists.data() : nullptr,
-                                     found.data(), nullptr),
-                    "knn_index_radius");
-                ids = to_global(x, local);
-              });
-              clock.lap(1);
-              Exchange back = out.reversed();
-              std::vector<int64_t> got_ids =
-                  knn_mpi::exchange_rows(c, back, ids.data(), width, deadline, &x.stats.bytes_sent);
-              std::vector<float> got_dists = knn_mpi::exchange_rows(c, back, dists.data(), width,
-                                                                    deadline, &x.stats.bytes_sent);
-              std::vector<int32_t> got_counts =
-                  knn_mpi::exchange_rows(c, back, found.data(), 1, deadline, &x.stats.bytes_sent);
-              clock.lap(2);
+        std::vector<int64_t> ids;
+        std::vector<float> dists;
+        std::vector<int32_t> found;
+        c.phase("local search", deadline, [&] {
+          int64_t n_asked = out.total_recv;
+          std::vector<int32_t> local(static_cast<size_t>(n_asked * width));
+          dists.resize(local.size());
+          found.resize(static_cast<size_t>(n_asked));
+          check_engine(knn_index_radius(x.local, asked.data(), n_asked, radius, width,
+                                        width ? local.data() : nullptr,
+                                        width ? dists.data() : nullptr, found.data(), nullptr),
+                       "knn_index_radius");
+          ids = to_global(x, local);
+        });
+        clock.lap(1);
+        Exchange back = out.reversed();
+        std::vector<int64_t> got_ids =
+            knn_mpi::exchange_rows(c, back, ids.data(), width, deadline, &x.stats.bytes_sent);
+        std::vector<float> got_dists =
+            knn_mpi::exchange_rows(c, back, dists.data(), width, deadline, &x.stats.bytes_sent);
+        std::vector<int32_t> got_counts =
+            knn_mpi::exchange_rows(c, back, found.data(), 1, deadline, &x.stats.bytes_sent);
+        clock.lap(2);
 
-              c.phase("merge", deadline, [&] {
-                // Received row j answers query route[j]; a query's rows are merged
-                // by (distance, global index) and its counts summed.
-                RowsOfItem of(route, m_local);
-                std::vector<Neighbour> all;
-                for (int64_t i = 0; i < m_local; ++i) {
-                  int64_t total = 0;
-                  all.clear();
-                  for (int64_t t = of.first[i]; t < of.first[i + 1]; ++t) {
-                    int64_t row = of.rows[t];
-                    total += got_counts[row];
-                    for (int j = 0; j < width; ++j)
-                      all.push_back({got_dists[row * width + j], got_ids[row * width + j]});
-                  }
-                  if (counts) counts[i] = total;
-                  if (width == 0) continue;
-                  all.resize(std::max<size_t>(all.size(), static_cast<size_t>(width)),
-                             Neighbour{INFINITY, -1});
-                  std::partial_sort(all.begin(), all.begin() + width, all.end(), nearer);
-                  for (int j = 0; j < width; ++j) {
-                    indices[i * width + j] = all[j].id;
-                    if (sq_distances) sq_distances[i * width + j] = all[j].sq_distance;
-                  }
-                }
-              });
-              clock.lap(3);
-            });
+        c.phase("merge", deadline, [&] {
+          // Received row j answers query route[j]; a query's rows are merged
+          // by (distance, global index) and its counts summed.
+          RowsOfItem of(route, m_local);
+          std::vector<Neighbour> all;
+          for (int64_t i = 0; i < m_local; ++i) {
+            int64_t total = 0;
+            all.clear();
+            for (int64_t t = of.first[i]; t < of.first[i + 1]; ++t) {
+              int64_t row = of.rows[t];
+              total += got_counts[row];
+              for (int j = 0; j < width; ++j)
+                all.push_back({got_dists[row * width + j], got_ids[row * width + j]});
+            }
+            if (counts) counts[i] = total;
+            if (width == 0) continue;
+            all.resize(std::max<size_t>(all.size(), static_cast<size_t>(width)),
+                       Neighbour{INFINITY, -1});
+            std::partial_sort(all.begin(), all.begin() + width, all.end(), nearer);
+            for (int j = 0; j < width; ++j) {
+              indices[i * width + j] = all[j].id;
+              if (sq_distances) sq_distances[i * width + j] = all[j].sq_distance;
+            }
+          }
+        });
+        clock.lap(3);
       },
       [&] {
         int64_t slots = m_local * max_neighbors;
