@@ -87,8 +87,7 @@ KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, s
 KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes, const knn_options* opt,
                                            knn_index** out) {
   return knn::guarded("knn_index_deserialize", [&] {
-    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-    *out = nullptr;
+    knn::clear_out(out);
     const knn_options o = knn::read_options(opt);
     knn::check_deserialize_buffer(buffer, bytes);
     const unsigned char* payload = nullptr;

@@ -94,6 +94,11 @@ namespace knn {
 template <>
 void destroy_handle(knn_mesh* mesh) noexcept;
 
+inline constexpr HandleNames kMeshNames{
+    "mesh",
+    "mesh is not a live mesh (already freed, or not made by knn_mesh_build, "
+    "knn_mesh_build_f64 or knn_mesh_deserialize)"};
+
 // Holds the live mesh of a call (src/live_handles.h) until the call returns.
 HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh);
 
