@@ -13,31 +13,35 @@ namespace knn {
 namespace {
 thread_local knn_progress* registered_progress = nullptr;
 
-// The fields are int64_t or int32_t; one template per operation serves both
-// widths.
-template <class T>
-void store(T* at, T value) {
+// Stores `value` into a field, or adds it to the field (kAdd), with release
+// order; the fields are int64_t or int32_t.
+enum class Update { kStore, kAdd };
+template <Update kUpdate, class T>
+void update(T* at, T value) {
   static_assert(sizeof(T) == 8 || sizeof(T) == 4);
+  constexpr bool add = kUpdate == Update::kAdd;
 #if defined(_MSC_VER) && !defined(__clang__)
-  if constexpr (sizeof(T) == 8)
-    _InterlockedExchange64(reinterpret_cast<volatile long long*>(at), value);
-  else
-    _InterlockedExchange(reinterpret_cast<volatile long*>(at), value);
+  if constexpr (sizeof(T) == 8) {
+    volatile long long* const field = reinterpret_cast<volatile long long*>(at);
+    add ? _InterlockedExchangeAdd64(field, value) : _InterlockedExchange64(field, value);
+  } else {
+    volatile long* const field = reinterpret_cast<volatile long*>(at);
+    add ? _InterlockedExchangeAdd(field, value) : _InterlockedExchange(field, value);
+  }
 #else
-  __atomic_store_n(at, value, __ATOMIC_RELEASE);
+  if constexpr (add)
+    __atomic_fetch_add(at, value, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n(at, value, __ATOMIC_RELEASE);
 #endif
 }
 template <class T>
+void store(T* at, T value) {
+  update<Update::kStore>(at, value);
+}
+template <class T>
 void add(T* at, T value) {
-  static_assert(sizeof(T) == 8 || sizeof(T) == 4);
-#if defined(_MSC_VER) && !defined(__clang__)
-  if constexpr (sizeof(T) == 8)
-    _InterlockedExchangeAdd64(reinterpret_cast<volatile long long*>(at), value);
-  else
-    _InterlockedExchangeAdd(reinterpret_cast<volatile long*>(at), value);
-#else
-  __atomic_fetch_add(at, value, __ATOMIC_RELEASE);
-#endif
+  update<Update::kAdd>(at, value);
 }
 int64_t load64(const int64_t* at) {
 #if defined(_MSC_VER) && !defined(__clang__)
