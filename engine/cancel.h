@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -22,6 +23,29 @@ void set_cancel_flag(const volatile int* flag);
 // store is undefined behaviour in C and C++ (and ThreadSanitizer says so).
 // Every poll of a flag goes through here.
 bool cancel_requested(const volatile int* flag);
+
+// The stop of a parallel loop: exceptions cannot leave an OpenMP region, so
+// its threads skip the rest of the work once one of them sees the caller's
+// flag set (poll) or stops the loop for another reason (set); the caller
+// throws after the region.
+class LoopStop {
+ public:
+  explicit LoopStop(const volatile int* flag) : flag_(flag) {}
+  LoopStop(const LoopStop&) = delete;
+  LoopStop& operator=(const LoopStop&) = delete;
+
+  // Whether the loop is stopped, the flag polled first while it is not.
+  bool poll() {
+    if (!stopped() && cancel_requested(flag_)) set();
+    return stopped();
+  }
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
+  void set() { stopped_.store(true, std::memory_order_relaxed); }
+
+ private:
+  const volatile int* flag_;
+  std::atomic<bool> stopped_{false};
+};
 
 // Throws Error(KNN_ERR_CANCELLED) when cancel_requested(flag).
 void throw_if_cancelled(const volatile int* flag);

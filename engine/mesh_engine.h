@@ -10,8 +10,10 @@
 // (common/geometry/deviation.h).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 
 #include "../common/geometry/align_terms.h"
@@ -83,6 +85,21 @@ struct DeviationSummary {
   double min = 0, max = 0, mean = 0, rms = 0;
   double* percentile_values = nullptr;  // n_percentiles (caller's array)
   int64_t* bin_counts = nullptr;        // n_bins (caller's array)
+
+  // Starts the summary of `values` measured values, before either engine
+  // computes it: every count zero and, with none measured, every statistic
+  // NaN. Returns whether there is anything to compute.
+  bool start(int64_t values, const DeviationRequest& request) {
+    measured = values;
+    within_tolerance = above_tolerance = below_tolerance = 0;
+    below_bins = above_bins = 0;
+    std::fill(bin_counts, bin_counts + request.n_bins, int64_t{0});
+    if (values > 0) return true;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    min = max = mean = rms = nan;
+    std::fill(percentile_values, percentile_values + request.n_percentiles, nan);
+    return false;
+  }
 };
 
 template <typename Scalar>

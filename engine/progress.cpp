@@ -13,19 +13,35 @@ namespace knn {
 namespace {
 thread_local knn_progress* registered_progress = nullptr;
 
-void store64(int64_t* at, int64_t value) {
+// Stores `value` into a field, or adds it to the field (kAdd), with release
+// order; the fields are int64_t or int32_t.
+enum class Update { kStore, kAdd };
+template <Update kUpdate, class T>
+void update(T* at, T value) {
+  static_assert(sizeof(T) == 8 || sizeof(T) == 4);
+  constexpr bool add = kUpdate == Update::kAdd;
 #if defined(_MSC_VER) && !defined(__clang__)
-  _InterlockedExchange64(reinterpret_cast<volatile long long*>(at), value);
+  if constexpr (sizeof(T) == 8) {
+    volatile long long* const field = reinterpret_cast<volatile long long*>(at);
+    add ? _InterlockedExchangeAdd64(field, value) : _InterlockedExchange64(field, value);
+  } else {
+    volatile long* const field = reinterpret_cast<volatile long*>(at);
+    add ? _InterlockedExchangeAdd(field, value) : _InterlockedExchange(field, value);
+  }
 #else
-  __atomic_store_n(at, value, __ATOMIC_RELEASE);
+  if constexpr (add)
+    __atomic_fetch_add(at, value, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n(at, value, __ATOMIC_RELEASE);
 #endif
 }
-void add64(int64_t* at, int64_t value) {
-#if defined(_MSC_VER) && !defined(__clang__)
-  _InterlockedExchangeAdd64(reinterpret_cast<volatile long long*>(at), value);
-#else
-  __atomic_fetch_add(at, value, __ATOMIC_RELEASE);
-#endif
+template <class T>
+void store(T* at, T value) {
+  update<Update::kStore>(at, value);
+}
+template <class T>
+void add(T* at, T value) {
+  update<Update::kAdd>(at, value);
 }
 int64_t load64(const int64_t* at) {
 #if defined(_MSC_VER) && !defined(__clang__)
@@ -35,20 +51,6 @@ int64_t load64(const int64_t* at) {
   return __atomic_load_n(at, __ATOMIC_ACQUIRE);
 #endif
 }
-void store32(int32_t* at, int32_t value) {
-#if defined(_MSC_VER) && !defined(__clang__)
-  _InterlockedExchange(reinterpret_cast<volatile long*>(at), value);
-#else
-  __atomic_store_n(at, value, __ATOMIC_RELEASE);
-#endif
-}
-void add32(int32_t* at, int32_t value) {
-#if defined(_MSC_VER) && !defined(__clang__)
-  _InterlockedExchangeAdd(reinterpret_cast<volatile long*>(at), value);
-#else
-  __atomic_fetch_add(at, value, __ATOMIC_RELEASE);
-#endif
-}
 }  // namespace
 
 knn_progress* progress() { return registered_progress; }
@@ -56,18 +58,18 @@ void set_progress(knn_progress* p) { registered_progress = p; }
 
 void progress_begin(knn_progress* p, int stage, int64_t total) {
   if (p == nullptr) return;
-  store64(&p->done, 0);
-  store64(&p->total, total);
-  store32(&p->stage, stage);
-  add32(&p->sequence, 1);
+  store<int64_t>(&p->done, 0);
+  store<int64_t>(&p->total, total);
+  store<int32_t>(&p->stage, stage);
+  add<int32_t>(&p->sequence, 1);
 }
 
 void progress_add(knn_progress* p, int64_t units) {
-  if (p != nullptr && units > 0) add64(&p->done, units);
+  if (p != nullptr && units > 0) add<int64_t>(&p->done, units);
 }
 
 void progress_finish(knn_progress* p) {
-  if (p != nullptr) store64(&p->done, load64(&p->total));
+  if (p != nullptr) store<int64_t>(&p->done, load64(&p->total));
 }
 
 int64_t progress_done(const knn_progress* p) { return p != nullptr ? load64(&p->done) : 0; }
@@ -75,16 +77,16 @@ int64_t progress_done(const knn_progress* p) { return p != nullptr ? load64(&p->
 void progress_clear(knn_progress* p) {
   if (p == nullptr) return;
   // Atomic stores: a host thread may already be polling the record.
-  store64(&p->done, 0);
-  store64(&p->total, 0);
-  store32(&p->stage, KNN_PROGRESS_IDLE);
-  store32(&p->sequence, 0);
+  store<int64_t>(&p->done, 0);
+  store<int64_t>(&p->total, 0);
+  store<int32_t>(&p->stage, KNN_PROGRESS_IDLE);
+  store<int32_t>(&p->sequence, 0);
 }
 
 void progress_restart(knn_progress* p, int64_t done) {
   if (p == nullptr) return;
-  store64(&p->done, done);
-  add32(&p->sequence, 1);
+  store<int64_t>(&p->done, done);
+  add<int32_t>(&p->sequence, 1);
 }
 
 }  // namespace knn

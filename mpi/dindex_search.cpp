@@ -72,6 +72,21 @@ Routed route_queries(const knn_dindex& x, const char* phase, const float* querie
   return r;
 }
 
+// The local engine's k nearest of `rows` queries, in phase `phase`: `engine`
+// fills rows of k int32 ids and distances (returns its status; `function`
+// names it), the ids made global.
+template <class EngineCall>
+void search_locally(const knn_dindex& x, const char* phase, int64_t rows, int k,
+                    const Deadline& deadline, const char* function, const EngineCall& engine,
+                    std::vector<int64_t>& ids, std::vector<float>& dists) {
+  x.collective->phase(phase, deadline, [&] {
+    std::vector<int32_t> local(static_cast<size_t>(rows * k));
+    dists.resize(local.size());
+    check_engine(engine(local.data(), dists.data()), function);
+    ids = to_global(x, local);
+  });
+}
+
 // Completes the k nearest of `m` queries held by their region's rank (rows of
 // dim floats), given the local engine's answers (ids global, k per query):
 // forwards each query to the other ranks whose boxes lie within its k-th
@@ -91,15 +106,12 @@ void complete_knn(const knn_dindex& x, const float* queries, int64_t m, int k,
   // Answer the queries other ranks forwarded here.
   std::vector<int64_t> answer_ids;
   std::vector<float> answer_dists;
-  c.phase("forwarded search", deadline, [&] {
-    int64_t n_asked = out.total_recv;
-    std::vector<int32_t> local(static_cast<size_t>(n_asked * k));
-    answer_dists.resize(local.size());
-    check_engine(knn_index_query(x.local, asked.data(), n_asked, k, local.data(),
-                                 answer_dists.data(), nullptr),
-                 "knn_index_query");
-    answer_ids = to_global(x, local);
-  });
+  search_locally(
+      x, "forwarded search", out.total_recv, k, deadline, "knn_index_query",
+      [&](int32_t* local, float* d) {
+        return knn_index_query(x.local, asked.data(), out.total_recv, k, local, d, nullptr);
+      },
+      answer_ids, answer_dists);
   Exchange back = out.reversed();
   std::vector<int64_t> got_ids =
       knn_mpi::exchange_rows(c, back, answer_ids.data(), k, deadline, &x.stats.bytes_sent);
@@ -127,14 +139,54 @@ void complete_knn(const knn_dindex& x, const float* queries, int64_t m, int k,
   });
 }
 
-// Writes rows of k (ids, dists) received in `row_item` order into the
-// caller's outputs.
-void place_rows(const std::vector<int64_t>& row_item, int k, const std::vector<int64_t>& ids,
-                const std::vector<float>& dists, int64_t* out_ids, float* out_dists) {
+// Sends rows of k (ids, dists) back along `exchange` reversed and writes
+// what comes back, in `row_item` order, into the caller's outputs.
+void return_rows(const knn_dindex& x, const Exchange& exchange,
+                 const std::vector<int64_t>& row_item, int k, const std::vector<int64_t>& ids,
+                 const std::vector<float>& dists, const Deadline& deadline, int64_t* out_ids,
+                 float* out_dists) {
+  Collective& c = *x.collective;
+  Exchange back = exchange.reversed();
+  std::vector<int64_t> got_ids =
+      knn_mpi::exchange_rows(c, back, ids.data(), k, deadline, &x.stats.bytes_sent);
+  std::vector<float> got_dists =
+      knn_mpi::exchange_rows(c, back, dists.data(), k, deadline, &x.stats.bytes_sent);
   for (size_t j = 0; j < row_item.size(); ++j) {
-    std::memcpy(out_ids + row_item[j] * k, &ids[j * k], sizeof(int64_t) * k);
-    if (out_dists) std::memcpy(out_dists + row_item[j] * k, &dists[j * k], sizeof(float) * k);
+    std::memcpy(out_ids + row_item[j] * k, &got_ids[j * k], sizeof(int64_t) * k);
+    if (out_dists) std::memcpy(out_dists + row_item[j] * k, &got_dists[j * k], sizeof(float) * k);
   }
+}
+
+// A search call (`function`, guarded: a failure is its status and message):
+// the live index, the call's deadline and cancel flag, `validate` (this rank's
+// arguments) in the validation phase and `agree` (the arguments every rank
+// must pass alike); then, armed (a failure from here on runs fill_missing on
+// the outputs), the statistics reset and `search` run.
+template <class Validate, class Agree, class Search, class Fill>
+int run_search(const char* function, const knn_dindex* index, const Validate& validate,
+               const Agree& agree, const Search& search, const Fill& fill_missing) {
+  bool armed = false;
+  return guarded(
+      function, armed,
+      [&] {
+        const knn_dindex& x = *live(index);
+        Collective& c = *x.collective;
+        Deadline deadline = deadline_of(x.settings.options);
+        CancelScope cancel(x.settings.options.cancel_flag);
+        c.phase("validation", deadline, [&] { validate(x); });
+        agree(c);
+        armed = true;
+        x.stats = Stats{};
+        PhaseClock clock(x.stats);
+        search(x, c, deadline, clock);
+      },
+      fill_missing);
+}
+
+// The query count of a call on this rank.
+void check_rows(int64_t m_local) {
+  require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
+          "m_local is negative or exceeds 2^31 - 1");
 }
 
 void fill_knn_missing(int64_t rows, int k, int64_t* ids, float* dists) {
@@ -148,29 +200,19 @@ extern "C" {
 
 int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_local, int k,
                      int64_t* indices, float* sq_distances) {
-  bool armed = false;
-  return guarded(
-      "knn_dindex_query", armed,
-      [&] {
-        const knn_dindex& x = *live(index);
-        Collective& c = *x.collective;
-        Deadline deadline = deadline_of(x.settings.options);
-        CancelScope cancel(x.settings.options.cancel_flag);
-        c.phase("validation", deadline, [&] {
-          require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
-                  "m_local is negative or exceeds 2^31 - 1");
-          require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
-          require(m_local == 0 || (queries && indices), KNN_ERR_INVALID_ARGUMENT,
-                  "queries or indices is NULL");
-          check_slots(m_local, k, "m_local * k");
-          check_coordinates(queries, m_local, x.dim, "query");
-        });
-        require_same(c, k, "k");
-        armed = true;
-        x.stats = Stats{};
-        PhaseClock clock(x.stats);
+  return run_search(
+      "knn_dindex_query", index,
+      [&](const knn_dindex& x) {
+        check_rows(m_local);
+        require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
+        require(m_local == 0 || (queries && indices), KNN_ERR_INVALID_ARGUMENT,
+                "queries or indices is NULL");
+        check_slots(m_local, k, "m_local * k");
+        check_coordinates(queries, m_local, x.dim, "query");
+      },
+      [&](Collective& c) { require_same(c, k, "k"); },
+      [&](const knn_dindex& x, Collective& c, const Deadline& deadline, PhaseClock& clock) {
         int dim = x.dim, ranks = c.size();
-
         // Each query to its region's rank.
         std::vector<int64_t> rows_to_rank, route;
         std::vector<float> send;
@@ -188,23 +230,15 @@ int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_lo
 
         std::vector<int64_t> ids;
         std::vector<float> dists;
-        c.phase("local search", deadline, [&] {
-          std::vector<int32_t> local(static_cast<size_t>(m_held * k));
-          dists.resize(local.size());
-          check_engine(
-              knn_index_query(x.local, held.data(), m_held, k, local.data(), dists.data(), nullptr),
-              "knn_index_query");
-          ids = to_global(x, local);
-        });
+        search_locally(
+            x, "local search", m_held, k, deadline, "knn_index_query",
+            [&](int32_t* local, float* d) {
+              return knn_index_query(x.local, held.data(), m_held, k, local, d, nullptr);
+            },
+            ids, dists);
         complete_knn(x, held.data(), m_held, k, ids, dists, deadline, clock);
-
         // The rows back to the asking ranks, in their order.
-        Exchange back = to_owner.reversed();
-        std::vector<int64_t> got_ids =
-            knn_mpi::exchange_rows(c, back, ids.data(), k, deadline, &x.stats.bytes_sent);
-        std::vector<float> got_dists =
-            knn_mpi::exchange_rows(c, back, dists.data(), k, deadline, &x.stats.bytes_sent);
-        place_rows(route, k, got_ids, got_dists, indices, sq_distances);
+        return_rows(x, to_owner, route, k, ids, dists, deadline, indices, sq_distances);
         clock.lap(3);
       },
       [&] { fill_knn_missing(m_local, k, indices, sq_distances); });
@@ -212,46 +246,33 @@ int knn_dindex_query(const knn_dindex* index, const float* queries, int64_t m_lo
 
 int knn_dindex_query_self(const knn_dindex* index, int k, int exclude_self, int64_t* indices,
                           float* sq_distances) {
-  bool armed = false;
   int64_t rows = 0;
-  return guarded(
-      "knn_dindex_query_self", armed,
-      [&] {
-        const knn_dindex& x = *live(index);
-        Collective& c = *x.collective;
-        Deadline deadline = deadline_of(x.settings.options);
-        CancelScope cancel(x.settings.options.cancel_flag);
-        c.phase("validation", deadline, [&] {
-          require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
-          require(x.n_local == 0 || indices, KNN_ERR_INVALID_ARGUMENT, "indices is NULL");
-          check_slots(x.n_local, k, "n_local * k");
-        });
+  return run_search(
+      "knn_dindex_query_self", index,
+      [&](const knn_dindex& x) {
+        require(k >= 1, KNN_ERR_INVALID_ARGUMENT, "k must be >= 1");
+        require(x.n_local == 0 || indices, KNN_ERR_INVALID_ARGUMENT, "indices is NULL");
+        check_slots(x.n_local, k, "n_local * k");
+        rows = x.n_local;
+      },
+      [&](Collective& c) {
         require_same(c, k, "k");
         require_same(c, exclude_self != 0, "exclude_self");
-        rows = x.n_local;
-        armed = true;
-        x.stats = Stats{};
-        PhaseClock clock(x.stats);
+      },
+      [&](const knn_dindex& x, Collective&, const Deadline& deadline, PhaseClock& clock) {
         clock.lap(0);  // the queries are already on their region's rank
-
         int64_t m_held = x.contributed.total_recv;
         std::vector<int64_t> ids;
         std::vector<float> dists;
-        c.phase("local search", deadline, [&] {
-          std::vector<int32_t> local(static_cast<size_t>(m_held * k));
-          dists.resize(local.size());
-          check_engine(knn_index_query_self(x.local, k, exclude_self, local.data(), dists.data()),
-                       "knn_index_query_self");
-          ids = to_global(x, local);
-        });
+        search_locally(
+            x, "local search", m_held, k, deadline, "knn_index_query_self",
+            [&](int32_t* local, float* d) {
+              return knn_index_query_self(x.local, k, exclude_self, local, d);
+            },
+            ids, dists);
         complete_knn(x, x.region_points.data(), m_held, k, ids, dists, deadline, clock);
-
-        Exchange back = x.contributed.reversed();
-        std::vector<int64_t> got_ids =
-            knn_mpi::exchange_rows(c, back, ids.data(), k, deadline, &x.stats.bytes_sent);
-        std::vector<float> got_dists =
-            knn_mpi::exchange_rows(c, back, dists.data(), k, deadline, &x.stats.bytes_sent);
-        place_rows(x.contributed_row, k, got_ids, got_dists, indices, sq_distances);
+        return_rows(x, x.contributed, x.contributed_row, k, ids, dists, deadline, indices,
+                    sq_distances);
         clock.lap(3);
       },
       [&] { fill_knn_missing(rows, k, indices, sq_distances); });
@@ -259,37 +280,29 @@ int knn_dindex_query_self(const knn_dindex* index, int k, int exclude_self, int6
 
 int knn_dindex_radius(const knn_dindex* index, const float* queries, int64_t m_local, float radius,
                       int max_neighbors, int64_t* indices, float* sq_distances, int64_t* counts) {
-  bool armed = false;
-  return guarded(
-      "knn_dindex_radius", armed,
-      [&] {
-        const knn_dindex& x = *live(index);
-        Collective& c = *x.collective;
-        Deadline deadline = deadline_of(x.settings.options);
-        CancelScope cancel(x.settings.options.cancel_flag);
-        c.phase("validation", deadline, [&] {
-          require(m_local >= 0 && m_local <= kMaxRowsPerRank, KNN_ERR_INVALID_ARGUMENT,
-                  "m_local is negative or exceeds 2^31 - 1");
-          require(!(radius < 0.0f) && !std::isnan(radius), KNN_ERR_INVALID_ARGUMENT,
-                  "radius must be >= 0 (and not NaN)");
-          require(max_neighbors >= 0, KNN_ERR_INVALID_ARGUMENT, "max_neighbors must be >= 0");
-          require(m_local == 0 || queries, KNN_ERR_INVALID_ARGUMENT, "queries is NULL");
-          require(m_local == 0 || max_neighbors > 0 || counts, KNN_ERR_INVALID_ARGUMENT,
-                  "counts is NULL in a counting call (max_neighbors = 0)");
-          require(m_local == 0 || max_neighbors == 0 || indices, KNN_ERR_INVALID_ARGUMENT,
-                  "indices is NULL");
-          check_slots(m_local, max_neighbors, "m_local * max_neighbors");
-          check_coordinates(queries, m_local, x.dim, "query");
-        });
+  return run_search(
+      "knn_dindex_radius", index,
+      [&](const knn_dindex& x) {
+        check_rows(m_local);
+        require(!(radius < 0.0f) && !std::isnan(radius), KNN_ERR_INVALID_ARGUMENT,
+                "radius must be >= 0 (and not NaN)");
+        require(max_neighbors >= 0, KNN_ERR_INVALID_ARGUMENT, "max_neighbors must be >= 0");
+        require(m_local == 0 || queries, KNN_ERR_INVALID_ARGUMENT, "queries is NULL");
+        require(m_local == 0 || max_neighbors > 0 || counts, KNN_ERR_INVALID_ARGUMENT,
+                "counts is NULL in a counting call (max_neighbors = 0)");
+        require(m_local == 0 || max_neighbors == 0 || indices, KNN_ERR_INVALID_ARGUMENT,
+                "indices is NULL");
+        check_slots(m_local, max_neighbors, "m_local * max_neighbors");
+        check_coordinates(queries, m_local, x.dim, "query");
+      },
+      [&](Collective& c) {
         uint32_t radius_bits;
         std::memcpy(&radius_bits, &radius, sizeof radius_bits);
         require_same(c, radius_bits, "radius (its float bits)");
         require_same(c, max_neighbors, "max_neighbors");
-        armed = true;
-        x.stats = Stats{};
-        PhaseClock clock(x.stats);
+      },
+      [&](const knn_dindex& x, Collective& c, const Deadline& deadline, PhaseClock& clock) {
         int width = max_neighbors;
-
         // Each query to every rank whose box lies within the radius (the
         // statistics were reset above, so forwarded counts this call's rows).
         float sq_radius = radius * radius;

@@ -1,7 +1,6 @@
 // CPU brute force in any dimension: every query against every reference row.
 #include <omp.h>
 
-#include <atomic>
 #include <vector>
 
 #include "../engine/cancel.h"
@@ -21,17 +20,13 @@ void brute_force(const float* ref, int64_t n, const float* queries, int64_t m, i
   // Read before every query (n distances each); the remaining queries are
   // skipped once it is set (an exception cannot leave the region).
   const volatile int* cancel = cancel_flag();
-  std::atomic<bool> stopped{false};
+  LoopStop stop(cancel);
 #pragma omp parallel num_threads(threads)
   {
     BasicNeighborList<float>& list = lists[static_cast<size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 64)
     for (int64_t i = 0; i < m; ++i) {
-      if (stopped.load(std::memory_order_relaxed)) continue;
-      if (cancel_requested(cancel)) {
-        stopped.store(true, std::memory_order_relaxed);
-        continue;
-      }
+      if (stop.poll()) continue;
       list.reset();
       const float* q = queries + i * dim;
       for (int64_t j = 0; j < n; ++j)
@@ -41,7 +36,7 @@ void brute_force(const float* ref, int64_t n, const float* queries, int64_t m, i
                  sq_distances ? sq_distances + row : nullptr);
     }
   }
-  if (stopped.load()) throw_cancelled();
+  if (stop.stopped()) throw_cancelled();
 }
 
 }  // namespace omp

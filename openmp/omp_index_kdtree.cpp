@@ -50,7 +50,7 @@ void KdTreeIndex<Scalar>::run(const Item& item) {
     case Step::kNode: {
       const KdNode& node = nodes_[o];
       if (node.size() <= kTaskPoints) return progress_add(report_, build_whole(o));
-      if (cancel_->stop()) return;
+      if (cancel_->poll()) return;
       progress_add(report_, 1);
       if (node.first_child < 0) return;
       split_whole(o);
@@ -65,7 +65,7 @@ void KdTreeIndex<Scalar>::run(const Item& item) {
 template <typename Scalar>
 void KdTreeIndex<Scalar>::work() {
   for (size_t i = queue_.taken.fetch_add(1); i < queue_.size; i = queue_.taken.fetch_add(1)) {
-    const auto stopped = [this] { return cancel_->stopped.load(std::memory_order_relaxed); };
+    const auto stopped = [this] { return cancel_->stopped(); };
     if (!wait_for_flag(queue_.published[i], stopped) || stopped()) return;
     run(queue_.items[i]);
   }
@@ -104,7 +104,7 @@ void KdTreeIndex<Scalar>::build(const Scalar* points, int threads, const volatil
   for (size_t i = 0; i < queue_.size; ++i)
     queue_.published[i].store(false, std::memory_order_relaxed);
   pending_.reset(new std::atomic<int64_t>[chunked_.size()]);
-  Cancellation cancellation{cancel};
+  LoopStop cancellation(cancel);
   cancel_ = &cancellation;
   points_ = points;
   report_ = report;
@@ -118,7 +118,7 @@ void KdTreeIndex<Scalar>::build(const Scalar* points, int threads, const volatil
   }
 #pragma omp parallel num_threads(threads)
   work();
-  if (cancellation.stopped.load()) throw_cancelled();
+  if (cancellation.stopped()) throw_cancelled();
   hand_over(threads);
   progress_add(report, 1);
 }

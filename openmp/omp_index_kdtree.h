@@ -141,17 +141,6 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  private:
   using Key = SplitKey<Scalar>;
 
-  // The caller's cancel flag, polled before every large node (a cancelled
-  // build skips the rest: exceptions cannot leave the parallel region).
-  struct Cancellation {
-    const volatile int* flag;
-    std::atomic<bool> stopped{false};
-    bool stop() {
-      if (cancel_requested(flag)) stopped.store(true, std::memory_order_relaxed);
-      return stopped.load(std::memory_order_relaxed);
-    }
-  };
-
   // One build buffer: rows of dim_ scalars and their original indices.
   struct Buffer {
     std::unique_ptr<Scalar[]> rows;
@@ -383,7 +372,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
     const KdNode& node = nodes_[i];
     if (node.first_chunk < 0) return publish(Step::kNode, static_cast<int32_t>(i), 0, 1);
     const size_t o = static_cast<size_t>(chunk_owner_[static_cast<size_t>(node.first_chunk)]);
-    if (cancel_->stop()) return;
+    if (cancel_->poll()) return;
     bracket(o);
     publish_pass(Step::kGather, o);
   }
@@ -414,7 +403,7 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
   Queue queue_;
   // The build's call, for its work items:
   const Scalar* points_ = nullptr;
-  Cancellation* cancel_ = nullptr;
+  LoopStop* cancel_ = nullptr;  // the caller's flag, polled before every large node
   knn_progress* report_ = nullptr;
 };
 

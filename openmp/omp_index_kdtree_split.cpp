@@ -181,23 +181,10 @@ int64_t KdTreeIndex<Scalar>::build_whole(size_t i) {
   return 1 + build_whole(left) + build_whole(left + 1);
 }
 
-// The schedule (omp_index_kdtree.cpp) runs these.
-template void KdTreeIndex<float>::bracket(size_t);
-template void KdTreeIndex<float>::gather(size_t, int64_t, int64_t, int64_t);
-template void KdTreeIndex<float>::select_median(size_t);
-template void KdTreeIndex<float>::count_lower(size_t, int64_t, int64_t, int64_t);
-template void KdTreeIndex<float>::make_cursors(size_t);
-template void KdTreeIndex<float>::move_chunk(size_t, int64_t, int64_t, int64_t);
-template void KdTreeIndex<float>::split_whole(size_t);
-template int64_t KdTreeIndex<float>::build_whole(size_t);
-template void KdTreeIndex<double>::bracket(size_t);
-template void KdTreeIndex<double>::gather(size_t, int64_t, int64_t, int64_t);
-template void KdTreeIndex<double>::select_median(size_t);
-template void KdTreeIndex<double>::count_lower(size_t, int64_t, int64_t, int64_t);
-template void KdTreeIndex<double>::make_cursors(size_t);
-template void KdTreeIndex<double>::move_chunk(size_t, int64_t, int64_t, int64_t);
-template void KdTreeIndex<double>::split_whole(size_t);
-template int64_t KdTreeIndex<double>::build_whole(size_t);
+// The schedule (omp_index_kdtree.cpp) runs the splits defined here: both
+// scalars' classes instantiated, which makes every member defined so far.
+template class KdTreeIndex<float>;
+template class KdTreeIndex<double>;
 
 }  // namespace omp
 }  // namespace knn

@@ -34,14 +34,9 @@ struct Item {
 // build skips the rest, small subtrees too: exceptions cannot leave the
 // region).
 struct Cancellation {
-  const volatile int* flag;
-  std::atomic<bool> stopped{false};
+  LoopStop stop;
 
-  bool stop_before(int64_t count) {
-    if (count <= kTaskCutoff) return stopped.load(std::memory_order_relaxed);
-    if (cancel_requested(flag)) stopped.store(true, std::memory_order_relaxed);
-    return stopped.load(std::memory_order_relaxed);
-  }
+  bool stop_before(int64_t count) { return count <= kTaskCutoff ? stop.stopped() : stop.poll(); }
 };
 
 // Selects the median of the level-`level` node at position q among its
@@ -115,7 +110,7 @@ void build_kdtree(const Point* points, int64_t n, Node* tree) {
   std::unique_ptr<std::atomic<bool>[]> done(new std::atomic<bool>[count]);
   for (size_t i = 0; i < count; ++i) done[i].store(false, std::memory_order_relaxed);
   std::atomic<size_t> next{0};
-  Cancellation cancel{cancel_flag()};
+  Cancellation cancel{LoopStop(cancel_flag())};
 #pragma omp parallel num_threads(threads)
   for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
     const Work& w = work[i];
@@ -131,7 +126,7 @@ void build_kdtree(const Point* points, int64_t n, Node* tree) {
     }
     done[i].store(true, std::memory_order_release);
   }
-  if (cancel.stopped.load()) throw_cancelled();
+  if (cancel.stop.stopped()) throw_cancelled();
 }
 
 }  // namespace omp

@@ -427,7 +427,7 @@ void OmpQuadtree<P>::for_each_task(int64_t n_tasks, int threads, const Body& bod
   const volatile int* flag = cancel_flag();
   // An exception must not leave an OpenMP region: the first one is kept and
   // rethrown after it, and the other tasks are skipped.
-  std::atomic<bool> stop{false};
+  LoopStop stop(flag);
   std::exception_ptr failure;
 #pragma omp parallel num_threads(threads)
   {
@@ -435,27 +435,23 @@ void OmpQuadtree<P>::for_each_task(int64_t n_tasks, int threads, const Body& bod
     std::vector<Edge<V>> scratch[quadtree::kMaxDepth + 2];
 #pragma omp for schedule(dynamic, 16)
     for (int64_t t = 0; t < n_tasks; ++t) {
-      if (stop.load(std::memory_order_relaxed)) continue;
-      if (cancel_requested(flag)) {
-        stop.store(true, std::memory_order_relaxed);
-        continue;
-      }
+      if (stop.poll()) continue;
       try {
         Sink sink;
         sink.cancel = flag;
         body(t, scratch, sink);
-        if (sink.cancelled) stop.store(true, std::memory_order_relaxed);
+        if (sink.cancelled) stop.set();
       } catch (...) {
 #pragma omp critical(knn_omp_quadtree_failure)
         if (!failure) failure = std::current_exception();
-        stop.store(true, std::memory_order_relaxed);
+        stop.set();
       }
     }
   }
   if (failure) std::rethrow_exception(failure);
   // Stopped by the flag (which may have been reset since): the results are
   // incomplete either way.
-  if (stop.load()) fail(KNN_ERR_CANCELLED, "cancelled by the caller's flag");
+  if (stop.stopped()) fail(KNN_ERR_CANCELLED, "cancelled by the caller's flag");
 }
 
 template <class P>

@@ -305,8 +305,7 @@ extern "C" {
 KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
                                      const knn_options* opt, knn_index** out) {
   return knn::guarded("knn_index_build", [&] {
-    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-    *out = nullptr;
+    knn::clear_out(out);
     *out = knn::build_index(points, n, dim, opt);
   });
 }
@@ -314,17 +313,13 @@ KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
 KNN_API int KNN_CALL knn_index_build_f64(const double* points, int64_t n, int dim,
                                          const knn_options* opt, knn_index** out) {
   return knn::guarded("knn_index_build_f64", [&] {
-    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-    *out = nullptr;
+    knn::clear_out(out);
     *out = knn::build_index(points, n, dim, opt);
   });
 }
 
 KNN_API int KNN_CALL knn_index_free(knn_index* index) {
-  return knn::guarded("knn_index_free", [&] {
-    if (index == nullptr) return;
-    if (!knn::LiveHandles<knn_index>::instance().free(index)) knn::fail_index_not_live();
-  });
+  return knn::guarded("knn_index_free", [&] { knn::free_live(index, knn::kIndexNames); });
 }
 
 KNN_API int KNN_CALL knn_index_info(const knn_index* index, int64_t* n, int* dim, int* backend,

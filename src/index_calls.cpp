@@ -259,18 +259,7 @@ void answer_call(const knn_index& ix, const CallShape<Scalar>& call, const Outpu
   // ---- The live index and a call's options -----------------------------------
 }
 
-void fail_index_not_live() {
-  fail(KNN_ERR_INVALID_ARGUMENT,
-       "index is not a live index (already freed, or not made by knn_index_build, "
-       "knn_index_build_f64 or knn_index_deserialize)");
-}
-
-HandleUse<knn_index> use_index(const knn_index* index) {
-  if (index == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "index is NULL");
-  HandleUse<knn_index> use(index);
-  if (!use) fail_index_not_live();
-  return use;
-}
+HandleUse<knn_index> use_index(const knn_index* index) { return use_live(index, kIndexNames); }
 
 template <typename Scalar>
 HandleUse<knn_index> use_index(const knn_index* index, const char* call) {

@@ -71,7 +71,4 @@ void write_serialized_index(const SavedIndex& index, const void* points, unsigne
 SavedIndex read_serialized_index(const unsigned char* buffer, size_t bytes,
                                  const unsigned char** points);
 
-// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of `bytes` bytes.
-uint32_t crc32c(const unsigned char* data, size_t bytes);
-
 }  // namespace knn

@@ -82,7 +82,10 @@ struct knn_index {
 
 namespace knn {
 
-[[noreturn]] void fail_index_not_live();
+inline constexpr HandleNames kIndexNames{
+    "index",
+    "index is not a live index (already freed, or not made by knn_index_build, "
+    "knn_index_build_f64 or knn_index_deserialize)"};
 
 // Holds the live index of a call (src/live_handles.h) until the call returns.
 HandleUse<knn_index> use_index(const knn_index* index);

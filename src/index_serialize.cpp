@@ -8,6 +8,7 @@
 
 #include "../engine/cancel.h"
 #include "abi_barrier.h"
+#include "framing.h"
 #include "index_format.h"
 #include "index_handle.h"
 #include "options.h"
@@ -73,12 +74,7 @@ KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, s
     const knn::HandleUse<knn_index> use = knn::use_index(index);
     const knn_index& ix = *use;
     const size_t needed = knn::serialized_index_bytes(ix.size(), ix.dim(), ix.scalar());
-    if (buffer == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "buffer is NULL");
-    if (bytes < needed)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("buffer holds %zu bytes; this index serializes to %zu "
-                            "(knn_index_serialized_size)",
-                            bytes, needed));
+    knn::check_serialize_buffer("index", buffer, bytes, needed);
     knn::DeviceScope scope(ix.device);
     unsigned char* const out = static_cast<unsigned char*>(buffer);
     if (ix.engine64)
@@ -91,17 +87,9 @@ KNN_API int KNN_CALL knn_index_serialize(const knn_index* index, void* buffer, s
 KNN_API int KNN_CALL knn_index_deserialize(const void* buffer, size_t bytes, const knn_options* opt,
                                            knn_index** out) {
   return knn::guarded("knn_index_deserialize", [&] {
-    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-    *out = nullptr;
+    knn::clear_out(out);
     const knn_options o = knn::read_options(opt);
-    // NULL with 0 bytes is an empty buffer: refused below as truncated.
-    if (buffer == nullptr && bytes > 0)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));
-    // Refused before the header is read: no buffer is that large.
-    if (bytes > static_cast<size_t>(PTRDIFF_MAX))
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("bytes is %zu; no buffer holds more than %lld bytes", bytes,
-                            static_cast<long long>(PTRDIFF_MAX)));
+    knn::check_deserialize_buffer(buffer, bytes);
     const unsigned char* payload = nullptr;
     const knn::SavedIndex saved =
         knn::read_serialized_index(static_cast<const unsigned char*>(buffer), bytes, &payload);

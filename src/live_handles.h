@@ -29,7 +29,10 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
+
+#include "../common/error.h"
 
 namespace knn {
 
@@ -134,5 +137,37 @@ class HandleUse {
  private:
   const Handle* handle_;
 };
+
+// How the messages of a handle type name it: the argument ("index") and the
+// refusal of a pointer that is not live (what it is and which calls make it).
+struct HandleNames {
+  const char* argument;
+  const char* not_live;
+};
+
+// Holds the live handle of an entry point until the call returns; refuses
+// NULL and a pointer that is not live.
+template <class Handle>
+HandleUse<Handle> use_live(const Handle* handle, const HandleNames& names) {
+  if (handle == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, std::string(names.argument) + " is NULL");
+  HandleUse<Handle> use(handle);
+  if (!use) fail(KNN_ERR_INVALID_ARGUMENT, names.not_live);
+  return use;
+}
+
+// knn_*_free: NULL is nothing to do; a pointer that is not live is refused.
+template <class Handle>
+void free_live(Handle* handle, const HandleNames& names) {
+  if (handle == nullptr) return;
+  if (!LiveHandles<Handle>::instance().free(handle)) fail(KNN_ERR_INVALID_ARGUMENT, names.not_live);
+}
+
+// The out parameter of a call that makes a handle: refused when NULL, else
+// NULL until the call succeeds.
+template <class Handle>
+void clear_out(Handle** out) {
+  if (out == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
+  *out = nullptr;
+}
 
 }  // namespace knn

@@ -457,7 +457,7 @@ Fit align_points(const char* call, const knn_mesh* handle, const Scalar* points,
                  const double* initial, Settings settings, const knn_options* opt) {
   const HandleUse<knn_mesh> use = use_mesh<Scalar>(handle, call);
   const knn_mesh& mesh = *use;
-  const MeshParams params = call_params(mesh, opt);
+  const MeshParams params = read_call(mesh, opt, false).params;
   const Motion start = initial_motion(initial);
   check_array(points, m, "points", "m");
   check_slots(m, 3, sizeof(Scalar), "m * 3");

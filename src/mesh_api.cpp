@@ -20,6 +20,7 @@
 #include "device_arrays.h"
 #include "device_choice.h"
 #include "device_scope.h"
+#include "framing.h"
 #include "index_format.h"
 #include "live_handles.h"
 #include "mesh_format.h"
@@ -44,22 +45,7 @@ void destroy_handle(knn_mesh* mesh) noexcept {
   delete mesh;
 }
 
-namespace {
-
-[[noreturn]] void fail_not_live() {
-  fail(KNN_ERR_INVALID_ARGUMENT,
-       "mesh is not a live mesh (already freed, or not made by knn_mesh_build, "
-       "knn_mesh_build_f64 or knn_mesh_deserialize)");
-}
-
-}  // namespace
-
-HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh) {
-  if (mesh == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "mesh is NULL");
-  HandleUse<knn_mesh> use(mesh);
-  if (!use) fail_not_live();
-  return use;
-}
+HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh) { return use_live(mesh, kMeshNames); }
 
 void fail_other_precision(const char* call, bool wide) {
   const std::string name(call);
@@ -163,8 +149,7 @@ KNN_API int KNN_CALL knn_mesh_build(const float* vertices, int64_t n_vertices,
                                     const int32_t* triangles, int64_t n_triangles,
                                     const knn_options* opt, knn_mesh** out) {
   return knn::guarded("knn_mesh_build", [&] {
-    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-    *out = nullptr;
+    knn::clear_out(out);
     *out = knn::build(vertices, n_vertices, triangles, n_triangles, opt);
   });
 }
@@ -173,17 +158,13 @@ KNN_API int KNN_CALL knn_mesh_build_f64(const double* vertices, int64_t n_vertic
                                         const int32_t* triangles, int64_t n_triangles,
                                         const knn_options* opt, knn_mesh** out) {
   return knn::guarded("knn_mesh_build_f64", [&] {
-    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-    *out = nullptr;
+    knn::clear_out(out);
     *out = knn::build(vertices, n_vertices, triangles, n_triangles, opt);
   });
 }
 
 KNN_API int KNN_CALL knn_mesh_free(knn_mesh* mesh) {
-  return knn::guarded("knn_mesh_free", [&] {
-    if (mesh == nullptr) return;
-    if (!knn::LiveHandles<knn_mesh>::instance().free(mesh)) knn::fail_not_live();
-  });
+  return knn::guarded("knn_mesh_free", [&] { knn::free_live(mesh, knn::kMeshNames); });
 }
 
 KNN_API int KNN_CALL knn_mesh_info(const knn_mesh* mesh, int64_t* n_vertices, int64_t* n_triangles,
@@ -214,12 +195,7 @@ KNN_API int KNN_CALL knn_mesh_serialize(const knn_mesh* mesh, void* buffer, size
     const knn::HandleUse<knn_mesh> use = knn::use_mesh(mesh);
     const knn::SavedMesh saved = knn::saved_of(*use);
     const size_t needed = knn::serialized_mesh_bytes(saved);
-    if (buffer == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "buffer is NULL");
-    if (bytes < needed)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("buffer holds %zu bytes; this mesh serializes to %zu "
-                            "(knn_mesh_serialized_size)",
-                            bytes, needed));
+    knn::check_serialize_buffer("mesh", buffer, bytes, needed);
     unsigned char* const out = static_cast<unsigned char*>(buffer);
     if (use->engine64)
       knn::write_serialized_mesh(saved, use->mesh64.vertices.data(), use->mesh64.triangles.data(),
@@ -233,15 +209,9 @@ KNN_API int KNN_CALL knn_mesh_serialize(const knn_mesh* mesh, void* buffer, size
 KNN_API int KNN_CALL knn_mesh_deserialize(const void* buffer, size_t bytes, const knn_options* opt,
                                           knn_mesh** out) {
   return knn::guarded("knn_mesh_deserialize", [&] {
-    if (out == nullptr) knn::fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-    *out = nullptr;
+    knn::clear_out(out);
     knn::read_options(opt);
-    if (buffer == nullptr && bytes > 0)
-      knn::fail(KNN_ERR_INVALID_ARGUMENT, knn::format("buffer is NULL while bytes is %zu", bytes));
-    if (bytes > static_cast<size_t>(PTRDIFF_MAX))
-      knn::fail(KNN_ERR_INVALID_ARGUMENT,
-                knn::format("bytes is %zu; no buffer holds more than %lld bytes", bytes,
-                            static_cast<long long>(PTRDIFF_MAX)));
+    knn::check_deserialize_buffer(buffer, bytes);
     const unsigned char *vertices = nullptr, *triangles = nullptr;
     const knn::SavedMesh saved = knn::read_serialized_mesh(
         static_cast<const unsigned char*>(buffer), bytes, &vertices, &triangles);

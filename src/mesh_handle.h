@@ -94,6 +94,11 @@ namespace knn {
 template <>
 void destroy_handle(knn_mesh* mesh) noexcept;
 
+inline constexpr HandleNames kMeshNames{
+    "mesh",
+    "mesh is not a live mesh (already freed, or not made by knn_mesh_build, "
+    "knn_mesh_build_f64 or knn_mesh_deserialize)"};
+
 // Holds the live mesh of a call (src/live_handles.h) until the call returns.
 HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh);
 
@@ -112,18 +117,25 @@ HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh, const char* call) {
 // Arrays the engines never read on the device: refused when they are.
 void check_host_array(const void* p, const char* name);
 
-// The options of a call on `mesh`, with the device environment checked as a
-// GPU host would read it: KNN_DEVICE_MEMORY_LIMIT unless the call or the
-// build set a limit (one device: KNN_DEVICES is not read).
-inline MeshParams call_params(const knn_mesh& mesh, const knn_options* opt) {
-  const knn_options o = read_options(opt);
-  if (mesh.may_use_device)
-    check_device_environment(false, o.device_memory_limit == 0 && mesh.device_memory_limit == 0);
+// The options of a call on `mesh` and the engine's parameters, with the
+// device environment checked as a GPU host would read it, before any output
+// is touched: KNN_DEVICE_MEMORY_LIMIT unless the call or the build set a
+// limit, KNN_DEVICES (`device_list`: a call that may use several devices)
+// unless the call or the build named devices.
+struct MeshCall {
+  knn_options options;
   MeshParams params;
-  params.threads = o.threads > 0 ? o.threads : mesh.threads;
-  params.device_memory_limit =
+};
+inline MeshCall read_call(const knn_mesh& mesh, const knn_options* opt, bool device_list) {
+  MeshCall c{read_options(opt), MeshParams{}};
+  const knn_options& o = c.options;
+  if (mesh.may_use_device)
+    check_device_environment(device_list && mesh.devices_from_environment && o.device_count == 0,
+                             o.device_memory_limit == 0 && mesh.device_memory_limit == 0);
+  c.params.threads = o.threads > 0 ? o.threads : mesh.threads;
+  c.params.device_memory_limit =
       o.device_memory_limit > 0 ? o.device_memory_limit : mesh.device_memory_limit;
-  return params;
+  return c;
 }
 
 // The m points of a call: their placement against the engine's (the OpenMP

@@ -25,27 +25,6 @@
 namespace knn {
 namespace {
 
-// The options of a call on `mesh` and the engine's parameters, with the
-// device environment checked as a GPU host would read it, before any output
-// is touched: KNN_DEVICE_MEMORY_LIMIT unless the call or the build set a
-// limit, KNN_DEVICES (`device_list`: a call that may use several devices)
-// unless the call or the build named devices.
-struct MeshCall {
-  knn_options options;
-  MeshParams params;
-};
-MeshCall read_call(const knn_mesh& mesh, const knn_options* opt, bool device_list) {
-  MeshCall c{read_options(opt), MeshParams{}};
-  const knn_options& o = c.options;
-  if (mesh.may_use_device)
-    check_device_environment(device_list && mesh.devices_from_environment && o.device_count == 0,
-                             o.device_memory_limit == 0 && mesh.device_memory_limit == 0);
-  c.params.threads = o.threads > 0 ? o.threads : mesh.threads;
-  c.params.device_memory_limit =
-      o.device_memory_limit > 0 ? o.device_memory_limit : mesh.device_memory_limit;
-  return c;
-}
-
 // The per-point arrays of a call in split_points' terms: the points first,
 // then the outputs of MeshResults in its order.
 template <typename Scalar>

@@ -48,19 +48,12 @@ QuadtreeParams params_of(const knn_options& o) {
   return params;
 }
 
-[[noreturn]] void fail_not_live() {
-  fail(KNN_ERR_INVALID_ARGUMENT,
-       "tree is not a live quadtree (already freed, or not made by knn_quadtree_build or "
-       "knn_quadtree_build_f64)");
-}
+constexpr HandleNames kTreeNames{"tree",
+                                 "tree is not a live quadtree (already freed, or not made by "
+                                 "knn_quadtree_build or knn_quadtree_build_f64)"};
 
 // Holds the live tree of a call (src/live_handles.h) until the call returns.
-HandleUse<knn_quadtree> use_tree(const knn_quadtree* tree) {
-  if (tree == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "tree is NULL");
-  HandleUse<knn_quadtree> use(tree);
-  if (!use) fail_not_live();
-  return use;
-}
+HandleUse<knn_quadtree> use_tree(const knn_quadtree* tree) { return use_live(tree, kTreeNames); }
 
 // The options of a query on `tree`, with KNN_DEVICE_MEMORY_LIMIT checked as
 // a GPU host would read it (check_device_environment): point in polygon
@@ -75,8 +68,7 @@ QuadtreeParams query_params(const knn_quadtree* tree, const knn_options* opt) {
 // the vertices' (the engines take any mix).
 template <class P>
 void build_tree(const P* xy, int64_t n, const knn_options* opt, knn_quadtree** out) {
-  if (out == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "out is NULL");
-  *out = nullptr;
+  clear_out(out);
   check_array(xy, n, "xy", "n");
   if (n > kMaxPoints)
     fail(KNN_ERR_INVALID_ARGUMENT,
@@ -157,10 +149,7 @@ KNN_API int KNN_CALL knn_quadtree_build_f64(const double* xy, int64_t n, const k
 }
 
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree) {
-  return knn::guarded("knn_quadtree_free", [&] {
-    if (tree == nullptr) return;
-    if (!knn::LiveHandles<knn_quadtree>::instance().free(tree)) knn::fail_not_live();
-  });
+  return knn::guarded("knn_quadtree_free", [&] { knn::free_live(tree, knn::kTreeNames); });
 }
 
 KNN_API int KNN_CALL knn_points_in_polygons_count(const knn_quadtree* tree,

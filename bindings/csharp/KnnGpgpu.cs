@@ -575,28 +575,10 @@ namespace KnnGpgpu
         [MethodImpl(Late)] internal static void knn_options_init(IntPtr o) { NativeMethods.knn_options_init(o); }
         [MethodImpl(Late)] internal static void knn_options_init_v2(IntPtr o) { NativeMethods.knn_options_init_v2(o); }
         [MethodImpl(Late)]
-        internal static int knn_index_build(IntPtr p, long n, int dim, IntPtr o, out IndexHandle h)
-        { return NativeMethods.knn_index_build(p, n, dim, o, out h); }
-        [MethodImpl(Late)]
         internal static int knn_index_info(IndexHandle h, out long n, out int dim, out int b, out int s)
         { return NativeMethods.knn_index_info(h, out n, out dim, out b, out s); }
         [MethodImpl(Late)]
-        internal static int knn_index_query(IndexHandle h, IntPtr q, long m, int k, IntPtr i, IntPtr d, IntPtr o)
-        { return NativeMethods.knn_index_query(h, q, m, k, i, d, o); }
-        [MethodImpl(Late)]
-        internal static int knn_index_query_self(IndexHandle h, int k, int ex, IntPtr i, IntPtr d)
-        { return NativeMethods.knn_index_query_self(h, k, ex, i, d); }
-        [MethodImpl(Late)]
-        internal static int knn_index_radius(IndexHandle h, IntPtr q, long m, float r, int mx, IntPtr i, IntPtr d, IntPtr c, IntPtr o)
-        { return NativeMethods.knn_index_radius(h, q, m, r, mx, i, d, c, o); }
-        [MethodImpl(Late)]
-        internal static int knn_index_radius_count(IndexHandle h, IntPtr q, long m, float r, IntPtr c, IntPtr o)
-        { return NativeMethods.knn_index_radius_count(h, q, m, r, c, o); }
-        [MethodImpl(Late)]
         internal static int knn_offsets_from_counts(IntPtr c, long m, IntPtr o) { return NativeMethods.knn_offsets_from_counts(c, m, o); }
-        [MethodImpl(Late)]
-        internal static int knn_index_radius_fill(IndexHandle h, IntPtr q, long m, float r, IntPtr off, IntPtr i, IntPtr d, IntPtr o)
-        { return NativeMethods.knn_index_radius_fill(h, q, m, r, off, i, d, o); }
         [MethodImpl(Late)]
         internal static int knn_index_serialized_size(IndexHandle h, out UIntPtr b) { return NativeMethods.knn_index_serialized_size(h, out b); }
         [MethodImpl(Late)]
@@ -605,52 +587,147 @@ namespace KnnGpgpu
         internal static int knn_index_deserialize(IntPtr buf, UIntPtr b, IntPtr o, out IndexHandle h)
         { return NativeMethods.knn_index_deserialize(buf, b, o, out h); }
         [MethodImpl(Late)]
-        internal static UIntPtr knn_estimate_build_bytes(long n, int dim, IntPtr o) { return NativeMethods.knn_estimate_build_bytes(n, dim, o); }
+        internal static int knn_index_scalar(IndexHandle h, out int s) { return NativeMethods.knn_index_scalar(h, out s); }
+    }
+
+
+    /// <summary>The adapter of T's precision (float or double) for the calls that come in a
+    /// float and an _f64 form.</summary>
+    internal static class Precision
+    {
+        internal static C Pick<T, C>(C forFloat, C forDouble, string what)
+        {
+            if (typeof(T) == typeof(float)) return forFloat;
+            if (typeof(T) == typeof(double)) return forDouble;
+            throw new NotSupportedException(what + "<" + typeof(T).Name + ">: float or double only");
+        }
+    }
+
+    /// <summary>The index entry points of one precision: the float calls or their _f64 twins
+    /// (the _f64 ones take the radius in double, the float ones round it to float as the
+    /// header compares in the index's scalar). Never inlined, as Native's thunks.</summary>
+    internal abstract class IndexCalls
+    {
+        internal static IndexCalls For(KnnScalar scalar)
+        {
+            return scalar == KnnScalar.Float64 ? (IndexCalls)IndexCalls<double>.Of : IndexCalls<float>.Of;
+        }
+
+        internal abstract KnnScalar Scalar { get; }
+        /// <summary>"" or "_f64": the C function's name is the float one's and this.</summary>
+        internal abstract string Suffix { get; }
+        internal abstract int Build(IntPtr p, long n, int dim, IntPtr o, out IndexHandle h);
+        internal abstract int Query(IndexHandle h, IntPtr q, long m, int k, IntPtr i, IntPtr d, IntPtr o);
+        internal abstract int QuerySelf(IndexHandle h, int k, int ex, IntPtr i, IntPtr d);
+        internal abstract int Radius(IndexHandle h, IntPtr q, long m, double r, int mx, IntPtr i, IntPtr d,
+                                     IntPtr c, IntPtr o);
+        internal abstract int RadiusCount(IndexHandle h, IntPtr q, long m, double r, IntPtr c, IntPtr o);
+        internal abstract int RadiusFill(IndexHandle h, IntPtr q, long m, double r, IntPtr off, IntPtr i,
+                                         IntPtr d, IntPtr o);
+        internal abstract UIntPtr EstimateBuildBytes(long n, int dim, IntPtr o);
+        internal abstract UIntPtr EstimateQueryBytes(long m, int k, long n, int dim, IntPtr o);
+    }
+
+    /// <summary>IndexCalls with the quadtree calls, whose arrays are of T.</summary>
+    internal abstract class IndexCalls<T> : IndexCalls where T : struct
+    {
+        internal static readonly IndexCalls<T> Of =
+            Precision.Pick<T, IndexCalls<T>>((object)new FloatCalls() as IndexCalls<T>,
+                                             (object)new DoubleCalls() as IndexCalls<T>,
+                                             "KnnIndex");
+
+        internal abstract int QuadtreeBuild(T[] xy, long n, IntPtr o, out QuadtreeHandle h);
+        internal abstract int PipCount(QuadtreeHandle t, T[] v, long[] r, long nr, long[] p, long np, long[] c,
+                                       IntPtr o);
+        internal abstract int Pip(QuadtreeHandle t, T[] v, long[] r, long nr, long[] p, long np, long[] oo,
+                                  long[] pi, IntPtr o);
+    }
+
+    internal sealed class FloatCalls : IndexCalls<float>
+    {
+        const MethodImplOptions Late = MethodImplOptions.NoInlining;
+        internal override KnnScalar Scalar { get { return KnnScalar.Float32; } }
+        internal override string Suffix { get { return ""; } }
         [MethodImpl(Late)]
-        internal static UIntPtr knn_estimate_query_bytes(long m, int k, long n, int dim, IntPtr o)
+        internal override int Build(IntPtr p, long n, int dim, IntPtr o, out IndexHandle h)
+        { return NativeMethods.knn_index_build(p, n, dim, o, out h); }
+        [MethodImpl(Late)]
+        internal override int Query(IndexHandle h, IntPtr q, long m, int k, IntPtr i, IntPtr d, IntPtr o)
+        { return NativeMethods.knn_index_query(h, q, m, k, i, d, o); }
+        [MethodImpl(Late)]
+        internal override int QuerySelf(IndexHandle h, int k, int ex, IntPtr i, IntPtr d)
+        { return NativeMethods.knn_index_query_self(h, k, ex, i, d); }
+        [MethodImpl(Late)]
+        internal override int Radius(IndexHandle h, IntPtr q, long m, double r, int mx, IntPtr i, IntPtr d,
+                                     IntPtr c, IntPtr o)
+        { return NativeMethods.knn_index_radius(h, q, m, (float)r, mx, i, d, c, o); }
+        [MethodImpl(Late)]
+        internal override int RadiusCount(IndexHandle h, IntPtr q, long m, double r, IntPtr c, IntPtr o)
+        { return NativeMethods.knn_index_radius_count(h, q, m, (float)r, c, o); }
+        [MethodImpl(Late)]
+        internal override int RadiusFill(IndexHandle h, IntPtr q, long m, double r, IntPtr off, IntPtr i,
+                                         IntPtr d, IntPtr o)
+        { return NativeMethods.knn_index_radius_fill(h, q, m, (float)r, off, i, d, o); }
+        [MethodImpl(Late)]
+        internal override UIntPtr EstimateBuildBytes(long n, int dim, IntPtr o)
+        { return NativeMethods.knn_estimate_build_bytes(n, dim, o); }
+        [MethodImpl(Late)]
+        internal override UIntPtr EstimateQueryBytes(long m, int k, long n, int dim, IntPtr o)
         { return NativeMethods.knn_estimate_query_bytes(m, k, n, dim, o); }
         [MethodImpl(Late)]
-        internal static int knn_quadtree_build(float[] xy, long n, IntPtr o, out QuadtreeHandle h)
+        internal override int QuadtreeBuild(float[] xy, long n, IntPtr o, out QuadtreeHandle h)
         { return NativeMethods.knn_quadtree_build(xy, n, o, out h); }
         [MethodImpl(Late)]
-        internal static int knn_points_in_polygons_count(QuadtreeHandle t, float[] v, long[] r, long nr, long[] p, long np, long[] c, IntPtr o)
+        internal override int PipCount(QuadtreeHandle t, float[] v, long[] r, long nr, long[] p, long np,
+                                       long[] c, IntPtr o)
         { return NativeMethods.knn_points_in_polygons_count(t, v, r, nr, p, np, c, o); }
         [MethodImpl(Late)]
-        internal static int knn_points_in_polygons(QuadtreeHandle t, float[] v, long[] r, long nr, long[] p, long np, long[] oo, long[] pi, IntPtr o)
+        internal override int Pip(QuadtreeHandle t, float[] v, long[] r, long nr, long[] p, long np, long[] oo,
+                                  long[] pi, IntPtr o)
         { return NativeMethods.knn_points_in_polygons(t, v, r, nr, p, np, oo, pi, o); }
+    }
+
+    internal sealed class DoubleCalls : IndexCalls<double>
+    {
+        const MethodImplOptions Late = MethodImplOptions.NoInlining;
+        internal override KnnScalar Scalar { get { return KnnScalar.Float64; } }
+        internal override string Suffix { get { return "_f64"; } }
         [MethodImpl(Late)]
-        internal static int knn_index_build_f64(IntPtr p, long n, int dim, IntPtr o, out IndexHandle h)
+        internal override int Build(IntPtr p, long n, int dim, IntPtr o, out IndexHandle h)
         { return NativeMethods.knn_index_build_f64(p, n, dim, o, out h); }
         [MethodImpl(Late)]
-        internal static int knn_index_scalar(IndexHandle h, out int s) { return NativeMethods.knn_index_scalar(h, out s); }
-        [MethodImpl(Late)]
-        internal static int knn_index_query_f64(IndexHandle h, IntPtr q, long m, int k, IntPtr i, IntPtr d, IntPtr o)
+        internal override int Query(IndexHandle h, IntPtr q, long m, int k, IntPtr i, IntPtr d, IntPtr o)
         { return NativeMethods.knn_index_query_f64(h, q, m, k, i, d, o); }
         [MethodImpl(Late)]
-        internal static int knn_index_query_self_f64(IndexHandle h, int k, int ex, IntPtr i, IntPtr d)
+        internal override int QuerySelf(IndexHandle h, int k, int ex, IntPtr i, IntPtr d)
         { return NativeMethods.knn_index_query_self_f64(h, k, ex, i, d); }
         [MethodImpl(Late)]
-        internal static int knn_index_radius_f64(IndexHandle h, IntPtr q, long m, double r, int mx, IntPtr i, IntPtr d, IntPtr c, IntPtr o)
+        internal override int Radius(IndexHandle h, IntPtr q, long m, double r, int mx, IntPtr i, IntPtr d,
+                                     IntPtr c, IntPtr o)
         { return NativeMethods.knn_index_radius_f64(h, q, m, r, mx, i, d, c, o); }
         [MethodImpl(Late)]
-        internal static int knn_index_radius_count_f64(IndexHandle h, IntPtr q, long m, double r, IntPtr c, IntPtr o)
+        internal override int RadiusCount(IndexHandle h, IntPtr q, long m, double r, IntPtr c, IntPtr o)
         { return NativeMethods.knn_index_radius_count_f64(h, q, m, r, c, o); }
         [MethodImpl(Late)]
-        internal static int knn_index_radius_fill_f64(IndexHandle h, IntPtr q, long m, double r, IntPtr off, IntPtr i, IntPtr d, IntPtr o)
+        internal override int RadiusFill(IndexHandle h, IntPtr q, long m, double r, IntPtr off, IntPtr i,
+                                         IntPtr d, IntPtr o)
         { return NativeMethods.knn_index_radius_fill_f64(h, q, m, r, off, i, d, o); }
         [MethodImpl(Late)]
-        internal static UIntPtr knn_estimate_build_bytes_f64(long n, int dim, IntPtr o) { return NativeMethods.knn_estimate_build_bytes_f64(n, dim, o); }
+        internal override UIntPtr EstimateBuildBytes(long n, int dim, IntPtr o)
+        { return NativeMethods.knn_estimate_build_bytes_f64(n, dim, o); }
         [MethodImpl(Late)]
-        internal static UIntPtr knn_estimate_query_bytes_f64(long m, int k, long n, int dim, IntPtr o)
+        internal override UIntPtr EstimateQueryBytes(long m, int k, long n, int dim, IntPtr o)
         { return NativeMethods.knn_estimate_query_bytes_f64(m, k, n, dim, o); }
         [MethodImpl(Late)]
-        internal static int knn_quadtree_build_f64(double[] xy, long n, IntPtr o, out QuadtreeHandle h)
+        internal override int QuadtreeBuild(double[] xy, long n, IntPtr o, out QuadtreeHandle h)
         { return NativeMethods.knn_quadtree_build_f64(xy, n, o, out h); }
         [MethodImpl(Late)]
-        internal static int knn_points_in_polygons_count_f64(QuadtreeHandle t, double[] v, long[] r, long nr, long[] p, long np, long[] c, IntPtr o)
+        internal override int PipCount(QuadtreeHandle t, double[] v, long[] r, long nr, long[] p, long np,
+                                       long[] c, IntPtr o)
         { return NativeMethods.knn_points_in_polygons_count_f64(t, v, r, nr, p, np, c, o); }
         [MethodImpl(Late)]
-        internal static int knn_points_in_polygons_f64(QuadtreeHandle t, double[] v, long[] r, long nr, long[] p, long np, long[] oo, long[] pi, IntPtr o)
+        internal override int Pip(QuadtreeHandle t, double[] v, long[] r, long nr, long[] p, long np, long[] oo,
+                                  long[] pi, IntPtr o)
         { return NativeMethods.knn_points_in_polygons_f64(t, v, r, nr, p, np, oo, pi, o); }
     }
 
@@ -704,6 +781,47 @@ namespace KnnGpgpu
         public static void Check(int status, string function)
         {
             if (status != 0) throw KnnException.From(status, Utf8(Native.knn_last_error()), function);
+        }
+
+        /// <summary>The handle a constructor call (build, deserialize) made: on failure the
+        /// library wrote none, so it is marked invalid (nothing to free) and the status thrown.</summary>
+        internal static H Owned<H>(int status, H h, string function) where H : SafeHandle
+        {
+            if (status != 0)
+            {
+                if (h != null) h.SetHandleAsInvalid();
+                Check(status, function);
+            }
+            return h;
+        }
+
+        internal delegate int Deserializer<H>(IntPtr buffer, UIntPtr bytes, IntPtr opt, out H h);
+        internal delegate int SerializedSize<H>(H h, out UIntPtr bytes);
+
+        /// <summary>knn_index_deserialize or knn_mesh_deserialize of data.</summary>
+        internal static H Deserialize<H>(byte[] data, KnnOptions? options, Deserializer<H> call, string function)
+            where H : SafeHandle
+        {
+            if (data == null) throw new ArgumentNullException("data");
+            Loader.Ensure();
+            H h;
+            using (var pins = new Pins((Array)(data.Length > 0 ? data : null)))
+            using (var opt = OptionsBlock.For(options))
+                return Owned(call(pins[0], new UIntPtr((ulong)data.LongLength), OptionsBlock.PointerOf(opt), out h),
+                             h, function);
+        }
+
+        /// <summary>knn_&lt;what&gt;_serialized_size, then knn_&lt;what&gt;_serialize into an array
+        /// of that size.</summary>
+        internal static byte[] Serialize<H>(H h, SerializedSize<H> sizeOf, Func<H, IntPtr, UIntPtr, int> write,
+                                            string what)
+        {
+            UIntPtr size;
+            Check(sizeOf(h, out size), "knn_" + what + "_serialized_size");
+            var data = new byte[(long)size.ToUInt64()];
+            using (var pins = new Pins(data))
+                Check(write(h, pins[0], size), "knn_" + what + "_serialize");
+            return data;
         }
 
         static Point[] NotNull(Point[] a, string name)
@@ -856,23 +974,11 @@ namespace KnnGpgpu
 
         /// <summary>Build over points: rows of dim floats (a float32 index).</summary>
         public KnnIndex(float[] points, int dim, KnnOptions? options = null)
-            : this(points, dim, KnnScalar.Float32, options) { }
+            : this(Built(points, dim, options), RowsOf(points, dim), dim, KnnScalar.Float32) { }
 
         /// <summary>Build over points: rows of dim doubles (a float64 index).</summary>
         public KnnIndex(double[] points, int dim, KnnOptions? options = null)
-            : this(points, dim, KnnScalar.Float64, options) { }
-
-        KnnIndex(Array points, int dim, KnnScalar scalar, KnnOptions? options)
-        {
-            if (points == null) throw new ArgumentNullException("points");
-            if (dim < 1 || points.LongLength % dim != 0)
-                throw new ArgumentException("points.Length must be a multiple of dim (>= 1)");
-            using (var pins = new Pins(points))
-                handle = Build(pins[0], points.LongLength / dim, dim, scalar, options);
-            N = points.LongLength / dim;
-            Dim = dim;
-            Scalar = scalar;
-        }
+            : this(Built(points, dim, options), RowsOf(points, dim), dim, KnnScalar.Float64) { }
 
         /// <summary>Build over n rows of dim floats at a host or device pointer.</summary>
         public KnnIndex(IntPtr points, long n, int dim, KnnOptions? options = null)
@@ -881,8 +987,11 @@ namespace KnnGpgpu
         /// <summary>Build over n rows of dim values of the given scalar type at a host or
         /// device pointer.</summary>
         public KnnIndex(IntPtr points, long n, int dim, KnnScalar scalar, KnnOptions? options = null)
+            : this(Build(IndexCalls.For(scalar), points, n, dim, options), n, dim, scalar) { }
+
+        KnnIndex(IndexHandle owned, long n, int dim, KnnScalar scalar)
         {
-            handle = Build(points, n, dim, scalar, options);
+            handle = owned;
             N = n;
             Dim = dim;
             Scalar = scalar;
@@ -899,55 +1008,43 @@ namespace KnnGpgpu
             Scalar = (KnnScalar)scalar;
         }
 
+        static long RowsOf(Array points, int dim)
+        {
+            if (points == null) throw new ArgumentNullException("points");
+            if (dim < 1 || points.LongLength % dim != 0)
+                throw new ArgumentException("points.Length must be a multiple of dim (>= 1)");
+            return points.LongLength / dim;
+        }
+
+        static IndexHandle Built<T>(T[] points, int dim, KnnOptions? options) where T : struct
+        {
+            long n = RowsOf(points, dim);
+            using (var pins = new Pins(points))
+                return Build(IndexCalls<T>.Of, pins[0], n, dim, options);
+        }
+
+        static IndexHandle Build(IndexCalls calls, IntPtr points, long n, int dim, KnnOptions? options)
+        {
+            Loader.Ensure();
+            IndexHandle h;
+            using (var opt = OptionsBlock.For(options))
+                return Knn.Owned(calls.Build(points, n, dim, OptionsBlock.PointerOf(opt), out h), h,
+                                 "knn_index_build" + calls.Suffix);
+        }
+
         /// <summary>knn_index_deserialize: an index from Serialize()'s bytes. The options choose
         /// where it loads (backend, device, threads); the structure, leaf size and Scalar come
         /// from the bytes. A corrupted or truncated buffer throws KnnInvalidArgumentException.</summary>
         public static KnnIndex Deserialize(byte[] data, KnnOptions? options = null)
         {
-            if (data == null) throw new ArgumentNullException("data");
-            Loader.Ensure();
-            IndexHandle h;
-            using (var pins = new Pins((Array)(data.Length > 0 ? data : null)))
-            using (var opt = OptionsBlock.For(options))
-            {
-                int status = Native.knn_index_deserialize(pins[0], new UIntPtr((ulong)data.LongLength),
-                                                          OptionsBlock.PointerOf(opt), out h);
-                if (status != 0)
-                {
-                    if (h != null) h.SetHandleAsInvalid();
-                    Knn.Check(status, "knn_index_deserialize");
-                }
-            }
-            return new KnnIndex(h);
+            return new KnnIndex(Knn.Deserialize<IndexHandle>(data, options, Native.knn_index_deserialize,
+                                                             "knn_index_deserialize"));
         }
 
         /// <summary>knn_index_serialize: the index as bytes (a versioned, checksummed format).</summary>
         public byte[] Serialize()
         {
-            UIntPtr size;
-            Knn.Check(Native.knn_index_serialized_size(Live(), out size), "knn_index_serialized_size");
-            var data = new byte[(long)size.ToUInt64()];
-            using (var pins = new Pins(data))
-                Knn.Check(Native.knn_index_serialize(Live(), pins[0], size), "knn_index_serialize");
-            return data;
-        }
-
-        static IndexHandle Build(IntPtr points, long n, int dim, KnnScalar scalar, KnnOptions? options)
-        {
-            Loader.Ensure();
-            IndexHandle h;
-            bool f64 = scalar == KnnScalar.Float64;
-            using (var opt = OptionsBlock.For(options))
-            {
-                int status = f64 ? Native.knn_index_build_f64(points, n, dim, OptionsBlock.PointerOf(opt), out h)
-                                 : Native.knn_index_build(points, n, dim, OptionsBlock.PointerOf(opt), out h);
-                if (status != 0)
-                {
-                    if (h != null) h.SetHandleAsInvalid();
-                    Knn.Check(status, f64 ? "knn_index_build_f64" : "knn_index_build");
-                }
-            }
-            return h;
+            return Knn.Serialize(Live(), Native.knn_index_serialized_size, Native.knn_index_serialize, "index");
         }
 
         IndexHandle Live()
@@ -974,30 +1071,29 @@ namespace KnnGpgpu
             return queries.LongLength / Dim;
         }
 
+        // The float[] and double[] overloads below are the public face of one generic method
+        // each; IndexCalls<T> picks the float or the _f64 function.
+
         /// <summary>k nearest of each query (rows of Dim floats; a float32 index): indices[i*k + j],
         /// and squared distances when sqDistances is requested.</summary>
         public int[] Query(float[] queries, int k, out float[] sqDistances, KnnOptions? options = null,
                            bool wantDistances = true)
-        {
-            long m = Rows(queries);
-            var ind = new int[m * Math.Max(k, 0)];
-            float[] dist = wantDistances ? new float[ind.LongLength] : null;
-            using (var pins = new Pins(queries, ind, dist))
-                QueryAs(KnnScalar.Float32, pins[0], m, k, pins[1], pins[2], options);
-            sqDistances = dist;
-            return ind;
-        }
+        { return Nearest(queries, k, out sqDistances, options, wantDistances); }
 
         /// <summary>k nearest of each query (rows of Dim doubles; a float64 index,
         /// knn_index_query_f64): indices and float64 squared distances.</summary>
         public int[] Query(double[] queries, int k, out double[] sqDistances, KnnOptions? options = null,
                            bool wantDistances = true)
+        { return Nearest(queries, k, out sqDistances, options, wantDistances); }
+
+        int[] Nearest<T>(T[] queries, int k, out T[] sqDistances, KnnOptions? options, bool wantDistances)
+            where T : struct
         {
             long m = Rows(queries);
             var ind = new int[m * Math.Max(k, 0)];
-            double[] dist = wantDistances ? new double[ind.LongLength] : null;
+            T[] dist = wantDistances ? new T[ind.LongLength] : null;
             using (var pins = new Pins(queries, ind, dist))
-                QueryAs(KnnScalar.Float64, pins[0], m, k, pins[1], pins[2], options);
+                Nearest(IndexCalls<T>.Of, pins[0], m, k, pins[1], pins[2], options);
             sqDistances = dist;
             return ind;
         }
@@ -1007,55 +1103,36 @@ namespace KnnGpgpu
         public void Query(IntPtr queries, long m, int k, IntPtr indices, IntPtr sqDistances,
                           KnnOptions? options = null)
         {
-            QueryAs(Scalar, queries, m, k, indices, sqDistances, options);
+            Nearest(IndexCalls.For(Scalar), queries, m, k, indices, sqDistances, options);
         }
 
-        void QueryAs(KnnScalar scalar, IntPtr queries, long m, int k, IntPtr indices, IntPtr sqDistances,
+        void Nearest(IndexCalls calls, IntPtr queries, long m, int k, IntPtr indices, IntPtr sqDistances,
                      KnnOptions? options)
         {
             using (var opt = OptionsBlock.For(options))
-            {
-                if (scalar == KnnScalar.Float64)
-                    Knn.Check(Native.knn_index_query_f64(Live(), queries, m, k, indices, sqDistances,
-                                                         OptionsBlock.PointerOf(opt)), "knn_index_query_f64");
-                else
-                    Knn.Check(Native.knn_index_query(Live(), queries, m, k, indices, sqDistances,
-                                                     OptionsBlock.PointerOf(opt)), "knn_index_query");
-            }
+                Knn.Check(calls.Query(Live(), queries, m, k, indices, sqDistances, OptionsBlock.PointerOf(opt)),
+                          "knn_index_query" + calls.Suffix);
         }
 
         /// <summary>All-kNN of the indexed points in input order (a float32 index); excludeSelf
         /// drops only each point's own index.</summary>
         public int[] QuerySelf(int k, bool excludeSelf, out float[] sqDistances, bool wantDistances = true)
-        {
-            var ind = new int[N * Math.Max(k, 0)];
-            float[] dist = wantDistances ? new float[ind.LongLength] : null;
-            QuerySelfAs(KnnScalar.Float32, k, excludeSelf, ind, dist);
-            sqDistances = dist;
-            return ind;
-        }
+        { return NearestOfEach(k, excludeSelf, out sqDistances, wantDistances); }
 
         /// <summary>All-kNN of the indexed points of a float64 index (knn_index_query_self_f64).</summary>
         public int[] QuerySelf(int k, bool excludeSelf, out double[] sqDistances, bool wantDistances = true)
+        { return NearestOfEach(k, excludeSelf, out sqDistances, wantDistances); }
+
+        int[] NearestOfEach<T>(int k, bool excludeSelf, out T[] sqDistances, bool wantDistances) where T : struct
         {
             var ind = new int[N * Math.Max(k, 0)];
-            double[] dist = wantDistances ? new double[ind.LongLength] : null;
-            QuerySelfAs(KnnScalar.Float64, k, excludeSelf, ind, dist);
+            T[] dist = wantDistances ? new T[ind.LongLength] : null;
+            var calls = IndexCalls<T>.Of;
+            using (var pins = new Pins(ind, dist))
+                Knn.Check(calls.QuerySelf(Live(), k, excludeSelf ? 1 : 0, pins[0], pins[1]),
+                          "knn_index_query_self" + calls.Suffix);
             sqDistances = dist;
             return ind;
-        }
-
-        void QuerySelfAs(KnnScalar scalar, int k, bool excludeSelf, int[] ind, Array dist)
-        {
-            using (var pins = new Pins(ind, dist))
-            {
-                if (scalar == KnnScalar.Float64)
-                    Knn.Check(Native.knn_index_query_self_f64(Live(), k, excludeSelf ? 1 : 0, pins[0], pins[1]),
-                              "knn_index_query_self_f64");
-                else
-                    Knn.Check(Native.knn_index_query_self(Live(), k, excludeSelf ? 1 : 0, pins[0], pins[1]),
-                              "knn_index_query_self");
-            }
         }
 
         /// <summary>Points within radius of each query (a float32 index): rows of maxNeighbors
@@ -1063,77 +1140,49 @@ namespace KnnGpgpu
         /// maxNeighbors = 0 is a counting call (indices null).</summary>
         public int[] Radius(float[] queries, float radius, int maxNeighbors, out float[] sqDistances,
                             out int[] counts, KnnOptions? options = null)
-        {
-            long m = Rows(queries);
-            long size = m * Math.Max(maxNeighbors, 0);
-            int[] ind = maxNeighbors != 0 ? new int[size] : null;
-            float[] dist = maxNeighbors != 0 ? new float[size] : null;
-            counts = new int[m];
-            RadiusAs(KnnScalar.Float32, queries, m, radius, maxNeighbors, ind, dist, counts, options);
-            sqDistances = dist;
-            return ind;
-        }
+        { return Within(queries, radius, maxNeighbors, out sqDistances, out counts, options); }
 
         /// <summary>Points within radius of each query of a float64 index (knn_index_radius_f64:
         /// squared distance &lt;= radius*radius in double).</summary>
         public int[] Radius(double[] queries, double radius, int maxNeighbors, out double[] sqDistances,
                             out int[] counts, KnnOptions? options = null)
+        { return Within(queries, radius, maxNeighbors, out sqDistances, out counts, options); }
+
+        int[] Within<T>(T[] queries, double radius, int maxNeighbors, out T[] sqDistances, out int[] counts,
+                        KnnOptions? options) where T : struct
         {
             long m = Rows(queries);
             long size = m * Math.Max(maxNeighbors, 0);
             int[] ind = maxNeighbors != 0 ? new int[size] : null;
-            double[] dist = maxNeighbors != 0 ? new double[size] : null;
+            T[] dist = maxNeighbors != 0 ? new T[size] : null;
             counts = new int[m];
-            RadiusAs(KnnScalar.Float64, queries, m, radius, maxNeighbors, ind, dist, counts, options);
+            var calls = IndexCalls<T>.Of;
+            using (var pins = new Pins(queries, ind, dist, counts))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(calls.Radius(Live(), pins[0], m, radius, maxNeighbors, pins[1], pins[2], pins[3],
+                                       OptionsBlock.PointerOf(opt)),
+                          "knn_index_radius" + calls.Suffix);
             sqDistances = dist;
             return ind;
         }
 
-        void RadiusAs(KnnScalar scalar, Array queries, long m, double radius, int maxNeighbors, int[] ind,
-                      Array dist, int[] counts, KnnOptions? options)
-        {
-            using (var pins = new Pins(queries, ind, dist, counts))
-            using (var opt = OptionsBlock.For(options))
-            {
-                if (scalar == KnnScalar.Float64)
-                    Knn.Check(Native.knn_index_radius_f64(Live(), pins[0], m, radius, maxNeighbors, pins[1],
-                                                          pins[2], pins[3], OptionsBlock.PointerOf(opt)),
-                              "knn_index_radius_f64");
-                else
-                    Knn.Check(Native.knn_index_radius(Live(), pins[0], m, (float)radius, maxNeighbors, pins[1],
-                                                      pins[2], pins[3], OptionsBlock.PointerOf(opt)),
-                              "knn_index_radius");
-            }
-        }
-
         /// <summary>knn_index_radius_count: the number of points within radius of each query.</summary>
         public long[] RadiusCounts(float[] queries, float radius, KnnOptions? options = null)
-        {
-            return RadiusCountsAs(KnnScalar.Float32, queries, radius, options);
-        }
+        { return CountsWithin(queries, radius, options); }
 
         /// <summary>knn_index_radius_count_f64 on a float64 index.</summary>
         public long[] RadiusCounts(double[] queries, double radius, KnnOptions? options = null)
-        {
-            return RadiusCountsAs(KnnScalar.Float64, queries, radius, options);
-        }
+        { return CountsWithin(queries, radius, options); }
 
-        long[] RadiusCountsAs(KnnScalar scalar, Array queries, double radius, KnnOptions? options)
+        long[] CountsWithin<T>(T[] queries, double radius, KnnOptions? options) where T : struct
         {
             long m = Rows(queries);
             var counts = new long[m];
+            var calls = IndexCalls<T>.Of;
             using (var pins = new Pins(queries, counts))
             using (var opt = OptionsBlock.For(options))
-            {
-                if (scalar == KnnScalar.Float64)
-                    Knn.Check(Native.knn_index_radius_count_f64(Live(), pins[0], m, radius, pins[1],
-                                                                OptionsBlock.PointerOf(opt)),
-                              "knn_index_radius_count_f64");
-                else
-                    Knn.Check(Native.knn_index_radius_count(Live(), pins[0], m, (float)radius, pins[1],
-                                                            OptionsBlock.PointerOf(opt)),
-                              "knn_index_radius_count");
-            }
+                Knn.Check(calls.RadiusCount(Live(), pins[0], m, radius, pins[1], OptionsBlock.PointerOf(opt)),
+                          "knn_index_radius_count" + calls.Suffix);
             return counts;
         }
 
@@ -1143,49 +1192,30 @@ namespace KnnGpgpu
         /// m + 1 entries; sqDistances is null unless wantDistances.</summary>
         public int[] RadiusCsr(float[] queries, float radius, out long[] offsets, out float[] sqDistances,
                                KnnOptions? options = null, bool wantDistances = true)
-        {
-            Array dist;
-            int[] ind = RadiusCsrAs(KnnScalar.Float32, queries, radius, out offsets, out dist, options,
-                                    wantDistances);
-            sqDistances = (float[])dist;
-            return ind;
-        }
+        { return CsrWithin(queries, radius, out offsets, out sqDistances, options, wantDistances); }
 
         /// <summary>RadiusCsr on a float64 index (the _f64 count and fill).</summary>
         public int[] RadiusCsr(double[] queries, double radius, out long[] offsets, out double[] sqDistances,
                                KnnOptions? options = null, bool wantDistances = true)
-        {
-            Array dist;
-            int[] ind = RadiusCsrAs(KnnScalar.Float64, queries, radius, out offsets, out dist, options,
-                                    wantDistances);
-            sqDistances = (double[])dist;
-            return ind;
-        }
+        { return CsrWithin(queries, radius, out offsets, out sqDistances, options, wantDistances); }
 
-        int[] RadiusCsrAs(KnnScalar scalar, Array queries, double radius, out long[] offsets, out Array sqDistances,
-                          KnnOptions? options, bool wantDistances)
+        int[] CsrWithin<T>(T[] queries, double radius, out long[] offsets, out T[] sqDistances,
+                           KnnOptions? options, bool wantDistances) where T : struct
         {
-            bool f64 = scalar == KnnScalar.Float64;
-            long[] counts = RadiusCountsAs(scalar, queries, radius, options);
+            long[] counts = CountsWithin(queries, radius, options);
             long m = counts.LongLength;
             offsets = new long[m + 1];
             using (var pins = new Pins(m > 0 ? counts : null, offsets))
                 Knn.Check(Native.knn_offsets_from_counts(pins[0], m, pins[1]), "knn_offsets_from_counts");
             long total = offsets[m];
             var ind = new int[total];
-            Array dist = !wantDistances ? null : f64 ? (Array)new double[total] : new float[total];
+            T[] dist = wantDistances ? new T[total] : null;
+            var calls = IndexCalls<T>.Of;
             using (var pins = new Pins(queries, offsets, total > 0 ? ind : null, total > 0 ? dist : null))
             using (var opt = OptionsBlock.For(options))
-            {
-                if (f64)
-                    Knn.Check(Native.knn_index_radius_fill_f64(Live(), pins[0], m, radius, pins[1], pins[2],
-                                                               pins[3], OptionsBlock.PointerOf(opt)),
-                              "knn_index_radius_fill_f64");
-                else
-                    Knn.Check(Native.knn_index_radius_fill(Live(), pins[0], m, (float)radius, pins[1], pins[2],
-                                                           pins[3], OptionsBlock.PointerOf(opt)),
-                              "knn_index_radius_fill");
-            }
+                Knn.Check(calls.RadiusFill(Live(), pins[0], m, radius, pins[1], pins[2], pins[3],
+                                           OptionsBlock.PointerOf(opt)),
+                          "knn_index_radius_fill" + calls.Suffix);
             sqDistances = dist;
             return ind;
         }
@@ -1198,12 +1228,9 @@ namespace KnnGpgpu
         /// <summary>knn_estimate_build_bytes, or its _f64 twin for a float64 index.</summary>
         public static ulong EstimateBuildBytes(long n, int dim, KnnScalar scalar, KnnOptions? options = null)
         {
-            using (var opt = new OptionsBlock(options))
-            {
-                IntPtr p = options.HasValue ? opt.Pointer : IntPtr.Zero;
-                return (scalar == KnnScalar.Float64 ? Native.knn_estimate_build_bytes_f64(n, dim, p)
-                                                    : Native.knn_estimate_build_bytes(n, dim, p)).ToUInt64();
-            }
+            Loader.Ensure();
+            using (var opt = OptionsBlock.For(options))
+                return IndexCalls.For(scalar).EstimateBuildBytes(n, dim, OptionsBlock.PointerOf(opt)).ToUInt64();
         }
 
         public static ulong EstimateQueryBytes(long m, int k, long n, int dim, KnnOptions? options = null)
@@ -1215,12 +1242,10 @@ namespace KnnGpgpu
         public static ulong EstimateQueryBytes(long m, int k, long n, int dim, KnnScalar scalar,
                                                KnnOptions? options = null)
         {
-            using (var opt = new OptionsBlock(options))
-            {
-                IntPtr p = options.HasValue ? opt.Pointer : IntPtr.Zero;
-                return (scalar == KnnScalar.Float64 ? Native.knn_estimate_query_bytes_f64(m, k, n, dim, p)
-                                                    : Native.knn_estimate_query_bytes(m, k, n, dim, p)).ToUInt64();
-            }
+            Loader.Ensure();
+            using (var opt = OptionsBlock.For(options))
+                return IndexCalls.For(scalar).EstimateQueryBytes(m, k, n, dim, OptionsBlock.PointerOf(opt))
+                    .ToUInt64();
         }
     }
 
@@ -1266,41 +1291,28 @@ namespace KnnGpgpu
         public KnnScalar Scalar { get; private set; }
 
         public KnnQuadtree(float[] xy, KnnOptions? options = null)
-        {
-            Loader.Ensure();
-            CheckPairs(xy);
-            using (var opt = OptionsBlock.For(options))
-                handle = Built(Native.knn_quadtree_build(xy, xy.Length / 2, OptionsBlock.PointerOf(opt),
-                                                         out handle), handle, "knn_quadtree_build");
-            N = xy.Length / 2;
-            Scalar = KnnScalar.Float32;
-        }
+            : this(Built(xy, options), xy.Length / 2, KnnScalar.Float32) { }
 
         public KnnQuadtree(double[] xy, KnnOptions? options = null)
+            : this(Built(xy, options), xy.Length / 2, KnnScalar.Float64) { }
+
+        KnnQuadtree(QuadtreeHandle owned, long n, KnnScalar scalar)
+        {
+            handle = owned;
+            N = n;
+            Scalar = scalar;
+        }
+
+        static QuadtreeHandle Built<T>(T[] xy, KnnOptions? options) where T : struct
         {
             Loader.Ensure();
-            CheckPairs(xy);
-            using (var opt = OptionsBlock.For(options))
-                handle = Built(Native.knn_quadtree_build_f64(xy, xy.Length / 2, OptionsBlock.PointerOf(opt),
-                                                             out handle), handle, "knn_quadtree_build_f64");
-            N = xy.Length / 2;
-            Scalar = KnnScalar.Float64;
-        }
-
-        static void CheckPairs(Array xy)
-        {
             if (xy == null) throw new ArgumentNullException("xy");
             if (xy.Length % 2 != 0) throw new ArgumentException("xy must hold (x, y) pairs");
-        }
-
-        static QuadtreeHandle Built(int status, QuadtreeHandle h, string function)
-        {
-            if (status != 0)
-            {
-                if (h != null) h.SetHandleAsInvalid();
-                Knn.Check(status, function);
-            }
-            return h;
+            var calls = IndexCalls<T>.Of;
+            QuadtreeHandle h;
+            using (var opt = OptionsBlock.For(options))
+                return Knn.Owned(calls.QuadtreeBuild(xy, xy.Length / 2, OptionsBlock.PointerOf(opt), out h), h,
+                                 "knn_quadtree_build" + calls.Suffix);
         }
 
         public void Dispose() { handle.Dispose(); }
@@ -1352,22 +1364,16 @@ namespace KnnGpgpu
             return CountIn(verticesXy, ringOffsets, polygonOffsets, options);
         }
 
-        long[] CountIn(Array verticesXy, long[] ringOffsets, long[] polygonOffsets, KnnOptions? options)
+        long[] CountIn<T>(T[] verticesXy, long[] ringOffsets, long[] polygonOffsets, KnnOptions? options)
+            where T : struct
         {
             Validate(verticesXy, ringOffsets, polygonOffsets);
             var counts = new long[polygonOffsets.Length - 1];
+            var calls = IndexCalls<T>.Of;
             using (var opt = OptionsBlock.For(options))
-            {
-                var v64 = verticesXy as double[];
-                if (v64 != null)
-                    Knn.Check(Native.knn_points_in_polygons_count_f64(Live(), v64, ringOffsets,
-                                  ringOffsets.Length - 1, polygonOffsets, polygonOffsets.Length - 1, counts,
-                                  OptionsBlock.PointerOf(opt)), "knn_points_in_polygons_count_f64");
-                else
-                    Knn.Check(Native.knn_points_in_polygons_count(Live(), (float[])verticesXy, ringOffsets,
-                                  ringOffsets.Length - 1, polygonOffsets, polygonOffsets.Length - 1, counts,
-                                  OptionsBlock.PointerOf(opt)), "knn_points_in_polygons_count");
-            }
+                Knn.Check(calls.PipCount(Live(), verticesXy, ringOffsets, ringOffsets.Length - 1, polygonOffsets,
+                                         polygonOffsets.Length - 1, counts, OptionsBlock.PointerOf(opt)),
+                          "knn_points_in_polygons_count" + calls.Suffix);
             return counts;
         }
 
@@ -1386,8 +1392,8 @@ namespace KnnGpgpu
             return PointsIn(verticesXy, ringOffsets, polygonOffsets, out offsets, outOffsets, options);
         }
 
-        long[] PointsIn(Array verticesXy, long[] ringOffsets, long[] polygonOffsets, out long[] offsets,
-                        long[] outOffsets, KnnOptions? options)
+        long[] PointsIn<T>(T[] verticesXy, long[] ringOffsets, long[] polygonOffsets, out long[] offsets,
+                           long[] outOffsets, KnnOptions? options) where T : struct
         {
             Validate(verticesXy, ringOffsets, polygonOffsets);
             long nPolygons = polygonOffsets.Length - 1;
@@ -1406,18 +1412,11 @@ namespace KnnGpgpu
                 max = Math.Max(max, o);
             }
             var indices = new long[max];
+            var calls = IndexCalls<T>.Of;
             using (var opt = OptionsBlock.For(options))
-            {
-                var v64 = verticesXy as double[];
-                if (v64 != null)
-                    Knn.Check(Native.knn_points_in_polygons_f64(Live(), v64, ringOffsets,
-                                  ringOffsets.Length - 1, polygonOffsets, nPolygons, outOffsets, indices,
-                                  OptionsBlock.PointerOf(opt)), "knn_points_in_polygons_f64");
-                else
-                    Knn.Check(Native.knn_points_in_polygons(Live(), (float[])verticesXy, ringOffsets,
-                                  ringOffsets.Length - 1, polygonOffsets, nPolygons, outOffsets, indices,
-                                  OptionsBlock.PointerOf(opt)), "knn_points_in_polygons");
-            }
+                Knn.Check(calls.Pip(Live(), verticesXy, ringOffsets, ringOffsets.Length - 1, polygonOffsets,
+                                    nPolygons, outOffsets, indices, OptionsBlock.PointerOf(opt)),
+                          "knn_points_in_polygons" + calls.Suffix);
             offsets = outOffsets;
             if (indices.LongLength == outOffsets[nPolygons]) return indices;
             var trimmed = new long[outOffsets[nPolygons]];
@@ -1439,7 +1438,8 @@ namespace KnnGpgpu
             return EachIn(verticesXy, ringOffsets, polygonOffsets, options);
         }
 
-        long[][] EachIn(Array verticesXy, long[] ringOffsets, long[] polygonOffsets, KnnOptions? options)
+        long[][] EachIn<T>(T[] verticesXy, long[] ringOffsets, long[] polygonOffsets, KnnOptions? options)
+            where T : struct
         {
             long[] offsets;
             var indices = PointsIn(verticesXy, ringOffsets, polygonOffsets, out offsets, null, options);

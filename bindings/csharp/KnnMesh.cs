@@ -195,14 +195,9 @@ namespace KnnGpgpu
     /// (after Loader.Ensure, as Native does for the index).</summary>
     internal abstract class MeshCalls<T> where T : struct
     {
-        internal static readonly MeshCalls<T> Of = Choose();
-
-        static MeshCalls<T> Choose()
-        {
-            if (typeof(T) == typeof(float)) return (MeshCalls<T>)(object)new FloatMeshCalls();
-            if (typeof(T) == typeof(double)) return (MeshCalls<T>)(object)new DoubleMeshCalls();
-            throw new NotSupportedException("KnnMesh<" + typeof(T).Name + ">: a mesh holds float or double");
-        }
+        internal static readonly MeshCalls<T> Of =
+            Precision.Pick<T, MeshCalls<T>>((object)new FloatMeshCalls() as MeshCalls<T>,
+                                            (object)new DoubleMeshCalls() as MeshCalls<T>, "KnnMesh");
 
         internal abstract KnnScalar Scalar { get; }
         internal abstract string Suffix { get; }
@@ -303,12 +298,7 @@ namespace KnnGpgpu
         /// <summary>knn_mesh_serialize: the mesh as bytes (a versioned, checksummed format).</summary>
         public byte[] Serialize()
         {
-            UIntPtr size;
-            Knn.Check(MeshNative.SerializedSize(Live(), out size), "knn_mesh_serialized_size");
-            var data = new byte[(long)size.ToUInt64()];
-            using (var pins = new Pins(data))
-                Knn.Check(MeshNative.Serialize(Live(), pins[0], size), "knn_mesh_serialize");
-            return data;
+            return Knn.Serialize(Live(), MeshNative.SerializedSize, MeshNative.Serialize, "mesh");
         }
 
         /// <summary>knn_mesh_deserialize: a mesh from Serialize()'s bytes, on the backend the
@@ -316,20 +306,7 @@ namespace KnnGpgpu
         /// throw KnnInvalidArgumentException.</summary>
         public static KnnMesh Deserialize(byte[] data, KnnOptions? options = null)
         {
-            if (data == null) throw new ArgumentNullException("data");
-            Loader.Ensure();
-            MeshHandle h;
-            using (var pins = new Pins((Array)(data.Length > 0 ? data : null)))
-            using (var opt = OptionsBlock.For(options))
-            {
-                int status = MeshNative.Deserialize(pins[0], new UIntPtr((ulong)data.LongLength),
-                                                    OptionsBlock.PointerOf(opt), out h);
-                if (status != 0)
-                {
-                    if (h != null) h.SetHandleAsInvalid();
-                    Knn.Check(status, "knn_mesh_deserialize");
-                }
-            }
+            MeshHandle h = Knn.Deserialize<MeshHandle>(data, options, MeshNative.Deserialize, "knn_mesh_deserialize");
             int scalar;
             long nv, nt;
             int backend, closed;
@@ -400,16 +377,9 @@ namespace KnnGpgpu
             MeshHandle h;
             using (var pins = new Pins(vertices.Length > 0 ? vertices : null, triangles.Length > 0 ? triangles : null))
             using (var opt = OptionsBlock.For(options))
-            {
-                int status = Calls.Build(pins[0], vertices.LongLength / 3, pins[1], triangles.LongLength / 3,
-                                         OptionsBlock.PointerOf(opt), out h);
-                if (status != 0)
-                {
-                    if (h != null) h.SetHandleAsInvalid();
-                    Knn.Check(status, "knn_mesh_build" + Calls.Suffix);
-                }
-            }
-            return h;
+                return Knn.Owned(Calls.Build(pins[0], vertices.LongLength / 3, pins[1], triangles.LongLength / 3,
+                                             OptionsBlock.PointerOf(opt), out h),
+                                 h, "knn_mesh_build" + Calls.Suffix);
         }
 
         static long Rows(T[] points)

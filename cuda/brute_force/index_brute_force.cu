@@ -261,15 +261,11 @@ __global__ void __launch_bounds__(Policy::kThreads) scan_thread_per_query(ScanAr
 template <typename Scalar>
 __global__ void scan_warp_per_query(ScanArgs<Scalar> a) {
   using Neighbor = BasicNeighbor<Scalar>;
-  // Raw bytes (an extern array has one type for every instantiation).
-  extern __shared__ __align__(16) unsigned char warp_bytes[];
-  Neighbor* warp_storage = reinterpret_cast<Neighbor*>(warp_bytes);
-  const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t query = blockIdx.x * int64_t{warps} + warp;
+  const int lane = threadIdx.x % 32;
+  const int64_t query = grid_warp();
   if (query >= a.m) return;  // the whole warp: no block-wide barrier below
   const int dim = a.points.dim;
-  WarpList<Scalar> list(
-      warp_storage + warp * (WarpList<Scalar>::bytes(a.list_k) / sizeof(Neighbor)), a.list_k, lane);
+  WarpList<Scalar> list(warp_list_storage<Scalar>(a.list_k), a.list_k, lane);
   const Scalar* q_row = a.queries + query * dim;
   const PartRange range = part_range(a, blockIdx.y);
   int32_t count = 0;

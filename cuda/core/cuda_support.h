@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <string>
 #include <utility>
 
 #include "../../common/error.h"
@@ -19,6 +20,21 @@ void throw_cuda_error(cudaError_t err, const char* what);
 
 inline void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) throw_cuda_error(err, what);
+}
+
+// One value copied back from the device on `stream`, waited for; `what`
+// names the caller in the errors ("quadtree build").
+template <class T>
+T read_back(const T* device_value, cudaStream_t stream, const char* what) {
+  T value{};
+  const cudaError_t copied =
+      cudaMemcpyAsync(&value, device_value, sizeof(T), cudaMemcpyDeviceToHost, stream);
+  if (copied != cudaSuccess)
+    throw_cuda_error(copied, (std::string(what) + ": cudaMemcpyAsync").c_str());
+  const cudaError_t waited = cudaStreamSynchronize(stream);
+  if (waited != cudaSuccess)
+    throw_cuda_error(waited, (std::string(what) + ": cudaStreamSynchronize").c_str());
+  return value;
 }
 
 // Checks the launch that was just made (configuration errors only; faults

@@ -165,5 +165,21 @@ struct WarpList {
   }
 };
 
+// Kernels with one query per warp and a WarpList each in dynamic shared
+// memory (launched with WarpList<Scalar>::bytes(k) bytes per warp of the
+// block): the grid-wide number of this warp, and its list's storage.
+__device__ inline int64_t grid_warp() {
+  return blockIdx.x * int64_t{blockDim.x / 32} + threadIdx.x / 32;
+}
+template <typename Scalar>
+__device__ BasicNeighbor<Scalar>* warp_list_storage(int k) {
+  // Raw bytes, 16-aligned (an extern array has one type for every
+  // instantiation), cut into each warp's list.
+  extern __shared__ __align__(16) unsigned char warp_list_bytes[];
+  using Neighbor = BasicNeighbor<Scalar>;
+  return reinterpret_cast<Neighbor*>(warp_list_bytes) +
+         (threadIdx.x / 32) * (WarpList<Scalar>::bytes(k) / sizeof(Neighbor));
+}
+
 }  // namespace cuda
 }  // namespace knn

@@ -269,16 +269,10 @@ struct WarpVisitor {
 
 template <typename Scalar, int DIM>
 __global__ void search_warp_lists(KernelArgs<Scalar> a) {
-  using Entry = BasicNeighbor<Scalar>;
-  // Raw bytes, 16-aligned (an extern array has one type for every
-  // instantiation), cut into each warp's list.
-  extern __shared__ __align__(16) unsigned char warp_bytes[];
-  Entry* warp_storage = reinterpret_cast<Entry*>(warp_bytes);
-  const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t t = blockIdx.x * int64_t{warps} + warp;
+  const int lane = threadIdx.x % 32;
+  const int64_t t = grid_warp();
   if (t >= a.m) return;
-  WarpList<Scalar> list(warp_storage + warp * (WarpList<Scalar>::bytes(a.k) / sizeof(Entry)), a.k,
-                        lane);
+  WarpList<Scalar> list(warp_list_storage<Scalar>(a.k), a.k, lane);
   const int32_t qi = a.order[t];
   const QueryPoint<Scalar, DIM> q(a.queries + int64_t{qi} * a.tree.dim, a.tree.dim);
   WarpVisitor<QueryPoint<Scalar, DIM>> visitor{a.tree, q, list, a.radius_sq, a.k};

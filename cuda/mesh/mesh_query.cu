@@ -324,16 +324,7 @@ void to_host(std::vector<T>& host, const T* device_src, cudaStream_t stream) {
 template <typename Scalar>
 void summarise(const Scalar* sorted, int64_t measured, const DeviationRequest& request,
                DeviationSummary* summary, cudaStream_t stream) {
-  summary->measured = measured;
-  summary->within_tolerance = summary->above_tolerance = summary->below_tolerance = 0;
-  summary->below_bins = summary->above_bins = 0;
-  for (int b = 0; b < request.n_bins; ++b) summary->bin_counts[b] = 0;
-  if (measured == 0) {
-    const double nan = std::nan("");
-    summary->min = summary->max = summary->mean = summary->rms = nan;
-    for (int p = 0; p < request.n_percentiles; ++p) summary->percentile_values[p] = nan;
-    return;
-  }
+  if (!summary->start(measured, request)) return;
   const int64_t blocks =
       (measured + geometry::kDeviationSumBlock - 1) / geometry::kDeviationSumBlock;
   // Thresholds: the bin edges, then -t and t. Positions: min, max, then the

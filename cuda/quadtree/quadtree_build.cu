@@ -175,15 +175,6 @@ __global__ void union_child_boxes(QuadNode<P>* nodes, int64_t first, int64_t cou
   node.box = box;
 }
 
-template <class T>
-T read_back(const T* device_value, cudaStream_t stream) {
-  T value{};
-  check(cudaMemcpyAsync(&value, device_value, sizeof(T), cudaMemcpyDeviceToHost, stream),
-        "quadtree build: cudaMemcpyAsync");
-  check(cudaStreamSynchronize(stream), "quadtree build: cudaStreamSynchronize");
-  return value;
-}
-
 template <class P>
 std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const QuadtreeParams& params) {
   using Node = QuadNode<P>;
@@ -275,7 +266,7 @@ std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const Quadtre
           return cub::DeviceScan::ExclusiveSum(t, b, counts.get(), offsets.get(), m + 1, s);
         },
         "quadtree build: scan of children");
-    const int64_t next = read_back(offsets.get() + m, s);
+    const int64_t next = read_back(offsets.get() + m, s, "quadtree build");
     throw_if_cancelled(cancel);
     if (next == 0) break;
     if (total_nodes + next > int64_t{0x7fffffff})
@@ -329,7 +320,7 @@ std::unique_ptr<QuadtreeEngine> build_tree(const P* xy, int64_t n, const Quadtre
                                                 n, s);
         },
         "quadtree build: leaf boxes");
-    const int64_t n_leaves = read_back(leaf_count.get(), s);
+    const int64_t n_leaves = read_back(leaf_count.get(), s, "quadtree build");
     throw_if_cancelled(cancel);
     scatter_leaf_boxes<<<grid_for(n_leaves, kBlock), kBlock, 0, s>>>(leaves.get(), leaf_boxes.get(),
                                                                      n_leaves, nodes.get());

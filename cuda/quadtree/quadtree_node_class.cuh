@@ -49,29 +49,47 @@ __device__ int64_t polygon_edges(const PolygonsView<V>& polys, int64_t p) {
          polys.ring_offsets[polys.polygon_offsets[p]];
 }
 
-// Calls visit(ax, ay, bx, by) for the edges of rings [r0, r1), each edge on
-// one lane, in warp-uniform steps; stops early when visit's results, OR-ed
-// over the warp, say so (kStopOnAny). Returns the lane's XOR of the results.
-template <bool kStopOnAny, class V, class Visit>
-__device__ bool for_warp_edges(const PolygonsView<V>& polys, int64_t r0, int64_t r1, int lane,
-                               Visit visit) {
-  bool acc = false;
+// Walks the edges of rings [r0, r1) in warp-uniform steps of one edge per
+// lane: step(has_edge, ax, ay, bx, by) runs on every lane at every step (a
+// lane past its ring's end has no edge, and zeros), so that it may use warp
+// intrinsics; its result, which must be warp-uniform, true stops the walk.
+template <class V, class Step>
+__device__ void for_warp_edge_steps(const PolygonsView<V>& polys, int64_t r0, int64_t r1, int lane,
+                                    Step step) {
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t b = polys.ring_offsets[r];
     const int64_t e = polys.ring_offsets[r + 1];
     if (e - b < 2) continue;  // as pip::ring_crossing_parity
     for (int64_t base = b; base < e; base += kWarp) {
       const int64_t v = base + lane;
-      if (v < e) {
+      const bool has_edge = v < e;
+      V ax = 0, ay = 0, bx = 0, by = 0;
+      if (has_edge) {
         const int64_t u = v == b ? e - 1 : v - 1;
-        const bool hit =
-            visit(polys.xy[2 * u], polys.xy[2 * u + 1], polys.xy[2 * v], polys.xy[2 * v + 1]);
-        acc = kStopOnAny ? (acc || hit) : (acc != hit);
+        ax = polys.xy[2 * u], ay = polys.xy[2 * u + 1];
+        bx = polys.xy[2 * v], by = polys.xy[2 * v + 1];
       }
-      if (kStopOnAny && __any_sync(kFullMask, acc)) return true;
+      if (step(has_edge, ax, ay, bx, by)) return;
     }
   }
-  return acc;
+}
+
+// Calls visit(ax, ay, bx, by) for the edges of rings [r0, r1), each edge on
+// one lane, in warp-uniform steps; stops early when visit's results, OR-ed
+// over the warp, say so (kStopOnAny). Returns the lane's XOR of the results.
+template <bool kStopOnAny, class V, class Visit>
+__device__ bool for_warp_edges(const PolygonsView<V>& polys, int64_t r0, int64_t r1, int lane,
+                               Visit visit) {
+  bool acc = false, stopped = false;
+  for_warp_edge_steps(polys, r0, r1, lane, [&](bool has_edge, V ax, V ay, V bx, V by) {
+    if (has_edge) {
+      const bool hit = visit(ax, ay, bx, by);
+      acc = kStopOnAny ? (acc || hit) : (acc != hit);
+    }
+    stopped = kStopOnAny && __any_sync(kFullMask, acc);
+    return stopped;
+  });
+  return stopped || acc;
 }
 
 // The edges of one polygon (rings [r0, r1)) walked by a whole warp; every

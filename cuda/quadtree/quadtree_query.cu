@@ -73,27 +73,18 @@ struct CountSink {
   }
 };
 
-// Filling: each polygon of the chunk appends at its cursor, inside its own
-// segment [cursor start, segment_end); a polygon that would run past its end
-// (offsets that disagree with the points) raises `overflow` instead of
-// writing. Whole nodes of kDeferredRangeMin points or more are copied after
-// the walk (quadtree_thread_walk.cuh).
+// Filling: the warp appends at its polygon's cursor, reserved atomically (the
+// polygon's pairs run on many warps).
 struct FillSink {
-  int32_t first_polygon;
-  unsigned long long* cursors;  // per polygon of the chunk
-  const int64_t* out_offsets;   // all polygons, n_polygons + 1
-  int64_t chunk_base;           // out_offsets[first_polygon]
-  int32_t* out;
-  int* overflow;
-  DeferredRanges deferred;
+  FillTarget target;
 
   __device__ int64_t reserve(int32_t polygon, int64_t items, int lane) const {
     int64_t at = 0;
     if (lane == 0) {
-      at = static_cast<int64_t>(
-          atomicAdd(cursors + (polygon - first_polygon), static_cast<unsigned long long>(items)));
-      if (at + items > out_offsets[polygon + 1] - chunk_base) {
-        atomicExch(overflow, 1);
+      at = static_cast<int64_t>(atomicAdd(target.cursors + (polygon - target.first_polygon),
+                                          static_cast<unsigned long long>(items)));
+      if (at + items > target.out_offsets[polygon + 1] - target.chunk_base) {
+        atomicExch(target.overflow, 1);
         at = -1;
       }
     }
@@ -104,17 +95,17 @@ struct FillSink {
     const int64_t at = reserve(polygon, end - begin, lane);
     if (at < 0) return;
     if (end - begin >= kDeferredRangeMin) {
-      if (lane == 0) deferred.add(at, begin, end);
+      if (lane == 0) target.deferred.add(at, begin, end);
       return;
     }
-    for (int64_t j = begin + lane; j < end; j += kWarp) out[at + (j - begin)] = ids[j];
+    for (int64_t j = begin + lane; j < end; j += kWarp) target.out[at + (j - begin)] = ids[j];
   }
   __device__ void points(int32_t polygon, unsigned inside, int64_t j, const int32_t* ids,
                          int lane) const {
     if (inside == 0) return;
     const int64_t at = reserve(polygon, __popc(inside), lane);
     if (at < 0 || !(inside >> lane & 1u)) return;
-    out[at + __popc(inside & ((1u << lane) - 1u))] = ids[j];
+    target.out[at + __popc(inside & ((1u << lane) - 1u))] = ids[j];
   }
 };
 
@@ -135,28 +126,16 @@ __device__ void test_leaf_points(const QuadtreeView<P>& tree, const PolygonsView
     const bool has_point = j < node.end;
     const Coord2<P> p = tree.xy[has_point ? j : base];
     bool parity = false;
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = polys.ring_offsets[r];
-      const int64_t e = polys.ring_offsets[r + 1];
-      if (e - b < 2) continue;  // as pip::ring_crossing_parity
-      for (int64_t step = b; step < e; step += kWarp) {
-        const int64_t v = step + lane;
-        V ax = 0, ay = 0, bx = 0, by = 0;
-        bool may_count = false;
-        if (v < e) {
-          const int64_t u = v == b ? e - 1 : v - 1;
-          ax = polys.xy[2 * u], ay = polys.xy[2 * u + 1];
-          bx = polys.xy[2 * v], by = polys.xy[2 * v + 1];
-          may_count = min_of(ay, by) <= y1 && max_of(ay, by) > y0;
-        }
-        for (unsigned edges = __ballot_sync(kFullMask, may_count); edges != 0; edges &= edges - 1) {
-          const int from = __ffs(edges) - 1;
-          const V eax = __shfl_sync(kFullMask, ax, from), eay = __shfl_sync(kFullMask, ay, from);
-          const V ebx = __shfl_sync(kFullMask, bx, from), eby = __shfl_sync(kFullMask, by, from);
-          parity = parity != pip::edge_crosses_ray<pip::Common<P, V>>(eax, eay, ebx, eby, p.x, p.y);
-        }
+    for_warp_edge_steps(polys, r0, r1, lane, [&](bool has_edge, V ax, V ay, V bx, V by) {
+      const bool may_count = has_edge && min_of(ay, by) <= y1 && max_of(ay, by) > y0;
+      for (unsigned edges = __ballot_sync(kFullMask, may_count); edges != 0; edges &= edges - 1) {
+        const int from = __ffs(edges) - 1;
+        const V eax = __shfl_sync(kFullMask, ax, from), eay = __shfl_sync(kFullMask, ay, from);
+        const V ebx = __shfl_sync(kFullMask, bx, from), eby = __shfl_sync(kFullMask, by, from);
+        parity = parity != pip::edge_crosses_ray<pip::Common<P, V>>(eax, eay, ebx, eby, p.x, p.y);
       }
-    }
+      return false;
+    });
     sink.points(polygon, __ballot_sync(kFullMask, has_point && parity), j, tree.ids, lane);
   }
 }
@@ -256,15 +235,6 @@ struct SegmentOffset {
   __host__ __device__ int64_t operator()(int64_t p) const { return out_offsets[p] - base; }
 };
 
-template <class T>
-T read_back(const T* device_value, cudaStream_t stream) {
-  T value{};
-  check(cudaMemcpyAsync(&value, device_value, sizeof(T), cudaMemcpyDeviceToHost, stream),
-        "point in polygon: cudaMemcpyAsync");
-  check(cudaStreamSynchronize(stream), "point in polygon: cudaStreamSynchronize");
-  return value;
-}
-
 // Polygon ids are 32-bit in the work items.
 void require_polygon_count(int64_t n_polygons) {
   if (n_polygons > int64_t{0x7ffffffe})
@@ -349,7 +319,8 @@ class PolygonWalk {
     root_pairs<<<grid_for(last - first, kBlock), kBlock, 0, stream_>>>(
         tree_.nodes, polys_, first, last, thread_max_edges_, roots, counters_.get());
     check_launch("point in polygon: root_pairs");
-    visit(0, roots, static_cast<int64_t>(read_back(counters_.get(), stream_)), sink);
+    visit(0, roots, static_cast<int64_t>(read_back(counters_.get(), stream_, "point in polygon")),
+          sink);
   }
 
  private:
@@ -372,7 +343,8 @@ class PolygonWalk {
       visit_pairs<<<blocks, kBlock, 0, stream_>>>(tree_, polys_, pairs + start, slice, next,
                                                   next_count, sink);
       check_launch("point in polygon: visit_pairs");
-      const int64_t children = static_cast<int64_t>(read_back(next_count, stream_));
+      const int64_t children =
+          static_cast<int64_t>(read_back(next_count, stream_, "point in polygon"));
       if (children > 0) visit(depth + 1, next, children, sink);
     }
   }
@@ -472,11 +444,16 @@ void CudaQuadtree<P>::fill_polygons(const PolygonSet<V>& polygons, const int64_t
       if (n_ > 0) {
         check(cudaMemsetAsync(deferred_count.get(), 0, sizeof(unsigned long long), s),
               "point in polygon: cudaMemsetAsync");
-        const DeferredRanges later{deferred.get(), deferred_count.get()};
-        walk.run(f, l,
-                 FillSink{f, cursors.get(), offsets.get(), base, out.get(), flags.get(), later},
-                 ThreadFill{f, cursors.get(), offsets.get(), base, out.get(), flags.get(), later});
-        const int64_t ranges = static_cast<int64_t>(read_back(deferred_count.get(), s));
+        const FillTarget target{f,
+                                cursors.get(),
+                                offsets.get(),
+                                base,
+                                out.get(),
+                                flags.get(),
+                                DeferredRanges{deferred.get(), deferred_count.get()}};
+        walk.run(f, l, FillSink{target}, ThreadFill{target});
+        const int64_t ranges =
+            static_cast<int64_t>(read_back(deferred_count.get(), s, "point in polygon"));
         if (ranges > 0) {
           copy_deferred_ranges<<<grid_for(ranges, kBlockWarps), kBlock, 0, s>>>(
               deferred.get(), ranges, ids_.get(), out.get());

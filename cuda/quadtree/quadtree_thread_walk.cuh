@@ -86,11 +86,12 @@ struct DeferredRanges {
   }
 };
 
-// Filling: the thread appends at its polygon's cursor inside the polygon's
-// segment of the chunk; running past the segment's end (offsets that
-// disagree with the points) raises `overflow` and stops writing. The final
-// cursor goes to `cursors` for the short-polygon check.
-struct ThreadFill {
+// Where a fill chunk writes, for both paths: polygon p of the chunk appends
+// inside its segment of `out`, [out_offsets[p], out_offsets[p + 1]) less
+// chunk_base; one that would run past its end (offsets that disagree with the
+// points) raises `overflow` instead of writing. Whole nodes of
+// kDeferredRangeMin points or more go to `deferred`, copied after the walk.
+struct FillTarget {
   int32_t first_polygon;
   unsigned long long* cursors;  // per polygon of the chunk
   const int64_t* out_offsets;   // all polygons, n_polygons + 1
@@ -98,31 +99,38 @@ struct ThreadFill {
   int32_t* out;
   int* overflow;
   DeferredRanges deferred;
+};
+
+// Filling: the thread appends at its polygon's cursor and stops writing
+// where its segment ends. The final cursor goes to `cursors` for the
+// short-polygon check.
+struct ThreadFill {
+  FillTarget target;
   int64_t at = 0, end = 0;
 
   __device__ void start(int32_t polygon) {
-    at = out_offsets[polygon] - chunk_base;
-    end = out_offsets[polygon + 1] - chunk_base;
+    at = target.out_offsets[polygon] - target.chunk_base;
+    end = target.out_offsets[polygon + 1] - target.chunk_base;
   }
   __device__ bool reserve(int64_t items) {
     if (at + items <= end) return true;
-    atomicExch(overflow, 1);
+    atomicExch(target.overflow, 1);
     at = end + 1;  // stays past the end: later writes fail too
     return false;
   }
   __device__ void whole_range(int64_t begin, int64_t stop, const int32_t* ids) {
     if (!reserve(stop - begin)) return;
     if (stop - begin >= kDeferredRangeMin)
-      deferred.add(at, begin, stop);
+      target.deferred.add(at, begin, stop);
     else
-      for (int64_t j = begin; j < stop; ++j) out[at + (j - begin)] = ids[j];
+      for (int64_t j = begin; j < stop; ++j) target.out[at + (j - begin)] = ids[j];
     at += stop - begin;
   }
   __device__ void point(int64_t j, const int32_t* ids) {
-    if (reserve(1)) out[at++] = ids[j];
+    if (reserve(1)) target.out[at++] = ids[j];
   }
   __device__ void finish(int32_t polygon) {
-    cursors[polygon - first_polygon] = static_cast<unsigned long long>(at);
+    target.cursors[polygon - target.first_polygon] = static_cast<unsigned long long>(at);
   }
 };
 

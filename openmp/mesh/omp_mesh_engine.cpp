@@ -154,16 +154,7 @@ class OmpMesh final : public MeshEngine<Scalar> {
 template <typename Scalar>
 void summarise(const Scalar* sorted, int64_t measured, const DeviationRequest& request,
                DeviationSummary* summary, int threads) {
-  summary->measured = measured;
-  summary->within_tolerance = summary->above_tolerance = summary->below_tolerance = 0;
-  summary->below_bins = summary->above_bins = 0;
-  std::fill(summary->bin_counts, summary->bin_counts + request.n_bins, int64_t{0});
-  if (measured == 0) {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    summary->min = summary->max = summary->mean = summary->rms = nan;
-    std::fill(summary->percentile_values, summary->percentile_values + request.n_percentiles, nan);
-    return;
-  }
+  if (!summary->start(measured, request)) return;
   summary->min = static_cast<double>(sorted[0]);
   summary->max = static_cast<double>(sorted[measured - 1]);
   const int64_t block = geometry::kDeviationSumBlock;
