@@ -119,7 +119,11 @@
  *   may each be host or device memory (the library asks the driver). The GPU
  *   engines use device arrays in place; the CPU engines copy device inputs to
  *   the host and write device outputs through host buffers. The outputs of one
- *   call must be all host or all device memory (else INVALID_ARGUMENT).
+ *   call must be all host or all device memory (else INVALID_ARGUMENT). A
+ *   GPU call whose host outputs come to 64 MiB or more faults their pages in
+ *   on spare host threads while the device searches (it writes a zero into
+ *   one byte of each page ahead of the results), so that output into freshly
+ *   allocated memory costs about what output into warm memory does.
  * Errors. Validation failures (NULL pointers with positive counts, negative
  *   counts, n > 2147483647 (indices are int32), m * k, n * k (all-kNN),
  *   m * max_neighbors or m * dim elements of the call's scalar (4 bytes, 8
