@@ -84,9 +84,11 @@
  *   the others by the primary. A kNN call on a grid whose queries lie away from
  *   the points is served by the kd-tree too: when the share of an evenly spaced
  *   sample of its queries (at most 4096) with no point in the 3 x 3 x 3 grid
- *   cells around their own, times n, exceeds 131072 (the grid scans all n
- *   points for each such query; H100, 10^6 points on a sphere, 10^5 queries in
- *   its bounding cube, k = 8: 51 ms against 384 ms on the grid). The kd-tree is
+ *   cells around their own, or more than one cell width beyond the points'
+ *   bounding box, times n, exceeds 131072 (the grid scans all n points for
+ *   each query of the first kind and a widening cap of the box's face for
+ *   the second; H100, 10^6 points on a sphere, 10^5 queries in its bounding
+ *   cube, k = 8: 51 ms against 384 ms on the grid). The kd-tree is
  *   built once (concurrent callers wait for the first one's build), from the
  *   index's own points (copied device to device, never through host memory:
  *   n * dim scalars of device memory for the time of the build, counted in
@@ -117,7 +119,11 @@
  *   may each be host or device memory (the library asks the driver). The GPU
  *   engines use device arrays in place; the CPU engines copy device inputs to
  *   the host and write device outputs through host buffers. The outputs of one
- *   call must be all host or all device memory (else INVALID_ARGUMENT).
+ *   call must be all host or all device memory (else INVALID_ARGUMENT). A
+ *   GPU call whose host outputs come to 64 MiB or more faults their pages in
+ *   on spare host threads while the device searches (it writes a zero into
+ *   one byte of each page ahead of the results), so that output into freshly
+ *   allocated memory costs about what output into warm memory does.
  * Errors. Validation failures (NULL pointers with positive counts, negative
  *   counts, n > 2147483647 (indices are int32), m * k, n * k (all-kNN),
  *   m * max_neighbors or m * dim elements of the call's scalar (4 bytes, 8

@@ -133,7 +133,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     const auto start = [&](uint32_t key) { return starts_[key]; };
     int64_t isolated = 0;
     for (int64_t t = 0; t < sample; ++t)
-      isolated += no_point_around(grid_, queries + 3 * (t * m / sample), start) ? 1 : 0;
+      isolated += away_from_points(grid_, queries + 3 * (t * m / sample), start) ? 1 : 0;
     return static_cast<double>(isolated) / static_cast<double>(sample);
   }
 

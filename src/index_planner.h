@@ -78,9 +78,10 @@ constexpr int kGpuGridMaxLeadingK = 256;
 // scanned object, off a surface): for a query with no point in the 3 x 3
 // x 3 cells around its own the grid may walk row after row of empty cells
 // and then scan all n points (common/grid_walk.h, walk_shells), where the
-// kd-tree descends to it. So a kNN call whose sampled queries
-// (share_of_isolated_queries) make share x n above this is served by the
-// kd-tree. H100, 10^6 points on a
+// kd-tree descends to it; a query beyond the points' box walks a cap of
+// its face that widens with its distance (grid_walk.h, beyond_the_box).
+// So a kNN call whose sampled queries (share_of_isolated_queries) make
+// share x n above this is served by the kd-tree. H100, 10^6 points on a
 // sphere, 10^5 queries, k = 8, build + query ms (bench/RESULTS.md "Queries
 // away from a surface"): all in its bounding cube, grid 389, kd-tree 46;
 // 1 in 50 there, grid 12.7, kd-tree 19.7 (a warp of the kd-tree search

@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../bench/adversarial_datasets.h"
 #include "../common/error.h"
 #include "../cuda/cuda_index.h"
 #include "../engine/index_engine.h"
@@ -165,6 +166,58 @@ TEST(AutoQueryCpu, QueriesDeepInTheHoleOfAHollowBoxGoToTheKdTree) {
       EXPECT_TRUE(knn_test::same_knn(knn_test::query_index(kd.get(), *queries, 3, k),
                                      knn_test::query_index(automatic.get(), *queries, 3, k)));
     }
+}
+
+// The adversarial distributions of bench/bench_auto.cpp (issue 53): on each,
+// an OpenMP AUTO index takes the primary structure and hands each kNN call to
+// the structure that the rule of src/index_planner.h names (the decision, not
+// timings), and answers bit for bit as the explicit kd-tree and grid do.
+// Queries three box widths beyond the points' box are away from them
+// (grid_walk.h, beyond_the_box), though the clamped cells by the box's face
+// hold points: the kd-tree serves them (the grid served them before).
+TEST(AutoQueryCpu, AdversarialDistributionsGetTheStructureTheRuleNames) {
+  using knn_bench::Adversarial;
+  struct Case {
+    Adversarial d;
+    int primary, serving;
+  };
+  const Case cases[] = {
+      {Adversarial::Uniform, kGrid, kGrid},         {Adversarial::QueriesOutside, kGrid, kKdTree},
+      {Adversarial::Collinear, kKdTree, kKdTree},   {Adversarial::Helix, kKdTree, kKdTree},
+      {Adversarial::FarOutliers, kKdTree, kKdTree}, {Adversarial::Clustered, kKdTree, kKdTree}};
+  const int64_t n = 8000, m = 400;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(knn_bench::adversarial_name(c.d));
+    const std::vector<Point> cloud = knn_bench::adversarial_cloud(c.d, n, false);
+    const std::vector<Point> query_cloud = knn_bench::adversarial_cloud(c.d, m, true);
+    const std::vector<float> points(&cloud[0].p[0], &cloud[0].p[0] + 3 * n);
+    const std::vector<float> queries(&query_cloud[0].p[0], &query_cloud[0].p[0] + 3 * m);
+    const auto primary = knn::build_index_engine<float>(kCpu, KNN_STRUCTURE_AUTO, points.data(), n,
+                                                        3, knn::IndexParams{});
+    ASSERT_NE(primary, nullptr);
+    EXPECT_EQ(primary->structure(), c.primary);
+    for (int k : {1, 8, 100})
+      EXPECT_EQ(knn::structure_serving_call(*primary, n, k, CallKind::Nearest, queries.data(), m),
+                c.serving)
+          << k;
+    knn_options o;
+    knn_options_init(&o);
+    o.backend = kCpu;
+    o.structure = KNN_STRUCTURE_AUTO;
+    knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
+    o.structure = kKdTree;
+    knn_test::IndexHandle kd = knn_test::build_index(points, 3, o);
+    o.structure = kGrid;
+    knn_test::IndexHandle grid = knn_test::build_index(points, 3, o);
+    ASSERT_TRUE(automatic && kd && grid);
+    for (int k : {1, 100}) {
+      SCOPED_TRACE(k);
+      const knn_test::KnnResult reference = knn_test::query_index(kd.get(), queries, 3, k);
+      EXPECT_TRUE(
+          knn_test::same_knn(reference, knn_test::query_index(automatic.get(), queries, 3, k)));
+      EXPECT_TRUE(knn_test::same_knn(reference, knn_test::query_index(grid.get(), queries, 3, k)));
+    }
+  }
 }
 
 TEST(ServingStructure, GpuBruteForceGivesWayOnlyWhereItWouldRefuse) {

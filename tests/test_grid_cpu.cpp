@@ -465,6 +465,13 @@ TEST(GridCpuIsolated, ShareOfIsolatedQueriesCountsTheEmptyNeighbourhoods) {
   EXPECT_EQ(grid->share_of_isolated_queries(deep.data(), 5000, knn::CallParams{}), 1.0);
   EXPECT_EQ(grid->share_of_isolated_queries(among.data(), 3000, knn::CallParams{}), 0.0);
   EXPECT_EQ(grid->share_of_isolated_queries(deep.data(), 0, knn::CallParams{}), 0.0);
+  // Queries two box widths beyond the box's face are away from the points
+  // too, though the clamped cells by that face hold points (grid_walk.h,
+  // beyond_the_box); the count above, which clamps, calls them near.
+  std::vector<float> beyond = among;
+  for (size_t i = 0; i < beyond.size(); i += 3) beyond[i] += 3.0f;
+  EXPECT_EQ(counted(beyond), 0.0);
+  EXPECT_EQ(grid->share_of_isolated_queries(beyond.data(), 3000, knn::CallParams{}), 1.0);
   knn::CallParams on_device;
   on_device.queries_on_device = true;  // not read: 0
   EXPECT_EQ(grid->share_of_isolated_queries(deep.data(), 5000, on_device), 0.0);

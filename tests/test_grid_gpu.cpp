@@ -256,7 +256,8 @@ TEST(GridGpuOccupancy, QueriesAwayFromTheSurfaceAreCountedIsolated) {
     const double off_share = share(off, on_device);
     EXPECT_LT(share(on, on_device), 0.01);
     EXPECT_GT(off_share, 0.9);  // not 1: near the plane's top corner a query
-                                // above the box is clamped into cells of it
+                                // less than a cell above the box is clamped
+                                // into cells of it
     EXPECT_NEAR(share(mixed, on_device), off_share / 2, 0.02);
     EXPECT_EQ(share(few_off, on_device), 1.0);
   }

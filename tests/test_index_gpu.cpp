@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -520,6 +521,36 @@ TEST(KdTreeGpu, SmallDeviceBudgetGivesTheSameAnswer) {
                   k, true, call)));
   call.device_memory_limit = size_t{1} << 20;
   EXPECT_EQ(status_of([&] { engine_self(*gpu, k, true, call); }), KNN_ERR_DEVICE_OUT_OF_MEMORY);
+}
+
+// All-kNN into fresh host memory (malloc'd, no page written yet), large
+// enough (77 MB of rows) that the copy-out faults the pages in on threads of
+// its own while the device searches (engine/page_toucher.h), in several
+// chunks: the rows are those of the same call into warm memory and those of
+// the OpenMP kd-tree, bit for bit.
+TEST(KdTreeGpu, AllKnnIntoFreshHostMemoryAnswersAsIntoWarmMemory) {
+  SKIP_WITHOUT_DEVICE();
+  const int dim = 3, k = 48;
+  const int64_t n = 200000;
+  const std::vector<float> points = make_rows(Dist::Uniform, n, dim, 67);
+  Engine gpu = gpu_tree(points, dim);
+  knn::CallParams call;
+  call.device_memory_limit = size_t{48} << 20;
+  const size_t values = static_cast<size_t>(n) * k;
+  ASSERT_GE(values * (sizeof(int32_t) + sizeof(float)), size_t{64} << 20);
+  auto* fresh_idx = static_cast<int32_t*>(std::malloc(values * sizeof(int32_t)));
+  auto* fresh_dist = static_cast<float*>(std::malloc(values * sizeof(float)));
+  ASSERT_TRUE(fresh_idx && fresh_dist);
+  gpu->knn_self(k, false, fresh_idx, fresh_dist, call);
+  KnnResult cold;
+  cold.m = n;
+  cold.k = k;
+  cold.idx.assign(fresh_idx, fresh_idx + values);
+  cold.dist.assign(fresh_dist, fresh_dist + values);
+  std::free(fresh_idx);
+  std::free(fresh_dist);
+  EXPECT_TRUE(same_knn(engine_self(*gpu, k, false, call), cold));
+  EXPECT_TRUE(same_knn(engine_self(*cpu_tree(points, dim), k, false), cold));
 }
 
 // KNN_DEVICE_MEMORY_LIMIT limits the calls that set no device_memory_limit

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "../../engine/cancel.h"
+#include "../../engine/page_toucher.h"
 #include "../../engine/progress.h"
 #include "../cuda_engine.h"
 #include "cuda_support.h"
@@ -47,6 +49,8 @@ struct Slot {
   PinnedLease host_counts;
   int64_t first = 0;
   int64_t count = 0;
+  // The PageToucher's tickets for this chunk's rows in the caller's arrays.
+  std::vector<int64_t> touched;
 
   Slot(const CallShape<Scalar>& s, int64_t chunk)
       : queries(s.stage_in ? s.query_bytes(chunk) / sizeof(Scalar) : 0),
@@ -70,6 +74,11 @@ void download(const void* device_src, void* pinned_dst, size_t bytes, cudaStream
   check(cudaMemcpyAsync(pinned_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream),
         "cudaMemcpyAsync (query results to host)");
 }
+
+// Calls whose host outputs are at least this large fault the caller's pages
+// in ahead of the copies (engine/page_toucher.h); below it the threads cost
+// more than the faults they would hide.
+constexpr size_t kTouchOutputsFromBytes = size_t{64} << 20;
 
 }  // namespace
 
@@ -103,10 +112,35 @@ void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_wid
   for (int i = 0; i < slot_count; ++i)
     slots.push_back(std::make_unique<Slot<Scalar>>(shape, chunk));
 
+  // The first write into fresh host memory faults every page: the rows of a
+  // chunk are faulted in by threads of their own while the device searches
+  // it, and its copy waits for them (on an error the toucher drops what it
+  // has not reached and joins its threads before the call returns).
+  const size_t output_bytes = shape.row_values(m) * ((shape.want_indices ? sizeof(int32_t) : 0) +
+                                                     (shape.want_sq ? sizeof(Scalar) : 0)) +
+                              (shape.want_counts ? static_cast<size_t>(m) * sizeof(int32_t) : 0);
+  std::optional<PageToucher> toucher;
+  if (shape.stage_out && output_bytes >= kTouchOutputsFromBytes)
+    toucher.emplace(PageToucher::threads_beside(kHostCopyThreads + 1));
+  auto touch_rows = [&](Slot<Scalar>& s) {
+    s.touched.clear();
+    if (!toucher) return;
+    const size_t values = shape.row_values(s.count);
+    const size_t row0 = shape.row_values(s.first);
+    if (shape.want_indices)
+      s.touched.push_back(toucher->touch(indices + row0, values * sizeof(int32_t)));
+    if (shape.want_sq)
+      s.touched.push_back(toucher->touch(sq_distances + row0, values * sizeof(Scalar)));
+    if (shape.want_counts)
+      s.touched.push_back(
+          toucher->touch(counts + s.first, static_cast<size_t>(s.count) * sizeof(int32_t)));
+  };
+
   // Waits for a slot's chunk and moves its rows to the caller's host arrays.
   auto deliver = [&](Slot<Scalar>& s) {
     s.stream.synchronize();
     if (shape.stage_out) {
+      for (const int64_t ticket : s.touched) toucher->wait(ticket);
       const size_t values = shape.row_values(s.count);
       const size_t row0 = shape.row_values(s.first);
       if (shape.want_indices)
@@ -140,6 +174,7 @@ void for_each_query_chunk(const Scalar* queries, int64_t m, int dim, int row_wid
     const int64_t first = take(&s.count);
     if (s.count == 0) break;
     s.first = first;
+    touch_rows(s);
     const cudaStream_t stream = s.stream.get();
 
     QueryChunk<Scalar> c{};

@@ -370,7 +370,8 @@ __global__ void radius_kernel(GridView<Scalar> grid, const Scalar* queries, int6
   if (counts) counts[i] = found;
 }
 
-// One thread per sampled query: whether it is isolated.
+// One thread per sampled query: whether it lies away from the points
+// (grid_walk.h, away_from_points).
 template <typename Scalar>
 __global__ void isolated_queries_kernel(GridView<Scalar> grid, const Scalar* queries, int64_t count,
                                         int64_t sample, unsigned long long* isolated_count) {
@@ -378,7 +379,8 @@ __global__ void isolated_queries_kernel(GridView<Scalar> grid, const Scalar* que
   if (t >= sample) return;
   Scalar q[3];
   load_query(queries, t * count / sample, q);
-  if (isolated(grid, q)) atomicAdd(isolated_count, 1ull);
+  if (away_from_points(grid.layout, q, [&](uint32_t key) { return __ldg(grid.starts + key); }))
+    atomicAdd(isolated_count, 1ull);
 }
 
 // The warp search over order[0 .. count), or over the queries the thread
