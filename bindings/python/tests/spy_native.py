@@ -49,7 +49,13 @@ class SpyNative:
         self.before: Dict[str, Callable[[], None]] = {}
 
     def __getattr__(self, name: str) -> Any:
-        fn = getattr(self._real, name)
+        return self._recording(name, getattr(self._real, name))
+
+    def untyped(self, name: str) -> Any:
+        """The fast paths' variant (pointers as ints), recorded under the same name."""
+        return self._recording(name, self._real.untyped(name))
+
+    def _recording(self, name: str, fn: Any) -> Any:
         if name not in RECORDED:
             return fn
 
