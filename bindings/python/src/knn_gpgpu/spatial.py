@@ -72,6 +72,7 @@ What differs from scipy, by design:
 
 from __future__ import annotations
 
+import importlib
 import math
 import operator
 import os
@@ -310,7 +311,8 @@ class KDTree:
 
     def __reduce__(self) -> Any:
         """Pickling through :meth:`Index.serialize` (multiprocessing, joblib)."""
-        return (_tree_from_bytes, (self.index.serialize(), self.boxsize, self._leafsize_given))
+        return (_tree_from_bytes, (type(self), self.index.serialize(), self.boxsize,
+                                   self._leafsize_given))
 
     def close(self) -> None:
         """Free the index now (else it is freed when garbage-collected)."""
@@ -399,16 +401,14 @@ class KDTree:
         opt = _call_options(workers)
         searched = max(1, min(kmax, self.n))
         if self._exact(metric):
-            if isinstance(q, np.ndarray):
-                sq, ind = self.index._query_host(q, searched, opt)
-            else:
-                found = self.index.query(q, searched, options=opt, distances_first=True)
-                sq, ind = np.asarray(found.sq_distances), np.asarray(found.indices)
+            found = (self.index._query_host(q, searched, opt) if isinstance(q, np.ndarray)
+                     else self.index.query(q, searched, options=opt, distances_first=True))
+            sq, ind = np.asarray(found.sq_distances), np.asarray(found.indices)
             if squeeze and not lead and self.n and bound == math.inf:  # one point, k = 1
                 return math.sqrt(float(sq[0, 0])), self._index_scalar(ind[0, 0])
             d, i = _euclidean(sq, ind, self.n, bound)
         else:
-            d, i = self._nearest_general(q, searched, metric, bound, opt)
+            d, i = self._nearest_general(_host(q), searched, metric, bound, opt)
         if width > searched or ranks is not None:
             d, i = _widen(d, i, ranks, width, self.n)
         if squeeze:
@@ -428,7 +428,7 @@ class KDTree:
         limit = np.full(rows, math.inf)
         if rows and self.n >= k:  # any k points bound the k-th distance: the Euclidean k nearest
             cand = np.asarray(self.index._query_host(q, k, opt).indices, dtype=np.intp)
-            pw = metric.powered(q[:, None, :], self._points[cand])
+            pw = metric.powered(q[:, None, :], _host(self._points)[cand])
             limit = np.max(pw, axis=1)
         bound_pw = float(metric.limit(bound))
         limit = np.minimum(limit, bound_pw)
@@ -471,13 +471,13 @@ class KDTree:
             counts = np.diff(found.offsets)
             pieces_row.append(np.repeat(of[group], counts))
             pieces_idx.append(found.indices.astype(np.intp))
-            pieces_sq.append(found.sq_distances.astype(np.float64))
+            pieces_sq.append(np.asarray(found.sq_distances, dtype=np.float64))
         row = np.concatenate(pieces_row) if pieces_row else np.empty(0, np.intp)
         idx = np.concatenate(pieces_idx) if pieces_idx else np.empty(0, np.intp)
         if exact:
             pw = np.concatenate(pieces_sq) if pieces_sq else np.empty(0)
         else:
-            pw = metric.powered(q[row], self._points[idx])
+            pw = metric.powered(q[row], _host(self._points)[idx])
         keep = pw <= (metric.limit(radii) if limits is None else limits)[row]
         if strict != math.inf:
             keep &= pw < strict
@@ -628,12 +628,11 @@ class KDTree:
             return out
         if output_type == "dict":
             return dict(zip(zip(i.tolist(), j.tolist()), v.tolist()))
-        import scipy.sparse  # only these two outputs need scipy
-
-        coo = scipy.sparse.coo_matrix((v, (i, j)), shape=(self.n, nq))
+        sparse = importlib.import_module("scipy.sparse")  # only these two outputs need scipy
+        coo = sparse.coo_matrix((v, (i, j)), shape=(self.n, nq))
         if output_type == "coo_matrix":
             return coo
-        dok = scipy.sparse.dok_matrix((self.n, nq))
+        dok = sparse.dok_matrix((self.n, nq))
         dok._dict.update(zip(zip(i.tolist(), j.tolist()), v.tolist()))
         return dok
 
@@ -653,9 +652,10 @@ class cKDTree(KDTree):
     _index_scalar = int
 
 
-def _tree_from_bytes(data: bytes, boxsize: Optional[FloatArray],
+def _tree_from_bytes(cls: Any, data: bytes, boxsize: Optional[FloatArray],
                      leafsize: Optional[int]) -> KDTree:
-    return KDTree.from_index(Index.deserialize(data), boxsize, leafsize)
+    tree: KDTree = cls.from_index(Index.deserialize(data), boxsize, leafsize)
+    return tree
 
 
 # ---- helpers ------------------------------------------------------------------------
@@ -676,6 +676,13 @@ def _ranks(k: KSpec) -> Tuple[Optional[npt.NDArray[np.intp]], int, bool]:
         raise ValueError("k = %r: every rank must be >= 1" % (k,))
     _arrays.c_int(int(ranks.max()), "k", "knn_index_query")
     return ranks.astype(np.intp), int(ranks.size), False
+
+
+def _host(rows: _arrays.Array) -> np.ndarray:
+    """Rows the binding reads itself (``p != 2``, periodic boxes): host only."""
+    if not isinstance(rows, np.ndarray):
+        raise ValueError("p != 2 needs host points and queries (device arrays take p = 2)")
+    return rows
 
 
 def _finite_error(exc: NonfiniteInputError, what: str) -> NonfiniteInputError:
