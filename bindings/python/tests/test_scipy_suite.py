@@ -41,6 +41,10 @@ def test_scipy_test_kdtree_passes_against_this_class(tmp_path: Path) -> None:
     src = str(Path(__import__("knn_gpgpu").__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS_DIR), src] +
                                         [p for p in [env.get("PYTHONPATH")] if p])
+    # One thread a call: scipy's tests make thousands of small calls, which a
+    # team per call only slows on CI's 2 shared cores (answers do not depend
+    # on it; test_ckdtree_parallel still asks for workers=64 itself).
+    env["OMP_NUM_THREADS"] = "1"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                "-p", "scipy_kdtree_plugin", "-W", "ignore::pytest.PytestUnknownMarkWarning",
                "-k", "not (%s)" % " or ".join(sorted(DESELECTED)), str(suite)]

@@ -11,6 +11,9 @@ import numpy as np
 import pytest
 
 import knn_gpgpu as knn
+from knn_gpgpu import _library
+
+from spy_native import SpyNative
 
 spatial = pytest.importorskip("scipy.spatial")
 
@@ -121,3 +124,19 @@ def test_per_point_radii_cost_grows_linearly(lib):
 
     small, large = cost(4000), cost(16000)
     assert large < 6 * small, (small, large)
+
+
+def test_per_point_radii_take_few_library_calls(lib, monkeypatch):
+    """The cause of issue #52's 11.2 s: a library call (and a scan of all rows)
+    per distinct radius. Rows are grouped by radius now: 16,000 distinct radii
+    spanning a factor of 3 take a handful of calls."""
+    spy = SpyNative(lib)
+    monkeypatch.setattr(_library, "_native", spy)
+    tree = knn.KDTree(cloud(12, 5000), backend="openmp")
+    rng = np.random.default_rng(13)
+    x, radii = rng.random((16000, 3)), 0.01 + 0.02 * rng.random(16000)
+    got = tree.query_ball_point(x, radii)
+    calls = [c for c in spy.calls if c[0].startswith("knn_index_radius")]
+    assert 0 < len(calls) <= 2 * 8, len(calls)                 # count + fill per group
+    theirs = spatial.cKDTree(tree.data).query_ball_point(x[:300], radii[:300])
+    assert [sorted(v) for v in theirs] == list(got[:300])

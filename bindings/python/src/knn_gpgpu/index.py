@@ -3,9 +3,8 @@
 ::
 
     with knn_gpgpu.Index(points, backend="auto") as index:   # (n, dim) floats
-        d2, ind = index.query(queries, k=8, distances_first=True)   # (m, 8) each
-        d2, ind, counts = index.radius(queries, 0.5, max_neighbors=32,
-                                       distances_first=True)
+        d2, ind = index.query(queries, k=8)                  # (m, 8) each
+        d2, ind, counts = index.radius(queries, 0.5, max_neighbors=32)
 
 Precision: the points' dtype picks it, and nothing is rounded silently.
 float32 points build a float32 index (``knn_index_build``); float64 points,
@@ -33,6 +32,7 @@ that sees no CUDA device cannot read device memory: the binding then raises
 from __future__ import annotations
 
 import ctypes
+import threading
 import warnings
 from typing import Any, NamedTuple, Optional, Union
 
@@ -421,14 +421,39 @@ class Index(NativeHandle):
         conversions: ``q`` is a C-contiguous host ``(m, dim)`` array of the
         index's dtype and ``k`` a C int >= 1 (the caller checked both)."""
         m = q.shape[0]
-        ind = np.empty((m, k), np.int32)
-        dist = np.empty((m, k), self._scalar)
         call = "knn_index_query_f64" if self._scalar == _arrays.FLOAT64 else "knn_index_query"
-        with self._use() as handle:
-            status = native().untyped(call)(handle, q.ctypes.data, m, k, ind.ctypes.data,
-                                            dist.ctypes.data, byref(options))
+        one = m == 1 and k <= _ONE_POINT_K
+        if one:  # the thread's buffers, whose addresses are known (ndarray.ctypes: 3 us each)
+            scratch = self._one_point_buffers()
+            scratch.q[0] = q[0]
+            addresses = scratch.addresses
+        else:
+            ind = np.empty((m, k), np.int32)
+            dist = np.empty((m, k), self._scalar)
+            addresses = (q.ctypes.data, ind.ctypes.data, dist.ctypes.data)
+        handle = self._acquire()
+        try:
+            status = native().untyped(call)(handle, addresses[0], m, k, addresses[1],
+                                            addresses[2], byref(options))
+        finally:
+            self._release()
         check(status, call)
+        if one:
+            return KnnResult(scratch.dist[:k].reshape(1, k).copy(),
+                             scratch.ind[:k].reshape(1, k).copy())
         return KnnResult(dist, ind)
+
+    def _one_point_buffers(self) -> Any:
+        """This thread's query and output buffers for one point (threads share
+        an index, so each has its own)."""
+        local = self.__dict__.get("_local")
+        if local is None:
+            local = self.__dict__.setdefault("_local", threading.local())
+        scratch = getattr(local, "scratch", None)
+        if scratch is None:
+            scratch = _OnePoint(self._dim, self._scalar)
+            local.scratch = scratch
+        return scratch
 
     # ---- serialization -----------------------------------------------------------
     def points(self) -> np.ndarray:
@@ -493,6 +518,20 @@ class Index(NativeHandle):
                              options: Optional[Options] = None, *, dtype: Any = np.float32) -> int:
         """See :func:`estimate_query_bytes`."""
         return estimate_query_bytes(m, k, n, dim, options, dtype=dtype)
+
+
+#: Largest k of the one-point fast path's preallocated rows.
+_ONE_POINT_K = 16
+
+
+class _OnePoint:
+    """One query row and ``_ONE_POINT_K`` result slots, with their addresses."""
+
+    def __init__(self, dim: int, scalar: np.dtype) -> None:
+        self.q = np.empty((1, dim), scalar)
+        self.ind = np.empty(_ONE_POINT_K, np.int32)
+        self.dist = np.empty(_ONE_POINT_K, scalar)
+        self.addresses = (self.q.ctypes.data, self.ind.ctypes.data, self.dist.ctypes.data)
 
 
 def _index_from_bytes(data: bytes) -> Index:

@@ -349,11 +349,8 @@ class KDTree:
         if arr.ndim == 0 or arr.shape[-1] != self.m:
             raise ValueError("x must consist of vectors of length %d but has shape %s"
                              % (self.m, arr.shape))
-        lead = tuple(int(s) for s in arr.shape[:-1])
+        lead = arr.shape[:-1]
         q = _arrays.to_scalar(arr.reshape(-1, self.m), scalar, "x")
-        if not np.isfinite(q).all():
-            raise NonfiniteInputError(Status.NONFINITE_INPUT, "x must be finite, check for nan "
-                                      "or inf values", "knn_gpgpu (binding)")
         if self.boxsize is not None:
             q = _wrap(q, self.boxsize)
         return q, lead
@@ -401,8 +398,11 @@ class KDTree:
         opt = _call_options(workers)
         searched = max(1, min(kmax, self.n))
         if self._exact(metric):
-            found = (self.index._query_host(q, searched, opt) if isinstance(q, np.ndarray)
-                     else self.index.query(q, searched, options=opt, distances_first=True))
+            try:
+                found = (self.index._query_host(q, searched, opt) if isinstance(q, np.ndarray)
+                         else self.index.query(q, searched, options=opt))
+            except NonfiniteInputError as exc:
+                raise _finite_error(exc, "x") from None
             sq, ind = np.asarray(found.sq_distances), np.asarray(found.indices)
             if squeeze and not lead and self.n and bound == math.inf:  # one point, k = 1
                 return math.sqrt(float(sq[0, 0])), self._index_scalar(ind[0, 0])
@@ -507,6 +507,9 @@ class KDTree:
         grow = _eps_factor(eps)
         del return_sorted  # always sorted, which every setting allows
         q, lead = self._queries(x)
+        if isinstance(q, np.ndarray) and not np.isfinite(q).all():
+            raise NonfiniteInputError(Status.NONFINITE_INPUT, "x must be finite, check for nan "
+                                      "or inf values", "knn_gpgpu (binding)")
         radii = np.broadcast_to(np.asarray(r, dtype=np.float64), lead).reshape(-1)
         if radii.size and not np.all(radii >= 0):
             raise ValueError("r must be >= 0 (got %r)" % (r,))
