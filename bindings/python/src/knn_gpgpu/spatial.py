@@ -648,7 +648,15 @@ class KDTree:
         if output_type == "coo_matrix":
             return coo
         dok = sparse.dok_matrix((self.n, nq))
-        dok._dict.update(zip(zip(i.tolist(), j.tolist()), v.tolist()))
+        # scipy's own way, which keeps zero distances (setting an entry to 0
+        # would drop it): the dict under the matrix (scipy >= 1.12), or the
+        # matrix itself (a dict subclass before).
+        store = getattr(dok, "_dict", None)
+        entries = zip(zip(i.tolist(), j.tolist()), v.tolist())
+        if store is None:
+            dict.update(dok, entries)
+        else:
+            store.update(entries)
         return dok
 
     @property
