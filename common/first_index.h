@@ -17,7 +17,7 @@ int64_t first_index_where(int64_t n, int threads, const Predicate& holds) {
   constexpr int64_t kBlock = int64_t{1} << 14;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   std::vector<int64_t> first(static_cast<size_t>(blocks), n);
-#pragma omp parallel for num_threads(team_size(threads)) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(team_for(team_size(threads), blocks)) schedule(dynamic, 1)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t end = (b + 1) * kBlock < n ? (b + 1) * kBlock : n;
     for (int64_t i = b * kBlock; i < end; ++i)

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "../include/knn_gpgpu.h"
 
@@ -28,5 +29,13 @@ inline int team_size(int requested) {
 // team_size(kClassicThreads), the default team (OMP_NUM_THREADS, at most
 // max_threads()).
 constexpr int kClassicThreads = 0;
+
+// The team for `items` work items of which one thread should take at least
+// `grain`: a small call (one query from Python) runs on the calling thread
+// and wakes no idle team, which cost 0.3-1.5 ms on a loaded 2-core machine.
+inline int team_for(int threads, int64_t items, int64_t grain = 1) {
+  const int64_t useful = (items + grain - 1) / std::max<int64_t>(grain, 1);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, useful)));
+}
 
 }  // namespace knn

@@ -90,7 +90,7 @@ std::vector<uint32_t> cell_keys(const BasicGridLayout<Scalar>& grid, const Scala
   keys.reserve(static_cast<size_t>(count));
   for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
     keys.resize(static_cast<size_t>(end));
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team_for(threads, end - begin, 4096)) schedule(static)
     for (int64_t i = begin; i < end; ++i)
       keys[static_cast<size_t>(i)] = grid.key_of(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
   });

@@ -60,7 +60,7 @@ void for_each_block(int64_t items, int64_t per_block, int threads, const volatil
   knn_progress* const report = progress();
   std::exception_ptr error;
   std::atomic<bool> stop{false};
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team_for(threads, blocks))
   {
     std::optional<State> state;
 #pragma omp for schedule(dynamic, 1)

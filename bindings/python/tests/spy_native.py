@@ -25,7 +25,8 @@ RECORDED = ("knn_index_build", "knn_index_free", "knn_index_query", "knn_index_q
             "knn_points_in_polygons_count", "knn_points_in_polygons", "knn_index_build_f64",
             "knn_index_query_f64", "knn_index_query_self_f64", "knn_index_radius_f64",
             "knn_quadtree_build_f64", "knn_points_in_polygons_count_f64",
-            "knn_points_in_polygons_f64")
+            "knn_points_in_polygons_f64", "knn_index_radius_count", "knn_index_radius_fill",
+            "knn_index_radius_count_f64", "knn_index_radius_fill_f64")
 
 
 def address(arg: Any) -> Any:
@@ -49,7 +50,13 @@ class SpyNative:
         self.before: Dict[str, Callable[[], None]] = {}
 
     def __getattr__(self, name: str) -> Any:
-        fn = getattr(self._real, name)
+        return self._recording(name, getattr(self._real, name))
+
+    def untyped(self, name: str) -> Any:
+        """The fast paths' variant (pointers as ints), recorded under the same name."""
+        return self._recording(name, self._real.untyped(name))
+
+    def _recording(self, name: str, fn: Any) -> Any:
         if name not in RECORDED:
             return fn
 

@@ -48,7 +48,7 @@ def test_index_closed_just_before_the_library_call(lib, monkeypatch):
     assert names[-2:] == ["knn_index_query", "knn_index_free"]   # freed by the last call
     assert names.count("knn_index_free") == 1
     with pytest.raises(ValueError, match="closed"):
-        index.query(queries, 1)
+        index.query(queries, 1, distances_first=False)
     index.close()                                                  # nothing left to free
     assert [c[0] for c in spy.calls].count("knn_index_free") == 1
 

@@ -109,7 +109,7 @@ def test_query_matches_oracle(lib, has_device, dim, kind):
             with knn.Index(pts, backend=backend, structure=structure) as index:
                 check_info(index, 300, dim, backend, structure, has_device)
                 for k in (1, 4, 17, 40):
-                    ind, d2 = index.query(queries, k)
+                    ind, d2 = index.query(queries, k, distances_first=False)
                     assert ind.shape == d2.shape == (50, k)
                     assert ind.dtype == np.int32 and d2.dtype == np.float32
                     np.testing.assert_array_equal(ind, want_i[:, :k],
@@ -124,7 +124,7 @@ def test_other_dimensions(lib, dim):
     want_d, want_i = oracle(pts, queries, 9)
     for structure in structures(dim):
         with knn.Index(pts, structure=structure) as index:
-            ind, d2 = index.query(queries, 9)
+            ind, d2 = index.query(queries, 9, distances_first=False)
             np.testing.assert_array_equal(ind, want_i)
             assert same_bits(d2, want_d)
 
@@ -134,14 +134,14 @@ def test_larger_index_and_k_1024(lib):
     queries = random_points(22, 100, 3, "clustered")
     want_d, want_i = oracle(pts, queries, 10)
     with knn.Index(pts) as index:                      # AUTO picks by size and dimension
-        ind, d2 = index.query(queries, 10)
+        ind, d2 = index.query(queries, 10, distances_first=False)
         np.testing.assert_array_equal(ind, want_i)
         assert same_bits(d2, want_d)
     pts = random_points(23, 1100, 2, "lattice")
     want_d, want_i = oracle(pts, pts[:12], 1024)
     for structure in ("kdtree", "brute_force"):
         with knn.Index(pts, structure=structure) as index:
-            ind, d2 = index.query(pts[:12], 1024)
+            ind, d2 = index.query(pts[:12], 1024, distances_first=False)
             np.testing.assert_array_equal(ind, want_i)
             assert same_bits(d2, want_d)
 
@@ -149,18 +149,18 @@ def test_larger_index_and_k_1024(lib):
 def test_fewer_points_than_k_and_empty_inputs(lib):
     pts = random_points(3, 5, 3)
     with knn.Index(pts, backend="openmp") as index:
-        ind, d2 = index.query(pts, 8)
+        ind, d2 = index.query(pts, 8, distances_first=False)
         assert (ind[:, 5:] == -1).all() and np.isinf(d2[:, 5:]).all()
         want_d, want_i = oracle(pts, pts, 8)
         np.testing.assert_array_equal(ind, want_i)
         assert (d2[:, 0] == 0).all()
-        ind, d2 = index.query(np.empty((0, 3), np.float32), 4)
+        ind, d2 = index.query(np.empty((0, 3), np.float32), 4, distances_first=False)
         assert ind.shape == d2.shape == (0, 4)
     with knn.Index(np.empty((0, 2), np.float32)) as empty:
         assert empty.info()[:2] == (0, 2)
-        ind, d2 = empty.query(np.ones((3, 2), np.float32), 2)
+        ind, d2 = empty.query(np.ones((3, 2), np.float32), 2, distances_first=False)
         assert (ind == -1).all() and np.isinf(d2).all()
-        res = empty.radius(np.ones((3, 2), np.float32), 1.0, 2)
+        res = empty.radius(np.ones((3, 2), np.float32), 1.0, 2, distances_first=False)
         assert (res.counts == 0).all() and (res.indices == -1).all()
 
 
@@ -173,7 +173,7 @@ def test_options_do_not_change_answers(lib, leaf_size):
     with knn.Index(pts, options=opt, device_memory_limit=1 << 20) as index:
         assert index.info().structure == IndexStructure.KDTREE
         for per_call in (None, knn.Options(threads=1)):
-            ind, d2 = index.query(queries, 7, options=per_call)
+            ind, d2 = index.query(queries, 7, options=per_call, distances_first=False)
             np.testing.assert_array_equal(ind, want_i)
             assert same_bits(d2, want_d)
 
@@ -186,7 +186,7 @@ def test_the_index_owns_a_copy(lib):
     pts[:] = 0                                          # the caller's array changes
     del pts
     gc.collect()
-    ind, d2 = index.query(queries, 5)
+    ind, d2 = index.query(queries, 5, distances_first=False)
     np.testing.assert_array_equal(ind, want_i)
     assert same_bits(d2, want_d)
     index.close()
@@ -201,7 +201,7 @@ def test_concurrent_queries_on_one_index(lib):
 
         def work():
             for _ in range(5):
-                results.append(index.query(queries, 8)[0])
+                results.append(index.query(queries, 8, distances_first=False)[0])
 
         threads = [threading.Thread(target=work) for _ in range(4)]
         for t in threads:
@@ -220,7 +220,7 @@ def test_query_self(lib, has_device, dim, exclude_self):
         with knn.Index(pts, structure=structure) as index:
             for k in (1, 6, 20):
                 want_d, want_i = self_oracle(pts, k, exclude_self)
-                ind, d2 = index.query_self(k, exclude_self=exclude_self)
+                ind, d2 = index.query_self(k, exclude_self=exclude_self, distances_first=False)
                 assert ind.shape == (250, k)
                 np.testing.assert_array_equal(ind, want_i, err_msg="%s k=%d" % (structure, k))
                 assert same_bits(d2, want_d)
@@ -228,7 +228,7 @@ def test_query_self(lib, has_device, dim, exclude_self):
                     assert (ind != np.arange(250)[:, None]).all()
                     # other copies at distance 0 are kept
                     assert (d2[:, 0] == 0).sum() > 200
-            ind_only, none = index.query_self(3, exclude_self=exclude_self, distances=False)
+            ind_only, none = index.query_self(3, exclude_self=exclude_self, distances=False, distances_first=False)
             assert none is None
             np.testing.assert_array_equal(ind_only, self_oracle(pts, 3, exclude_self)[1])
 
@@ -236,7 +236,7 @@ def test_query_self(lib, has_device, dim, exclude_self):
 def test_query_self_with_fewer_points_than_k(lib):
     pts = random_points(8, 4, 3)
     with knn.Index(pts) as index:
-        ind, d2 = index.query_self(6, exclude_self=True)
+        ind, d2 = index.query_self(6, exclude_self=True, distances_first=False)
         want_d, want_i = self_oracle(pts, 6, True)
         np.testing.assert_array_equal(ind, want_i)
         assert (ind[:, 3:] == -1).all() and np.isinf(d2[:, 3:]).all()
@@ -256,18 +256,18 @@ def test_radius_matches_oracle(lib, has_device, dim):
                     want_i, want_d, want_c = radius_oracle(pts, queries, radius, max_nb)
                     overflow |= bool((want_c > max_nb).any())
                     empty |= bool((want_c == 0).any())
-                    res = index.radius(queries, radius, max_nb)
+                    res = index.radius(queries, radius, max_nb, distances_first=False)
                     what = "%s %s r=%g" % (backend, structure, radius)
                     assert res.counts.dtype == np.int32 and res.counts.shape == (40,)
                     np.testing.assert_array_equal(res.counts, want_c, err_msg=what)
                     np.testing.assert_array_equal(res.indices, want_i, err_msg=what)
                     assert same_bits(res.sq_distances, want_d), what
                 assert overflow and empty          # rows beyond max_neighbors, empty rows
-                counting = index.radius(queries, 2.0, 0)
+                counting = index.radius(queries, 2.0, 0, distances_first=False)
                 assert counting.indices is None and counting.sq_distances is None
                 np.testing.assert_array_equal(counting.counts,
                                               radius_oracle(pts, queries, 2.0, 0)[2])
-                no_d = index.radius(queries, 1.0, 5, distances=False)
+                no_d = index.radius(queries, 1.0, 5, distances=False, distances_first=False)
                 assert no_d.sq_distances is None
                 np.testing.assert_array_equal(no_d.indices, radius_oracle(pts, queries, 1.0, 5)[0])
 
@@ -276,7 +276,7 @@ def test_radius_boundary_is_inclusive_in_float32(lib):
     pts = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.1, 0.2, 0.3], [2, 0, 0]], np.float32)
     q = np.zeros((1, 3), np.float32)
     with knn.Index(pts) as index:
-        res = index.radius(q, 1.0, 5)                   # squared distance 1 <= 1*1
+        res = index.radius(q, 1.0, 5, distances_first=False)                   # squared distance 1 <= 1*1
         assert res.counts.tolist() == [4]
         assert res.indices.tolist() == [[0, 3, 1, 2, -1]]
         f = np.float32
@@ -300,11 +300,11 @@ def test_nonfinite_inputs_name_their_index(lib):
         out_i = np.full((20, 3), 77, np.int32)
         out_d = np.full((20, 3), 7.0, np.float32)
         with pytest.raises(knn.NonfiniteInputError) as info:
-            index.query(queries, 3, out_indices=out_i, out_distances=out_d)
+            index.query(queries, 3, out_indices=out_i, out_distances=out_d, distances_first=False)
         assert info.value.function == "knn_index_query" and "13" in info.value.message
         assert (out_i == 77).all() and (out_d == 7.0).all()     # validation failed: untouched
         with pytest.raises(knn.NonfiniteInputError, match="13"):
-            index.radius(queries, 1.0, 2)
+            index.radius(queries, 1.0, 2, distances_first=False)
 
 
 def test_bad_arguments_are_invalid_argument(lib, has_device):
@@ -312,21 +312,21 @@ def test_bad_arguments_are_invalid_argument(lib, has_device):
     with knn.Index(pts) as index:
         for k in (0, -3):
             with pytest.raises(knn.InvalidArgumentError) as info:
-                index.query(pts, k)
+                index.query(pts, k, distances_first=False)
             assert info.value.function == "knn_index_query"
             assert info.value.message.startswith("knn_index_query")
             with pytest.raises(knn.InvalidArgumentError):
-                index.query_self(k)
+                index.query_self(k, distances_first=False)
         with pytest.raises(knn.InvalidArgumentError):
-            index.radius(pts, 1.0, -1)
-        want = index.query(pts, 2)[0]                  # still usable after refusals
+            index.radius(pts, 1.0, -1, distances_first=False)
+        want = index.query(pts, 2, distances_first=False)[0]                  # still usable after refusals
         np.testing.assert_array_equal(want, oracle(pts, pts, 2)[1])
     with knn.Index(pts) as index:
         for radius in (-1.0, float("nan")):
             with pytest.raises(knn.InvalidArgumentError) as info:
-                index.radius(pts, radius, 2)
+                index.radius(pts, radius, 2, distances_first=False)
             assert info.value.function == "knn_index_radius"
-        res = index.radius(pts[:3], float("inf"), 30)         # +infinity is allowed
+        res = index.radius(pts[:3], float("inf"), 30, distances_first=False)         # +infinity is allowed
         assert (res.counts == 30).all()
         np.testing.assert_array_equal(res.indices, oracle(pts, pts[:3], 30)[1])
     with pytest.raises(knn.InvalidArgumentError):
@@ -447,30 +447,30 @@ def test_query_marshalling(lib, monkeypatch, dim):
         assert opt.backend == knn.Backend.AUTO                     # caller's options untouched
         assert (index.n, index.dim) == (120, dim)
         want_d, want_i = oracle(pts, queries, 7)
-        ind, d2 = index.query(queries, 7)
+        ind, d2 = index.query(queries, 7, distances_first=False)
         np.testing.assert_array_equal(ind, want_i)
         assert same_bits(d2, want_d)
         call = spy.named("knn_index_query")[-1]
         assert call[2] == queries.ctypes.data and call[7] == 0     # NULL options
-        ind2, none = index.query(queries.astype(np.float64), 7, distances=False, options=opt)
+        ind2, none = index.query(queries.astype(np.float64), 7, distances=False, options=opt, distances_first=False)
         call = spy.named("knn_index_query")[-1]
         assert none is None and call[6] == 0 and call[7] is opt    # NULL sq_distances
         np.testing.assert_array_equal(ind2, want_i)
         out_i = np.empty((33, 7), np.int32)
         out_d = np.empty((33, 7), np.float32)
-        r_i, r_d = index.query(queries, 7, out_indices=out_i, out_distances=out_d)
+        r_i, r_d = index.query(queries, 7, out_indices=out_i, out_distances=out_d, distances_first=False)
         assert r_i is out_i and r_d is out_d
         assert spy.named("knn_index_query")[-1][5:7] == (out_i.ctypes.data, out_d.ctypes.data)
         np.testing.assert_array_equal(out_i, want_i)
         calls = len(spy.calls)
         with pytest.raises(ValueError, match="shape"):
-            index.query(np.zeros((5, dim + 1)), 3)                 # caught before the call
+            index.query(np.zeros((5, dim + 1)), 3, distances_first=False)                 # caught before the call
         with pytest.raises(ValueError, match="dtype"):
-            index.query(queries, 7, out_indices=np.empty((33, 7), np.int64))
+            index.query(queries, 7, out_indices=np.empty((33, 7), np.int64), distances_first=False)
         assert len(spy.calls) == calls
     assert index.closed and spy.calls[-1][0] == "knn_index_free"
     with pytest.raises(ValueError, match="closed"):
-        index.query(queries, 1)
+        index.query(queries, 1, distances_first=False)
     index.close()                                                  # twice is fine
 
 
@@ -479,16 +479,16 @@ def test_self_and_radius_marshalling(lib, monkeypatch):
     monkeypatch.setattr(_library, "_native", spy)
     pts = random_points(3, 200, 2, "duplicates")
     index = knn.Index(pts)
-    ind, _ = index.query_self(5, exclude_self=True, distances=False)
+    ind, _ = index.query_self(5, exclude_self=True, distances=False, distances_first=False)
     assert spy.calls[-1][2:4] == (5, 1) and spy.calls[-1][5] == 0
     np.testing.assert_array_equal(ind, self_oracle(pts, 5, True)[1])
     queries = random_points(4, 17, 2) * 0.01
-    counting = index.radius(queries, 0.25, 0)
+    counting = index.radius(queries, 0.25, 0, distances_first=False)
     assert counting.indices is None and counting.sq_distances is None
     assert spy.calls[-1][5:8] == (0, 0, 0)                  # max_neighbors 0, NULL rows
     np.testing.assert_array_equal(counting.counts, radius_oracle(pts, queries, 0.25, 0)[2])
     counts = np.empty(17, np.int32)
-    res = index.radius(queries, 0.25, 8, out_counts=counts)
+    res = index.radius(queries, 0.25, 8, out_counts=counts, distances_first=False)
     assert res.counts is counts and spy.calls[-1][8] == counts.ctypes.data
     assert not spy.named("knn_index_free")
     del index, res
@@ -511,7 +511,7 @@ def test_device_arrays_are_passed_through(lib, monkeypatch, has_device):
         q = random_points(7, 9, 3)
         out_i = FakeCudaArray(np.zeros((9, 4), np.int32))
         out_d = FakeCudaArray(np.zeros((9, 4), np.float32))
-        r_i, r_d = index.query(FakeCudaArray(q), 4, out_indices=out_i, out_distances=out_d)
+        r_i, r_d = index.query(FakeCudaArray(q), 4, out_indices=out_i, out_distances=out_d, distances_first=False)
         assert r_i is out_i and r_d is out_d                     # the caller's objects back
         assert spy.calls[-1][2] == q.ctypes.data
         assert spy.calls[-1][5:7] == (out_i.host.ctypes.data, out_d.host.ctypes.data)
@@ -519,16 +519,16 @@ def test_device_arrays_are_passed_through(lib, monkeypatch, has_device):
         np.testing.assert_array_equal(out_i.host, want_i)
         assert same_bits(out_d.host, want_d)
         counts = FakeCudaArray(np.zeros(9, np.int32))
-        res = index.radius(q, 60.0, 0, out_counts=counts)
+        res = index.radius(q, 60.0, 0, out_counts=counts, distances_first=False)
         assert res.counts is counts
         np.testing.assert_array_equal(counts.host, radius_oracle(pts, q, 60.0, 0)[2])
         with pytest.raises(ValueError, match="dtype"):
-            index.query(FakeCudaArray(q.astype(np.float64)), 4)
+            index.query(FakeCudaArray(q.astype(np.float64)), 4, distances_first=False)
         with pytest.raises(ValueError, match="C-contiguous"):
-            index.query(FakeCudaArray(q, strides=(4, 36)), 4)
+            index.query(FakeCudaArray(q, strides=(4, 36)), 4, distances_first=False)
         with pytest.raises(ValueError, match="read-only"):
             index.query(q, 4, out_indices=FakeCudaArray(np.zeros((9, 4), np.int32),
-                                                        readonly=True))
+                                                        readonly=True), distances_first=False)
 
 
 def test_device_arrays_refused_without_a_device(lib, has_device):

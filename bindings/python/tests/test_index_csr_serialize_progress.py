@@ -82,8 +82,8 @@ def test_serialize_round_trip_answers_bit_identically(lib, has_device):
                     with knn.Index.deserialize(data, backend=load_on) as loaded:
                         assert loaded.n == index.n and loaded.dim == 3
                         assert loaded.info().structure == index.info().structure
-                        a_i, a_d = index.query(q, 7)
-                        b_i, b_d = loaded.query(q, 7)
+                        a_d, a_i = index.query(q, 7)
+                        b_d, b_i = loaded.query(q, 7)
                         np.testing.assert_array_equal(a_i, b_i)
                         assert a_d.tobytes() == b_d.tobytes()
                         want_d, want_i = oracle(pts, q, 7)

@@ -78,9 +78,12 @@ def test_query_matches_scipy_exactly_on_a_lattice(lib, backend, dim):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_query_shapes_like_scipy(lib, backend):
     pts = lattice(1, 40, 3)
-    ours = knn.KDTree(pts, backend=backend)
+    ours = knn.cKDTree(pts, backend=backend)
     theirs = spatial.cKDTree(pts)
     one = np.array([0.0, 1.0, -1.0])
+    # scipy's KDTree gives one point's index as a numpy integer, cKDTree as an int.
+    got_kd, want_kd = knn.KDTree(pts, backend=backend).query(one), spatial.KDTree(pts).query(one)
+    assert [type(v) for v in got_kd] == [type(v) for v in want_kd] == [float, np.intp]
     many = lattice(2, 24, 3).reshape(2, 3, 4, 3)
     cases = [(one, 1), (one, 3), (one, [1]), (one, [2, 5]), (many, 1), (many, 4),
              (many, [1, 3, 40]), (many[0, 0, :1], 1), (np.zeros((0, 3)), 1),
@@ -260,14 +263,14 @@ def test_refusals(lib):
         ours.query([0.0, 0.0], k=[0, 2])                     # scipy crashes on this one
     with pytest.raises(ValueError, match="workers"):
         ours.query([0.0, 0.0], workers=0)
-    with pytest.raises(ValueError, match="Euclidean"):
-        ours.query([0.0, 0.0], p=1)
+    with pytest.raises(ValueError, match="p-norms"):
+        ours.query([0.0, 0.0], p=0.5)
     with pytest.raises(ValueError, match="r must be"):
         ours.query_ball_point([0.0, 0.0], -1.0)
     with pytest.raises(ValueError, match="non-decreasing"):
         ours.count_neighbors(ours, [2.0, 1.0], cumulative=False)
-    with pytest.raises(NotImplementedError):
-        ours.count_neighbors(ours, 1.0, weights=np.ones(20))
+    with pytest.raises(ValueError, match="Two different trees"):
+        ours.count_neighbors(knn.KDTree(lattice(14, 20, 2)), 1.0, weights=np.ones(20))
     with pytest.raises(knn.NonfiniteInputError):
         ours.query([0.0, math.nan])
     d, i = ours.query([0.0, 0.0], k=2, workers=1)          # still usable; workers reaches the call
@@ -388,21 +391,24 @@ def test_return_order(lib):
         np.testing.assert_array_equal(ind, want_ind)
         np.testing.assert_array_equal(sq, want_sq)
         with warnings.catch_warnings():
-            warnings.simplefilter("error")                    # explicit: no warning
-            old = index.query(q, 4, distances_first=False)
+            warnings.simplefilter("error")                    # the default: no warning
+            default = index.query(q, 4)
+            rows = index.radius(q, 30.0, 3)
+            self_sq, self_ind = index.query_self(2)
+        assert isinstance(default, knn.KnnResult)             # distances first by default
+        np.testing.assert_array_equal(default[1], want_ind)
+        np.testing.assert_array_equal(default[0], new.sq_distances)
+        assert isinstance(rows, knn.RadiusRows)
+        with pytest.warns(DeprecationWarning, match="removed in 1.2"):
+            old = index.query(q, 4, distances_first=False)   # the 1.0 order, still reachable
         assert isinstance(old, knn.LegacyKnnResult)
         np.testing.assert_array_equal(old[0], want_ind)
-        with pytest.warns(DeprecationWarning, match="distances_first=True"):
-            default = index.query(q, 4)
-        np.testing.assert_array_equal(default[0], want_ind)   # 1.0 order kept
-        np.testing.assert_array_equal(default.sq_distances, new.sq_distances)
-        rows = index.radius(q, 30.0, 3, distances_first=True)
-        assert isinstance(rows, knn.RadiusRows)
-        np.testing.assert_array_equal(rows[1], index.radius(q, 30.0, 3,
-                                                            distances_first=False)[0])
-        with pytest.warns(DeprecationWarning):
-            index.query_self(2)
-        self_sq, self_ind = index.query_self(2, distances_first=True)
+        np.testing.assert_array_equal(old.sq_distances, new.sq_distances)
+        with pytest.warns(DeprecationWarning, match="removed in 1.2"):
+            old_rows = index.radius(q, 30.0, 3, distances_first=False)
+        np.testing.assert_array_equal(rows[1], old_rows[0])
+        with pytest.warns(DeprecationWarning, match="removed in 1.2"):
+            assert isinstance(index.query_self(2, distances_first=False), knn.LegacyKnnResult)
         np.testing.assert_array_equal(self_ind, oracle(pts, pts, 2)[1])
     b_sq, b_ind = knn.brute_force(pts, q, k=4)                # already distances first
     np.testing.assert_array_equal(b_ind, want_ind)

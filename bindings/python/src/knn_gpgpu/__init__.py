@@ -13,9 +13,9 @@ Quick start::
     d2, ind = knn.brute_force(pts, pts[:5], k=3)
 
     with knn.Index(pts, backend="auto") as index:   # any dimension
-        d2, ind = index.query(pts[:100], k=8, distances_first=True)
+        d2, ind = index.query(pts[:100], k=8)       # distances first
 
-    tree = knn.KDTree(pts)                          # scipy.spatial.cKDTree's methods
+    tree = knn.KDTree(pts)                          # scipy.spatial.KDTree's surface
     d, i = tree.query(pts[:100], k=8)               # Euclidean distances first
 
     with knn.Quadtree(pts[:, :2]) as tree:          # point in polygon (2-D)

@@ -83,23 +83,32 @@ class NativeHandle:
     @contextmanager
     def _use(self) -> Iterator[Any]:
         """The live handle, held until the block ends; ``ValueError`` when closed."""
+        handle = self._acquire()
+        try:
+            yield handle
+        finally:
+            self._release()
+
+    def _acquire(self) -> Any:
+        """:meth:`_use`'s entry, for fast paths that pair it with :meth:`_release`
+        in a ``try``/``finally`` themselves (a generator costs microseconds)."""
         with self._lock:
             handle = self._handle
             if not handle:
                 raise ValueError("the %s is closed" % self._what)
             self._calls += 1
-        try:
-            yield handle
-        finally:
-            with self._lock:
-                self._calls -= 1
-                doomed = self._freed_by_last_call if self._calls == 0 else None
-                if doomed:
-                    self._freed_by_last_call = None
+        return handle
+
+    def _release(self) -> None:
+        with self._lock:
+            self._calls -= 1
+            doomed = self._freed_by_last_call if self._calls == 0 else None
             if doomed:
-                # The library frees a live handle without fail; the status has
-                # no caller to go to (close() returned long ago).
-                getattr(self._native_library(), self._free_function)(doomed)
+                self._freed_by_last_call = None
+        if doomed:
+            # The library frees a live handle without fail; the status has
+            # no caller to go to (close() returned long ago).
+            getattr(self._native_library(), self._free_function)(doomed)
 
     def _native_library(self) -> Any:
         """The library holding :attr:`_free_function`."""

@@ -227,6 +227,7 @@ class Native:
     def __init__(self, cdll: ctypes.CDLL, path: str) -> None:
         self.cdll = cdll
         self.path = path
+        self._untyped: Dict[str, Any] = {}
         missing = [name for name in PROTOTYPES if not hasattr(cdll, name)]
         if missing:
             raise LibraryNotFoundError(
@@ -242,6 +243,20 @@ class Native:
             raise LibraryNotFoundError(
                 "%s is knn_gpgpu version %d.%d.%d; this binding needs major version %d"
                 % (path, version // 10000, version // 100 % 100, version % 100, ABI_MAJOR))
+
+    def untyped(self, name: str) -> Any:
+        """``name`` again, with every pointer argument a ``c_void_p``: the
+        binding's fast paths pass addresses (``ndarray.ctypes.data``) as ints,
+        skipping the typed conversion (microseconds a call) for arrays it has
+        checked itself."""
+        cached = self._untyped.get(name)
+        if cached is None:
+            restype, argtypes = PROTOTYPES[name]
+            cached = self.cdll[name]
+            cached.restype = restype
+            cached.argtypes = [c_void_p if hasattr(t, "contents") else t for t in argtypes]
+            self._untyped[name] = cached
+        return cached
 
     def __getattr__(self, name: str) -> Any:  # only reached for unknown names
         raise AttributeError("knn_gpgpu has no function %r" % name)

@@ -3,9 +3,8 @@
 ::
 
     with knn_gpgpu.Index(points, backend="auto") as index:   # (n, dim) floats
-        d2, ind = index.query(queries, k=8, distances_first=True)   # (m, 8) each
-        d2, ind, counts = index.radius(queries, 0.5, max_neighbors=32,
-                                       distances_first=True)
+        d2, ind = index.query(queries, k=8)                  # (m, 8) each
+        d2, ind, counts = index.radius(queries, 0.5, max_neighbors=32)
 
 Precision: the points' dtype picks it, and nothing is rounded silently.
 float32 points build a float32 index (``knn_index_build``); float64 points,
@@ -33,6 +32,7 @@ that sees no CUDA device cannot read device memory: the binding then raises
 from __future__ import annotations
 
 import ctypes
+import threading
 import warnings
 from typing import Any, NamedTuple, Optional, Union
 
@@ -61,12 +61,11 @@ class IndexInfo(NamedTuple):
 
 
 # Return order. The binding returns distances first, as scipy and brute_force
-# do. Index.query, query_self and radius of release 1.0 returned indices
-# first; they keep that order while their ``distances_first`` keyword is not
-# given (with a DeprecationWarning: 2.0 makes distances first the default)
-# and return distances first with ``distances_first=True``. Every result is
-# a named tuple, so ``result.indices`` / ``result.sq_distances`` read the
-# same in either order.
+# do: Index.query, query_self and radius too (``distances_first=True``, the
+# default). Their 1.0 order, indices first, stays reachable through 1.1 with
+# ``distances_first=False`` (with a DeprecationWarning; 1.2 removes it). Every
+# result is a named tuple, so ``result.indices`` / ``result.sq_distances``
+# read the same in either order.
 
 class KnnResult(NamedTuple):
     """kNN result, distances first: ``(sq_distances, indices)``, each ``(m, k)``."""
@@ -99,19 +98,19 @@ class RadiusResult(NamedTuple):
     counts: Any
 
 
-_ORDER_WARNING = ("Index.%s returns (indices, sq_distances%s) in the 1.0 order; pass "
-                  "distances_first=True for (sq_distances, indices%s) as scipy and brute_force "
-                  "return them (the default in 2.0), or distances_first=False to keep this order "
-                  "without this warning")
+_ORDER_WARNING = ("Index.%s returns (indices, sq_distances%s) in the 1.0 order because "
+                  "distances_first=False was passed; that order is removed in 1.2: drop the "
+                  "argument for (sq_distances, indices%s), as scipy and brute_force return them, "
+                  "or read the named fields (result.indices, result.sq_distances)")
 
 
-def _distances_first(value: Optional[bool], method: str, counts: bool = False) -> bool:
-    """The order to return; warns when the caller relied on the 1.0 default."""
-    if value is None:
+def _distances_first(value: bool, method: str, counts: bool = False) -> bool:
+    """The order to return; warns when the caller asks for the 1.0 order."""
+    if not value:
         tail = ", counts" if counts else ""
         warnings.warn(_ORDER_WARNING % (method, tail, tail), DeprecationWarning, stacklevel=3)
         return False
-    return bool(value)
+    return True
 
 
 class RadiusCsr(NamedTuple):
@@ -252,7 +251,7 @@ class Index(NativeHandle):
     # ---- queries -------------------------------------------------------------
     def query(self, queries: Any, k: int, *, distances: bool = True,
               options: Optional[Options] = None, out_indices: Any = None,
-              out_distances: Any = None, distances_first: Optional[bool] = None
+              out_distances: Any = None, distances_first: bool = True
               ) -> Union[KnnResult, LegacyKnnResult]:
         """The ``k`` nearest indexed points of each query (``knn_index_query``).
 
@@ -264,10 +263,10 @@ class Index(NativeHandle):
             options: per-call options (``NULL`` when ``None``).
             out_indices, out_distances: optional ``(m, k)`` int32 / index-dtype
                 outputs, host numpy arrays or device arrays.
-            distances_first: True: return :class:`KnnResult` ``(sq_distances,
-                indices)``; False or not given: :class:`LegacyKnnResult`
-                ``(indices, sq_distances)``, the 1.0 order (not given: with a
-                DeprecationWarning, as 2.0 returns distances first).
+            distances_first: True (the default): return :class:`KnnResult`
+                ``(sq_distances, indices)``; False: :class:`LegacyKnnResult`
+                ``(indices, sq_distances)``, the 1.0 order, with a
+                DeprecationWarning (kept through 1.1, removed in 1.2).
 
         Returns:
             ``(m, k)`` int32 indices and squared distances in the index's dtype (``None``
@@ -297,7 +296,7 @@ class Index(NativeHandle):
 
     def query_self(self, k: int, *, exclude_self: bool = False, distances: bool = True,
                    out_indices: Any = None, out_distances: Any = None,
-                   distances_first: Optional[bool] = None
+                   distances_first: bool = True
                    ) -> Union[KnnResult, LegacyKnnResult]:
         """All-kNN of the indexed points, in input order (``knn_index_query_self``).
 
@@ -325,7 +324,7 @@ class Index(NativeHandle):
     def radius(self, queries: Any, radius: float, max_neighbors: int, *,
                distances: bool = True, options: Optional[Options] = None,
                out_indices: Any = None, out_distances: Any = None,
-               out_counts: Any = None, distances_first: Optional[bool] = None
+               out_counts: Any = None, distances_first: bool = True
                ) -> Union[RadiusRows, RadiusResult]:
         """Points within ``radius`` of each query (``knn_index_radius``).
 
@@ -337,9 +336,10 @@ class Index(NativeHandle):
         Returns:
             ``(m, max_neighbors)`` int32 indices and squared distances in the index's dtype
             and ``(m,)`` int32 counts: :class:`RadiusRows` ``(sq_distances,
-            indices, counts)`` with ``distances_first=True``, else
+            indices, counts)`` (``distances_first=True``, the default), else
             :class:`RadiusResult` ``(indices, sq_distances, counts)`` (the 1.0
-            order; a DeprecationWarning when ``distances_first`` is not given).
+            order, ``distances_first=False``, with a DeprecationWarning; kept
+            through 1.1, removed in 1.2).
             Unbounded lists: :meth:`knn_gpgpu.KDTree.query_ball_point`.
         """
         first = _distances_first(distances_first, "radius", counts=True)
@@ -416,7 +416,61 @@ class Index(NativeHandle):
                   fill)
             return RadiusCsr(dist, ind, offsets)
 
+    def _query_host(self, q: np.ndarray, k: int, options: Optional[Options]) -> KnnResult:
+        """:meth:`query` for :class:`~knn_gpgpu.KDTree`'s small calls, without the
+        conversions: ``q`` is a C-contiguous host ``(m, dim)`` array of the
+        index's dtype and ``k`` a C int >= 1 (the caller checked both)."""
+        m = q.shape[0]
+        call = "knn_index_query_f64" if self._scalar == _arrays.FLOAT64 else "knn_index_query"
+        one = m == 1 and k <= _ONE_POINT_K
+        if one:  # the thread's buffers, whose addresses are known (ndarray.ctypes: 3 us each)
+            scratch = self._one_point_buffers()
+            scratch.q[0] = q[0]
+            addresses = scratch.addresses
+        else:
+            ind = np.empty((m, k), np.int32)
+            dist = np.empty((m, k), self._scalar)
+            addresses = (q.ctypes.data, ind.ctypes.data, dist.ctypes.data)
+        handle = self._acquire()
+        try:
+            status = native().untyped(call)(handle, addresses[0], m, k, addresses[1],
+                                            addresses[2], byref(options))
+        finally:
+            self._release()
+        check(status, call)
+        if one:
+            return KnnResult(scratch.dist[:k].reshape(1, k).copy(),
+                             scratch.ind[:k].reshape(1, k).copy())
+        return KnnResult(dist, ind)
+
+    def _one_point_buffers(self) -> Any:
+        """This thread's query and output buffers for one point (threads share
+        an index, so each has its own)."""
+        local = self.__dict__.get("_local")
+        if local is None:
+            local = self.__dict__.setdefault("_local", threading.local())
+        scratch = getattr(local, "scratch", None)
+        if scratch is None:
+            scratch = _OnePoint(self._dim, self._scalar)
+            local.scratch = scratch
+        return scratch
+
     # ---- serialization -----------------------------------------------------------
+    def points(self) -> np.ndarray:
+        """The indexed points, ``(n, dim)`` in the index's dtype and input order,
+        read from :meth:`serialize`'s bytes (whose layout knn_gpgpu_index.h
+        documents: a header of ``header_bytes`` (a uint32 at byte 16), then the
+        points)."""
+        raw = self.serialize()
+        header = int(np.frombuffer(raw, dtype=np.uint32, count=1, offset=16)[0])
+        return np.frombuffer(raw, dtype=self._scalar, count=self._n * self._dim,
+                             offset=header).reshape(self._n, self._dim).copy()
+
+    def __reduce__(self) -> Any:
+        """Pickling (multiprocessing, joblib) through :meth:`serialize`; the copy
+        loads with the default options (the structure from the bytes)."""
+        return (_index_from_bytes, (self.serialize(),))
+
     def serialize(self) -> bytes:
         """The index as bytes (``knn_index_serialize``): a versioned, checksummed
         format that :meth:`deserialize` loads on either backend."""
@@ -464,6 +518,24 @@ class Index(NativeHandle):
                              options: Optional[Options] = None, *, dtype: Any = np.float32) -> int:
         """See :func:`estimate_query_bytes`."""
         return estimate_query_bytes(m, k, n, dim, options, dtype=dtype)
+
+
+#: Largest k of the one-point fast path's preallocated rows.
+_ONE_POINT_K = 16
+
+
+class _OnePoint:
+    """One query row and ``_ONE_POINT_K`` result slots, with their addresses."""
+
+    def __init__(self, dim: int, scalar: np.dtype) -> None:
+        self.q = np.empty((1, dim), scalar)
+        self.ind = np.empty(_ONE_POINT_K, np.int32)
+        self.dist = np.empty(_ONE_POINT_K, scalar)
+        self.addresses = (self.q.ctypes.data, self.ind.ctypes.data, self.dist.ctypes.data)
+
+
+def _index_from_bytes(data: bytes) -> Index:
+    return Index.deserialize(data)
 
 
 def _unwrap(arr: Any) -> Any:

@@ -1,89 +1,214 @@
-"""A ``scipy.spatial.cKDTree``-shaped interface over the index API.
+"""A ``scipy.spatial.KDTree`` / ``cKDTree``-shaped interface over the index API.
 
 ::
 
     tree = knn_gpgpu.KDTree(points)                 # (n, m) floats, any m
-    d, i = tree.query(x, k=8)                       # Euclidean distances, (..., 8)
+    d, i = tree.query(x, k=8)                       # distances first, (..., 8)
     lists = tree.query_ball_point(x, r=0.1)         # object array of index lists
     pairs = tree.query_pairs(0.1)                   # {(i, j), i < j}
+    box = knn_gpgpu.KDTree(points, boxsize=1.0)     # periodic, as scipy's
 
-The methods take and return what scipy's do: ``x`` of shape ``(..., m)`` or
-one point of shape ``(m,)``; ``k`` an int (``k = 1`` drops the last axis) or
-a list of 1-based ranks; distances as float64 Euclidean distances, missing
-neighbours as ``inf`` with index ``n``; ``distance_upper_bound`` (strict, as
-in scipy); ``workers`` (``-1`` = all cores).
+The class takes scipy's constructor arguments and has its methods (``query``,
+``query_ball_point``, ``query_ball_tree``, ``query_pairs``,
+``count_neighbors``, ``sparse_distance_matrix``), attributes (``data``, ``n``,
+``m``, ``maxes``, ``mins``, ``size``, ``leafsize``, ``boxsize``) and return
+types: ``x`` of shape ``(..., m)`` or one point of shape ``(m,)``; ``k`` an
+int (``k = 1`` drops the last axis) or a list of 1-based ranks; float64
+distances, missing neighbours as ``inf`` with index ``n``; ``np.intp``
+indices; Python scalars for one point; ``distance_upper_bound`` strict;
+``workers`` (``-1`` = all cores). Trees pickle (through
+:meth:`Index.serialize`), and :meth:`KDTree.from_index` makes a tree of an
+:class:`~knn_gpgpu.Index` (a deserialized one included).
 
-Precision: the data's dtype picks it (see :class:`~knn_gpgpu.Index`). float64
-data (what scipy users hold; also integers, converted to float64) builds a
-float64 index: coordinates are used as they are, a distance is ``sqrt`` of the
-library's exact float64 squared distance ``((d0*d0 + d1*d1) + d2*d2) + ...``,
-and a point is within ``r`` when that squared distance is ``<= r * r`` (in
-float64, as scipy compares), so results match scipy's on data far from the
-origin too (UTM coordinates). float32 data builds a float32 index: queries
-must then be float32 values (float64 queries that are not float32 values raise
-``TypeError``, nothing is rounded silently), a distance is ``sqrt`` (in
-float64) of the exact float32 squared distance, and a point is within ``r``
-when that squared distance is ``<= r * r`` (in float64), also where ``r * r``
-is no float32 (the binding then asks the library for the float32 radii on
-either side and settles the rows between).
+Distances: ``p`` is any Minkowski order >= 1 (``1``, ``2``, ``inf``, ...).
+The library searches in Euclidean distance; for ``p != 2`` (and for periodic
+trees) the binding asks it for a superset (the Euclidean ball holding the
+``p``-ball, the images of each query across the box) and settles each
+candidate with scipy's own arithmetic: per dimension ``u - v`` (wrapped into
+``[-L/2, L/2]`` in a periodic dimension as scipy wraps it), summed as
+``|d0|^p + |d1|^p + ...`` in that order (the maximum for ``p = inf``) and
+compared with ``r^p``. ``p = 2`` without a box needs no second pass: the
+library's float64 squared distance ``((d0*d0 + d1*d1) + d2*d2) + ...`` is
+scipy's, and a point is within ``r`` when it is ``<= r * r``.
+
+Periodic boxes (``boxsize``): a scalar or one length per dimension, ``0`` (or
+less) meaning not periodic there, as scipy: data must lie in ``[0, L)`` in
+the periodic dimensions (``ValueError`` otherwise), queries are wrapped into
+the box first (scipy's ``x - floor(x / L) * L``), and every query (``query``,
+``query_ball_point``, ``query_ball_tree``, ``query_pairs``,
+``count_neighbors``, ``sparse_distance_matrix``) measures the periodic
+distance. A periodic tree holds its points in float64 (float32 data is
+converted exactly) and takes host arrays only.
+
+Precision without a box: the data's dtype picks it (see
+:class:`~knn_gpgpu.Index`). float64 data (also integers) builds a float64
+index and answers as scipy's, on data far from the origin too (UTM). float32
+data builds a float32 index: queries must then be float32 values (float64
+queries that are not raise ``TypeError``; nothing is rounded silently), a
+Euclidean distance is ``sqrt`` (in float64) of the exact float32 squared
+distance, and a point is within ``r`` when that squared distance is ``<= r *
+r`` (in float64).
+
+Accepted without effect: ``compact_nodes``, ``balanced_tree`` (the library
+chooses its structure; answers do not depend on it), ``return_sorted``
+(lists are always sorted by index). ``copy_data``: the index always owns a
+copy of the points; ``data`` is the caller's array (as scipy's, when it is
+C-contiguous in the index's dtype) unless ``copy_data`` is true, and the
+binding reads it for ``p != 2`` and periodic distances, so it must stay
+unchanged, as scipy asks. ``eps``: ``query`` is exact (which satisfies every
+``eps``); the radius functions (``query_ball_point``, ``query_ball_tree``,
+``query_pairs``) answer exactly at ``r * (1 + eps)``, the widest answer
+scipy's approximate search allows (its tests expect pairs at ``r`` that
+rounding puts just beyond it).
 
 What differs from scipy, by design:
   * Ties are ordered by the smaller index (scipy leaves their order open).
-  * Only ``p = 2``; ``eps`` is accepted and ignored (exact answers satisfy
-    any ``eps``); ``count_neighbors`` takes no ``weights``.
   * ``workers=None`` (the default) means the library's default: all cores.
+  * No ``tree`` attribute (the nodes live in the library, in its own layout)
+    and no ``_build_weights``; ``size`` is the node count of a balanced tree
+    of ``leafsize``-point buckets (``2 * ceil(n / leafsize) - 1``), which the
+    library's structure need not have.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import operator
+import os
 from typing import Any, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _arrays
-from .errors import InternalError, Status
+from .errors import InternalError, NonfiniteInputError, Status
 from .index import Index
 from .options import Options
 
 __all__ = ["KDTree", "cKDTree"]
 
 KSpec = Union[int, Sequence[int]]
+IntArray = npt.NDArray[np.intp]
+FloatArray = npt.NDArray[np.float64]
 
 # Most (query, neighbour) slots one fixed-row radius call may fill while the
-# binding gathers unbounded lists (see _radius_lists): 2^22 slots, 32 MiB of
-# indices and distances.
+# binding gathers unbounded lists of device queries (see _radius_lists): 2^22
+# slots, 32 MiB of indices and distances.
 _ROW_SLOT_BUDGET = 1 << 22
+
+# Per-point radii are answered a group at a time: rows whose radii are within
+# this factor of the group's smallest share one library call at the group's
+# largest radius, and the rows are then settled at their own. The factor
+# bounds the points a group reads beyond its rows' balls (1.2^3 = 1.7x in
+# 3-D) while the calls stay few (18 for radii spanning a factor of 25).
+_RADIUS_GROUP_FACTOR = 1.2
+
+# Relative slack of the Euclidean radius the library is asked for where the
+# binding settles the candidates itself (p != 2, periodic images, float32
+# indexes): the library's rounding may not drop a point scipy's keeps.
+_COVER_SLACK = 1e-6
+
+
+# Up to this many points the library's "auto" serves by brute force, right for
+# one kNN batch but not for what scipy users also ask (radius lists, pairs,
+# counts): on 1,000 points, one thread, a kd-tree took 0.64 / 1.84 / 1.12 /
+# 1.45 ms for all-kNN k = 8, per-point balls, query_pairs and a 4-radius
+# count_neighbors against brute force's 2.11 / 10.2 / 4.46 / 9.60 ms. A
+# KDTree given no structure (nor options) is a kd-tree there.
+_SMALL_TREE = 2048
 
 
 def _threads(workers: Optional[int]) -> Optional[int]:
-    """``workers`` as ``knn_options.threads``: None/-1 -> all cores, else the count."""
+    """``workers`` as ``knn_options.threads``: None -> the library's default, -1 ->
+    os.cpu_count() (as scipy, which refuses -1 where it is unknown), else the count."""
     if workers is None:
         return None
     w = operator.index(workers)
     if w == -1:
-        return 0
+        cpus = os.cpu_count()
+        if cpus is None:
+            raise NotImplementedError("Cannot determine the number of cpus using "
+                                      "os.cpu_count(), cannot use -1 for the number of workers")
+        return cpus
     if w < 1:
         raise ValueError("workers = %d: must be -1 (all cores) or >= 1" % w)
     return w
 
 
-def _p_is_euclidean(p: float) -> None:
-    if float(p) != 2.0:
-        raise ValueError("p = %r: knn_gpgpu computes Euclidean distances only (p = 2)" % (p,))
+def _minkowski(p: Any) -> float:
+    q = float(p)
+    if not q >= 1.0:
+        raise ValueError("Only p-norms with 1<=p<=infinity permitted")
+    return q
 
 
-def _eps_ok(eps: float) -> None:
+def _eps_factor(eps: float) -> float:
+    """``1 + eps``: the radius functions answer at ``r * (1 + eps)``, the widest
+    answer scipy's approximate search allows (module documentation)."""
     if not float(eps) >= 0.0:
         raise ValueError("eps = %r: must be >= 0" % (eps,))
+    return 1.0 + float(eps)
+
+
+class _Metric:
+    """scipy's distance between rows: Minkowski ``p``, periodic where ``box > 0``.
+
+    Distances are kept "powered" (``sum |d|^p``; the maximum for ``p = inf``),
+    as scipy compares them, and taken to the ``1/p`` power only for output."""
+
+    def __init__(self, p: float, box: Optional[FloatArray]) -> None:
+        self.p = p
+        self.box = box
+        self.half = None if box is None else 0.5 * box
+
+    def powered(self, u: FloatArray, v: FloatArray) -> FloatArray:
+        """Row-wise powered distances of ``u`` and ``v`` (same shape, ``(..., m)``),
+        summed dimension after dimension as scipy does."""
+        diff = np.asarray(u, dtype=np.float64) - np.asarray(v, dtype=np.float64)
+        if self.box is not None:  # scipy's wrap: one box length, where it passes half of one
+            assert self.half is not None
+            diff = np.where(diff < -self.half, diff + self.box,
+                            np.where(diff > self.half, diff - self.box, diff))
+        a = np.abs(diff)
+        if self.p == math.inf:
+            return np.asarray(a.max(axis=-1) if a.shape[-1] else a.sum(axis=-1))
+        terms = a * a if self.p == 2.0 else a if self.p == 1.0 else a ** self.p
+        acc = np.zeros(terms.shape[:-1])
+        for d in range(terms.shape[-1]):
+            acc = acc + terms[..., d]
+        return acc
+
+    def limit(self, r: Any) -> Any:
+        """The powered bound of distance ``r`` (``r * r`` for ``p = 2``)."""
+        r = np.asarray(r, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            if self.p == 2.0:
+                return r * r
+            if self.p in (1.0, math.inf):
+                return r
+            return r ** self.p
+
+    def root(self, powered: FloatArray) -> FloatArray:
+        if self.p == 2.0:
+            return np.sqrt(powered)
+        if self.p in (1.0, math.inf):
+            return powered
+        return np.asarray(powered ** (1.0 / self.p))
+
+    def cover(self, r: FloatArray, m: int) -> FloatArray:
+        """A Euclidean radius whose ball holds the ``p``-ball of radius ``r`` (for
+        p > 2, |x|_2 <= m^(1/2 - 1/p) |x|_p; else |x|_2 <= |x|_p), with slack."""
+        factor = m ** (0.5 - 1.0 / self.p) if self.p > 2.0 else 1.0
+        slack = 0.0 if self.box is None else _COVER_SLACK * float(self.box.max())
+        with np.errstate(over="ignore"):
+            return r * (factor * (1 + _COVER_SLACK)) + slack
 
 
 class KDTree:
-    """Exact nearest neighbours of ``n`` points in ``m`` dimensions, with the
-    methods of :class:`scipy.spatial.cKDTree` (``query``, ``query_ball_point``,
-    ``query_pairs``, ``count_neighbors``).
+    """Exact nearest neighbours of ``n`` points in ``m`` dimensions with the
+    constructor, methods and attributes of :class:`scipy.spatial.KDTree`
+    (see the module documentation for the arguments without effect).
 
     It wraps an :class:`~knn_gpgpu.Index` (``self.index``) built with the given
     backend and structure; any structure gives the same answers.
@@ -92,10 +217,14 @@ class KDTree:
         data: ``(n, m)`` array-like, a ``__cuda_array_interface__`` or DLPack
             device array (float32 or float64, used in place), or a DLPack host
             tensor. float32 data builds a float32 index, any other real dtype
-            a float64 one.
+            a float64 one (periodic trees: always float64, host data).
         leafsize: points per kd-tree bucket (``None``: the library's default).
+        compact_nodes, copy_data, balanced_tree: accepted, without effect.
+        boxsize: periodic box lengths (scalar or ``(m,)``; ``0``: not
+            periodic in that dimension), as scipy's.
         backend: ``"auto"`` (the GPU when usable), ``"cuda"`` or ``"openmp"``.
-        structure: ``"auto"``, ``"kdtree"``, ``"grid"`` (3-D) or ``"brute_force"``.
+        structure: ``"auto"``, ``"kdtree"``, ``"grid"`` (3-D) or ``"brute_force"``
+            (``None``: ``"kdtree"`` up to 2048 points, else ``"auto"``).
         device: CUDA device number (``None``: the current one).
         options: an :class:`~knn_gpgpu.Options` to start from.
 
@@ -104,24 +233,98 @@ class KDTree:
             copy for host input, the caller's object for device input, which
             must then stay unchanged).
         n, m: number of points and dimension.
-        leafsize: as given.
+        maxes, mins: ``(m,)`` float64 bounds of the points (host data).
+        leafsize: as given (``16`` reported for ``None``).
+        size: ``2 * ceil(n / leafsize) - 1`` (see the module documentation).
+        boxsize: ``(m,)`` float64 box lengths, or ``None``.
         index: the underlying :class:`~knn_gpgpu.Index`.
     """
 
-    def __init__(self, data: Any, leafsize: Optional[int] = None, *,
+    #: The leaf size reported when none is given (scipy's default for this name).
+    default_leafsize = 10
+    #: One point's k = 1 index: scipy's KDTree gives a numpy integer, cKDTree an int.
+    _index_scalar: Any = np.intp
+
+    def __init__(self, data: Any, leafsize: Optional[int] = None,
+                 compact_nodes: bool = True, copy_data: bool = False,
+                 balanced_tree: bool = True, boxsize: Any = None, *,
                  backend: Union[str, int, None] = None,
                  structure: Union[str, int, None] = None, device: Optional[int] = None,
                  options: Optional[Options] = None) -> None:
+        del compact_nodes, balanced_tree  # no effect (module documentation)
+        if leafsize is not None and operator.index(leafsize) < 1:
+            raise ValueError("leafsize must be at least 1")
+        if getattr(data, "dtype", None) is not None and np.dtype(data.dtype).kind == "c" or (
+                isinstance(data, (list, tuple)) and np.asarray(data).dtype.kind == "c"):
+            raise TypeError("KDTree does not work with complex data")
+        if boxsize is not None:
+            data = np.asarray(data, dtype=np.float64)
         points = _arrays.rows(data, "data")
-        if isinstance(points, np.ndarray) and (points is data or not points.flags.owndata):
-            points = points.copy()  # the caller's memory: keep a copy, as scipy does
+        if copy_data and isinstance(points, np.ndarray) and (points is data
+                                                            or not points.flags.owndata):
+            points = points.copy()
+        box = None if boxsize is None else self._box(points, boxsize)
+        if structure is None and options is None and points.shape[0] <= _SMALL_TREE:
+            structure = "kdtree"
+        try:
+            index = Index(points, options=options, backend=backend, structure=structure,
+                          device=device, leaf_size=leafsize)
+        except NonfiniteInputError as exc:
+            raise _finite_error(exc, "data") from None
+        self._setup(index, points if isinstance(points, np.ndarray) else data, points, leafsize,
+                    box)
+
+    def _setup(self, index: Index, data: Any, points: _arrays.Array, leafsize: Optional[int],
+               box: Optional[FloatArray]) -> None:
+        self.index = index
         self._points: _arrays.Array = points
-        self.index = Index(points, options=options, backend=backend, structure=structure,
-                           device=device, leaf_size=leafsize)
-        self.n: int = self.index.n
-        self.m: int = self.index.dim
-        self.leafsize = leafsize
-        self.data: Any = points if isinstance(points, np.ndarray) else data
+        self.data: Any = data
+        self.n: int = index.n
+        self.m: int = index.dim
+        self.leafsize: int = self.default_leafsize if leafsize is None else int(leafsize)
+        self._leafsize_given = leafsize
+        self.size: int = max(1, 2 * -(-self.n // self.leafsize) - 1)
+        self.boxsize: Optional[FloatArray] = box
+        self._euclid = _Metric(2.0, box)
+        if isinstance(points, np.ndarray) and self.n:
+            self.maxes: FloatArray = np.amax(points, axis=0).astype(np.float64)
+            self.mins: FloatArray = np.amin(points, axis=0).astype(np.float64)
+        else:
+            self.maxes = np.full(self.m, math.nan) if self.n else np.empty(0)
+            self.mins = self.maxes.copy()
+
+    @staticmethod
+    def _box(points: _arrays.Array, boxsize: Any) -> FloatArray:
+        if not isinstance(points, np.ndarray):
+            raise ValueError("boxsize: a periodic tree takes host data")
+        box = np.empty(int(points.shape[1]), dtype=np.float64)
+        box[:] = boxsize
+        periodic = box > 0
+        box[~periodic] = 0.0
+        if (points[:, periodic] >= box[periodic]).any():
+            raise ValueError("Some input data are greater than the size of the periodic box.")
+        if (points[:, periodic] < 0).any():
+            raise ValueError("Negative input data are outside of the periodic box.")
+        return box
+
+    @classmethod
+    def from_index(cls, index: Index, boxsize: Any = None,
+                   leafsize: Optional[int] = None) -> "KDTree":
+        """A tree over an existing :class:`~knn_gpgpu.Index` (built, or loaded
+        with :meth:`Index.deserialize`), which it takes over; ``data`` is read
+        back from the index's serialized form (:meth:`Index.points`)."""
+        points = index.points()
+        box = None if boxsize is None else cls._box(points, boxsize)
+        if box is not None and index.dtype != np.float64:
+            raise ValueError("boxsize: a periodic tree needs a float64 index")
+        self = cls.__new__(cls)
+        self._setup(index, points, points, leafsize, box)
+        return self
+
+    def __reduce__(self) -> Any:
+        """Pickling through :meth:`Index.serialize` (multiprocessing, joblib)."""
+        return (_tree_from_bytes, (type(self), self.index.serialize(), self.boxsize,
+                                   self._leafsize_given))
 
     def close(self) -> None:
         """Free the index now (else it is freed when garbage-collected)."""
@@ -139,159 +342,343 @@ class KDTree:
 
     # ---- inputs ----------------------------------------------------------------
     def _queries(self, x: Any) -> Tuple[_arrays.Array, Tuple[int, ...]]:
-        """Query rows ``(q, m)`` and the leading shape the results take."""
+        """Query rows ``(q, m)`` and the leading shape the results take (periodic
+        trees: wrapped into the box)."""
         scalar = self.index.dtype
-        if _arrays.is_device_array(x) or _arrays.is_dlpack_device_array(x):
+        if isinstance(x, np.ndarray):
+            arr = x
+        elif _arrays.is_device_array(x) or _arrays.is_dlpack_device_array(x):
+            if self.boxsize is not None:
+                raise ValueError("x: a periodic tree takes host queries")
             q = _arrays.rows(x, "x", self.m, scalar)
             return q, (int(q.shape[0]),)
-        arr = _arrays.dlpack_host_array(x) if _arrays.has_dlpack(x) else np.asarray(x)
+        else:
+            arr = _arrays.dlpack_host_array(x) if _arrays.has_dlpack(x) else np.asarray(x)
+        if arr.dtype.kind == "c":
+            raise TypeError("KDTree does not work with complex data")
         if arr.dtype.kind not in "biuf":
             raise TypeError("x: coordinates must be real numbers, not dtype %s" % arr.dtype)
         if arr.ndim == 0 or arr.shape[-1] != self.m:
             raise ValueError("x must consist of vectors of length %d but has shape %s"
                              % (self.m, arr.shape))
-        lead = tuple(int(s) for s in arr.shape[:-1])
-        return _arrays.to_scalar(arr.reshape(-1, self.m), scalar, "x"), lead
+        lead = arr.shape[:-1]
+        q = _arrays.to_scalar(arr.reshape(-1, self.m), scalar, "x")
+        if self.boxsize is not None:
+            q = _wrap(q, self.boxsize)
+        return q, lead
+
+    def _other_points(self, other: Any, name: str) -> _arrays.Array:
+        """Another tree's points (or rows), as queries of this one."""
+        pts = other._points if isinstance(other, KDTree) else other
+        if self.boxsize is not None:
+            return _wrap(_arrays.coords(pts, name, self.m, np.dtype(np.float64)), self.boxsize)
+        return _arrays.rows(pts, name, self.m, self.index.dtype)
+
+    def _exact(self, metric: _Metric) -> bool:
+        """Whether the library's squared distances are the answer (no second pass)."""
+        return metric.p == 2.0 and metric.box is None
+
+    def _metric(self, p: Any) -> _Metric:
+        q = _minkowski(p)
+        return self._euclid if q == 2.0 else _Metric(q, self.boxsize)
 
     # ---- k nearest -------------------------------------------------------------
     def query(self, x: Any, k: KSpec = 1, eps: float = 0.0, p: float = 2.0,
               distance_upper_bound: float = math.inf,
               workers: Optional[int] = None) -> Tuple[Any, Any]:
-        """The ``k`` nearest points of each query, as ``cKDTree.query``.
+        """The ``k`` nearest points of each query, as ``KDTree.query``.
 
         Returns:
-            ``(d, i)``: float64 Euclidean distances and ``intp`` indices of
-            shape ``x.shape[:-1] + (k,)`` (``k`` an int > 1), ``x.shape[:-1] +
+            ``(d, i)``: float64 distances and ``intp`` indices of shape
+            ``x.shape[:-1] + (k,)`` (``k`` an int > 1), ``x.shape[:-1] +
             (len(k),)`` (``k`` a list of 1-based ranks) or ``x.shape[:-1]``
             (``k = 1``); Python scalars for one point and ``k = 1``. Nearest
             first, ties by index; missing neighbours (fewer than ``k`` points,
             or none closer than ``distance_upper_bound``) are ``inf`` / ``n``.
-            The library is asked for at most ``n`` neighbours: ranks beyond
-            ``n`` are missing without a search. ``k`` (every rank) must fit
-            a C int (``OverflowError`` before anything is allocated); the
-            ``m * len(ranks)`` results are allocated before the search
-            (``MemoryError`` from numpy where they do not fit).
+            ``k`` (every rank) must fit a C int (``OverflowError`` before
+            anything is allocated).
         """
-        _p_is_euclidean(p)
-        _eps_ok(eps)
+        metric = self._euclid if p == 2 else self._metric(p)
+        if eps != 0:
+            _eps_factor(eps)
         bound = float(distance_upper_bound)
         if not bound >= 0.0:
             raise ValueError("distance_upper_bound = %r: must be >= 0" % (distance_upper_bound,))
         ranks, width, squeeze = _ranks(k)
         kmax = width if ranks is None else int(ranks.max())
         q, lead = self._queries(x)
-        m = int(q.shape[0])
-        # The results first: numpy refuses m * k beyond memory before any search.
-        d = np.full((m, width), math.inf)
-        i = np.full((m, width), self.n, dtype=np.intp)
-        searched = max(1, min(kmax, self.n))
         opt = _call_options(workers)
-        found = self.index.query(q, searched, options=opt, distances_first=True)
-        sq, ind = np.asarray(found.sq_distances), np.asarray(found.indices)
-        if ranks is None:
-            cols = min(width, searched)
-            d[:, :cols], i[:, :cols] = _euclidean(sq[:, :cols], ind[:, :cols], self.n, bound)
+        searched = max(1, min(kmax, self.n))
+        if self._exact(metric):
+            try:
+                found = (self.index._query_host(q, searched, opt) if isinstance(q, np.ndarray)
+                         else self.index.query(q, searched, options=opt))
+            except NonfiniteInputError as exc:
+                raise _finite_error(exc, "x") from None
+            sq, ind = np.asarray(found.sq_distances), np.asarray(found.indices)
+            if squeeze and not lead and self.n and bound == math.inf:  # one point, k = 1
+                return math.sqrt(float(sq[0, 0])), self._index_scalar(ind[0, 0])
+            d, i = _euclidean(sq, ind, self.n, bound)
         else:
-            have = ranks <= searched
-            d[:, have], i[:, have] = _euclidean(sq[:, ranks[have] - 1], ind[:, ranks[have] - 1],
-                                                self.n, bound)
+            d, i = self._nearest_general(_host(q), searched, metric, bound, opt)
+        if width > searched or ranks is not None:
+            d, i = _widen(d, i, ranks, width, self.n)
         if squeeze:
             d, i = d[:, 0], i[:, 0]
         shape = lead + (() if squeeze else (width,))
         d, i = d.reshape(shape), i.reshape(shape)
         if d.ndim == 0:
-            return float(d), int(i)
+            return float(d), self._index_scalar(i)
         return d, i
 
+    def _nearest_general(self, q: np.ndarray, k: int, metric: _Metric, bound: float,
+                         opt: Optional[Options]) -> Tuple[FloatArray, IntArray]:
+        """k nearest in ``metric`` (p != 2 or periodic): the Euclidean k nearest of
+        every image bound each query's k-th distance; the points within that
+        bound (a radius call) are then ranked in ``metric``."""
+        rows = int(q.shape[0])
+        limit = np.full(rows, math.inf)
+        if rows and self.n >= k:  # any k points bound the k-th distance: the Euclidean k nearest
+            cand = np.asarray(self.index._query_host(q, k, opt).indices, dtype=np.intp)
+            pw = metric.powered(q[:, None, :], _host(self._points)[cand])
+            limit = np.max(pw, axis=1)
+        bound_pw = float(metric.limit(bound))
+        limit = np.minimum(limit, bound_pw)
+        row, idx, pw = self._within(q, metric.root(limit), metric, opt, strict=bound_pw,
+                                    limits=limit)
+        return _top_k(row, idx, metric.root(pw), rows, k, self.n)
+
     # ---- radius ----------------------------------------------------------------
+    def _within(self, q: _arrays.Array, radii: FloatArray, metric: _Metric,
+                options: Optional[Options], strict: float = math.inf,
+                limits: Optional[FloatArray] = None) -> Tuple[IntArray, IntArray, FloatArray]:
+        """Every (query row, point) pair within ``radii[row]`` in ``metric``, sorted
+        by (row, point), with its powered distance; ``limits``: the powered
+        bounds themselves where the caller has them (``radii`` then only
+        guides the search); pairs at ``strict`` (a powered distance) or beyond
+        are dropped (kNN's strict upper bound)."""
+        rows = int(q.shape[0])
+        if isinstance(q, _arrays.DeviceArray):
+            r = float(radii[0]) if rows else 0.0
+            if rows and not np.all(radii == r):
+                raise ValueError("per-point radii need host queries (device queries take one r)")
+            offsets, indices, sq = _radius_lists(self.index, q, r, options)
+            row = np.repeat(np.arange(rows, dtype=np.intp), np.diff(offsets))
+            return row, indices.astype(np.intp), sq.astype(np.float64)
+        exact = self._exact(metric)
+        if exact:
+            ask = radii if self.index.dtype == np.float64 else radii * (1 + _COVER_SLACK)
+        else:
+            ask = metric.cover(radii, self.m)
+        images, of, reach = _images(q, self.boxsize)
+        copies = images.shape[0] // max(rows, 1)
+        if copies > 1:  # only the images whose ball reaches into the box
+            useful = np.flatnonzero(reach <= ask[of])
+            images, of = images[useful], of[useful]
+        ask = ask[of]
+        pieces_row, pieces_idx, pieces_sq = [], [], []
+        for group, radius in _radius_groups(ask):
+            found = self.index.radius_csr(images[group] if group.size != images.shape[0]
+                                          else images, radius, options=options)
+            counts = np.diff(found.offsets)
+            pieces_row.append(np.repeat(of[group], counts))
+            pieces_idx.append(found.indices.astype(np.intp))
+            pieces_sq.append(np.asarray(found.sq_distances, dtype=np.float64))
+        row = np.concatenate(pieces_row) if pieces_row else np.empty(0, np.intp)
+        idx = np.concatenate(pieces_idx) if pieces_idx else np.empty(0, np.intp)
+        if exact:
+            pw = np.concatenate(pieces_sq) if pieces_sq else np.empty(0)
+        else:
+            pw = metric.powered(q[row], _host(self._points)[idx])
+        keep = pw <= (metric.limit(radii) if limits is None else limits)[row]
+        if strict != math.inf:
+            keep &= pw < strict
+        row, idx, pw = row[keep], idx[keep], pw[keep]
+        key = row.astype(np.int64) * max(self.n, 1) + idx
+        order = np.argsort(key, kind="stable")
+        key, row, idx, pw = key[order], row[order], idx[order], pw[order]
+        if copies > 1:  # one point seen through two images: once
+            first = np.ones(key.shape[0], dtype=bool)
+            first[1:] = key[1:] != key[:-1]
+            row, idx, pw = row[first], idx[first], pw[first]
+        return row, idx, pw
+
     def query_ball_point(self, x: Any, r: Any, p: float = 2.0, eps: float = 0.0,
                          workers: Optional[int] = None, return_sorted: Optional[bool] = None,
                          return_length: bool = False) -> Any:
         """The points within distance ``r`` of each query, as
-        ``cKDTree.query_ball_point``.
+        ``KDTree.query_ball_point``.
 
         ``r`` is a scalar or an array broadcast against ``x.shape[:-1]``.
-        Returns, for one point, a list of indices (an int with
+        Returns, for one point, a list of indices (an ``intp`` with
         ``return_length``); else an object array of lists (an ``intp`` array of
         counts with ``return_length``) of shape ``x.shape[:-1]``. Lists are
-        sorted by index whatever ``return_sorted`` says (scipy allows any order
-        when it is false).
+        sorted by index whatever ``return_sorted`` says.
         """
-        _p_is_euclidean(p)
-        _eps_ok(eps)
+        metric = self._metric(p)
+        grow = _eps_factor(eps)
         del return_sorted  # always sorted, which every setting allows
         q, lead = self._queries(x)
+        if isinstance(q, np.ndarray) and not np.isfinite(q).all():
+            raise NonfiniteInputError(Status.NONFINITE_INPUT, "x must be finite, check for nan "
+                                      "or inf values", "knn_gpgpu (binding)")
         radii = np.broadcast_to(np.asarray(r, dtype=np.float64), lead).reshape(-1)
         if radii.size and not np.all(radii >= 0):
             raise ValueError("r must be >= 0 (got %r)" % (r,))
+        if grow != 1.0:
+            radii = radii * grow
         opt = _call_options(workers)
+        rows = radii.shape[0]
+        if return_length and self._exact(metric) and rows and np.all(radii == radii[0]):
+            counts = _count_within(self.index, q, float(radii[0]), opt).astype(np.intp)
+        else:
+            row, idx, _ = self._within(q, radii, metric, opt)
+            if return_length:
+                counts = np.bincount(row, minlength=rows).astype(np.intp)
         if return_length:
-            counts = np.empty(radii.shape[0], dtype=np.intp)
-            for radius, rows in _same_radius_groups(radii):
-                counts[rows] = _count_within(self.index, _take(q, rows), radius, opt)
             out_counts = counts.reshape(lead)
-            return int(out_counts) if out_counts.ndim == 0 else out_counts
-        lists = np.empty(radii.shape[0], dtype=object)
-        for radius, rows in _same_radius_groups(radii):
-            offsets, indices, _ = _radius_lists(self.index, _take(q, rows), radius, opt)
-            ordered = _sort_within_rows(offsets, indices.astype(np.intp))
-            for slot, lo, hi in zip(rows.tolist(), offsets[:-1].tolist(), offsets[1:].tolist()):
-                lists[slot] = ordered[lo:hi].tolist()
-        out_lists = lists.reshape(lead)
+            return out_counts[()] if out_counts.ndim == 0 else out_counts
+        lists = _split(idx, np.bincount(row, minlength=rows))
+        out = np.empty(rows, dtype=object)
+        for slot, members in enumerate(lists):
+            out[slot] = members
+        out_lists = out.reshape(lead)
         return out_lists[()] if out_lists.ndim == 0 else out_lists
+
+    def query_ball_tree(self, other: "KDTree", r: float, p: float = 2.0,
+                        eps: float = 0.0) -> List[List[int]]:
+        """For each point of ``self``, the (sorted) indices of the points of
+        ``other`` within ``r``, as ``KDTree.query_ball_tree`` (``other``'s box)."""
+        metric = other._metric(p)
+        grow = _eps_factor(eps)
+        queries = other._other_points(self, "self")
+        row, idx, _ = other._within(queries, _radii(r, int(queries.shape[0])) * grow, metric,
+                                    None)
+        return _split(idx, np.bincount(row, minlength=self.n))
 
     def query_pairs(self, r: float, p: float = 2.0, eps: float = 0.0,
                     output_type: str = "set") -> Any:
         """All pairs ``(i, j)``, ``i < j``, of points within distance ``r``, as
-        ``cKDTree.query_pairs``: a set of tuples, or with ``output_type =
+        ``KDTree.query_pairs``: a set of tuples, or with ``output_type =
         "ndarray"`` an ``(npairs, 2)`` ``intp`` array in lexicographic order."""
-        _p_is_euclidean(p)
-        _eps_ok(eps)
+        metric = self._metric(p)
+        grow = _eps_factor(eps)
         if output_type not in ("set", "ndarray"):
-            raise ValueError("output_type = %r: 'set' or 'ndarray'" % (output_type,))
-        if not float(r) >= 0.0:
-            raise ValueError("r must be >= 0 (got %r)" % (r,))
-        offsets, indices, _ = _radius_lists(self.index, self._points, float(r), None)
-        first = np.repeat(np.arange(self.n, dtype=np.intp), np.diff(offsets))
-        second = indices.astype(np.intp)
-        keep = first < second
-        pairs = np.stack([first[keep], second[keep]], axis=1)
-        pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+            raise ValueError("Invalid output type")
+        row, idx, _ = self._within(self._points, _radii(r, self.n) * grow, metric, None)
+        keep = row < idx
+        pairs = np.stack([row[keep], idx[keep]], axis=1)
         if output_type == "ndarray":
             return pairs
-        result: Set[Tuple[int, int]] = {(a, b) for a, b in pairs.tolist()}
+        result: Set[Tuple[int, int]] = set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
         return result
 
     def count_neighbors(self, other: Any, r: Any, p: float = 2.0, weights: Any = None,
                         cumulative: bool = True) -> Any:
         """The number of pairs ``(a, b)``, ``a`` a point of ``self`` and ``b`` of
         ``other`` (a :class:`KDTree` or an ``(n2, m)`` array-like), within
-        distance ``r``, as ``cKDTree.count_neighbors`` (``weights`` must be
-        None). ``r`` a scalar gives an int; a 1-D array gives an ``intp``
-        array; ``cumulative=False`` counts the pairs with ``r[i-1] < d <= r[i]``
+        distance ``r``, as ``KDTree.count_neighbors``. ``r`` a scalar gives a
+        scalar, a 1-D array an array: ``intp`` counts, or float64 sums of
+        ``w_self[a] * w_other[b]`` with ``weights`` (a pair ``(w_self,
+        w_other)``, either ``None``, or one array when ``other is self``);
+        ``cumulative=False`` counts the pairs with ``r[i-1] < d <= r[i]``
         (``r`` non-decreasing)."""
-        _p_is_euclidean(p)
-        if weights is not None:
-            raise NotImplementedError("count_neighbors: weights are not supported")
+        metric = self._metric(p)
         radii = np.asarray(r, dtype=np.float64)
         if radii.ndim > 1:
             raise ValueError("r must be either a single value or a one-dimensional array "
                              "of values")
-        if radii.size and not np.all(radii >= 0):
-            raise ValueError("r must be >= 0 (got %r)" % (r,))
-        if not cumulative and np.any(np.diff(radii.reshape(-1)) < 0):
+        flat = radii.reshape(-1)
+        if not cumulative and np.any(np.diff(flat) < 0):
             raise ValueError("r must be non-decreasing for non-cumulative counting")
-        queries = _arrays.rows(other._points if isinstance(other, KDTree) else other, "other",
-                               self.m, self.index.dtype)
-        totals = np.array([int(np.sum(_count_within(self.index, queries, float(radius), None)))
-                           for radius in radii.reshape(-1)], dtype=np.intp)
+        own_w, other_w = _weights(self, other, weights)
+        queries = self._other_points(other, "other")
+        nq = int(queries.shape[0])
+        if own_w is not None and own_w.shape[0] != self.n or (
+                other_w is not None and other_w.shape[0] != nq):
+            raise ValueError("weights must have the same length as the points of their tree")
+        weighted = own_w is not None or other_w is not None
+        if not weighted and self._exact(metric) and flat.size and np.all(flat >= 0):
+            totals: Any = np.array([int(np.sum(_count_within(self.index, queries, float(radius),
+                                                             None)))
+                                    for radius in flat], dtype=np.intp)
+        else:
+            top = max(0.0, float(np.max(flat))) if flat.size else 0.0
+            row, idx, pw = self._within(queries, np.full(nq, top), metric, None)
+            w = np.ones(row.shape[0])
+            if other_w is not None:
+                w = w * other_w[row]
+            if own_w is not None:
+                w = w * own_w[idx]
+            order = np.argsort(pw, kind="stable")
+            sums = np.concatenate([[0.0], np.cumsum(w[order])])
+            at = np.searchsorted(pw[order], metric.limit(flat), side="right")
+            at[flat < 0] = 0
+            totals = sums[at] if weighted else at.astype(np.intp)
         if not cumulative:
             totals = np.diff(totals, prepend=0)
-        return int(totals[0]) if radii.ndim == 0 else totals
+        if radii.ndim == 0:
+            return totals[0].item() if not weighted else totals[0]
+        return totals
+
+    def sparse_distance_matrix(self, other: "KDTree", max_distance: float, p: float = 2.0,
+                               output_type: str = "dok_matrix") -> Any:
+        """The distances of the pairs (point ``i`` of ``self``, ``j`` of
+        ``other``) within ``max_distance``, as ``KDTree.sparse_distance_matrix``:
+        ``output_type`` ``"dok_matrix"``, ``"coo_matrix"`` (scipy.sparse, zeros
+        kept), ``"dict"`` ``{(i, j): d}`` or ``"ndarray"`` (fields ``i``, ``j``,
+        ``v``)."""
+        metric = self._metric(p)
+        if output_type not in ("dok_matrix", "coo_matrix", "dict", "ndarray"):
+            raise ValueError("Invalid output type")
+        queries = self._other_points(other, "other")
+        nq = int(queries.shape[0])
+        col, row, pw = self._within(queries, _radii(max_distance, nq), metric, None)
+        order = np.lexsort((col, row))
+        i, j, v = row[order], col[order], metric.root(pw[order])
+        if output_type == "ndarray":
+            out = np.empty(i.shape[0], dtype=np.dtype([("i", np.intp), ("j", np.intp),
+                                                       ("v", np.float64)], align=True))
+            out["i"], out["j"], out["v"] = i, j, v
+            return out
+        if output_type == "dict":
+            return dict(zip(zip(i.tolist(), j.tolist()), v.tolist()))
+        sparse = importlib.import_module("scipy.sparse")  # only these two outputs need scipy
+        coo = sparse.coo_matrix((v, (i, j)), shape=(self.n, nq))
+        if output_type == "coo_matrix":
+            return coo
+        dok = sparse.dok_matrix((self.n, nq))
+        # scipy's own way, which keeps zero distances (setting an entry to 0
+        # would drop it): the dict under the matrix (scipy >= 1.12), or the
+        # matrix itself (a dict subclass before).
+        store = getattr(dok, "_dict", None)
+        entries = zip(zip(i.tolist(), j.tolist()), v.tolist())
+        if store is None:
+            dict.update(dok, entries)
+        else:
+            store.update(entries)
+        return dok
+
+    @property
+    def tree(self) -> Any:
+        raise AttributeError("knn_gpgpu.KDTree has no 'tree': its nodes live in the library, "
+                             "in its own layout")
 
 
-cKDTree = KDTree
-"""scipy's two names for one class."""
+class cKDTree(KDTree):
+    """scipy's other name for :class:`KDTree`: the same class but for what
+    scipy's cKDTree differs in (a ``leafsize`` of 16 reported by default, a
+    Python ``int`` index for one point and ``k = 1``), and its own
+    ``__name__``."""
+
+    default_leafsize = 16
+    _index_scalar = int
+
+
+def _tree_from_bytes(cls: Any, data: bytes, boxsize: Optional[FloatArray],
+                     leafsize: Optional[int]) -> KDTree:
+    tree: KDTree = cls.from_index(Index.deserialize(data), boxsize, leafsize)
+    return tree
 
 
 # ---- helpers ------------------------------------------------------------------------
@@ -307,11 +694,147 @@ def _ranks(k: KSpec) -> Tuple[Optional[npt.NDArray[np.intp]], int, bool]:
         return None, kk, kk == 1
     ranks = np.asarray(k)
     if ranks.ndim != 1 or ranks.size == 0 or ranks.dtype.kind not in "iu":
-        raise ValueError("k must be an int or a non-empty list of ints, got %r" % (k,))
+        raise ValueError("k must be an integer or a sequence of integers, got %r" % (k,))
     if ranks.min() < 1:
         raise ValueError("k = %r: every rank must be >= 1" % (k,))
     _arrays.c_int(int(ranks.max()), "k", "knn_index_query")
     return ranks.astype(np.intp), int(ranks.size), False
+
+
+def _host(rows: _arrays.Array) -> np.ndarray:
+    """Rows the binding reads itself (``p != 2``, periodic boxes): host only."""
+    if not isinstance(rows, np.ndarray):
+        raise ValueError("p != 2 needs host points and queries (device arrays take p = 2)")
+    return rows
+
+
+def _finite_error(exc: NonfiniteInputError, what: str) -> NonfiniteInputError:
+    """The library's error with scipy's words in front (code matching on them)."""
+    return NonfiniteInputError(exc.status, "%s must be finite, check for nan or inf values: %s"
+                               % (what, exc.message), exc.function)
+
+
+def _wrap(q: np.ndarray, box: FloatArray) -> np.ndarray:
+    """Queries moved into the box as scipy moves them (periodic dimensions only)."""
+    periodic = box > 0
+    if not periodic.any():
+        return q
+    out = np.array(q, dtype=np.float64)
+    L = box[periodic]
+    x = out[:, periodic]
+    x = x - np.floor(x / L) * L
+    x = np.where(x >= L, x - L, x)
+    x = np.where(x < 0, x + L, x)
+    out[:, periodic] = x
+    return out
+
+
+def _images(q: np.ndarray, box: Optional[FloatArray]
+            ) -> Tuple[np.ndarray, IntArray, FloatArray]:
+    """The queries, then their images across the box: per periodic dimension
+    the copy one box length towards the far side (``x + L`` below ``L/2``,
+    ``x - L`` from it), every combination: ``2^p`` blocks of rows. A point's
+    periodic distance is its plain distance to one of them. Returns the rows,
+    the query each is an image of, and how far each image is from the box at
+    least (the largest distance from its query to a face it crossed; no point
+    closer than that is found through it)."""
+    rows = q.shape[0]
+    of = np.arange(rows, dtype=np.intp)
+    if box is None or not (box > 0).any():
+        return q, of, np.zeros(rows)
+    blocks, owners, reaches = [q], [of], [np.zeros(rows)]
+    for d in np.flatnonzero(box > 0):
+        low = q[:, d] < 0.5 * box[d]
+        face = np.where(low, q[:, d], box[d] - q[:, d])
+        count = len(blocks)
+        for b in range(count):
+            image = blocks[b].copy()
+            image[:, d] = np.where(low, q[:, d] + box[d], q[:, d] - box[d])
+            blocks.append(image)
+            owners.append(of)
+            reaches.append(np.maximum(reaches[b], face))
+    return (np.ascontiguousarray(np.concatenate(blocks)), np.concatenate(owners),
+            np.concatenate(reaches))
+
+
+def _radius_groups(radii: FloatArray) -> List[Tuple[IntArray, float]]:
+    """Rows grouped by radius (within _RADIUS_GROUP_FACTOR of the group's
+    smallest; zeros and infinities apart): each group's rows and its largest
+    radius. Linear after one sort, however many distinct radii."""
+    if radii.size == 0:
+        return []
+    order = np.argsort(radii, kind="stable")
+    ordered = radii[order]
+    groups = []
+    start = 0
+    while start < ordered.shape[0]:
+        low = float(ordered[start])
+        top = low * _RADIUS_GROUP_FACTOR if 0 < low < math.inf else low
+        stop = int(np.searchsorted(ordered, top, side="right"))
+        groups.append((order[start:stop], float(ordered[stop - 1])))
+        start = stop
+    return groups
+
+
+def _radii(r: Any, rows: int) -> FloatArray:
+    radius = float(r)
+    if not radius >= 0.0:
+        raise ValueError("r must be >= 0 (got %r)" % (r,))
+    return np.full(rows, radius)
+
+
+def _split(values: IntArray, counts: npt.NDArray[np.int64]) -> List[List[int]]:
+    """Python lists of consecutive runs of ``values``, ``counts`` long each."""
+    flat = values.tolist()
+    ends = np.cumsum(counts).tolist()
+    starts = [0] + ends[:-1]
+    return [flat[a:b] for a, b in zip(starts, ends)]
+
+
+def _top_k(row: IntArray, idx: IntArray, dist: FloatArray, rows: int, k: int,
+           n: int) -> Tuple[FloatArray, IntArray]:
+    """Per row, the k (distance, index)-smallest of the pairs; inf / n beyond."""
+    d = np.full((rows, k), math.inf)
+    i = np.full((rows, k), n, dtype=np.intp)
+    order = np.lexsort((idx, dist, row))
+    row, idx, dist = row[order], idx[order], dist[order]
+    starts = np.searchsorted(row, np.arange(rows))
+    rank = np.arange(row.shape[0]) - starts[row]
+    keep = rank < k
+    d[row[keep], rank[keep]] = dist[keep]
+    i[row[keep], rank[keep]] = idx[keep]
+    return d, i
+
+
+def _widen(d: FloatArray, i: IntArray, ranks: Optional[IntArray], width: int,
+           n: int) -> Tuple[FloatArray, IntArray]:
+    """Columns for ranks 1..width (or the given ranks) from the searched ones;
+    ranks beyond those searched are missing (inf / n)."""
+    searched = d.shape[1]
+    want = np.arange(1, width + 1) if ranks is None else ranks
+    out_d = np.full((d.shape[0], want.shape[0]), math.inf)
+    out_i = np.full((d.shape[0], want.shape[0]), n, dtype=np.intp)
+    have = want <= searched
+    out_d[:, have] = d[:, want[have] - 1]
+    out_i[:, have] = i[:, want[have] - 1]
+    return out_d, out_i
+
+
+def _weights(tree: KDTree, other: Any, weights: Any
+             ) -> Tuple[Optional[FloatArray], Optional[FloatArray]]:
+    """scipy's ``weights``: None, a pair (self's, other's), or one array for both
+    (only when ``other is tree``)."""
+    if weights is None:
+        return None, None
+    if isinstance(weights, tuple):
+        own, theirs = weights
+    else:
+        if other is not tree:
+            raise ValueError("Two different trees are used. Specify weights for both in a "
+                             "tuple.")
+        own = theirs = weights
+    return (None if own is None else np.asarray(own, dtype=np.float64).reshape(-1),
+            None if theirs is None else np.asarray(theirs, dtype=np.float64).reshape(-1))
 
 
 def _call_options(workers: Optional[int]) -> Optional[Options]:
@@ -332,31 +855,6 @@ def _euclidean(sq: npt.NDArray[np.floating[Any]], ind: npt.NDArray[np.int32], n:
     d[missing] = math.inf
     i[missing] = n
     return d, i
-
-
-def _same_radius_groups(radii: npt.NDArray[np.float64]
-                        ) -> List[Tuple[float, npt.NDArray[np.intp]]]:
-    """Rows that share a radius (one library call each), in row order."""
-    if radii.size == 0:
-        return []
-    values, inverse = np.unique(radii, return_inverse=True)
-    return [(float(v), np.flatnonzero(inverse.reshape(-1) == g)) for g, v in enumerate(values)]
-
-
-def _take(q: _arrays.Array, rows: npt.NDArray[np.intp]) -> _arrays.Array:
-    """The given query rows; all rows of a device array (which cannot be gathered here)."""
-    if isinstance(q, _arrays.DeviceArray):
-        if rows.size != q.shape[0]:
-            raise ValueError("per-point radii need host queries (device queries take one r)")
-        return q
-    return q if rows.size == q.shape[0] else q[rows]
-
-
-def _sort_within_rows(offsets: npt.NDArray[np.int64],
-                      values: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-    """``values`` sorted ascending inside each CSR row."""
-    row = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
-    return values[np.lexsort((values, row))]
 
 
 class _RadiusPlan(NamedTuple):
