@@ -47,6 +47,7 @@ from . import _arrays
 from .errors import InternalError, Status
 from .index import Index
 from .options import Options
+from .stats import KDTreeStats
 
 __all__ = ["KDTree", "cKDTree"]
 
@@ -80,10 +81,13 @@ def _eps_ok(eps: float) -> None:
         raise ValueError("eps = %r: must be >= 0" % (eps,))
 
 
-class KDTree:
+class KDTree(KDTreeStats):
     """Exact nearest neighbours of ``n`` points in ``m`` dimensions, with the
     methods of :class:`scipy.spatial.cKDTree` (``query``, ``query_ball_point``,
-    ``query_pairs``, ``count_neighbors``).
+    ``query_pairs``, ``count_neighbors``), and the neighbourhood statistics
+    of its points (:mod:`knn_gpgpu.stats`: ``normals``, ``outlier_scores``,
+    ``statistical_inliers``, ``radius_inliers``, ``kth_distances``,
+    ``neighbor_counts``).
 
     It wraps an :class:`~knn_gpgpu.Index` (``self.index``) built with the given
     backend and structure; any structure gives the same answers.
