@@ -5,7 +5,7 @@
  * This header and the parts it includes are the whole public interface of
  * libknn_gpgpu.so / knn_gpgpu.dll and its manual: the general rules below,
  * then one part per concept (knn_gpgpu_classic.h, knn_gpgpu_index.h,
- * knn_gpgpu_quadtree.h, knn_gpgpu_mesh.h), included at its end and installed
+ * knn_gpgpu_quadtree.h, knn_gpgpu_mesh.h, knn_gpgpu_stats.h), included at its end and installed
  * next to it. Hosts include this header only. It compiles as C99 and as C++
  * and uses only <stddef.h> and <stdint.h> types.
  *
@@ -288,5 +288,7 @@ KNN_API int KNN_CALL knn_set_progress(knn_progress* progress);
 
 /* Triangle meshes: closest point, signed distance, the deviation report. */
 #include "knn_gpgpu_mesh.h"
+/* Neighbourhood statistics of an index: normals, outliers, density. */
+#include "knn_gpgpu_stats.h"
 
 #endif /* KNN_GPGPU_H */

@@ -91,7 +91,7 @@ if(MODE STREQUAL "exports")
 elseif(MODE STREQUAL "header")
   # The parts knn_gpgpu.h includes.
   set(KNN_HEADER_PARTS knn_gpgpu_classic.h knn_gpgpu_index.h knn_gpgpu_quadtree.h
-      knn_gpgpu_mesh.h)
+      knn_gpgpu_mesh.h knn_gpgpu_stats.h)
   get_filename_component(header_dir "${HEADER}" DIRECTORY)
   file(READ "${HEADER}" text)
   foreach(part IN LISTS KNN_HEADER_PARTS)

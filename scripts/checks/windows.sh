@@ -112,7 +112,7 @@ IMPLIB=$BUILD/stage/lib/knn_gpgpu.dll.a
 # knn_gpgpu.h and the parts it includes.
 header_api=$(cd "$ROOT/include" &&
              grep -ho 'KNN_CALL [A-Za-z_][A-Za-z_0-9]*(' knn_gpgpu.h knn_gpgpu_classic.h \
-               knn_gpgpu_index.h knn_gpgpu_quadtree.h knn_gpgpu_mesh.h |
+               knn_gpgpu_index.h knn_gpgpu_quadtree.h knn_gpgpu_mesh.h knn_gpgpu_stats.h |
              sed 's/^KNN_CALL //; s/($//' | sort -u)
 exports=$($OBJDUMP -p "$DLL" |
           sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' |

@@ -206,7 +206,8 @@ static partial class Tests
         }
         // knn_gpgpu.h and the parts it includes.
         string text = string.Concat(new[] { "knn_gpgpu.h", "knn_gpgpu_classic.h", "knn_gpgpu_index.h",
-                                            "knn_gpgpu_quadtree.h", "knn_gpgpu_mesh.h" }
+                                            "knn_gpgpu_quadtree.h", "knn_gpgpu_mesh.h",
+                                            "knn_gpgpu_stats.h" }
                                         .Select(name => File.ReadAllText(Path.Combine(dir, name))));
         var declared = new HashSet<string>(Regex.Matches(text, @"KNN_CALL\s+(\w+)\s*\(")
                                                 .Cast<Match>().Select(m => m.Groups[1].Value));

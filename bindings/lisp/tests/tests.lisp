@@ -20,7 +20,8 @@
     (apply #'concatenate 'string
            (mapcar (lambda (name) (uiop:read-file-string (merge-pathnames name dir)))
                    '("knn_gpgpu.h" "knn_gpgpu_classic.h" "knn_gpgpu_index.h"
-                     "knn_gpgpu_quadtree.h" "knn_gpgpu_mesh.h")))))
+                     "knn_gpgpu_quadtree.h" "knn_gpgpu_mesh.h"
+                     "knn_gpgpu_stats.h")))))
 
 (defun c-layout ()
   "Table from bindings/abi_layout.c output ($KNN_ABI_LAYOUT), or the documented values."

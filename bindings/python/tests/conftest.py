@@ -36,6 +36,7 @@ HEADER_PARTS = (
     "knn_gpgpu_index.h",
     "knn_gpgpu_quadtree.h",
     "knn_gpgpu_mesh.h",
+    "knn_gpgpu_stats.h",
 )
 
 
