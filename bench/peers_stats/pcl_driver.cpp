@@ -13,7 +13,8 @@
 // setStddevMulThresh(STD); OUT gets the kept ids, int64 (m,). Timing: the
 // KdTree build and the call, as a user pays them (the cloud's copy into a
 // pcl::PointCloud is not counted); the median of REPEATS (default 1) runs.
-// Prints "RESULT pcl TASK n k ms".
+// Prints "RESULT pcl TASK n k ms 0 n" (stats_peers.py's layout: no build
+// apart, every point answered).
 #include <pcl/features/normal_3d_omp.h>
 #include <pcl/filters/statistical_outlier_removal.h>
 #include <pcl/point_cloud.h>
@@ -141,7 +142,8 @@ int main(int argc, char** argv) try {
   } else {
     throw std::runtime_error("task: normals or outliers");
   }
-  std::printf("RESULT pcl %s %lld %d %.3f\n", task.c_str(), static_cast<long long>(n), k, ms);
+  std::printf("RESULT pcl %s %lld %d %.3f 0 %lld\n", task.c_str(), static_cast<long long>(n), k, ms,
+              static_cast<long long>(n));
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "pcl_driver: %s\n", e.what());

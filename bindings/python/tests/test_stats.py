@@ -213,16 +213,16 @@ def test_outlier_scores_and_statistical_inliers(lib, dtype):
             mean = np.cumsum(s)[-1] / len(s)
             std = math.sqrt(np.cumsum((s - mean) ** 2)[-1] / (len(s) - 1))
             want = np.flatnonzero(s <= mean + ratio * std)
-            assert kept.count == len(want)
+            assert kept.n_kept == len(want)
             assert kept.ids.dtype == np.int32
             np.testing.assert_array_equal(kept.ids, want)
         kept = index.statistical_inliers(k, 2.0)
         assert not np.isin(planted, kept.ids).any(), "a planted outlier was kept"
-        assert kept.count > 1400
+        assert kept.n_kept > 1400
         out = np.empty(len(pts), np.int32)
         res = index.statistical_inliers(k, 2.0, out=out)
-        np.testing.assert_array_equal(out[:res.count], kept.ids)
-        assert np.all(out[res.count:] == -1)
+        np.testing.assert_array_equal(out[:res.n_kept], kept.ids)
+        assert np.all(out[res.n_kept:] == -1)
         with pytest.raises(knn.InvalidArgumentError):
             index.statistical_inliers(k, math.inf)
 
@@ -250,7 +250,7 @@ def test_kth_distances_neighbor_counts_and_radius_inliers(lib, dtype):
         for minimum in (0, 1, 5):
             kept = index.radius_inliers(radius, minimum)
             np.testing.assert_array_equal(kept.ids, np.flatnonzero(want >= minimum))
-        assert index.radius_inliers(radius, 0).count == n
+        assert index.radius_inliers(radius, 0).n_kept == n
         assert not np.isin(planted, index.radius_inliers(radius, 3).ids).any()
         with pytest.raises(knn.InvalidArgumentError):
             index.neighbor_counts(-1.0)
@@ -333,8 +333,8 @@ def test_device_arrays_answer_as_host_arrays(lib, has_device):
             res = gpu.statistical_inliers(16, 2.0, out=kept)
             torch.cuda.synchronize()
             ref = cpu.statistical_inliers(16, 2.0)
-            assert res.count == ref.count
-            np.testing.assert_array_equal(kept.cpu().numpy()[:res.count], ref.ids)
+            assert res.n_kept == ref.n_kept
+            np.testing.assert_array_equal(kept.cpu().numpy()[:res.n_kept], ref.ids)
             np.testing.assert_array_equal(gpu.outlier_scores(16), cpu.outlier_scores(16))
             np.testing.assert_array_equal(gpu.neighbor_counts(0.1), cpu.neighbor_counts(0.1))
             # a KDTree over device data answers on the device, in torch tensors

@@ -61,11 +61,11 @@ class NormalsResult(NamedTuple):
 
 class Inliers(NamedTuple):
     """The points an outlier rule keeps: ``ids`` their indices in ascending order
-    (host: an ``(count,)`` int32 array; device: the caller's ``(n,)`` int32
-    array, -1 after the first ``count``) and ``count`` how many."""
+    (host: an ``(n_kept,)`` int32 array; device: the caller's ``(n,)`` int32
+    array, -1 after the first ``n_kept``) and ``n_kept`` how many."""
 
     ids: Any
-    count: int
+    n_kept: int
 
 
 def _calls() -> Any:
@@ -196,7 +196,7 @@ class NeighbourhoodStats:
         counts the point itself: its ``nb_neighbors`` is ``k + 1`` here).
 
         Returns:
-            :class:`Inliers` ``(ids, count)``; ``out``: an ``(n,)`` int32
+            :class:`Inliers` ``(ids, n_kept)``; ``out``: an ``(n,)`` int32
             host or device array to write the ids into.
         """
         k = _arrays.c_int(k, "k", "knn_index_statistical_inliers")
