@@ -17,9 +17,6 @@
 
 (in-package #:knn-gpgpu)
 
-(defun stats-output (given length element-type name)
-  (output-vector given length element-type name))
-
 (defun index-normals (index k &key viewpoint (curvature t) options out-normals out-curvature)
   "Unit normals of INDEX's 3-D points by principal components of each point's
 K nearest, itself included (knn_index_normals, or _f64), and, unless
@@ -34,9 +31,9 @@ Returns (values normals curvature): 3n reals (x y z per point) and n reals
            (type (scalar-element-type scalar))
            (n (index-n index))
            (vp (and viewpoint (scalar-vector (coerce viewpoint 'vector) scalar "viewpoint")))
-           (normals (stats-output out-normals (* 3 n) type "out-normals"))
+           (normals (output-vector out-normals (* 3 n) type "out-normals"))
            (cur (and (or curvature out-curvature)
-                     (stats-output out-curvature n type "out-curvature"))))
+                     (output-vector out-curvature n type "out-curvature"))))
       (when (and vp (/= (length vp) 3))
         (usage-error "viewpoint: expected 3 reals, got ~D" (length vp)))
       (with-foreign-options (opt options)
@@ -51,7 +48,7 @@ Returns (values normals curvature): 3n reals (x y z per point) and n reals
      (c-int k "k")
      (with-live-index (handle index)
        (let* ((scalar (index-scalar index))
-              (values-out (stats-output out (index-n index) (scalar-element-type scalar) "out")))
+              (values-out (output-vector out (index-n index) (scalar-element-type scalar) "out")))
          (with-foreign-options (opt options)
            (with-pointers ((vp values-out))
              (scalar-call (scalar name ,c-name ,float-fn ,f64-fn)
@@ -74,7 +71,7 @@ within RADIUS (squared distance <= radius * radius in the index's precision;
 equal points count, the point itself does not); a (signed-byte 64) vector."
   (with-live-index (handle index)
     (let* ((scalar (index-scalar index))
-           (counts (stats-output out (index-n index) '(signed-byte 64) "out"))
+           (counts (output-vector out (index-n index) '(signed-byte 64) "out"))
            (r (coerce radius (scalar-element-type scalar))))
       (with-foreign-options (opt options)
         (with-pointers ((cp counts))
@@ -96,7 +93,7 @@ ascending order ((signed-byte 32); with OUT a foreign pointer, OUT itself,
 -1 after the first COUNT) and their number."
   (c-int k "k")
   (with-live-index (handle index)
-    (let ((kept (stats-output out (index-n index) '(signed-byte 32) "out")))
+    (let ((kept (output-vector out (index-n index) '(signed-byte 32) "out")))
       (cffi:with-foreign-object (count :int64)
         (with-foreign-options (opt options)
           (with-pointers ((kp kept))
@@ -112,7 +109,7 @@ at least MIN-NEIGHBORS others within RADIUS (as INDEX-NEIGHBOR-COUNTS counts
 them). Returns (values ids count) as INDEX-STATISTICAL-INLIERS."
   (with-live-index (handle index)
     (let* ((scalar (index-scalar index))
-           (kept (stats-output out (index-n index) '(signed-byte 32) "out"))
+           (kept (output-vector out (index-n index) '(signed-byte 32) "out"))
            (r (coerce radius (scalar-element-type scalar))))
       (cffi:with-foreign-object (count :int64)
         (with-foreign-options (opt options)

@@ -34,7 +34,7 @@
 
 ;;; ---- the oracle --------------------------------------------------------------------
 
-(defun sorted-neighbours (pts i)
+(defun stats-neighbours (pts i)
   "Indices of every point by (distance to point I, index), with their squared
 distances in the points' precision, as two vectors."
   (let* ((n (floor (length pts) 3))
@@ -52,7 +52,7 @@ distances in the points' precision, as two vectors."
   "(values normal curvature) of point I's K nearest: the smallest eigenvector of
 their scatter matrix (power iteration on trace I - S, double-float) and
 l0 / trace."
-  (let* ((ids (subseq (sorted-neighbours pts i) 0 (min k (floor (length pts) 3))))
+  (let* ((ids (subseq (stats-neighbours pts i) 0 (min k (floor (length pts) 3))))
          (m (length ids))
          (mean (list 0d0 0d0 0d0))
          (s (make-array '(3 3) :element-type 'double-float :initial-element 0d0)))
@@ -151,7 +151,7 @@ l0 / trace."
 (defun scores-oracle (pts k)
   (let ((n (floor (length pts) 3)))
     (map 'vector (lambda (i)
-                   (multiple-value-bind (ids d) (sorted-neighbours pts i)
+                   (multiple-value-bind (ids d) (stats-neighbours pts i)
                      (declare (ignore ids))
                      (let ((m (min k (1- n))))
                        (if (zerop m) 0d0
@@ -179,7 +179,7 @@ l0 / trace."
       (dolist (k '(1 5))
         (let ((got (knn:index-kth-distances index k)))
           (check (loop for i below n
-                       always (multiple-value-bind (ids d) (sorted-neighbours pts i)
+                       always (multiple-value-bind (ids d) (stats-neighbours pts i)
                                 (declare (ignore ids))
                                 (= (aref got i) (sqrt (aref d k)))))
                  (format nil "k-th distances, k = ~D" k))))
@@ -187,7 +187,7 @@ l0 / trace."
       (let ((counts (knn:index-neighbor-counts index 0.3d0))
             (want (map 'vector (lambda (i)
                                  (1- (count-if (lambda (d) (<= d (* 0.3d0 0.3d0)))
-                                               (nth-value 1 (sorted-neighbours pts i)))))
+                                               (nth-value 1 (stats-neighbours pts i)))))
                        (loop for i below n collect i))))
         (check (equalp counts want) "neighbour counts")
         (multiple-value-bind (ids count) (knn:index-radius-inliers index 0.3d0 3)
