@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "../engine/index_engine.h"
+#include "../engine/stats_engine.h"
 
 namespace knn {
 namespace cuda {
@@ -43,6 +44,15 @@ KNN_DECLARE_INDEX_BUILDERS;
 template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(
     const BasicIndexEngine<Scalar>& source, const IndexParams& params);
+
+// The list reducer of the neighbourhood statistics (engine/stats_engine.h)
+// for a CUDA engine of the current device: a device copy of its points, the
+// chunks' lists in device scratch sized from the call's device budget, and
+// the kernels of cuda/stats/neighbourhood_stats.cu; outputs host or device.
+template <typename Scalar>
+std::unique_ptr<BasicListReducer<Scalar>> make_list_reducer(const BasicIndexEngine<Scalar>& engine,
+                                                            const StatsRequest<Scalar>& request,
+                                                            const CallParams& call);
 
 }  // namespace cuda
 }  // namespace knn

@@ -55,6 +55,19 @@ template std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_
                                                            const IndexParams&);
 
 template <typename Scalar>
+std::unique_ptr<BasicListReducer<Scalar>> make_list_reducer(const BasicIndexEngine<Scalar>&,
+                                                            const StatsRequest<Scalar>&,
+                                                            const CallParams&) {
+  no_cuda();
+}
+template std::unique_ptr<BasicListReducer<float>> make_list_reducer(const IndexEngine&,
+                                                                    const StatsRequest<float>&,
+                                                                    const CallParams&);
+template std::unique_ptr<BasicListReducer<double>> make_list_reducer(const IndexEngine64&,
+                                                                     const StatsRequest<double>&,
+                                                                     const CallParams&);
+
+template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(const BasicIndexEngine<Scalar>&,
                                                                 const IndexParams&) {
   no_cuda();
