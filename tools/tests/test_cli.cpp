@@ -3031,8 +3031,8 @@ TEST(CliOutliers, StatisticalAndRadiusRulesDropPlantedOutliers) {
     int64_t min_neighbours;
   } rules[] = {{"--k 16 --std 2.0", 16, 0, 0},
                {"--k 8 --std 1", 8, 0, 0},
-               {"--radius 0.08 --min-neighbours 4", 0, 0.08, 4},
-               {"--radius 0.08 --min-neighbors 0", 0, 0.08, 0}};
+               {"--radius 0.15 --min-neighbours 4", 0, 0.15, 4},
+               {"--radius 0.15 --min-neighbors 0", 0, 0.15, 0}};
   for (const auto& rule : rules) {
     SCOPED_TRACE(rule.args);
     const std::string out = path_of("kept.ply");

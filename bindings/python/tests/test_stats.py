@@ -96,7 +96,7 @@ def test_normals_match_the_eigh_oracle(lib, dtype, shape):
     assert towards.min() >= (-1e-6 if dtype == np.float32 else -1e-14)
     assert np.mean(towards > 0) > 0.9
     if shape in ("sphere", "plane", "cylinder"):
-        assert np.abs(curvature).max() < (1e-2 if shape != "plane" else 1e-6)
+        assert np.abs(curvature).max() < (0.05 if shape != "plane" else 1e-6)  # a surface, not a cloud
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
