@@ -15,7 +15,10 @@
 #                 (bench/peers_stats/pcl_driver.cpp, built here) when PCL's
 #                 headers and libraries are found: Debian's libpcl-dev, or
 #                 STATS_PCL_INCLUDE (the pcl-1.13 include folder) with the
-#                 runtime libraries on the system
+#                 runtime libraries on the system; else the driver that
+#                 scripts/stats-peers-prepare.sh put into .peers/stats/
+#                 (with the PCL and FLANN libraries it needs: carry .peers
+#                 to the GPU machine, which reaches no registry)
 # Those absent are named and skipped. Environment:
 #   STATS_SIZES        point counts (default "1e6 1e7")
 #   STATS_K            neighbourhood sizes (default "16 30 100")
@@ -122,11 +125,24 @@ if probe 'import torch, sys; sys.exit(not torch.cuda.is_available())'; then
 else
   absent+=("torch-cuda (no torch with a GPU)")
 fi
+pcl_driver=$build/peers/pcl_driver
+prebuilt=$root/.peers/stats
+prebuilt_runs() {  # the driver answers its usage (exit 2), so it loads with its libraries
+  [ -x "$prebuilt/pcl_driver" ] || return 1
+  LD_LIBRARY_PATH=$prebuilt/lib "$prebuilt/pcl_driver" >/dev/null 2>&1
+  [ $? = 2 ]
+}
 if [ -n "$pcl_job" ] && wait "$pcl_job"; then
+  contenders+=(pcl)
+elif prebuilt_runs; then
+  [ -n "$pcl_job" ] && tail -5 "$logs/build-pcl.log"
+  log "pcl: the driver of .peers/stats (built by scripts/stats-peers-prepare.sh)"
+  pcl_driver=$prebuilt/pcl_driver
+  export LD_LIBRARY_PATH=$prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   contenders+=(pcl)
 else
   [ -n "$pcl_job" ] && tail -5 "$logs/build-pcl.log"
-  absent+=("pcl (no PCL headers and libraries built here)")
+  absent+=("pcl (no PCL headers here, no .peers/stats/pcl_driver)")
 fi
 log "contenders: ${contenders[*]}"
 for a in "${absent[@]}"; do log "absent: $a"; done
@@ -143,7 +159,7 @@ one() {  # contender task n k
   if [ "$who" = pcl ]; then
     local arg=$STATS_VIEWPOINT
     [ "$task" = outliers ] && arg=2.0
-    cmd=("$build/peers/pcl_driver" "$task" "$cloud" "$k" "$arg" "$stem.$who.npy" "$repeats")
+    cmd=("$pcl_driver" "$task" "$cloud" "$k" "$arg" "$stem.$who.npy" "$repeats")
   fi
   timeout "$left" "${cmd[@]}" >"$logs/$who.$task.$n.$k.log" 2>&1 ||
     log "$who $task n=$n k=$k: exit $? ($(tail -1 "$logs/$who.$task.$n.$k.log"))"
