@@ -20,7 +20,8 @@ common=$(find /usr/lib -name 'libpcl_common.so.*' | sort | tail -1)
 rm -rf "$dest"
 mkdir -p "$dest/lib"
 g++ -O3 -march=x86-64-v3 -std=c++17 -fopenmp -DNDEBUG -DPCL_NO_PRECOMPILE -isystem "$pcl_include" \
-  -isystem /usr/include/eigen3 "$root/bench/peers_stats/pcl_driver.cpp" -o "$dest/pcl_driver" "$common"
+  -isystem /usr/include/eigen3 "$root/bench/peers_stats/pcl_driver.cpp" -o "$dest/pcl_driver" "$common" \
+  -llz4
 # The libraries beyond the C and C++ runtimes and OpenMP, which every machine of ours has.
 ldd "$dest/pcl_driver" | awk '$3 ~ /^\// {print $3}' |
   grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libgomp|ld-linux[^/]*)\.so' |
