@@ -34,27 +34,35 @@
  *    taken in float64 (correctly rounded) and rounded to the output scalar.
  *  - k >= 1 (else INVALID_ARGUMENT); k larger than the points there are
  *    takes all there are (k nearest: min(k, n); k nearest others:
- *    min(k, n - 1)), except knn_index_kth_distances (below). On the CUDA
- *    backend the lists (k, or k + 1 for the calls over others) have the
- *    limits of knn_index_query_self (knn_gpgpu_index.h: an AUTO index adds
- *    its kd-tree for lists the grid or brute force cannot keep).
+ *    min(k, n - 1)), except knn_index_kth_distances (below); any k up to
+ *    INT32_MAX is valid. The search's lists hold min(k, n) entries (normals)
+ *    or min(k + 1, n) (the calls over others); on the CUDA backend they have
+ *    the limits of knn_index_query (knn_gpgpu_index.h: an AUTO index adds
+ *    its kd-tree for lists the grid or brute force cannot keep, an explicit
+ *    structure answers UNSUPPORTED).
  *  - n = 0: nothing is read or written, KNN_OK (n_kept, where asked, is 0).
  *  - Outputs (normals, curvature, scores, distances, counts, kept ids) of
- *    one call are all host memory or all device memory of the index's
- *    device (a mix: INVALID_ARGUMENT); n_kept and viewpoint are host memory.
+ *    one call are all host memory or all device memory (a mix:
+ *    INVALID_ARGUMENT), for a CUDA index memory of its own device (another
+ *    device's: INVALID_ARGUMENT); an OpenMP index writes device outputs
+ *    through host buffers. n_kept and viewpoint are host memory.
  *    Each array holds n entries (normals 3 n: x, y, z per point) and is
  *    written whole on success.
- *  - Options: as knn_index_query: threads, device_memory_limit (each chunk
- *    of points is planned within the device budget) and the device list
- *    ("Several devices": the points are cut into shares, one per listed
- *    device, each answered whole there; results identical to one device's).
+ *  - Options: as knn_index_query: threads, device_memory_limit (a CUDA
+ *    index keeps a device copy of the points, 3 n scalars, for the call,
+ *    and sizes its chunks so that their lists take at most a quarter of the
+ *    budget left; each chunk's search plans within the budget) and the
+ *    device list ("Several devices": the points of each chunk are cut into
+ *    shares, one per listed device, each answered whole there; results
+ *    identical to one device's).
  *    An index KNN_BACKEND_AUTO put on the GPU whose device has no memory for
  *    a chunk answers it on the CPU, identically (knn_gpgpu_index.h).
  *  - Progress: the search runs as one KNN_PROGRESS_QUERY stage of n points
  *    (done grows chunk by chunk); knn_index_normals without a viewpoint
- *    adds two more: the search of the orientation graph (n points) and the
- *    propagation (n points). Cancellation: checked between chunks and
- *    every 2^18 points of the propagation (KNN_ERR_CANCELLED).
+ *    adds two more: the search of the orientation graph (n points; none
+ *    when k = 1) and the propagation (n points). Cancellation: checked
+ *    between chunks and every 2^18 points of the propagation
+ *    (KNN_ERR_CANCELLED).
  *  - Errors: as knn_index_query_self (INVALID_ARGUMENT for a NULL or dead
  *    index, NULL outputs with n > 0, k < 1, n * 3 scalars beyond
  *    PTRDIFF_MAX bytes, a bad option, a negative or NaN radius, a non-finite
@@ -102,7 +110,8 @@ extern "C" {
  *    the lowest solver column), divided by its length, signed so that its
  *    component of largest magnitude (ties: the first of x, y, z) is
  *    positive, then oriented (below).
- *  - curvature[i] = l0 / (l0 + l1 + l2) (0 .. 1/3); 0 when the sum is 0.
+ *  - curvature[i] = l0 / (l0 + l1 + l2) (0 .. 1/3), eigenvalues that
+ *    rounding left below 0 taken as 0; 0 when the sum is 0.
  * Degenerate neighbourhoods are defined, never NaN: all m points equal (or
  *  m = 1: k = 1, n = 1) give the normal (0, 0, 1) before orientation and
  *  curvature 0; collinear points give a unit normal perpendicular to their
@@ -113,7 +122,8 @@ extern "C" {
  *  INVALID_ARGUMENT): a normal n with dot(n, v - p_i) < 0 is negated, so
  *  every normal satisfies dot(n, v - p_i) >= 0 (the dot product in float64,
  *  ((n_x (v_x - p_x) + n_y (v_y - p_y)) + n_z (v_z - p_z)) rounded at each
- *  step); one with the dot product exactly 0 keeps the sign above.
+ *  step, n as rounded to the output scalar); one with the dot product
+ *  exactly 0 keeps the sign above.
  *  Without one (viewpoint NULL), consistently over the cloud by
  *  propagation (Hoppe et al. 1992): the graph joins each point to its
  *  g = min(k - 1, KNN_ORIENTATION_NEIGHBORS) nearest others (an edge where
@@ -132,15 +142,18 @@ extern "C" {
  *  per point (0.9 GB for 10^7 points) and runs on the CPU; a closed surface
  *  ends with all normals outward or all inward (outward when its topmost
  *  point's normal has a positive z).
- * Accuracy. float64 (_f64): within 1e-5 rad of the eigenvector of a float64
- *  LAPACK (numpy.linalg.eigh) solve of the same neighbourhood wherever the
- *  eigen-gap allows it, (l1 - l0) >= 1e-8 (l0 + l1 + l2); the solver's
+ * Accuracy. float64 (_f64): within 1e-5 rad of the exact eigenvector of
+ *  the same neighbourhood (as a float64 LAPACK solve, numpy.linalg.eigh,
+ *  finds it) wherever the eigen-gap allows it, (l1 - l0) >= 1e-8 (l0 + l1 +
+ *  l2); at most 1e-7 rad measured against a long-double oracle on spheres,
+ *  planes, cylinders, noisy scans, clusters and a 1e6 offset; the solver's
  *  error grows as the gap shrinks (a flat neighbourhood is well
  *  conditioned, a nearly isotropic one is not). float32: the same float64
  *  computation on the float32 coordinates, rounded to float32 at the end:
- *  within 3e-7 rad of the float64 result on the same coordinates under the
- *  same gap condition (the rounding of the output; measured in
- *  tests/test_neighbourhood_stats.cpp); the neighbourhood itself may differ
+ *  within 3e-7 rad of the exact eigenvector for the float32 coordinates
+ *  under the same gap condition (the rounding of the output; at most
+ *  7.4e-8 rad measured in tests/test_neighbourhood_stats.cpp on the clouds
+ *  above); the neighbourhood itself may differ
  *  from a float64 index's at near ties of distance (each is exact in its
  *  own precision).
  * normals: 3 n scalars (x, y, z per point); curvature: n scalars or NULL. */
@@ -187,8 +200,8 @@ KNN_API int KNN_CALL knn_index_kth_distances_f64(const knn_index* index, int k, 
  * rounded in the index's scalar (knn_index_radius's predicate; points equal
  * to p_i count, p_i itself does not). radius >= 0, +infinity allowed
  * (negative or NaN: INVALID_ARGUMENT). */
-KNN_API int KNN_CALL knn_index_neighbor_counts(const knn_index* index, float radius, int64_t* counts,
-                                               const knn_options* opt);
+KNN_API int KNN_CALL knn_index_neighbor_counts(const knn_index* index, float radius,
+                                               int64_t* counts, const knn_options* opt);
 KNN_API int KNN_CALL knn_index_neighbor_counts_f64(const knn_index* index, double radius,
                                                    int64_t* counts, const knn_options* opt);
 
@@ -197,8 +210,8 @@ KNN_API int KNN_CALL knn_index_neighbor_counts_f64(const knn_index* index, doubl
  * >= 0, else INVALID_ARGUMENT; 0 keeps every point). kept and *n_kept as
  * knn_index_statistical_inliers. */
 KNN_API int KNN_CALL knn_index_radius_inliers(const knn_index* index, float radius,
-                                              int64_t min_neighbors, int32_t* kept,
-                                              int64_t* n_kept, const knn_options* opt);
+                                              int64_t min_neighbors, int32_t* kept, int64_t* n_kept,
+                                              const knn_options* opt);
 KNN_API int KNN_CALL knn_index_radius_inliers_f64(const knn_index* index, double radius,
                                                   int64_t min_neighbors, int32_t* kept,
                                                   int64_t* n_kept, const knn_options* opt);

@@ -42,14 +42,15 @@ void check_three_dimensional(const knn_index& ix, const char* call) {
 }
 
 // The outputs of one call (null pointers left out): all host memory, or all
-// device memory of the index's device. Returns whether they are device memory.
+// device memory (of the index's device, for a CUDA index: its kernels write
+// them in place). Returns whether they are device memory.
 bool outputs_on_device(const knn_index& ix, std::initializer_list<const void*> outputs) {
   bool any_host = false, any_device = false;
   for (const void* p : outputs) {
     if (p == nullptr) continue;
     const bool device = on_device(p);
     (device ? any_device : any_host) = true;
-    if (device && cuda::device_of(p) != ix.device)
+    if (device && ix.device >= 0 && cuda::device_of(p) != ix.device)
       fail(KNN_ERR_INVALID_ARGUMENT,
            format("an output array is memory of device %d; pass host memory or memory of the "
                   "index's device (%d)",
@@ -107,17 +108,24 @@ void fill_output(T* dst, int64_t count, T value, bool device) noexcept {
 
 // ---- The search and the reduction ----------------------------------------------
 
+// The CUDA reducer of a CUDA index, or null where an index KNN_BACKEND_AUTO
+// put on the GPU has no device memory for its points and lists: the CPU
+// then reduces, as it then searches (answer_call's fallback), to the same
+// bits.
 template <typename Scalar>
-std::unique_ptr<BasicListReducer<Scalar>> make_reducer(const knn_index& ix,
-                                                       const StatsRequest<Scalar>& request,
-                                                       const CallParams& params) {
-  const BasicIndexEngine<Scalar>& engine = *ix.engine<Scalar>();
-  if (engine.backend() == KNN_BACKEND_CUDA) return cuda::make_list_reducer(engine, request, params);
-  return omp::make_list_reducer(engine, request, params);
+std::unique_ptr<BasicListReducer<Scalar>> device_reducer(const knn_index& ix,
+                                                         const StatsRequest<Scalar>& request,
+                                                         const CallParams& params) {
+  try {
+    return cuda::make_list_reducer(*ix.engine<Scalar>(), request, params);
+  } catch (const Error& e) {
+    if (!ix.cpu_fallback || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+  }
+  return nullptr;
 }
 
 // Computes the request's statistic for every point into its outputs (where
-// request.outputs_on_device says; an OpenMP index writes device outputs
+// request.outputs_on_device says; the OpenMP reducer writes device outputs
 // through host buffers). Outputs are written whole or, on a failure, not at
 // all by this function (the caller writes the missing values).
 template <typename Scalar>
@@ -125,7 +133,10 @@ void compute_statistic(const knn_index& ix, const knn_options& o, StatsRequest<S
   const int64_t n = ix.size();
   const bool normals = request.what == NeighbourhoodStatistic::Normals;
   const int64_t width = normals ? 3 : 1;
-  const bool staged = request.outputs_on_device && ix.backend() != KNN_BACKEND_CUDA;
+  const CallParams params = call_params(ix, o);
+  std::unique_ptr<BasicListReducer<Scalar>> reducer;
+  if (ix.backend() == KNN_BACKEND_CUDA) reducer = device_reducer(ix, request, params);
+  const bool staged = request.outputs_on_device && !reducer;
   Scalar* const values = request.values;
   Scalar* const curvature = request.curvature;
   std::vector<Scalar> host_values, host_curvature;
@@ -136,8 +147,7 @@ void compute_statistic(const knn_index& ix, const knn_options& o, StatsRequest<S
     request.curvature = curvature ? host_curvature.data() : nullptr;
     request.outputs_on_device = false;
   }
-  const CallParams params = call_params(ix, o);
-  const std::unique_ptr<BasicListReducer<Scalar>> reducer = make_reducer(ix, request, params);
+  if (!reducer) reducer = omp::make_list_reducer(*ix.engine<Scalar>(), request, params);
   const int list_k = request.list_k;
   const ProgressStage stage(KNN_PROGRESS_QUERY, n);
   const BasicShareWork<Scalar> share =
@@ -204,6 +214,12 @@ void orient_without_viewpoint(const knn_index& ix, const knn_options& o, int k, 
   write_values(normals, oriented.data(), n * 3, device);
 }
 
+// The list of the k nearest others holds the point itself too, and no more
+// than the n points there are (larger k only pads it with missing slots).
+int others_list_length(int k, int64_t n) {
+  return static_cast<int>(std::min<int64_t>(int64_t{k} + 1, n));
+}
+
 // The per-point values of a list statistic into host memory.
 template <typename Scalar>
 std::vector<Scalar> host_statistic(const knn_index& ix, const knn_options& o, int k,
@@ -212,7 +228,7 @@ std::vector<Scalar> host_statistic(const knn_index& ix, const knn_options& o, in
   StatsRequest<Scalar> request;
   request.what = what;
   request.k = k;
-  request.list_k = k + 1;
+  request.list_k = others_list_length(k, ix.size());
   request.n = ix.size();
   request.values = values.data();
   compute_statistic(ix, o, request);
@@ -226,16 +242,6 @@ void write_kept(const std::vector<int32_t>& kept_ids, int64_t n, int32_t* kept, 
   all.resize(static_cast<size_t>(n), -1);
   write_values(kept, all.data(), n, device);
   *n_kept = static_cast<int64_t>(kept_ids.size());
-}
-
-// Lists of k + 1 must fit an int (the engines' row width).
-void check_list_k(int k) {
-  check_k(k);
-  if (k == std::numeric_limits<int>::max())
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("k is %d; the lists of the k nearest others hold k + 1 entries, so k must be "
-                "below %d",
-                k, k));
 }
 
 // The index's points as host queries (the radius calls' queries).
@@ -279,7 +285,7 @@ void index_normals(const char* call, const knn_index* index, int k, const Scalar
   StatsRequest<Scalar> request;
   request.what = NeighbourhoodStatistic::Normals;
   request.k = k;
-  request.list_k = k;
+  request.list_k = static_cast<int>(std::min<int64_t>(k, n));  // beyond n: all n
   request.n = n;
   request.values = normals;
   request.curvature = curvature;
@@ -304,7 +310,7 @@ void index_list_statistic(const char* call, const knn_index* index, int k, ListS
   const knn_index& ix = *use;
   const knn_options o = read_call_options(ix, opt);
   check_three_dimensional(ix, call);
-  check_list_k(k);
+  check_k(k);
   const int64_t n = ix.size();
   check_array(values, n, what == ListStatistic::MeanDistance ? "mean_distances" : "distances",
               "the index's point count");
@@ -316,7 +322,7 @@ void index_list_statistic(const char* call, const knn_index* index, int k, ListS
   request.what = what == ListStatistic::MeanDistance ? NeighbourhoodStatistic::MeanDistance
                                                      : NeighbourhoodStatistic::KthDistance;
   request.k = k;
-  request.list_k = k + 1;
+  request.list_k = others_list_length(k, n);
   request.n = n;
   request.values = values;
   request.outputs_on_device = device;
@@ -335,7 +341,7 @@ void index_statistical_inliers(const char* call, const knn_index* index, int k, 
   const knn_index& ix = *use;
   const knn_options o = read_call_options(ix, opt);
   check_three_dimensional(ix, call);
-  check_list_k(k);
+  check_k(k);
   if (!std::isfinite(std_ratio))
     fail(KNN_ERR_INVALID_ARGUMENT, format("std_ratio is %g; it must be finite", std_ratio));
   const int64_t n = ix.size();

@@ -35,6 +35,7 @@
 #include "index_oracle.h"
 #include "index_test_helpers.h"
 #include "mesh_oracle.h"
+#include "neighbourhood_oracle.h"
 #include "oracle.h"
 #include "pip_oracle.h"
 
@@ -134,7 +135,19 @@ const std::set<std::string> kFuzzed = {"buildKdTree",
                                        "knn_mesh_align",
                                        "knn_mesh_align_f64",
                                        "knn_mesh_align_ex",
-                                       "knn_mesh_align_ex_f64"};
+                                       "knn_mesh_align_ex_f64",
+                                       "knn_index_normals",
+                                       "knn_index_normals_f64",
+                                       "knn_index_outlier_scores",
+                                       "knn_index_outlier_scores_f64",
+                                       "knn_index_statistical_inliers",
+                                       "knn_index_statistical_inliers_f64",
+                                       "knn_index_kth_distances",
+                                       "knn_index_kth_distances_f64",
+                                       "knn_index_neighbor_counts",
+                                       "knn_index_neighbor_counts_f64",
+                                       "knn_index_radius_inliers",
+                                       "knn_index_radius_inliers_f64"};
 const std::set<std::string> kHelpers = {"getTreeSize",
                                         "getNeededBytesForBuildingKdTree",
                                         "getNeededBytesForQueryAll",
@@ -143,7 +156,9 @@ const std::set<std::string> kHelpers = {"getTreeSize",
                                         "knn_estimate_build_bytes_f64",
                                         "knn_estimate_query_bytes",
                                         "knn_estimate_query_bytes_f64",
-                                        "knn_estimate_mesh_bytes"};
+                                        "knn_estimate_mesh_bytes",
+                                        "knn_estimate_stats_bytes",
+                                        "knn_estimate_stats_bytes_f64"};
 // Exported functions that take no count.
 const std::set<std::string> kCountFree = {
     "knn_status_string",       "knn_last_error",    "knn_version",
@@ -1237,6 +1252,176 @@ void mesh_serialize_cases() {
 
 // ---- The estimates and memory helpers ------------------------------------------------
 
+// ---- Neighbourhood statistics (knn_gpgpu_stats.h): counts k and min_neighbors --
+
+template <class Scalar>
+class StatsCalls {
+ public:
+  explicit StatsCalls(const Data& d) : d_(d), opt_(cpu_options()) {
+    EXPECT_EQ(build(rows_of<Scalar>(d, false), d.n, d.dim, &opt_, &index_.handle), KNN_OK)
+        << knn_last_error();
+    points_.assign(rows_of<Scalar>(d, false), rows_of<Scalar>(d, false) + d.n * d.dim);
+  }
+
+  // knn_index_normals: k >= 1, any size (beyond n: all n points).
+  void normals_case(int k) {
+    const std::string call = named<Scalar>("knn_index_normals");
+    std::vector<Scalar> normals = poisoned<Scalar>(static_cast<size_t>(3 * d_.n));
+    std::vector<Scalar> curvature = poisoned<Scalar>(static_cast<size_t>(d_.n));
+    const int status =
+        normals_call(index_.handle, k, nullptr, normals.data(), curvature.data(), &opt_);
+    if (k < 1) {
+      EXPECT_TRUE(refused_by(status, call.c_str()));
+      EXPECT_TRUE(still_poisoned(normals) && still_poisoned(curvature)) << call;
+      ++tallies()[call].refused;
+      return;
+    }
+    ASSERT_EQ(status, KNN_OK) << call << " k " << k << ": " << knn_last_error();
+    ++tallies()[call].answered;
+    for (int64_t i = 0; i < d_.n; ++i) {
+      const OracleShape want = oracle_shape(points_, nearest(points_, i, k));
+      const long double sum = want.l[0] + want.l[1] + want.l[2];
+      if (sum > 0 && want.l[1] - want.l[0] >= 1e-8L * sum) {
+        ASSERT_LE(line_angle(&normals[static_cast<size_t>(3 * i)], want.normal), 1e-5)
+            << call << " k " << k << " point " << i;
+      }
+      ASSERT_NEAR(static_cast<double>(curvature[static_cast<size_t>(i)]),
+                  static_cast<double>(want.curvature), 1e-6)
+          << call << " k " << k << " point " << i;
+    }
+  }
+
+  // knn_index_outlier_scores and knn_index_kth_distances: k >= 1, any size.
+  void distances_case(int k) {
+    const std::string scores_name = named<Scalar>("knn_index_outlier_scores");
+    const std::string kth_name = named<Scalar>("knn_index_kth_distances");
+    std::vector<Scalar> scores = poisoned<Scalar>(static_cast<size_t>(d_.n));
+    std::vector<Scalar> kth = poisoned<Scalar>(static_cast<size_t>(d_.n));
+    const int s = scores_call(index_.handle, k, scores.data(), &opt_);
+    if (k < 1) {
+      EXPECT_TRUE(refused_by(s, scores_name.c_str()));
+    }
+    const int t = kth_call(index_.handle, k, kth.data(), &opt_);
+    if (k < 1) {
+      EXPECT_TRUE(refused_by(t, kth_name.c_str()));
+      EXPECT_TRUE(still_poisoned(scores) && still_poisoned(kth));
+      ++tallies()[scores_name].refused, ++tallies()[kth_name].refused;
+      return;
+    }
+    ASSERT_EQ(s, KNN_OK) << scores_name << " k " << k << ": " << knn_last_error();
+    ASSERT_EQ(t, KNN_OK) << kth_name << " k " << k << ": " << knn_last_error();
+    ++tallies()[scores_name].answered, ++tallies()[kth_name].answered;
+    for (int64_t i = 0; i < d_.n; ++i) {
+      const auto want = oracle_distances(points_, i, k);
+      ASSERT_EQ(scores[static_cast<size_t>(i)], static_cast<Scalar>(want.first)) << k << " " << i;
+      ASSERT_EQ(kth[static_cast<size_t>(i)], static_cast<Scalar>(want.second)) << k << " " << i;
+    }
+  }
+
+  // knn_index_statistical_inliers: k >= 1; kept and n_kept as the oracle.
+  void inliers_case(int k) {
+    const std::string call = named<Scalar>("knn_index_statistical_inliers");
+    std::vector<int32_t> kept = poisoned<int32_t>(static_cast<size_t>(d_.n));
+    int64_t n_kept = 0x5a5a;
+    const int status = inliers_call<Scalar>(index_.handle, k, 1.0, kept.data(), &n_kept, &opt_);
+    if (k < 1) {
+      EXPECT_TRUE(refused_by(status, call.c_str()));
+      EXPECT_TRUE(still_poisoned(kept) && n_kept == 0x5a5a) << call;
+      ++tallies()[call].refused;
+      return;
+    }
+    ASSERT_EQ(status, KNN_OK) << call << " k " << k << ": " << knn_last_error();
+    ++tallies()[call].answered;
+    std::vector<double> scores;
+    double sum = 0;
+    for (int64_t i = 0; i < d_.n; ++i) {
+      scores.push_back(
+          static_cast<double>(static_cast<Scalar>(oracle_distances(points_, i, k).first)));
+      sum += scores.back();
+    }
+    const double mean = sum / double(d_.n);
+    double squares = 0;
+    for (const double v : scores) squares += (v - mean) * (v - mean);
+    const double threshold = mean + std::sqrt(squares / double(d_.n - 1));
+    int64_t want = 0;
+    for (int64_t i = 0; i < d_.n; ++i) {
+      if (scores[static_cast<size_t>(i)] > threshold) continue;
+      ASSERT_EQ(kept[static_cast<size_t>(want)], i) << call << " k " << k;
+      ++want;
+    }
+    ASSERT_EQ(n_kept, want) << call << " k " << k;
+  }
+
+  // knn_index_radius_inliers: min_neighbors >= 0 (the only count); the
+  // counts of knn_index_neighbor_counts (no count of its own but n) with it.
+  void radius_case(int64_t min_neighbors) {
+    const std::string call = named<Scalar>("knn_index_radius_inliers");
+    const std::string counts_name = named<Scalar>("knn_index_neighbor_counts");
+    std::vector<int32_t> kept = poisoned<int32_t>(static_cast<size_t>(d_.n));
+    int64_t n_kept = 0x5a5a;
+    const Scalar r = static_cast<Scalar>(kRadius);
+    const int status =
+        radius_inliers_call(index_.handle, r, min_neighbors, kept.data(), &n_kept, &opt_);
+    std::vector<int64_t> counts = poisoned<int64_t>(static_cast<size_t>(d_.n));
+    const Scalar bad_radius = -r;  // the counting call's refusal
+    if (min_neighbors < 0) {
+      EXPECT_TRUE(refused_by(status, call.c_str()));
+      EXPECT_TRUE(still_poisoned(kept) && n_kept == 0x5a5a) << call;
+      ++tallies()[call].refused;
+      EXPECT_TRUE(refused_by(counts_call(index_.handle, bad_radius, counts.data(), &opt_),
+                             counts_name.c_str()));
+      EXPECT_TRUE(still_poisoned(counts));
+      ++tallies()[counts_name].refused;
+      return;
+    }
+    ASSERT_EQ(status, KNN_OK) << call << ": " << knn_last_error();
+    ASSERT_EQ(counts_call(index_.handle, r, counts.data(), &opt_), KNN_OK) << knn_last_error();
+    ++tallies()[call].answered, ++tallies()[counts_name].answered;
+    int64_t want = 0;
+    const Scalar r2 = r * r;
+    for (int64_t i = 0; i < d_.n; ++i) {
+      int64_t others = 0;
+      for (int64_t j = 0; j < d_.n; ++j)
+        if (j != i && sq_distance(&points_[static_cast<size_t>(3 * i)],
+                                  &points_[static_cast<size_t>(3 * j)]) <= r2)
+          ++others;
+      ASSERT_EQ(counts[static_cast<size_t>(i)], others) << counts_name << " point " << i;
+      if (others < min_neighbors) continue;
+      ASSERT_EQ(kept[static_cast<size_t>(want)], i) << call;
+      ++want;
+    }
+    ASSERT_EQ(n_kept, want) << call << " min_neighbors " << min_neighbors;
+  }
+
+ private:
+  const Data& d_;
+  knn_options opt_;
+  Index index_;
+  std::vector<Scalar> points_;
+};
+
+template <class Scalar>
+void fuzz_stats_calls(const Data& d, uint64_t seed) {
+  StatsCalls<Scalar> calls(d);
+  if (::testing::Test::HasFailure()) return;
+  for (int k : adversarial_ints()) {
+    calls.normals_case(k);
+    calls.distances_case(k);
+    calls.inliers_case(k);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  for (int64_t c : adversarial_counts()) {
+    calls.radius_case(c);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  Counts counts(seed);
+  for (int i = 0; i < kRandomCalls / 10; ++i) {
+    calls.distances_case(counts.pick_int(12));
+    calls.radius_case(counts.any64(12));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 void estimate_cases(uint64_t seed) {
   Counts counts(seed);
   for (int i = 0; i < 400; ++i) {
@@ -1271,6 +1456,16 @@ void estimate_cases(uint64_t seed) {
           triangles > KNN_MESH_MAX_TRIANGLES ||
           (scalar != KNN_SCALAR_FLOAT32 && scalar != KNN_SCALAR_FLOAT64)) {
         ASSERT_EQ(mesh_bytes, 0u) << vertices << " x " << triangles << " scalar " << scalar;
+      }
+    }
+    for (auto stats_bytes : {knn_estimate_stats_bytes, knn_estimate_stats_bytes_f64}) {
+      const size_t b = stats_bytes(n, k, nullptr);
+      if (n < 0 || k < 1) {
+        ASSERT_EQ(b, 0u) << "n " << n << " k " << k;
+      } else if (n > INT32_MAX) {
+        ASSERT_EQ(b, SIZE_MAX) << "n " << n;
+      } else {
+        ASSERT_GE(b, static_cast<size_t>(n) * 12) << "n " << n;  // the points at least
       }
     }
     const int a = counts.pick_int(100), b = counts.pick_int(100), c = counts.pick_int(100);
@@ -1436,6 +1631,19 @@ TEST(CountFuzz, Meshes) {
                     "knn_mesh_closest_f64", "knn_mesh_signed_distance",
                     "knn_mesh_signed_distance_f64", "knn_mesh_deviation_report",
                     "knn_mesh_deviation_report_f64", "knn_mesh_serialize", "knn_mesh_deserialize"});
+}
+
+TEST(CountFuzz, NeighbourhoodStatistics) {
+  fuzz_stats_calls<float>(make_data(3, 61), 901);
+  if (HasFatalFailure()) return;
+  fuzz_stats_calls<double>(make_data(3, 62), 902);
+  if (HasFatalFailure()) return;
+  expect_exercised({"knn_index_normals", "knn_index_normals_f64", "knn_index_outlier_scores",
+                    "knn_index_outlier_scores_f64", "knn_index_statistical_inliers",
+                    "knn_index_statistical_inliers_f64", "knn_index_kth_distances",
+                    "knn_index_kth_distances_f64", "knn_index_neighbor_counts",
+                    "knn_index_neighbor_counts_f64", "knn_index_radius_inliers",
+                    "knn_index_radius_inliers_f64"});
 }
 
 TEST(CountFuzz, Estimates) { estimate_cases(701); }

@@ -261,6 +261,19 @@ TEST(NeighbourhoodDistances, MatchTheBruteForce) {
   ASSERT_EQ(knn_index_kth_distances(one.get(), 1, &kth, nullptr), KNN_OK);
   EXPECT_EQ(score, 0.0f);
   EXPECT_EQ(kth, std::numeric_limits<float>::infinity());
+  // The largest k: lists no longer than the points there are.
+  const std::vector<float> p = as_scalar<float>(make_cloud(Cloud::NoisyScan, 30, 3));
+  const IndexPtr ix = build(p, KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE);
+  std::vector<float> at_max(30), at_n(30), normals_max(90), normals_n(90);
+  ASSERT_EQ(knn_index_outlier_scores(ix.get(), INT32_MAX, at_max.data(), nullptr), KNN_OK);
+  ASSERT_EQ(knn_index_outlier_scores(ix.get(), 29, at_n.data(), nullptr), KNN_OK);
+  EXPECT_EQ(at_max, at_n);
+  ASSERT_EQ(knn_index_kth_distances(ix.get(), INT32_MAX, at_max.data(), nullptr), KNN_OK);
+  for (const float d : at_max) EXPECT_EQ(d, std::numeric_limits<float>::infinity());
+  ASSERT_EQ(knn_index_normals(ix.get(), INT32_MAX, nullptr, normals_max.data(), nullptr, nullptr),
+            KNN_OK);
+  ASSERT_EQ(knn_index_normals(ix.get(), 30, nullptr, normals_n.data(), nullptr, nullptr), KNN_OK);
+  EXPECT_EQ(normals_max, normals_n);
 }
 
 template <typename Scalar>
@@ -384,7 +397,6 @@ TEST(NeighbourhoodStats, RefusalsLeaveOutputsUntouched) {
   expect_refused(knn_index_outlier_scores(ix.get(), 3, nullptr, nullptr), "scores NULL");
   expect_refused(knn_index_outlier_scores(flat.get(), 3, out.data(), nullptr), "scores 2-D");
   expect_refused(knn_index_kth_distances(ix.get(), 0, out.data(), nullptr), "kth k 0");
-  expect_refused(knn_index_kth_distances(ix.get(), INT32_MAX, out.data(), nullptr), "kth k max");
   expect_refused(knn_index_statistical_inliers(ix.get(), 3, NAN, kept.data(), &n_kept, nullptr),
                  "ratio NaN");
   expect_refused(knn_index_statistical_inliers(ix.get(), 3, 1.0, kept.data(), nullptr, nullptr),
@@ -413,6 +425,36 @@ TEST(NeighbourhoodStats, EmptyIndex) {
   EXPECT_EQ(knn_index_neighbor_counts(ix.get(), 1.0f, nullptr, nullptr), KNN_OK);
   EXPECT_EQ(knn_index_statistical_inliers(ix.get(), 3, 1.0, nullptr, &n_kept, nullptr), KNN_OK);
   EXPECT_EQ(n_kept, 0);
+}
+
+// Cancellation: a raised flag stops the call with CANCELLED and the missing
+// values in every output; progress counts the points of each stage.
+TEST(NeighbourhoodStats, CancellationAndProgress) {
+  const int64_t n = 5000;
+  const std::vector<float> p = as_scalar<float>(make_cloud(Cloud::NoisyScan, n, 4));
+  const IndexPtr ix = build(p, KNN_BACKEND_OPENMP, KNN_STRUCTURE_AUTO);
+  std::vector<float> normals(3 * n, 1.0f), curvature(n, 1.0f), scores(n, 1.0f);
+  volatile int flag = 1;
+  ASSERT_EQ(knn_set_cancel_flag(&flag), KNN_OK);
+  EXPECT_EQ(knn_index_normals(ix.get(), 10, nullptr, normals.data(), curvature.data(), nullptr),
+            KNN_ERR_CANCELLED);
+  EXPECT_EQ(knn_index_outlier_scores(ix.get(), 10, scores.data(), nullptr), KNN_ERR_CANCELLED);
+  ASSERT_EQ(knn_set_cancel_flag(nullptr), KNN_OK);
+  for (const float v : normals) EXPECT_TRUE(std::isnan(v));
+  for (const float v : curvature) EXPECT_TRUE(std::isnan(v));
+  for (const float v : scores) EXPECT_EQ(v, std::numeric_limits<float>::infinity());
+
+  knn_progress progress;
+  ASSERT_EQ(knn_set_progress(&progress), KNN_OK);
+  ASSERT_EQ(knn_index_outlier_scores(ix.get(), 10, scores.data(), nullptr), KNN_OK);
+  EXPECT_EQ(progress.stage, KNN_PROGRESS_QUERY);
+  EXPECT_EQ(progress.total, n);
+  EXPECT_EQ(progress.done, n);
+  EXPECT_EQ(progress.sequence, 1);
+  ASSERT_EQ(knn_index_normals(ix.get(), 10, nullptr, normals.data(), nullptr, nullptr), KNN_OK);
+  EXPECT_EQ(progress.done, n);
+  EXPECT_EQ(progress.sequence, 4);  // the search, the graph's search, the propagation
+  ASSERT_EQ(knn_set_progress(nullptr), KNN_OK);
 }
 
 TEST(NeighbourhoodStats, Estimates) {

@@ -79,6 +79,16 @@ struct GridSearchPolicy {
 struct MeshSearchPolicy {
   static constexpr int kThreads = 128;
 };
+// The neighbourhood statistics (cuda/stats/neighbourhood_stats.cu): a thread
+// per point whose float64 Jacobi solve holds its 3 x 3 matrices in
+// registers; smaller blocks keep more of them resident.
+struct NeighbourhoodStatsPolicy {
+  static constexpr int kThreads = 128;
+};
+// The chunk lists of the statistics take at most 1 / kStatsListBudgetShare
+// of the device budget left after the points: the search of each chunk
+// plans its own scratch within the rest.
+constexpr int64_t kStatsListBudgetShare = 4;
 // The sort of binned rows (cuda/core/binned_rows.cu): a warp per row, at most
 // this many per block, fewer where shared memory holds fewer rows.
 constexpr int kBinnedSortMaxWarps = 4;

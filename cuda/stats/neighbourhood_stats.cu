@@ -1,0 +1,179 @@
+// The CUDA engine's reducer of neighbourhood statistics (engine/stats_engine.h,
+// cuda_index.h make_list_reducer): a device copy of the index's points (the
+// queries of the chunks' searches), the chunk's lists in device scratch, and
+// one small kernel per statistic that turns each row into its outputs by the
+// definition the OpenMP engine shares (common/geometry/neighbourhood.h), so
+// both engines write the same bits. The lists never leave the device; host
+// outputs get each chunk's values by one copy.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include "../../common/geometry/neighbourhood.h"
+#include "../core/cuda_support.h"
+#include "../core/launch_policy.h"
+#include "../cuda_engine.h"
+#include "../cuda_index.h"
+
+namespace knn {
+namespace cuda {
+namespace {
+
+// What every kernel of this file reads: the chunk's rows [first, first +
+// count) and their lists, and where row r's outputs go (value + r * width,
+// curvature + r: the caller's arrays at `first`, or the chunk's staging).
+template <typename Scalar>
+struct RowsOfChunk {
+  int64_t first, count, n;
+  int k, list_k;
+  const Scalar* points;
+  const int32_t* indices;
+  const Scalar* sq_distances;
+  Scalar* values;
+  Scalar* curvature;
+};
+
+template <typename Scalar>
+__device__ void write_rows(NeighbourhoodStatistic what, const RowsOfChunk<Scalar>& c,
+                           const Scalar* viewpoint) {
+  const int64_t width = what == NeighbourhoodStatistic::Normals ? 3 : 1;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < c.count;
+       r += stride)
+    write_statistic(what, c.k, c.list_k, c.n, c.points, c.indices + r * c.list_k,
+                    c.sq_distances + r * c.list_k, c.first + r, c.values + r * width,
+                    c.curvature ? c.curvature + r : nullptr, viewpoint);
+}
+
+// A thread per point: the normal (and curvature) of its list, oriented
+// towards the viewpoint when there is one.
+template <typename Scalar>
+__global__ void neighbourhood_normals(RowsOfChunk<Scalar> c, bool has_viewpoint, Scalar vx,
+                                      Scalar vy, Scalar vz) {
+  const Scalar viewpoint[3] = {vx, vy, vz};
+  write_rows(NeighbourhoodStatistic::Normals, c, has_viewpoint ? viewpoint : nullptr);
+}
+
+// A thread per point: the mean distance to its k nearest others.
+template <typename Scalar>
+__global__ void neighbour_mean_distances(RowsOfChunk<Scalar> c) {
+  write_rows(NeighbourhoodStatistic::MeanDistance, c, static_cast<const Scalar*>(nullptr));
+}
+
+// A thread per point: the distance to its k-th nearest other.
+template <typename Scalar>
+__global__ void kth_neighbour_distances(RowsOfChunk<Scalar> c) {
+  write_rows(NeighbourhoodStatistic::KthDistance, c, static_cast<const Scalar*>(nullptr));
+}
+
+template <typename Scalar>
+class CudaListReducer final : public BasicListReducer<Scalar> {
+ public:
+  CudaListReducer(const BasicIndexEngine<Scalar>& engine, const StatsRequest<Scalar>& request,
+                  const CallParams& call)
+      : request_(request), points_(static_cast<size_t>(engine.size()) * 3) {
+    const int64_t n = engine.size();
+    const int64_t width = out_width();
+    // Per row: the list, and where the outputs are host memory their staging.
+    const int64_t row_bytes =
+        int64_t{request.list_k} * int64_t(sizeof(int32_t) + sizeof(Scalar)) +
+        (request.outputs_on_device ? 0 : (width + 1) * int64_t(sizeof(Scalar)));
+    const size_t budget = device_budget(call.device_memory_limit).bytes();
+    const int64_t points_bytes = n * 3 * int64_t(sizeof(Scalar));
+    const int64_t left = static_cast<int64_t>(budget) > points_bytes
+                             ? static_cast<int64_t>(budget) - points_bytes
+                             : 0;
+    rows_ = std::max<int64_t>(1, std::min<int64_t>(n, left / kStatsListBudgetShare / row_bytes));
+    if (n > 0) engine.copy_points_to_device(points_.get());
+    indices_.allocate(static_cast<size_t>(rows_ * request.list_k));
+    sq_distances_.allocate(static_cast<size_t>(rows_ * request.list_k));
+    if (!request.outputs_on_device) {
+      staged_values_.allocate(static_cast<size_t>(rows_ * width));
+      if (request.curvature) staged_curvature_.allocate(static_cast<size_t>(rows_));
+    }
+  }
+
+  const Scalar* points() const override { return points_.get(); }
+  int64_t chunk_rows() const override { return rows_; }
+  int32_t* list_indices() const override { return indices_.get(); }
+  Scalar* list_sq_distances() const override { return sq_distances_.get(); }
+
+  void reduce(int64_t first, int64_t count) override {
+    const StatsRequest<Scalar>& r = request_;
+    const int64_t width = out_width();
+    const bool staged = !r.outputs_on_device;
+    RowsOfChunk<Scalar> c{
+        first,
+        count,
+        r.n,
+        r.k,
+        r.list_k,
+        points_.get(),
+        indices_.get(),
+        sq_distances_.get(),
+        staged ? staged_values_.get() : r.values + first * width,
+        r.curvature ? (staged ? staged_curvature_.get() : r.curvature + first) : nullptr};
+    Stream stream;
+    constexpr int threads = NeighbourhoodStatsPolicy::kThreads;
+    switch (r.what) {
+      case NeighbourhoodStatistic::Normals:
+        neighbourhood_normals<Scalar>
+            <<<grid_stride_blocks(neighbourhood_normals<Scalar>, threads, count), threads, 0,
+               stream.get()>>>(c, r.has_viewpoint, r.viewpoint[0], r.viewpoint[1], r.viewpoint[2]);
+        check_launch("neighbourhood_normals");
+        break;
+      case NeighbourhoodStatistic::MeanDistance:
+        neighbour_mean_distances<Scalar>
+            <<<grid_stride_blocks(neighbour_mean_distances<Scalar>, threads, count), threads, 0,
+               stream.get()>>>(c);
+        check_launch("neighbour_mean_distances");
+        break;
+      case NeighbourhoodStatistic::KthDistance:
+        kth_neighbour_distances<Scalar>
+            <<<grid_stride_blocks(kth_neighbour_distances<Scalar>, threads, count), threads, 0,
+               stream.get()>>>(c);
+        check_launch("kth_neighbour_distances");
+        break;
+    }
+    if (staged) {
+      check(cudaMemcpyAsync(r.values + first * width, c.values,
+                            static_cast<size_t>(count * width) * sizeof(Scalar),
+                            cudaMemcpyDeviceToHost, stream.get()),
+            "cudaMemcpyAsync");
+      if (r.curvature)
+        check(cudaMemcpyAsync(r.curvature + first, c.curvature,
+                              static_cast<size_t>(count) * sizeof(Scalar), cudaMemcpyDeviceToHost,
+                              stream.get()),
+              "cudaMemcpyAsync");
+    }
+    stream.synchronize();
+  }
+
+ private:
+  int64_t out_width() const { return request_.what == NeighbourhoodStatistic::Normals ? 3 : 1; }
+
+  StatsRequest<Scalar> request_;
+  DeviceBuffer<Scalar> points_;
+  int64_t rows_ = 1;
+  DeviceBuffer<int32_t> indices_;
+  DeviceBuffer<Scalar> sq_distances_;
+  DeviceBuffer<Scalar> staged_values_, staged_curvature_;
+};
+
+}  // namespace
+
+template <typename Scalar>
+std::unique_ptr<BasicListReducer<Scalar>> make_list_reducer(const BasicIndexEngine<Scalar>& engine,
+                                                            const StatsRequest<Scalar>& request,
+                                                            const CallParams& call) {
+  return std::make_unique<CudaListReducer<Scalar>>(engine, request, call);
+}
+template std::unique_ptr<BasicListReducer<float>> make_list_reducer(const IndexEngine&,
+                                                                    const StatsRequest<float>&,
+                                                                    const CallParams&);
+template std::unique_ptr<BasicListReducer<double>> make_list_reducer(const IndexEngine64&,
+                                                                     const StatsRequest<double>&,
+                                                                     const CallParams&);
+
+}  // namespace cuda
+}  // namespace knn
