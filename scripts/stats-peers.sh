@@ -31,6 +31,9 @@
 #   KNN_BUILD_DIR      the library's build folder (default build-cpu without
 #                      a GPU, so ccache's folder; build-stats-peers with one)
 #   OUT                where the results, the table and the logs go
+# On a machine shared with other work, OMP_WAIT_POLICY=passive keeps the
+# OpenMP contenders (ours, Open3D, PCL's NormalEstimationOMP) from spinning
+# against each other's threads; it is passed through to every contender.
 # The machine without a GPU: python3 -m venv .peers-venv &&
 #   .peers-venv/bin/pip install numpy open3d-cpu; apt-get install
 #   libpcl-features1.13 libpcl-filters1.13 libpcl-search1.13 libflann-dev
