@@ -222,7 +222,8 @@ KNN_API int KNN_CALL knn_version(void);
 /* Cancellation. Registers a flag for the calling thread (NULL unregisters).
  * While it is registered, every long call this thread makes (tree, index and
  * quadtree builds on either backend, AUTO's included, knn_index_deserialize,
- * classic, index and point-in-polygon queries, knn_brute_force) checks *flag
+ * classic, index and point-in-polygon queries, knn_brute_force, the
+ * neighbourhood statistics of knn_gpgpu_stats.h) checks *flag
  * between chunks of work (CPU loops over the points: every 2^18 items; GPU
  * builds: between their steps and levels); once any thread has set it to
  * non-zero, the call stops with KNN_ERR_CANCELLED, within milliseconds on
@@ -241,9 +242,10 @@ KNN_API int KNN_CALL knn_version(void);
 KNN_API int KNN_CALL knn_set_cancel_flag(const volatile int* flag);
 /* Progress. Registers a progress record for the calling thread (NULL
  * unregisters); registering zeroes it. While it is registered, the long
- * calls this thread makes (the classic builds and queries, and the index
- * API's builds, queries and radius calls, on both engines; point in polygon
- * does not report yet) publish into it what they are doing, so that another
+ * calls this thread makes (the classic builds and queries, the index API's
+ * builds, queries and radius calls and the neighbourhood statistics
+ * (knn_gpgpu_stats.h), on both engines; point in polygon does not report
+ * yet) publish into it what they are doing, so that another
  * thread (a progress bar, a UI) can poll it during the call:
  *   stage     the kind of work (enum knn_progress_stage);
  *   total     work units of the stage (queries for queries and radius calls,

@@ -138,8 +138,9 @@ extern "C" {
  *  (several scans, outliers: k = 1 makes every point a part of its own) is
  *  decided by that same seed rule, independently of the others. The graph
  *  comes from a second search of g + 1 neighbours whose lists are kept in
- *  host memory: the propagation needs about 8 g + 48 bytes of host memory
- *  per point (0.9 GB for 10^7 points) and runs on the CPU; a closed surface
+ *  host memory: the propagation needs about 12 g + 130 bytes of host
+ *  memory per point (2.3 GB for 10^7 points at g = 8) and runs on one CPU
+ *  thread (about 1.4 s of CPU for 10^6 points at g = 8); a closed surface
  *  ends with all normals outward or all inward (outward when its topmost
  *  point's normal has a positive z).
  * Accuracy. float64 (_f64): within 1e-5 rad of the exact eigenvector of

@@ -108,6 +108,14 @@ void fill_output(T* dst, int64_t count, T value, bool device) noexcept {
 
 // ---- The search and the reduction ----------------------------------------------
 
+// The kNN rows of some of the index's points as queries: the work of each
+// device's share and of a call on one engine alike.
+template <typename Scalar>
+BasicShareWork<Scalar> nearest_rows() {
+  return [](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int row, int32_t* i,
+            Scalar* d, int32_t*, const CallParams& call) { e.knn(q, count, row, i, d, call); };
+}
+
 // The CUDA reducer of a CUDA index, or null where an index KNN_BACKEND_AUTO
 // put on the GPU has no device memory for its points and lists: the CPU
 // then reduces, as it then searches (answer_call's fallback), to the same
@@ -150,16 +158,16 @@ void compute_statistic(const knn_index& ix, const knn_options& o, StatsRequest<S
   if (!reducer) reducer = omp::make_list_reducer(*ix.engine<Scalar>(), request, params);
   const int list_k = request.list_k;
   const ProgressStage stage(KNN_PROGRESS_QUERY, n);
-  const BasicShareWork<Scalar> share =
-      [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int row, int32_t* i,
-          Scalar* d, int32_t*, const CallParams& call) { e.knn(q, count, row, i, d, call); };
+  const BasicShareWork<Scalar> share = nearest_rows<Scalar>();
   CpuFallback<Scalar> fallback(ix);
   const int64_t rows = reducer->chunk_rows();
+  // Normals read only the neighbours' points, the others only distances.
+  Scalar* const sq_distances = normals ? nullptr : reducer->list_sq_distances();
   for (int64_t first = 0; first < n; first += rows) {
     throw_if_cancelled(cancel_flag());
     const int64_t count = std::min(rows, n - first);
-    const Outputs<Scalar> lists(reducer->list_indices(), reducer->list_sq_distances(), nullptr,
-                                count * list_k, count);
+    const Outputs<Scalar> lists(reducer->list_indices(), sq_distances, nullptr, count * list_k,
+                                count);
     answer_call(ix,
                 CallShape<Scalar>{reducer->points() + 3 * first, count, list_k, list_k,
                                   CallKind::Nearest, false},
@@ -185,9 +193,7 @@ void orient_without_viewpoint(const knn_index& ix, const knn_options& o, int k, 
     neighbours.resize(static_cast<size_t>(n * g));
     const Outputs<Scalar> out(neighbours.data(), nullptr, nullptr, n * g, n);
     const ProgressStage stage(KNN_PROGRESS_QUERY, n);
-    const BasicShareWork<Scalar> share =
-        [&](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int row, int32_t* i,
-            Scalar* d, int32_t*, const CallParams& call) { e.knn(q, count, row, i, d, call); };
+    const BasicShareWork<Scalar> share = nearest_rows<Scalar>();
     const BasicShareWork<Scalar> whole =
         [&](const BasicIndexEngine<Scalar>& e, const Scalar*, int64_t, int, int32_t* i, Scalar* d,
             int32_t*, const CallParams& call) { e.knn_self(g, true, i, d, call); };

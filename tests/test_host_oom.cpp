@@ -782,6 +782,84 @@ class HostOom : public ::testing::Test {
             }};
   }
 
+  // A neighbourhood statistic (knn_gpgpu_stats.h) of the grid's 3-D points:
+  // `call` writes `count` values (and *n_kept where it has one). Right when
+  // they equal a run without failures (tests/test_neighbourhood_stats.cpp
+  // holds their oracle); after a failure untouched or all missing.
+  template <class T>
+  Case stats_case(const std::string& name, std::function<int(const knn_index*, T*, int64_t*)> call,
+                  size_t count, T untouched, std::function<bool(T)> missing) {
+    auto index = shared_index(KNN_STRUCTURE_GRID);
+    auto want = std::make_shared<std::vector<T>>(count);
+    auto got = std::make_shared<std::vector<T>>();
+    // n_kept, where the call has one; else it stays as prepared.
+    auto want_kept = std::make_shared<int64_t>(kUntouched);
+    auto got_kept = std::make_shared<int64_t>(kUntouched);
+    EXPECT_EQ(call(index.get(), want->data(), want_kept.get()), KNN_OK) << name << knn_last_error();
+    return {name,
+            [=] {
+              got->assign(count, untouched);
+              *got_kept = kUntouched;
+            },
+            [=] { return call(index.get(), got->data(), got_kept.get()); },
+            [=] {
+              return check(std::memcmp(got->data(), want->data(), count * sizeof(T)) == 0 &&
+                               *got_kept == *want_kept,
+                           "the values differ from a run without failures");
+            },
+            [=] {
+              const bool same = all_equal(*got, untouched) && *got_kept == kUntouched;
+              const bool all_missing = std::all_of(got->begin(), got->end(), missing);
+              return check(same || all_missing,
+                           "the outputs are neither untouched nor all missing");
+            }};
+  }
+
+  std::vector<Case> stats_cases() {
+    const knn_options o = opt_;
+    const size_t n = points_of(KNN_STRUCTURE_GRID).size() / 3;
+    const auto nan = [](float v) { return v != v; };
+    const auto inf = [](float v) { return v == kInf; };
+    const auto minus_one = [](int32_t v) { return v == -1; };
+    const auto zero = [](int64_t v) { return v == 0; };
+    return {stats_case<float>(
+                "knn_index_normals (no viewpoint)",
+                [o](const knn_index* ix, float* out, int64_t*) {
+                  return knn_index_normals(ix, 6, nullptr, out, nullptr, &o);
+                },
+                3 * n, kUntouchedF, nan),
+            stats_case<float>(
+                "knn_index_outlier_scores",
+                [o](const knn_index* ix, float* out, int64_t*) {
+                  return knn_index_outlier_scores(ix, 6, out, &o);
+                },
+                n, kUntouchedF, inf),
+            stats_case<float>(
+                "knn_index_kth_distances",
+                [o](const knn_index* ix, float* out, int64_t*) {
+                  return knn_index_kth_distances(ix, 6, out, &o);
+                },
+                n, kUntouchedF, inf),
+            stats_case<int32_t>(
+                "knn_index_statistical_inliers",
+                [o](const knn_index* ix, int32_t* out, int64_t* kept) {
+                  return knn_index_statistical_inliers(ix, 6, 1.0, out, kept, &o);
+                },
+                n, kUntouched, minus_one),
+            stats_case<int64_t>(
+                "knn_index_neighbor_counts",
+                [o](const knn_index* ix, int64_t* out, int64_t*) {
+                  return knn_index_neighbor_counts(ix, 0.5f, out, &o);
+                },
+                n, kUntouched, zero),
+            stats_case<int32_t>(
+                "knn_index_radius_inliers",
+                [o](const knn_index* ix, int32_t* out, int64_t* kept) {
+                  return knn_index_radius_inliers(ix, 0.5f, 2, out, kept, &o);
+                },
+                n, kUntouched, minus_one)};
+  }
+
   std::vector<Case> all_cases() {
     std::vector<Case> cases{classic_build("mpBuildKdTree", &mpBuildKdTree),
                             classic_build("buildKdTree", &buildKdTree),
@@ -811,6 +889,7 @@ class HostOom : public ::testing::Test {
     cases.push_back(mesh_report_case<double>());
     cases.push_back(mesh_align_case<float>());
     cases.push_back(mesh_align_case<double>());
+    for (Case& c : stats_cases()) cases.push_back(std::move(c));
     return cases;
   }
 
