@@ -32,6 +32,7 @@
 #include "knn_gpgpu.h"
 #include "point_io.h"
 #include "progress_bar.h"
+#include "stats.h"
 
 namespace {
 
@@ -946,6 +947,70 @@ int main(int argc, char** argv) {
       ->check(int_at_least(1));
   add_progress_flag(deviation, da.progress);
 
+  knn_cli::NormalsArgs na;
+  CLI::App* normals = app.add_subcommand(
+      "normals",
+      "unit normals and curvature of a point cloud, by principal components of each point's k "
+      "nearest (knn_index_normals); writes x y z nx ny nz curvature");
+  normals->add_option("in", na.in, "points (.xyz .txt .csv .ply .npy .bin .f32)")->required();
+  normals
+      ->add_option("out", na.out,
+                   "output: .ply (binary, float or double properties x y z nx ny nz curvature) "
+                   "or a text table (.xyz .txt .csv, a header line naming the columns)")
+      ->required();
+  normals->add_option("--k", na.k, "neighbours of each point, itself included (default 30)")
+      ->check(int_at_least(1));
+  normals
+      ->add_option("--viewpoint", na.viewpoint,
+                   "x,y,z: orient every normal towards this point (dot(n, v - p) >= 0); without "
+                   "it normals are oriented consistently over the cloud (closed surfaces: all "
+                   "outward or all inward)")
+      ->delimiter(',')
+      ->expected(3);
+  normals->add_option("--backend", na.backend, "auto, cuda or openmp")
+      ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
+  normals->add_flag("--f64", na.f64,
+                    "compute in float64 (knn_index_build_f64): files' values kept as they are; "
+                    "else every coordinate is rounded to float32");
+  add_progress_flag(normals, na.progress);
+
+  knn_cli::OutliersArgs oa;
+  CLI::App* outliers = app.add_subcommand(
+      "outliers",
+      "drop a cloud's outliers, statistically (--k, --std) or by radius (--radius, "
+      "--min-neighbours); writes the kept points and prints how many were dropped");
+  outliers->add_option("in", oa.in, "points (.xyz .txt .csv .ply .npy .bin .f32)")->required();
+  outliers
+      ->add_option("out", oa.out,
+                   "the kept points, in input order: .ply (binary x y z) or a text table "
+                   "(.xyz .txt .csv)")
+      ->required();
+  CLI::Option* o_k =
+      outliers
+          ->add_option("--k", oa.k,
+                       "statistical rule: keep a point when its mean distance to its k nearest "
+                       "others is at most the cloud's mean + --std x standard deviation (PCL's "
+                       "StatisticalOutlierRemoval with setMeanK(k))")
+          ->check(int_at_least(1));
+  outliers->add_option("--std", oa.std_ratio, "the statistical rule's multiplier (default 2)")
+      ->needs(o_k);
+  CLI::Option* o_radius =
+      outliers->add_option("--radius", oa.radius,
+                           "radius rule: keep the points with at least --min-neighbours others "
+                           "within this distance");
+  CLI::Option* o_min = outliers
+                           ->add_option("--min-neighbours,--min-neighbors", oa.min_neighbours,
+                                        "the radius rule's least number of others")
+                           ->check(CLI::NonNegativeNumber);
+  o_radius->needs(o_min)->excludes(o_k);
+  o_min->needs(o_radius);
+  outliers->add_option("--backend", oa.backend, "auto, cuda or openmp")
+      ->check(CLI::IsMember({"auto", "cuda", "openmp"}));
+  outliers->add_flag("--f64", oa.f64,
+                     "compute in float64 (knn_index_build_f64); else every coordinate is "
+                     "rounded to float32");
+  add_progress_flag(outliers, oa.progress);
+
 #if KNN_CLI_HAVE_JSON
   knn_cli::BenchArgs ba;
   CLI::App* bench = app.add_subcommand("bench", "time the library's API; results as JSON");
@@ -976,6 +1041,11 @@ int main(int argc, char** argv) {
     if (radius->parsed()) return run_radius(ra);
     if (pip->parsed()) return run_pip(pa);
     if (deviation->parsed()) return knn_cli::run_deviation(da);
+    if (normals->parsed()) return knn_cli::run_normals(na);
+    if (outliers->parsed()) {
+      oa.by_radius = o_radius->count() > 0;
+      return knn_cli::run_outliers(oa);
+    }
 #if KNN_CLI_HAVE_JSON
     if (bench->parsed()) return knn_cli::run_bench(ba);
 #endif

@@ -1,7 +1,7 @@
 ;;;; knn-gpgpu.asd - Common Lisp binding of libknn_gpgpu (CFFI).
 
 (defsystem "knn-gpgpu"
-  :description "Exact kNN, radius search, point in polygon and point-to-mesh distance on NVIDIA GPUs and OpenMP: CFFI binding of libknn_gpgpu"
+  :description "Exact kNN, radius search, point in polygon, point-to-mesh distance and neighbourhood statistics on NVIDIA GPUs and OpenMP: CFFI binding of libknn_gpgpu"
   :version "1.0.0"
   :license "Apache-2.0"
   :depends-on ("cffi")
@@ -18,6 +18,7 @@
                (:file "index")
                (:file "quadtree")
                (:file "mesh")
+               (:file "stats")
                (:file "cancel")
                (:file "progress"))
   :in-order-to ((test-op (test-op "knn-gpgpu/tests"))))
@@ -30,7 +31,8 @@
   :components ((:file "harness")
                (:file "oracle")
                (:file "tests")
-               (:file "mesh-tests"))
+               (:file "mesh-tests")
+               (:file "stats-tests"))
   :perform (test-op (o c)
              (unless (uiop:symbol-call :knn-gpgpu-tests :run-all)
                (error "knn-gpgpu tests failed"))))

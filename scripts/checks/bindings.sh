@@ -13,7 +13,7 @@
 #      `cmake --install` put into the prefix (ASDF's default registry, with the
 #      prefix's share/ on XDG_DATA_DIRS as /usr/local/share is by default); a
 #      missing library signals KNN-LIBRARY-NOT-FOUND;
-#   5. C#: mcs builds KnnGpgpu.dll (KnnGpgpu.cs, KnnMesh.cs) and the test program, mono runs it twice
+#   5. C#: mcs builds KnnGpgpu.dll (KnnGpgpu.cs, KnnMesh.cs, KnnStats.cs) and the test program, mono runs it twice
 #      (library found through LD_LIBRARY_PATH + dllmap, then KNN_GPGPU_LIBRARY),
 #      then with the library next to KnnGpgpu.dll, then with none; every csharp
 #      block of README.md, bindings/csharp/README.md and docs/bindings.md is
@@ -264,9 +264,10 @@ csharp_build() {
   local out=$WORK/csharp
   rm -rf "$out" && mkdir -p "$out" &&
     mcs -target:library -warn:4 -warnaserror -out:"$out/KnnGpgpu.dll" "$ROOT/bindings/csharp/KnnGpgpu.cs" \
-      "$ROOT/bindings/csharp/KnnMesh.cs" &&
+      "$ROOT/bindings/csharp/KnnMesh.cs" "$ROOT/bindings/csharp/KnnStats.cs" &&
     mcs -warn:4 -warnaserror -r:"$out/KnnGpgpu.dll" -out:"$out/KnnGpgpuTests.exe" \
-      "$ROOT/bindings/csharp/tests/KnnGpgpuTests.cs" "$ROOT/bindings/csharp/tests/KnnMeshTests.cs" &&
+      "$ROOT/bindings/csharp/tests/KnnGpgpuTests.cs" "$ROOT/bindings/csharp/tests/KnnMeshTests.cs" \
+      "$ROOT/bindings/csharp/tests/KnnStatsTests.cs" &&
     cp "$ROOT/bindings/csharp/KnnGpgpu.dll.config" "$out/" &&
     echo "built KnnGpgpu.dll and KnnGpgpuTests.exe"
 }

@@ -2745,3 +2745,360 @@ TEST(CliDeviation, AlignFitsTheScanFirstAndPrintsTheTransform) {
   EXPECT_NE(run_cli(args + " --align --align-keep 0").rc, 0);
   EXPECT_NE(run_cli(args + " --align --align-iterations 0").rc, 0);
 }
+
+// ---- normals and outliers: neighbourhood statistics of a cloud ------------------------------
+// The tool's files against the library's own calls (knn_index_normals,
+// knn_index_statistical_inliers, knn_index_radius_inliers on the OpenMP
+// engine) bit for bit, and against what the geometry says: a sphere's
+// normals are radial (inward towards its centre as a viewpoint, outward
+// when oriented over the closed surface), planted outliers are dropped.
+namespace {
+
+// Points spread evenly over a sphere (a Fibonacci lattice): neighbourhoods
+// symmetric enough that each PCA normal is radial to within a few mrad.
+std::vector<double> sphere_points(int n, double radius, const std::array<double, 3>& c) {
+  std::vector<double> xyz;
+  const double golden = std::acos(-1.0) * (3.0 - std::sqrt(5.0));
+  for (int i = 0; i < n; ++i) {
+    const double z = 1.0 - 2.0 * (i + 0.5) / n, r = std::sqrt(1.0 - z * z), t = golden * i;
+    xyz.push_back(c[0] + radius * r * std::cos(t));
+    xyz.push_back(c[1] + radius * r * std::sin(t));
+    xyz.push_back(c[2] + radius * z);
+  }
+  return xyz;
+}
+
+// A PLY as the tool writes it: binary little endian, one vertex element of
+// the named float or double properties; rows of values as doubles.
+std::vector<std::vector<double>> read_stats_ply(const std::string& path,
+                                                const std::vector<std::string>& props, bool f64,
+                                                int64_t n) {
+  const std::string s = slurp(path);
+  const char* t = f64 ? "double" : "float";
+  std::string header = "element vertex " + std::to_string(n) + "\n";
+  for (const std::string& p : props) header += std::string("property ") + t + " " + p + "\n";
+  header += "end_header\n";
+  std::vector<std::vector<double>> rows;
+  EXPECT_EQ(s.rfind("ply\nformat binary_little_endian 1.0\n", 0), 0u);
+  const size_t at = s.find(header);
+  EXPECT_NE(at, std::string::npos) << s.substr(0, 400);
+  if (at == std::string::npos) return rows;
+  const size_t body = at + header.size(), scalar = f64 ? 8 : 4;
+  EXPECT_EQ(s.size(), body + static_cast<size_t>(n) * props.size() * scalar);
+  if (s.size() != body + static_cast<size_t>(n) * props.size() * scalar) return rows;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<double> row;
+    for (size_t c = 0; c < props.size(); ++c) {
+      const char* p = s.data() + body + (static_cast<size_t>(i) * props.size() + c) * scalar;
+      if (f64) {
+        double v;
+        std::memcpy(&v, p, 8);
+        row.push_back(v);
+      } else {
+        float v;
+        std::memcpy(&v, p, 4);
+        row.push_back(v);
+      }
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+struct IndexFree {
+  void operator()(knn_index* p) const { knn_index_free(p); }
+};
+
+// The library's normals of a cloud (OpenMP), in float32 or float64.
+void library_normals(const std::vector<double>& xyz, int k, const double* viewpoint, bool f64,
+                     std::vector<double>* normals, std::vector<double>* curvature) {
+  const int64_t n = static_cast<int64_t>(xyz.size() / 3);
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_OPENMP;
+  knn_index* raw = nullptr;
+  if (f64) {
+    ASSERT_EQ(knn_index_build_f64(xyz.data(), n, 3, &opt, &raw), KNN_OK) << knn_last_error();
+    const std::unique_ptr<knn_index, IndexFree> index(raw);
+    normals->assign(static_cast<size_t>(n) * 3, 0);
+    curvature->assign(static_cast<size_t>(n), 0);
+    ASSERT_EQ(knn_index_normals_f64(raw, k, viewpoint, normals->data(), curvature->data(), &opt),
+              KNN_OK)
+        << knn_last_error();
+    return;
+  }
+  const std::vector<float> p(xyz.begin(), xyz.end());
+  ASSERT_EQ(knn_index_build(p.data(), n, 3, &opt, &raw), KNN_OK) << knn_last_error();
+  const std::unique_ptr<knn_index, IndexFree> index(raw);
+  std::vector<float> nrm(static_cast<size_t>(n) * 3), cur(static_cast<size_t>(n));
+  float v[3];
+  if (viewpoint)
+    for (int i = 0; i < 3; ++i) v[i] = static_cast<float>(viewpoint[i]);
+  ASSERT_EQ(knn_index_normals(raw, k, viewpoint ? v : nullptr, nrm.data(), cur.data(), &opt),
+            KNN_OK)
+      << knn_last_error();
+  normals->assign(nrm.begin(), nrm.end());
+  curvature->assign(cur.begin(), cur.end());
+}
+
+// The ids the library keeps (statistical rule with k > 0, else radius).
+std::vector<int32_t> library_inliers(const std::vector<double>& xyz, int k, double std_ratio,
+                                     double radius, int64_t min_neighbours) {
+  const int64_t n = static_cast<int64_t>(xyz.size() / 3);
+  knn_options opt;
+  knn_options_init(&opt);
+  opt.backend = KNN_BACKEND_OPENMP;
+  const std::vector<float> p(xyz.begin(), xyz.end());
+  knn_index* raw = nullptr;
+  EXPECT_EQ(knn_index_build(p.data(), n, 3, &opt, &raw), KNN_OK) << knn_last_error();
+  const std::unique_ptr<knn_index, IndexFree> index(raw);
+  std::vector<int32_t> kept(static_cast<size_t>(n));
+  int64_t count = -1;
+  const int st = k > 0 ? knn_index_statistical_inliers(raw, k, std_ratio, kept.data(), &count, &opt)
+                       : knn_index_radius_inliers(raw, static_cast<float>(radius), min_neighbours,
+                                                  kept.data(), &count, &opt);
+  EXPECT_EQ(st, KNN_OK) << knn_last_error();
+  kept.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  return kept;
+}
+
+void write_points64(const std::string& path, const std::vector<double>& xyz) {
+  std::string body;
+  for (const double v : xyz) append_le<double>(&body, v);
+  write_bytes(path, npy_bytes("<f8", "(" + std::to_string(xyz.size() / 3) + ", 3)", body));
+}
+
+}  // namespace
+
+TEST(CliNormals, SphereNormalsAreRadialAndMatchTheLibrary) {
+  const std::array<double, 3> c = {1.5, -2.0, 0.25};
+  const std::vector<double> xyz = sphere_points(1500, 2.0, c);
+  write_points64(path_of("sphere.npy"), xyz);
+  const int64_t n = 1500;
+  for (const bool f64 : {false, true}) {
+    for (const bool towards_centre : {true, false}) {
+      SCOPED_TRACE(std::string(f64 ? "f64" : "f32") + (towards_centre ? ", viewpoint" : ""));
+      const std::string out = path_of("normals.ply");
+      std::remove(out.c_str());
+      const RunResult r =
+          run_cli("normals '" + path_of("sphere.npy") + "' '" + out + "' --k 12 --backend openmp" +
+                  (f64 ? " --f64" : "") + (towards_centre ? " --viewpoint 1.5,-2,0.25" : ""));
+      ASSERT_EQ(r.rc, 0) << r.err;
+      EXPECT_EQ(r.err, "");
+      EXPECT_NE(r.out.find("normals of 1500 points, k=12, " +
+                           std::string(f64 ? "float64" : "float32") + ", openmp"),
+                std::string::npos)
+          << r.out;
+      const auto rows = read_stats_ply(out, {"x", "y", "z", "nx", "ny", "nz", "curvature"}, f64, n);
+      ASSERT_EQ(rows.size(), static_cast<size_t>(n));
+      std::vector<double> normals, curvature;
+      library_normals(xyz, 12, towards_centre ? c.data() : nullptr, f64, &normals, &curvature);
+      double worst = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const auto& row = rows[static_cast<size_t>(i)];
+        for (int d = 0; d < 3; ++d) {
+          EXPECT_EQ(row[d], f64 ? xyz[i * 3 + d] : static_cast<float>(xyz[i * 3 + d]));
+          EXPECT_EQ(row[3 + d], normals[i * 3 + d]) << i;
+        }
+        EXPECT_EQ(row[6], curvature[i]) << i;
+        // Radial: the normal along p - c, inward with the centre as viewpoint.
+        double dot = 0;
+        for (int d = 0; d < 3; ++d) dot += row[3 + d] * (row[d] - c[d]) / 2.0;
+        worst = std::max(worst, std::acos(std::min(1.0, std::fabs(dot))));
+        EXPECT_TRUE(towards_centre ? dot < 0 : dot > 0) << i << " " << dot;
+        EXPECT_GE(row[6], 0);
+        EXPECT_LT(row[6], 0.01);
+      }
+      EXPECT_LT(worst, 0.05);
+    }
+  }
+}
+
+// Text output (a header naming the columns, which the readers take back) and
+// every input format the tool reads; --progress lines on a non-terminal.
+TEST(CliNormals, TextOutputInputFormatsAndProgress) {
+  const std::vector<double> xyz = sphere_points(400, 1.0, {0, 0, 0});
+  const std::vector<float> pts(xyz.begin(), xyz.end());
+  write_text(path_of("s.xyz"), pts, " ", nullptr);
+  write_ply_ascii(path_of("s.ply"), pts);
+  write_raw(path_of("s.bin"), pts);
+  std::string want;
+  for (const char* in : {"s.xyz", "s.ply", "s.bin"}) {
+    SCOPED_TRACE(in);
+    const RunResult r = run_cli("normals '" + path_of(in) + "' '" + path_of("n.xyz") +
+                                "' --k 10 --viewpoint 0,0,0 --progress");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    for (const char* stage :
+         {"reading ", "building the index of 400 points (auto, float32)",
+          "normals of 400 points, k=10, towards the viewpoint", "writing ", "done"})
+      EXPECT_NE(r.err.find(stage), std::string::npos) << stage << "\n" << r.err;
+    const std::string text = slurp(path_of("n.xyz"));
+    EXPECT_EQ(text.rfind("x y z nx ny nz curvature\n", 0), 0u);
+    if (want.empty()) want = text;
+    EXPECT_EQ(text, want);
+  }
+  std::vector<double> normals, curvature;
+  const double origin[3] = {0, 0, 0};
+  library_normals(xyz, 10, origin, false, &normals, &curvature);
+  std::istringstream lines(want);
+  std::string line;
+  std::getline(lines, line);
+  for (size_t i = 0; i < 400; ++i) {
+    ASSERT_TRUE(std::getline(lines, line));
+    std::istringstream row(line);
+    double v[7];
+    for (double& x : v) row >> x;
+    for (int d = 0; d < 3; ++d) EXPECT_EQ(static_cast<float>(v[3 + d]), normals[i * 3 + d]);
+    EXPECT_EQ(static_cast<float>(v[6]), curvature[i]);
+  }
+}
+
+TEST(CliNormals, BadArgumentsFailCleanly) {
+  write_bytes(path_of("few.xyz"), "0 0 0\n1 0 0\n0 1 0\n");
+  const std::string in = " '" + path_of("few.xyz") + "'";
+  const struct {
+    std::string args, expect;
+  } cases[] = {
+      {"normals" + in + " '" + path_of("n.npy") + "'", "must end in .ply, .xyz, .txt or .csv"},
+      {"normals" + in + " '" + path_of("n.ply") + "' --k 0", "--k"},
+      {"normals" + in + " '" + path_of("n.ply") + "' --viewpoint 1,2", "--viewpoint"},
+      {"normals" + in + " '" + path_of("n.ply") + "' --viewpoint 1,nan,2", "finite"},
+      {"normals '" + path_of("missing.xyz") + "' '" + path_of("n.ply") + "'", "cannot open"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    const RunResult r = run_cli(c.args);
+    EXPECT_NE(r.rc, 0);
+    EXPECT_LT(r.rc, 1000);
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+  }
+  // A 2-D file is no cloud of 3-D points.
+  write_bytes(path_of("flat.csv"), "1,2\n3,4\n");
+  const RunResult r = run_cli("normals '" + path_of("flat.csv") + "' '" + path_of("n.ply") + "'");
+  EXPECT_EQ(r.rc, 1) << r.err;
+}
+
+TEST(CliNormals, CudaBackendAnswersAsOpenMp) {
+  const std::vector<double> xyz = sphere_points(3000, 1.0, {0, 0, 0});
+  write_points64(path_of("cu_sphere.npy"), xyz);
+  for (const char* precision : {"", " --f64"}) {
+    SCOPED_TRACE(precision);
+    auto run = [&](const char* backend, const char* orient) {
+      return run_cli("normals '" + path_of("cu_sphere.npy") + "' '" +
+                     path_of(std::string(backend) + ".ply") + "' --k 16 --backend " + backend +
+                     precision + orient);
+    };
+    for (const char* orient : {"", " --viewpoint 0,0,3"}) {
+      const RunResult cpu = run("openmp", orient);
+      ASSERT_EQ(cpu.rc, 0) << cpu.err;
+      const RunResult gpu = run("cuda", orient);
+      if (cuGetDeviceCount() == 0) {
+        EXPECT_EQ(gpu.rc, 1);
+        EXPECT_NE(gpu.err.find("KNN_ERR_NO_DEVICE"), std::string::npos) << gpu.err;
+        continue;
+      }
+      ASSERT_EQ(gpu.rc, 0) << gpu.err;
+      EXPECT_EQ(slurp(path_of("cuda.ply")), slurp(path_of("openmp.ply")));
+    }
+  }
+}
+
+// A noisy sphere with points planted far off it: the statistical rule drops
+// every planted one and keeps what the library keeps; the kept points are
+// written in input order, the counts printed.
+TEST(CliOutliers, StatisticalAndRadiusRulesDropPlantedOutliers) {
+  std::vector<double> xyz = sphere_points(2000, 1.0, {0, 0, 0});
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(0.0, 0.003);
+  for (double& v : xyz) v += noise(rng);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<size_t> planted;
+  for (int i = 0; i < 30; ++i) {
+    std::array<double, 3> p = {u(rng), u(rng), u(rng)};
+    const double len = std::sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2]) + 1e-9;
+    const double at = 1.6 + 0.8 * (u(rng) + 1) / 2;        // 1.6 .. 2.4 from the centre
+    const size_t slot = static_cast<size_t>(i) * 60 + 17;  // spread among the sphere's points
+    xyz.insert(xyz.begin() + static_cast<std::ptrdiff_t>(slot * 3),
+               {p[0] / len * at, p[1] / len * at, p[2] / len * at});
+    planted.push_back(slot);
+  }
+  const int64_t n = static_cast<int64_t>(xyz.size() / 3);
+  write_points64(path_of("noisy.npy"), xyz);
+  const struct {
+    std::string args;
+    int k;
+    double radius;
+    int64_t min_neighbours;
+  } rules[] = {{"--k 16 --std 2.0", 16, 0, 0},
+               {"--k 8 --std 1", 8, 0, 0},
+               {"--radius 0.15 --min-neighbours 4", 0, 0.15, 4},
+               {"--radius 0.15 --min-neighbors 0", 0, 0.15, 0}};
+  for (const auto& rule : rules) {
+    SCOPED_TRACE(rule.args);
+    const std::string out = path_of("kept.ply");
+    const RunResult r = run_cli("outliers '" + path_of("noisy.npy") + "' '" + out + "' " +
+                                rule.args + " --backend openmp");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    const std::vector<int32_t> want = library_inliers(
+        xyz, rule.k, rule.k ? std::stod(rule.args.substr(rule.args.find("--std") + 6)) : 0,
+        rule.radius, rule.min_neighbours);
+    const int64_t kept = static_cast<int64_t>(want.size());
+    EXPECT_EQ(r.out.rfind("kept " + std::to_string(kept) + " of " + std::to_string(n) +
+                              " points, dropped " + std::to_string(n - kept) + " (",
+                          0),
+              0u)
+        << r.out;
+    const auto rows = read_stats_ply(out, {"x", "y", "z"}, false, kept);
+    ASSERT_EQ(rows.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      for (int d = 0; d < 3; ++d)
+        ASSERT_EQ(rows[i][d], static_cast<float>(xyz[static_cast<size_t>(want[i]) * 3 + d])) << i;
+    if (rule.min_neighbours == 0 && rule.k == 0) {
+      EXPECT_EQ(kept, n);  // at least 0 others: every point
+      continue;
+    }
+    for (const size_t p : planted)
+      EXPECT_FALSE(std::binary_search(want.begin(), want.end(), static_cast<int32_t>(p))) << p;
+    EXPECT_GT(kept, n / 2);
+  }
+  // --f64 computes in double, and a text output names its columns.
+  const RunResult r = run_cli("outliers '" + path_of("noisy.npy") + "' '" + path_of("kept.csv") +
+                              "' --k 16 --f64 --progress");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("; float64, "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("statistical outliers of " + std::to_string(n) + " points, k=16"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(path_of("kept.csv")).rfind("x,y,z\n", 0), 0u);
+}
+
+TEST(CliOutliers, BadArgumentsFailCleanly) {
+  write_bytes(path_of("o.xyz"), "0 0 0\n1 0 0\n0 1 0\n");
+  const std::string io = " '" + path_of("o.xyz") + "' '" + path_of("o_out.ply") + "'";
+  const struct {
+    std::string args, expect;
+  } cases[] = {
+      {"outliers" + io, "give one rule"},
+      {"outliers" + io + " --k 0", "--k"},
+      {"outliers" + io + " --std 2", "--std"},
+      {"outliers" + io + " --k 4 --std inf", "--std"},
+      {"outliers" + io + " --radius 1", "--min-neighbours"},
+      {"outliers" + io + " --min-neighbours 2", "--radius"},
+      {"outliers" + io + " --radius -1 --min-neighbours 2", "--radius"},
+      {"outliers" + io + " --radius 1 --min-neighbours -2", "--min-neighbours"},
+      {"outliers" + io + " --k 4 --radius 1 --min-neighbours 2", "excludes"},
+      {"outliers '" + path_of("o.xyz") + "' '" + path_of("o.stl") + "' --k 2", ".ply"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    const RunResult r = run_cli(c.args);
+    EXPECT_NE(r.rc, 0);
+    EXPECT_LT(r.rc, 1000);
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+  }
+  // --k beyond the cloud takes what there is: every point of 3 equally spread.
+  const RunResult r = run_cli("outliers" + io + " --k 10");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("kept 3 of 3 points, dropped 0 (", 0), 0u) << r.out;
+}

@@ -2,7 +2,7 @@
 // brute-force oracle. Exit code 0 when every check passes, 1 otherwise.
 //
 //   mcs -target:library -out:KnnGpgpu.dll ../KnnGpgpu.cs ../KnnMesh.cs
-//   mcs -r:KnnGpgpu.dll -out:KnnGpgpuTests.exe KnnGpgpuTests.cs KnnMeshTests.cs
+//   mcs -r:KnnGpgpu.dll -out:KnnGpgpuTests.exe KnnGpgpuTests.cs KnnMeshTests.cs KnnStatsTests.cs
 //   cp ../KnnGpgpu.dll.config . && LD_LIBRARY_PATH=<prefix>/lib mono KnnGpgpuTests.exe
 //
 // Environment: KNN_GPGPU_LIBRARY (library path), KNN_ABI_LAYOUT (output of
@@ -1202,7 +1202,8 @@ static partial class Tests
                                    QuadtreeF64KeepsTownsInside, MeshClosestMatchesADoubleOracle,
                                    MeshMaxDistance, MeshSignsOnClosedAndOpenMeshes, MeshDeviationReport,
                                    MeshSerializeRoundTrip, MeshErrors,
-                                   MeshAlignRecoversARigidMotion, MeshAlignErrors };
+                                   MeshAlignRecoversARigidMotion, MeshAlignErrors,
+                                   StatsNormalsMatchADoubleOracle, StatsOutliersAndDensitiesMatchTheOracle };
         if (expectedDir != null) tests = new Action[] { BuildAndQueryMatchTheOracle };
         var start = DateTime.UtcNow;
         foreach (var test in tests)

@@ -232,6 +232,39 @@
 (cffi:defcfun ("knn_estimate_mesh_bytes" %estimate-mesh-bytes) :size
   (n-vertices :int64) (n-triangles :int64) (scalar :int) (opt :pointer))
 
+;;; Neighbourhood statistics (knn_gpgpu_stats.h)
+(macrolet ((define-stats-calls (suffix real)
+             (flet ((c-name (base) (concatenate 'string base suffix))
+                    (lisp-name (base) (intern (string-upcase (concatenate 'string base
+                                                                          (if (string= suffix "")
+                                                                              "" "-f64"))))))
+               `(progn
+                  (cffi:defcfun (,(c-name "knn_index_normals") ,(lisp-name "%index-normals")) :int
+                    (index :pointer) (k :int) (viewpoint :pointer) (normals :pointer)
+                    (curvature :pointer) (opt :pointer))
+                  (cffi:defcfun (,(c-name "knn_index_outlier_scores")
+                                 ,(lisp-name "%index-outlier-scores")) :int
+                    (index :pointer) (k :int) (mean-distances :pointer) (opt :pointer))
+                  (cffi:defcfun (,(c-name "knn_index_statistical_inliers")
+                                 ,(lisp-name "%index-statistical-inliers")) :int
+                    (index :pointer) (k :int) (std-ratio :double) (kept :pointer)
+                    (n-kept :pointer) (opt :pointer))
+                  (cffi:defcfun (,(c-name "knn_index_kth_distances")
+                                 ,(lisp-name "%index-kth-distances")) :int
+                    (index :pointer) (k :int) (distances :pointer) (opt :pointer))
+                  (cffi:defcfun (,(c-name "knn_index_neighbor_counts")
+                                 ,(lisp-name "%index-neighbor-counts")) :int
+                    (index :pointer) (radius ,real) (counts :pointer) (opt :pointer))
+                  (cffi:defcfun (,(c-name "knn_index_radius_inliers")
+                                 ,(lisp-name "%index-radius-inliers")) :int
+                    (index :pointer) (radius ,real) (min-neighbors :int64) (kept :pointer)
+                    (n-kept :pointer) (opt :pointer))
+                  (cffi:defcfun (,(c-name "knn_estimate_stats_bytes")
+                                 ,(lisp-name "%estimate-stats-bytes")) :size
+                    (n :int64) (k :int) (opt :pointer))))))
+  (define-stats-calls "" :float)
+  (define-stats-calls "_f64" :double))
+
 (defparameter *c-functions*
   '("knn_status_string" "knn_last_error" "knn_version" "knn_set_cancel_flag" "knn_set_progress"
     "buildKdTree" "cuBuildKdTree" "mpBuildKdTree" "queryAll" "cuQueryAll" "mpQueryAll"
@@ -253,7 +286,12 @@
     "knn_mesh_closest_f64" "knn_mesh_signed_distance" "knn_mesh_signed_distance_f64"
     "knn_mesh_deviation_report" "knn_mesh_deviation_report_f64" "knn_mesh_serialized_size"
     "knn_mesh_serialize" "knn_mesh_deserialize" "knn_estimate_mesh_bytes"
-    "knn_mesh_align" "knn_mesh_align_f64" "knn_mesh_align_ex" "knn_mesh_align_ex_f64")
+    "knn_mesh_align" "knn_mesh_align_f64" "knn_mesh_align_ex" "knn_mesh_align_ex_f64"
+    "knn_index_normals" "knn_index_normals_f64" "knn_index_outlier_scores"
+    "knn_index_outlier_scores_f64" "knn_index_statistical_inliers"
+    "knn_index_statistical_inliers_f64" "knn_index_kth_distances" "knn_index_kth_distances_f64"
+    "knn_index_neighbor_counts" "knn_index_neighbor_counts_f64" "knn_index_radius_inliers"
+    "knn_index_radius_inliers_f64" "knn_estimate_stats_bytes" "knn_estimate_stats_bytes_f64")
   "Every C function this file binds (the tests compare it with the header).")
 
 ;;; Every call into the library runs inside this. It loads the library first

@@ -54,6 +54,9 @@
    #:mesh-align #:align-result #:align-result-p #:align-result-transform #:align-result-rms
    #:align-result-n-kept #:align-result-iterations #:align-result-converged
    #:align-result-degenerate-directions #:align-result-n-degenerate
+   ;; neighbourhood statistics
+   #:index-normals #:index-outlier-scores #:index-statistical-inliers #:index-kth-distances
+   #:index-neighbor-counts #:index-radius-inliers #:estimate-stats-bytes
    ;; cancellation
    #:cancel-flag #:make-cancel-flag #:free-cancel-flag #:cancel #:reset-cancel-flag
    #:cancelled-p #:set-cancel-flag #:with-cancel-flag

@@ -22,6 +22,10 @@ Quick start::
         square = [[0, 0], [0.5, 0], [0.5, 0.5], [0, 0.5]]
         members = tree.points_in_each_polygon(*knn.pack_polygons([[square]]))
 
+    with knn.Index(scan) as index:                  # neighbourhood statistics (3-D)
+        normals, curvature = index.normals(30, viewpoint=(0, 0, 10))
+        kept = index.statistical_inliers(16, std_ratio=2.0).ids
+
     with knn.Mesh(vertices, faces) as design:       # scan versus design
         sq_d, tri, closest = design.closest(scan)   # as igl.point_mesh_squared_distance
         report = design.deviation_report(scan, tolerance=0.05)
@@ -55,6 +59,8 @@ from .mesh import (DEFAULT_PERCENTILES, AlignResult, ClosestBarycentricResult, C
 from .options import Options
 from .progress import Progress, ProgressSnapshot, set_progress
 from .spatial import KDTree, cKDTree
+from .stats import (Inliers, NormalsResult, estimate_stats_bytes, kth_distances, neighbor_counts,
+                    normals, outlier_scores, radius_inliers, statistical_inliers)
 from .quadtree import (Quadtree, pack_polygons, points_in_each_polygon, points_in_polygons,
                        points_in_polygons_count)
 
@@ -92,4 +98,6 @@ __all__ = [
     "DEFAULT_PERCENTILES", "estimate_mesh_bytes", "AlignResult",
     "CancelFlag", "set_cancel_flag",
     "Progress", "ProgressSnapshot", "ProgressStage", "set_progress",
+    "NormalsResult", "Inliers", "estimate_stats_bytes", "normals", "outlier_scores",
+    "statistical_inliers", "kth_distances", "neighbor_counts", "radius_inliers",
 ]

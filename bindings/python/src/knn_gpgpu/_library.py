@@ -59,7 +59,7 @@ _P_ALIGN_PARAMS = POINTER(AlignParamsStruct)
 _P_ALIGN_RESULT = POINTER(AlignResultStruct)
 
 # name -> (restype, argtypes). Every function of include/knn_gpgpu.h (and of
-# knn_gpgpu_mesh.h, which it includes).
+# knn_gpgpu_mesh.h and knn_gpgpu_stats.h, which it includes).
 PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     # status, errors, version
     "knn_status_string": (c_char_p, [c_int]),
@@ -162,6 +162,24 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
                                   _P_ALIGN_RESULT, _P_OPT]),
     "knn_mesh_align_ex_f64": (c_int, [_P_MESH, _P_DOUBLE, c_int64, _P_DOUBLE, _P_ALIGN_PARAMS,
                                       _P_ALIGN_RESULT, _P_OPT]),
+    # neighbourhood statistics (knn_gpgpu_stats.h)
+    "knn_index_normals": (c_int, [_P_INDEX, c_int, _P_FLOAT, _P_FLOAT, _P_FLOAT, _P_OPT]),
+    "knn_index_normals_f64": (c_int, [_P_INDEX, c_int, _P_DOUBLE, _P_DOUBLE, _P_DOUBLE, _P_OPT]),
+    "knn_index_outlier_scores": (c_int, [_P_INDEX, c_int, _P_FLOAT, _P_OPT]),
+    "knn_index_outlier_scores_f64": (c_int, [_P_INDEX, c_int, _P_DOUBLE, _P_OPT]),
+    "knn_index_statistical_inliers": (c_int, [_P_INDEX, c_int, c_double, _P_INT32, _P_INT64,
+                                              _P_OPT]),
+    "knn_index_statistical_inliers_f64": (c_int, [_P_INDEX, c_int, c_double, _P_INT32, _P_INT64,
+                                                  _P_OPT]),
+    "knn_index_kth_distances": (c_int, [_P_INDEX, c_int, _P_FLOAT, _P_OPT]),
+    "knn_index_kth_distances_f64": (c_int, [_P_INDEX, c_int, _P_DOUBLE, _P_OPT]),
+    "knn_index_neighbor_counts": (c_int, [_P_INDEX, c_float, _P_INT64, _P_OPT]),
+    "knn_index_neighbor_counts_f64": (c_int, [_P_INDEX, c_double, _P_INT64, _P_OPT]),
+    "knn_index_radius_inliers": (c_int, [_P_INDEX, c_float, c_int64, _P_INT32, _P_INT64, _P_OPT]),
+    "knn_index_radius_inliers_f64": (c_int, [_P_INDEX, c_double, c_int64, _P_INT32, _P_INT64,
+                                             _P_OPT]),
+    "knn_estimate_stats_bytes": (c_size_t, [c_int64, c_int, _P_OPT]),
+    "knn_estimate_stats_bytes_f64": (c_size_t, [c_int64, c_int, _P_OPT]),
 }
 
 

@@ -44,6 +44,7 @@ from ._types import SCALAR_FLOAT64, Backend, IndexHandle, IndexStructure
 from .errors import NoDeviceError, Status
 from ._handle import NativeHandle
 from .options import Options, byref, resolve
+from .stats import NeighbourhoodStats
 
 __all__ = ["Index", "IndexInfo", "KnnResult", "LegacyKnnResult", "RadiusCsr", "RadiusResult",
            "RadiusRows", "estimate_build_bytes", "estimate_query_bytes"]
@@ -149,9 +150,12 @@ def _ctype(scalar: np.dtype) -> Any:
     return ctypes.c_double if scalar == _arrays.FLOAT64 else ctypes.c_float
 
 
-class Index(NativeHandle):
+class Index(NeighbourhoodStats, NativeHandle):
     """An index over ``n`` points of ``dim`` floats (``knn_index``), in float32
     or float64 as the points are (see the module documentation).
+
+    The neighbourhood statistics of its points (3-D: normals, outlier
+    scores and inliers, densities) are methods too (:mod:`knn_gpgpu.stats`).
 
     The index owns a copy of the points (on the device for the CUDA backend);
     the input array may be changed or freed after construction. Queries may run

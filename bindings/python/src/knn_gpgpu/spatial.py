@@ -85,6 +85,7 @@ from . import _arrays
 from .errors import InternalError, NonfiniteInputError, Status
 from .index import Index
 from .options import Options
+from .stats import KDTreeStats
 
 __all__ = ["KDTree", "cKDTree"]
 
@@ -205,10 +206,13 @@ class _Metric:
             return r * (factor * (1 + _COVER_SLACK)) + slack
 
 
-class KDTree:
+class KDTree(KDTreeStats):
     """Exact nearest neighbours of ``n`` points in ``m`` dimensions with the
     constructor, methods and attributes of :class:`scipy.spatial.KDTree`
-    (see the module documentation for the arguments without effect).
+    (see the module documentation for the arguments without effect), and the
+    neighbourhood statistics of its points (:mod:`knn_gpgpu.stats`:
+    ``normals``, ``outlier_scores``, ``statistical_inliers``,
+    ``radius_inliers``, ``kth_distances``, ``neighbor_counts``).
 
     It wraps an :class:`~knn_gpgpu.Index` (``self.index``) built with the given
     backend and structure; any structure gives the same answers.

@@ -1,0 +1,284 @@
+// KnnStats.cs - C# binding of the neighbourhood statistics of libknn_gpgpu
+// (knn_gpgpu_stats.h): normals and curvature, outlier scores and the inliers
+// they keep, neighbour counts within a radius, the distance to the k-th
+// neighbour. Compiled with KnnGpgpu.cs and KnnMesh.cs:
+//     mcs -target:library -out:KnnGpgpu.dll KnnGpgpu.cs KnnMesh.cs KnnStats.cs
+//
+// Extension methods of KnnIndex. The generic ones take T = float for a
+// float32 index (the float calls) and T = double for a float64 one (the _f64
+// calls); another T, or one the index does not hold, throws before the call.
+// Every definition is the header's: the k nearest of a point include itself
+// (normals), the k nearest others do not (scores, k-th distances); normals
+// are unit vectors oriented towards the viewpoint when one is given, else
+// consistently over the cloud; results per indexed point in input order,
+// identical on every backend. The IntPtr overloads take host or device
+// outputs (all of one call in one kind), as the index's other calls do. A
+// cancel flag and progress record registered on the calling thread apply as
+// to queries.
+using System;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+
+namespace KnnGpgpu
+{
+    internal static partial class NativeMethods
+    {
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_normals(IndexHandle index, int k, IntPtr viewpoint, IntPtr normals,
+                                                     IntPtr curvature, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_normals_f64(IndexHandle index, int k, IntPtr viewpoint, IntPtr normals,
+                                                         IntPtr curvature, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_outlier_scores(IndexHandle index, int k, IntPtr meanDistances,
+                                                            IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_outlier_scores_f64(IndexHandle index, int k, IntPtr meanDistances,
+                                                                IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_statistical_inliers(IndexHandle index, int k, double stdRatio,
+                                                                 IntPtr kept, out long nKept, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_statistical_inliers_f64(IndexHandle index, int k, double stdRatio,
+                                                                     IntPtr kept, out long nKept, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_kth_distances(IndexHandle index, int k, IntPtr distances, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_kth_distances_f64(IndexHandle index, int k, IntPtr distances,
+                                                               IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_neighbor_counts(IndexHandle index, float radius, IntPtr counts,
+                                                             IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_neighbor_counts_f64(IndexHandle index, double radius, IntPtr counts,
+                                                                 IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_radius_inliers(IndexHandle index, float radius, long minNeighbors,
+                                                            IntPtr kept, out long nKept, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_radius_inliers_f64(IndexHandle index, double radius,
+                                                                long minNeighbors, IntPtr kept, out long nKept,
+                                                                IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern UIntPtr knn_estimate_stats_bytes(long n, int k, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern UIntPtr knn_estimate_stats_bytes_f64(long n, int k, IntPtr opt);
+    }
+
+    /// <summary>The answer of KnnStats.Normals: unit normals (x, y, z rows) and the surface
+    /// variation l0 / (l0 + l1 + l2) per point (null when not asked for).</summary>
+    public sealed class KnnNormals<T> where T : struct
+    {
+        public T[] Normals;
+        public T[] Curvature;
+    }
+
+    /// <summary>The entry points of one precision, chosen by the index's Scalar. The methods
+    /// are never inlined, so that Mono binds each import only at its first call.</summary>
+    internal static class StatsNative
+    {
+        const MethodImplOptions Late = MethodImplOptions.NoInlining;
+
+        [MethodImpl(Late)]
+        internal static int Normals(bool f64, IndexHandle h, int k, IntPtr v, IntPtr n, IntPtr c, IntPtr o)
+        {
+            return f64 ? NativeMethods.knn_index_normals_f64(h, k, v, n, c, o)
+                       : NativeMethods.knn_index_normals(h, k, v, n, c, o);
+        }
+
+        [MethodImpl(Late)]
+        internal static int PerPoint(string call, bool f64, IndexHandle h, int k, IntPtr values, IntPtr o)
+        {
+            if (call == "knn_index_outlier_scores")
+                return f64 ? NativeMethods.knn_index_outlier_scores_f64(h, k, values, o)
+                           : NativeMethods.knn_index_outlier_scores(h, k, values, o);
+            return f64 ? NativeMethods.knn_index_kth_distances_f64(h, k, values, o)
+                       : NativeMethods.knn_index_kth_distances(h, k, values, o);
+        }
+
+        [MethodImpl(Late)]
+        internal static int NeighborCounts(bool f64, IndexHandle h, double r, IntPtr counts, IntPtr o)
+        {
+            // A float32 index compares in float: the radius is rounded to it, as the header's
+            // float argument takes it.
+            return f64 ? NativeMethods.knn_index_neighbor_counts_f64(h, r, counts, o)
+                       : NativeMethods.knn_index_neighbor_counts(h, (float)r, counts, o);
+        }
+
+        [MethodImpl(Late)]
+        internal static int StatisticalInliers(bool f64, IndexHandle h, int k, double ratio, IntPtr kept,
+                                               out long n, IntPtr o)
+        {
+            return f64 ? NativeMethods.knn_index_statistical_inliers_f64(h, k, ratio, kept, out n, o)
+                       : NativeMethods.knn_index_statistical_inliers(h, k, ratio, kept, out n, o);
+        }
+
+        [MethodImpl(Late)]
+        internal static int RadiusInliers(bool f64, IndexHandle h, double r, long min, IntPtr kept, out long n,
+                                          IntPtr o)
+        {
+            return f64 ? NativeMethods.knn_index_radius_inliers_f64(h, r, min, kept, out n, o)
+                       : NativeMethods.knn_index_radius_inliers(h, (float)r, min, kept, out n, o);
+        }
+
+        [MethodImpl(Late)]
+        internal static UIntPtr EstimateBytes(bool f64, long n, int k, IntPtr o)
+        {
+            return f64 ? NativeMethods.knn_estimate_stats_bytes_f64(n, k, o)
+                       : NativeMethods.knn_estimate_stats_bytes(n, k, o);
+        }
+    }
+
+    /// <summary>Neighbourhood statistics of a KnnIndex of 3-D points (knn_gpgpu_stats.h).</summary>
+    public static class KnnStats
+    {
+        static IndexHandle Live(KnnIndex index)
+        {
+            if (index == null) throw new ArgumentNullException("index");
+            if (index.Handle.IsClosed) throw new ObjectDisposedException("KnnIndex");
+            return index.Handle;
+        }
+
+        // T must be the scalar the index holds: float for float32, double for float64.
+        static bool F64<T>(KnnIndex index)
+        {
+            Live(index);
+            if (typeof(T) != typeof(double) && typeof(T) != typeof(float))
+                throw new NotSupportedException("KnnStats: T is float or double, not " + typeof(T).Name);
+            KnnScalar want = typeof(T) == typeof(double) ? KnnScalar.Float64 : KnnScalar.Float32;
+            if (want != index.Scalar)
+                throw new ArgumentException("this index holds " + index.Scalar + " (T = " +
+                                            (index.Scalar == KnnScalar.Float64 ? "double" : "float") + "), not " +
+                                            typeof(T).Name);
+            return want == KnnScalar.Float64;
+        }
+
+        static string Name(string call, bool f64) { return f64 ? call + "_f64" : call; }
+
+        /// <summary>Unit normals of the index's 3-D points by principal components of each
+        /// point's k nearest, itself included (knn_index_normals or _f64), and the curvature
+        /// unless wantCurvature is false. viewpoint (3 values, or null): every normal then
+        /// satisfies dot(n, viewpoint - p) &gt;= 0; null: oriented consistently over the
+        /// cloud.</summary>
+        public static KnnNormals<T> Normals<T>(this KnnIndex index, int k, T[] viewpoint = null,
+                                               bool wantCurvature = true, KnnOptions? options = null)
+            where T : struct
+        {
+            bool f64 = F64<T>(index);
+            if (viewpoint != null && viewpoint.Length != 3)
+                throw new ArgumentException("viewpoint: 3 values (x, y, z), or null");
+            var result = new KnnNormals<T> { Normals = new T[3 * index.N],
+                                             Curvature = wantCurvature ? new T[index.N] : null };
+            using (var pins = new Pins(viewpoint, result.Normals, result.Curvature))
+                NormalsAs(index, f64, k, pins[0], pins[1], pins[2], options);
+            return result;
+        }
+
+        /// <summary>Raw form: viewpoint host memory (3 values of the index's Scalar, or
+        /// IntPtr.Zero), normals (3 n) and curvature (n, or IntPtr.Zero) host or device memory
+        /// of the index's Scalar.</summary>
+        public static void Normals(this KnnIndex index, int k, IntPtr viewpoint, IntPtr normals, IntPtr curvature,
+                                   KnnOptions? options = null)
+        {
+            NormalsAs(index, index.Scalar == KnnScalar.Float64, k, viewpoint, normals, curvature, options);
+        }
+
+        static void NormalsAs(KnnIndex index, bool f64, int k, IntPtr viewpoint, IntPtr normals, IntPtr curvature,
+                            KnnOptions? options)
+        {
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(StatsNative.Normals(f64, Live(index), k, viewpoint, normals, curvature,
+                                              OptionsBlock.PointerOf(opt)), Name("knn_index_normals", f64));
+        }
+
+        static T[] PerPoint<T>(KnnIndex index, string call, int k, KnnOptions? options) where T : struct
+        {
+            bool f64 = F64<T>(index);
+            var values = new T[index.N];
+            using (var pins = new Pins(values))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(StatsNative.PerPoint(call, f64, Live(index), k, pins[0], OptionsBlock.PointerOf(opt)),
+                          Name(call, f64));
+            return values;
+        }
+
+        /// <summary>knn_index_outlier_scores: per point, the mean Euclidean distance to its k
+        /// nearest others (0 for a lone point).</summary>
+        public static T[] OutlierScores<T>(this KnnIndex index, int k, KnnOptions? options = null) where T : struct
+        {
+            return PerPoint<T>(index, "knn_index_outlier_scores", k, options);
+        }
+
+        /// <summary>knn_index_kth_distances: per point, the distance to its k-th nearest other
+        /// (+infinity where fewer than k others exist).</summary>
+        public static T[] KthDistances<T>(this KnnIndex index, int k, KnnOptions? options = null) where T : struct
+        {
+            return PerPoint<T>(index, "knn_index_kth_distances", k, options);
+        }
+
+        /// <summary>knn_index_neighbor_counts: per point, the number of other points within
+        /// radius (squared distance &lt;= radius * radius in the index's Scalar; equal points
+        /// count, the point itself does not).</summary>
+        public static long[] NeighborCounts(this KnnIndex index, double radius, KnnOptions? options = null)
+        {
+            Live(index);
+            bool f64 = index.Scalar == KnnScalar.Float64;
+            var counts = new long[index.N];
+            using (var pins = new Pins(counts))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(StatsNative.NeighborCounts(f64, Live(index), radius, pins[0], OptionsBlock.PointerOf(opt)),
+                          Name("knn_index_neighbor_counts", f64));
+            return counts;
+        }
+
+        /// <summary>Statistical outlier removal (knn_index_statistical_inliers): the ids, in
+        /// ascending order, of the points whose OutlierScores s satisfy s &lt;= mean + stdRatio *
+        /// std (mean and sample standard deviation over the cloud), as PCL's
+        /// StatisticalOutlierRemoval with setMeanK(k) keeps them.</summary>
+        public static int[] StatisticalInliers(this KnnIndex index, int k, double stdRatio = 2.0,
+                                               KnnOptions? options = null)
+        {
+            Live(index);
+            bool f64 = index.Scalar == KnnScalar.Float64;
+            var kept = new int[index.N];
+            long n;
+            using (var pins = new Pins(kept))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(StatsNative.StatisticalInliers(f64, Live(index), k, stdRatio, pins[0], out n,
+                                                         OptionsBlock.PointerOf(opt)),
+                          Name("knn_index_statistical_inliers", f64));
+            Array.Resize(ref kept, (int)n);
+            return kept;
+        }
+
+        /// <summary>Radius outlier removal (knn_index_radius_inliers): the ids, in ascending
+        /// order, of the points with at least minNeighbors others within radius.</summary>
+        public static int[] RadiusInliers(this KnnIndex index, double radius, long minNeighbors,
+                                          KnnOptions? options = null)
+        {
+            Live(index);
+            bool f64 = index.Scalar == KnnScalar.Float64;
+            var kept = new int[index.N];
+            long n;
+            using (var pins = new Pins(kept))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(StatsNative.RadiusInliers(f64, Live(index), radius, minNeighbors, pins[0], out n,
+                                                    OptionsBlock.PointerOf(opt)),
+                          Name("knn_index_radius_inliers", f64));
+            Array.Resize(ref kept, (int)n);
+            return kept;
+        }
+
+        /// <summary>knn_estimate_stats_bytes (or _f64): device bytes a statistics call with lists
+        /// of k on a CUDA index of n 3-D points needs at most (k + 1 for the calls over others);
+        /// no device needed.</summary>
+        public static ulong EstimateBytes(long n, int k, KnnScalar scalar = KnnScalar.Float32,
+                                          KnnOptions? options = null)
+        {
+            Loader.Ensure();
+            using (var opt = OptionsBlock.For(options))
+                return StatsNative.EstimateBytes(scalar == KnnScalar.Float64, n, k, OptionsBlock.PointerOf(opt))
+                                  .ToUInt64();
+        }
+    }
+}

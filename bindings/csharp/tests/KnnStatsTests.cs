@@ -1,0 +1,197 @@
+// KnnStatsTests.cs - the neighbourhood statistics (KnnStats) against a double
+// oracle written here: brute-force neighbourhoods with the contract's
+// distances (ties by index), each one's scatter matrix and its smallest
+// eigenvector by power iteration on (trace I - S), the scores, thresholds and
+// counts by the header's definitions. Part of the test program of
+// KnnGpgpuTests.cs.
+using System;
+using System.Linq;
+using KnnGpgpu;
+
+static partial class Tests
+{
+    // N points on the sphere of radius r about c, and N2 planted 2 to 3 from c.
+    static double[] SphereWithSpray(int seed, int n, int nSpray)
+    {
+        var rng = new Random(seed);
+        var v = new double[3 * (n + nSpray)];
+        for (int i = 0; i < n + nSpray; i++)
+        {
+            double z = rng.NextDouble() * 2 - 1, phi = rng.NextDouble() * 2 * Math.PI, r = Math.Sqrt(1 - z * z);
+            double scale = i < n ? 1 : 2 + rng.NextDouble();
+            v[3 * i] = scale * r * Math.Cos(phi);
+            v[3 * i + 1] = scale * r * Math.Sin(phi);
+            v[3 * i + 2] = scale * z;
+        }
+        return v;
+    }
+
+    // Every point by (squared distance to point i in the points' precision, index).
+    static int[] SortedNeighbours(double[] pts, bool f32, int i, out double[] sq)
+    {
+        int n = pts.Length / 3;
+        var d = new double[n];
+        for (int r = 0; r < n; r++)
+        {
+            if (f32)
+            {
+                float dx = (float)pts[3 * i] - (float)pts[3 * r], dy = (float)pts[3 * i + 1] - (float)pts[3 * r + 1],
+                      dz = (float)pts[3 * i + 2] - (float)pts[3 * r + 2];
+                float xx = dx * dx, yy = dy * dy, zz = dz * dz, xy = xx + yy;
+                d[r] = (float)(xy + zz);
+            }
+            else
+            {
+                double dx = pts[3 * i] - pts[3 * r], dy = pts[3 * i + 1] - pts[3 * r + 1], dz = pts[3 * i + 2] - pts[3 * r + 2];
+                double xx = dx * dx, yy = dy * dy, zz = dz * dz, xy = xx + yy;
+                d[r] = xy + zz;
+            }
+        }
+        var order = Enumerable.Range(0, n).OrderBy(r => d[r]).ThenBy(r => r).ToArray();
+        sq = order.Select(r => d[r]).ToArray();
+        return order;
+    }
+
+    // The smallest eigenvector of the scatter of point i's k nearest, and l0 / trace.
+    static double[] PcaOracle(double[] pts, bool f32, int i, int k, out double curvature)
+    {
+        double[] sq;
+        var ids = SortedNeighbours(pts, f32, i, out sq).Take(k).ToArray();
+        Func<int, int, double> at = (id, c) => f32 ? (float)pts[3 * id + c] : pts[3 * id + c];
+        var mean = new double[3];
+        foreach (int id in ids) for (int c = 0; c < 3; c++) mean[c] += at(id, c) / ids.Length;
+        var s = new double[3, 3];
+        foreach (int id in ids)
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 3; b++) s[a, b] += (at(id, a) - mean[a]) * (at(id, b) - mean[b]);
+        double trace = s[0, 0] + s[1, 1] + s[2, 2];
+        var v = new[] { 0.577, 0.5773, 0.5775 };
+        for (int it = 0; it < 400; it++)
+        {
+            var w = new double[3];
+            for (int a = 0; a < 3; a++)
+            {
+                w[a] = trace * v[a];
+                for (int b = 0; b < 3; b++) w[a] -= s[a, b] * v[b];
+            }
+            double len = Math.Sqrt(Dot(w, w));
+            v = w.Select(x => x / len).ToArray();
+        }
+        double l0 = 0;
+        for (int a = 0; a < 3; a++) for (int b = 0; b < 3; b++) l0 += v[a] * s[a, b] * v[b];
+        curvature = trace > 0 ? l0 / trace : 0;
+        return v;
+    }
+
+    static void StatsNormalsMatchADoubleOracle()
+    {
+        var pts = SphereWithSpray(3, 300, 0).Select(x => 2 * x).ToArray();
+        var viewpoint = new[] { 0.3, -0.2, 5.0 };
+        foreach (bool f32 in new[] { false, true })
+        {
+            using (var index = f32 ? new KnnIndex(pts.Select(x => (float)x).ToArray(), 3,
+                                                  Opt(KnnBackend.OpenMP, KnnStructure.Auto))
+                                   : new KnnIndex(pts, 3, Opt(KnnBackend.OpenMP, KnnStructure.Auto)))
+            {
+                double[] normals, curvature;
+                if (f32)
+                {
+                    var r = index.Normals<float>(10, viewpoint.Select(x => (float)x).ToArray());
+                    normals = r.Normals.Select(x => (double)x).ToArray();
+                    curvature = r.Curvature.Select(x => (double)x).ToArray();
+                }
+                else
+                {
+                    var r = index.Normals<double>(10, viewpoint);
+                    normals = r.Normals;
+                    curvature = r.Curvature;
+                }
+                double worst = 0, worstCurvature = 0;
+                int away = 0;
+                for (int i = 0; i < 300; i++)
+                {
+                    double want;
+                    var v = PcaOracle(pts, f32, i, 10, out want);
+                    var n = Row(normals, i);
+                    worst = Math.Max(worst, Math.Atan2(Math.Sqrt(Dot(Cross(n, v), Cross(n, v))), Math.Abs(Dot(n, v))));
+                    worstCurvature = Math.Max(worstCurvature, Math.Abs(curvature[i] - want));
+                    if (Dot(n, Sub(viewpoint, Row(pts, i))) < -1e-6) away++;
+                }
+                Check(worst < 1e-5, (f32 ? "float" : "double") + " normals within 1e-5 rad: " + worst);
+                Check(worstCurvature < 1e-6, "curvature: " + worstCurvature);
+                Check(away == 0, "every normal towards the viewpoint");
+            }
+        }
+        // Without a viewpoint a closed sphere's normals all point outward.
+        using (var index = new KnnIndex(pts, 3))
+        {
+            var r = index.Normals<double>(10, null, false);
+            Check(r.Curvature == null, "no curvature asked for");
+            Check(Enumerable.Range(0, 300).All(i => Dot(Row(r.Normals, i), Row(pts, i)) > 0), "outward");
+            Throws<ArgumentException>(() => index.Normals<float>(10), "float normals of a float64 index");
+            Throws<ArgumentException>(() => index.Normals<double>(10, new[] { 1.0, 2.0 }), "a 2-value viewpoint");
+            Throws<KnnInvalidArgumentException>(() => index.Normals<double>(0), "k = 0");
+        }
+        // All points equal: (0, 0, 1) and curvature 0.
+        using (var index = new KnnIndex(Enumerable.Repeat(1.5f, 30).ToArray(), 3))
+        {
+            var r = index.Normals<float>(4);
+            Check(r.Normals[3] == 0 && r.Normals[4] == 0 && r.Normals[5] == 1 && r.Curvature.All(c => c == 0),
+                  "degenerate neighbourhood");
+        }
+    }
+
+    static void StatsOutliersAndDensitiesMatchTheOracle()
+    {
+        var pts = SphereWithSpray(11, 400, 8);
+        int n = 408;
+        using (var index = new KnnIndex(pts, 3, Opt(KnnBackend.OpenMP, KnnStructure.Auto)))
+        {
+            var scores = index.OutlierScores<double>(6);
+            var want = new double[n];
+            for (int i = 0; i < n; i++)
+            {
+                double[] sq;
+                SortedNeighbours(pts, false, i, out sq);
+                double sum = 0;
+                for (int j = 1; j <= 6; j++) sum += Math.Sqrt(sq[j]);
+                want[i] = sum / 6;
+            }
+            Check(scores.Zip(want, (a, b) => Math.Abs(a - b) <= 1e-13 * Math.Max(1, b)).All(x => x), "scores");
+            double mean = 0;
+            foreach (double s in scores) mean += s;
+            mean /= n;
+            double ss = 0;
+            foreach (double s in scores) ss += (s - mean) * (s - mean);
+            double std = Math.Sqrt(ss / (n - 1));
+            var rule = Enumerable.Range(0, n).Where(i => scores[i] <= mean + 2 * std).ToArray();
+            var kept = index.StatisticalInliers(6);
+            Check(kept.SequenceEqual(rule), "statistical inliers");
+            Check(kept.All(i => i < 400), "the spray dropped");
+            foreach (int k in new[] { 1, 5 })
+            {
+                var kth = index.KthDistances<double>(k);
+                Check(Enumerable.Range(0, n).All(i => { double[] sq; SortedNeighbours(pts, false, i, out sq);
+                                                        return kth[i] == Math.Sqrt(sq[k]); }),
+                      "k-th distances, k = " + k);
+            }
+            Check(index.KthDistances<double>(n).All(double.IsPositiveInfinity), "k >= n: +infinity");
+            var counts = index.NeighborCounts(0.3);
+            var wantCounts = Enumerable.Range(0, n).Select(i => { double[] sq; SortedNeighbours(pts, false, i, out sq);
+                                                                  return (long)sq.Count(d => d <= 0.3 * 0.3) - 1; })
+                                       .ToArray();
+            Check(counts.SequenceEqual(wantCounts), "neighbour counts");
+            Check(index.RadiusInliers(0.3, 3).SequenceEqual(Enumerable.Range(0, n).Where(i => wantCounts[i] >= 3)),
+                  "radius inliers");
+            Check(index.RadiusInliers(0.3, 0).Length == n, "min 0 keeps every point");
+            Throws<KnnInvalidArgumentException>(() => index.NeighborCounts(-1), "negative radius");
+            Throws<KnnInvalidArgumentException>(() => index.StatisticalInliers(6, double.NaN), "NaN ratio");
+        }
+        ulong small = KnnStats.EstimateBytes(1000, 16);
+        Check(small > 0 && KnnStats.EstimateBytes(1000000, 16) > small &&
+              KnnStats.EstimateBytes(1000, 16, KnnScalar.Float64) >= small, "estimates");
+        var disposed = new KnnIndex(pts, 3);
+        disposed.Dispose();
+        Throws<ObjectDisposedException>(() => disposed.OutlierScores<double>(3), "a disposed index");
+    }
+}
