@@ -329,8 +329,8 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
  * so a device engine fills device outputs by one copy per run. A fill
  * searches once, as a count does.
  * Errors: as knn_index_radius. On a failure after computing started
- * (cancellation, device error, a row that disagrees with its offsets)
- * counts are all 0; a fill that fails after it began searching leaves
+ * (cancellation, device error) counts are all 0; a fill that fails after it
+ * began searching (those, or a row that disagrees with its offsets) leaves
  * indices[0 .. offsets[m]) all -1 and sq_distances +infinity, one that fails
  * before leaves them untouched. */
 KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries, int64_t m,
