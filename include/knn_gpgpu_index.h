@@ -317,18 +317,22 @@ KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queri
  *   knn_index_radius_fill writes query i's neighbours to indices[offsets[i]
  *     .. offsets[i+1]) and sq_distances (may be NULL) at the same positions,
  *     nearest first. offsets (m + 1 entries) must be the running sum of the
- *     counts: the call recounts and refuses offsets that disagree
- *     (INVALID_ARGUMENT naming the first bad entry) before writing anything.
+ *     counts, else INVALID_ARGUMENT naming the first bad entry: offsets no
+ *     search could give (offsets[0] not 0, a row shorter than 0 or longer
+ *     than the index) are refused before anything is written; others are
+ *     checked against each row's search as it is filled, and a row that
+ *     disagrees fails the call as below (indices all -1).
  *     indices may be NULL only when offsets[m] is 0.
  * queries, counts, offsets, indices and sq_distances may each be host or
  * device memory (indices and sq_distances of one kind); the rows are staged
  * through host memory in runs (at most 2^22 padded slots each, or one query),
  * so a device engine fills device outputs by one copy per run. A fill
- * searches twice (the recount, then the rows), a count once.
+ * searches once, as a count does.
  * Errors: as knn_index_radius. On a failure after computing started
- * (cancellation, device error) counts are all 0; a fill that fails after its
- * offsets passed leaves indices[0 .. offsets[m]) all -1 and sq_distances
- * +infinity, one that fails before leaves them untouched. */
+ * (cancellation, device error) counts are all 0; a fill that fails after it
+ * began searching (those, or a row that disagrees with its offsets) leaves
+ * indices[0 .. offsets[m]) all -1 and sq_distances +infinity, one that fails
+ * before leaves them untouched. */
 KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries, int64_t m,
                                             float radius, int64_t* counts, const knn_options* opt);
 KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, int64_t* offsets);

@@ -34,8 +34,12 @@ void write_radius_row(std::vector<BasicNeighbor<Scalar>>& found, int max_neighbo
   auto nearer = [](const BasicNeighbor<Scalar>& a, const BasicNeighbor<Scalar>& b) {
     return closer(a, b);
   };
-  std::partial_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep), found.end(),
-                    nearer);
+  // closer() is a total order (indices are distinct), so any sort gives the
+  // same rows; partial_sort's heap sort is several times slower than an
+  // introsort on the whole row, which is the usual case (the row fits).
+  const auto kept_end = found.begin() + static_cast<std::ptrdiff_t>(keep);
+  if (kept_end != found.end()) std::nth_element(found.begin(), kept_end, found.end(), nearer);
+  std::sort(found.begin(), kept_end, nearer);
   for (size_t j = 0; j < static_cast<size_t>(max_neighbors); ++j) {
     const bool hit = j < keep;
     if (indices) indices[j] = hit ? found[j].index : -1;

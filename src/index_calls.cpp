@@ -313,12 +313,12 @@ void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Sca
                       const knn_options& o) {
   const int dim = ix.dim();
   const ProgressStage stage(KNN_PROGRESS_QUERY, m);
-  std::vector<int32_t> rows_index, packed_index;
+  std::vector<int32_t> rows_index, packed_index, found;
   std::vector<Scalar> rows_sq, packed_sq;
   const BasicShareWork<Scalar> rows = [&](const BasicIndexEngine<Scalar>& e, const Scalar* q,
-                                          int64_t count, int width, int32_t* i, Scalar* d, int32_t*,
-                                          const CallParams& call) {
-    e.radius(q, count, radius, width, i, d, nullptr, call);
+                                          int64_t count, int width, int32_t* i, Scalar* d,
+                                          int32_t* c, const CallParams& call) {
+    e.radius(q, count, radius, width, i, d, c, call);
   };
   CpuFallback<Scalar> fallback(ix);
   for (int64_t first = 0; first < m;) {
@@ -332,17 +332,34 @@ void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Sca
     }
     const int64_t run = last - first, begin = offsets[static_cast<size_t>(first)];
     const int64_t total = offsets[static_cast<size_t>(last)] - begin;
-    if (total > 0) {
-      const size_t slots = static_cast<size_t>(run * width);
-      rows_index.resize(slots);
-      if (sq_distances) rows_sq.resize(slots);
-      const Outputs<Scalar> staged(rows_index.data(), sq_distances ? rows_sq.data() : nullptr,
-                                   nullptr, run * width, run);
-      const int row_width = static_cast<int>(width);
-      answer_call(ix,
-                  CallShape<Scalar>{queries + first * dim, run, row_width, row_width,
-                                    CallKind::Radius, false},
-                  staged, o, BasicShareWork<Scalar>(), rows, fallback);
+    // A run of empty rows is still searched (counted): its offsets are
+    // checked like any others.
+    const size_t slots = static_cast<size_t>(run * width);
+    rows_index.resize(slots);
+    if (sq_distances) rows_sq.resize(slots);
+    found.resize(static_cast<size_t>(run));
+    const bool rows_out = total > 0;
+    const Outputs<Scalar> staged(rows_out ? rows_index.data() : nullptr,
+                                 rows_out && sq_distances ? rows_sq.data() : nullptr, found.data(),
+                                 run * width, run);
+    const int row_width = static_cast<int>(width);
+    answer_call(ix,
+                CallShape<Scalar>{queries + first * dim, run, row_width, row_width,
+                                  CallKind::Radius, false},
+                staged, o, BasicShareWork<Scalar>(), rows, fallback);
+    const auto bad = std::mismatch(found.begin(), found.end(), counts.begin() + first);
+    if (bad.first != found.end()) {
+      // The first row whose search disagrees with the offsets: the entry
+      // after it is the first one that differs from the running sum.
+      const int64_t row = first + (bad.first - found.begin());
+      fail(KNN_ERR_INVALID_ARGUMENT,
+           format("offsets[%lld] is %lld but the counts give %lld (offsets[p+1] - offsets[p] "
+                  "must be query p's count)",
+                  static_cast<long long>(row + 1),
+                  static_cast<long long>(offsets[static_cast<size_t>(row + 1)]),
+                  static_cast<long long>(offsets[static_cast<size_t>(row)] + *bad.first)));
+    }
+    if (rows_out) {
       int32_t* index_dst = indices + begin;
       Scalar* sq_dst = sq_distances ? sq_distances + begin : nullptr;
       if (outputs_on_device) {
@@ -367,8 +384,6 @@ void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Sca
           device_backend().copy_to_device(sq_distances + begin, packed_sq.data(),
                                           static_cast<size_t>(total) * sizeof(Scalar));
       }
-    } else {
-      progress_add(stage.get(), run);  // rows of nothing: no engine call reports them
     }
     first = last;
   }

@@ -106,7 +106,9 @@ std::vector<int32_t> radius_counts(const knn_index& ix, const Scalar* queries, i
 // call: each run of queries gets rows as wide as its longest one, in host
 // staging, which are then packed to offsets[first] .. offsets[last) of the
 // caller's arrays (host, or device by one copy per run). counts are the
-// recount the offsets were checked against, so every row fits exactly.
+// offsets' differences, checked against each run's own counts before it is
+// packed: a row that disagrees is INVALID_ARGUMENT naming the first offset
+// that differs from the running sum (earlier runs are already written).
 template <typename Scalar>
 void fill_radius_rows(const knn_index& ix, const Scalar* queries, int64_t m, Scalar radius,
                       const std::vector<int32_t>& counts, const std::vector<int64_t>& offsets,

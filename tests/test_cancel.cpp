@@ -664,8 +664,8 @@ class IndexQueries {
       indices.assign(total, kSentinelInt);
       dist.assign(total, -1.0f);
     };
-    // Cancelled in the recount the call makes first: untouched; in the
-    // fill: the missing values.
+    // Cancelled before the search began: untouched; in it: the missing
+    // values.
     c.cancelled = [&] {
       const bool untouched =
           std::all_of(indices.begin(), indices.end(),

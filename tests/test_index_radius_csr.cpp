@@ -92,7 +92,8 @@ TEST_P(RadiusCsr, LongAndSkewedRowsAcrossStagingRuns) {
 }
 
 // Offsets that do not match the counts are refused, naming the first bad
-// entry, before anything is written.
+// entry: before anything is written when no search could give them, else as
+// the one search of the rows finds the first row that disagrees.
 TEST_P(RadiusCsr, RefusesOffsetsThatDisagreeWithTheCounts) {
   const knn_options opt = options_for(GetParam());
   const std::vector<float> points = make_rows(Dist::Uniform, 500, 3, 3);
@@ -103,26 +104,48 @@ TEST_P(RadiusCsr, RefusesOffsetsThatDisagreeWithTheCounts) {
   ASSERT_GT(good.offsets.back(), 2);
   std::vector<int32_t> idx(static_cast<size_t>(good.offsets.back()) + 1, -7);
   std::vector<float> dist(idx.size(), -7.0f);
+  // Offsets no search could give (offsets[0] not 0): nothing written.
   std::vector<int64_t> bad = good.offsets;
+  bad[0] = 1;
+  EXPECT_TRUE(fails_with(knn_index_radius_fill(index.get(), queries.data(), 20, 0.3f, bad.data(),
+                                               idx.data(), dist.data(), nullptr),
+                         KNN_ERR_INVALID_ARGUMENT, "offsets[0] is 1 but the counts give 0"));
+  for (size_t i = 0; i < idx.size(); ++i) {
+    ASSERT_EQ(idx[i], -7) << "a refused fill wrote index slot " << i;
+    ASSERT_EQ(dist[i], -7.0f) << "a refused fill wrote distance slot " << i;
+  }
+  bad = good.offsets;
   bad[5] += 1;
   EXPECT_TRUE(fails_with(knn_index_radius_fill(index.get(), queries.data(), 20, 0.3f, bad.data(),
                                                idx.data(), dist.data(), nullptr),
                          KNN_ERR_INVALID_ARGUMENT,
                          "offsets[5] is " + std::to_string(bad[5]) + " but the counts give " +
                              std::to_string(good.offsets[5])));
-  bad = good.offsets;
-  bad[0] = 1;
-  EXPECT_TRUE(fails_with(knn_index_radius_fill(index.get(), queries.data(), 20, 0.3f, bad.data(),
-                                               idx.data(), dist.data(), nullptr),
-                         KNN_ERR_INVALID_ARGUMENT, "offsets[0] is 1 but the counts give 0"));
-  // The offsets of a larger radius: the last one disagrees first.
+  // Offsets a search could give, but of a larger radius, or all zero: the
+  // fill searches each row once and stops at the first that disagrees, its
+  // outputs (as long as the offsets say) all missing.
   const Csr wider = radius_csr(index.get(), queries, 3, 0.5f);
-  EXPECT_EQ(knn_index_radius_fill(index.get(), queries.data(), 20, 0.3f, wider.offsets.data(),
-                                  idx.data(), dist.data(), nullptr),
-            KNN_ERR_INVALID_ARGUMENT);
-  for (size_t i = 0; i < idx.size(); ++i) {
-    ASSERT_EQ(idx[i], -7) << "a refused fill wrote index slot " << i;
-    ASSERT_EQ(dist[i], -7.0f) << "a refused fill wrote distance slot " << i;
+  const std::vector<int64_t> zeros(21, 0);
+  for (const std::vector<int64_t>* offsets : {&wider.offsets, &zeros}) {
+    int64_t first_bad = 1;
+    while (good.offsets[static_cast<size_t>(first_bad)] ==
+           (*offsets)[static_cast<size_t>(first_bad)])
+      ++first_bad;
+    std::vector<int32_t> wide_idx(static_cast<size_t>(offsets->back()), -7);
+    std::vector<float> wide_dist(wide_idx.size(), -7.0f);
+    EXPECT_TRUE(fails_with(
+        knn_index_radius_fill(index.get(), queries.data(), 20, 0.3f, offsets->data(),
+                              wide_idx.empty() ? nullptr : wide_idx.data(),
+                              wide_dist.empty() ? nullptr : wide_dist.data(), nullptr),
+        KNN_ERR_INVALID_ARGUMENT,
+        "offsets[" + std::to_string(first_bad) + "] is " +
+            std::to_string((*offsets)[static_cast<size_t>(first_bad)]) + " but the counts give " +
+            std::to_string((*offsets)[static_cast<size_t>(first_bad - 1)] +
+                           good.offsets[static_cast<size_t>(first_bad)] -
+                           good.offsets[static_cast<size_t>(first_bad - 1)])));
+    EXPECT_EQ(wide_idx, std::vector<int32_t>(wide_idx.size(), -1));
+    EXPECT_EQ(wide_dist,
+              std::vector<float>(wide_dist.size(), std::numeric_limits<float>::infinity()));
   }
   EXPECT_TRUE(fails_with(knn_index_radius_fill(index.get(), queries.data(), 20, 0.3f, nullptr,
                                                idx.data(), dist.data(), nullptr),

@@ -67,6 +67,17 @@ def test_radius_fill_refuses_offsets_that_disagree(lib):
         assert status == knn.Status.INVALID_ARGUMENT
         assert "offsets[3] is %d but the counts give %d" % (offsets[3], offsets[3] - 1) \
             in knn.last_error()
+        # Offsets a search could give: the rows' one search finds the
+        # disagreement, the outputs the offsets cover are all missing.
+        assert (ind[:-1] == -1).all() and ind[-1] == -7
+        offsets[0] = 1  # no search gives these: refused before anything is written
+        ind[:] = -7
+        status = knn.native().knn_index_radius_fill(
+            handle, q.ctypes.data_as(knn._library._P_FLOAT), 10, 40.0,
+            offsets.ctypes.data_as(knn._library._P_INT64),
+            ind.ctypes.data_as(knn._library._P_INT32), None, None)
+        assert status == knn.Status.INVALID_ARGUMENT
+        assert "offsets[0] is 1 but the counts give 0" in knn.last_error()
         assert (ind == -7).all()
 
 

@@ -569,9 +569,23 @@ class KDTree(KDTreeStats):
         grow = _eps_factor(eps)
         if output_type not in ("set", "ndarray"):
             raise ValueError("Invalid output type")
-        row, idx, _ = self._within(self._points, _radii(r, self.n) * grow, metric, None)
-        keep = row < idx
-        pairs = np.stack([row[keep], idx[keep]], axis=1)
+        radius = float(_radii(r, 1)[0] * grow)
+        if self._exact(metric) and self.boxsize is None:
+            # Every row at once (scipy's test, both index scalars); rows come
+            # by (distance, index), so only the ndarray needs sorting.
+            offsets, found, _ = _radius_lists(self.index, self._points, radius, None)
+            row = np.repeat(np.arange(self.n, dtype=np.intp), np.diff(offsets))
+            idx = found.astype(np.intp)
+            keep = row < idx
+            row, idx = row[keep], idx[keep]
+            if output_type == "ndarray":
+                order = np.argsort(row * max(self.n, 1) + idx, kind="stable")
+                row, idx = row[order], idx[order]
+        else:
+            row, idx, _ = self._within(self._points, np.full(self.n, radius), metric, None)
+            keep = row < idx
+            row, idx = row[keep], idx[keep]
+        pairs = np.stack([row, idx], axis=1)
         if output_type == "ndarray":
             return pairs
         result: Set[Tuple[int, int]] = set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
