@@ -26,7 +26,9 @@
 //
 // Usage: bench_cpu [--n N] [--m M] [--k 8,100] [--dist uniform|clustered|both]
 //                  [--leaf 10,16,24,32,48,64] [--repeats 5] [--check 1000]
-//                  [--json FILE]
+//                  [--json FILE] [--cpu-time]
+// --cpu-time: every figure is the process's CPU time (all threads summed),
+// not the wall clock (bench_timer.h): for a machine shared with other work.
 #include <omp.h>
 
 #include <algorithm>
@@ -75,7 +77,7 @@ struct Options {
 
 const char kUsage[] =
     "usage: bench_cpu [--n N] [--m M] [--k LIST] [--dist uniform|clustered|both]\n"
-    "                 [--leaf LIST] [--repeats R] [--check Q] [--json FILE]\n"
+    "                 [--leaf LIST] [--repeats R] [--check Q] [--json FILE] [--cpu-time]\n"
     "  N, M: reference points and queries (1e6 notation accepted), default 1e6\n"
     "  LIST: comma-separated, e.g. 8,100 (k) or 10,20 (nanoflann leaf sizes swept)\n";
 
@@ -95,6 +97,10 @@ Options parse_options(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     kCommandLine.exit_if_help(arg);
+    if (arg == "--cpu-time") {
+      knn_bench::time_base() = knn_bench::TimeBase::ProcessCpu;
+      continue;
+    }
     const std::string value = kCommandLine.value_after(argc, argv, &i);
     if (arg == "--n") {
       o.n = kCommandLine.count(value, "--n", 1, INT_MAX);
@@ -332,6 +338,9 @@ void write_json(const std::string& path, const Options& o, const std::string& co
       << ", \"date\": " << json_string(today_utc()) << ", \"compiler\": " << json_string(compiler())
       << ", \"knn_gpgpu_version\": " << knn_version()
       << ", \"nanoflann\": " << json_string(knn_bench::nanoflann_description()) << "},\n"
+      << "  \"time\": "
+      << json_string(knn_bench::time_base() == knn_bench::TimeBase::Wall ? "wall" : "process_cpu")
+      << ",\n"
       << "  \"repeats\": " << o.repeats << ",\n  \"results\": [";
   for (size_t c = 0; c < results.size(); ++c) {
     const ConfigResult& r = results[c];
@@ -494,9 +503,11 @@ int main(int argc, char** argv) {
               omp_get_max_threads(), omp_get_num_procs(), cpu_model().c_str(), compiler().c_str(),
               today_utc().c_str());
   std::printf(
-      "timing: warm-up + median of %d, contenders interleaved; builds timed once per "
+      "timing: %s, warm-up + median of %d, contenders interleaved; builds timed once per "
       "distribution; nanoflann's queries over %d OpenMP threads, at its best leaf size of "
       "the sweep for each row\n",
+      knn_bench::time_base() == knn_bench::TimeBase::Wall ? "wall clock"
+                                                          : "process CPU time (all threads)",
       o.repeats, omp_get_max_threads());
 
   std::vector<ConfigResult> results;
