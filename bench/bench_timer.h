@@ -36,9 +36,12 @@ inline double ms_since(Clock::time_point start) {
 // What time_once_ms measures: the wall clock (the default), or the CPU time
 // of the whole process, every thread summed (the CPU benchmarks' --cpu-time:
 // on a machine shared with other work, the wall clock says more about the
-// others than about the code timed; CPU time counts the work done, threads
-// that spin while they wait included, but not time spent waiting for a
-// processor).
+// others than about the code timed; CPU time counts the work done, but not
+// time spent waiting for a processor). Threads that spin while they wait
+// count too: under libgomp's default (active) wait policy every thread
+// spins after each parallel region, which on 2 threads tripled the CPU time
+// of a 20,000-query call; run with OMP_WAIT_POLICY=passive to count the work
+// alone.
 enum class TimeBase { Wall, ProcessCpu };
 
 inline TimeBase& time_base() {

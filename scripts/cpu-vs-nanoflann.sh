@@ -9,7 +9,7 @@
 # system's nanoflann and say so. Environment: N, M (default 1e6), DIMS
 # (3,8,16), NF_LEAVES (10,16,24,32,48,64), REPEATS (3), BUILD (build-nanoflann),
 # CPU_TIME=1 to time the process's CPU time instead of the wall clock (a
-# machine shared with other work).
+# machine shared with other work; with OMP_WAIT_POLICY=passive).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-}
@@ -24,7 +24,8 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKNN_WITH_CUDA=OFF -DKN
 cmake --build "$build" -j"$(nproc)" --target bench_cpu bench_index_cpu >/dev/null
 mkdir -p "$out"
 timing=()
-[ "${CPU_TIME:-0}" = 1 ] && timing=(--cpu-time)
+# CPU time of the work, not of OpenMP threads spinning between regions.
+[ "${CPU_TIME:-0}" = 1 ] && timing=(--cpu-time) && export OMP_WAIT_POLICY=passive
 "$build/bench/bench_cpu" --n "$n" --m "$m" --k 8,100 --dist both --leaf "$leaves" \
   --repeats "$repeats" --json "$out/bench_cpu.json" ${timing[@]+"${timing[@]}"} | tee "$out/bench_cpu.txt"
 "$build/bench/bench_index_cpu" --n "$n" --m "$m" --dims "$dims" --k 8,100 --dist both \
