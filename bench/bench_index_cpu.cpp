@@ -1,12 +1,18 @@
 // bench_index_cpu: the index API's OpenMP kd-tree against nanoflann, in
-// several dimensions, on the same uniform data in the same run.
+// several dimensions, on the same data (uniform in the unit cube and the
+// clustered blobs of datasets.h) in the same run.
 //
 //   ours       knn_index_build (KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE) and
 //              knn_index_query through the public C API, all OpenMP threads
 //              (the figures include the argument checks and the finite scan).
 //   nanoflann  KDTreeSingleIndexAdaptor, L2_Simple, dimension at run time,
-//              leaf size 20 (its best on 3-D, bench/RESULTS.md); its build is
-//              single-threaded, its queries run knnSearch in an OpenMP loop.
+//              the pinned 1.12.1 of scripts/nanoflann-prepare.sh (else the
+//              system's, said in the output): its build on as many threads as
+//              ours (n_thread_build), its queries knnSearch in an OpenMP loop
+//              over the queries; at its best leaf size of a sweep over
+//              --nanoflann-leaf for each row (one timed build per leaf size,
+//              one timed query run per leaf size and k; the smallest total
+//              wins).
 //
 // Build and query are timed apart, the contenders taking turns (ours,
 // nanoflann, ours, ...), median of --repeats after a warm-up. The answers are
@@ -14,7 +20,8 @@
 // (nanoflann's L2_Simple sums the squares in dimension order, as the contract
 // does; this file is compiled without FMA contraction).
 //
-// --radius C times radius search instead: the radius that holds C of the n
+// --radius C times radius search instead (uniform data, nanoflann leaf 20):
+// the radius that holds C of the n
 // uniform points on average (fewer at the faces), ours as rows of C with the
 // true counts and as counting only, nanoflann's radiusSearch (sorted, and
 // unsorted for the count) in an OpenMP loop; the counts are compared on
@@ -25,13 +32,18 @@
 // float64 target on the CPU: at most 1.5x the float32 time): the float32
 // data, and the same values widened to double, through knn_index_build /
 // knn_index_query and knn_index_build_f64 / knn_index_query_f64, taking
-// turns, on --structure (kdtree, grid, brute or auto; default kdtree). The
+// turns, at the first k of --k, on uniform data, on --structure (kdtree,
+// grid, brute or auto; default kdtree). The
 // check counts the index slots where the two answers differ (ties and near
 // ties may rank differently in float32; the float64 answer is exact).
 //
-// Usage: bench_index_cpu [--small] [--n N] [--m M] [--dims 3,8,16] [--k 8]
-//                        [--leaf L] [--repeats R] [--check Q] [--radius C]
-//                        [--f64 [--structure S]]
+// Usage: bench_index_cpu [--small] [--n N] [--m M] [--dims 3,8,16] [--k 8,100]
+//                        [--dist uniform|clustered|both] [--leaf L]
+//                        [--nanoflann-leaf 10,16,24,32,48,64] [--repeats R]
+//                        [--check Q] [--radius C] [--f64 [--structure S]]
+//                        [--cpu-time]
+// --cpu-time: every figure is the process's CPU time (all threads summed),
+// not the wall clock (bench_timer.h): for a machine shared with other work.
 #include <omp.h>
 
 #include <algorithm>
@@ -52,20 +64,27 @@
 #include "command_line.h"
 #include "datasets.h"
 #include "knn_gpgpu.h"
+#include "machine.h"
 #include "nanoflann_rows.h"
 
 namespace {
 
 using knn_bench::check_status;
 
-constexpr int kNanoflannLeaf = 20;
+using knn_bench::Distribution;
+using knn_bench::Timing;
+
+// nanoflann's leaf size in the radius search (its best on 3-D at k = 8).
+constexpr int kRadiusNanoflannLeaf = 20;
 
 struct Options {
   int64_t n = 1000000;
   int64_t m = 1000000;
   std::vector<int> dims{3, 8, 16};
-  int k = 8;
-  int leaf = 0;  // 0: the library's default
+  std::vector<int> ks{8, 100};
+  std::vector<Distribution> dists{Distribution::Uniform, Distribution::Clustered};
+  std::vector<int> nanoflann_leaves = knn_bench::default_nanoflann_leaves();
+  int leaf = 0;  // ours; 0: the library's default
   int repeats = 5;
   int check = 1000;
   int radius_neighbours = 0;  // --radius: time radius search for this many
@@ -74,13 +93,24 @@ struct Options {
 };
 
 const char kUsage[] =
-    "usage: bench_index_cpu [--small] [--n N] [--m M] [--dims LIST] [--k K] [--leaf L]\n"
-    "                       [--repeats R] [--check Q] [--radius C]\n"
-    "                       [--f64 [--structure kdtree|grid|brute|auto]]\n"
+    "usage: bench_index_cpu [--small] [--n N] [--m M] [--dims LIST] [--k LIST]\n"
+    "                       [--dist uniform|clustered|both] [--leaf L]\n"
+    "                       [--nanoflann-leaf LIST] [--repeats R] [--check Q] [--radius C]\n"
+    "                       [--f64 [--structure kdtree|grid|brute|auto]] [--cpu-time]\n"
     "  --small: n = m = 1e5 (a quick run); N, M accept 1e6 notation; LIST e.g. 3,8,16\n"
+    "  --leaf: ours (default: the library's); --nanoflann-leaf: the leaf sizes swept\n"
     "  --f64: float64 against float32 on the same data (our index API only)\n";
 
 const knn_bench::CommandLine kCommandLine{"bench_index_cpu", kUsage};
+
+std::vector<int> parse_list(const std::string& text, const char* what, int min, int max) {
+  std::vector<int> values;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');)
+    values.push_back(static_cast<int>(kCommandLine.count(item, what, min, max)));
+  if (values.empty()) kCommandLine.fail(std::string("empty ") + what + " list");
+  return values;
+}
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -95,19 +125,29 @@ Options parse_options(int argc, char** argv) {
       o.f64 = true;
       continue;
     }
+    if (arg == "--cpu-time") {
+      knn_bench::time_base() = knn_bench::TimeBase::ProcessCpu;
+      continue;
+    }
     const std::string value = kCommandLine.value_after(argc, argv, &i);
     if (arg == "--n") {
       o.n = kCommandLine.count(value, "--n", 1, INT_MAX);
     } else if (arg == "--m") {
       o.m = kCommandLine.count(value, "--m", 1, INT_MAX);
     } else if (arg == "--dims") {
-      o.dims.clear();
-      std::stringstream stream(value);
-      for (std::string item; std::getline(stream, item, ',');)
-        o.dims.push_back(static_cast<int>(kCommandLine.count(item, "--dims", 1, 4096)));
-      if (o.dims.empty()) kCommandLine.fail("empty --dims list");
+      o.dims = parse_list(value, "--dims", 1, 4096);
     } else if (arg == "--k") {
-      o.k = static_cast<int>(kCommandLine.count(value, "--k", 1, INT_MAX));
+      o.ks = parse_list(value, "--k", 1, INT_MAX);
+    } else if (arg == "--nanoflann-leaf") {
+      o.nanoflann_leaves = parse_list(value, "--nanoflann-leaf", 1, INT_MAX);
+    } else if (arg == "--dist") {
+      Distribution d;
+      if (value == "both")
+        o.dists = {Distribution::Uniform, Distribution::Clustered};
+      else if (knn_bench::parse_distribution(value, &d))
+        o.dists = {d};
+      else
+        kCommandLine.fail("bad --dist '" + value + "'");
     } else if (arg == "--leaf") {
       o.leaf = static_cast<int>(kCommandLine.count(value, "--leaf", 1, INT_MAX));
     } else if (arg == "--repeats") {
@@ -131,7 +171,8 @@ Options parse_options(int argc, char** argv) {
       kCommandLine.fail("unknown option " + arg);
     }
   }
-  if (o.k > o.n) kCommandLine.fail("k exceeds n");
+  for (int k : o.ks)
+    if (k > o.n) kCommandLine.fail("k = " + std::to_string(k) + " exceeds n");
   o.check = static_cast<int>(std::min<int64_t>(o.check, o.m));
   return o;
 }
@@ -140,68 +181,100 @@ Options parse_options(int argc, char** argv) {
 using NanoTree = knn_bench::NanoflannTree<-1>;
 
 struct Row {
-  int dim;
-  double ours_build, ours_query, nano_build, nano_query;
+  Distribution dist;
+  int dim, k, leaf;  // leaf: nanoflann's best of the sweep
+  Timing ours_build, ours_query, nano_build, nano_query;
   int64_t mismatches;
+  double ours_total() const { return ours_build.median_ms + ours_query.median_ms; }
+  double nano_total() const { return nano_build.median_ms + nano_query.median_ms; }
 };
 
-Row run_dim(const Options& o, int dim) {
-  const std::vector<float> points = knn_bench::uniform_rows(o.n, dim, 1);
-  const std::vector<float> queries = knn_bench::uniform_rows(o.m, dim, 2);
+// One data set (distribution, dimension): nanoflann's leaf sweep, the builds
+// (ours, nanoflann at each best leaf size), then ours against nanoflann for
+// each k.
+std::vector<Row> run_data(const Options& o, Distribution dist, int dim) {
+  const std::vector<float> points = knn_bench::make_rows(dist, o.n, dim, knn_bench::kReferenceSeed);
+  const std::vector<float> queries = knn_bench::make_rows(dist, o.m, dim, knn_bench::kQuerySeed);
   knn_options opt;
   knn_options_init(&opt);
   opt.backend = KNN_BACKEND_OPENMP;
   opt.structure = KNN_STRUCTURE_KDTREE;
   opt.leaf_size = o.leaf;
-  const size_t slots = static_cast<size_t>(o.m) * static_cast<size_t>(o.k);
-  std::vector<int32_t> ours_idx(slots), nano_idx(slots);
-  std::vector<float> ours_dist(slots), nano_dist(slots);
+  const int k_max = *std::max_element(o.ks.begin(), o.ks.end());
+  const size_t max_slots = static_cast<size_t>(o.m) * static_cast<size_t>(k_max);
+  std::vector<int32_t> ours_idx(max_slots);
+  std::vector<uint32_t> nano_idx(max_slots);
+  std::vector<float> ours_dist(max_slots), nano_dist(max_slots);
   const knn_bench::NanoflannRows<-1> rows{points.data(), static_cast<size_t>(o.n),
                                           static_cast<size_t>(dim)};
-
-  knn_index* index = nullptr;
-  std::unique_ptr<NanoTree> tree;
-  const nanoflann::KDTreeSingleIndexAdaptorParams nano_params(kNanoflannLeaf);
-  const std::vector<knn_bench::Timing> builds = knn_bench::measure_interleaved(
-      {{[&] { check_status(knn_index_build(points.data(), o.n, dim, &opt, &index), "build"); },
-        [&] {
-          knn_index_free(index);
-          index = nullptr;
-        }},
-       {[&] { tree = std::make_unique<NanoTree>(dim, rows, nano_params); }, [&] { tree.reset(); }}},
-      o.repeats);
-
-  auto nano_query = [&] {
+  const size_t leaves = o.nanoflann_leaves.size();
+  std::vector<std::unique_ptr<NanoTree>> trees(leaves);
+  auto nano_query = [&](const NanoTree& tree, int k) {
+  // k <= n: every row is full (the count returned; the check compares them).
 #pragma omp parallel for schedule(dynamic, 256)
-    for (int64_t i = 0; i < o.m; ++i) {
-      std::vector<uint32_t> ids(static_cast<size_t>(o.k));
-      tree->knnSearch(&queries[static_cast<size_t>(i) * dim], static_cast<size_t>(o.k), ids.data(),
-                      &nano_dist[static_cast<size_t>(i) * o.k]);
-      for (int j = 0; j < o.k; ++j)
-        nano_idx[static_cast<size_t>(i) * o.k + j] =
-            static_cast<int32_t>(ids[static_cast<size_t>(j)]);
-    }
+    for (int64_t i = 0; i < o.m; ++i)
+      static_cast<void>(tree.knnSearch(
+          &queries[static_cast<size_t>(i) * dim], static_cast<size_t>(k),
+          &nano_idx[static_cast<size_t>(i) * k], &nano_dist[static_cast<size_t>(i) * k]));
   };
-  const std::vector<knn_bench::Timing> calls = knn_bench::measure_interleaved(
-      {{[&] {
-          check_status(knn_index_query(index, queries.data(), o.m, o.k, ours_idx.data(),
-                                       ours_dist.data(), nullptr),
-                       "query");
-        },
-        {}},
-       {nano_query, {}}},
-      o.repeats);
-  knn_index_free(index);
+  auto build_nano = [&](size_t l) {
+    trees[l] =
+        std::make_unique<NanoTree>(dim, rows, knn_bench::nanoflann_params(o.nanoflann_leaves[l]));
+  };
 
-  int64_t mismatches = 0;
-  for (int64_t i = 0; i < o.check; ++i)
-    for (int j = 0; j < o.k; ++j) {
-      const size_t s = static_cast<size_t>(i) * o.k + j;
-      if (ours_dist[s] != nano_dist[s]) ++mismatches;
-    }
-  return {
-      dim,       builds[0].median_ms, calls[0].median_ms, builds[1].median_ms, calls[1].median_ms,
-      mismatches};
+  // ---- nanoflann's best leaf size for each k ----
+  std::printf("\n== %s, %d-D\n", knn_bench::distribution_name(dist), dim);
+  const knn_bench::LeafSweep sweep =
+      knn_bench::sweep_leaves(o.nanoflann_leaves, o.ks.size(), build_nano,
+                              [&](size_t l, size_t k) { nano_query(*trees[l], o.ks[k]); });
+  knn_bench::print_sweep(sweep, o.ks);
+  std::vector<size_t> best_leaves;  // indices into o.nanoflann_leaves, each once
+  for (size_t k = 0; k < o.ks.size(); ++k)
+    if (std::find(best_leaves.begin(), best_leaves.end(), sweep.best(k)) == best_leaves.end())
+      best_leaves.push_back(sweep.best(k));
+  for (size_t l = 0; l < leaves; ++l)
+    if (std::find(best_leaves.begin(), best_leaves.end(), l) == best_leaves.end()) trees[l].reset();
+
+  // ---- Builds ----
+  knn_index* index = nullptr;
+  std::vector<knn_bench::Contender> builds;
+  builds.push_back(
+      {[&] { check_status(knn_index_build(points.data(), o.n, dim, &opt, &index), "build"); },
+       [&] {
+         knn_index_free(index);
+         index = nullptr;
+       }});
+  for (size_t l : best_leaves)
+    builds.push_back({[&, l] { build_nano(l); }, [&, l] { trees[l].reset(); }});
+  const std::vector<Timing> build_times = knn_bench::measure_interleaved(builds, o.repeats);
+
+  // ---- Queries ----
+  std::vector<Row> out;
+  for (size_t k_index = 0; k_index < o.ks.size(); ++k_index) {
+    const int k = o.ks[k_index];
+    const size_t l = sweep.best(k_index);
+    const size_t b = static_cast<size_t>(std::find(best_leaves.begin(), best_leaves.end(), l) -
+                                         best_leaves.begin());
+    const std::vector<Timing> calls = knn_bench::measure_interleaved(
+        {{[&] {
+            check_status(knn_index_query(index, queries.data(), o.m, k, ours_idx.data(),
+                                         ours_dist.data(), nullptr),
+                         "query");
+          },
+          {}},
+         {[&] { nano_query(*trees[l], k); }, {}}},
+        o.repeats);
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < o.check; ++i)
+      for (int j = 0; j < k; ++j) {
+        const size_t s = static_cast<size_t>(i) * k + j;
+        if (ours_dist[s] != nano_dist[s]) ++mismatches;
+      }
+    out.push_back({dist, dim, k, o.nanoflann_leaves[l], build_times[0], calls[0],
+                   build_times[b + 1], calls[1], mismatches});
+  }
+  knn_index_free(index);
+  return out;
 }
 
 struct RadiusRow {
@@ -231,7 +304,7 @@ RadiusRow run_radius(const Options& o, int dim) {
   check_status(knn_index_build(points.data(), o.n, dim, &opt, &index), "build");
   const knn_bench::NanoflannRows<-1> rows{points.data(), static_cast<size_t>(o.n),
                                           static_cast<size_t>(dim)};
-  const NanoTree tree(dim, rows, nanoflann::KDTreeSingleIndexAdaptorParams(kNanoflannLeaf));
+  const NanoTree tree(dim, rows, knn_bench::nanoflann_params(kRadiusNanoflannLeaf));
 
   const int width = o.radius_neighbours;
   const size_t slots = static_cast<size_t>(o.m) * static_cast<size_t>(width);
@@ -240,11 +313,11 @@ RadiusRow run_radius(const Options& o, int dim) {
   std::vector<int64_t> nano_counts(static_cast<size_t>(o.m));
   const float r2 = radius * radius;  // nanoflann's L2_Simple compares squared distances
   auto nano = [&](bool sorted) {
-    nanoflann::SearchParams params;
+    knn_bench::NanoflannSearchParams params;
     params.sorted = sorted;
 #pragma omp parallel
     {
-      std::vector<std::pair<uint32_t, float>> found;
+      knn_bench::NanoflannMatches found;
 #pragma omp for schedule(dynamic, 256)
       for (int64_t i = 0; i < o.m; ++i)
         nano_counts[static_cast<size_t>(i)] = static_cast<int64_t>(
@@ -322,7 +395,8 @@ PrecisionRow run_precision(const Options& o, int dim) {
   opt.backend = KNN_BACKEND_OPENMP;
   opt.structure = o.structure;
   opt.leaf_size = o.leaf;
-  const size_t slots = static_cast<size_t>(o.m) * static_cast<size_t>(o.k);
+  const int k = o.ks.front();
+  const size_t slots = static_cast<size_t>(o.m) * static_cast<size_t>(k);
   std::vector<int32_t> idx32(slots), idx64(slots);
   std::vector<float> dist32(slots);
   std::vector<double> dist64(slots);
@@ -344,13 +418,13 @@ PrecisionRow run_precision(const Options& o, int dim) {
       o.repeats);
   const std::vector<knn_bench::Timing> calls = knn_bench::measure_interleaved(
       {{[&] {
-          check_status(knn_index_query(index32, queries.data(), o.m, o.k, idx32.data(),
-                                       dist32.data(), nullptr),
+          check_status(knn_index_query(index32, queries.data(), o.m, k, idx32.data(), dist32.data(),
+                                       nullptr),
                        "query");
         },
         {}},
        {[&] {
-          check_status(knn_index_query_f64(index64, queries64.data(), o.m, o.k, idx64.data(),
+          check_status(knn_index_query_f64(index64, queries64.data(), o.m, k, idx64.data(),
                                            dist64.data(), nullptr),
                        "query_f64");
         },
@@ -361,7 +435,7 @@ PrecisionRow run_precision(const Options& o, int dim) {
   knn_index_free(index32);
   knn_index_free(index64);
   int64_t differing = 0;
-  for (size_t s = 0; s < static_cast<size_t>(o.check) * o.k; ++s) differing += idx32[s] != idx64[s];
+  for (size_t s = 0; s < static_cast<size_t>(o.check) * k; ++s) differing += idx32[s] != idx64[s];
   return {dim,
           structure,
           builds[0].median_ms,
@@ -386,7 +460,7 @@ void print_precision_table(const Options& o) {
         "%lld of %lld\n",
         r.dim, kStructures[r.structure], r.build32, r.query32, t32, r.build64, r.query64, t64,
         r.build64 / r.build32, r.query64 / r.query32, t64 / t32,
-        static_cast<long long>(r.differing), static_cast<long long>(o.check) * o.k);
+        static_cast<long long>(r.differing), static_cast<long long>(o.check) * o.ks.front());
     std::fflush(stdout);
   }
 }
@@ -395,11 +469,15 @@ void print_precision_table(const Options& o) {
 
 int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv);
-  std::printf(
-      "bench_index_cpu: n = %lld, m = %lld, k = %d, uniform in [0, 1)^d, %d threads, "
-      "median of %d; ours leaf %s, nanoflann leaf %d\n",
-      static_cast<long long>(o.n), static_cast<long long>(o.m), o.k, omp_get_max_threads(),
-      o.repeats, o.leaf ? std::to_string(o.leaf).c_str() : "default", kNanoflannLeaf);
+  std::printf("bench_index_cpu: n = %lld, m = %lld, %d threads, %s, median of %d; ours leaf %s\n",
+              static_cast<long long>(o.n), static_cast<long long>(o.m), omp_get_max_threads(),
+              knn_bench::time_base() == knn_bench::TimeBase::Wall
+                  ? "wall clock"
+                  : "process CPU time (all threads)",
+              o.repeats, o.leaf ? std::to_string(o.leaf).c_str() : "default");
+  std::printf("machine: %d cores, %s; %s; %s\n", omp_get_num_procs(),
+              knn_bench::cpu_model().c_str(), knn_bench::compiler().c_str(),
+              knn_bench::today_utc().c_str());
   if (o.f64) {
     try {
       print_precision_table(o);
@@ -418,32 +496,48 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  std::printf("%4s | %12s %12s %12s | %12s %12s %12s | %8s %8s | %s\n", "dim", "ours build",
-              "ours query", "ours total", "nano build", "nano query", "nano total", "ratio",
-              "qratio", "distance mismatches");
+  std::printf("nanoflann %s, queries over %d OpenMP threads\n",
+              knn_bench::nanoflann_description().c_str(), omp_get_max_threads());
   std::vector<Row> rows;
   try {
-    for (const int dim : o.dims) {
-      const Row r = run_dim(o, dim);
-      const double ours = r.ours_build + r.ours_query, nano = r.nano_build + r.nano_query;
-      std::printf(
-          "%4d | %10.1f ms %10.1f ms %10.1f ms | %10.1f ms %10.1f ms %10.1f ms | %7.2fx "
-          "%7.2fx | %lld of %lld\n",
-          r.dim, r.ours_build, r.ours_query, ours, r.nano_build, r.nano_query, nano, nano / ours,
-          r.nano_query / r.ours_query, static_cast<long long>(r.mismatches),
-          static_cast<long long>(o.check) * o.k);
-      std::fflush(stdout);
-      rows.push_back(r);
-    }
+    for (const Distribution dist : o.dists)
+      for (const int dim : o.dims)
+        for (const Row& r : run_data(o, dist, dim)) {
+          std::printf(
+              "%-9s %2d-D k=%-4d | ours %8.1f + %9.1f = %9.1f ms | nanoflann leaf %2d %8.1f + "
+              "%9.1f = %9.1f ms | total %5.2fx query %5.2fx | distance mismatches %lld of %lld\n",
+              knn_bench::distribution_name(r.dist), r.dim, r.k, r.ours_build.median_ms,
+              r.ours_query.median_ms, r.ours_total(), r.leaf, r.nano_build.median_ms,
+              r.nano_query.median_ms, r.nano_total(), r.nano_total() / r.ours_total(),
+              r.nano_query.median_ms / r.ours_query.median_ms, static_cast<long long>(r.mismatches),
+              static_cast<long long>(o.check) * r.k);
+          std::fflush(stdout);
+          rows.push_back(r);
+        }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_index_cpu: %s\n", e.what());
     return 1;
   }
-  // The ratios last (nanoflann / ours; issue #19's targets: total >= 2, query >= 1.3).
-  std::printf("\nratios, nanoflann / ours (k = %d):\n", o.k);
-  for (const Row& r : rows)
-    std::printf("  dim %2d: total %.2fx, query %.2fx\n", r.dim,
-                (r.nano_build + r.nano_query) / (r.ours_build + r.ours_query),
-                r.nano_query / r.ours_query);
+  // The table last (nanoflann / ours; issue #53's targets: total >= 2, query >= 1.5).
+  std::printf(
+      "\n%d threads, %s, %s (%s ms; ratio = nanoflann / ours, > 1: ours is faster)\n\n"
+      "| data | dim | k | ours build | ours query | ours total | nanoflann leaf | nanoflann build "
+      "| nanoflann query | nanoflann total | total ratio | query ratio |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+      omp_get_max_threads(), knn_bench::cpu_model().c_str(), knn_bench::today_utc().c_str(),
+      knn_bench::time_base() == knn_bench::TimeBase::Wall ? "wall" : "CPU");
+  bool agree = true;
+  for (const Row& r : rows) {
+    std::printf("| %s | %d | %d | %.1f | %.1f | %.1f | %d | %.1f | %.1f | %.1f | %.2f | %.2f |\n",
+                knn_bench::distribution_name(r.dist), r.dim, r.k, r.ours_build.median_ms,
+                r.ours_query.median_ms, r.ours_total(), r.leaf, r.nano_build.median_ms,
+                r.nano_query.median_ms, r.nano_total(), r.nano_total() / r.ours_total(),
+                r.nano_query.median_ms / r.ours_query.median_ms);
+    agree = agree && r.mismatches == 0;
+  }
+  if (!agree) {
+    std::fprintf(stderr, "bench_index_cpu: distances unlike nanoflann's (see the rows)\n");
+    return 1;
+  }
   return 0;
 }

@@ -126,6 +126,34 @@ inline void fill_clustered(Point* out, int64_t n, uint64_t seed, int clusters = 
   }
 }
 
+// n rows of dim floats from kClusters Gaussian blobs in [0, 1)^dim, the
+// any-dimension form of fill_clustered (the same points for dim = 3): row i
+// uses words i*w .. i*w+w-1, w = 1 + 2 * ceil(dim / 2): the blob, then one
+// Box-Muller pair per two coordinates.
+inline void fill_clustered_rows(float* out, int64_t n, int dim, uint64_t seed,
+                                int clusters = kClusters, float sigma = kClusterSigma,
+                                uint64_t centre_seed = kCentreSeed) {
+  std::vector<float> centres(static_cast<size_t>(clusters) * static_cast<size_t>(dim));
+  fill_uniform_rows(centres.data(), clusters, dim, centre_seed);
+  const float* centre = centres.data();
+  const RandomStream rng(seed);
+  const float two_pi = 6.28318530717958647692f;
+  const uint64_t words = 1 + 2 * static_cast<uint64_t>((dim + 1) / 2);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t c = words * static_cast<uint64_t>(i);
+    const float* at = centre + static_cast<size_t>(rng.below(c, static_cast<uint32_t>(clusters))) *
+                                   static_cast<size_t>(dim);
+    for (int d = 0; d < dim; d += 2) {
+      const uint64_t pair = c + 1 + static_cast<uint64_t>(d);
+      const float r = sigma * std::sqrt(-2.0f * std::log(rng.unit_open_zero(pair)));
+      const float a = two_pi * rng.unit(pair + 1);
+      out[i * dim + d] = at[d] + r * std::cos(a);
+      if (d + 1 < dim) out[i * dim + d + 1] = at[d + 1] + r * std::sin(a);
+    }
+  }
+}
+
 // ---- Convenience: vectors and the named distributions ---------------------
 
 inline std::vector<Point> uniform_points(int64_t n, uint64_t seed) {
@@ -140,6 +168,8 @@ inline std::vector<Point> clustered_points(int64_t n, uint64_t seed) {
   return points;
 }
 
+enum class Distribution { Uniform, Clustered };
+
 // n rows of dim floats, uniform in [0, 1)^dim (the any-dimension benchmarks).
 inline std::vector<float> uniform_rows(int64_t n, int dim, uint64_t seed) {
   std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(dim));
@@ -147,7 +177,13 @@ inline std::vector<float> uniform_rows(int64_t n, int dim, uint64_t seed) {
   return rows;
 }
 
-enum class Distribution { Uniform, Clustered };
+// n rows of dim floats of the distribution d.
+inline std::vector<float> make_rows(Distribution d, int64_t n, int dim, uint64_t seed) {
+  if (d == Distribution::Uniform) return uniform_rows(n, dim, seed);
+  std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(dim));
+  fill_clustered_rows(rows.data(), n, dim, seed);
+  return rows;
+}
 
 inline const char* distribution_name(Distribution d) {
   return d == Distribution::Uniform ? "uniform" : "clustered";

@@ -40,7 +40,8 @@ export_tree() {
 export_tree "$1" cuBQL cubql
 export_tree "$2" include/igl libigl
 
-rm -rf "$peers"
+# Only this script's folders: .peers/nanoflann (scripts/nanoflann-prepare.sh) stays.
+rm -rf "$peers"/{cuBQL,eigen3,libigl,cgal,data,prebuilt}
 mkdir -p "$peers"/{cuBQL,eigen3,libigl,cgal,data,prebuilt}
 cp -a "$tmp/cubql/cuBQL" "$peers/cuBQL/"
 cp -a /usr/include/eigen3/Eigen "$peers/eigen3/"
