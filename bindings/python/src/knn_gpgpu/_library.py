@@ -162,6 +162,10 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
                                   _P_ALIGN_RESULT, _P_OPT]),
     "knn_mesh_align_ex_f64": (c_int, [_P_MESH, _P_DOUBLE, c_int64, _P_DOUBLE, _P_ALIGN_PARAMS,
                                       _P_ALIGN_RESULT, _P_OPT]),
+    "knn_index_align": (c_int, [_P_INDEX, _P_FLOAT, c_int64, _P_FLOAT, _P_DOUBLE,
+                                _P_ALIGN_PARAMS, _P_ALIGN_RESULT, _P_OPT]),
+    "knn_index_align_f64": (c_int, [_P_INDEX, _P_DOUBLE, c_int64, _P_DOUBLE, _P_DOUBLE,
+                                    _P_ALIGN_PARAMS, _P_ALIGN_RESULT, _P_OPT]),
 }
 
 
