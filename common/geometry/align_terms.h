@@ -25,6 +25,13 @@
 // kAlignSumBlock points (align_block_sums), then the blocks in order
 // (add_block). The solution (w, v) of A (w, v) = b is the small motion
 // x -> x + (w / L) x (x - o) + v that best moves the points onto the planes.
+//
+// Against a point cloud (knn_index_align) the same rows, with c_i the
+// nearest index point q_j (kept by its list's squared distance s_i) and n_i
+// its caller-given normal (add_cloud_term: normalised in double; a zero or
+// non-finite one falls back as a triangle without area does), or without
+// normals the three rows of the planes through q_j along x, y and z
+// (point-to-point); cloud_block_sums sums them block by block as above.
 #pragma once
 
 #include <cmath>
