@@ -92,6 +92,10 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
     "knn_index_info": (c_int, [_P_INDEX, _P_INT64, _P_INT, _P_INT, _P_INT]),
     "knn_index_query": (c_int, [_P_INDEX, _P_FLOAT, c_int64, c_int, _P_INT32, _P_FLOAT,
                                 _P_OPT]),
+    "knn_index_align": (c_int, [_P_INDEX, _P_FLOAT, c_int64, _P_FLOAT, _P_DOUBLE,
+                                _P_ALIGN_PARAMS, _P_ALIGN_RESULT, _P_OPT]),
+    "knn_index_align_f64": (c_int, [_P_INDEX, _P_DOUBLE, c_int64, _P_DOUBLE, _P_DOUBLE,
+                                    _P_ALIGN_PARAMS, _P_ALIGN_RESULT, _P_OPT]),
     "knn_index_query_self": (c_int, [_P_INDEX, c_int, c_int, _P_INT32, _P_FLOAT]),
     "knn_index_radius": (c_int, [_P_INDEX, _P_FLOAT, c_int64, c_float, c_int, _P_INT32,
                                  _P_FLOAT, _P_INT32, _P_OPT]),
@@ -162,10 +166,6 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
                                   _P_ALIGN_RESULT, _P_OPT]),
     "knn_mesh_align_ex_f64": (c_int, [_P_MESH, _P_DOUBLE, c_int64, _P_DOUBLE, _P_ALIGN_PARAMS,
                                       _P_ALIGN_RESULT, _P_OPT]),
-    "knn_index_align": (c_int, [_P_INDEX, _P_FLOAT, c_int64, _P_FLOAT, _P_DOUBLE,
-                                _P_ALIGN_PARAMS, _P_ALIGN_RESULT, _P_OPT]),
-    "knn_index_align_f64": (c_int, [_P_INDEX, _P_DOUBLE, c_int64, _P_DOUBLE, _P_DOUBLE,
-                                    _P_ALIGN_PARAMS, _P_ALIGN_RESULT, _P_OPT]),
 }
 
 
