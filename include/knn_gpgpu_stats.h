@@ -228,6 +228,52 @@ KNN_API int KNN_CALL knn_index_radius_inliers_f64(const knn_index* index, double
 KNN_API size_t KNN_CALL knn_estimate_stats_bytes(int64_t n, int k, const knn_options* opt);
 KNN_API size_t KNN_CALL knn_estimate_stats_bytes_f64(int64_t n, int k, const knn_options* opt);
 
+/* ---- Alignment to the index's points ------------------------------------ */
+
+/* Aligns m scan points (3 scalars each, host arrays or device arrays of a
+ * CUDA index's device) to the index's 3-D points by ICP, as
+ * knn_mesh_align_ex aligns them to a mesh (knn_gpgpu_mesh.h "Alignment":
+ * the same knn_align_params, knn_align_result, checks, solve, degenerate
+ * directions, trimming by max_correspondence and kept_fraction, stopping
+ * rule, coarse start and selection among starts). Differences:
+ *  - Correspondence: each moved scan point p_i = R x_i + t (double, rounded
+ *    to the index's scalar) takes its nearest index point q_j, the first
+ *    entry of knn_index_query's list with k = 1 (ties: the smaller index),
+ *    at the list's squared distance s_i.
+ *  - Terms: with normals (n x 3 scalars, one per indexed point in input
+ *    order, e.g. from knn_index_normals; host or device memory; any length,
+ *    not necessarily unit) point-to-plane: the residual (q_j - p_i) . n_j
+ *    with n_j normalised in double (a zero or non-finite normal: along
+ *    p_i - q_j; p_i = q_j adds no term). normals NULL: point-to-point, the
+ *    three residuals (q_j - p_i) . e for e = x, y, z (the squared distance
+ *    linearised). Either way the 6 x 6 normal equations are summed in
+ *    float64 in fixed blocks of scan points (common/geometry/align_terms.h).
+ *  - The default translation tolerance is 1e-6 x the diagonal of the index
+ *    points' bounding box; coarse_start matches the principal axes of the
+ *    scan with those of the index's points (each point weighing alike).
+ *  - The correspondences are computed through the index's query path, so
+ *    every backend, structure and device list gives the same lists, and
+ *    the step is summed on the host from them (this version: the moved
+ *    points and the k = 1 lists cross to the host each iteration; the index's points and
+ *    normals are copied to the host once per call): the same transform bit
+ *    for bit on every backend.
+ *  - Progress: one KNN_PROGRESS_QUERY stage of m x (max_iterations + 1) x
+ *    starts points; cancellation between iterations and inside each query.
+ * m = 0 (or an index of no points) gives the initial transform, a NaN rms,
+ * 0 kept, not converged. Outputs are written only on success.
+ * Errors: INVALID_ARGUMENT (a NULL or dead index, an index not of 3-D
+ * points, the other precision's index, NULL points with m > 0, NULL or
+ * device result, a result->struct_size too small, params and initial as
+ * knn_mesh_align_ex), NONFINITE_INPUT (points), and as knn_index_query. */
+KNN_API int KNN_CALL knn_index_align(const knn_index* index, const float* points, int64_t m,
+                                     const float* normals, const double* initial,
+                                     const knn_align_params* params, knn_align_result* result,
+                                     const knn_options* opt);
+KNN_API int KNN_CALL knn_index_align_f64(const knn_index* index, const double* points, int64_t m,
+                                         const double* normals, const double* initial,
+                                         const knn_align_params* params, knn_align_result* result,
+                                         const knn_options* opt);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

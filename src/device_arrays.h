@@ -15,6 +15,10 @@ inline bool on_device(const void* p) {
   return p != nullptr && device_backend().is_device_pointer(p);
 }
 
+// Arrays the engines never read on the device: refused when they are
+// (defined in src/mesh_api.cpp).
+void check_host_array(const void* p, const char* name);
+
 // Every coordinate finite and within coordinate_limit<Scalar>(dim), wherever
 // the rows live; names the first bad row. Host rows are scanned by `threads`.
 template <typename Scalar>

@@ -114,9 +114,6 @@ HandleUse<knn_mesh> use_mesh(const knn_mesh* mesh, const char* call) {
   return use;
 }
 
-// Arrays the engines never read on the device: refused when they are.
-void check_host_array(const void* p, const char* name);
-
 // The options of a call on `mesh` and the engine's parameters, with the
 // device environment checked as a GPU host would read it, before any output
 // is touched: KNN_DEVICE_MEMORY_LIMIT unless the call or the build set a

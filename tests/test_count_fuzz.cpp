@@ -147,7 +147,9 @@ const std::set<std::string> kFuzzed = {"buildKdTree",
                                        "knn_index_neighbor_counts",
                                        "knn_index_neighbor_counts_f64",
                                        "knn_index_radius_inliers",
-                                       "knn_index_radius_inliers_f64"};
+                                       "knn_index_radius_inliers_f64",
+                                       "knn_index_align",
+                                       "knn_index_align_f64"};
 const std::set<std::string> kHelpers = {"getTreeSize",
                                         "getNeededBytesForBuildingKdTree",
                                         "getNeededBytesForQueryAll",
@@ -1393,7 +1395,70 @@ class StatsCalls {
     ASSERT_EQ(n_kept, want) << call << " min_neighbors " << min_neighbors;
   }
 
+  // knn_index_align: m scan points (the first of the index's own, moved
+  // off) and the iteration cap; refused with the result untouched, or
+  // (fewer than the 6 points a step needs) the identity back, not
+  // converged, every point kept, the rms of the brute-force nearest.
+  void align_case(int64_t m, int iterations) {
+    const std::string call = named<Scalar>("knn_index_align");
+    const bool refuse =
+        knn_counts::mesh_align_refused(m, iterations, static_cast<int>(sizeof(Scalar)));
+    constexpr int64_t kScan = 5;
+    if (!refuse && m > kScan) {
+      ++tallies()[call].skipped;
+      return;
+    }
+    std::vector<Scalar> scan(points_.begin(), points_.begin() + 3 * kScan);
+    for (Scalar& x : scan) x += Scalar(0.25);
+    knn_align_params params;
+    std::memset(&params, 0, sizeof params);
+    params.struct_size = sizeof params;
+    params.max_iterations = iterations;
+    knn_align_result r;
+    std::memset(&r, 0xA5, sizeof r);
+    r.struct_size = sizeof r;
+    const int status = align_call(scan.data(), m, &params, &r);
+    if (refuse) {
+      ++tallies()[call].refused;
+      ASSERT_TRUE(refused_by(status, call.c_str())) << "m " << m << " iterations " << iterations;
+      ASSERT_EQ(r.struct_size, sizeof r);
+      ASSERT_EQ(r.n_kept, static_cast<int64_t>(0xA5A5A5A5A5A5A5A5ull));
+      return;
+    }
+    ++tallies()[call].answered;
+    ASSERT_EQ(status, KNN_OK) << call << ": " << knn_last_error();
+    long double sum = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      long double best = INFINITY;
+      for (int64_t j = 0; j < d_.n; ++j) {
+        long double d2 = 0;
+        for (int c = 0; c < 3; ++c) {
+          const long double e = static_cast<long double>(scan[static_cast<size_t>(3 * i + c)]) -
+                                points_[static_cast<size_t>(3 * j + c)];
+          d2 += e * e;
+        }
+        best = std::min(best, d2);
+      }
+      sum += best;
+    }
+    for (int k = 0; k < 16; ++k) ASSERT_EQ(r.transform[k], k % 5 == 0 ? 1.0 : 0.0) << k;
+    if (m == 0) {
+      ASSERT_TRUE(std::isnan(r.rms));
+    } else {
+      ASSERT_NEAR(r.rms, std::sqrt(static_cast<double>(sum) / static_cast<double>(m)), 1e-5);
+    }
+    ASSERT_EQ(r.n_kept, m);
+    ASSERT_EQ(r.converged, 0);
+  }
+
  private:
+  int align_call(const float* q, int64_t m, const knn_align_params* p, knn_align_result* r) {
+    return knn_index_align(index_.handle, q, m, nullptr, nullptr, p, r, &opt_);
+  }
+  int align_call(const double* q, int64_t m, const knn_align_params* p, knn_align_result* r) {
+    return knn_index_align_f64(index_.handle, q, m, nullptr, nullptr, p, r, &opt_);
+  }
+
   const Data& d_;
   knn_options opt_;
   Index index_;
@@ -1412,6 +1477,11 @@ void fuzz_stats_calls(const Data& d, uint64_t seed) {
   }
   for (int64_t c : adversarial_counts()) {
     calls.radius_case(c);
+    calls.align_case(c, 3);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  for (int iterations : adversarial_ints()) {
+    calls.align_case(4, iterations);
     if (::testing::Test::HasFatalFailure()) return;
   }
   Counts counts(seed);
@@ -1643,7 +1713,7 @@ TEST(CountFuzz, NeighbourhoodStatistics) {
                     "knn_index_statistical_inliers_f64", "knn_index_kth_distances",
                     "knn_index_kth_distances_f64", "knn_index_neighbor_counts",
                     "knn_index_neighbor_counts_f64", "knn_index_radius_inliers",
-                    "knn_index_radius_inliers_f64"});
+                    "knn_index_radius_inliers_f64", "knn_index_align", "knn_index_align_f64"});
 }
 
 TEST(CountFuzz, Estimates) { estimate_cases(701); }

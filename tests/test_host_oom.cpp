@@ -782,6 +782,45 @@ class HostOom : public ::testing::Test {
             }};
   }
 
+  // The alignment to an index's points (knn_index_align, point to point,
+  // trimmed, with the coarse start): its host arrays (the moved points, the
+  // k = 1 lists, the index's points, the trimming's distances); right when
+  // it gives the result of a run without failures, untouched otherwise.
+  Case index_align_case() {
+    auto index = shared_index(KNN_STRUCTURE_GRID);
+    const knn_options o = opt_;
+    std::vector<float> q = points_of(KNN_STRUCTURE_GRID);
+    for (size_t i = 0; i < q.size(); ++i) q[i] += i % 3 == 0 ? 0.01f : 0.0f;
+    const int64_t m = static_cast<int64_t>(q.size() / 3);
+    knn_align_params params;
+    std::memset(&params, 0, sizeof params);
+    params.struct_size = sizeof params;
+    params.kept_fraction = 0.9;
+    params.coarse_start = 1;
+    params.max_iterations = 3;
+    const auto align = [=](knn_align_result* r) {
+      return knn_index_align(index.get(), q.data(), m, nullptr, nullptr, &params, r, &o);
+    };
+    auto want = std::make_shared<knn_align_result>();
+    std::memset(want.get(), 0, sizeof *want);
+    want->struct_size = sizeof *want;
+    EXPECT_EQ(align(want.get()), KNN_OK) << knn_last_error();
+    auto got = std::make_shared<knn_align_result>();
+    return {"knn_index_align",
+            [=] {
+              std::memset(got.get(), 0x5a, sizeof *got);
+              got->struct_size = sizeof *got;
+            },
+            [=] { return align(got.get()); },
+            [=] {
+              return check(std::memcmp(got.get(), want.get(), sizeof *want) == 0,
+                           "the result differs from a run without failures");
+            },
+            [=] {
+              return check(got->n_kept == int64_t{0x5a5a5a5a5a5a5a5a}, "the result was written");
+            }};
+  }
+
   // A neighbourhood statistic (knn_gpgpu_stats.h) of the grid's 3-D points:
   // `call` writes `count` values (and *n_kept where it has one). Right when
   // they equal a run without failures (tests/test_neighbourhood_stats.cpp
@@ -889,6 +928,7 @@ class HostOom : public ::testing::Test {
     cases.push_back(mesh_report_case<double>());
     cases.push_back(mesh_align_case<float>());
     cases.push_back(mesh_align_case<double>());
+    cases.push_back(index_align_case());
     for (Case& c : stats_cases()) cases.push_back(std::move(c));
     return cases;
   }

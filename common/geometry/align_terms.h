@@ -25,6 +25,13 @@
 // kAlignSumBlock points (align_block_sums), then the blocks in order
 // (add_block). The solution (w, v) of A (w, v) = b is the small motion
 // x -> x + (w / L) x (x - o) + v that best moves the points onto the planes.
+//
+// Against a point cloud (knn_index_align) the same rows, with c_i the
+// nearest index point q_j (kept by its list's squared distance s_i) and n_i
+// its caller-given normal (add_cloud_term: normalised in double; a zero or
+// non-finite one falls back as a triangle without area does), or without
+// normals the three rows of the planes through q_j along x, y and z
+// (point-to-point); cloud_block_sums sums them block by block as above.
 #pragma once
 
 #include <cmath>
@@ -115,6 +122,39 @@ inline int64_t trim_position(double fraction, int64_t measured) {
   return position;
 }
 
+// Adds the row of one plane: the moved point p (double) against the plane
+// through `target` with unit normal n: J = [u x n, n], r = (target - p) . n.
+KNN_HD void add_plane_row(AlignSums& s, const AlignFrame& f, const Vec3<double>& p,
+                          const Vec3<double>& target, const Vec3<double>& n) {
+  const Vec3<double> u = {mul_rn(sub_rn(p.x, f.centre[0]), f.inverse_scale),
+                          mul_rn(sub_rn(p.y, f.centre[1]), f.inverse_scale),
+                          mul_rn(sub_rn(p.z, f.centre[2]), f.inverse_scale)};
+  const Vec3<double> turn = cross3(u, n);
+  const double j[6] = {turn.x, turn.y, turn.z, n.x, n.y, n.z};
+  const double r = dot3(sub3(target, p), n);
+  int k = 0;
+  for (int row = 0; row < 6; ++row) {
+    for (int col = row; col < 6; ++col, ++k)
+      s.normal_matrix[k] = add_rn(s.normal_matrix[k], mul_rn(j[row], j[col]));
+    s.right_side[row] = add_rn(s.right_side[row], mul_rn(j[row], r));
+  }
+}
+
+// Adds the plane row of p against `target` along n (double, any length):
+// n normalised; a zero or non-finite n uses (p - target) / |p - target|
+// instead, and a point on its target (p = target) adds no row.
+KNN_HD void add_plane_row_along(AlignSums& s, const AlignFrame& f, const Vec3<double>& p,
+                                const Vec3<double>& target, Vec3<double> n) {
+  double length = sqrt_rn(dot3(n, n));
+  if (!(length > 0.0) || !is_finite_float(length)) {
+    n = sub3(p, target);
+    length = sqrt_rn(dot3(n, n));
+    if (!(length > 0.0)) return;
+  }
+  n = {div_rn(n.x, length), div_rn(n.y, length), div_rn(n.z, length)};
+  add_plane_row(s, f, p, target, n);
+}
+
 // Adds the term of the point p (moved, in double), whose closest point on
 // triangle (a, b, c) is `closest` at squared distance sq.
 template <typename Scalar>
@@ -124,27 +164,52 @@ KNN_HD void add_point_term(AlignSums& s, const AlignFrame& f, const Vec3<double>
   s.sq_distances = add_rn(s.sq_distances, static_cast<double>(at.sq_distance));
   s.kept += 1;
   const Vec3<double> da = widened3(a);
-  const Vec3<double> closest = widened3(at.closest);
-  Vec3<double> n = cross3(sub3(widened3(b), da), sub3(widened3(c), da));
-  double length = sqrt_rn(dot3(n, n));
-  if (!(length > 0.0) || !is_finite_float(length)) {
-    n = sub3(p, closest);
-    length = sqrt_rn(dot3(n, n));
-    if (!(length > 0.0)) return;
+  const Vec3<double> n = cross3(sub3(widened3(b), da), sub3(widened3(c), da));
+  add_plane_row_along(s, f, p, widened3(at.closest), n);
+}
+
+// Adds the term of the point p (moved, in double) against its nearest
+// point `target` of a point cloud (knn_index_align) at squared distance sq
+// (the index's): point-to-plane along the target's normal (3 scalars; its
+// length does not matter; zero or not finite: along p - target) when
+// `normal` is given, else point-to-point: the three rows of the planes
+// through the target along x, y and z, in that order, whose sum is
+// |target - p|^2 linearised.
+template <typename Scalar>
+KNN_HD void add_cloud_term(AlignSums& s, const AlignFrame& f, const Vec3<double>& p,
+                           const Scalar* target, const Scalar* normal, Scalar sq) {
+  s.sq_distances = add_rn(s.sq_distances, static_cast<double>(sq));
+  s.kept += 1;
+  const Vec3<double> q = {static_cast<double>(target[0]), static_cast<double>(target[1]),
+                          static_cast<double>(target[2])};
+  if (normal != nullptr) {
+    add_plane_row_along(s, f, p, q,
+                        {static_cast<double>(normal[0]), static_cast<double>(normal[1]),
+                         static_cast<double>(normal[2])});
+    return;
   }
-  n = {div_rn(n.x, length), div_rn(n.y, length), div_rn(n.z, length)};
-  const Vec3<double> u = {mul_rn(sub_rn(p.x, f.centre[0]), f.inverse_scale),
-                          mul_rn(sub_rn(p.y, f.centre[1]), f.inverse_scale),
-                          mul_rn(sub_rn(p.z, f.centre[2]), f.inverse_scale)};
-  const Vec3<double> turn = cross3(u, n);
-  const double j[6] = {turn.x, turn.y, turn.z, n.x, n.y, n.z};
-  const double r = dot3(sub3(closest, p), n);
-  int k = 0;
-  for (int row = 0; row < 6; ++row) {
-    for (int col = row; col < 6; ++col, ++k)
-      s.normal_matrix[k] = add_rn(s.normal_matrix[k], mul_rn(j[row], j[col]));
-    s.right_side[row] = add_rn(s.right_side[row], mul_rn(j[row], r));
+  add_plane_row(s, f, p, q, {1.0, 0.0, 0.0});
+  add_plane_row(s, f, p, q, {0.0, 1.0, 0.0});
+  add_plane_row(s, f, p, q, {0.0, 0.0, 1.0});
+}
+
+// The sums of the scan points [first, first + count) (one block) against a
+// point cloud, in order: per point its nearest target's index (negative:
+// none) and squared distance, for the points kept by max_sq; targets and
+// normals (or null) 3 scalars per target point.
+template <typename Scalar>
+KNN_HD AlignSums cloud_block_sums(const Scalar* points, const int32_t* nearest,
+                                  const Scalar* sq_distances, int64_t first, int64_t count,
+                                  double max_sq, const AlignFrame& f, const Scalar* targets,
+                                  const Scalar* normals) {
+  AlignSums s = no_align_sums();
+  for (int64_t i = first; i < first + count; ++i) {
+    const int32_t j = nearest[i];
+    if (j < 0 || !(static_cast<double>(sq_distances[i]) <= max_sq)) continue;
+    add_cloud_term(s, f, move_point(f, points + 3 * i), targets + 3 * int64_t{j},
+                   normals != nullptr ? normals + 3 * int64_t{j} : nullptr, sq_distances[i]);
   }
+  return s;
 }
 
 // The sums of the points [first, first + count) (one block), in order:

@@ -32,19 +32,23 @@ that sees no CUDA device cannot read device memory: the binding then raises
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 import warnings
-from typing import Any, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 
 import numpy as np
 
 from . import _arrays
 from ._library import check, native
-from ._types import SCALAR_FLOAT64, Backend, IndexHandle, IndexStructure
+from ._types import SCALAR_FLOAT64, AlignResultStruct, Backend, IndexHandle, IndexStructure
 from .errors import NoDeviceError, Status
 from ._handle import NativeHandle
 from .options import Options, byref, resolve
 from .stats import NeighbourhoodStats
+
+if TYPE_CHECKING:
+    from .mesh import AlignResult
 
 __all__ = ["Index", "IndexInfo", "KnnResult", "LegacyKnnResult", "RadiusCsr", "RadiusResult",
            "RadiusRows", "estimate_build_bytes", "estimate_query_bytes"]
@@ -419,6 +423,55 @@ class Index(NeighbourhoodStats, NativeHandle):
                                           _arrays.pointer(dist, real), byref(options)),
                   fill)
             return RadiusCsr(dist, ind, offsets)
+
+    def align(self, points: Any, normals: Any = None, initial: Any = None,
+              max_correspondence: float = math.inf, max_iterations: int = 50, *,
+              kept_fraction: float = 1.0, tolerance_rotation: Optional[float] = None,
+              tolerance_translation: Optional[float] = None, coarse_start: bool = False,
+              options: Optional[Options] = None) -> "AlignResult":
+        """The best fit of a scan to this index's 3-D points
+        (``knn_index_align``): ICP against each moved point's nearest indexed
+        point, point to plane along ``normals`` or point to point without
+        them, summed in float64, the same transform bit for bit on every
+        backend (definitions in the header).
+
+        Args:
+            points: the scan, ``(m, 3)`` host or device array, in the index's dtype.
+            normals: ``(n, 3)`` normals of the indexed points (any length;
+                e.g. from ``knn_index_normals``), host or device, in the
+                index's dtype; None: point to point.
+            initial, max_correspondence, max_iterations, kept_fraction,
+            tolerance_rotation, tolerance_translation, coarse_start: as
+                :meth:`knn_gpgpu.Mesh.align` (the default translation
+                tolerance: 1e-6 of the indexed points' bounding-box diagonal;
+                the coarse start matches the principal axes of the points).
+
+        Returns:
+            :class:`knn_gpgpu.AlignResult`.
+        """
+        from .mesh import _align_params, _align_result  # mesh imports this module
+        params, start = _align_params(initial, max_correspondence, max_iterations,
+                                      kept_fraction, tolerance_rotation,
+                                      tolerance_translation, coarse_start)
+        result = AlignResultStruct()
+        result.struct_size = ctypes.sizeof(AlignResultStruct)
+        with self._use() as handle:
+            q = _arrays.rows(points, "points", 3, self._scalar)
+            nrm = (None if normals is None
+                   else _arrays.rows(normals, "normals", 3, self._scalar))
+            if nrm is not None and int(nrm.shape[0]) != self._n:
+                raise ValueError("normals: expected %d rows (one per indexed point), got %d"
+                                 % (self._n, int(nrm.shape[0])))
+            _require_device_support(q, nrm)
+            call = _entry("knn_index_align", self._scalar)
+            real = _ctype(self._scalar)
+            check(getattr(native(), call)(handle, _arrays.pointer(q, real),
+                                          _arrays.c_int64(int(q.shape[0]), "m"),
+                                          _arrays.pointer(nrm, real),
+                                          _arrays.pointer(start, ctypes.c_double),
+                                          ctypes.byref(params), ctypes.byref(result),
+                                          byref(options)), call)
+        return _align_result(result)
 
     def _query_host(self, q: np.ndarray, k: int, options: Optional[Options]) -> KnnResult:
         """:meth:`query` for :class:`~knn_gpgpu.KDTree`'s small calls, without the

@@ -93,7 +93,8 @@ class ClosestBarycentricResult(NamedTuple):
 
 
 class AlignResult(NamedTuple):
-    """:meth:`Mesh.align` (``knn_mesh_align_ex``): ``transform`` the ``(4, 4)``
+    """:meth:`Mesh.align` (``knn_mesh_align_ex``) and
+    :meth:`knn_gpgpu.Index.align` (``knn_index_align``): ``transform`` the ``(4, 4)``
     float64 rigid transform that maps the points onto the mesh, ``rms`` the
     root mean square distance of the ``kept`` correspondences at it (NaN when
     none), ``iterations`` the steps taken, ``converged`` whether the last step
@@ -513,33 +514,9 @@ class Mesh(NativeHandle):
             coarse_start: also start from the principal axes of the scan
                 matched to the mesh's (the four sign choices), keep the best.
         """
-        if not max_correspondence > 0:
-            raise ValueError("max_correspondence must be > 0 (inf: every point), got %r"
-                             % (max_correspondence,))
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or \
-                not 1 <= max_iterations <= _INT32_MAX:
-            raise ValueError("max_iterations must be an int in [1, 2**31 - 1], got %r"
-                             % (max_iterations,))
-        if not 0 < kept_fraction <= 1:
-            raise ValueError("kept_fraction must lie in (0, 1], got %r" % (kept_fraction,))
-        for name, value in (("tolerance_rotation", tolerance_rotation),
-                            ("tolerance_translation", tolerance_translation)):
-            if value is not None and not value > 0:
-                raise ValueError("%s must be > 0 (None: the default), got %r" % (name, value))
-        start = None
-        if initial is not None:
-            start = np.ascontiguousarray(np.asarray(initial, dtype=np.float64))
-            if start.shape != (4, 4):
-                raise ValueError("initial: expected a (4, 4) transform, got shape %s"
-                                 % (start.shape,))
-        params = AlignParamsStruct()
-        params.struct_size = ctypes.sizeof(AlignParamsStruct)
-        params.max_correspondence = float(max_correspondence)
-        params.max_iterations = max_iterations
-        params.coarse_start = 1 if coarse_start else 0
-        params.kept_fraction = float(kept_fraction)
-        params.tolerance_rotation = float(tolerance_rotation or 0.0)
-        params.tolerance_translation = float(tolerance_translation or 0.0)
+        params, start = _align_params(initial, max_correspondence, max_iterations,
+                                      kept_fraction, tolerance_rotation,
+                                      tolerance_translation, coarse_start)
         result = AlignResultStruct()
         result.struct_size = ctypes.sizeof(AlignResultStruct)
         with self._use() as handle:
@@ -552,9 +529,7 @@ class Mesh(NativeHandle):
                                           _arrays.pointer(start, ctypes.c_double),
                                           ctypes.byref(params), ctypes.byref(result),
                                           byref(options)), call)
-        return AlignResult(np.array(result.transform[:], dtype=np.float64).reshape(4, 4),
-                           result.rms, result.n_kept, result.iterations, bool(result.converged),
-                           result.degenerate_directions, result.n_degenerate)
+        return _align_result(result)
 
     # ---- estimates -------------------------------------------------------------
     @staticmethod
@@ -562,6 +537,48 @@ class Mesh(NativeHandle):
                        dtype: Any = np.float32) -> int:
         """See :func:`estimate_mesh_bytes`."""
         return estimate_mesh_bytes(n_vertices, n_triangles, options, dtype=dtype)
+
+
+def _align_params(initial: Any, max_correspondence: float, max_iterations: int,
+                  kept_fraction: float, tolerance_rotation: Optional[float],
+                  tolerance_translation: Optional[float], coarse_start: bool
+                  ) -> Tuple[AlignParamsStruct, Optional[np.ndarray]]:
+    """The checked ``knn_align_params`` and initial transform of
+    :meth:`Mesh.align` and :meth:`knn_gpgpu.Index.align`."""
+    if not max_correspondence > 0:
+        raise ValueError("max_correspondence must be > 0 (inf: every point), got %r"
+                         % (max_correspondence,))
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or \
+            not 1 <= max_iterations <= _INT32_MAX:
+        raise ValueError("max_iterations must be an int in [1, 2**31 - 1], got %r"
+                         % (max_iterations,))
+    if not 0 < kept_fraction <= 1:
+        raise ValueError("kept_fraction must lie in (0, 1], got %r" % (kept_fraction,))
+    for name, value in (("tolerance_rotation", tolerance_rotation),
+                        ("tolerance_translation", tolerance_translation)):
+        if value is not None and not value > 0:
+            raise ValueError("%s must be > 0 (None: the default), got %r" % (name, value))
+    start = None
+    if initial is not None:
+        start = np.ascontiguousarray(np.asarray(initial, dtype=np.float64))
+        if start.shape != (4, 4):
+            raise ValueError("initial: expected a (4, 4) transform, got shape %s"
+                             % (start.shape,))
+    params = AlignParamsStruct()
+    params.struct_size = ctypes.sizeof(AlignParamsStruct)
+    params.max_correspondence = float(max_correspondence)
+    params.max_iterations = max_iterations
+    params.coarse_start = 1 if coarse_start else 0
+    params.kept_fraction = float(kept_fraction)
+    params.tolerance_rotation = float(tolerance_rotation or 0.0)
+    params.tolerance_translation = float(tolerance_translation or 0.0)
+    return params, start
+
+
+def _align_result(result: AlignResultStruct) -> AlignResult:
+    return AlignResult(np.array(result.transform[:], dtype=np.float64).reshape(4, 4),
+                       result.rms, result.n_kept, result.iterations, bool(result.converged),
+                       result.degenerate_directions, result.n_degenerate)
 
 
 def _mesh_from_bytes(data: bytes) -> Mesh:
