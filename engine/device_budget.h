@@ -4,7 +4,7 @@
 // index build picks, every CUDA index engine's query chunks, the
 // point-in-polygon fill, and the shares of a call split over devices.
 // Pure arithmetic over what the caller asked and what the device reports, so
-// that the rule is tested without a device (tests/test_device_budget.cpp);
+// that the rule is tested without a device (tests/unit/test_device_budget.cpp);
 // cuda::device_budget (cuda/cuda_engine.h) applies it to the current device.
 #pragma once
 

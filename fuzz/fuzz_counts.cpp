@@ -1,7 +1,7 @@
 // Fuzz target: the counts of the entry points (issue 51), any 64-bit or int
 // value the input gives (often the edges of PTRDIFF_MAX / element size,
 // INT64_MAX, INT64_MIN, 2^31 - 1, 2^62), over small real buffers. The
-// header's rules by count alone (tests/count_rules.h) say which calls must be
+// header's rules by count alone (tests/support/count_rules.h) say which calls must be
 // refused; those are made and must answer INVALID_ARGUMENT with a message,
 // every output untouched. Calls whose counts fit the buffers are made too and
 // must answer as knn_brute_force does. Calls whose counts are possible but

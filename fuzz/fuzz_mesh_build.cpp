@@ -1,7 +1,7 @@
 // Fuzz target: knn_mesh_build / _f64 on fuzzed meshes (counts, indices in
 // and out of range, repeated and shared vertices, NaN, infinities and huge
 // coordinates from raw bits), then the query calls on the mesh built. The
-// oracle, written apart from the library (tests/mesh_oracle.h and a map of
+// oracle, written apart from the library (tests/support/mesh_oracle.h and a map of
 // directed edges here):
 //   - a mesh with an index outside [0, n_vertices) is refused with
 //     INVALID_ARGUMENT, one with a NaN or infinite coordinate with

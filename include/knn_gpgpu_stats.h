@@ -153,7 +153,7 @@ extern "C" {
  *  computation on the float32 coordinates, rounded to float32 at the end:
  *  within 3e-7 rad of the exact eigenvector for the float32 coordinates
  *  under the same gap condition (the rounding of the output; at most
- *  7.4e-8 rad measured in tests/test_neighbourhood_stats.cpp on the clouds
+ *  7.4e-8 rad measured in tests/api/test_neighbourhood_stats.cpp on the clouds
  *  above); the neighbourhood itself may differ
  *  from a float64 index's at near ties of distance (each is exact in its
  *  own precision).

@@ -46,7 +46,7 @@ inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel)
 // does not know answers false, and the runtime's error for it is cleared.
 bool device_may_use_in_place(const void* p, int device);
 
-// Test hook (tests/test_fault_injection.cpp; not part of the API): with the
+// Test hook (tests/gpu/test_fault_injection.cpp; not part of the API): with the
 // environment variable KNN_FAULT_DEVICE_ALLOC=N, the N-th device allocation
 // counted since the variable took that value fails as if the device were
 // full; the others succeed. Unset or empty: no fault, at the cost of one

@@ -3,7 +3,7 @@
 // heap: a histogram of the candidates' squared distances, from which an
 // upper bound of the k-th smallest follows. Plain C++ for host and device
 // over the caller's counters, so that the CPU tests check the very rule the
-// kernels run (tests/test_kth_bins.cpp).
+// kernels run (tests/unit/test_kth_bins.cpp).
 //
 // Bins. A non-negative scalar's bits order as its value, and their top bits,
 // the exponent and the first kSubBits bits of the mantissa, step through

@@ -2,7 +2,7 @@
 // shared layout and walk (common/geometry/mesh_layout.h, mesh_walk.h),
 // written for the host and the device (KNN_HD): the kernels of
 // mesh_build.cu and mesh_query.cu call these, and so does a host test
-// (tests/test_mesh_walk.cpp) that replays the GPU build and queries on the
+// (tests/engines/test_mesh_walk.cpp) that replays the GPU build and queries on the
 // CPU against the OpenMP engine, bit for bit, where there is no GPU.
 #pragma once
 
