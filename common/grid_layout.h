@@ -50,7 +50,7 @@
 // the increments, (207 - 39) / (39 - 18) = 8, is a volume's, where a
 // curve's stays 2 (grid_curve_is_stacked). Such a grid is kept, and its
 // crowded cells make lists shorter than a cell's points dearer than the
-// kd-tree's (src/index_planner.h, kStackedGridMinListShare): 2 loaded cores,
+// kd-tree's (src/index_planner.h, serving_structure): 2 loaded cores,
 // n = m = 2e5, build + query ms, kd-tree against grid: k = 1 118 against
 // 155, k = 8 129 against 157; k = 100 (m = 5e4) 266 against 165; all-kNN
 // of 2e4 points at k = 1000 796 against 375.
