@@ -6,7 +6,8 @@
 // copies kept per structure, the memory estimates, and the API: an AUTO index
 // answers like every explicit structure and the oracle below and above the
 // thresholds, float32 and float64. On the CPU an AUTO index adds the
-// kd-tree only for queries away from the points (src/index_planner.h); the
+// kd-tree only for queries away from the points and for short lists on
+// points stacked at few locations (src/index_planner.h); the
 // CUDA configs
 // (skipped without a device) are where the API really adds it, from a device
 // copy of the primary's points (each CUDA engine's copy_points_to_device,
