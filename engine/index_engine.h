@@ -89,6 +89,12 @@ class BasicIndexEngine {
     (void)queries, (void)m, (void)call;
     return 0.0;
   }
+  // For a grid whose points are stacked at few locations (duplicates,
+  // common/grid_layout.h "Stacked points"), found so by a build that refuses
+  // curves: the points of a point's own cell on average (itself included);
+  // else 0. Lists shorter than that are served better by a kd-tree
+  // (src/index_planner.h, serving_structure).
+  virtual double stacked_cell_points() const { return 0.0; }
   // The indexed points in input order (size() rows of dim() scalars) into host
   // memory: what serialization saves (the structure is rebuilt on load).
   virtual void copy_points(Scalar* host_rows) const = 0;

@@ -104,8 +104,8 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   using Entry = BasicNeighbor<Scalar>;
   GridIndex(const BasicGridLayout<Scalar>& grid, const Scalar* points, int64_t n,
             const std::vector<int64_t>& order, std::vector<uint32_t> starts,
-            const volatile int* cancel)
-      : grid_(grid), n_(n), starts_(std::move(starts)) {
+            double stacked_cell_points, const volatile int* cancel)
+      : grid_(grid), n_(n), starts_(std::move(starts)), stacked_cell_points_(stacked_cell_points) {
     resize_polling(coords_, static_cast<size_t>(3 * n), cancel);
     resize_polling(ids_, static_cast<size_t>(n), cancel);
     resize_polling(positions_, static_cast<size_t>(n), cancel);
@@ -123,6 +123,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   int structure() const override { return KNN_STRUCTURE_GRID; }
   int64_t size() const override { return n_; }
   int dim() const override { return 3; }
+  double stacked_cell_points() const override { return stacked_cell_points_; }
 
   // Queries in device memory (an OpenMP index called with device arrays)
   // are read only once copied to the host to be answered: 0 for them.
@@ -280,6 +281,7 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   BasicGridLayout<Scalar> grid_;
   int64_t n_;
   std::vector<uint32_t> starts_;    // cell_count + 1 positions into coords_/ids_
+  double stacked_cell_points_;      // BasicIndexEngine::stacked_cell_points
   std::vector<Scalar> coords_;      // x, y, z of the points in cell order
   std::vector<int32_t> ids_;        // their original indices
   std::vector<int32_t> positions_;  // the position in cell order of every index
@@ -308,6 +310,19 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
   BasicGridLayout<Scalar> grid = make_grid_layout(lo, hi, n, target);
   std::vector<uint32_t> starts;
   std::vector<int64_t> order;
+  // The sum of squared counts of the grid `levels` steps up from the current one.
+  auto sum_of_squares_up = [&](int levels) {
+    std::vector<uint64_t> coarse(static_cast<size_t>(grid.coarse_cell_count(levels)), 0);
+    for_each_run(grid.cell_count(), cancel, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c)
+        coarse[grid.coarse_key_of_cell(static_cast<uint32_t>(c), levels)] +=
+            starts[c + 1] - starts[c];
+    });
+    uint64_t sum = 0;
+    for (const uint64_t count : coarse) sum += count * count;
+    return sum;
+  };
+  double stacked_points = 0.0;
   for (int refinements = 0;; ++refinements) {
     const int64_t cells = grid.cell_count();
     order = counting_order(cell_keys(grid, points, n, threads, cancel), cells, &starts, cancel);
@@ -321,19 +336,21 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid(const Scalar* points, int64
     const bool kept = grid_is_kept(sum_sq, n, target, refinements);
     const bool judge_curve = grid_curve_is_judged(params.refuse_curves, n);
     if (kept && !judge_curve) break;
-    std::vector<uint64_t> coarse(static_cast<size_t>(grid.coarse_cell_count()), 0);
-    for_each_run(cells, cancel, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c)
-        coarse[grid.coarse_key_of_cell(static_cast<uint32_t>(c))] += starts[c + 1] - starts[c];
-    });
-    uint64_t coarse_sum = 0;
-    for (const uint64_t count : coarse) coarse_sum += count * count;
-    if (judge_curve && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
-    if (kept) break;
+    const uint64_t coarse_sum = sum_of_squares_up(1);
+    bool stacked = false;
+    if (judge_curve && grid_on_curve(sum_sq, coarse_sum, n)) {
+      if (!grid_curve_is_stacked(sum_sq, coarse_sum, sum_of_squares_up(2))) return nullptr;
+      stacked = true;
+    }
+    if (kept) {
+      stacked_points = stacked ? mean_own_cell(sum_sq, n) : 0.0;
+      break;
+    }
     if (!params.refine_grid || refinements == kGridMaxRefinements) return nullptr;
     if (!finer_grid_layout(grid, sum_sq, coarse_sum, n, target, refinements, grid)) return nullptr;
   }
-  return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts), cancel);
+  return std::make_unique<GridIndex<Scalar>>(grid, points, n, order, std::move(starts),
+                                             stacked_points, cancel);
 }
 
 }  // namespace

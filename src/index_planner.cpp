@@ -43,14 +43,17 @@ bool reads_isolated_share(int backend, int primary, int64_t n, int list_k, CallK
 }
 
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
-                      double isolated_share) {
+                      double isolated_share, double stacked_cell_points) {
   if (primary == KNN_STRUCTURE_KDTREE) return primary;
   const bool isolated = reads_isolated_share(backend, primary, n, list_k, kind) &&
                         isolated_share * static_cast<double>(n) > max_isolated_scan(backend);
-  if (backend != KNN_BACKEND_CUDA) return isolated ? KNN_STRUCTURE_KDTREE : primary;
+  const bool crowded = primary == KNN_STRUCTURE_GRID && kind == CallKind::Nearest &&
+                       static_cast<double>(list_k) < stacked_cell_points;
+  if (backend != KNN_BACKEND_CUDA) return isolated || crowded ? KNN_STRUCTURE_KDTREE : primary;
   if (primary_refuses(backend, primary, n, list_k)) return KNN_STRUCTURE_KDTREE;
   const bool long_lists = kind == CallKind::Nearest && !grid_leads_at(list_k);
-  return primary == KNN_STRUCTURE_GRID && (long_lists || isolated) ? KNN_STRUCTURE_KDTREE : primary;
+  return primary == KNN_STRUCTURE_GRID && (long_lists || isolated || crowded) ? KNN_STRUCTURE_KDTREE
+                                                                              : primary;
 }
 
 template <typename Scalar>
@@ -64,7 +67,8 @@ int structure_serving_call(const BasicIndexEngine<Scalar>& primary, int64_t n, i
     placement.queries_on_device = device_backend().is_device_pointer(queries);
     isolated_share = primary.share_of_isolated_queries(queries, m, placement);
   }
-  return serving_structure(backend, structure, n, list_k, kind, isolated_share);
+  return serving_structure(backend, structure, n, list_k, kind, isolated_share,
+                           primary.stacked_cell_points());
 }
 
 template int structure_serving_call<float>(const IndexEngine&, int64_t, int, CallKind, const float*,

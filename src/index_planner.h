@@ -100,6 +100,15 @@ constexpr double kGpuGridMaxIsolatedScan = 131072.0;
 // the saving at k = 8 to 100 in points scanned.
 constexpr double kCpuGridMaxIsolatedScan = 4096.0;
 
+// A grid whose points are stacked at few locations (duplicates: a build
+// that refuses curves finds so, common/grid_layout.h "Stacked points") scans
+// crowded cells for every list, so for lists of fewer entries than a
+// point's own cell holds on average (BasicIndexEngine::stacked_cell_points)
+// the kd-tree an AUTO index adds serves instead, on both backends; longer
+// lists need that many points anyway and the grid leads (2 loaded cores, 16
+// points at each location, 19 points a cell: kd-tree 1.2-1.3x faster at k
+// <= 8, the grid 1.6-2.1x at k >= 100, common/grid_layout.h).
+
 // What a call needs of a structure: the k nearest (kNN, all-kNN: speed and
 // the list limit decide) or radius rows (only the list limit: the grid's
 // radius rows have none, and no measurement says the kd-tree's are faster).
@@ -110,11 +119,11 @@ enum class CallKind { Nearest, Radius };
 // points, with lists of list_k entries per query (k, k + 1 with
 // exclude_self, max_neighbors of a radius row; 0 for counting), and for a
 // kNN call the share of its queries away from the points (the primary's
-// share_of_isolated_queries): `primary`, or KNN_STRUCTURE_KDTREE where that
-// serves the call faster or `primary` cannot serve it at all
-// (primary_refuses).
+// share_of_isolated_queries), and the primary's stacked_cell_points:
+// `primary`, or KNN_STRUCTURE_KDTREE where that serves the call faster or
+// `primary` cannot serve it at all (primary_refuses).
 int serving_structure(int backend, int primary, int64_t n, int list_k, CallKind kind,
-                      double isolated_share = 0.0);
+                      double isolated_share = 0.0, double stacked_cell_points = 0.0);
 // Whether serving_structure may read the isolated share for such a call (it
 // costs a pass over a sample of the queries): not where the grid would not
 // serve a kNN call anyway, nor over n <= kGpuGridMaxIsolatedScan points

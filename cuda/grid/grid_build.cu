@@ -132,12 +132,13 @@ __global__ void __launch_bounds__(kBlock)
 // The count of every coarse cell (BasicGridLayout::coarse_key_of_cell).
 template <typename Scalar>
 __global__ void coarse_counts_kernel(BasicGridLayout<Scalar> layout, const uint32_t* counts,
-                                     int64_t cells, uint32_t* coarse) {
+                                     int64_t cells, int levels, uint32_t* coarse) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < cells;
        c += stride) {
     const uint32_t count = counts[c];
-    if (count != 0) atomicAdd(&coarse[layout.coarse_key_of_cell(static_cast<uint32_t>(c))], count);
+    if (count != 0)
+      atomicAdd(&coarse[layout.coarse_key_of_cell(static_cast<uint32_t>(c), levels)], count);
   }
 }
 
@@ -169,6 +170,7 @@ class GridIndex final : public ResidentRowsEngine<Scalar> {
   int structure() const override { return KNN_STRUCTURE_GRID; }
   int64_t size() const override { return grid_->n; }
   int dim() const override { return 3; }
+  double stacked_cell_points() const override { return grid_->stacked_cell_points; }
 
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
@@ -343,17 +345,18 @@ void bin_points(int64_t cells, int64_t n, cub::DoubleBuffer<uint32_t>& sort_keys
   check_launch("grid cell starts");
 }
 
-// The occupancy of the coarse grid of `layout` (cells twice as wide).
+// The occupancy of the coarse grid of `layout` `levels` steps up (cells
+// 2^levels times as wide).
 template <typename Scalar>
-uint64_t coarse_occupancy(const BasicGridLayout<Scalar>& layout, const uint32_t* counts,
+uint64_t coarse_occupancy(const BasicGridLayout<Scalar>& layout, const uint32_t* counts, int levels,
                           cudaStream_t stream) {
-  const int64_t cells = layout.cell_count(), coarse_cells = layout.coarse_cell_count();
+  const int64_t cells = layout.cell_count(), coarse_cells = layout.coarse_cell_count(levels);
   DeviceBuffer<uint32_t> coarse(static_cast<size_t>(coarse_cells));
   check(cudaMemsetAsync(coarse.get(), 0, coarse.size() * sizeof(uint32_t), stream),
         "grid coarse occupancy");
   coarse_counts_kernel<Scalar>
-      <<<blocks_for(coarse_counts_kernel<Scalar>, cells), kBlock, 0, stream>>>(layout, counts,
-                                                                               cells, coarse.get());
+      <<<blocks_for(coarse_counts_kernel<Scalar>, cells), kBlock, 0, stream>>>(
+          layout, counts, cells, levels, coarse.get());
   check_launch("grid coarse counts");
   return sum_of_squares(coarse.get(), coarse_cells, stream);
 }
@@ -410,6 +413,7 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
   cub::DoubleBuffer<uint32_t> sort_keys(keys[0].get(), keys[1].get());
   cub::DoubleBuffer<uint32_t> sort_ids(ids[0].get(), ids[1].get());
   DeviceBuffer<uint32_t> starts;
+  double stacked_points = 0.0;
   for (int refinements = 0;; ++refinements) {
     throw_if_cancelled(cancel);
     const int64_t cells = layout.cell_count();
@@ -420,9 +424,17 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
     const bool kept = grid_is_kept(sum_sq, n, target, refinements);
     const bool judge_curve = grid_curve_is_judged(refuse_curves, n);
     if (kept && !judge_curve) break;
-    const uint64_t coarse_sum = coarse_occupancy(layout, starts.get(), stream);
-    if (judge_curve && grid_on_curve(sum_sq, coarse_sum, n)) return nullptr;
-    if (kept) break;
+    const uint64_t coarse_sum = coarse_occupancy(layout, starts.get(), 1, stream);
+    bool stacked = false;
+    if (judge_curve && grid_on_curve(sum_sq, coarse_sum, n)) {
+      const uint64_t coarser_sum = coarse_occupancy(layout, starts.get(), 2, stream);
+      if (!grid_curve_is_stacked(sum_sq, coarse_sum, coarser_sum)) return nullptr;
+      stacked = true;
+    }
+    if (kept) {
+      stacked_points = stacked ? mean_own_cell(sum_sq, n) : 0.0;
+      break;
+    }
     if (!refine || refinements == kGridMaxRefinements) return nullptr;
     if (!finer_grid_layout(layout, sum_sq, coarse_sum, n, target, refinements, layout))
       return nullptr;
@@ -446,6 +458,7 @@ std::unique_ptr<DeviceGrid<Scalar>> build_device_grid(DeviceBuffer<Scalar> xyz, 
   grid->points = std::move(xyz);
   grid->cell_points = std::move(cell_points);
   grid->starts = std::move(starts);
+  grid->stacked_cell_points = stacked_points;
   return grid;
 }
 

@@ -23,6 +23,7 @@ struct DeviceGrid {
   DeviceBuffer<Scalar> points;          // input order, rows of x, y, z
   DeviceBuffer<CellPoint> cell_points;  // cell order, with the original indices
   DeviceBuffer<uint32_t> starts;        // cell_count + 1
+  double stacked_cell_points = 0.0;     // BasicIndexEngine::stacked_cell_points
 
   GridView<Scalar> view() const {
     return GridView<Scalar>{layout, cell_points.get(), starts.get(), points.get(), n};

@@ -6,7 +6,8 @@
 // copies kept per structure, the memory estimates, and the API: an AUTO index
 // answers like every explicit structure and the oracle below and above the
 // thresholds, float32 and float64. On the CPU an AUTO index adds the
-// kd-tree only for queries away from the points (src/index_planner.h); the
+// kd-tree only for queries away from the points and for short lists on
+// points stacked at few locations (src/index_planner.h); the
 // CUDA configs
 // (skipped without a device) are where the API really adds it, from a device
 // copy of the primary's points (each CUDA engine's copy_points_to_device,
@@ -217,6 +218,76 @@ TEST(AutoQueryCpu, AdversarialDistributionsGetTheStructureTheRuleNames) {
           knn_test::same_knn(reference, knn_test::query_index(automatic.get(), queries, 3, k)));
       EXPECT_TRUE(knn_test::same_knn(reference, knn_test::query_index(grid.get(), queries, 3, k)));
     }
+  }
+}
+
+// Points stacked 16 at each of n / 16 uniform locations (bench_auto's
+// duplicates) grow their cells' occupancy like a curve's from one scale to
+// the next, but like a volume's two steps up (common/grid_layout.h "Stacked
+// points"): an AUTO index keeps its grid (the kd-tree was its primary
+// before), and on both backends the kd-tree serves lists shorter than a
+// point's crowded cell, the grid longer ones; answers bit for bit as the
+// explicit structures'.
+TEST(AutoQueryCpu, StackedPointsKeepTheGridAndShortListsGoToTheKdTree) {
+  using knn_bench::Adversarial;
+  const int64_t n = 8000, m = 400;
+  const std::vector<Point> cloud = knn_bench::adversarial_cloud(Adversarial::Duplicates, n, false);
+  const std::vector<Point> query_cloud =
+      knn_bench::adversarial_cloud(Adversarial::Duplicates, m, true);
+  const std::vector<float> points(&cloud[0].p[0], &cloud[0].p[0] + 3 * n);
+  const std::vector<float> queries(&query_cloud[0].p[0], &query_cloud[0].p[0] + 3 * m);
+  const auto primary = knn::build_index_engine<float>(kCpu, KNN_STRUCTURE_AUTO, points.data(), n, 3,
+                                                      knn::IndexParams{});
+  ASSERT_NE(primary, nullptr);
+  ASSERT_EQ(primary->structure(), kGrid);
+  const double crowd = primary->stacked_cell_points();
+  EXPECT_GT(crowd, 16.0);  // the 16 at its own location, and its neighbours
+  EXPECT_LT(crowd, 32.0);
+  for (int k : {1, 8}) {
+    EXPECT_EQ(knn::structure_serving_call(*primary, n, k, CallKind::Nearest, queries.data(), m),
+              kKdTree)
+        << k;
+    EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, k, CallKind::Nearest, 0.0, crowd), kKdTree)
+        << k;
+  }
+  for (int k : {100, 1000}) {
+    EXPECT_EQ(knn::structure_serving_call(*primary, n, k, CallKind::Nearest, queries.data(), m),
+              kGrid)
+        << k;
+    EXPECT_EQ(knn::structure_serving_call<float>(*primary, n, k, CallKind::Nearest, nullptr, n),
+              kGrid)
+        << k;
+  }
+  EXPECT_EQ(knn::serving_structure(kCpu, kGrid, n, 8, CallKind::Radius, 0.0, crowd), kGrid);
+  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, n, 100, CallKind::Nearest, 0.0, crowd), kGrid);
+  // Points on a line stacked alike stay a curve: the kd-tree is the primary.
+  std::vector<float> stacked_line(static_cast<size_t>(3 * n));
+  for (int64_t i = 0; i < n; ++i) {
+    const float t = static_cast<float>(i / 16) / static_cast<float>(n / 16);
+    stacked_line[static_cast<size_t>(3 * i)] = t;
+    stacked_line[static_cast<size_t>(3 * i + 1)] = 0.5f * t + 0.25f;
+    stacked_line[static_cast<size_t>(3 * i + 2)] = 0.25f * t + 0.5f;
+  }
+  EXPECT_EQ(knn::build_index_engine<float>(kCpu, KNN_STRUCTURE_AUTO, stacked_line.data(), n, 3,
+                                           knn::IndexParams{})
+                ->structure(),
+            kKdTree);
+  knn_options o;
+  knn_options_init(&o);
+  o.backend = kCpu;
+  o.structure = KNN_STRUCTURE_AUTO;
+  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
+  o.structure = kKdTree;
+  knn_test::IndexHandle kd = knn_test::build_index(points, 3, o);
+  o.structure = kGrid;
+  knn_test::IndexHandle grid = knn_test::build_index(points, 3, o);
+  ASSERT_TRUE(automatic && kd && grid);
+  for (int k : {1, 8, 100}) {
+    SCOPED_TRACE(k);
+    const knn_test::KnnResult reference = knn_test::query_index(kd.get(), queries, 3, k);
+    EXPECT_TRUE(
+        knn_test::same_knn(reference, knn_test::query_index(automatic.get(), queries, 3, k)));
+    EXPECT_TRUE(knn_test::same_knn(reference, knn_test::query_index(grid.get(), queries, 3, k)));
   }
 }
 

@@ -141,7 +141,8 @@ TEST(GridGpuOccupancy, SameDecisionAsOpenMp) {
 // Points on curves (grid_layout.h "Curves"): a build that refuses curves
 // refuses the same grids on both engines, refined or not (the x axis keeps a
 // first grid, a circle a refined one, when curves are not refused), and
-// keeps the others alike.
+// keeps the others alike; points stacked at few locations are no curve on
+// either.
 TEST(GridGpuCurves, SameRefusalOfCurvesAsOpenMp) {
   SKIP_WITHOUT_DEVICE();
   const int64_t n = 20000;
@@ -160,6 +161,19 @@ TEST(GridGpuCurves, SameRefusalOfCurvesAsOpenMp) {
       const auto gpu = knn::cuda::build_grid_index(points.data(), n, params);
       EXPECT_EQ(gpu == nullptr, knn::omp::build_grid_index(points.data(), n, params) == nullptr);
     }
+    // Points stacked 16 at each uniform location look like a curve one step
+    // up, not two (grid_layout.h "Stacked points"): both keep the grid and
+    // report the same crowd.
+    const std::vector<float> locations = make_rows(Dist::Uniform, n / 16, 3, 66);
+    std::vector<float> stacked;
+    for (size_t i = 0; i < locations.size(); i += 3)
+      for (int copy = 0; copy < 16; ++copy)
+        stacked.insert(stacked.end(), locations.begin() + i, locations.begin() + i + 3);
+    const auto gpu = knn::cuda::build_grid_index(stacked.data(), n, params);
+    const auto cpu = knn::omp::build_grid_index(stacked.data(), n, params);
+    ASSERT_TRUE(gpu && cpu);
+    EXPECT_GT(cpu->stacked_cell_points(), 16.0);
+    EXPECT_EQ(gpu->stacked_cell_points(), cpu->stacked_cell_points());
   }
 }
 
