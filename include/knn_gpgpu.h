@@ -255,9 +255,9 @@ KNN_API int KNN_CALL knn_set_cancel_flag(const volatile int* flag);
  *             stage, updated per chunk of work (a block of queries, a device
  *             chunk, a tree level), equal to total when the stage completes;
  *   sequence  incremented when a stage begins: one call may run several
- *             stages (a radius fill counts, then fills; a device call that
- *             falls back to the CPU begins its stage again, from the
- *             units done before that call).
+ *             stages (a device call that falls back to the CPU begins its
+ *             stage again, from the units done before that call; a radius
+ *             fill searches once, one query stage).
  * The library writes done, then total, then stage, then sequence with atomic
  * operations (release order) when a stage begins, and adds to done
  * atomically; read the fields with atomic or plain aligned 64-bit loads
