@@ -154,6 +154,41 @@ namespace KnnGpgpu
         public int NDegenerate;
     }
 
+    // One fit's C call with its start (IntPtr.Zero: the identity), parameters and result.
+    internal delegate int AlignCall(IntPtr initial, ref KnnAlignParamsStruct parameters,
+                                    ref KnnAlignResultStruct result, IntPtr opt);
+
+    // The marshalling every fit shares (knn_mesh_align_ex, knn_index_align): the parameters
+    // struct (0 takes the header's default), the start pinned, the result read back.
+    internal static class AlignRun
+    {
+        internal static KnnAlignResult Fit(AlignCall call, string name, double[,] initial,
+                                           double maxCorrespondence, int maxIterations, double keptFraction,
+                                           double? toleranceRotation, double? toleranceTranslation,
+                                           bool coarseStart, KnnOptions? options)
+        {
+            if (initial != null && (initial.GetLength(0) != 4 || initial.GetLength(1) != 4))
+                throw new ArgumentException("initial: expected a 4 x 4 transform");
+            var prm = new KnnAlignParamsStruct {
+                StructSize = new UIntPtr((ulong)Marshal.SizeOf(typeof(KnnAlignParamsStruct))),
+                MaxCorrespondence = maxCorrespondence, MaxIterations = maxIterations,
+                CoarseStart = coarseStart ? 1 : 0, KeptFraction = keptFraction,
+                ToleranceRotation = toleranceRotation ?? 0, ToleranceTranslation = toleranceTranslation ?? 0 };
+            var fit = new KnnAlignResultStruct {
+                StructSize = new UIntPtr((ulong)Marshal.SizeOf(typeof(KnnAlignResultStruct))),
+                Transform = new double[16] };
+            using (var pins = new Pins(initial))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(call(pins[0], ref prm, ref fit, OptionsBlock.PointerOf(opt)), name);
+            var transform = new double[4, 4];
+            Buffer.BlockCopy(fit.Transform, 0, transform, 0, 16 * sizeof(double));
+            return new KnnAlignResult { Transform = transform, Rms = fit.Rms, NKept = fit.NKept,
+                                        Iterations = fit.Iterations, Converged = fit.Converged != 0,
+                                        DegenerateDirections = (KnnAlignDirections)fit.DegenerateDirections,
+                                        NDegenerate = fit.NDegenerate };
+        }
+    }
+
     /// <summary>knn_mesh_info.</summary>
     public struct KnnMeshInfo
     {
@@ -511,27 +546,11 @@ namespace KnnGpgpu
                                     double? toleranceTranslation = null, bool coarseStart = false,
                                     KnnOptions? options = null)
         {
-            if (initial != null && (initial.GetLength(0) != 4 || initial.GetLength(1) != 4))
-                throw new ArgumentException("initial: expected a 4 x 4 transform");
-            // 0 in the struct takes the default: only the tolerances are left to it.
-            var prm = new KnnAlignParamsStruct {
-                StructSize = new UIntPtr((ulong)Marshal.SizeOf(typeof(KnnAlignParamsStruct))),
-                MaxCorrespondence = maxCorrespondence, MaxIterations = maxIterations,
-                CoarseStart = coarseStart ? 1 : 0, KeptFraction = keptFraction,
-                ToleranceRotation = toleranceRotation ?? 0, ToleranceTranslation = toleranceTranslation ?? 0 };
-            var fit = new KnnAlignResultStruct {
-                StructSize = new UIntPtr((ulong)Marshal.SizeOf(typeof(KnnAlignResultStruct))),
-                Transform = new double[16] };
-            using (var pins = new Pins(initial))
-            using (var opt = OptionsBlock.For(options))
-                Knn.Check(Calls.Align(Live(), points, m, pins[0], ref prm, ref fit, OptionsBlock.PointerOf(opt)),
-                          "knn_mesh_align_ex" + Calls.Suffix);
-            var transform = new double[4, 4];
-            Buffer.BlockCopy(fit.Transform, 0, transform, 0, 16 * sizeof(double));
-            return new KnnAlignResult { Transform = transform, Rms = fit.Rms, NKept = fit.NKept,
-                                        Iterations = fit.Iterations, Converged = fit.Converged != 0,
-                                        DegenerateDirections = (KnnAlignDirections)fit.DegenerateDirections,
-                                        NDegenerate = fit.NDegenerate };
+            MeshHandle handle = Live();
+            return AlignRun.Fit((IntPtr start, ref KnnAlignParamsStruct prm, ref KnnAlignResultStruct fit,
+                                 IntPtr opt) => Calls.Align(handle, points, m, start, ref prm, ref fit, opt),
+                                "knn_mesh_align_ex" + Calls.Suffix, initial, maxCorrespondence, maxIterations,
+                                keptFraction, toleranceRotation, toleranceTranslation, coarseStart, options);
         }
     }
 }

@@ -63,6 +63,14 @@ namespace KnnGpgpu
         internal static extern UIntPtr knn_estimate_stats_bytes(long n, int k, IntPtr opt);
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern UIntPtr knn_estimate_stats_bytes_f64(long n, int k, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_align(IndexHandle index, IntPtr points, long m, IntPtr normals,
+                                                   IntPtr initial, ref KnnAlignParamsStruct parameters,
+                                                   ref KnnAlignResultStruct result, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_align_f64(IndexHandle index, IntPtr points, long m, IntPtr normals,
+                                                       IntPtr initial, ref KnnAlignParamsStruct parameters,
+                                                       ref KnnAlignResultStruct result, IntPtr opt);
     }
 
     /// <summary>The answer of KnnStats.Normals: unit normals (x, y, z rows) and the surface
@@ -154,6 +162,40 @@ namespace KnnGpgpu
         }
 
         static string Name(string call, bool f64) { return f64 ? call + "_f64" : call; }
+
+        /// <summary>The rigid motion that best fits the scan points (x, y, z per point, the
+        /// index's Scalar) onto the index's 3-D points (knn_index_align or _f64): ICP against
+        /// each moved point's nearest index point, point to plane with normals (3 n values, one
+        /// unit normal per index point, e.g. from Normals) or point to point when normals is
+        /// null. The other arguments are KnnMesh's Align's.</summary>
+        public static KnnAlignResult Align<T>(this KnnIndex index, T[] points, T[] normals = null,
+                                              double[,] initial = null,
+                                              double maxCorrespondence = double.PositiveInfinity,
+                                              int maxIterations = 50, double keptFraction = 1,
+                                              double? toleranceRotation = null, double? toleranceTranslation = null,
+                                              bool coarseStart = false, KnnOptions? options = null)
+            where T : struct
+        {
+            bool f64 = F64<T>(index);
+            if (points == null) throw new ArgumentNullException("points");
+            if (points.Length % 3 != 0)
+                throw new ArgumentException("points: 3 values per point, got " + points.Length);
+            if (normals != null && normals.Length != 3 * index.N)
+                throw new ArgumentException("normals: " + 3 * index.N + " values (3 per index point), got " +
+                                            normals.Length);
+            IndexHandle handle = Live(index);
+            long m = points.Length / 3;
+            using (var pins = new Pins(points, normals))
+            {
+                IntPtr p = pins[0], n = pins[1];
+                return AlignRun.Fit((IntPtr start, ref KnnAlignParamsStruct prm, ref KnnAlignResultStruct fit,
+                                     IntPtr opt) => f64
+                                        ? NativeMethods.knn_index_align_f64(handle, p, m, n, start, ref prm, ref fit, opt)
+                                        : NativeMethods.knn_index_align(handle, p, m, n, start, ref prm, ref fit, opt),
+                                    Name("knn_index_align", f64), initial, maxCorrespondence, maxIterations,
+                                    keptFraction, toleranceRotation, toleranceTranslation, coarseStart, options);
+            }
+        }
 
         /// <summary>Unit normals of the index's 3-D points by principal components of each
         /// point's k nearest, itself included (knn_index_normals or _f64), and the curvature

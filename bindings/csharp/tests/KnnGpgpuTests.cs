@@ -1203,7 +1203,8 @@ static partial class Tests
                                    MeshMaxDistance, MeshSignsOnClosedAndOpenMeshes, MeshDeviationReport,
                                    MeshSerializeRoundTrip, MeshErrors,
                                    MeshAlignRecoversARigidMotion, MeshAlignErrors,
-                                   StatsNormalsMatchADoubleOracle, StatsOutliersAndDensitiesMatchTheOracle };
+                                   StatsNormalsMatchADoubleOracle, StatsOutliersAndDensitiesMatchTheOracle,
+                                   IndexAlignRecoversARigidMotion };
         if (expectedDir != null) tests = new Action[] { BuildAndQueryMatchTheOracle };
         var start = DateTime.UtcNow;
         foreach (var test in tests)

@@ -194,4 +194,52 @@ static partial class Tests
         disposed.Dispose();
         Throws<ObjectDisposedException>(() => disposed.OutlierScores<double>(3), "a disposed index");
     }
+
+    // The index's own points, on an ellipsoid of axes 1, 0.6, 0.3 (no small rotation maps it
+    // onto itself), turned about z and moved: the fit must bring every scan point back onto
+    // its original, point to point and point to plane.
+    static void IndexAlignRecoversARigidMotion()
+    {
+        var cloud = SphereWithSpray(7, 400, 0);
+        for (int i = 0; i < 400; i++) { cloud[3 * i + 1] *= 0.6; cloud[3 * i + 2] *= 0.3; }
+        double angle = 0.04, c = Math.Cos(angle), s = Math.Sin(angle);
+        var shift = new[] { 0.02, -0.01, 0.015 };
+        var scan = new double[cloud.Length];
+        for (int i = 0; i < 400; i++)
+        {
+            double x = cloud[3 * i], y = cloud[3 * i + 1], z = cloud[3 * i + 2];
+            scan[3 * i] = c * x - s * y + shift[0];
+            scan[3 * i + 1] = s * x + c * y + shift[1];
+            scan[3 * i + 2] = z + shift[2];
+        }
+        Func<double[,], double> misfit = t => {
+            double worst = 0;
+            for (int p = 0; p < 400; p++)
+            {
+                double d = 0;
+                for (int i = 0; i < 3; i++)
+                {
+                    double moved = t[i, 3];
+                    for (int j = 0; j < 3; j++) moved += t[i, j] * scan[3 * p + j];
+                    d += (moved - cloud[3 * p + i]) * (moved - cloud[3 * p + i]);
+                }
+                worst = Math.Max(worst, Math.Sqrt(d));
+            }
+            return worst;
+        };
+        using (var index = new KnnIndex(cloud, 3, Opt(KnnBackend.OpenMP, KnnStructure.Auto)))
+        {
+            var toPoints = index.Align<double>(scan, maxIterations: 100);
+            Check(toPoints.Converged && toPoints.NKept == 400, "point to point converged, every point kept");
+            Check(misfit(toPoints.Transform) < 1e-6, "point to point misfit " + misfit(toPoints.Transform));
+            var normals = index.Normals<double>(12, null, false).Normals;
+            var toPlanes = index.Align<double>(scan, normals, maxIterations: 100);
+            Check(toPlanes.Converged, "point to plane converged");
+            Check(misfit(toPlanes.Transform) < 1e-5, "point to plane misfit " + misfit(toPlanes.Transform));
+            bool refused = false;
+            try { index.Align<double>(scan, new double[] { 0, 0, 1 }); }
+            catch (ArgumentException) { refused = true; }
+            Check(refused, "normals of the wrong length are refused");
+        }
+    }
 }

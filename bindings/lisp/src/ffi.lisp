@@ -239,6 +239,9 @@
                                                                           (if (string= suffix "")
                                                                               "" "-f64"))))))
                `(progn
+                  (cffi:defcfun (,(c-name "knn_index_align") ,(lisp-name "%index-align")) :int
+                    (index :pointer) (points :pointer) (m :int64) (normals :pointer)
+                    (initial :pointer) (params :pointer) (result :pointer) (opt :pointer))
                   (cffi:defcfun (,(c-name "knn_index_normals") ,(lisp-name "%index-normals")) :int
                     (index :pointer) (k :int) (viewpoint :pointer) (normals :pointer)
                     (curvature :pointer) (opt :pointer))
@@ -291,7 +294,8 @@
     "knn_index_outlier_scores_f64" "knn_index_statistical_inliers"
     "knn_index_statistical_inliers_f64" "knn_index_kth_distances" "knn_index_kth_distances_f64"
     "knn_index_neighbor_counts" "knn_index_neighbor_counts_f64" "knn_index_radius_inliers"
-    "knn_index_radius_inliers_f64" "knn_estimate_stats_bytes" "knn_estimate_stats_bytes_f64")
+    "knn_index_radius_inliers_f64" "knn_estimate_stats_bytes" "knn_estimate_stats_bytes_f64"
+    "knn_index_align" "knn_index_align_f64")
   "Every C function this file binds (the tests compare it with the header).")
 
 ;;; Every call into the library runs inside this. It loads the library first

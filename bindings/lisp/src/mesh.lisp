@@ -233,6 +233,47 @@ them) of the directions the last step could not observe."
   (transform nil) (rms 0d0) (n-kept 0) (iterations 0) (converged nil)
   (degenerate-directions 0) (n-degenerate 0))
 
+(defun call-align (call initial max-correspondence max-iterations kept-fraction
+                   tolerance-rotation tolerance-translation coarse-start)
+  "The marshalling every fit shares (knn_mesh_align_ex, knn_index_align):
+checks INITIAL and MAX-ITERATIONS, fills knn_align_params, and calls CALL
+with the pointers of the start (NULL: the identity), the parameters and the
+result, which CALL hands to its C function (checking its status). Returns
+the ALIGN-RESULT."
+  (let ((start (and initial (double-vector (if (arrayp initial) (flat-rows initial 4 "initial")
+                                               initial)
+                                           "initial"))))
+    (when (and start (/= (length start) 16))
+      (usage-error "initial: expected 16 reals (a 4 x 4 transform), got ~D" (length start)))
+    (c-int max-iterations "max-iterations")
+    (cffi:with-foreign-objects ((params '(:struct align-params))
+                                (result '(:struct align-result)))
+      (flet ((param (name value)
+               (setf (cffi:foreign-slot-value params '(:struct align-params) name) value)))
+        (param 'struct-size (cffi:foreign-type-size '(:struct align-params)))
+        (param 'max-correspondence
+               (coerce (or max-correspondence (infinity :float64)) 'double-float))
+        (param 'max-iterations max-iterations)
+        (param 'coarse-start (if coarse-start 1 0))
+        (param 'kept-fraction (coerce kept-fraction 'double-float))
+        ;; 0 in the struct: the default
+        (param 'tolerance-rotation (coerce (or tolerance-rotation 0) 'double-float))
+        (param 'tolerance-translation (coerce (or tolerance-translation 0) 'double-float)))
+      (setf (cffi:foreign-slot-value result '(:struct align-result) 'struct-size)
+            (cffi:foreign-type-size '(:struct align-result)))
+      (with-pointers ((ip start))
+        (funcall call ip params result))
+      (flet ((slot (name) (cffi:foreign-slot-value result '(:struct align-result) name)))
+        (let ((transform (make-array '(4 4) :element-type 'double-float))
+              (fitted (cffi:foreign-slot-pointer result '(:struct align-result) 'transform)))
+          (dotimes (i 16)
+            (setf (row-major-aref transform i) (cffi:mem-aref fitted :double i)))
+          (make-align-result
+           :transform transform :rms (slot 'rms) :n-kept (slot 'n-kept)
+           :iterations (slot 'iterations) :converged (= (slot 'converged) 1)
+           :degenerate-directions (slot 'degenerate-directions)
+           :n-degenerate (slot 'n-degenerate)))))))
+
 (defun mesh-align (mesh points &key initial max-correspondence (max-iterations 50)
                                  (kept-fraction 1) tolerance-rotation tolerance-translation
                                  coarse-start options count)
@@ -247,44 +288,16 @@ keeps that fraction of the correspondences, the nearest. TOLERANCE-ROTATION
 defaults. COARSE-START true also starts from the principal axes. Returns an
 ALIGN-RESULT; a bad argument (negative MAX-ITERATIONS, a KEPT-FRACTION out of
 range, an INITIAL that is not rigid) signals KNN-INVALID-ARGUMENT."
-  (let ((start (and initial (double-vector (if (arrayp initial) (flat-rows initial 4 "initial")
-                                               initial)
-                                           "initial"))))
-    (when (and start (/= (length start) 16))
-      (usage-error "initial: expected 16 reals (a 4 x 4 transform), got ~D" (length start)))
-    (c-int max-iterations "max-iterations")
-    (with-live-mesh (handle mesh)
-      (multiple-value-bind (q m) (mesh-points mesh points count)
-        (cffi:with-foreign-objects ((params '(:struct align-params))
-                                    (result '(:struct align-result)))
-          (flet ((param (name value)
-                   (setf (cffi:foreign-slot-value params '(:struct align-params) name) value)))
-            (param 'struct-size (cffi:foreign-type-size '(:struct align-params)))
-            (param 'max-correspondence
-                   (coerce (or max-correspondence (infinity :float64)) 'double-float))
-            (param 'max-iterations max-iterations)
-            (param 'coarse-start (if coarse-start 1 0))
-            (param 'kept-fraction (coerce kept-fraction 'double-float))
-            ;; 0 in the struct: the default
-            (param 'tolerance-rotation (coerce (or tolerance-rotation 0) 'double-float))
-            (param 'tolerance-translation (coerce (or tolerance-translation 0) 'double-float)))
-          (setf (cffi:foreign-slot-value result '(:struct align-result) 'struct-size)
-                (cffi:foreign-type-size '(:struct align-result)))
-          (with-foreign-options (opt options)
-            (with-pointers ((qp q) (ip start))
-              (scalar-call ((mesh-scalar mesh) name "knn_mesh_align_ex" %mesh-align-ex
-                            %mesh-align-ex-f64)
-                handle qp m ip params result opt)))
-          (flet ((slot (name) (cffi:foreign-slot-value result '(:struct align-result) name)))
-            (let ((transform (make-array '(4 4) :element-type 'double-float))
-                  (fitted (cffi:foreign-slot-pointer result '(:struct align-result) 'transform)))
-              (dotimes (i 16)
-                (setf (row-major-aref transform i) (cffi:mem-aref fitted :double i)))
-              (make-align-result
-               :transform transform :rms (slot 'rms) :n-kept (slot 'n-kept)
-               :iterations (slot 'iterations) :converged (= (slot 'converged) 1)
-               :degenerate-directions (slot 'degenerate-directions)
-               :n-degenerate (slot 'n-degenerate)))))))))
+  (with-live-mesh (handle mesh)
+    (multiple-value-bind (q m) (mesh-points mesh points count)
+      (with-foreign-options (opt options)
+        (with-pointers ((qp q))
+          (call-align (lambda (ip params result)
+                        (scalar-call ((mesh-scalar mesh) name "knn_mesh_align_ex"
+                                      %mesh-align-ex %mesh-align-ex-f64)
+                          handle qp m ip params result opt))
+                      initial max-correspondence max-iterations kept-fraction
+                      tolerance-rotation tolerance-translation coarse-start))))))
 
 (defun serialize-mesh (mesh)
   "knn_mesh_serialize: MESH as a (unsigned-byte 8) vector (versioned, checksummed)."

@@ -51,7 +51,7 @@
    #:deviation-report-mean #:deviation-report-rms #:deviation-report-percentiles
    #:deviation-report-percentile-values #:deviation-report-bin-edges
    #:deviation-report-bin-counts #:deviation-report-signed-distances
-   #:mesh-align #:align-result #:align-result-p #:align-result-transform #:align-result-rms
+   #:mesh-align #:index-align #:align-result #:align-result-p #:align-result-transform #:align-result-rms
    #:align-result-n-kept #:align-result-iterations #:align-result-converged
    #:align-result-degenerate-directions #:align-result-n-degenerate
    ;; neighbourhood statistics

@@ -201,3 +201,56 @@ l0 / trace."
     (check (> (knn:estimate-stats-bytes 1000000 16) small))
     (check (>= (knn:estimate-stats-bytes 1000 16 nil :float64) small))
     (check (zerop (knn:estimate-stats-bytes 1000 0)))))
+
+;;; ---- alignment to the index's points ------------------------------------------------
+
+(defun ellipsoid-cloud (seed n)
+  "N points on an ellipsoid of axes 1, 0.6, 0.3: no rotation maps it onto itself
+but the half turns, so a small motion is observable."
+  (let ((v (sphere-cloud seed n 1d0)))
+    (dotimes (i n v)
+      (setf (aref v (+ 1 (* 3 i))) (* 0.6d0 (aref v (+ 1 (* 3 i))))
+            (aref v (+ 2 (* 3 i))) (* 0.3d0 (aref v (+ 2 (* 3 i))))))))
+
+(defun moved-cloud (cloud angle translation)
+  "CLOUD turned by ANGLE about the z axis, then moved by TRANSLATION."
+  (let ((out (make-array (length cloud) :element-type 'double-float))
+        (c (cos angle)) (s (sin angle)))
+    (dotimes (p (floor (length cloud) 3) out)
+      (let ((x (aref cloud (* 3 p))) (y (aref cloud (+ 1 (* 3 p)))) (z (aref cloud (+ 2 (* 3 p)))))
+        (setf (aref out (* 3 p)) (+ (- (* c x) (* s y)) (first translation))
+              (aref out (+ 1 (* 3 p))) (+ (* s x) (* c y) (second translation))
+              (aref out (+ 2 (* 3 p))) (+ z (third translation)))))))
+
+(defun largest-misfit (transform scan cloud)
+  "The largest distance between TRANSFORM applied to SCAN and CLOUD, point by point."
+  (let ((worst 0d0))
+    (dotimes (p (floor (length scan) 3) worst)
+      (let ((d 0d0))
+        (dotimes (i 3)
+          (let ((moved (+ (aref transform i 3)
+                          (loop for j below 3
+                                sum (* (aref transform i j) (aref scan (+ j (* 3 p))))))))
+            (incf d (expt (- moved (aref cloud (+ i (* 3 p)))) 2))))
+        (setf worst (max worst (sqrt d)))))))
+
+(deftest index-align-recovers-a-rigid-motion
+  ;; The scan is the index's own points moved; the fit must bring every scan
+  ;; point back onto its original, point to point and point to plane.
+  (let* ((cloud (ellipsoid-cloud 7 400))
+         (scan (moved-cloud cloud 0.04d0 '(0.02d0 -0.01d0 0.015d0))))
+    (knn:with-index (index cloud 3 :backend :openmp)
+      (let ((fit (knn:index-align index scan :max-iterations 100)))
+        (check (knn:align-result-converged fit) "point to point converged")
+        (check (= (knn:align-result-n-kept fit) 400))
+        (check (< (largest-misfit (knn:align-result-transform fit) scan cloud) 1d-6)
+               (format nil "point to point misfit ~A"
+                       (largest-misfit (knn:align-result-transform fit) scan cloud))))
+      (let* ((normals (knn:index-normals index 12 :curvature nil))
+             (fit (knn:index-align index scan :normals normals :max-iterations 100)))
+        (check (knn:align-result-converged fit) "point to plane converged")
+        (check (< (largest-misfit (knn:align-result-transform fit) scan cloud) 1d-5)
+               (format nil "point to plane misfit ~A"
+                       (largest-misfit (knn:align-result-transform fit) scan cloud))))
+      (check-signals knn:knn-usage-error (knn:index-align index scan :normals '(0 0 1)))
+      (check-signals knn:knn-usage-error (knn:index-align index '(1 2))))))
