@@ -61,7 +61,7 @@ def test_knn_self_radius_match_the_union(dim, n, seed):
         assert (index.n_global, index.offset, index.n_local) == (n, p0, p1 - p0)
         for k in (1, 8, 33):
             ind, d2 = index.query(queries[q0:q1], k)
-            want_ind, want_d2 = single.query(queries[q0:q1], k)
+            want_d2, want_ind = single.query(queries[q0:q1], k)  # Index: distances first
             np.testing.assert_array_equal(ind, want_ind)
             assert ind.dtype == np.int64
             np.testing.assert_array_equal(d2.view(np.int32), want_d2.view(np.int32))
@@ -71,7 +71,7 @@ def test_knn_self_radius_match_the_union(dim, n, seed):
                 np.testing.assert_array_equal(d2, o_d2)
         for exclude in (True, False):
             ind, d2 = index.query_self(8, exclude_self=exclude)
-            want_ind, want_d2 = single.query_self(8, exclude_self=exclude)
+            want_d2, want_ind = single.query_self(8, exclude_self=exclude)
             np.testing.assert_array_equal(ind, want_ind[p0:p1])
             np.testing.assert_array_equal(d2, want_d2[p0:p1])
         r = 0.15
@@ -98,7 +98,7 @@ def test_a_sub_communicator():
                 union_index(pts) as single:
             assert index.size == sub.size and index.rank == sub.rank
             ind, _ = index.query(pts[:10], 5)
-            np.testing.assert_array_equal(ind, single.query(pts[:10], 5)[0])
+            np.testing.assert_array_equal(ind, single.query(pts[:10], 5)[1])
     finally:
         sub.Free()
 
