@@ -17,9 +17,14 @@
 namespace knn_cli {
 namespace io {
 
-// Every reader's error: "PATH: what".
+// Every reader's error: "PATH: what", with what cut to a bounded length.
+// The messages quote the file (names, counts, excerpts of 40 bytes), and a
+// hostile header can fill every quoted part at once; the bound keeps the
+// message one short line whatever the file holds.
+constexpr size_t kMessageLimit = 320;
 [[noreturn]] inline void fail(const std::string& path, const std::string& what) {
-  throw std::runtime_error(path + ": " + what);
+  throw std::runtime_error(
+      path + ": " + (what.size() > kMessageLimit ? what.substr(0, kMessageLimit) + "..." : what));
 }
 
 inline bool host_is_little_endian() {
