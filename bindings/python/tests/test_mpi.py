@@ -60,8 +60,8 @@ def test_knn_self_radius_match_the_union(dim, n, seed):
             union_index(union) as single:
         assert (index.n_global, index.offset, index.n_local) == (n, p0, p1 - p0)
         for k in (1, 8, 33):
-            ind, d2 = index.query(queries[q0:q1], k)
-            want_d2, want_ind = single.query(queries[q0:q1], k)  # Index: distances first
+            d2, ind = index.query(queries[q0:q1], k)
+            want_d2, want_ind = single.query(queries[q0:q1], k)
             np.testing.assert_array_equal(ind, want_ind)
             assert ind.dtype == np.int64
             np.testing.assert_array_equal(d2.view(np.int32), want_d2.view(np.int32))
@@ -70,7 +70,7 @@ def test_knn_self_radius_match_the_union(dim, n, seed):
                 np.testing.assert_array_equal(ind, o_ind)
                 np.testing.assert_array_equal(d2, o_d2)
         for exclude in (True, False):
-            ind, d2 = index.query_self(8, exclude_self=exclude)
+            d2, ind = index.query_self(8, exclude_self=exclude)
             want_d2, want_ind = single.query_self(8, exclude_self=exclude)
             np.testing.assert_array_equal(ind, want_ind[p0:p1])
             np.testing.assert_array_equal(d2, want_d2[p0:p1])
@@ -80,9 +80,20 @@ def test_knn_self_radius_match_the_union(dim, n, seed):
         np.testing.assert_array_equal(got.indices, want.indices)
         np.testing.assert_array_equal(got.sq_distances, want.sq_distances)
         np.testing.assert_array_equal(got.counts, want.counts)
+        assert tuple(got) == (got.sq_distances, got.indices, got.counts)
         counted = index.radius(queries[q0:q1], r, max_neighbors=0)
-        assert counted.indices is None
+        assert counted.indices is None and counted.sq_distances is None
         np.testing.assert_array_equal(counted.counts, want.counts)
+        # The 1.0 order, indices first, with its warning.
+        with pytest.warns(DeprecationWarning, match="DistributedIndex.query returns"):
+            legacy = index.query(queries[q0:q1], 8, distances_first=False)
+        want_d2, want_ind = index.query(queries[q0:q1], 8)
+        np.testing.assert_array_equal(legacy[0], want_ind)
+        np.testing.assert_array_equal(legacy[1], want_d2)
+        with pytest.warns(DeprecationWarning, match="DistributedIndex.radius returns"):
+            old = index.radius(queries[q0:q1], r, max_neighbors=12, distances_first=False)
+        np.testing.assert_array_equal(old[0], want.indices)
+        np.testing.assert_array_equal(old[1], want.sq_distances)
         assert index.last_stats()["bytes_sent"] >= 0
 
 
@@ -97,7 +108,7 @@ def test_a_sub_communicator():
         with kmpi.DistributedIndex(sub, pts[p0:p1], backend="openmp") as index, \
                 union_index(pts) as single:
             assert index.size == sub.size and index.rank == sub.rank
-            ind, _ = index.query(pts[:10], 5)
+            _, ind = index.query(pts[:10], 5)
             np.testing.assert_array_equal(ind, single.query(pts[:10], 5)[1])
     finally:
         sub.Free()
@@ -137,5 +148,5 @@ def test_a_bad_rank_fails_every_rank():
             flag.reset()
             assert flagged.query(good[:5], 3)[0].shape == (5, 3)
         # The index still answers.
-        ind, _ = index.query(good[:5], 1)
+        _, ind = index.query(good[:5], 1)
         assert ind[:, 0].tolist() == [index.offset + i for i in range(5)]

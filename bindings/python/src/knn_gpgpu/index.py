@@ -103,7 +103,7 @@ class RadiusResult(NamedTuple):
     counts: Any
 
 
-_ORDER_WARNING = ("Index.%s returns (indices, sq_distances%s) in the 1.0 order because "
+_ORDER_WARNING = ("%s returns (indices, sq_distances%s) in the 1.0 order because "
                   "distances_first=False was passed; that order is removed in 1.2: drop the "
                   "argument for (sq_distances, indices%s), as scipy and brute_force return them, "
                   "or read the named fields (result.indices, result.sq_distances)")
@@ -281,7 +281,7 @@ class Index(NeighbourhoodStats, NativeHandle):
             when ``distances`` is false), nearest first, ties by index, -1/+inf
             in missing slots.
         """
-        first = _distances_first(distances_first, "query")
+        first = _distances_first(distances_first, "Index.query")
         with self._use() as handle:
             q = _arrays.rows(queries, "queries", self._dim, self._scalar)
             m = int(q.shape[0])
@@ -312,7 +312,7 @@ class Index(NeighbourhoodStats, NativeHandle):
         distance 0. Returns indices and squared distances of shape ``(n, k)``
         in the order ``distances_first`` asks for (see :meth:`query`).
         """
-        first = _distances_first(distances_first, "query_self")
+        first = _distances_first(distances_first, "Index.query_self")
         with self._use() as handle:
             query_self = _entry("knn_index_query_self", self._scalar)
             k = _arrays.c_int(k, "k", query_self)
@@ -350,7 +350,7 @@ class Index(NeighbourhoodStats, NativeHandle):
             through 1.1, removed in 1.2).
             Unbounded lists: :meth:`knn_gpgpu.KDTree.query_ball_point`.
         """
-        first = _distances_first(distances_first, "radius", counts=True)
+        first = _distances_first(distances_first, "Index.radius", counts=True)
         with self._use() as handle:
             q = _arrays.rows(queries, "queries", self._dim, self._scalar)
             m = int(q.shape[0])

@@ -7,9 +7,14 @@
 
     comm = MPI.COMM_WORLD
     with kmpi.DistributedIndex(comm, my_points, backend="openmp") as index:
-        ind, d2 = index.query(my_queries, k=8)       # global indices, int64
-        ind, d2 = index.query_self(k=8)              # my points' neighbours
-        ind, d2, counts = index.radius(my_queries, 0.5, max_neighbors=32)
+        d2, ind = index.query(my_queries, k=8)       # global indices, int64
+        d2, ind = index.query_self(k=8)              # my points' neighbours
+        d2, ind, counts = index.radius(my_queries, 0.5, max_neighbors=32)
+
+Results come distances first, as :class:`knn_gpgpu.Index` and scipy give
+them, as named tuples (``result.indices``, ``result.sq_distances``); the 1.0
+order, indices first, stays reachable through 1.1 with
+``distances_first=False`` (with a DeprecationWarning).
 
 Every method is collective: every rank of ``comm`` calls it, in the same order,
 with the same ``k`` / ``radius`` / ``max_neighbors``; the point and query
@@ -45,9 +50,12 @@ from ._library import library_path, native
 from ._types import OptionsStruct
 from .cancel import CancelFlag
 from .errors import LibraryNotFoundError, make_error
+from .index import KnnResult, LegacyKnnResult, RadiusRows, _distances_first
 from .options import Options
 
 __all__ = ["DistributedIndex", "RadiusResult", "load_mpi_library", "ENV_VAR"]
+
+_Knn = Union[KnnResult, LegacyKnnResult]
 
 ENV_VAR = "KNN_GPGPU_MPI_LIBRARY"
 
@@ -133,7 +141,8 @@ def _check(lib: ctypes.CDLL, status: int, function: str) -> None:
 
 
 class RadiusResult(NamedTuple):
-    """Result of :meth:`DistributedIndex.radius`: rows of ``max_neighbors``."""
+    """Result of :meth:`DistributedIndex.radius` in the 1.0 order
+    (``distances_first=False``): rows of ``max_neighbors``."""
 
     indices: Optional[np.ndarray]
     sq_distances: Optional[np.ndarray]
@@ -242,9 +251,11 @@ class DistributedIndex(NativeHandle):
     def _check_status(self, status: int, function: str) -> None:
         _check(self._lib, status, function)
 
-    def query(self, queries: Any, k: int) -> Tuple[np.ndarray, np.ndarray]:
-        """``(indices, sq_distances)`` of shape ``(m, k)``: int64 global indices
-        and float32 squared distances of this rank's queries."""
+    def query(self, queries: Any, k: int, *, distances_first: bool = True) -> _Knn:
+        """``(sq_distances, indices)`` of shape ``(m, k)``: float32 squared
+        distances and int64 global indices of this rank's queries
+        (``distances_first=False``: the 1.0 order, with a DeprecationWarning)."""
+        first = _distances_first(distances_first, "DistributedIndex.query")
         def prepare() -> Any:
             q = host_rows(queries, "queries", self.dim)
             kk = _c_int(k, "k", "knn_dindex_query")
@@ -255,10 +266,13 @@ class DistributedIndex(NativeHandle):
             _check(self._lib, self._lib.knn_dindex_query(
                 live, q.ctypes.data_as(_P_F), q.shape[0], k, ind.ctypes.data_as(_P_I64),
                 d2.ctypes.data_as(_P_F)), "knn_dindex_query")
-        return ind, d2
+        return KnnResult(d2, ind) if first else LegacyKnnResult(ind, d2)
 
-    def query_self(self, k: int, exclude_self: bool = True) -> Tuple[np.ndarray, np.ndarray]:
-        """All-kNN of this rank's own points: ``(n_local, k)`` arrays."""
+    def query_self(self, k: int, exclude_self: bool = True, *,
+                   distances_first: bool = True) -> _Knn:
+        """All-kNN of this rank's own points: ``(n_local, k)`` arrays, in the
+        order of :meth:`query`."""
+        first = _distances_first(distances_first, "DistributedIndex.query_self")
         def prepare() -> Any:
             kk = _c_int(k, "k", "knn_dindex_query_self")
             return kk, _rows(self.n_local, kk)
@@ -268,12 +282,17 @@ class DistributedIndex(NativeHandle):
             _check(self._lib, self._lib.knn_dindex_query_self(
                 live, k, 1 if exclude_self else 0, ind.ctypes.data_as(_P_I64),
                 d2.ctypes.data_as(_P_F)), "knn_dindex_query_self")
-        return ind, d2
+        return KnnResult(d2, ind) if first else LegacyKnnResult(ind, d2)
 
-    def radius(self, queries: Any, radius: float, max_neighbors: int) -> RadiusResult:
+    def radius(self, queries: Any, radius: float, max_neighbors: int, *,
+               distances_first: bool = True) -> Union[RadiusRows, RadiusResult]:
         """Points within ``radius`` (squared distance <= float32 radius*radius):
-        rows of ``max_neighbors`` by (distance, index) and the true counts over
-        all ranks. ``max_neighbors = 0`` counts only (indices are ``None``)."""
+        ``(sq_distances, indices, counts)``, rows of ``max_neighbors`` by
+        (distance, index) and the true counts over all ranks.
+        ``max_neighbors = 0`` counts only (distances and indices are ``None``).
+        ``distances_first=False``: :class:`RadiusResult`, the 1.0 order, with a
+        DeprecationWarning."""
+        first = _distances_first(distances_first, "DistributedIndex.radius", counts=True)
         def prepare() -> Any:
             q = host_rows(queries, "queries", self.dim)
             w = _c_int(max_neighbors, "max_neighbors", "knn_dindex_radius")
@@ -286,9 +305,9 @@ class DistributedIndex(NativeHandle):
                 live, q.ctypes.data_as(_P_F), q.shape[0], c_float(r), w,
                 ind.ctypes.data_as(_P_I64), d2.ctypes.data_as(_P_F),
                 counts.ctypes.data_as(_P_I64)), "knn_dindex_radius")
-        if w == 0:
-            return RadiusResult(None, None, counts)
-        return RadiusResult(ind, d2, counts)
+        rows: Tuple[Optional[np.ndarray], Optional[np.ndarray]] = (ind, d2) if w else (None, None)
+        return (RadiusRows(rows[1], rows[0], counts) if first
+                else RadiusResult(rows[0], rows[1], counts))
 
     def last_stats(self) -> Dict[str, Any]:
         """This rank's traffic and phase times of the last call (see the header)."""
