@@ -22,6 +22,7 @@
 #include "align_test_support.h"
 #include "gpu_test_support.h"
 #include "knn_gpgpu.h"
+#include "mesh_api_calls.h"
 #include "mesh_oracle.h"
 
 namespace knn_test {
@@ -123,28 +124,19 @@ double oracle_rms(const Mesh& mesh, const std::vector<double>& scan, const Trans
   return std::sqrt(sum / *kept);
 }
 
-// The precision's entry points, by overload.
+// The precision's entry points (mesh_api_calls.h), by overload.
 int build(const Mesh& mesh, float, const knn_options* o, knn_mesh** out) {
   const std::vector<float> v = mesh.vertices32();
-  return knn_mesh_build(v.data(), mesh.n_vertices(), mesh.triangles.data(), mesh.n_triangles(), o,
-                        out);
+  return mesh_build(v.data(), mesh.n_vertices(), mesh.triangles.data(), mesh.n_triangles(), o, out);
 }
 int build(const Mesh& mesh, double, const knn_options* o, knn_mesh** out) {
-  return knn_mesh_build_f64(mesh.vertices.data(), mesh.n_vertices(), mesh.triangles.data(),
-                            mesh.n_triangles(), o, out);
-}
-int align_ex(const knn_mesh* mesh, const float* p, int64_t m, const double* initial,
-             const knn_align_params* params, knn_align_result* r, const knn_options* o) {
-  return knn_mesh_align_ex(mesh, p, m, initial, params, r, o);
-}
-int align_ex(const knn_mesh* mesh, const double* p, int64_t m, const double* initial,
-             const knn_align_params* params, knn_align_result* r, const knn_options* o) {
-  return knn_mesh_align_ex_f64(mesh, p, m, initial, params, r, o);
+  return mesh_build(mesh.vertices.data(), mesh.n_vertices(), mesh.triangles.data(),
+                    mesh.n_triangles(), o, out);
 }
 template <typename Scalar>
 int align_ex(const knn_mesh* mesh, const std::vector<Scalar>& p, const double* initial,
              const knn_align_params* params, knn_align_result* r, const knn_options* o) {
-  return align_ex(mesh, p.data(), static_cast<int64_t>(p.size() / 3), initial, params, r, o);
+  return mesh_align_ex(mesh, p.data(), static_cast<int64_t>(p.size() / 3), initial, params, r, o);
 }
 
 // Owns a mesh handle.
@@ -414,8 +406,8 @@ TYPED_TEST(Align, CudaGivesTheOpenMPBits) {
   ASSERT_EQ(build(mesh, Scalar{}, &o, &h.mesh), KNN_OK);
   DeviceArray<Scalar> on_device(scan);
   knn_align_result d = empty_result();
-  const int status = align_ex(h.mesh, on_device.get(), static_cast<int64_t>(scan.size() / 3),
-                              nullptr, &params, &d, &o);
+  const int status = mesh_align_ex(h.mesh, on_device.get(), static_cast<int64_t>(scan.size() / 3),
+                                   nullptr, &params, &d, &o);
   ASSERT_EQ(status, KNN_OK) << knn_last_error();
   EXPECT_EQ(0, std::memcmp(results[0].transform, d.transform, sizeof(double[16])));
 #endif
