@@ -605,8 +605,9 @@ namespace KnnGpgpu
 
     /// <summary>The index entry points of one precision: the float calls or their _f64 twins
     /// (the _f64 ones take the radius in double, the float ones round it to float as the
-    /// header compares in the index's scalar). Never inlined, as Native's thunks.</summary>
-    internal abstract class IndexCalls
+    /// header compares in the index's scalar). Never inlined, as Native's thunks. Partial:
+    /// KnnStats.cs adds the statistics' calls of each precision.</summary>
+    internal abstract partial class IndexCalls
     {
         internal static IndexCalls For(KnnScalar scalar)
         {
@@ -643,7 +644,7 @@ namespace KnnGpgpu
                                   long[] pi, IntPtr o);
     }
 
-    internal sealed class FloatCalls : IndexCalls<float>
+    internal sealed partial class FloatCalls : IndexCalls<float>
     {
         const MethodImplOptions Late = MethodImplOptions.NoInlining;
         internal override KnnScalar Scalar { get { return KnnScalar.Float32; } }
@@ -687,7 +688,7 @@ namespace KnnGpgpu
         { return NativeMethods.knn_points_in_polygons(t, v, r, nr, p, np, oo, pi, o); }
     }
 
-    internal sealed class DoubleCalls : IndexCalls<double>
+    internal sealed partial class DoubleCalls : IndexCalls<double>
     {
         const MethodImplOptions Late = MethodImplOptions.NoInlining;
         internal override KnnScalar Scalar { get { return KnnScalar.Float64; } }

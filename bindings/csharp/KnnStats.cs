@@ -81,60 +81,80 @@ namespace KnnGpgpu
         public T[] Curvature;
     }
 
-    /// <summary>The entry points of one precision, chosen by the index's Scalar. The methods
-    /// are never inlined, so that Mono binds each import only at its first call.</summary>
-    internal static class StatsNative
+    // The statistics' entry points of each precision, beside the index's others (IndexCalls
+    // in KnnGpgpu.cs): the generic and the Scalar-driven methods below share one body.
+    internal abstract partial class IndexCalls
     {
-        const MethodImplOptions Late = MethodImplOptions.NoInlining;
+        internal abstract int Normals(IndexHandle h, int k, IntPtr v, IntPtr n, IntPtr c, IntPtr o);
+        internal abstract int OutlierScores(IndexHandle h, int k, IntPtr values, IntPtr o);
+        internal abstract int KthDistances(IndexHandle h, int k, IntPtr values, IntPtr o);
+        internal abstract int NeighborCounts(IndexHandle h, double r, IntPtr counts, IntPtr o);
+        internal abstract int StatisticalInliers(IndexHandle h, int k, double ratio, IntPtr kept, out long n,
+                                                 IntPtr o);
+        internal abstract int RadiusInliers(IndexHandle h, double r, long min, IntPtr kept, out long n, IntPtr o);
+        internal abstract UIntPtr EstimateStatsBytes(long n, int k, IntPtr o);
+        internal abstract int Align(IndexHandle h, IntPtr p, long m, IntPtr normals, IntPtr initial,
+                                    ref KnnAlignParamsStruct prm, ref KnnAlignResultStruct r, IntPtr o);
+    }
 
+    internal sealed partial class FloatCalls
+    {
         [MethodImpl(Late)]
-        internal static int Normals(bool f64, IndexHandle h, int k, IntPtr v, IntPtr n, IntPtr c, IntPtr o)
-        {
-            return f64 ? NativeMethods.knn_index_normals_f64(h, k, v, n, c, o)
-                       : NativeMethods.knn_index_normals(h, k, v, n, c, o);
-        }
+        internal override int Normals(IndexHandle h, int k, IntPtr v, IntPtr n, IntPtr c, IntPtr o)
+        { return NativeMethods.knn_index_normals(h, k, v, n, c, o); }
+        [MethodImpl(Late)]
+        internal override int OutlierScores(IndexHandle h, int k, IntPtr values, IntPtr o)
+        { return NativeMethods.knn_index_outlier_scores(h, k, values, o); }
+        [MethodImpl(Late)]
+        internal override int KthDistances(IndexHandle h, int k, IntPtr values, IntPtr o)
+        { return NativeMethods.knn_index_kth_distances(h, k, values, o); }
+        [MethodImpl(Late)]
+        internal override int NeighborCounts(IndexHandle h, double r, IntPtr counts, IntPtr o)
+        { return NativeMethods.knn_index_neighbor_counts(h, (float)r, counts, o); }
+        [MethodImpl(Late)]
+        internal override int StatisticalInliers(IndexHandle h, int k, double ratio, IntPtr kept, out long n,
+                                                 IntPtr o)
+        { return NativeMethods.knn_index_statistical_inliers(h, k, ratio, kept, out n, o); }
+        [MethodImpl(Late)]
+        internal override int RadiusInliers(IndexHandle h, double r, long min, IntPtr kept, out long n, IntPtr o)
+        { return NativeMethods.knn_index_radius_inliers(h, (float)r, min, kept, out n, o); }
+        [MethodImpl(Late)]
+        internal override UIntPtr EstimateStatsBytes(long n, int k, IntPtr o)
+        { return NativeMethods.knn_estimate_stats_bytes(n, k, o); }
+        [MethodImpl(Late)]
+        internal override int Align(IndexHandle h, IntPtr p, long m, IntPtr normals, IntPtr initial,
+                                    ref KnnAlignParamsStruct prm, ref KnnAlignResultStruct r, IntPtr o)
+        { return NativeMethods.knn_index_align(h, p, m, normals, initial, ref prm, ref r, o); }
+    }
 
+    internal sealed partial class DoubleCalls
+    {
         [MethodImpl(Late)]
-        internal static int PerPoint(string call, bool f64, IndexHandle h, int k, IntPtr values, IntPtr o)
-        {
-            if (call == "knn_index_outlier_scores")
-                return f64 ? NativeMethods.knn_index_outlier_scores_f64(h, k, values, o)
-                           : NativeMethods.knn_index_outlier_scores(h, k, values, o);
-            return f64 ? NativeMethods.knn_index_kth_distances_f64(h, k, values, o)
-                       : NativeMethods.knn_index_kth_distances(h, k, values, o);
-        }
-
+        internal override int Normals(IndexHandle h, int k, IntPtr v, IntPtr n, IntPtr c, IntPtr o)
+        { return NativeMethods.knn_index_normals_f64(h, k, v, n, c, o); }
         [MethodImpl(Late)]
-        internal static int NeighborCounts(bool f64, IndexHandle h, double r, IntPtr counts, IntPtr o)
-        {
-            // A float32 index compares in float: the radius is rounded to it, as the header's
-            // float argument takes it.
-            return f64 ? NativeMethods.knn_index_neighbor_counts_f64(h, r, counts, o)
-                       : NativeMethods.knn_index_neighbor_counts(h, (float)r, counts, o);
-        }
-
+        internal override int OutlierScores(IndexHandle h, int k, IntPtr values, IntPtr o)
+        { return NativeMethods.knn_index_outlier_scores_f64(h, k, values, o); }
         [MethodImpl(Late)]
-        internal static int StatisticalInliers(bool f64, IndexHandle h, int k, double ratio, IntPtr kept,
-                                               out long n, IntPtr o)
-        {
-            return f64 ? NativeMethods.knn_index_statistical_inliers_f64(h, k, ratio, kept, out n, o)
-                       : NativeMethods.knn_index_statistical_inliers(h, k, ratio, kept, out n, o);
-        }
-
+        internal override int KthDistances(IndexHandle h, int k, IntPtr values, IntPtr o)
+        { return NativeMethods.knn_index_kth_distances_f64(h, k, values, o); }
         [MethodImpl(Late)]
-        internal static int RadiusInliers(bool f64, IndexHandle h, double r, long min, IntPtr kept, out long n,
-                                          IntPtr o)
-        {
-            return f64 ? NativeMethods.knn_index_radius_inliers_f64(h, r, min, kept, out n, o)
-                       : NativeMethods.knn_index_radius_inliers(h, (float)r, min, kept, out n, o);
-        }
-
+        internal override int NeighborCounts(IndexHandle h, double r, IntPtr counts, IntPtr o)
+        { return NativeMethods.knn_index_neighbor_counts_f64(h, r, counts, o); }
         [MethodImpl(Late)]
-        internal static UIntPtr EstimateBytes(bool f64, long n, int k, IntPtr o)
-        {
-            return f64 ? NativeMethods.knn_estimate_stats_bytes_f64(n, k, o)
-                       : NativeMethods.knn_estimate_stats_bytes(n, k, o);
-        }
+        internal override int StatisticalInliers(IndexHandle h, int k, double ratio, IntPtr kept, out long n,
+                                                 IntPtr o)
+        { return NativeMethods.knn_index_statistical_inliers_f64(h, k, ratio, kept, out n, o); }
+        [MethodImpl(Late)]
+        internal override int RadiusInliers(IndexHandle h, double r, long min, IntPtr kept, out long n, IntPtr o)
+        { return NativeMethods.knn_index_radius_inliers_f64(h, r, min, kept, out n, o); }
+        [MethodImpl(Late)]
+        internal override UIntPtr EstimateStatsBytes(long n, int k, IntPtr o)
+        { return NativeMethods.knn_estimate_stats_bytes_f64(n, k, o); }
+        [MethodImpl(Late)]
+        internal override int Align(IndexHandle h, IntPtr p, long m, IntPtr normals, IntPtr initial,
+                                    ref KnnAlignParamsStruct prm, ref KnnAlignResultStruct r, IntPtr o)
+        { return NativeMethods.knn_index_align_f64(h, p, m, normals, initial, ref prm, ref r, o); }
     }
 
     /// <summary>Neighbourhood statistics of a KnnIndex of 3-D points (knn_gpgpu_stats.h).</summary>
@@ -147,21 +167,26 @@ namespace KnnGpgpu
             return index.Handle;
         }
 
-        // T must be the scalar the index holds: float for float32, double for float64.
-        static bool F64<T>(KnnIndex index)
+        // The calls of the scalar the index holds.
+        static IndexCalls CallsOf(KnnIndex index)
         {
             Live(index);
-            if (typeof(T) != typeof(double) && typeof(T) != typeof(float))
-                throw new NotSupportedException("KnnStats: T is float or double, not " + typeof(T).Name);
-            KnnScalar want = typeof(T) == typeof(double) ? KnnScalar.Float64 : KnnScalar.Float32;
-            if (want != index.Scalar)
+            return IndexCalls.For(index.Scalar);
+        }
+
+        // T must be the scalar the index holds: float for float32, double for float64. Picked,
+        // not IndexCalls<T>.Of: the initialiser of IndexCalls<int> would wrap the refusal in a
+        // TypeInitializationException.
+        static IndexCalls CallsOf<T>(KnnIndex index)
+        {
+            Live(index);
+            IndexCalls calls = Precision.Pick<T, IndexCalls>(IndexCalls<float>.Of, IndexCalls<double>.Of, "KnnStats");
+            if (calls.Scalar != index.Scalar)
                 throw new ArgumentException("this index holds " + index.Scalar + " (T = " +
                                             (index.Scalar == KnnScalar.Float64 ? "double" : "float") + "), not " +
                                             typeof(T).Name);
-            return want == KnnScalar.Float64;
+            return calls;
         }
-
-        static string Name(string call, bool f64) { return f64 ? call + "_f64" : call; }
 
         /// <summary>The rigid motion that best fits the scan points (x, y, z per point, the
         /// index's Scalar) onto the index's 3-D points (knn_index_align or _f64): ICP against
@@ -176,7 +201,7 @@ namespace KnnGpgpu
                                               bool coarseStart = false, KnnOptions? options = null)
             where T : struct
         {
-            bool f64 = F64<T>(index);
+            IndexCalls calls = CallsOf<T>(index);
             if (points == null) throw new ArgumentNullException("points");
             if (points.Length % 3 != 0)
                 throw new ArgumentException("points: 3 values per point, got " + points.Length);
@@ -189,10 +214,8 @@ namespace KnnGpgpu
             {
                 IntPtr p = pins[0], n = pins[1];
                 return AlignRun.Fit((IntPtr start, ref KnnAlignParamsStruct prm, ref KnnAlignResultStruct fit,
-                                     IntPtr opt) => f64
-                                        ? NativeMethods.knn_index_align_f64(handle, p, m, n, start, ref prm, ref fit, opt)
-                                        : NativeMethods.knn_index_align(handle, p, m, n, start, ref prm, ref fit, opt),
-                                    Name("knn_index_align", f64), initial, maxCorrespondence, maxIterations,
+                                     IntPtr opt) => calls.Align(handle, p, m, n, start, ref prm, ref fit, opt),
+                                    "knn_index_align" + calls.Suffix, initial, maxCorrespondence, maxIterations,
                                     keptFraction, toleranceRotation, toleranceTranslation, coarseStart, options);
             }
         }
@@ -206,13 +229,13 @@ namespace KnnGpgpu
                                                bool wantCurvature = true, KnnOptions? options = null)
             where T : struct
         {
-            bool f64 = F64<T>(index);
+            IndexCalls calls = CallsOf<T>(index);
             if (viewpoint != null && viewpoint.Length != 3)
                 throw new ArgumentException("viewpoint: 3 values (x, y, z), or null");
             var result = new KnnNormals<T> { Normals = new T[3 * index.N],
                                              Curvature = wantCurvature ? new T[index.N] : null };
             using (var pins = new Pins(viewpoint, result.Normals, result.Curvature))
-                NormalsAs(index, f64, k, pins[0], pins[1], pins[2], options);
+                NormalsOf(index, calls, k, pins[0], pins[1], pins[2], options);
             return result;
         }
 
@@ -222,25 +245,28 @@ namespace KnnGpgpu
         public static void Normals(this KnnIndex index, int k, IntPtr viewpoint, IntPtr normals, IntPtr curvature,
                                    KnnOptions? options = null)
         {
-            NormalsAs(index, index.Scalar == KnnScalar.Float64, k, viewpoint, normals, curvature, options);
+            NormalsOf(index, CallsOf(index), k, viewpoint, normals, curvature, options);
         }
 
-        static void NormalsAs(KnnIndex index, bool f64, int k, IntPtr viewpoint, IntPtr normals, IntPtr curvature,
-                            KnnOptions? options)
+        static void NormalsOf(KnnIndex index, IndexCalls calls, int k, IntPtr viewpoint, IntPtr normals,
+                              IntPtr curvature, KnnOptions? options)
         {
             using (var opt = OptionsBlock.For(options))
-                Knn.Check(StatsNative.Normals(f64, Live(index), k, viewpoint, normals, curvature,
-                                              OptionsBlock.PointerOf(opt)), Name("knn_index_normals", f64));
+                Knn.Check(calls.Normals(Live(index), k, viewpoint, normals, curvature, OptionsBlock.PointerOf(opt)),
+                          "knn_index_normals" + calls.Suffix);
         }
 
-        static T[] PerPoint<T>(KnnIndex index, string call, int k, KnnOptions? options) where T : struct
+        delegate int PerPointCall(IndexCalls calls, IndexHandle h, int k, IntPtr values, IntPtr o);
+
+        // One value of T per indexed point (the scores, the k-th distances).
+        static T[] PerPoint<T>(KnnIndex index, string call, PerPointCall run, int k, KnnOptions? options)
+            where T : struct
         {
-            bool f64 = F64<T>(index);
+            IndexCalls calls = CallsOf<T>(index);
             var values = new T[index.N];
             using (var pins = new Pins(values))
             using (var opt = OptionsBlock.For(options))
-                Knn.Check(StatsNative.PerPoint(call, f64, Live(index), k, pins[0], OptionsBlock.PointerOf(opt)),
-                          Name(call, f64));
+                Knn.Check(run(calls, Live(index), k, pins[0], OptionsBlock.PointerOf(opt)), call + calls.Suffix);
             return values;
         }
 
@@ -248,14 +274,16 @@ namespace KnnGpgpu
         /// nearest others (0 for a lone point).</summary>
         public static T[] OutlierScores<T>(this KnnIndex index, int k, KnnOptions? options = null) where T : struct
         {
-            return PerPoint<T>(index, "knn_index_outlier_scores", k, options);
+            return PerPoint<T>(index, "knn_index_outlier_scores", (c, h, kk, v, o) => c.OutlierScores(h, kk, v, o), k,
+                               options);
         }
 
         /// <summary>knn_index_kth_distances: per point, the distance to its k-th nearest other
         /// (+infinity where fewer than k others exist).</summary>
         public static T[] KthDistances<T>(this KnnIndex index, int k, KnnOptions? options = null) where T : struct
         {
-            return PerPoint<T>(index, "knn_index_kth_distances", k, options);
+            return PerPoint<T>(index, "knn_index_kth_distances", (c, h, kk, v, o) => c.KthDistances(h, kk, v, o), k,
+                               options);
         }
 
         /// <summary>knn_index_neighbor_counts: per point, the number of other points within
@@ -263,14 +291,28 @@ namespace KnnGpgpu
         /// count, the point itself does not).</summary>
         public static long[] NeighborCounts(this KnnIndex index, double radius, KnnOptions? options = null)
         {
-            Live(index);
-            bool f64 = index.Scalar == KnnScalar.Float64;
+            IndexCalls calls = CallsOf(index);
             var counts = new long[index.N];
             using (var pins = new Pins(counts))
             using (var opt = OptionsBlock.For(options))
-                Knn.Check(StatsNative.NeighborCounts(f64, Live(index), radius, pins[0], OptionsBlock.PointerOf(opt)),
-                          Name("knn_index_neighbor_counts", f64));
+                Knn.Check(calls.NeighborCounts(Live(index), radius, pins[0], OptionsBlock.PointerOf(opt)),
+                          "knn_index_neighbor_counts" + calls.Suffix);
             return counts;
+        }
+
+        delegate int KeptCall(IndexCalls calls, IndexHandle h, IntPtr kept, out long nKept, IntPtr o);
+
+        // The ids an outlier removal keeps, ascending: room for every point, cut to nKept.
+        static int[] Kept(KnnIndex index, string call, KeptCall run, KnnOptions? options)
+        {
+            IndexCalls calls = CallsOf(index);
+            var kept = new int[index.N];
+            long n;
+            using (var pins = new Pins(kept))
+            using (var opt = OptionsBlock.For(options))
+                Knn.Check(run(calls, Live(index), pins[0], out n, OptionsBlock.PointerOf(opt)), call + calls.Suffix);
+            Array.Resize(ref kept, (int)n);
+            return kept;
         }
 
         /// <summary>Statistical outlier removal (knn_index_statistical_inliers): the ids, in
@@ -280,17 +322,10 @@ namespace KnnGpgpu
         public static int[] StatisticalInliers(this KnnIndex index, int k, double stdRatio = 2.0,
                                                KnnOptions? options = null)
         {
-            Live(index);
-            bool f64 = index.Scalar == KnnScalar.Float64;
-            var kept = new int[index.N];
-            long n;
-            using (var pins = new Pins(kept))
-            using (var opt = OptionsBlock.For(options))
-                Knn.Check(StatsNative.StatisticalInliers(f64, Live(index), k, stdRatio, pins[0], out n,
-                                                         OptionsBlock.PointerOf(opt)),
-                          Name("knn_index_statistical_inliers", f64));
-            Array.Resize(ref kept, (int)n);
-            return kept;
+            return Kept(index, "knn_index_statistical_inliers",
+                        (IndexCalls c, IndexHandle h, IntPtr kept, out long n, IntPtr o) =>
+                            c.StatisticalInliers(h, k, stdRatio, kept, out n, o),
+                        options);
         }
 
         /// <summary>Radius outlier removal (knn_index_radius_inliers): the ids, in ascending
@@ -298,17 +333,10 @@ namespace KnnGpgpu
         public static int[] RadiusInliers(this KnnIndex index, double radius, long minNeighbors,
                                           KnnOptions? options = null)
         {
-            Live(index);
-            bool f64 = index.Scalar == KnnScalar.Float64;
-            var kept = new int[index.N];
-            long n;
-            using (var pins = new Pins(kept))
-            using (var opt = OptionsBlock.For(options))
-                Knn.Check(StatsNative.RadiusInliers(f64, Live(index), radius, minNeighbors, pins[0], out n,
-                                                    OptionsBlock.PointerOf(opt)),
-                          Name("knn_index_radius_inliers", f64));
-            Array.Resize(ref kept, (int)n);
-            return kept;
+            return Kept(index, "knn_index_radius_inliers",
+                        (IndexCalls c, IndexHandle h, IntPtr kept, out long n, IntPtr o) =>
+                            c.RadiusInliers(h, radius, minNeighbors, kept, out n, o),
+                        options);
         }
 
         /// <summary>knn_estimate_stats_bytes (or _f64): device bytes a statistics call with lists
@@ -319,8 +347,7 @@ namespace KnnGpgpu
         {
             Loader.Ensure();
             using (var opt = OptionsBlock.For(options))
-                return StatsNative.EstimateBytes(scalar == KnnScalar.Float64, n, k, OptionsBlock.PointerOf(opt))
-                                  .ToUInt64();
+                return IndexCalls.For(scalar).EstimateStatsBytes(n, k, OptionsBlock.PointerOf(opt)).ToUInt64();
         }
     }
 }

@@ -34,6 +34,7 @@
 #include "gpu_test_support.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
+#include "mesh_api_calls.h"
 #include "mesh_oracle.h"
 #include "neighbourhood_oracle.h"
 #include "oracle.h"
@@ -855,118 +856,88 @@ class ClassicCalls {
 
 // ---- Serialization -----------------------------------------------------------------
 
+// knn_<what>_serialize of a handle whose bytes are `need` long, offered
+// every size around it: refused below `need` with the buffer untouched, else
+// written within `need`; then its valid bytes offered to
+// knn_<what>_deserialize with every size: refused but for `need` itself,
+// with *out set to NULL; what loads goes to `loaded` (which owns it).
+template <class Handle, class Serialize, class Deserialize, class Loaded>
+void serialize_round_trip(const std::string& what, size_t need, Serialize serialize,
+                          Deserialize deserialize, Loaded loaded) {
+  const std::string save = "knn_" + what + "_serialize", load = "knn_" + what + "_deserialize";
+  std::vector<unsigned char> buffer(need + 16, 0xA5);
+  const std::vector<size_t> sizes = {0,
+                                     1,
+                                     63,
+                                     67,
+                                     need - 1,
+                                     need,
+                                     need + 1,
+                                     size_t{1} << 31,
+                                     size_t{1} << 62,
+                                     SIZE_MAX,
+                                     static_cast<size_t>(PTRDIFF_MAX),
+                                     static_cast<size_t>(PTRDIFF_MAX) + 1};
+  for (size_t bytes : sizes) {
+    std::fill(buffer.begin(), buffer.end(), 0xA5);
+    const int status = serialize(buffer.data(), bytes);
+    if (bytes < need) {
+      ++tallies()[save].refused;
+      ASSERT_TRUE(refused_by(status, save.c_str())) << bytes;
+      ASSERT_TRUE(
+          std::all_of(buffer.begin(), buffer.end(), [](unsigned char c) { return c == 0xA5; }));
+      continue;
+    }
+    ++tallies()[save].answered;
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    ASSERT_TRUE(
+        std::all_of(buffer.begin() + need, buffer.end(), [](unsigned char c) { return c == 0xA5; }))
+        << save << " wrote past its size with bytes " << bytes;
+  }
+  ASSERT_EQ(serialize(buffer.data(), need), KNN_OK);
+  for (size_t bytes : sizes) {
+    Handle* out = reinterpret_cast<Handle*>(&out);
+    const int status = deserialize(buffer.data(), bytes, &out);
+    if (bytes != need) {
+      ++tallies()[load].refused;
+      ASSERT_TRUE(refused_by(status, load.c_str())) << bytes;
+      ASSERT_EQ(out, nullptr);
+      continue;
+    }
+    ++tallies()[load].answered;
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    loaded(out);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 void serialize_cases(const Data& d) {
   const knn_options o = cpu_options();
   Index index;
   ASSERT_EQ(knn_index_build(d.points.data(), d.n, d.dim, &o, &index.handle), KNN_OK);
   size_t need = 0;
   ASSERT_EQ(knn_index_serialized_size(index.handle, &need), KNN_OK);
-  std::vector<unsigned char> buffer(need + 16, 0xA5);
-  std::vector<size_t> sizes = {0,
-                               1,
-                               63,
-                               67,
-                               need - 1,
-                               need,
-                               need + 1,
-                               size_t{1} << 31,
-                               size_t{1} << 62,
-                               SIZE_MAX,
-                               static_cast<size_t>(PTRDIFF_MAX),
-                               static_cast<size_t>(PTRDIFF_MAX) + 1};
-  for (size_t bytes : sizes) {
-    std::fill(buffer.begin(), buffer.end(), 0xA5);
-    const int status = knn_index_serialize(index.handle, buffer.data(), bytes);
-    if (bytes < need) {
-      ++tallies()["knn_index_serialize"].refused;
-      ASSERT_TRUE(refused_by(status, "knn_index_serialize")) << bytes;
-      ASSERT_TRUE(
-          std::all_of(buffer.begin(), buffer.end(), [](unsigned char c) { return c == 0xA5; }));
-      continue;
-    }
-    ++tallies()["knn_index_serialize"].answered;
-    ASSERT_EQ(status, KNN_OK) << knn_last_error();
-    ASSERT_TRUE(
-        std::all_of(buffer.begin() + need, buffer.end(), [](unsigned char c) { return c == 0xA5; }))
-        << "serialize wrote past its size with bytes " << bytes;
-  }
-  // A valid buffer, offered with every size: only its own loads.
-  ASSERT_EQ(knn_index_serialize(index.handle, buffer.data(), need), KNN_OK);
-  for (size_t bytes : sizes) {
-    knn_index* out = reinterpret_cast<knn_index*>(&out);
-    const int status = knn_index_deserialize(buffer.data(), bytes, &o, &out);
-    if (bytes != need) {
-      ++tallies()["knn_index_deserialize"].refused;
-      ASSERT_TRUE(refused_by(status, "knn_index_deserialize")) << bytes;
-      ASSERT_EQ(out, nullptr);
-      continue;
-    }
-    ++tallies()["knn_index_deserialize"].answered;
-    ASSERT_EQ(status, KNN_OK) << knn_last_error();
-    Index loaded;
-    loaded.handle = out;
-    std::vector<int32_t> idx(20);
-    std::vector<float> dist(20);
-    ASSERT_EQ(knn_index_query(out, d.queries.data(), 5, 4, idx.data(), dist.data(), &o), KNN_OK);
-    const KnnResult want = oracle_knn(d.points.data(), d.n, d.queries.data(), 5, d.dim, 4);
-    ASSERT_TRUE(same_slots(want.idx, want.dist, idx, dist, 20));
-  }
+  serialize_round_trip<knn_index>(
+      "index", need,
+      [&](unsigned char* buffer, size_t bytes) {
+        return knn_index_serialize(index.handle, buffer, bytes);
+      },
+      [&](const unsigned char* buffer, size_t bytes, knn_index** out) {
+        return knn_index_deserialize(buffer, bytes, &o, out);
+      },
+      [&](knn_index* out) {
+        Index loaded;
+        loaded.handle = out;
+        std::vector<int32_t> idx(20);
+        std::vector<float> dist(20);
+        ASSERT_EQ(knn_index_query(out, d.queries.data(), 5, 4, idx.data(), dist.data(), &o),
+                  KNN_OK);
+        const KnnResult want = oracle_knn(d.points.data(), d.n, d.queries.data(), 5, d.dim, 4);
+        ASSERT_TRUE(same_slots(want.idx, want.dist, idx, dist, 20));
+      });
 }
 
 // ---- Triangle meshes ----------------------------------------------------------------
-
-// The mesh entry points of each precision, by overload.
-int mesh_build(const float* v, int64_t nv, const int32_t* t, int64_t nt, const knn_options* o,
-               knn_mesh** out) {
-  return knn_mesh_build(v, nv, t, nt, o, out);
-}
-int mesh_build(const double* v, int64_t nv, const int32_t* t, int64_t nt, const knn_options* o,
-               knn_mesh** out) {
-  return knn_mesh_build_f64(v, nv, t, nt, o, out);
-}
-int mesh_closest(const knn_mesh* h, const float* q, int64_t m, float md, int32_t* id, float* sq,
-                 float* c, float* b, const knn_options* o) {
-  return knn_mesh_closest(h, q, m, md, id, sq, c, b, o);
-}
-int mesh_closest(const knn_mesh* h, const double* q, int64_t m, double md, int32_t* id, double* sq,
-                 double* c, double* b, const knn_options* o) {
-  return knn_mesh_closest_f64(h, q, m, md, id, sq, c, b, o);
-}
-int mesh_signed_distance(const knn_mesh* h, const float* q, int64_t m, float md, float* s,
-                         int32_t* id, const knn_options* o) {
-  return knn_mesh_signed_distance(h, q, m, md, s, id, o);
-}
-int mesh_signed_distance(const knn_mesh* h, const double* q, int64_t m, double md, double* s,
-                         int32_t* id, const knn_options* o) {
-  return knn_mesh_signed_distance_f64(h, q, m, md, s, id, o);
-}
-int mesh_report(const knn_mesh* h, const float* q, int64_t m, float md, double t, const double* p,
-                int np, double* pv, const double* e, int nb, int64_t* bc, float* s,
-                knn_deviation_report* r, const knn_options* o) {
-  return knn_mesh_deviation_report(h, q, m, md, t, p, np, pv, e, nb, bc, s, r, o);
-}
-int mesh_report(const knn_mesh* h, const double* q, int64_t m, double md, double t, const double* p,
-                int np, double* pv, const double* e, int nb, int64_t* bc, double* s,
-                knn_deviation_report* r, const knn_options* o) {
-  return knn_mesh_deviation_report_f64(h, q, m, md, t, p, np, pv, e, nb, bc, s, r, o);
-}
-
-int mesh_align(const knn_mesh* h, const float* q, int64_t m, int iterations, double* t, double* rms,
-               const knn_options* o) {
-  return knn_mesh_align(h, q, m, nullptr, INFINITY, iterations, t, rms, o);
-}
-int mesh_align(const knn_mesh* h, const double* q, int64_t m, int iterations, double* t,
-               double* rms, const knn_options* o) {
-  return knn_mesh_align_f64(h, q, m, nullptr, INFINITY, iterations, t, rms, o);
-}
-int mesh_align_ex(const knn_mesh* h, const float* q, int64_t m, const knn_align_params* p,
-                  knn_align_result* r, const knn_options* o) {
-  return knn_mesh_align_ex(h, q, m, nullptr, p, r, o);
-}
-int mesh_align_ex(const knn_mesh* h, const double* q, int64_t m, const knn_align_params* p,
-                  knn_align_result* r, const knn_options* o) {
-  return knn_mesh_align_ex_f64(h, q, m, nullptr, p, r, o);
-}
 
 // The cube [-1, 1]^3 (8 vertices, 12 triangles) and 5 points around it.
 struct MeshCalls {
@@ -1115,7 +1086,8 @@ struct MeshCalls {
       return;
     }
     std::vector<double> transform = poisoned<double>(16), rms = poisoned<double>(1);
-    const int status = mesh_align(mesh, q.data(), m, iterations, transform.data(), rms.data(), &o);
+    const int status = mesh_align(mesh, q.data(), m, nullptr, INFINITY, iterations,
+                                  transform.data(), rms.data(), &o);
     // (Its message is read before the next call replaces it.)
     const bool named_refusal = refuse && refused_by(status, call.c_str());
     knn_align_params params;
@@ -1125,7 +1097,7 @@ struct MeshCalls {
     knn_align_result r;
     std::memset(&r, 0xA5, sizeof r);
     r.struct_size = sizeof r;
-    const int ex_status = mesh_align_ex(mesh, q.data(), m, &params, &r, &o);
+    const int ex_status = mesh_align_ex(mesh, q.data(), m, nullptr, &params, &r, &o);
     if (refuse) {
       ++tallies()[call].refused;
       ++tallies()[ex_call].refused;
@@ -1206,50 +1178,19 @@ void mesh_serialize_cases() {
   } held{mesh};
   size_t need = 0;
   ASSERT_EQ(knn_mesh_serialized_size(mesh, &need), KNN_OK);
-  std::vector<unsigned char> buffer(need + 16, 0xA5);
-  const std::vector<size_t> sizes = {0,
-                                     1,
-                                     63,
-                                     67,
-                                     need - 1,
-                                     need,
-                                     need + 1,
-                                     size_t{1} << 31,
-                                     SIZE_MAX,
-                                     static_cast<size_t>(PTRDIFF_MAX),
-                                     static_cast<size_t>(PTRDIFF_MAX) + 1};
-  for (size_t bytes : sizes) {
-    std::fill(buffer.begin(), buffer.end(), 0xA5);
-    const int status = knn_mesh_serialize(mesh, buffer.data(), bytes);
-    if (bytes < need) {
-      ++tallies()["knn_mesh_serialize"].refused;
-      ASSERT_TRUE(refused_by(status, "knn_mesh_serialize")) << bytes;
-      ASSERT_TRUE(
-          std::all_of(buffer.begin(), buffer.end(), [](unsigned char c) { return c == 0xA5; }));
-      continue;
-    }
-    ++tallies()["knn_mesh_serialize"].answered;
-    ASSERT_EQ(status, KNN_OK) << knn_last_error();
-    ASSERT_TRUE(std::all_of(buffer.begin() + need, buffer.end(),
-                            [](unsigned char c) { return c == 0xA5; }));
-  }
-  ASSERT_EQ(knn_mesh_serialize(mesh, buffer.data(), need), KNN_OK);
-  for (size_t bytes : sizes) {
-    knn_mesh* out = reinterpret_cast<knn_mesh*>(&out);
-    const int status = knn_mesh_deserialize(buffer.data(), bytes, &o, &out);
-    if (bytes != need) {
-      ++tallies()["knn_mesh_deserialize"].refused;
-      ASSERT_TRUE(refused_by(status, "knn_mesh_deserialize")) << bytes;
-      ASSERT_EQ(out, nullptr);
-      continue;
-    }
-    ++tallies()["knn_mesh_deserialize"].answered;
-    ASSERT_EQ(status, KNN_OK) << knn_last_error();
-    int64_t nt = -1;
-    ASSERT_EQ(knn_mesh_info(out, nullptr, &nt, nullptr, nullptr, nullptr), KNN_OK);
-    ASSERT_EQ(nt, 12);
-    ASSERT_EQ(knn_mesh_free(out), KNN_OK);
-  }
+  serialize_round_trip<knn_mesh>(
+      "mesh", need,
+      [&](unsigned char* buffer, size_t bytes) { return knn_mesh_serialize(mesh, buffer, bytes); },
+      [&](const unsigned char* buffer, size_t bytes, knn_mesh** out) {
+        return knn_mesh_deserialize(buffer, bytes, &o, out);
+      },
+      [&](knn_mesh* out) {
+        int64_t nt = -1;
+        const int info = knn_mesh_info(out, nullptr, &nt, nullptr, nullptr, nullptr);
+        EXPECT_EQ(knn_mesh_free(out), KNN_OK);
+        ASSERT_EQ(info, KNN_OK);
+        ASSERT_EQ(nt, 12);
+      });
 }
 
 // ---- The estimates and memory helpers ------------------------------------------------

@@ -25,11 +25,13 @@
 #include <string>
 #include <vector>
 
+#include "align_test_support.h"
 #include "classic_helpers.h"
 #include "host_alloc_hook.h"
 #include "index_oracle.h"
 #include "index_test_helpers.h"
 #include "knn_gpgpu.h"
+#include "mesh_api_calls.h"
 #include "mesh_oracle.h"
 #include "oracle.h"
 #include "parallel_malloc_hook.h"
@@ -595,13 +597,9 @@ class HostOom : public ::testing::Test {
   // (The vertices are converted before the call: the test's own
   // allocations must not meet the injected failures.)
   template <class S>
-  static int mesh_build(const std::vector<S>& v, const knn_mesh_oracle::Mesh& m,
+  static int build_mesh(const std::vector<S>& v, const knn_mesh_oracle::Mesh& m,
                         const knn_options& o, knn_mesh** out) {
-    if constexpr (sizeof(S) == 8)
-      return knn_mesh_build_f64(v.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), &o,
-                                out);
-    else
-      return knn_mesh_build(v.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), &o, out);
+    return mesh_build(v.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), &o, out);
   }
   template <class S>
   std::vector<S> mesh_points() const {
@@ -635,16 +633,11 @@ class HostOom : public ::testing::Test {
     const std::vector<S> v(m.vertices.begin(), m.vertices.end());
     return {mesh_name<S>("knn_mesh_build"),
             [=] { *out = reinterpret_cast<knn_mesh*>(out.get()); },
-            [=] { return mesh_build<S>(v, m, o, out.get()); },
+            [=] { return build_mesh<S>(v, m, o, out.get()); },
             [=] {
               std::vector<S> sd(q.size() / 3);
-              int status;
-              if constexpr (sizeof(S) == 8)
-                status = knn_mesh_signed_distance_f64(*out, q.data(), sd.size(), INFINITY,
+              const int status = mesh_signed_distance(*out, q.data(), sd.size(), S(INFINITY),
                                                       sd.data(), nullptr, &o);
-              else
-                status = knn_mesh_signed_distance(*out, q.data(), sd.size(), INFINITY, sd.data(),
-                                                  nullptr, &o);
               return check(status == KNN_OK && mesh_distances_right(m, q, sd, false),
                            "the mesh built answers wrong");
             },
@@ -659,7 +652,7 @@ class HostOom : public ::testing::Test {
   std::shared_ptr<knn_mesh> shared_mesh() {
     knn_mesh* mesh = nullptr;
     const std::vector<S> v(mesh_.vertices.begin(), mesh_.vertices.end());
-    EXPECT_EQ(mesh_build<S>(v, mesh_, opt_, &mesh), KNN_OK) << knn_last_error();
+    EXPECT_EQ(build_mesh<S>(v, mesh_, opt_, &mesh), KNN_OK) << knn_last_error();
     return std::shared_ptr<knn_mesh>(mesh,
                                      [](knn_mesh* h) { EXPECT_EQ(knn_mesh_free(h), KNN_OK); });
   }
@@ -681,12 +674,8 @@ class HostOom : public ::testing::Test {
               c->assign(3 * n, S(kUntouchedF));
             },
             [=] {
-              if constexpr (sizeof(S) == 8)
-                return knn_mesh_closest_f64(mesh.get(), q.data(), n, INFINITY, ids->data(),
-                                            sq->data(), c->data(), nullptr, &o);
-              else
-                return knn_mesh_closest(mesh.get(), q.data(), n, INFINITY, ids->data(), sq->data(),
-                                        c->data(), nullptr, &o);
+              return mesh_closest(mesh.get(), q.data(), n, S(INFINITY), ids->data(), sq->data(),
+                                  c->data(), nullptr, &o);
             },
             [=] { return check(mesh_distances_right(m, q, *sq, true), "distances differ"); },
             [=] {
@@ -716,14 +705,8 @@ class HostOom : public ::testing::Test {
               report->struct_size = sizeof *report;
             },
             [=] {
-              if constexpr (sizeof(S) == 8)
-                return knn_mesh_deviation_report_f64(mesh.get(), q.data(), n, INFINITY, 0.1,
-                                                     nullptr, 0, nullptr, nullptr, 0, nullptr,
-                                                     sd->data(), report.get(), &o);
-              else
-                return knn_mesh_deviation_report(mesh.get(), q.data(), n, INFINITY, 0.1, nullptr, 0,
-                                                 nullptr, nullptr, 0, nullptr, sd->data(),
-                                                 report.get(), &o);
+              return mesh_report(mesh.get(), q.data(), n, S(INFINITY), 0.1, nullptr, 0, nullptr,
+                                 nullptr, 0, nullptr, sd->data(), report.get(), &o);
             },
             [=] {
               return check(mesh_distances_right(m, q, *sd, false) &&
@@ -741,84 +724,61 @@ class HostOom : public ::testing::Test {
             }};
   }
 
-  // The alignment (knn_mesh_align_ex): its host arrays (the engine's per
-  // point search results, the block sums, the starts of the coarse start);
-  // right when it gives the transform of a run without failures.
+  // A fit (knn_mesh_align_ex, knn_index_align), trimmed to 90 % with the
+  // coarse start: `align` runs it with these parameters. Right when it gives
+  // the result of a run without failures, every field; untouched otherwise.
+  static Case align_case(const std::string& name,
+                         std::function<int(const knn_align_params*, knn_align_result*)> align,
+                         int iterations) {
+    knn_align_params params = knn_align_test::params_of(0, 0.9, iterations);
+    params.coarse_start = 1;
+    auto want = std::make_shared<knn_align_result>(knn_align_test::empty_result());
+    EXPECT_EQ(align(&params, want.get()), KNN_OK) << name << knn_last_error();
+    auto got = std::make_shared<knn_align_result>();
+    return {name, [=] { *got = knn_align_test::empty_result(); },
+            [=] { return align(&params, got.get()); },
+            [=] {
+              return check(std::memcmp(got.get(), want.get(), sizeof *want) == 0,
+                           "the result differs from a run without failures");
+            },
+            [=] {
+              const knn_align_result untouched = knn_align_test::empty_result();
+              return check(std::memcmp(got.get(), &untouched, sizeof untouched) == 0,
+                           "the result was written");
+            }};
+  }
+
+  // The alignment to a mesh: its host arrays (the engine's per point search
+  // results, the block sums, the starts of the coarse start).
   template <class S>
   Case mesh_align_case() {
     auto mesh = shared_mesh<S>();
     const knn_options o = opt_;
     const std::vector<S> q = mesh_points<S>();
     const int64_t n = static_cast<int64_t>(q.size() / 3);
-    knn_align_params params;
-    std::memset(&params, 0, sizeof params);
-    params.struct_size = sizeof params;
-    params.kept_fraction = 0.9;
-    params.coarse_start = 1;
-    params.max_iterations = 5;
-    const auto align = [=](knn_align_result* r) {
-      if constexpr (sizeof(S) == 8)
-        return knn_mesh_align_ex_f64(mesh.get(), q.data(), n, nullptr, &params, r, &o);
-      else
-        return knn_mesh_align_ex(mesh.get(), q.data(), n, nullptr, &params, r, &o);
-    };
-    knn_align_result want;
-    std::memset(&want, 0, sizeof want);
-    want.struct_size = sizeof want;
-    EXPECT_EQ(align(&want), KNN_OK) << knn_last_error();
-    auto got = std::make_shared<knn_align_result>();
-    return {mesh_name<S>("knn_mesh_align_ex"),
-            [=] {
-              std::memset(got.get(), 0x5a, sizeof *got);
-              got->struct_size = sizeof *got;
-            },
-            [=] { return align(got.get()); },
-            [=] {
-              return check(std::memcmp(got->transform, want.transform, sizeof want.transform) == 0,
-                           "the transform differs from a run without failures");
-            },
-            [=] {
-              return check(got->n_kept == int64_t{0x5a5a5a5a5a5a5a5a}, "the result was written");
-            }};
+    return align_case(
+        mesh_name<S>("knn_mesh_align_ex"),
+        [=](const knn_align_params* params, knn_align_result* r) {
+          return mesh_align_ex(mesh.get(), q.data(), n, nullptr, params, r, &o);
+        },
+        5);
   }
 
-  // The alignment to an index's points (knn_index_align, point to point,
-  // trimmed, with the coarse start): its host arrays (the moved points, the
-  // k = 1 lists, the index's points, the trimming's distances); right when
-  // it gives the result of a run without failures, untouched otherwise.
+  // The alignment to an index's points (knn_index_align, point to point):
+  // its host arrays (the moved points, the k = 1 lists, the index's points,
+  // the trimming's distances).
   Case index_align_case() {
     auto index = shared_index(KNN_STRUCTURE_GRID);
     const knn_options o = opt_;
     std::vector<float> q = points_of(KNN_STRUCTURE_GRID);
     for (size_t i = 0; i < q.size(); ++i) q[i] += i % 3 == 0 ? 0.01f : 0.0f;
     const int64_t m = static_cast<int64_t>(q.size() / 3);
-    knn_align_params params;
-    std::memset(&params, 0, sizeof params);
-    params.struct_size = sizeof params;
-    params.kept_fraction = 0.9;
-    params.coarse_start = 1;
-    params.max_iterations = 3;
-    const auto align = [=](knn_align_result* r) {
-      return knn_index_align(index.get(), q.data(), m, nullptr, nullptr, &params, r, &o);
-    };
-    auto want = std::make_shared<knn_align_result>();
-    std::memset(want.get(), 0, sizeof *want);
-    want->struct_size = sizeof *want;
-    EXPECT_EQ(align(want.get()), KNN_OK) << knn_last_error();
-    auto got = std::make_shared<knn_align_result>();
-    return {"knn_index_align",
-            [=] {
-              std::memset(got.get(), 0x5a, sizeof *got);
-              got->struct_size = sizeof *got;
-            },
-            [=] { return align(got.get()); },
-            [=] {
-              return check(std::memcmp(got.get(), want.get(), sizeof *want) == 0,
-                           "the result differs from a run without failures");
-            },
-            [=] {
-              return check(got->n_kept == int64_t{0x5a5a5a5a5a5a5a5a}, "the result was written");
-            }};
+    return align_case(
+        "knn_index_align",
+        [=](const knn_align_params* params, knn_align_result* r) {
+          return knn_index_align(index.get(), q.data(), m, nullptr, nullptr, params, r, &o);
+        },
+        3);
   }
 
   // A neighbourhood statistic (knn_gpgpu_stats.h) of the grid's 3-D points:

@@ -20,93 +20,27 @@
 #include <string>
 #include <vector>
 
+#include "align_test_support.h"
 #include "gpu_test_support.h"
 #include "knn_gpgpu.h"
 
 namespace knn_test {
 namespace {
 
-using Transform = std::array<double, 16>;
-using V3 = std::array<double, 3>;
+using knn_align_test::empty_result;
+using knn_align_test::Gap;
+using knn_align_test::gap;
+using knn_align_test::inverse;
+using knn_align_test::map_point;
+using knn_align_test::moved;
+using knn_align_test::options;
+using knn_align_test::params_of;
+using knn_align_test::rigid;
+using knn_align_test::Transform;
+using knn_align_test::transform_of;
+using knn_align_test::V3;
 using Real = long double;
 constexpr double kPi = 3.14159265358979323846;
-
-knn_options options(int backend, int threads = 0) {
-  knn_options o;
-  knn_options_init(&o);
-  o.backend = backend;
-  o.threads = threads;
-  return o;
-}
-
-// The rotation by `angle` about `axis`, then the translation.
-Transform rigid(V3 axis, double angle, V3 shift) {
-  const double len = std::sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2]);
-  const double k[3] = {axis[0] / len, axis[1] / len, axis[2] / len};
-  const double c = std::cos(angle), s = std::sin(angle), t = 1 - c;
-  return {t * k[0] * k[0] + c,
-          t * k[0] * k[1] - s * k[2],
-          t * k[0] * k[2] + s * k[1],
-          shift[0],
-          t * k[1] * k[0] + s * k[2],
-          t * k[1] * k[1] + c,
-          t * k[1] * k[2] - s * k[0],
-          shift[1],
-          t * k[2] * k[0] - s * k[1],
-          t * k[2] * k[1] + s * k[0],
-          t * k[2] * k[2] + c,
-          shift[2],
-          0,
-          0,
-          0,
-          1};
-}
-
-V3 map_point(const Transform& t, const double* x) {
-  V3 y;
-  for (int i = 0; i < 3; ++i)
-    y[i] = t[4 * i] * x[0] + t[4 * i + 1] * x[1] + t[4 * i + 2] * x[2] + t[4 * i + 3];
-  return y;
-}
-
-Transform inverse(const Transform& t) {
-  Transform r{};
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) r[4 * i + j] = t[4 * j + i];
-  for (int i = 0; i < 3; ++i)
-    r[4 * i + 3] = -(r[4 * i] * t[3] + r[4 * i + 1] * t[7] + r[4 * i + 2] * t[11]);
-  r[15] = 1;
-  return r;
-}
-
-std::vector<double> moved(const std::vector<double>& points, const Transform& t) {
-  std::vector<double> out(points.size());
-  for (size_t i = 0; i < points.size(); i += 3) {
-    const V3 y = map_point(t, &points[i]);
-    for (int d = 0; d < 3; ++d) out[i + d] = y[d];
-  }
-  return out;
-}
-
-// How far two transforms are apart: the angle of a^T b, and the largest
-// distance between the images of the points.
-struct Gap {
-  double angle;
-  double shift;
-};
-Gap gap(const Transform& a, const Transform& b, const std::vector<double>& points) {
-  double trace = 0;
-  for (int i = 0; i < 3; ++i)
-    for (int k = 0; k < 3; ++k) trace += a[4 * k + i] * b[4 * k + i];
-  Gap g{std::acos(std::min(1.0, std::max(-1.0, (trace - 1) / 2))), 0};
-  for (size_t i = 0; i < points.size(); i += 3) {
-    const V3 p = map_point(a, &points[i]), q = map_point(b, &points[i]);
-    g.shift =
-        std::max(g.shift, std::sqrt((p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) +
-                                    (p[2] - q[2]) * (p[2] - q[2])));
-  }
-  return g;
-}
 
 // An ellipsoid with bumps in direction d: radius 1 + bump(d), no symmetry.
 // Stretched to 2 x 1.2 x 0.6 (three distinct principal axes).
@@ -175,28 +109,6 @@ int normals_of(const knn_index* ix, int k, const float* view, float* n, const kn
 }
 int normals_of(const knn_index* ix, int k, const double* view, double* n, const knn_options* o) {
   return knn_index_normals_f64(ix, k, view, n, nullptr, o);
-}
-
-knn_align_params params_of(double max_correspondence, double fraction, int iterations) {
-  knn_align_params p{};
-  p.struct_size = sizeof p;
-  p.max_correspondence = max_correspondence;
-  p.kept_fraction = fraction;
-  p.max_iterations = iterations;
-  return p;
-}
-
-knn_align_result empty_result() {
-  knn_align_result r;
-  std::memset(&r, 0x5a, sizeof r);
-  r.struct_size = sizeof r;
-  return r;
-}
-
-Transform transform_of(const knn_align_result& r) {
-  Transform t;
-  std::copy(r.transform, r.transform + 16, t.begin());
-  return t;
 }
 
 template <typename Scalar>

@@ -19,8 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "align_test_support.h"
 #include "gpu_test_support.h"
 #include "knn_gpgpu.h"
+#include "mesh_api_calls.h"
 #include "mesh_oracle.h"
 
 namespace knn_test {
@@ -29,76 +31,20 @@ namespace {
 using knn_mesh_oracle::Mesh;
 using knn_mesh_oracle::P3;
 using knn_mesh_oracle::Real;
-using Transform = std::array<double, 16>;
+using knn_align_test::empty_result;
+using knn_align_test::Gap;
+using knn_align_test::gap;
+using knn_align_test::inverse;
+using knn_align_test::map_point;
+using knn_align_test::moved;
+using knn_align_test::options;
+using knn_align_test::params_of;
+using knn_align_test::rigid;
+using knn_align_test::Transform;
+using knn_align_test::transform_of;
 constexpr double kPi = 3.14159265358979323846;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-knn_options options(int backend, int threads = 0) {
-  knn_options o;
-  knn_options_init(&o);
-  o.backend = backend;
-  o.threads = threads;
-  return o;
-}
-
-// The rotation by `angle` about `axis`, then the translation.
-Transform rigid(P3 axis, double angle, P3 shift) {
-  const Real len = std::sqrt(knn_mesh_oracle::norm2(axis));
-  const double k[3] = {static_cast<double>(axis.x / len), static_cast<double>(axis.y / len),
-                       static_cast<double>(axis.z / len)};
-  const double c = std::cos(angle), s = std::sin(angle), t = 1 - c;
-  return {t * k[0] * k[0] + c,
-          t * k[0] * k[1] - s * k[2],
-          t * k[0] * k[2] + s * k[1],
-          static_cast<double>(shift.x),
-          t * k[1] * k[0] + s * k[2],
-          t * k[1] * k[1] + c,
-          t * k[1] * k[2] - s * k[0],
-          static_cast<double>(shift.y),
-          t * k[2] * k[0] - s * k[1],
-          t * k[2] * k[1] + s * k[0],
-          t * k[2] * k[2] + c,
-          static_cast<double>(shift.z),
-          0,
-          0,
-          0,
-          1};
-}
-
-std::array<double, 3> map_point(const Transform& t, const double* x) {
-  std::array<double, 3> y;
-  for (int i = 0; i < 3; ++i)
-    y[i] = t[4 * i] * x[0] + t[4 * i + 1] * x[1] + t[4 * i + 2] * x[2] + t[4 * i + 3];
-  return y;
-}
-
-Transform inverse(const Transform& t) {
-  Transform r{};
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 3; ++j) r[4 * i + j] = t[4 * j + i];
-    r[4 * i + 3] = -(t[i] * t[3] + t[4 + i] * t[7] + t[8 + i] * t[11]);
-  }
-  r[15] = 1;
-  return r;
-}
-
-// How far two transforms are apart: the angle of R_a R_b^T and the
-// distance between the images of `at`.
-struct Gap {
-  double angle, shift;
-};
-Gap gap(const Transform& a, const Transform& b, const double* at) {
-  double trace = 0;
-  for (int i = 0; i < 3; ++i)
-    for (int k = 0; k < 3; ++k) trace += a[4 * i + k] * b[4 * i + k];
-  const double angle = std::acos(std::min(1.0, std::max(-1.0, (trace - 1) / 2)));
-  const auto pa = map_point(a, at), pb = map_point(b, at);
-  const double shift =
-      std::sqrt((pa[0] - pb[0]) * (pa[0] - pb[0]) + (pa[1] - pb[1]) * (pa[1] - pb[1]) +
-                (pa[2] - pb[2]) * (pa[2] - pb[2]));
-  return {angle, shift};
-}
 
 // An asymmetric closed shape: the icosphere with its radius modulated, off
 // the origin.
@@ -156,15 +102,6 @@ std::vector<double> samples(const Mesh& mesh, int n, double noise, double outlie
   return points;
 }
 
-std::vector<double> moved(const std::vector<double>& points, const Transform& t) {
-  std::vector<double> out;
-  for (size_t i = 0; i < points.size(); i += 3) {
-    const auto p = map_point(t, &points[i]);
-    out.insert(out.end(), p.begin(), p.end());
-  }
-  return out;
-}
-
 // The rms the header defines, by brute force in long double at the
 // transform t: the kept points' distances (within max_correspondence, then
 // the nearest rank of the kept fraction).
@@ -187,51 +124,19 @@ double oracle_rms(const Mesh& mesh, const std::vector<double>& scan, const Trans
   return std::sqrt(sum / *kept);
 }
 
-// The precision's entry points, by overload.
+// The precision's entry points (mesh_api_calls.h), by overload.
 int build(const Mesh& mesh, float, const knn_options* o, knn_mesh** out) {
   const std::vector<float> v = mesh.vertices32();
-  return knn_mesh_build(v.data(), mesh.n_vertices(), mesh.triangles.data(), mesh.n_triangles(), o,
-                        out);
+  return mesh_build(v.data(), mesh.n_vertices(), mesh.triangles.data(), mesh.n_triangles(), o, out);
 }
 int build(const Mesh& mesh, double, const knn_options* o, knn_mesh** out) {
-  return knn_mesh_build_f64(mesh.vertices.data(), mesh.n_vertices(), mesh.triangles.data(),
-                            mesh.n_triangles(), o, out);
-}
-int align_ex(const knn_mesh* mesh, const float* p, int64_t m, const double* initial,
-             const knn_align_params* params, knn_align_result* r, const knn_options* o) {
-  return knn_mesh_align_ex(mesh, p, m, initial, params, r, o);
-}
-int align_ex(const knn_mesh* mesh, const double* p, int64_t m, const double* initial,
-             const knn_align_params* params, knn_align_result* r, const knn_options* o) {
-  return knn_mesh_align_ex_f64(mesh, p, m, initial, params, r, o);
+  return mesh_build(mesh.vertices.data(), mesh.n_vertices(), mesh.triangles.data(),
+                    mesh.n_triangles(), o, out);
 }
 template <typename Scalar>
 int align_ex(const knn_mesh* mesh, const std::vector<Scalar>& p, const double* initial,
              const knn_align_params* params, knn_align_result* r, const knn_options* o) {
-  return align_ex(mesh, p.data(), static_cast<int64_t>(p.size() / 3), initial, params, r, o);
-}
-
-knn_align_params params_of(double max_correspondence, double fraction, int iterations) {
-  knn_align_params p;
-  std::memset(&p, 0, sizeof p);
-  p.struct_size = sizeof p;
-  p.max_correspondence = max_correspondence;
-  p.kept_fraction = fraction;
-  p.max_iterations = iterations;
-  return p;
-}
-
-knn_align_result empty_result() {
-  knn_align_result r;
-  std::memset(&r, 0, sizeof r);
-  r.struct_size = sizeof r;
-  return r;
-}
-
-Transform transform_of(const knn_align_result& r) {
-  Transform t;
-  std::copy(r.transform, r.transform + 16, t.begin());
-  return t;
+  return mesh_align_ex(mesh, p.data(), static_cast<int64_t>(p.size() / 3), initial, params, r, o);
 }
 
 // Owns a mesh handle.
@@ -263,7 +168,7 @@ TYPED_TEST(Align, RecoversAKnownMotionDespiteNoiseAndOutliers) {
   EXPECT_EQ(r.converged, 1);
   EXPECT_GT(r.iterations, 1);
   EXPECT_EQ(r.n_degenerate, 0);
-  const double centre[3] = {2.0, -1.0, 0.5};
+  const std::vector<double> centre = {2.0, -1.0, 0.5};
   const Gap g = gap(transform_of(r), truth, centre);
   EXPECT_LT(g.angle, 2e-3);
   EXPECT_LT(g.shift, 2e-3);
@@ -291,7 +196,7 @@ TEST(AlignF64, ExactSamplesConvergeTightlyAndTheSimpleCallAgrees) {
   knn_align_result r = empty_result();
   ASSERT_EQ(align_ex(h.mesh, scan, nullptr, &params, &r, &o), KNN_OK) << knn_last_error();
   EXPECT_EQ(r.converged, 1);
-  const double centre[3] = {2.0, -1.0, 0.5};
+  const std::vector<double> centre = {2.0, -1.0, 0.5};
   const Gap g = gap(transform_of(r), truth, centre);
   EXPECT_LT(g.angle, 1e-7);
   EXPECT_LT(g.shift, 1e-7);
@@ -404,7 +309,7 @@ TYPED_TEST(Align, FarStartIsNeverAWrongConvergedAnswerAndTheCoarseStartRecoversI
   const Transform truth = rigid({0.3, -1, 0.2}, 2.6, {0.4, 0.2, -0.3});
   const std::vector<double> scan64 = moved(samples(mesh, 1500, 0.001, 0, 21), inverse(truth));
   const std::vector<Scalar> scan(scan64.begin(), scan64.end());
-  const double centre[3] = {2.0, -1.0, 0.5};
+  const std::vector<double> centre = {2.0, -1.0, 0.5};
   knn_align_params params = params_of(0, 0, 15);
   knn_align_result r = empty_result();
   ASSERT_EQ(align_ex(h.mesh, scan, nullptr, &params, &r, &o), KNN_OK) << knn_last_error();
@@ -441,9 +346,8 @@ TYPED_TEST(Align, AScanFarFromItsPlaceIsBroughtBack) {
   EXPECT_EQ(r.n_degenerate, 0);
   ASSERT_EQ(r.converged, 1);
   // Compared where the scan lies: the mesh's centre in the scan's frame.
-  const double centre[3] = {2.0, -1.0, 0.5};
-  const std::array<double, 3> at = map_point(inverse(truth), &centre[0]);
-  const Gap g = gap(transform_of(r), truth, at.data());
+  const std::vector<double> centre = {2.0, -1.0, 0.5};
+  const Gap g = gap(transform_of(r), truth, moved(centre, inverse(truth)));
   EXPECT_LT(g.angle, 1e-3);
   EXPECT_LT(g.shift, 1e-3);
 }
@@ -502,8 +406,8 @@ TYPED_TEST(Align, CudaGivesTheOpenMPBits) {
   ASSERT_EQ(build(mesh, Scalar{}, &o, &h.mesh), KNN_OK);
   DeviceArray<Scalar> on_device(scan);
   knn_align_result d = empty_result();
-  const int status = align_ex(h.mesh, on_device.get(), static_cast<int64_t>(scan.size() / 3),
-                              nullptr, &params, &d, &o);
+  const int status = mesh_align_ex(h.mesh, on_device.get(), static_cast<int64_t>(scan.size() / 3),
+                                   nullptr, &params, &d, &o);
   ASSERT_EQ(status, KNN_OK) << knn_last_error();
   EXPECT_EQ(0, std::memcmp(results[0].transform, d.transform, sizeof(double[16])));
 #endif

@@ -21,6 +21,7 @@
 
 #include "gpu_test_support.h"
 #include "knn_gpgpu.h"
+#include "mesh_api_calls.h"
 #include "mesh_oracle.h"
 
 namespace knn_test {
@@ -43,42 +44,12 @@ knn_options options(int backend) {
   return o;
 }
 
-// The precision's entry points, by overload.
-int build(const std::vector<float>& v, const std::vector<int32_t>& t, const knn_options* o,
+// A mesh of the vertices' precision (mesh_api_calls.h picks the call).
+template <class S>
+int build(const std::vector<S>& v, const std::vector<int32_t>& t, const knn_options* o,
           knn_mesh** out) {
-  return knn_mesh_build(v.data(), static_cast<int64_t>(v.size() / 3), t.data(),
-                        static_cast<int64_t>(t.size() / 3), o, out);
-}
-int build(const std::vector<double>& v, const std::vector<int32_t>& t, const knn_options* o,
-          knn_mesh** out) {
-  return knn_mesh_build_f64(v.data(), static_cast<int64_t>(v.size() / 3), t.data(),
-                            static_cast<int64_t>(t.size() / 3), o, out);
-}
-int closest(const knn_mesh* h, const float* q, int64_t m, float md, int32_t* id, float* sq,
-            float* c, float* b, const knn_options* o) {
-  return knn_mesh_closest(h, q, m, md, id, sq, c, b, o);
-}
-int closest(const knn_mesh* h, const double* q, int64_t m, double md, int32_t* id, double* sq,
-            double* c, double* b, const knn_options* o) {
-  return knn_mesh_closest_f64(h, q, m, md, id, sq, c, b, o);
-}
-int signed_distance(const knn_mesh* h, const float* q, int64_t m, float md, float* s, int32_t* id,
-                    const knn_options* o) {
-  return knn_mesh_signed_distance(h, q, m, md, s, id, o);
-}
-int signed_distance(const knn_mesh* h, const double* q, int64_t m, double md, double* s,
-                    int32_t* id, const knn_options* o) {
-  return knn_mesh_signed_distance_f64(h, q, m, md, s, id, o);
-}
-int report(const knn_mesh* h, const float* q, int64_t m, float md, double tol, const double* p,
-           int np, double* pv, const double* e, int nb, int64_t* bc, float* s,
-           knn_deviation_report* r, const knn_options* o) {
-  return knn_mesh_deviation_report(h, q, m, md, tol, p, np, pv, e, nb, bc, s, r, o);
-}
-int report(const knn_mesh* h, const double* q, int64_t m, double md, double tol, const double* p,
-           int np, double* pv, const double* e, int nb, int64_t* bc, double* s,
-           knn_deviation_report* r, const knn_options* o) {
-  return knn_mesh_deviation_report_f64(h, q, m, md, tol, p, np, pv, e, nb, bc, s, r, o);
+  return mesh_build(v.data(), static_cast<int64_t>(v.size() / 3), t.data(),
+                    static_cast<int64_t>(t.size() / 3), o, out);
 }
 
 struct MeshHandle {
@@ -168,18 +139,20 @@ void expect_closest_as_oracle(const Mesh& exact, int backend, uint64_t seed) {
   const size_t n = q.size() / 3;
   std::vector<int32_t> ids(n);
   std::vector<S> sq(n), c(3 * n), w(3 * n);
-  ASSERT_EQ(closest(h.mesh, q.data(), static_cast<int64_t>(n), std::numeric_limits<S>::infinity(),
-                    ids.data(), sq.data(), c.data(), w.data(), &o),
-            KNN_OK)
+  ASSERT_EQ(
+      mesh_closest(h.mesh, q.data(), static_cast<int64_t>(n), std::numeric_limits<S>::infinity(),
+                   ids.data(), sq.data(), c.data(), w.data(), &o),
+      KNN_OK)
       << knn_last_error();
   for (size_t i = 0; i < n; ++i)
     ASSERT_TRUE(matches_oracle<S>(m, point(q, i), ids[i], sq[i], &c[3 * i], &w[3 * i]))
         << "point " << i;
   // Only the ids asked for: the same ids.
   std::vector<int32_t> alone(n);
-  ASSERT_EQ(closest(h.mesh, q.data(), static_cast<int64_t>(n), std::numeric_limits<S>::infinity(),
-                    alone.data(), nullptr, nullptr, nullptr, &o),
-            KNN_OK);
+  ASSERT_EQ(
+      mesh_closest(h.mesh, q.data(), static_cast<int64_t>(n), std::numeric_limits<S>::infinity(),
+                   alone.data(), nullptr, nullptr, nullptr, &o),
+      KNN_OK);
   EXPECT_EQ(alone, ids);
 }
 
@@ -239,12 +212,12 @@ void expect_max_distance(int backend) {
   const S limit = S(0.75);
   std::vector<int32_t> ids(n);
   std::vector<S> sq(n), c(3 * n), w(3 * n), sd(n);
-  ASSERT_EQ(closest(h.mesh, q.data(), static_cast<int64_t>(n), limit, ids.data(), sq.data(),
-                    c.data(), w.data(), &o),
+  ASSERT_EQ(mesh_closest(h.mesh, q.data(), static_cast<int64_t>(n), limit, ids.data(), sq.data(),
+                         c.data(), w.data(), &o),
             KNN_OK);
-  ASSERT_EQ(
-      signed_distance(h.mesh, q.data(), static_cast<int64_t>(n), limit, sd.data(), nullptr, &o),
-      KNN_OK);
+  ASSERT_EQ(mesh_signed_distance(h.mesh, q.data(), static_cast<int64_t>(n), limit, sd.data(),
+                                 nullptr, &o),
+            KNN_OK);
   int beyond = 0, within = 0;
   for (size_t i = 0; i < n; ++i) {
     const Real best = knn_mesh_oracle::nearest(m, point(q, i)).sq;
@@ -291,8 +264,8 @@ void expect_signs(const Mesh& exact, int backend, int expected_closed,
   const size_t n = q.size() / 3;
   std::vector<S> sd(n);
   std::vector<int32_t> ids(n);
-  ASSERT_EQ(signed_distance(h.mesh, q.data(), static_cast<int64_t>(n),
-                            std::numeric_limits<S>::infinity(), sd.data(), ids.data(), &o),
+  ASSERT_EQ(mesh_signed_distance(h.mesh, q.data(), static_cast<int64_t>(n),
+                                 std::numeric_limits<S>::infinity(), sd.data(), ids.data(), &o),
             KNN_OK);
   int inside = 0, outside = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -459,7 +432,8 @@ void expect_report(int backend) {
   const int64_t n = static_cast<int64_t>(q.size() / 3);
   const S limit = S(1);
   std::vector<S> per_point(n);
-  ASSERT_EQ(signed_distance(h.mesh, q.data(), n, limit, per_point.data(), nullptr, &o), KNN_OK);
+  ASSERT_EQ(mesh_signed_distance(h.mesh, q.data(), n, limit, per_point.data(), nullptr, &o),
+            KNN_OK);
   const std::vector<double> percentiles = {0, 12.5, 33.3, 50, 90, 99.9, 100};
   const std::vector<double> edges = {-1, -0.5, -0.1, 0, 0.1, 0.5};
   const double t = 0.1;
@@ -472,9 +446,9 @@ void expect_report(int backend) {
   knn_deviation_report r;
   std::memset(&r, 0xA5, sizeof r);
   r.struct_size = sizeof r;
-  ASSERT_EQ(report(h.mesh, q.data(), n, limit, t, percentiles.data(),
-                   static_cast<int>(percentiles.size()), pv.data(), edges.data(),
-                   static_cast<int>(bins.size()), bins.data(), sd.data(), &r, &o),
+  ASSERT_EQ(mesh_report(h.mesh, q.data(), n, limit, t, percentiles.data(),
+                        static_cast<int>(percentiles.size()), pv.data(), edges.data(),
+                        static_cast<int>(bins.size()), bins.data(), sd.data(), &r, &o),
             KNN_OK)
       << knn_last_error();
   EXPECT_EQ(0, std::memcmp(sd.data(), per_point.data(), sd.size() * sizeof(S)));
@@ -497,8 +471,8 @@ void expect_report(int backend) {
   // Without the per-point values, nothing but the report; the same report.
   knn_deviation_report again;
   again.struct_size = sizeof again;
-  ASSERT_EQ(report(h.mesh, q.data(), n, limit, t, nullptr, 0, nullptr, nullptr, 0, nullptr, nullptr,
-                   &again, &o),
+  ASSERT_EQ(mesh_report(h.mesh, q.data(), n, limit, t, nullptr, 0, nullptr, nullptr, 0, nullptr,
+                        nullptr, &again, &o),
             KNN_OK);
   EXPECT_EQ(again.n_measured, e.r.n_measured);
   EXPECT_EQ(again.n_above_bins, 0);  // no bins asked for
@@ -508,8 +482,8 @@ void expect_report(int backend) {
   knn_deviation_report shorter;
   std::memset(&shorter, 0xA5, sizeof shorter);
   shorter.struct_size = offsetof(knn_deviation_report, n_beyond);
-  ASSERT_EQ(report(h.mesh, q.data(), n, limit, t, nullptr, 0, nullptr, nullptr, 0, nullptr, nullptr,
-                   &shorter, &o),
+  ASSERT_EQ(mesh_report(h.mesh, q.data(), n, limit, t, nullptr, 0, nullptr, nullptr, 0, nullptr,
+                        nullptr, &shorter, &o),
             KNN_OK);
   EXPECT_EQ(shorter.n_points, n);
   EXPECT_EQ(shorter.n_measured, e.r.n_measured);
@@ -523,9 +497,9 @@ void expect_report(int backend) {
   none.struct_size = sizeof none;
   std::fill(pv.begin(), pv.end(), 7.0);
   std::fill(bins.begin(), bins.end(), 7);
-  ASSERT_EQ(report(h.mesh, q.data(), 0, limit, t, percentiles.data(),
-                   static_cast<int>(percentiles.size()), pv.data(), edges.data(),
-                   static_cast<int>(bins.size()), bins.data(), nullptr, &none, &o),
+  ASSERT_EQ(mesh_report(h.mesh, q.data(), 0, limit, t, percentiles.data(),
+                        static_cast<int>(percentiles.size()), pv.data(), edges.data(),
+                        static_cast<int>(bins.size()), bins.data(), nullptr, &none, &o),
             KNN_OK);
   EXPECT_EQ(none.n_points, 0);
   EXPECT_EQ(none.n_measured, 0);
@@ -669,14 +643,15 @@ void expect_query_refusals(int backend) {
   };
   auto closest_with = [&](const knn_mesh* mesh, const S* points, int64_t count, S limit,
                           int32_t* id, const knn_options* opt) {
-    return closest(mesh, points, count, limit, id, sq.data(), c.data(), w.data(), opt);
+    return mesh_closest(mesh, points, count, limit, id, sq.data(), c.data(), w.data(), opt);
   };
   auto signed_with = [&](const knn_mesh* mesh, const S* points, int64_t count, S limit, S* out) {
-    return signed_distance(mesh, points, count, limit, out, ids.data(), &o);
+    return mesh_signed_distance(mesh, points, count, limit, out, ids.data(), &o);
   };
   auto report_with = [&](S limit, double t, const double* pp, int np, double* values,
                          const double* ee, int nb, int64_t* counts, knn_deviation_report* rr) {
-    return report(h.mesh, q.data(), m, limit, t, pp, np, values, ee, nb, counts, sd.data(), rr, &o);
+    return mesh_report(h.mesh, q.data(), m, limit, t, pp, np, values, ee, nb, counts, sd.data(), rr,
+                       &o);
   };
   constexpr int kInvalid = KNN_ERR_INVALID_ARGUMENT;
 #define EXPECT_REFUSED(status, code, call, words)  \
@@ -877,11 +852,11 @@ void expect_round_trip(const Mesh& exact, int backend) {
     const int64_t n = static_cast<int64_t>(q.size() / 3);
     std::vector<int32_t> ids_a(n), ids_b(n);
     std::vector<S> sd_a(n), sd_b(n);
-    ASSERT_EQ(signed_distance(saved.mesh, q.data(), n, std::numeric_limits<S>::infinity(),
-                              sd_a.data(), ids_a.data(), &o),
+    ASSERT_EQ(mesh_signed_distance(saved.mesh, q.data(), n, std::numeric_limits<S>::infinity(),
+                                   sd_a.data(), ids_a.data(), &o),
               KNN_OK);
-    ASSERT_EQ(signed_distance(again.mesh, q.data(), n, std::numeric_limits<S>::infinity(),
-                              sd_b.data(), ids_b.data(), &lo),
+    ASSERT_EQ(mesh_signed_distance(again.mesh, q.data(), n, std::numeric_limits<S>::infinity(),
+                                   sd_b.data(), ids_b.data(), &lo),
               KNN_OK);
     EXPECT_EQ(ids_a, ids_b);
     EXPECT_EQ(0, std::memcmp(sd_a.data(), sd_b.data(), sd_a.size() * sizeof(S)));
@@ -973,14 +948,15 @@ void expect_device_arrays() {
   const S limit = S(0.5);
   std::vector<int32_t> ids(n);
   std::vector<S> sq(n), c(3 * n), w(3 * n), sd(n);
-  ASSERT_EQ(
-      closest(on_gpu.mesh, q.data(), n, limit, ids.data(), sq.data(), c.data(), w.data(), &cuda),
-      KNN_OK);
-  ASSERT_EQ(signed_distance(on_gpu.mesh, q.data(), n, limit, sd.data(), nullptr, &cuda), KNN_OK);
+  ASSERT_EQ(mesh_closest(on_gpu.mesh, q.data(), n, limit, ids.data(), sq.data(), c.data(), w.data(),
+                         &cuda),
+            KNN_OK);
+  ASSERT_EQ(mesh_signed_distance(on_gpu.mesh, q.data(), n, limit, sd.data(), nullptr, &cuda),
+            KNN_OK);
   DeviceArray<S> d_q(q), d_sq(n), d_c(3 * n), d_w(3 * n), d_sd(n);
   DeviceArray<int32_t> d_ids(n);
-  ASSERT_EQ(closest(on_gpu.mesh, d_q.get(), n, limit, d_ids.get(), d_sq.get(), d_c.get(), d_w.get(),
-                    &cuda),
+  ASSERT_EQ(mesh_closest(on_gpu.mesh, d_q.get(), n, limit, d_ids.get(), d_sq.get(), d_c.get(),
+                         d_w.get(), &cuda),
             KNN_OK)
       << knn_last_error();
   EXPECT_EQ(d_ids.to_host(n), ids);
@@ -990,28 +966,31 @@ void expect_device_arrays() {
   EXPECT_TRUE(same_bits(d_sq.to_host(n), sq));
   EXPECT_TRUE(same_bits(d_c.to_host(3 * n), c));
   EXPECT_TRUE(same_bits(d_w.to_host(3 * n), w));
-  ASSERT_EQ(signed_distance(on_gpu.mesh, d_q.get(), n, limit, d_sd.get(), nullptr, &cuda), KNN_OK);
+  ASSERT_EQ(mesh_signed_distance(on_gpu.mesh, d_q.get(), n, limit, d_sd.get(), nullptr, &cuda),
+            KNN_OK);
   EXPECT_TRUE(same_bits(d_sd.to_host(n), sd));
   // A NaN in device points is named as in host points.
   std::vector<S> bad = q;
   bad[3 * 17 + 1] = std::numeric_limits<S>::quiet_NaN();
   DeviceArray<S> d_bad(bad);
-  EXPECT_TRUE(refused(
-      closest(on_gpu.mesh, d_bad.get(), n, limit, d_ids.get(), nullptr, nullptr, nullptr, &cuda),
-      KNN_ERR_NONFINITE_INPUT, sizeof(S) == 8 ? "knn_mesh_closest_f64" : "knn_mesh_closest",
-      "point 17 has a NaN coordinate (dimension 1)"));
+  EXPECT_TRUE(refused(mesh_closest(on_gpu.mesh, d_bad.get(), n, limit, d_ids.get(), nullptr,
+                                   nullptr, nullptr, &cuda),
+                      KNN_ERR_NONFINITE_INPUT,
+                      sizeof(S) == 8 ? "knn_mesh_closest_f64" : "knn_mesh_closest",
+                      "point 17 has a NaN coordinate (dimension 1)"));
   // Host outputs with device ones: refused.
-  EXPECT_EQ(
-      closest(on_gpu.mesh, q.data(), n, limit, d_ids.get(), sq.data(), nullptr, nullptr, &cuda),
-      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(mesh_closest(on_gpu.mesh, q.data(), n, limit, d_ids.get(), sq.data(), nullptr, nullptr,
+                         &cuda),
+            KNN_ERR_INVALID_ARGUMENT);
   // The OpenMP engine takes host arrays only.
   std::vector<int32_t> untouched(n, 77);
-  EXPECT_EQ(
-      closest(on_cpu.mesh, d_q.get(), n, limit, untouched.data(), nullptr, nullptr, nullptr, &cpu),
-      KNN_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](int32_t i) { return i == 77; }));
-  EXPECT_EQ(closest(on_cpu.mesh, q.data(), n, limit, d_ids.get(), nullptr, nullptr, nullptr, &cpu),
+  EXPECT_EQ(mesh_closest(on_cpu.mesh, d_q.get(), n, limit, untouched.data(), nullptr, nullptr,
+                         nullptr, &cpu),
             KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](int32_t i) { return i == 77; }));
+  EXPECT_EQ(
+      mesh_closest(on_cpu.mesh, q.data(), n, limit, d_ids.get(), nullptr, nullptr, nullptr, &cpu),
+      KNN_ERR_INVALID_ARGUMENT);
 }
 
 TEST(MeshDeviceArrays, AnsweredInPlaceOrRefused) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <new>
@@ -136,6 +137,35 @@ TEST(ServingStructure, CpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
   }
 }
 
+// An OpenMP AUTO index of `points` (rows of 3) answers each of `query_sets`
+// at every k of `ks` bit for bit as an explicit kd-tree, and so does an
+// explicit grid when `with_grid`.
+void expect_auto_answers_as_explicit(const std::vector<float>& points,
+                                     std::initializer_list<const std::vector<float>*> query_sets,
+                                     std::initializer_list<int> ks, bool with_grid) {
+  knn_options o;
+  knn_options_init(&o);
+  o.backend = kCpu;
+  o.structure = KNN_STRUCTURE_AUTO;
+  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
+  o.structure = kKdTree;
+  knn_test::IndexHandle kd = knn_test::build_index(points, 3, o);
+  o.structure = kGrid;
+  knn_test::IndexHandle grid = with_grid ? knn_test::build_index(points, 3, o) : nullptr;
+  ASSERT_TRUE(automatic && kd && (grid || !with_grid));
+  for (const std::vector<float>* queries : query_sets)
+    for (int k : ks) {
+      SCOPED_TRACE(k);
+      const knn_test::KnnResult reference = knn_test::query_index(kd.get(), *queries, 3, k);
+      EXPECT_TRUE(
+          knn_test::same_knn(reference, knn_test::query_index(automatic.get(), *queries, 3, k)));
+      if (with_grid) {
+        EXPECT_TRUE(
+            knn_test::same_knn(reference, knn_test::query_index(grid.get(), *queries, 3, k)));
+      }
+    }
+}
+
 // An OpenMP AUTO index over a hollow box: a call whose queries lie deep in
 // the hole goes to the kd-tree (structure_serving_call over the OpenMP grid,
 // which reads the queries' share), one among the points stays on the grid;
@@ -153,20 +183,7 @@ TEST(AutoQueryCpu, QueriesDeepInTheHoleOfAHollowBoxGoToTheKdTree) {
     EXPECT_EQ(knn::structure_serving_call(*grid, n, k, CallKind::Nearest, among.data(), m), kGrid)
         << k;
   }
-  knn_options o;
-  knn_options_init(&o);
-  o.backend = kCpu;
-  o.structure = KNN_STRUCTURE_AUTO;
-  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
-  o.structure = kKdTree;
-  knn_test::IndexHandle kd = knn_test::build_index(points, 3, o);
-  ASSERT_TRUE(automatic && kd);
-  for (const auto* queries : {&deep, &among})
-    for (int k : {1, 8, 100}) {
-      SCOPED_TRACE(k);
-      EXPECT_TRUE(knn_test::same_knn(knn_test::query_index(kd.get(), *queries, 3, k),
-                                     knn_test::query_index(automatic.get(), *queries, 3, k)));
-    }
+  expect_auto_answers_as_explicit(points, {&deep, &among}, {1, 8, 100}, false);
 }
 
 // The adversarial distributions of bench/bench_auto.cpp (issue 53): on each,
@@ -201,23 +218,8 @@ TEST(AutoQueryCpu, AdversarialDistributionsGetTheStructureTheRuleNames) {
       EXPECT_EQ(knn::structure_serving_call(*primary, n, k, CallKind::Nearest, queries.data(), m),
                 c.serving)
           << k;
-    knn_options o;
-    knn_options_init(&o);
-    o.backend = kCpu;
-    o.structure = KNN_STRUCTURE_AUTO;
-    knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
-    o.structure = kKdTree;
-    knn_test::IndexHandle kd = knn_test::build_index(points, 3, o);
-    o.structure = kGrid;
-    knn_test::IndexHandle grid = knn_test::build_index(points, 3, o);
-    ASSERT_TRUE(automatic && kd && grid);
-    for (int k : {1, 100}) {
-      SCOPED_TRACE(k);
-      const knn_test::KnnResult reference = knn_test::query_index(kd.get(), queries, 3, k);
-      EXPECT_TRUE(
-          knn_test::same_knn(reference, knn_test::query_index(automatic.get(), queries, 3, k)));
-      EXPECT_TRUE(knn_test::same_knn(reference, knn_test::query_index(grid.get(), queries, 3, k)));
-    }
+    expect_auto_answers_as_explicit(points, {&queries}, {1, 100}, true);
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -272,23 +274,7 @@ TEST(AutoQueryCpu, StackedPointsKeepTheGridAndShortListsGoToTheKdTree) {
                                            knn::IndexParams{})
                 ->structure(),
             kKdTree);
-  knn_options o;
-  knn_options_init(&o);
-  o.backend = kCpu;
-  o.structure = KNN_STRUCTURE_AUTO;
-  knn_test::IndexHandle automatic = knn_test::build_index(points, 3, o);
-  o.structure = kKdTree;
-  knn_test::IndexHandle kd = knn_test::build_index(points, 3, o);
-  o.structure = kGrid;
-  knn_test::IndexHandle grid = knn_test::build_index(points, 3, o);
-  ASSERT_TRUE(automatic && kd && grid);
-  for (int k : {1, 8, 100}) {
-    SCOPED_TRACE(k);
-    const knn_test::KnnResult reference = knn_test::query_index(kd.get(), queries, 3, k);
-    EXPECT_TRUE(
-        knn_test::same_knn(reference, knn_test::query_index(automatic.get(), queries, 3, k)));
-    EXPECT_TRUE(knn_test::same_knn(reference, knn_test::query_index(grid.get(), queries, 3, k)));
-  }
+  expect_auto_answers_as_explicit(points, {&queries}, {1, 8, 100}, true);
 }
 
 TEST(ServingStructure, GpuBruteForceGivesWayOnlyWhereItWouldRefuse) {

@@ -156,15 +156,7 @@ TEST(GridCpuSizes, FlatDataGetsOneCellOnFlatAxes) {
 // queries) and 1.0 apart, k up to 1000: the oracle's rows, all-kNN, queries
 // on, beside and far from the line, and radius rows.
 TEST(GridCpuDegenerate, CollinearMatchesOracle) {
-  struct Case {
-    double spacing;
-    LineShape shape;
-    int64_t n;
-  };
-  for (const Case c :
-       {Case{1e-30, LineShape::Ascending, 1200}, Case{1e-30, LineShape::Shuffled, 1200},
-        Case{1.0, LineShape::Ascending, 1200}, Case{1.0, LineShape::Shuffled, 1200},
-        Case{1e-30, LineShape::Diagonal, 1000}}) {
+  for (const CollinearCase& c : collinear_cases()) {
     SCOPED_TRACE(line_shape_name(c.shape));
     SCOPED_TRACE(c.spacing);
     const std::vector<float> points = collinear_points(c.n, c.spacing, c.shape);

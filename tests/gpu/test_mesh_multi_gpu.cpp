@@ -14,16 +14,19 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "gpu_test_support.h"
 #include "knn_gpgpu.h"
+#include "mesh_api_calls.h"
 #include "mesh_test_cases.h"
 #include "scoped_env.h"
 
 namespace {
 
+using knn_test::mesh_build;
+using knn_test::mesh_closest;
+using knn_test::mesh_signed_distance;
 using knn_test::TestMesh;
 
 #define SKIP_WITHOUT_TWO_DEVICES()                                             \
@@ -47,12 +50,8 @@ struct MeshHandle {
 
 template <class S>
 int build(const TestMesh<S>& m, const knn_options& o, MeshHandle* out) {
-  if constexpr (std::is_same_v<S, double>)
-    return knn_mesh_build_f64(m.vertices.data(), m.n_vertices(), m.triangles.data(),
-                              m.n_triangles(), &o, &out->mesh);
-  else
-    return knn_mesh_build(m.vertices.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(),
-                          &o, &out->mesh);
+  return mesh_build(m.vertices.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), &o,
+                    &out->mesh);
 }
 
 // Every output of both calls, host memory.
@@ -79,35 +78,18 @@ void expect_same(const Outputs<S>& got, const Outputs<S>& want) {
   EXPECT_SAME_BITS(got.signed_ids, want.signed_ids);
 }
 
-template <class S>
-int closest(const knn_mesh* h, const S* q, int64_t m, S md, int32_t* id, S* sq, S* c, S* b,
-            const knn_options* o) {
-  if constexpr (std::is_same_v<S, double>)
-    return knn_mesh_closest_f64(h, q, m, md, id, sq, c, b, o);
-  else
-    return knn_mesh_closest(h, q, m, md, id, sq, c, b, o);
-}
-template <class S>
-int signed_distance(const knn_mesh* h, const S* q, int64_t m, S md, S* s, int32_t* id,
-                    const knn_options* o) {
-  if constexpr (std::is_same_v<S, double>)
-    return knn_mesh_signed_distance_f64(h, q, m, md, s, id, o);
-  else
-    return knn_mesh_signed_distance(h, q, m, md, s, id, o);
-}
-
 // Both calls into host arrays.
 template <class S>
 Outputs<S> answers(const knn_mesh* mesh, const std::vector<S>& points, S max_distance,
                    const knn_options* o) {
   const int64_t m = static_cast<int64_t>(points.size() / 3);
   Outputs<S> out(m);
-  EXPECT_EQ(closest(mesh, points.data(), m, max_distance, out.ids.data(), out.sq.data(),
-                    out.closest.data(), out.bary.data(), o),
+  EXPECT_EQ(mesh_closest(mesh, points.data(), m, max_distance, out.ids.data(), out.sq.data(),
+                         out.closest.data(), out.bary.data(), o),
             KNN_OK)
       << knn_last_error();
-  EXPECT_EQ(signed_distance(mesh, points.data(), m, max_distance, out.signed_d.data(),
-                            out.signed_ids.data(), o),
+  EXPECT_EQ(mesh_signed_distance(mesh, points.data(), m, max_distance, out.signed_d.data(),
+                                 out.signed_ids.data(), o),
             KNN_OK)
       << knn_last_error();
   return out;
@@ -128,10 +110,11 @@ Outputs<S> device_answers(const knn_mesh* mesh, const std::vector<S>& points, S 
     knn_test::DeviceArray<S> q(points), sq(n), c(3 * n), b(3 * n), sd(n);
     knn_test::DeviceArray<int32_t> ids(n), signed_ids(n);
     EXPECT_EQ(cudaSetDevice(previous), cudaSuccess);
-    EXPECT_EQ(closest(mesh, q.get(), m, max_distance, ids.get(), sq.get(), c.get(), b.get(), o),
-              KNN_OK)
+    EXPECT_EQ(
+        mesh_closest(mesh, q.get(), m, max_distance, ids.get(), sq.get(), c.get(), b.get(), o),
+        KNN_OK)
         << knn_last_error();
-    EXPECT_EQ(signed_distance(mesh, q.get(), m, max_distance, sd.get(), signed_ids.get(), o),
+    EXPECT_EQ(mesh_signed_distance(mesh, q.get(), m, max_distance, sd.get(), signed_ids.get(), o),
               KNN_OK)
         << knn_last_error();
     int after = -1;

@@ -64,6 +64,22 @@ inline std::vector<float> collinear_points(int64_t n, double spacing, LineShape 
   return rows;
 }
 
+// The lines both grid engines are tested on: points 1e-30 apart (every
+// distance 0: only indices decide) and 1.0 apart, indices ascending and
+// shuffled, and 1e-30 apart along the diagonal.
+struct CollinearCase {
+  double spacing;
+  LineShape shape;
+  int64_t n;
+};
+inline std::vector<CollinearCase> collinear_cases() {
+  return {{1e-30, LineShape::Ascending, 1200},
+          {1e-30, LineShape::Shuffled, 1200},
+          {1.0, LineShape::Ascending, 1200},
+          {1.0, LineShape::Shuffled, 1200},
+          {1e-30, LineShape::Diagonal, 1000}};
+}
+
 // n points on the tilted plane z = 0.3 x + 0.2 y + 5, x and y uniform in
 // [-1, 1): a surface that is not axis-aligned, so no axis of the grid drops
 // out, and at 20000 points a first grid of n / 3 cells sees about 40 points

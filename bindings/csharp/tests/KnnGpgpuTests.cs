@@ -1204,6 +1204,7 @@ static partial class Tests
                                    MeshSerializeRoundTrip, MeshErrors,
                                    MeshAlignRecoversARigidMotion, MeshAlignErrors,
                                    StatsNormalsMatchADoubleOracle, StatsOutliersAndDensitiesMatchTheOracle,
+                                   StatsOfAFloat32IndexMatchTheOracle,
                                    IndexAlignRecoversARigidMotion };
         if (expectedDir != null) tests = new Action[] { BuildAndQueryMatchTheOracle };
         var start = DateTime.UtcNow;

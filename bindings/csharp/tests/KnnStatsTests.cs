@@ -6,6 +6,7 @@
 // KnnGpgpuTests.cs.
 using System;
 using System.Linq;
+using System.Runtime.InteropServices;
 using KnnGpgpu;
 
 static partial class Tests
@@ -193,6 +194,55 @@ static partial class Tests
         var disposed = new KnnIndex(pts, 3);
         disposed.Dispose();
         Throws<ObjectDisposedException>(() => disposed.OutlierScores<double>(3), "a disposed index");
+    }
+
+    // The float calls behind the same methods on a float32 index: distances in float, scores
+    // and thresholds in double as the header defines them; the IntPtr Normals writes what the
+    // generic one returns; a T the index does not hold is refused before any call.
+    static void StatsOfAFloat32IndexMatchTheOracle()
+    {
+        var pts = SphereWithSpray(13, 300, 6).Select(x => (double)(float)x).ToArray();
+        int n = 306;
+        using (var index = new KnnIndex(pts.Select(x => (float)x).ToArray(), 3,
+                                        Opt(KnnBackend.OpenMP, KnnStructure.Auto)))
+        {
+            var sorted = Enumerable.Range(0, n).Select(i => { double[] sq; SortedNeighbours(pts, true, i, out sq);
+                                                              return sq; }).ToArray();
+            var scores = index.OutlierScores<float>(5);
+            Check(Enumerable.Range(0, n).All(i => scores[i] == (float)(sorted[i].Skip(1).Take(5).Select(Math.Sqrt)
+                                                                       .Aggregate(0.0, (a, b) => a + b) / 5)),
+                  "float scores");
+            double mean = 0, ss = 0;
+            foreach (float s in scores) mean += s;
+            mean /= n;
+            foreach (float s in scores) ss += (s - mean) * (s - mean);
+            double threshold = mean + 1.5 * Math.Sqrt(ss / (n - 1));
+            var kept = index.StatisticalInliers(5, 1.5);
+            Check(kept.SequenceEqual(Enumerable.Range(0, n).Where(i => scores[i] <= threshold)),
+                  "float statistical inliers");
+            Check(kept.Length < n && kept.All(i => i < 300), "the spray dropped");
+            var kth = index.KthDistances<float>(4);
+            Check(Enumerable.Range(0, n).All(i => kth[i] == (float)Math.Sqrt(sorted[i][4])), "float k-th distances");
+            // The radius is rounded to float, and so is its square, as the index compares.
+            float r = (float)0.3, r2 = r * r;
+            var wantCounts = sorted.Select(sq => (long)sq.Count(d => d <= r2) - 1).ToArray();
+            Check(index.NeighborCounts(0.3).SequenceEqual(wantCounts), "float neighbour counts");
+            Check(index.RadiusInliers(0.3, 4).SequenceEqual(Enumerable.Range(0, n).Where(i => wantCounts[i] >= 4)),
+                  "float radius inliers");
+            var generic = index.Normals<float>(8);
+            var normals = new float[3 * n];
+            var curvature = new float[n];
+            var pinned = new[] { GCHandle.Alloc(normals, GCHandleType.Pinned),
+                                 GCHandle.Alloc(curvature, GCHandleType.Pinned) };
+            try { index.Normals(8, IntPtr.Zero, pinned[0].AddrOfPinnedObject(), pinned[1].AddrOfPinnedObject()); }
+            finally { foreach (var h in pinned) h.Free(); }
+            Check(normals.SequenceEqual(generic.Normals) && curvature.SequenceEqual(generic.Curvature),
+                  "the IntPtr normals are the generic ones");
+            Throws<ArgumentException>(() => index.OutlierScores<double>(5), "double scores of a float32 index");
+            Throws<ArgumentException>(() => index.Align<double>(new double[3]), "a double fit on a float32 index");
+            Throws<NotSupportedException>(() => index.KthDistances<int>(5), "int k-th distances");
+            Throws<KnnInvalidArgumentException>(() => index.RadiusInliers(0.3, -1), "negative min neighbours");
+        }
     }
 
     // The index's own points, on an ellipsoid of axes 1, 0.6, 0.3 (no small rotation maps it

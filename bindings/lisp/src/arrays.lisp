@@ -37,17 +37,23 @@ else a converted copy. Accepts vectors, lists and arrays of any rank
         ((typep data 'sequence) (float-vector-copy data name))
         (t (usage-error "~A must be a sequence or array of reals, not ~S" name (type-of data)))))
 
-(defun float-vector-copy (data name)
-  (let* ((n (if (arrayp data) (array-total-size data) (length data)))
-         (out (make-array n :element-type 'single-float)))
-    (flet ((put (i x)
-             (unless (realp x)
-               (usage-error "~A: element ~D is ~S, not a real number" name i x))
-             (setf (aref out i) (coerce x 'single-float))))
-      (if (arrayp data)
-          (dotimes (i n) (put i (row-major-aref data i)))
-          (let ((i 0)) (map nil (lambda (x) (put i x) (incf i)) data))))
-    out))
+(defmacro define-real-vector-copy (function-name element-type)
+  "Define FUNCTION-NAME (data name): DATA, a sequence or an array of any rank (row-major),
+as a fresh (simple-array ELEMENT-TYPE (*)), every element a real coerced to it."
+  `(defun ,function-name (data name)
+     (let* ((n (if (arrayp data) (array-total-size data) (length data)))
+            (out (make-array n :element-type ',element-type)))
+       (flet ((put (i x)
+                (unless (realp x)
+                  (usage-error "~A: element ~D is ~S, not a real number" name i x))
+                (setf (aref out i) (coerce x ',element-type))))
+         (if (arrayp data)
+             (dotimes (i n) (put i (row-major-aref data i)))
+             (let ((i 0)) (map nil (lambda (x) (put i x) (incf i)) data))))
+       out)))
+
+(define-real-vector-copy float-vector-copy single-float)
+(define-real-vector-copy double-vector-copy double-float)
 
 (defun integer-vector (data element-type name)
   "DATA as a simple vector of ELEMENT-TYPE ((signed-byte 32|64)), copied unless it is one."
@@ -84,17 +90,7 @@ before float64 existed)."
 copy (every real converts; single-floats and integers exactly)."
   (cond ((typep data 'double-vector) data)
         #+sbcl ((typep data '(simple-array double-float)) (sb-ext:array-storage-vector data))
-        ((or (arrayp data) (typep data 'sequence))
-         (let* ((n (if (arrayp data) (array-total-size data) (length data)))
-                (out (make-array n :element-type 'double-float)))
-           (flet ((put (i x)
-                    (unless (realp x)
-                      (usage-error "~A: element ~D is ~S, not a real number" name i x))
-                    (setf (aref out i) (coerce x 'double-float))))
-             (if (arrayp data)
-                 (dotimes (i n) (put i (row-major-aref data i)))
-                 (let ((i 0)) (map nil (lambda (x) (put i x) (incf i)) data))))
-           out))
+        ((or (arrayp data) (typep data 'sequence)) (double-vector-copy data name))
         (t (usage-error "~A must be a sequence or array of reals, not ~S" name (type-of data)))))
 
 (defun exact-float-vector (data name)

@@ -133,26 +133,25 @@ statistics call with lists of K on a CUDA index of N 3-D points needs at most
 
 (defun index-align (index points &key normals initial max-correspondence (max-iterations 50)
                                    (kept-fraction 1) tolerance-rotation tolerance-translation
-                                   coarse-start options)
-  "The rigid motion that best fits the scan POINTS (3m reals, x y z per
-point) onto the 3-D points of INDEX (knn_index_align, or _f64): ICP against
-each moved point's nearest index point, point to plane with NORMALS (3n
-reals, one unit normal per index point, e.g. from INDEX-NORMALS) or point to
-point when NORMALS is NIL. The other keys are MESH-ALIGN's. Returns an
-ALIGN-RESULT."
+                                   coarse-start options count)
+  "The rigid motion that best fits the scan POINTS (rows of 3 reals, x y z
+per point: a flat vector, an (m 3) array, or a foreign pointer with :COUNT)
+onto the 3-D points of INDEX (knn_index_align, or _f64): ICP against each
+moved point's nearest index point, point to plane with NORMALS (rows of 3
+reals, one unit normal per index point, e.g. from INDEX-NORMALS, or a foreign
+pointer to as many) or point to point when NORMALS is NIL. The other keys are
+MESH-ALIGN's. Returns an ALIGN-RESULT."
   (with-live-index (handle index)
-    (let* ((scalar (index-scalar index))
-           (q (scalar-vector (coerce points 'vector) scalar "points"))
-           (nv (and normals (scalar-vector (coerce normals 'vector) scalar "normals"))))
-      (unless (zerop (mod (length q) 3))
-        (usage-error "points: expected 3 reals per point, got ~D reals" (length q)))
-      (when (and nv (/= (length nv) (* 3 (index-n index))))
-        (usage-error "normals: expected ~D reals (3 per index point), got ~D"
-                     (* 3 (index-n index)) (length nv)))
-      (with-foreign-options (opt options)
-        (with-pointers ((qp q) (np nv))
-          (call-align (lambda (ip params result)
-                        (scalar-call (scalar name "knn_index_align" %index-align %index-align-f64)
-                          handle qp (floor (length q) 3) np ip params result opt))
-                      initial max-correspondence max-iterations kept-fraction
-                      tolerance-rotation tolerance-translation coarse-start))))))
+    (let ((scalar (index-scalar index))
+          (n (index-n index)))
+      (multiple-value-bind (q m) (input-rows points 3 count "points" scalar)
+        (multiple-value-bind (nv rows) (if normals (input-rows normals 3 n "normals" scalar) (values nil n))
+          (unless (= rows n)
+            (usage-error "normals: expected ~D rows (one per index point), got ~D" n rows))
+          (with-foreign-options (opt options)
+            (with-pointers ((qp q) (np nv))
+              (call-align (lambda (ip params result)
+                            (scalar-call (scalar name "knn_index_align" %index-align %index-align-f64)
+                              handle qp m np ip params result opt))
+                          initial max-correspondence max-iterations kept-fraction
+                          tolerance-rotation tolerance-translation coarse-start))))))))

@@ -254,3 +254,38 @@ but the half turns, so a small motion is observable."
                        (largest-misfit (knn:align-result-transform fit) scan cloud))))
       (check-signals knn:knn-usage-error (knn:index-align index scan :normals '(0 0 1)))
       (check-signals knn:knn-usage-error (knn:index-align index '(1 2))))))
+
+(defun as-rows (flat columns)
+  "FLAT as a 2-D array of COLUMNS columns (row-major)."
+  (let ((out (make-array (list (floor (length flat) columns) columns) :element-type 'double-float)))
+    (dotimes (i (length flat) out)
+      (setf (row-major-aref out i) (aref flat i)))))
+
+(deftest index-align-takes-rows-as-the-index-calls-do
+  ;; Points and normals are rows of 3 as for every index call: an (m 3) array
+  ;; or a foreign pointer with :COUNT fits as the flat vector does, to the bit;
+  ;; an array of another width is refused, not flattened into other points.
+  (let* ((cloud (ellipsoid-cloud 5 300))
+         (scan (moved-cloud cloud 0.03d0 '(0.01d0 0.02d0 -0.01d0))))
+    (knn:with-index (index cloud 3 :backend :openmp)
+      (let* ((normals (knn:index-normals index 12 :curvature nil))
+             (flat (knn:index-align index scan :normals normals :max-iterations 30))
+             (rows (knn:index-align index (as-rows scan 3) :normals (as-rows normals 3)
+                                          :max-iterations 30))
+             (foreign (cffi:with-foreign-objects ((p :double (length scan))
+                                                  (np :double (length normals)))
+                        (dotimes (i (length scan)) (setf (cffi:mem-aref p :double i) (aref scan i)))
+                        (dotimes (i (length normals))
+                          (setf (cffi:mem-aref np :double i) (aref normals i)))
+                        (knn:index-align index p :count 300 :normals np :max-iterations 30))))
+        (check (< (largest-misfit (knn:align-result-transform flat) scan cloud) 1d-5))
+        (dolist (other (list rows foreign))
+          (check (equalp (knn:align-result-transform other) (knn:align-result-transform flat))
+                 "the same fit from rows and from a foreign pointer")
+          (check (= (knn:align-result-n-kept other) 300)))
+        (check-signals knn:knn-usage-error (knn:index-align index (as-rows (subseq scan 0 12) 4))
+                       "points of 4 columns")
+        (check-signals knn:knn-usage-error (knn:index-align index scan :normals (as-rows normals 4))
+                       "normals of 4 columns")
+        (check-signals knn:knn-usage-error (knn:index-align index (cffi:null-pointer))
+                       "a pointer without :count")))))
