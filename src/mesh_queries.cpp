@@ -79,18 +79,6 @@ void check_max_distance(double max_distance) {
                 max_distance));
 }
 
-// Writes `count` copies of `value` to a device array, a host piece at a time.
-template <class T>
-void fill_on_device(T* device_array, int64_t count, T value) {
-  const std::vector<T> piece(static_cast<size_t>(std::min<int64_t>(count, 1 << 18)), value);
-  for (int64_t done = 0; done < count;) {
-    const int64_t part = std::min<int64_t>(count - done, static_cast<int64_t>(piece.size()));
-    device_backend().copy_to_device(device_array + done, piece.data(),
-                                    static_cast<size_t>(part) * sizeof(T));
-    done += part;
-  }
-}
-
 // The per-point outputs of one call (any but triangle_ids may be NULL):
 // all host memory or all device memory.
 template <typename Scalar>
@@ -120,23 +108,13 @@ struct PointOutputs {
     constexpr Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
     const MeshResults<Scalar>& r = results;
     try {
-      fill(r.triangle_ids, m, int32_t{-1});
-      fill(r.sq_distances, m, inf);
-      fill(r.closest, 3 * m, nan);
-      fill(r.barycentric, 3 * m, nan);
-      fill(r.signed_distances, m, inf);
+      fill_values(r.triangle_ids, m, int32_t{-1}, on_device);
+      fill_values(r.sq_distances, m, inf, on_device);
+      fill_values(r.closest, 3 * m, nan, on_device);
+      fill_values(r.barycentric, 3 * m, nan, on_device);
+      fill_values(r.signed_distances, m, inf, on_device);
     } catch (...) {
     }
-  }
-
- private:
-  template <class T>
-  void fill(T* array, int64_t count, T value) const {
-    if (array == nullptr) return;
-    if (on_device)
-      fill_on_device(array, count, value);
-    else
-      std::fill(array, array + count, value);
   }
 };
 
