@@ -179,24 +179,19 @@ void index_align(const char* call, const knn_index* index, const Scalar* points,
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_index_align(const knn_index* index, const float* points, int64_t m,
-                                     const float* normals, const double* initial,
-                                     const knn_align_params* params, knn_align_result* result,
-                                     const knn_options* opt) {
-  static const char* const call = "knn_index_align";
-  return knn::guarded(call, [&] {
-    knn::index_align(call, index, points, m, normals, initial, params, result, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_align_f64(const knn_index* index, const double* points, int64_t m,
-                                         const double* normals, const double* initial,
-                                         const knn_align_params* params, knn_align_result* result,
-                                         const knn_options* opt) {
-  static const char* const call = "knn_index_align_f64";
-  return knn::guarded(call, [&] {
-    knn::index_align(call, index, points, m, normals, initial, params, result, opt);
-  });
-}
+// An entry point and its _f64 twin are one definition over the scalar:
+// a macro, since an extern "C" function cannot be a template, expanded for
+// float and for double (the declarations stay in the public header).
+#define KNN_INDEX_ALIGN_ENTRY(name, Scalar)                                                       \
+  KNN_API int KNN_CALL name(const knn_index* index, const Scalar* points, int64_t m,              \
+                            const Scalar* normals, const double* initial,                         \
+                            const knn_align_params* params, knn_align_result* result,             \
+                            const knn_options* opt) {                                             \
+    return knn::guarded_call(#name, knn::index_align<Scalar>, index, points, m, normals, initial, \
+                             params, result, opt);                                                \
+  }
+KNN_INDEX_ALIGN_ENTRY(knn_index_align, float)
+KNN_INDEX_ALIGN_ENTRY(knn_index_align_f64, double)
+#undef KNN_INDEX_ALIGN_ENTRY
 
 }  // extern "C"

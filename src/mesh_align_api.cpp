@@ -143,42 +143,29 @@ void align_ex(const char* call, const knn_mesh* mesh, const Scalar* points, int6
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_mesh_align(const knn_mesh* mesh, const float* points, int64_t m,
-                                    const double* initial, double max_correspondence,
-                                    int max_iterations, double* transform, double* rms,
-                                    const knn_options* opt) {
-  static const char* const call = "knn_mesh_align";
-  return knn::guarded(call, [&] {
-    knn::align_simple(call, mesh, points, m, initial, max_correspondence, max_iterations, transform,
-                      rms, opt);
-  });
-}
+// An entry point and its _f64 twin are one definition over the scalar:
+// a macro, since an extern "C" function cannot be a template, expanded for
+// float and for double (the declarations stay in the public header).
+#define KNN_MESH_ALIGN_ENTRY(name, Scalar)                                                        \
+  KNN_API int KNN_CALL name(const knn_mesh* mesh, const Scalar* points, int64_t m,                \
+                            const double* initial, double max_correspondence, int max_iterations, \
+                            double* transform, double* rms, const knn_options* opt) {             \
+    return knn::guarded_call(#name, knn::align_simple<Scalar>, mesh, points, m, initial,          \
+                             max_correspondence, max_iterations, transform, rms, opt);            \
+  }
+KNN_MESH_ALIGN_ENTRY(knn_mesh_align, float)
+KNN_MESH_ALIGN_ENTRY(knn_mesh_align_f64, double)
+#undef KNN_MESH_ALIGN_ENTRY
 
-KNN_API int KNN_CALL knn_mesh_align_f64(const knn_mesh* mesh, const double* points, int64_t m,
-                                        const double* initial, double max_correspondence,
-                                        int max_iterations, double* transform, double* rms,
-                                        const knn_options* opt) {
-  static const char* const call = "knn_mesh_align_f64";
-  return knn::guarded(call, [&] {
-    knn::align_simple(call, mesh, points, m, initial, max_correspondence, max_iterations, transform,
-                      rms, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_align_ex(const knn_mesh* mesh, const float* points, int64_t m,
-                                       const double* initial, const knn_align_params* params,
-                                       knn_align_result* result, const knn_options* opt) {
-  static const char* const call = "knn_mesh_align_ex";
-  return knn::guarded(call,
-                      [&] { knn::align_ex(call, mesh, points, m, initial, params, result, opt); });
-}
-
-KNN_API int KNN_CALL knn_mesh_align_ex_f64(const knn_mesh* mesh, const double* points, int64_t m,
-                                           const double* initial, const knn_align_params* params,
-                                           knn_align_result* result, const knn_options* opt) {
-  static const char* const call = "knn_mesh_align_ex_f64";
-  return knn::guarded(call,
-                      [&] { knn::align_ex(call, mesh, points, m, initial, params, result, opt); });
-}
+#define KNN_MESH_ALIGN_EX_ENTRY(name, Scalar)                                                \
+  KNN_API int KNN_CALL name(const knn_mesh* mesh, const Scalar* points, int64_t m,           \
+                            const double* initial, const knn_align_params* params,           \
+                            knn_align_result* result, const knn_options* opt) {              \
+    return knn::guarded_call(#name, knn::align_ex<Scalar>, mesh, points, m, initial, params, \
+                             result, opt);                                                   \
+  }
+KNN_MESH_ALIGN_EX_ENTRY(knn_mesh_align_ex, float)
+KNN_MESH_ALIGN_EX_ENTRY(knn_mesh_align_ex_f64, double)
+#undef KNN_MESH_ALIGN_EX_ENTRY
 
 }  // extern "C"

@@ -87,15 +87,6 @@ void check_host_pointer(const void* p, const char* name) {
 // ---- Outputs on the host or the device ----------------------------------------
 
 template <typename T>
-void write_values(T* dst, const T* src, int64_t count, bool device) {
-  if (count <= 0) return;
-  if (device)
-    device_backend().copy_to_device(dst, src, static_cast<size_t>(count) * sizeof(T));
-  else
-    std::copy(src, src + count, dst);
-}
-
-template <typename T>
 std::vector<T> read_values(const T* src, int64_t count, bool device) {
   std::vector<T> host(static_cast<size_t>(count));
   if (count <= 0) return host;
@@ -104,15 +95,6 @@ std::vector<T> read_values(const T* src, int64_t count, bool device) {
   else
     std::copy(src, src + count, host.begin());
   return host;
-}
-
-// fill_values, best effort: the call's status already reports the failure.
-template <typename T>
-void fill_output(T* dst, int64_t count, T value, bool device) noexcept {
-  try {
-    fill_values(dst, count, value, device);
-  } catch (...) {
-  }
 }
 
 // ---- The search and the reduction ----------------------------------------------
@@ -276,7 +258,7 @@ void write_inliers(const knn_index& ix, int32_t* kept, int64_t* n_kept, MakeKeep
     write_values(kept, ids.data(), n, device);
     *n_kept = count;
   } catch (...) {
-    fill_output(kept, n, int32_t{-1}, device);
+    try_fill_values(kept, n, int32_t{-1}, device);
     *n_kept = 0;
     throw;
   }
@@ -331,8 +313,8 @@ void index_normals(const char* call, const knn_index* index, int k, const Scalar
     if (!viewpoint) orient_without_viewpoint(stats.ix, stats.options, k, normals, device);
   } catch (...) {
     const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
-    fill_output(normals, stats.n * 3, nan, device);
-    fill_output(curvature, stats.n, nan, device);
+    try_fill_values(normals, stats.n * 3, nan, device);
+    try_fill_values(curvature, stats.n, nan, device);
     throw;
   }
 }
@@ -359,7 +341,7 @@ void index_list_statistic(const char* call, const knn_index* index, int k, ListS
   try {
     compute_statistic(stats.ix, stats.options, request);
   } catch (...) {
-    fill_output(values, stats.n, std::numeric_limits<Scalar>::infinity(), device);
+    try_fill_values(values, stats.n, std::numeric_limits<Scalar>::infinity(), device);
     throw;
   }
 }
@@ -403,7 +385,7 @@ void index_neighbor_counts(const char* call, const knn_index* index, Scalar radi
     const std::vector<int64_t> others = others_within(stats.ix, stats.options, radius);
     write_values(counts, others.data(), stats.n, device);
   } catch (...) {
-    fill_output(counts, stats.n, int64_t{0}, device);
+    try_fill_values(counts, stats.n, int64_t{0}, device);
     throw;
   }
 }
