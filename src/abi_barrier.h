@@ -35,4 +35,12 @@ int guarded(const char* function, Body&& body) noexcept {
   }
 }
 
+// An entry point that hands its arguments to one function of the library:
+// body(function, args...) behind the barrier, `function` naming the entry
+// point in the body's messages as in the barrier's.
+template <class Body, class... Args>
+int guarded_call(const char* function, Body&& body, Args... args) noexcept {
+  return guarded(function, [&] { body(function, args...); });
+}
+
 }  // namespace knn

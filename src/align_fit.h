@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "../common/error.h"
 #include "../common/geometry/align_terms.h"
 #include "../engine/cancel.h"
+#include "../engine/progress.h"
 #include "../include/knn_gpgpu.h"
 #include "align_math.h"
 #include "backends.h"
@@ -71,6 +73,23 @@ struct Frame {
             c[2] + motion.translation[2]};
   }
 };
+
+// The length of the diagonal of the bounding box of n points of 3 scalars
+// (the default translation tolerance is a fraction of it; 0 for no points).
+template <typename Scalar>
+double bounding_diagonal(const Scalar* points, int64_t n) {
+  if (n == 0) return 0.0;
+  Vec3 lo, hi;
+  for (int d = 0; d < 3; ++d) lo[d] = hi[d] = static_cast<double>(points[d]);
+  for (int64_t i = 0; i < 3 * n; ++i) {
+    const double x = static_cast<double>(points[i]);
+    lo[i % 3] = std::min(lo[i % 3], x);
+    hi[i % 3] = std::max(hi[i % 3], x);
+  }
+  Vec3 extent;
+  for (int d = 0; d < 3; ++d) extent[d] = hi[d] - lo[d];
+  return std::sqrt(align::dot(extent, extent));
+}
 
 // ---- Checks -------------------------------------------------------------------
 
@@ -382,6 +401,46 @@ inline bool better(const Fit& a, const Fit& b) {
   if (a.converged != b.converged) return a.converged;
   if (a.kept != b.kept) return a.kept > b.kept;
   return a.rms < b.rms;
+}
+
+// The frame of a scan with these moments: its centroid, and its RMS radius
+// as the scale, or where that is 0 or not finite half the target's bounding
+// diagonal, or where that is 0 too, 1.
+inline Frame scan_frame(const Moments& scan, double target_diagonal) {
+  Frame frame;
+  frame.scan_centroid = scan.centroid;
+  const double radius = std::sqrt((scan.covariance[0] + scan.covariance[4]) + scan.covariance[8]);
+  frame.scale = radius > 0 && std::isfinite(radius) ? radius : target_diagonal / 2;
+  if (!(frame.scale > 0)) frame.scale = 1.0;
+  return frame;
+}
+
+// The best (better()) of the fits (fit_from) of m scan points from `start`
+// and, with settings.coarse_start, from the principal starts onto the
+// target's moments (target_moments(), taken only then). The progress stage
+// counts m points for every evaluation a start may take; the steps' sums
+// come from make_sums_at(), made once the stage has begun.
+template <class MakeSumsAt, class TargetMoments>
+Fit best_fit(MakeSumsAt&& make_sums_at, const Motion& start, int64_t m, const Moments& scan,
+             TargetMoments&& target_moments, const Frame& frame, const Settings& settings) {
+  std::vector<Motion> starts{start};
+  if (settings.coarse_start) {
+    const std::vector<Motion> more = principal_starts(scan, target_moments());
+    starts.insert(starts.end(), more.begin(), more.end());
+  }
+  // Each start may take every iteration and one more evaluation.
+  const double steps =
+      static_cast<double>(m) * (settings.max_iterations + 1.0) * static_cast<double>(starts.size());
+  const ProgressStage stage(KNN_PROGRESS_QUERY,
+                            steps < 9e18 ? static_cast<int64_t>(steps) : INT64_MAX);
+  auto sums_at = make_sums_at();
+  Fit fit;
+  for (size_t s = 0; s < starts.size(); ++s) {
+    const Fit candidate = fit_from(sums_at, starts[s], frame, settings);
+    if (s == 0 || better(candidate, fit)) fit = candidate;
+  }
+  stage.finish();
+  return fit;
 }
 
 inline void write_transform(const Motion& motion, double* transform) {

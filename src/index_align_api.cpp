@@ -14,7 +14,6 @@
 
 #include "../common/error.h"
 #include "../engine/cancel.h"
-#include "../engine/progress.h"
 #include "abi_barrier.h"
 #include "align_fit.h"
 #include "device_arrays.h"
@@ -46,23 +45,6 @@ class HostRows {
   const Scalar* rows_;
   std::vector<Scalar> copy_;
 };
-
-// The length of the diagonal of the bounding box of n points (the default
-// translation tolerance is a fraction of it).
-template <typename Scalar>
-double bounding_diagonal(const Scalar* points, int64_t n) {
-  if (n == 0) return 0.0;
-  Vec3 lo, hi;
-  for (int d = 0; d < 3; ++d) lo[d] = hi[d] = static_cast<double>(points[d]);
-  for (int64_t i = 0; i < 3 * n; ++i) {
-    const double x = static_cast<double>(points[i]);
-    lo[i % 3] = std::min(lo[i % 3], x);
-    hi[i % 3] = std::max(hi[i % 3], x);
-  }
-  Vec3 extent;
-  for (int d = 0; d < 3; ++d) extent[d] = hi[d] - lo[d];
-  return std::sqrt(align::dot(extent, extent));
-}
 
 // The threshold of the kept points: max_sq, lowered to the squared distance
 // at the trimming rank among the points within it (as the mesh engines'
@@ -176,35 +158,18 @@ void index_align(const char* call, const knn_index* index, const Scalar* points,
     std::vector<Scalar> targets(static_cast<size_t>(3 * n));
     ix.engine<Scalar>()->copy_points(targets.data());
     const HostRows<Scalar> scan(points, m), target_normals(normals, n);
+    const double diagonal = bounding_diagonal(targets.data(), n);
     if (settings.tolerance_translation == 0)
-      settings.tolerance_translation =
-          kDefaultToleranceTranslation * bounding_diagonal(targets.data(), n);
+      settings.tolerance_translation = kDefaultToleranceTranslation * diagonal;
     const Moments scan_moments = point_moments(scan.data(), m, false);
-    Frame frame;
-    frame.scan_centroid = scan_moments.centroid;
-    const double radius = std::sqrt((scan_moments.covariance[0] + scan_moments.covariance[4]) +
-                                    scan_moments.covariance[8]);
-    frame.scale =
-        radius > 0 && std::isfinite(radius) ? radius : bounding_diagonal(targets.data(), n) / 2;
-    if (!(frame.scale > 0)) frame.scale = 1.0;
-    std::vector<Motion> starts{start};
-    if (settings.coarse_start) {
-      const std::vector<Motion> more =
-          principal_starts(scan_moments, point_moments(targets.data(), n, false));
-      starts.insert(starts.end(), more.begin(), more.end());
-    }
-    // Each start may take every iteration and one more evaluation.
-    const double steps = static_cast<double>(m) * (settings.max_iterations + 1.0) *
-                         static_cast<double>(starts.size());
-    const ProgressStage stage(KNN_PROGRESS_QUERY,
-                              steps < 9e18 ? static_cast<int64_t>(steps) : INT64_MAX);
-    CloudSteps<Scalar> sums_at(ix, o, scan.data(), m, targets.data(), target_normals.data(), frame,
-                               settings);
-    for (size_t s = 0; s < starts.size(); ++s) {
-      const Fit candidate = fit_from(sums_at, starts[s], frame, settings);
-      if (s == 0 || better(candidate, fit)) fit = candidate;
-    }
-    stage.finish();
+    const Frame frame = scan_frame(scan_moments, diagonal);
+    fit = best_fit(
+        [&] {
+          return CloudSteps<Scalar>(ix, o, scan.data(), m, targets.data(), target_normals.data(),
+                                    frame, settings);
+        },
+        start, m, scan_moments, [&] { return point_moments(targets.data(), n, false); }, frame,
+        settings);
   }
   write_result(fit, result);
 }
@@ -214,24 +179,19 @@ void index_align(const char* call, const knn_index* index, const Scalar* points,
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_index_align(const knn_index* index, const float* points, int64_t m,
-                                     const float* normals, const double* initial,
-                                     const knn_align_params* params, knn_align_result* result,
-                                     const knn_options* opt) {
-  static const char* const call = "knn_index_align";
-  return knn::guarded(call, [&] {
-    knn::index_align(call, index, points, m, normals, initial, params, result, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_align_f64(const knn_index* index, const double* points, int64_t m,
-                                         const double* normals, const double* initial,
-                                         const knn_align_params* params, knn_align_result* result,
-                                         const knn_options* opt) {
-  static const char* const call = "knn_index_align_f64";
-  return knn::guarded(call, [&] {
-    knn::index_align(call, index, points, m, normals, initial, params, result, opt);
-  });
-}
+// An entry point and its _f64 twin are one definition over the scalar:
+// a macro, since an extern "C" function cannot be a template, expanded for
+// float and for double (the declarations stay in the public header).
+#define KNN_INDEX_ALIGN_ENTRY(name, Scalar)                                                       \
+  KNN_API int KNN_CALL name(const knn_index* index, const Scalar* points, int64_t m,              \
+                            const Scalar* normals, const double* initial,                         \
+                            const knn_align_params* params, knn_align_result* result,             \
+                            const knn_options* opt) {                                             \
+    return knn::guarded_call(#name, knn::index_align<Scalar>, index, points, m, normals, initial, \
+                             params, result, opt);                                                \
+  }
+KNN_INDEX_ALIGN_ENTRY(knn_index_align, float)
+KNN_INDEX_ALIGN_ENTRY(knn_index_align_f64, double)
+#undef KNN_INDEX_ALIGN_ENTRY
 
 }  // extern "C"

@@ -246,20 +246,10 @@ void radius_count(const char* call, const knn_index* index, const Scalar* querie
     const std::vector<int32_t> found = radius_counts(ix, queries, m, radius, o);
     wide.assign(found.begin(), found.end());
   } catch (...) {
-    wide.assign(static_cast<size_t>(m), 0);  // the documented counts after a failure
-    try {
-      if (counts_on_device)
-        device_backend().copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
-      else
-        std::copy(wide.begin(), wide.end(), counts);
-    } catch (...) {
-    }
+    try_fill_values(counts, m, int64_t{0}, counts_on_device);  // the documented counts
     throw;
   }
-  if (counts_on_device)
-    device_backend().copy_to_device(counts, wide.data(), wide.size() * sizeof(int64_t));
-  else
-    std::copy(wide.begin(), wide.end(), counts);
+  write_values(counts, wide.data(), m, counts_on_device);
 }
 
 template <typename Scalar>
@@ -316,21 +306,20 @@ void radius_fill(const char* call, const knn_index* index, const Scalar* queries
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_index_build(const float* points, int64_t n, int dim,
-                                     const knn_options* opt, knn_index** out) {
-  return knn::guarded("knn_index_build", [&] {
-    knn::clear_out(out);
-    *out = knn::build_index(points, n, dim, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_build_f64(const double* points, int64_t n, int dim,
-                                         const knn_options* opt, knn_index** out) {
-  return knn::guarded("knn_index_build_f64", [&] {
-    knn::clear_out(out);
-    *out = knn::build_index(points, n, dim, opt);
-  });
-}
+// An entry point and its _f64 twin are one definition over the scalar:
+// a macro, since an extern "C" function cannot be a template, expanded for
+// float and for double (the declarations stay in the public header).
+#define KNN_INDEX_BUILD_ENTRY(name, Scalar)                                                   \
+  KNN_API int KNN_CALL name(const Scalar* points, int64_t n, int dim, const knn_options* opt, \
+                            knn_index** out) {                                                \
+    return knn::guarded(#name, [&] {                                                          \
+      knn::clear_out(out);                                                                    \
+      *out = knn::build_index(points, n, dim, opt);                                           \
+    });                                                                                       \
+  }
+KNN_INDEX_BUILD_ENTRY(knn_index_build, float)
+KNN_INDEX_BUILD_ENTRY(knn_index_build_f64, double)
+#undef KNN_INDEX_BUILD_ENTRY
 
 KNN_API int KNN_CALL knn_index_free(knn_index* index) {
   return knn::guarded("knn_index_free", [&] { knn::free_live(index, knn::kIndexNames); });
@@ -357,70 +346,46 @@ KNN_API int KNN_CALL knn_index_scalar(const knn_index* index, int* scalar) {
   });
 }
 
-KNN_API int KNN_CALL knn_index_query(const knn_index* index, const float* queries, int64_t m, int k,
-                                     int32_t* indices, float* sq_distances,
-                                     const knn_options* opt) {
-  static const char* const call = "knn_index_query";
-  return knn::guarded(call,
-                      [&] { knn::query(call, index, queries, m, k, indices, sq_distances, opt); });
-}
+#define KNN_INDEX_QUERY_ENTRY(name, Scalar)                                                   \
+  KNN_API int KNN_CALL name(const knn_index* index, const Scalar* queries, int64_t m, int k,  \
+                            int32_t* indices, Scalar* sq_distances, const knn_options* opt) { \
+    return knn::guarded_call(#name, knn::query<Scalar>, index, queries, m, k, indices,        \
+                             sq_distances, opt);                                              \
+  }
+KNN_INDEX_QUERY_ENTRY(knn_index_query, float)
+KNN_INDEX_QUERY_ENTRY(knn_index_query_f64, double)
+#undef KNN_INDEX_QUERY_ENTRY
 
-KNN_API int KNN_CALL knn_index_query_f64(const knn_index* index, const double* queries, int64_t m,
-                                         int k, int32_t* indices, double* sq_distances,
-                                         const knn_options* opt) {
-  static const char* const call = "knn_index_query_f64";
-  return knn::guarded(call,
-                      [&] { knn::query(call, index, queries, m, k, indices, sq_distances, opt); });
-}
+#define KNN_INDEX_QUERY_SELF_ENTRY(name, Scalar)                                               \
+  KNN_API int KNN_CALL name(const knn_index* index, int k, int exclude_self, int32_t* indices, \
+                            Scalar* sq_distances) {                                            \
+    return knn::guarded_call(#name, knn::query_self<Scalar>, index, k, exclude_self, indices,  \
+                             sq_distances);                                                    \
+  }
+KNN_INDEX_QUERY_SELF_ENTRY(knn_index_query_self, float)
+KNN_INDEX_QUERY_SELF_ENTRY(knn_index_query_self_f64, double)
+#undef KNN_INDEX_QUERY_SELF_ENTRY
 
-KNN_API int KNN_CALL knn_index_query_self(const knn_index* index, int k, int exclude_self,
-                                          int32_t* indices, float* sq_distances) {
-  static const char* const call = "knn_index_query_self";
-  return knn::guarded(
-      call, [&] { knn::query_self(call, index, k, exclude_self, indices, sq_distances); });
-}
+#define KNN_INDEX_RADIUS_ENTRY(name, Scalar)                                                       \
+  KNN_API int KNN_CALL name(const knn_index* index, const Scalar* queries, int64_t m,              \
+                            Scalar radius, int max_neighbors, int32_t* indices,                    \
+                            Scalar* sq_distances, int32_t* counts, const knn_options* opt) {       \
+    return knn::guarded_call(#name, knn::radius<Scalar>, index, queries, m, radius, max_neighbors, \
+                             indices, sq_distances, counts, opt);                                  \
+  }
+KNN_INDEX_RADIUS_ENTRY(knn_index_radius, float)
+KNN_INDEX_RADIUS_ENTRY(knn_index_radius_f64, double)
+#undef KNN_INDEX_RADIUS_ENTRY
 
-KNN_API int KNN_CALL knn_index_query_self_f64(const knn_index* index, int k, int exclude_self,
-                                              int32_t* indices, double* sq_distances) {
-  static const char* const call = "knn_index_query_self_f64";
-  return knn::guarded(
-      call, [&] { knn::query_self(call, index, k, exclude_self, indices, sq_distances); });
-}
-
-KNN_API int KNN_CALL knn_index_radius(const knn_index* index, const float* queries, int64_t m,
-                                      float radius, int max_neighbors, int32_t* indices,
-                                      float* sq_distances, int32_t* counts,
-                                      const knn_options* opt) {
-  static const char* const call = "knn_index_radius";
-  return knn::guarded(call, [&] {
-    knn::radius(call, index, queries, m, radius, max_neighbors, indices, sq_distances, counts, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_radius_f64(const knn_index* index, const double* queries, int64_t m,
-                                          double radius, int max_neighbors, int32_t* indices,
-                                          double* sq_distances, int32_t* counts,
-                                          const knn_options* opt) {
-  static const char* const call = "knn_index_radius_f64";
-  return knn::guarded(call, [&] {
-    knn::radius(call, index, queries, m, radius, max_neighbors, indices, sq_distances, counts, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_radius_count(const knn_index* index, const float* queries, int64_t m,
-                                            float radius, int64_t* counts, const knn_options* opt) {
-  static const char* const call = "knn_index_radius_count";
-  return knn::guarded(call,
-                      [&] { knn::radius_count(call, index, queries, m, radius, counts, opt); });
-}
-
-KNN_API int KNN_CALL knn_index_radius_count_f64(const knn_index* index, const double* queries,
-                                                int64_t m, double radius, int64_t* counts,
-                                                const knn_options* opt) {
-  static const char* const call = "knn_index_radius_count_f64";
-  return knn::guarded(call,
-                      [&] { knn::radius_count(call, index, queries, m, radius, counts, opt); });
-}
+#define KNN_INDEX_RADIUS_COUNT_ENTRY(name, Scalar)                                                \
+  KNN_API int KNN_CALL name(const knn_index* index, const Scalar* queries, int64_t m,             \
+                            Scalar radius, int64_t* counts, const knn_options* opt) {             \
+    return knn::guarded_call(#name, knn::radius_count<Scalar>, index, queries, m, radius, counts, \
+                             opt);                                                                \
+  }
+KNN_INDEX_RADIUS_COUNT_ENTRY(knn_index_radius_count, float)
+KNN_INDEX_RADIUS_COUNT_ENTRY(knn_index_radius_count_f64, double)
+#undef KNN_INDEX_RADIUS_COUNT_ENTRY
 
 KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, int64_t* offsets) {
   return knn::guarded("knn_offsets_from_counts", [&] {
@@ -445,24 +410,16 @@ KNN_API int KNN_CALL knn_offsets_from_counts(const int64_t* counts, int64_t m, i
   });
 }
 
-KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* queries, int64_t m,
-                                           float radius, const int64_t* offsets, int32_t* indices,
-                                           float* sq_distances, const knn_options* opt) {
-  static const char* const call = "knn_index_radius_fill";
-  return knn::guarded(call, [&] {
-    knn::radius_fill(call, index, queries, m, radius, offsets, indices, sq_distances, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_radius_fill_f64(const knn_index* index, const double* queries,
-                                               int64_t m, double radius, const int64_t* offsets,
-                                               int32_t* indices, double* sq_distances,
-                                               const knn_options* opt) {
-  static const char* const call = "knn_index_radius_fill_f64";
-  return knn::guarded(call, [&] {
-    knn::radius_fill(call, index, queries, m, radius, offsets, indices, sq_distances, opt);
-  });
-}
+#define KNN_INDEX_RADIUS_FILL_ENTRY(name, Scalar)                                                 \
+  KNN_API int KNN_CALL name(const knn_index* index, const Scalar* queries, int64_t m,             \
+                            Scalar radius, const int64_t* offsets, int32_t* indices,              \
+                            Scalar* sq_distances, const knn_options* opt) {                       \
+    return knn::guarded_call(#name, knn::radius_fill<Scalar>, index, queries, m, radius, offsets, \
+                             indices, sq_distances, opt);                                         \
+  }
+KNN_INDEX_RADIUS_FILL_ENTRY(knn_index_radius_fill, float)
+KNN_INDEX_RADIUS_FILL_ENTRY(knn_index_radius_fill_f64, double)
+#undef KNN_INDEX_RADIUS_FILL_ENTRY
 
 // Estimates: the device model of the structure asked for (AUTO: the largest
 // the planner may pick). An estimate has no status to report bad options

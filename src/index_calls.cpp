@@ -43,22 +43,13 @@ std::vector<Scalar> copy_rows_to_host(const Scalar* device_rows, int64_t n, int 
 template <typename Scalar>
 void Outputs<Scalar>::fill_missing() const noexcept {
   try {
-    if (!on_device) {
-      if (indices) std::fill(indices, indices + slots, -1);
-      if (sq_distances)
-        std::fill(sq_distances, sq_distances + slots, std::numeric_limits<Scalar>::infinity());
-      if (counts) std::fill(counts, counts + rows, 0);
-      return;
+    if (on_device) {
+      device_backend().fill_missing_on_device(indices, sq_distances, slots);
+    } else {
+      fill_values(indices, slots, int32_t{-1}, false);
+      fill_values(sq_distances, slots, std::numeric_limits<Scalar>::infinity(), false);
     }
-    device_backend().fill_missing_on_device(indices, sq_distances, slots);
-    if (counts) {
-      const std::vector<int32_t> zeros(static_cast<size_t>(std::min<int64_t>(rows, 1 << 20)), 0);
-      for (int64_t done = 0; done < rows;) {
-        const int64_t part = std::min<int64_t>(rows - done, static_cast<int64_t>(zeros.size()));
-        device_backend().copy_to_device(counts + done, zeros.data(), static_cast<size_t>(part) * 4);
-        done += part;
-      }
-    }
+    fill_values(counts, rows, int32_t{0}, on_device);
   } catch (...) {
   }
 }

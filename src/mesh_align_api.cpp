@@ -17,7 +17,6 @@
 #include "../common/error.h"
 #include "../engine/cancel.h"
 #include "../engine/mesh_engine.h"
-#include "../engine/progress.h"
 #include "abi_barrier.h"
 #include "align_fit.h"
 #include "backends.h"
@@ -30,22 +29,6 @@ namespace {
 
 // The shared ICP loop (src/align_fit.h).
 using namespace align;
-
-// The length of the diagonal of the mesh's bounding box (the default
-// translation tolerance is a fraction of it).
-template <typename Scalar>
-double mesh_diagonal(const PreparedMesh<Scalar>& mesh) {
-  Vec3 lo, hi;
-  for (int d = 0; d < 3; ++d) lo[d] = hi[d] = static_cast<double>(mesh.vertices[d]);
-  for (size_t i = 0; i < mesh.vertices.size(); ++i) {
-    const double x = static_cast<double>(mesh.vertices[i]);
-    lo[i % 3] = std::min(lo[i % 3], x);
-    hi[i % 3] = std::max(hi[i % 3], x);
-  }
-  Vec3 extent;
-  for (int d = 0; d < 3; ++d) extent[d] = hi[d] - lo[d];
-  return std::sqrt(align::dot(extent, extent));
-}
 
 template <typename Scalar>
 geometry::AlignSums sums_at(const MeshEngine<Scalar>& engine, const Scalar* points, int64_t m,
@@ -109,40 +92,24 @@ Fit align_points(const char* call, const knn_mesh* handle, const Scalar* points,
   check_array(points, m, "points", "m");
   check_slots(m, 3, sizeof(Scalar), "m * 3");
   const PreparedMesh<Scalar>& prepared = mesh.prepared<Scalar>();
+  const double diagonal = bounding_diagonal(prepared.vertices.data(), prepared.n_vertices());
   if (settings.tolerance_translation == 0)
-    settings.tolerance_translation = kDefaultToleranceTranslation * mesh_diagonal(prepared);
+    settings.tolerance_translation = kDefaultToleranceTranslation * diagonal;
   Fit fit;
   fit.motion = start;
   if (m == 0) return fit;
   const DeviceScope scope(mesh.device);
   check_points(mesh, points, m, false, params.threads);
   const Moments scan = point_moments(points, m, on_device(points));
-  Frame frame;
-  frame.scan_centroid = scan.centroid;
-  const double radius = std::sqrt((scan.covariance[0] + scan.covariance[4]) + scan.covariance[8]);
-  frame.scale = radius > 0 && std::isfinite(radius) ? radius : mesh_diagonal(prepared) / 2;
-  if (!(frame.scale > 0)) frame.scale = 1.0;
-  std::vector<Motion> starts{start};
-  if (settings.coarse_start) {
-    const std::vector<Motion> more = principal_starts(scan, surface_moments(prepared));
-    starts.insert(starts.end(), more.begin(), more.end());
-  }
-  // Each start may take every iteration and one more evaluation.
-  const double steps =
-      static_cast<double>(m) * (settings.max_iterations + 1.0) * static_cast<double>(starts.size());
-  const ProgressStage stage(KNN_PROGRESS_QUERY,
-                            steps < 9e18 ? static_cast<int64_t>(steps) : INT64_MAX);
+  const Frame frame = scan_frame(scan, diagonal);
   const MeshEngine<Scalar>& engine = *mesh.engine<Scalar>();
-  for (size_t s = 0; s < starts.size(); ++s) {
-    const Fit candidate = align::fit_from(
-        [&](const Motion& motion) {
+  return best_fit(
+      [&] {
+        return [&](const Motion& motion) {
           return sums_at(engine, points, m, motion, frame, settings, params);
-        },
-        starts[s], frame, settings);
-    if (s == 0 || better(candidate, fit)) fit = candidate;
-  }
-  stage.finish();
-  return fit;
+        };
+      },
+      start, m, scan, [&] { return surface_moments(prepared); }, frame, settings);
 }
 
 template <typename Scalar>
@@ -176,42 +143,29 @@ void align_ex(const char* call, const knn_mesh* mesh, const Scalar* points, int6
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_mesh_align(const knn_mesh* mesh, const float* points, int64_t m,
-                                    const double* initial, double max_correspondence,
-                                    int max_iterations, double* transform, double* rms,
-                                    const knn_options* opt) {
-  static const char* const call = "knn_mesh_align";
-  return knn::guarded(call, [&] {
-    knn::align_simple(call, mesh, points, m, initial, max_correspondence, max_iterations, transform,
-                      rms, opt);
-  });
-}
+// An entry point and its _f64 twin are one definition over the scalar:
+// a macro, since an extern "C" function cannot be a template, expanded for
+// float and for double (the declarations stay in the public header).
+#define KNN_MESH_ALIGN_ENTRY(name, Scalar)                                                        \
+  KNN_API int KNN_CALL name(const knn_mesh* mesh, const Scalar* points, int64_t m,                \
+                            const double* initial, double max_correspondence, int max_iterations, \
+                            double* transform, double* rms, const knn_options* opt) {             \
+    return knn::guarded_call(#name, knn::align_simple<Scalar>, mesh, points, m, initial,          \
+                             max_correspondence, max_iterations, transform, rms, opt);            \
+  }
+KNN_MESH_ALIGN_ENTRY(knn_mesh_align, float)
+KNN_MESH_ALIGN_ENTRY(knn_mesh_align_f64, double)
+#undef KNN_MESH_ALIGN_ENTRY
 
-KNN_API int KNN_CALL knn_mesh_align_f64(const knn_mesh* mesh, const double* points, int64_t m,
-                                        const double* initial, double max_correspondence,
-                                        int max_iterations, double* transform, double* rms,
-                                        const knn_options* opt) {
-  static const char* const call = "knn_mesh_align_f64";
-  return knn::guarded(call, [&] {
-    knn::align_simple(call, mesh, points, m, initial, max_correspondence, max_iterations, transform,
-                      rms, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_align_ex(const knn_mesh* mesh, const float* points, int64_t m,
-                                       const double* initial, const knn_align_params* params,
-                                       knn_align_result* result, const knn_options* opt) {
-  static const char* const call = "knn_mesh_align_ex";
-  return knn::guarded(call,
-                      [&] { knn::align_ex(call, mesh, points, m, initial, params, result, opt); });
-}
-
-KNN_API int KNN_CALL knn_mesh_align_ex_f64(const knn_mesh* mesh, const double* points, int64_t m,
-                                           const double* initial, const knn_align_params* params,
-                                           knn_align_result* result, const knn_options* opt) {
-  static const char* const call = "knn_mesh_align_ex_f64";
-  return knn::guarded(call,
-                      [&] { knn::align_ex(call, mesh, points, m, initial, params, result, opt); });
-}
+#define KNN_MESH_ALIGN_EX_ENTRY(name, Scalar)                                                \
+  KNN_API int KNN_CALL name(const knn_mesh* mesh, const Scalar* points, int64_t m,           \
+                            const double* initial, const knn_align_params* params,           \
+                            knn_align_result* result, const knn_options* opt) {              \
+    return knn::guarded_call(#name, knn::align_ex<Scalar>, mesh, points, m, initial, params, \
+                             result, opt);                                                   \
+  }
+KNN_MESH_ALIGN_EX_ENTRY(knn_mesh_align_ex, float)
+KNN_MESH_ALIGN_EX_ENTRY(knn_mesh_align_ex_f64, double)
+#undef KNN_MESH_ALIGN_EX_ENTRY
 
 }  // extern "C"

@@ -145,23 +145,20 @@ bool impossible_mesh(int64_t n_vertices, int64_t n_triangles, int scalar) {
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_mesh_build(const float* vertices, int64_t n_vertices,
-                                    const int32_t* triangles, int64_t n_triangles,
-                                    const knn_options* opt, knn_mesh** out) {
-  return knn::guarded("knn_mesh_build", [&] {
-    knn::clear_out(out);
-    *out = knn::build(vertices, n_vertices, triangles, n_triangles, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_build_f64(const double* vertices, int64_t n_vertices,
-                                        const int32_t* triangles, int64_t n_triangles,
-                                        const knn_options* opt, knn_mesh** out) {
-  return knn::guarded("knn_mesh_build_f64", [&] {
-    knn::clear_out(out);
-    *out = knn::build(vertices, n_vertices, triangles, n_triangles, opt);
-  });
-}
+// An entry point and its _f64 twin are one definition over the scalar:
+// a macro, since an extern "C" function cannot be a template, expanded for
+// float and for double (the declarations stay in the public header).
+#define KNN_MESH_BUILD_ENTRY(name, Scalar)                                                        \
+  KNN_API int KNN_CALL name(const Scalar* vertices, int64_t n_vertices, const int32_t* triangles, \
+                            int64_t n_triangles, const knn_options* opt, knn_mesh** out) {        \
+    return knn::guarded(#name, [&] {                                                              \
+      knn::clear_out(out);                                                                        \
+      *out = knn::build(vertices, n_vertices, triangles, n_triangles, opt);                       \
+    });                                                                                           \
+  }
+KNN_MESH_BUILD_ENTRY(knn_mesh_build, float)
+KNN_MESH_BUILD_ENTRY(knn_mesh_build_f64, double)
+#undef KNN_MESH_BUILD_ENTRY
 
 KNN_API int KNN_CALL knn_mesh_free(knn_mesh* mesh) {
   return knn::guarded("knn_mesh_free", [&] { knn::free_live(mesh, knn::kMeshNames); });

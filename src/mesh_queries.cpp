@@ -79,18 +79,6 @@ void check_max_distance(double max_distance) {
                 max_distance));
 }
 
-// Writes `count` copies of `value` to a device array, a host piece at a time.
-template <class T>
-void fill_on_device(T* device_array, int64_t count, T value) {
-  const std::vector<T> piece(static_cast<size_t>(std::min<int64_t>(count, 1 << 18)), value);
-  for (int64_t done = 0; done < count;) {
-    const int64_t part = std::min<int64_t>(count - done, static_cast<int64_t>(piece.size()));
-    device_backend().copy_to_device(device_array + done, piece.data(),
-                                    static_cast<size_t>(part) * sizeof(T));
-    done += part;
-  }
-}
-
 // The per-point outputs of one call (any but triangle_ids may be NULL):
 // all host memory or all device memory.
 template <typename Scalar>
@@ -120,23 +108,13 @@ struct PointOutputs {
     constexpr Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
     const MeshResults<Scalar>& r = results;
     try {
-      fill(r.triangle_ids, m, int32_t{-1});
-      fill(r.sq_distances, m, inf);
-      fill(r.closest, 3 * m, nan);
-      fill(r.barycentric, 3 * m, nan);
-      fill(r.signed_distances, m, inf);
+      fill_values(r.triangle_ids, m, int32_t{-1}, on_device);
+      fill_values(r.sq_distances, m, inf, on_device);
+      fill_values(r.closest, 3 * m, nan, on_device);
+      fill_values(r.barycentric, 3 * m, nan, on_device);
+      fill_values(r.signed_distances, m, inf, on_device);
     } catch (...) {
     }
-  }
-
- private:
-  template <class T>
-  void fill(T* array, int64_t count, T value) const {
-    if (array == nullptr) return;
-    if (on_device)
-      fill_on_device(array, count, value);
-    else
-      std::fill(array, array + count, value);
   }
 };
 
@@ -377,73 +355,48 @@ template void closest_on_devices(const std::vector<int>&, const DeviceCopies<Mes
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_mesh_closest(const knn_mesh* mesh, const float* points, int64_t m,
-                                      float max_distance, int32_t* triangle_ids,
-                                      float* sq_distances, float* closest, float* barycentric,
-                                      const knn_options* opt) {
-  static const char* const call = "knn_mesh_closest";
-  return knn::guarded(call, [&] {
-    const knn::MeshResults<float> r{triangle_ids, sq_distances, closest, barycentric, nullptr};
-    knn::closest_points(call, mesh, points, m, max_distance, r, false, opt);
-  });
-}
+// An entry point and its _f64 twin are one definition over the scalar:
+// a macro, since an extern "C" function cannot be a template, expanded for
+// float and for double (the declarations stay in the public header).
+#define KNN_MESH_CLOSEST_ENTRY(name, Scalar)                                                  \
+  KNN_API int KNN_CALL name(const knn_mesh* mesh, const Scalar* points, int64_t m,            \
+                            Scalar max_distance, int32_t* triangle_ids, Scalar* sq_distances, \
+                            Scalar* closest, Scalar* barycentric, const knn_options* opt) {   \
+    return knn::guarded_call(                                                                 \
+        #name, knn::closest_points<Scalar>, mesh, points, m, max_distance,                    \
+        knn::MeshResults<Scalar>{triangle_ids, sq_distances, closest, barycentric, nullptr},  \
+        false, opt);                                                                          \
+  }
+KNN_MESH_CLOSEST_ENTRY(knn_mesh_closest, float)
+KNN_MESH_CLOSEST_ENTRY(knn_mesh_closest_f64, double)
+#undef KNN_MESH_CLOSEST_ENTRY
 
-KNN_API int KNN_CALL knn_mesh_closest_f64(const knn_mesh* mesh, const double* points, int64_t m,
-                                          double max_distance, int32_t* triangle_ids,
-                                          double* sq_distances, double* closest,
-                                          double* barycentric, const knn_options* opt) {
-  static const char* const call = "knn_mesh_closest_f64";
-  return knn::guarded(call, [&] {
-    const knn::MeshResults<double> r{triangle_ids, sq_distances, closest, barycentric, nullptr};
-    knn::closest_points(call, mesh, points, m, max_distance, r, false, opt);
-  });
-}
+#define KNN_MESH_SIGNED_DISTANCE_ENTRY(name, Scalar)                                               \
+  KNN_API int KNN_CALL name(const knn_mesh* mesh, const Scalar* points, int64_t m,                 \
+                            Scalar max_distance, Scalar* signed_distances, int32_t* triangle_ids,  \
+                            const knn_options* opt) {                                              \
+    return knn::guarded_call(                                                                      \
+        #name, knn::closest_points<Scalar>, mesh, points, m, max_distance,                         \
+        knn::MeshResults<Scalar>{triangle_ids, nullptr, nullptr, nullptr, signed_distances}, true, \
+        opt);                                                                                      \
+  }
+KNN_MESH_SIGNED_DISTANCE_ENTRY(knn_mesh_signed_distance, float)
+KNN_MESH_SIGNED_DISTANCE_ENTRY(knn_mesh_signed_distance_f64, double)
+#undef KNN_MESH_SIGNED_DISTANCE_ENTRY
 
-KNN_API int KNN_CALL knn_mesh_signed_distance(const knn_mesh* mesh, const float* points, int64_t m,
-                                              float max_distance, float* signed_distances,
-                                              int32_t* triangle_ids, const knn_options* opt) {
-  static const char* const call = "knn_mesh_signed_distance";
-  return knn::guarded(call, [&] {
-    const knn::MeshResults<float> r{triangle_ids, nullptr, nullptr, nullptr, signed_distances};
-    knn::closest_points(call, mesh, points, m, max_distance, r, true, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_signed_distance_f64(const knn_mesh* mesh, const double* points,
-                                                  int64_t m, double max_distance,
-                                                  double* signed_distances, int32_t* triangle_ids,
-                                                  const knn_options* opt) {
-  static const char* const call = "knn_mesh_signed_distance_f64";
-  return knn::guarded(call, [&] {
-    const knn::MeshResults<double> r{triangle_ids, nullptr, nullptr, nullptr, signed_distances};
-    knn::closest_points(call, mesh, points, m, max_distance, r, true, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_deviation_report(
-    const knn_mesh* mesh, const float* points, int64_t m, float max_distance, double tolerance,
-    const double* percentiles, int n_percentiles, double* percentile_values,
-    const double* bin_edges, int n_bins, int64_t* bin_counts, float* signed_distances,
-    knn_deviation_report* report, const knn_options* opt) {
-  static const char* const call = "knn_mesh_deviation_report";
-  return knn::guarded(call, [&] {
-    const knn::DeviationRequest request{tolerance, percentiles, n_percentiles, bin_edges, n_bins};
-    knn::deviation_report(call, mesh, points, m, max_distance, request, percentile_values,
-                          bin_counts, signed_distances, report, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_mesh_deviation_report_f64(
-    const knn_mesh* mesh, const double* points, int64_t m, double max_distance, double tolerance,
-    const double* percentiles, int n_percentiles, double* percentile_values,
-    const double* bin_edges, int n_bins, int64_t* bin_counts, double* signed_distances,
-    knn_deviation_report* report, const knn_options* opt) {
-  static const char* const call = "knn_mesh_deviation_report_f64";
-  return knn::guarded(call, [&] {
-    const knn::DeviationRequest request{tolerance, percentiles, n_percentiles, bin_edges, n_bins};
-    knn::deviation_report(call, mesh, points, m, max_distance, request, percentile_values,
-                          bin_counts, signed_distances, report, opt);
-  });
-}
+#define KNN_MESH_DEVIATION_REPORT_ENTRY(name, Scalar)                                              \
+  KNN_API int KNN_CALL name(const knn_mesh* mesh, const Scalar* points, int64_t m,                 \
+                            Scalar max_distance, double tolerance, const double* percentiles,      \
+                            int n_percentiles, double* percentile_values, const double* bin_edges, \
+                            int n_bins, int64_t* bin_counts, Scalar* signed_distances,             \
+                            knn_deviation_report* report, const knn_options* opt) {                \
+    return knn::guarded_call(                                                                      \
+        #name, knn::deviation_report<Scalar>, mesh, points, m, max_distance,                       \
+        knn::DeviationRequest{tolerance, percentiles, n_percentiles, bin_edges, n_bins},           \
+        percentile_values, bin_counts, signed_distances, report, opt);                             \
+  }
+KNN_MESH_DEVIATION_REPORT_ENTRY(knn_mesh_deviation_report, float)
+KNN_MESH_DEVIATION_REPORT_ENTRY(knn_mesh_deviation_report_f64, double)
+#undef KNN_MESH_DEVIATION_REPORT_ENTRY
 
 }  // extern "C"

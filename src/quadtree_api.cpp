@@ -138,64 +138,48 @@ void fill_points(const knn_quadtree* tree, const V* vertices_xy, const int64_t* 
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_quadtree_build(const float* xy, int64_t n, const knn_options* opt,
-                                        knn_quadtree** out) {
-  return knn::guarded("knn_quadtree_build", [&] { knn::build_tree(xy, n, opt, out); });
-}
-
-KNN_API int KNN_CALL knn_quadtree_build_f64(const double* xy, int64_t n, const knn_options* opt,
-                                            knn_quadtree** out) {
-  return knn::guarded("knn_quadtree_build_f64", [&] { knn::build_tree(xy, n, opt, out); });
-}
+// An entry point and its _f64 twin are one definition over the scalar:
+// a macro, since an extern "C" function cannot be a template, expanded for
+// float and for double (the declarations stay in the public header).
+#define KNN_QUADTREE_BUILD_ENTRY(name, Scalar)                                   \
+  KNN_API int KNN_CALL name(const Scalar* xy, int64_t n, const knn_options* opt, \
+                            knn_quadtree** out) {                                \
+    return knn::guarded(#name, [&] { knn::build_tree(xy, n, opt, out); });       \
+  }
+KNN_QUADTREE_BUILD_ENTRY(knn_quadtree_build, float)
+KNN_QUADTREE_BUILD_ENTRY(knn_quadtree_build_f64, double)
+#undef KNN_QUADTREE_BUILD_ENTRY
 
 KNN_API int KNN_CALL knn_quadtree_free(knn_quadtree* tree) {
   return knn::guarded("knn_quadtree_free", [&] { knn::free_live(tree, knn::kTreeNames); });
 }
 
-KNN_API int KNN_CALL knn_points_in_polygons_count(const knn_quadtree* tree,
-                                                  const float* vertices_xy,
-                                                  const int64_t* ring_offsets, int64_t n_rings,
-                                                  const int64_t* polygon_offsets,
-                                                  int64_t n_polygons, int64_t* counts,
-                                                  const knn_options* opt) {
-  return knn::guarded("knn_points_in_polygons_count", [&] {
-    knn::count_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons, counts,
-                      opt);
-  });
-}
+#define KNN_POINTS_IN_POLYGONS_COUNT_ENTRY(name, Scalar)                                         \
+  KNN_API int KNN_CALL name(const knn_quadtree* tree, const Scalar* vertices_xy,                 \
+                            const int64_t* ring_offsets, int64_t n_rings,                        \
+                            const int64_t* polygon_offsets, int64_t n_polygons, int64_t* counts, \
+                            const knn_options* opt) {                                            \
+    return knn::guarded(#name, [&] {                                                             \
+      knn::count_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons,   \
+                        counts, opt);                                                            \
+    });                                                                                          \
+  }
+KNN_POINTS_IN_POLYGONS_COUNT_ENTRY(knn_points_in_polygons_count, float)
+KNN_POINTS_IN_POLYGONS_COUNT_ENTRY(knn_points_in_polygons_count_f64, double)
+#undef KNN_POINTS_IN_POLYGONS_COUNT_ENTRY
 
-KNN_API int KNN_CALL knn_points_in_polygons_count_f64(const knn_quadtree* tree,
-                                                      const double* vertices_xy,
-                                                      const int64_t* ring_offsets, int64_t n_rings,
-                                                      const int64_t* polygon_offsets,
-                                                      int64_t n_polygons, int64_t* counts,
-                                                      const knn_options* opt) {
-  return knn::guarded("knn_points_in_polygons_count_f64", [&] {
-    knn::count_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons, counts,
-                      opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_points_in_polygons(const knn_quadtree* tree, const float* vertices_xy,
-                                            const int64_t* ring_offsets, int64_t n_rings,
-                                            const int64_t* polygon_offsets, int64_t n_polygons,
-                                            const int64_t* out_offsets, int64_t* point_indices,
-                                            const knn_options* opt) {
-  return knn::guarded("knn_points_in_polygons", [&] {
-    knn::fill_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons,
-                     out_offsets, point_indices, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_points_in_polygons_f64(const knn_quadtree* tree, const double* vertices_xy,
-                                                const int64_t* ring_offsets, int64_t n_rings,
-                                                const int64_t* polygon_offsets, int64_t n_polygons,
-                                                const int64_t* out_offsets, int64_t* point_indices,
-                                                const knn_options* opt) {
-  return knn::guarded("knn_points_in_polygons_f64", [&] {
-    knn::fill_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons,
-                     out_offsets, point_indices, opt);
-  });
-}
+#define KNN_POINTS_IN_POLYGONS_ENTRY(name, Scalar)                                            \
+  KNN_API int KNN_CALL name(                                                                  \
+      const knn_quadtree* tree, const Scalar* vertices_xy, const int64_t* ring_offsets,       \
+      int64_t n_rings, const int64_t* polygon_offsets, int64_t n_polygons,                    \
+      const int64_t* out_offsets, int64_t* point_indices, const knn_options* opt) {           \
+    return knn::guarded(#name, [&] {                                                          \
+      knn::fill_points(tree, vertices_xy, ring_offsets, n_rings, polygon_offsets, n_polygons, \
+                       out_offsets, point_indices, opt);                                      \
+    });                                                                                       \
+  }
+KNN_POINTS_IN_POLYGONS_ENTRY(knn_points_in_polygons, float)
+KNN_POINTS_IN_POLYGONS_ENTRY(knn_points_in_polygons_f64, double)
+#undef KNN_POINTS_IN_POLYGONS_ENTRY
 
 }  // extern "C"

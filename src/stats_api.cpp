@@ -10,102 +10,63 @@
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_index_normals(const knn_index* index, int k, const float* viewpoint,
-                                       float* normals, float* curvature, const knn_options* opt) {
-  static const char* const call = "knn_index_normals";
-  return knn::guarded(
-      call, [&] { knn::index_normals(call, index, k, viewpoint, normals, curvature, opt); });
-}
+// An entry point and its _f64 twin are one definition over the scalar:
+// a macro, since an extern "C" function cannot be a template, expanded for
+// float and for double (the declarations stay in the public header).
+#define KNN_INDEX_NORMALS_ENTRY(name, Scalar)                                                 \
+  KNN_API int KNN_CALL name(const knn_index* index, int k, const Scalar* viewpoint,           \
+                            Scalar* normals, Scalar* curvature, const knn_options* opt) {     \
+    return knn::guarded_call(#name, knn::index_normals<Scalar>, index, k, viewpoint, normals, \
+                             curvature, opt);                                                 \
+  }
+KNN_INDEX_NORMALS_ENTRY(knn_index_normals, float)
+KNN_INDEX_NORMALS_ENTRY(knn_index_normals_f64, double)
+#undef KNN_INDEX_NORMALS_ENTRY
 
-KNN_API int KNN_CALL knn_index_normals_f64(const knn_index* index, int k, const double* viewpoint,
-                                           double* normals, double* curvature,
-                                           const knn_options* opt) {
-  static const char* const call = "knn_index_normals_f64";
-  return knn::guarded(
-      call, [&] { knn::index_normals(call, index, k, viewpoint, normals, curvature, opt); });
-}
+// The outlier scores (mean distances) and the kth distances: one list
+// statistic each.
+#define KNN_INDEX_LIST_STATISTIC_ENTRY(name, Scalar, statistic)                             \
+  KNN_API int KNN_CALL name(const knn_index* index, int k, Scalar* values,                  \
+                            const knn_options* opt) {                                       \
+    return knn::guarded_call(#name, knn::index_list_statistic<Scalar>, index, k, statistic, \
+                             values, opt);                                                  \
+  }
+KNN_INDEX_LIST_STATISTIC_ENTRY(knn_index_outlier_scores, float, knn::ListStatistic::MeanDistance)
+KNN_INDEX_LIST_STATISTIC_ENTRY(knn_index_outlier_scores_f64, double,
+                               knn::ListStatistic::MeanDistance)
+KNN_INDEX_LIST_STATISTIC_ENTRY(knn_index_kth_distances, float, knn::ListStatistic::KthDistance)
+KNN_INDEX_LIST_STATISTIC_ENTRY(knn_index_kth_distances_f64, double, knn::ListStatistic::KthDistance)
+#undef KNN_INDEX_LIST_STATISTIC_ENTRY
 
-KNN_API int KNN_CALL knn_index_outlier_scores(const knn_index* index, int k, float* mean_distances,
-                                              const knn_options* opt) {
-  static const char* const call = "knn_index_outlier_scores";
-  return knn::guarded(call, [&] {
-    knn::index_list_statistic(call, index, k, knn::ListStatistic::MeanDistance, mean_distances,
-                              opt);
-  });
-}
+#define KNN_INDEX_STATISTICAL_INLIERS_ENTRY(name, Scalar)                                        \
+  KNN_API int KNN_CALL name(const knn_index* index, int k, double std_ratio, int32_t* kept,      \
+                            int64_t* n_kept, const knn_options* opt) {                           \
+    return knn::guarded_call(#name, knn::index_statistical_inliers<Scalar>, index, k, std_ratio, \
+                             kept, n_kept, opt);                                                 \
+  }
+KNN_INDEX_STATISTICAL_INLIERS_ENTRY(knn_index_statistical_inliers, float)
+KNN_INDEX_STATISTICAL_INLIERS_ENTRY(knn_index_statistical_inliers_f64, double)
+#undef KNN_INDEX_STATISTICAL_INLIERS_ENTRY
 
-KNN_API int KNN_CALL knn_index_outlier_scores_f64(const knn_index* index, int k,
-                                                  double* mean_distances, const knn_options* opt) {
-  static const char* const call = "knn_index_outlier_scores_f64";
-  return knn::guarded(call, [&] {
-    knn::index_list_statistic(call, index, k, knn::ListStatistic::MeanDistance, mean_distances,
-                              opt);
-  });
-}
+#define KNN_INDEX_NEIGHBOR_COUNTS_ENTRY(name, Scalar)                                          \
+  KNN_API int KNN_CALL name(const knn_index* index, Scalar radius, int64_t* counts,            \
+                            const knn_options* opt) {                                          \
+    return knn::guarded_call(#name, knn::index_neighbor_counts<Scalar>, index, radius, counts, \
+                             opt);                                                             \
+  }
+KNN_INDEX_NEIGHBOR_COUNTS_ENTRY(knn_index_neighbor_counts, float)
+KNN_INDEX_NEIGHBOR_COUNTS_ENTRY(knn_index_neighbor_counts_f64, double)
+#undef KNN_INDEX_NEIGHBOR_COUNTS_ENTRY
 
-KNN_API int KNN_CALL knn_index_statistical_inliers(const knn_index* index, int k, double std_ratio,
-                                                   int32_t* kept, int64_t* n_kept,
-                                                   const knn_options* opt) {
-  static const char* const call = "knn_index_statistical_inliers";
-  return knn::guarded(call, [&] {
-    knn::index_statistical_inliers<float>(call, index, k, std_ratio, kept, n_kept, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_statistical_inliers_f64(const knn_index* index, int k,
-                                                       double std_ratio, int32_t* kept,
-                                                       int64_t* n_kept, const knn_options* opt) {
-  static const char* const call = "knn_index_statistical_inliers_f64";
-  return knn::guarded(call, [&] {
-    knn::index_statistical_inliers<double>(call, index, k, std_ratio, kept, n_kept, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_kth_distances(const knn_index* index, int k, float* distances,
-                                             const knn_options* opt) {
-  static const char* const call = "knn_index_kth_distances";
-  return knn::guarded(call, [&] {
-    knn::index_list_statistic(call, index, k, knn::ListStatistic::KthDistance, distances, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_kth_distances_f64(const knn_index* index, int k, double* distances,
-                                                 const knn_options* opt) {
-  static const char* const call = "knn_index_kth_distances_f64";
-  return knn::guarded(call, [&] {
-    knn::index_list_statistic(call, index, k, knn::ListStatistic::KthDistance, distances, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_neighbor_counts(const knn_index* index, float radius,
-                                               int64_t* counts, const knn_options* opt) {
-  static const char* const call = "knn_index_neighbor_counts";
-  return knn::guarded(call, [&] { knn::index_neighbor_counts(call, index, radius, counts, opt); });
-}
-
-KNN_API int KNN_CALL knn_index_neighbor_counts_f64(const knn_index* index, double radius,
-                                                   int64_t* counts, const knn_options* opt) {
-  static const char* const call = "knn_index_neighbor_counts_f64";
-  return knn::guarded(call, [&] { knn::index_neighbor_counts(call, index, radius, counts, opt); });
-}
-
-KNN_API int KNN_CALL knn_index_radius_inliers(const knn_index* index, float radius,
-                                              int64_t min_neighbors, int32_t* kept, int64_t* n_kept,
-                                              const knn_options* opt) {
-  static const char* const call = "knn_index_radius_inliers";
-  return knn::guarded(call, [&] {
-    knn::index_radius_inliers(call, index, radius, min_neighbors, kept, n_kept, opt);
-  });
-}
-
-KNN_API int KNN_CALL knn_index_radius_inliers_f64(const knn_index* index, double radius,
-                                                  int64_t min_neighbors, int32_t* kept,
-                                                  int64_t* n_kept, const knn_options* opt) {
-  static const char* const call = "knn_index_radius_inliers_f64";
-  return knn::guarded(call, [&] {
-    knn::index_radius_inliers(call, index, radius, min_neighbors, kept, n_kept, opt);
-  });
-}
+#define KNN_INDEX_RADIUS_INLIERS_ENTRY(name, Scalar)                                      \
+  KNN_API int KNN_CALL name(const knn_index* index, Scalar radius, int64_t min_neighbors, \
+                            int32_t* kept, int64_t* n_kept, const knn_options* opt) {     \
+    return knn::guarded_call(#name, knn::index_radius_inliers<Scalar>, index, radius,     \
+                             min_neighbors, kept, n_kept, opt);                           \
+  }
+KNN_INDEX_RADIUS_INLIERS_ENTRY(knn_index_radius_inliers, float)
+KNN_INDEX_RADIUS_INLIERS_ENTRY(knn_index_radius_inliers_f64, double)
+#undef KNN_INDEX_RADIUS_INLIERS_ENTRY
 
 KNN_API size_t KNN_CALL knn_estimate_stats_bytes(int64_t n, int k, const knn_options* opt) {
   return knn::estimate_stats_bytes(n, k, opt, KNN_SCALAR_FLOAT32);

@@ -14,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../common/error.h"
@@ -39,6 +40,23 @@ void check_three_dimensional(const knn_index& ix, const char* call) {
          format("the index has dim %d; %s computes neighbourhood statistics of 3-D points only",
                 ix.dim(), call));
 }
+
+// The start of every statistics call: the index, held in use until the
+// call returns and refused unless it is 3-D, and the call's options.
+template <typename Scalar>
+struct StatsCall {
+  StatsCall(const char* call, const knn_index* index, const knn_options* opt)
+      : use(use_index<Scalar>(index, call)),
+        ix(*use),
+        options(read_call_options(ix, opt)),
+        n(ix.size()) {
+    check_three_dimensional(ix, call);
+  }
+  const HandleUse<knn_index> use;
+  const knn_index& ix;
+  const knn_options options;
+  const int64_t n;
+};
 
 // The outputs of one call (null pointers left out): all host memory, or all
 // device memory (of the index's device, for a CUDA index: its kernels write
@@ -69,15 +87,6 @@ void check_host_pointer(const void* p, const char* name) {
 // ---- Outputs on the host or the device ----------------------------------------
 
 template <typename T>
-void write_values(T* dst, const T* src, int64_t count, bool device) {
-  if (count <= 0) return;
-  if (device)
-    device_backend().copy_to_device(dst, src, static_cast<size_t>(count) * sizeof(T));
-  else
-    std::copy(src, src + count, dst);
-}
-
-template <typename T>
 std::vector<T> read_values(const T* src, int64_t count, bool device) {
   std::vector<T> host(static_cast<size_t>(count));
   if (count <= 0) return host;
@@ -86,24 +95,6 @@ std::vector<T> read_values(const T* src, int64_t count, bool device) {
   else
     std::copy(src, src + count, host.begin());
   return host;
-}
-
-// `count` copies of value into an output, host or device (in pieces from a
-// host buffer). Best effort: the call's status already reports the failure.
-template <typename T>
-void fill_output(T* dst, int64_t count, T value, bool device) noexcept {
-  if (dst == nullptr) return;
-  try {
-    if (!device) return std::fill(dst, dst + count, value);
-    const std::vector<T> piece(static_cast<size_t>(std::min<int64_t>(count, 1 << 20)), value);
-    for (int64_t done = 0; done < count;) {
-      const int64_t part = std::min<int64_t>(count - done, static_cast<int64_t>(piece.size()));
-      device_backend().copy_to_device(dst + done, piece.data(),
-                                      static_cast<size_t>(part) * sizeof(T));
-      done += part;
-    }
-  } catch (...) {
-  }
 }
 
 // ---- The search and the reduction ----------------------------------------------
@@ -241,13 +232,36 @@ std::vector<Scalar> host_statistic(const knn_index& ix, const knn_options& o, in
   return values;
 }
 
-// Writes the kept ids (ascending, then -1 to n) and their number.
-void write_kept(const std::vector<int32_t>& kept_ids, int64_t n, int32_t* kept, int64_t* n_kept,
-                bool device) {
-  std::vector<int32_t> all(kept_ids);
-  all.resize(static_cast<size_t>(n), -1);
-  write_values(kept, all.data(), n, device);
-  *n_kept = static_cast<int64_t>(kept_ids.size());
+// The inlier calls' outputs: checks kept and n_kept, then writes the ids of
+// the points i that keep(i) accepts (ascending, then -1 to n) and their
+// number, where `keep` is what make_keep() returns once the index's device
+// is current. On a failure kept is all -1 and *n_kept 0.
+template <class MakeKeep>
+void write_inliers(const knn_index& ix, int32_t* kept, int64_t* n_kept, MakeKeep&& make_keep) {
+  const int64_t n = ix.size();
+  check_array(kept, n, "kept", "the index's point count");
+  if (n_kept == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "n_kept is NULL");
+  check_host_pointer(n_kept, "n_kept");
+  if (n == 0) {
+    *n_kept = 0;
+    return;
+  }
+  const DeviceScope scope(ix.device);
+  const bool device = outputs_on_device(ix, {kept});
+  try {
+    const auto keep = make_keep();
+    std::vector<int32_t> ids;
+    for (int64_t i = 0; i < n; ++i)
+      if (keep(i)) ids.push_back(static_cast<int32_t>(i));
+    const int64_t count = static_cast<int64_t>(ids.size());
+    ids.resize(static_cast<size_t>(n), -1);
+    write_values(kept, ids.data(), n, device);
+    *n_kept = count;
+  } catch (...) {
+    try_fill_values(kept, n, int32_t{-1}, device);
+    *n_kept = 0;
+    throw;
+  }
 }
 
 // The index's points as host queries (the radius calls' queries).
@@ -271,40 +285,36 @@ std::vector<int64_t> others_within(const knn_index& ix, const knn_options& o, Sc
 template <typename Scalar>
 void index_normals(const char* call, const knn_index* index, int k, const Scalar* viewpoint,
                    Scalar* normals, Scalar* curvature, const knn_options* opt) {
-  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
-  const knn_index& ix = *use;
-  const knn_options o = read_call_options(ix, opt);
-  check_three_dimensional(ix, call);
+  const StatsCall<Scalar> stats(call, index, opt);
   check_k(k);
-  const int64_t n = ix.size();
-  check_array(normals, n, "normals", "the index's point count");
-  check_slots(n, 3, sizeof(Scalar), "n * 3 (the normals)");
+  check_array(normals, stats.n, "normals", "the index's point count");
+  check_slots(stats.n, 3, sizeof(Scalar), "n * 3 (the normals)");
   check_host_pointer(viewpoint, "viewpoint");
   if (viewpoint)
     for (int c = 0; c < 3; ++c)
       if (!std::isfinite(viewpoint[c]))
         fail(KNN_ERR_INVALID_ARGUMENT, format("viewpoint[%d] is %g; the viewpoint must be finite",
                                               c, static_cast<double>(viewpoint[c])));
-  if (n == 0) return;
-  const DeviceScope scope(ix.device);
-  const bool device = outputs_on_device(ix, {normals, curvature});
+  if (stats.n == 0) return;
+  const DeviceScope scope(stats.ix.device);
+  const bool device = outputs_on_device(stats.ix, {normals, curvature});
   StatsRequest<Scalar> request;
   request.what = NeighbourhoodStatistic::Normals;
   request.k = k;
-  request.list_k = static_cast<int>(std::min<int64_t>(k, n));  // beyond n: all n
-  request.n = n;
+  request.list_k = static_cast<int>(std::min<int64_t>(k, stats.n));  // beyond n: all n
+  request.n = stats.n;
   request.values = normals;
   request.curvature = curvature;
   request.has_viewpoint = viewpoint != nullptr;
   if (viewpoint) std::copy(viewpoint, viewpoint + 3, request.viewpoint);
   request.outputs_on_device = device;
   try {
-    compute_statistic(ix, o, request);
-    if (!viewpoint) orient_without_viewpoint(ix, o, k, normals, device);
+    compute_statistic(stats.ix, stats.options, request);
+    if (!viewpoint) orient_without_viewpoint(stats.ix, stats.options, k, normals, device);
   } catch (...) {
     const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
-    fill_output(normals, n * 3, nan, device);
-    fill_output(curvature, n, nan, device);
+    try_fill_values(normals, stats.n * 3, nan, device);
+    try_fill_values(curvature, stats.n, nan, device);
     throw;
   }
 }
@@ -312,30 +322,26 @@ void index_normals(const char* call, const knn_index* index, int k, const Scalar
 template <typename Scalar>
 void index_list_statistic(const char* call, const knn_index* index, int k, ListStatistic what,
                           Scalar* values, const knn_options* opt) {
-  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
-  const knn_index& ix = *use;
-  const knn_options o = read_call_options(ix, opt);
-  check_three_dimensional(ix, call);
+  const StatsCall<Scalar> stats(call, index, opt);
   check_k(k);
-  const int64_t n = ix.size();
-  check_array(values, n, what == ListStatistic::MeanDistance ? "mean_distances" : "distances",
+  check_array(values, stats.n, what == ListStatistic::MeanDistance ? "mean_distances" : "distances",
               "the index's point count");
-  check_slots(n, 1, sizeof(Scalar), "n (the outputs)");
-  if (n == 0) return;
-  const DeviceScope scope(ix.device);
-  const bool device = outputs_on_device(ix, {values});
+  check_slots(stats.n, 1, sizeof(Scalar), "n (the outputs)");
+  if (stats.n == 0) return;
+  const DeviceScope scope(stats.ix.device);
+  const bool device = outputs_on_device(stats.ix, {values});
   StatsRequest<Scalar> request;
   request.what = what == ListStatistic::MeanDistance ? NeighbourhoodStatistic::MeanDistance
                                                      : NeighbourhoodStatistic::KthDistance;
   request.k = k;
-  request.list_k = others_list_length(k, n);
-  request.n = n;
+  request.list_k = others_list_length(k, stats.n);
+  request.n = stats.n;
   request.values = values;
   request.outputs_on_device = device;
   try {
-    compute_statistic(ix, o, request);
+    compute_statistic(stats.ix, stats.options, request);
   } catch (...) {
-    fill_output(values, n, std::numeric_limits<Scalar>::infinity(), device);
+    try_fill_values(values, stats.n, std::numeric_limits<Scalar>::infinity(), device);
     throw;
   }
 }
@@ -343,66 +349,43 @@ void index_list_statistic(const char* call, const knn_index* index, int k, ListS
 template <typename Scalar>
 void index_statistical_inliers(const char* call, const knn_index* index, int k, double std_ratio,
                                int32_t* kept, int64_t* n_kept, const knn_options* opt) {
-  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
-  const knn_index& ix = *use;
-  const knn_options o = read_call_options(ix, opt);
-  check_three_dimensional(ix, call);
+  const StatsCall<Scalar> stats(call, index, opt);
   check_k(k);
   if (!std::isfinite(std_ratio))
     fail(KNN_ERR_INVALID_ARGUMENT, format("std_ratio is %g; it must be finite", std_ratio));
-  const int64_t n = ix.size();
-  check_array(kept, n, "kept", "the index's point count");
-  if (n_kept == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "n_kept is NULL");
-  check_host_pointer(n_kept, "n_kept");
-  if (n == 0) {
-    *n_kept = 0;
-    return;
-  }
-  const DeviceScope scope(ix.device);
-  const bool device = outputs_on_device(ix, {kept});
-  try {
-    const std::vector<Scalar> scores =
-        host_statistic<Scalar>(ix, o, k, NeighbourhoodStatistic::MeanDistance);
+  write_inliers(stats.ix, kept, n_kept, [&] {
+    std::vector<Scalar> scores =
+        host_statistic<Scalar>(stats.ix, stats.options, k, NeighbourhoodStatistic::MeanDistance);
     double sum = 0;
     for (const Scalar s : scores) sum += double(s);
-    const double mean = sum / double(n);
+    const double mean = sum / double(stats.n);
     double squares = 0;
     for (const Scalar s : scores) {
       const double d = double(s) - mean;
       squares += d * d;
     }
-    const double std_dev = n > 1 ? std::sqrt(squares / double(n - 1)) : 0.0;
+    const double std_dev = stats.n > 1 ? std::sqrt(squares / double(stats.n - 1)) : 0.0;
     const double threshold = mean + std_ratio * std_dev;
-    std::vector<int32_t> ids;
-    for (int64_t i = 0; i < n; ++i)
-      if (double(scores[static_cast<size_t>(i)]) <= threshold)
-        ids.push_back(static_cast<int32_t>(i));
-    write_kept(ids, n, kept, n_kept, device);
-  } catch (...) {
-    fill_output(kept, n, int32_t{-1}, device);
-    *n_kept = 0;
-    throw;
-  }
+    return [scores = std::move(scores), threshold](int64_t i) {
+      return double(scores[static_cast<size_t>(i)]) <= threshold;
+    };
+  });
 }
 
 template <typename Scalar>
 void index_neighbor_counts(const char* call, const knn_index* index, Scalar radius, int64_t* counts,
                            const knn_options* opt) {
-  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
-  const knn_index& ix = *use;
-  const knn_options o = read_call_options(ix, opt);
-  check_three_dimensional(ix, call);
+  const StatsCall<Scalar> stats(call, index, opt);
   check_radius(radius);
-  const int64_t n = ix.size();
-  check_array(counts, n, "counts", "the index's point count");
-  if (n == 0) return;
-  const DeviceScope scope(ix.device);
-  const bool device = outputs_on_device(ix, {counts});
+  check_array(counts, stats.n, "counts", "the index's point count");
+  if (stats.n == 0) return;
+  const DeviceScope scope(stats.ix.device);
+  const bool device = outputs_on_device(stats.ix, {counts});
   try {
-    const std::vector<int64_t> others = others_within(ix, o, radius);
-    write_values(counts, others.data(), n, device);
+    const std::vector<int64_t> others = others_within(stats.ix, stats.options, radius);
+    write_values(counts, others.data(), stats.n, device);
   } catch (...) {
-    fill_output(counts, n, int64_t{0}, device);
+    try_fill_values(counts, stats.n, int64_t{0}, device);
     throw;
   }
 }
@@ -411,35 +394,16 @@ template <typename Scalar>
 void index_radius_inliers(const char* call, const knn_index* index, Scalar radius,
                           int64_t min_neighbors, int32_t* kept, int64_t* n_kept,
                           const knn_options* opt) {
-  const HandleUse<knn_index> use = use_index<Scalar>(index, call);
-  const knn_index& ix = *use;
-  const knn_options o = read_call_options(ix, opt);
-  check_three_dimensional(ix, call);
+  const StatsCall<Scalar> stats(call, index, opt);
   check_radius(radius);
   if (min_neighbors < 0)
     fail(KNN_ERR_INVALID_ARGUMENT, format("min_neighbors is %lld; it must not be negative",
                                           static_cast<long long>(min_neighbors)));
-  const int64_t n = ix.size();
-  check_array(kept, n, "kept", "the index's point count");
-  if (n_kept == nullptr) fail(KNN_ERR_INVALID_ARGUMENT, "n_kept is NULL");
-  check_host_pointer(n_kept, "n_kept");
-  if (n == 0) {
-    *n_kept = 0;
-    return;
-  }
-  const DeviceScope scope(ix.device);
-  const bool device = outputs_on_device(ix, {kept});
-  try {
-    const std::vector<int64_t> others = others_within(ix, o, radius);
-    std::vector<int32_t> ids;
-    for (int64_t i = 0; i < n; ++i)
-      if (others[static_cast<size_t>(i)] >= min_neighbors) ids.push_back(static_cast<int32_t>(i));
-    write_kept(ids, n, kept, n_kept, device);
-  } catch (...) {
-    fill_output(kept, n, int32_t{-1}, device);
-    *n_kept = 0;
-    throw;
-  }
+  write_inliers(stats.ix, kept, n_kept, [&] {
+    return [others = others_within(stats.ix, stats.options, radius), min_neighbors](int64_t i) {
+      return others[static_cast<size_t>(i)] >= min_neighbors;
+    };
+  });
 }
 
 size_t estimate_stats_bytes(int64_t n, int k, const knn_options* opt, int scalar) {

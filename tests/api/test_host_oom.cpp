@@ -979,6 +979,34 @@ TEST_F(HostOom, LargeBuildsAtEveryAllocation) {
   parallel_malloc::disarm();
 }
 
+// knn_index_radius_count's counts after a failure in its search are all 0,
+// as the header says, even when every allocation from there on fails: the
+// zeros need no memory of their own.
+TEST_F(HostOom, RadiusCountZeroesTheCountsWithoutMemory) {
+  const int structure = KNN_STRUCTURE_KDTREE;
+  const auto index = shared_index(structure);
+  const std::vector<float>& queries = queries_of(structure);
+  const int64_t m = static_cast<int64_t>(queries.size()) / dim_of(structure);
+  const knn_options o = options_of(structure);
+  std::vector<int64_t> counts;
+  bool zeroed = false;
+  for (int64_t nth = 1;; ++nth) {
+    ASSERT_LT(nth, kMaxWalk) << "the call keeps allocating";
+    SCOPED_TRACE("allocation " + std::to_string(nth) + " and every later one fail");
+    counts.assign(static_cast<size_t>(m), int64_t{kUntouched});
+    hook::arm(nth, hook::Mode::Persistent);
+    const int status =
+        knn_index_radius_count(index.get(), queries.data(), m, 3.0f, counts.data(), &o);
+    hook::disarm();
+    if (status == KNN_OK) break;
+    ASSERT_EQ(status, KNN_ERR_HOST_OUT_OF_MEMORY) << knn_last_error();
+    const bool all_zero = all_equal(counts, int64_t{0});
+    ASSERT_TRUE(all_zero || all_equal(counts, int64_t{kUntouched})) << "counts half written";
+    zeroed = zeroed || all_zero;
+  }
+  EXPECT_TRUE(zeroed) << "no failure left the counts all 0";
+}
+
 // Building and freeing an index gives back every byte: no buffer of the
 // build (the kd-tree's median keys were thread_local, about 8 bytes per
 // point per OpenMP thread) outlives the call.
