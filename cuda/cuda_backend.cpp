@@ -97,65 +97,7 @@ class CudaBackend final : public Backend {
     return std::make_unique<PeerCopyStream>();
   }
 
-  std::unique_ptr<IndexEngine> build_kdtree_index(const float* points, int64_t n, int dim,
-                                                  const IndexParams& params) const override {
-    return cuda::build_kdtree_index(points, n, dim, params);
-  }
-  std::unique_ptr<IndexEngine64> build_kdtree_index(const double* points, int64_t n, int dim,
-                                                    const IndexParams& params) const override {
-    return cuda::build_kdtree_index(points, n, dim, params);
-  }
-  std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_t n, int dim,
-                                                       const IndexParams& params) const override {
-    return cuda::build_brute_force_index(points, n, dim, params);
-  }
-  std::unique_ptr<IndexEngine64> build_brute_force_index(const double* points, int64_t n, int dim,
-                                                         const IndexParams& params) const override {
-    return cuda::build_brute_force_index(points, n, dim, params);
-  }
-  std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
-                                                const IndexParams& params) const override {
-    return cuda::build_grid_index(points, n, params);
-  }
-  std::unique_ptr<IndexEngine64> build_grid_index(const double* points, int64_t n,
-                                                  const IndexParams& params) const override {
-    return cuda::build_grid_index(points, n, params);
-  }
-  std::unique_ptr<IndexEngine> build_kdtree_index_of(const IndexEngine& source,
-                                                     const IndexParams& params) const override {
-    return cuda::build_kdtree_index_of(source, params);
-  }
-  std::unique_ptr<IndexEngine64> build_kdtree_index_of(const IndexEngine64& source,
-                                                       const IndexParams& params) const override {
-    return cuda::build_kdtree_index_of(source, params);
-  }
-
-  std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
-                                                 const QuadtreeParams& params) const override {
-    return cuda::build_quadtree(xy, n, params);
-  }
-  std::unique_ptr<QuadtreeEngine> build_quadtree(const double* xy, int64_t n,
-                                                 const QuadtreeParams& params) const override {
-    return cuda::build_quadtree(xy, n, params);
-  }
-  std::unique_ptr<MeshEngine<float>> build_mesh(const MeshGeometry<float>& mesh,
-                                                const MeshParams& params) const override {
-    return cuda::build_mesh(mesh, params);
-  }
-  std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>& mesh,
-                                                 const MeshParams& params) const override {
-    return cuda::build_mesh(mesh, params);
-  }
-  std::unique_ptr<BasicListReducer<float>> make_list_reducer(
-      const IndexEngine& engine, const StatsRequest<float>& request,
-      const CallParams& call) const override {
-    return cuda::make_list_reducer(engine, request, call);
-  }
-  std::unique_ptr<BasicListReducer<double>> make_list_reducer(
-      const IndexEngine64& engine, const StatsRequest<double>& request,
-      const CallParams& call) const override {
-    return cuda::make_list_reducer(engine, request, call);
-  }
+  KNN_BACKEND_BUILDERS(cuda)
 
   size_t index_build_bytes(int structure, int64_t n, int dim, size_t scalar_bytes) const override {
     return index_memory::build_bytes(structure, n, dim, scalar_bytes);

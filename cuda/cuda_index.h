@@ -42,18 +42,13 @@ KNN_DECLARE_INDEX_BUILDERS;
 // (copy_points_to_device), freed on return: the points never pass through
 // host memory. The copy counts against params.device_memory_limit; a copy
 // that cannot be allocated throws KNN_ERR_DEVICE_OUT_OF_MEMORY.
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(
-    const BasicIndexEngine<Scalar>& source, const IndexParams& params);
+KNN_DECLARE_BUILDER(KNN_KDTREE_INDEX_OF_BUILDER);
 
 // The list reducer of the neighbourhood statistics (engine/stats_engine.h)
 // for a CUDA engine of the current device: a device copy of its points, the
 // chunks' lists in device scratch sized from the call's device budget, and
 // the kernels of cuda/stats/neighbourhood_stats.cu; outputs host or device.
-template <typename Scalar>
-std::unique_ptr<BasicListReducer<Scalar>> make_list_reducer(const BasicIndexEngine<Scalar>& engine,
-                                                            const StatsRequest<Scalar>& request,
-                                                            const CallParams& call);
+KNN_DECLARE_BUILDER(KNN_LIST_REDUCER_BUILDER);
 
 }  // namespace cuda
 }  // namespace knn

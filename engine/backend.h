@@ -242,4 +242,30 @@ class Backend {
   [[noreturn]] void not_offered(const char* what) const;
 };
 
+// The overrides of every structure's build (the pure virtuals above, both
+// precisions) for a backend whose engine defines the builders in namespace
+// `ns` (engine/builders.h): each forwards its arguments unchanged, so every
+// backend writes KNN_BACKEND_BUILDERS(its namespace) in its class body.
+#define KNN_BACKEND_BUILDERS_OF(ns, Scalar)                                                 \
+  KNN_KDTREE_INDEX_BUILDER(Scalar) const override {                                         \
+    return ns::build_kdtree_index(points, n, dim, params);                                  \
+  }                                                                                         \
+  KNN_BRUTE_FORCE_INDEX_BUILDER(Scalar) const override {                                    \
+    return ns::build_brute_force_index(points, n, dim, params);                             \
+  }                                                                                         \
+  KNN_GRID_INDEX_BUILDER(Scalar) const override {                                           \
+    return ns::build_grid_index(points, n, params);                                         \
+  }                                                                                         \
+  KNN_KDTREE_INDEX_OF_BUILDER(Scalar) const override {                                      \
+    return ns::build_kdtree_index_of(source, params);                                       \
+  }                                                                                         \
+  KNN_QUADTREE_BUILDER(Scalar) const override { return ns::build_quadtree(xy, n, params); } \
+  KNN_MESH_BUILDER(Scalar) const override { return ns::build_mesh(mesh, params); }          \
+  KNN_LIST_REDUCER_BUILDER(Scalar) const override {                                         \
+    return ns::make_list_reducer(engine, request, call);                                    \
+  }
+#define KNN_BACKEND_BUILDERS(ns)     \
+  KNN_BACKEND_BUILDERS_OF(ns, float) \
+  KNN_BACKEND_BUILDERS_OF(ns, double)
+
 }  // namespace knn

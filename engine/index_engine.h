@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "../common/error.h"
+#include "builders.h"
 
 namespace knn {
 
@@ -112,22 +113,30 @@ class BasicIndexEngine {
 using IndexEngine = BasicIndexEngine<float>;
 using IndexEngine64 = BasicIndexEngine<double>;
 
-// The builders every backend offers, declared by this one macro in each
-// backend's namespace (omp below, cuda in cuda/cuda_index.h), for Scalar
-// float and double (instantiated where they are defined): the kd-tree and
+// The builders every backend offers (engine/builders.h): the kd-tree and
 // the brute force of n points of dim scalars, and the grid (dim == 3 only),
 // which returns nullptr when the data would make a poor grid (clustered: the
-// caller falls back to the kd-tree and reports that).
-#define KNN_DECLARE_INDEX_BUILDERS                                                            \
-  template <typename Scalar>                                                                  \
-  std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(                               \
-      const Scalar* points, int64_t n, int dim, const IndexParams& params);                   \
-  template <typename Scalar>                                                                  \
-  std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(                          \
-      const Scalar* points, int64_t n, int dim, const IndexParams& params);                   \
-  template <typename Scalar>                                                                  \
+// caller falls back to the kd-tree and reports that); and the kd-tree of the
+// points of `source`, another engine of the same backend.
+#define KNN_KDTREE_INDEX_BUILDER(Scalar)                                                        \
+  std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar* points, int64_t n, \
+                                                               int dim, const IndexParams& params)
+#define KNN_BRUTE_FORCE_INDEX_BUILDER(Scalar)                        \
+  std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index( \
+      const Scalar* points, int64_t n, int dim, const IndexParams& params)
+#define KNN_GRID_INDEX_BUILDER(Scalar)                                                        \
   std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points, int64_t n, \
                                                              const IndexParams& params)
+#define KNN_KDTREE_INDEX_OF_BUILDER(Scalar)                        \
+  std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of( \
+      const BasicIndexEngine<Scalar>& source, const IndexParams& params)
+
+// Declared in each backend's namespace (omp below, cuda in
+// cuda/cuda_index.h).
+#define KNN_DECLARE_INDEX_BUILDERS                    \
+  KNN_DECLARE_BUILDER(KNN_KDTREE_INDEX_BUILDER);      \
+  KNN_DECLARE_BUILDER(KNN_BRUTE_FORCE_INDEX_BUILDER); \
+  KNN_DECLARE_BUILDER(KNN_GRID_INDEX_BUILDER)
 
 // The OpenMP engines.
 namespace omp {

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "../common/geometry/align_terms.h"
+#include "builders.h"
 
 namespace knn {
 
@@ -125,15 +126,15 @@ class MeshEngine {
                                          const MeshParams& call) const = 0;
 };
 
+// Each engine's build of a mesh (engine/builders.h).
+#define KNN_MESH_BUILDER(Scalar)                                                   \
+  std::unique_ptr<MeshEngine<Scalar>> build_mesh(const MeshGeometry<Scalar>& mesh, \
+                                                 const MeshParams& params)
 namespace omp {
-template <typename Scalar>
-std::unique_ptr<MeshEngine<Scalar>> build_mesh(const MeshGeometry<Scalar>& mesh,
-                                               const MeshParams& params);
+KNN_DECLARE_BUILDER(KNN_MESH_BUILDER);
 }  // namespace omp
 namespace cuda {
-template <typename Scalar>
-std::unique_ptr<MeshEngine<Scalar>> build_mesh(const MeshGeometry<Scalar>& mesh,
-                                               const MeshParams& params);
+KNN_DECLARE_BUILDER(KNN_MESH_BUILDER);
 // Device bytes a build of this size needs at its peak (the mesh resident
 // plus the build's scratch).
 size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles, size_t scalar_bytes,

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "builders.h"
+
 namespace knn {
 
 // A validated polygon set in host memory: ring r spans vertices
@@ -53,18 +55,17 @@ class QuadtreeEngine {
                     int64_t* point_indices, const QuadtreeParams& call) const = 0;
 };
 
-// Both builds take float or double points (Scalar; double ones within the
-// exact predicate's range, checked by the caller), instantiated for the two
-// where they are defined.
+// Each engine's build (engine/builders.h) takes float or double points
+// (Scalar; double ones within the exact predicate's range, checked by the
+// caller).
+#define KNN_QUADTREE_BUILDER(Scalar)                                          \
+  std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar* xy, int64_t n, \
+                                                 const QuadtreeParams& params)
 namespace omp {
-template <typename Scalar>
-std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar* xy, int64_t n,
-                                               const QuadtreeParams& params);
+KNN_DECLARE_BUILDER(KNN_QUADTREE_BUILDER);
 }  // namespace omp
 namespace cuda {
-template <typename Scalar>
-std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar* xy, int64_t n,
-                                               const QuadtreeParams& params);
+KNN_DECLARE_BUILDER(KNN_QUADTREE_BUILDER);
 }  // namespace cuda
 
 }  // namespace knn

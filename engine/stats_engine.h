@@ -48,13 +48,17 @@ class BasicListReducer {
   virtual void reduce(int64_t first, int64_t count) = 0;
 };
 
+// Each engine's reducer (engine/builders.h) of one statistics call over
+// chunks of the lists of `engine`, an index engine of its backend.
+#define KNN_LIST_REDUCER_BUILDER(Scalar)                                           \
+  std::unique_ptr<BasicListReducer<Scalar>> make_list_reducer(                     \
+      const BasicIndexEngine<Scalar>& engine, const StatsRequest<Scalar>& request, \
+      const CallParams& call)
+
 namespace omp {
 // Over a host copy of the engine's points, with chunks of 2^22 list entries
 // (one row at least); host outputs only.
-template <typename Scalar>
-std::unique_ptr<BasicListReducer<Scalar>> make_list_reducer(const BasicIndexEngine<Scalar>& engine,
-                                                            const StatsRequest<Scalar>& request,
-                                                            const CallParams& call);
+KNN_DECLARE_BUILDER(KNN_LIST_REDUCER_BUILDER);
 }  // namespace omp
 
 }  // namespace knn

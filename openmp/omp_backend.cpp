@@ -32,10 +32,9 @@ class TreeSearch final : public ClassicTreeSearch {
   SearchTree tree_;
 };
 
-// The kd-tree of another engine's points, from a host copy of them.
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> kdtree_of(const BasicIndexEngine<Scalar>& source,
-                                                    const IndexParams& params) {
+// The backend's build_kdtree_index_of: the kd-tree of another engine's
+// points, from a host copy of them.
+KNN_DECLARE_BUILDER(KNN_KDTREE_INDEX_OF_BUILDER) {
   std::vector<Scalar> points(static_cast<size_t>(source.size()) *
                              static_cast<size_t>(source.dim()));
   if (!points.empty()) source.copy_points(points.data());
@@ -47,65 +46,7 @@ class OmpBackend final : public Backend {
   int kind() const override { return KNN_BACKEND_OPENMP; }
   const char* name() const override { return "OpenMP"; }
 
-  std::unique_ptr<IndexEngine> build_kdtree_index(const float* points, int64_t n, int dim,
-                                                  const IndexParams& params) const override {
-    return omp::build_kdtree_index(points, n, dim, params);
-  }
-  std::unique_ptr<IndexEngine64> build_kdtree_index(const double* points, int64_t n, int dim,
-                                                    const IndexParams& params) const override {
-    return omp::build_kdtree_index(points, n, dim, params);
-  }
-  std::unique_ptr<IndexEngine> build_brute_force_index(const float* points, int64_t n, int dim,
-                                                       const IndexParams& params) const override {
-    return omp::build_brute_force_index(points, n, dim, params);
-  }
-  std::unique_ptr<IndexEngine64> build_brute_force_index(const double* points, int64_t n, int dim,
-                                                         const IndexParams& params) const override {
-    return omp::build_brute_force_index(points, n, dim, params);
-  }
-  std::unique_ptr<IndexEngine> build_grid_index(const float* points, int64_t n,
-                                                const IndexParams& params) const override {
-    return omp::build_grid_index(points, n, params);
-  }
-  std::unique_ptr<IndexEngine64> build_grid_index(const double* points, int64_t n,
-                                                  const IndexParams& params) const override {
-    return omp::build_grid_index(points, n, params);
-  }
-  std::unique_ptr<IndexEngine> build_kdtree_index_of(const IndexEngine& source,
-                                                     const IndexParams& params) const override {
-    return kdtree_of(source, params);
-  }
-  std::unique_ptr<IndexEngine64> build_kdtree_index_of(const IndexEngine64& source,
-                                                       const IndexParams& params) const override {
-    return kdtree_of(source, params);
-  }
-
-  std::unique_ptr<QuadtreeEngine> build_quadtree(const float* xy, int64_t n,
-                                                 const QuadtreeParams& params) const override {
-    return omp::build_quadtree(xy, n, params);
-  }
-  std::unique_ptr<QuadtreeEngine> build_quadtree(const double* xy, int64_t n,
-                                                 const QuadtreeParams& params) const override {
-    return omp::build_quadtree(xy, n, params);
-  }
-  std::unique_ptr<MeshEngine<float>> build_mesh(const MeshGeometry<float>& mesh,
-                                                const MeshParams& params) const override {
-    return omp::build_mesh(mesh, params);
-  }
-  std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>& mesh,
-                                                 const MeshParams& params) const override {
-    return omp::build_mesh(mesh, params);
-  }
-  std::unique_ptr<BasicListReducer<float>> make_list_reducer(
-      const IndexEngine& engine, const StatsRequest<float>& request,
-      const CallParams& call) const override {
-    return omp::make_list_reducer(engine, request, call);
-  }
-  std::unique_ptr<BasicListReducer<double>> make_list_reducer(
-      const IndexEngine64& engine, const StatsRequest<double>& request,
-      const CallParams& call) const override {
-    return omp::make_list_reducer(engine, request, call);
-  }
+  KNN_BACKEND_BUILDERS(omp)
 
   void build_classic_tree(const Point* points, int64_t n, Node* tree) const override {
     build_kdtree(points, n, tree);

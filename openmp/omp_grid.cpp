@@ -361,9 +361,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar* points,
   return build_grid(points, n, params);
 }
 
-template std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_grid_index(const double*, int64_t,
-                                                         const IndexParams&);
+KNN_INSTANTIATE_BUILDER(KNN_GRID_INDEX_BUILDER);
 
 }  // namespace omp
 }  // namespace knn

@@ -181,10 +181,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar* point
   return std::make_unique<KdTreeIndex<Scalar>>(points, n, dim, params);
 }
 
-template std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, int,
-                                                         const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_t, int,
-                                                           const IndexParams&);
+KNN_INSTANTIATE_BUILDER(KNN_KDTREE_INDEX_BUILDER);
 
 }  // namespace omp
 }  // namespace knn

@@ -65,17 +65,10 @@ class OmpListReducer final : public BasicListReducer<Scalar> {
 
 }  // namespace
 
-template <typename Scalar>
-std::unique_ptr<BasicListReducer<Scalar>> make_list_reducer(const BasicIndexEngine<Scalar>& engine,
-                                                            const StatsRequest<Scalar>& request,
-                                                            const CallParams& call) {
+KNN_DECLARE_BUILDER(KNN_LIST_REDUCER_BUILDER) {
   return std::make_unique<OmpListReducer<Scalar>>(engine, request, call);
 }
-template std::unique_ptr<BasicListReducer<float>> make_list_reducer(const BasicIndexEngine<float>&,
-                                                                    const StatsRequest<float>&,
-                                                                    const CallParams&);
-template std::unique_ptr<BasicListReducer<double>> make_list_reducer(
-    const BasicIndexEngine<double>&, const StatsRequest<double>&, const CallParams&);
+KNN_INSTANTIATE_BUILDER(KNN_LIST_REDUCER_BUILDER);
 
 }  // namespace omp
 }  // namespace knn

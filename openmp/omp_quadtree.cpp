@@ -517,10 +517,7 @@ std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar* xy, int64_t n,
   return std::unique_ptr<QuadtreeEngine>(new OmpQuadtree<Scalar>(xy, n, params));
 }
 
-template std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t,
-                                                        const QuadtreeParams&);
-template std::unique_ptr<QuadtreeEngine> build_quadtree(const double*, int64_t,
-                                                        const QuadtreeParams&);
+KNN_INSTANTIATE_BUILDER(KNN_QUADTREE_BUILDER);
 
 }  // namespace omp
 }  // namespace knn

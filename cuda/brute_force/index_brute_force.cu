@@ -571,10 +571,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar* 
   return std::make_unique<BruteForceIndex<Scalar>>(points, n, dim, params);
 }
 
-template std::unique_ptr<IndexEngine> build_brute_force_index(const float*, int64_t, int,
-                                                              const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_brute_force_index(const double*, int64_t, int,
-                                                                const IndexParams&);
+KNN_INSTANTIATE_BUILDER(KNN_BRUTE_FORCE_INDEX_BUILDER);
 
 }  // namespace cuda
 }  // namespace knn

@@ -514,9 +514,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(DeviceBuffer<Scalar> 
                                        params.refuse_curves, stream.get()));
 }
 
-template std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_grid_index(const double*, int64_t,
-                                                         const IndexParams&);
+KNN_INSTANTIATE_BUILDER(KNN_GRID_INDEX_BUILDER);
 template std::unique_ptr<IndexEngine> build_grid_index(DeviceBuffer<float>, int64_t,
                                                        const IndexParams&);
 

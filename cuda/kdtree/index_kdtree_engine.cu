@@ -135,10 +135,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar* point
   return std::make_unique<KdTreeIndex<Scalar>>(points, n, dim, params);
 }
 
-template std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, int,
-                                                         const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_t, int,
-                                                           const IndexParams&);
+KNN_INSTANTIATE_BUILDER(KNN_KDTREE_INDEX_BUILDER);
 
 template <typename Scalar>
 std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(DeviceBuffer<Scalar> rows, int64_t n,
@@ -175,9 +172,7 @@ std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(
   return build_kdtree_index(rows.get(), n, dim, from_copy);
 }
 
-template std::unique_ptr<IndexEngine> build_kdtree_index_of(const IndexEngine&, const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_kdtree_index_of(const IndexEngine64&,
-                                                              const IndexParams&);
+KNN_INSTANTIATE_BUILDER(KNN_KDTREE_INDEX_OF_BUILDER);
 
 }  // namespace cuda
 }  // namespace knn

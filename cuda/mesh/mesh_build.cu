@@ -317,10 +317,7 @@ std::unique_ptr<MeshEngine<Scalar>> build_mesh(const MeshGeometry<Scalar>& mesh,
   return build(mesh, params);
 }
 
-template std::unique_ptr<MeshEngine<float>> build_mesh(const MeshGeometry<float>&,
-                                                       const MeshParams&);
-template std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>&,
-                                                        const MeshParams&);
+KNN_INSTANTIATE_BUILDER(KNN_MESH_BUILDER);
 
 }  // namespace cuda
 }  // namespace knn

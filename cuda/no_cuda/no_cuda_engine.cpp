@@ -44,74 +44,21 @@ int64_t first_beyond_on_device(const Scalar*, int64_t, Scalar) {
 template int64_t first_beyond_on_device(const float*, int64_t, float);
 template int64_t first_beyond_on_device(const double*, int64_t, double);
 
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index(const Scalar*, int64_t, int,
-                                                             const IndexParams&) {
-  no_cuda();
-}
-template std::unique_ptr<IndexEngine> build_kdtree_index(const float*, int64_t, int,
-                                                         const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_kdtree_index(const double*, int64_t, int,
-                                                           const IndexParams&);
+// Every builder of the CUDA engine (engine/builders.h), for both
+// precisions. The stubs take the builders' signatures whole, parameter names
+// included, and read none of them.
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define KNN_NO_CUDA_BUILDER(builder)          \
+  KNN_DECLARE_BUILDER(builder) { no_cuda(); } \
+  KNN_INSTANTIATE_BUILDER(builder)
 
-template <typename Scalar>
-std::unique_ptr<BasicListReducer<Scalar>> make_list_reducer(const BasicIndexEngine<Scalar>&,
-                                                            const StatsRequest<Scalar>&,
-                                                            const CallParams&) {
-  no_cuda();
-}
-template std::unique_ptr<BasicListReducer<float>> make_list_reducer(const IndexEngine&,
-                                                                    const StatsRequest<float>&,
-                                                                    const CallParams&);
-template std::unique_ptr<BasicListReducer<double>> make_list_reducer(const IndexEngine64&,
-                                                                     const StatsRequest<double>&,
-                                                                     const CallParams&);
-
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_kdtree_index_of(const BasicIndexEngine<Scalar>&,
-                                                                const IndexParams&) {
-  no_cuda();
-}
-template std::unique_ptr<IndexEngine> build_kdtree_index_of(const IndexEngine&, const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_kdtree_index_of(const IndexEngine64&,
-                                                              const IndexParams&);
-
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_brute_force_index(const Scalar*, int64_t, int,
-                                                                  const IndexParams&) {
-  no_cuda();
-}
-template std::unique_ptr<IndexEngine> build_brute_force_index(const float*, int64_t, int,
-                                                              const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_brute_force_index(const double*, int64_t, int,
-                                                                const IndexParams&);
-
-template <typename Scalar>
-std::unique_ptr<BasicIndexEngine<Scalar>> build_grid_index(const Scalar*, int64_t,
-                                                           const IndexParams&) {
-  no_cuda();
-}
-template std::unique_ptr<IndexEngine> build_grid_index(const float*, int64_t, const IndexParams&);
-template std::unique_ptr<IndexEngine64> build_grid_index(const double*, int64_t,
-                                                         const IndexParams&);
-
-template <typename Scalar>
-std::unique_ptr<QuadtreeEngine> build_quadtree(const Scalar*, int64_t, const QuadtreeParams&) {
-  no_cuda();
-}
-template std::unique_ptr<QuadtreeEngine> build_quadtree(const float*, int64_t,
-                                                        const QuadtreeParams&);
-template std::unique_ptr<QuadtreeEngine> build_quadtree(const double*, int64_t,
-                                                        const QuadtreeParams&);
-
-template <typename Scalar>
-std::unique_ptr<MeshEngine<Scalar>> build_mesh(const MeshGeometry<Scalar>&, const MeshParams&) {
-  no_cuda();
-}
-template std::unique_ptr<MeshEngine<float>> build_mesh(const MeshGeometry<float>&,
-                                                       const MeshParams&);
-template std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>&,
-                                                        const MeshParams&);
+KNN_NO_CUDA_BUILDER(KNN_KDTREE_INDEX_BUILDER);
+KNN_NO_CUDA_BUILDER(KNN_BRUTE_FORCE_INDEX_BUILDER);
+KNN_NO_CUDA_BUILDER(KNN_GRID_INDEX_BUILDER);
+KNN_NO_CUDA_BUILDER(KNN_KDTREE_INDEX_OF_BUILDER);
+KNN_NO_CUDA_BUILDER(KNN_QUADTREE_BUILDER);
+KNN_NO_CUDA_BUILDER(KNN_MESH_BUILDER);
+KNN_NO_CUDA_BUILDER(KNN_LIST_REDUCER_BUILDER);
 
 }  // namespace cuda
 }  // namespace knn

@@ -114,25 +114,24 @@ class CudaListReducer final : public BasicListReducer<Scalar> {
         staged ? staged_values_.get() : r.values + first * width,
         r.curvature ? (staged ? staged_curvature_.get() : r.curvature + first) : nullptr};
     Stream stream;
-    constexpr int threads = NeighbourhoodStatsPolicy::kThreads;
+    // Every statistic's kernel takes the chunk's rows a thread each, on the
+    // same grid-stride launch.
+    const auto launch = [&](auto* kernel, const char* name, auto... arguments) {
+      constexpr int threads = NeighbourhoodStatsPolicy::kThreads;
+      kernel<<<grid_stride_blocks(kernel, threads, count), threads, 0, stream.get()>>>(
+          c, arguments...);
+      check_launch(name);
+    };
     switch (r.what) {
       case NeighbourhoodStatistic::Normals:
-        neighbourhood_normals<Scalar>
-            <<<grid_stride_blocks(neighbourhood_normals<Scalar>, threads, count), threads, 0,
-               stream.get()>>>(c, r.has_viewpoint, r.viewpoint[0], r.viewpoint[1], r.viewpoint[2]);
-        check_launch("neighbourhood_normals");
+        launch(neighbourhood_normals<Scalar>, "neighbourhood_normals", r.has_viewpoint,
+               r.viewpoint[0], r.viewpoint[1], r.viewpoint[2]);
         break;
       case NeighbourhoodStatistic::MeanDistance:
-        neighbour_mean_distances<Scalar>
-            <<<grid_stride_blocks(neighbour_mean_distances<Scalar>, threads, count), threads, 0,
-               stream.get()>>>(c);
-        check_launch("neighbour_mean_distances");
+        launch(neighbour_mean_distances<Scalar>, "neighbour_mean_distances");
         break;
       case NeighbourhoodStatistic::KthDistance:
-        kth_neighbour_distances<Scalar>
-            <<<grid_stride_blocks(kth_neighbour_distances<Scalar>, threads, count), threads, 0,
-               stream.get()>>>(c);
-        check_launch("kth_neighbour_distances");
+        launch(kth_neighbour_distances<Scalar>, "kth_neighbour_distances");
         break;
     }
     if (staged) {
@@ -162,18 +161,10 @@ class CudaListReducer final : public BasicListReducer<Scalar> {
 
 }  // namespace
 
-template <typename Scalar>
-std::unique_ptr<BasicListReducer<Scalar>> make_list_reducer(const BasicIndexEngine<Scalar>& engine,
-                                                            const StatsRequest<Scalar>& request,
-                                                            const CallParams& call) {
+KNN_DECLARE_BUILDER(KNN_LIST_REDUCER_BUILDER) {
   return std::make_unique<CudaListReducer<Scalar>>(engine, request, call);
 }
-template std::unique_ptr<BasicListReducer<float>> make_list_reducer(const IndexEngine&,
-                                                                    const StatsRequest<float>&,
-                                                                    const CallParams&);
-template std::unique_ptr<BasicListReducer<double>> make_list_reducer(const IndexEngine64&,
-                                                                     const StatsRequest<double>&,
-                                                                     const CallParams&);
+KNN_INSTANTIATE_BUILDER(KNN_LIST_REDUCER_BUILDER);
 
 }  // namespace cuda
 }  // namespace knn
