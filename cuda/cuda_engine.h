@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "../common/kdtree_layout.h"
+#include "../common/non_copyable.h"
 #include "../engine/device_budget.h"
 #include "../engine/index_engine.h"
 #include "core/memory_model.h"
@@ -47,15 +48,13 @@ constexpr int kHostCopyThreads = 8;
 // A classic tree on the current device, for the engines that answer its
 // queries: the tree's own heap layout serves no search (src/query_planner.cpp
 // builds the grid or the bucket kd-tree of its points and queries that).
-class DeviceTree {
+class DeviceTree : NonCopyable {
  public:
   // Uploads a host Node array of n nodes whose root splits on root_dim; with
   // `check`, validates it on the device as omp::check_tree does on the CPU
   // (same first defect, same message; throws KNN_ERR_INVALID_TREE).
   DeviceTree(const Node* tree, int64_t n, int root_dim, bool check);
   ~DeviceTree();
-  DeviceTree(const DeviceTree&) = delete;
-  DeviceTree& operator=(const DeviceTree&) = delete;
 
   int64_t size() const;
 

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+#include "../common/non_copyable.h"
+
 namespace knn {
 namespace cuda {
 
@@ -27,12 +29,10 @@ bool reaches_in_place(int device, int owner);
 // that the copy takes NVLink or PCIe peer-to-peer where the devices have it;
 // where they have not, the driver stages it through the host. Destruction
 // waits for the copies still in flight.
-class PeerStream {
+class PeerStream : NonCopyable {
  public:
   PeerStream();
   ~PeerStream();
-  PeerStream(const PeerStream&) = delete;
-  PeerStream& operator=(const PeerStream&) = delete;
   // Enqueues a copy of `bytes` from src (memory of src_device) to dst (memory
   // of dst_device): cudaMemcpyPeerAsync.
   void copy(void* dst, int dst_device, const void* src, int src_device, size_t bytes);
@@ -46,12 +46,10 @@ class PeerStream {
 
 // Device memory on the current device for the life of the object (freed on
 // that device). Throws KNN_ERR_DEVICE_OUT_OF_MEMORY when it does not fit.
-class PeerStaging {
+class PeerStaging : NonCopyable {
  public:
   explicit PeerStaging(size_t bytes);
   ~PeerStaging();
-  PeerStaging(const PeerStaging&) = delete;
-  PeerStaging& operator=(const PeerStaging&) = delete;
   void* get() const { return ptr_; }
   int device() const { return device_; }
 

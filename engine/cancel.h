@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "../common/non_copyable.h"
+
 namespace knn {
 
 // The calling thread's registered flag, or NULL.
@@ -28,11 +30,9 @@ bool cancel_requested(const volatile int* flag);
 // its threads skip the rest of the work once one of them sees the caller's
 // flag set (poll) or stops the loop for another reason (set); the caller
 // throws after the region.
-class LoopStop {
+class LoopStop : NonCopyable {
  public:
   explicit LoopStop(const volatile int* flag) : flag_(flag) {}
-  LoopStop(const LoopStop&) = delete;
-  LoopStop& operator=(const LoopStop&) = delete;
 
   // Whether the loop is stopped, the flag polled first while it is not.
   bool poll() {

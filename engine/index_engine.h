@@ -55,14 +55,22 @@ struct CallParams {
 // The most queries share_of_isolated_queries reads.
 constexpr int64_t kPlacementSampleQueries = 4096;
 
+// What identifies an engine: fixed by its build, held once in the base.
+struct IndexIdentity {
+  int backend;    // KNN_BACKEND_CUDA or KNN_BACKEND_OPENMP
+  int structure;  // KNN_STRUCTURE_KDTREE, _GRID or _BRUTE_FORCE
+  int64_t n;      // the indexed points
+  int dim;
+};
+
 template <typename Scalar>
 class BasicIndexEngine {
  public:
   virtual ~BasicIndexEngine() = default;
-  virtual int backend() const = 0;    // KNN_BACKEND_CUDA or KNN_BACKEND_OPENMP
-  virtual int structure() const = 0;  // KNN_STRUCTURE_KDTREE, _GRID or _BRUTE_FORCE
-  virtual int64_t size() const = 0;
-  virtual int dim() const = 0;
+  int backend() const { return identity_.backend; }
+  int structure() const { return identity_.structure; }
+  int64_t size() const { return identity_.n; }
+  int dim() const { return identity_.dim; }
 
   // Rows of k (64-bit offsets i*k) for m queries of dim scalars each;
   // sq_distances may be NULL. Queries are already checked finite.
@@ -106,6 +114,12 @@ class BasicIndexEngine {
     (void)device_rows;
     fail(KNN_ERR_INTERNAL, "copy_points_to_device asked of an engine without device memory");
   }
+
+ protected:
+  explicit BasicIndexEngine(const IndexIdentity& identity) : identity_(identity) {}
+
+ private:
+  IndexIdentity identity_;
 };
 
 // The float32 engines serve knn_index_build and its calls, the float64 ones

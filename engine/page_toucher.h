@@ -21,17 +21,17 @@
 #include <thread>
 #include <vector>
 
+#include "../common/non_copyable.h"
+
 namespace knn {
 
-class PageToucher {
+class PageToucher : NonCopyable {
  public:
   // `threads` background threads (at least 1).
   explicit PageToucher(int threads);
   // Stops touching (ranges not yet reached are left as they are: the copies
   // will fault them) and joins the threads.
   ~PageToucher();
-  PageToucher(const PageToucher&) = delete;
-  PageToucher& operator=(const PageToucher&) = delete;
 
   // Queues [data, data + bytes) and returns its ticket.
   int64_t touch(void* data, size_t bytes);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "../common/non_copyable.h"
 #include "../include/knn_gpgpu.h"
 
 namespace knn {
@@ -49,12 +50,10 @@ class ProgressStage {
 // Hides the calling thread's progress for its scope: for inner work whose
 // units are not the stage's (a split tree runs each query several times and
 // reports whole blocks itself).
-class ProgressMute {
+class ProgressMute : NonCopyable {
  public:
   ProgressMute() : saved_(progress()) { set_progress(nullptr); }
   ~ProgressMute() { set_progress(saved_); }
-  ProgressMute(const ProgressMute&) = delete;
-  ProgressMute& operator=(const ProgressMute&) = delete;
 
  private:
   knn_progress* saved_;

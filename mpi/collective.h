@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/non_copyable.h"
 #include "knn_gpgpu.h"
 
 namespace knn_mpi {
@@ -39,14 +40,12 @@ struct Deadline {
 
 // The duplicated communicator of one index (or of one build until the index
 // owns it): its rank and size and the agreement between phases.
-class Collective {
+class Collective : knn::NonCopyable {
  public:
   // Duplicates `comm` with MPI_ERRORS_RETURN. Local failures (MPI not
   // initialised) throw Failure before any communication.
   explicit Collective(MPI_Comm comm);
   ~Collective();
-  Collective(const Collective&) = delete;
-  Collective& operator=(const Collective&) = delete;
 
   MPI_Comm comm() const { return comm_; }
   int rank() const { return rank_; }

@@ -105,7 +105,11 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   GridIndex(const BasicGridLayout<Scalar>& grid, const Scalar* points, int64_t n,
             const std::vector<int64_t>& order, std::vector<uint32_t> starts,
             double stacked_cell_points, const volatile int* cancel)
-      : grid_(grid), n_(n), starts_(std::move(starts)), stacked_cell_points_(stacked_cell_points) {
+      : BasicIndexEngine<Scalar>({KNN_BACKEND_OPENMP, KNN_STRUCTURE_GRID, n, 3}),
+        grid_(grid),
+        n_(n),
+        starts_(std::move(starts)),
+        stacked_cell_points_(stacked_cell_points) {
     resize_polling(coords_, static_cast<size_t>(3 * n), cancel);
     resize_polling(ids_, static_cast<size_t>(n), cancel);
     resize_polling(positions_, static_cast<size_t>(n), cancel);
@@ -119,10 +123,6 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
     });
   }
 
-  int backend() const override { return KNN_BACKEND_OPENMP; }
-  int structure() const override { return KNN_STRUCTURE_GRID; }
-  int64_t size() const override { return n_; }
-  int dim() const override { return 3; }
   double stacked_cell_points() const override { return stacked_cell_points_; }
 
   // Queries in device memory (an OpenMP index called with device arrays)

@@ -21,16 +21,12 @@ class BruteForceIndex final : public BasicIndexEngine<Scalar> {
  public:
   using Entry = BasicNeighbor<Scalar>;
   BruteForceIndex(const Scalar* points, int64_t n, int dim)
-      : n_(n),
+      : BasicIndexEngine<Scalar>({KNN_BACKEND_OPENMP, KNN_STRUCTURE_BRUTE_FORCE, n, dim}),
+        n_(n),
         dim_(dim),
         points_(points, points + n * dim),
         points_per_block_(
             std::max<int64_t>(1, kPointBytesPerBlock / (dim * int64_t{sizeof(Scalar)}))) {}
-
-  int backend() const override { return KNN_BACKEND_OPENMP; }
-  int structure() const override { return KNN_STRUCTURE_BRUTE_FORCE; }
-  int64_t size() const override { return n_; }
-  int dim() const override { return dim_; }
 
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {

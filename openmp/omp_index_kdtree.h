@@ -104,14 +104,12 @@ template <typename Scalar>
 class KdTreeIndex final : public BasicIndexEngine<Scalar> {
  public:
   KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
-      : n_(n), dim_(dim), leaf_size_(kdtree_leaf_size(params.leaf_size, dim, LeafSizeFor::kCpu)) {
+      : BasicIndexEngine<Scalar>({KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE, n, dim}),
+        n_(n),
+        dim_(dim),
+        leaf_size_(kdtree_leaf_size(params.leaf_size, dim, LeafSizeFor::kCpu)) {
     build(points, team_size(params.threads), cancel_flag());
   }
-
-  int backend() const override { return KNN_BACKEND_OPENMP; }
-  int structure() const override { return KNN_STRUCTURE_KDTREE; }
-  int64_t size() const override { return n_; }
-  int dim() const override { return dim_; }
 
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {

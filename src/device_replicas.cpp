@@ -6,6 +6,7 @@
 #include <set>
 
 #include "../common/error.h"
+#include "../common/non_copyable.h"
 #include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
 #include "backends.h"
@@ -20,7 +21,7 @@ constexpr size_t kStagingRowBytes = size_t{256} << 20;
 constexpr int64_t kStagingMaxQueries = int64_t{1} << 20;
 
 // Selects `device` for the scope and the one current before afterwards.
-class SelectedDevice {
+class SelectedDevice : NonCopyable {
  public:
   SelectedDevice(const DeviceOps& ops, int device) : ops_(ops), previous_(ops.current()) {
     if (device != previous_) ops_.select(device);
@@ -32,8 +33,6 @@ class SelectedDevice {
       // Freeing a copy has no status to report; the next call selects again.
     }
   }
-  SelectedDevice(const SelectedDevice&) = delete;
-  SelectedDevice& operator=(const SelectedDevice&) = delete;
 
  private:
   const DeviceOps& ops_;

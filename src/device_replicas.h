@@ -20,6 +20,7 @@
 #include <mutex>
 #include <vector>
 
+#include "../common/non_copyable.h"
 #include "../engine/index_engine.h"
 #include "../include/knn_gpgpu.h"
 #include "backends.h"
@@ -47,7 +48,7 @@ DeviceOps device_ops(const Backend& backend);
 // answers on several devices: the index (BasicDeviceReplicas below) and the
 // mesh (src/mesh_handle.h).
 template <class Engine>
-class DeviceCopies {
+class DeviceCopies : NonCopyable {
  public:
   // Builds one copy on the current device (called on that device's thread).
   using Builder = std::function<std::unique_ptr<Engine>()>;
@@ -58,8 +59,6 @@ class DeviceCopies {
 
   explicit DeviceCopies(DeviceOps ops = device_ops(device_backend())) : ops_(std::move(ops)) {}
   ~DeviceCopies();  // frees each copy on its own device
-  DeviceCopies(const DeviceCopies&) = delete;
-  DeviceCopies& operator=(const DeviceCopies&) = delete;
 
   // The build's device options, the defaults of every later call.
   void remember_build(const knn_options& o);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "../common/error.h"
+#include "../common/non_copyable.h"
 #include "backends.h"
 #include "device_choice.h"
 #include "options.h"
@@ -12,7 +13,7 @@ namespace knn {
 
 // Makes `device` current for the scope (nothing when -1 or already current)
 // and restores the caller's current device afterwards.
-class DeviceScope {
+class DeviceScope : NonCopyable {
  public:
   explicit DeviceScope(int device) {
     if (device < 0) return;
@@ -29,8 +30,6 @@ class DeviceScope {
       // The call's own status already says what failed on the device.
     }
   }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   int previous_ = -1;

@@ -33,6 +33,7 @@
 #include <utility>
 
 #include "../common/error.h"
+#include "../common/non_copyable.h"
 
 namespace knn {
 
@@ -118,13 +119,11 @@ class LiveHandles {
 // Declare it before anything of the call that uses the handle, so that it is
 // released last.
 template <class Handle>
-class HandleUse {
+class HandleUse : NonCopyable {
  public:
   explicit HandleUse(const Handle* handle)
       : handle_(LiveHandles<Handle>::instance().acquire(handle) ? handle : nullptr) {}
   HandleUse(HandleUse&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
-  HandleUse(const HandleUse&) = delete;
-  HandleUse& operator=(const HandleUse&) = delete;
   HandleUse& operator=(HandleUse&&) = delete;
   ~HandleUse() {
     if (handle_) LiveHandles<Handle>::instance().release(handle_);

@@ -475,7 +475,7 @@ template <typename Scalar>
 class BruteForceIndex final : public ResidentRowsEngine<Scalar> {
  public:
   BruteForceIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
-      : n_(n), dim_(dim) {
+      : ResidentRowsEngine<Scalar>(KNN_STRUCTURE_BRUTE_FORCE, n, dim), n_(n), dim_(dim) {
     require_build_within_limit(device_budget(params.device_memory_limit),
                                index_memory::brute_force_build_bytes(n, dim, sizeof(Scalar)),
                                format("building a CUDA brute force of %lld points in %d-D",
@@ -487,11 +487,6 @@ class BruteForceIndex final : public ResidentRowsEngine<Scalar> {
     copy_points_in(points_.get(), points, count * sizeof(Scalar), params.points_on_device,
                    stream.get());
   }
-
-  int backend() const override { return KNN_BACKEND_CUDA; }
-  int structure() const override { return KNN_STRUCTURE_BRUTE_FORCE; }
-  int64_t size() const override { return n_; }
-  int dim() const override { return dim_; }
 
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "../../common/non_copyable.h"
+
 namespace knn {
 namespace cuda {
 
@@ -33,7 +35,7 @@ void release_at_exit() {
   std::call_once(registered, [] { std::atexit(Release); });
 }
 
-class BlockCache {
+class BlockCache : NonCopyable {
  public:
   // fence: where the owner records when the work that used the block has
   // passed (device blocks: events on the streams that may use it); NULL
@@ -60,8 +62,6 @@ class BlockCache {
   };
   BlockCache(Policy policy, Owner owner) : policy_(policy), owner_(std::move(owner)) {}
   ~BlockCache() { release_idle(); }
-  BlockCache(const BlockCache&) = delete;
-  BlockCache& operator=(const BlockCache&) = delete;
 
   size_t rounded(size_t bytes) const {
     return (bytes + policy_.granule - 1) / policy_.granule * policy_.granule;

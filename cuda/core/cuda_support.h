@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "../../common/error.h"
+#include "../../common/non_copyable.h"
 #include "launch_policy.h"
 
 namespace knn {
@@ -79,7 +80,7 @@ cudaStream_t open_stream();
 void close_stream(cudaStream_t stream) noexcept;
 
 template <class T>
-class DeviceBuffer {
+class DeviceBuffer : NonCopyable {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t count) { allocate(count); }
@@ -92,8 +93,6 @@ class DeviceBuffer {
     count_ = std::exchange(o.count_, 0);
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   void allocate(size_t count) {
     release();
@@ -144,12 +143,10 @@ class DeviceArena {
   size_t used_ = 0;
 };
 
-class Stream {
+class Stream : NonCopyable {
  public:
   Stream() : stream_(open_stream()) {}
   ~Stream() { close_stream(stream_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
   cudaStream_t get() const { return stream_; }
   void synchronize() const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
@@ -159,15 +156,13 @@ class Stream {
 
 // Makes an engine's device current for one call and restores the caller's
 // afterwards.
-class DeviceScope {
+class DeviceScope : NonCopyable {
  public:
   explicit DeviceScope(int device) {
     check(cudaGetDevice(&previous_), "cudaGetDevice");
     if (device != previous_) check(cudaSetDevice(device), "cudaSetDevice");
   }
   ~DeviceScope() { cudaSetDevice(previous_); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   int previous_ = 0;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "../../common/non_copyable.h"
 #include "../cuda_engine.h"
 #include "../cuda_index.h"
 #include "../peer_copy.h"
@@ -23,7 +24,7 @@ namespace {
 // Makes the device that holds p current for its lifetime (the caller's
 // current device may be another: arrays of several devices per call), and
 // restores the caller's. A kernel must run where the memory it touches is.
-class OnDeviceOf {
+class OnDeviceOf : NonCopyable {
  public:
   explicit OnDeviceOf(const void* p) {
     const int owner = device_of(p);
@@ -36,8 +37,6 @@ class OnDeviceOf {
   ~OnDeviceOf() {
     if (switched_) cudaSetDevice(previous_);
   }
-  OnDeviceOf(const OnDeviceOf&) = delete;
-  OnDeviceOf& operator=(const OnDeviceOf&) = delete;
 
  private:
   int previous_ = 0;

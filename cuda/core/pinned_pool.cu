@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "../../common/non_copyable.h"
 #include "../cuda_engine.h"
 #include "block_cache.h"
 #include "cuda_support.h"
@@ -85,7 +86,7 @@ constexpr size_t kStagedPieceBytes = size_t{32} << 20;
 // stream is done with each. On an error the stream is waited for before the
 // pieces go back to the pool: no transfer may land in a piece that another
 // call has leased since.
-class StagedPieces {
+class StagedPieces : NonCopyable {
  public:
   StagedPieces(size_t piece_bytes, size_t total, cudaStream_t stream)
       : stream_(stream),
@@ -103,8 +104,6 @@ class StagedPieces {
     cudaGetLastError();  // an error here was the call's, already reported
     destroy_events();
   }
-  StagedPieces(const StagedPieces&) = delete;
-  StagedPieces& operator=(const StagedPieces&) = delete;
 
   char* piece(int slot) const { return pinned_[slot].as<char>(); }
   void mark_done(int slot) { check(cudaEventRecord(done_[slot], stream_), "cudaEventRecord"); }

@@ -9,15 +9,15 @@
 #include <cstddef>
 #include <functional>
 
+#include "../../common/non_copyable.h"
+
 namespace knn {
 namespace cuda {
 
-class PinnedLease {
+class PinnedLease : NonCopyable {
  public:
   explicit PinnedLease(size_t bytes);  // throws HOST_OUT_OF_MEMORY / DEVICE
   ~PinnedLease();
-  PinnedLease(const PinnedLease&) = delete;
-  PinnedLease& operator=(const PinnedLease&) = delete;
 
   template <class T>
   T* as() const {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "../../common/non_copyable.h"
 #include "../../engine/cancel.h"
 #include "../../engine/page_toucher.h"
 #include "../../engine/progress.h"
@@ -37,7 +38,7 @@ struct CallShape {
 // Device and pinned buffers of one slot. Empty buffers (size 0) for what the
 // call does not stage.
 template <typename Scalar>
-struct Slot {
+struct Slot : NonCopyable {
   Stream stream;
   DeviceBuffer<Scalar> queries;
   DeviceBuffer<int32_t> indices;
@@ -66,8 +67,6 @@ struct Slot {
   // for it before they go back to the allocator and the pinned pool (on the
   // error path too; a failure here is already being reported).
   ~Slot() { cudaStreamSynchronize(stream.get()); }
-  Slot(const Slot&) = delete;
-  Slot& operator=(const Slot&) = delete;
 };
 
 void download(const void* device_src, void* pinned_dst, size_t bytes, cudaStream_t stream) {

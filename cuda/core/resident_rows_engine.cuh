@@ -8,8 +8,10 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "../../engine/index_engine.h"
+#include "../../include/knn_gpgpu.h"
 #include "cuda_support.h"
 
 namespace knn {
@@ -25,7 +27,10 @@ class ResidentRowsEngine : public BasicIndexEngine<Scalar> {
 
  protected:
   // Built on the current device, which the engine keeps.
-  ResidentRowsEngine() { check(cudaGetDevice(&device_), "cudaGetDevice"); }
+  ResidentRowsEngine(int structure, int64_t n, int dim)
+      : BasicIndexEngine<Scalar>({KNN_BACKEND_CUDA, structure, n, dim}) {
+    check(cudaGetDevice(&device_), "cudaGetDevice");
+  }
   int device() const { return device_; }
   // size() rows of dim() scalars on device(), in input order.
   virtual const Scalar* resident_rows() const = 0;

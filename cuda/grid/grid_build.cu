@@ -164,12 +164,9 @@ int key_bits_for(int64_t cells) {
 template <typename Scalar>
 class GridIndex final : public ResidentRowsEngine<Scalar> {
  public:
-  explicit GridIndex(std::unique_ptr<DeviceGrid<Scalar>> grid) : grid_(std::move(grid)) {}
+  explicit GridIndex(std::unique_ptr<DeviceGrid<Scalar>> grid)
+      : ResidentRowsEngine<Scalar>(KNN_STRUCTURE_GRID, grid->n, 3), grid_(std::move(grid)) {}
 
-  int backend() const override { return KNN_BACKEND_CUDA; }
-  int structure() const override { return KNN_STRUCTURE_GRID; }
-  int64_t size() const override { return grid_->n; }
-  int dim() const override { return 3; }
   double stacked_cell_points() const override { return grid_->stacked_cell_points; }
 
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,

@@ -21,7 +21,8 @@ template <typename Scalar>
 class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
  public:
   // Over a copy of `points` (host or device as params says).
-  KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params) {
+  KdTreeIndex(const Scalar* points, int64_t n, int dim, const IndexParams& params)
+      : ResidentRowsEngine<Scalar>(KNN_STRUCTURE_KDTREE, n, dim) {
     shape(n, dim, params, 0);
     Stream stream;
     tree_.input.allocate(static_cast<size_t>(n) * dim);
@@ -31,17 +32,13 @@ class KdTreeIndex final : public ResidentRowsEngine<Scalar> {
   }
   // Over device rows that it keeps as its points in input order (already
   // allocated: the build needs the rest of its bytes).
-  KdTreeIndex(DeviceBuffer<Scalar> rows, int64_t n, int dim, const IndexParams& params) {
+  KdTreeIndex(DeviceBuffer<Scalar> rows, int64_t n, int dim, const IndexParams& params)
+      : ResidentRowsEngine<Scalar>(KNN_STRUCTURE_KDTREE, n, dim) {
     shape(n, dim, params, aligned(rows.size() * sizeof(Scalar)));
     tree_.input = std::move(rows);
     Stream stream;
     build_bucket_tree(tree_, stream.get());
   }
-
-  int backend() const override { return KNN_BACKEND_CUDA; }
-  int structure() const override { return KNN_STRUCTURE_KDTREE; }
-  int64_t size() const override { return tree_.n; }
-  int dim() const override { return tree_.dim; }
 
   void knn(const Scalar* queries, int64_t m, int k, int32_t* indices, Scalar* sq_distances,
            const CallParams& call) const override {
