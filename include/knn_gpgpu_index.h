@@ -365,7 +365,13 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  *   capacity 0 for that number alone (KNN_OK), then with a capacity at least
  *   that. A smaller capacity is INVALID_ARGUMENT with *count written and
  *   pairs untouched. radius: not negative or NaN (+infinity: every pair).
- *   A count of pairs may exceed 2^31 (int64 throughout).
+ *   A count of pairs may exceed 2^31 (int64 throughout). self_counts (may
+ *   be NULL, host or device memory, n int64) saves the call its counting
+ *   search: the counts knn_index_radius_count(_f64) gives for the indexed
+ *   points themselves (in input order) at this radius; the number of pairs
+ *   is then (sum - n) / 2. Entries outside 1..n, or a sum that no distance
+ *   gives, are INVALID_ARGUMENT before anything is written; other wrong
+ *   counts fail the fill (INVALID_ARGUMENT, pairs as after a failure).
  *
  * knn_index_count_neighbors (_f64 for a float64 index, as knn_index_radius):
  *   for each of n_radii radii (any order; a negative radius holds no pair,
@@ -377,8 +383,10 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  *   knn_index_radius. weighted_counts[b] (double) receives the sum over the
  *   same pairs of query_weights[query] * point_weights[point] (a NULL weight
  *   array counts as all 1; weights are used as given, NaN included). counts
- *   or weighted_counts may be NULL, not both. One search at the largest
- *   radius answers every radius; no pair is held. queries may be host or
+ *   or weighted_counts may be NULL, not both. No pair is held: a float64
+ *   index without weighted_counts counts with one counting search per
+ *   distinct radius (cheaper than rows); otherwise one search at the
+ *   largest radius bins its rows into every radius. queries may be host or
  *   device memory; radii, the weights (m and n entries) and the outputs are
  *   host memory. The outputs are written only on success.
  *
@@ -386,9 +394,9 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  * out-of-range coordinates, cancellation, device errors). On a failure of
  * knn_index_radius_pairs after it began writing (cancellation, device
  * error), pairs[0 .. 2 * *count) are all -1. */
-KNN_API int KNN_CALL knn_index_radius_pairs(const knn_index* index, double radius, int64_t capacity,
-                                            int64_t* pairs, int64_t* count,
-                                            const knn_options* opt);
+KNN_API int KNN_CALL knn_index_radius_pairs(const knn_index* index, double radius,
+                                            const int64_t* self_counts, int64_t capacity,
+                                            int64_t* pairs, int64_t* count, const knn_options* opt);
 KNN_API int KNN_CALL knn_index_count_neighbors(const knn_index* index, const float* queries,
                                                int64_t m, const double* radii, int64_t n_radii,
                                                const double* query_weights,
@@ -398,8 +406,7 @@ KNN_API int KNN_CALL knn_index_count_neighbors_f64(const knn_index* index, const
                                                    int64_t m, const double* radii, int64_t n_radii,
                                                    const double* query_weights,
                                                    const double* point_weights, int64_t* counts,
-                                                   double* weighted_counts,
-                                                   const knn_options* opt);
+                                                   double* weighted_counts, const knn_options* opt);
 
 /* Serialization of an index to and from a caller's buffer (host memory).
  * knn_index_serialized_size writes the byte count of the serialized form

@@ -69,9 +69,31 @@ std::vector<Scalar> own_points(const knn_index& ix) {
   return points;
 }
 
+// The counts of the index's own points at `r`: the caller's (checked for
+// what any search could give; each row is checked against its search as it
+// is filled), or a counting search.
 template <typename Scalar>
-void radius_pairs(const knn_index& ix, double radius, int64_t capacity, int64_t* pairs,
-                  int64_t* count, const knn_options& o) {
+std::vector<int32_t> own_counts(const knn_index& ix, const std::vector<Scalar>& points, Scalar r,
+                                const int64_t* self_counts, const knn_options& o) {
+  const int64_t n = ix.size();
+  if (self_counts == nullptr) return radius_counts(ix, points.data(), n, r, o);
+  const std::vector<int64_t> given = host_int64s(self_counts, n);
+  std::vector<int32_t> counts(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t c = given[static_cast<size_t>(i)];
+    if (c < 1 || c > n)
+      fail(KNN_ERR_INVALID_ARGUMENT,
+           format("self_counts[%lld] is %lld; a point's count within a radius is 1 (itself) "
+                  "to n (%lld)",
+                  static_cast<long long>(i), static_cast<long long>(c), static_cast<long long>(n)));
+    counts[static_cast<size_t>(i)] = static_cast<int32_t>(c);
+  }
+  return counts;
+}
+
+template <typename Scalar>
+void radius_pairs(const knn_index& ix, double radius, const int64_t* self_counts, int64_t capacity,
+                  int64_t* pairs, int64_t* count, const knn_options& o) {
   const int64_t n = ix.size();
   if (n == 0) {
     *count = 0;
@@ -81,14 +103,15 @@ void radius_pairs(const knn_index& ix, double radius, int64_t capacity, int64_t*
   DeviceScope scope(ix.device);
   const Scalar r = static_cast<Scalar>(radius);
   const std::vector<Scalar> points = own_points<Scalar>(ix);
-  const std::vector<int32_t> counts = radius_counts(ix, points.data(), n, r, o);
+  const std::vector<int32_t> counts = own_counts(ix, points, r, self_counts, o);
   // Every point is within any radius of itself, and the distance is
   // symmetric: each pair lies in both its points' rows.
   const int64_t entries = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-  if (entries < n || (entries - n) % 2 != 0)
-    fail(KNN_ERR_INTERNAL, format("the radius rows of the index's own points hold %lld entries "
-                                  "for %lld points, which no symmetric distance gives",
-                                  static_cast<long long>(entries), static_cast<long long>(n)));
+  if ((entries - n) % 2 != 0)
+    fail(self_counts ? KNN_ERR_INVALID_ARGUMENT : KNN_ERR_INTERNAL,
+         format("the radius counts of the index's own points sum to %lld for %lld points, "
+                "which no symmetric distance gives",
+                static_cast<long long>(entries), static_cast<long long>(n)));
   const int64_t total = (entries - n) / 2;
   *count = total;
   if (pairs == nullptr && capacity == 0) return;  // a size query
@@ -178,13 +201,41 @@ void count_neighbors(const char* call, const knn_index* index, const Scalar* que
   std::vector<int64_t> hist(static_cast<size_t>(n_radii) + 1, 0);
   std::vector<double> whist(static_cast<size_t>(n_radii) + 1, 0.0);
   const double widest = n_radii ? *std::max_element(radii, radii + n_radii) : -1.0;
+  // Bin s holds the pairs within sorted[s] and beyond sorted[s - 1]: the
+  // outputs are their running sums, written only once all is counted.
+  const auto write_cumulative = [&] {
+    int64_t running = 0;
+    double running_w = 0.0;
+    for (size_t s = 0; s < sorted.size(); ++s) {
+      running += hist[s];
+      running_w += whist[s];
+      if (counts) counts[order[s]] = running;
+      if (weighted_counts) weighted_counts[order[s]] = running_w;
+    }
+  };
   if (m > 0 && ix.size() > 0 && widest >= 0) {
     DeviceScope scope(ix.device);
     check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query",
                           call_params(ix, o).threads);
+    const bool weighted = weighted_counts != nullptr;
+    if (std::is_same_v<Scalar, double> && !weighted) {
+      // The engine's own predicate is the documented one: a counting search
+      // per distinct radius, each cheaper than one search's rows (measured:
+      // 4 radii at 1e5 points, 290 ms against 400 ms of rows), binned by
+      // the differences of the running counts.
+      int64_t below = 0;
+      for (size_t s = 0; s < sorted.size(); ++s) {
+        if (sorted[s] < 0 || (s > 0 && sorted[s] == sorted[s - 1])) continue;
+        const std::vector<int32_t> c =
+            radius_counts(ix, queries, m, static_cast<Scalar>(radii[order[s]]), o);
+        const int64_t within = std::accumulate(c.begin(), c.end(), int64_t{0});
+        hist[s] = within - below;
+        below = within;
+      }
+      return write_cumulative();
+    }
     const Scalar search = covering_radius<Scalar>(widest);
     const std::vector<int32_t> found = radius_counts(ix, queries, m, search, o);
-    const bool weighted = weighted_counts != nullptr;
     // Rows come nearest first: one walk of the sorted limits per row puts
     // each entry in the first bin that holds it (the last: none does).
     const auto bin_run = [&](int64_t first, int64_t last, const std::vector<int64_t>& offsets,
@@ -204,14 +255,7 @@ void count_neighbors(const char* call, const knn_index* index, const Scalar* que
     };
     visit_radius_rows(ix, queries, m, search, found, true, o, bin_run);
   }
-  int64_t running = 0;
-  double running_w = 0.0;
-  for (size_t s = 0; s < sorted.size(); ++s) {
-    running += hist[s];
-    running_w += whist[s];
-    if (counts) counts[order[s]] = running;
-    if (weighted_counts) weighted_counts[order[s]] = running_w;
-  }
+  write_cumulative();
 }
 
 }  // namespace
@@ -219,7 +263,8 @@ void count_neighbors(const char* call, const knn_index* index, const Scalar* que
 
 extern "C" {
 
-KNN_API int KNN_CALL knn_index_radius_pairs(const knn_index* index, double radius, int64_t capacity,
+KNN_API int KNN_CALL knn_index_radius_pairs(const knn_index* index, double radius,
+                                            const int64_t* self_counts, int64_t capacity,
                                             int64_t* pairs, int64_t* count,
                                             const knn_options* opt) {
   static const char* const call = "knn_index_radius_pairs";
@@ -232,9 +277,9 @@ KNN_API int KNN_CALL knn_index_radius_pairs(const knn_index* index, double radiu
     knn::check_array(pairs, capacity, "pairs", "capacity");
     knn::check_slots(capacity, 2, sizeof(int64_t), "capacity * 2");
     if (ix.scalar() == KNN_SCALAR_FLOAT64)
-      knn::radius_pairs<double>(ix, radius, capacity, pairs, count, o);
+      knn::radius_pairs<double>(ix, radius, self_counts, capacity, pairs, count, o);
     else
-      knn::radius_pairs<float>(ix, radius, capacity, pairs, count, o);
+      knn::radius_pairs<float>(ix, radius, self_counts, capacity, pairs, count, o);
   });
 }
 

@@ -545,8 +545,8 @@ class IndexCalls {
     }
     std::vector<int64_t> pairs = poisoned<int64_t>(static_cast<size_t>(2 * total + 16));
     int64_t count = -1;
-    const int status =
-        knn_index_radius_pairs(index_.handle, kRadius, capacity, pairs.data(), &count, &opt_);
+    const int status = knn_index_radius_pairs(index_.handle, kRadius, nullptr, capacity,
+                                              pairs.data(), &count, &opt_);
     if (refuse) {
       ++tallies()[call].refused;
       ASSERT_TRUE(refused_by(status, call.c_str())) << "capacity " << capacity;

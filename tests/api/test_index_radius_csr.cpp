@@ -264,23 +264,41 @@ TEST_P(RadiusCsr, PairsWithinRadiusMatchOracle) {
           const std::vector<int64_t> want = oracle_pairs(twins, points, dim, f64, radius);
           const int64_t total = static_cast<int64_t>(want.size()) / 2;
           int64_t count = -5;
-          ASSERT_EQ(knn_index_radius_pairs(index, radius, 0, nullptr, &count, nullptr), KNN_OK)
+          ASSERT_EQ(knn_index_radius_pairs(index, radius, nullptr, 0, nullptr, &count, nullptr),
+                    KNN_OK)
               << knn_last_error();
           ASSERT_EQ(count, total);
           std::vector<int64_t> got(want.size() + 2, -7);
           count = -5;
-          ASSERT_EQ(knn_index_radius_pairs(index, radius, total + 1, got.data(), &count, nullptr),
+          ASSERT_EQ(knn_index_radius_pairs(index, radius, nullptr, total + 1, got.data(), &count,
+                                           nullptr),
                     KNN_OK)
               << knn_last_error();
           ASSERT_EQ(count, total);
           EXPECT_EQ(std::vector<int64_t>(got.begin(), got.begin() + 2 * total), want);
           EXPECT_EQ(got[2 * total], -7);  // nothing past the pairs
+          // With the counts of the points themselves the call skips its own.
+          std::vector<int64_t> own(static_cast<size_t>(n));
+          if (n > 0) {
+            ASSERT_EQ(f64 ? knn_index_radius_count_f64(index, twins.points64.data(), n, radius,
+                                                       own.data(), nullptr)
+                          : knn_index_radius_count(index, points.data(), n,
+                                                   static_cast<float>(radius), own.data(), nullptr),
+                      KNN_OK)
+                << knn_last_error();
+            std::vector<int64_t> again(got.size(), -7);
+            ASSERT_EQ(knn_index_radius_pairs(index, radius, own.data(), total, again.data(), &count,
+                                             nullptr),
+                      KNN_OK)
+                << knn_last_error();
+            EXPECT_EQ(again, got);
+          }
           if (total > 0) {
             std::vector<int64_t> small(got.size(), -7);
             count = -5;
-            EXPECT_EQ(
-                knn_index_radius_pairs(index, radius, total - 1, small.data(), &count, nullptr),
-                KNN_ERR_INVALID_ARGUMENT);
+            EXPECT_EQ(knn_index_radius_pairs(index, radius, nullptr, total - 1, small.data(),
+                                             &count, nullptr),
+                      KNN_ERR_INVALID_ARGUMENT);
             EXPECT_NE(std::string(knn_last_error()).find("capacity"), std::string::npos);
             EXPECT_EQ(count, total);
             EXPECT_EQ(small, std::vector<int64_t>(got.size(), -7));  // untouched
@@ -374,23 +392,44 @@ TEST_P(RadiusCsr, PairsAndCountsRefuseBadArguments) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<int64_t> pairs(8, -7);
   int64_t count = -5;
-  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), nan, 4, pairs.data(), &count, nullptr),
-            KNN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), -0.5, 4, pairs.data(), &count, nullptr),
-            KNN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), 0.1, 4, pairs.data(), nullptr, nullptr),
-            KNN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), 0.1, 4, nullptr, &count, nullptr),
-            KNN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), 0.1, -1, pairs.data(), &count, nullptr),
+  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), nan, nullptr, 4, pairs.data(), &count, nullptr),
             KNN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(
-      knn_index_radius_pairs(twins.f32.get(), 0.1, INT64_MAX / 2, pairs.data(), &count, nullptr),
+      knn_index_radius_pairs(twins.f32.get(), -0.5, nullptr, 4, pairs.data(), &count, nullptr),
       KNN_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(knn_index_radius_pairs(nullptr, 0.1, 4, pairs.data(), &count, nullptr),
+  EXPECT_EQ(
+      knn_index_radius_pairs(twins.f32.get(), 0.1, nullptr, 4, pairs.data(), nullptr, nullptr),
+      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), 0.1, nullptr, 4, nullptr, &count, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      knn_index_radius_pairs(twins.f32.get(), 0.1, nullptr, -1, pairs.data(), &count, nullptr),
+      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), 0.1, nullptr, INT64_MAX / 2, pairs.data(),
+                                   &count, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(knn_index_radius_pairs(nullptr, 0.1, nullptr, 4, pairs.data(), &count, nullptr),
             KNN_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(count, -5);
   EXPECT_EQ(pairs, std::vector<int64_t>(8, -7));
+  // Counts no search gives are refused before anything is written; counts
+  // that only the fill's search disagrees with fail it, pairs all -1.
+  std::vector<int64_t> own(50, 1);
+  own[3] = 0;
+  EXPECT_EQ(
+      knn_index_radius_pairs(twins.f32.get(), 0.0, own.data(), 4, pairs.data(), &count, nullptr),
+      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(knn_last_error()).find("self_counts[3]"), std::string::npos);
+  EXPECT_EQ(pairs, std::vector<int64_t>(8, -7));
+  own[3] = 2;
+  own[4] = 2;  // a pair (3, 4) that a radius of 0 does not hold
+  EXPECT_EQ(
+      knn_index_radius_pairs(twins.f32.get(), 0.0, own.data(), 4, pairs.data(), &count, nullptr),
+      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(pairs, (std::vector<int64_t>{-1, -1, -7, -7, -7, -7, -7, -7}));
+  count = -5;
+  std::fill(pairs.begin(), pairs.end(), -7);
 
   const double radii[] = {0.1, nan};
   std::vector<int64_t> counts(2, -3);

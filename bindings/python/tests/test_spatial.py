@@ -253,6 +253,41 @@ def test_query_pairs_and_count_neighbors(lib, backend):
     assert ours.count_neighbors(other, 2.0) == theirs.count_neighbors(other_theirs, 2.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pairs_and_counts_come_from_the_library(lib, dtype, monkeypatch):
+    """query_pairs and count_neighbors (weights too) are answered by
+    knn_index_radius_pairs / knn_index_count_neighbors, equal to scipy's on
+    points with ties and duplicates, float32 and float64 (scipy reads the
+    same values in float64); radii that float32 rounding would misjudge
+    (r * r just below a squared distance) included."""
+    rng = np.random.default_rng(5)
+    pts = np.concatenate([lattice(21, 300, 3, span=4), rng.random((300, 3)) * 4]).astype(dtype)
+    other = np.concatenate([lattice(22, 80, 3, span=4), rng.random((80, 3)) * 4]).astype(dtype)
+    spy = SpyNative(_library.native())
+    monkeypatch.setattr(_library, "_native", spy)
+    ours, theirs = knn.KDTree(pts), spatial.cKDTree(pts.astype(np.float64))
+    other_theirs = spatial.cKDTree(other.astype(np.float64))
+    just_below = float(np.nextafter(1.0, 0.0))      # r * r < 1 = a lattice squared distance
+    for r in (0.0, 0.3, just_below, 1.0, math.sqrt(2.0), 1.7):
+        assert ours.query_pairs(r) == theirs.query_pairs(r), r
+        want = theirs.query_pairs(r, output_type="ndarray")   # scipy's own order
+        got = ours.query_pairs(r, output_type="ndarray")      # lexicographic
+        np.testing.assert_array_equal(got, want[np.lexsort((want[:, 1], want[:, 0]))])
+    radii = np.array([1.7, 0.0, just_below, 1.0, 0.3, 1.0, math.inf])
+    np.testing.assert_array_equal(ours.count_neighbors(knn.KDTree(other), radii),
+                                  theirs.count_neighbors(other_theirs, radii))
+    w_self, w_other = rng.random(len(pts)), rng.random(len(other))
+    for weights in ((w_self, w_other), (None, w_other), (w_self, None)):
+        np.testing.assert_allclose(
+            ours.count_neighbors(knn.KDTree(other), radii, weights=weights),
+            theirs.count_neighbors(other_theirs, radii, weights=weights), rtol=1e-12)
+    np.testing.assert_allclose(ours.count_neighbors(ours, radii, weights=w_self),
+                               theirs.count_neighbors(theirs, radii, weights=w_self), rtol=1e-12)
+    called = {c[0] for c in spy.calls}
+    assert "knn_index_radius_pairs" in called
+    assert {"knn_index_count_neighbors", "knn_index_count_neighbors_f64"} & called
+
+
 def test_refusals(lib):
     ours = knn.KDTree(lattice(14, 20, 2), backend="openmp")
     with pytest.raises(ValueError, match="length 2"):

@@ -570,9 +570,20 @@ class KDTree(KDTreeStats):
         if output_type not in ("set", "ndarray"):
             raise ValueError("Invalid output type")
         radius = float(_radii(r, 1)[0] * grow)
-        if self._exact(metric) and self.boxsize is None:
-            # Every row at once (scipy's test, both index scalars); rows come
-            # by (distance, index), so only the ndarray needs sorting.
+        plan = _radius_plan(radius, self.index.dtype)
+        if self._exact(metric) and plan.exact:
+            # The library's pairs: its test at plan.below is scipy's (module
+            # documentation), and they come as (i, j), i < j, in order.
+            own = self.index.radius_counts(self._points, plan.below)
+            pairs = self.index.radius_pairs(plan.below, self_counts=own).astype(np.intp,
+                                                                                copy=False)
+            if output_type == "ndarray":
+                return pairs
+            return set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
+        if self._exact(metric):
+            # A float32 index whose float32 test differs from scipy's near r:
+            # every row, settled at r (_radius_lists); rows come by (distance,
+            # index), so only the ndarray needs sorting.
             offsets, found, _ = _radius_lists(self.index, self._points, radius, None)
             row = np.repeat(np.arange(self.n, dtype=np.intp), np.diff(offsets))
             idx = found.astype(np.intp)
@@ -616,10 +627,13 @@ class KDTree(KDTreeStats):
                 other_w is not None and other_w.shape[0] != nq):
             raise ValueError("weights must have the same length as the points of their tree")
         weighted = own_w is not None or other_w is not None
-        if not weighted and self._exact(metric) and flat.size and np.all(flat >= 0):
-            totals: Any = np.array([int(np.sum(_count_within(self.index, queries, float(radius),
-                                                             None)))
-                                    for radius in flat], dtype=np.intp)
+        if self._exact(metric) and not np.isnan(flat).any():
+            # One search at the largest radius, counted into every radius in
+            # the library (scipy's d * d <= r * r in float64, weights too).
+            totals: Any = self.index.count_neighbors(queries, flat, query_weights=other_w,
+                                                     point_weights=own_w, weighted=weighted)
+            if not weighted:
+                totals = totals.astype(np.intp, copy=False)
         else:
             top = max(0.0, float(np.max(flat))) if flat.size else 0.0
             row, idx, pw = self._within(queries, np.full(nq, top), metric, None)
