@@ -101,7 +101,11 @@ void radius_pairs(const knn_index& ix, double radius, const int64_t* self_counts
   }
   check_slots(n, ix.dim(), sizeof(Scalar), "n * dim (the index's points)");
   DeviceScope scope(ix.device);
-  const Scalar r = static_cast<Scalar>(radius);
+  // The radius in the index's precision; one beyond its range is infinite
+  // (its square would be), without a conversion the language leaves undefined.
+  const Scalar r = radius > static_cast<double>(std::numeric_limits<Scalar>::max())
+                       ? std::numeric_limits<Scalar>::infinity()
+                       : static_cast<Scalar>(radius);
   const std::vector<Scalar> points = own_points<Scalar>(ix);
   const std::vector<int32_t> counts = own_counts(ix, points, r, self_counts, o);
   // Every point is within any radius of itself, and the distance is
