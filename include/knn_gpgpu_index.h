@@ -383,10 +383,12 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  *   knn_index_radius. weighted_counts[b] (double) receives the sum over the
  *   same pairs of query_weights[query] * point_weights[point] (a NULL weight
  *   array counts as all 1; weights are used as given, NaN included). counts
- *   or weighted_counts may be NULL, not both. No pair is held: a float64
- *   index without weighted_counts counts with one counting search per
- *   distinct radius (cheaper than rows); otherwise one search at the
- *   largest radius bins its rows into every radius. queries may be host or
+ *   or weighted_counts may be NULL, not both. No pair is held: the OpenMP
+ *   kd-tree and grid count into every radius during one search at the
+ *   largest (host queries); other engines count with one counting search
+ *   per distinct radius (float64, no weighted_counts) or bin the rows of
+ *   one search at the largest radius. The weighted sums are added in an
+ *   order that may change with the thread count. queries may be host or
  *   device memory; radii, the weights (m and n entries) and the outputs are
  *   host memory. The outputs are written only on success.
  *

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "../engine/progress.h"
 #include "abi_barrier.h"
 #include "index_calls.h"
 #include "index_handle.h"
@@ -222,6 +223,19 @@ void count_neighbors(const char* call, const knn_index* index, const Scalar* que
     check_coordinate_rows(queries, m, ix.dim(), on_device(queries), "query",
                           call_params(ix, o).threads);
     const bool weighted = weighted_counts != nullptr;
+    const Scalar search = covering_radius<Scalar>(widest);
+    // An engine that counts into bins itself needs one search and no rows
+    // (the OpenMP kd-tree and grid, for host queries).
+    if (ix.backend() == KNN_BACKEND_OPENMP && !on_device(queries) &&
+        n_radii < std::numeric_limits<int>::max()) {
+      const RadiusBins bins{sorted.data(), static_cast<int>(n_radii), query_weights, point_weights};
+      const ProgressStage stage(KNN_PROGRESS_QUERY, m);
+      if (ix.engine<Scalar>()->radius_bins(queries, m, search, bins, hist.data(),
+                                           weighted ? whist.data() : nullptr, call_params(ix, o))) {
+        stage.finish();
+        return write_cumulative();
+      }
+    }
     if (std::is_same_v<Scalar, double> && !weighted) {
       // The engine's own predicate is the documented one: a counting search
       // per distinct radius, each cheaper than one search's rows (measured:
@@ -238,7 +252,6 @@ void count_neighbors(const char* call, const knn_index* index, const Scalar* que
       }
       return write_cumulative();
     }
-    const Scalar search = covering_radius<Scalar>(widest);
     const std::vector<int32_t> found = radius_counts(ix, queries, m, search, o);
     // Rows come nearest first: one walk of the sorted limits per row puts
     // each entry in the first bin that holds it (the last: none does).
