@@ -288,6 +288,30 @@ def test_pairs_and_counts_come_from_the_library(lib, dtype, monkeypatch):
     assert {"knn_index_count_neighbors", "knn_index_count_neighbors_f64"} & called
 
 
+def test_index_radius_pairs_and_count_neighbors_against_numpy(lib):
+    """Index.radius_pairs (with and without the points' own counts) and
+    Index.count_neighbors against numpy's brute force in float64."""
+    pts = lattice(23, 200, 2, span=3).astype(np.float64)
+    index = knn.Index(pts)
+    d2 = ((pts[:, None, :] - pts[None, :, :]) ** 2).sum(axis=-1)
+    for r in (0.0, 1.0, 1.5):
+        i, j = np.nonzero(np.triu(d2 <= r * r, k=1))
+        want = np.stack([i, j], axis=1)
+        np.testing.assert_array_equal(index.radius_pairs(r), want)
+        own = index.radius_counts(pts, r)
+        np.testing.assert_array_equal(index.radius_pairs(r, self_counts=own), want)
+    with pytest.raises(ValueError, match="self_counts"):
+        index.radius_pairs(1.0, self_counts=np.ones(3, dtype=np.int64))
+    radii = np.array([1.5, 0.0, 1.0])
+    np.testing.assert_array_equal(index.count_neighbors(pts[:50], radii),
+                                  [(d2[:50] <= x * x).sum() for x in radii])
+    w = np.linspace(0.5, 2.0, 200)
+    np.testing.assert_allclose(
+        index.count_neighbors(pts[:50], radii, query_weights=w[:50], point_weights=w,
+                              weighted=True),
+        [(np.outer(w[:50], w) * (d2[:50] <= x * x)).sum() for x in radii], rtol=1e-12)
+
+
 def test_refusals(lib):
     ours = knn.KDTree(lattice(14, 20, 2), backend="openmp")
     with pytest.raises(ValueError, match="length 2"):

@@ -481,18 +481,18 @@ class Index(NeighbourhoodStats, NativeHandle):
             r = np.ascontiguousarray(radii, dtype=np.float64).reshape(-1)
             qw = _weights_of(query_weights, m, "query_weights")
             pw = _weights_of(point_weights, self._n, "point_weights")
-            out = np.empty(r.shape[0], dtype=np.float64 if weighted else np.int64)
+            counts = None if weighted else np.empty(r.shape[0], dtype=np.int64)
+            sums = np.empty(r.shape[0], dtype=np.float64) if weighted else None
             call = _entry("knn_index_count_neighbors", self._scalar)
             p_double = ctypes.c_double
             check(getattr(native(), call)(handle, _arrays.pointer(q, _ctype(self._scalar)),
                                           _arrays.c_int64(m, "m"), _arrays.pointer(r, p_double),
                                           r.shape[0], _arrays.pointer(qw, p_double),
                                           _arrays.pointer(pw, p_double),
-                                          None if weighted else _arrays.pointer(out, ctypes.c_int64),
-                                          _arrays.pointer(out, p_double) if weighted else None,
-                                          byref(options)),
+                                          _arrays.pointer(counts, ctypes.c_int64),
+                                          _arrays.pointer(sums, p_double), byref(options)),
                   call)
-            return out
+            return sums if weighted else counts
 
     def align(self, points: Any, normals: Any = None, initial: Any = None,
               max_correspondence: float = math.inf, max_iterations: int = 50, *,
