@@ -19,6 +19,7 @@ import pytest
 
 import knn_gpgpu as knn
 from knn_gpgpu import _library
+from knn_gpgpu import spatial as spatial_module
 
 from conftest import oracle, oracle64, random_points
 from spy_native import SpyNative
@@ -310,6 +311,30 @@ def test_index_radius_pairs_and_count_neighbors_against_numpy(lib):
         index.count_neighbors(pts[:50], radii, query_weights=w[:50], point_weights=w,
                               weighted=True),
         [(np.outer(w[:50], w) * (d2[:50] <= x * x)).sum() for x in radii], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_per_point_radii_with_rows_longer_than_guessed(lib, dtype, monkeypatch):
+    """Per-point radii in groups: after the first group each is asked for rows
+    of a guessed width, and rows longer than that are searched again. Sparse
+    points, then a stack of duplicates that the wider balls of later groups
+    take in whole: those rows exceed the guesses from the sparse groups."""
+    rng = np.random.default_rng(9)
+    pts = np.concatenate([rng.random((400, 3)) * 10, np.full((300, 3), 5.0)]).astype(dtype)
+    radii = np.geomspace(0.2, 3.0, len(pts))       # the stack's points: the widest balls
+    ours, theirs = knn.KDTree(pts), spatial.cKDTree(pts.astype(np.float64))
+    widths = []
+    real_rows = spatial_module._rows_within
+
+    def recording(index, q, radius, width, options):
+        widths.append((width, int(index.radius(q, radius, 0).counts.max())))
+        return real_rows(index, q, radius, width, options)
+
+    monkeypatch.setattr(spatial_module, "_rows_within", recording)
+    got = ours.query_ball_point(pts, radii)
+    want = theirs.query_ball_point(pts.astype(np.float64), radii)
+    assert [g for g in got] == [sorted(w) for w in want]
+    assert any(longest > width for width, longest in widths)   # the redo ran
 
 
 def test_refusals(lib):
