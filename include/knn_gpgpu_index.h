@@ -350,10 +350,10 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
                                            float radius, const int64_t* offsets, int32_t* indices,
                                            float* sq_distances, const knn_options* opt);
 
-/* Pairs within a radius, reduced from radius rows in the library (no row
- * reaches the caller; at most 2^22 entries are staged at a time). Both
- * search through the radius path of knn_index_radius_count / _fill, on any
- * backend and structure, and serve float32 and float64 indexes.
+/* Pairs within a radius and pair counts, answered in the library (no row
+ * reaches the caller; at most 2^22 entries are staged at a time). Both use
+ * the radius search of knn_index_radius_count / _fill, on any backend and
+ * structure, and serve float32 and float64 indexes.
  *
  * knn_index_radius_pairs: every pair (i, j), i < j, of the indexed points
  *   whose squared distance is <= radius*radius in the index's precision (a
