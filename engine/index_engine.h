@@ -52,6 +52,31 @@ struct CallParams {
   QuerySource* query_source = nullptr;
 };
 
+// The radius bins of knn_index_count_neighbors, as an engine counts into
+// them: a point within the search radius of a query goes to the first bin
+// whose limit (ascending squared distances, compared in double) holds it,
+// or to bin n_bins when none does; each bin counts such pairs and, when
+// sums are asked for, adds query_weights[query] * point_weights[point]
+// (a NULL weight array: all 1).
+struct RadiusBins {
+  const double* limits = nullptr;
+  int n_bins = 0;
+  const double* query_weights = nullptr;
+  const double* point_weights = nullptr;
+  // The bin of a squared distance.
+  int bin_of(double sq_distance) const {
+    int lo = 0, hi = n_bins;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (limits[mid] < sq_distance)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+};
+
 // The most queries share_of_isolated_queries reads.
 constexpr int64_t kPlacementSampleQueries = 4096;
 
@@ -86,6 +111,16 @@ class BasicIndexEngine {
   virtual void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors,
                       int32_t* indices, Scalar* sq_distances, int32_t* counts,
                       const CallParams& call) const = 0;
+  // The pairs of the m queries and the points within `radius` (the radius
+  // predicate), counted into bins (counts: n_bins + 1 entries, sums: the
+  // same or NULL, both zeroed by the caller) without rows; false when the
+  // engine has no such search (the caller then bins radius rows). Host
+  // queries only.
+  virtual bool radius_bins(const Scalar* queries, int64_t m, Scalar radius, const RadiusBins& bins,
+                           int64_t* counts, double* sums, const CallParams& call) const {
+    (void)queries, (void)m, (void)radius, (void)bins, (void)counts, (void)sums, (void)call;
+    return false;
+  }
   // The share of queries that lie where this structure's search grows long:
   // for the 3-D grid, those with no indexed point in the 3 x 3 x 3 cells
   // around their own (inside a scanned object, far off a surface), whose

@@ -350,6 +350,66 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
                                            float radius, const int64_t* offsets, int32_t* indices,
                                            float* sq_distances, const knn_options* opt);
 
+/* Pairs within a radius and pair counts, answered in the library (no row
+ * reaches the caller; at most 2^22 entries are staged at a time). Both use
+ * the radius search of knn_index_radius_count / _fill, on any backend and
+ * structure, and serve float32 and float64 indexes.
+ *
+ * knn_index_radius_pairs: every pair (i, j), i < j, of the indexed points
+ *   whose squared distance is <= radius*radius in the index's precision (a
+ *   float32 index takes radius rounded to float, then the predicate of
+ *   knn_index_radius; a float64 one that of knn_index_radius_f64). Each pair
+ *   is written once, as pairs[2p] = i, pairs[2p+1] = j, ordered by i, then j;
+ *   capacity counts pairs (pairs holds 2 * capacity int64, host memory).
+ *   *count (required) receives the number of pairs: call with pairs NULL and
+ *   capacity 0 for that number alone (KNN_OK), then with a capacity at least
+ *   that. A smaller capacity is INVALID_ARGUMENT with *count written and
+ *   pairs untouched. radius: not negative or NaN (+infinity: every pair).
+ *   A count of pairs may exceed 2^31 (int64 throughout). self_counts (may
+ *   be NULL, host or device memory, n int64) saves the call its counting
+ *   search: the counts knn_index_radius_count(_f64) gives for the indexed
+ *   points themselves (in input order) at this radius; the number of pairs
+ *   is then (sum - n) / 2. Entries outside 1..n, or a sum that no distance
+ *   gives, are INVALID_ARGUMENT before anything is written; other wrong
+ *   counts fail the fill (INVALID_ARGUMENT, pairs as after a failure).
+ *
+ * knn_index_count_neighbors (_f64 for a float64 index, as knn_index_radius):
+ *   for each of n_radii radii (any order; a negative radius holds no pair,
+ *   +infinity every pair, NaN is INVALID_ARGUMENT), the number of (query,
+ *   point) pairs whose squared distance is <= radii[b]*radii[b] rounded to
+ *   double, into counts[b] (int64); the squared distance is the index's own
+ *   (a float32 index's converted exactly to double), so the test is
+ *   scipy.spatial's d*d <= r*r for every radius, without the rounding of
+ *   knn_index_radius. weighted_counts[b] (double) receives the sum over the
+ *   same pairs of query_weights[query] * point_weights[point] (a NULL weight
+ *   array counts as all 1; weights are used as given, NaN included). counts
+ *   or weighted_counts may be NULL, not both. No pair is held: the OpenMP
+ *   kd-tree and grid count into every radius during one search at the
+ *   largest (host queries); other engines count with one counting search
+ *   per distinct radius (float64, no weighted_counts) or bin the rows of
+ *   one search at the largest radius. The weighted sums are added in an
+ *   order that may change with the thread count. queries may be host or
+ *   device memory; radii, the weights (m and n entries) and the outputs are
+ *   host memory. The outputs are written only on success.
+ *
+ * Errors: as knn_index_radius (a NULL or dead index, bad options, NaN or
+ * out-of-range coordinates, cancellation, device errors). On a failure of
+ * knn_index_radius_pairs after it began writing (cancellation, device
+ * error), pairs[0 .. 2 * *count) are all -1. */
+KNN_API int KNN_CALL knn_index_radius_pairs(const knn_index* index, double radius,
+                                            const int64_t* self_counts, int64_t capacity,
+                                            int64_t* pairs, int64_t* count, const knn_options* opt);
+KNN_API int KNN_CALL knn_index_count_neighbors(const knn_index* index, const float* queries,
+                                               int64_t m, const double* radii, int64_t n_radii,
+                                               const double* query_weights,
+                                               const double* point_weights, int64_t* counts,
+                                               double* weighted_counts, const knn_options* opt);
+KNN_API int KNN_CALL knn_index_count_neighbors_f64(const knn_index* index, const double* queries,
+                                                   int64_t m, const double* radii, int64_t n_radii,
+                                                   const double* query_weights,
+                                                   const double* point_weights, int64_t* counts,
+                                                   double* weighted_counts, const knn_options* opt);
+
 /* Serialization of an index to and from a caller's buffer (host memory).
  * knn_index_serialized_size writes the byte count of the serialized form
  * (64 + n * dim * 4 + 4; 64 + n * dim * 8 + 4 for a float64 index);

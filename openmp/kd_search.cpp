@@ -84,6 +84,21 @@ struct WithinRadius {
   }
 };
 
+// A radius query's sink that counts into bins (search_radius_bins): what
+// WithinRadius keeps, tallied by squared distance instead.
+template <typename Scalar>
+struct WithinRadiusBins {
+  Scalar r2;
+  BinTallies* tallies;
+  int64_t block, query;
+
+  Scalar limit() const { return r2; }
+  bool may_improve(Scalar bound, int32_t) const { return bound <= r2; }
+  void offer(Scalar sq_distance, int32_t index) {
+    tallies->add(block, query, static_cast<double>(sq_distance), index);
+  }
+};
+
 // A side of a split whose visit is put off: its node, its bound and smallest
 // index (the queue's order), and where its gaps are kept.
 template <typename Scalar>
@@ -479,14 +494,42 @@ void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, i
   });
 }
 
+template <typename Scalar>
+bool search_radius_bins(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m,
+                        Scalar r2, const RadiusBins& bins, int threads, int64_t* counts,
+                        double* sums) {
+  const int64_t blocks = (m + kKdSearchQueriesPerBlock - 1) / kKdSearchQueriesPerBlock;
+  if (!BinTallies::fit(blocks, bins)) return false;
+  const int team = team_size(threads);
+  const std::unique_ptr<int64_t[]> order = leaf_order(tree, queries, m, team);
+  BinTallies tallies(bins, blocks, sums != nullptr);
+  with_static_dim(tree.dim, [&](auto dim) {
+    for_each_block(
+        m, kKdSearchQueriesPerBlock, team, cancel_flag(),
+        [&] { return WalkScratch<Scalar>(tree.dim); },
+        [&](WalkScratch<Scalar>& walk_scratch, int64_t b) {
+          for (int64_t i = b * kKdSearchQueriesPerBlock;
+               i < std::min(m, (b + 1) * kKdSearchQueriesPerBlock); ++i) {
+            const int64_t q = order[static_cast<size_t>(i)];
+            WithinRadiusBins<Scalar> sink{r2, &tallies, b, q};
+            walk<decltype(dim)::value>(tree, queries + q * tree.dim, walk_scratch, sink);
+          }
+        });
+  });
+  tallies.add_up(counts, sums);
+  return true;
+}
+
 // The two scalar types of the engines.
-#define KNN_KD_SEARCH_INSTANTIATE(Scalar)                                                         \
-  template void search_knn<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t, int,   \
-                                   int, int32_t*, Scalar*);                                       \
-  template void search_knn_self<Scalar>(const BasicSearchTree<Scalar>&, int, bool, int, int32_t*, \
-                                        Scalar*);                                                 \
-  template void search_radius<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t,     \
-                                      Scalar, int, int, int32_t*, Scalar*, int32_t*);
+#define KNN_KD_SEARCH_INSTANTIATE(Scalar)                                                          \
+  template void search_knn<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t, int,    \
+                                   int, int32_t*, Scalar*);                                        \
+  template void search_knn_self<Scalar>(const BasicSearchTree<Scalar>&, int, bool, int, int32_t*,  \
+                                        Scalar*);                                                  \
+  template void search_radius<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t,      \
+                                      Scalar, int, int, int32_t*, Scalar*, int32_t*);              \
+  template bool search_radius_bins<Scalar>(const BasicSearchTree<Scalar>&, const Scalar*, int64_t, \
+                                           Scalar, const RadiusBins&, int, int64_t*, double*);
 KNN_KD_SEARCH_INSTANTIATE(float)
 KNN_KD_SEARCH_INSTANTIATE(double)
 #undef KNN_KD_SEARCH_INSTANTIATE

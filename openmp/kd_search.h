@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "../common/neighbor.h"
+#include "../engine/index_engine.h"
 
 namespace knn {
 namespace omp {
@@ -116,6 +117,15 @@ template <typename Scalar>
 void search_radius(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m, Scalar r2,
                    int max_neighbors, int threads, int32_t* indices, Scalar* sq_distances,
                    int32_t* counts);
+
+// The pairs of m queries and the points within squared distance r2, into
+// radius bins (engine/index_engine.h, RadiusBins; counts and sums zeroed,
+// n_bins + 1 entries, sums may be NULL). False, with nothing counted, when
+// the bins' tallies would not fit (BinTallies::fit).
+template <typename Scalar>
+bool search_radius_bins(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int64_t m,
+                        Scalar r2, const RadiusBins& bins, int threads, int64_t* counts,
+                        double* sums);
 
 }  // namespace omp
 }  // namespace knn

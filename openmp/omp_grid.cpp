@@ -197,6 +197,32 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
         });
   }
 
+  bool radius_bins(const Scalar* queries, int64_t m, Scalar radius, const RadiusBins& bins,
+                   int64_t* counts, double* sums, const CallParams& call) const override {
+    const int64_t blocks = (m + kGridQueriesPerBlock - 1) / kGridQueriesPerBlock;
+    if (!BinTallies::fit(blocks, bins)) return false;
+    const Scalar r2 = mul_rn(radius, radius);
+    const int threads = team_size(call.threads);
+    const volatile int* cancel = cancel_flag();
+    const std::vector<int64_t> order =
+        query_order(cell_keys(grid_, queries, m, threads, cancel), grid_.cell_count(), cancel);
+    BinTallies tallies(bins, blocks, sums != nullptr);
+    for_each_block(
+        m, kGridQueriesPerBlock, threads, cancel, [] { return std::vector<Entry>(); },
+        [&](std::vector<Entry>& found, int64_t b) {
+          for (int64_t i = b * kGridQueriesPerBlock;
+               i < std::min(m, (b + 1) * kGridQueriesPerBlock); ++i) {
+            const int64_t q = order[static_cast<size_t>(i)];
+            found.clear();
+            within(queries + 3 * q, r2, found);
+            for (const Entry& e : found)
+              tallies.add(b, q, static_cast<double>(e.sq_distance), e.index);
+          }
+        });
+    tallies.add_up(counts, sums);
+    return true;
+  }
+
   void copy_points(Scalar* host_rows) const override {
     for (int64_t p = 0; p < n_; ++p)
       std::copy(&coords_[static_cast<size_t>(3 * p)], &coords_[static_cast<size_t>(3 * p)] + 3,

@@ -127,6 +127,12 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
                   sq_distances, counts);
   }
 
+  bool radius_bins(const Scalar* queries, int64_t m, Scalar radius, const RadiusBins& bins,
+                   int64_t* counts, double* sums, const CallParams& call) const override {
+    return search_radius_bins(search_, queries, m, mul_rn(radius, radius), bins, call.threads,
+                              counts, sums);
+  }
+
   // From the search layout: the build's own rows are freed once it is made.
   void copy_points(Scalar* host_rows) const override {
     for (int d = 0; d < dim_; ++d) {

@@ -16,6 +16,7 @@
 #include "../common/neighbor.h"
 #include "../common/team_size.h"
 #include "../engine/cancel.h"
+#include "../engine/index_engine.h"
 #include "../engine/progress.h"
 #include "knn_list.h"
 
@@ -84,6 +85,46 @@ void for_each_block(int64_t items, int64_t per_block, int threads, const volatil
   if (error) std::rethrow_exception(error);
   throw_if_cancelled(cancel);
 }
+
+// The bins of a radius_bins call, one tally per block of queries (so that
+// the sums add up in block order, whatever thread ran a block), added up
+// once every block is done.
+class BinTallies {
+ public:
+  BinTallies(const RadiusBins& bins, int64_t blocks, bool sums)
+      : bins_(bins),
+        width_(static_cast<size_t>(bins.n_bins) + 1),
+        counts_(static_cast<size_t>(blocks) * width_, 0),
+        sums_(sums ? counts_.size() : 0, 0.0) {}
+
+  // Whether the tallies of `blocks` blocks stay small (at most 2^22 entries):
+  // else the engine declines and the caller bins rows, run by run.
+  static bool fit(int64_t blocks, const RadiusBins& bins) {
+    return blocks * (int64_t{bins.n_bins} + 1) <= (int64_t{1} << 22);
+  }
+
+  // Adds the pair (query q, point p) at squared distance sq to block b's tally.
+  void add(int64_t b, int64_t q, double sq, int32_t p) {
+    const size_t at = static_cast<size_t>(b) * width_ + static_cast<size_t>(bins_.bin_of(sq));
+    ++counts_[at];
+    if (!sums_.empty())
+      sums_[at] += (bins_.query_weights ? bins_.query_weights[q] : 1.0) *
+                   (bins_.point_weights ? bins_.point_weights[p] : 1.0);
+  }
+
+  void add_up(int64_t* counts, double* sums) const {
+    for (size_t at = 0; at < counts_.size(); ++at) {
+      counts[at % width_] += counts_[at];
+      if (sums) sums[at % width_] += sums_[at];
+    }
+  }
+
+ private:
+  const RadiusBins& bins_;
+  size_t width_;
+  std::vector<int64_t> counts_;
+  std::vector<double> sums_;
+};
 
 }  // namespace omp
 }  // namespace knn

@@ -508,6 +508,21 @@ namespace KnnGpgpu
         internal static extern int knn_index_radius_fill_f64(IndexHandle index, IntPtr queries, long m,
                                                              double radius, IntPtr offsets, IntPtr indices,
                                                              IntPtr sqDistances, IntPtr opt);
+        // Pairs within a radius and neighbour counts (declared; no wrapper yet).
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_radius_pairs(IndexHandle index, double radius, IntPtr selfCounts,
+                                                          long capacity, IntPtr pairs, out long count,
+                                                          IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_count_neighbors(IndexHandle index, IntPtr queries, long m,
+                                                             IntPtr radii, long nRadii, IntPtr queryWeights,
+                                                             IntPtr pointWeights, IntPtr counts,
+                                                             IntPtr weightedCounts, IntPtr opt);
+        [DllImport(Lib, CallingConvention = Cdecl)]
+        internal static extern int knn_index_count_neighbors_f64(IndexHandle index, IntPtr queries, long m,
+                                                                 IntPtr radii, long nRadii, IntPtr queryWeights,
+                                                                 IntPtr pointWeights, IntPtr counts,
+                                                                 IntPtr weightedCounts, IntPtr opt);
         [DllImport(Lib, CallingConvention = Cdecl)]
         internal static extern UIntPtr knn_estimate_build_bytes_f64(long n, int dim, IntPtr opt);
         [DllImport(Lib, CallingConvention = Cdecl)]

@@ -115,6 +115,9 @@ const std::set<std::string> kFuzzed = {"buildKdTree",
                                        "knn_offsets_from_counts",
                                        "knn_index_radius_fill",
                                        "knn_index_radius_fill_f64",
+                                       "knn_index_radius_pairs",
+                                       "knn_index_count_neighbors",
+                                       "knn_index_count_neighbors_f64",
                                        "knn_index_serialize",
                                        "knn_index_deserialize",
                                        "knn_quadtree_build",
@@ -303,6 +306,14 @@ int radius_count(const knn_index* x, const double* q, int64_t m, double r, int64
                  const knn_options* o) {
   return knn_index_radius_count_f64(x, q, m, r, c, o);
 }
+int count_neighbors(const knn_index* x, const float* q, int64_t m, const double* r, int64_t nr,
+                    int64_t* c, const knn_options* o) {
+  return knn_index_count_neighbors(x, q, m, r, nr, nullptr, nullptr, c, nullptr, o);
+}
+int count_neighbors(const knn_index* x, const double* q, int64_t m, const double* r, int64_t nr,
+                    int64_t* c, const knn_options* o) {
+  return knn_index_count_neighbors_f64(x, q, m, r, nr, nullptr, nullptr, c, nullptr, o);
+}
 int radius_fill(const knn_index* x, const float* q, int64_t m, float r, const int64_t* off,
                 int32_t* i, float* d, const knn_options* o) {
   return knn_index_radius_fill(x, q, m, r, off, i, d, o);
@@ -483,6 +494,79 @@ class IndexCalls {
     ASSERT_TRUE(still_poisoned(idx, offsets.back()) && still_poisoned(dist, offsets.back()));
   }
 
+  // knn_index_count_neighbors: m and n_radii (radii whose squares are exact
+  // in float and double, so the float32 oracle's predicate is the call's).
+  void count_neighbors_case(int64_t m, int64_t n_radii) {
+    const std::string call = named<Scalar>("knn_index_count_neighbors");
+    const bool refuse = knn_counts::count_neighbors_refused(m, n_radii, d_.dim, sizeof(Scalar));
+    const double radii[8] = {kRadius, 1.0, 0.0, 2.0, kRadius, 1.0, 0.0, 2.0};
+    if (!refuse && (m > d_.q || n_radii > 8)) {
+      ++tallies()[call].skipped;
+      return;
+    }
+    std::vector<int64_t> counts = poisoned<int64_t>(kSlots);
+    const int status = count_neighbors(index_.handle, rows_of<Scalar>(d_, true), m, radii, n_radii,
+                                       counts.data(), &opt_);
+    if (refuse) {
+      ++tallies()[call].refused;
+      ASSERT_TRUE(refused_by(status, call.c_str())) << "m " << m << ", n_radii " << n_radii;
+      ASSERT_TRUE(still_poisoned(counts));
+      return valid_csr();
+    }
+    ++tallies()[call].answered;
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    for (int64_t b = 0; b < n_radii; ++b) {
+      const RadiusResult want = oracle_radius(d_.points.data(), d_.n, d_.queries.data(), m, d_.dim,
+                                              static_cast<float>(radii[b]), 0);
+      int64_t total = 0;
+      for (int64_t i = 0; i < m; ++i) total += want.counts[i];
+      ASSERT_EQ(counts[b], total) << "radius " << b;
+    }
+    ASSERT_TRUE(still_poisoned(counts, n_radii));
+  }
+
+  // knn_index_radius_pairs (one entry point for both precisions): capacity.
+  void radius_pairs_case(int64_t capacity) {
+    const std::string call = "knn_index_radius_pairs";
+    const bool refuse = knn_counts::radius_pairs_refused(capacity);
+    const RadiusResult own = oracle_radius(d_.points.data(), d_.n, d_.points.data(), d_.n, d_.dim,
+                                           kRadius, static_cast<int>(d_.n));
+    std::vector<int64_t> want;
+    for (int64_t i = 0; i < d_.n; ++i) {
+      std::vector<int64_t> later;
+      for (int64_t e = 0; e < own.counts[i]; ++e)
+        if (own.idx[i * d_.n + e] > i) later.push_back(own.idx[i * d_.n + e]);
+      std::sort(later.begin(), later.end());
+      for (const int64_t j : later) want.insert(want.end(), {i, j});
+    }
+    const int64_t total = static_cast<int64_t>(want.size()) / 2;
+    if (!refuse && capacity > total + 8) {
+      ++tallies()[call].skipped;
+      return;
+    }
+    std::vector<int64_t> pairs = poisoned<int64_t>(static_cast<size_t>(2 * total + 16));
+    int64_t count = -1;
+    const int status = knn_index_radius_pairs(index_.handle, kRadius, nullptr, capacity,
+                                              pairs.data(), &count, &opt_);
+    if (refuse) {
+      ++tallies()[call].refused;
+      ASSERT_TRUE(refused_by(status, call.c_str())) << "capacity " << capacity;
+      ASSERT_TRUE(still_poisoned(pairs));
+      ASSERT_EQ(count, -1);
+      return valid_csr();
+    }
+    ++tallies()[call].answered;
+    ASSERT_EQ(count, total);
+    if (capacity < total) {  // too small: the number, and nothing written
+      ASSERT_EQ(status, KNN_ERR_INVALID_ARGUMENT);
+      ASSERT_TRUE(still_poisoned(pairs));
+      return valid_csr();
+    }
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    ASSERT_EQ(std::vector<int64_t>(pairs.begin(), pairs.begin() + 2 * total), want);
+    ASSERT_TRUE(still_poisoned(pairs, 2 * total));
+  }
+
   // The next valid call after a refusal: kNN against the oracle.
   void valid_query(int64_t m, int k) {
     std::vector<int32_t> idx = poisoned<int32_t>(kSlots);
@@ -543,6 +627,8 @@ void fuzz_index_calls(const Data& d, uint64_t seed, int backend = KNN_BACKEND_OP
     }
     calls.radius_count_case(m);
     calls.radius_fill_case(m);
+    calls.radius_pairs_case(m);
+    for (int64_t n_radii : adversarial_counts()) calls.count_neighbors_case(m, n_radii);
     if (::testing::Test::HasFatalFailure()) return;
   }
   for (int k : adversarial_ints()) calls.query_self_case(k);
@@ -552,6 +638,8 @@ void fuzz_index_calls(const Data& d, uint64_t seed, int backend = KNN_BACKEND_OP
     calls.radius_case(counts.any64(d.q), counts.pick_int(12));
     calls.radius_count_case(counts.any64(d.q));
     calls.radius_fill_case(counts.any64(d.q));
+    calls.radius_pairs_case(counts.any64(400));
+    calls.count_neighbors_case(counts.any64(d.q), counts.any64(8));
     calls.query_self_case(counts.pick_int(8));
     if (::testing::Test::HasFatalFailure()) return;
   }
@@ -1503,7 +1591,8 @@ TEST(CountFuzz, IndexCallsFloat32) {
     if (HasFatalFailure()) return;
   }
   expect_exercised({"knn_index_query", "knn_index_query_self", "knn_index_radius",
-                    "knn_index_radius_count", "knn_index_radius_fill"});
+                    "knn_index_radius_count", "knn_index_radius_fill", "knn_index_count_neighbors",
+                    "knn_index_radius_pairs"});
 }
 
 TEST(CountFuzz, IndexCallsFloat64) {
@@ -1512,7 +1601,8 @@ TEST(CountFuzz, IndexCallsFloat64) {
     if (HasFatalFailure()) return;
   }
   expect_exercised({"knn_index_query_f64", "knn_index_query_self_f64", "knn_index_radius_f64",
-                    "knn_index_radius_count_f64", "knn_index_radius_fill_f64"});
+                    "knn_index_radius_count_f64", "knn_index_radius_fill_f64",
+                    "knn_index_count_neighbors_f64", "knn_index_radius_pairs"});
 }
 
 // The same on the CUDA engines (the checks come before any engine, so a

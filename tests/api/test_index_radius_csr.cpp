@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "gpu_test_support.h"
+#include "index_oracle64.h"
 #include "index_test_helpers.h"
 
 namespace knn_test {
@@ -192,6 +194,285 @@ TEST_P(RadiusCsr, DeviceArraysGiveTheHostRows) {
   EXPECT_TRUE(same_bits(dist.to_host(total), host.dist));
 }
 #endif
+
+// ---- Pairs within a radius, neighbour counts (knn_index_radius_pairs,
+// knn_index_count_neighbors) against brute force over every pair ----------------
+
+// The indexed points twice: as built (float32), and as doubles in a float64
+// index of the same config.
+struct TwinIndexes {
+  IndexHandle f32, f64;
+  std::vector<double> points64;
+};
+
+TwinIndexes build_twins(const std::vector<float>& points, int dim, const knn_options& opt) {
+  TwinIndexes t;
+  t.f32 = build_index(points, dim, opt);
+  t.points64.assign(points.begin(), points.end());
+  knn_index* index = nullptr;
+  EXPECT_EQ(knn_index_build_f64(t.points64.empty() ? nullptr : t.points64.data(),
+                                static_cast<int64_t>(points.size()) / dim, dim, &opt, &index),
+            KNN_OK)
+      << knn_last_error();
+  t.f64.reset(index);
+  return t;
+}
+
+// The squared distance of rows a and b as each index computes it: the
+// contract's float32 sum, or the float64 one.
+double pair_sq(const TwinIndexes& t, const std::vector<float>& points, bool f64, int64_t a,
+               int64_t b, int dim) {
+  if (f64) return sq_distance64(&t.points64[a * dim], &t.points64[b * dim], dim);
+  return contract_sq_distance(&points[a * dim], &points[b * dim], dim);
+}
+
+// A radius as a float32 index takes it: rounded, and infinite beyond float's range.
+float float_radius(double radius) {
+  return radius > std::numeric_limits<float>::max() ? std::numeric_limits<float>::infinity()
+                                                    : static_cast<float>(radius);
+}
+
+// Every pair (i, j), i < j, the documented predicate keeps, in (i, j) order.
+std::vector<int64_t> oracle_pairs(const TwinIndexes& t, const std::vector<float>& points, int dim,
+                                  bool f64, double radius) {
+  const int64_t n = static_cast<int64_t>(points.size()) / dim;
+  const float r = float_radius(radius);
+  std::vector<int64_t> pairs;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j) {
+      const double d = pair_sq(t, points, f64, i, j, dim);
+      if (f64 ? d <= radius * radius : static_cast<float>(d) <= f32_mul(r, r)) {
+        pairs.push_back(i);
+        pairs.push_back(j);
+      }
+    }
+  return pairs;
+}
+
+TEST_P(RadiusCsr, PairsWithinRadiusMatchOracle) {
+  const knn_options opt = options_for(GetParam());
+  const std::vector<int> dims =
+      GetParam().structure == KNN_STRUCTURE_GRID ? std::vector<int>{3} : std::vector<int>{1, 3};
+  const Dist dists[] = {Dist::Duplicates, Dist::Uniform, Dist::Clustered};
+  int turn = 0;
+  for (const int dim : dims)
+    for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{600}}) {
+      const Dist dist = dists[turn++ % 3];
+      const std::vector<float> points = make_rows(dist, n, dim, 70 + turn);
+      const TwinIndexes twins = build_twins(points, dim, opt);
+      ASSERT_TRUE(twins.f32 && twins.f64);
+      for (const bool f64 : {false, true})
+        for (const double radius :
+             {0.0, 0.05, 0.3, 1e300, std::numeric_limits<double>::infinity()}) {
+          SCOPED_TRACE(describe(dist, n, 0, 0, 70 + turn, ("dim=" + std::to_string(dim)).c_str()));
+          SCOPED_TRACE(std::string(f64 ? "float64" : "float32") + " radius " +
+                       std::to_string(radius));
+          const knn_index* index = f64 ? twins.f64.get() : twins.f32.get();
+          const std::vector<int64_t> want = oracle_pairs(twins, points, dim, f64, radius);
+          const int64_t total = static_cast<int64_t>(want.size()) / 2;
+          int64_t count = -5;
+          ASSERT_EQ(knn_index_radius_pairs(index, radius, nullptr, 0, nullptr, &count, nullptr),
+                    KNN_OK)
+              << knn_last_error();
+          ASSERT_EQ(count, total);
+          std::vector<int64_t> got(want.size() + 2, -7);
+          count = -5;
+          ASSERT_EQ(knn_index_radius_pairs(index, radius, nullptr, total + 1, got.data(), &count,
+                                           nullptr),
+                    KNN_OK)
+              << knn_last_error();
+          ASSERT_EQ(count, total);
+          EXPECT_EQ(std::vector<int64_t>(got.begin(), got.begin() + 2 * total), want);
+          EXPECT_EQ(got[2 * total], -7);  // nothing past the pairs
+          // With the counts of the points themselves the call skips its own.
+          std::vector<int64_t> own(static_cast<size_t>(n));
+          if (n > 0) {
+            ASSERT_EQ(f64 ? knn_index_radius_count_f64(index, twins.points64.data(), n, radius,
+                                                       own.data(), nullptr)
+                          : knn_index_radius_count(index, points.data(), n, float_radius(radius),
+                                                   own.data(), nullptr),
+                      KNN_OK)
+                << knn_last_error();
+            std::vector<int64_t> again(got.size(), -7);
+            ASSERT_EQ(knn_index_radius_pairs(index, radius, own.data(), total, again.data(), &count,
+                                             nullptr),
+                      KNN_OK)
+                << knn_last_error();
+            EXPECT_EQ(again, got);
+          }
+          if (total > 0) {
+            std::vector<int64_t> small(got.size(), -7);
+            count = -5;
+            EXPECT_EQ(knn_index_radius_pairs(index, radius, nullptr, total - 1, small.data(),
+                                             &count, nullptr),
+                      KNN_ERR_INVALID_ARGUMENT);
+            EXPECT_NE(std::string(knn_last_error()).find("capacity"), std::string::npos);
+            EXPECT_EQ(count, total);
+            EXPECT_EQ(small, std::vector<int64_t>(got.size(), -7));  // untouched
+          }
+        }
+    }
+}
+
+TEST_P(RadiusCsr, CountNeighborsMatchOracle) {
+  const knn_options opt = options_for(GetParam());
+  const int dim = 3;
+  const std::vector<float> points = make_rows(Dist::Duplicates, 700, dim, 81);
+  const std::vector<float> queries = make_query_rows(Dist::Duplicates, 250, dim, 82);
+  const std::vector<double> queries64(queries.begin(), queries.end());
+  const TwinIndexes twins = build_twins(points, dim, opt);
+  ASSERT_TRUE(twins.f32 && twins.f64);
+  const int64_t n = 700, m = 250;
+  // Any order, repeats, a negative radius (no pair) and +infinity (all).
+  const std::vector<double> radii = {0.3, -1.0, 0.05, 0.0, 0.05, 1e300, 0.2, 0.11};
+  const int64_t nr = static_cast<int64_t>(radii.size());
+  std::vector<double> qw(m), pw(n);
+  for (int64_t i = 0; i < m; ++i) qw[i] = 0.5 + static_cast<double>(i % 7) / 3.0;
+  for (int64_t j = 0; j < n; ++j) pw[j] = 0.25 + static_cast<double>(j % 5);
+  for (const bool f64 : {false, true}) {
+    SCOPED_TRACE(f64 ? "float64" : "float32");
+    std::vector<int64_t> want(nr, 0);
+    std::vector<double> want_w(nr, 0.0);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double d = f64 ? sq_distance64(&queries64[i * dim], &twins.points64[j * dim], dim)
+                             : contract_sq_distance(&queries[i * dim], &points[j * dim], dim);
+        for (int64_t b = 0; b < nr; ++b)
+          if (radii[b] >= 0 && d <= radii[b] * radii[b]) {
+            ++want[b];
+            want_w[b] += qw[i] * pw[j];
+          }
+      }
+    std::vector<int64_t> counts(nr, -3);
+    std::vector<double> weighted(nr, -3.0);
+    const int status = f64 ? knn_index_count_neighbors_f64(twins.f64.get(), queries64.data(), m,
+                                                           radii.data(), nr, qw.data(), pw.data(),
+                                                           counts.data(), weighted.data(), nullptr)
+                           : knn_index_count_neighbors(twins.f32.get(), queries.data(), m,
+                                                       radii.data(), nr, qw.data(), pw.data(),
+                                                       counts.data(), weighted.data(), nullptr);
+    ASSERT_EQ(status, KNN_OK) << knn_last_error();
+    EXPECT_EQ(counts, want);
+    EXPECT_EQ(want[1], 0);
+    EXPECT_EQ(want[5], n * m);
+    for (int64_t b = 0; b < nr; ++b)
+      EXPECT_NEAR(weighted[b], want_w[b], 1e-12 * std::max(1.0, want_w[b])) << "radius " << b;
+    // Without weights the sums are the counts; counts alone need no sums.
+    std::vector<double> plain(nr, -3.0);
+    std::fill(counts.begin(), counts.end(), -3);
+    ASSERT_EQ(
+        f64 ? knn_index_count_neighbors_f64(twins.f64.get(), queries64.data(), m, radii.data(), nr,
+                                            nullptr, nullptr, counts.data(), plain.data(), nullptr)
+            : knn_index_count_neighbors(twins.f32.get(), queries.data(), m, radii.data(), nr,
+                                        nullptr, nullptr, counts.data(), plain.data(), nullptr),
+        KNN_OK)
+        << knn_last_error();
+    EXPECT_EQ(counts, want);
+    for (int64_t b = 0; b < nr; ++b) EXPECT_EQ(plain[b], static_cast<double>(want[b]));
+  }
+}
+
+// A float32 index counts by d * d <= r * r in double, not by the float32
+// product of knn_index_radius: two points 1 apart (squared distance 1.0f)
+// are not within r = 1 - 2^-40, though (float)r * (float)r is 1.
+TEST_P(RadiusCsr, CountNeighborsComparesInDouble) {
+  const knn_options opt = options_for(GetParam());
+  if (GetParam().structure == KNN_STRUCTURE_GRID) GTEST_SKIP() << "the grid is 3-D";
+  const std::vector<float> points = {0.0f, 1.0f};
+  IndexHandle index = build_index(points, 1, opt);
+  ASSERT_TRUE(index);
+  const double radii[] = {1.0 - std::ldexp(1.0, -40), 1.0};
+  int64_t counts[2] = {-1, -1};
+  ASSERT_EQ(knn_index_count_neighbors(index.get(), points.data(), 2, radii, 2, nullptr, nullptr,
+                                      counts, nullptr, nullptr),
+            KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(counts[0], 2);  // each point with itself
+  EXPECT_EQ(counts[1], 4);
+}
+
+TEST_P(RadiusCsr, PairsAndCountsRefuseBadArguments) {
+  const knn_options opt = options_for(GetParam());
+  const std::vector<float> points = make_rows(Dist::Uniform, 50, 3, 90);
+  const TwinIndexes twins = build_twins(points, 3, opt);
+  ASSERT_TRUE(twins.f32 && twins.f64);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<int64_t> pairs(8, -7);
+  int64_t count = -5;
+  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), nan, nullptr, 4, pairs.data(), &count, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      knn_index_radius_pairs(twins.f32.get(), -0.5, nullptr, 4, pairs.data(), &count, nullptr),
+      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      knn_index_radius_pairs(twins.f32.get(), 0.1, nullptr, 4, pairs.data(), nullptr, nullptr),
+      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), 0.1, nullptr, 4, nullptr, &count, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      knn_index_radius_pairs(twins.f32.get(), 0.1, nullptr, -1, pairs.data(), &count, nullptr),
+      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(knn_index_radius_pairs(twins.f32.get(), 0.1, nullptr, INT64_MAX / 2, pairs.data(),
+                                   &count, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(knn_index_radius_pairs(nullptr, 0.1, nullptr, 4, pairs.data(), &count, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(count, -5);
+  EXPECT_EQ(pairs, std::vector<int64_t>(8, -7));
+  // Counts no search gives are refused before anything is written; counts
+  // that only the fill's search disagrees with fail it, pairs all -1.
+  std::vector<int64_t> own(50, 1);
+  own[3] = 0;
+  EXPECT_EQ(
+      knn_index_radius_pairs(twins.f32.get(), 0.0, own.data(), 4, pairs.data(), &count, nullptr),
+      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(knn_last_error()).find("self_counts[3]"), std::string::npos);
+  EXPECT_EQ(pairs, std::vector<int64_t>(8, -7));
+  own[3] = 2;
+  own[4] = 2;  // a pair (3, 4) that a radius of 0 does not hold
+  EXPECT_EQ(
+      knn_index_radius_pairs(twins.f32.get(), 0.0, own.data(), 4, pairs.data(), &count, nullptr),
+      KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(count, 1);
+  EXPECT_EQ(pairs, (std::vector<int64_t>{-1, -1, -7, -7, -7, -7, -7, -7}));
+  count = -5;
+  std::fill(pairs.begin(), pairs.end(), -7);
+
+  const double radii[] = {0.1, nan};
+  std::vector<int64_t> counts(2, -3);
+  std::vector<double> weighted(2, -3.0);
+  EXPECT_EQ(knn_index_count_neighbors(twins.f32.get(), points.data(), 50, radii, 2, nullptr,
+                                      nullptr, counts.data(), weighted.data(), nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(knn_last_error()).find("radii[1]"), std::string::npos);
+  EXPECT_EQ(knn_index_count_neighbors(twins.f32.get(), points.data(), 50, radii, 1, nullptr,
+                                      nullptr, nullptr, nullptr, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(knn_index_count_neighbors(twins.f32.get(), points.data(), 50, nullptr, 1, nullptr,
+                                      nullptr, counts.data(), nullptr, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(knn_index_count_neighbors(twins.f32.get(), points.data(), -1, radii, 1, nullptr,
+                                      nullptr, counts.data(), nullptr, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  // The twin of the other precision is refused, naming the right one.
+  EXPECT_EQ(knn_index_count_neighbors(twins.f64.get(), points.data(), 50, radii, 1, nullptr,
+                                      nullptr, counts.data(), nullptr, nullptr),
+            KNN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(knn_last_error()).find("knn_index_count_neighbors_f64"), std::string::npos);
+  std::vector<float> bad = points;
+  bad[7] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(knn_index_count_neighbors(twins.f32.get(), bad.data(), 50, radii, 1, nullptr, nullptr,
+                                      counts.data(), weighted.data(), nullptr),
+            KNN_ERR_NONFINITE_INPUT);
+  EXPECT_EQ(counts, std::vector<int64_t>(2, -3));
+  EXPECT_EQ(weighted, std::vector<double>(2, -3.0));
+  // The next call works.
+  ASSERT_EQ(knn_index_count_neighbors(twins.f32.get(), points.data(), 50, radii, 1, nullptr,
+                                      nullptr, counts.data(), nullptr, nullptr),
+            KNN_OK)
+      << knn_last_error();
+  EXPECT_GE(counts[0], 50);
+}
 
 const IndexConfig kConfigs[] = {
     {KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE},    {KNN_BACKEND_OPENMP, KNN_STRUCTURE_BRUTE_FORCE},

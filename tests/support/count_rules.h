@@ -59,6 +59,14 @@ inline bool radius_fill_refused(int64_t m, int dim, int scalar) {
   return m < 0 || beyond(m, dim, scalar) || offsets_beyond(m);
 }
 inline bool offsets_from_counts_refused(int64_t m) { return m < 0 || offsets_beyond(m); }
+// knn_index_count_neighbors: m queries, n_radii radii (and outputs of n_radii).
+inline bool count_neighbors_refused(int64_t m, int64_t n_radii, int dim, int scalar) {
+  return m < 0 || n_radii < 0 || beyond(m, dim, scalar) || beyond(n_radii, 1, 8);
+}
+// knn_index_radius_pairs: room for `capacity` pairs of two int64.
+inline bool radius_pairs_refused(int64_t capacity) {
+  return capacity < 0 || beyond(capacity, 2, 8);
+}
 inline bool index_build_refused(int64_t n, int dim) {
   return n < 0 || n > INT32_MAX || dim < 1 || dim > KNN_INDEX_MAX_DIM;
 }

@@ -118,6 +118,19 @@
 (cffi:defcfun ("knn_index_radius_fill_f64" %index-radius-fill-f64) :int
   (index :pointer) (queries :pointer) (m :int64) (radius :double) (offsets :pointer)
   (indices :pointer) (sq-distances :pointer) (opt :pointer))
+;; Pairs within a radius and neighbour counts (declared for the C API's
+;; users; the Lisp binding has no wrapper of its own for them yet).
+(cffi:defcfun ("knn_index_radius_pairs" %index-radius-pairs) :int
+  (index :pointer) (radius :double) (self-counts :pointer) (capacity :int64) (pairs :pointer)
+  (count :pointer) (opt :pointer))
+(cffi:defcfun ("knn_index_count_neighbors" %index-count-neighbors) :int
+  (index :pointer) (queries :pointer) (m :int64) (radii :pointer) (n-radii :int64)
+  (query-weights :pointer) (point-weights :pointer) (counts :pointer) (weighted-counts :pointer)
+  (opt :pointer))
+(cffi:defcfun ("knn_index_count_neighbors_f64" %index-count-neighbors-f64) :int
+  (index :pointer) (queries :pointer) (m :int64) (radii :pointer) (n-radii :int64)
+  (query-weights :pointer) (point-weights :pointer) (counts :pointer) (weighted-counts :pointer)
+  (opt :pointer))
 (cffi:defcfun ("knn_estimate_build_bytes_f64" %estimate-build-bytes-f64) :size
   (n :int64) (dim :int) (opt :pointer))
 (cffi:defcfun ("knn_estimate_query_bytes_f64" %estimate-query-bytes-f64) :size
@@ -295,7 +308,8 @@
     "knn_index_statistical_inliers_f64" "knn_index_kth_distances" "knn_index_kth_distances_f64"
     "knn_index_neighbor_counts" "knn_index_neighbor_counts_f64" "knn_index_radius_inliers"
     "knn_index_radius_inliers_f64" "knn_estimate_stats_bytes" "knn_estimate_stats_bytes_f64"
-    "knn_index_align" "knn_index_align_f64")
+    "knn_index_align" "knn_index_align_f64"
+    "knn_index_radius_pairs" "knn_index_count_neighbors" "knn_index_count_neighbors_f64")
   "Every C function this file binds (the tests compare it with the header).")
 
 ;;; Every call into the library runs inside this. It loads the library first

@@ -26,7 +26,8 @@ RECORDED = ("knn_index_build", "knn_index_free", "knn_index_query", "knn_index_q
             "knn_index_query_f64", "knn_index_query_self_f64", "knn_index_radius_f64",
             "knn_quadtree_build_f64", "knn_points_in_polygons_count_f64",
             "knn_points_in_polygons_f64", "knn_index_radius_count", "knn_index_radius_fill",
-            "knn_index_radius_count_f64", "knn_index_radius_fill_f64")
+            "knn_index_radius_count_f64", "knn_index_radius_fill_f64", "knn_index_radius_pairs",
+            "knn_index_count_neighbors", "knn_index_count_neighbors_f64")
 
 
 def address(arg: Any) -> Any:

@@ -19,6 +19,7 @@ import pytest
 
 import knn_gpgpu as knn
 from knn_gpgpu import _library
+from knn_gpgpu import spatial as spatial_module
 
 from conftest import oracle, oracle64, random_points
 from spy_native import SpyNative
@@ -251,6 +252,89 @@ def test_query_pairs_and_count_neighbors(lib, backend):
             ours.count_neighbors(other_ours, radii, cumulative=cumulative),
             theirs.count_neighbors(other_theirs, radii, cumulative=cumulative))
     assert ours.count_neighbors(other, 2.0) == theirs.count_neighbors(other_theirs, 2.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pairs_and_counts_come_from_the_library(lib, dtype, monkeypatch):
+    """query_pairs and count_neighbors (weights too) are answered by
+    knn_index_radius_pairs / knn_index_count_neighbors, equal to scipy's on
+    points with ties and duplicates, float32 and float64 (scipy reads the
+    same values in float64); radii that float32 rounding would misjudge
+    (r * r just below a squared distance) included."""
+    rng = np.random.default_rng(5)
+    pts = np.concatenate([lattice(21, 300, 3, span=4), rng.random((300, 3)) * 4]).astype(dtype)
+    other = np.concatenate([lattice(22, 80, 3, span=4), rng.random((80, 3)) * 4]).astype(dtype)
+    spy = SpyNative(_library.native())
+    monkeypatch.setattr(_library, "_native", spy)
+    ours, theirs = knn.KDTree(pts), spatial.cKDTree(pts.astype(np.float64))
+    other_theirs = spatial.cKDTree(other.astype(np.float64))
+    just_below = float(np.nextafter(1.0, 0.0))      # r * r < 1 = a lattice squared distance
+    for r in (0.0, 0.3, just_below, 1.0, math.sqrt(2.0), 1.7):
+        assert ours.query_pairs(r) == theirs.query_pairs(r), r
+        want = theirs.query_pairs(r, output_type="ndarray")   # scipy's own order
+        got = ours.query_pairs(r, output_type="ndarray")      # lexicographic
+        np.testing.assert_array_equal(got, want[np.lexsort((want[:, 1], want[:, 0]))])
+    radii = np.array([1.7, 0.0, just_below, 1.0, 0.3, 1.0, math.inf])
+    np.testing.assert_array_equal(ours.count_neighbors(knn.KDTree(other), radii),
+                                  theirs.count_neighbors(other_theirs, radii))
+    w_self, w_other = rng.random(len(pts)), rng.random(len(other))
+    for weights in ((w_self, w_other), (None, w_other), (w_self, None)):
+        np.testing.assert_allclose(
+            ours.count_neighbors(knn.KDTree(other), radii, weights=weights),
+            theirs.count_neighbors(other_theirs, radii, weights=weights), rtol=1e-12)
+    np.testing.assert_allclose(ours.count_neighbors(ours, radii, weights=w_self),
+                               theirs.count_neighbors(theirs, radii, weights=w_self), rtol=1e-12)
+    called = {c[0] for c in spy.calls}
+    assert "knn_index_radius_pairs" in called
+    assert {"knn_index_count_neighbors", "knn_index_count_neighbors_f64"} & called
+
+
+def test_index_radius_pairs_and_count_neighbors_against_numpy(lib):
+    """Index.radius_pairs (with and without the points' own counts) and
+    Index.count_neighbors against numpy's brute force in float64."""
+    pts = lattice(23, 200, 2, span=3).astype(np.float64)
+    index = knn.Index(pts)
+    d2 = ((pts[:, None, :] - pts[None, :, :]) ** 2).sum(axis=-1)
+    for r in (0.0, 1.0, 1.5):
+        i, j = np.nonzero(np.triu(d2 <= r * r, k=1))
+        want = np.stack([i, j], axis=1)
+        np.testing.assert_array_equal(index.radius_pairs(r), want)
+        own = index.radius_counts(pts, r)
+        np.testing.assert_array_equal(index.radius_pairs(r, self_counts=own), want)
+    with pytest.raises(ValueError, match="self_counts"):
+        index.radius_pairs(1.0, self_counts=np.ones(3, dtype=np.int64))
+    radii = np.array([1.5, 0.0, 1.0])
+    np.testing.assert_array_equal(index.count_neighbors(pts[:50], radii),
+                                  [(d2[:50] <= x * x).sum() for x in radii])
+    w = np.linspace(0.5, 2.0, 200)
+    np.testing.assert_allclose(
+        index.count_neighbors(pts[:50], radii, query_weights=w[:50], point_weights=w,
+                              weighted=True),
+        [(np.outer(w[:50], w) * (d2[:50] <= x * x)).sum() for x in radii], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_per_point_radii_with_rows_longer_than_guessed(lib, dtype, monkeypatch):
+    """Per-point radii in groups: after the first group each is asked for rows
+    of a guessed width, and rows longer than that are searched again. Sparse
+    points, then a stack of duplicates that the wider balls of later groups
+    take in whole: those rows exceed the guesses from the sparse groups."""
+    rng = np.random.default_rng(9)
+    pts = np.concatenate([rng.random((400, 3)) * 10, np.full((300, 3), 5.0)]).astype(dtype)
+    radii = np.geomspace(0.2, 3.0, len(pts))       # the stack's points: the widest balls
+    ours, theirs = knn.KDTree(pts), spatial.cKDTree(pts.astype(np.float64))
+    widths = []
+    real_rows = spatial_module._rows_within
+
+    def recording(index, q, radius, width, options):
+        widths.append((width, int(index.radius(q, radius, 0).counts.max())))
+        return real_rows(index, q, radius, width, options)
+
+    monkeypatch.setattr(spatial_module, "_rows_within", recording)
+    got = ours.query_ball_point(pts, radii)
+    want = theirs.query_ball_point(pts.astype(np.float64), radii)
+    assert [g for g in got] == [sorted(w) for w in want]
+    assert any(longest > width for width, longest in widths)   # the redo ran
 
 
 def test_refusals(lib):

@@ -120,6 +120,14 @@ PROTOTYPES: Dict[str, Tuple[Any, List[Any]]] = {
                                            _P_OPT]),
     "knn_index_radius_fill_f64": (c_int, [_P_INDEX, _P_DOUBLE, c_int64, c_double, _P_INT64,
                                           _P_INT32, _P_DOUBLE, _P_OPT]),
+    # pairs within a radius, neighbour counts (both precisions)
+    "knn_index_radius_pairs": (c_int, [_P_INDEX, c_double, _P_INT64, c_int64, _P_INT64, _P_INT64,
+                                       _P_OPT]),
+    "knn_index_count_neighbors": (c_int, [_P_INDEX, _P_FLOAT, c_int64, _P_DOUBLE, c_int64,
+                                          _P_DOUBLE, _P_DOUBLE, _P_INT64, _P_DOUBLE, _P_OPT]),
+    "knn_index_count_neighbors_f64": (c_int, [_P_INDEX, _P_DOUBLE, c_int64, _P_DOUBLE, c_int64,
+                                              _P_DOUBLE, _P_DOUBLE, _P_INT64, _P_DOUBLE,
+                                              _P_OPT]),
     "knn_estimate_build_bytes_f64": (c_size_t, [c_int64, c_int, _P_OPT]),
     "knn_estimate_query_bytes_f64": (c_size_t, [c_int64, c_int, c_int64, c_int, _P_OPT]),
     # quadtree / point in polygon

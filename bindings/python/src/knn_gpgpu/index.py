@@ -128,6 +128,16 @@ class RadiusCsr(NamedTuple):
     offsets: Any
 
 
+def _weights_of(weights: Any, count: int, name: str) -> Optional[np.ndarray]:
+    """Per-point weights as the C calls read them: ``count`` float64, or None."""
+    if weights is None:
+        return None
+    w = np.ascontiguousarray(weights, dtype=np.float64).reshape(-1)
+    if w.shape[0] != count:
+        raise ValueError("%s: %d weights for %d points" % (name, w.shape[0], count))
+    return w
+
+
 def _require_device_support(*arrays: Any) -> None:
     if any(isinstance(a, _arrays.DeviceArray) for a in arrays):
         if native().cuGetDeviceCount() <= 0:
@@ -423,6 +433,66 @@ class Index(NeighbourhoodStats, NativeHandle):
                                           _arrays.pointer(dist, real), byref(options)),
                   fill)
             return RadiusCsr(dist, ind, offsets)
+
+    def radius_pairs(self, radius: float, *, self_counts: Any = None,
+                     options: Optional[Options] = None) -> np.ndarray:
+        """Every pair ``(i, j)``, ``i < j``, of the indexed points within ``radius``
+        (``knn_index_radius_pairs``: squared distance ``<= radius * radius`` in
+        the index's precision, a float32 index taking ``radius`` rounded to
+        float32): ``(npairs, 2)`` int64, ordered by ``i``, then ``j``.
+        ``self_counts``: :meth:`radius_counts` of the indexed points themselves
+        (in input order) at this radius, which spares the library a search;
+        else a size query comes first."""
+        with self._use() as handle:
+            count = ctypes.c_int64(0)
+            r = float(radius)
+            if self_counts is None:
+                check(native().knn_index_radius_pairs(handle, r, None, 0, None,
+                                                      ctypes.byref(count), byref(options)),
+                      "knn_index_radius_pairs")
+                total = count.value
+                counts = None
+            else:
+                counts = np.ascontiguousarray(self_counts, dtype=np.int64).reshape(-1)
+                if counts.shape[0] != self._n:
+                    raise ValueError("self_counts: %d counts for %d points"
+                                     % (counts.shape[0], self._n))
+                total = max(0, (int(counts.sum()) - self._n) // 2)
+            pairs = np.empty((total, 2), dtype=np.int64)
+            if total or counts is not None:
+                check(native().knn_index_radius_pairs(handle, r,
+                                                      _arrays.pointer(counts, ctypes.c_int64),
+                                                      total, _arrays.pointer(pairs, ctypes.c_int64),
+                                                      ctypes.byref(count), byref(options)),
+                      "knn_index_radius_pairs")
+            return pairs
+
+    def count_neighbors(self, queries: Any, radii: Any, *, query_weights: Any = None,
+                        point_weights: Any = None, weighted: bool = False,
+                        options: Optional[Options] = None) -> Any:
+        """For each radius, the number of (query, indexed point) pairs within it
+        (``knn_index_count_neighbors``: ``d * d <= r * r`` in float64, the index's
+        own squared distance; one search at the largest radius): ``(len(radii),)``
+        int64. With ``weighted``, float64 sums of ``query_weights[q] *
+        point_weights[p]`` over the same pairs instead (``None``: all 1)."""
+        with self._use() as handle:
+            q = _arrays.coords(queries, "queries", self._dim, self._scalar)
+            m = int(q.shape[0])
+            r = np.ascontiguousarray(radii, dtype=np.float64).reshape(-1)
+            qw = _weights_of(query_weights, m, "query_weights")
+            pw = _weights_of(point_weights, self._n, "point_weights")
+            counts = None if weighted else np.empty(r.shape[0], dtype=np.int64)
+            sums = np.empty(r.shape[0], dtype=np.float64) if weighted else None
+            call = _entry("knn_index_count_neighbors", self._scalar)
+            p_double = ctypes.c_double
+            check(getattr(native(), call)(handle, _arrays.pointer(q, _ctype(self._scalar)),
+                                          _arrays.c_int64(m, "m"), _arrays.pointer(r, p_double),
+                                          r.shape[0], _arrays.pointer(qw, p_double),
+                                          _arrays.pointer(pw, p_double),
+                                          _arrays.pointer(counts, ctypes.c_int64),
+                                          _arrays.pointer(sums, p_double), byref(options)),
+                  call)
+            return sums if weighted else counts
 
     def align(self, points: Any, normals: Any = None, initial: Any = None,
               max_correspondence: float = math.inf, max_iterations: int = 50, *,
