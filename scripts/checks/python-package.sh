@@ -10,6 +10,8 @@
 #      in place of the raw one and the binding's pytest suite run against it
 #      (no KNN_GPGPU_LIBRARY, no LD_LIBRARY_PATH), with the knn-gpgpu console
 #      script;
+#   2b. with nvcc, the CUDA wheel of the same script for one architecture,
+#      repaired and tested in the same way (a subset of the tests);
 #   3. mypy --strict over the package (bindings/python/mypy.ini).
 #
 # The install limit, 180 s: issue #52 asks for at most 3 minutes on a 2-core
@@ -77,6 +79,23 @@ limit=()
 [[ $LIMIT != 0 ]] && limit=(KNN_WHEEL_BUILD_LIMIT_S="$LIMIT")
 env "${limit[@]}" KNN_WHEEL_DIR="$WORK" KNN_PYTHON="$PY" "$ROOT/scripts/release/build-wheels.sh" cpu ||
   die "scripts/release/build-wheels.sh cpu"
+
+# ---- 2b. the CUDA wheel, one architecture ----------------------------------------------
+# The release's CUDA variant (scripts/release/build-wheels.sh cuda) as CI can
+# afford it: Turing machine code and its PTX instead of the release's eight
+# architectures (each one a full nvcc pass, about 4 CPU-minutes here). What it
+# checks is the packaging of a CUDA build: the static CUDA runtime, the
+# manylinux repair, a library that loads and answers on a machine without a
+# GPU or driver. The CPU wheel above runs the whole suite; this one the
+# loading, package, index, device-array and README tests. Skipped without nvcc.
+if command -v nvcc >/dev/null 2>&1; then
+  KNN_WHEEL_DIR="$WORK" KNN_PYTHON="$PY" KNN_RELEASE_CUDA_ARCHITECTURES="75-real;75-virtual" \
+    KNN_WHEEL_TESTS="tests/test_loading.py tests/test_package.py tests/test_index.py \
+tests/test_device.py tests/test_readme.py" \
+    "$ROOT/scripts/release/build-wheels.sh" cuda || die "scripts/release/build-wheels.sh cuda"
+else
+  say "no nvcc: the CUDA wheel is not built"
+fi
 
 # ---- 3. mypy --strict ------------------------------------------------------------------
 MYPY=$WORK/mypy-venv

@@ -28,7 +28,8 @@
 #         and PTX for the newest, which the driver compiles for GPUs that come
 #         later; needs nvcc (CUDA 12.8 or later for the default list) and takes
 #         long: each architecture is a full nvcc pass over the kernels (about
-#         7 minutes each on 2 cores). Never run by CI.
+#         7 minutes each on 2 cores). CI builds it for one architecture
+#         (scripts/checks/python-package.sh).
 #
 # Environment:
 #   KNN_WHEEL_DIR             output folder (default: <repo>/build-wheels)
@@ -37,6 +38,8 @@
 #   KNN_WHEEL_BUILD_LIMIT_S   fail a variant whose build + install takes longer
 #   KNN_PYTHON                interpreter for the venvs (default: python3)
 #   KNN_WHEEL_PYTEST_ARGS     extra pytest arguments (e.g. "-x -q")
+#   KNN_WHEEL_TESTS           the test files or folders, relative to
+#                             bindings/python (default: tests, all of them)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -149,7 +152,8 @@ print("[wheels] knn_gpgpu", knn.__version__, "answers from the bundled", lib)') 
   # console script) fail instead of skipping when they find no installed copy.
   (cd "$ROOT/bindings/python" &&
     env -u KNN_GPGPU_LIBRARY -u LD_LIBRARY_PATH -u KNN_ABI_LAYOUT KNN_EXPECT_INSTALLED_PACKAGE=1 \
-      "$bin/python" -m pytest -q -p no:cacheprovider ${KNN_WHEEL_PYTEST_ARGS:-} tests) ||
+      "$bin/python" -m pytest -q -p no:cacheprovider ${KNN_WHEEL_PYTEST_ARGS:-} \
+      ${KNN_WHEEL_TESTS:-tests}) ||
     die "$variant: the tests failed against $wheel"
   say "$variant: $wheel passed"
 }
