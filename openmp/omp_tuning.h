@@ -51,6 +51,10 @@ constexpr int64_t kTaskCutoff = 16384;
 constexpr int kBucketLevels = 5;
 constexpr int kBucketNodes = (1 << kBucketLevels) - 1;
 constexpr int kChunkBuckets = 64;
+// The upper nodes above the buckets are finished a level at a time, bottom
+// up: levels of at least this many nodes by the team (a barrier per level),
+// those above by one thread (a node's finish is a few box merges).
+constexpr int64_t kSharedUpperLevelNodes = 8192;
 
 // ---- The quadtree (openmp/omp_quadtree.cpp) ---------------------------------
 // Points per leaf by default; measured with bench_pip_cpu (uniform points,
