@@ -4,7 +4,9 @@
 // cumulative pair counts at several radii (knn_index_count_neighbors). Both
 // search through the one radius path of src/index_calls.cpp (radius_counts,
 // then fill_radius_rows) and reduce each run of rows on the host, so they
-// serve every backend and structure, and never hold more rows than a run.
+// serve every backend and structure, and never hold more rows than a run;
+// an engine with a search of its own (the OpenMP kd-tree's pairs, found once
+// each; its and the grid's radius bins) answers instead.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
