@@ -474,7 +474,8 @@ class Index(NeighbourhoodStats, NativeHandle):
                     _arrays.pointer(pairs, ctypes.c_int64) if total else None,
                     ctypes.byref(count), byref(options))
                 # A short guess: *count holds the number of pairs, pairs is untouched.
-                if counts is None and count.value > total and status in (0, Status.INVALID_ARGUMENT):
+                short = status in (0, Status.INVALID_ARGUMENT) and count.value > total
+                if counts is None and short:
                     total, capacity = count.value, None
                     continue
                 check(status, "knn_index_radius_pairs")
