@@ -121,6 +121,17 @@ class BasicIndexEngine {
     (void)queries, (void)m, (void)radius, (void)bins, (void)counts, (void)sums, (void)call;
     return false;
   }
+  // The pairs (i, j), i < j, of the indexed points within `radius` (the
+  // radius predicate), each found once: their number, with pairs (host,
+  // 2 * capacity int64; NULL: count only) holding them ordered by i, then j,
+  // when they number at most capacity, and untouched otherwise; -1 when the
+  // engine has no such search (the caller then reduces radius rows of every
+  // point, which finds each pair twice).
+  virtual int64_t radius_pairs(Scalar radius, int64_t capacity, int64_t* pairs,
+                               const CallParams& call) const {
+    (void)radius, (void)capacity, (void)pairs, (void)call;
+    return -1;
+  }
   // The share of queries that lie where this structure's search grows long:
   // for the 3-D grid, those with no indexed point in the 3 x 3 x 3 cells
   // around their own (inside a scanned object, far off a surface), whose

@@ -352,8 +352,8 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
 
 /* Pairs within a radius and pair counts, answered in the library (no row
  * reaches the caller; at most 2^22 entries are staged at a time). Both use
- * the radius search of knn_index_radius_count / _fill, on any backend and
- * structure, and serve float32 and float64 indexes.
+ * the radius search of knn_index_radius_count / _fill (its predicate), on any
+ * backend and structure, and serve float32 and float64 indexes.
  *
  * knn_index_radius_pairs: every pair (i, j), i < j, of the indexed points
  *   whose squared distance is <= radius*radius in the index's precision (a
@@ -372,6 +372,12 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  *   is then (sum - n) / 2. Entries outside 1..n, or a sum that no distance
  *   gives, are INVALID_ARGUMENT before anything is written; other wrong
  *   counts fail the fill (INVALID_ARGUMENT, pairs as after a failure).
+ *   Without self_counts, an OpenMP kd-tree index finds each pair once, in
+ *   one search that also counts them: a call whose capacity suffices needs
+ *   no size query first (a short one costs that search and writes *count);
+ *   the pairs are held while they fit (about 12 bytes a pair and 16 a point
+ *   beside pairs).
+ *   Other engines search every point's radius row, counting, then filling.
  *
  * knn_index_count_neighbors (_f64 for a float64 index, as knn_index_radius):
  *   for each of n_radii radii (any order; a negative radius holds no pair,

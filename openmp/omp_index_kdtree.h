@@ -53,6 +53,7 @@
 #include "../engine/index_engine.h"
 #include "../engine/progress.h"
 #include "../include/knn_gpgpu.h"
+#include "kd_pairs.h"
 #include "kd_search.h"
 #include "omp_index_support.h"
 #include "omp_tuning.h"
@@ -131,6 +132,11 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
                    int64_t* counts, double* sums, const CallParams& call) const override {
     return search_radius_bins(search_, queries, m, mul_rn(radius, radius), bins, call.threads,
                               counts, sums);
+  }
+
+  int64_t radius_pairs(Scalar radius, int64_t capacity, int64_t* pairs,
+                       const CallParams& call) const override {
+    return search_self_pairs(search_, mul_rn(radius, radius), call.threads, capacity, pairs);
   }
 
   // From the search layout: the build's own rows are freed once it is made.

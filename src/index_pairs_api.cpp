@@ -4,7 +4,9 @@
 // cumulative pair counts at several radii (knn_index_count_neighbors). Both
 // search through the one radius path of src/index_calls.cpp (radius_counts,
 // then fill_radius_rows) and reduce each run of rows on the host, so they
-// serve every backend and structure, and never hold more rows than a run.
+// serve every backend and structure, and never hold more rows than a run;
+// an engine with a search of its own (the OpenMP kd-tree's pairs, found once
+// each; its and the grid's radius bins) answers instead.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -92,6 +94,16 @@ std::vector<int32_t> own_counts(const knn_index& ix, const std::vector<Scalar>& 
   return counts;
 }
 
+// The documented failure of a pairs call whose capacity is short (*count
+// already holds the number of pairs, pairs is untouched).
+void check_pairs_capacity(int64_t capacity, int64_t total) {
+  if (capacity < total)
+    fail(KNN_ERR_INVALID_ARGUMENT,
+         format("capacity is %lld pairs but %lld pairs lie within the radius (*count holds "
+                "their number; pairs is untouched)",
+                static_cast<long long>(capacity), static_cast<long long>(total)));
+}
+
 template <typename Scalar>
 void radius_pairs(const knn_index& ix, double radius, const int64_t* self_counts, int64_t capacity,
                   int64_t* pairs, int64_t* count, const knn_options& o) {
@@ -107,6 +119,18 @@ void radius_pairs(const knn_index& ix, double radius, const int64_t* self_counts
   const Scalar r = radius > static_cast<double>(std::numeric_limits<Scalar>::max())
                        ? std::numeric_limits<Scalar>::infinity()
                        : static_cast<Scalar>(radius);
+  if (self_counts == nullptr) {
+    // An engine that finds each pair once answers in one search, which
+    // counts the pairs and writes them where they fit (the OpenMP kd-tree).
+    const bool size_query = pairs == nullptr && capacity == 0;
+    const int64_t found = ix.engine<Scalar>()->radius_pairs(
+        r, capacity, size_query ? nullptr : pairs, call_params(ix, o));
+    if (found >= 0) {
+      *count = found;
+      if (!size_query) check_pairs_capacity(capacity, found);
+      return;
+    }
+  }
   const std::vector<Scalar> points = own_points<Scalar>(ix);
   const std::vector<int32_t> counts = own_counts(ix, points, r, self_counts, o);
   // Every point is within any radius of itself, and the distance is
@@ -120,11 +144,7 @@ void radius_pairs(const knn_index& ix, double radius, const int64_t* self_counts
   const int64_t total = (entries - n) / 2;
   *count = total;
   if (pairs == nullptr && capacity == 0) return;  // a size query
-  if (capacity < total)
-    fail(KNN_ERR_INVALID_ARGUMENT,
-         format("capacity is %lld pairs but %lld pairs lie within the radius (*count holds "
-                "their number; pairs is untouched)",
-                static_cast<long long>(capacity), static_cast<long long>(total)));
+  check_pairs_capacity(capacity, total);
   int64_t written = 0;
   std::vector<int32_t> later;
   const auto write_run = [&](int64_t first, int64_t last, const std::vector<int64_t>& offsets,

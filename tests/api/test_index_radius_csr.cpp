@@ -314,6 +314,76 @@ TEST_P(RadiusCsr, PairsWithinRadiusMatchOracle) {
     }
 }
 
+// Shapes where pairs tie at exactly the radius or all at 0, trees of tiny
+// leaves (many leaves, each pair tested from the leaf of its smaller
+// position on the OpenMP kd-tree), one thread and several, and a capacity one
+// short then exact: the pairs are the oracle's, whatever the team.
+TEST_P(RadiusCsr, PairsOnTiesLinesAndEqualPoints) {
+  KNN_SKIP_WITHOUT_BACKEND(GetParam());
+  struct Shape {
+    const char* name;
+    int dim;
+    std::vector<float> points;
+    std::vector<double> radii;
+  };
+  std::vector<Shape> shapes;
+  for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{2}})
+    shapes.push_back(
+        {"tiny", 3, std::vector<float>(static_cast<size_t>(n) * 3, 0.25f), {0.0, 1.0}});
+  Shape lattice{"lattice, each point twice", 3, {}, {0.0, 1.0, 2.0}};
+  for (int copy = 0; copy < 2; ++copy)
+    for (int x = 0; x < 6; ++x)
+      for (int y = 0; y < 6; ++y)
+        for (int z = 0; z < 6; ++z)
+          lattice.points.insert(lattice.points.end(), {float(x), float(y), float(z)});
+  shapes.push_back(lattice);
+  shapes.push_back({"all equal", 3, std::vector<float>(300 * 3, 0.5f), {0.0, 0.1}});
+  Shape line1{"line, 1-D", 1, {}, {0.25, 0.5}}, line3{"line in 3-D", 3, {}, {0.25, 0.5}};
+  for (int k = 0; k < 200; ++k) {
+    const float x = static_cast<float>((k * 37) % 200) * 0.25f;  // not in input order
+    line1.points.push_back(x);
+    line3.points.insert(line3.points.end(), {x, 1.0f, -2.0f});
+  }
+  shapes.push_back(line1);
+  shapes.push_back(line3);
+  for (const Shape& shape : shapes) {
+    const knn_options build = options_for(GetParam(), 0, 3);
+    if (GetParam().structure == KNN_STRUCTURE_GRID && shape.dim != 3) continue;
+    const TwinIndexes twins = build_twins(shape.points, shape.dim, build);
+    ASSERT_TRUE(twins.f32 && twins.f64);
+    for (const bool f64 : {false, true})
+      for (const double radius : shape.radii) {
+        SCOPED_TRACE(std::string(shape.name) +
+                     " n=" + std::to_string(shape.points.size() / static_cast<size_t>(shape.dim)) +
+                     (f64 ? " float64" : " float32") + " radius " + std::to_string(radius));
+        const knn_index* index = f64 ? twins.f64.get() : twins.f32.get();
+        const std::vector<int64_t> want = oracle_pairs(twins, shape.points, shape.dim, f64, radius);
+        const int64_t total = static_cast<int64_t>(want.size()) / 2;
+        for (const int threads : {1, 4}) {
+          SCOPED_TRACE("threads " + std::to_string(threads));
+          const knn_options call = options_for(GetParam(), threads, 3);
+          int64_t count = -5;
+          std::vector<int64_t> got(want.size() + 2, -7);
+          if (total > 0) {
+            EXPECT_EQ(knn_index_radius_pairs(index, radius, nullptr, total - 1, got.data(), &count,
+                                             &call),
+                      KNN_ERR_INVALID_ARGUMENT);
+            EXPECT_EQ(count, total);
+            EXPECT_EQ(got, std::vector<int64_t>(want.size() + 2, -7));  // untouched
+          }
+          count = -5;
+          ASSERT_EQ(
+              knn_index_radius_pairs(index, radius, nullptr, total, got.data(), &count, &call),
+              KNN_OK)
+              << knn_last_error();
+          EXPECT_EQ(count, total);
+          EXPECT_EQ(std::vector<int64_t>(got.begin(), got.begin() + 2 * total), want);
+          EXPECT_EQ(got[2 * total], -7);
+        }
+      }
+  }
+}
+
 TEST_P(RadiusCsr, CountNeighborsMatchOracle) {
   const knn_options opt = options_for(GetParam());
   const int dim = 3;

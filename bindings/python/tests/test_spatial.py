@@ -303,6 +303,18 @@ def test_index_radius_pairs_and_count_neighbors_against_numpy(lib):
         np.testing.assert_array_equal(index.radius_pairs(r, self_counts=own), want)
     with pytest.raises(ValueError, match="self_counts"):
         index.radius_pairs(1.0, self_counts=np.ones(3, dtype=np.int64))
+    # A capacity guess, short, right or long, gives the same pairs (one call
+    # when it suffices, two when short) on the kd-tree's one-search pairs and
+    # on the radius rows of brute force.
+    for structure in ("kdtree", "brute_force"):
+        other = knn.Index(pts, structure=structure, leaf_size=3)
+        for r in (0.0, 1.0, 1.5):
+            i, j = np.nonzero(np.triu(d2 <= r * r, k=1))
+            want = np.stack([i, j], axis=1)
+            for guess in (0, 1, len(want) - 1, len(want), len(want) + 1, 3 * len(want) + 7):
+                got = other.radius_pairs(r, capacity=max(guess, 0))
+                np.testing.assert_array_equal(got, want, err_msg="%s r=%s capacity=%d"
+                                              % (structure, r, guess))
     radii = np.array([1.5, 0.0, 1.0])
     np.testing.assert_array_equal(index.count_neighbors(pts[:50], radii),
                                   [(d2[:50] <= x * x).sum() for x in radii])

@@ -435,37 +435,55 @@ class Index(NeighbourhoodStats, NativeHandle):
             return RadiusCsr(dist, ind, offsets)
 
     def radius_pairs(self, radius: float, *, self_counts: Any = None,
+                     capacity: Optional[int] = None,
                      options: Optional[Options] = None) -> np.ndarray:
         """Every pair ``(i, j)``, ``i < j``, of the indexed points within ``radius``
         (``knn_index_radius_pairs``: squared distance ``<= radius * radius`` in
         the index's precision, a float32 index taking ``radius`` rounded to
         float32): ``(npairs, 2)`` int64, ordered by ``i``, then ``j``.
         ``self_counts``: :meth:`radius_counts` of the indexed points themselves
-        (in input order) at this radius, which spares the library a search;
-        else a size query comes first."""
+        (in input order) at this radius, which spares the library a search.
+        ``capacity``: a guess at the number of pairs (say, that of the last
+        call at this radius): the call is made with that room and made again
+        only when it is short (on the OpenMP kd-tree, which finds the pairs in
+        one search, a right guess is one search). Without either, a size
+        query comes first."""
         with self._use() as handle:
-            count = ctypes.c_int64(0)
+            count = ctypes.c_int64(-1)
             r = float(radius)
-            if self_counts is None:
-                check(native().knn_index_radius_pairs(handle, r, None, 0, None,
-                                                      ctypes.byref(count), byref(options)),
-                      "knn_index_radius_pairs")
-                total = count.value
-                counts = None
-            else:
+            counts = None
+            if self_counts is not None:
                 counts = np.ascontiguousarray(self_counts, dtype=np.int64).reshape(-1)
                 if counts.shape[0] != self._n:
                     raise ValueError("self_counts: %d counts for %d points"
                                      % (counts.shape[0], self._n))
                 total = max(0, (int(counts.sum()) - self._n) // 2)
-            pairs = np.empty((total, 2), dtype=np.int64)
-            if total or counts is not None:
-                check(native().knn_index_radius_pairs(handle, r,
-                                                      _arrays.pointer(counts, ctypes.c_int64),
-                                                      total, _arrays.pointer(pairs, ctypes.c_int64),
+            elif capacity is not None:
+                total = max(0, int(capacity))
+            else:
+                check(native().knn_index_radius_pairs(handle, r, None, 0, None,
                                                       ctypes.byref(count), byref(options)),
                       "knn_index_radius_pairs")
-            return pairs
+                total = count.value
+            while True:
+                pairs = np.empty((total, 2), dtype=np.int64)
+                if not (total or counts is not None or capacity is not None):
+                    return pairs
+                status = native().knn_index_radius_pairs(
+                    handle, r, _arrays.pointer(counts, ctypes.c_int64), total,
+                    _arrays.pointer(pairs, ctypes.c_int64) if total else None,
+                    ctypes.byref(count), byref(options))
+                # A short guess: *count holds the number of pairs, pairs is untouched.
+                short = status in (0, Status.INVALID_ARGUMENT) and count.value > total
+                if counts is None and short:
+                    total, capacity = count.value, None
+                    continue
+                check(status, "knn_index_radius_pairs")
+                found = count.value
+                if found == total:
+                    return pairs
+                # A long guess: the pairs alone, copied where most of the room is unused.
+                return pairs[:found].copy() if 2 * found < total else pairs[:found]
 
     def count_neighbors(self, queries: Any, radii: Any, *, query_weights: Any = None,
                         point_weights: Any = None, weighted: bool = False,

@@ -76,7 +76,7 @@ import importlib
 import math
 import operator
 import os
-from typing import Any, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -290,6 +290,8 @@ class KDTree(KDTreeStats):
         self.size: int = max(1, 2 * -(-self.n // self.leafsize) - 1)
         self.boxsize: Optional[FloatArray] = box
         self._euclid = _Metric(2.0, box)
+        # query_pairs: the number of pairs its last call found, by radius.
+        self._pair_counts: Dict[float, int] = {}
         if isinstance(points, np.ndarray) and self.n:
             self.maxes: FloatArray = np.amax(points, axis=0).astype(np.float64)
             self.mins: FloatArray = np.amin(points, axis=0).astype(np.float64)
@@ -586,10 +588,14 @@ class KDTree(KDTreeStats):
         plan = _radius_plan(radius, self.index.dtype)
         if self._exact(metric) and plan.exact:
             # The library's pairs: its test at plan.below is scipy's (module
-            # documentation), and they come as (i, j), i < j, in order.
-            own = self.index.radius_counts(self._points, plan.below)
-            pairs = self.index.radius_pairs(plan.below, self_counts=own).astype(np.intp,
-                                                                                copy=False)
+            # documentation), and they come as (i, j), i < j, in order. The
+            # last call's number at this radius is the room asked for: a
+            # repeated call is one search (one the OpenMP kd-tree makes
+            # once per pair), a first one a size query, then the pairs.
+            guess = self._pair_counts.get(plan.below)
+            pairs = self.index.radius_pairs(plan.below, capacity=guess).astype(np.intp,
+                                                                               copy=False)
+            self._pair_counts = {plan.below: int(pairs.shape[0])}
             if output_type == "ndarray":
                 return pairs
             return set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
