@@ -376,7 +376,9 @@ KNN_API int KNN_CALL knn_index_radius_fill(const knn_index* index, const float* 
  *   one search that also counts them: a call whose capacity suffices needs
  *   no size query first (a short one costs that search and writes *count);
  *   the pairs are held while they fit (about 12 bytes a pair and 16 a point
- *   beside pairs).
+ *   beside pairs). An AUTO index on the OpenMP backend served by another
+ *   structure does the same on the kd-tree it adds for long lists (built on
+ *   the first such call and kept, see "Structures").
  *   Other engines search every point's radius row, counting, then filling.
  *
  * knn_index_count_neighbors (_f64 for a float64 index, as knn_index_radius):

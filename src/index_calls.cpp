@@ -394,6 +394,16 @@ void check_radius(double radius) {
          format("radius is %g; it must be a non-negative number", radius));
 }
 
+template <typename Scalar>
+const BasicIndexEngine<Scalar>& self_join_engine(const knn_index& ix) {
+  const BasicIndexEngine<Scalar>& primary = *ix.engine<Scalar>();
+  const int backend = primary.backend();
+  if (!ix.automatic || backend != KNN_BACKEND_OPENMP) return primary;
+  return ix.lazy_kdtree<Scalar>().serving(primary, KNN_STRUCTURE_KDTREE, true, [&] {
+    return backend_of(backend).build_kdtree_index_of(primary, build_params(ix, false));
+  });
+}
+
 // Every template of index_calls.h and index_handle.h, for both scalars.
 #define KNN_INDEX_CALLS_INSTANTIATE(Scalar)                                                     \
   template std::vector<Scalar> copy_rows_to_host(const Scalar*, int64_t, int);                  \
@@ -403,6 +413,7 @@ void check_radius(double radius) {
                             const knn_options&, const BasicShareWork<Scalar>&,                  \
                             const BasicShareWork<Scalar>&, CpuFallback<Scalar>&);               \
   template HandleUse<knn_index> use_index<Scalar>(const knn_index*, const char*);               \
+  template const BasicIndexEngine<Scalar>& self_join_engine(const knn_index&);                  \
   template std::vector<int32_t> radius_counts(const knn_index&, const Scalar*, int64_t, Scalar, \
                                               const knn_options&);                              \
   template void fill_radius_rows(const knn_index&, const Scalar*, int64_t, Scalar,              \

@@ -94,6 +94,14 @@ void answer_call(const knn_index& ix, const CallShape<Scalar>& call, const Outpu
                  const knn_options& o, const BasicShareWork<Scalar>& share,
                  const BasicShareWork<Scalar>& whole, CpuFallback<Scalar>& fallback);
 
+// The engine for a search of the index's points against themselves that a
+// kd-tree answers best (the pairs within a radius, each found once): the
+// index's own, or for an AUTO index on the CPU whose own is another
+// structure the kd-tree it adds (src/lazy_kdtree.h: built on first use,
+// kept, answering bit-identically); the index's own when none can be built.
+template <typename Scalar>
+const BasicIndexEngine<Scalar>& self_join_engine(const knn_index& ix);
+
 // ---- Radius search into CSR rows ---------------------------------------------
 
 // The number of points within the radius of each query (host int32: a

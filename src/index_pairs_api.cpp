@@ -121,9 +121,10 @@ void radius_pairs(const knn_index& ix, double radius, const int64_t* self_counts
                        : static_cast<Scalar>(radius);
   if (self_counts == nullptr) {
     // An engine that finds each pair once answers in one search, which
-    // counts the pairs and writes them where they fit (the OpenMP kd-tree).
+    // counts the pairs and writes them where they fit (the OpenMP kd-tree,
+    // an AUTO index's own or the one it adds beside its grid).
     const bool size_query = pairs == nullptr && capacity == 0;
-    const int64_t found = ix.engine<Scalar>()->radius_pairs(
+    const int64_t found = self_join_engine<Scalar>(ix).radius_pairs(
         r, capacity, size_query ? nullptr : pairs, call_params(ix, o));
     if (found >= 0) {
       *count = found;

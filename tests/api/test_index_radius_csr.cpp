@@ -544,6 +544,45 @@ TEST_P(RadiusCsr, PairsAndCountsRefuseBadArguments) {
   EXPECT_GE(counts[0], 50);
 }
 
+// An AUTO index on the CPU that serves its calls with a grid answers the
+// pairs from the kd-tree it adds (each pair found once): the same pairs as
+// the oracle and as a grid forced by the caller (every point's row).
+TEST(RadiusPairs, AutoGridIndexAnswersFromItsKdTree) {
+  const int dim = 3;
+  const int64_t n = 3000;
+  const std::vector<float> points = make_rows(Dist::Uniform, n, dim, 91);
+  knn_options automatic;
+  knn_options_init(&automatic);
+  automatic.backend = KNN_BACKEND_OPENMP;
+  const TwinIndexes twins = build_twins(points, dim, automatic);
+  const TwinIndexes grid =
+      build_twins(points, dim, options_for({KNN_BACKEND_OPENMP, KNN_STRUCTURE_GRID}));
+  ASSERT_TRUE(twins.f32 && twins.f64 && grid.f32 && grid.f64);
+  for (const bool f64 : {false, true}) {
+    const knn_index* index = f64 ? twins.f64.get() : twins.f32.get();
+    int structure = -1;
+    ASSERT_EQ(knn_index_info(index, nullptr, nullptr, nullptr, &structure), KNN_OK);
+    ASSERT_EQ(structure, KNN_STRUCTURE_GRID) << "AUTO no longer picks the grid here";
+    for (const double radius : {0.03, 0.1}) {
+      SCOPED_TRACE(std::string(f64 ? "float64" : "float32") + " radius " + std::to_string(radius));
+      const std::vector<int64_t> want = oracle_pairs(twins, points, dim, f64, radius);
+      const int64_t total = static_cast<int64_t>(want.size()) / 2;
+      ASSERT_GT(total, 0);
+      const knn_index* forced_grid = f64 ? grid.f64.get() : grid.f32.get();
+      for (const knn_index* asked : {index, forced_grid}) {
+        std::vector<int64_t> got(want.size(), -7);
+        int64_t count = -5;
+        ASSERT_EQ(
+            knn_index_radius_pairs(asked, radius, nullptr, total, got.data(), &count, nullptr),
+            KNN_OK)
+            << knn_last_error();
+        ASSERT_EQ(count, total);
+        EXPECT_EQ(got, want);
+      }
+    }
+  }
+}
+
 const IndexConfig kConfigs[] = {
     {KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE},    {KNN_BACKEND_OPENMP, KNN_STRUCTURE_BRUTE_FORCE},
     {KNN_BACKEND_OPENMP, KNN_STRUCTURE_GRID},      {KNN_BACKEND_CUDA, KNN_STRUCTURE_KDTREE},
