@@ -176,49 +176,25 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
 
   void radius(const Scalar* queries, int64_t m, Scalar radius, int max_neighbors, int32_t* indices,
               Scalar* sq_distances, int32_t* counts, const CallParams& call) const override {
-    const Scalar r2 = mul_rn(radius, radius);
-    const int threads = team_size(call.threads);
-    const volatile int* cancel = cancel_flag();
-    const std::vector<int64_t> order =
-        query_order(cell_keys(grid_, queries, m, threads, cancel), grid_.cell_count(), cancel);
     const int64_t row = max_neighbors;
-    for_each_block(
-        m, kGridQueriesPerBlock, threads, cancel, [] { return std::vector<Entry>(); },
-        [&](std::vector<Entry>& found, int64_t b) {
-          for (int64_t i = b * kGridQueriesPerBlock;
-               i < std::min(m, (b + 1) * kGridQueriesPerBlock); ++i) {
-            const int64_t q = order[static_cast<size_t>(i)];
-            found.clear();
-            within(queries + 3 * q, r2, found);
-            write_radius_row(found, max_neighbors, indices ? indices + q * row : nullptr,
-                             sq_distances ? sq_distances + q * row : nullptr,
-                             counts ? counts + q : nullptr);
-          }
-        });
+    each_within(queries, m, mul_rn(radius, radius), call,
+                [&](int64_t, int64_t q, std::vector<Entry>& found) {
+                  write_radius_row(found, max_neighbors, indices ? indices + q * row : nullptr,
+                                   sq_distances ? sq_distances + q * row : nullptr,
+                                   counts ? counts + q : nullptr);
+                });
   }
 
   bool radius_bins(const Scalar* queries, int64_t m, Scalar radius, const RadiusBins& bins,
                    int64_t* counts, double* sums, const CallParams& call) const override {
     const int64_t blocks = (m + kGridQueriesPerBlock - 1) / kGridQueriesPerBlock;
     if (!BinTallies::fit(blocks, bins)) return false;
-    const Scalar r2 = mul_rn(radius, radius);
-    const int threads = team_size(call.threads);
-    const volatile int* cancel = cancel_flag();
-    const std::vector<int64_t> order =
-        query_order(cell_keys(grid_, queries, m, threads, cancel), grid_.cell_count(), cancel);
     BinTallies tallies(bins, blocks, sums != nullptr);
-    for_each_block(
-        m, kGridQueriesPerBlock, threads, cancel, [] { return std::vector<Entry>(); },
-        [&](std::vector<Entry>& found, int64_t b) {
-          for (int64_t i = b * kGridQueriesPerBlock;
-               i < std::min(m, (b + 1) * kGridQueriesPerBlock); ++i) {
-            const int64_t q = order[static_cast<size_t>(i)];
-            found.clear();
-            within(queries + 3 * q, r2, found);
-            for (const Entry& e : found)
-              tallies.add(b, q, static_cast<double>(e.sq_distance), e.index);
-          }
-        });
+    each_within(queries, m, mul_rn(radius, radius), call,
+                [&](int64_t b, int64_t q, const std::vector<Entry>& found) {
+                  for (const Entry& e : found)
+                    tallies.add(b, q, static_cast<double>(e.sq_distance), e.index);
+                });
     tallies.add_up(counts, sums);
     return true;
   }
@@ -230,6 +206,30 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   }
 
  private:
+  // visit(block, q, found) for each of the m queries, block by block of
+  // kGridQueriesPerBlock in the order of their cells (neighbouring queries
+  // share cells), found holding the points within squared distance r2 of
+  // query q: the one radius walk behind the rows and the bins.
+  template <typename Visit>
+  void each_within(const Scalar* queries, int64_t m, Scalar r2, const CallParams& call,
+                   Visit&& visit) const {
+    const int threads = team_size(call.threads);
+    const volatile int* cancel = cancel_flag();
+    const std::vector<int64_t> order =
+        query_order(cell_keys(grid_, queries, m, threads, cancel), grid_.cell_count(), cancel);
+    for_each_block(
+        m, kGridQueriesPerBlock, threads, cancel, [] { return std::vector<Entry>(); },
+        [&](std::vector<Entry>& found, int64_t b) {
+          for (int64_t i = b * kGridQueriesPerBlock;
+               i < std::min(m, (b + 1) * kGridQueriesPerBlock); ++i) {
+            const int64_t q = order[static_cast<size_t>(i)];
+            found.clear();
+            within(queries + 3 * q, r2, found);
+            visit(b, q, found);
+          }
+        });
+  }
+
   // The points of cells first_key..last_key (contiguous in cell order) that
   // `scan` does not rule out; returns how many were read. kth() gives the
   // current k-th candidate (the radius search passes a constant one that
