@@ -44,6 +44,11 @@ class CudaMesh final : public MeshEngine<Scalar> {
   // mesh_query.cu
   void closest(const Scalar* points, int64_t m, Scalar max_distance, const MeshResults<Scalar>& out,
                const MeshParams& call) const override;
+  // closest() within a squared distance given as such: the alignment step's
+  // limit, max_sq in the mesh's scalar, as the OpenMP engine's walk takes it
+  // (its square root squared again need not give the same bits).
+  void closest_within_sq(const Scalar* points, int64_t m, Scalar max_sq,
+                         const MeshResults<Scalar>& out, const MeshParams& call) const;
   void deviation(const Scalar* points, int64_t m, Scalar max_distance,
                  const DeviationRequest& request, DeviationSummary* summary,
                  Scalar* signed_distances, const MeshParams& call) const override;

@@ -178,7 +178,7 @@ geometry::AlignSums CudaMesh<Scalar>::align_step(const Scalar* points, int64_t m
     check(cudaStreamSynchronize(s), "mesh align: cudaStreamSynchronize");
     found.triangle_ids = ids.get() + first;
     found.sq_distances = sq.get() + first;
-    this->closest(moved.get(), count, limit, found, search);
+    closest_within_sq(moved.get(), count, limit, found, search);
     if (!trim) sum_chunk(x, first, count, step.max_sq);
   }
   if (trim) {

@@ -153,8 +153,8 @@ struct CallerArray {
 // call allocated them) are already spoken for.
 template <typename Scalar>
 void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* points, int64_t m,
-                      Scalar max_distance, const PointOutputs<Scalar>& out,
-                      const DeviceBudget& budget, size_t fixed_bytes, cudaStream_t stream) {
+                      Scalar max_sq, const PointOutputs<Scalar>& out, const DeviceBudget& budget,
+                      size_t fixed_bytes, cudaStream_t stream) {
   const volatile int* cancel = cancel_flag();
   knn_progress* const report = progress();
   CallerArray<const Scalar> in(points, 3, device);
@@ -171,9 +171,12 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
   const size_t uchunk = static_cast<size_t>(chunk);
   DeviceBuffer<uint32_t> codes(uchunk), codes_sorted(uchunk);
   DeviceBuffer<int32_t> order(uchunk), order_sorted(uchunk);
+  // The double-buffer form: the pointer form would add both alternate
+  // arrays (8 bytes a point) to CUB's temporary storage.
+  cub::DoubleBuffer<uint32_t> sorting_codes(codes.get(), codes_sorted.get());
+  cub::DoubleBuffer<int32_t> sorting_order(order.get(), order_sorted.get());
   size_t sort_bytes = 0;
-  check(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, codes.get(), codes_sorted.get(),
-                                        order.get(), order_sorted.get(), chunk, 0,
+  check(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, sorting_codes, sorting_order, chunk, 0,
                                         3 * kOrderBitsPerAxis, stream),
         "mesh query: radix sort (size)");
   DeviceBuffer<unsigned char> sort_temp(checked_cub_temp(sort_bytes, cub_temp_bytes(chunk)));
@@ -185,8 +188,6 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
   signed_d.reserve(chunk);
   DeviceBuffer<int> fault(1);
   check(cudaMemsetAsync(fault.get(), 0, sizeof(int), stream), "mesh query: cudaMemsetAsync");
-  // max_distance^2 in the mesh's scalar: the contract's "beyond".
-  const Scalar max_sq = mul_rn(max_distance, max_distance);
   const unsigned most_blocks =
       grid_stride_blocks(answer_points<Scalar>, MeshSearchPolicy::kThreads, chunk);
   for (int64_t first = 0; first < m; first += chunk) {
@@ -196,15 +197,16 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
     point_codes<<<grid_stride_blocks(point_codes<Scalar>, kBlock, count), kBlock, 0, stream>>>(
         in.at(first), count, mesh.bounds, codes.get(), order.get());
     check_launch("mesh query: point_codes");
-    check(cub::DeviceRadixSort::SortPairs(sort_temp.get(), sort_bytes, codes.get(),
-                                          codes_sorted.get(), order.get(), order_sorted.get(),
+    sorting_codes = cub::DoubleBuffer<uint32_t>(codes.get(), codes_sorted.get());
+    sorting_order = cub::DoubleBuffer<int32_t>(order.get(), order_sorted.get());
+    check(cub::DeviceRadixSort::SortPairs(sort_temp.get(), sort_bytes, sorting_codes, sorting_order,
                                           count, 0, 3 * kOrderBitsPerAxis, stream),
           "mesh query: radix sort");
     const PointOutputs<Scalar> o{ids.at(first), sq.at(first), closest.at(first),
                                  barycentric.at(first), signed_d.at(first)};
     answer_points<<<std::min(most_blocks, grid_for(count, MeshSearchPolicy::kThreads)),
-                    MeshSearchPolicy::kThreads, 0, stream>>>(mesh, in.at(first), order_sorted.get(),
-                                                             count, max_sq, o, fault.get());
+                    MeshSearchPolicy::kThreads, 0, stream>>>(
+        mesh, in.at(first), sorting_order.Current(), count, max_sq, o, fault.get());
     check_launch("mesh query: answer_points");
     ids.download(first, count, stream);
     sq.download(first, count, stream);
@@ -387,17 +389,25 @@ void summarise(const Scalar* sorted, int64_t measured, const DeviationRequest& r
 
 }  // namespace
 
+// max_distance^2 in the mesh's scalar: the contract's "beyond".
 template <typename Scalar>
 void CudaMesh<Scalar>::closest(const Scalar* points, int64_t m, Scalar max_distance,
                                const MeshResults<Scalar>& out, const MeshParams& call) const {
+  closest_within_sq(points, m, mul_rn(max_distance, max_distance), out, call);
+}
+
+template <typename Scalar>
+void CudaMesh<Scalar>::closest_within_sq(const Scalar* points, int64_t m, Scalar max_sq,
+                                         const MeshResults<Scalar>& out,
+                                         const MeshParams& call) const {
   if (m <= 0) return;
   DeviceScope scope(device_);
   Stream stream;
   const PointOutputs<Scalar> o{out.triangle_ids, out.sq_distances, out.closest, out.barycentric,
                                out.signed_distances};
   try {
-    answer_in_chunks(view(), device_, points, m, max_distance, o,
-                     device_budget(call.device_memory_limit), 0, stream.get());
+    answer_in_chunks(view(), device_, points, m, max_sq, o, device_budget(call.device_memory_limit),
+                     0, stream.get());
   } catch (...) {
     cudaStreamSynchronize(stream.get());  // the failure is reported; its work must end first
     write_beyond_everywhere(o, m, device_);
@@ -426,7 +436,7 @@ void CudaMesh<Scalar>::deviation(const Scalar* points, int64_t m, Scalar max_dis
     DeviceBuffer<Scalar> values(um);
     DeviceBuffer<Key<Scalar>> keys(um);
     if (m > 0) {
-      answer_in_chunks(view(), device_, points, m, max_distance,
+      answer_in_chunks(view(), device_, points, m, mul_rn(max_distance, max_distance),
                        PointOutputs<Scalar>{nullptr, nullptr, nullptr, nullptr, values.get()},
                        budget, fixed, s);
       if (signed_distances != nullptr) {

@@ -1,10 +1,10 @@
 // The neighbourhood statistics (include/knn_gpgpu_stats.h) on the CUDA engine:
 // bit for bit the OpenMP engine's answers (memcmp), on every CUDA structure,
-// with host and device outputs, in chunks (a small device budget), on several
-// devices (a list of {0, 0} splits the points on one GPU; {0, 1} where there
-// are two), over awkward clouds: 0, 1 and 2 points, k beyond n, odd sizes,
-// duplicates, all points equal, planes, lines, clusters, huge and tiny
-// coordinates. Skips without a device; any difference fails.
+// with host and device outputs, in chunks (the smallest device budget each
+// call accepts), on several devices (a list of {0, 0} splits the points on
+// one GPU; {0, 1} where there are two), over awkward clouds: 0, 1 and 2 points, k beyond n, odd
+// sizes, duplicates, all points equal, planes, lines, clusters, huge and tiny coordinates. Skips
+// without a device; any difference fails.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -37,25 +37,69 @@ knn_options options_of(int backend, int structure) {
   return o;
 }
 
+// Calls op(options) with the smallest device budget, to 4 KiB, that the
+// call accepts (found by bisection; the last call made is the one with that
+// budget): each call's fixed whole pages depend on the structure and the
+// statistic, and what is left beside them then holds a few rows to a few
+// hundred, so that the call runs in many chunks.
+template <class Op>
+int with_smallest_budget(const knn_options& base, Op op) {
+  knn_options o = base;
+  size_t refused = 0, accepted = size_t{1} << 30;
+  while (accepted - refused > 4096) {
+    o.device_memory_limit = refused + (accepted - refused) / 2;
+    const int status = op(&o);
+    if (status == KNN_ERR_DEVICE_OUT_OF_MEMORY) {
+      refused = o.device_memory_limit;
+    } else {
+      if (status != KNN_OK) return status;
+      accepted = o.device_memory_limit;
+    }
+  }
+  o.device_memory_limit = accepted;
+  return op(&o);
+}
+
+// Everything one index answers, with the call's options, or with the
+// smallest budget each call accepts (`call` then the base options).
 template <typename Scalar>
 Answers<Scalar> answer(const knn_index* ix, int64_t n, int k, Scalar radius,
-                       const knn_options* call) {
+                       const knn_options* call, bool smallest_budget = false) {
+  const auto run = [&](auto op) {
+    return smallest_budget ? with_smallest_budget(*call, op) : op(call);
+  };
   Answers<Scalar> a;
   const size_t rows = static_cast<size_t>(n);
   a.toward.resize(3 * rows), a.oriented.resize(3 * rows), a.curvature.resize(rows);
   a.scores.resize(rows), a.kth.resize(rows), a.counts.resize(rows);
   a.inliers.resize(rows), a.radius_kept.resize(rows);
   const Scalar viewpoint[3] = {Scalar(0.5), Scalar(-7), Scalar(3)};
-  EXPECT_EQ(normals_call(ix, k, viewpoint, a.toward.data(), a.curvature.data(), call), KNN_OK)
+  EXPECT_EQ(run([&](const knn_options* o) {
+              return normals_call(ix, k, viewpoint, a.toward.data(), a.curvature.data(), o);
+            }),
+            KNN_OK)
       << knn_last_error();
-  EXPECT_EQ(normals_call(ix, k, nullptr, a.oriented.data(), nullptr, call), KNN_OK)
+  EXPECT_EQ(run([&](const knn_options* o) {
+              return normals_call(ix, k, nullptr, a.oriented.data(), nullptr, o);
+            }),
+            KNN_OK)
       << knn_last_error();
-  EXPECT_EQ(scores_call(ix, k, a.scores.data(), call), KNN_OK) << knn_last_error();
-  EXPECT_EQ(kth_call(ix, k, a.kth.data(), call), KNN_OK) << knn_last_error();
-  EXPECT_EQ(counts_call(ix, radius, a.counts.data(), call), KNN_OK) << knn_last_error();
-  EXPECT_EQ(inliers_call<Scalar>(ix, k, 1.5, a.inliers.data(), &a.n_inliers, call), KNN_OK)
+  EXPECT_EQ(run([&](const knn_options* o) { return scores_call(ix, k, a.scores.data(), o); }),
+            KNN_OK)
       << knn_last_error();
-  EXPECT_EQ(radius_inliers_call(ix, radius, 2, a.radius_kept.data(), &a.n_radius_kept, call),
+  EXPECT_EQ(run([&](const knn_options* o) { return kth_call(ix, k, a.kth.data(), o); }), KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(run([&](const knn_options* o) { return counts_call(ix, radius, a.counts.data(), o); }),
+            KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(run([&](const knn_options* o) {
+              return inliers_call<Scalar>(ix, k, 1.5, a.inliers.data(), &a.n_inliers, o);
+            }),
+            KNN_OK)
+      << knn_last_error();
+  EXPECT_EQ(run([&](const knn_options* o) {
+              return radius_inliers_call(ix, radius, 2, a.radius_kept.data(), &a.n_radius_kept, o);
+            }),
             KNN_OK)
       << knn_last_error();
   return a;
@@ -137,10 +181,10 @@ void compare_engines() {
                                 " k " + std::to_string(c.k) + " structure " +
                                 std::to_string(structure) + " scale " + std::to_string(c.scale);
       expect_same(answer<Scalar>(gpu.get(), c.n, c.k, radius, nullptr), want, where);
-      // Chunks: a device budget of 24 MiB holds a few thousand rows at a time.
-      knn_options small = options_of(KNN_BACKEND_CUDA, structure);
-      small.device_memory_limit = size_t{24} << 20;
-      expect_same(answer<Scalar>(gpu.get(), c.n, c.k, radius, &small), want, where + " chunked");
+      // Chunks: the smallest budget each call accepts.
+      const knn_options small = options_of(KNN_BACKEND_CUDA, structure);
+      expect_same(answer<Scalar>(gpu.get(), c.n, c.k, radius, &small, true), want,
+                  where + " chunked");
       // Several devices: {0, 0} splits the points on one GPU; {0, 1} where two exist.
       knn_options split = options_of(KNN_BACKEND_CUDA, structure);
       split.device_count = 2;
