@@ -109,6 +109,9 @@ class MeshEngine {
   virtual ~MeshEngine() = default;
   virtual int backend() const = 0;  // KNN_BACKEND_CUDA or KNN_BACKEND_OPENMP
   virtual int64_t n_triangles() const = 0;
+  // Whether the engine found the mesh closed and oriented (its signs from
+  // the pseudonormals; else from the generalized winding number).
+  virtual bool closed_oriented() const = 0;
   // The closest triangle of each of m points (m x 3, host or device as
   // MeshResults says) within max_distance (+infinity: no limit).
   virtual void closest(const Scalar* points, int64_t m, Scalar max_distance,
@@ -136,9 +139,12 @@ KNN_DECLARE_BUILDER(KNN_MESH_BUILDER);
 namespace cuda {
 KNN_DECLARE_BUILDER(KNN_MESH_BUILDER);
 // Device bytes a build of this size needs at its peak (the mesh resident
-// plus the build's scratch).
+// plus the build's scratch, the device preparation's included) for a mesh
+// that is, or is not, closed and oriented; _either: the larger, what a
+// build that has yet to find out reserves.
 size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles, size_t scalar_bytes,
                         bool closed_oriented);
+size_t mesh_build_bytes_either(int64_t n_vertices, int64_t n_triangles, size_t scalar_bytes);
 }  // namespace cuda
 
 }  // namespace knn

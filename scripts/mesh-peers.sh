@@ -13,6 +13,7 @@
 # points (default "1e6 1e7"). MESH_PEERS_BUDGET (seconds, default 450): no
 # contender starts after it, so the table comes out within one call.
 # MESH_OURS_ARGS: more options of bench_mesh (--closest-only: no signed rows).
+# MESH_CONTENDERS: those to run (default "ours cubql libigl cgal open3d").
 # MESH_PEERS_MODE=cpu (scripts/mesh-peers-cpu.sh): the machine without a GPU:
 # the library without CUDA (in build-cpu, ccache's folder), no cuBQL, and
 # Open3D's RaycastingScene through MESH_PEERS_PYTHON (default
@@ -119,6 +120,10 @@ log "data written: $(grep -c MESH "$logs/data.log") meshes"
 run() {
   local name=$1 mesh=$2
   shift 2
+  case " ${MESH_CONTENDERS:-ours cubql libigl cgal open3d} " in
+    *" $name "*) ;;
+    *) return ;;
+  esac
   local left=$((budget - SECONDS))
   if [ $left -le 5 ]; then
     log "$name on $mesh: skipped (budget)"

@@ -5,6 +5,7 @@
 // closed-and-oriented test, the pseudonormals) is src/mesh_prepare.*; the
 // format, src/mesh_format.*; the handle, src/mesh_handle.h; the queries,
 // src/mesh_queries.cpp.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -81,13 +82,15 @@ knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* trian
   const ProgressStage stage(KNN_PROGRESS_BUILD, 1);
   auto mesh = std::make_unique<knn_mesh>();
   PreparedMesh<Scalar>& prepared = mesh->prepared<Scalar>();
-  prepared = prepare_mesh(vertices, n_vertices, triangles, n_triangles, o.threads);
+  prepared = prepare_mesh(vertices, n_vertices, triangles, n_triangles, o.threads,
+                          backend == KNN_BACKEND_OPENMP);
   MeshParams params;
   params.threads = o.threads;
   params.device_memory_limit = o.device_memory_limit;
   const Backend& engines = backend_of(backend);
   mesh->set_engine(engines.build_mesh(prepared.geometry(), params));
-  // The engine holds the pseudonormals it uses; the handle keeps the input.
+  // The engine holds the pseudonormals it uses (OpenMP); the handle keeps
+  // the input.
   std::vector<Scalar>().swap(prepared.vertex_normals);
   std::vector<Scalar>().swap(prepared.edge_normals);
   mesh->device = engines.current_device();
@@ -175,7 +178,8 @@ KNN_API int KNN_CALL knn_mesh_info(const knn_mesh* mesh, int64_t* n_vertices, in
     if (backend) *backend = use->backend();
     if (closed_oriented)
       *closed_oriented =
-          (use->engine64 ? use->mesh64.closed_oriented : use->mesh32.closed_oriented) ? 1 : 0;
+          (use->engine64 ? use->engine64->closed_oriented() : use->engine32->closed_oriented()) ? 1
+                                                                                                : 0;
   });
 }
 
@@ -222,9 +226,12 @@ KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_tr
                                                 const knn_options* opt) {
   static_cast<void>(opt);  // one model for every option (the header's signature keeps it)
   if (knn::impossible_mesh(n_vertices, n_triangles, scalar)) return 0;
-  // The larger build, of a closed mesh (its pseudonormals resident too).
-  return knn::device_backend().mesh_build_bytes(n_vertices, n_triangles, knn::scalar_bytes(scalar),
-                                                true);
+  // The larger of the builds of a closed and of an open mesh: a build
+  // reserves it before it finds out which it has.
+  const knn::Backend& device = knn::device_backend();
+  const size_t bytes = knn::scalar_bytes(scalar);
+  return std::max(device.mesh_build_bytes(n_vertices, n_triangles, bytes, true),
+                  device.mesh_build_bytes(n_vertices, n_triangles, bytes, false));
 }
 
 }  // extern "C"

@@ -8,6 +8,7 @@
 
 #include "../common/error.h"
 #include "../common/first_index.h"
+#include "../common/geometry/pseudonormals.h"
 #include "../common/team_size.h"
 #include "../engine/cancel.h"
 #include "validate.h"
@@ -17,13 +18,8 @@ namespace {
 
 constexpr int64_t kMaxVertices = INT32_MAX;
 
-// Half-edge h = 3 t + i of triangle t runs from its corner i to corner
-// (i + 1) % 3; at most 3 * KNN_MESH_MAX_TRIANGLES < 2^32 of them, so a
-// half-edge (and a corner) is numbered in 32 bits.
-inline int32_t from_of(const int32_t* triangles, int64_t h) { return triangles[h]; }
-inline int32_t to_of(const int32_t* triangles, int64_t h) {
-  return triangles[h % 3 == 2 ? h - 2 : h + 1];
-}
+using geometry::half_edge_from;
+using geometry::half_edge_to;
 
 // Items [0, n_items) bucketed by key_of(item) in [0, n_keys): offsets
 // (n_keys + 1 entries) and value_of(item) of every item, each bucket sorted
@@ -72,9 +68,9 @@ bool pair_half_edges(const int32_t* triangles, int64_t n_vertices, int64_t n_tri
   std::vector<uint64_t> entries;
   bucket<uint64_t>(
       n_vertices, halves,
-      [triangles](int64_t h) { return std::min(from_of(triangles, h), to_of(triangles, h)); },
+      [triangles](int64_t h) { return std::min(half_edge_from(triangles, h), half_edge_to(triangles, h)); },
       [triangles](int64_t h) {
-        const int64_t high = std::max(from_of(triangles, h), to_of(triangles, h));
+        const int64_t high = std::max(half_edge_from(triangles, h), half_edge_to(triangles, h));
         return static_cast<uint64_t>(high) << 32 | static_cast<uint64_t>(h);
       },
       threads, offsets, entries);
@@ -94,7 +90,7 @@ bool pair_half_edges(const int32_t* triangles, int64_t n_vertices, int64_t n_tri
       }
       const uint32_t h0 = static_cast<uint32_t>(a), h1 = static_cast<uint32_t>(entries[j + 1]);
       // Opposite directions: the two runs start at different ends.
-      if (from_of(triangles, h0) == from_of(triangles, h1)) {
+      if (half_edge_from(triangles, h0) == half_edge_from(triangles, h1)) {
         paired.store(false, std::memory_order_relaxed);
         break;
       }
@@ -105,73 +101,26 @@ bool pair_half_edges(const int32_t* triangles, int64_t n_vertices, int64_t n_tri
   return paired.load();
 }
 
-struct Vec {
-  double x, y, z;
-};
-Vec operator-(const Vec& a, const Vec& b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
-Vec cross(const Vec& a, const Vec& b) {
-  return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
-}
-double dot(const Vec& a, const Vec& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-
-template <typename Scalar>
-Vec vertex_at(const Scalar* vertices, int32_t v) {
-  const Scalar* p = vertices + 3 * static_cast<int64_t>(v);
-  return {static_cast<double>(p[0]), static_cast<double>(p[1]), static_cast<double>(p[2])};
-}
-
-// The unit normal of triangle t by the right-hand rule (zero without area).
-template <typename Scalar>
-Vec unit_normal(const Scalar* vertices, const int32_t* triangles, int64_t t) {
-  const int32_t* c = triangles + 3 * t;
-  const Vec a = vertex_at(vertices, c[0]);
-  const Vec n = cross(vertex_at(vertices, c[1]) - a, vertex_at(vertices, c[2]) - a);
-  const double length = std::sqrt(dot(n, n));
-  if (!(length > 0)) return {0, 0, 0};
-  return {n.x / length, n.y / length, n.z / length};
-}
-
-// The interior angle of a triangle at its corner `corner` (3 t + i): 0 where
-// an edge at it has no length.
-template <typename Scalar>
-double corner_angle(const Scalar* vertices, const int32_t* triangles, int64_t corner) {
-  const int64_t base = corner - corner % 3;
-  const int i = static_cast<int>(corner % 3);
-  const Vec p = vertex_at(vertices, triangles[corner]);
-  const Vec e1 = vertex_at(vertices, triangles[base + (i + 1) % 3]) - p;
-  const Vec e2 = vertex_at(vertices, triangles[base + (i + 2) % 3]) - p;
-  const Vec n = cross(e1, e2);
-  return std::atan2(std::sqrt(dot(n, n)), dot(e1, e2));
-}
-
-template <typename Scalar>
-void store(Scalar* out, const Vec& v) {
-  out[0] = static_cast<Scalar>(v.x);
-  out[1] = static_cast<Scalar>(v.y);
-  out[2] = static_cast<Scalar>(v.z);
-}
-
 // The angle-weighted vertex pseudonormals (the corners of a vertex summed in
 // corner order) and the edge pseudonormals (the two unit normals of an
 // edge's triangles, its own first). The unit normals are computed once
 // (24 bytes a triangle for the length of the call).
 template <typename Scalar>
 void pseudonormals(PreparedMesh<Scalar>& mesh, const std::vector<uint32_t>& partner, int threads) {
+  using geometry::Double3;
   const Scalar* vertices = mesh.vertices.data();
   const int32_t* triangles = mesh.triangles.data();
   const int64_t n_vertices = mesh.n_vertices(), n_triangles = mesh.n_triangles();
   const int team = team_size(threads);
-  std::vector<Vec> unit(static_cast<size_t>(n_triangles));
+  std::vector<Double3> unit(static_cast<size_t>(n_triangles));
 #pragma omp parallel for num_threads(team) schedule(static)
-  for (int64_t t = 0; t < n_triangles; ++t) unit[t] = unit_normal(vertices, triangles, t);
+  for (int64_t t = 0; t < n_triangles; ++t)
+    unit[t] = geometry::unit_normal(vertices, triangles, t);
   mesh.edge_normals.resize(static_cast<size_t>(n_triangles) * 9);
   Scalar* edge = mesh.edge_normals.data();
 #pragma omp parallel for num_threads(team) schedule(static)
-  for (int64_t h = 0; h < 3 * n_triangles; ++h) {
-    const Vec& own = unit[h / 3];
-    const Vec& other = unit[partner[h] / 3];
-    store(edge + 3 * h, Vec{own.x + other.x, own.y + other.y, own.z + other.z});
-  }
+  for (int64_t h = 0; h < 3 * n_triangles; ++h)
+    geometry::store3(edge + 3 * h, geometry::edge_sum(unit[h / 3], unit[partner[h] / 3]));
   throw_if_cancelled(cancel_flag());
   std::vector<uint32_t> offsets;
   std::vector<uint32_t> corners;
@@ -183,13 +132,11 @@ void pseudonormals(PreparedMesh<Scalar>& mesh, const std::vector<uint32_t>& part
   Scalar* normal = mesh.vertex_normals.data();
 #pragma omp parallel for num_threads(team) schedule(dynamic, 4096)
   for (int64_t v = 0; v < n_vertices; ++v) {
-    Vec sum{0, 0, 0};
-    for (uint32_t j = offsets[v]; j < offsets[v + 1]; ++j) {
-      const double angle = corner_angle(vertices, triangles, corners[j]);
-      const Vec& n = unit[corners[j] / 3];
-      sum = Vec{sum.x + angle * n.x, sum.y + angle * n.y, sum.z + angle * n.z};
-    }
-    store(normal + 3 * v, sum);
+    Double3 sum{0, 0, 0};
+    for (uint32_t j = offsets[v]; j < offsets[v + 1]; ++j)
+      sum = geometry::add_corner(sum, geometry::corner_angle(vertices, triangles, corners[j]),
+                                 unit[corners[j] / 3]);
+    geometry::store3(normal + 3 * v, sum);
   }
 }
 
@@ -250,10 +197,12 @@ MeshGeometry<Scalar> PreparedMesh<Scalar>::geometry() const {
 
 template <typename Scalar>
 PreparedMesh<Scalar> prepare_mesh(const Scalar* vertices, int64_t n_vertices,
-                                  const int32_t* triangles, int64_t n_triangles, int threads) {
+                                  const int32_t* triangles, int64_t n_triangles, int threads,
+                                  bool with_signs) {
   PreparedMesh<Scalar> mesh;
   mesh.vertices = copy_polling(vertices, 3 * n_vertices);
   mesh.triangles = copy_polling(triangles, 3 * n_triangles);
+  if (!with_signs) return mesh;
   std::vector<uint32_t> partner;
   mesh.closed_oriented =
       pair_half_edges(mesh.triangles.data(), n_vertices, n_triangles, threads, partner);
@@ -266,7 +215,9 @@ template void check_mesh(const float*, int64_t, const int32_t*, int64_t, int);
 template void check_mesh(const double*, int64_t, const int32_t*, int64_t, int);
 template struct PreparedMesh<float>;
 template struct PreparedMesh<double>;
-template PreparedMesh<float> prepare_mesh(const float*, int64_t, const int32_t*, int64_t, int);
-template PreparedMesh<double> prepare_mesh(const double*, int64_t, const int32_t*, int64_t, int);
+template PreparedMesh<float> prepare_mesh(const float*, int64_t, const int32_t*, int64_t, int,
+                                          bool);
+template PreparedMesh<double> prepare_mesh(const double*, int64_t, const int32_t*, int64_t, int,
+                                           bool);
 
 }  // namespace knn

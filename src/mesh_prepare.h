@@ -1,9 +1,9 @@
 // What knn_mesh_build does before an engine sees the mesh (contract section
 // 6): the checks of the caller's arrays, the host copies the handle keeps
-// (serialization and copies on other engines are made from them), the
-// closed-and-oriented test and the pseudonormals every engine takes its
-// signs from (engine/mesh_engine.h, MeshGeometry). Computed once here so
-// that every backend gets the same bits.
+// (serialization and copies on other engines are made from them), and for
+// the OpenMP engine the closed-and-oriented test and the pseudonormals it
+// takes its signs from (engine/mesh_engine.h, MeshGeometry), by the
+// definitions the CUDA engine's own preparation uses.
 #pragma once
 
 #include <cstdint>
@@ -36,13 +36,17 @@ struct PreparedMesh {
   MeshGeometry<Scalar> geometry() const;
 };
 
-// The copies, the closed-and-oriented test (every undirected edge run by
-// exactly two triangles in opposite directions; a triangle that repeats a
-// vertex index makes the mesh not closed) and, for a closed one, the
-// pseudonormals in double rounded to Scalar. The mesh must have passed
-// check_mesh. Polls the calling thread's cancel flag between phases.
+// The copies and, with_signs, the closed-and-oriented test (every
+// undirected edge run by exactly two triangles in opposite directions; a
+// triangle that repeats a vertex index makes the mesh not closed) and, for a
+// closed one, the pseudonormals (common/geometry/pseudonormals.h). The
+// OpenMP engine takes them from here; the CUDA engine derives the same on
+// its device (cuda/mesh/mesh_prepare.cu), so its builds skip them. The mesh
+// must have passed check_mesh. Polls the calling thread's cancel flag
+// between phases.
 template <typename Scalar>
 PreparedMesh<Scalar> prepare_mesh(const Scalar* vertices, int64_t n_vertices,
-                                  const int32_t* triangles, int64_t n_triangles, int threads);
+                                  const int32_t* triangles, int64_t n_triangles, int threads,
+                                  bool with_signs);
 
 }  // namespace knn

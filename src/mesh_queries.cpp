@@ -55,20 +55,18 @@ bool any_elsewhere(const std::vector<PointArray>& arrays, int device) {
   return false;
 }
 
-// What a copy of `mesh` on another device is built from: its prepared
-// geometry again (the pseudonormals went to the engine), computed once per
-// round of copies, and the build's parameters.
+// What a copy of `mesh` on another device is built from: the vertices and
+// triangles the handle keeps, and the build's parameters.
 template <typename Scalar>
 typename DeviceCopies<MeshEngine<Scalar>>::BuilderSource copy_source(const knn_mesh& mesh) {
   return [&mesh] {
-    const PreparedMesh<Scalar>& kept = mesh.prepared<Scalar>();
-    const auto prepared = std::make_shared<const PreparedMesh<Scalar>>(
-        prepare_mesh(kept.vertices.data(), kept.n_vertices(), kept.triangles.data(),
-                     kept.n_triangles(), mesh.threads));
+    // The arrays the handle keeps (it outlives its copies); the CUDA engine
+    // derives its signs itself.
+    const MeshGeometry<Scalar> geometry = mesh.prepared<Scalar>().geometry();
     MeshParams params;
     params.threads = mesh.threads;
     params.device_memory_limit = mesh.device_memory_limit;
-    return [prepared, params] { return device_backend().build_mesh(prepared->geometry(), params); };
+    return [geometry, params] { return device_backend().build_mesh(geometry, params); };
   };
 }
 

@@ -35,6 +35,7 @@ class CudaMesh final : public MeshEngine<Scalar> {
 
   int backend() const override { return KNN_BACKEND_CUDA; }
   int64_t n_triangles() const override { return n_; }
+  bool closed_oriented() const override { return closed_oriented_; }
   MeshView<Scalar> view() const {
     return {{nodes_.get(), leaves_.get(), normals_.get(), vertex_normals_.get(), clusters_.get(),
              n_, closed_oriented_},

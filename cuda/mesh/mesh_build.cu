@@ -28,6 +28,7 @@
 #include "../core/pinned_pool.h"
 #include "../cuda_engine.h"
 #include "cuda_mesh.cuh"
+#include "mesh_prepare.cuh"
 
 namespace knn {
 namespace cuda {
@@ -186,13 +187,12 @@ template <typename Scalar>
 std::unique_ptr<MeshEngine<Scalar>> build(const MeshGeometry<Scalar>& mesh,
                                           const MeshParams& params) {
   const int64_t n = mesh.n_triangles, nv = mesh.n_vertices;
-  const bool closed = mesh.closed_oriented;
   if (n < 1 || n > KNN_MESH_MAX_TRIANGLES || nv < 1 || nv > int64_t{0x7fffffff})
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("a CUDA mesh takes 1 to %d triangles and 1 to 2^31 - 1 vertices, not %lld and %lld",
                 KNN_MESH_MAX_TRIANGLES, static_cast<long long>(n), static_cast<long long>(nv)));
   const DeviceBudget budget = device_budget(params.device_memory_limit);
-  const size_t needed = mesh_build_bytes(nv, n, sizeof(Scalar), closed);
+  const size_t needed = mesh_build_bytes_either(nv, n, sizeof(Scalar));
   if (needed > budget.bytes())
     fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
          format("the CUDA build of a mesh of %lld triangles and %lld vertices needs %zu device "
@@ -207,30 +207,28 @@ std::unique_ptr<MeshEngine<Scalar>> build(const MeshGeometry<Scalar>& mesh,
   const cudaStream_t s = stream.get();
   const size_t un = static_cast<size_t>(n), internal = un - 1;
 
+  // The mesh as given, then whether it is closed and its pseudonormals
+  // (derived here, mesh_prepare.cu: the geometry's own are not read).
+  DeviceBuffer<Scalar> vertices(3 * static_cast<size_t>(nv));
+  DeviceBuffer<int32_t> triangles(3 * un);
+  upload_staged(vertices.get(), mesh.vertices, vertices.size() * sizeof(Scalar), s);
+  upload_staged(triangles.get(), mesh.triangles, triangles.size() * sizeof(int32_t), s);
+  throw_if_cancelled(cancel);
+  DerivedSigns<Scalar> signs = derive_signs(vertices.get(), nv, triangles.get(), n, s);
+  const bool closed = signs.closed_oriented;
+  DeviceBuffer<Scalar>& edge_normals = signs.edge_normals;
+
   // What the mesh keeps, then the build's scratch (mesh_layout.h counts both).
   DeviceBuffer<MeshNode<Scalar>> nodes(internal);
   DeviceBuffer<LeafTriangle<Scalar>> leaves(un);
   DeviceBuffer<LeafNormals<Scalar>> normals(closed ? un : 0);
-  DeviceBuffer<Scalar> vertex_normals(closed ? 3 * static_cast<size_t>(nv) : 0);
   DeviceBuffer<geometry::WindingCluster> clusters(closed ? 0 : internal);
-  DeviceBuffer<Scalar> vertices(3 * static_cast<size_t>(nv));
-  DeviceBuffer<int32_t> triangles(3 * un);
   DeviceBuffer<uint64_t> codes_a(un), codes_b(un);
   DeviceBuffer<int32_t> ids_a(un), ids_b(un);
   DeviceBuffer<CentroidBox> bounds(1);
   DeviceBuffer<int32_t> parents(internal + un);
   DeviceBuffer<unsigned> visits(internal);
-  DeviceBuffer<Scalar> edge_normals(closed ? 9 * un : 0);
   DeviceBuffer<geometry::WindingMoments> moments(closed ? 0 : internal);
-
-  upload_staged(vertices.get(), mesh.vertices, vertices.size() * sizeof(Scalar), s);
-  upload_staged(triangles.get(), mesh.triangles, triangles.size() * sizeof(int32_t), s);
-  if (closed) {
-    upload_staged(edge_normals.get(), mesh.edge_normals, edge_normals.size() * sizeof(Scalar), s);
-    upload_staged(vertex_normals.get(), mesh.vertex_normals, vertex_normals.size() * sizeof(Scalar),
-                  s);
-  }
-  throw_if_cancelled(cancel);
 
   // 1-2. The centroids' box, the codes, the sort.
   const auto centroids =
@@ -305,7 +303,7 @@ std::unique_ptr<MeshEngine<Scalar>> build(const MeshGeometry<Scalar>& mesh,
   stream.synchronize();
   throw_if_cancelled(cancel);
   return std::make_unique<CudaMesh<Scalar>>(device, n, closed, std::move(nodes), std::move(leaves),
-                                            std::move(normals), std::move(vertex_normals),
+                                            std::move(normals), std::move(signs.vertex_normals),
                                             std::move(clusters), box);
 }
 

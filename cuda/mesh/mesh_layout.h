@@ -74,6 +74,21 @@ inline size_t mesh_build_scratch_bytes(int64_t n_vertices, int64_t n_triangles, 
   return saturating_add(bytes, cub_temp_bytes(n_triangles));
 }
 
+// The device preparation's scratch (mesh_prepare.cu) beside the mesh's
+// arrays and its results (the pseudonormals, counted above for closed
+// meshes): per half-edge its key and number twice (the sort's double
+// buffer) and its partner, per triangle its unit normal (3 doubles), a flag,
+// and CUB's temporaries for the half-edges.
+inline size_t mesh_prepare_scratch_bytes(int64_t n_triangles) {
+  const size_t n = static_cast<size_t>(n_triangles < 0 ? 0 : n_triangles);
+  const size_t halves = saturating_mul(n, 3);
+  size_t bytes = 2 * aligned(saturating_mul(halves, 8));
+  bytes = saturating_add(bytes, 3 * aligned(saturating_mul(halves, 4)));
+  bytes = saturating_add(bytes, aligned(saturating_mul(n, 3 * sizeof(double))));
+  bytes = saturating_add(bytes, aligned(sizeof(int)));
+  return saturating_add(bytes, cub_temp_bytes(static_cast<int64_t>(halves)));
+}
+
 // A query chunk (mesh_query.cu): per point its ordering (Morton code and
 // position, twice for the sort, and a byte of the sort's temporaries) plus
 // its arrays staged from the host; fixed, a page for every buffer that may

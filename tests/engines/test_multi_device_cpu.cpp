@@ -568,6 +568,7 @@ class NotingMeshEngine : public knn::MeshEngine<S> {
       : inner_(std::move(inner)), device_(device), answered_(answered), mutex_(mutex) {}
   int backend() const override { return inner_->backend(); }
   int64_t n_triangles() const override { return inner_->n_triangles(); }
+  bool closed_oriented() const override { return inner_->closed_oriented(); }
   void closest(const S* points, int64_t m, S max_distance, const knn::MeshResults<S>& out,
                const knn::MeshParams& call) const override {
     EXPECT_EQ(knn_test::fake_current, device_);

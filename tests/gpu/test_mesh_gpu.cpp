@@ -406,7 +406,7 @@ TEST(MeshGpu, BuildChecksItsBytesAgainstTheBudget) {
   SKIP_WITHOUT_DEVICE();
   const TestMesh<float> mesh = soup<float>(20000, 51);
   const size_t needed =
-      knn::cuda::mesh_build_bytes(mesh.n_vertices(), mesh.n_triangles(), 4, false);
+      knn::cuda::mesh_build_bytes_either(mesh.n_vertices(), mesh.n_triangles(), 4);
   knn::MeshParams params;
   params.device_memory_limit = needed - 1;
   try {

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../common/geometry/pseudonormals.h"
 #include "../../common/geometry/triangle.h"
 #include "../../engine/mesh_engine.h"
 
@@ -53,53 +54,35 @@ struct TestMesh {
   }
 };
 
-inline std::array<double, 3> unit_normal(const std::array<double, 3>& a,
-                                         const std::array<double, 3>& b,
-                                         const std::array<double, 3>& c) {
-  const double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
-  const double v[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-  std::array<double, 3> n = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2],
-                             u[0] * v[1] - u[1] * v[0]};
-  const double l = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-  for (double& x : n) x = l > 0 ? x / l : 0;
-  return n;
-}
-
-// Angle-weighted vertex pseudonormals and the edges' (sum of the two
-// triangles' unit normals) of a closed, oriented mesh, in double.
+// The pseudonormals of a closed, oriented mesh as both engines derive them
+// (common/geometry/pseudonormals.h: the CUDA engine computes its own on the
+// device, so the OpenMP engine gets these same bits through the geometry);
+// tests/engines/test_mesh_prepare.cpp checks the definitions against an
+// independent float64 computation.
 template <class S>
 void add_pseudonormals(TestMesh<S>& mesh) {
+  namespace geo = knn::geometry;
   const int64_t n = mesh.n_triangles();
-  std::vector<std::array<double, 3>> face(static_cast<size_t>(n));
-  std::vector<double> vn(mesh.vertices.size(), 0.0);
+  const S* v = mesh.vertices.data();
+  const int32_t* tri = mesh.triangles.data();
+  std::vector<geo::Double3> face(static_cast<size_t>(n));
+  std::vector<geo::Double3> vn(mesh.vertices.size() / 3, geo::Double3{0, 0, 0});
   std::map<std::pair<int32_t, int32_t>, int64_t> edge_owner;
-  auto vertex = [&](int32_t v) {
-    return std::array<double, 3>{double(mesh.vertices[3 * v]), double(mesh.vertices[3 * v + 1]),
-                                 double(mesh.vertices[3 * v + 2])};
-  };
-  for (int64_t t = 0; t < n; ++t) {
-    const int32_t* c = mesh.triangles.data() + 3 * t;
-    face[t] = unit_normal(vertex(c[0]), vertex(c[1]), vertex(c[2]));
-    for (int k = 0; k < 3; ++k) {
-      edge_owner[{c[k], c[(k + 1) % 3]}] = t;
-      const auto p = vertex(c[k]), q = vertex(c[(k + 1) % 3]), r = vertex(c[(k + 2) % 3]);
-      double e1[3], e2[3], l1 = 0, l2 = 0, dot = 0;
-      for (int d = 0; d < 3; ++d) {
-        e1[d] = q[d] - p[d], e2[d] = r[d] - p[d];
-        l1 += e1[d] * e1[d], l2 += e2[d] * e2[d], dot += e1[d] * e2[d];
-      }
-      const double angle = std::acos(std::max(-1.0, std::min(1.0, dot / std::sqrt(l1 * l2))));
-      for (int d = 0; d < 3; ++d) vn[3 * c[k] + d] += angle * face[t][d];
-    }
+  // Corners in ascending order: each vertex's terms are added in corner order.
+  for (int64_t t = 0; t < n; ++t) face[t] = geo::unit_normal(v, tri, t);
+  for (int64_t corner = 0; corner < 3 * n; ++corner) {
+    const int64_t t = corner / 3;
+    const int k = static_cast<int>(corner % 3);
+    edge_owner[{tri[corner], tri[3 * t + (k + 1) % 3]}] = t;
+    vn[tri[corner]] = geo::add_corner(vn[tri[corner]], geo::corner_angle(v, tri, corner), face[t]);
   }
-  mesh.vertex_normals.assign(vn.begin(), vn.end());
+  mesh.vertex_normals.resize(mesh.vertices.size());
+  for (size_t i = 0; i < vn.size(); ++i) geo::store3(mesh.vertex_normals.data() + 3 * i, vn[i]);
   mesh.edge_normals.resize(static_cast<size_t>(9 * n));
   for (int64_t t = 0; t < n; ++t) {
-    const int32_t* c = mesh.triangles.data() + 3 * t;
     for (int k = 0; k < 3; ++k) {
-      const int64_t other = edge_owner.at({c[(k + 1) % 3], c[k]});
-      for (int d = 0; d < 3; ++d)
-        mesh.edge_normals[9 * t + 3 * k + d] = static_cast<S>(face[t][d] + face[other][d]);
+      const int64_t other = edge_owner.at({tri[3 * t + (k + 1) % 3], tri[3 * t + k]});
+      geo::store3(mesh.edge_normals.data() + 9 * t + 3 * k, geo::edge_sum(face[t], face[other]));
     }
   }
   mesh.closed = true;
