@@ -68,7 +68,9 @@ bool pair_half_edges(const int32_t* triangles, int64_t n_vertices, int64_t n_tri
   std::vector<uint64_t> entries;
   bucket<uint64_t>(
       n_vertices, halves,
-      [triangles](int64_t h) { return std::min(half_edge_from(triangles, h), half_edge_to(triangles, h)); },
+      [triangles](int64_t h) {
+        return std::min(half_edge_from(triangles, h), half_edge_to(triangles, h));
+      },
       [triangles](int64_t h) {
         const int64_t high = std::max(half_edge_from(triangles, h), half_edge_to(triangles, h));
         return static_cast<uint64_t>(high) << 32 | static_cast<uint64_t>(h);
@@ -114,8 +116,7 @@ void pseudonormals(PreparedMesh<Scalar>& mesh, const std::vector<uint32_t>& part
   const int team = team_size(threads);
   std::vector<Double3> unit(static_cast<size_t>(n_triangles));
 #pragma omp parallel for num_threads(team) schedule(static)
-  for (int64_t t = 0; t < n_triangles; ++t)
-    unit[t] = geometry::unit_normal(vertices, triangles, t);
+  for (int64_t t = 0; t < n_triangles; ++t) unit[t] = geometry::unit_normal(vertices, triangles, t);
   mesh.edge_normals.resize(static_cast<size_t>(n_triangles) * 9);
   Scalar* edge = mesh.edge_normals.data();
 #pragma omp parallel for num_threads(team) schedule(static)

@@ -39,8 +39,7 @@ template <typename Scalar>
 KNN_HD Double3 unit_normal(const Scalar* vertices, const int32_t* triangles, int64_t t) {
   const int32_t* c = triangles + 3 * t;
   const Double3 a = vertex_of(vertices, c[0]);
-  const Double3 n =
-      cross3(sub3(vertex_of(vertices, c[1]), a), sub3(vertex_of(vertices, c[2]), a));
+  const Double3 n = cross3(sub3(vertex_of(vertices, c[1]), a), sub3(vertex_of(vertices, c[2]), a));
   const double length = sqrt_rn(dot3(n, n));
   if (!(length > 0)) return {0, 0, 0};
   return {div_rn(n.x, length), div_rn(n.y, length), div_rn(n.z, length)};

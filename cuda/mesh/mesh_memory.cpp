@@ -11,9 +11,9 @@ namespace cuda {
 size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles, size_t scalar_bytes,
                         bool closed_oriented) {
   return saturating_add(
-      saturating_add(mesh_resident_bytes(n_vertices, n_triangles, scalar_bytes, closed_oriented),
-                     mesh_build_scratch_bytes(n_vertices, n_triangles, scalar_bytes,
-                                              closed_oriented)),
+      saturating_add(
+          mesh_resident_bytes(n_vertices, n_triangles, scalar_bytes, closed_oriented),
+          mesh_build_scratch_bytes(n_vertices, n_triangles, scalar_bytes, closed_oriented)),
       mesh_prepare_scratch_bytes(n_triangles));
 }
 

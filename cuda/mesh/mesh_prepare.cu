@@ -53,8 +53,8 @@ __global__ void pair_runs(const uint64_t* keys, const uint32_t* ids, int64_t hal
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < halves;
        j += int64_t{gridDim.x} * blockDim.x) {
     if (j > 0 && keys[j - 1] == keys[j]) continue;  // not the start of a run
-    const bool two = j + 1 < halves && keys[j + 1] == keys[j] &&
-                     (j + 2 == halves || keys[j + 2] != keys[j]);
+    const bool two =
+        j + 1 < halves && keys[j + 1] == keys[j] && (j + 2 == halves || keys[j + 2] != keys[j]);
     if (!two) {
       *open = 1;
       continue;
@@ -123,8 +123,7 @@ __global__ void vertex_normals_of(const Scalar* vertices, const int32_t* triangl
 
 template <typename Scalar>
 DerivedSigns<Scalar> derive_signs(const Scalar* vertices, int64_t n_vertices,
-                                  const int32_t* triangles, int64_t n_triangles,
-                                  cudaStream_t s) {
+                                  const int32_t* triangles, int64_t n_triangles, cudaStream_t s) {
   const int64_t halves = 3 * n_triangles;
   const size_t uh = static_cast<size_t>(halves);
   DerivedSigns<Scalar> signs;
@@ -142,16 +141,15 @@ DerivedSigns<Scalar> derive_signs(const Scalar* vertices, int64_t n_vertices,
   size_t edge_bytes = 0, corner_bytes = 0;
   check(cub::DeviceRadixSort::SortPairs(nullptr, edge_bytes, keys, ids, halves, 0, edge_bits, s),
         "mesh prepare: radix sort (size)");
-  check(cub::DeviceRadixSort::SortPairs(nullptr, corner_bytes, keys, ids, halves, 0, vertex_bits,
-                                        s),
-        "mesh prepare: radix sort (size)");
+  check(
+      cub::DeviceRadixSort::SortPairs(nullptr, corner_bytes, keys, ids, halves, 0, vertex_bits, s),
+      "mesh prepare: radix sort (size)");
   DeviceBuffer<unsigned char> temp(
       checked_cub_temp(std::max(edge_bytes, corner_bytes), cub_temp_bytes(halves)));
-  check(cub::DeviceRadixSort::SortPairs(temp.get(), edge_bytes, keys, ids, halves, 0, edge_bits,
-                                        s),
+  check(cub::DeviceRadixSort::SortPairs(temp.get(), edge_bytes, keys, ids, halves, 0, edge_bits, s),
         "mesh prepare: radix sort (edges)");
-  pair_runs<<<blocks_for(pair_runs, halves), kBlock, 0, s>>>(
-      keys.Current(), ids.Current(), halves, triangles, partner.get(), open.get());
+  pair_runs<<<blocks_for(pair_runs, halves), kBlock, 0, s>>>(keys.Current(), ids.Current(), halves,
+                                                             triangles, partner.get(), open.get());
   check_launch("mesh prepare: pair_runs");
   int is_open = 0;
   check(cudaMemcpyAsync(&is_open, open.get(), sizeof is_open, cudaMemcpyDeviceToHost, s),
@@ -172,11 +170,11 @@ DerivedSigns<Scalar> derive_signs(const Scalar* vertices, int64_t n_vertices,
   check_launch("mesh prepare: edge_normals_of");
   keys = cub::DoubleBuffer<uint64_t>(keys_a.get(), keys_b.get());
   ids = cub::DoubleBuffer<uint32_t>(ids_a.get(), ids_b.get());
-  corner_keys<<<blocks_for(corner_keys, halves), kBlock, 0, s>>>(triangles, halves,
-                                                                  keys_a.get(), ids_a.get());
+  corner_keys<<<blocks_for(corner_keys, halves), kBlock, 0, s>>>(triangles, halves, keys_a.get(),
+                                                                 ids_a.get());
   check_launch("mesh prepare: corner_keys");
-  check(cub::DeviceRadixSort::SortPairs(temp.get(), corner_bytes, keys, ids, halves, 0,
-                                        vertex_bits, s),
+  check(cub::DeviceRadixSort::SortPairs(temp.get(), corner_bytes, keys, ids, halves, 0, vertex_bits,
+                                        s),
         "mesh prepare: radix sort (corners)");
   vertex_normals_of<<<blocks_for(vertex_normals_of<Scalar>, n_vertices), kBlock, 0, s>>>(
       vertices, triangles, unit.get(), keys.Current(), ids.Current(), halves, n_vertices,

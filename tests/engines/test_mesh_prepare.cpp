@@ -54,8 +54,8 @@ void expect_pseudonormals(const Mesh& exact, int threads) {
   Mesh m = exact;
   for (double& c : m.vertices) c = static_cast<double>(static_cast<S>(c));
   const std::vector<S> v(m.vertices.begin(), m.vertices.end());
-  const knn::PreparedMesh<S> p =
-      knn::prepare_mesh(v.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), threads, true);
+  const knn::PreparedMesh<S> p = knn::prepare_mesh(v.data(), m.n_vertices(), m.triangles.data(),
+                                                   m.n_triangles(), threads, true);
   ASSERT_EQ(p.closed_oriented, closed_oriented(m));
   ASSERT_EQ(p.vertices, v);
   ASSERT_EQ(p.triangles, m.triangles);
@@ -133,8 +133,8 @@ TEST(MeshPrepare, SameBitsWhateverTheThreads) {
   const knn::PreparedMesh<float> one =
       knn::prepare_mesh(v.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), 1, true);
   for (int threads : {2, 4, 7}) {
-    const knn::PreparedMesh<float> many =
-        knn::prepare_mesh(v.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), threads, true);
+    const knn::PreparedMesh<float> many = knn::prepare_mesh(
+        v.data(), m.n_vertices(), m.triangles.data(), m.n_triangles(), threads, true);
     ASSERT_TRUE(many.closed_oriented);
     EXPECT_EQ(0, std::memcmp(one.vertex_normals.data(), many.vertex_normals.data(),
                              one.vertex_normals.size() * sizeof(float)));
