@@ -91,8 +91,8 @@ knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* trian
   mesh->set_engine(engines.build_mesh(prepared.geometry(), params));
   // The engine holds the pseudonormals it uses (OpenMP); the handle keeps
   // the input.
-  std::vector<Scalar>().swap(prepared.vertex_normals);
-  std::vector<Scalar>().swap(prepared.edge_normals);
+  HostVector<Scalar>().swap(prepared.vertex_normals);
+  HostVector<Scalar>().swap(prepared.edge_normals);
   mesh->device = engines.current_device();
   mesh->threads = o.threads;
   mesh->device_memory_limit = o.device_memory_limit;

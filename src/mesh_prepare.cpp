@@ -28,7 +28,7 @@ using geometry::half_edge_to;
 // capture).
 template <class Value, class KeyOf, class ValueOf>
 void bucket(int64_t n_keys, int64_t n_items, const KeyOf& key_of, const ValueOf& value_of,
-            int threads, std::vector<uint32_t>& offsets, std::vector<Value>& values) {
+            int threads, HostVector<uint32_t>& offsets, HostVector<Value>& values) {
   const int team = team_size(threads);
   const std::unique_ptr<std::atomic<uint32_t>[]> slot(
       new std::atomic<uint32_t>[static_cast<size_t>(n_keys)]);
@@ -57,15 +57,15 @@ void bucket(int64_t n_keys, int64_t n_items, const KeyOf& key_of, const ValueOf&
 // directions. Edges are bucketed by their smaller vertex, each entry the
 // larger vertex (high 32 bits) and the half-edge (low 32 bits).
 bool pair_half_edges(const int32_t* triangles, int64_t n_vertices, int64_t n_triangles, int threads,
-                     std::vector<uint32_t>& partner) {
+                     HostVector<uint32_t>& partner) {
   const int64_t halves = 3 * n_triangles;
   const int64_t repeated = first_index_where(n_triangles, threads, [triangles](int64_t t) {
     const int32_t* c = triangles + 3 * t;
     return c[0] == c[1] || c[1] == c[2] || c[2] == c[0];
   });
   if (repeated < n_triangles) return false;
-  std::vector<uint32_t> offsets;
-  std::vector<uint64_t> entries;
+  HostVector<uint32_t> offsets;
+  HostVector<uint64_t> entries;
   bucket<uint64_t>(
       n_vertices, halves,
       [triangles](int64_t h) {
@@ -108,13 +108,13 @@ bool pair_half_edges(const int32_t* triangles, int64_t n_vertices, int64_t n_tri
 // edge's triangles, its own first). The unit normals are computed once
 // (24 bytes a triangle for the length of the call).
 template <typename Scalar>
-void pseudonormals(PreparedMesh<Scalar>& mesh, const std::vector<uint32_t>& partner, int threads) {
+void pseudonormals(PreparedMesh<Scalar>& mesh, const HostVector<uint32_t>& partner, int threads) {
   using geometry::Double3;
   const Scalar* vertices = mesh.vertices.data();
   const int32_t* triangles = mesh.triangles.data();
   const int64_t n_vertices = mesh.n_vertices(), n_triangles = mesh.n_triangles();
   const int team = team_size(threads);
-  std::vector<Double3> unit(static_cast<size_t>(n_triangles));
+  HostVector<Double3> unit(static_cast<size_t>(n_triangles));
 #pragma omp parallel for num_threads(team) schedule(static)
   for (int64_t t = 0; t < n_triangles; ++t) unit[t] = geometry::unit_normal(vertices, triangles, t);
   mesh.edge_normals.resize(static_cast<size_t>(n_triangles) * 9);
@@ -123,8 +123,8 @@ void pseudonormals(PreparedMesh<Scalar>& mesh, const std::vector<uint32_t>& part
   for (int64_t h = 0; h < 3 * n_triangles; ++h)
     geometry::store3(edge + 3 * h, geometry::edge_sum(unit[h / 3], unit[partner[h] / 3]));
   throw_if_cancelled(cancel_flag());
-  std::vector<uint32_t> offsets;
-  std::vector<uint32_t> corners;
+  HostVector<uint32_t> offsets;
+  HostVector<uint32_t> corners;
   bucket<uint32_t>(
       n_vertices, 3 * n_triangles, [triangles](int64_t c) { return int64_t{triangles[c]}; },
       [](int64_t c) { return static_cast<uint32_t>(c); }, threads, offsets, corners);
@@ -141,13 +141,20 @@ void pseudonormals(PreparedMesh<Scalar>& mesh, const std::vector<uint32_t>& part
   }
 }
 
+// A copy of source[0, count), written a run at a time by the team (each
+// thread faults in the pages it writes), the caller's flag polled per run.
 template <typename T>
-std::vector<T> copy_polling(const T* source, int64_t count) {
-  std::vector<T> copy;
-  copy.reserve(static_cast<size_t>(count));
-  for_each_run(count, cancel_flag(), [&](int64_t begin, int64_t end) {
-    copy.insert(copy.end(), source + begin, source + end);
-  });
+HostVector<T> copy_polling(const T* source, int64_t count, int threads) {
+  HostVector<T> copy(static_cast<size_t>(count));
+  const int64_t runs = (count + kCancelRunItems - 1) / kCancelRunItems;
+  LoopStop stop(cancel_flag());
+#pragma omp parallel for num_threads(team_size(threads)) schedule(dynamic, 1)
+  for (int64_t r = 0; r < runs; ++r) {
+    if (stop.poll()) continue;
+    const int64_t begin = r * kCancelRunItems, end = std::min(count, begin + kCancelRunItems);
+    std::memcpy(copy.data() + begin, source + begin, static_cast<size_t>(end - begin) * sizeof(T));
+  }
+  if (stop.stopped()) throw_cancelled();
   return copy;
 }
 
@@ -201,10 +208,10 @@ PreparedMesh<Scalar> prepare_mesh(const Scalar* vertices, int64_t n_vertices,
                                   const int32_t* triangles, int64_t n_triangles, int threads,
                                   bool with_signs) {
   PreparedMesh<Scalar> mesh;
-  mesh.vertices = copy_polling(vertices, 3 * n_vertices);
-  mesh.triangles = copy_polling(triangles, 3 * n_triangles);
+  mesh.vertices = copy_polling(vertices, 3 * n_vertices, threads);
+  mesh.triangles = copy_polling(triangles, 3 * n_triangles, threads);
   if (!with_signs) return mesh;
-  std::vector<uint32_t> partner;
+  HostVector<uint32_t> partner;
   mesh.closed_oriented =
       pair_half_edges(mesh.triangles.data(), n_vertices, n_triangles, threads, partner);
   throw_if_cancelled(cancel_flag());

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../common/host_vector.h"
 #include "../engine/mesh_engine.h"
 
 namespace knn {
@@ -24,12 +25,12 @@ void check_mesh(const Scalar* vertices, int64_t n_vertices, const int32_t* trian
 // A checked mesh, copied, with what the engines share computed.
 template <typename Scalar>
 struct PreparedMesh {
-  std::vector<Scalar> vertices;    // n_vertices x 3
-  std::vector<int32_t> triangles;  // n_triangles x 3
+  HostVector<Scalar> vertices;    // n_vertices x 3
+  HostVector<int32_t> triangles;  // n_triangles x 3
   bool closed_oriented = false;
   // Closed and oriented meshes only (else empty): MeshGeometry's.
-  std::vector<Scalar> vertex_normals;  // n_vertices x 3
-  std::vector<Scalar> edge_normals;    // n_triangles x 9
+  HostVector<Scalar> vertex_normals;  // n_vertices x 3
+  HostVector<Scalar> edge_normals;    // n_triangles x 9
 
   int64_t n_vertices() const { return static_cast<int64_t>(vertices.size() / 3); }
   int64_t n_triangles() const { return static_cast<int64_t>(triangles.size() / 3); }

@@ -57,8 +57,8 @@ void expect_pseudonormals(const Mesh& exact, int threads) {
   const knn::PreparedMesh<S> p = knn::prepare_mesh(v.data(), m.n_vertices(), m.triangles.data(),
                                                    m.n_triangles(), threads, true);
   ASSERT_EQ(p.closed_oriented, closed_oriented(m));
-  ASSERT_EQ(p.vertices, v);
-  ASSERT_EQ(p.triangles, m.triangles);
+  ASSERT_EQ(std::vector<S>(p.vertices.begin(), p.vertices.end()), v);
+  ASSERT_EQ(std::vector<int32_t>(p.triangles.begin(), p.triangles.end()), m.triangles);
   if (!p.closed_oriented) {
     EXPECT_TRUE(p.vertex_normals.empty() && p.edge_normals.empty());
     return;
