@@ -64,29 +64,45 @@ KNN_HD Scalar squared_distance3(Scalar qx, Scalar qy, Scalar qz, Scalar px, Scal
                 square_of_difference(qz, pz));
 }
 
-// The gap from c to the interval [lo, hi] (0 inside it), in the point
-// distance's own subtraction: every rounded op is monotone, so it is never
-// more than |fl(p - c)| for any p in the interval. The one per-axis bound of
-// every engine's pruning (kd-tree boxes, the grid's box).
+// The gap between the intervals [a_lo, a_hi] and [b_lo, b_hi] (0 where they
+// meet), in the point distance's own subtraction: every rounded op is
+// monotone, so it is never more than |fl(p - c)| for any c in the first and
+// p in the second. The one per-axis bound of every engine's pruning
+// (kd-tree boxes, the grid's box, the pairs' node against node).
 template <typename Scalar>
-KNN_HD Scalar interval_gap(Scalar c, Scalar lo, Scalar hi) {
-  return c < lo ? sub_rn(lo, c) : (c > hi ? sub_rn(c, hi) : Scalar(0));
+KNN_HD Scalar intervals_gap(Scalar a_lo, Scalar a_hi, Scalar b_lo, Scalar b_hi) {
+  return a_hi < b_lo ? sub_rn(b_lo, a_hi) : (a_lo > b_hi ? sub_rn(a_lo, b_hi) : Scalar(0));
 }
 
-// Squared distance from q to the nearest point of the box [lo, hi] (dim
-// coordinates each), in the point distance's own operations and order, in
-// the index's scalar type (float, or double): every rounded op is monotone,
-// so the result is never more than squared_distance(q, p) of any point p
-// inside the box, and pruning a node only when it is strictly greater than
-// the k-th distance is exact. An empty box (lo = +inf, hi = -inf) is at +inf.
+// The gap from the point c to [lo, hi]: the first interval one point.
 template <typename Scalar>
-KNN_HD Scalar box_distance(const Scalar* q, const Scalar* lo, const Scalar* hi, int dim) {
+KNN_HD Scalar interval_gap(Scalar c, Scalar lo, Scalar hi) {
+  return intervals_gap(c, c, lo, hi);
+}
+
+// Squared distance between the nearest points of the boxes [a_lo, a_hi] and
+// [b_lo, b_hi] (dim coordinates each), in the point distance's own
+// operations and order, in the index's scalar type (float, or double):
+// every rounded op is monotone, so the result is never more than
+// squared_distance(q, p) of any q in the first box and p in the second, and
+// pruning only when it is strictly greater than the bound in force is
+// exact. An empty box (lo = +inf, hi = -inf) is at +inf.
+template <typename Scalar>
+KNN_HD Scalar boxes_distance(const Scalar* a_lo, const Scalar* a_hi, const Scalar* b_lo,
+                             const Scalar* b_hi, int dim) {
   Scalar sum = Scalar(0);
   for (int d = 0; d < dim; ++d) {
-    const Scalar gap = interval_gap(q[d], lo[d], hi[d]);
+    const Scalar gap = intervals_gap(a_lo[d], a_hi[d], b_lo[d], b_hi[d]);
     sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
   }
   return sum;
+}
+
+// Squared distance from q to the nearest point of the box [lo, hi]: the
+// first box one point.
+template <typename Scalar>
+KNN_HD Scalar box_distance(const Scalar* q, const Scalar* lo, const Scalar* hi, int dim) {
+  return boxes_distance(q, q, lo, hi, dim);
 }
 
 // The layout of an IEEE-754 scalar: the unsigned integer of its width, its

@@ -147,7 +147,8 @@ class PairWalk {
     while (size > 0) {
       const int32_t node = stack[--size];
       if (e_.last[static_cast<size_t>(node)] <= mine.begin) continue;  // wholly before the leaf
-      if (box_bound(own_box, e_.box(node, dims())) > r2_) continue;
+      const Scalar* box = e_.box(node, dims());
+      if (boxes_distance(own_box, own_box + dims(), box, box + dims(), dims()) > r2_) continue;
       const BasicSearchNode<Scalar>& other = t_.nodes[static_cast<size_t>(node)];
       if (other.first_child >= 0) {
         stack[size++] = other.first_child + 1;
@@ -155,27 +156,13 @@ class PairWalk {
       } else if (node == own) {
         within(mine);
       } else {
-        across(mine, other, e_.box(node, dims()));
+        across(mine, other, box);
       }
     }
   }
 
  private:
   int dims() const { return D > 0 ? D : t_.dim; }
-
-  // Never more than the squared distance of any two points of the boxes, in
-  // the point distance's operations (box_distance's argument, per axis the
-  // gap between the intervals).
-  Scalar box_bound(const Scalar* a, const Scalar* b) const {
-    Scalar sum = 0;
-    for (int d = 0; d < dims(); ++d) {
-      const Scalar a_lo = a[d], a_hi = a[dims() + d], b_lo = b[d], b_hi = b[dims() + d];
-      const Scalar gap =
-          b_lo > a_hi ? sub_rn(b_lo, a_hi) : (a_lo > b_hi ? sub_rn(a_lo, b_hi) : Scalar{0});
-      sum = d == 0 ? mul_rn(gap, gap) : add_rn(sum, mul_rn(gap, gap));
-    }
-    return sum;
-  }
 
   void load(int32_t p, Scalar* q) const {
     for (int d = 0; d < dims(); ++d) q[d] = t_.plane(d)[p];

@@ -96,6 +96,7 @@ class OmpMesh final : public MeshEngine<Scalar> {
 
   int backend() const override { return KNN_BACKEND_OPENMP; }
   int64_t n_triangles() const override { return tree_.n_triangles; }
+  bool closed_oriented() const override { return tree_.closed_oriented; }
 
   void closest(const Scalar* points, int64_t m, Scalar max_distance, const MeshResults<Scalar>& out,
                const MeshParams& call) const override {
