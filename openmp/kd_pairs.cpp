@@ -28,6 +28,8 @@ inline uint64_t packed_pair(int32_t a, int32_t b) {
 // per point would meet the other threads' on every point).
 constexpr int64_t kFlushPairs = 4096;
 
+}  // namespace
+
 // What the walk needs beyond the search tree: every node's tight box and the
 // positions its subtree covers, and the leaves in position order. The index
 // kd-tree's inner nodes hold no points, and a node's children split its
@@ -80,6 +82,8 @@ struct NodeExtents {
     return &boxes[static_cast<size_t>(node) * 2 * static_cast<size_t>(dim)];
   }
 };
+
+namespace {
 
 // One thread's pairs: kept while the threads' kept pairs together stay
 // within the capacity, counted always.
@@ -255,10 +259,21 @@ void write_ordered(std::vector<PairSlot>& slots, int64_t n, int64_t total, int t
 }  // namespace
 
 template <typename Scalar>
-int64_t search_self_pairs(const BasicSearchTree<Scalar>& tree, Scalar r2, int threads,
-                          int64_t capacity, int64_t* pairs) {
+PairExtents<Scalar>::PairExtents() = default;
+template <typename Scalar>
+PairExtents<Scalar>::~PairExtents() = default;
+
+template <typename Scalar>
+const NodeExtents<Scalar>& PairExtents<Scalar>::of(const BasicSearchTree<Scalar>& tree) const {
+  std::call_once(made_, [&] { extents_ = std::make_unique<const NodeExtents<Scalar>>(tree); });
+  return *extents_;
+}
+
+template <typename Scalar>
+int64_t search_self_pairs(const BasicSearchTree<Scalar>& tree, const PairExtents<Scalar>& kept,
+                          Scalar r2, int threads, int64_t capacity, int64_t* pairs) {
   if (tree.size < 2 || tree.nodes.empty()) return 0;
-  const NodeExtents<Scalar> extents(tree);
+  const NodeExtents<Scalar>& extents = kept.of(tree);
   const int64_t leaves = static_cast<int64_t>(extents.leaves.size());
   const int team = team_size(threads);
   std::vector<PairSlot> slots(static_cast<size_t>(team));
@@ -295,9 +310,12 @@ int64_t search_self_pairs(const BasicSearchTree<Scalar>& tree, Scalar r2, int th
   return found;
 }
 
-template int64_t search_self_pairs<float>(const BasicSearchTree<float>&, float, int, int64_t,
-                                          int64_t*);
-template int64_t search_self_pairs<double>(const BasicSearchTree<double>&, double, int, int64_t,
+template class PairExtents<float>;
+template class PairExtents<double>;
+template int64_t search_self_pairs<float>(const BasicSearchTree<float>&, const PairExtents<float>&,
+                                          float, int, int64_t, int64_t*);
+template int64_t search_self_pairs<double>(const BasicSearchTree<double>&,
+                                           const PairExtents<double>&, double, int, int64_t,
                                            int64_t*);
 
 }  // namespace omp

@@ -22,19 +22,40 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
+#include "../common/non_copyable.h"
 #include "kd_search.h"
 
 namespace knn {
 namespace omp {
 
+template <typename Scalar>
+struct NodeExtents;  // kd_pairs.cpp
+
+// A tree's node extents, made on its first pairs search and kept with the
+// engine (the tree never changes): later searches, at any radius, reuse them.
+template <typename Scalar>
+class PairExtents : NonCopyable {
+ public:
+  PairExtents();
+  ~PairExtents();
+  const NodeExtents<Scalar>& of(const BasicSearchTree<Scalar>& tree) const;
+
+ private:
+  mutable std::once_flag made_;
+  mutable std::unique_ptr<const NodeExtents<Scalar>> extents_;
+};
+
 // The number of pairs i < j of the tree's points (original indices) whose
 // squared distance is <= r2. pairs (host, 2 * capacity int64) receives them,
 // ordered by i then j, only when pairs is not NULL and they number at most
-// capacity; otherwise it is untouched. threads 0: all.
+// capacity; otherwise it is untouched. threads 0: all. `extents` is the
+// tree's own (the engine keeps it beside the tree).
 template <typename Scalar>
-int64_t search_self_pairs(const BasicSearchTree<Scalar>& tree, Scalar r2, int threads,
-                          int64_t capacity, int64_t* pairs);
+int64_t search_self_pairs(const BasicSearchTree<Scalar>& tree, const PairExtents<Scalar>& extents,
+                          Scalar r2, int threads, int64_t capacity, int64_t* pairs);
 
 }  // namespace omp
 }  // namespace knn

@@ -136,7 +136,8 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
 
   int64_t radius_pairs(Scalar radius, int64_t capacity, int64_t* pairs,
                        const CallParams& call) const override {
-    return search_self_pairs(search_, mul_rn(radius, radius), call.threads, capacity, pairs);
+    return search_self_pairs(search_, pair_extents_, mul_rn(radius, radius), call.threads, capacity,
+                             pairs);
   }
 
   // From the search layout: the build's own rows are freed once it is made.
@@ -396,7 +397,8 @@ class KdTreeIndex final : public BasicIndexEngine<Scalar> {
   int64_t n_;
   int dim_;
   int leaf_size_;
-  BasicSearchTree<Scalar> search_;  // what the queries search (kd_search.h)
+  BasicSearchTree<Scalar> search_;    // what the queries search (kd_search.h)
+  PairExtents<Scalar> pair_extents_;  // the pairs search's, made on its first call
   // The build's arrays, freed by hand_over:
   Buffer buffers_[2];
   std::unique_ptr<Key[]> keys_;        // the selections' keys, at their nodes' positions
