@@ -279,9 +279,10 @@ typedef struct knn_align_params {
   int max_iterations;           /* > 0; 0: 50                                        */
   int coarse_start;             /* 1: also start from the principal axes (below)     */
   double kept_fraction;         /* in (0, 1]; 0: 1 (no trimming)                     */
-  double tolerance_rotation;    /* radians per step, > 0; 0: 1e-6                    */
-  double tolerance_translation; /* length per step, > 0; 0: 1e-6 x the diagonal of
-                                   the mesh's bounding box                           */
+  double tolerance_rotation;    /* radians per step, > 0; 0: 1e-6 (float32 calls:
+                                   1e-5, where float's steps stall near 1e-6)        */
+  double tolerance_translation; /* length per step, > 0; 0: 1e-6 (float32: 1e-5) x
+                                   the diagonal of the target's bounding box         */
 } knn_align_params;
 
 /* Bits of knn_align_result.degenerate_directions: a rotation about an axis

@@ -30,8 +30,12 @@ namespace knn {
 namespace align {
 
 constexpr int kDefaultIterations = 50;
+// The default tolerances of a float64 fit; a float32 fit's are 10 times
+// these: its steps stall just above 1e-6 (the correspondences carry float's
+// rounding), and at 1e-6 it would run to the iteration cap.
 constexpr double kDefaultToleranceRotation = 1e-6;
 constexpr double kDefaultToleranceTranslation = 1e-6;  // of the bounding box's diagonal
+constexpr double kFloatToleranceFactor = 10;
 // Directions whose eigenvalue is below this fraction of the largest are not
 // observed by the surface.
 constexpr double kDegenerateRatio = 1e-6;
@@ -47,6 +51,14 @@ struct Settings {
   double kept_fraction = 1.0;
   double tolerance_rotation = kDefaultToleranceRotation;
   double tolerance_translation = 0;  // 0 until the mesh's size is known
+  // The default translation tolerance per length of the bounding box's
+  // diagonal (the caller's tolerance_translation 0).
+  double translation_per_diagonal = kDefaultToleranceTranslation;
+
+  // The default translation tolerance once the target's diagonal is known.
+  void default_translation(double diagonal) {
+    if (tolerance_translation == 0) tolerance_translation = translation_per_diagonal * diagonal;
+  }
 };
 
 struct Fit {
@@ -149,8 +161,13 @@ inline Motion initial_motion(const double* initial) {
   return motion;
 }
 
-inline Settings settings_of(const knn_align_params* params) {
+// scalar_bytes: 4 for a float32 fit, 8 for float64 (the defaults differ).
+inline Settings settings_of(const knn_align_params* params, size_t scalar_bytes) {
   Settings s;
+  if (scalar_bytes == sizeof(float)) {
+    s.tolerance_rotation *= kFloatToleranceFactor;
+    s.translation_per_diagonal *= kFloatToleranceFactor;
+  }
   if (params == nullptr) return s;
   check_host_array(params, "params");
   constexpr size_t kLeast = offsetof(knn_align_params, struct_size) + sizeof(size_t);

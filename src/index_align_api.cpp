@@ -138,7 +138,7 @@ void index_align(const char* call, const knn_index* index, const Scalar* points,
     fail(KNN_ERR_INVALID_ARGUMENT,
          format("the index has dim %d; %s aligns 3-D points only", ix.dim(), call));
   check_result(result);
-  Settings settings = settings_of(params);
+  Settings settings = settings_of(params, sizeof(Scalar));
   const Motion start = initial_motion(initial);
   check_array(points, m, "points", "m");
   check_slots(m, 3, sizeof(Scalar), "m * 3 (the points)");
@@ -159,8 +159,7 @@ void index_align(const char* call, const knn_index* index, const Scalar* points,
     ix.engine<Scalar>()->copy_points(targets.data());
     const HostRows<Scalar> scan(points, m), target_normals(normals, n);
     const double diagonal = bounding_diagonal(targets.data(), n);
-    if (settings.tolerance_translation == 0)
-      settings.tolerance_translation = kDefaultToleranceTranslation * diagonal;
+    settings.default_translation(diagonal);
     const Moments scan_moments = point_moments(scan.data(), m, false);
     const Frame frame = scan_frame(scan_moments, diagonal);
     fit = best_fit(

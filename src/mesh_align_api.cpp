@@ -93,8 +93,7 @@ Fit align_points(const char* call, const knn_mesh* handle, const Scalar* points,
   check_slots(m, 3, sizeof(Scalar), "m * 3");
   const PreparedMesh<Scalar>& prepared = mesh.prepared<Scalar>();
   const double diagonal = bounding_diagonal(prepared.vertices.data(), prepared.n_vertices());
-  if (settings.tolerance_translation == 0)
-    settings.tolerance_translation = kDefaultToleranceTranslation * diagonal;
+  settings.default_translation(diagonal);
   Fit fit;
   fit.motion = start;
   if (m == 0) return fit;
@@ -121,7 +120,7 @@ void align_simple(const char* call, const knn_mesh* mesh, const Scalar* points, 
   if (rms != nullptr) check_host_array(rms, "rms");
   check_max_correspondence(max_correspondence);
   check_max_iterations(max_iterations);
-  Settings settings;
+  Settings settings = settings_of(nullptr, sizeof(Scalar));
   settings.max_sq = max_correspondence * max_correspondence;
   settings.max_iterations = max_iterations;
   const Fit fit = align_points(call, mesh, points, m, initial, settings, opt);
@@ -134,7 +133,8 @@ void align_ex(const char* call, const knn_mesh* mesh, const Scalar* points, int6
               const double* initial, const knn_align_params* params, knn_align_result* result,
               const knn_options* opt) {
   check_result(result);
-  const Fit fit = align_points(call, mesh, points, m, initial, settings_of(params), opt);
+  const Fit fit =
+      align_points(call, mesh, points, m, initial, settings_of(params, sizeof(Scalar)), opt);
   write_result(fit, result);
 }
 

@@ -375,6 +375,30 @@ TYPED_TEST(Align, SameBitsForAnyThreadCount) {
   EXPECT_EQ(results[0].iterations, results[1].iterations);
 }
 
+// The default tolerances stop a fit in either precision: float's steps
+// stall just above 1e-6 radians (its correspondences carry float's
+// rounding), so its defaults are 10 times float64's; at 1e-6 this float fit
+// ran to its cap of 30 without converging.
+TYPED_TEST(Align, DefaultTolerancesConvergeInEitherPrecision) {
+  using Scalar = TypeParam;
+  const Mesh mesh = bumpy();
+  const Transform truth = rigid({1, -2, 0.5}, 0.12, {0.03, 0.01, -0.02});
+  const std::vector<double> scan64 = moved(samples(mesh, 20000, 0.003, 0.05, 17), inverse(truth));
+  const std::vector<Scalar> scan(scan64.begin(), scan64.end());
+  const knn_align_params params = params_of(0.4, 0.9, 30);
+  const knn_options o = options(KNN_BACKEND_OPENMP);
+  MeshHandle h;
+  ASSERT_EQ(build(mesh, Scalar{}, &o, &h.mesh), KNN_OK);
+  knn_align_result r = empty_result();
+  ASSERT_EQ(align_ex(h.mesh, scan, nullptr, &params, &r, &o), KNN_OK) << knn_last_error();
+  EXPECT_EQ(r.converged, 1);
+  EXPECT_LT(r.iterations, 30);
+  const std::vector<double> centre = {2.0, -1.0, 0.5};  // the mesh's centre
+  const Gap g = gap(transform_of(r), truth, moved(centre, inverse(truth)));
+  EXPECT_LT(g.angle, 1e-3);
+  EXPECT_LT(g.shift, 1e-3);
+}
+
 TYPED_TEST(Align, CudaGivesTheOpenMPBits) {
   SKIP_WITHOUT_DEVICE();
   using Scalar = TypeParam;
@@ -385,9 +409,6 @@ TYPED_TEST(Align, CudaGivesTheOpenMPBits) {
   const std::vector<double> scan64 = moved(samples(mesh, 20000, 0.003, 0.05, 17), inverse(truth));
   const std::vector<Scalar> scan(scan64.begin(), scan64.end());
   knn_align_params params = params_of(0.4, 0.9, 30);
-  // In float the steps stall near 1e-6 radians (the default tolerance) and
-  // the fit would run to the cap; 1e-5 converges in both precisions.
-  params.tolerance_rotation = 1e-5;
   std::vector<knn_align_result> results;
   for (int backend : {KNN_BACKEND_OPENMP, KNN_BACKEND_CUDA}) {
     const knn_options o = options(backend);

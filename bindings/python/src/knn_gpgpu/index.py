@@ -531,7 +531,8 @@ class Index(NeighbourhoodStats, NativeHandle):
             initial, max_correspondence, max_iterations, kept_fraction,
             tolerance_rotation, tolerance_translation, coarse_start: as
                 :meth:`knn_gpgpu.Mesh.align` (the default translation
-                tolerance: 1e-6 of the indexed points' bounding-box diagonal;
+                tolerance: 1e-6 of the indexed points' bounding-box diagonal,
+                1e-5 for a float32 index;
                 the coarse start matches the principal axes of the points).
 
         Returns:

@@ -510,7 +510,8 @@ class Mesh(NativeHandle):
             tolerance_rotation, tolerance_translation: the fit has converged
                 when a step turns by at most the first (radians) and moves the
                 scan's centroid by at most the second (None: 1e-6
-                and 1e-6 of the box's diagonal).
+                and 1e-6 of the box's diagonal; 1e-5 and 1e-5 for a float32
+                mesh, whose steps stall near 1e-6).
             coarse_start: also start from the principal axes of the scan
                 matched to the mesh's (the four sign choices), keep the best.
         """
