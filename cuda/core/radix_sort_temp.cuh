@@ -23,6 +23,15 @@ struct OrderedKey {
   static KNN_HD type of(Scalar v) { return ordered_key(v); }
 };
 
+// Bits a radix sort of Key keys below `count` needs: the fewest (at least 1,
+// at most Key's width) with 2^bits >= count.
+template <typename Key>
+int key_bits_below(uint64_t count) {
+  int bits = 1;
+  while (bits < 8 * static_cast<int>(sizeof(Key)) && (uint64_t{1} << bits) < count) ++bits;
+  return bits;
+}
+
 // Temporary bytes of cub::DeviceRadixSort::SortPairs (double-buffer form)
 // over `items` pairs of Key keys and int32 ids, all key bits: enough for a
 // sort of fewer bits too. Callers bound it with checked_cub_temp.

@@ -154,13 +154,6 @@ __global__ void gather_kernel(const Scalar* xyz, const uint32_t* ids, int64_t n,
   }
 }
 
-// Bits a radix sort of keys below `cells` needs (at least 1).
-int key_bits_for(int64_t cells) {
-  int bits = 1;
-  while (bits < 32 && (int64_t{1} << bits) < cells) ++bits;
-  return bits;
-}
-
 template <typename Scalar>
 class GridIndex final : public ResidentRowsEngine<Scalar> {
  public:
@@ -268,7 +261,7 @@ class GridIndex final : public ResidentRowsEngine<Scalar> {
 
 template <typename Scalar>
 int DeviceGrid<Scalar>::key_bits() const {
-  return key_bits_for(layout.cell_count());
+  return key_bits_below<uint32_t>(static_cast<uint64_t>(layout.cell_count()));
 }
 
 namespace {
@@ -328,7 +321,7 @@ void bin_points(int64_t cells, int64_t n, cub::DoubleBuffer<uint32_t>& sort_keys
           "grid build: empty starts");
     return;
   }
-  const int bits = key_bits_for(cells);
+  const int bits = key_bits_below<uint32_t>(static_cast<uint64_t>(cells));
   size_t temp_bytes = 0;
   check(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, sort_keys, sort_ids,
                                         static_cast<int>(n), 0, bits, stream),

@@ -178,11 +178,6 @@ __global__ void climb(const LeafTriangle<Scalar>* leaves, int64_t n, const int32
   }
 }
 
-template <class Kernel>
-unsigned blocks_for(Kernel* kernel, int64_t items) {
-  return grid_stride_blocks(kernel, kBlock, items);
-}
-
 template <typename Scalar>
 std::unique_ptr<MeshEngine<Scalar>> build(const MeshGeometry<Scalar>& mesh,
                                           const MeshParams& params) {

@@ -18,6 +18,7 @@
 
 #include "../../common/geometry/pseudonormals.h"
 #include "../../engine/cancel.h"
+#include "../core/radix_sort_temp.cuh"
 #include "../cuda_engine.h"
 #include "mesh_prepare.cuh"
 
@@ -26,13 +27,6 @@ namespace cuda {
 namespace {
 
 using geometry::Double3;
-
-// Bits of the keys below max_key (at least 1: CUB sorts [0, bits)).
-int key_bits(uint64_t max_key) {
-  int bits = 1;
-  while (bits < 64 && (max_key >> bits) != 0) ++bits;
-  return bits;
-}
 
 __global__ void half_edge_keys(const int32_t* triangles, int64_t halves, int64_t n_vertices,
                                uint64_t* keys, uint32_t* ids, int* open) {
@@ -135,7 +129,8 @@ DerivedSigns<Scalar> derive_signs(const Scalar* vertices, int64_t n_vertices,
       triangles, halves, n_vertices, keys_a.get(), ids_a.get(), open.get());
   check_launch("mesh prepare: half_edge_keys");
   const uint64_t nv = static_cast<uint64_t>(n_vertices);
-  const int edge_bits = key_bits(nv * nv - 1), vertex_bits = key_bits(nv - 1);
+  const int edge_bits = key_bits_below<uint64_t>(nv * nv),
+            vertex_bits = key_bits_below<uint64_t>(nv);
   cub::DoubleBuffer<uint64_t> keys(keys_a.get(), keys_b.get());
   cub::DoubleBuffer<uint32_t> ids(ids_a.get(), ids_b.get());
   size_t edge_bytes = 0, corner_bytes = 0;
