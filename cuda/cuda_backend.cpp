@@ -120,9 +120,9 @@ class CudaBackend final : public Backend {
     return cuda::kdtree_query_bytes(m, k, n, dim, leaf_size, scalar_bytes);
   }
   size_t grid_build_bytes(int64_t n) const override { return index_memory::grid_build_bytes(n); }
-  size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles, size_t scalar_bytes,
-                          bool closed_oriented) const override {
-    return cuda::mesh_build_bytes(n_vertices, n_triangles, scalar_bytes, closed_oriented);
+  size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles,
+                          size_t scalar_bytes) const override {
+    return cuda::mesh_build_bytes_either(n_vertices, n_triangles, scalar_bytes);
   }
 
   void build_classic_tree(const Point* points, int64_t n, Node* tree) const override {

@@ -201,9 +201,10 @@ class Backend {
                                     size_t scalar_bytes) const;
   // The grid's build of n float points (dim 3).
   virtual size_t grid_build_bytes(int64_t n) const;
-  // A mesh's build at its peak (the mesh resident plus the build's scratch).
-  virtual size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles, size_t scalar_bytes,
-                                  bool closed_oriented) const;
+  // A mesh's build at its peak (the mesh resident plus the build's scratch),
+  // what the build reserves before it knows whether the mesh is closed.
+  virtual size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles,
+                                  size_t scalar_bytes) const;
 
   // ---- The classic tree (common/kdtree_layout.h) --------------------------
   // Builds the tree of n host points into the host array `tree`.

@@ -5,7 +5,6 @@
 // closed-and-oriented test, the pseudonormals) is src/mesh_prepare.*; the
 // format, src/mesh_format.*; the handle, src/mesh_handle.h; the queries,
 // src/mesh_queries.cpp.
-#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -226,12 +225,7 @@ KNN_API size_t KNN_CALL knn_estimate_mesh_bytes(int64_t n_vertices, int64_t n_tr
                                                 const knn_options* opt) {
   static_cast<void>(opt);  // one model for every option (the header's signature keeps it)
   if (knn::impossible_mesh(n_vertices, n_triangles, scalar)) return 0;
-  // The larger of the builds of a closed and of an open mesh: a build
-  // reserves it before it finds out which it has.
-  const knn::Backend& device = knn::device_backend();
-  const size_t bytes = knn::scalar_bytes(scalar);
-  return std::max(device.mesh_build_bytes(n_vertices, n_triangles, bytes, true),
-                  device.mesh_build_bytes(n_vertices, n_triangles, bytes, false));
+  return knn::device_backend().mesh_build_bytes(n_vertices, n_triangles, knn::scalar_bytes(scalar));
 }
 
 }  // extern "C"

@@ -190,8 +190,10 @@ TEST(EnginesLinkAlone, TheCudaBackendIsItsEngines) {
             memory::classic_kdtree_query_bytes(5000, 40, 100000));
   EXPECT_EQ(cuda.classic_grid_query_bytes(5000, 40, 100000),
             memory::classic_grid_query_bytes(5000, 40, 100000));
-  EXPECT_GT(cuda.mesh_build_bytes(1000, 2000, 4, true),
-            cuda.mesh_build_bytes(1000, 2000, 4, false));
+  EXPECT_GT(knn::cuda::mesh_build_bytes(1000, 2000, 4, true),
+            knn::cuda::mesh_build_bytes(1000, 2000, 4, false));
+  EXPECT_EQ(cuda.mesh_build_bytes(1000, 2000, 4),
+            knn::cuda::mesh_build_bytes_either(1000, 2000, 4));
   if (knn::cuda::device_count() == 0) {
     EXPECT_EQ(cuda.current_device(), -1);
     EXPECT_EQ(status_of([&] { cuda.allocate(64); }), KNN_ERR_NO_DEVICE);
