@@ -14,11 +14,11 @@
 namespace knn {
 namespace {
 
-// Rows a share stages at a time where it must (peer copies, all-kNN's extra
-// slot): at most this many bytes of rows, so that the staging stays small
-// next to the engine's own chunks.
-constexpr size_t kStagingRowBytes = size_t{256} << 20;
-constexpr int64_t kStagingMaxQueries = int64_t{1} << 20;
+// The points a share stages at a time where it must (peer copies, all-kNN's
+// extra slot): at most this many bytes of a piece's staging (both buffers)
+// or host scratch, so that it stays small next to the engine's own chunks.
+constexpr size_t kStagingBytes = size_t{256} << 20;
+constexpr int64_t kStagingMaxPoints = int64_t{1} << 20;
 
 // Selects `device` for the scope and the one current before afterwards.
 class SelectedDevice : NonCopyable {
@@ -54,74 +54,189 @@ void drop_self(const int32_t* index_row, const T* row, int width, int32_t self, 
   }
 }
 
-// All-kNN rows of width + 1 on the host for one piece, delivered with the
-// row's own index dropped (else the last slot) into the caller's rows: host
-// memory in place, device memory by one copy per piece.
+// All-kNN rows of width + 1 on the host for one piece, in its host scratch,
+// delivered with the row's own index dropped (else the last slot) into the
+// caller's rows: host memory in place, device memory by one copy per piece
+// (packed in the scratch first).
 template <typename Scalar>
 class ExcludeSelfRows {
  public:
-  ExcludeSelfRows(int64_t piece, int width, bool want_sq, bool outputs_on_device)
-      : width_(width), on_device_(outputs_on_device) {
-    const size_t rows = static_cast<size_t>(piece);
-    index_.resize(rows * (width + 1));
-    if (want_sq) sq_.resize(index_.size());
-    if (on_device_) {
-      packed_index_.resize(rows * width);
-      if (want_sq) packed_sq_.resize(rows * width);
-    }
+  // The scratch of one row: the scalars first, so that they stay aligned.
+  static size_t bytes_per_row(int width, bool want_sq, bool outputs_on_device) {
+    const size_t slot = sizeof(int32_t) + (want_sq ? sizeof(Scalar) : 0);
+    return slot * (static_cast<size_t>(width) + 1 + (outputs_on_device ? width : 0));
   }
-  int32_t* index() { return index_.data(); }
-  Scalar* sq() { return sq_.empty() ? nullptr : sq_.data(); }
+
+  ExcludeSelfRows(void* scratch, int64_t rows, int width, bool want_sq, bool outputs_on_device)
+      : width_(width), on_device_(outputs_on_device) {
+    const size_t wide = static_cast<size_t>(rows) * (width + 1);
+    const size_t packed = outputs_on_device ? static_cast<size_t>(rows) * width : 0;
+    char* at = static_cast<char*>(scratch);
+    auto take = [&at](size_t bytes) {
+      char* part = at;
+      at += bytes;
+      return part;
+    };
+    if (want_sq) {
+      sq_ = reinterpret_cast<Scalar*>(take(wide * sizeof(Scalar)));
+      packed_sq_ = reinterpret_cast<Scalar*>(take(packed * sizeof(Scalar)));
+    }
+    index_ = reinterpret_cast<int32_t*>(take(wide * sizeof(int32_t)));
+    packed_index_ = reinterpret_cast<int32_t*>(take(packed * sizeof(int32_t)));
+  }
+  int32_t* index() { return index_; }
+  Scalar* sq() { return sq_; }
 
   // Rows [0, n) are those of points first .. first + n - 1.
   void deliver(int64_t n, int64_t first, int32_t* out_index, Scalar* out_sq) {
-    int32_t* index_dst = on_device_ ? packed_index_.data() : out_index;
-    Scalar* sq_dst = on_device_ ? packed_sq_.data() : out_sq;
+    int32_t* index_dst = on_device_ ? packed_index_ : out_index;
+    Scalar* sq_dst = on_device_ ? packed_sq_ : out_sq;
     for (int64_t r = 0; r < n; ++r) {
       const int32_t self = static_cast<int32_t>(first + r);
-      const int32_t* row = index_.data() + r * (width_ + 1);
+      const int32_t* row = index_ + r * (width_ + 1);
       drop_self(row, row, width_, self, index_dst + r * width_);
-      if (out_sq) drop_self(row, sq_.data() + r * (width_ + 1), width_, self, sq_dst + r * width_);
+      if (out_sq) drop_self(row, sq_ + r * (width_ + 1), width_, self, sq_dst + r * width_);
     }
     if (!on_device_) return;
     const size_t slots = static_cast<size_t>(n) * width_;
-    device_backend().copy_to_device(out_index, packed_index_.data(), sizeof(int32_t) * slots);
-    if (out_sq) device_backend().copy_to_device(out_sq, packed_sq_.data(), sizeof(Scalar) * slots);
+    device_backend().copy_to_device(out_index, packed_index_, sizeof(int32_t) * slots);
+    if (out_sq) device_backend().copy_to_device(out_sq, packed_sq_, sizeof(Scalar) * slots);
   }
 
  private:
   int width_;
   bool on_device_;
-  std::vector<int32_t> index_, packed_index_;
-  std::vector<Scalar> sq_, packed_sq_;
+  int32_t *index_ = nullptr, *packed_index_ = nullptr;
+  Scalar *sq_ = nullptr, *packed_sq_ = nullptr;
 };
 
-// The queries of a share copied to `device` in one peer copy, for a share
-// that would otherwise read them in place from the owner's memory: its
-// search reads them one by one in leaf order, a scattered peer read each.
-// On two H200s (10^7 x 10^7, k = 8) that share took 25.6 ms reading in place
-// and 23.0 ms from queries of its own; the copy costs about 0.2 ms, and the
-// split went from 1.68x to 1.79x. The copy takes at most half of the
-// share's budget (Backend::device_budget), which from then on is the share's
-// explicit limit less the copy; NULL where it does not fit, and the share
-// reads in place.
-template <typename Scalar>
-std::unique_ptr<DeviceAllocation> queries_copied_here(const Scalar* queries, size_t bytes,
-                                                      int owner, int device, CallParams& call) {
-  const size_t budget = device_backend().device_budget(call.device_memory_limit).bytes();
+// A read array of a share copied to `device` in one peer copy, for a share
+// that would otherwise read it in place from the owner's memory: an index
+// search reads its queries one by one in leaf order, a scattered peer read
+// each. On two H200s (10^7 x 10^7, k = 8) that share took 25.6 ms reading in
+// place and 23.0 ms from queries of its own; the copy costs about 0.2 ms, and
+// the split went from 1.68x to 1.79x. The copy takes at most half of the
+// share's budget, which from then on is the share's explicit limit less the
+// copy; NULL where it does not fit, and the share reads in place.
+std::unique_ptr<DeviceAllocation> copied_here(const DeviceOps& ops, const void* data, size_t bytes,
+                                              int owner, int device, size_t& limit) {
+  const size_t budget = ops.budget(limit);
   if (bytes == 0 || bytes > budget / 2) return nullptr;
   std::unique_ptr<DeviceAllocation> copy;
   try {
-    copy = device_backend().allocate(bytes);
+    copy = ops.allocate(bytes);
   } catch (const Error& e) {
     if (e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
     return nullptr;
   }
-  const std::unique_ptr<DeviceCopyStream> stream = device_backend().copy_stream();
-  stream->copy(copy->get(), device, queries, owner, bytes);
+  const std::unique_ptr<DeviceCopyStream> stream = ops.copy_stream();
+  stream->copy(copy->get(), device, data, owner, bytes);
   stream->wait();
-  call.device_memory_limit = budget - bytes;  // > 0: bytes <= budget / 2
+  limit = budget - bytes;  // > 0: bytes <= budget / 2
   return copy;
+}
+
+// The device budget of one share on `device`: the call's limit, divided
+// among the shares that run on that device at once (a device listed twice),
+// so that together they stay within it.
+size_t share_device_limit(const DeviceOps& ops, const std::vector<int>& devices, int device,
+                          size_t call_limit) {
+  const int64_t alongside = std::count(devices.begin(), devices.end(), device);
+  if (alongside <= 1) return call_limit;
+  return ops.budget(call_limit) / static_cast<size_t>(alongside);
+}
+
+// One share of split_points, its arrays at the share's first point:
+// `staged` marks those to stage through memory of the share's device.
+struct ShareArrays {
+  const std::vector<PointArray>& arrays;
+  const std::vector<int>& owners;
+  std::vector<bool> staged;
+  size_t staged_per_point = 0;
+
+  char* at(size_t a, const PointPiece& share, int64_t done) const {
+    return static_cast<char*>(share.arrays[a]) + done * arrays[a].bytes_per_point;
+  }
+  size_t bytes(size_t a, int64_t points) const {
+    return static_cast<size_t>(points) * arrays[a].bytes_per_point;
+  }
+};
+
+// A share in pieces: arrays of another device staged (two buffers of each,
+// so that one piece's copies, on their own streams, overlap the next
+// piece's work) and the rules' host scratch.
+void run_in_pieces(const DeviceOps& ops, const ShareArrays& s, const PointSplitRules& rules,
+                   PointPiece share, const PointShareWork& work) {
+  const int device = share.device;
+  const int64_t count = share.count;
+  const size_t staged = s.staged_per_point;
+  const size_t budget = staged > 0 ? ops.budget(share.device_memory_limit) : 0;
+  // Pieces keep their staging (every buffer) within half the budget, the
+  // engine taking the rest, and within kStagingBytes with the host scratch.
+  const auto piece_for = [&](size_t buffers) {
+    if (rules.whole_shares) return count;
+    const size_t per_point = buffers * staged + rules.host_bytes_per_point;
+    int64_t piece =
+        std::min({count, kStagingMaxPoints, std::max<int64_t>(1, kStagingBytes / per_point)});
+    if (staged > 0) piece = std::min(piece, std::max<int64_t>(1, budget / 2 / (buffers * staged)));
+    return piece;
+  };
+  const size_t buffers = staged > 0 && piece_for(1) < count ? 2 : 1;
+  const int64_t piece = piece_for(buffers);
+  if (staged > 0) {
+    const size_t staging_bytes = buffers * static_cast<size_t>(piece) * staged;
+    if (staging_bytes >= budget)
+      fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
+           format("device %d: %zu bytes of staging for arrays of another device exceed the "
+                  "budget of %zu bytes",
+                  device, staging_bytes, budget));
+    share.device_memory_limit = budget - staging_bytes;
+  }
+  const size_t n_arrays = s.arrays.size();
+  std::vector<char> scratch(static_cast<size_t>(piece) * rules.host_bytes_per_point);
+  std::vector<std::unique_ptr<DeviceAllocation>> stage[2];
+  bool reads = false, writes = false;
+  for (size_t b = 0; b < buffers; ++b) {
+    stage[b].resize(n_arrays);
+    for (size_t a = 0; a < n_arrays; ++a) {
+      if (!s.staged[a]) continue;
+      stage[b][a] = ops.allocate(s.bytes(a, piece));
+      (s.arrays[a].written ? writes : reads) = true;
+    }
+  }
+  // Declared after the buffers: destroyed first, waiting for their copies.
+  std::unique_ptr<DeviceCopyStream> in, out[2];
+  if (reads) in = ops.copy_stream();
+  if (writes)
+    for (size_t b = 0; b < buffers; ++b) out[b] = ops.copy_stream();
+  const auto fetch = [&](int64_t done, size_t b) {
+    const int64_t n = std::min(piece, count - done);
+    for (size_t a = 0; a < n_arrays; ++a)
+      if (s.staged[a] && !s.arrays[a].written)
+        in->copy(stage[b][a]->get(), device, s.at(a, share, done), s.owners[a], s.bytes(a, n));
+  };
+  if (in) fetch(0, 0);
+  PointPiece p = share;
+  p.host_scratch = scratch.empty() ? nullptr : scratch.data();
+  for (int64_t done = 0, i = 0; done < count; done += piece, ++i) {
+    const size_t b = static_cast<size_t>(i) % buffers;
+    p.first = share.first + done;
+    p.count = std::min(piece, count - done);
+    if (in) {
+      in->wait();  // this piece's arrays are here
+      if (done + piece < count) fetch(done + piece, 1 - b);
+    }
+    if (out[b]) out[b]->wait();  // the piece before last has left these buffers
+    for (size_t a = 0; a < n_arrays; ++a)
+      if (share.arrays[a]) p.arrays[a] = s.staged[a] ? stage[b][a]->get() : s.at(a, share, done);
+    work(p);
+    for (size_t a = 0; a < n_arrays; ++a)
+      if (s.staged[a] && s.arrays[a].written)
+        out[b]->copy(s.at(a, share, done), s.owners[a], stage[b][a]->get(), device,
+                     s.bytes(a, p.count));
+  }
+  for (auto& o : out)
+    if (o) o->wait();
 }
 
 }  // namespace
@@ -131,7 +246,10 @@ DeviceOps device_ops(const Backend& backend) {
       [&backend](int device) { backend.set_device(device); },
       [&backend] { return backend.current_device(); },
       [&backend](const void* p) { return backend.device_of(p); },
-      [&backend](int device, int owner) { return backend.reaches_in_place(device, owner); }};
+      [&backend](int device, int owner) { return backend.reaches_in_place(device, owner); },
+      [&backend](size_t call_limit) { return backend.device_budget(call_limit).bytes(); },
+      [&backend](size_t bytes) { return backend.allocate(bytes); },
+      [&backend] { return backend.copy_stream(); }};
 }
 
 template <class Engine>
@@ -263,10 +381,43 @@ const Scalar* BasicDeviceReplicas<Scalar>::host_points(const Engine& home) const
   return points_.data();
 }
 
-size_t share_device_limit(const std::vector<int>& devices, int device, size_t call_limit) {
-  const int64_t alongside = std::count(devices.begin(), devices.end(), device);
-  if (alongside <= 1) return call_limit;
-  return device_backend().device_budget(call_limit).bytes() / static_cast<size_t>(alongside);
+void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t m,
+                  const std::vector<PointArray>& arrays, size_t device_memory_limit,
+                  const PointSplitRules& rules, const PointShareWork& work) {
+  const int shares = static_cast<int>(devices.size());
+  std::vector<int> owners(arrays.size(), -1);
+  for (size_t a = 0; a < arrays.size(); ++a)
+    if (arrays[a].data) owners[a] = ops.owner(arrays[a].data);
+  run_shares(devices, ops.select, [&](int s, int device) {
+    PointPiece share;
+    share.device = device;
+    share.first = share_begin(m, shares, s);
+    share.count = share_begin(m, shares, s + 1) - share.first;
+    share.device_memory_limit = share_device_limit(ops, devices, device, device_memory_limit);
+    share.arrays.assign(arrays.size(), nullptr);
+    ShareArrays layout{arrays, owners, std::vector<bool>(arrays.size(), false)};
+    // Host and managed memory every device reads in place (owner -1), and
+    // with peers_in_place so does a device with peer access to the owner.
+    const auto elsewhere = [&](size_t a) { return owners[a] >= 0 && owners[a] != device; };
+    for (size_t a = 0; a < arrays.size(); ++a) {
+      if (!arrays[a].data) continue;
+      share.arrays[a] =
+          static_cast<char*>(arrays[a].data) + share.first * arrays[a].bytes_per_point;
+      layout.staged[a] = elsewhere(a) && !(rules.peers_in_place && ops.reaches(device, owners[a]));
+      if (layout.staged[a]) layout.staged_per_point += arrays[a].bytes_per_point;
+    }
+    if (share.count > 0 && (layout.staged_per_point > 0 || rules.host_bytes_per_point > 0))
+      return run_in_pieces(ops, layout, rules, std::move(share), work);
+    // Whole, read arrays that a reached peer holds copied over first.
+    std::vector<std::unique_ptr<DeviceAllocation>> copies;
+    for (size_t a = 0; a < arrays.size(); ++a) {
+      if (!arrays[a].data || arrays[a].written || !elsewhere(a)) continue;
+      copies.push_back(copied_here(ops, share.arrays[a], layout.bytes(a, share.count), owners[a],
+                                   device, share.device_memory_limit));
+      if (copies.back()) share.arrays[a] = copies.back()->get();
+    }
+    work(share);
+  });
 }
 
 template <typename Scalar>
@@ -274,189 +425,39 @@ void split_over_devices(const std::vector<int>& devices,
                         const BasicDeviceReplicas<Scalar>& replicas,
                         const BasicIndexEngine<Scalar>& home, int home_device,
                         const BasicSplitCall<Scalar>& split, const BasicShareWork<Scalar>& work) {
-  const DeviceOps& ops = replicas.ops();
-  const int shares = static_cast<int>(devices.size());
-  const int queries_owner = split.call.queries_on_device ? ops.owner(split.queries) : -1;
-  const void* any_output = split.indices        ? static_cast<const void*>(split.indices)
-                           : split.sq_distances ? static_cast<const void*>(split.sq_distances)
-                                                : static_cast<const void*>(split.counts);
-  const int outputs_owner = split.call.outputs_on_device ? ops.owner(any_output) : -1;
-  const size_t width = static_cast<size_t>(split.row_width);
-  run_shares(devices, ops.select, [&](int s, int device) {
-    const BasicIndexEngine<Scalar>& engine = replicas.on(device, home, home_device);
-    const int64_t first = share_begin(split.m, shares, s);
-    const int64_t count = share_begin(split.m, shares, s + 1) - first;
-    const Scalar* queries = split.queries + first * split.dim;
-    int32_t* indices = split.indices ? split.indices + first * split.row_width : nullptr;
-    Scalar* sq = split.sq_distances ? split.sq_distances + first * split.row_width : nullptr;
-    int32_t* counts = split.counts ? split.counts + first : nullptr;
-    // Shares on the same device run at once: each plans from its part of
-    // the device's budget, so that together they stay within it.
-    CallParams share_call = split.call;
-    share_call.device_memory_limit =
-        share_device_limit(devices, device, share_call.device_memory_limit);
-    // Host and managed memory every device reads in place (owner -1), and so
-    // does a device with peer access to the owner.
-    auto in_reach = [&](int owner) {
-      return owner < 0 || owner == device || (ops.reaches && ops.reaches(device, owner));
-    };
-    const bool queries_here = !split.call.queries_on_device || in_reach(queries_owner);
-    const bool outputs_here = !split.call.outputs_on_device || in_reach(outputs_owner);
-    if (queries_here && outputs_here && !split.exclude_self) {
-      std::unique_ptr<DeviceAllocation> own_queries;
-      if (split.call.queries_on_device && queries_owner >= 0 && queries_owner != device)
-        own_queries =
-            queries_copied_here(queries, sizeof(Scalar) * static_cast<size_t>(count) * split.dim,
-                                queries_owner, device, share_call);
-      if (own_queries) queries = static_cast<const Scalar*>(own_queries->get());
-      return work(engine, queries, count, split.row_width, indices, sq, counts, share_call);
-    }
-
-    // Staged in pieces: queries of another device copied here, rows written
-    // here (or on the host, for all-kNN's extra slot) and moved to the
-    // caller's. Two buffers of each, so that one piece's copies (on their own
-    // streams) overlap the next piece's search.
-    const int engine_width = split.row_width + (split.exclude_self ? 1 : 0);
-    const size_t row_bytes =
-        std::max<size_t>(1, engine_width * (sizeof(int32_t) + sizeof(Scalar)) + sizeof(int32_t));
-    const int64_t piece = std::min<int64_t>(
-        {count, kStagingMaxQueries, std::max<int64_t>(1, kStagingRowBytes / row_bytes)});
-    const size_t piece_slots = static_cast<size_t>(piece) * engine_width;
-    const bool stage_rows = !split.exclude_self && !outputs_here;
-    CallParams call = share_call;
-    if (!queries_here) call.queries_on_device = true;
-    if (split.exclude_self) call.outputs_on_device = false;
-    struct Buffers {
-      std::unique_ptr<DeviceAllocation> queries, indices, sq, counts;
-    } stage[2];
-    for (Buffers& b : stage) {
-      if (!queries_here) b.queries = device_backend().allocate(sizeof(Scalar) * piece * split.dim);
-      if (stage_rows && indices)
-        b.indices = device_backend().allocate(sizeof(int32_t) * piece_slots);
-      if (stage_rows && sq) b.sq = device_backend().allocate(sizeof(Scalar) * piece_slots);
-      if (stage_rows && counts)
-        b.counts = device_backend().allocate(sizeof(int32_t) * static_cast<size_t>(piece));
-    }
-    // All-kNN's rows of width + 1 on the host, and (device outputs) packed.
-    ExcludeSelfRows<Scalar> host_rows(split.exclude_self ? piece : 0, split.row_width,
-                                      sq != nullptr, split.call.outputs_on_device);
-    // Declared after the buffers: destroyed first, waiting for their copies.
-    std::unique_ptr<DeviceCopyStream> in, out[2];
-    if (!queries_here) in = device_backend().copy_stream();
-    if (stage_rows)
-      for (auto& o : out) o = device_backend().copy_stream();
-    auto fetch = [&](int64_t done, int b) {
-      const int64_t n = std::min(piece, count - done);
-      in->copy(stage[b].queries->get(), device, queries + done * split.dim, queries_owner,
-               sizeof(Scalar) * n * split.dim);
-    };
-    if (in) fetch(0, 0);
-    for (int64_t done = 0, p = 0; done < count; done += piece, ++p) {
-      const int b = static_cast<int>(p % 2);
-      const int64_t n = std::min(piece, count - done);
-      const Scalar* q = queries + done * split.dim;
-      if (in) {
-        in->wait();  // this piece's queries are here
-        if (done + piece < count) fetch(done + piece, 1 - b);
-        q = static_cast<const Scalar*>(stage[b].queries->get());
-      }
-      const size_t at = static_cast<size_t>(done) * width;
-      int32_t* out_index = indices ? indices + at : nullptr;
-      Scalar* out_sq = sq ? sq + at : nullptr;
-      int32_t* out_count = counts ? counts + done : nullptr;
-      if (split.exclude_self) {
-        work(engine, q, n, engine_width, host_rows.index(), host_rows.sq(), nullptr, call);
-        host_rows.deliver(n, first + done, out_index, out_sq);
-      } else if (!stage_rows) {
-        work(engine, q, n, split.row_width, out_index, out_sq, out_count, call);
-      } else {
-        out[b]->wait();  // the rows of the piece before last have left these buffers
-        const Buffers& here = stage[b];
-        work(engine, q, n, split.row_width,
-             here.indices ? static_cast<int32_t*>(here.indices->get()) : nullptr,
-             here.sq ? static_cast<Scalar*>(here.sq->get()) : nullptr,
-             here.counts ? static_cast<int32_t*>(here.counts->get()) : nullptr, call);
-        const size_t piece_slots_here = static_cast<size_t>(n) * width;
-        if (out_index)
-          out[b]->copy(out_index, outputs_owner, here.indices->get(), device,
-                       sizeof(int32_t) * piece_slots_here);
-        if (out_sq)
-          out[b]->copy(out_sq, outputs_owner, here.sq->get(), device,
-                       sizeof(Scalar) * piece_slots_here);
-        if (out_count)
-          out[b]->copy(out_count, outputs_owner, here.counts->get(), device,
-                       sizeof(int32_t) * static_cast<size_t>(n));
-      }
-    }
-    for (auto& o : out)
-      if (o) o->wait();
-  });
-}
-
-void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t m,
-                  const std::vector<PointArray>& arrays, size_t device_memory_limit,
-                  bool whole_shares, const PointShareWork& work) {
-  const int shares = static_cast<int>(devices.size());
-  std::vector<int> owners(arrays.size(), -1);
-  for (size_t a = 0; a < arrays.size(); ++a)
-    if (arrays[a].data) owners[a] = ops.owner(arrays[a].data);
-  run_shares(devices, ops.select, [&](int s, int device) {
-    const int64_t first = share_begin(m, shares, s);
-    const int64_t count = share_begin(m, shares, s + 1) - first;
-    size_t limit = share_device_limit(devices, device, device_memory_limit);
-    std::vector<char*> at(arrays.size(), nullptr);
-    std::vector<bool> staged(arrays.size(), false);
-    size_t staged_per_point = 0;
-    for (size_t a = 0; a < arrays.size(); ++a) {
-      if (!arrays[a].data) continue;
-      at[a] = static_cast<char*>(arrays[a].data) + first * arrays[a].bytes_per_point;
-      staged[a] = owners[a] >= 0 && owners[a] != device;
-      if (staged[a]) staged_per_point += arrays[a].bytes_per_point;
-    }
-    if (staged_per_point == 0)
-      return work(device, count, std::vector<void*>(at.begin(), at.end()), limit);
-
-    // Pieces take at most half the share's budget, the engine the rest.
-    const size_t budget = device_backend().device_budget(limit).bytes();
-    const size_t most_staging = std::min(kStagingRowBytes, budget / 2);
-    const int64_t piece = whole_shares
-                              ? count
-                              : std::min({count, kStagingMaxQueries,
-                                          std::max<int64_t>(1, most_staging / staged_per_point)});
-    const size_t staging_bytes = static_cast<size_t>(piece) * staged_per_point;
-    if (staging_bytes >= budget)
-      fail(KNN_ERR_DEVICE_OUT_OF_MEMORY,
-           format("device %d: %zu bytes of staging for arrays of another device exceed the "
-                  "budget of %zu bytes",
-                  device, staging_bytes, budget));
-    limit = budget - staging_bytes;
-    std::vector<std::unique_ptr<DeviceAllocation>> staging(arrays.size());
-    for (size_t a = 0; a < arrays.size(); ++a)
-      if (staged[a])
-        staging[a] =
-            device_backend().allocate(static_cast<size_t>(piece) * arrays[a].bytes_per_point);
-    // Declared after the buffers: destroyed first, waiting for their copies.
-    const std::unique_ptr<DeviceCopyStream> stream = device_backend().copy_stream();
-    std::vector<void*> piece_at(arrays.size(), nullptr);
-    for (int64_t done = 0; done < count; done += piece) {
-      const int64_t n = std::min(piece, count - done);
-      for (size_t a = 0; a < arrays.size(); ++a) {
-        if (!at[a]) continue;
-        char* caller = at[a] + done * arrays[a].bytes_per_point;
-        piece_at[a] = staged[a] ? staging[a]->get() : caller;
-        if (staged[a] && !arrays[a].written)
-          stream->copy(piece_at[a], device, caller, owners[a],
-                       static_cast<size_t>(n) * arrays[a].bytes_per_point);
-      }
-      stream->wait();
-      work(device, n, piece_at, limit);
-      for (size_t a = 0; a < arrays.size(); ++a)
-        if (staged[a] && arrays[a].written)
-          stream->copy(at[a] + done * arrays[a].bytes_per_point, owners[a], piece_at[a], device,
-                       static_cast<size_t>(n) * arrays[a].bytes_per_point);
-      stream->wait();
-    }
-  });
+  const int width = split.row_width;
+  const size_t slots = static_cast<size_t>(width);
+  std::vector<PointArray> arrays{
+      {const_cast<Scalar*>(split.queries), sizeof(Scalar) * split.dim, false}};
+  PointSplitRules rules;
+  rules.peers_in_place = true;
+  if (split.exclude_self)
+    rules.host_bytes_per_point = ExcludeSelfRows<Scalar>::bytes_per_row(
+        width, split.sq_distances != nullptr, split.call.outputs_on_device);
+  else
+    arrays.insert(arrays.end(), {{split.indices, sizeof(int32_t) * slots, true},
+                                 {split.sq_distances, sizeof(Scalar) * slots, true},
+                                 {split.counts, sizeof(int32_t), true}});
+  split_points(
+      devices, replicas.ops(), split.m, arrays, split.call.device_memory_limit, rules,
+      [&](const PointPiece& piece) {
+        const BasicIndexEngine<Scalar>& engine = replicas.on(piece.device, home, home_device);
+        const Scalar* queries = static_cast<const Scalar*>(piece.arrays[0]);
+        CallParams call = split.call;
+        call.device_memory_limit = piece.device_memory_limit;
+        if (!split.exclude_self)
+          return work(engine, queries, piece.count, width, static_cast<int32_t*>(piece.arrays[1]),
+                      static_cast<Scalar*>(piece.arrays[2]), static_cast<int32_t*>(piece.arrays[3]),
+                      call);
+        // The rows of width + 1 on the host, delivered to the caller's.
+        call.outputs_on_device = false;
+        ExcludeSelfRows<Scalar> rows(piece.host_scratch, piece.count, width,
+                                     split.sq_distances != nullptr, split.call.outputs_on_device);
+        work(engine, queries, piece.count, width + 1, rows.index(), rows.sq(), nullptr, call);
+        const size_t at = static_cast<size_t>(piece.first) * slots;
+        rows.deliver(piece.count, piece.first, split.indices + at,
+                     split.sq_distances ? split.sq_distances + at : nullptr);
+      });
 }
 
 // The float32 calls and their _f64 twins.

@@ -2,9 +2,10 @@
 // devices"): copies of the engine on the other devices, built on first use
 // (one per device and structure: an AUTO index that serves a call from its
 // query-time kd-tree, src/lazy_kdtree.h, serves it from kd-tree copies),
-// and the split of one call into contiguous shares of queries (points),
-// each answered whole by the copy on its device, so that the results are
-// the one device's.
+// and the one split of a call into contiguous shares of points
+// (split_points, which the index calls take through split_over_devices and
+// the mesh calls directly), each answered by the copy on its device, so
+// that the results are the one device's.
 //
 // Plain C++ over the engine interface: the device operations are
 // parameters, so that the CPU-only tests run the same split over OpenMP
@@ -13,6 +14,7 @@
 // double for their _f64 twins), instantiated for both in device_replicas.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -28,17 +30,24 @@
 
 namespace knn {
 
-// How the split selects a device on its threads and finds the current one.
+// How the split selects a device on its threads and finds the current one,
+// and the memory it stages a share's arrays through.
 struct DeviceOps {
   std::function<void(int device)> select;
   std::function<int()> current;           // -1: none
   std::function<int(const void*)> owner;  // the device of a device array, -1 for host memory
   // Whether work on `device` reads and writes memory of `owner` in place
-  // (peer access); when it does, a share uses the caller's arrays directly.
+  // (peer access).
   std::function<bool(int device, int owner)> reaches;
+  // What a call may allocate on the current device (Backend::device_budget).
+  std::function<size_t(size_t call_limit)> budget;
+  // Memory of the current device, and a stream of copies between devices.
+  std::function<std::unique_ptr<DeviceAllocation>(size_t bytes)> allocate;
+  std::function<std::unique_ptr<DeviceCopyStream>()> copy_stream;
 };
 // A backend's (Backend::set_device, current_device, device_of,
-// reaches_in_place); the backend outlives the operations.
+// reaches_in_place, device_budget, allocate, copy_stream); the backend
+// outlives the operations.
 DeviceOps device_ops(const Backend& backend);
 
 // Copies of one engine on other devices, one per device and structure (0
@@ -150,9 +159,62 @@ class BasicDeviceReplicas {
 };
 using DeviceReplicas = BasicDeviceReplicas<float>;
 
-// One call over shares: m queries of dim scalars (host, or device memory as
-// call.queries_on_device says), answered in rows of `row_width` slots
-// (indices/sq_distances, either may be NULL) and one count per query
+// One per-point array of a call split by split_points: host memory, managed
+// memory or memory of one device; NULL where not wanted.
+struct PointArray {
+  void* data = nullptr;
+  size_t bytes_per_point = 0;
+  bool written = false;  // an output; else only read
+};
+
+// How split_points runs a share's work.
+struct PointSplitRules {
+  // The work must see all its share's points at once: one piece per share.
+  bool whole_shares = false;
+  // The work reads and writes memory of a device that its share's device
+  // reaches (DeviceOps::reaches, peer access) in place: such arrays are not
+  // staged, and a read one is copied over whole first where nothing else is
+  // staged and it fits in half the share's budget.
+  bool peers_in_place = false;
+  // Host memory the work needs for each point of a piece (PointPiece's
+  // host_scratch); where nonzero, the share runs in pieces even when
+  // nothing is staged.
+  size_t host_bytes_per_point = 0;
+};
+
+// What the work of a share (or of a piece of one) is given: `count` points
+// from the call's point `first`, on `device` (current), the arrays in the
+// order given at the piece's first point (NULL stays NULL), each host
+// memory, managed memory or memory of `device` (or, with peers_in_place, of
+// a device it reaches), the piece's device budget, and its host scratch.
+struct PointPiece {
+  int device = -1;
+  int64_t first = 0;
+  int64_t count = 0;
+  std::vector<void*> arrays;
+  size_t device_memory_limit = 0;
+  void* host_scratch = nullptr;  // host_bytes_per_point * count bytes; NULL where none
+};
+using PointShareWork = std::function<void(const PointPiece& piece)>;
+
+// The one split of a call over devices: runs `work` over contiguous shares
+// of m points, share s on devices[s] (run_shares), each within the call's
+// device_memory_limit, divided among the shares that run on one device at
+// once (a device listed twice). An array in memory of another device than
+// the share's (and not reached in place, `rules`) is staged through memory
+// of the share's device by peer copies (read arrays in, written ones back)
+// in pieces, two buffers of each so that one piece's copies overlap the
+// next piece's work (one piece per share where whole_shares); the staging
+// takes at most half of the share's budget and the work gets the rest
+// (DEVICE_OUT_OF_MEMORY where the staging of one piece does not fit).
+// Throws the first failure; the caller writes the missing values.
+void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t m,
+                  const std::vector<PointArray>& arrays, size_t device_memory_limit,
+                  const PointSplitRules& rules, const PointShareWork& work);
+
+// One index call over shares: m queries of dim scalars (host, or device
+// memory as call.queries_on_device says), answered in rows of `row_width`
+// slots (indices/sq_distances, either may be NULL) and one count per query
 // (counts, may be NULL), host or device as call.outputs_on_device says.
 // With exclude_self (all-kNN), the engine is asked for row_width + 1 and the
 // row's own index (its query number) is dropped, else the last slot.
@@ -177,47 +239,17 @@ using BasicShareWork = std::function<void(
     int32_t* indices, Scalar* sq_distances, int32_t* counts, const CallParams& call)>;
 using ShareWork = BasicShareWork<float>;
 
-// Runs `work` over contiguous shares of the call's queries, share s on
-// devices[s] (run_shares), with replicas.on(device) serving it. Device
-// arrays of another device than the share's are staged through memory of
-// the share's device in pieces (peer copies), unless the share's device
-// reaches them in place (peer access: its kernels then read the queries and
-// write the rows over NVLink or PCIe directly). Throws the first failure; the
-// caller writes the missing values.
+// An index call over split_points (the queries and the outputs its
+// per-point arrays; the engine may read and write a reached peer's memory
+// in place), replicas.on(device) serving each share. With exclude_self the
+// engine's rows of width + 1 go to host scratch, in pieces, and the rows
+// with the point itself dropped to the caller's arrays (host memory in
+// place, device memory by one copy per piece). Throws the first failure;
+// the caller writes the missing values.
 template <typename Scalar>
 void split_over_devices(const std::vector<int>& devices,
                         const BasicDeviceReplicas<Scalar>& replicas,
                         const BasicIndexEngine<Scalar>& home, int home_device,
                         const BasicSplitCall<Scalar>& split, const BasicShareWork<Scalar>& work);
-
-// The device budget of one share on `device`: the call's limit, divided
-// among the shares that run on that device at once (a device listed twice).
-size_t share_device_limit(const std::vector<int>& devices, int device, size_t call_limit);
-
-// One per-point array of a call split by split_points: host memory, managed
-// memory or memory of one device; NULL where not wanted.
-struct PointArray {
-  void* data = nullptr;
-  size_t bytes_per_point = 0;
-  bool written = false;  // an output; else only read
-};
-
-// The work of a share (or of a piece of one) on `device`: `count` points,
-// the arrays in the order given at the piece's first point (NULL stays
-// NULL), each host memory, managed memory or memory of `device`, and the
-// piece's device budget.
-using PointShareWork = std::function<void(
-    int device, int64_t count, const std::vector<void*>& arrays, size_t device_memory_limit)>;
-
-// Runs `work` over contiguous shares of m points, share s on devices[s]
-// (run_shares), each within share_device_limit(device_memory_limit). An
-// array in memory of another device than the share's is staged through
-// memory of the share's device by peer copies (read arrays in, written ones
-// back), in pieces (one piece per share where `whole_shares`: work that must
-// see all its points at once), the staging counted in the share's budget.
-// Throws the first failure; the caller writes the missing values.
-void split_points(const std::vector<int>& devices, const DeviceOps& ops, int64_t m,
-                  const std::vector<PointArray>& arrays, size_t device_memory_limit,
-                  bool whole_shares, const PointShareWork& work);
 
 }  // namespace knn

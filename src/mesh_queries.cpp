@@ -269,12 +269,15 @@ void summarise(const knn_mesh& mesh, const Scalar* points, int64_t m, Scalar max
   const std::vector<PointArray> arrays = point_arrays(points, wanted);
   if (mesh.backend() != KNN_BACKEND_CUDA || !any_elsewhere(arrays, mesh.device))
     return engine.deviation(points, m, max_distance, request, summary, signed_distances, params);
+  PointSplitRules rules;
+  rules.whole_shares = true;
   split_points({mesh.device}, mesh.copies<Scalar>().ops(), m, arrays, params.device_memory_limit,
-               true, [&](int, int64_t count, const std::vector<void*>& a, size_t limit) {
+               rules, [&](const PointPiece& piece) {
                  MeshParams share = params;
-                 share.device_memory_limit = limit;
-                 engine.deviation(static_cast<const Scalar*>(a[0]), count, max_distance, request,
-                                  summary, static_cast<Scalar*>(a[5]), share);
+                 share.device_memory_limit = piece.device_memory_limit;
+                 engine.deviation(static_cast<const Scalar*>(piece.arrays[0]), piece.count,
+                                  max_distance, request, summary,
+                                  static_cast<Scalar*>(piece.arrays[5]), share);
                });
 }
 
@@ -331,13 +334,13 @@ void closest_on_devices(const std::vector<int>& devices,
                         int64_t m, Scalar max_distance, const MeshResults<Scalar>& results,
                         const MeshParams& params) {
   split_points(devices, copies.ops(), m, point_arrays(points, results), params.device_memory_limit,
-               false, [&](int device, int64_t count, const std::vector<void*>& a, size_t limit) {
+               PointSplitRules(), [&](const PointPiece& piece) {
                  const MeshEngine<Scalar>& engine =
-                     device == home_device ? home : copies.copy_on(device, 0);
+                     piece.device == home_device ? home : copies.copy_on(piece.device, 0);
                  MeshParams share = params;
-                 share.device_memory_limit = limit;
-                 engine.closest(static_cast<const Scalar*>(a[0]), count, max_distance,
-                                results_of<Scalar>(a), share);
+                 share.device_memory_limit = piece.device_memory_limit;
+                 engine.closest(static_cast<const Scalar*>(piece.arrays[0]), piece.count,
+                                max_distance, results_of<Scalar>(piece.arrays), share);
                });
 }
 

@@ -491,6 +491,223 @@ TEST(SplitOverDevices, AShareThatFailsFailsTheCallAfterTheOthersFinish) {
   EXPECT_EQ(ran.load(), 2);
 }
 
+// ---- Arrays of other devices, staged (stand-in device memory) -----------------
+
+// The rows of a stand-in device block, on the host.
+template <class T>
+std::vector<T> host_of(const knn_test::FakeDevices::Block& block, size_t n) {
+  return std::vector<T>(block.as<T>(), block.as<T>() + n);
+}
+
+// What the work of every piece saw: its arrays' devices, its budget, its points.
+struct PieceLog {
+  std::mutex mutex;
+  int pieces = 0;
+  int64_t points = 0;
+  std::map<int, std::pair<size_t, size_t>> limits;  // device -> least and most budget
+
+  // Every array given is host memory or memory of the piece's device (or
+  // of a device it reaches, where `peers` allows).
+  void note(const knn_test::FakeDevices& memory, const std::vector<const void*>& arrays,
+            int64_t count, size_t limit, bool peers) {
+    for (const void* a : arrays) {
+      const int owner = a ? memory.owner(a) : -1;
+      if (owner < 0 || owner == knn_test::fake_current) continue;
+      EXPECT_TRUE(peers && memory.peers.count({knn_test::fake_current, owner}))
+          << "device " << knn_test::fake_current << " given memory of device " << owner;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    ++pieces;
+    points += count;
+    auto range = limits.emplace(knn_test::fake_current, std::make_pair(limit, limit)).first;
+    range->second.first = std::min(range->second.first, limit);
+    range->second.second = std::max(range->second.second, limit);
+  }
+
+  // Every piece on a device of `budget` bytes (the share's) planned from
+  // less, and from at least half (what the staging leaves).
+  ::testing::AssertionResult within(int device, size_t budget) const {
+    const auto range = limits.find(device);
+    if (range == limits.end()) return ::testing::AssertionFailure() << "device " << device;
+    if (range->second.first >= budget / 2 && range->second.second < budget)
+      return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "device " << device << ": budgets " << range->second.first << " .. "
+           << range->second.second << " of " << budget;
+  }
+};
+
+// Index calls whose queries and outputs are memory of stand-in devices other
+// than the shares': staged in pieces (two buffers, copies that land only
+// when waited for), within the share's budget, the rows bit for bit the
+// whole call's; with peer access, read and written in place or the queries
+// copied over whole.
+template <typename Scalar>
+void expect_staged_index_split_equals_whole() {
+  const int dim = 3, k = 8;
+  const int64_t n = 301, m = 1000;
+  const std::vector<Scalar> points =
+      in_precision<Scalar>(knn_test::make_rows(knn_test::Dist::Duplicates, n, dim, 17));
+  const std::vector<Scalar> queries =
+      in_precision<Scalar>(knn_test::make_query_rows(knn_test::Dist::Duplicates, m, dim, 23));
+  knn_test::FakeDevices memory;
+  const EngineOf<Scalar> home = build_kdtree(points.data(), n, dim, knn::IndexParams{});
+  knn::BasicDeviceReplicas<Scalar> replicas{memory.ops()};
+  const std::vector<int> devices{0, 1, 2, 1};
+  ASSERT_EQ(replicas.prepare(
+                devices, true, *home, 0,
+                [&](const Scalar* p) { return build_kdtree(p, n, dim, knn::IndexParams{}); }),
+            devices);
+  const size_t slots = static_cast<size_t>(m) * k;
+  std::vector<int32_t> want_i(slots);
+  std::vector<Scalar> want_d(slots);
+  home->knn(queries.data(), m, k, want_i.data(), want_d.data(), one_thread());
+  const Scalar radius = Scalar{3} / 10;
+  std::vector<int32_t> radius_i(slots), radius_c(static_cast<size_t>(m));
+  std::vector<Scalar> radius_d(slots);
+  home->radius(queries.data(), m, radius, k, radius_i.data(), radius_d.data(), radius_c.data(),
+               one_thread());
+  const auto on = [&](int device, auto* from, size_t count) {
+    return memory.array(device, count, from);
+  };
+
+  // Queries on device 3, outputs on device 2: device 2's shares stage the
+  // queries alone, the others both. 12000 bytes a call: 6000 for each of
+  // device 1's two shares; a piece's two buffers take at most half.
+  for (bool peers : {false, true}) {
+    SCOPED_TRACE(peers ? "device 0 reaches devices 2 and 3" : "no peer access");
+    memory.peers.clear();
+    if (peers) memory.peers = {{0, 2}, {0, 3}};
+    const auto q = on(3, queries.data(), queries.size());
+    const auto i = on(2, static_cast<int32_t*>(nullptr), slots);
+    const auto d = on(2, static_cast<Scalar*>(nullptr), slots);
+    const auto c = on(2, static_cast<int32_t*>(nullptr), static_cast<size_t>(m));
+    knn::BasicSplitCall<Scalar> call;
+    call.queries = q->template as<Scalar>(), call.m = m, call.dim = dim, call.row_width = k;
+    call.indices = i->template as<int32_t>(), call.sq_distances = d->template as<Scalar>();
+    call.call = one_thread();
+    call.call.queries_on_device = call.call.outputs_on_device = true;
+    call.call.device_memory_limit = 12000;
+    PieceLog log;
+    const knn::BasicShareWork<Scalar> noted =
+        [&](const knn::BasicIndexEngine<Scalar>& e, const Scalar* qs, int64_t count, int width,
+            int32_t* is, Scalar* ds, int32_t* cs, const knn::CallParams& p) {
+          log.note(memory, {qs, is, ds, cs}, count, p.device_memory_limit, true);
+          EXPECT_TRUE(p.queries_on_device && p.outputs_on_device);
+          // The stand-in engine reads and writes host memory: the blocks are.
+          if (cs)
+            e.radius(qs, count, radius, width, is, ds, cs, p);
+          else
+            e.knn(qs, count, width, is, ds, p);
+        };
+    const size_t copied_before = memory.copied();
+    knn::split_over_devices(devices, replicas, *home, 0, call, noted);
+    EXPECT_TRUE(knn_test::same_rows(want_i, host_of<int32_t>(*i, slots), m, k));
+    EXPECT_TRUE(knn_test::same_bits(want_d, host_of<Scalar>(*d, slots)));
+    EXPECT_EQ(log.points, m);
+    EXPECT_GT(log.pieces, 4 * static_cast<int>(devices.size()));  // several pieces a share
+    // Staging (or the copy) within half of each share's budget (device 1:
+    // 6000 bytes) and counted in it.
+    EXPECT_TRUE(log.within(0, 12000));
+    EXPECT_TRUE(log.within(1, 6000));
+    EXPECT_TRUE(log.within(2, 12000));
+    EXPECT_GT(memory.copied(), copied_before);
+
+    // Radius rows and counts over the same staging.
+    call.counts = c->template as<int32_t>();
+    knn::split_over_devices(devices, replicas, *home, 0, call, noted);
+    EXPECT_EQ(host_of<int32_t>(*c, static_cast<size_t>(m)), radius_c);
+    EXPECT_TRUE(knn_test::same_rows(radius_i, host_of<int32_t>(*i, slots), m, k));
+    EXPECT_TRUE(knn_test::same_bits(radius_d, host_of<Scalar>(*d, slots)));
+
+    // A budget that holds no piece's staging fails the call.
+    call.call.device_memory_limit = 100;
+    EXPECT_TRUE(refused(
+        error_of([&] { knn::split_over_devices(devices, replicas, *home, 0, call, noted); }),
+        KNN_ERR_DEVICE_OUT_OF_MEMORY, "bytes of staging for arrays of another"));
+  }
+
+  // Host outputs, queries on device 3 that every device reaches: each share
+  // copies its queries over whole where half its budget holds them (device
+  // 2's allocation fails: it reads them in place), its budget less the copy.
+  {
+    memory.peers = {{0, 3}, {1, 3}, {2, 3}};
+    memory.full = {2};
+    const auto q = on(3, queries.data(), queries.size());
+    std::vector<int32_t> got_i(slots, -7);
+    std::vector<Scalar> got_d(slots, Scalar{-7});
+    knn::BasicSplitCall<Scalar> call;
+    call.queries = q->template as<Scalar>(), call.m = m, call.dim = dim, call.row_width = k;
+    call.indices = got_i.data(), call.sq_distances = got_d.data();
+    call.call = one_thread();
+    call.call.queries_on_device = true;
+    std::map<int, int> own_queries, peer_queries;
+    std::mutex mutex;
+    const knn::BasicShareWork<Scalar> noting_queries = [&](const knn::BasicIndexEngine<Scalar>& e,
+                                                           const Scalar* qs, int64_t count,
+                                                           int width, int32_t* is, Scalar* ds,
+                                                           int32_t*, const knn::CallParams& p) {
+      const int owner = memory.owner(qs);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        ++(owner == knn_test::fake_current ? own_queries : peer_queries)[knn_test::fake_current];
+      }
+      // Device 1's two shares each plan from half of it.
+      const size_t budget = knn_test::fake_current == 1 ? memory.free_bytes / 2 : memory.free_bytes;
+      const size_t copy = sizeof(Scalar) * dim * static_cast<size_t>(count);
+      if (owner == knn_test::fake_current) {
+        EXPECT_EQ(p.device_memory_limit, budget - copy);
+      }
+      e.knn(qs, count, width, is, ds, p);
+    };
+    knn::split_over_devices(devices, replicas, *home, 0, call, noting_queries);
+    EXPECT_TRUE(knn_test::same_rows(want_i, got_i, m, k));
+    EXPECT_TRUE(knn_test::same_bits(want_d, got_d));
+    EXPECT_EQ(own_queries, (std::map<int, int>{{0, 1}, {1, 2}}));
+    EXPECT_EQ(peer_queries, (std::map<int, int>{{2, 1}}));
+    memory.full.clear();
+  }
+
+  // All-kNN with the point itself dropped, its queries staged in pieces:
+  // each piece's rows of k + 1 in host scratch, delivered at its offset.
+  memory.peers.clear();
+  for (bool with_sq : {true, false}) {
+    const auto own = on(3, points.data(), points.size());
+    const size_t self_slots = static_cast<size_t>(n) * k;
+    std::vector<int32_t> self_i(self_slots), split_i(self_slots, -7);
+    std::vector<Scalar> self_d(self_slots), split_d(self_slots, Scalar{-7});
+    home->knn_self(k, true, self_i.data(), self_d.data(), one_thread());
+    knn::BasicSplitCall<Scalar> all;
+    all.queries = own->template as<Scalar>(), all.m = n, all.dim = dim, all.row_width = k;
+    all.exclude_self = true;
+    all.indices = split_i.data(), all.sq_distances = with_sq ? split_d.data() : nullptr;
+    all.call = one_thread();
+    all.call.queries_on_device = true;
+    all.call.device_memory_limit = 400;
+    PieceLog log;
+    const knn::BasicShareWork<Scalar> wide_rows =
+        [&](const knn::BasicIndexEngine<Scalar>& e, const Scalar* qs, int64_t count, int width,
+            int32_t* is, Scalar* ds, int32_t*, const knn::CallParams& p) {
+          log.note(memory, {qs, is, ds}, count, p.device_memory_limit, false);
+          EXPECT_EQ(width, k + 1);
+          EXPECT_FALSE(p.outputs_on_device);
+          e.knn(qs, count, width, is, ds, p);
+        };
+    knn::split_over_devices(devices, replicas, *home, 0, all, wide_rows);
+    EXPECT_TRUE(knn_test::same_rows(self_i, split_i, n, k)) << "with_sq " << with_sq;
+    if (with_sq) {
+      EXPECT_TRUE(knn_test::same_bits(self_d, split_d));
+    }
+    EXPECT_GT(log.pieces, 4 * static_cast<int>(devices.size()));
+  }
+  EXPECT_EQ(memory.live_blocks(), 0u);  // every staging buffer freed
+}
+
+TEST(SplitOverDevices, ArraysOfOtherDevicesStagedInPiecesBitIdentical) {
+  expect_staged_index_split_equals_whole<float>();
+  expect_staged_index_split_equals_whole<double>();
+}
+
 // ---- The options through the API ------------------------------------------------
 
 TEST(DeviceOptions, RefusedWithPreciseMessages) {
@@ -564,14 +781,25 @@ template <typename S>
 class NotingMeshEngine : public knn::MeshEngine<S> {
  public:
   NotingMeshEngine(std::unique_ptr<knn::MeshEngine<S>> inner, int device,
-                   std::map<int, int64_t>* answered, std::mutex* mutex)
-      : inner_(std::move(inner)), device_(device), answered_(answered), mutex_(mutex) {}
+                   std::map<int, int64_t>* answered, std::mutex* mutex,
+                   const knn_test::FakeDevices* memory = nullptr, PieceLog* log = nullptr)
+      : inner_(std::move(inner)),
+        device_(device),
+        answered_(answered),
+        mutex_(mutex),
+        memory_(memory),
+        log_(log) {}
   int backend() const override { return inner_->backend(); }
   int64_t n_triangles() const override { return inner_->n_triangles(); }
   bool closed_oriented() const override { return inner_->closed_oriented(); }
   void closest(const S* points, int64_t m, S max_distance, const knn::MeshResults<S>& out,
                const knn::MeshParams& call) const override {
     EXPECT_EQ(knn_test::fake_current, device_);
+    if (log_)
+      log_->note(*memory_,
+                 {points, out.triangle_ids, out.sq_distances, out.closest, out.barycentric,
+                  out.signed_distances},
+                 m, call.device_memory_limit, false);
     {
       std::lock_guard<std::mutex> lock(*mutex_);
       (*answered_)[device_] += m;
@@ -593,6 +821,8 @@ class NotingMeshEngine : public knn::MeshEngine<S> {
   int device_;
   std::map<int, int64_t>* answered_;
   std::mutex* mutex_;
+  const knn_test::FakeDevices* memory_;
+  PieceLog* log_;
 };
 
 template <typename S>
@@ -685,6 +915,70 @@ TEST(MeshSplit, AShareThatFailsFailsTheCallAfterTheOthersFinish) {
                       }),
                       KNN_ERR_INTERNAL, "no copy of structure 0 on device 1"));
   EXPECT_EQ(answered, (std::map<int, int64_t>{{0, knn::share_begin(m, 2, 1)}}));
+}
+
+// Points on one stand-in device, outputs on another, neither the shares'
+// (the mesh engine reads only its own device's memory and host memory, peer
+// access or not): staged in pieces within each share's budget, bit for bit
+// the whole call's.
+TEST(MeshSplit, ArraysOfOtherDevicesStagedInPiecesBitIdentical) {
+  using S = double;
+  const knn_test::TestMesh<S> mesh = knn_test::torus<S>(40, 24);
+  knn_test::FakeDevices memory;
+  memory.peers = {{0, 3}, {2, 1}};
+  std::map<int, int64_t> answered;
+  std::mutex mutex;
+  PieceLog log;
+  const auto noting = [&](int device) {
+    return std::make_unique<NotingMeshEngine<S>>(knn::omp::build_mesh(mesh.geometry(), {}), device,
+                                                 &answered, &mutex, &memory, &log);
+  };
+  knn_test::fake_current = 0;
+  const std::unique_ptr<knn::MeshEngine<S>> home = noting(0);
+  knn::DeviceCopies<knn::MeshEngine<S>> copies{memory.ops()};
+  const std::vector<int> devices = {0, 2, 1, 2, 0};
+  ASSERT_EQ(
+      copies.prepare(devices, true, 0, 0,
+                     [&] {
+                       return [&] {
+                         return std::unique_ptr<knn::MeshEngine<S>>(noting(knn_test::fake_current));
+                       };
+                     }),
+      devices);
+  const std::vector<S> points = knn_test::points_for(mesh, 1500, 13);
+  const int64_t m = static_cast<int64_t>(points.size() / 3);
+  const size_t n = static_cast<size_t>(m);
+  const S inf = std::numeric_limits<S>::infinity();
+  const knn_test::Answers<S> whole =
+      knn_test::engine_closest(*knn::omp::build_mesh(mesh.geometry(), {}), points, inf);
+
+  const auto p = memory.array(3, points.size(), points.data());
+  const auto ids = memory.array<int32_t>(1, n);
+  const auto sq = memory.array<S>(1, n), closest = memory.array<S>(1, 3 * n);
+  const auto bary = memory.array<S>(1, 3 * n), signed_d = memory.array<S>(1, n);
+  const knn::MeshResults<S> results{ids->as<int32_t>(), sq->as<S>(), closest->as<S>(),
+                                    bary->as<S>(), signed_d->as<S>()};
+  knn::MeshParams params;
+  params.device_memory_limit = 40000;
+  knn::closest_on_devices(devices, copies, *home, 0, p->as<S>(), m, inf, results, params);
+  EXPECT_SAME_BITS(host_of<int32_t>(*ids, n), whole.ids);
+  EXPECT_SAME_BITS(host_of<S>(*sq, n), whole.sq);
+  EXPECT_SAME_BITS(host_of<S>(*closest, 3 * n), whole.closest);
+  EXPECT_SAME_BITS(host_of<S>(*bary, 3 * n), whole.bary);
+  EXPECT_SAME_BITS(host_of<S>(*signed_d, n), whole.signed_d);
+  EXPECT_EQ(log.points, m);
+  EXPECT_GT(log.pieces, 4 * static_cast<int>(devices.size()));
+  EXPECT_TRUE(log.within(0, 20000));  // two shares each
+  EXPECT_TRUE(log.within(2, 20000));
+  EXPECT_TRUE(log.within(1, 40000));
+
+  // A budget that holds no piece's staging fails the call.
+  params.device_memory_limit = 100;
+  EXPECT_TRUE(refused(error_of([&] {
+                        knn::closest_on_devices(devices, copies, *home, 0, p->as<S>(), m, inf,
+                                                results, params);
+                      }),
+                      KNN_ERR_DEVICE_OUT_OF_MEMORY, "bytes of staging for arrays of another"));
 }
 
 // ---- The device environment of the mesh calls ----------------------------------
