@@ -7,11 +7,13 @@
 // src/mesh_queries.cpp.
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
-#include <vector>
+#include <utility>
 
+#include "../common/host_vector.h"
 #include "../engine/cancel.h"
 #include "../engine/mesh_engine.h"
 #include "../engine/progress.h"
@@ -65,9 +67,15 @@ namespace {
 
 // ---- Build ------------------------------------------------------------------
 
+// Makes the host copies of a checked mesh and what the engines share
+// (prepare_mesh), for a backend that wants the signs or not.
 template <typename Scalar>
-knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* triangles,
-                int64_t n_triangles, const knn_options* opt) {
+using Prepare = std::function<PreparedMesh<Scalar>(int threads, bool with_signs)>;
+
+// A mesh of the arrays, checked, then prepared by `prepare`.
+template <typename Scalar>
+knn_mesh* build_from(const Scalar* vertices, int64_t n_vertices, const int32_t* triangles,
+                     int64_t n_triangles, const knn_options* opt, const Prepare<Scalar>& prepare) {
   const knn_options o = read_options(opt);
   check_host_array(vertices, "vertices");
   check_host_array(triangles, "triangles");
@@ -81,8 +89,7 @@ knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* trian
   const ProgressStage stage(KNN_PROGRESS_BUILD, 1);
   auto mesh = std::make_unique<knn_mesh>();
   PreparedMesh<Scalar>& prepared = mesh->prepared<Scalar>();
-  prepared = prepare_mesh(vertices, n_vertices, triangles, n_triangles, o.threads,
-                          backend == KNN_BACKEND_OPENMP);
+  prepared = prepare(o.threads, backend == KNN_BACKEND_OPENMP);
   MeshParams params;
   params.threads = o.threads;
   params.device_memory_limit = o.device_memory_limit;
@@ -104,6 +111,16 @@ knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* trian
   return mesh.release();
 }
 
+// A mesh of the caller's arrays, copied once checked.
+template <typename Scalar>
+knn_mesh* build(const Scalar* vertices, int64_t n_vertices, const int32_t* triangles,
+                int64_t n_triangles, const knn_options* opt) {
+  return build_from<Scalar>(
+      vertices, n_vertices, triangles, n_triangles, opt, [&](int threads, bool with_signs) {
+        return prepare_mesh(vertices, n_vertices, triangles, n_triangles, threads, with_signs);
+      });
+}
+
 // ---- Serialization ----------------------------------------------------------
 
 SavedMesh saved_of(const knn_mesh& mesh) {
@@ -115,7 +132,8 @@ SavedMesh saved_of(const knn_mesh& mesh) {
 }
 
 // A new mesh of a checked buffer's arrays (unaligned: copied out a run at a
-// time, reading the cancel flag), built and so validated as any build.
+// time, reading the cancel flag), built and so validated as any build, which
+// takes the copies over: the input is copied once.
 template <typename Scalar>
 knn_mesh* deserialize(const SavedMesh& saved, const unsigned char* vertex_bytes,
                       const unsigned char* triangle_bytes, const knn_options* opt) {
@@ -128,11 +146,15 @@ knn_mesh* deserialize(const SavedMesh& saved, const unsigned char* vertex_bytes,
                   static_cast<size_t>(end - begin) * sizeof(T));
     });
   };
-  std::vector<Scalar> vertices;
-  std::vector<int32_t> triangles;
+  HostVector<Scalar> vertices;
+  HostVector<int32_t> triangles;
   copy_out(vertices, vertex_bytes, 3 * saved.n_vertices);
   copy_out(triangles, triangle_bytes, 3 * saved.n_triangles);
-  return build(vertices.data(), saved.n_vertices, triangles.data(), saved.n_triangles, opt);
+  return build_from<Scalar>(vertices.data(), saved.n_vertices, triangles.data(), saved.n_triangles,
+                            opt, [&](int threads, bool with_signs) {
+                              return prepare_mesh(std::move(vertices), std::move(triangles),
+                                                  threads, with_signs);
+                            });
 }
 
 // Sizes no mesh has: the estimate says 0.

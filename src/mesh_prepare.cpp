@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "../common/error.h"
 #include "../common/first_index.h"
@@ -207,13 +208,21 @@ template <typename Scalar>
 PreparedMesh<Scalar> prepare_mesh(const Scalar* vertices, int64_t n_vertices,
                                   const int32_t* triangles, int64_t n_triangles, int threads,
                                   bool with_signs) {
+  HostVector<Scalar> vertex_copy = copy_polling(vertices, 3 * n_vertices, threads);
+  HostVector<int32_t> triangle_copy = copy_polling(triangles, 3 * n_triangles, threads);
+  return prepare_mesh(std::move(vertex_copy), std::move(triangle_copy), threads, with_signs);
+}
+
+template <typename Scalar>
+PreparedMesh<Scalar> prepare_mesh(HostVector<Scalar> vertices, HostVector<int32_t> triangles,
+                                  int threads, bool with_signs) {
   PreparedMesh<Scalar> mesh;
-  mesh.vertices = copy_polling(vertices, 3 * n_vertices, threads);
-  mesh.triangles = copy_polling(triangles, 3 * n_triangles, threads);
+  mesh.vertices = std::move(vertices);
+  mesh.triangles = std::move(triangles);
   if (!with_signs) return mesh;
   HostVector<uint32_t> partner;
-  mesh.closed_oriented =
-      pair_half_edges(mesh.triangles.data(), n_vertices, n_triangles, threads, partner);
+  mesh.closed_oriented = pair_half_edges(mesh.triangles.data(), mesh.n_vertices(),
+                                         mesh.n_triangles(), threads, partner);
   throw_if_cancelled(cancel_flag());
   if (mesh.closed_oriented) pseudonormals(mesh, partner, threads);
   return mesh;
@@ -227,5 +236,7 @@ template PreparedMesh<float> prepare_mesh(const float*, int64_t, const int32_t*,
                                           bool);
 template PreparedMesh<double> prepare_mesh(const double*, int64_t, const int32_t*, int64_t, int,
                                            bool);
+template PreparedMesh<float> prepare_mesh(HostVector<float>, HostVector<int32_t>, int, bool);
+template PreparedMesh<double> prepare_mesh(HostVector<double>, HostVector<int32_t>, int, bool);
 
 }  // namespace knn

@@ -50,4 +50,10 @@ PreparedMesh<Scalar> prepare_mesh(const Scalar* vertices, int64_t n_vertices,
                                   const int32_t* triangles, int64_t n_triangles, int threads,
                                   bool with_signs);
 
+// The same over host copies the mesh takes over (a load's arrays, copied
+// out of its buffer once): n_vertices x 3 and n_triangles x 3.
+template <typename Scalar>
+PreparedMesh<Scalar> prepare_mesh(HostVector<Scalar> vertices, HostVector<int32_t> triangles,
+                                  int threads, bool with_signs);
+
 }  // namespace knn

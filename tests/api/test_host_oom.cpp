@@ -648,6 +648,41 @@ class HostOom : public ::testing::Test {
             }};
   }
 
+  // A load (knn_mesh_deserialize): the buffer's checks, then its arrays
+  // copied out and handed over to the build.
+  template <class S>
+  Case mesh_load_case() {
+    auto out = std::make_shared<knn_mesh*>(nullptr);
+    const knn_options o = opt_;
+    const knn_mesh_oracle::Mesh m = mesh_;
+    const std::vector<S> q = mesh_points<S>();
+    const std::vector<unsigned char> saved = serialized(*shared_mesh<S>());
+    return {std::string("knn_mesh_deserialize ") + (sizeof(S) == 8 ? "float64" : "float32"),
+            [=] { *out = reinterpret_cast<knn_mesh*>(out.get()); },
+            [=] { return knn_mesh_deserialize(saved.data(), saved.size(), &o, out.get()); },
+            [=] {
+              std::vector<S> sd(q.size() / 3);
+              const int status = mesh_signed_distance(*out, q.data(), sd.size(), S(INFINITY),
+                                                      sd.data(), nullptr, &o);
+              return check(status == KNN_OK && mesh_distances_right(m, q, sd, false) &&
+                               serialized(**out) == saved,
+                           "the mesh loaded differs");
+            },
+            [=] { return check(*out == nullptr, "*out is not NULL after a failure"); },
+            [=] {
+              EXPECT_EQ(knn_mesh_free(*out), KNN_OK);
+              *out = nullptr;
+            }};
+  }
+
+  static std::vector<unsigned char> serialized(const knn_mesh& mesh) {
+    size_t bytes = 0;
+    EXPECT_EQ(knn_mesh_serialized_size(&mesh, &bytes), KNN_OK);
+    std::vector<unsigned char> buffer(bytes);
+    EXPECT_EQ(knn_mesh_serialize(&mesh, buffer.data(), bytes), KNN_OK) << knn_last_error();
+    return buffer;
+  }
+
   template <class S>
   std::shared_ptr<knn_mesh> shared_mesh() {
     knn_mesh* mesh = nullptr;
@@ -882,6 +917,8 @@ class HostOom : public ::testing::Test {
     cases.push_back(pip_count<float, double>());
     cases.push_back(mesh_build_case<float>());
     cases.push_back(mesh_build_case<double>());
+    cases.push_back(mesh_load_case<float>());
+    cases.push_back(mesh_load_case<double>());
     cases.push_back(mesh_closest_case<float>());
     cases.push_back(mesh_closest_case<double>());
     cases.push_back(mesh_report_case<float>());
@@ -916,6 +953,36 @@ TEST_F(HostOom, PersistentFailureFromEveryAllocation) {
     walk(c, hook::Mode::Persistent);
     if (HasFatalFailure()) return;
   }
+}
+
+// A load copies its buffer's arrays once: the copies become the mesh's own,
+// so that its host memory at its peak is a build's from the caller's arrays
+// (which copies them once), not one copy of the input more.
+TEST_F(HostOom, MeshLoadCopiesItsInputOnce) {
+  const knn_mesh_oracle::Mesh m = knn_mesh_oracle::icosphere(5);
+  knn_options o = opt_;
+  o.threads = 1;  // the same allocations on every run
+  const auto peak_of = [](const auto& call) {
+    const int64_t before = hook::live_bytes();
+    hook::reset_peak();
+    call();
+    return hook::peak_live_bytes() - before;
+  };
+  knn_mesh *built = nullptr, *loaded = nullptr;
+  const int64_t build_peak = peak_of(
+      [&] { ASSERT_EQ(build_mesh<double>(m.vertices, m, o, &built), KNN_OK) << knn_last_error(); });
+  const std::vector<unsigned char> saved = serialized(*built);
+  const int64_t load_peak = peak_of([&] {
+    ASSERT_EQ(knn_mesh_deserialize(saved.data(), saved.size(), &o, &loaded), KNN_OK)
+        << knn_last_error();
+  });
+  EXPECT_EQ(serialized(*loaded), saved);
+  const int64_t input = static_cast<int64_t>(saved.size());
+  EXPECT_LT(load_peak, build_peak + input / 2)
+      << "a load's peak of " << load_peak << " bytes against a build's " << build_peak << " (input "
+      << input << " bytes)";
+  EXPECT_EQ(knn_mesh_free(built), KNN_OK);
+  EXPECT_EQ(knn_mesh_free(loaded), KNN_OK);
 }
 
 // With every allocation failing from the first, the message still says what

@@ -847,6 +847,13 @@ void expect_round_trip(const Mesh& exact, int backend) {
     EXPECT_EQ(got_backend, load_backend);
     EXPECT_EQ(closed, closed_saved);
     EXPECT_EQ(serialized(again.mesh), bytes);
+    // A buffer at an odd address (the arrays unaligned) loads the same mesh.
+    std::vector<unsigned char> shifted(bytes.size() + 1);
+    std::memcpy(shifted.data() + 1, bytes.data(), bytes.size());
+    MeshHandle unaligned;
+    ASSERT_EQ(knn_mesh_deserialize(shifted.data() + 1, bytes.size(), &lo, &unaligned.mesh), KNN_OK)
+        << knn_last_error();
+    EXPECT_EQ(serialized(unaligned.mesh), bytes);
     // Bit-identical answers.
     const std::vector<S> q = probe_points<S>(m, 500, 2, 51);
     const int64_t n = static_cast<int64_t>(q.size() / 3);
@@ -917,6 +924,20 @@ TEST(MeshSerialize, DamagedBuffersAreRefused) {
   std::memcpy(&hostile[hostile.size() - 4], &crc, 4);
   EXPECT_TRUE(refused(load(hostile, hostile.size()), KNN_ERR_INVALID_ARGUMENT, call,
                       "triangle 2 has vertex index 99"));
+  // So is a coordinate (float64 vertices: the cube's build).
+  hostile = good;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::memcpy(&hostile[64 + 8 * (3 * 5 + 2)], &nan, 8);
+  const uint32_t nan_crc = crc32c(hostile.data(), hostile.size() - 4);
+  std::memcpy(&hostile[hostile.size() - 4], &nan_crc, 4);
+  EXPECT_TRUE(refused(load(hostile, hostile.size()), KNN_ERR_NONFINITE_INPUT, call,
+                      "vertex 5 has a NaN coordinate (dimension 2)"));
+  // A cancelled load leaves no mesh, and the next one loads.
+  volatile int flag = 1;
+  knn_set_cancel_flag(&flag);
+  const int cancelled = load(good, good.size());
+  knn_set_cancel_flag(nullptr);
+  EXPECT_EQ(cancelled, KNN_ERR_CANCELLED);
   MeshHandle fine;
   EXPECT_EQ(knn_mesh_deserialize(good.data(), good.size(), &o, &fine.mesh), KNN_OK);
   // Arguments.

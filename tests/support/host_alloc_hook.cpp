@@ -22,6 +22,7 @@ std::atomic<int64_t> failures{0};
 std::atomic<int64_t> live{0};
 std::atomic<int64_t> bytes{0};
 std::atomic<size_t> largest{0};
+std::atomic<int64_t> peak{0};
 
 // The header (the block's size and the header's length, just before the
 // block) keeps the block aligned for any fundamental type; over-aligned
@@ -74,7 +75,10 @@ void* allocate(size_t size, size_t align) {
   reinterpret_cast<size_t*>(user)[-1] = header;
   reinterpret_cast<size_t*>(user)[-2] = size;
   live.fetch_add(1);
-  bytes.fetch_add(static_cast<int64_t>(size));
+  const int64_t now = bytes.fetch_add(static_cast<int64_t>(size)) + static_cast<int64_t>(size);
+  int64_t seen = peak.load(std::memory_order_relaxed);
+  while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+  }
   return user;
 }
 
@@ -110,6 +114,8 @@ int64_t live_count() { return live.load(); }
 int64_t live_bytes() { return bytes.load(); }
 size_t largest_request() { return largest.load(); }
 void reset_largest() { largest = 0; }
+int64_t peak_live_bytes() { return peak.load(); }
+void reset_peak() { peak = bytes.load(); }
 
 }  // namespace alloc_hook
 }  // namespace knn_test

@@ -38,6 +38,10 @@ int64_t live_bytes();
 // The largest single request since reset_largest().
 size_t largest_request();
 void reset_largest();
+// The most bytes live at once since reset_peak() (which starts it at
+// live_bytes()).
+int64_t peak_live_bytes();
+void reset_peak();
 
 }  // namespace alloc_hook
 }  // namespace knn_test
