@@ -205,12 +205,13 @@ enum knn_structure {
  *   twice divide its budget). Device arrays of the caller stay where
  *   they are: a share on another device with peer access to them (NVLink or
  *   PCIe peer-to-peer) reads the queries and writes the rows in place, and one
- *   without copies them there and back in pieces (peer copies). For this the
- *   library enables peer access between the devices of a call
- *   (cudaDeviceEnablePeerAccess, both directions, once per pair per process)
- *   where the hardware allows it; a host that enabled it already is
- *   unaffected. A device that fails fails the call (its status and message)
- *   after every share has stopped; all outputs then hold the missing values.
+ *   without copies them there and back in pieces (peer copies, counted in the
+ *   share's budget). For this the library enables peer access between the
+ *   devices of a call (cudaDeviceEnablePeerAccess, both directions, once per
+ *   pair per process) where the hardware allows it; a host that enabled it
+ *   already is unaffected. A device that fails fails the call (its status
+ *   and message) after every share has stopped; all outputs then hold the
+ *   missing values.
  *   Each device holds a full copy of the structure that serves the call (an
  *   AUTO index whose kd-tree serves long lists copies that too):
  *   knn_estimate_build_bytes is the need of each device (for an AUTO index
