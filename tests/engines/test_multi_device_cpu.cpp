@@ -4,8 +4,10 @@
 // calls over copies, run over OpenMP engines standing in for devices (a
 // stand-in device switch), compared bit for bit with the whole call on one
 // engine; and the same for the closest points of a mesh (its copies in
-// DeviceCopies, its split by split_points) over OpenMP mesh engines. The
-// CUDA side of the same code: tests/gpu/test_multi_gpu.cpp,
+// DeviceCopies, its split by split_points) over OpenMP mesh engines; and,
+// for both, arrays of other stand-in devices staged in pieces through
+// stand-in device memory (tests/support/fake_devices.h). The CUDA side of
+// the same code: tests/gpu/test_multi_gpu.cpp,
 // tests/gpu/test_mesh_multi_gpu.cpp.
 #include <gtest/gtest.h>
 
