@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "../engine/cloud_align.h"
 #include "../engine/index_engine.h"
 #include "../engine/stats_engine.h"
 
@@ -49,6 +50,14 @@ KNN_DECLARE_BUILDER(KNN_KDTREE_INDEX_OF_BUILDER);
 // chunks' lists in device scratch sized from the call's device budget, and
 // the kernels of cuda/stats/neighbourhood_stats.cu; outputs host or device.
 KNN_DECLARE_BUILDER(KNN_LIST_REDUCER_BUILDER);
+
+// The aligner of knn_index_align (engine/cloud_align.h) for a CUDA engine of
+// the current device: its resident points read in place, the scan and the
+// normals in place where they are memory of that device (else one device
+// copy each for the call), every scan point's list and every block's sums
+// on the device, the moved points in chunks within the call's device
+// budget; cuda/stats/cloud_align.cu.
+KNN_DECLARE_BUILDER(KNN_CLOUD_ALIGNER_BUILDER);
 
 }  // namespace cuda
 }  // namespace knn

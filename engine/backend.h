@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "../common/kdtree_layout.h"
+#include "cloud_align.h"
 #include "device_budget.h"
 #include "index_engine.h"
 #include "mesh_engine.h"
@@ -173,7 +174,7 @@ class Backend {
   virtual std::unique_ptr<MeshEngine<double>> build_mesh(const MeshGeometry<double>& mesh,
                                                          const MeshParams& params) const = 0;
 
-  // ---- Neighbourhood statistics (stats_engine.h) --------------------------
+  // ---- Neighbourhood statistics (stats_engine.h), alignment (cloud_align.h)
   // The reducer of one statistic over chunks of an index's kNN lists, where
   // this backend keeps them (an engine of this backend).
   virtual std::unique_ptr<BasicListReducer<float>> make_list_reducer(
@@ -181,6 +182,15 @@ class Backend {
       const CallParams& call) const = 0;
   virtual std::unique_ptr<BasicListReducer<double>> make_list_reducer(
       const IndexEngine64& engine, const StatsRequest<double>& request,
+      const CallParams& call) const = 0;
+  // The aligner of one knn_index_align call (cloud_align.h): a device
+  // backend's for an engine of its own on the current device, the host
+  // backend's for any engine.
+  virtual std::unique_ptr<BasicCloudAligner<float>> make_cloud_aligner(
+      const IndexEngine& engine, const CloudAlignRequest<float>& request,
+      const CallParams& call) const = 0;
+  virtual std::unique_ptr<BasicCloudAligner<double>> make_cloud_aligner(
+      const IndexEngine64& engine, const CloudAlignRequest<double>& request,
       const CallParams& call) const = 0;
 
   // ---- Device memory estimates (functions of the sizes alone) -------------
@@ -264,6 +274,9 @@ class Backend {
   KNN_MESH_BUILDER(Scalar) const override { return ns::build_mesh(mesh, params); }          \
   KNN_LIST_REDUCER_BUILDER(Scalar) const override {                                         \
     return ns::make_list_reducer(engine, request, call);                                    \
+  }                                                                                         \
+  KNN_CLOUD_ALIGNER_BUILDER(Scalar) const override {                                        \
+    return ns::make_cloud_aligner(engine, request, call);                                   \
   }
 #define KNN_BACKEND_BUILDERS(ns)     \
   KNN_BACKEND_BUILDERS_OF(ns, float) \

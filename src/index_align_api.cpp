@@ -3,19 +3,26 @@
 // loop of src/align_fit.h, whose every step takes the moved points' nearest
 // index points through the index's one query path (answer_call, k = 1: the
 // same lists on every backend, structure and device list) and sums the
-// terms of common/geometry/align_terms.h (cloud_block_sums) on the host, so
-// the fit is the same transform bit for bit wherever the index lives.
-// Summing on the device, as the statistics' list reducers do
-// (engine/stats_engine.h), would keep the lists there; not done yet.
+// terms of common/geometry/align_terms.h (cloud_block_sums) where the index
+// keeps them: through an engine's aligner (engine/cloud_align.h), the CUDA
+// one on a CUDA index (the lists stay on its device; only the blocks' sums
+// come back), the OpenMP one on the host otherwise (and where an AUTO
+// index's device has no memory for the call's lists). Both sum the same
+// blocks in the same order, so the fit is the same transform bit for bit
+// wherever the index lives.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "../common/error.h"
 #include "../engine/cancel.h"
+#include "../engine/cloud_align.h"
 #include "abi_barrier.h"
 #include "align_fit.h"
+#include "backends.h"
 #include "device_arrays.h"
 #include "device_scope.h"
 #include "index_calls.h"
@@ -46,84 +53,76 @@ class HostRows {
   std::vector<Scalar> copy_;
 };
 
-// The threshold of the kept points: max_sq, lowered to the squared distance
-// at the trimming rank among the points within it (as the mesh engines'
-// threshold, omp_mesh_align.cpp).
+// The aligner of one call: on a CUDA index the CUDA engine's, which takes
+// the caller's arrays where they are; else (and where an AUTO index's device
+// has no memory for it) the OpenMP engine's, over host arrays. It lives
+// with the host copies it reads.
 template <typename Scalar>
-double kept_threshold(const std::vector<int32_t>& nearest, const std::vector<Scalar>& sq,
-                      const Settings& settings) {
-  if (!(settings.kept_fraction < 1.0)) return settings.max_sq;
-  std::vector<Scalar> measured;
-  measured.reserve(sq.size());
-  for (size_t i = 0; i < sq.size(); ++i)
-    if (nearest[i] >= 0 && static_cast<double>(sq[i]) <= settings.max_sq) measured.push_back(sq[i]);
-  if (measured.empty()) return settings.max_sq;
-  const auto at = measured.begin() + geometry::trim_position(settings.kept_fraction,
-                                                             static_cast<int64_t>(measured.size()));
-  std::nth_element(measured.begin(), at, measured.end());
-  return static_cast<double>(*at);
-}
+class CallAligner {
+ public:
+  CallAligner(const knn_index& ix, const CallParams& params, CloudAlignRequest<Scalar> request,
+              const HostRows<Scalar>& host_scan) {
+    const BasicIndexEngine<Scalar>& engine = *ix.engine<Scalar>();
+    if (ix.backend() == KNN_BACKEND_CUDA)
+      aligner_ = made_on_device_or_null(
+          ix, [&] { return device_backend().make_cloud_aligner(engine, request, params); });
+    if (aligner_) return;
+    request.points = host_scan.data();
+    request.normals = host_normals_.emplace(request.normals, engine.size()).data();
+    aligner_ = host_backend().make_cloud_aligner(engine, request, params);
+  }
+  BasicCloudAligner<Scalar>& operator*() const { return *aligner_; }
+
+ private:
+  std::optional<HostRows<Scalar>> host_normals_;
+  std::unique_ptr<BasicCloudAligner<Scalar>> aligner_;
+};
 
 // One step's correspondences and sums: the scan moved by `motion` and
-// rounded to the index's scalar, its k = 1 lists through answer_call, the
-// threshold, then the blocks of kAlignSumBlock points in order.
+// rounded to the index's scalar by the aligner, chunk by chunk, each chunk's
+// k = 1 lists through answer_call into the aligner's arrays (within the
+// device memory the aligner leaves the searches), then the aligner's
+// threshold and sums.
 template <typename Scalar>
 class CloudSteps {
  public:
-  CloudSteps(const knn_index& ix, const knn_options& o, const Scalar* scan, int64_t m,
-             const Scalar* targets, const Scalar* normals, const Frame& frame,
-             const Settings& settings)
+  CloudSteps(const knn_index& ix, const knn_options& o, BasicCloudAligner<Scalar>& aligner,
+             int64_t m, const Frame& frame, const Settings& settings)
       : ix_(ix),
         o_(o),
-        scan_(scan),
+        aligner_(aligner),
         m_(m),
-        targets_(targets),
-        normals_(normals),
         frame_(frame),
         settings_(settings),
-        moved_(static_cast<size_t>(3 * m)),
-        nearest_(static_cast<size_t>(m)),
-        sq_(static_cast<size_t>(m)),
-        fallback_(ix) {}
+        fallback_(ix) {
+    o_.device_memory_limit = aligner.search_memory_limit();
+  }
 
   geometry::AlignSums operator()(const Motion& motion) {
-    throw_if_cancelled(cancel_flag());
     const geometry::AlignFrame f = frame_of(motion, frame_);
-    for (int64_t i = 0; i < m_; ++i) {
-      const geometry::Vec3<Scalar> q =
-          geometry::rounded3<Scalar>(geometry::move_point(f, scan_ + 3 * i));
-      moved_[static_cast<size_t>(3 * i)] = q.x;
-      moved_[static_cast<size_t>(3 * i + 1)] = q.y;
-      moved_[static_cast<size_t>(3 * i + 2)] = q.z;
-    }
-    const Outputs<Scalar> lists(nearest_.data(), sq_.data(), nullptr, m_, m_);
     const BasicShareWork<Scalar> share =
         [](const BasicIndexEngine<Scalar>& e, const Scalar* q, int64_t count, int row, int32_t* i,
            Scalar* d, int32_t*, const CallParams& call) { e.knn(q, count, row, i, d, call); };
-    answer_call(ix_, CallShape<Scalar>{moved_.data(), m_, 1, 1, CallKind::Nearest, false}, lists,
-                o_, share, share, fallback_);
-    const double threshold = kept_threshold(nearest_, sq_, settings_);
-    geometry::AlignSums total = geometry::no_align_sums();
-    for (int64_t first = 0; first < m_; first += geometry::kAlignSumBlock)
-      geometry::add_block(total,
-                          geometry::cloud_block_sums(scan_, nearest_.data(), sq_.data(), first,
-                                                     std::min(geometry::kAlignSumBlock, m_ - first),
-                                                     threshold, f, targets_, normals_));
-    return total;
+    const int64_t chunk = aligner_.chunk_points();
+    for (int64_t first = 0; first < m_; first += chunk) {
+      throw_if_cancelled(cancel_flag());
+      const int64_t count = std::min(chunk, m_ - first);
+      const Scalar* queries = aligner_.move(first, count, f);
+      const Outputs<Scalar> lists(aligner_.nearest() + first, aligner_.sq_distances() + first,
+                                  nullptr, count, count);
+      answer_call(ix_, CallShape<Scalar>{queries, count, 1, 1, CallKind::Nearest, false}, lists, o_,
+                  share, share, fallback_);
+    }
+    return aligner_.sums(f, settings_.max_sq, settings_.kept_fraction);
   }
 
  private:
   const knn_index& ix_;
-  const knn_options& o_;
-  const Scalar* scan_;
+  knn_options o_;
+  BasicCloudAligner<Scalar>& aligner_;
   int64_t m_;
-  const Scalar* targets_;
-  const Scalar* normals_;
   const Frame& frame_;
   const Settings& settings_;
-  std::vector<Scalar> moved_;
-  std::vector<int32_t> nearest_;
-  std::vector<Scalar> sq_;
   CpuFallback<Scalar> fallback_;
 };
 
@@ -157,18 +156,21 @@ void index_align(const char* call, const knn_index* index, const Scalar* points,
   if (m > 0 && n > 0) {
     std::vector<Scalar> targets(static_cast<size_t>(3 * n));
     ix.engine<Scalar>()->copy_points(targets.data());
-    const HostRows<Scalar> scan(points, m), target_normals(normals, n);
+    const HostRows<Scalar> scan(points, m);
     const double diagonal = bounding_diagonal(targets.data(), n);
     settings.default_translation(diagonal);
     const Moments scan_moments = point_moments(scan.data(), m, false);
     const Frame frame = scan_frame(scan_moments, diagonal);
-    fit = best_fit(
-        [&] {
-          return CloudSteps<Scalar>(ix, o, scan.data(), m, targets.data(), target_normals.data(),
-                                    frame, settings);
-        },
-        start, m, scan_moments, [&] { return point_moments(targets.data(), n, false); }, frame,
-        settings);
+    CloudAlignRequest<Scalar> request;
+    request.points = points;
+    request.m = m;
+    request.normals = normals;
+    request.host_targets = targets.data();
+    request.trims = settings.kept_fraction < 1.0;
+    const CallAligner<Scalar> aligner(ix, call_params(ix, o), request, scan);
+    fit = best_fit([&] { return CloudSteps<Scalar>(ix, o, *aligner, m, frame, settings); }, start,
+                   m, scan_moments, [&] { return point_moments(targets.data(), n, false); }, frame,
+                   settings);
   }
   write_result(fit, result);
 }

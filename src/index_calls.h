@@ -70,6 +70,22 @@ class CpuFallback {
   std::unique_ptr<BasicIndexEngine<Scalar>> engine_;
 };
 
+// What make() makes on a CUDA index's device for one call (the statistics'
+// list reducer, the alignment's aligner), or null where an index
+// KNN_BACKEND_AUTO put on the GPU has no device memory for it: the caller
+// then makes the host backend's, as answer_call then answers on the CPU, to
+// the same bits. Any other failure, and any failure of an index placed on
+// the GPU by the caller, is thrown.
+template <class Make>
+auto made_on_device_or_null(const knn_index& ix, Make&& make) -> decltype(make()) {
+  try {
+    return make();
+  } catch (const Error& e) {
+    if (!ix.cpu_fallback || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
+  }
+  return nullptr;
+}
+
 // What one call asks of the index: m queries (null: the index's points) with
 // output rows of row_width slots, and the list length and kind by which
 // serving_engine picks the structure.

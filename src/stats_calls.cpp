@@ -107,22 +107,6 @@ BasicShareWork<Scalar> nearest_rows() {
             Scalar* d, int32_t*, const CallParams& call) { e.knn(q, count, row, i, d, call); };
 }
 
-// The CUDA reducer of a CUDA index, or null where an index KNN_BACKEND_AUTO
-// put on the GPU has no device memory for its points and lists: the CPU
-// then reduces, as it then searches (answer_call's fallback), to the same
-// bits.
-template <typename Scalar>
-std::unique_ptr<BasicListReducer<Scalar>> device_reducer(const knn_index& ix,
-                                                         const StatsRequest<Scalar>& request,
-                                                         const CallParams& params) {
-  try {
-    return device_backend().make_list_reducer(*ix.engine<Scalar>(), request, params);
-  } catch (const Error& e) {
-    if (!ix.cpu_fallback || e.status() != KNN_ERR_DEVICE_OUT_OF_MEMORY) throw;
-  }
-  return nullptr;
-}
-
 // Computes the request's statistic for every point into its outputs (where
 // request.outputs_on_device says; the OpenMP reducer writes device outputs
 // through host buffers). Outputs are written whole or, on a failure, not at
@@ -134,7 +118,12 @@ void compute_statistic(const knn_index& ix, const knn_options& o, StatsRequest<S
   const int64_t width = normals ? 3 : 1;
   const CallParams params = call_params(ix, o);
   std::unique_ptr<BasicListReducer<Scalar>> reducer;
-  if (ix.backend() == KNN_BACKEND_CUDA) reducer = device_reducer(ix, request, params);
+  // On a CUDA index the CUDA reducer; the CPU's where an AUTO index's device
+  // has no memory for its points and lists.
+  if (ix.backend() == KNN_BACKEND_CUDA)
+    reducer = made_on_device_or_null(ix, [&] {
+      return device_backend().make_list_reducer(*ix.engine<Scalar>(), request, params);
+    });
   const bool staged = request.outputs_on_device && !reducer;
   Scalar* const values = request.values;
   Scalar* const curvature = request.curvature;

@@ -23,7 +23,7 @@
 //   b    = sum J_i r_i, plus the sum of the kept s_i and their count.
 // Sums: in double, point by point in point order within blocks of
 // kAlignSumBlock points (align_block_sums), then the blocks in order
-// (add_block). The solution (w, v) of A (w, v) = b is the small motion
+// (add_block, sum_of_blocks). The solution (w, v) of A (w, v) = b is the small motion
 // x -> x + (w / L) x (x - o) + v that best moves the points onto the planes.
 //
 // Against a point cloud (knn_index_align) the same rows, with c_i the
@@ -78,6 +78,14 @@ KNN_HD void add_block(AlignSums& total, const AlignSums& block) {
     total.right_side[k] = add_rn(total.right_side[k], block.right_side[k]);
   total.sq_distances = add_rn(total.sq_distances, block.sq_distances);
   total.kept += block.kept;
+}
+
+// The sums of `count` blocks, added in block order (the engines' blocks,
+// wherever each block was summed).
+inline AlignSums sum_of_blocks(const AlignSums* blocks, int64_t count) {
+  AlignSums total = no_align_sums();
+  for (int64_t b = 0; b < count; ++b) add_block(total, blocks[b]);
+  return total;
 }
 
 template <typename Scalar>

@@ -89,6 +89,11 @@ struct NeighbourhoodStatsPolicy {
 // of the device budget left after the points: the search of each chunk
 // plans its own scratch within the rest.
 constexpr int64_t kStatsListBudgetShare = 4;
+// Likewise the moved scan points of a chunk of an alignment to an index's
+// points (cuda/stats/cloud_align.cu) take at most 1 / kAlignChunkBudgetShare
+// of the budget left after the call's fixed arrays; the chunk's search plans
+// within the rest.
+constexpr int64_t kAlignChunkBudgetShare = 4;
 // The sort of binned rows (cuda/core/binned_rows.cu): a warp per row, at most
 // this many per block, fewer where shared memory holds fewer rows.
 constexpr int kBinnedSortMaxWarps = 4;

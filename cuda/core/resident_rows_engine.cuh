@@ -24,6 +24,10 @@ class ResidentRowsEngine : public BasicIndexEngine<Scalar> {
   void copy_points_to_device(Scalar* device_rows) const final {
     copy_rows(device_rows, cudaMemcpyDeviceToDevice);
   }
+  // size() rows of dim() scalars on device(), in input order, for the life
+  // of the engine: what the aligner of knn_index_align reads in place
+  // (cuda/stats/cloud_align.cu).
+  virtual const Scalar* resident_rows() const = 0;
 
  protected:
   // Built on the current device, which the engine keeps.
@@ -32,8 +36,6 @@ class ResidentRowsEngine : public BasicIndexEngine<Scalar> {
     check(cudaGetDevice(&device_), "cudaGetDevice");
   }
   int device() const { return device_; }
-  // size() rows of dim() scalars on device(), in input order.
-  virtual const Scalar* resident_rows() const = 0;
 
  private:
   // On a stream of its own, waited for: a device-to-device cudaMemcpy

@@ -2,7 +2,8 @@
 // every moved point's closest leaf, the threshold follows (nth_element of
 // the measured squared distances when a fraction trims), and a second pass
 // sums the terms of align_terms.h block by block; the blocks are added in
-// order on the calling thread, as the CUDA engine adds its blocks.
+// order on the calling thread, as the CUDA engine adds its blocks (both
+// steps shared with the point cloud's aligner: ../omp_align_sums.h).
 #include "omp_mesh_align.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "../../common/geometry/mesh_walk.h"
 #include "../../common/team_size.h"
 #include "../../engine/cancel.h"
+#include "../omp_align_sums.h"
 #include "../omp_index_support.h"
 #include "mesh_tree.h"
 
@@ -30,24 +32,6 @@ struct LeafCorners {
   }
 };
 
-// The threshold of the kept points: max_sq, lowered to the squared distance
-// at the trimming rank among the points within it.
-template <typename Scalar>
-double kept_threshold(const std::vector<int32_t>& leaves, const std::vector<Scalar>& sq,
-                      const AlignStep& step, const volatile int* cancel) {
-  if (!(step.kept_fraction < 1.0)) return step.max_sq;
-  std::vector<Scalar> measured;
-  resize_polling(measured, sq.size(), cancel);
-  size_t count = 0;
-  for (size_t i = 0; i < sq.size(); ++i)
-    if (leaves[i] >= 0 && static_cast<double>(sq[i]) <= step.max_sq) measured[count++] = sq[i];
-  if (count == 0) return step.max_sq;
-  const auto at =
-      measured.begin() + geometry::trim_position(step.kept_fraction, static_cast<int64_t>(count));
-  std::nth_element(measured.begin(), at, measured.begin() + static_cast<std::ptrdiff_t>(count));
-  return static_cast<double>(*at);
-}
-
 }  // namespace
 
 template <typename Scalar>
@@ -56,7 +40,6 @@ geometry::AlignSums align_step(const MeshTree<Scalar>& tree, const Scalar* point
   const int threads = team_size(call.threads);
   const volatile int* cancel = cancel_flag();
   const int64_t block = geometry::kAlignSumBlock;
-  const int64_t blocks = (m + block - 1) / block;
   std::vector<int32_t> leaves;
   std::vector<Scalar> sq;
   resize_polling(leaves, static_cast<size_t>(m), cancel);
@@ -77,20 +60,16 @@ geometry::AlignSums align_step(const MeshTree<Scalar>& tree, const Scalar* point
           sq[i] = nearest.sq_distance;
         }
       });
-  const double threshold = kept_threshold(leaves, sq, step, cancel);
-  std::vector<geometry::AlignSums> sums;
-  resize_polling(sums, static_cast<size_t>(blocks), cancel);
+  const double threshold =
+      kept_threshold(leaves.data(), sq.data(), m, step.max_sq, step.kept_fraction, cancel);
   const LeafCorners<Scalar> corners{tree.leaves.data()};
-  // No exceptions, and cheap beside the search: a plain loop (the
-  // progress counts the search's points only).
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (int64_t b = 0; b < blocks; ++b)
-    sums[b] =
-        geometry::align_block_sums(points, leaves.data(), sq.data(), b * block,
-                                   std::min(block, m - b * block), threshold, step.frame, corners);
-  geometry::AlignSums total = geometry::no_align_sums();
-  for (const geometry::AlignSums& s : sums) geometry::add_block(total, s);
-  return total;
+  return sum_blocks_in_order(
+      m, threads,
+      [&](int64_t first, int64_t count) {
+        return geometry::align_block_sums(points, leaves.data(), sq.data(), first, count, threshold,
+                                          step.frame, corners);
+      },
+      cancel);
 }
 
 template geometry::AlignSums align_step(const MeshTree<float>&, const float*, int64_t,
