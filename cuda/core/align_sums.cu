@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "memory_model.h"
-#include "radix_sort_temp.cuh"
 
 namespace knn {
 namespace cuda {
@@ -28,21 +27,22 @@ __global__ void move_each_point(const Scalar* points, int64_t count, geometry::A
 }
 
 template <typename Scalar>
-using Key = typename OrderedKey<Scalar>::type;
+using KeyOf = typename OrderedKey<Scalar>::type;
 
 // Squared distances (>= 0) as keys: their bits order as they do. A point
 // without a correspondence gets the greatest key (NaN's bits), which no
 // threshold counts, as the OpenMP engine counts only points with one.
 template <typename Scalar>
-__global__ void keys_of(const Scalar* sq, const int32_t* ids, int64_t m, Key<Scalar>* keys) {
+__global__ void keys_of(const Scalar* sq, const int32_t* ids, int64_t m, KeyOf<Scalar>* keys) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < m;
        i += int64_t{gridDim.x} * blockDim.x)
-    keys[i] = ids[i] < 0 ? ~Key<Scalar>{0} : OrderedKey<Scalar>::of(sq[i]);
+    keys[i] = ids[i] < 0 ? ~KeyOf<Scalar>{0} : OrderedKey<Scalar>::of(sq[i]);
 }
 
 // How many sorted values are <= max_sq (compared in double).
 template <typename Scalar>
-__global__ void count_at_most(const Key<Scalar>* sorted, int64_t m, double max_sq, int64_t* count) {
+__global__ void count_at_most(const KeyOf<Scalar>* sorted, int64_t m, double max_sq,
+                              int64_t* count) {
   int64_t lo = 0, hi = m;
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
@@ -66,37 +66,39 @@ void move_points(const Scalar* points, int64_t count, const geometry::AlignFrame
 }
 
 template <typename Scalar>
-size_t trim_bytes(int64_t m) {
+size_t TrimRanking<Scalar>::bytes(int64_t m) {
   const size_t um = static_cast<size_t>(m < 0 ? 0 : m);
-  return 2 * aligned(um * sizeof(Key<Scalar>)) + cub_temp_bytes(m) + aligned(sizeof(int64_t));
+  return 2 * aligned(um * sizeof(Key)) + cub_temp_bytes(m) + aligned(sizeof(int64_t));
 }
 
 template <typename Scalar>
-double kept_threshold(const int32_t* ids, const Scalar* sq, int64_t m, double max_sq,
-                      double kept_fraction, cudaStream_t stream) {
-  if (!(kept_fraction < 1.0) || m <= 0) return max_sq;
-  const size_t um = static_cast<size_t>(m);
-  DeviceBuffer<Key<Scalar>> keys(um), keys_alt(um);
-  DeviceBuffer<int64_t> measured(1);
-  keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m), kBlock, 0, stream>>>(sq, ids, m,
-                                                                                 keys.get());
-  check_launch("align: keys_of");
-  cub::DoubleBuffer<Key<Scalar>> sorting(keys.get(), keys_alt.get());
-  size_t temp_bytes = 0;
-  const int bits = 8 * static_cast<int>(sizeof(Scalar));
-  check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, sorting, m, 0, bits, stream),
+TrimRanking<Scalar>::TrimRanking(int64_t m)
+    : m_(m), keys_(static_cast<size_t>(m)), sorted_keys_(static_cast<size_t>(m)), measured_(1) {
+  cub::DoubleBuffer<Key> sorting(keys_.get(), sorted_keys_.get());
+  check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes_, sorting, m_, 0,
+                                       8 * static_cast<int>(sizeof(Scalar))),
         "align: radix sort (size)");
-  DeviceBuffer<unsigned char> temp(checked_cub_temp(temp_bytes, cub_temp_bytes(m)));
-  check(cub::DeviceRadixSort::SortKeys(temp.get(), temp_bytes, sorting, m, 0, bits, stream),
+  temp_.allocate(checked_cub_temp(temp_bytes_, cub_temp_bytes(m_)));
+}
+
+template <typename Scalar>
+double TrimRanking<Scalar>::threshold(const int32_t* ids, const Scalar* sq, double max_sq,
+                                      double kept_fraction, cudaStream_t stream) {
+  if (!(kept_fraction < 1.0) || m_ <= 0) return max_sq;
+  keys_of<<<grid_stride_blocks(keys_of<Scalar>, kBlock, m_), kBlock, 0, stream>>>(sq, ids, m_,
+                                                                                  keys_.get());
+  check_launch("align: keys_of");
+  cub::DoubleBuffer<Key> sorting(keys_.get(), sorted_keys_.get());
+  size_t temp_bytes = temp_bytes_;
+  check(cub::DeviceRadixSort::SortKeys(temp_.get(), temp_bytes, sorting, m_, 0,
+                                       8 * static_cast<int>(sizeof(Scalar)), stream),
         "align: radix sort");
-  count_at_most<Scalar><<<1, 1, 0, stream>>>(sorting.Current(), m, max_sq, measured.get());
+  count_at_most<Scalar><<<1, 1, 0, stream>>>(sorting.Current(), m_, max_sq, measured_.get());
   check_launch("align: count_at_most");
-  const int64_t within = read_back(measured.get(), stream, "align: the kept count");
+  const int64_t within = read_back(measured_.get(), stream, "align: the kept count");
   if (within == 0) return max_sq;
-  const Key<Scalar> key =
-      read_back(sorting.Current() + geometry::trim_position(kept_fraction, within), stream,
-                "align: the "
-                "trim's key");
+  const Key key = read_back(sorting.Current() + geometry::trim_position(kept_fraction, within),
+                            stream, "align: the trim's key");
   return static_cast<double>(scalar_from_ordered_key<Scalar>(key));
 }
 
@@ -112,15 +114,11 @@ geometry::AlignSums blocks_in_order(const geometry::AlignSums* sums, int64_t blo
   return geometry::sum_of_blocks(host.data(), blocks);
 }
 
-#define KNN_ALIGN_SUMS_INSTANTIATE(Scalar)                                                \
-  template void move_points(const Scalar*, int64_t, const geometry::AlignFrame&, Scalar*, \
-                            cudaStream_t);                                                \
-  template size_t trim_bytes<Scalar>(int64_t);                                            \
-  template double kept_threshold(const int32_t*, const Scalar*, int64_t, double, double,  \
-                                 cudaStream_t);
-KNN_ALIGN_SUMS_INSTANTIATE(float)
-KNN_ALIGN_SUMS_INSTANTIATE(double)
-#undef KNN_ALIGN_SUMS_INSTANTIATE
+template void move_points(const float*, int64_t, const geometry::AlignFrame&, float*, cudaStream_t);
+template void move_points(const double*, int64_t, const geometry::AlignFrame&, double*,
+                          cudaStream_t);
+template class TrimRanking<float>;
+template class TrimRanking<double>;
 
 }  // namespace cuda
 }  // namespace knn

@@ -18,6 +18,7 @@
 #include "../../common/geometry/align_terms.h"
 #include "cuda_support.h"
 #include "launch_policy.h"
+#include "radix_sort_temp.cuh"
 
 namespace knn {
 namespace cuda {
@@ -39,20 +40,33 @@ template <typename Scalar>
 void move_points(const Scalar* points, int64_t count, const geometry::AlignFrame& frame,
                  Scalar* moved, cudaStream_t stream);
 
-// Device bytes kept_threshold takes for m points at most (the sort's keys
-// twice, its temporaries, the count).
+// The ranking of a trim's threshold among the m points of a call: the
+// device scratch of its sort (the keys twice, CUB's temporaries, the
+// count), allocated once, then threshold() for every step.
 template <typename Scalar>
-size_t trim_bytes(int64_t m);
+class TrimRanking {
+ public:
+  // Device bytes of the scratch for m points at most.
+  static size_t bytes(int64_t m);
+  explicit TrimRanking(int64_t m);
+  // The threshold of a step's kept points among the m (device arrays: per
+  // point its correspondence's id, negative for none, and squared
+  // distance), the value the OpenMP engine ranks on the host
+  // (openmp/omp_align_sums.h kept_threshold): max_sq, lowered where
+  // kept_fraction < 1 to the squared distance at the trimming rank
+  // (geometry::trim_position) among the points with a correspondence within
+  // max_sq. Waits for `stream`.
+  double threshold(const int32_t* ids, const Scalar* sq, double max_sq, double kept_fraction,
+                   cudaStream_t stream);
 
-// The threshold of a step's kept points among m (device arrays: per point
-// its correspondence's id, negative for none, and squared distance), the
-// value the OpenMP engine ranks on the host (openmp/omp_align_sums.h
-// kept_threshold): max_sq, lowered where kept_fraction < 1 to the squared
-// distance at the trimming rank (geometry::trim_position) among the points
-// with a correspondence within max_sq. Waits for `stream`.
-template <typename Scalar>
-double kept_threshold(const int32_t* ids, const Scalar* sq, int64_t m, double max_sq,
-                      double kept_fraction, cudaStream_t stream);
+ private:
+  using Key = typename OrderedKey<Scalar>::type;
+  int64_t m_;
+  DeviceBuffer<Key> keys_, sorted_keys_;
+  DeviceBuffer<unsigned char> temp_;
+  size_t temp_bytes_ = 0;
+  DeviceBuffer<int64_t> measured_;
+};
 
 // sums[b] = block_sums(first, count) for every block b of `count` points: a
 // thread per block (grid stride: the grid does not change the sums).

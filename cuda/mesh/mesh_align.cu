@@ -77,7 +77,7 @@ geometry::AlignSums CudaMesh<Scalar>::align_step(const Scalar* points, int64_t m
   size_t fixed = aligned(um * sizeof(int32_t)) + aligned(um * sizeof(Scalar)) +
                  aligned(static_cast<size_t>(n_) * sizeof(int32_t)) +
                  aligned(static_cast<size_t>(blocks) * sizeof(AlignSums));
-  if (trim) fixed = saturating_add(fixed, trim_bytes<Scalar>(m));
+  if (trim) fixed = saturating_add(fixed, TrimRanking<Scalar>::bytes(m));
   // Per point of a chunk: the moved point, the staged one, and what the
   // search's own chunk takes.
   const size_t per_point = 3 * sizeof(Scalar) * (staged ? 2 : 1) + kMeshChunkOrderBytesPerPoint;
@@ -132,7 +132,7 @@ geometry::AlignSums CudaMesh<Scalar>::align_step(const Scalar* points, int64_t m
   }
   if (trim) {
     const double threshold =
-        kept_threshold(ids.get(), sq.get(), m, step.max_sq, step.kept_fraction, s);
+        TrimRanking<Scalar>(m).threshold(ids.get(), sq.get(), step.max_sq, step.kept_fraction, s);
     for (int64_t first = 0; first < m; first += chunk) {
       throw_if_cancelled(cancel_flag());
       const int64_t count = std::min(chunk, m - first);

@@ -6,8 +6,9 @@
 // memory. Each step moves the scan chunk by chunk (the chunks' queries), the
 // searches write the lists on the device, and the step's threshold and block
 // sums are taken there by the mesh alignment's own code
-// (../core/align_sums.cuh): only the blocks' sums come back, added in block
-// order on the host as the OpenMP aligner adds its blocks.
+// (../core/align_sums.cuh; the trim's sort scratch allocated once for the
+// call): only the blocks' sums come back, added in block order on the host
+// as the OpenMP aligner adds its blocks.
 //
 // Chunks and devices: a chunk's search (one device, or shares over several
 // devices, src/device_replicas.h) writes its lists at the chunk's rows of
@@ -89,7 +90,7 @@ class CudaCloudAligner final : public BasicCloudAligner<Scalar> {
                    aligned(static_cast<size_t>(blocks_) * sizeof(geometry::AlignSums));
     if (copy_scan) fixed = saturating_add(fixed, aligned(scan_bytes));
     if (copy_normals) fixed = saturating_add(fixed, aligned(normal_bytes));
-    if (request.trims) fixed = saturating_add(fixed, trim_bytes<Scalar>(m_));
+    if (request.trims) fixed = saturating_add(fixed, TrimRanking<Scalar>::bytes(m_));
     const DeviceBudget budget = device_budget(call.device_memory_limit);
     chunk_ = std::min(
         m_, queries_within_budget(budget, 3 * sizeof(Scalar) * kAlignChunkBudgetShare,
@@ -108,6 +109,7 @@ class CudaCloudAligner final : public BasicCloudAligner<Scalar> {
       copy_points_in(scan_copy_.get(), request.points, scan_bytes, false, stream_.get());
       points_ = scan_copy_.get();
     }
+    if (request.trims) trim_ = std::make_unique<TrimRanking<Scalar>>(m_);
     if (copy_normals) {
       normals_copy_.allocate(3 * static_cast<size_t>(engine.size()));
       copy_points_in(normals_copy_.get(), request.normals, normal_bytes, false, stream_.get());
@@ -131,8 +133,11 @@ class CudaCloudAligner final : public BasicCloudAligner<Scalar> {
   geometry::AlignSums sums(const geometry::AlignFrame& frame, double max_sq,
                            double kept_fraction) override {
     const cudaStream_t s = stream_.get();
-    const double threshold =
-        kept_threshold(nearest_.get(), sq_.get(), m_, max_sq, kept_fraction, s);
+    double threshold = max_sq;
+    if (kept_fraction < 1.0) {
+      if (!trim_) fail(KNN_ERR_INTERNAL, "an alignment step trims, but its request did not say so");
+      threshold = trim_->threshold(nearest_.get(), sq_.get(), max_sq, kept_fraction, s);
+    }
     sum_blocks(m_,
                CloudBlockSums<Scalar>{points_, nearest_.get(), sq_.get(), threshold, frame,
                                       targets_, normals_},
@@ -151,6 +156,7 @@ class CudaCloudAligner final : public BasicCloudAligner<Scalar> {
   DeviceBuffer<int32_t> nearest_;
   DeviceBuffer<Scalar> sq_, moved_, scan_copy_, normals_copy_;
   DeviceBuffer<geometry::AlignSums> sums_;
+  std::unique_ptr<TrimRanking<Scalar>> trim_;
   // Closed before the buffers are given back (close_stream waits for its
   // work).
   Stream stream_;

@@ -9,7 +9,9 @@
 // out of reach reported as not converged and a far rotation never called
 // converged unless right, recovered by the coarse start; bad
 // input refused with the result untouched; the same bits for any thread
-// count and (GPU test, skipped without a device) on a CUDA index.
+// count and (GPU tests, skipped without a device) on a CUDA index, whose
+// steps are summed on its device: every structure, host and device arrays,
+// trimmed or not, the smallest device budget, several devices.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -418,6 +420,109 @@ TYPED_TEST(IndexAlign, CudaGivesTheOpenMPBits) {
 }
 
 #if defined(KNN_TEST_WITH_CUDA)
+// Calls op(options) with the smallest device budget, to 64 KiB, that the
+// call accepts (found by bisection; the last call made is the one with that
+// budget): the aligner's lists and blocks, its copies of host arrays and
+// the sort of a trim beside the searches' chunks.
+template <class Op>
+int with_smallest_budget(const knn_options& base, Op op) {
+  knn_options o = base;
+  size_t refused = 0, accepted = size_t{1} << 30;
+  while (accepted - refused > 65536) {
+    o.device_memory_limit = refused + (accepted - refused) / 2;
+    const int status = op(&o);
+    if (status == KNN_ERR_DEVICE_OUT_OF_MEMORY) {
+      refused = o.device_memory_limit;
+    } else {
+      if (status != KNN_OK) return status;
+      accepted = o.device_memory_limit;
+    }
+  }
+  o.device_memory_limit = accepted;
+  return op(&o);
+}
+
+// A CUDA index sums each step on its device (the lists stay there, the
+// blocks are summed there and added in order on the host) to the OpenMP
+// index's fit bit for bit, every field: one target and one set of normals
+// (host memory, from the OpenMP index), every CUDA structure, host and
+// device scans and normals, point-to-plane and point-to-point, trimmed or
+// not, at the default budget, at the smallest budget each call accepts
+// (the searches then run in chunks; the aligner's own chunks are
+// test_cloud_aligner's), and split over devices {0, 0} (and {0, 1} where
+// there are two). 8 iterations: any count gives the same bits.
+TYPED_TEST(IndexAlign, DeviceSumsGiveTheOpenMPBits) {
+  SKIP_WITHOUT_DEVICE();
+  using Scalar = TypeParam;
+  const std::vector<double> target = bumpy(2500, true, 0, 0, 1);
+  const knn_options cpu_o = options(KNN_BACKEND_OPENMP);
+  IndexHandle cpu;
+  ASSERT_EQ(build(target, 3, Scalar{}, &cpu_o, &cpu.index), KNN_OK);
+  std::vector<Scalar> normals(target.size());
+  const Scalar inside[3] = {0, 0, 0};
+  ASSERT_EQ(normals_of(cpu.index, 10, inside, normals.data(), &cpu_o), KNN_OK) << knn_last_error();
+  const Transform truth = rigid({1, -2, 1}, 0.15, {0.05, 0.02, -0.03});
+  const std::vector<Scalar> scan =
+      cast<Scalar>(moved(bumpy(3000, false, 0.002, 0.05, 9), inverse(truth)));
+  const int64_t m = static_cast<int64_t>(scan.size()) / 3;
+  DeviceArray<Scalar> d_scan(scan), d_normals(normals);
+  for (const int structure :
+       {KNN_STRUCTURE_AUTO, KNN_STRUCTURE_KDTREE, KNN_STRUCTURE_GRID, KNN_STRUCTURE_BRUTE_FORCE}) {
+    knn_options o;
+    knn_options_init_v2(&o);
+    o.backend = KNN_BACKEND_CUDA;
+    o.structure = structure;
+    IndexHandle gpu;
+    ASSERT_EQ(build(target, 3, Scalar{}, &o, &gpu.index), KNN_OK) << knn_last_error();
+    for (const bool planes : {true, false})
+      for (const double kept : {1.0, 0.9}) {
+        SCOPED_TRACE(std::string(planes ? "point-to-plane" : "point-to-point") + " kept " +
+                     std::to_string(kept) + " structure " + std::to_string(structure));
+        const knn_align_params params = params_of(0.3, kept, 8);
+        knn_align_result want = empty_result();
+        ASSERT_EQ(align(cpu.index, scan, planes ? normals.data() : nullptr, nullptr, &params, &want,
+                        &cpu_o),
+                  KNN_OK)
+            << knn_last_error();
+        EXPECT_GT(want.n_kept, m / 2);
+        const auto fit = [&](bool device_arrays, const knn_options* call, knn_align_result* r) {
+          *r = empty_result();
+          if (!device_arrays)
+            return align(gpu.index, scan, planes ? normals.data() : nullptr, nullptr, &params, r,
+                         call);
+          if constexpr (sizeof(Scalar) == 8)
+            return knn_index_align_f64(gpu.index, d_scan.get(), m,
+                                       planes ? d_normals.get() : nullptr, nullptr, &params, r,
+                                       call);
+          else
+            return knn_index_align(gpu.index, d_scan.get(), m, planes ? d_normals.get() : nullptr,
+                                   nullptr, &params, r, call);
+        };
+        for (const bool device_arrays : {false, true}) {
+          SCOPED_TRACE(device_arrays ? "device arrays" : "host arrays");
+          knn_align_result r = empty_result();
+          ASSERT_EQ(fit(device_arrays, &o, &r), KNN_OK) << knn_last_error();
+          EXPECT_EQ(std::memcmp(&r, &want, sizeof r), 0) << "default budget";
+          ASSERT_EQ(with_smallest_budget(
+                        o, [&](const knn_options* call) { return fit(device_arrays, call, &r); }),
+                    KNN_OK)
+              << knn_last_error();
+          EXPECT_EQ(std::memcmp(&r, &want, sizeof r), 0) << "smallest budget";
+          knn_options split = o;
+          split.device_count = 2;
+          split.devices[0] = 0, split.devices[1] = 0;
+          ASSERT_EQ(fit(device_arrays, &split, &r), KNN_OK) << knn_last_error();
+          EXPECT_EQ(std::memcmp(&r, &want, sizeof r), 0) << "devices {0, 0}";
+          if (cuGetDeviceCount() >= 2) {
+            split.devices[1] = 1;
+            ASSERT_EQ(fit(device_arrays, &split, &r), KNN_OK) << knn_last_error();
+            EXPECT_EQ(std::memcmp(&r, &want, sizeof r), 0) << "devices {0, 1}";
+          }
+        }
+      }
+  }
+}
+
 // Device points and normals of the index's device give the host arrays' bits.
 TEST(IndexAlignGpu, DeviceArraysGiveTheHostBits) {
   SKIP_WITHOUT_DEVICE();
