@@ -1,6 +1,6 @@
 // How the engines' builders (the functions that make an engine of each
 // structure: index_engine.h, quadtree_engine.h, mesh_engine.h,
-// stats_engine.h) are written once for both engines and both precisions.
+// stats_engine.h, cloud_align.h) are written once for both engines and both precisions.
 // Each builder's signature is one macro of Scalar, next to its structure's
 // engine (KNN_KDTREE_INDEX_BUILDER, ...); every engine defines the builder in
 // its own namespace (omp, cuda) as a template over Scalar, declared and

@@ -253,10 +253,27 @@ KNN_API size_t KNN_CALL knn_estimate_stats_bytes_f64(int64_t n, int k, const knn
  *    scan with those of the index's points (each point weighing alike).
  *  - The correspondences are computed through the index's query path, so
  *    every backend, structure and device list gives the same lists, and
- *    the step is summed on the host from them (this version: the moved
- *    points and the k = 1 lists cross to the host each iteration; the index's points and
- *    normals are copied to the host once per call): the same transform bit
- *    for bit on every backend.
+ *    each step is summed where the index keeps its points, in the same
+ *    blocks added in the same order: the same transform bit for bit on
+ *    every backend. A CUDA index keeps the moved points, the k = 1 lists
+ *    and the blocks' sums on its device (only the sums, 232 bytes per
+ *    block of 1024 points, cross to the host each iteration), reads its
+ *    own points and device points and normals in place, and copies host
+ *    points and normals to the device once per call. Once per call too,
+ *    the index's points are copied to the host (the bounding box, the
+ *    coarse start), and device points as well (the scan's centroid and
+ *    radius).
+ *  - Memory on a CUDA index: for the call, every scan point's list (4 bytes
+ *    and a scalar), the blocks' sums, the device copies of host points and
+ *    normals, and with kept_fraction < 1 the sort of the squared distances
+ *    (two keys of a scalar's width per point); the moved points go in
+ *    chunks of at most a quarter of the budget left beside those, each
+ *    chunk's search planning within the rest (device_memory_limit, else
+ *    KNN_DEVICE_MEMORY_LIMIT, else the free memory; a budget that holds
+ *    none of that: DEVICE_OUT_OF_MEMORY). An index KNN_BACKEND_AUTO put on
+ *    the GPU whose device lacks that memory sums on the host instead (its
+ *    lists cross to the host), and answers searches its device cannot hold
+ *    on the CPU, identically (knn_gpgpu_index.h).
  *  - Progress: one KNN_PROGRESS_QUERY stage of m x (max_iterations + 1) x
  *    starts points; cancellation between iterations and inside each query.
  * m = 0 (or an index of no points) gives the initial transform, a NaN rms,
