@@ -1,23 +1,37 @@
 // Consistent orientation of normals (src/normal_orientation.h).
 //
-// Prim's algorithm from each part's seed with an indexed binary heap (one
-// entry per point, so host memory stays O(n) beyond the graph itself). Edge
-// weights are ordered by (weight, smaller id, larger id), a total order on
-// the edges, so the minimum spanning forest is unique and Prim's finds it
-// whatever the order in which it meets ties; each child's sign depends only
-// on its parent in that forest, so the result is deterministic.
+// Edge weights are ordered by (weight, smaller id, larger id), a total order
+// on the edges, so the minimum spanning forest is unique and any algorithm
+// that finds a minimum spanning forest finds this one. Boruvka's finds it in
+// parallel rounds: every component takes its lightest edge to another (all
+// such edges belong to the forest) and the components joined by them merge.
+// The orientation then spreads from each part's seed over the forest, level by
+// level, each child signed from its parent alone, so the result is the same
+// whatever the thread count or the order in which threads meet ties.
+//
+// Host memory stays O(n) beyond the graph: the adjacency rows, a few arrays of
+// n entries for the rounds, then the forest's rows for the spread.
 #include "normal_orientation.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
+#include "../common/host_vector.h"
+#include "../common/team_size.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
 
 namespace knn {
 namespace {
+
+// Items below which a loop leaves a thread idle: waking a passive team costs
+// tens of microseconds, which a few thousand points of this work repay.
+constexpr int64_t kGrain = 4096;
 
 // An edge's place in the total order.
 struct EdgeKey {
@@ -34,161 +48,401 @@ double dot(const std::vector<double>& n, int64_t i, int64_t j) {
   return (n[3 * i] * n[3 * j] + n[3 * i + 1] * n[3 * j + 1]) + n[3 * i + 2] * n[3 * j + 2];
 }
 
-// The undirected graph as adjacency rows (CSR): each listed pair both ways.
-struct Graph {
-  std::vector<int64_t> offsets;
-  std::vector<int32_t> targets;
-};
-
-Graph undirected(const std::vector<int32_t>& neighbours, int64_t n, int g) {
-  Graph graph;
-  graph.offsets.assign(static_cast<size_t>(n) + 1, 0);
-  for (int64_t i = 0; i < n; ++i)
-    for (int j = 0; j < g; ++j) {
-      const int32_t t = neighbours[static_cast<size_t>(i * g + j)];
-      if (t < 0 || t == i) continue;
-      ++graph.offsets[static_cast<size_t>(i) + 1];
-      ++graph.offsets[static_cast<size_t>(t) + 1];
-    }
-  for (int64_t i = 0; i < n; ++i) graph.offsets[i + 1] += graph.offsets[i];
-  graph.targets.resize(static_cast<size_t>(graph.offsets[static_cast<size_t>(n)]));
-  std::vector<int64_t> fill(graph.offsets.begin(), graph.offsets.end() - 1);
-  for (int64_t i = 0; i < n; ++i)
-    for (int j = 0; j < g; ++j) {
-      const int32_t t = neighbours[static_cast<size_t>(i * g + j)];
-      if (t < 0 || t == i) continue;
-      graph.targets[static_cast<size_t>(fill[static_cast<size_t>(i)]++)] = t;
-      graph.targets[static_cast<size_t>(fill[static_cast<size_t>(t)]++)] = static_cast<int32_t>(i);
-    }
-  return graph;
+// The weight ignores the normals' signs (negation is exact), so it is the
+// same before and after orientation and from either end.
+EdgeKey edge_key(const std::vector<double>& normals, int32_t a, int32_t b) {
+  return EdgeKey{1.0 - std::abs(dot(normals, a, b)), std::min(a, b), std::max(a, b)};
 }
 
-// A binary min-heap of points keyed by their best edge to the tree so far.
-class PointHeap {
- public:
-  explicit PointHeap(int64_t n)
-      : key_(static_cast<size_t>(n)),
-        parent_(static_cast<size_t>(n), -1),
-        position_(static_cast<size_t>(n), -1) {}
-
-  bool empty() const { return heap_.empty(); }
-  // Offers point i the edge from `from` with key `key`; kept if better.
-  void offer(int32_t i, int32_t from, const EdgeKey& key) {
-    const size_t s = static_cast<size_t>(i);
-    if (position_[s] == -1) {
-      key_[s] = key;
-      parent_[s] = from;
-      position_[s] = static_cast<int64_t>(heap_.size());
-      heap_.push_back(i);
-      up(heap_.size() - 1);
-    } else if (position_[s] >= 0 && key < key_[s]) {
-      key_[s] = key;
-      parent_[s] = from;
-      up(static_cast<size_t>(position_[s]));
-    }
-  }
-  // The point of least key, removed for good (never offered again).
-  int32_t pop(int32_t* parent) {
-    const int32_t top = heap_.front();
-    *parent = parent_[static_cast<size_t>(top)];
-    swap_entries(0, heap_.size() - 1);
-    heap_.pop_back();
-    position_[static_cast<size_t>(top)] = -2;
-    if (!heap_.empty()) down(0);
-    return top;
-  }
-  void close(int32_t i) { position_[static_cast<size_t>(i)] = -2; }
-
- private:
-  bool less(size_t a, size_t b) const {
-    return key_[static_cast<size_t>(heap_[a])] < key_[static_cast<size_t>(heap_[b])];
-  }
-  void swap_entries(size_t a, size_t b) {
-    std::swap(heap_[a], heap_[b]);
-    position_[static_cast<size_t>(heap_[a])] = static_cast<int64_t>(a);
-    position_[static_cast<size_t>(heap_[b])] = static_cast<int64_t>(b);
-  }
-  void up(size_t at) {
-    while (at > 0 && less(at, (at - 1) / 2)) {
-      swap_entries(at, (at - 1) / 2);
-      at = (at - 1) / 2;
-    }
-  }
-  void down(size_t at) {
-    for (;;) {
-      size_t best = at;
-      const size_t left = 2 * at + 1, right = left + 1;
-      if (left < heap_.size() && less(left, best)) best = left;
-      if (right < heap_.size() && less(right, best)) best = right;
-      if (best == at) return;
-      swap_entries(at, best);
-      at = best;
-    }
-  }
-  std::vector<EdgeKey> key_;
-  std::vector<int32_t> parent_;
-  std::vector<int64_t> position_;  // in heap_; -1 never offered, -2 in the tree
-  std::vector<int32_t> heap_;
-};
+void negate(std::vector<double>& normals, int64_t i) {
+  for (int d = 0; d < 3; ++d)
+    normals[static_cast<size_t>(3 * i + d)] = -normals[static_cast<size_t>(3 * i + d)];
+}
 
 // The seed's sign rule: its first non-zero of (z, y, x) positive.
 void sign_seed(std::vector<double>& normals, int64_t i) {
   for (int c = 2; c >= 0; --c) {
     const double v = normals[static_cast<size_t>(3 * i + c)];
     if (v == 0) continue;
-    if (v < 0)
-      for (int d = 0; d < 3; ++d)
-        normals[static_cast<size_t>(3 * i + d)] = -normals[static_cast<size_t>(3 * i + d)];
+    if (v < 0) negate(normals, i);
     return;
   }
 }
 
-constexpr int64_t kCancelPoints = int64_t{1} << 18;
+// Runs body(begin, end) on contiguous blocks of [0, count), one per thread of
+// the team, in runs of kCancelRunItems with the flag read before each (an
+// exception cannot leave an OpenMP region). A small run stays on the calling
+// thread: the spread runs thousands of narrow levels.
+template <class Body>
+void for_blocks(int64_t count, int team, const volatile int* cancel, Body&& body) {
+  for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
+    const int blocks = team_for(team, end - begin, kGrain);
+    if (blocks == 1) {
+      body(begin, end);
+      return;
+    }
+#pragma omp parallel for num_threads(blocks) schedule(static, 1)
+    for (int b = 0; b < blocks; ++b)
+      body(begin + (end - begin) * b / blocks, begin + (end - begin) * (b + 1) / blocks);
+  });
+}
+
+template <class Body>
+void parallel_for(int64_t count, int team, const volatile int* cancel, Body&& body) {
+  for_blocks(count, team, cancel, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(i);
+  });
+}
+
+// Writes to `out`, in the order of i over [0, count), the items that emit(i,
+// at) writes at `at` (returning how many: items_of(i)); returns their number.
+// Each block counts its items, then writes them from its own start.
+template <class ItemsOf, class Emit>
+int64_t concatenate(int64_t count, int team, const volatile int* cancel, ItemsOf&& items_of,
+                    Emit&& emit, int32_t* out) {
+  int64_t written = 0;
+  for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
+    const int blocks = team_for(team, end - begin, kGrain);
+    if (blocks == 1) {
+      for (int64_t i = begin; i < end; ++i) written += emit(i, out + written);
+      return;
+    }
+    const auto first = [&](int b) { return begin + (end - begin) * b / blocks; };
+    std::vector<int64_t> start(static_cast<size_t>(blocks) + 1, 0);
+#pragma omp parallel for num_threads(blocks) schedule(static, 1)
+    for (int b = 0; b < blocks; ++b) {
+      int64_t items = 0;
+      for (int64_t i = first(b); i < first(b + 1); ++i) items += items_of(i);
+      start[static_cast<size_t>(b) + 1] = items;
+    }
+    for (int b = 0; b < blocks; ++b)
+      start[static_cast<size_t>(b) + 1] += start[static_cast<size_t>(b)];
+#pragma omp parallel for num_threads(blocks) schedule(static, 1)
+    for (int b = 0; b < blocks; ++b) {
+      int32_t* at = out + written + start[static_cast<size_t>(b)];
+      for (int64_t i = first(b); i < first(b + 1); ++i) at += emit(i, at);
+    }
+    written += start[static_cast<size_t>(blocks)];
+  });
+  return written;
+}
+
+// n atomics, each set to `value`.
+template <class T>
+std::unique_ptr<std::atomic<T>[]> atomics(int64_t n, T value, int team,
+                                          const volatile int* cancel) {
+  std::unique_ptr<std::atomic<T>[]> a(new std::atomic<T>[static_cast<size_t>(n)]);
+  parallel_for(n, team, cancel, [&](int64_t i) { a[i].store(value, std::memory_order_relaxed); });
+  return a;
+}
+
+// Replaces `slot` by `candidate` while `better(candidate, current)`: an
+// atomic minimum under a total order, so its result is the same whatever
+// the order of the threads' offers.
+template <class Better>
+void offer(std::atomic<int32_t>& slot, int32_t candidate, Better&& better) {
+  int32_t current = slot.load(std::memory_order_relaxed);
+  while ((current < 0 || better(candidate, current)) &&
+         !slot.compare_exchange_weak(current, candidate, std::memory_order_relaxed)) {
+  }
+}
+
+// An undirected graph as adjacency rows: offsets[i] .. offsets[i + 1] in
+// targets. The order within a row is the threads' (nothing here depends on
+// it: the forest is unique, and a child's sign depends on its parent alone).
+struct Adjacency {
+  HostVector<int64_t> offsets;
+  HostVector<int32_t> targets;
+  int64_t degree(int64_t i) const {
+    return offsets[static_cast<size_t>(i) + 1] - offsets[static_cast<size_t>(i)];
+  }
+};
+
+// The rows of the pairs that pair_of(e, &a, &b) gives for e in [0, pairs)
+// (false: no pair), each pair in both rows, in the order of e. Each thread
+// owns a block of rows and reads every pair, writing into its own rows
+// alone: atomic increments at random places would serialise the cache misses
+// (an x86 atomic is a fence) and made this build 3 times slower.
+template <class PairOf>
+Adjacency adjacency(int64_t n, int64_t pairs, PairOf&& pair_of, int team,
+                    const volatile int* cancel) {
+  const int owners = team_for(team, n, kGrain);
+  const auto each_pair = [&](auto&& visit) {
+    for_each_run(pairs, cancel, [&](int64_t begin, int64_t end) {
+#pragma omp parallel for num_threads(owners) schedule(static, 1)
+      for (int o = 0; o < owners; ++o) {
+        const int64_t low = n * o / owners, high = n * (o + 1) / owners;
+        for (int64_t e = begin; e < end; ++e) {
+          int32_t a, b;
+          if (!pair_of(e, &a, &b)) continue;
+          if (a >= low && a < high) visit(a, b);
+          if (b >= low && b < high) visit(b, a);
+        }
+      }
+    });
+  };
+  Adjacency rows;
+  HostVector<int64_t>& offsets = rows.offsets;
+  offsets.resize(static_cast<size_t>(n) + 1);
+  parallel_for(n + 1, team, cancel, [&](int64_t i) { offsets[static_cast<size_t>(i)] = 0; });
+  each_pair([&](int32_t row, int32_t) { ++offsets[static_cast<size_t>(row)]; });
+  // The rows' starts; the fill advances each to its row's end, then the
+  // starts move up one place.
+  int64_t total = 0;
+  for_each_run(n + 1, cancel, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t count = offsets[static_cast<size_t>(i)];
+      offsets[static_cast<size_t>(i)] = total;
+      total += count;
+    }
+  });
+  rows.targets.resize(static_cast<size_t>(total));
+  each_pair([&](int32_t row, int32_t other) {
+    rows.targets[static_cast<size_t>(offsets[static_cast<size_t>(row)]++)] = other;
+  });
+  std::copy_backward(offsets.begin(), offsets.end() - 1, offsets.end());
+  offsets[0] = 0;
+  return rows;
+}
+
+// Sorts the row of point i by the keys of its edges. A row that fits the
+// buffer (a kNN row holds about 2 g) computes each key once; a longer one (a
+// point that many others list) computes them in every comparison.
+void sort_row(const std::vector<double>& normals, int32_t i, int32_t* begin, int32_t* end) {
+  constexpr int64_t kBuffered = 64;
+  const int64_t count = end - begin;
+  if (count > kBuffered) {
+    std::sort(begin, end, [&](int32_t a, int32_t b) {
+      return edge_key(normals, i, a) < edge_key(normals, i, b);
+    });
+    return;
+  }
+  EdgeKey keys[kBuffered];
+  for (int64_t j = 0; j < count; ++j) keys[j] = edge_key(normals, i, begin[j]);
+  std::sort(keys, keys + count);
+  for (int64_t j = 0; j < count; ++j) begin[j] = keys[j].low == i ? keys[j].high : keys[j].low;
+}
+
+// The minimum spanning forest: part[i] names i's connected part (one of its
+// points), edges holds the forest's edge_count edges as pairs.
+struct Forest {
+  HostVector<int32_t> part;
+  HostVector<int32_t> edges;
+  int64_t edge_count = 0;
+};
+
+// Boruvka's rounds. Each round: every point's lightest edge leaving its
+// component (edges inside it dropped from its row for good), the least of
+// them per component (an atomic minimum), then the merge: a component hooks
+// to the one its edge reaches, except that of two components that chose the
+// same edge (no longer cycle can form under a total order) the one of smaller
+// id stays a root, and records the edge alone; pointer jumping then takes
+// every hook to its root. Each round at least halves the components that
+// still have an edge out, so there are O(log n) rounds.
+Forest spanning_forest(const std::vector<double>& normals, const std::vector<int32_t>& neighbours,
+                       int64_t n, int g, int team, const volatile int* cancel,
+                       knn_progress* report) {
+  Adjacency graph = adjacency(
+      n, n * g,
+      [&](int64_t e, int32_t* a, int32_t* b) {
+        *a = static_cast<int32_t>(e / g);
+        *b = neighbours[static_cast<size_t>(e)];
+        return *b >= 0 && *b != *a;
+      },
+      team, cancel);
+  Forest forest;
+  forest.part.resize(static_cast<size_t>(n));
+  forest.edges.resize(static_cast<size_t>(2 * std::max<int64_t>(n - 1, 0)));
+  HostVector<int32_t>& component = forest.part;
+  // Rows sorted by key: a point's lightest edge out of its component is then
+  // the first of its row that leaves it, and the edges before it, inside
+  // the component for good, are never read again.
+  HostVector<int64_t> row_next(static_cast<size_t>(n));
+  HostVector<double> candidate_weight(static_cast<size_t>(n));
+  HostVector<int32_t> candidate(static_cast<size_t>(n));  // -1: none
+  HostVector<int32_t> roots(static_cast<size_t>(n)), next_roots(static_cast<size_t>(n));
+  parallel_for(n, team, cancel, [&](int64_t i) {
+    component[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    roots[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    row_next[static_cast<size_t>(i)] = graph.offsets[static_cast<size_t>(i)];
+    sort_row(normals, static_cast<int32_t>(i),
+             graph.targets.data() + graph.offsets[static_cast<size_t>(i)],
+             graph.targets.data() + graph.offsets[static_cast<size_t>(i) + 1]);
+  });
+  // lightest[c]: the point whose candidate is component c's lightest edge.
+  const std::unique_ptr<std::atomic<int32_t>[]> lightest = atomics<int32_t>(n, -1, team, cancel);
+  const std::unique_ptr<std::atomic<int32_t>[]> hook(
+      new std::atomic<int32_t>[static_cast<size_t>(n)]);
+  parallel_for(n, team, cancel, [&](int64_t i) {
+    hook[i].store(static_cast<int32_t>(i), std::memory_order_relaxed);
+  });
+  const auto candidate_key = [&](int32_t i) {
+    const int32_t t = candidate[static_cast<size_t>(i)];
+    return EdgeKey{candidate_weight[static_cast<size_t>(i)], std::min(i, t), std::max(i, t)};
+  };
+  const auto lighter = [&](int32_t a, int32_t b) { return candidate_key(a) < candidate_key(b); };
+  int64_t root_count = n;
+  std::atomic<int64_t> edge_count{0};
+  // A component's edges out lead to components that have edges out too, so
+  // one such component left has none: the forest is complete.
+  while (root_count > 1) {
+    parallel_for(n, team, cancel, [&](int64_t i) {
+      const int32_t own = component[static_cast<size_t>(i)];
+      const int64_t end = graph.offsets[static_cast<size_t>(i) + 1];
+      int64_t e = row_next[static_cast<size_t>(i)];
+      while (e < end &&
+             component[static_cast<size_t>(graph.targets[static_cast<size_t>(e)])] == own)
+        ++e;
+      row_next[static_cast<size_t>(i)] = e;
+      const int32_t t = e < end ? graph.targets[static_cast<size_t>(e)] : -1;
+      candidate[static_cast<size_t>(i)] = t;
+      if (t >= 0)
+        candidate_weight[static_cast<size_t>(i)] =
+            edge_key(normals, static_cast<int32_t>(i), t).weight;
+    });
+    parallel_for(n, team, cancel, [&](int64_t i) {
+      if (candidate[static_cast<size_t>(i)] >= 0)
+        offer(lightest[component[static_cast<size_t>(i)]], static_cast<int32_t>(i), lighter);
+    });
+    const int64_t before = edge_count.load(std::memory_order_relaxed);
+    parallel_for(root_count, team, cancel, [&](int64_t r) {
+      const int32_t c = roots[static_cast<size_t>(r)];
+      const int32_t from = lightest[c].load(std::memory_order_relaxed);
+      if (from < 0) return;  // a finished part: c stays its own root
+      const int32_t to = candidate[static_cast<size_t>(from)];
+      const int32_t other = component[static_cast<size_t>(to)];
+      const int32_t back = lightest[other].load(std::memory_order_relaxed);
+      const bool mutual = back == to && candidate[static_cast<size_t>(back)] == from;
+      if (!mutual || c > other) hook[c].store(other, std::memory_order_relaxed);
+      if (mutual && c > other) return;  // `other` records the edge and stays the root
+      const int64_t at = edge_count.fetch_add(1, std::memory_order_relaxed);
+      forest.edges[static_cast<size_t>(2 * at)] = from;
+      forest.edges[static_cast<size_t>(2 * at + 1)] = to;
+    });
+    const int64_t found = edge_count.load(std::memory_order_relaxed) - before;
+    for (bool changed = true; changed;) {
+      std::atomic<bool> moved{false};
+      parallel_for(root_count, team, cancel, [&](int64_t r) {
+        const int32_t c = roots[static_cast<size_t>(r)];
+        const int32_t up = hook[c].load(std::memory_order_relaxed);
+        const int32_t top = hook[up].load(std::memory_order_relaxed);
+        if (top == up) return;
+        hook[c].store(top, std::memory_order_relaxed);
+        moved.store(true, std::memory_order_relaxed);
+      });
+      changed = moved.load(std::memory_order_relaxed);
+    }
+    parallel_for(n, team, cancel, [&](int64_t i) {
+      int32_t& c = component[static_cast<size_t>(i)];
+      c = hook[c].load(std::memory_order_relaxed);
+    });
+    // The next round's components: the roots that had an edge out.
+    root_count = concatenate(
+        root_count, team, cancel,
+        [&](int64_t r) -> int64_t {
+          const int32_t c = roots[static_cast<size_t>(r)];
+          return lightest[c].load(std::memory_order_relaxed) >= 0 &&
+                 hook[c].load(std::memory_order_relaxed) == c;
+        },
+        [&](int64_t r, int32_t* at) -> int64_t {
+          const int32_t c = roots[static_cast<size_t>(r)];
+          if (lightest[c].load(std::memory_order_relaxed) < 0 ||
+              hook[c].load(std::memory_order_relaxed) != c)
+            return 0;
+          *at = c;
+          return 1;
+        },
+        next_roots.data());
+    std::swap(roots, next_roots);
+    parallel_for(root_count, team, cancel, [&](int64_t r) {
+      lightest[roots[static_cast<size_t>(r)]].store(-1, std::memory_order_relaxed);
+    });
+    progress_add(report, found);
+  }
+  forest.edge_count = edge_count.load(std::memory_order_relaxed);
+  return forest;
+}
 
 }  // namespace
 
 void orient_normals(std::vector<double>& normals, const std::vector<double>& z,
-                    const std::vector<int32_t>& neighbours, int g) {
+                    const std::vector<int32_t>& neighbours, int g, int threads) {
   const int64_t n = static_cast<int64_t>(z.size());
-  const Graph graph = undirected(neighbours, n, g);
+  const int team = team_size(threads);
   const volatile int* cancel = cancel_flag();
   knn_progress* const report = progress();
-  // Parts in order of their seeds: points by descending z, ties by index.
-  std::vector<int32_t> order(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  std::stable_sort(order.begin(), order.end(), [&z](int32_t a, int32_t b) {
-    return z[static_cast<size_t>(a)] > z[static_cast<size_t>(b)];
-  });
-  PointHeap heap(n);
-  std::vector<char> reached(static_cast<size_t>(n), 0);
-  int64_t oriented = 0;
-  for (const int32_t seed : order) {
-    if (reached[static_cast<size_t>(seed)]) continue;
-    sign_seed(normals, seed);
-    int32_t next = seed;
-    int32_t parent = -1;
-    for (;;) {
-      reached[static_cast<size_t>(next)] = 1;
-      heap.close(next);
-      if (parent >= 0 && dot(normals, parent, next) < 0)
-        for (int d = 0; d < 3; ++d)
-          normals[static_cast<size_t>(3 * next + d)] = -normals[static_cast<size_t>(3 * next + d)];
-      if (++oriented % kCancelPoints == 0) {
-        throw_if_cancelled(cancel);
-        progress_add(report, kCancelPoints);
+  const Forest forest = spanning_forest(normals, neighbours, n, g, team, cancel, report);
+  const HostVector<int32_t>& part = forest.part;
+  const Adjacency tree = adjacency(
+      n, forest.edge_count,
+      [&](int64_t e, int32_t* a, int32_t* b) {
+        *a = forest.edges[static_cast<size_t>(2 * e)];
+        *b = forest.edges[static_cast<size_t>(2 * e + 1)];
+        return true;
+      },
+      team, cancel);
+  // Each part's seed: its point of largest z, ties to the smaller id. A
+  // block offers its best point of each run of points of one part, so that
+  // a cloud in ascending z does not make every point fight for one atomic.
+  const auto higher = [&z](int32_t a, int32_t b) {
+    const double za = z[static_cast<size_t>(a)], zb = z[static_cast<size_t>(b)];
+    return za > zb || (za == zb && a < b);
+  };
+  const std::unique_ptr<std::atomic<int32_t>[]> seed = atomics<int32_t>(n, -1, team, cancel);
+  for_blocks(n, team, cancel, [&](int64_t begin, int64_t end) {
+    int32_t run_part = -1, top = -1;
+    for (int64_t i = begin; i < end; ++i) {
+      const int32_t p = part[static_cast<size_t>(i)];
+      if (p == run_part) {
+        if (higher(static_cast<int32_t>(i), top)) top = static_cast<int32_t>(i);
+        continue;
       }
-      for (int64_t e = graph.offsets[static_cast<size_t>(next)];
-           e < graph.offsets[static_cast<size_t>(next) + 1]; ++e) {
-        const int32_t t = graph.targets[static_cast<size_t>(e)];
-        if (reached[static_cast<size_t>(t)]) continue;
-        const double w = 1.0 - std::abs(dot(normals, next, t));
-        heap.offer(t, next, EdgeKey{w, std::min(next, t), std::max(next, t)});
-      }
-      if (heap.empty()) break;
-      next = heap.pop(&parent);
+      if (run_part >= 0) offer(seed[run_part], top, higher);
+      run_part = p, top = static_cast<int32_t>(i);
     }
+    if (run_part >= 0) offer(seed[run_part], top, higher);
+  });
+  // The spread, level by level from all seeds at once: a point's children
+  // are its forest neighbours but its parent, and only its thread writes them.
+  HostVector<int32_t> level(static_cast<size_t>(n)), next_level(static_cast<size_t>(n));
+  HostVector<int32_t> parent(static_cast<size_t>(n));
+  const int64_t parts = concatenate(
+      n, team, cancel, [&](int64_t i) -> int64_t { return part[static_cast<size_t>(i)] == i; },
+      [&](int64_t i, int32_t* at) -> int64_t {
+        if (part[static_cast<size_t>(i)] != i) return 0;
+        *at = seed[i].load(std::memory_order_relaxed);
+        return 1;
+      },
+      level.data());
+  parallel_for(parts, team, cancel, [&](int64_t s) {
+    const int32_t i = level[static_cast<size_t>(s)];
+    parent[static_cast<size_t>(i)] = -1;
+    sign_seed(normals, i);
+  });
+  for (int64_t width = parts; width > 0;) {
+    width = concatenate(
+        width, team, cancel,
+        [&](int64_t s) -> int64_t {
+          const int32_t i = level[static_cast<size_t>(s)];
+          return tree.degree(i) - (parent[static_cast<size_t>(i)] >= 0);
+        },
+        [&](int64_t s, int32_t* at) -> int64_t {
+          const int32_t i = level[static_cast<size_t>(s)];
+          int64_t children = 0;
+          for (int64_t e = tree.offsets[static_cast<size_t>(i)];
+               e < tree.offsets[static_cast<size_t>(i) + 1]; ++e) {
+            const int32_t child = tree.targets[static_cast<size_t>(e)];
+            if (child == parent[static_cast<size_t>(i)]) continue;
+            parent[static_cast<size_t>(child)] = i;
+            if (dot(normals, i, child) < 0) negate(normals, child);
+            at[children++] = child;
+          }
+          return children;
+        },
+        next_level.data());
+    std::swap(level, next_level);
   }
-  progress_add(report, oriented % kCancelPoints);
+  progress_add(report, parts);
 }
 
 }  // namespace knn

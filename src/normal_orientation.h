@@ -16,9 +16,11 @@ namespace knn {
 // non-zero of (z, y, x) is positive, and the part's minimum spanning tree
 // under (1 - |n_i . n_j|, smaller id, larger id) carries its orientation out
 // (a child negated when its dot product with its parent's is negative).
-// Checks the calling thread's cancel flag every 2^18 points and adds each
-// point oriented to its progress record.
+// Runs on team_size(threads) threads (common/team_size.h), the result the
+// same for any count. Checks the calling thread's cancel flag every 2^18
+// points of each pass and adds n points to its progress record: one as its
+// forest edge is found, each seed once its part is oriented.
 void orient_normals(std::vector<double>& normals, const std::vector<double>& z,
-                    const std::vector<int32_t>& neighbours, int g);
+                    const std::vector<int32_t>& neighbours, int g, int threads);
 
 }  // namespace knn

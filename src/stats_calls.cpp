@@ -193,7 +193,7 @@ void orient_without_viewpoint(const knn_index& ix, const knn_options& o, int k, 
   const std::vector<Scalar> written = read_values(normals, n * 3, device);
   std::vector<double> wide(written.begin(), written.end());
   const ProgressStage stage(KNN_PROGRESS_QUERY, n);
-  orient_normals(wide, z, neighbours, std::max(g, 0));
+  orient_normals(wide, z, neighbours, std::max(g, 0), o.threads);
   stage.finish();
   // Negation is exact: the oriented normals are the written ones, signed.
   const std::vector<Scalar> oriented(wide.begin(), wide.end());
