@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "../common/float_math.h"
+#include "../common/prefetch.h"
 #include "../common/static_dim.h"
 #include "omp_index_support.h"
 #include "omp_tuning.h"
@@ -41,23 +42,11 @@ inline int lowest_set_bit(unsigned bits) {
 #endif
 }
 
-// Asks for the cache line at `p` ahead of its use: a query's coordinates (a
-// read) and its result row (a write) are at a random place for each query
-// taken in leaf order, and each was a cache miss that the walk then waited
-// on (a seventh of mpQueryAll's time at k = 8, 10^6 queries).
-inline void prefetch_line(const void* p, bool for_write) {
-#if defined(__GNUC__)
-  if (for_write)
-    __builtin_prefetch(p, 1);
-  else
-    __builtin_prefetch(p, 0);
-#else
-  (void)p;
-  (void)for_write;
-#endif
-}
-
-// The first and last line of a row of `count` values.
+// The first and last line of a row of `count` values, asked for ahead
+// (common/prefetch.h): a query's coordinates (a read) and its result row (a
+// write) are at a random place for each query taken in leaf order, and each
+// was a cache miss that the walk then waited on (a seventh of mpQueryAll's
+// time at k = 8, 10^6 queries).
 template <typename T>
 void prefetch_row(const T* row, int64_t count, bool for_write) {
   prefetch_line(row, for_write);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../common/host_vector.h"
+#include "../common/prefetch.h"
 #include "../common/team_size.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
@@ -32,6 +33,11 @@ namespace {
 // Items below which a loop leaves a thread idle: waking a passive team costs
 // tens of microseconds, which a few thousand points of this work repay.
 constexpr int64_t kGrain = 4096;
+
+// How many points ahead a loop over the points asks for the data of their
+// neighbours (common/prefetch.h): the neighbours lie at random places, and
+// the sort of the rows spent a fifth of its time waiting for their normals.
+constexpr int64_t kAhead = 4;
 
 // An edge's place in the total order.
 struct EdgeKey {
@@ -69,21 +75,43 @@ void sign_seed(std::vector<double>& normals, int64_t i) {
   }
 }
 
-// Runs body(begin, end) on contiguous blocks of [0, count), one per thread of
-// the team, in runs of kCancelRunItems with the flag read before each (an
-// exception cannot leave an OpenMP region). A small run stays on the calling
-// thread: the spread runs thousands of narrow levels.
+// Runs task(t, stop) for t in [0, tasks), one per thread, in one parallel
+// region (the calling thread alone for one task), then throws if the loop
+// was stopped: an exception cannot leave an OpenMP region. One region per
+// pass rather than per run of kCancelRunItems: each region ends in a barrier
+// that, on a loaded machine, waits for a descheduled thread, and a region per
+// run made a call several times slower when other processes held the cores.
+template <class Task>
+void on_threads(int tasks, const volatile int* cancel, Task&& task) {
+  LoopStop stop(cancel);
+  if (tasks == 1) {
+    task(0, stop);
+  } else {
+#pragma omp parallel for num_threads(tasks) schedule(static, 1)
+    for (int t = 0; t < tasks; ++t) task(t, stop);
+  }
+  if (stop.stopped()) throw_cancelled();
+}
+
+// body(begin, end) over [first, last) in runs of kCancelRunItems, the flag
+// polled before each.
+template <class Body>
+void in_runs(int64_t first, int64_t last, LoopStop& stop, Body&& body) {
+  for (int64_t begin = first; begin < last && !stop.poll(); begin += kCancelRunItems)
+    body(begin, std::min(last, begin + kCancelRunItems));
+}
+
+// The first item of block b of `blocks` over [0, count).
+int64_t block_start(int64_t count, int b, int blocks) { return count * b / blocks; }
+
+// Runs body(begin, end) over [0, count) on contiguous blocks, one per
+// thread; a small loop stays on the calling thread (the spread runs
+// thousands of narrow levels).
 template <class Body>
 void for_blocks(int64_t count, int team, const volatile int* cancel, Body&& body) {
-  for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
-    const int blocks = team_for(team, end - begin, kGrain);
-    if (blocks == 1) {
-      body(begin, end);
-      return;
-    }
-#pragma omp parallel for num_threads(blocks) schedule(static, 1)
-    for (int b = 0; b < blocks; ++b)
-      body(begin + (end - begin) * b / blocks, begin + (end - begin) * (b + 1) / blocks);
+  const int blocks = team_for(team, count, kGrain);
+  on_threads(blocks, cancel, [&](int b, LoopStop& stop) {
+    in_runs(block_start(count, b, blocks), block_start(count, b + 1, blocks), stop, body);
   });
 }
 
@@ -95,36 +123,57 @@ void parallel_for(int64_t count, int team, const volatile int* cancel, Body&& bo
 }
 
 // Writes to `out`, in the order of i over [0, count), the items that emit(i,
-// at) writes at `at` (returning how many: items_of(i)); returns their number.
-// Each block counts its items, then writes them from its own start.
+// at) writes at `at` (returning how many: items_of(i)), called once for each
+// i; returns their number.
+// Each block counts its items, then writes them from its own start; a small
+// loop writes them in one pass on the calling thread.
 template <class ItemsOf, class Emit>
 int64_t concatenate(int64_t count, int team, const volatile int* cancel, ItemsOf&& items_of,
                     Emit&& emit, int32_t* out) {
-  int64_t written = 0;
-  for_each_run(count, cancel, [&](int64_t begin, int64_t end) {
-    const int blocks = team_for(team, end - begin, kGrain);
-    if (blocks == 1) {
-      for (int64_t i = begin; i < end; ++i) written += emit(i, out + written);
-      return;
-    }
-    const auto first = [&](int b) { return begin + (end - begin) * b / blocks; };
-    std::vector<int64_t> start(static_cast<size_t>(blocks) + 1, 0);
-#pragma omp parallel for num_threads(blocks) schedule(static, 1)
-    for (int b = 0; b < blocks; ++b) {
-      int64_t items = 0;
-      for (int64_t i = first(b); i < first(b + 1); ++i) items += items_of(i);
-      start[static_cast<size_t>(b) + 1] = items;
-    }
-    for (int b = 0; b < blocks; ++b)
-      start[static_cast<size_t>(b) + 1] += start[static_cast<size_t>(b)];
-#pragma omp parallel for num_threads(blocks) schedule(static, 1)
-    for (int b = 0; b < blocks; ++b) {
-      int32_t* at = out + written + start[static_cast<size_t>(b)];
-      for (int64_t i = first(b); i < first(b + 1); ++i) at += emit(i, at);
-    }
-    written += start[static_cast<size_t>(blocks)];
+  const int blocks = team_for(team, count, kGrain);
+  std::vector<int64_t> start(static_cast<size_t>(blocks) + 1, 0);
+  std::vector<int32_t*> at(static_cast<size_t>(blocks), out);
+  const auto write = [&](int b, LoopStop& stop) {
+    in_runs(block_start(count, b, blocks), block_start(count, b + 1, blocks), stop,
+            [&](int64_t begin, int64_t end) {
+              int32_t* to = at[static_cast<size_t>(b)];  // a local: no false sharing
+              for (int64_t i = begin; i < end; ++i) to += emit(i, to);
+              at[static_cast<size_t>(b)] = to;
+            });
+  };
+  if (blocks == 1) {
+    on_threads(1, cancel, write);
+    return at[0] - out;
+  }
+  on_threads(blocks, cancel, [&](int b, LoopStop& stop) {
+    in_runs(block_start(count, b, blocks), block_start(count, b + 1, blocks), stop,
+            [&](int64_t begin, int64_t end) {
+              int64_t items = 0;
+              for (int64_t i = begin; i < end; ++i) items += items_of(i);
+              start[static_cast<size_t>(b) + 1] += items;
+            });
   });
-  return written;
+  for (int b = 0; b < blocks; ++b) {
+    start[static_cast<size_t>(b) + 1] += start[static_cast<size_t>(b)];
+    at[static_cast<size_t>(b)] = out + start[static_cast<size_t>(b)];
+  }
+  on_threads(blocks, cancel, write);
+  return start[static_cast<size_t>(blocks)];
+}
+
+// Writes value(i) of each i in [0, count) that keep(i) accepts, in order;
+// returns their number.
+template <class Keep, class Value>
+int64_t select(int64_t count, int team, const volatile int* cancel, Keep&& keep, Value&& value,
+               int32_t* out) {
+  return concatenate(
+      count, team, cancel, [&](int64_t i) -> int64_t { return keep(i) ? 1 : 0; },
+      [&](int64_t i, int32_t* at) -> int64_t {
+        if (!keep(i)) return 0;
+        *at = value(i);
+        return 1;
+      },
+      out);
 }
 
 // n atomics, each set to `value`.
@@ -168,17 +217,16 @@ Adjacency adjacency(int64_t n, int64_t pairs, PairOf&& pair_of, int team,
                     const volatile int* cancel) {
   const int owners = team_for(team, n, kGrain);
   const auto each_pair = [&](auto&& visit) {
-    for_each_run(pairs, cancel, [&](int64_t begin, int64_t end) {
-#pragma omp parallel for num_threads(owners) schedule(static, 1)
-      for (int o = 0; o < owners; ++o) {
-        const int64_t low = n * o / owners, high = n * (o + 1) / owners;
+    on_threads(owners, cancel, [&](int o, LoopStop& stop) {
+      const int64_t low = block_start(n, o, owners), high = block_start(n, o + 1, owners);
+      in_runs(0, pairs, stop, [&](int64_t begin, int64_t end) {
         for (int64_t e = begin; e < end; ++e) {
           int32_t a, b;
           if (!pair_of(e, &a, &b)) continue;
           if (a >= low && a < high) visit(a, b);
           if (b >= low && b < high) visit(b, a);
         }
-      }
+      });
     });
   };
   Adjacency rows;
@@ -265,9 +313,20 @@ Forest spanning_forest(const std::vector<double>& normals, const std::vector<int
     component[static_cast<size_t>(i)] = static_cast<int32_t>(i);
     roots[static_cast<size_t>(i)] = static_cast<int32_t>(i);
     row_next[static_cast<size_t>(i)] = graph.offsets[static_cast<size_t>(i)];
-    sort_row(normals, static_cast<int32_t>(i),
-             graph.targets.data() + graph.offsets[static_cast<size_t>(i)],
-             graph.targets.data() + graph.offsets[static_cast<size_t>(i) + 1]);
+    if (i + kAhead < n)
+      for (int64_t e = graph.offsets[static_cast<size_t>(i + kAhead)];
+           e < graph.offsets[static_cast<size_t>(i + kAhead) + 1]; ++e)
+        prefetch_line(&normals[3 * static_cast<size_t>(graph.targets[static_cast<size_t>(e)])],
+                      false);
+    const int64_t begin = graph.offsets[static_cast<size_t>(i)];
+    const int64_t end = graph.offsets[static_cast<size_t>(i) + 1];
+    sort_row(normals, static_cast<int32_t>(i), graph.targets.data() + begin,
+             graph.targets.data() + end);
+    const int32_t t = begin < end ? graph.targets[static_cast<size_t>(begin)] : -1;
+    candidate[static_cast<size_t>(i)] = t;
+    if (t >= 0)
+      candidate_weight[static_cast<size_t>(i)] =
+          edge_key(normals, static_cast<int32_t>(i), t).weight;
   });
   // lightest[c]: the point whose candidate is component c's lightest edge.
   const std::unique_ptr<std::atomic<int32_t>[]> lightest = atomics<int32_t>(n, -1, team, cancel);
@@ -282,7 +341,6 @@ Forest spanning_forest(const std::vector<double>& normals, const std::vector<int
   };
   const auto lighter = [&](int32_t a, int32_t b) { return candidate_key(a) < candidate_key(b); };
   int64_t root_count = n;
-  std::atomic<int64_t> edge_count{0};
   // A component's edges out lead to components that have edges out too, so
   // one such component left has none: the forest is complete.
   while (root_count > 1) {
@@ -293,6 +351,7 @@ Forest spanning_forest(const std::vector<double>& normals, const std::vector<int
       while (e < end &&
              component[static_cast<size_t>(graph.targets[static_cast<size_t>(e)])] == own)
         ++e;
+      if (e == row_next[static_cast<size_t>(i)]) return;  // the same candidate
       row_next[static_cast<size_t>(i)] = e;
       const int32_t t = e < end ? graph.targets[static_cast<size_t>(e)] : -1;
       candidate[static_cast<size_t>(i)] = t;
@@ -304,22 +363,36 @@ Forest spanning_forest(const std::vector<double>& normals, const std::vector<int
       if (candidate[static_cast<size_t>(i)] >= 0)
         offer(lightest[component[static_cast<size_t>(i)]], static_cast<int32_t>(i), lighter);
     });
-    const int64_t before = edge_count.load(std::memory_order_relaxed);
-    parallel_for(root_count, team, cancel, [&](int64_t r) {
+    // Each root's merge, its edge written by one of the two components
+    // where both chose it.
+    struct Merge {
+      int32_t from, to, hook;
+      bool records;
+    };
+    const auto merge_of = [&](int64_t r) {
       const int32_t c = roots[static_cast<size_t>(r)];
       const int32_t from = lightest[c].load(std::memory_order_relaxed);
-      if (from < 0) return;  // a finished part: c stays its own root
+      if (from < 0) return Merge{-1, -1, c, false};  // a finished part
       const int32_t to = candidate[static_cast<size_t>(from)];
       const int32_t other = component[static_cast<size_t>(to)];
       const int32_t back = lightest[other].load(std::memory_order_relaxed);
       const bool mutual = back == to && candidate[static_cast<size_t>(back)] == from;
-      if (!mutual || c > other) hook[c].store(other, std::memory_order_relaxed);
-      if (mutual && c > other) return;  // `other` records the edge and stays the root
-      const int64_t at = edge_count.fetch_add(1, std::memory_order_relaxed);
-      forest.edges[static_cast<size_t>(2 * at)] = from;
-      forest.edges[static_cast<size_t>(2 * at + 1)] = to;
-    });
-    const int64_t found = edge_count.load(std::memory_order_relaxed) - before;
+      return Merge{from, to, mutual && c < other ? c : other, !mutual || c < other};
+    };
+    const int64_t found =
+        concatenate(
+            root_count, team, cancel,
+            [&](int64_t r) -> int64_t { return merge_of(r).records ? 2 : 0; },
+            [&](int64_t r, int32_t* at) -> int64_t {
+              const Merge m = merge_of(r);
+              hook[roots[static_cast<size_t>(r)]].store(m.hook, std::memory_order_relaxed);
+              if (!m.records) return 0;
+              at[0] = m.from, at[1] = m.to;
+              return 2;
+            },
+            forest.edges.data() + 2 * forest.edge_count) /
+        2;
+    forest.edge_count += found;
     for (bool changed = true; changed;) {
       std::atomic<bool> moved{false};
       parallel_for(root_count, team, cancel, [&](int64_t r) {
@@ -337,29 +410,20 @@ Forest spanning_forest(const std::vector<double>& normals, const std::vector<int
       c = hook[c].load(std::memory_order_relaxed);
     });
     // The next round's components: the roots that had an edge out.
-    root_count = concatenate(
+    root_count = select(
         root_count, team, cancel,
-        [&](int64_t r) -> int64_t {
+        [&](int64_t r) {
           const int32_t c = roots[static_cast<size_t>(r)];
           return lightest[c].load(std::memory_order_relaxed) >= 0 &&
                  hook[c].load(std::memory_order_relaxed) == c;
         },
-        [&](int64_t r, int32_t* at) -> int64_t {
-          const int32_t c = roots[static_cast<size_t>(r)];
-          if (lightest[c].load(std::memory_order_relaxed) < 0 ||
-              hook[c].load(std::memory_order_relaxed) != c)
-            return 0;
-          *at = c;
-          return 1;
-        },
-        next_roots.data());
+        [&](int64_t r) { return roots[static_cast<size_t>(r)]; }, next_roots.data());
     std::swap(roots, next_roots);
     parallel_for(root_count, team, cancel, [&](int64_t r) {
       lightest[roots[static_cast<size_t>(r)]].store(-1, std::memory_order_relaxed);
     });
     progress_add(report, found);
   }
-  forest.edge_count = edge_count.load(std::memory_order_relaxed);
   return forest;
 }
 
@@ -406,14 +470,9 @@ void orient_normals(std::vector<double>& normals, const std::vector<double>& z,
   // are its forest neighbours but its parent, and only its thread writes them.
   HostVector<int32_t> level(static_cast<size_t>(n)), next_level(static_cast<size_t>(n));
   HostVector<int32_t> parent(static_cast<size_t>(n));
-  const int64_t parts = concatenate(
-      n, team, cancel, [&](int64_t i) -> int64_t { return part[static_cast<size_t>(i)] == i; },
-      [&](int64_t i, int32_t* at) -> int64_t {
-        if (part[static_cast<size_t>(i)] != i) return 0;
-        *at = seed[i].load(std::memory_order_relaxed);
-        return 1;
-      },
-      level.data());
+  const int64_t parts = select(
+      n, team, cancel, [&](int64_t i) { return part[static_cast<size_t>(i)] == i; },
+      [&](int64_t i) { return seed[i].load(std::memory_order_relaxed); }, level.data());
   parallel_for(parts, team, cancel, [&](int64_t s) {
     const int32_t i = level[static_cast<size_t>(s)];
     parent[static_cast<size_t>(i)] = -1;
