@@ -61,7 +61,7 @@
  *    (done grows chunk by chunk); knn_index_normals without a viewpoint
  *    adds two more: the search of the orientation graph (n points; none
  *    when k = 1) and the propagation (n points). Cancellation: checked
- *    between chunks and every 2^18 points of the propagation
+ *    between chunks and every 2^18 points of each pass of the propagation
  *    (KNN_ERR_CANCELLED).
  *  - Errors: as knn_index_query_self (INVALID_ARGUMENT for a NULL or dead
  *    index, NULL outputs with n > 0, k < 1, n * 3 scalars beyond
@@ -128,7 +128,8 @@ extern "C" {
  *  propagation (Hoppe et al. 1992): the graph joins each point to its
  *  g = min(k - 1, KNN_ORIENTATION_NEIGHBORS) nearest others (an edge where
  *  either lists the other), weighted 1 - |dot(n_i, n_j)| (float64, from the
- *  normals as written in the output scalar). In each connected part the
+ *  normals as written in the output scalar; this rule's dot products are
+ *  ((x x' + y y') + z z'), rounded at each step). In each connected part the
  *  seed is the point of largest z (ties: the smallest index), whose normal
  *  is signed so that its first non-zero component of (z, y, x) is positive;
  *  the part's minimum spanning tree under the order (weight, smaller id,
@@ -138,11 +139,12 @@ extern "C" {
  *  (several scans, outliers: k = 1 makes every point a part of its own) is
  *  decided by that same seed rule, independently of the others. The graph
  *  comes from a second search of g + 1 neighbours whose lists are kept in
- *  host memory: the propagation needs about 12 g + 130 bytes of host
- *  memory per point (2.3 GB for 10^7 points at g = 8) and runs on one CPU
- *  thread (about 1.4 s of CPU for 10^6 points at g = 8); a closed surface
- *  ends with all normals outward or all inward (outward when its topmost
- *  point's normal has a positive z).
+ *  host memory: the propagation needs about 12 g + 140 bytes of host
+ *  memory per point (2.4 GB for 10^7 points at g = 8) and runs on the
+ *  call's threads (knn_options.threads), its result the same for any count
+ *  (10^6 points at g = 8: about 0.5 s on 2 cores, 0.85 s on one); a
+ *  closed surface ends with all normals outward or all inward (outward
+ *  when its topmost point's normal has a positive z).
  * Accuracy. float64 (_f64): within 1e-5 rad of the exact eigenvector of
  *  the same neighbourhood (as a float64 LAPACK solve, numpy.linalg.eigh,
  *  finds it) wherever the eigen-gap allows it, (l1 - l0) >= 1e-8 (l0 + l1 +

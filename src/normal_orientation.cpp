@@ -1,16 +1,19 @@
 // Consistent orientation of normals (src/normal_orientation.h).
 //
 // Edge weights are ordered by (weight, smaller id, larger id), a total order
-// on the edges, so the minimum spanning forest is unique and any algorithm
-// that finds a minimum spanning forest finds this one. Boruvka's finds it in
-// parallel rounds: every component takes its lightest edge to another (all
-// such edges belong to the forest) and the components joined by them merge.
-// The orientation then spreads from each part's seed over the forest, level by
-// level, each child signed from its parent alone, so the result is the same
-// whatever the thread count or the order in which threads meet ties.
+// on the edges, so the minimum spanning forest is unique and every algorithm
+// for it finds the same forest. Boruvka's runs in parallel rounds: every
+// component takes its lightest edge to another (each such edge belongs to
+// the forest) and the components these edges join merge. Each point's
+// adjacency row is sorted by key once, so that its lightest edge out of its
+// component is the first of its row that leaves it. The orientation then
+// spreads from each part's seed over the forest, level by level, each child
+// signed from its parent alone: the result is the same whatever the thread
+// count and the order in which the threads meet.
 //
-// Host memory stays O(n) beyond the graph: the adjacency rows, a few arrays of
-// n entries for the rounds, then the forest's rows for the spread.
+// Host memory beyond the caller's: the adjacency rows (8 bytes per point and
+// per listed neighbour), 48 bytes per point more during the rounds, then 44
+// during the spread.
 #include "normal_orientation.h"
 
 #include <algorithm>
@@ -30,8 +33,8 @@
 namespace knn {
 namespace {
 
-// Items below which a loop leaves a thread idle: waking a passive team costs
-// tens of microseconds, which a few thousand points of this work repay.
+// Items per thread below which a loop leaves threads idle (team_for): waking
+// the team costs more than a few thousand points of this work.
 constexpr int64_t kGrain = 4096;
 
 // How many points ahead a loop over the points asks for the data of their
@@ -78,9 +81,9 @@ void sign_seed(std::vector<double>& normals, int64_t i) {
 // Runs task(t, stop) for t in [0, tasks), one per thread, in one parallel
 // region (the calling thread alone for one task), then throws if the loop
 // was stopped: an exception cannot leave an OpenMP region. One region per
-// pass rather than per run of kCancelRunItems: each region ends in a barrier
-// that, on a loaded machine, waits for a descheduled thread, and a region per
-// run made a call several times slower when other processes held the cores.
+// pass rather than one per run of kCancelRunItems (for_each_run): each
+// region ends in a barrier, which on a loaded machine waits for a
+// descheduled thread.
 template <class Task>
 void on_threads(int tasks, const volatile int* cancel, Task&& task) {
   LoopStop stop(cancel);
@@ -197,8 +200,7 @@ void offer(std::atomic<int32_t>& slot, int32_t candidate, Better&& better) {
 }
 
 // An undirected graph as adjacency rows: offsets[i] .. offsets[i + 1] in
-// targets. The order within a row is the threads' (nothing here depends on
-// it: the forest is unique, and a child's sign depends on its parent alone).
+// targets.
 struct Adjacency {
   HostVector<int64_t> offsets;
   HostVector<int32_t> targets;
@@ -207,25 +209,25 @@ struct Adjacency {
   }
 };
 
-// The rows of the pairs that pair_of(e, &a, &b) gives for e in [0, pairs)
-// (false: no pair), each pair in both rows, in the order of e. Each thread
-// owns a block of rows and reads every pair, writing into its own rows
-// alone: atomic increments at random places would serialise the cache misses
-// (an x86 atomic is a fence) and made this build 3 times slower.
-template <class PairOf>
-Adjacency adjacency(int64_t n, int64_t pairs, PairOf&& pair_of, int team,
+// The rows of the pairs (a, b) that pairs_of(s, visit) passes to visit for
+// each source s in [0, sources), each pair in both rows, in order. Each thread
+// owns a block of rows and reads every pair (in order, cheap beside the
+// writes at random places), writing into its own rows alone: atomic
+// increments would serialise the cache misses (an x86 atomic is a fence)
+// and made this build twice as slow.
+template <class PairsOf>
+Adjacency adjacency(int64_t n, int64_t sources, PairsOf&& pairs_of, int team,
                     const volatile int* cancel) {
   const int owners = team_for(team, n, kGrain);
   const auto each_pair = [&](auto&& visit) {
     on_threads(owners, cancel, [&](int o, LoopStop& stop) {
       const int64_t low = block_start(n, o, owners), high = block_start(n, o + 1, owners);
-      in_runs(0, pairs, stop, [&](int64_t begin, int64_t end) {
-        for (int64_t e = begin; e < end; ++e) {
-          int32_t a, b;
-          if (!pair_of(e, &a, &b)) continue;
-          if (a >= low && a < high) visit(a, b);
-          if (b >= low && b < high) visit(b, a);
-        }
+      in_runs(0, sources, stop, [&](int64_t begin, int64_t end) {
+        for (int64_t s = begin; s < end; ++s)
+          pairs_of(s, [&](int32_t a, int32_t b) {
+            if (a >= low && a < high) visit(a, b);
+            if (b >= low && b < high) visit(b, a);
+          });
       });
     });
   };
@@ -291,11 +293,12 @@ Forest spanning_forest(const std::vector<double>& normals, const std::vector<int
                        int64_t n, int g, int team, const volatile int* cancel,
                        knn_progress* report) {
   Adjacency graph = adjacency(
-      n, n * g,
-      [&](int64_t e, int32_t* a, int32_t* b) {
-        *a = static_cast<int32_t>(e / g);
-        *b = neighbours[static_cast<size_t>(e)];
-        return *b >= 0 && *b != *a;
+      n, n,
+      [&](int64_t i, auto&& visit) {
+        for (int j = 0; j < g; ++j) {
+          const int32_t t = neighbours[static_cast<size_t>(i * g + j)];
+          if (t >= 0 && t != i) visit(static_cast<int32_t>(i), t);
+        }
       },
       team, cancel);
   Forest forest;
@@ -439,10 +442,9 @@ void orient_normals(std::vector<double>& normals, const std::vector<double>& z,
   const HostVector<int32_t>& part = forest.part;
   const Adjacency tree = adjacency(
       n, forest.edge_count,
-      [&](int64_t e, int32_t* a, int32_t* b) {
-        *a = forest.edges[static_cast<size_t>(2 * e)];
-        *b = forest.edges[static_cast<size_t>(2 * e + 1)];
-        return true;
+      [&](int64_t e, auto&& visit) {
+        visit(forest.edges[static_cast<size_t>(2 * e)],
+              forest.edges[static_cast<size_t>(2 * e + 1)]);
       },
       team, cancel);
   // Each part's seed: its point of largest z, ties to the smaller id. A
@@ -479,6 +481,7 @@ void orient_normals(std::vector<double>& normals, const std::vector<double>& z,
     sign_seed(normals, i);
   });
   for (int64_t width = parts; width > 0;) {
+    const int64_t count = width;
     width = concatenate(
         width, team, cancel,
         [&](int64_t s) -> int64_t {
@@ -486,6 +489,19 @@ void orient_normals(std::vector<double>& normals, const std::vector<double>& z,
           return tree.degree(i) - (parent[static_cast<size_t>(i)] >= 0);
         },
         [&](int64_t s, int32_t* at) -> int64_t {
+          // Ahead: the row and normal of a later point, then its children's
+          // normals once its row has arrived.
+          if (s + 2 * kAhead < count) {
+            const size_t far = static_cast<size_t>(level[static_cast<size_t>(s + 2 * kAhead)]);
+            prefetch_line(&tree.offsets[far], false);
+            prefetch_line(&normals[3 * far], false);
+          }
+          if (s + kAhead < count) {
+            const size_t near = static_cast<size_t>(level[static_cast<size_t>(s + kAhead)]);
+            for (int64_t e = tree.offsets[near]; e < tree.offsets[near + 1]; ++e)
+              prefetch_line(&normals[3 * static_cast<size_t>(tree.targets[static_cast<size_t>(e)])],
+                            false);
+          }
           const int32_t i = level[static_cast<size_t>(s)];
           int64_t children = 0;
           for (int64_t e = tree.offsets[static_cast<size_t>(i)];
