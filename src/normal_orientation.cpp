@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -58,9 +59,14 @@ double dot(const std::vector<double>& n, int64_t i, int64_t j) {
 }
 
 // The weight ignores the normals' signs (negation is exact), so it is the
-// same before and after orientation and from either end.
+// same before and after orientation and from either end. A NaN weight
+// (normals the library writes are never NaN) counts as +infinity: under an
+// order that is not total the sort of a row and the rounds' merges could
+// loop or overrun their arrays.
 EdgeKey edge_key(const std::vector<double>& normals, int32_t a, int32_t b) {
-  return EdgeKey{1.0 - std::abs(dot(normals, a, b)), std::min(a, b), std::max(a, b)};
+  const double weight = 1.0 - std::abs(dot(normals, a, b));
+  return EdgeKey{std::isnan(weight) ? std::numeric_limits<double>::infinity() : weight,
+                 std::min(a, b), std::max(a, b)};
 }
 
 void negate(std::vector<double>& normals, int64_t i) {

@@ -5,8 +5,8 @@
 // by a scan of the points, then a depth-first walk of the forest applying
 // the sign rule. Bit for bit on random clouds, lattices and duplicates (many
 // equal weights, dot products exactly 0), many parts, arbitrary lists (-1,
-// self, a point listed by every other), n = 0, 1, 2, and the same bits on 1
-// and 2 threads. Also its cancellation and progress.
+// self, a point listed by every other), NaN normals, n = 0, 1, 2, and the
+// same bits on 1 and 2 threads. Also its cancellation and progress.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -59,7 +59,8 @@ std::vector<double> oracle(const Case& c) {
     for (int j = 0; j < c.g; ++j) {
       const int64_t t = c.neighbours[static_cast<size_t>(i * c.g + j)];
       if (t < 0 || t == i) continue;
-      edges.push_back({1.0 - std::fabs(dot(v, i, t)), std::min(i, t), std::max(i, t)});
+      const double weight = 1.0 - std::fabs(dot(v, i, t));
+      edges.push_back({weight == weight ? weight : HUGE_VAL, std::min(i, t), std::max(i, t)});
     }
   std::sort(edges.begin(), edges.end());
   std::vector<int64_t> up(static_cast<size_t>(n));
@@ -305,6 +306,20 @@ TEST(NormalOrientation, ArbitraryListsMatchTheOracle) {
     hub.name = "a hub, n " + std::to_string(n);
     for (int64_t i = 0; i < n; ++i) hub.neighbours[static_cast<size_t>(i * hub.g)] = 0;
     expect_oracle(hub);
+  }
+}
+
+// NaN normals (the library writes none): their weights count as +infinity,
+// so that the order stays total, and their dot products are not negative.
+TEST(NormalOrientation, NanNormalsMatchTheOracle) {
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (const int64_t n : {300, 20000}) {
+    std::vector<double> p(static_cast<size_t>(3 * n));
+    for (double& x : p) x = u(rng);
+    std::vector<double> normals = random_normals(n, rng);
+    for (int64_t i = 0; i < n; i += 7) normals[3 * i + rng() % 3] = std::nan("");
+    expect_oracle(cloud_case("NaN normals n " + std::to_string(n), p, normals, 6));
   }
 }
 
