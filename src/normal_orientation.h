@@ -14,12 +14,13 @@ namespace knn {
 // g) (-1: none) and each listed point back to i; in every connected part the
 // seed (largest z[i], ties to the smaller i) is signed so that its first
 // non-zero of (z, y, x) is positive, and the part's minimum spanning tree
-// under (1 - |n_i . n_j|, smaller id, larger id) carries its orientation out
-// (a child negated when its dot product with its parent's is negative).
-// Runs on team_size(threads) threads (common/team_size.h), the result the
-// same for any count. Checks the calling thread's cancel flag every 2^18
-// points of each pass and adds n points to its progress record: one as its
-// forest edge is found, each seed once its part is oriented.
+// under (1 - |n_i . n_j| (NaN as +infinity), smaller id, larger id) carries
+// its orientation out (a child negated when its dot product with its
+// parent's is negative). Runs on team_size(threads) threads
+// (common/team_size.h), the result the same for any count. Checks the
+// calling thread's cancel flag every 2^18 points of each pass and adds n
+// points to its progress record: a point as its forest edge is found, each
+// seed once its part is oriented.
 void orient_normals(std::vector<double>& normals, const std::vector<double>& z,
                     const std::vector<int32_t>& neighbours, int g, int threads);
 
