@@ -420,27 +420,10 @@ TYPED_TEST(IndexAlign, CudaGivesTheOpenMPBits) {
 }
 
 #if defined(KNN_TEST_WITH_CUDA)
-// Calls op(options) with the smallest device budget, to 64 KiB, that the
-// call accepts (found by bisection; the last call made is the one with that
-// budget): the aligner's lists and blocks, its copies of host arrays and
-// the sort of a trim beside the searches' chunks.
-template <class Op>
-int with_smallest_budget(const knn_options& base, Op op) {
-  knn_options o = base;
-  size_t refused = 0, accepted = size_t{1} << 30;
-  while (accepted - refused > 65536) {
-    o.device_memory_limit = refused + (accepted - refused) / 2;
-    const int status = op(&o);
-    if (status == KNN_ERR_DEVICE_OUT_OF_MEMORY) {
-      refused = o.device_memory_limit;
-    } else {
-      if (status != KNN_OK) return status;
-      accepted = o.device_memory_limit;
-    }
-  }
-  o.device_memory_limit = accepted;
-  return op(&o);
-}
+// The smallest budget a fit accepts, to 64 KiB (with_smallest_budget): the
+// aligner's lists and blocks, its copies of host arrays and the sort of a
+// trim beside the searches' chunks.
+constexpr size_t kBudgetResolution = 65536;
 
 // A CUDA index sums each step on its device (the lists stay there, the
 // blocks are summed there and added in order on the host) to the OpenMP
@@ -503,8 +486,9 @@ TYPED_TEST(IndexAlign, DeviceSumsGiveTheOpenMPBits) {
           knn_align_result r = empty_result();
           ASSERT_EQ(fit(device_arrays, &o, &r), KNN_OK) << knn_last_error();
           EXPECT_EQ(std::memcmp(&r, &want, sizeof r), 0) << "default budget";
-          ASSERT_EQ(with_smallest_budget(
-                        o, [&](const knn_options* call) { return fit(device_arrays, call, &r); }),
+          ASSERT_EQ(knn_test::with_smallest_budget(
+                        o, [&](const knn_options* call) { return fit(device_arrays, call, &r); },
+                        kBudgetResolution),
                     KNN_OK)
               << knn_last_error();
           EXPECT_EQ(std::memcmp(&r, &want, sizeof r), 0) << "smallest budget";

@@ -37,28 +37,11 @@ knn_options options_of(int backend, int structure) {
   return o;
 }
 
-// Calls op(options) with the smallest device budget, to 4 KiB, that the
-// call accepts (found by bisection; the last call made is the one with that
-// budget): each call's fixed whole pages depend on the structure and the
-// statistic, and what is left beside them then holds a few rows to a few
-// hundred, so that the call runs in many chunks.
-template <class Op>
-int with_smallest_budget(const knn_options& base, Op op) {
-  knn_options o = base;
-  size_t refused = 0, accepted = size_t{1} << 30;
-  while (accepted - refused > 4096) {
-    o.device_memory_limit = refused + (accepted - refused) / 2;
-    const int status = op(&o);
-    if (status == KNN_ERR_DEVICE_OUT_OF_MEMORY) {
-      refused = o.device_memory_limit;
-    } else {
-      if (status != KNN_OK) return status;
-      accepted = o.device_memory_limit;
-    }
-  }
-  o.device_memory_limit = accepted;
-  return op(&o);
-}
+// The smallest budget each call accepts, to 4 KiB (with_smallest_budget):
+// each call's fixed whole pages depend on the structure and the statistic,
+// and what is left beside them then holds a few rows to a few hundred, so
+// that the call runs in many chunks.
+constexpr size_t kBudgetResolution = 4096;
 
 // Everything one index answers, with the call's options, or with the
 // smallest budget each call accepts (`call` then the base options).
@@ -66,7 +49,8 @@ template <typename Scalar>
 Answers<Scalar> answer(const knn_index* ix, int64_t n, int k, Scalar radius,
                        const knn_options* call, bool smallest_budget = false) {
   const auto run = [&](auto op) {
-    return smallest_budget ? with_smallest_budget(*call, op) : op(call);
+    return smallest_budget ? knn_test::with_smallest_budget(*call, op, kBudgetResolution)
+                           : op(call);
   };
   Answers<Scalar> a;
   const size_t rows = static_cast<size_t>(n);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+
 #include "knn_gpgpu.h"
 
 #if defined(KNN_TEST_WITH_CUDA)
@@ -20,6 +22,32 @@
   do {                                                             \
     if (cuGetDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
+
+namespace knn_test {
+
+// Calls op(options) with the smallest device budget, to `resolution` bytes,
+// that the call accepts (found by bisection between a refusal and 1 GiB; the
+// last call made is the one with that budget), so that a device call runs
+// in as many chunks as its fixed pages allow. Returns op's status.
+template <class Op>
+int with_smallest_budget(const knn_options& base, Op op, size_t resolution) {
+  knn_options o = base;
+  size_t refused = 0, accepted = size_t{1} << 30;
+  while (accepted - refused > resolution) {
+    o.device_memory_limit = refused + (accepted - refused) / 2;
+    const int status = op(&o);
+    if (status == KNN_ERR_DEVICE_OUT_OF_MEMORY) {
+      refused = o.device_memory_limit;
+    } else {
+      if (status != KNN_OK) return status;
+      accepted = o.device_memory_limit;
+    }
+  }
+  o.device_memory_limit = accepted;
+  return op(&o);
+}
+
+}  // namespace knn_test
 
 #if defined(KNN_TEST_WITH_CUDA)
 namespace knn_test {
