@@ -30,6 +30,7 @@
 #include "../common/team_size.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
+#include "device_choice.h"  // share_begin: the contiguous blocks of a loop, as of a call's shares
 
 namespace knn {
 namespace {
@@ -110,9 +111,6 @@ void in_runs(int64_t first, int64_t last, LoopStop& stop, Body&& body) {
     body(begin, std::min(last, begin + kCancelRunItems));
 }
 
-// The first item of block b of `blocks` over [0, count).
-int64_t block_start(int64_t count, int b, int blocks) { return count * b / blocks; }
-
 // Runs body(begin, end) over [0, count) on contiguous blocks, one per
 // thread; a small loop stays on the calling thread (the spread runs
 // thousands of narrow levels).
@@ -120,7 +118,7 @@ template <class Body>
 void for_blocks(int64_t count, int team, const volatile int* cancel, Body&& body) {
   const int blocks = team_for(team, count, kGrain);
   on_threads(blocks, cancel, [&](int b, LoopStop& stop) {
-    in_runs(block_start(count, b, blocks), block_start(count, b + 1, blocks), stop, body);
+    in_runs(share_begin(count, blocks, b), share_begin(count, blocks, b + 1), stop, body);
   });
 }
 
@@ -143,7 +141,7 @@ int64_t concatenate(int64_t count, int team, const volatile int* cancel, ItemsOf
   std::vector<int64_t> start(static_cast<size_t>(blocks) + 1, 0);
   std::vector<int32_t*> at(static_cast<size_t>(blocks), out);
   const auto write = [&](int b, LoopStop& stop) {
-    in_runs(block_start(count, b, blocks), block_start(count, b + 1, blocks), stop,
+    in_runs(share_begin(count, blocks, b), share_begin(count, blocks, b + 1), stop,
             [&](int64_t begin, int64_t end) {
               int32_t* to = at[static_cast<size_t>(b)];  // a local: no false sharing
               for (int64_t i = begin; i < end; ++i) to += emit(i, to);
@@ -155,7 +153,7 @@ int64_t concatenate(int64_t count, int team, const volatile int* cancel, ItemsOf
     return at[0] - out;
   }
   on_threads(blocks, cancel, [&](int b, LoopStop& stop) {
-    in_runs(block_start(count, b, blocks), block_start(count, b + 1, blocks), stop,
+    in_runs(share_begin(count, blocks, b), share_begin(count, blocks, b + 1), stop,
             [&](int64_t begin, int64_t end) {
               int64_t items = 0;
               for (int64_t i = begin; i < end; ++i) items += items_of(i);
@@ -227,7 +225,7 @@ Adjacency adjacency(int64_t n, int64_t sources, PairsOf&& pairs_of, int team,
   const int owners = team_for(team, n, kGrain);
   const auto each_pair = [&](auto&& visit) {
     on_threads(owners, cancel, [&](int o, LoopStop& stop) {
-      const int64_t low = block_start(n, o, owners), high = block_start(n, o + 1, owners);
+      const int64_t low = share_begin(n, owners, o), high = share_begin(n, owners, o + 1);
       in_runs(0, sources, stop, [&](int64_t begin, int64_t end) {
         for (int64_t s = begin; s < end; ++s)
           pairs_of(s, [&](int32_t a, int32_t b) {
