@@ -1,10 +1,13 @@
 // The engines' part of the neighbourhood statistics (include/knn_gpgpu_stats.h):
 // a reducer turns the kNN lists of chunks of an index's own points into
 // per-point statistics, where the lists are. src/stats_calls.cpp drives it:
-// for each chunk of rows the index's one query path (answer_call) writes the
-// chunk's lists into the reducer's scratch, taking the reducer's copy of the
-// points as its queries, and the reducer then writes the chunk's outputs
-// (common/geometry/neighbourhood.h). The OpenMP reducer keeps points and
+// for each chunk of points the index's one query path (answer_call) writes
+// the chunk's lists into the reducer's scratch, taking the reducer's copy of
+// those points as its queries (in the order the reducer chose: their Morton
+// order, so that neighbouring rows search the same nodes and gather the same
+// neighbours), and the reducer then writes the chunk's outputs
+// (common/geometry/neighbourhood.h). The order changes no bit: each row's
+// list and statistic depend on its point alone. The OpenMP reducer keeps points and
 // lists in host memory; the CUDA one in device memory, so the lists never
 // cross to the host.
 #pragma once
@@ -36,15 +39,18 @@ template <typename Scalar>
 class BasicListReducer {
  public:
   virtual ~BasicListReducer() = default;
-  // The index's points in input order (n rows of x, y, z), in the reducer's
-  // memory: the queries of the chunks' searches.
-  virtual const Scalar* points() const = 0;
-  // Rows one chunk holds at most, and its lists (rows of list_k, row r of
+  // Points one chunk holds at most, and its lists (rows of list_k, row r of
   // the chunk at r * list_k), in the reducer's memory.
   virtual int64_t chunk_rows() const = 0;
   virtual int32_t* list_indices() const = 0;
   virtual Scalar* list_sq_distances() const = 0;
-  // Writes the outputs of rows [first, first + count) from the chunk's lists.
+  // The queries of the chunk of points [first, first + count) (count <=
+  // chunk_rows()): those points, rows of x, y, z in the reducer's memory, in
+  // the order the reducer answers them; row r of the chunk's lists is the
+  // r-th of them. Ready when it returns.
+  virtual const Scalar* chunk_queries(int64_t first, int64_t count) = 0;
+  // Writes the outputs of the points of the last chunk_queries from the
+  // chunk's lists.
   virtual void reduce(int64_t first, int64_t count) = 0;
 };
 

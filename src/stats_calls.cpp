@@ -149,7 +149,7 @@ void compute_statistic(const knn_index& ix, const knn_options& o, StatsRequest<S
     const Outputs<Scalar> lists(reducer->list_indices(), sq_distances, nullptr, count * list_k,
                                 count);
     answer_call(ix,
-                CallShape<Scalar>{reducer->points() + 3 * first, count, list_k, list_k,
+                CallShape<Scalar>{reducer->chunk_queries(first, count), count, list_k, list_k,
                                   CallKind::Nearest, false},
                 lists, o, share, share, fallback);
     reducer->reduce(first, count);

@@ -89,6 +89,23 @@ KNN_HD void rotate(double a[3][3], double v[3][3], int p, int q) {
   }
 }
 
+// max over j and c of |d_j[c] - mean[c]| (each difference rounded), from
+// the lowest and highest d_j[c] of each coordinate alone: a rounded
+// subtraction is monotone in d, so over a coordinate's d_j the magnitude is
+// largest at its lowest or its highest d: the same value as the maximum over
+// every j, without a second pass over the points.
+KNN_HD double largest_deviation(const double lowest[3], const double highest[3],
+                                const double mean[3]) {
+  double largest = 0.0;
+  for (int c = 0; c < 3; ++c) {
+    const double below = magnitude(sub_rn(lowest[c], mean[c]));
+    const double above = magnitude(sub_rn(highest[c], mean[c]));
+    if (below > largest) largest = below;
+    if (above > largest) largest = above;
+  }
+  return largest;
+}
+
 }  // namespace neighbourhood_detail
 
 // The cyclic Jacobi sweeps of the header: pairs (0,1), (0,2), (1,2); an entry
@@ -125,23 +142,23 @@ KNN_HD NeighbourhoodShape neighbourhood_shape(int64_t m, PointAt point) {
   using namespace neighbourhood_detail;
   const Scalar* origin = point(0);
   const double o[3] = {double(origin[0]), double(origin[1]), double(origin[2])};
-  // The mean of d_j = q_j - q_1.
+  // The mean of d_j = q_j - q_1, and the range of each coordinate of the d_j.
   double mean[3] = {0.0, 0.0, 0.0};
-  for (int64_t j = 0; j < m; ++j) {
-    const Scalar* q = point(j);
-    for (int c = 0; c < 3; ++c) mean[c] = add_rn(mean[c], sub_rn(double(q[c]), o[c]));
-  }
-  const double count = double(m);
-  for (int c = 0; c < 3; ++c) mean[c] = div_rn(mean[c], count);
-  // The largest |e_j| component, whose power of two scales the e_j.
-  double largest = 0.0;
+  double lowest[3], highest[3];
   for (int64_t j = 0; j < m; ++j) {
     const Scalar* q = point(j);
     for (int c = 0; c < 3; ++c) {
-      const double e = magnitude(sub_rn(sub_rn(double(q[c]), o[c]), mean[c]));
-      if (e > largest) largest = e;
+      const double d = sub_rn(double(q[c]), o[c]);
+      mean[c] = add_rn(mean[c], d);
+      lowest[c] = j == 0 || d < lowest[c] ? d : lowest[c];
+      highest[c] = j == 0 || d > highest[c] ? d : highest[c];
     }
   }
+  const double count = double(m);
+  for (int c = 0; c < 3; ++c) mean[c] = div_rn(mean[c], count);
+  // The largest |e_j| component, e_j = d_j - mean, whose power of two scales
+  // the e_j.
+  const double largest = largest_deviation(lowest, highest, mean);
   NeighbourhoodShape shape{{0.0, 0.0, 1.0}, 0.0};
   if (largest == 0.0) return shape;  // all points equal (or m = 1)
   const int exponent = binary_exponent(largest);

@@ -33,6 +33,13 @@ inline size_t cub_temp_bytes(int64_t items) {
   return aligned(kCubTempBase + static_cast<size_t>(items < 0 ? 0 : items));
 }
 
+// A PointOrder (point_order.cuh) per point of its capacity: the Morton code
+// and the position, twice for the sort, and a byte of the sort's
+// temporaries; fixed, a page for each of its four buffers and the sort's
+// temporaries (cub_temp_bytes).
+constexpr size_t kPointOrderBytesPerPoint = 2 * (4 + 4) + 1;
+constexpr size_t kPointOrderFixedBytes = 4 * kAllocAlignment + kCubTempBase;
+
 // ---- The median-split build of both kd-trees (cuda/kdtree/median_split.cuh) ----
 // Levels before shared_level are split in global memory, tile by tile; from
 // shared_level on, one block builds each subtree in its shared memory

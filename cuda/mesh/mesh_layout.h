@@ -94,7 +94,7 @@ inline size_t mesh_prepare_scratch_bytes(int64_t n_triangles) {
 // its arrays staged from the host; fixed, a page for every buffer that may
 // take one of its own (six staged arrays, the fault flag, the ordering's
 // four, the sort's temporaries) and the sort's base.
-constexpr size_t kMeshChunkOrderBytesPerPoint = 2 * (4 + 4) + 1;
+constexpr size_t kMeshChunkOrderBytesPerPoint = kPointOrderBytesPerPoint;
 constexpr size_t kMeshChunkFixedBytes = 12 * kAllocAlignment + kCubTempBase;
 
 }  // namespace cuda

@@ -28,6 +28,7 @@
 #include "../../engine/cancel.h"
 #include "../../engine/progress.h"
 #include "../core/pinned_pool.h"
+#include "../core/point_order.cuh"
 #include "../core/radix_sort_temp.cuh"
 #include "../cuda_engine.h"
 #include "cuda_mesh.cuh"
@@ -43,28 +44,9 @@ using mesh_walk::PointOutputs;
 // progress are read and published between chunks.
 constexpr int64_t kMeshChunkPoints = int64_t{1} << 22;
 
-// The points of a chunk are answered in the order of their Morton codes in
-// the mesh's box (points outside it in its border cells): neighbouring
-// threads then walk the same nodes. Each answer depends on its point alone.
-constexpr int kOrderBitsPerAxis = 10;
-
-template <typename Scalar>
-__global__ void point_codes(const Scalar* points, int64_t count, MeshBox<Scalar> box,
-                            uint32_t* codes, int32_t* order) {
-  constexpr double cells = 1 << kOrderBitsPerAxis;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    uint32_t cell[3];
-    for (int d = 0; d < 3; ++d) {
-      const double extent = static_cast<double>(box.hi[d]) - static_cast<double>(box.lo[d]);
-      const double x = (static_cast<double>(points[3 * i + d]) - box.lo[d]) / extent * cells;
-      cell[d] = x > 0 ? static_cast<uint32_t>(fmin(x, cells - 1)) : 0;  // NaN, empty extent: 0
-    }
-    codes[i] = static_cast<uint32_t>(geometry::morton_code3(cell[0], cell[1], cell[2]));
-    order[i] = static_cast<int32_t>(i);
-  }
-}
-
+// The points of a chunk are answered in their Morton order in the mesh's
+// box (core/point_order.cuh; points outside it in its border cells):
+// neighbouring threads then walk the same nodes.
 template <typename Scalar>
 __global__ void __launch_bounds__(MeshSearchPolicy::kThreads)
     answer_points(MeshView<Scalar> mesh, const Scalar* points, const int32_t* order, int64_t count,
@@ -168,18 +150,9 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
       std::min(m, queries_within_budget(budget, per_point + kMeshChunkOrderBytesPerPoint,
                                         saturating_add(fixed_bytes, kMeshChunkFixedBytes),
                                         kMeshChunkPoints));
-  const size_t uchunk = static_cast<size_t>(chunk);
-  DeviceBuffer<uint32_t> codes(uchunk), codes_sorted(uchunk);
-  DeviceBuffer<int32_t> order(uchunk), order_sorted(uchunk);
-  // The double-buffer form: the pointer form would add both alternate
-  // arrays (8 bytes a point) to CUB's temporary storage.
-  cub::DoubleBuffer<uint32_t> sorting_codes(codes.get(), codes_sorted.get());
-  cub::DoubleBuffer<int32_t> sorting_order(order.get(), order_sorted.get());
-  size_t sort_bytes = 0;
-  check(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, sorting_codes, sorting_order, chunk, 0,
-                                        3 * kOrderBitsPerAxis, stream),
-        "mesh query: radix sort (size)");
-  DeviceBuffer<unsigned char> sort_temp(checked_cub_temp(sort_bytes, cub_temp_bytes(chunk)));
+  PointOrder order(chunk);
+  OrderBox box;
+  for (int d = 0; d < 3; ++d) box.lo[d] = mesh.bounds.lo[d], box.hi[d] = mesh.bounds.hi[d];
   in.reserve(chunk);
   ids.reserve(chunk);
   sq.reserve(chunk);
@@ -194,19 +167,12 @@ void answer_in_chunks(const MeshView<Scalar>& mesh, int device, const Scalar* po
     throw_if_cancelled(cancel);
     const int64_t count = std::min(chunk, m - first);
     in.upload(first, count, stream);
-    point_codes<<<grid_stride_blocks(point_codes<Scalar>, kBlock, count), kBlock, 0, stream>>>(
-        in.at(first), count, mesh.bounds, codes.get(), order.get());
-    check_launch("mesh query: point_codes");
-    sorting_codes = cub::DoubleBuffer<uint32_t>(codes.get(), codes_sorted.get());
-    sorting_order = cub::DoubleBuffer<int32_t>(order.get(), order_sorted.get());
-    check(cub::DeviceRadixSort::SortPairs(sort_temp.get(), sort_bytes, sorting_codes, sorting_order,
-                                          count, 0, 3 * kOrderBitsPerAxis, stream),
-          "mesh query: radix sort");
+    const int32_t* sorted = order.sort(in.at(first), count, box, stream);
     const PointOutputs<Scalar> o{ids.at(first), sq.at(first), closest.at(first),
                                  barycentric.at(first), signed_d.at(first)};
     answer_points<<<std::min(most_blocks, grid_for(count, MeshSearchPolicy::kThreads)),
-                    MeshSearchPolicy::kThreads, 0, stream>>>(
-        mesh, in.at(first), sorting_order.Current(), count, max_sq, o, fault.get());
+                    MeshSearchPolicy::kThreads, 0, stream>>>(mesh, in.at(first), sorted, count,
+                                                             max_sq, o, fault.get());
     check_launch("mesh query: answer_points");
     ids.download(first, count, stream);
     sq.download(first, count, stream);

@@ -1,10 +1,12 @@
 // The CUDA engine's reducer of neighbourhood statistics (engine/stats_engine.h,
-// cuda_index.h make_list_reducer): a device copy of the index's points (the
-// queries of the chunks' searches), the chunk's lists in device scratch, and
-// one small kernel per statistic that turns each row into its outputs by the
-// definition the OpenMP engine shares (common/geometry/neighbourhood.h), so
-// both engines write the same bits. The lists never leave the device; host
-// outputs get each chunk's values by one copy.
+// cuda_index.h make_list_reducer): a device copy of the index's points, each
+// chunk's points as the queries in their Morton order (core/point_order.cuh:
+// neighbouring threads walk the same nodes and gather the same neighbours),
+// the chunk's lists in device scratch, and one small kernel per statistic
+// that turns each row into its point's outputs by the definition the OpenMP
+// engine shares (common/geometry/neighbourhood.h), so both engines write the
+// same bits. The lists never leave the device; host outputs get each chunk's
+// values by one copy.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -12,6 +14,7 @@
 #include "../../common/geometry/neighbourhood.h"
 #include "../core/cuda_support.h"
 #include "../core/launch_policy.h"
+#include "../core/point_order.cuh"
 #include "../cuda_engine.h"
 #include "../cuda_index.h"
 
@@ -19,14 +22,16 @@ namespace knn {
 namespace cuda {
 namespace {
 
-// What every kernel of this file reads: the chunk's rows [first, first +
-// count) and their lists, and where row r's outputs go (value + r * width,
-// curvature + r: the caller's arrays at `first`, or the chunk's staging).
+// What every kernel of this file reads: the chunk of points [first, first +
+// count), row r of its lists that of point first + order[r], and where that
+// point's outputs go (value + order[r] * width, curvature + order[r]: the
+// caller's arrays at `first`, or the chunk's staging).
 template <typename Scalar>
 struct RowsOfChunk {
   int64_t first, count, n;
   int k, list_k;
   const Scalar* points;
+  const int32_t* order;
   const int32_t* indices;
   const Scalar* sq_distances;
   Scalar* values;
@@ -39,10 +44,21 @@ __device__ void write_rows(NeighbourhoodStatistic what, const RowsOfChunk<Scalar
   const int64_t width = what == NeighbourhoodStatistic::Normals ? 3 : 1;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < c.count;
-       r += stride)
+       r += stride) {
+    const int64_t at = c.order[r];
     write_statistic(what, c.k, c.list_k, c.n, c.points, c.indices + r * c.list_k,
-                    c.sq_distances + r * c.list_k, c.first + r, c.values + r * width,
-                    c.curvature ? c.curvature + r : nullptr, viewpoint);
+                    c.sq_distances + r * c.list_k, c.first + at, c.values + at * width,
+                    c.curvature ? c.curvature + at : nullptr, viewpoint);
+  }
+}
+
+// Row r of the chunk's queries: point first + order[r].
+template <typename Scalar>
+__global__ void gather_chunk_queries(const Scalar* points, const int32_t* order, int64_t count,
+                                     Scalar* queries) {
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < count;
+       r += int64_t{gridDim.x} * blockDim.x)
+    for (int c = 0; c < 3; ++c) queries[3 * r + c] = points[3 * int64_t{order[r]} + c];
 }
 
 // A thread per point: the normal (and curvature) of its list, oriented
@@ -74,17 +90,24 @@ class CudaListReducer final : public BasicListReducer<Scalar> {
       : request_(request), points_(static_cast<size_t>(engine.size()) * 3) {
     const int64_t n = engine.size();
     const int64_t width = out_width();
-    // Per row: the list, and where the outputs are host memory their staging.
+    // Per row: the list, the query and its order, and where the outputs are
+    // host memory their staging.
     const int64_t row_bytes =
         int64_t{request.list_k} * int64_t(sizeof(int32_t) + sizeof(Scalar)) +
+        3 * int64_t(sizeof(Scalar)) + int64_t{kPointOrderBytesPerPoint} +
         (request.outputs_on_device ? 0 : (width + 1) * int64_t(sizeof(Scalar)));
     const size_t budget = device_budget(call.device_memory_limit).bytes();
     const int64_t points_bytes = n * 3 * int64_t(sizeof(Scalar));
-    const int64_t left = static_cast<int64_t>(budget) > points_bytes
-                             ? static_cast<int64_t>(budget) - points_bytes
-                             : 0;
+    const int64_t fixed_bytes = points_bytes + int64_t{kPointOrderFixedBytes};
+    const int64_t left =
+        static_cast<int64_t>(budget) > fixed_bytes ? static_cast<int64_t>(budget) - fixed_bytes : 0;
     rows_ = std::max<int64_t>(1, std::min<int64_t>(n, left / kStatsListBudgetShare / row_bytes));
-    if (n > 0) engine.copy_points_to_device(points_.get());
+    if (n > 0) {
+      engine.copy_points_to_device(points_.get());
+      box_ = box_of_points(points_.get(), n, stream_.get());
+    }
+    order_ = std::make_unique<PointOrder>(rows_);
+    queries_.allocate(static_cast<size_t>(rows_ * 3));
     indices_.allocate(static_cast<size_t>(rows_ * request.list_k));
     sq_distances_.allocate(static_cast<size_t>(rows_ * request.list_k));
     if (!request.outputs_on_device) {
@@ -93,7 +116,15 @@ class CudaListReducer final : public BasicListReducer<Scalar> {
     }
   }
 
-  const Scalar* points() const override { return points_.get(); }
+  const Scalar* chunk_queries(int64_t first, int64_t count) override {
+    const Scalar* chunk = points_.get() + 3 * first;
+    chunk_order_ = order_->sort(chunk, count, box_, stream_.get());
+    gather_chunk_queries<<<grid_stride_blocks(gather_chunk_queries<Scalar>, kBlock, count), kBlock,
+                           0, stream_.get()>>>(chunk, chunk_order_, count, queries_.get());
+    check_launch("gather_chunk_queries");
+    stream_.synchronize();
+    return queries_.get();
+  }
   int64_t chunk_rows() const override { return rows_; }
   int32_t* list_indices() const override { return indices_.get(); }
   Scalar* list_sq_distances() const override { return sq_distances_.get(); }
@@ -109,11 +140,12 @@ class CudaListReducer final : public BasicListReducer<Scalar> {
         r.k,
         r.list_k,
         points_.get(),
+        chunk_order_,
         indices_.get(),
         sq_distances_.get(),
         staged ? staged_values_.get() : r.values + first * width,
         r.curvature ? (staged ? staged_curvature_.get() : r.curvature + first) : nullptr};
-    Stream stream;
+    Stream& stream = stream_;
     // Every statistic's kernel takes the chunk's rows a thread each, on the
     // same grid-stride launch.
     const auto launch = [&](auto* kernel, const char* name, auto... arguments) {
@@ -152,8 +184,13 @@ class CudaListReducer final : public BasicListReducer<Scalar> {
   int64_t out_width() const { return request_.what == NeighbourhoodStatistic::Normals ? 3 : 1; }
 
   StatsRequest<Scalar> request_;
+  Stream stream_;
   DeviceBuffer<Scalar> points_;
+  OrderBox box_{};
   int64_t rows_ = 1;
+  std::unique_ptr<PointOrder> order_;
+  const int32_t* chunk_order_ = nullptr;  // the last chunk's, from chunk_queries
+  DeviceBuffer<Scalar> queries_;
   DeviceBuffer<int32_t> indices_;
   DeviceBuffer<Scalar> sq_distances_;
   DeviceBuffer<Scalar> staged_values_, staged_curvature_;

@@ -23,8 +23,8 @@
 #include "../../engine/cancel.h"
 #include "../../engine/progress.h"
 #include "../../include/knn_gpgpu.h"
+#include "../radix_sort.h"
 #include "mesh_tree.h"
-#include "radix_sort.h"
 
 namespace knn {
 namespace omp {

@@ -25,9 +25,9 @@
 #include "../../engine/cancel.h"
 #include "../../engine/mesh_engine.h"
 #include "../omp_index_support.h"
+#include "../point_order.h"
 #include "mesh_tree.h"
 #include "omp_mesh_align.h"
-#include "radix_sort.h"
 
 namespace knn {
 namespace omp {
@@ -39,46 +39,10 @@ using geometry::Vec3;
 // report each.
 constexpr int64_t kPointsPerBlock = 256;
 
-// The points are answered in chunks of kOrderChunk, each in the Morton order
-// of the points (kOrderBitsPerAxis bits per axis of the mesh's box):
-// consecutive points lie near each other, so they walk the same nodes, in
-// cache (10^6 points in random order near a sphere of 81920 triangles, one
-// thread: 3.25 us a point in their order, 1.18 in Morton order; starting
-// each search from the previous point's triangle saved no node). The chunks
-// bound the order's memory.
+// The points are answered in chunks of kOrderChunk, each in its Morton order
+// in the mesh's box (point_order.h); the chunks bound the order's memory.
+// Starting each search from the previous point's triangle saved no node.
 constexpr int64_t kOrderChunk = int64_t{1} << 20;
-constexpr int kOrderBitsPerAxis = 10;
-
-// The Morton order of a chunk of points, and its scratch.
-class PointOrder {
- public:
-  PointOrder(int64_t chunk, const volatile int* cancel) {
-    for (std::vector<uint32_t>* v : {&codes_, &code_buffer_, &order_, &order_buffer_})
-      resize_polling(*v, static_cast<size_t>(chunk), cancel);
-  }
-
-  // The positions of points[0, count) in Morton order within [lo, hi].
-  template <typename Scalar>
-  const uint32_t* sort(const Scalar* points, int64_t count, const double* lo, const double* hi,
-                       int threads, const volatile int* cancel) {
-    constexpr int drop = geometry::kMortonBitsPerAxis - kOrderBitsPerAxis;
-#pragma omp parallel for num_threads(threads)
-    for (int64_t i = 0; i < count; ++i) {
-      uint32_t cell[3];
-      for (int d = 0; d < 3; ++d)
-        cell[d] =
-            geometry::morton_cell(static_cast<double>(points[3 * i + d]), lo[d], hi[d]) >> drop;
-      codes_[i] = static_cast<uint32_t>(geometry::morton_code3(cell[0], cell[1], cell[2]));
-      order_[i] = static_cast<uint32_t>(i);
-    }
-    radix_sort(codes_.data(), order_.data(), code_buffer_.data(), order_buffer_.data(), count,
-               3 * kOrderBitsPerAxis, threads, cancel);
-    return order_.data();
-  }
-
- private:
-  std::vector<uint32_t> codes_, code_buffer_, order_, order_buffer_;
-};
 
 template <typename Scalar>
 Scalar squared_limit(Scalar max_distance) {
@@ -91,7 +55,7 @@ class OmpMesh final : public MeshEngine<Scalar> {
   OmpMesh(const MeshGeometry<Scalar>& mesh, const MeshParams& params)
       : tree_(build_mesh_tree(mesh, team_size(params.threads))) {
     const MeshBox<Scalar> box = mesh_box(tree_);
-    for (int d = 0; d < 3; ++d) lo_[d] = box.lo[d], hi_[d] = box.hi[d];
+    for (int d = 0; d < 3; ++d) box_.lo[d] = box.lo[d], box_.hi[d] = box.hi[d];
   }
 
   int backend() const override { return KNN_BACKEND_OPENMP; }
@@ -123,7 +87,7 @@ class OmpMesh final : public MeshEngine<Scalar> {
       PointOrder order(std::min(m, kOrderChunk), cancel);
       for (int64_t first = 0; first < m; first += kOrderChunk) {
         const int64_t count = std::min(kOrderChunk, m - first);
-        const uint32_t* sorted = order.sort(points + 3 * first, count, lo_, hi_, threads, cancel);
+        const uint32_t* sorted = order.sort(points + 3 * first, count, box_, threads, cancel);
         struct NoState {};
         for_each_block(
             count, kPointsPerBlock, threads, cancel, [] { return NoState{}; },
@@ -147,7 +111,7 @@ class OmpMesh final : public MeshEngine<Scalar> {
   }
 
   MeshTree<Scalar> tree_;
-  double lo_[3], hi_[3];  // the mesh's box, for the points' order
+  OrderBox box_;  // the mesh's box, for the points' order
 };
 
 // The report's statistics over the measured values, sorted ascending

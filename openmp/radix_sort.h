@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../../engine/cancel.h"
+#include "../engine/cancel.h"
 
 namespace knn {
 namespace omp {
