@@ -216,10 +216,9 @@ KNN_HD int64_t points_around(const BasicGridLayout<Scalar>& g, const Scalar q[3]
 }
 
 // Whether those cells hold no point. Such a query may lie away from the
-// points (inside a scanned object, off a surface, an outlier), where
-// walk_shells may cross row after row of empty cells until its runs allowed
-// are spent and the search then scans every point for it: AUTO reads the
-// share of such queries (share_of_isolated_queries).
+// points (inside a scanned object, off a surface), where walk_shells may
+// cross row after row of empty cells until its runs allowed are spent and
+// the search then scans every point for it.
 template <typename Scalar, class Start>
 KNN_HD bool no_point_around(const BasicGridLayout<Scalar>& g, const Scalar q[3], Start&& start) {
   return points_around(g, q, start) == 0;
@@ -242,12 +241,15 @@ KNN_HD bool beyond_the_box(const BasicGridLayout<Scalar>& g, const Scalar q[3]) 
 }
 
 // The queries AUTO counts as away from the points (share_of_isolated_queries):
-// no point around them, or beyond the box. The search itself hands only the
-// first kind to a scan of every point (walk_shells); either costs the grid
-// far more than the kd-tree, which descends to the points near them.
+// at most one point around them (none: off the points; one: an outlier of
+// the indexed points asking for its own neighbours, as all-kNN calls and
+// the statistics do), or beyond the box. The search itself hands only those
+// with none to a scan of every point; the others walk shells of empty cells
+// out to their neighbours (a thread each, its warp waiting). Either costs
+// the grid far more than the kd-tree, which descends to the points near them.
 template <typename Scalar, class Start>
 KNN_HD bool away_from_points(const BasicGridLayout<Scalar>& g, const Scalar q[3], Start&& start) {
-  return beyond_the_box(g, q) || no_point_around(g, q, start);
+  return beyond_the_box(g, q) || points_around(g, q, start) <= 1;
 }
 
 // The radius walk: every cell whose bound is within r2 (the square of the

@@ -133,12 +133,14 @@ class BasicIndexEngine {
     return -1;
   }
   // The share of queries that lie where this structure's search grows long:
-  // for the 3-D grid, those with no indexed point in the 3 x 3 x 3 cells
-  // around their own (inside a scanned object, far off a surface), whose
-  // walk of shells may cross most of the grid's empty cells. Estimated from
-  // at most kPlacementSampleQueries evenly spaced queries (rows of dim()
-  // scalars, where call.queries_on_device says); 0 for structures whose
-  // search does not depend on it.
+  // for the 3-D grid, those with at most one indexed point in the 3 x 3 x 3
+  // cells around their own (inside a scanned object, far off a surface, an
+  // outlier of the points themselves), whose walk of shells may cross most
+  // of the grid's empty cells (common/grid_walk.h away_from_points).
+  // Estimated from at most kPlacementSampleQueries evenly spaced queries
+  // (rows of dim() scalars, where call.queries_on_device says), or, with
+  // queries null, of the indexed points themselves (an all-kNN call's
+  // queries); 0 for structures whose search does not depend on it.
   virtual double share_of_isolated_queries(const Scalar* queries, int64_t m,
                                            const CallParams& call) const {
     (void)queries, (void)m, (void)call;

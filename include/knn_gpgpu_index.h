@@ -87,12 +87,16 @@
  *   more than 2048 points); from then on those calls are served by the kd-tree,
  *   the others by the primary. A kNN call on a grid whose queries lie away from
  *   the points is served by the kd-tree too: when the share of an evenly spaced
- *   sample of its queries (at most 4096) with no point in the 3 x 3 x 3 grid
- *   cells around their own, or more than one cell width beyond the points'
- *   bounding box, times n, exceeds 131072 (the grid scans all n points for
- *   each query of the first kind and a widening cap of the box's face for
- *   the second; H100, 10^6 points on a sphere, 10^5 queries in its bounding
- *   cube, k = 8: 51 ms against 384 ms on the grid). On a grid of stacked
+ *   sample of its queries (at most 4096; for all-kNN, of the indexed points)
+ *   with at most one point in the 3 x 3 x 3 grid cells around their own, or
+ *   more than one cell width beyond the points' bounding box, times n,
+ *   exceeds 1024 (the grid walks shells of empty cells for the first kind,
+ *   then scans all n points for those with none, and a widening cap of the
+ *   box's face for the second; H100, 10^6 points of a scanned torus 0.5 % of
+ *   them sprayed over its box, all-kNN k = 16: 11.5 ms against 76.3 ms on
+ *   the grid; 10^6 points on a sphere, 10^5 queries in its bounding cube,
+ *   k = 8: 51 ms against 384 ms). The statistics
+ *   (knn_gpgpu_stats.h) ask the same of their lists. On a grid of stacked
  *   points (above), kNN and all-kNN calls whose lists hold fewer entries than
  *   a point's own cell holds on average are served by the kd-tree on both
  *   backends (every list scans crowded cells: OpenMP, 2 cores, 2 x 10^5

@@ -129,7 +129,9 @@ class GridIndex final : public BasicIndexEngine<Scalar> {
   // are read only once copied to the host to be answered: 0 for them.
   double share_of_isolated_queries(const Scalar* queries, int64_t m,
                                    const CallParams& call) const override {
-    if (m <= 0 || n_ == 0 || call.queries_on_device) return 0.0;
+    const bool own = queries == nullptr;  // the indexed points (in cell order)
+    if (own) queries = coords_.data(), m = n_;
+    if (m <= 0 || n_ == 0 || (call.queries_on_device && !own)) return 0.0;
     const int64_t sample = std::min(m, kPlacementSampleQueries);
     const auto start = [&](uint32_t key) { return starts_[key]; };
     int64_t isolated = 0;

@@ -61,10 +61,11 @@ int structure_serving_call(const BasicIndexEngine<Scalar>& primary, int64_t n, i
                            CallKind kind, const Scalar* queries, int64_t m) {
   const int backend = primary.backend(), structure = primary.structure();
   double isolated_share = 0.0;
-  if (queries != nullptr && reads_isolated_share(backend, structure, n, list_k, kind)) {
+  if (reads_isolated_share(backend, structure, n, list_k, kind)) {
     // Asked only here, where the answer is used: it costs a driver call.
+    // Null queries: the indexed points (all-kNN), read by the engine.
     CallParams placement;
-    placement.queries_on_device = device_backend().is_device_pointer(queries);
+    placement.queries_on_device = queries != nullptr && device_backend().is_device_pointer(queries);
     isolated_share = primary.share_of_isolated_queries(queries, m, placement);
   }
   return serving_structure(backend, structure, n, list_k, kind, isolated_share,

@@ -74,19 +74,25 @@ constexpr int kGpuMaxListK = 2048;
 // k = 65 (on a sphere, k = 100: 165.8 against 123.0). The CUDA engine's
 // kMaxBinnedTake (src/backends.cpp asserts it).
 constexpr int kGpuGridMaxLeadingK = 256;
-// Nor does the grid lead for many queries away from the points (inside a
-// scanned object, off a surface): for a query with no point in the 3 x 3
-// x 3 cells around its own the grid may walk row after row of empty cells
-// and then scan all n points (common/grid_walk.h, walk_shells), where the
-// kd-tree descends to it; a query beyond the points' box walks a cap of
-// its face that widens with its distance (grid_walk.h, beyond_the_box).
-// So a kNN call whose sampled queries (share_of_isolated_queries) make
-// share x n above this is served by the kd-tree. H100, 10^6 points on a
-// sphere, 10^5 queries, k = 8, build + query ms (bench/RESULTS.md "Queries
-// away from a surface"): all in its bounding cube, grid 389, kd-tree 46;
-// 1 in 50 there, grid 12.7, kd-tree 19.7 (a warp of the kd-tree search
-// waits for its slowest query).
-constexpr double kGpuGridMaxIsolatedScan = 131072.0;
+// Nor does the grid lead for queries away from the points (inside a
+// scanned object, off a surface, the outliers of a scan asking for their
+// own neighbours): for a query with at most one point in the 3 x 3 x 3
+// cells around its own the grid may walk row after row of empty cells, and
+// for one with none then scan all n points (common/grid_walk.h,
+// walk_shells), where the kd-tree descends to it; a query beyond the
+// points' box walks a cap of its face that widens with its distance
+// (grid_walk.h, beyond_the_box). So a kNN call whose sampled queries
+// (share_of_isolated_queries; the indexed points for all-kNN) make share x
+// n above this is served by the kd-tree. The outliers cost most: H100,
+// 2026-12-07, 10^6 points of a scanned torus with 0.5 % of them sprayed
+// over its box (bench/peers_stats), each point's 16 nearest, ms from host
+// points to host rows: grid 76.3, kd-tree 11.5; the normals of those lists
+// on the device 66.9 against 6.3. (Before the outliers counted, H100, 10^6
+// points on a sphere, 10^5 queries, k = 8, build + query ms, bench/
+// RESULTS.md "Queries away from a surface": all in its bounding cube, grid
+// 389, kd-tree 46; 1 in 50 there, grid 12.7, kd-tree 19.7: the kd-tree
+// serves that case now too, the smaller loss.)
+constexpr double kGpuGridMaxIsolatedScan = 1024.0;
 // On the CPU the OpenMP grid never lost to the OpenMP kd-tree at any k
 // (2 cores, uniform 3-D, n = m = 10^6, query ms grid vs kd-tree, 2026-11-25:
 // k = 8 1036 vs 2508, 16: 1542 vs 3743, 32: 2536 vs 6790, 64: 4046 vs
@@ -97,7 +103,10 @@ constexpr double kGpuGridMaxIsolatedScan = 131072.0;
 // 6.2 s (2026-11-28), about 1.6 ns a point and query against 1.5 us a
 // query the grid saves at k = 8 (12 at k = 100). So an OpenMP AUTO index
 // adds its kd-tree for a kNN call whose isolated share x n is above this,
-// the saving at k = 8 to 100 in points scanned.
+// the saving at k = 8 to 100 in points scanned. (An outlier of the points
+// asking for its own neighbours walks shells instead: the torus above, 2
+// cores, k = 16, 136 us a sprayed point on the grid against 2.2 us on the
+// kd-tree, 0.80 against 0.53 us a point of the surface.)
 constexpr double kCpuGridMaxIsolatedScan = 4096.0;
 
 // A grid whose points are stacked at few locations (duplicates: a build

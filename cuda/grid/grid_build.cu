@@ -178,11 +178,15 @@ class GridIndex final : public ResidentRowsEngine<Scalar> {
   // Host queries: the sample is gathered here and copied up in one piece.
   double share_of_isolated_queries(const Scalar* queries, int64_t m,
                                    const CallParams& call) const override {
+    if (queries == nullptr) {  // the indexed points (in input order, resident)
+      queries = grid_->points.get();
+      m = grid_->n;
+    }
     if (m <= 0 || grid_->n == 0) return 0.0;
     const int64_t sample = std::min(m, kPlacementSampleQueries);
     Stream stream;
     int64_t isolated;
-    if (call.queries_on_device) {
+    if (call.queries_on_device || queries == grid_->points.get()) {
       isolated = count_isolated_queries(grid_->view(), queries, m, sample, stream.get());
     } else {
       std::vector<Scalar> rows(static_cast<size_t>(3 * sample));

@@ -95,8 +95,8 @@ TEST(ServingStructure, GpuGridGivesWayToTheKdTreeForQueriesAwayFromThePoints) {
   }
   // However isolated, a small grid scans its points for them, so the share
   // is not even read there.
-  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, 100000, 8, CallKind::Nearest, 1.0), kGrid);
   const auto small = static_cast<int64_t>(knn::kGpuGridMaxIsolatedScan);
+  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, small, 8, CallKind::Nearest, 1.0), kGrid);
   EXPECT_FALSE(knn::reads_isolated_share(kCuda, kGrid, small, 8, CallKind::Nearest));
   EXPECT_TRUE(knn::reads_isolated_share(kCuda, kGrid, small + 1, 8, CallKind::Nearest));
   const int64_t n = 10000000;

@@ -412,18 +412,20 @@ TEST(GridCpuIsolated, LongListsAlongARowOfCellsAreWalkedNotScanned) {
   EXPECT_LE(grid_seconds, kMaxRatio * tree_seconds);
 }
 
-// The OpenMP grid's share of isolated queries (no point in the 3 x 3 x 3
-// cells around their own) against a count here over the points' cells: all
-// of those deep in the hole of a hollow box, none of those among its points.
+// The OpenMP grid's share of isolated queries (at most one point in the
+// 3 x 3 x 3 cells around their own) against a count here over the points'
+// cells: all of those deep in the hole of a hollow box, none of those among
+// its points, and of the indexed points themselves (queries null) the
+// outliers planted in the hole, each alone in its cells.
 TEST(GridCpuIsolated, ShareOfIsolatedQueriesCountsTheEmptyNeighbourhoods) {
   const int64_t n = 200000;
   const std::vector<float> points = hollow_box(n, 81);
   const auto grid = build_grid(points);
   ASSERT_NE(grid, nullptr);
   const knn::GridLayout g = first_layout(points, knn::kGridDefaultPointsPerCell);
-  std::vector<char> occupied(static_cast<size_t>(g.cell_count()), 0);
+  std::vector<int64_t> in_cell(static_cast<size_t>(g.cell_count()), 0);
   for (size_t i = 0; i < points.size(); i += 3)
-    occupied[g.key_of(points[i], points[i + 1], points[i + 2])] = 1;
+    ++in_cell[g.key_of(points[i], points[i + 1], points[i + 2])];
   const auto counted = [&](const std::vector<float>& queries) {
     const int64_t m = static_cast<int64_t>(queries.size() / 3);
     const int64_t sample = std::min<int64_t>(m, knn::kPlacementSampleQueries);
@@ -432,15 +434,15 @@ TEST(GridCpuIsolated, ShareOfIsolatedQueriesCountsTheEmptyNeighbourhoods) {
       const float* q = &queries[3 * static_cast<size_t>(t * m / sample)];
       int32_t c[3];
       for (int a = 0; a < 3; ++a) c[a] = g.cell_on_axis(q[a], a);
-      bool any = false;
+      int64_t around = 0;
       for (int dz = -1; dz <= 1; ++dz)
         for (int dy = -1; dy <= 1; ++dy)
           for (int dx = -1; dx <= 1; ++dx) {
             const int32_t x = c[0] + dx, y = c[1] + dy, z = c[2] + dz;
             if (x >= 0 && y >= 0 && z >= 0 && x < g.cells[0] && y < g.cells[1] && z < g.cells[2])
-              any = any || occupied[g.key(x, y, z)];
+              around += in_cell[g.key(x, y, z)];
           }
-      isolated += any ? 0 : 1;
+      isolated += around <= 1 ? 1 : 0;
     }
     return static_cast<double>(isolated) / static_cast<double>(sample);
   };
@@ -467,6 +469,20 @@ TEST(GridCpuIsolated, ShareOfIsolatedQueriesCountsTheEmptyNeighbourhoods) {
   knn::CallParams on_device;
   on_device.queries_on_device = true;  // not read: 0
   EXPECT_EQ(grid->share_of_isolated_queries(deep.data(), 5000, on_device), 0.0);
+  // Queries null: the indexed points, each counting itself. A small box
+  // (every point sampled) with one outlier at the centre of its hole.
+  std::vector<float> small = hollow_box(4000, 84);
+  const auto plain = build_grid(small);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->share_of_isolated_queries(nullptr, 0, knn::CallParams{}), 0.0);
+  small.insert(small.end(), {0.5f, 0.5f, 0.5f});
+  const auto with_outlier = build_grid(small);
+  ASSERT_NE(with_outlier, nullptr);
+  EXPECT_EQ(with_outlier->share_of_isolated_queries(nullptr, 0, knn::CallParams{}), 1.0 / 4001);
+  EXPECT_EQ(with_outlier->share_of_isolated_queries(nullptr, 0, on_device), 1.0 / 4001);
+  // As queries, the outlier is alone around itself, so isolated as well.
+  EXPECT_EQ(with_outlier->share_of_isolated_queries(small.data() + 3 * 4000, 1, knn::CallParams{}),
+            1.0);
 }
 
 // Points on a surface make a poor first grid; the finer grid chosen for a
