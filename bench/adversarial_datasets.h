@@ -35,15 +35,16 @@ enum class Adversarial {
   HeavyTails,      // Cauchy coordinates (a few points very far)
   Clustered,       // 64 Gaussian blobs (datasets.h)
   TiltedPlane,     // a plane off every axis
+  SprayedSurface,  // a scan: a sphere's surface, 1 point in 200 sprayed over its cube
   Count
 };
 
 inline const char* adversarial_name(Adversarial d) {
   static const char* const names[] = {
-      "uniform",      "queries-in-cube", "queries-outside", "density-ramp",
-      "far-outliers", "mixed-scales",    "helix",           "box-faces",
-      "lattice",      "duplicates",      "two-clouds",      "collinear",
-      "thin-shell",   "heavy-tails",     "clustered",       "tilted-plane"};
+      "uniform",      "queries-in-cube", "queries-outside", "density-ramp", "far-outliers",
+      "mixed-scales", "helix",           "box-faces",       "lattice",      "duplicates",
+      "two-clouds",   "collinear",       "thin-shell",      "heavy-tails",  "clustered",
+      "tilted-plane", "sprayed-surface"};
   static_assert(sizeof(names) / sizeof(names[0]) == static_cast<int>(Adversarial::Count),
                 "one name per distribution");
   return names[static_cast<int>(d)];
@@ -181,6 +182,15 @@ inline void adversarial_point(Adversarial d, const RandomStream& rng, int64_t n,
       p[2] = 0.8f * u - 0.6f * v + 0.5f;
       return;
     }
+    case Adversarial::SprayedSurface:
+      // The spray is part of the cloud, so an all-kNN call asks for the
+      // neighbours of points alone in their cells (src/index_planner.h).
+      if (i % 200 == 7) {
+        for (int a = 0; a < 3; ++a) p[a] = rng.unit(c + a);
+      } else {
+        on_sphere(rng, c, 0.5f, p);
+      }
+      return;
   }
 }
 

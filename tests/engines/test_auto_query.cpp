@@ -223,6 +223,39 @@ TEST(AutoQueryCpu, AdversarialDistributionsGetTheStructureTheRuleNames) {
   }
 }
 
+// A scan: points on a surface, 1 in 200 sprayed over its cube
+// (bench_auto's sprayed-surface). The sprayed points are indexed points, so
+// each has itself around; those alone in their cells still count as away
+// from the points (grid_walk.h away_from_points), and an all-kNN call
+// (queries null) reads the share from the indexed points. On the GPU, where
+// such a point's walk of empty shells costs the grid ten times the
+// kd-tree's time (src/index_planner.h), that share makes a grid of 10^6
+// such points give way; the surface alone keeps it.
+TEST(AutoQueryCpu, TheSprayOfAScanIsSeenFromTheIndexedPoints) {
+  using knn_bench::Adversarial;
+  const int64_t n = 200000;
+  const std::vector<Point> cloud =
+      knn_bench::adversarial_cloud(Adversarial::SprayedSurface, n, false);
+  const std::vector<float> points(&cloud[0].p[0], &cloud[0].p[0] + 3 * n);
+  std::vector<float> surface;
+  for (int64_t i = 0; i < n; ++i)
+    if (i % 200 != 7) surface.insert(surface.end(), &points[3 * i], &points[3 * i] + 3);
+  knn::IndexParams params;
+  const auto sprayed = knn::omp::build_grid_index(points.data(), n, params);
+  const auto clean =
+      knn::omp::build_grid_index(surface.data(), static_cast<int64_t>(surface.size() / 3), params);
+  ASSERT_NE(sprayed, nullptr);
+  ASSERT_NE(clean, nullptr);
+  const double share = sprayed->share_of_isolated_queries(nullptr, 0, knn::CallParams{});
+  std::printf("  share of the indexed points away from the others: %.5f (spray 0.005)\n", share);
+  EXPECT_GT(share, 0.0);
+  EXPECT_LE(share, 0.005 + 1.0 / knn::kPlacementSampleQueries);
+  EXPECT_EQ(clean->share_of_isolated_queries(nullptr, 0, knn::CallParams{}), 0.0);
+  const int64_t scan = 1000000;
+  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, scan, 16, CallKind::Nearest, share), kKdTree);
+  EXPECT_EQ(knn::serving_structure(kCuda, kGrid, scan, 16, CallKind::Nearest, 0.0), kGrid);
+}
+
 // Points stacked 16 at each of n / 16 uniform locations (bench_auto's
 // duplicates) grow their cells' occupancy like a curve's from one scale to
 // the next, but like a volume's two steps up (common/grid_layout.h "Stacked
