@@ -14,17 +14,6 @@ namespace knn {
 namespace cuda {
 namespace {
 
-struct BoxUnion {
-  __host__ __device__ OrderBox operator()(const OrderBox& a, const OrderBox& b) const {
-    OrderBox r;
-    for (int d = 0; d < 3; ++d) {
-      r.lo[d] = fmin(a.lo[d], b.lo[d]);
-      r.hi[d] = fmax(a.hi[d], b.hi[d]);
-    }
-    return r;
-  }
-};
-
 // Point i as a box of one point.
 template <typename Scalar>
 struct PointAsBox {

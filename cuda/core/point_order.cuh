@@ -24,6 +24,19 @@ struct OrderBox {
   double lo[3], hi[3];
 };
 
+// The smallest box holding two boxes: the reduction of box_of_points (and
+// of the mesh build's centroid box).
+struct BoxUnion {
+  __host__ __device__ OrderBox operator()(const OrderBox& a, const OrderBox& b) const {
+    OrderBox r;
+    for (int d = 0; d < 3; ++d) {
+      r.lo[d] = fmin(a.lo[d], b.lo[d]);
+      r.hi[d] = fmax(a.hi[d], b.hi[d]);
+    }
+    return r;
+  }
+};
+
 // The box of n device points (rows of x, y, z), by one CUB reduction on
 // `stream`; returns when it is on the host. Empty (lo > hi) when n is 0.
 template <typename Scalar>

@@ -26,6 +26,7 @@
 #include "../../common/geometry/mesh_bvh.h"
 #include "../../engine/cancel.h"
 #include "../core/pinned_pool.h"
+#include "../core/point_order.cuh"
 #include "../cuda_engine.h"
 #include "cuda_mesh.cuh"
 #include "mesh_prepare.cuh"
@@ -33,21 +34,6 @@
 namespace knn {
 namespace cuda {
 namespace {
-
-struct CentroidBox {
-  double lo[3], hi[3];
-};
-
-struct CentroidBoxUnion {
-  __host__ __device__ CentroidBox operator()(const CentroidBox& a, const CentroidBox& b) const {
-    CentroidBox r;
-    for (int d = 0; d < 3; ++d) {
-      r.lo[d] = fmin(a.lo[d], b.lo[d]);
-      r.hi[d] = fmax(a.hi[d], b.hi[d]);
-    }
-    return r;
-  }
-};
 
 template <typename Scalar>
 __device__ void centroid_of(const Scalar* vertices, const int32_t* triangles, int64_t t,
@@ -63,8 +49,8 @@ template <typename Scalar>
 struct CentroidAsBox {
   const Scalar* vertices;
   const int32_t* triangles;
-  __device__ CentroidBox operator()(int64_t t) const {
-    CentroidBox box;
+  __device__ OrderBox operator()(int64_t t) const {
+    OrderBox box;
     centroid_of(vertices, triangles, t, box.lo);
     for (int d = 0; d < 3; ++d) box.hi[d] = box.lo[d];
     return box;
@@ -73,8 +59,8 @@ struct CentroidAsBox {
 
 template <typename Scalar>
 __global__ void morton_codes(const Scalar* vertices, const int32_t* triangles, int64_t n,
-                             const CentroidBox* bounds, uint64_t* codes, int32_t* ids) {
-  const CentroidBox b = *bounds;
+                             const OrderBox* bounds, uint64_t* codes, int32_t* ids) {
+  const OrderBox b = *bounds;
   for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < n;
        t += int64_t{gridDim.x} * blockDim.x) {
     codes[t] = mesh_walk::triangle_code(vertices, triangles, t, b.lo, b.hi);
@@ -220,7 +206,7 @@ std::unique_ptr<MeshEngine<Scalar>> build(const MeshGeometry<Scalar>& mesh,
   DeviceBuffer<geometry::WindingCluster> clusters(closed ? 0 : internal);
   DeviceBuffer<uint64_t> codes_a(un), codes_b(un);
   DeviceBuffer<int32_t> ids_a(un), ids_b(un);
-  DeviceBuffer<CentroidBox> bounds(1);
+  DeviceBuffer<OrderBox> bounds(1);
   DeviceBuffer<int32_t> parents(internal + un);
   DeviceBuffer<unsigned> visits(internal);
   DeviceBuffer<geometry::WindingMoments> moments(closed ? 0 : internal);
@@ -230,12 +216,12 @@ std::unique_ptr<MeshEngine<Scalar>> build(const MeshGeometry<Scalar>& mesh,
       thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
                                       CentroidAsBox<Scalar>{vertices.get(), triangles.get()});
   const double inf = __builtin_huge_val();
-  const CentroidBox empty{{inf, inf, inf}, {-inf, -inf, -inf}};
+  const OrderBox empty{{inf, inf, inf}, {-inf, -inf, -inf}};
   cub::DoubleBuffer<uint64_t> codes(codes_a.get(), codes_b.get());
   cub::DoubleBuffer<int32_t> ids(ids_a.get(), ids_b.get());
   size_t reduce_bytes = 0, sort_bytes = 0;
-  check(cub::DeviceReduce::Reduce(nullptr, reduce_bytes, centroids, bounds.get(), n,
-                                  CentroidBoxUnion(), empty, s),
+  check(cub::DeviceReduce::Reduce(nullptr, reduce_bytes, centroids, bounds.get(), n, BoxUnion(),
+                                  empty, s),
         "mesh build: centroid box (size)");
   check(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, codes, ids, n, 0,
                                         3 * geometry::kMortonBitsPerAxis, s),
@@ -243,7 +229,7 @@ std::unique_ptr<MeshEngine<Scalar>> build(const MeshGeometry<Scalar>& mesh,
   DeviceBuffer<unsigned char> cub_temp(
       checked_cub_temp(std::max(reduce_bytes, sort_bytes), cub_temp_bytes(n)));
   check(cub::DeviceReduce::Reduce(cub_temp.get(), reduce_bytes, centroids, bounds.get(), n,
-                                  CentroidBoxUnion(), empty, s),
+                                  BoxUnion(), empty, s),
         "mesh build: centroid box");
   morton_codes<<<blocks_for(morton_codes<Scalar>, n), kBlock, 0, s>>>(
       vertices.get(), triangles.get(), n, bounds.get(), codes_a.get(), ids_a.get());
