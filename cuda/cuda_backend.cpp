@@ -120,6 +120,13 @@ class CudaBackend final : public Backend {
     return cuda::kdtree_query_bytes(m, k, n, dim, leaf_size, scalar_bytes);
   }
   size_t grid_build_bytes(int64_t n) const override { return index_memory::grid_build_bytes(n); }
+  size_t stats_reducer_bytes(int64_t n, int list_k, size_t scalar_bytes) const override {
+    constexpr int kNormalsAndCurvature = 3;
+    return saturating_add(
+        stats_fixed_bytes(n, scalar_bytes),
+        saturating_mul(static_cast<size_t>(n < 0 ? 0 : n),
+                       stats_row_bytes(list_k, kNormalsAndCurvature, false, scalar_bytes)));
+  }
   size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles,
                           size_t scalar_bytes) const override {
     return cuda::mesh_build_bytes_either(n_vertices, n_triangles, scalar_bytes);

@@ -37,6 +37,7 @@ size_t Backend::kdtree_build_bytes(int64_t, int, size_t) const { return 0; }
 size_t Backend::kdtree_resident_bytes(int64_t, int, int) const { return 0; }
 size_t Backend::kdtree_query_bytes(int64_t, int, int64_t, int, int, size_t) const { return 0; }
 size_t Backend::grid_build_bytes(int64_t) const { return 0; }
+size_t Backend::stats_reducer_bytes(int64_t, int, size_t) const { return 0; }
 size_t Backend::mesh_build_bytes(int64_t, int64_t, size_t) const { return 0; }
 
 size_t Backend::classic_tree_build_bytes(int64_t) const { return 0; }

@@ -211,6 +211,9 @@ class Backend {
                                     size_t scalar_bytes) const;
   // The grid's build of n float points (dim 3).
   virtual size_t grid_build_bytes(int64_t n) const;
+  // A statistics call's reducer over the n points of an index with lists of
+  // list_k, beside the search: every row in one chunk, host outputs.
+  virtual size_t stats_reducer_bytes(int64_t n, int list_k, size_t scalar_bytes) const;
   // A mesh's build at its peak (the mesh resident plus the build's scratch),
   // what the build reserves before it knows whether the mesh is closed.
   virtual size_t mesh_build_bytes(int64_t n_vertices, int64_t n_triangles,

@@ -222,7 +222,8 @@ KNN_API int KNN_CALL knn_index_radius_inliers_f64(const knn_index* index, double
 /* Device bytes a statistics call with lists of k neighbours on a CUDA index
  * of n 3-D points would need at most (for the calls over others pass k + 1):
  * the engine's search of a chunk (knn_estimate_query_bytes) with the chunk's
- * lists, the points as queries and the outputs; a call plans its chunks
+ * lists, the points, the chunk's queries in their Morton order and the
+ * outputs; a call plans its chunks
  * within the device budget, so less memory means more chunks, not failure,
  * down to one chunk's need. No device needed; 0 for n < 0 or k < 1,
  * SIZE_MAX for n > INT32_MAX or a byte count beyond size_t. The _f64 twin:

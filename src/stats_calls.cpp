@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../common/error.h"
+#include "../common/saturating.h"
 #include "../engine/cancel.h"
 #include "../engine/progress.h"
 #include "../engine/stats_engine.h"
@@ -400,14 +401,11 @@ size_t estimate_stats_bytes(int64_t n, int k, const knn_options* opt, int scalar
   if (n > INT32_MAX) return SIZE_MAX;
   const size_t search = scalar == KNN_SCALAR_FLOAT64 ? knn_estimate_query_bytes_f64(n, k, n, 3, opt)
                                                      : knn_estimate_query_bytes(n, k, n, 3, opt);
-  const long double bytes_of_scalar = scalar == KNN_SCALAR_FLOAT64 ? 8 : 4;
-  // The points as queries, the lists, and the outputs (normals and curvature at most).
-  const long double rest =
-      static_cast<long double>(n) *
-      (3 * bytes_of_scalar + static_cast<long double>(k) * (4 + bytes_of_scalar) +
-       4 * bytes_of_scalar);
-  const long double total = static_cast<long double>(search) + rest;
-  return total >= static_cast<long double>(SIZE_MAX) ? SIZE_MAX : static_cast<size_t>(total);
+  // The reducer's points, chunk queries and their order, lists and staged
+  // outputs (normals and curvature at most).
+  const size_t reducer =
+      device_backend().stats_reducer_bytes(n, k, scalar == KNN_SCALAR_FLOAT64 ? 8 : 4);
+  return saturating_add(search, reducer);
 }
 
 #define KNN_STATS_INSTANTIATE(Scalar)                                                              \

@@ -40,6 +40,22 @@ inline size_t cub_temp_bytes(int64_t items) {
 constexpr size_t kPointOrderBytesPerPoint = 2 * (4 + 4) + 1;
 constexpr size_t kPointOrderFixedBytes = 4 * kAllocAlignment + kCubTempBase;
 
+// ---- The neighbourhood statistics' reducer (cuda/stats/neighbourhood_stats.cu) ----
+// Per row of a chunk: its list (list_k indices and distances), its query and
+// the query's point order, and where the outputs are host memory their
+// staging (width values and a curvature).
+inline size_t stats_row_bytes(int list_k, int width, bool outputs_on_device, size_t scalar_bytes) {
+  return static_cast<size_t>(list_k) * (4 + scalar_bytes) + 3 * scalar_bytes +
+         kPointOrderBytesPerPoint +
+         (outputs_on_device ? 0 : static_cast<size_t>(width + 1) * scalar_bytes);
+}
+// Beside the chunks: the index's points (the queries' source) and the point
+// order's fixed bytes.
+inline size_t stats_fixed_bytes(int64_t n, size_t scalar_bytes) {
+  return saturating_add(saturating_mul(static_cast<size_t>(n < 0 ? 0 : n), 3 * scalar_bytes),
+                        kPointOrderFixedBytes);
+}
+
 // ---- The median-split build of both kd-trees (cuda/kdtree/median_split.cuh) ----
 // Levels before shared_level are split in global memory, tile by tile; from
 // shared_level on, one block builds each subtree in its shared memory

@@ -90,17 +90,11 @@ class CudaListReducer final : public BasicListReducer<Scalar> {
       : request_(request), points_(static_cast<size_t>(engine.size()) * 3) {
     const int64_t n = engine.size();
     const int64_t width = out_width();
-    // Per row: the list, the query and its order, and where the outputs are
-    // host memory their staging.
-    const int64_t row_bytes =
-        int64_t{request.list_k} * int64_t(sizeof(int32_t) + sizeof(Scalar)) +
-        3 * int64_t(sizeof(Scalar)) + int64_t{kPointOrderBytesPerPoint} +
-        (request.outputs_on_device ? 0 : (width + 1) * int64_t(sizeof(Scalar)));
+    const int64_t row_bytes = static_cast<int64_t>(stats_row_bytes(
+        request.list_k, static_cast<int>(width), request.outputs_on_device, sizeof(Scalar)));
     const size_t budget = device_budget(call.device_memory_limit).bytes();
-    const int64_t points_bytes = n * 3 * int64_t(sizeof(Scalar));
-    const int64_t fixed_bytes = points_bytes + int64_t{kPointOrderFixedBytes};
-    const int64_t left =
-        static_cast<int64_t>(budget) > fixed_bytes ? static_cast<int64_t>(budget) - fixed_bytes : 0;
+    const size_t fixed_bytes = stats_fixed_bytes(n, sizeof(Scalar));
+    const int64_t left = budget > fixed_bytes ? static_cast<int64_t>(budget - fixed_bytes) : 0;
     rows_ = std::max<int64_t>(1, std::min<int64_t>(n, left / kStatsListBudgetShare / row_bytes));
     if (n > 0) {
       engine.copy_points_to_device(points_.get());
