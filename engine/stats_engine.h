@@ -44,10 +44,12 @@ class BasicListReducer {
   virtual int64_t chunk_rows() const = 0;
   virtual int32_t* list_indices() const = 0;
   virtual Scalar* list_sq_distances() const = 0;
-  // The queries of the chunk of points [first, first + count) (count <=
-  // chunk_rows()): those points, rows of x, y, z in the reducer's memory, in
-  // the order the reducer answers them; row r of the chunk's lists is the
-  // r-th of them. Ready when it returns.
+  // The queries of chunk [first, first + count) (count <= chunk_rows()) of
+  // the reducer's sequence of the points, which covers each point once (the
+  // OpenMP reducer: all points in Morton order; the CUDA one: the points
+  // [first, first + count), each chunk in its Morton order): rows of x, y, z
+  // in the reducer's memory; row r of the chunk's lists is the r-th of
+  // them. Ready when it returns.
   virtual const Scalar* chunk_queries(int64_t first, int64_t count) = 0;
   // Writes the outputs of the points of the last chunk_queries from the
   // chunk's lists.

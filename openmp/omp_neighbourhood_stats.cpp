@@ -1,8 +1,10 @@
 // The OpenMP engine's reducer of neighbourhood statistics (engine/stats_engine.h):
-// a host copy of the index's points, each chunk's points as the queries in
-// their Morton order (point_order.h: consecutive rows search the same nodes
-// and gather the same neighbours, in cache), the chunk's lists in host
-// scratch, its rows reduced by the team
+// a host copy of the index's points and their Morton order over all of them
+// (point_order.h), the chunks taken along that order, so that a chunk is a
+// patch of the cloud and its rows gather neighbours the rows before them
+// read, in cache (10^6 points of a scanned torus in random order, 2 cores:
+// the normals at k = 100 3.60 -> 3.01 s against each chunk sorted alone);
+// each chunk's lists in host scratch, its rows reduced by the team
 // (common/geometry/neighbourhood.h: the definition the CUDA reducer shares).
 #include <omp.h>
 
@@ -36,19 +38,22 @@ class OmpListReducer final : public BasicListReducer<Scalar> {
         rows_(std::max<int64_t>(1, std::min<int64_t>(engine.size(), kChunkSlots / request.list_k))),
         indices_(static_cast<size_t>(rows_ * request.list_k)),
         sq_distances_(static_cast<size_t>(rows_ * request.list_k)),
-        order_(rows_, cancel_flag()),
         queries_(static_cast<size_t>(rows_ * 3)) {
-    if (points_.empty()) return;
+    const int64_t n = engine.size();
+    if (n == 0) return;
     engine.copy_points(points_.data());
-    box_ = box_of_points(points_.data(), engine.size(), threads_);
+    // The sort's scratch (16 bytes a point) lives only here; the order stays.
+    PointOrder sorter(n, cancel_flag());
+    const uint32_t* sorted = sorter.sort(
+        points_.data(), n, box_of_points(points_.data(), n, threads_), threads_, cancel_flag());
+    order_.assign(sorted, sorted + n);
   }
 
   const Scalar* chunk_queries(int64_t first, int64_t count) override {
-    const Scalar* chunk = points_.data() + 3 * first;
-    chunk_order_ = order_.sort(chunk, count, box_, threads_, cancel_flag());
+    const uint32_t* chunk = order_.data() + first;
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t row = 0; row < count; ++row)
-      for (int c = 0; c < 3; ++c) queries_[3 * row + c] = chunk[3 * int64_t{chunk_order_[row]} + c];
+      for (int c = 0; c < 3; ++c) queries_[3 * row + c] = points_[3 * int64_t{chunk[row]} + c];
     return queries_.data();
   }
   int64_t chunk_rows() const override { return rows_; }
@@ -62,7 +67,7 @@ class OmpListReducer final : public BasicListReducer<Scalar> {
     const int64_t out_width = r.what == NeighbourhoodStatistic::Normals ? 3 : 1;
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t row = 0; row < count; ++row) {
-      const int64_t i = first + chunk_order_[row];
+      const int64_t i = order_[static_cast<size_t>(first + row)];
       write_statistic(r.what, r.k, r.list_k, r.n, points_.data(), indices_.data() + row * width,
                       sq_distances_.data() + row * width, i, r.values + i * out_width,
                       r.curvature ? r.curvature + i : nullptr, viewpoint);
@@ -76,9 +81,7 @@ class OmpListReducer final : public BasicListReducer<Scalar> {
   int64_t rows_;
   mutable std::vector<int32_t> indices_;
   mutable std::vector<Scalar> sq_distances_;
-  PointOrder order_;
-  OrderBox box_{};
-  const uint32_t* chunk_order_ = nullptr;  // the last chunk's, from chunk_queries
+  std::vector<uint32_t> order_;  // the points in Morton order; chunks are runs of it
   std::vector<Scalar> queries_;
 };
 

@@ -1,5 +1,5 @@
-// The Morton order of chunks of 3-D points (common/geometry/mesh_bvh.h's
-// cells, kOrderBitsPerAxis bits an axis, of a box): answered in that order,
+// The Morton order of chunks of 3-D points (common/geometry/mesh_bvh.h
+// point_order_code, the CUDA engine's too): answered in that order,
 // consecutive points lie near each other, so a thread walks the same nodes
 // and reads the same points, in cache (10^6 points in random order near a
 // sphere of 81920 triangles, one thread: 3.25 us a point in their order,
@@ -21,31 +21,25 @@
 namespace knn {
 namespace omp {
 
-constexpr int kOrderBitsPerAxis = 10;
-
 // A box in float64; points outside it order in its border cells.
 struct OrderBox {
   double lo[3], hi[3];
 };
 
-// The box of n points (rows of x, y, z) on `threads` threads; empty
-// (lo > hi) when n is 0.
+// The box of n points (rows of x, y, z) on `threads` threads, in one pass
+// over them; empty (lo > hi) when n is 0.
 template <typename Scalar>
 OrderBox box_of_points(const Scalar* points, int64_t n, int threads) {
   const double inf = std::numeric_limits<double>::infinity();
-  OrderBox box{{inf, inf, inf}, {-inf, -inf, -inf}};
-  for (int d = 0; d < 3; ++d) {
-    double lo = inf, hi = -inf;
-#pragma omp parallel for num_threads(threads) reduction(min : lo) reduction(max : hi)
-    for (int64_t i = 0; i < n; ++i) {
+  double lo[3] = {inf, inf, inf}, hi[3] = {-inf, -inf, -inf};
+#pragma omp parallel for num_threads(threads) reduction(min : lo[:3]) reduction(max : hi[:3])
+  for (int64_t i = 0; i < n; ++i)
+    for (int d = 0; d < 3; ++d) {
       const double x = static_cast<double>(points[3 * i + d]);
-      lo = x < lo ? x : lo;
-      hi = x > hi ? x : hi;
+      lo[d] = x < lo[d] ? x : lo[d];
+      hi[d] = x > hi[d] ? x : hi[d];
     }
-    box.lo[d] = lo;
-    box.hi[d] = hi;
-  }
-  return box;
+  return {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}};
 }
 
 // The Morton order of a chunk of points, and its scratch.
@@ -61,19 +55,13 @@ class PointOrder {
   template <typename Scalar>
   const uint32_t* sort(const Scalar* points, int64_t count, const OrderBox& box, int threads,
                        const volatile int* cancel) {
-    constexpr int drop = geometry::kMortonBitsPerAxis - kOrderBitsPerAxis;
 #pragma omp parallel for num_threads(threads)
     for (int64_t i = 0; i < count; ++i) {
-      uint32_t cell[3];
-      for (int d = 0; d < 3; ++d)
-        cell[d] =
-            geometry::morton_cell(static_cast<double>(points[3 * i + d]), box.lo[d], box.hi[d]) >>
-            drop;
-      codes_[i] = static_cast<uint32_t>(geometry::morton_code3(cell[0], cell[1], cell[2]));
+      codes_[i] = geometry::point_order_code(points + 3 * i, box.lo, box.hi);
       order_[i] = static_cast<uint32_t>(i);
     }
     radix_sort(codes_.data(), order_.data(), code_buffer_.data(), order_buffer_.data(), count,
-               3 * kOrderBitsPerAxis, threads, cancel);
+               3 * geometry::kPointOrderBitsPerAxis, threads, cancel);
     return order_.data();
   }
 

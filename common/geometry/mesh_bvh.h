@@ -70,6 +70,21 @@ KNN_HD uint64_t morton_code3(uint32_t cx, uint32_t cy, uint32_t cz) {
   return spread_bits3(cx) << 2 | spread_bits3(cy) << 1 | spread_bits3(cz);
 }
 
+// The order in which both engines answer chunks of 3-D points
+// (cuda/core/point_order.cuh, openmp/point_order.h): the Morton code of a
+// point's cell among 2^kPointOrderBitsPerAxis an axis of the box [lo, hi]
+// (points outside it in its border cells), the top bits of its morton_cell.
+constexpr int kPointOrderBitsPerAxis = 10;
+
+template <typename Scalar>
+KNN_HD uint32_t point_order_code(const Scalar* point, const double* lo, const double* hi) {
+  constexpr int drop = kMortonBitsPerAxis - kPointOrderBitsPerAxis;
+  uint32_t cell[3];
+  for (int d = 0; d < 3; ++d)
+    cell[d] = morton_cell(static_cast<double>(point[d]), lo[d], hi[d]) >> drop;
+  return static_cast<uint32_t>(morton_code3(cell[0], cell[1], cell[2]));
+}
+
 KNN_HD int leading_zeros64(uint64_t x) {
 #if defined(__CUDA_ARCH__)
   return __clzll(static_cast<long long>(x));

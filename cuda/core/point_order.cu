@@ -28,15 +28,9 @@ struct PointAsBox {
 template <typename Scalar>
 __global__ void point_codes(const Scalar* points, int64_t count, OrderBox box, uint32_t* codes,
                             int32_t* order) {
-  constexpr int drop = geometry::kMortonBitsPerAxis - kPointOrderBitsPerAxis;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
-    uint32_t cell[3];
-    for (int d = 0; d < 3; ++d)
-      cell[d] =
-          geometry::morton_cell(static_cast<double>(points[3 * i + d]), box.lo[d], box.hi[d]) >>
-          drop;
-    codes[i] = static_cast<uint32_t>(geometry::morton_code3(cell[0], cell[1], cell[2]));
+    codes[i] = geometry::point_order_code(points + 3 * i, box.lo, box.hi);
     order[i] = static_cast<int32_t>(i);
   }
 }
@@ -77,7 +71,7 @@ PointOrder::PointOrder(int64_t capacity)
   cub::DoubleBuffer<uint32_t> codes(nullptr, nullptr);
   cub::DoubleBuffer<int32_t> order(nullptr, nullptr);
   check(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes_, codes, order, capacity, 0,
-                                        3 * kPointOrderBitsPerAxis),
+                                        3 * geometry::kPointOrderBitsPerAxis),
         "point order: radix sort (size)");
   temp_.allocate(checked_cub_temp(temp_bytes_, cub_temp_bytes(capacity)));
 }
@@ -96,7 +90,7 @@ const int32_t* PointOrder::sort(const Scalar* points, int64_t count, const Order
   cub::DoubleBuffer<uint32_t> codes(codes_.get(), codes_sorted_.get());
   cub::DoubleBuffer<int32_t> order(order_.get(), order_sorted_.get());
   check(cub::DeviceRadixSort::SortPairs(temp_.get(), temp_bytes_, codes, order, count, 0,
-                                        3 * kPointOrderBitsPerAxis, stream),
+                                        3 * geometry::kPointOrderBitsPerAxis, stream),
         "point order: radix sort");
   return order.Current();
 }

@@ -1,5 +1,5 @@
-// The Morton order of chunks of 3-D points (common/geometry/mesh_bvh.h's
-// cells, kPointOrderBitsPerAxis bits an axis, of a box): answered in that
+// The Morton order of chunks of 3-D points (common/geometry/mesh_bvh.h
+// point_order_code, the OpenMP engine's too): answered in that
 // order, neighbouring threads walk the same nodes and read the same points,
 // in cache. The order changes no answer (each depends on its point alone);
 // the mesh queries and the neighbourhood statistics take their chunks in it,
@@ -16,8 +16,6 @@
 
 namespace knn {
 namespace cuda {
-
-constexpr int kPointOrderBitsPerAxis = 10;
 
 // A box in float64; points outside it order in its border cells.
 struct OrderBox {

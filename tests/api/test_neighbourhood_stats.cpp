@@ -7,6 +7,7 @@
 // bit for bit against the same formulas; the refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -348,13 +349,16 @@ TEST(NeighbourhoodDensity, RadiusCountsAndInliers) {
 }
 
 // Chunks: lists of k + 1 = 101 entries make the OpenMP engine reduce 41,528
-// rows at a time; 45,000 points take two chunks, checked on a sample.
+// rows at a time (runs of its Morton order of all the points); 45,000
+// points take two chunks, every point written once (none left NaN), checked
+// on a sample.
 TEST(NeighbourhoodDistances, SeveralChunks) {
   const int64_t n = 45000;
   const std::vector<double> p = make_cloud(Cloud::NoisyScan, n, 51);
   const IndexPtr ix = build(p, KNN_BACKEND_OPENMP, KNN_STRUCTURE_AUTO);
-  std::vector<double> scores(static_cast<size_t>(n));
+  std::vector<double> scores(static_cast<size_t>(n), std::nan(""));
   ASSERT_EQ(knn_index_outlier_scores_f64(ix.get(), 100, scores.data(), nullptr), KNN_OK);
+  EXPECT_EQ(std::count_if(scores.begin(), scores.end(), [](double s) { return std::isnan(s); }), 0);
   for (int64_t i = 0; i < n; i += 997)
     EXPECT_EQ(scores[static_cast<size_t>(i)], oracle_distances(p, i, 100).first) << i;
   EXPECT_EQ(scores[static_cast<size_t>(n - 1)], oracle_distances(p, n - 1, 100).first);
