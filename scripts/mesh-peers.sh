@@ -14,6 +14,8 @@
 # contender starts after it, so the table comes out within one call.
 # MESH_OURS_ARGS: more options of bench_mesh (--closest-only: no signed rows).
 # MESH_CONTENDERS: those to run (default "ours cubql libigl cgal open3d").
+# MESH_OURS_DRIVER: a bench_mesh built beforehand (its library found by
+# LD_LIBRARY_PATH or its run path): the library is not built here.
 # MESH_PEERS_MODE=cpu (scripts/mesh-peers-cpu.sh): the machine without a GPU:
 # the library without CUDA (in build-cpu, ccache's folder), no cuBQL, and
 # Open3D's RaycastingScene through MESH_PEERS_PYTHON (default
@@ -66,10 +68,13 @@ g++ "${cpu_flags[@]}" "$root/bench/mesh_data.cpp" -o "$build/peers/bench_mesh_da
   for m in "${meshes[@]}"; do "$build/peers/bench_mesh_data" "$data" "$m" "${scans[@]}" || exit 1; done
 ) >"$logs/data.log" 2>&1 &
 data_job=$!
-(cmake -S "$root" -B "$build" "${cmake_args[@]}" -DCMAKE_BUILD_TYPE=Release -DKNN_BUILD_BENCH=ON \
-   -DKNN_WITH_MPI=OFF &&
- cmake --build "$build" --target bench_mesh -j "$jobs") >"$logs/build.log" 2>&1 &
-ours_job=$!
+ours_job=
+if [ -z "${MESH_OURS_DRIVER:-}" ]; then
+  (cmake -S "$root" -B "$build" "${cmake_args[@]}" -DCMAKE_BUILD_TYPE=Release -DKNN_BUILD_BENCH=ON \
+     -DKNN_WITH_MPI=OFF &&
+   cmake --build "$build" --target bench_mesh -j "$jobs") >"$logs/build.log" 2>&1 &
+  ours_job=$!
+fi
 cubql_job=
 if [ "$mode" != cpu ]; then
   nvcc -O3 -std=c++17 -arch=sm_90 --expt-relaxed-constexpr --extended-lambda -Xcompiler=-fopenmp \
@@ -85,7 +90,9 @@ g++ "${cpu_flags[@]}" -isystem "$peers/cgal" "$root/bench/peers_mesh/cgal_driver
   -o "$build/peers/cgal_driver" >"$logs/build-cgal.log" 2>&1 &
 cpu_job[cgal]=$!
 
-if wait $ours_job; then
+if [ -n "${MESH_OURS_DRIVER:-}" ]; then
+  driver[ours]=$MESH_OURS_DRIVER
+elif wait $ours_job; then
   driver[ours]=$build/bench/bench_mesh
 else
   tail -30 "$logs/build.log"
