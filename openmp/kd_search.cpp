@@ -5,6 +5,7 @@
 #include "kd_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -381,9 +382,50 @@ struct KnnState {
   BasicNeighborList<Scalar> list;
   WalkScratch<Scalar> walk;
   std::vector<Scalar> query;
+  // The thread's last query and its k-th squared distance (+infinity: none).
+  std::vector<double> previous;
+  double previous_kth = std::numeric_limits<double>::infinity();
   KnnState(int64_t take, const BasicSearchTree<Scalar>& t)
-      : list(take, t.size), walk(t.dim), query(static_cast<size_t>(t.dim)) {}
+      : list(take, t.size),
+        walk(t.dim),
+        query(static_cast<size_t>(t.dim)),
+        previous(static_cast<size_t>(t.dim)) {}
 };
+
+// The k nearest of `query` into state.list. Queries come in leaf order, so
+// the thread's last one is near: its k nearest lie within sqrt(kth) + |q - p|
+// of this one (the triangle inequality), and the walk starts with that bound
+// (widened by 2^-10 against rounding) instead of an open list, offering
+// only what lies within it from its first leaf on. The bound is a hint,
+// never a premise: a walk under it that ends with its list short (fewer
+// points that close) is walked again from an open list, so every row is
+// the one the open walk gives.
+template <int D, typename Scalar>
+void walk_knn(const BasicSearchTree<Scalar>& tree, const Scalar* query, KnnState<Scalar>& state) {
+  double bound = std::numeric_limits<double>::infinity();
+  if (state.previous_kth < bound) {
+    double gap = 0;
+    for (int d = 0; d < tree.dim; ++d) {
+      const double e = static_cast<double>(query[d]) - state.previous[static_cast<size_t>(d)];
+      gap += e * e;
+    }
+    const double reach = std::sqrt(state.previous_kth) + std::sqrt(gap);
+    bound = reach * reach * (1 + 1.0 / 1024);
+  }
+  const bool hinted = bound < static_cast<double>(std::numeric_limits<Scalar>::max());
+  if (hinted)
+    state.list.reset(static_cast<Scalar>(bound));
+  else
+    state.list.reset();
+  walk<D>(tree, query, state.walk, state.list);
+  if (hinted && !state.list.full()) {
+    state.list.reset();
+    walk<D>(tree, query, state.walk, state.list);
+  }
+  for (int d = 0; d < tree.dim; ++d) state.previous[static_cast<size_t>(d)] = query[d];
+  state.previous_kth = state.list.full() ? static_cast<double>(state.list.limit())
+                                         : std::numeric_limits<double>::infinity();
+}
 
 }  // namespace
 
@@ -405,8 +447,7 @@ void search_knn(const BasicSearchTree<Scalar>& tree, const Scalar* queries, int6
               if (sq_distances) prefetch_row(sq_distances + ahead * k, k, true);
             }
             const int64_t q = order[static_cast<size_t>(i)];
-            state.list.reset();
-            walk<decltype(dim)::value>(tree, queries + q * tree.dim, state.walk, state.list);
+            walk_knn<decltype(dim)::value>(tree, queries + q * tree.dim, state);
             state.list.write(k, -1, indices + q * k, sq_distances ? sq_distances + q * k : nullptr);
           }
         });
@@ -434,8 +475,7 @@ void search_knn_self(const BasicSearchTree<Scalar>& tree, int k, bool exclude_se
             for (int d = 0; d < tree.dim; ++d)
               state.query[static_cast<size_t>(d)] = tree.plane(d)[p];
             const int32_t self = tree.ids[static_cast<size_t>(p)];
-            state.list.reset();
-            walk<decltype(dim)::value>(tree, state.query.data(), state.walk, state.list);
+            walk_knn<decltype(dim)::value>(tree, state.query.data(), state);
             const int64_t row = int64_t{self} * k;
             state.list.write(k, exclude_self ? self : -1, indices + row,
                              sq_distances ? sq_distances + row : nullptr);

@@ -82,6 +82,15 @@ class BasicNeighborList {
     size_ = 0;
     bar_ = capacity_ > 0 ? kOpen : kClosed;
   }
+  // Starts a new query that takes only candidates at squared distance <=
+  // at_most until the list is full. Where fewer than its capacity lie that
+  // close, the list ends short (not full()) and the query must be walked
+  // again after reset(); where it ends full, it holds what reset() would
+  // have given: the k best all lie within the k-th's distance <= at_most.
+  void reset(Scalar at_most) {
+    size_ = 0;
+    bar_ = capacity_ > 0 ? Entry{at_most, std::numeric_limits<int32_t>::max()} : kClosed;
+  }
 
   bool full() const { return size_ == capacity_; }
   // The k-th candidate; meaningful only when full() and the capacity is not 0.

@@ -313,6 +313,30 @@ TEST(IndexCpu, LargeKOnManyTies) {
                            3000, 5);
 }
 
+// Squared distances on float's subnormal grid (coordinates near 1e-22):
+// the kd-tree's kNN walks start from a bound taken from the thread's
+// previous query, which rounding can put below the k-th distance here; the
+// walk that ends short goes again from an open list. The rows are the brute
+// force's, bit for bit, queried and all-kNN, at scales where that happens.
+TEST(IndexCpu, SubnormalDistancesAnswerLikeTheBruteForce) {
+  for (const float scale : {1e-21f, 1e-22f, 3e-23f}) {
+    std::vector<float> points = make_rows(Dist::Uniform, 3000, 3, 17);
+    for (float& x : points) x *= scale;
+    IndexHandle tree =
+        build_index(points, 3, options_for({KNN_BACKEND_OPENMP, KNN_STRUCTURE_KDTREE}));
+    IndexHandle brute =
+        build_index(points, 3, options_for({KNN_BACKEND_OPENMP, KNN_STRUCTURE_BRUTE_FORCE}));
+    ASSERT_TRUE(tree && brute);
+    for (const int k : {8, 30}) {
+      SCOPED_TRACE(::testing::Message() << "scale " << scale << ", k " << k);
+      EXPECT_TRUE(
+          same_knn(query_index(brute.get(), points, 3, k), query_index(tree.get(), points, 3, k)));
+      EXPECT_TRUE(
+          same_knn(query_self(brute.get(), 3000, k, true), query_self(tree.get(), 3000, k, true)));
+    }
+  }
+}
+
 // The index keeps its own copy: changing the caller's array after the build
 // changes nothing.
 TEST(IndexCpu, IndexOwnsItsPoints) {

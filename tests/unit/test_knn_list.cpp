@@ -2,11 +2,13 @@
 // writes against a sorted oracle (all candidates sorted by (squared
 // distance, index), the first k kept), in both of its regimes (sorted
 // insertion up to kSortedListMaxK, a heap beyond), with ties, capacities
-// below k, rows shorter than k, a skipped index, any offer order, and one
-// list reused across queries as the engines reuse theirs.
+// below k, rows shorter than k, a skipped index, any offer order, one
+// list reused across queries as the engines reuse theirs, and lists started
+// under a bound.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -131,6 +133,47 @@ TEST(KnnList, BarIsTheKthCandidateOnceFull) {
       ASSERT_EQ(list.limit(), kth.sq_distance) << "k " << k << " after " << seen.size();
       ASSERT_TRUE(list.may_improve(kth.sq_distance, kth.index - 1));
       ASSERT_FALSE(list.may_improve(kth.sq_distance, kth.index));
+    }
+  }
+}
+
+// A list started under a bound (reset(at_most), the hint of the kd-tree's
+// kNN walks): at or above the k-th candidate's distance it ends full with
+// the open list's row, in both regimes and with ties at the bound; below it
+// it ends short, which tells the walk to go again from an open list.
+TEST(KnnList, ABoundAtOrAboveTheKthGivesTheOpenRowBelowItEndsShort) {
+  std::mt19937 rng(53);
+  for (const int k : {1, 31, 100, 193}) {
+    const int64_t n_points = 4 * int64_t{k};
+    knn::omp::BasicNeighborList<double> list(k, n_points);
+    for (const int distinct : {3, 1000000}) {
+      const std::vector<Entry<double>> offered =
+          candidates<double>(static_cast<int>(n_points), n_points, distinct, Order::kRandom, rng);
+      std::vector<Entry<double>> sorted = offered;
+      std::sort(sorted.begin(), sorted.end(),
+                [](const Entry<double>& a, const Entry<double>& b) { return knn::closer(a, b); });
+      const double kth = sorted[static_cast<size_t>(k) - 1].sq_distance;
+      std::vector<int32_t> want_ids;
+      std::vector<double> want_dists;
+      expected_row(offered, k, n_points, k, -1, want_ids, want_dists);
+      const double below = std::nextafter(kth, -1.0);
+      for (const double bound : {kth, kth * 2 + 1, below}) {
+        SCOPED_TRACE(::testing::Message() << "k " << k << ", distinct " << distinct << ", bound "
+                                          << bound << " (k-th " << kth << ")");
+        list.reset(bound);
+        for (const Entry<double>& e : offered)
+          if (e.sq_distance <= list.limit()) list.offer(e.sq_distance, e.index);
+        if (bound < kth) {
+          EXPECT_FALSE(list.full());
+          continue;
+        }
+        ASSERT_TRUE(list.full());
+        std::vector<int32_t> ids(static_cast<size_t>(k));
+        std::vector<double> dists(static_cast<size_t>(k));
+        list.write(k, -1, ids.data(), dists.data());
+        EXPECT_EQ(ids, want_ids);
+        EXPECT_EQ(dists, want_dists);
+      }
     }
   }
 }
