@@ -3,7 +3,7 @@
 // (point_order.h), the chunks taken along that order, so that a chunk is a
 // patch of the cloud and its rows gather neighbours the rows before them
 // read, in cache (10^6 points of a scanned torus in random order, 2 cores:
-// the normals at k = 100 3.60 -> 3.01 s against each chunk sorted alone);
+// the normals at k = 100 3.60 -> 3.19 s against each chunk sorted alone);
 // each chunk's lists in host scratch, its rows reduced by the team
 // (common/geometry/neighbourhood.h: the definition the CUDA reducer shares).
 #include <omp.h>
