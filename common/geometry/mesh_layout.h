@@ -30,10 +30,8 @@ struct MeshBox {
   Scalar lo[3], hi[3];
 };
 
-// 16-byte aligned (64 bytes in float, 112 in double) so that a walk reads a
-// node in whole 16-byte loads (mesh_walk.h load_whole).
 template <typename Scalar>
-struct alignas(16) MeshNode {
+struct MeshNode {
   MeshBox<Scalar> box[2];  // of the left and the right child
   int32_t child[2];        // references (leaf_ref for leaves)
 };

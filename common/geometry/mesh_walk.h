@@ -19,13 +19,12 @@
 // The solid-angle sum (solid_angle_sum): mesh_winding_tree.h's order.
 //
 // How the arrays are read is the Mesh parameter's: MeshArrays reads plain
-// pointers (host memory, or device memory in a kernel, a node or leaf whole
-// in 16-byte loads); another reader needs node(i), leaf(i), cluster(i),
-// leaf_normals(i), vertex_normal(v), prefetch(ref), n and closed_oriented.
+// pointers (host memory, or device memory in a kernel); another reader (say,
+// through a texture path) needs node(i), leaf(i), cluster(i), normals(i),
+// vertex_normal(v), n and closed_oriented.
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "../float_math.h"
 #include "../host_device.h"
@@ -38,27 +37,6 @@
 namespace knn {
 namespace geometry {
 
-// *p read whole: on the device in 16-byte loads through the read-only data
-// path (a node or a leaf is 4 or 8 load instructions where its fields one
-// by one are 14 or 16), on the host a plain copy. T's size and alignment are
-// multiples of 16 (mesh_layout.h).
-template <typename T>
-KNN_HD T load_whole(const T* p) {
-#if defined(__CUDA_ARCH__)
-  static_assert(sizeof(T) % 16 == 0 && alignof(T) % 16 == 0, "whole 16-byte parts");
-  constexpr int kParts = static_cast<int>(sizeof(T) / 16);
-  int4 part[kParts];
-  const int4* from = reinterpret_cast<const int4*>(p);
-#pragma unroll
-  for (int j = 0; j < kParts; ++j) part[j] = __ldg(from + j);
-  T whole;
-  memcpy(&whole, part, sizeof(T));
-  return whole;
-#else
-  return *p;
-#endif
-}
-
 template <typename Scalar>
 struct MeshArrays {
   const MeshNode<Scalar>* nodes;       // n - 1
@@ -69,7 +47,7 @@ struct MeshArrays {
   int64_t n;
   bool closed_oriented;
 
-  KNN_HD MeshNode<Scalar> node(int32_t i) const { return load_whole(nodes + i); }
+  KNN_HD const MeshNode<Scalar>& node(int32_t i) const { return nodes[i]; }
   // A hint that the walk may read reference `ref` next (a node or a leaf).
   KNN_HD void prefetch(int32_t ref) const {
 #if !defined(__CUDA_ARCH__)
@@ -81,7 +59,7 @@ struct MeshArrays {
     (void)ref;
 #endif
   }
-  KNN_HD LeafTriangle<Scalar> leaf(int32_t i) const { return load_whole(leaves + i); }
+  KNN_HD const LeafTriangle<Scalar>& leaf(int32_t i) const { return leaves[i]; }
   KNN_HD const WindingCluster& cluster(int32_t i) const { return clusters[i]; }
   KNN_HD const LeafNormals<Scalar>& leaf_normals(int32_t i) const { return normals[i]; }
   KNN_HD Vec3<Scalar> vertex_normal(int64_t v) const {
@@ -111,7 +89,7 @@ KNN_HD Nearest<Scalar> nearest_leaf(const Mesh& mesh, const Vec3<Scalar>& q, Sca
                                     bool* overflow) {
   Nearest<Scalar> best{limit_sq, -1, -1};
   const auto measure = [&](int32_t leaf_index) {
-    const LeafTriangle<Scalar> leaf = mesh.leaf(leaf_index);
+    const LeafTriangle<Scalar>& leaf = mesh.leaf(leaf_index);
     const Scalar sq = closest_on_leaf(q, leaf).sq_distance;
     if (is_closer(sq, leaf.id, best.sq_distance, best.id)) best = {sq, leaf.id, leaf_index};
   };
@@ -128,32 +106,28 @@ KNN_HD Nearest<Scalar> nearest_leaf(const Mesh& mesh, const Vec3<Scalar>& q, Sca
   int top = 0;
   int32_t node_index = 0;
   for (;;) {
-    const MeshNode<Scalar> node = mesh.node(node_index);
+    const MeshNode<Scalar>& node = mesh.node(node_index);
     mesh.prefetch(node.child[0]);
     mesh.prefetch(node.child[1]);
-    const Scalar left = box_distance(qc, node.box[0].lo, node.box[0].hi, 3);
-    const Scalar right = box_distance(qc, node.box[1].lo, node.box[1].hi, 3);
-    // The nearer and the farther child, chosen by selection rather than by
-    // an index into the node, which would put the node in local memory on
-    // the device.
-    const bool right_nearer = right < left;
-    const int32_t near = right_nearer ? node.child[1] : node.child[0];
-    const int32_t far = right_nearer ? node.child[0] : node.child[1];
-    const Scalar near_bound = right_nearer ? right : left;
-    const Scalar far_bound = right_nearer ? left : right;
-    if (is_leaf_ref(near) && !(near_bound > best.sq_distance)) measure(leaf_of_ref(near));
-    if (is_leaf_ref(far) && !(far_bound > best.sq_distance)) measure(leaf_of_ref(far));
-    const bool go_near = !is_leaf_ref(near) && !(near_bound > best.sq_distance);
-    const bool go_far = !is_leaf_ref(far) && !(far_bound > best.sq_distance);
+    const Scalar bound[2] = {box_distance(qc, node.box[0].lo, node.box[0].hi, 3),
+                             box_distance(qc, node.box[1].lo, node.box[1].hi, 3)};
+    const int near = bound[1] < bound[0] ? 1 : 0;
+    const int far = 1 - near;
+    if (is_leaf_ref(node.child[near]) && !(bound[near] > best.sq_distance))
+      measure(leaf_of_ref(node.child[near]));
+    if (is_leaf_ref(node.child[far]) && !(bound[far] > best.sq_distance))
+      measure(leaf_of_ref(node.child[far]));
+    const bool go_near = !is_leaf_ref(node.child[near]) && !(bound[near] > best.sq_distance);
+    const bool go_far = !is_leaf_ref(node.child[far]) && !(bound[far] > best.sq_distance);
     if (go_near || go_far) {
       if (go_near && go_far) {
         if (top == kMeshStackCapacity) {
           *overflow = true;
           return best;
         }
-        stack[top++] = Pending{far, far_bound};
+        stack[top++] = Pending{node.child[far], bound[far]};
       }
-      node_index = go_near ? near : far;
+      node_index = node.child[go_near ? near : far];
       continue;
     }
     while (top > 0 && stack[top - 1].bound > best.sq_distance) --top;
@@ -164,7 +138,7 @@ KNN_HD Nearest<Scalar> nearest_leaf(const Mesh& mesh, const Vec3<Scalar>& q, Sca
 
 template <typename Scalar, typename Mesh>
 KNN_HD double leaf_solid_angle(const Mesh& mesh, const Vec3<double>& q, int32_t leaf_index) {
-  const LeafTriangle<Scalar> leaf = mesh.leaf(leaf_index);
+  const LeafTriangle<Scalar>& leaf = mesh.leaf(leaf_index);
   return solid_angle(q, to_double3(leaf_corner(leaf, 0)), to_double3(leaf_corner(leaf, 1)),
                      to_double3(leaf_corner(leaf, 2)));
 }
@@ -193,7 +167,7 @@ KNN_HD double solid_angle_sum(const Mesh& mesh, const Vec3<double>& q, bool* ove
       *overflow = true;
       return sum;
     }
-    const MeshNode<Scalar> node = mesh.node(ref);
+    const MeshNode<Scalar>& node = mesh.node(ref);
     stack[top++] = node.child[1];
     stack[top++] = node.child[0];
   }
